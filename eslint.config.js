@@ -1,0 +1,36 @@
+// The lint rules enforce the architecture: the hot path (proxy/, limits/, keys/) never imports
+// Express or the management API, so nothing of the management stack can creep onto it.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const coreRestriction = {
+  patterns: [
+    { group: ['express', 'express/*'], message: 'proxy/, limits/ and keys/ stay free of Express.' },
+    { group: ['**/management/**', '../management', './management'], message: 'The core must not depend on the management API.' },
+  ],
+};
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', 'bench/results/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', fetch: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly', performance: 'readonly', setImmediate: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly' } },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+    },
+  },
+  {
+    files: ['src/proxy/**/*.ts', 'src/limits/**/*.ts', 'src/keys/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', coreRestriction], '@typescript-eslint/no-restricted-imports': 'off' },
+  },
+  {
+    // process.env is read in one place only: main.ts, the composition root.
+    files: ['src/**/*.ts'],
+    ignores: ['src/main.ts'],
+    rules: {
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Only src/main.ts reads process.env; take a Config.' }],
+    },
+  },
+);

@@ -1,0 +1,15 @@
+// A stand-in backend for the README walk-through: answers every request with what it received.
+import { createServer } from 'node:http';
+
+const port = Number(process.env.PORT ?? 3000);
+createServer((req, res) => {
+  const body = JSON.stringify({
+    backend: 'demo',
+    method: req.method,
+    url: req.url,
+    apiKeyReceived: req.headers['x-api-key'] !== undefined,
+    consumerApiKeyId: req.headers['x-consumer-api-key-id'],
+  });
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(body + '\n');
+}).listen(port, '127.0.0.1', () => console.log(`demo backend on http://127.0.0.1:${port}`));

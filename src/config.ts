@@ -1,0 +1,185 @@
+import { parsePolicy, type RateLimitPolicy } from './limits/window.js';
+
+/** Every setting of the service, validated once at start-up and passed in; never read as a global. */
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly upstreamUrl: URL;
+  /** `undefined`: generate one at start-up and print it once. */
+  readonly rootToken: string | undefined;
+  readonly databaseUrl: string | undefined;
+  readonly redisUrl: string | undefined;
+  /** Comma-separated `host:port` seeds: Redis Cluster instead of a single Redis. */
+  readonly redisClusterNodes: readonly string[] | undefined;
+  readonly redisKeyPrefix: string;
+  readonly dataDir: string;
+  /** 32 bytes; `undefined` only in embedded mode, where it is generated into `dataDir`. */
+  readonly secretEncryptionKey: Buffer | undefined;
+  /** Older keys that still decrypt, for rotation (`SECRET_ENCRYPTION_KEY_PREVIOUS`). */
+  readonly previousEncryptionKeys: readonly Buffer[];
+  readonly opsPort: number;
+  readonly defaultRateLimit: RateLimitPolicy | undefined;
+  readonly customerIdHeader: string;
+  readonly managementPrefix: string;
+  readonly redisFailureMode: 'open' | 'closed';
+  readonly upstreamTimeoutMs: number;
+  readonly shutdownTimeoutMs: number;
+  readonly logLevel: string;
+  readonly workers: number;
+  /** How many proxy hops in front of Tollgate may set X-Forwarded-For, or which addresses. */
+  readonly trustProxy: TrustProxy;
+  readonly production: boolean;
+}
+
+export type TrustProxy = { readonly hops: number } | { readonly addresses: readonly string[] };
+
+/** One line that names the variable and what is wrong with it. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${raw}`);
+  return value;
+}
+
+function url(env: Env, name: string, protocols: readonly string[]): URL | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'is not a valid URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+  }
+  return parsed;
+}
+
+function encryptionKey(name: string, raw: string): Buffer {
+  const key = Buffer.from(raw, 'base64');
+  if (key.length !== 32 || key.toString('base64').replace(/=+$/, '') !== raw.trim().replace(/=+$/, '')) {
+    throw new ConfigError(name, 'must be 32 bytes encoded in base64 (openssl rand -base64 32)');
+  }
+  return key;
+}
+
+function trustProxy(raw: string | undefined): TrustProxy {
+  if (raw === undefined || raw === '' || raw === 'false') return { hops: 0 };
+  if (/^\d+$/.test(raw)) return { hops: Number(raw) };
+  const addresses = raw.split(',').map((a) => a.trim());
+  if (addresses.some((a) => !/^[0-9a-fA-F:.]+$/.test(a))) {
+    throw new ConfigError('TRUST_PROXY', 'must be a hop count or a comma-separated list of IP addresses');
+  }
+  return { addresses };
+}
+
+export function loadConfig(env: Env): Config {
+  const production = env.NODE_ENV === 'production';
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:'])?.toString();
+  const redisUrl = url(env, 'REDIS_URL', ['redis:', 'rediss:'])?.toString();
+
+  const upstreamUrl = url(env, 'UPSTREAM_URL', ['http:', 'https:']) ?? new URL('http://127.0.0.1:3000');
+  if (upstreamUrl.search || upstreamUrl.hash) {
+    throw new ConfigError('UPSTREAM_URL', 'must not carry a query string or fragment');
+  }
+
+  const rootToken = env.ROOT_TOKEN === '' ? undefined : env.ROOT_TOKEN;
+  if (rootToken === undefined && production) {
+    throw new ConfigError('ROOT_TOKEN', 'must be set when NODE_ENV=production');
+  }
+  if (rootToken !== undefined && rootToken.length < 16) {
+    throw new ConfigError('ROOT_TOKEN', 'must be at least 16 characters');
+  }
+
+  const rawKey = env.SECRET_ENCRYPTION_KEY;
+  const secretEncryptionKey = rawKey ? encryptionKey('SECRET_ENCRYPTION_KEY', rawKey) : undefined;
+  if (!secretEncryptionKey && databaseUrl) {
+    throw new ConfigError('SECRET_ENCRYPTION_KEY', 'must be set when DATABASE_URL is set');
+  }
+  const previousEncryptionKeys = (env.SECRET_ENCRYPTION_KEY_PREVIOUS ?? '')
+    .split(',')
+    .filter((k) => k.trim() !== '')
+    .map((k) => encryptionKey('SECRET_ENCRYPTION_KEY_PREVIOUS', k.trim()));
+
+  let defaultRateLimit: RateLimitPolicy | undefined;
+  if (env.DEFAULT_RATE_LIMIT) {
+    defaultRateLimit = parsePolicy(env.DEFAULT_RATE_LIMIT);
+    if (!defaultRateLimit) {
+      throw new ConfigError('DEFAULT_RATE_LIMIT', 'must look like 1000/hour (period: second, minute, hour, day, week, month)');
+    }
+  }
+
+  const customerIdHeader = (env.CUSTOMER_ID_HEADER || 'x-customer-id').toLowerCase();
+  if (!/^[a-z0-9!#$%&'*+.^_`|~-]+$/.test(customerIdHeader)) {
+    throw new ConfigError('CUSTOMER_ID_HEADER', 'must be a valid HTTP header name');
+  }
+
+  const managementPrefix = (env.MANAGEMENT_PREFIX ?? '').replace(/\/+$/, '');
+  if (managementPrefix !== '' && !/^(\/[A-Za-z0-9._~-]+)+$/.test(managementPrefix)) {
+    throw new ConfigError('MANAGEMENT_PREFIX', 'must be empty or a path such as /admin');
+  }
+
+  const redisFailureMode = env.REDIS_FAILURE_MODE || 'open';
+  if (redisFailureMode !== 'open' && redisFailureMode !== 'closed') {
+    throw new ConfigError('REDIS_FAILURE_MODE', `must be "open" or "closed", got "${redisFailureMode}"`);
+  }
+
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+
+  const redisClusterNodes = env.REDIS_CLUSTER_NODES
+    ? env.REDIS_CLUSTER_NODES.split(',').map((n) => n.trim())
+    : undefined;
+  if (redisClusterNodes?.some((n) => !/^[^:\s]+:\d+$/.test(n))) {
+    throw new ConfigError('REDIS_CLUSTER_NODES', 'must be a comma-separated list of host:port');
+  }
+
+  const workers = integer(env, 'WORKERS', 1, 1, 64);
+  if (workers > 1 && !redisUrl && !redisClusterNodes) {
+    throw new ConfigError('WORKERS', 'more than 1 needs REDIS_URL: in-process counters cannot be shared by workers');
+  }
+
+  return Object.freeze({
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    host: env.HOST || '0.0.0.0',
+    upstreamUrl,
+    rootToken,
+    databaseUrl,
+    redisUrl,
+    redisClusterNodes,
+    redisKeyPrefix: env.REDIS_KEY_PREFIX ?? 'tg:',
+    dataDir: env.DATA_DIR || './data',
+    secretEncryptionKey,
+    previousEncryptionKeys,
+    opsPort: integer(env, 'OPS_PORT', 9090, 0, 65535),
+    defaultRateLimit,
+    customerIdHeader,
+    managementPrefix,
+    redisFailureMode,
+    upstreamTimeoutMs: integer(env, 'UPSTREAM_TIMEOUT_MS', 30000, 1, 3_600_000),
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0, 3_600_000),
+    logLevel,
+    workers,
+    trustProxy: trustProxy(env.TRUST_PROXY),
+    production,
+  });
+}

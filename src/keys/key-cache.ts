@@ -1,0 +1,203 @@
+import type { RateLimitPolicy } from '../limits/window.js';
+import type { Metrics } from '../ops/metrics.js';
+import type { KeyWithPlan } from '../store/repositories.js';
+import type { KeyChange, KeyEvents } from './key-events.js';
+import { hashSecret, looksLikeSecret } from './secret.js';
+
+/** What the proxy needs to admit a request: the key id and the policy that limits it, if any. */
+export interface ResolvedKey {
+  readonly id: string;
+  readonly policy: RateLimitPolicy | undefined;
+}
+
+/** The database look-up by SHA-256 of the secret (`KeyRepository.findBySecretHash`). */
+export type KeyLookup = (secretHash: Buffer) => Promise<KeyWithPlan | undefined>;
+
+export interface KeyCacheOptions {
+  readonly lookup: KeyLookup;
+  readonly events: KeyEvents;
+  readonly metrics: Pick<Metrics, 'keyCache'>;
+  /** Applies to keys with no plan bound (`DEFAULT_RATE_LIMIT`). */
+  readonly defaultRateLimit: RateLimitPolicy | undefined;
+  readonly clock?: () => number;
+  /** Backstop for a lost invalidation message; invalidation itself is immediate. */
+  readonly ttlMs?: number;
+  readonly maxEntries?: number;
+  readonly negativeTtlMs?: number;
+  readonly maxNegativeEntries?: number;
+}
+
+/** How long an expired entry is trusted again after a failed refresh, before the next attempt. */
+const STALE_GRACE_MS = 5_000;
+
+interface Entry {
+  readonly key: ResolvedKey;
+  readonly rateLimitId: string | null;
+  readonly expiresAt: number;
+}
+
+/**
+ * Secret → key, so a known key costs no database query. Entries are dropped the moment a key or plan
+ * change is announced on `KeyEvents`; their lifetime only covers a lost announcement. Unknown secrets
+ * are remembered briefly (bounded), and strings that cannot be secrets never reach the database.
+ *
+ * `resolve` answers synchronously whenever memory can, so a hit allocates no promise. A failed
+ * look-up rejects (the caller answers 503) unless an expired entry for that secret is still held:
+ * then that entry keeps the key working while the database is down.
+ */
+export class KeyCache {
+  private readonly entries = new Map<string, Entry>();
+  /** keyId → secret: a key change finds its entry without a scan. */
+  private readonly byKeyId = new Map<string, string>();
+  /** secret → expiry; Map order is insertion order, so the first entry is the oldest. */
+  private readonly negative = new Map<string, number>();
+  /** Concurrent misses for one secret share one look-up. */
+  private readonly inFlight = new Map<string, Promise<ResolvedKey | undefined>>();
+  /** Bumped by every change: a look-up that raced a change must not cache what it read. */
+  private generation = 0;
+
+  private readonly lookup: KeyLookup;
+  private readonly metrics: Pick<Metrics, 'keyCache'>;
+  private readonly defaultRateLimit: RateLimitPolicy | undefined;
+  private readonly clock: () => number;
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly negativeTtlMs: number;
+  private readonly maxNegativeEntries: number;
+
+  constructor(options: KeyCacheOptions) {
+    this.lookup = options.lookup;
+    this.metrics = options.metrics;
+    this.defaultRateLimit = options.defaultRateLimit;
+    this.clock = options.clock ?? Date.now;
+    this.ttlMs = options.ttlMs ?? 300_000;
+    this.maxEntries = options.maxEntries ?? 100_000;
+    this.negativeTtlMs = options.negativeTtlMs ?? 10_000;
+    this.maxNegativeEntries = options.maxNegativeEntries ?? 10_000;
+    options.events.subscribe((change) => this.invalidate(change));
+  }
+
+  /** The key a secret belongs to, or `undefined` for an unknown, deleted or malformed secret. */
+  resolve(secret: string): ResolvedKey | undefined | Promise<ResolvedKey | undefined> {
+    const now = this.clock();
+    const entry = this.entries.get(secret);
+    if (entry !== undefined && entry.expiresAt > now) {
+      this.metrics.keyCache.inc({ result: 'hit' });
+      return entry.key;
+    }
+    if (!looksLikeSecret(secret)) {
+      this.metrics.keyCache.inc({ result: 'negative' });
+      return undefined;
+    }
+    const refusedUntil = this.negative.get(secret);
+    if (refusedUntil !== undefined) {
+      if (refusedUntil > now) {
+        this.metrics.keyCache.inc({ result: 'negative' });
+        return undefined;
+      }
+      this.negative.delete(secret);
+    }
+    this.metrics.keyCache.inc({ result: 'miss' });
+    let pending = this.inFlight.get(secret);
+    if (pending === undefined) {
+      pending = this.load(secret, entry);
+      this.inFlight.set(secret, pending);
+    }
+    return pending;
+  }
+
+  /** Whether memory holds a key for this secret, fresh or not: no look-up, not counted. */
+  knows(secret: string): boolean {
+    return this.entries.has(secret);
+  }
+
+  /** Drops every entry: for tests and for a reconnect of the event channel, where messages may be lost. */
+  clear(): void {
+    this.generation++;
+    this.entries.clear();
+    this.byKeyId.clear();
+    this.negative.clear();
+    this.inFlight.clear();
+  }
+
+  /**
+   * Every entry is re-checked on its next use, but kept: should the database be down as well, the
+   * expired entry still serves its key (the stale grace of `load`).
+   */
+  private expireAll(): void {
+    for (const [secret, entry] of this.entries) this.entries.set(secret, { ...entry, expiresAt: 0 });
+    this.negative.clear();
+    this.inFlight.clear();
+  }
+
+  private async load(secret: string, stale: Entry | undefined): Promise<ResolvedKey | undefined> {
+    const generation = this.generation;
+    let row: KeyWithPlan | undefined;
+    try {
+      row = await this.lookup(hashSecret(secret));
+    } catch (err) {
+      if (generation === this.generation) this.inFlight.delete(secret);
+      if (stale === undefined || this.entries.get(secret) !== stale) throw err;
+      // Database down: the expired entry keeps its key working, re-checked after a short grace.
+      this.entries.set(secret, { ...stale, expiresAt: this.clock() + STALE_GRACE_MS });
+      return stale.key;
+    }
+    // A change announced during the look-up may have made `row` stale: answer it once, keep nothing.
+    if (generation !== this.generation) return row && this.toKey(row);
+    this.inFlight.delete(secret);
+    const now = this.clock();
+    if (row === undefined) {
+      this.forget(secret);
+      this.rememberUnknown(secret, now);
+      return undefined;
+    }
+    const key = this.toKey(row);
+    this.store(secret, { key, rateLimitId: row.rateLimitId, expiresAt: now + this.ttlMs });
+    return key;
+  }
+
+  private toKey(row: KeyWithPlan): ResolvedKey {
+    const policy = row.limit !== null && row.period !== null ? { limit: row.limit, period: row.period } : this.defaultRateLimit;
+    return { id: row.id, policy };
+  }
+
+  private store(secret: string, entry: Entry): void {
+    if (!this.entries.has(secret) && this.entries.size >= this.maxEntries) {
+      // Evict the oldest insertion; a live key evicted this way costs one look-up on its next request.
+      const oldest = this.entries.keys().next().value as string;
+      this.forget(oldest);
+    }
+    this.entries.set(secret, entry);
+    this.byKeyId.set(entry.key.id, secret);
+  }
+
+  private rememberUnknown(secret: string, now: number): void {
+    if (this.negative.size >= this.maxNegativeEntries) {
+      this.negative.delete(this.negative.keys().next().value as string);
+    }
+    this.negative.set(secret, now + this.negativeTtlMs);
+  }
+
+  private forget(secret: string): void {
+    const entry = this.entries.get(secret);
+    if (entry === undefined) return;
+    this.entries.delete(secret);
+    if (this.byKeyId.get(entry.key.id) === secret) this.byKeyId.delete(entry.key.id);
+  }
+
+  private invalidate(change: KeyChange): void {
+    this.generation++;
+    // Requests after the change must not join a look-up that started before it.
+    this.inFlight.clear();
+    if (change.kind === 'all') return this.expireAll();
+    if (change.kind === 'key') {
+      const secret = this.byKeyId.get(change.keyId);
+      if (secret !== undefined) this.forget(secret);
+      return;
+    }
+    // Plan changes are rare administrative events: a scan is cheaper than indexing every entry by plan.
+    for (const [secret, entry] of this.entries) {
+      if (entry.rateLimitId === change.rateLimitId) this.forget(secret);
+    }
+  }
+}

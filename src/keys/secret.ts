@@ -1,0 +1,60 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** Recognisable in logs, configs and secret scanners; 32 random bytes (256 bits) follow. */
+export const SECRET_PREFIX = 'tg_';
+const SECRET_PATTERN = /^tg_[A-Za-z0-9_-]{43}$/;
+
+export function generateSecret(): string {
+  return SECRET_PREFIX + randomBytes(32).toString('base64url');
+}
+
+/** Key ids are public (they appear in URLs and in `x-consumer-api-key-id`), so they carry no secret. */
+export function generateKeyId(): string {
+  return 'key_' + randomBytes(16).toString('base64url');
+}
+
+/** Cheap shape check: a credential that can't be a secret never reaches a cache or the database. */
+export function looksLikeSecret(candidate: string): boolean {
+  return candidate.length === 46 && SECRET_PATTERN.test(candidate);
+}
+
+export function hashSecret(secret: string): Buffer {
+  return createHash('sha256').update(secret).digest();
+}
+
+export function constantTimeEqual(a: string, b: string): boolean {
+  // Hashing first makes the comparison length-independent: no early exit on a length mismatch.
+  return timingSafeEqual(hashSecret(a), hashSecret(b));
+}
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+/** AES-256-GCM; stored as IV || tag || ciphertext. */
+export function encryptSecret(secret: string, key: Buffer): Buffer {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const ciphertext = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), ciphertext]);
+}
+
+/**
+ * Tries each key in turn (current first, then the previous ones during a rotation); the GCM tag
+ * tells which one sealed the value.
+ */
+export function decryptSecret(sealed: Uint8Array, keys: readonly Buffer[]): string {
+  const box = Buffer.from(sealed);
+  const iv = box.subarray(0, IV_BYTES);
+  const tag = box.subarray(IV_BYTES, IV_BYTES + TAG_BYTES);
+  const ciphertext = box.subarray(IV_BYTES + TAG_BYTES);
+  for (const key of keys) {
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', key, iv);
+      decipher.setAuthTag(tag);
+      return Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
+    } catch {
+      // Not sealed with this key: try the next one.
+    }
+  }
+  throw new Error('secret cannot be decrypted with any configured SECRET_ENCRYPTION_KEY');
+}

@@ -1,0 +1,220 @@
+/**
+ * Composition root: the only reader of process.env. Reads the configuration once, chooses the
+ * adapters (embedded PGlite or Postgres; in-process or Redis), builds the app, listens, and drains
+ * on SIGTERM. `node dist/src/main.js rotate-secrets` re-encrypts stored secrets instead.
+ */
+import cluster from 'node:cluster';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildApp, type Adapters } from './app.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { LocalKeyEvents } from './keys/key-events.js';
+import { decryptSecret } from './keys/secret.js';
+import { RedisKeyEvents } from './keys/redis-key-events.js';
+import { FailoverRateLimiter } from './limits/failover-limiter.js';
+import { MemoryRateLimiter } from './limits/memory-limiter.js';
+import { RedisRateLimiter } from './limits/redis-limiter.js';
+import { createLogger, type Logger } from './ops/logger.js';
+import { Metrics } from './ops/metrics.js';
+import { connectRedis } from './redis/connect.js';
+import { openEmbedded, openPostgres, type DbHandle } from './store/db.js';
+import { holdDataDirLock } from './store/data-dir-lock.js';
+import { migrate } from './store/migrate.js';
+import { KeyRepository } from './store/repositories.js';
+import { rotateSecrets } from './store/rotate-secrets.js';
+import { PostgresUsageSink } from './usage/postgres-sink.js';
+import { RedisPendingUsage, RedisUsageSink, UsageFlusher } from './usage/redis-usage.js';
+import { UsageRepository } from './usage/usage-repository.js';
+
+function fail(message: string): never {
+  process.stderr.write(`tollgate: ${message}\n`);
+  process.exit(1);
+}
+
+/** Embedded mode keeps its generated encryption key beside the database, readable by the owner only. */
+function embeddedEncryptionKey(dataDir: string): Buffer {
+  const file = join(dataDir, 'secret-encryption.key');
+  if (!existsSync(file)) {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(file, randomBytes(32).toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+  }
+  chmodSync(file, 0o600);
+  const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+  if (key.length !== 32) fail(`${file} does not hold a 32-byte base64 key`);
+  return key;
+}
+
+async function openDatabase(config: Config): Promise<DbHandle> {
+  const handle = config.databaseUrl ? await openPostgres(config.databaseUrl) : await openEmbedded(config.dataDir);
+  await migrate(handle.db);
+  return handle;
+}
+
+/** A wrong SECRET_ENCRYPTION_KEY is refused at start-up, not found out on the first key detail. */
+async function checkEncryptionKeys(db: DbHandle, keys: readonly Buffer[]): Promise<void> {
+  const sealed = await new KeyRepository(db.db).newestCiphertext();
+  if (!sealed) return;
+  try {
+    decryptSecret(sealed, keys);
+  } catch {
+    await db.close();
+    fail(
+      'SECRET_ENCRYPTION_KEY: does not decrypt the stored secrets; set the key they were sealed with ' +
+        '(during a rotation, the old one in SECRET_ENCRYPTION_KEY_PREVIOUS)',
+    );
+  }
+}
+
+async function buildAdapters(config: Config, db: DbHandle, logger: Logger, metrics: Metrics): Promise<Adapters> {
+  const usageRepository = new UsageRepository(db.db);
+  if (!config.redisUrl && !config.redisClusterNodes) {
+    return {
+      db,
+      limiter: new MemoryRateLimiter(),
+      keyEvents: new LocalKeyEvents(),
+      usageRepository,
+      usageSink: new PostgresUsageSink(usageRepository),
+      pendingUsage: [],
+      background: [],
+      readinessChecks: {},
+      close: () => db.close(),
+    };
+  }
+  const redis = connectRedis(config, logger);
+  if (!(await redis.ready(5_000))) logger.warn('Redis is not reachable yet; starting degraded and retrying');
+  const prefix = config.redisKeyPrefix;
+  const keyEvents = new RedisKeyEvents(redis.client, redis.subscriber, prefix, logger, metrics);
+  return {
+    db,
+    limiter: new FailoverRateLimiter(
+      new RedisRateLimiter(redis.client, prefix, metrics),
+      logger,
+      metrics,
+      { mode: config.redisFailureMode },
+    ),
+    keyEvents,
+    usageRepository,
+    usageSink: new RedisUsageSink(redis.client, prefix),
+    pendingUsage: [new RedisPendingUsage(redis.client, prefix, logger, metrics)],
+    background: [new UsageFlusher(redis.client, prefix, usageRepository, logger, metrics)],
+    readinessChecks: { redis: () => redis.client.ping() },
+    close: async () => {
+      await redis.close();
+      await db.close();
+    },
+  };
+}
+
+async function serve(config: Config): Promise<void> {
+  const logger = createLogger(config.logLevel);
+  const metrics = new Metrics();
+  if (!config.databaseUrl) holdDataDirLock(config.dataDir);
+
+  let rootToken = config.rootToken;
+  if (rootToken === undefined) {
+    rootToken = 'tgroot_' + randomBytes(32).toString('base64url');
+    // Shown once, on the terminal, never through the logger (logs are shipped and kept).
+    process.stderr.write(`\nGenerated ROOT_TOKEN (shown once; set ROOT_TOKEN to choose your own):\n  ${rootToken}\n\n`);
+  }
+  const currentKey = config.secretEncryptionKey ?? embeddedEncryptionKey(config.dataDir);
+
+  const encryptionKeys = [currentKey, ...config.previousEncryptionKeys];
+  const db = await openDatabase(config);
+  await checkEncryptionKeys(db, encryptionKeys);
+  const adapters = await buildAdapters(config, db, logger, metrics);
+  const app = buildApp({
+    config,
+    logger,
+    metrics,
+    adapters,
+    rootToken,
+    encryptionKeys,
+  });
+  const { port, opsPort } = await app.listen();
+  logger.info(
+    {
+      port,
+      opsPort,
+      upstream: config.upstreamUrl.origin,
+      storage: db.kind,
+      counters: config.redisUrl || config.redisClusterNodes ? 'redis' : 'in-process',
+    },
+    'tollgate listening',
+  );
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'draining');
+    app.shutdown().then(
+      () => {
+        logger.info('stopped');
+        logger.flush(() => process.exit(0));
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        logger.flush(() => process.exit(1));
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/** `WORKERS=N`: N processes share the listeners (node:cluster); Redis keeps their counts as one. */
+function superviseWorkers(config: Config): void {
+  for (let i = 0; i < config.workers; i++) cluster.fork();
+  let stopping = false;
+  cluster.on('exit', (worker, code) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      return;
+    }
+    process.stderr.write(`tollgate: worker ${worker.process.pid} exited (${code}); starting another\n`);
+    cluster.fork();
+  });
+  const forward = (signal: NodeJS.Signals) => {
+    stopping = true;
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
+  };
+  process.on('SIGTERM', () => forward('SIGTERM'));
+  process.on('SIGINT', () => forward('SIGINT'));
+}
+
+async function rotate(config: Config): Promise<void> {
+  if (!config.secretEncryptionKey || config.previousEncryptionKeys.length === 0) {
+    fail('rotate-secrets needs SECRET_ENCRYPTION_KEY (the new key) and SECRET_ENCRYPTION_KEY_PREVIOUS (the old one)');
+  }
+  if (!config.databaseUrl) holdDataDirLock(config.dataDir);
+  const db = await openDatabase(config);
+  try {
+    const count = await rotateSecrets(new KeyRepository(db.db), config.secretEncryptionKey, [
+      config.secretEncryptionKey,
+      ...config.previousEncryptionKeys,
+    ]);
+    process.stdout.write(`re-encrypted ${count} secrets with the new SECRET_ENCRYPTION_KEY\n`);
+  } finally {
+    await db.close();
+  }
+}
+
+let config: Config;
+try {
+  config = loadConfig(process.env);
+} catch (err) {
+  if (err instanceof ConfigError) fail(err.message);
+  throw err;
+}
+
+const command = process.argv[2];
+if (command === 'rotate-secrets') {
+  await rotate(config).catch((err: unknown) => fail(`rotate-secrets failed: ${(err as Error).message}`));
+} else if (command !== undefined) {
+  fail(`unknown command "${command}" (the only command is rotate-secrets)`);
+} else if (config.workers > 1 && cluster.isPrimary) {
+  superviseWorkers(config);
+} else {
+  await serve(config).catch((err: unknown) => fail(`start-up failed: ${(err as Error).message}`));
+}

@@ -1,0 +1,69 @@
+/**
+ * Reads a management request body: JSON only, at most 64 KiB, parsed here rather than by express.json
+ * so each failure has its own contract code. JSON.parse makes `__proto__` an ordinary own property
+ * (it never reaches a prototype), and the schemas' `additionalProperties: false` then refuses it.
+ */
+import express, { type RequestHandler } from 'express';
+import { AppError } from '../errors.js';
+
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/** Bytes that are not UTF-8 make the body malformed JSON (RFC 8259 §8.1) instead of U+FFFD in a name. */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+const readRaw = express.raw({ type: () => true, limit: MAX_BODY_BYTES, inflate: false });
+
+function isJsonContentType(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  const [mediaType = '', ...params] = header.split(';').map((part) => part.trim().toLowerCase());
+  if (mediaType !== 'application/json') return false;
+  // JSON is UTF-8 (RFC 8259); a declared charset may only say so.
+  return params.every((p) => !p.startsWith('charset=') || /^charset="?utf-8"?$/.test(p));
+}
+
+function bodyReadError(err: unknown): AppError {
+  const type = (err as { type?: unknown }).type;
+  if (type === 'entity.too.large') return new AppError('payload_too_large');
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
+    return new AppError(
+      'unsupported_media_type',
+      'Compressed request bodies are not accepted; send plain application/json',
+    );
+  }
+  // Aborted uploads and Content-Length mismatches: the body is not a JSON document we can read.
+  return new AppError('invalid_json', 'The request body could not be read completely');
+}
+
+/** Leaves the parsed (not yet validated) JSON value in `req.body`. */
+export const jsonBody: RequestHandler = (req, res, next) => {
+  if (!isJsonContentType(req.headers['content-type'])) {
+    next(new AppError('unsupported_media_type'));
+    return;
+  }
+  readRaw(req, res, (err?: unknown) => {
+    if (err) {
+      next(bodyReadError(err));
+      return;
+    }
+    const raw: unknown = req.body;
+    let text: string;
+    try {
+      text = Buffer.isBuffer(raw) ? utf8.decode(raw) : '';
+    } catch {
+      next(new AppError('invalid_json', 'The request body is not UTF-8'));
+      return;
+    }
+    try {
+      req.body = JSON.parse(text) as unknown;
+    } catch {
+      next(
+        new AppError(
+          'invalid_json',
+          text.trim() === '' ? 'The request body is empty; send a JSON object' : undefined,
+        ),
+      );
+      return;
+    }
+    next();
+  });
+};

@@ -1,0 +1,306 @@
+/**
+ * The OpenAPI 3.1 document of the management API, built from the same TypeBox schemas as the
+ * validators, so the document cannot describe a request the service would refuse or vice versa.
+ * The decisions the service spec leaves open are written down here, where API clients look.
+ */
+import { ERRORS, type ErrorCode } from '../errors.js';
+import { MAX_BODY_BYTES } from './json-body.js';
+import { PATHS } from './routes.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, NAMED_SCHEMAS } from './schemas.js';
+
+type JsonObject = { [key: string]: unknown };
+
+export interface OpenApiDocument extends JsonObject {
+  openapi: '3.1.0';
+  info: JsonObject;
+  paths: Record<string, JsonObject>;
+  components: JsonObject;
+}
+
+export interface OpenApiOptions {
+  /** MANAGEMENT_PREFIX, so the paths match this deployment. */
+  readonly prefix?: string;
+  readonly version?: string;
+}
+
+const DESCRIPTION = `Tollgate authenticates consumer API keys, enforces per-key rate limit plans and forwards requests
+to a backend. This document covers the **management API** (root token) and describes the proxied traffic.
+
+## Conventions
+- **Authentication:** \`Authorization: Bearer <ROOT_TOKEN>\`, compared in constant time. Missing or wrong:
+  401 \`unauthorized\` with \`WWW-Authenticate: Bearer\` (\`error="invalid_token"\` when a wrong token was sent).
+- **Errors:** every error body is \`{"error": "<message>", "code": "<snake_case_code>"}\`;
+  \`validation_failed\` adds \`details: [{field, message}]\`, one entry per offending field.
+- **Request bodies:** \`Content-Type: application/json\` only (UTF-8; anything else, or compressed bodies: 415
+  \`unsupported_media_type\`), at most ${MAX_BODY_BYTES} bytes (413 \`payload_too_large\`). Malformed or empty JSON: 400
+  \`invalid_json\`. Unknown properties, missing fields or wrong types: 400 \`validation_failed\`. Keys such as
+  \`__proto__\` are unknown properties like any other.
+- **Routes and methods:** a known route with another method: 405 \`method_not_allowed\` with \`Allow\`. Only the
+  paths below, exactly (case-sensitive, no trailing slash), are management routes: every other path is proxied.
+- **Timestamps:** UTC, whole seconds, \`YYYY-MM-DDThh:mm:ssZ\` everywhere except the \`createdAt\` of the
+  key-create response, which is \`YYYY-MM-DD HH:MM:SS\` (UTC), as the service spec shows it.
+- **Pagination:** the key list is ordered oldest first. \`limit\` 1-${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}); \`nextCursor\` is
+  present only when more keys remain and is passed back as \`cursor\`. Cursors are opaque; a cursor this service
+  did not issue: 400 \`invalid_cursor\`. Unknown query parameters: 400 \`validation_failed\`.
+- **Limits:** \`name\` 1-200 characters; plan \`description\` at most 1000 characters (default \`""\`);
+  \`rateLimitId\` 1-128 characters of \`A-Z a-z 0-9 . _ : -\`; plan \`limit\` 1 to 2^53-1. U+0000 is refused in text.
+- **Database unavailable:** 503 \`database_unavailable\`; retry later. Responses carry \`Cache-Control: no-store\`.
+
+## Keys and plans
+- Secrets are \`tg_\` followed by 43 base64url characters (256 random bits). They are stored as a SHA-256 hash
+  (for lookup) and AES-256-GCM ciphertext (for the detail response), never in plain text.
+- Binding a plan replaces the key's previous plan and updates its \`lastUpdated\`; if both the key and the plan
+  are unknown, the answer is \`rate_limit_not_found\`. A new binding takes effect within 1 s on every replica;
+  a deleted key is refused at once by the replica that deleted it and within 1 s by every replica.
+- \`usage.rateLimits\` comes from the key's plan, else from \`DEFAULT_RATE_LIMIT\`; it is \`null\` when neither applies
+  (such keys are counted but not limited).
+
+## Proxied requests (not management routes)
+Every method on every path that is not a management route is forwarded to the backend (\`UPSTREAM_URL\` + path +
+query), bodies streamed both ways.
+- Credential: \`Authorization: Bearer <secret>\` or \`x-api-key: <secret>\`. Missing: 401 \`missing_api_key\`;
+  unknown, deleted or malformed: 401 \`invalid_api_key\`.
+- Windows are fixed and aligned to UTC (second, minute, hour, day from 00:00, week from Monday 00:00, month from
+  the 1st 00:00); only admitted requests consume quota.
+- Over the limit: **429** with the \`RateLimitExceeded\` body (\`{error, limit, period, remaining: 0, resetTime}\`) and
+  the headers \`Retry-After\` (whole seconds until \`resetTime\`, at least 1), \`RateLimit-Policy\` and \`RateLimit\`
+  (draft-ietf-httpapi-ratelimit-headers). Nothing is forwarded.
+- Within the limit the backend receives \`x-api-key: <secret>\` and \`x-consumer-api-key-id: <id>\`; the consumer's
+  \`Authorization\` and hop-by-hop headers are removed. The client receives the backend's answer plus \`RateLimit\`
+  and \`RateLimit-Policy\` when a limit applies.
+- Backend unreachable: 502 \`bad_gateway\`; no answer within \`UPSTREAM_TIMEOUT_MS\`: 504 \`gateway_timeout\`;
+  \`REDIS_FAILURE_MODE=closed\` while Redis is down: 503 \`limit_unavailable\`.`;
+
+const ref = (name: string): JsonObject => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: JsonObject, extra: JsonObject = {}): JsonObject => ({
+  content: { 'application/json': { schema, ...extra } },
+});
+
+/** A response documented by the error codes it may carry, each with an example body. */
+function errorResponse(description: string, codes: readonly ErrorCode[], headers?: JsonObject): JsonObject {
+  const examples = Object.fromEntries(
+    codes.map((code) => [code, { value: { error: ERRORS[code].message, code } }]),
+  );
+  return { description, ...(headers && { headers }), ...json(ref('Error'), { examples }) };
+}
+
+const AUTH_HEADER = {
+  'WWW-Authenticate': { description: 'Bearer challenge (RFC 6750)', schema: { type: 'string' } },
+};
+
+const COMMON_RESPONSES = {
+  Unauthorized: errorResponse('Missing or wrong root token', ['unauthorized'], AUTH_HEADER),
+  MethodNotAllowed: errorResponse('Known route, other method', ['method_not_allowed'], {
+    Allow: { description: 'The methods this route accepts', schema: { type: 'string' } },
+  }),
+  BadBody: errorResponse('Malformed JSON, or a body that does not match the schema', [
+    'validation_failed',
+    'invalid_json',
+  ]),
+  PayloadTooLarge: errorResponse(`Body larger than ${MAX_BODY_BYTES} bytes`, ['payload_too_large']),
+  UnsupportedMediaType: errorResponse('Body is not application/json (or is compressed)', [
+    'unsupported_media_type',
+  ]),
+  Unavailable: errorResponse('The database is unavailable; retry later', ['database_unavailable']),
+  Unexpected: errorResponse('Unexpected server error', ['internal_error']),
+};
+
+const responseRef = (name: keyof typeof COMMON_RESPONSES): JsonObject => ({
+  $ref: `#/components/responses/${name}`,
+});
+
+/** The answers every route shares; routes that read a body add the body errors. */
+function standardResponses(readsBody: boolean): JsonObject {
+  return {
+    ...(readsBody && {
+      '400': responseRef('BadBody'),
+      '413': responseRef('PayloadTooLarge'),
+      '415': responseRef('UnsupportedMediaType'),
+    }),
+    '401': responseRef('Unauthorized'),
+    '405': responseRef('MethodNotAllowed'),
+    '503': responseRef('Unavailable'),
+    default: responseRef('Unexpected'),
+  };
+}
+
+const keyIdParameter = {
+  name: 'consumerApiKeyId',
+  in: 'path',
+  required: true,
+  description: 'The key id (`id` of the create response)',
+  schema: { type: 'string' },
+};
+
+/** `/consumer-api-key/:consumerApiKeyId` → `/consumer-api-key/{consumerApiKeyId}`. */
+const openApiPath = (prefix: string, path: string): string => prefix + path.replace(/:([A-Za-z]+)/g, '{$1}');
+
+export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocument {
+  const prefix = options.prefix ?? '';
+  const schemas = Object.fromEntries(
+    // JSON round trip: TypeBox's symbol-keyed metadata has no place in the document.
+    Object.entries(NAMED_SCHEMAS).map(([name, schema]) => [
+      name,
+      JSON.parse(JSON.stringify(schema)) as JsonObject,
+    ]),
+  );
+  const paths: Record<string, JsonObject> = {
+    [openApiPath(prefix, PATHS.createKey)]: {
+      post: {
+        operationId: 'createConsumerApiKey',
+        tags: ['Consumer API keys'],
+        summary: 'Create a consumer API key',
+        description:
+          'Generates the secret. `createdAt` is `YYYY-MM-DD HH:MM:SS` (UTC) in this response only.',
+        requestBody: { required: true, ...json(ref('CreateKeyRequest')) },
+        responses: {
+          '201': {
+            description: 'Created',
+            headers: { Location: { description: 'Path of the key detail', schema: { type: 'string' } } },
+            ...json(ref('CreateKeyResponse')),
+          },
+          ...standardResponses(true),
+        },
+      },
+    },
+    [openApiPath(prefix, PATHS.keys)]: {
+      get: {
+        operationId: 'listConsumerApiKeys',
+        tags: ['Consumer API keys'],
+        summary: 'List consumer API keys, oldest first',
+        parameters: [
+          {
+            name: 'limit',
+            in: 'query',
+            description: `Page size, 1-${MAX_PAGE_SIZE}`,
+            schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
+          },
+          {
+            name: 'cursor',
+            in: 'query',
+            description: '`nextCursor` of the previous page',
+            schema: { type: 'string' },
+          },
+        ],
+        responses: {
+          '200': { description: 'One page of keys', ...json(ref('ListKeysResponse')) },
+          '400': errorResponse(
+            'Bad `limit` (validation_failed) or `cursor` (invalid_cursor), or an unknown parameter',
+            ['validation_failed', 'invalid_cursor'],
+          ),
+          ...standardResponses(false),
+        },
+      },
+    },
+    [openApiPath(prefix, PATHS.key)]: {
+      parameters: [keyIdParameter],
+      get: {
+        operationId: 'getConsumerApiKey',
+        tags: ['Consumer API keys'],
+        summary: 'Show a key with its secret and usage',
+        description:
+          'Usage shows a proxied request within 2 s, whichever replica served it. `usage.rateLimits` is read without consuming quota.',
+        responses: {
+          '200': { description: 'The key', ...json(ref('KeyDetailResponse')) },
+          '404': errorResponse('No key has that id', ['key_not_found']),
+          ...standardResponses(false),
+          '503': errorResponse('The database or the rate limiter is unavailable; retry later', [
+            'database_unavailable',
+            'limit_unavailable',
+          ]),
+        },
+      },
+      delete: {
+        operationId: 'deleteConsumerApiKey',
+        tags: ['Consumer API keys'],
+        summary: 'Delete a key (and its usage)',
+        responses: {
+          '200': { description: 'Deleted', ...json(ref('DeleteKeyResponse')) },
+          '404': errorResponse('No key has that id', ['key_not_found']),
+          ...standardResponses(false),
+        },
+      },
+    },
+    [openApiPath(prefix, PATHS.createPlan)]: {
+      post: {
+        operationId: 'createRateLimitPlan',
+        tags: ['Rate limit plans'],
+        summary: 'Create a rate limit plan under a caller-chosen id',
+        requestBody: { required: true, ...json(ref('CreatePlanRequest')) },
+        responses: {
+          '201': {
+            description: 'Created; the supplied fields echoed with `createdAt`',
+            ...json(ref('CreatePlanResponse')),
+          },
+          '409': errorResponse('A plan with that rateLimitId exists; plans are not overwritten', [
+            'rate_limit_exists',
+          ]),
+          ...standardResponses(true),
+        },
+      },
+    },
+    [openApiPath(prefix, PATHS.applyPlan)]: {
+      post: {
+        operationId: 'applyRateLimitPlan',
+        tags: ['Rate limit plans'],
+        summary: "Bind a plan to a key, replacing the key's previous plan",
+        requestBody: { required: true, ...json(ref('ApplyPlanRequest')) },
+        responses: {
+          '200': { description: "Bound; the key's `lastUpdated` is now", ...json(ref('ApplyPlanResponse')) },
+          '404': errorResponse('Unknown plan (checked first) or unknown key', [
+            'rate_limit_not_found',
+            'key_not_found',
+          ]),
+          ...standardResponses(true),
+        },
+      },
+    },
+  };
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Tollgate management API',
+      version: options.version ?? '0.1.0',
+      description: DESCRIPTION,
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+    },
+    tags: [
+      { name: 'Consumer API keys', description: 'Keys consumers present to the proxy' },
+      { name: 'Rate limit plans', description: 'Limits per window, bound to keys' },
+    ],
+    security: [{ rootToken: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        rootToken: { type: 'http', scheme: 'bearer', description: 'ROOT_TOKEN: the management API' },
+        consumerKey: { type: 'http', scheme: 'bearer', description: 'A consumer secret: proxied requests' },
+        consumerKeyHeader: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'x-api-key',
+          description: 'A consumer secret: proxied requests',
+        },
+      },
+      schemas,
+      responses: {
+        ...COMMON_RESPONSES,
+        RateLimitExceeded: {
+          description: 'Proxied request over its limit (not forwarded)',
+          headers: {
+            'Retry-After': {
+              description: 'Whole seconds until resetTime, at least 1',
+              schema: { type: 'integer', minimum: 1 },
+            },
+            RateLimit: { description: 'draft-ietf-httpapi-ratelimit-headers', schema: { type: 'string' } },
+            'RateLimit-Policy': {
+              description: 'draft-ietf-httpapi-ratelimit-headers',
+              schema: { type: 'string' },
+            },
+          },
+          ...json(ref('RateLimitExceeded')),
+        },
+      },
+    },
+  };
+}

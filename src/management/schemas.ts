@@ -1,0 +1,291 @@
+/**
+ * One TypeBox schema per request and response of the management API: the source of the ajv
+ * validators, of the TypeScript types and of the OpenAPI document, so the three cannot drift apart.
+ */
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { PERIODS, type Period } from '../limits/window.js';
+
+// Postgres text cannot hold U+0000; refusing it here keeps such input a 400 instead of a database error.
+const NO_NUL = '^[^\\u0000]*$';
+
+export const ISO_TIMESTAMP_PATTERN = '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$';
+export const CREATE_TIMESTAMP_PATTERN = '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$';
+
+export const MAX_NAME_LENGTH = 200;
+export const MAX_DESCRIPTION_LENGTH = 1000;
+export const MAX_KEY_ID_LENGTH = 128;
+export const MAX_PAGE_SIZE = 1000;
+export const DEFAULT_PAGE_SIZE = 100;
+
+const IsoTimestamp = Type.String({
+  format: 'date-time',
+  pattern: ISO_TIMESTAMP_PATTERN,
+  description: 'UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ',
+  examples: ['2026-11-21T14:23:02Z'],
+});
+const CreateTimestamp = Type.String({
+  pattern: CREATE_TIMESTAMP_PATTERN,
+  description: 'UTC, whole seconds: YYYY-MM-DD HH:MM:SS (this response only, as the service spec shows it)',
+  examples: ['2026-11-21 14:23:02'],
+});
+const Count = Type.Integer({ minimum: 0 });
+
+const Name = Type.String({
+  minLength: 1,
+  maxLength: MAX_NAME_LENGTH,
+  pattern: NO_NUL,
+  description: 'Free label, 1-200 characters (U+0000 excluded)',
+});
+// `*`, not `+`: minLength reports an empty value, so it is named once, not twice.
+export const KEY_ID_PATTERN = '^[A-Za-z0-9._~:-]*$';
+const KeyId = Type.String({
+  minLength: 1,
+  maxLength: MAX_KEY_ID_LENGTH,
+  pattern: KEY_ID_PATTERN,
+  description: 'Identifier of a consumer API key, as returned by create (`id`)',
+  examples: ['key_3q2xR0f1bW8mT5nYk9Lp4A'],
+});
+const RateLimitId = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: '^[A-Za-z0-9._:-]*$',
+  description: 'Chosen by the caller: 1-128 characters of A-Z a-z 0-9 . _ : -',
+  examples: ['gold-1000-per-hour'],
+});
+const PlanLimit = Type.Integer({
+  minimum: 1,
+  maximum: Number.MAX_SAFE_INTEGER,
+  description: 'Requests allowed in one window, 1 to 2^53-1',
+});
+// An enum rather than a union of literals: one clear error ("must be equal to one of the allowed values").
+export const PeriodSchema = Type.Unsafe<Period>({
+  type: 'string',
+  enum: [...PERIODS],
+  description:
+    'Window length. Windows are fixed and aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00)',
+});
+const Secret = Type.String({
+  description: 'The consumer API key itself (`Authorization: Bearer <secret>` or `x-api-key: <secret>`)',
+  examples: ['tg_3lB0sGm6yq0i3I2xJfN8m0rWbq2cQ8uYd5vZk1eHhTs'],
+});
+
+const strict = { additionalProperties: false } as const;
+
+// ---- requests ----
+
+export const CreateKeyRequest = Type.Object({ name: Name }, { ...strict, title: 'CreateKeyRequest' });
+
+export const ListKeysQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_PAGE_SIZE,
+        default: DEFAULT_PAGE_SIZE,
+        description: 'Page size, 1-1000',
+      }),
+    ),
+    cursor: Type.Optional(Type.String({ description: 'The `nextCursor` of the previous page; opaque' })),
+  },
+  { ...strict, title: 'ListKeysQuery' },
+);
+
+export const CreatePlanRequest = Type.Object(
+  {
+    rateLimitId: RateLimitId,
+    description: Type.Optional(
+      Type.String({
+        maxLength: MAX_DESCRIPTION_LENGTH,
+        pattern: NO_NUL,
+        default: '',
+        description: 'Free text, at most 1000 characters',
+      }),
+    ),
+    limit: PlanLimit,
+    period: PeriodSchema,
+  },
+  { ...strict, title: 'CreatePlanRequest' },
+);
+
+export const ApplyPlanRequest = Type.Object(
+  { consumerApiKeyId: KeyId, rateLimitId: RateLimitId },
+  { ...strict, title: 'ApplyPlanRequest' },
+);
+
+// ---- responses ----
+
+export const CreateKeyResponse = Type.Object(
+  { id: KeyId, name: Type.String(), secret: Secret, createdAt: CreateTimestamp },
+  { ...strict, title: 'CreateKeyResponse' },
+);
+
+const KeySummary = Type.Object(
+  { consumerApiKeyId: KeyId, name: Type.String(), createdAt: IsoTimestamp, lastUpdated: IsoTimestamp },
+  { ...strict, title: 'KeySummary' },
+);
+
+export const ListKeysResponse = Type.Object(
+  {
+    apiKeys: Type.Array(KeySummary, { description: 'Oldest first' }),
+    nextCursor: Type.Optional(
+      Type.String({
+        description: 'Present only when more keys remain: pass it as `cursor` for the next page',
+      }),
+    ),
+  },
+  { ...strict, title: 'ListKeysResponse' },
+);
+
+const EndpointUsage = Type.Object(
+  {
+    endpoint: Type.String({
+      description: 'Request path without the query string; "(other)" beyond 1000 distinct paths',
+    }),
+    requests: Count,
+    successful: Count,
+    failed: Count,
+    averageResponseTimeMs: Type.Number({
+      minimum: 0,
+      description: 'Mean time from request received to response finished',
+    }),
+  },
+  strict,
+);
+
+const CustomerUsage = Type.Object(
+  { customerId: Type.String(), requests: Count, successful: Count, failed: Count },
+  strict,
+);
+
+const usageTotalsFields = {
+  totalRequests: Type.Integer({ minimum: 0, description: 'Proxied requests that presented this key' }),
+  successfulRequests: Type.Integer({
+    minimum: 0,
+    description: 'Forwarded and answered by the backend with a status below 400',
+  }),
+  failedRequests: Type.Integer({ minimum: 0, description: 'The rest: 429, 502, 504, backend 4xx and 5xx' }),
+  endpoints: Type.Array(EndpointUsage, { description: 'One entry per request path, most requests first' }),
+  usageByCustomer: Type.Array(CustomerUsage, {
+    description: 'Grouped by the customer-id header (CUSTOMER_ID_HEADER); requests without it are not listed',
+  }),
+};
+
+/** What the usage reader returns: the contract's usage object less `rateLimits`, which the limiter knows. */
+export const UsageTotals = Type.Object(usageTotalsFields, { ...strict, title: 'UsageTotals' });
+export type UsageTotals = Static<typeof UsageTotals>;
+
+const RateLimitState = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1 }),
+    remaining: Count,
+    resetTime: { ...IsoTimestamp, description: 'End of the current window, when the count is cleared' },
+  },
+  { ...strict, title: 'RateLimitState' },
+);
+
+const Usage = Type.Object(
+  {
+    totalRequests: usageTotalsFields.totalRequests,
+    successfulRequests: usageTotalsFields.successfulRequests,
+    failedRequests: usageTotalsFields.failedRequests,
+    rateLimits: Type.Union([RateLimitState, Type.Null()], {
+      description: "From the key's plan, else DEFAULT_RATE_LIMIT; null when neither applies",
+    }),
+    endpoints: usageTotalsFields.endpoints,
+    usageByCustomer: usageTotalsFields.usageByCustomer,
+  },
+  strict,
+);
+
+export const KeyDetailResponse = Type.Object(
+  {
+    consumerApiKeyId: KeyId,
+    name: Type.String(),
+    secret: Secret,
+    createdAt: IsoTimestamp,
+    lastUpdated: IsoTimestamp,
+    usage: Usage,
+  },
+  { ...strict, title: 'KeyDetailResponse' },
+);
+
+export const DeleteKeyResponse = Type.Object(
+  { consumerApiKeyId: KeyId, message: Type.String() },
+  { ...strict, title: 'DeleteKeyResponse' },
+);
+
+export const CreatePlanResponse = Type.Object(
+  {
+    rateLimitId: RateLimitId,
+    description: Type.String(),
+    limit: PlanLimit,
+    period: PeriodSchema,
+    createdAt: IsoTimestamp,
+  },
+  { ...strict, title: 'CreatePlanResponse' },
+);
+
+export const ApplyPlanResponse = Type.Object(
+  { consumerApiKeyId: KeyId, rateLimitId: RateLimitId, message: Type.String() },
+  { ...strict, title: 'ApplyPlanResponse' },
+);
+
+export const ValidationDetail = Type.Object(
+  {
+    field: Type.String({
+      description: 'The offending field: a dotted path, or "(body)" for the body as a whole',
+    }),
+    message: Type.String(),
+  },
+  strict,
+);
+export type ValidationDetail = Static<typeof ValidationDetail>;
+
+export const ErrorResponse = Type.Object(
+  {
+    error: Type.String({ description: 'Human-readable message' }),
+    code: Type.String({ pattern: '^[a-z][a-z0-9_]*$', description: 'Stable snake_case code' }),
+    details: Type.Optional(
+      Type.Array(ValidationDetail, { description: 'validation_failed only: each offending field' }),
+    ),
+  },
+  { ...strict, title: 'Error' },
+);
+
+/** The proxy's 429 body (documented here; the proxy writes it). */
+export const RateLimitExceededResponse = Type.Object(
+  {
+    error: Type.String(),
+    limit: Type.Integer({ minimum: 1 }),
+    period: PeriodSchema,
+    remaining: Type.Literal(0),
+    resetTime: IsoTimestamp,
+  },
+  { ...strict, title: 'RateLimitExceeded' },
+);
+
+export type CreateKeyRequest = Static<typeof CreateKeyRequest>;
+export type ListKeysQuery = Static<typeof ListKeysQuery>;
+export type CreatePlanRequest = Static<typeof CreatePlanRequest>;
+export type ApplyPlanRequest = Static<typeof ApplyPlanRequest>;
+export type CreateKeyResponse = Static<typeof CreateKeyResponse>;
+export type ListKeysResponse = Static<typeof ListKeysResponse>;
+export type KeyDetailResponse = Static<typeof KeyDetailResponse>;
+export type DeleteKeyResponse = Static<typeof DeleteKeyResponse>;
+export type CreatePlanResponse = Static<typeof CreatePlanResponse>;
+export type ApplyPlanResponse = Static<typeof ApplyPlanResponse>;
+
+/** Every named schema, for the OpenAPI components. */
+export const NAMED_SCHEMAS: Record<string, TSchema> = {
+  CreateKeyRequest,
+  CreateKeyResponse,
+  ListKeysResponse,
+  KeyDetailResponse,
+  DeleteKeyResponse,
+  CreatePlanRequest,
+  CreatePlanResponse,
+  ApplyPlanRequest,
+  ApplyPlanResponse,
+  Error: ErrorResponse,
+  RateLimitExceeded: RateLimitExceededResponse,
+};

@@ -1,0 +1,14 @@
+/**
+ * The two timestamp shapes of the contract, both UTC and truncated to whole seconds. Stored times keep
+ * their milliseconds; only the rendering drops them, so the same instant always prints the same way.
+ */
+
+/** `YYYY-MM-DDThh:mm:ssZ`: every timestamp of the management API but one. */
+export function isoTimestamp(instant: Date | number): string {
+  return new Date(instant).toISOString().slice(0, 19) + 'Z';
+}
+
+/** `YYYY-MM-DD HH:MM:SS`: only the `createdAt` of the key-create response, as the spec shows it. */
+export function createTimestamp(instant: Date | number): string {
+  return new Date(instant).toISOString().slice(0, 19).replace('T', ' ');
+}

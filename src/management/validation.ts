@@ -1,0 +1,68 @@
+/**
+ * ajv validators for the management requests, compiled once when this module loads, never per request.
+ * Errors become the `details` of a 400 `validation_failed`: one entry per offending field.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { TSchema, Static } from '@sinclair/typebox';
+import { AppError } from '../errors.js';
+import {
+  ApplyPlanRequest,
+  CreateKeyRequest,
+  CreatePlanRequest,
+  ListKeysQuery,
+  type ValidationDetail,
+} from './schemas.js';
+
+// allErrors: name every offending field at once, not just the first.
+const bodyAjv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: false });
+// Query values arrive as strings: `?limit=10` must validate as the integer 10.
+const queryAjv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: true });
+
+const ROOT_FIELD = '(body)';
+
+function join(path: string, property: unknown): string {
+  return path === '' ? String(property) : `${path}.${String(property)}`;
+}
+
+function toDetails(errors: readonly ErrorObject[], rootField: string): ValidationDetail[] {
+  const details: ValidationDetail[] = [];
+  for (const e of errors) {
+    const path = e.instancePath.split('/').slice(1).join('.');
+    let detail: ValidationDetail;
+    if (e.keyword === 'required')
+      detail = { field: join(path, e.params.missingProperty), message: 'is required' };
+    else if (e.keyword === 'additionalProperties')
+      detail = { field: join(path, e.params.additionalProperty), message: 'is not an accepted field' };
+    else detail = { field: path === '' ? rootField : path, message: e.message ?? 'is not valid' };
+    if (!details.some((d) => d.field === detail.field && d.message === detail.message)) details.push(detail);
+  }
+  return details;
+}
+
+type Validator<T> = (data: unknown) => T;
+
+function validator<S extends TSchema>(ajv: Ajv, schema: S, rootField: string): Validator<Static<S>> {
+  const check: ValidateFunction = ajv.compile(schema);
+  return (data) => {
+    if (!check(data)) {
+      const details = toDetails(check.errors ?? [], rootField);
+      const summary = details.map((d) => `${d.field} ${d.message}`).join('; ');
+      throw new AppError('validation_failed', `The request is not valid: ${summary}`, details);
+    }
+    return data as Static<S>;
+  };
+}
+
+export const validateCreateKey = validator(bodyAjv, CreateKeyRequest, ROOT_FIELD);
+export const validateCreatePlan = validator(bodyAjv, CreatePlanRequest, ROOT_FIELD);
+export const validateApplyPlan = validator(bodyAjv, ApplyPlanRequest, ROOT_FIELD);
+const checkListQuery = validator(queryAjv, ListKeysQuery, '(query)');
+/** ajv's coercion lets `limit=Infinity` through as a number; refuse it as the integer it is not. */
+export const validateListQuery: Validator<Static<typeof ListKeysQuery>> = (data) => {
+  const query = checkListQuery(data);
+  if (query.limit !== undefined && !Number.isSafeInteger(query.limit)) {
+    const detail: ValidationDetail = { field: 'limit', message: 'must be integer' };
+    throw new AppError('validation_failed', `The request is not valid: limit ${detail.message}`, [detail]);
+  }
+  return query;
+};

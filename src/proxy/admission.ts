@@ -1,0 +1,135 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import { ERRORS, type ErrorCode } from '../errors.js';
+import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
+import type { LimitDecision, RateLimiter } from '../limits/rate-limiter.js';
+import { secondsUntil, type RateLimitPolicy } from '../limits/window.js';
+import type { Metrics } from '../ops/metrics.js';
+import type { AuthThrottle } from './auth-throttle.js';
+import { credentialOf } from './credential.js';
+import { isoSeconds, rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
+
+/** A request that may go to the backend; `limit` is set when a policy applies to its key. */
+export interface Admitted {
+  readonly admitted: true;
+  readonly secret: string;
+  readonly key: ResolvedKey;
+  readonly limit: { readonly policy: RateLimitPolicy; readonly decision: LimitDecision } | undefined;
+}
+
+/** A request answered by Tollgate itself; `key` is set when it carried a valid key (usage counts it). */
+export interface Refused {
+  readonly admitted: false;
+  readonly code: ErrorCode;
+  readonly key: ResolvedKey | undefined;
+  readonly limit: { readonly policy: RateLimitPolicy; readonly decision: LimitDecision } | undefined;
+  /** When a throttled client may try again, epoch ms. */
+  readonly retryAtMs?: number;
+}
+
+export type Admission = Admitted | Refused;
+
+export interface AdmissionDeps {
+  readonly keyCache: KeyCache;
+  readonly limiter: RateLimiter;
+  readonly metrics: Metrics;
+  readonly clock: () => number;
+  /** Failed authentications per client address; absent: not throttled. */
+  readonly authThrottle?: AuthThrottle;
+}
+
+function refused(code: ErrorCode, key?: ResolvedKey, limit?: Refused['limit']): Refused {
+  return { admitted: false, code, key, limit };
+}
+
+/**
+ * Authentication and limiting, the same for plain requests and WebSocket upgrades: credential → key
+ * cache → limiter. Only admitted requests consume quota (the limiter refuses without counting).
+ * Refusals are counted in the metrics here; admitted requests by whoever forwards them.
+ */
+export async function admit(deps: AdmissionDeps, headers: IncomingHttpHeaders, client: string): Promise<Admission> {
+  const secret = credentialOf(headers);
+  const metrics = deps.metrics;
+  if (secret === undefined) {
+    metrics.authFailures.inc({ reason: 'missing' });
+    metrics.proxyRequests.inc({ outcome: 'unauthorized' });
+    return refused('missing_api_key');
+  }
+  const throttle = deps.authThrottle;
+  if (throttle !== undefined) {
+    const until = throttle.blockedUntil(client, deps.clock());
+    // Keys already in memory cost nothing to check and stay usable from a throttled address.
+    if (until !== undefined && !deps.keyCache.knows(secret)) {
+      metrics.proxyRequests.inc({ outcome: 'throttled' });
+      return { admitted: false, code: 'too_many_failed_attempts', key: undefined, limit: undefined, retryAtMs: until };
+    }
+  }
+  let key: ResolvedKey | undefined;
+  try {
+    const found = deps.keyCache.resolve(secret);
+    key = found instanceof Promise ? await found : found;
+  } catch {
+    metrics.proxyRequests.inc({ outcome: 'unavailable' });
+    return refused('auth_unavailable');
+  }
+  if (key === undefined) {
+    throttle?.fail(client, deps.clock());
+    metrics.authFailures.inc({ reason: 'invalid' });
+    metrics.proxyRequests.inc({ outcome: 'unauthorized' });
+    return refused('invalid_api_key');
+  }
+  const policy = key.policy;
+  if (policy === undefined) return { admitted: true, secret, key, limit: undefined };
+  let decision: LimitDecision;
+  try {
+    decision = await deps.limiter.consume(key.id, policy, deps.clock());
+  } catch {
+    metrics.proxyRequests.inc({ outcome: 'unavailable' });
+    return refused('limit_unavailable', key);
+  }
+  if (!decision.allowed) {
+    metrics.rateLimited.inc();
+    metrics.proxyRequests.inc({ outcome: 'limited' });
+    return refused('rate_limit_exceeded', key, { policy, decision });
+  }
+  return { admitted: true, secret, key, limit: { policy, decision } };
+}
+
+/** `RateLimit-Policy` and `RateLimit` for a response to a limited key. */
+export function limitHeaders(limit: NonNullable<Admitted['limit']>, nowMs: number, into: OutgoingHttpHeaders): void {
+  into['ratelimit-policy'] = rateLimitPolicyHeader(limit.policy, nowMs);
+  into['ratelimit'] = rateLimitHeader(limit.decision, nowMs);
+}
+
+export interface RefusalResponse {
+  readonly status: number;
+  readonly headers: OutgoingHttpHeaders;
+  readonly body: string;
+}
+
+/**
+ * The answer to a refused request. The 429 body is exactly the contract's
+ * `{error, limit, period, remaining: 0, resetTime}`; every other refusal is the JSON error envelope.
+ */
+export function refusalResponse(refusal: Refused, requestId: string, nowMs: number): RefusalResponse {
+  const headers: OutgoingHttpHeaders = { 'x-request-id': requestId };
+  let body: string;
+  if (refusal.code === 'rate_limit_exceeded' && refusal.limit !== undefined) {
+    const { policy, decision } = refusal.limit;
+    headers['retry-after'] = String(secondsUntil(decision.resetMs, nowMs));
+    limitHeaders(refusal.limit, nowMs, headers);
+    body = JSON.stringify({
+      error: ERRORS.rate_limit_exceeded.message,
+      limit: policy.limit,
+      period: policy.period,
+      remaining: 0,
+      resetTime: isoSeconds(decision.resetMs),
+    });
+  } else {
+    if (refusal.retryAtMs !== undefined) headers['retry-after'] = String(secondsUntil(refusal.retryAtMs, nowMs));
+    if (refusal.code === 'missing_api_key' || refusal.code === 'invalid_api_key') headers['www-authenticate'] = 'Bearer';
+    body = JSON.stringify({ error: ERRORS[refusal.code].message, code: refusal.code });
+  }
+  headers['content-type'] = 'application/json; charset=utf-8';
+  headers['content-length'] = Buffer.byteLength(body);
+  return { status: ERRORS[refusal.code].status, headers, body };
+}

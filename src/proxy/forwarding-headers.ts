@@ -1,0 +1,200 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { TrustProxy } from '../config.js';
+
+/**
+ * Headers that describe one connection, not the message (RFC 9110 §7.6.1), plus the ones Tollgate
+ * sets itself: none of these is copied from the client to the backend.
+ */
+const NOT_COPIED = new Set([
+  'connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  // The backend gets the secret in x-api-key, never the consumer's Authorization.
+  'authorization',
+  'x-api-key',
+  'x-consumer-api-key-id',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  // RFC 7239's form of the same facts: a client could spoof it, and Tollgate speaks X-Forwarded-*.
+  'forwarded',
+  'x-request-id',
+  // The pool sets Host for the backend; the client's goes out as X-Forwarded-Host.
+  'host',
+  // Node answers `100-continue` itself before the request reaches the proxy.
+  'expect',
+]);
+
+/** Hop-by-hop headers of a backend response, not passed to the client. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/** Header names listed in `Connection` (RFC 9110 §7.6.1): hop-by-hop for this message only. */
+function connectionTokens(value: string | string[] | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const tokens = (Array.isArray(value) ? value.join(',') : value).toLowerCase().split(',');
+  for (let i = 0; i < tokens.length; i++) tokens[i] = tokens[i]!.trim();
+  return tokens;
+}
+
+export interface ForwardedFacts {
+  readonly secret: string;
+  readonly keyId: string;
+  readonly requestId: string;
+  readonly forwardedFor: string;
+  readonly forwardedProto: string;
+  readonly forwardedHost: string | undefined;
+}
+
+/**
+ * The headers for the backend as undici's flat `[name, value, …]` list: the client's end-to-end
+ * headers, then Tollgate's. `keep` names hop-by-hop headers to pass through anyway (a WebSocket
+ * upgrade needs `connection` and `upgrade`).
+ */
+export function backendHeaders(
+  headers: IncomingHttpHeaders,
+  facts: ForwardedFacts,
+  keep?: ReadonlySet<string>,
+): string[] {
+  const named = connectionTokens(headers.connection);
+  const out: string[] = [];
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined) continue;
+    if (keep?.has(name) !== true) {
+      if (NOT_COPIED.has(name) || name.startsWith('proxy-') || named?.includes(name) === true) continue;
+    }
+    if (Array.isArray(value)) for (const v of value) out.push(name, v);
+    else out.push(name, value);
+  }
+  out.push(
+    'x-api-key',
+    facts.secret,
+    'x-consumer-api-key-id',
+    facts.keyId,
+    'x-request-id',
+    facts.requestId,
+    'x-forwarded-for',
+    facts.forwardedFor,
+    'x-forwarded-proto',
+    facts.forwardedProto,
+  );
+  if (facts.forwardedHost !== undefined) out.push('x-forwarded-host', facts.forwardedHost);
+  return out;
+}
+
+/** Removes the hop-by-hop headers of a backend response, in place. */
+export function stripHopByHop(headers: Record<string, string | string[] | undefined>): void {
+  const named = connectionTokens(headers.connection);
+  for (const name in headers) {
+    if (HOP_BY_HOP.has(name) || name.startsWith('proxy-') || named?.includes(name) === true)
+      delete headers[name];
+  }
+}
+
+/**
+ * A backend response head as Node's flat `[name, value, …]` list for `writeHead`, built in one pass
+ * over undici's raw header list: hop-by-hop headers (and those its `Connection` names) are left out,
+ * and so are the ones Tollgate sets itself (`x-request-id`; the RateLimit fields when `ownLimit`).
+ * Names keep the backend's spelling; values keep their bytes (latin1 both ways).
+ */
+export function responseHeaders(raw: readonly Buffer[], ownLimit: boolean): string[] {
+  const out: string[] = [];
+  let connection: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toString('latin1');
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower)) {
+      if (lower === 'connection')
+        connection =
+          connection === undefined
+            ? raw[i + 1]!.toString('latin1')
+            : connection + ',' + raw[i + 1]!.toString('latin1');
+      continue;
+    }
+    if (lower === 'x-request-id' || lower.startsWith('proxy-')) continue;
+    if (ownLimit && (lower === 'ratelimit' || lower === 'ratelimit-policy')) continue;
+    out.push(name, raw[i + 1]!.toString('latin1'));
+  }
+  // `Connection: keep-alive` / `close` name nothing else; any other token is a header to drop too.
+  if (connection !== undefined && !/^\s*(?:keep-alive|close)\s*$/i.test(connection)) {
+    const named = connectionTokens(connection)!;
+    let kept = 0;
+    for (let i = 0; i < out.length; i += 2) {
+      if (named.includes(out[i]!.toLowerCase())) continue;
+      out[kept++] = out[i]!;
+      out[kept++] = out[i + 1]!;
+    }
+    out.length = kept;
+  }
+  return out;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:/+=@-]{1,128}$/;
+
+/** The client's `x-request-id` when it is a sane token, else a fresh one. */
+export function requestIdOf(headers: IncomingHttpHeaders): string {
+  const given = headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+export type Forwarded = Pick<ForwardedFacts, 'forwardedFor' | 'forwardedProto' | 'forwardedHost'> & {
+  /** The client's address as far as the trusted proxies vouch for it. */
+  readonly client: string;
+};
+
+/** `::ffff:10.0.0.1` and `10.0.0.1` are the same peer. */
+function plainAddress(address: string): string {
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
+}
+
+function trusts(trust: TrustProxy, address: string, hop: number): boolean {
+  return 'hops' in trust ? hop < trust.hops : trust.addresses.includes(address);
+}
+
+/**
+ * The `X-Forwarded-*` facts for the backend. `X-Forwarded-For` keeps only the entries vouched for by
+ * trusted proxies (by hop count or by address, `TRUST_PROXY`), so a client can't plant an address
+ * beyond them; the first entry is the client as far as Tollgate can tell.
+ */
+export function forwardedFacts(req: IncomingMessage, trust: TrustProxy): Forwarded {
+  const peer = plainAddress(req.socket.remoteAddress ?? '');
+  const ownProto = (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
+  const host = req.headers.host;
+  if (!trusts(trust, peer, 0))
+    return { client: peer, forwardedFor: peer, forwardedProto: ownProto, forwardedHost: host };
+
+  const header = req.headers['x-forwarded-for'];
+  const chain = header === undefined ? [] : (Array.isArray(header) ? header.join(',') : header).split(',');
+  // Walk from the nearest hop outwards while each address is vouched for by a trusted proxy.
+  let first = chain.length;
+  let hop = 0;
+  let current = peer;
+  while (first > 0 && trusts(trust, current, hop)) {
+    first--;
+    hop++;
+    current = plainAddress(chain[first]!.trim());
+  }
+  const vouched = chain.slice(first).map((a) => plainAddress(a.trim()));
+  vouched.push(peer);
+
+  const proto = req.headers['x-forwarded-proto'];
+  const forwardedProto =
+    typeof proto === 'string' && /^https?$/i.test(proto.trim()) ? proto.trim().toLowerCase() : ownProto;
+  const fwdHost = req.headers['x-forwarded-host'];
+  return {
+    client: vouched[0]!,
+    forwardedFor: vouched.join(', '),
+    forwardedProto,
+    forwardedHost: typeof fwdHost === 'string' && fwdHost !== '' ? fwdHost : host,
+  };
+}
+
+/** The `CUSTOMER_ID_HEADER` value that groups usage by customer; absent or empty: none. */
+export function customerIdOf(headers: IncomingHttpHeaders, header: string): string | undefined {
+  const value = headers[header];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}

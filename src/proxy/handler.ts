@@ -1,0 +1,300 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { Pool, type Dispatcher } from 'undici';
+import type { Config } from '../config.js';
+import { sendError, type ErrorCode } from '../errors.js';
+import type { KeyCache } from '../keys/key-cache.js';
+import type { RateLimiter } from '../limits/rate-limiter.js';
+import type { Logger } from '../ops/logger.js';
+import type { Metrics, ProxyOutcome } from '../ops/metrics.js';
+import type { UsageRecorder } from '../usage/recorder.js';
+import type { AuthThrottle } from './auth-throttle.js';
+import { admit, refusalResponse, type Admitted } from './admission.js';
+import {
+  backendHeaders,
+  customerIdOf,
+  forwardedFacts,
+  requestIdOf,
+  responseHeaders,
+} from './forwarding-headers.js';
+import { rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
+import { hasDotSegment, originForm, upstreamPrefix } from './request-target.js';
+
+export interface ProxyDeps {
+  readonly config: Pick<Config, 'upstreamUrl' | 'upstreamTimeoutMs' | 'trustProxy' | 'customerIdHeader'>;
+  readonly keyCache: KeyCache;
+  readonly limiter: RateLimiter;
+  readonly recorder: Pick<UsageRecorder, 'record'>;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  /** Epoch milliseconds, for the limiter's windows; durations use the monotonic clock. */
+  readonly clock: () => number;
+  /** Most keep-alive connections to the backend (default 128); further requests queue. */
+  readonly upstreamConnections?: number;
+  /** Failed authentications per client address; share one between the HTTP and upgrade handlers. */
+  readonly authThrottle?: AuthThrottle;
+}
+
+export interface ProxyHandler {
+  (req: IncomingMessage, res: ServerResponse): void;
+  /** Closes the backend connections; call after the server has drained. */
+  close(): Promise<void>;
+}
+
+/** Shared by every request: built once, so the request path allocates only per-request state. */
+interface Proxy extends ProxyDeps {
+  readonly pool: Pool;
+  readonly prefix: string;
+}
+
+/**
+ * One forwarded request, and undici's handler for it (`pool.dispatch`): undici calls it with the raw
+ * response head and body chunks, so no stream wrapper, no parsed header object, no abort signal and
+ * no per-request callbacks are made on the way.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  status = 0;
+  readonly upstreamStartedAt = performance.now();
+  /** Cancels the backend request; set once undici has put the request on a connection. */
+  private abortBackend: ((err?: Error) => void) | undefined = undefined;
+  /** Lets the backend connection go on after a pause for backpressure; set with the response head. */
+  private resume: (() => void) | undefined = undefined;
+  /** The client went away before the response was complete: nobody to answer. */
+  private clientGone = false;
+  /** Answered (or failed) and counted: later callbacks do nothing. */
+  private settled = false;
+  /**
+   * A client that goes away cancels its backend request instead of holding a pooled connection.
+   * Registered with `on`, never removed: `close` fires once per response, after it is settled too.
+   */
+  readonly onClientClose = (): void => {
+    if (this.settled || this.res.writableFinished) return;
+    this.clientGone = true;
+    this.abortBackend?.(new ClientClosedError());
+  };
+
+  constructor(
+    readonly proxy: Proxy,
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly requestId: string,
+    readonly receivedAt: number,
+    readonly path: string,
+    readonly admission: Admitted,
+  ) {}
+
+  onConnect(abort: (err?: Error) => void): void {
+    // A request that waited in the pool's queue may find its client already gone.
+    if (this.clientGone) abort(new ClientClosedError());
+    else this.abortBackend = abort;
+  }
+
+  onHeaders(statusCode: number, raw: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true; // informational (103 Early Hints): not passed on
+    const { proxy, res } = this;
+    this.status = statusCode;
+    proxy.metrics.upstreamDuration.observe((performance.now() - this.upstreamStartedAt) / 1000);
+    const limit = this.admission.limit;
+    const headers = responseHeaders(raw, limit !== undefined);
+    headers.push('x-request-id', this.requestId);
+    if (limit !== undefined) {
+      const now = proxy.clock();
+      headers.push(
+        'ratelimit-policy',
+        rateLimitPolicyHeader(limit.policy, now),
+        'ratelimit',
+        rateLimitHeader(limit.decision, now),
+      );
+    }
+    res.writeHead(statusCode, headers);
+    this.resume = resume;
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    const res = this.res;
+    if (res.destroyed) {
+      this.onClientClose();
+      return false;
+    }
+    if (res.write(chunk)) return true;
+    // Backpressure: the backend connection pauses until the client has taken what was written.
+    res.once('drain', this.resume!);
+    return false;
+  }
+
+  onComplete(): void {
+    this.res.end();
+    this.finish(null);
+  }
+
+  onError(err: Error): void {
+    this.finish(err);
+  }
+
+  /** Runs once the response is finished, or the exchange failed at any point. */
+  private finish(err: Error | null): void {
+    if (this.settled) return;
+    this.settled = true;
+    const { proxy, res } = this;
+    let outcome: ProxyOutcome = 'forwarded';
+    let status = this.status;
+    if (err !== null) {
+      if (this.clientGone || (res.destroyed && !res.writableFinished)) {
+        // The client went away (499): nobody to answer, nothing wrong with the backend, no warning;
+        // usage still counts the request as failed.
+        status = 499;
+      } else {
+        const code = (err as { code?: string }).code;
+        const timedOut = code === 'UND_ERR_HEADERS_TIMEOUT';
+        outcome = timedOut ? 'upstream_timeout' : 'upstream_error';
+        if (!res.headersSent) {
+          const error: ErrorCode = timedOut ? 'gateway_timeout' : 'bad_gateway';
+          status = timedOut ? 504 : 502;
+          sendError(res, error, { 'x-request-id': this.requestId });
+        } else {
+          // The body broke off mid-stream: the client sees a truncated response, never a wrong one.
+          res.destroy();
+          status = 502;
+        }
+        proxy.logger.warn({ reqId: this.requestId, err: err.message, code }, 'backend request failed');
+      }
+    }
+    proxy.metrics.proxyRequests.inc({ outcome });
+    done(
+      proxy,
+      this.req,
+      this.requestId,
+      this.path,
+      this.admission.key.id,
+      status,
+      err === null && status < 400,
+      this.receivedAt,
+    );
+  }
+}
+
+/** Why Tollgate cancelled a backend request: its client closed the connection. */
+class ClientClosedError extends Error {
+  readonly code = 'TOLLGATE_CLIENT_CLOSED';
+  constructor() {
+    super('client closed the connection');
+  }
+}
+
+export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
+  const upstream = deps.config.upstreamUrl;
+  const timeout = deps.config.upstreamTimeoutMs;
+  const proxy: Proxy = {
+    ...deps,
+    prefix: upstreamPrefix(upstream),
+    pool: new Pool(upstream.origin, {
+      connections: deps.upstreamConnections ?? 128,
+      connect: { timeout: Math.min(10_000, timeout) },
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+    }),
+  };
+  const handler = (req: IncomingMessage, res: ServerResponse): void => void handle(proxy, req, res);
+  return Object.assign(handler, { close: () => proxy.pool.close() });
+}
+
+async function handle(proxy: Proxy, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const receivedAt = performance.now();
+  const requestId = requestIdOf(req.headers);
+  try {
+    await serve(proxy, req, res, requestId, receivedAt);
+  } catch (err) {
+    // A bug, not a backend failure (those arrive in Exchange.onError): answer 500 and keep serving.
+    proxy.logger.error({ err, reqId: requestId }, 'proxy failure');
+    if (!res.headersSent) sendError(res, 'internal_error', { 'x-request-id': requestId });
+    else res.destroy();
+  }
+}
+
+async function serve(
+  proxy: Proxy,
+  req: IncomingMessage,
+  res: ServerResponse,
+  requestId: string,
+  receivedAt: number,
+): Promise<void> {
+  const target = originForm(req.url ?? '/', req.headers.host);
+  if (target === undefined || hasDotSegment(target.path)) {
+    proxy.metrics.proxyRequests.inc({ outcome: 'bad_request' satisfies ProxyOutcome });
+    sendError(res, 'invalid_request_target', { 'x-request-id': requestId });
+    done(proxy, req, requestId, undefined, undefined, 400, false, receivedAt);
+    return;
+  }
+
+  const facts = forwardedFacts(req, proxy.config.trustProxy);
+  const admission = await admit(proxy, req.headers, facts.client);
+  if (!admission.admitted) {
+    const refusal = refusalResponse(admission, requestId, proxy.clock());
+    res.writeHead(refusal.status, refusal.headers);
+    res.end(refusal.body);
+    done(proxy, req, requestId, target.path, admission.key?.id, refusal.status, false, receivedAt);
+    return;
+  }
+  if (res.destroyed) {
+    // The client left while it was being admitted: nothing to forward and nobody to answer (499). It
+    // is counted with the exchanges whose client left mid-way; usage counts it as failed.
+    proxy.metrics.proxyRequests.inc({ outcome: 'forwarded' satisfies ProxyOutcome });
+    done(proxy, req, requestId, target.path, admission.key.id, 499, false, receivedAt);
+    return;
+  }
+
+  const headers = backendHeaders(req.headers, {
+    ...facts,
+    secret: admission.secret,
+    keyId: admission.key.id,
+    requestId,
+  });
+  const exchange = new Exchange(proxy, req, res, requestId, receivedAt, target.path, admission);
+  res.on('close', exchange.onClientClose);
+  proxy.metrics.proxyOverhead.observe((exchange.upstreamStartedAt - receivedAt) / 1000);
+  proxy.pool.dispatch(
+    {
+      path: proxy.prefix + target.path + target.search,
+      method: req.method as Dispatcher.HttpMethod,
+      headers,
+      body: hasBody(req) ? req : null,
+    },
+    exchange,
+  );
+}
+
+/** A request carries a body when it says so; GETs without one are sent without a body stream. */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/** Usage, for a request that presented a valid key, and the access-log line (debug only). */
+function done(
+  proxy: Proxy,
+  req: IncomingMessage,
+  requestId: string,
+  path: string | undefined,
+  keyId: string | undefined,
+  status: number,
+  ok: boolean,
+  receivedAt: number,
+): void {
+  const durationMs = performance.now() - receivedAt;
+  if (keyId !== undefined && path !== undefined) {
+    proxy.recorder.record(
+      keyId,
+      path,
+      customerIdOf(req.headers, proxy.config.customerIdHeader),
+      ok,
+      durationMs,
+    );
+  }
+  if (proxy.logger.isLevelEnabled('debug')) {
+    proxy.logger.debug(
+      { reqId: requestId, method: req.method, path, status, keyId, durationMs },
+      'proxied request',
+    );
+  }
+}

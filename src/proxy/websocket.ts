@@ -1,0 +1,218 @@
+import {
+  STATUS_CODES,
+  type ClientRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+} from 'node:http';
+import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { Duplex } from 'node:stream';
+import { createProxyMiddleware, proxyEventsPlugin } from 'http-proxy-middleware';
+import { ERRORS, type ErrorCode } from '../errors.js';
+import type { ProxyOutcome } from '../ops/metrics.js';
+import { admit, limitHeaders, refusalResponse, type Admitted } from './admission.js';
+import { backendHeaders, customerIdOf, forwardedFacts, requestIdOf } from './forwarding-headers.js';
+import type { ProxyDeps } from './handler.js';
+import { hasDotSegment, originForm, upstreamPrefix } from './request-target.js';
+
+export type UpgradeDeps = Omit<ProxyDeps, 'upstreamConnections'>;
+
+export interface UpgradeHandler {
+  (req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /**
+   * Ends every open WebSocket connection, client and backend side. `server.close()` does not: an
+   * upgraded socket has left HTTP, so shutdown would otherwise wait for clients to hang up.
+   */
+  close(): void;
+}
+
+/** What one upgrade needs once the backend answers, for usage and the error reply. */
+interface Upgrade {
+  readonly requestId: string;
+  readonly keyId: string;
+  readonly path: string;
+  readonly customerId: string | undefined;
+  readonly receivedAt: number;
+  readonly limit: Admitted['limit'];
+  settled: boolean;
+}
+
+/** A WebSocket handshake keeps these two hop-by-hop headers: they are the handshake. */
+const HANDSHAKE = new Set(['connection', 'upgrade']);
+
+function writeResponse(socket: Duplex, status: number, headers: OutgoingHttpHeaders, body: string): void {
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nconnection: close\r\n`;
+  for (const name in headers) head += `${name}: ${String(headers[name])}\r\n`;
+  socket.end(head + '\r\n' + body);
+}
+
+function writeError(socket: Duplex, code: ErrorCode, requestId: string): void {
+  const body = JSON.stringify({ error: ERRORS[code].message, code });
+  writeResponse(
+    socket,
+    ERRORS[code].status,
+    {
+      'x-request-id': requestId,
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+    },
+    body,
+  );
+}
+
+/** Turns `[name, value, …]` back into the object httpxy copies its outgoing headers from. */
+function toHeaders(list: string[]): IncomingHttpHeaders {
+  const headers: Record<string, string | string[]> = {};
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i]!;
+    const value = list[i + 1]!;
+    const seen = headers[name];
+    headers[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+  }
+  return headers;
+}
+
+/**
+ * WebSocket upgrades: authenticated and limited by the same code as plain requests (one upgrade is
+ * one request against the key's quota), then proxied by http-proxy-middleware, which undici can't
+ * do. The backend sees the same headers a plain request would, plus the handshake.
+ */
+export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
+  const prefix = upstreamPrefix(deps.config.upstreamUrl);
+  const pending = new WeakMap<IncomingMessage, Upgrade>();
+  const open = new Set<Duplex>();
+  const track = (socket: Duplex): void => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  };
+
+  const settle = (req: IncomingMessage, status: number, outcome: ProxyOutcome): void => {
+    const upgrade = pending.get(req);
+    if (upgrade === undefined || upgrade.settled) return;
+    upgrade.settled = true;
+    deps.metrics.proxyRequests.inc({ outcome });
+    const ok = status === 101;
+    deps.recorder.record(
+      upgrade.keyId,
+      upgrade.path,
+      upgrade.customerId,
+      ok,
+      performance.now() - upgrade.receivedAt,
+    );
+    if (deps.logger.isLevelEnabled('debug')) {
+      deps.logger.debug(
+        { reqId: upgrade.requestId, path: upgrade.path, status, keyId: upgrade.keyId },
+        'proxied upgrade',
+      );
+    }
+  };
+
+  const proxy = createProxyMiddleware({
+    target: deps.config.upstreamUrl.origin,
+    changeOrigin: true,
+    // Tollgate sets X-Forwarded-* itself, honouring TRUST_PROXY.
+    xfwd: false,
+    upgradeTimeout: deps.config.upstreamTimeoutMs,
+    // Of the default plugins only the one wiring `on`: the others log through console and answer
+    // errors with text bodies.
+    ejectPlugins: true,
+    plugins: [proxyEventsPlugin],
+    on: {
+      open: (proxySocket: Socket) => track(proxySocket),
+      proxyReqWs: (proxyReq: ClientRequest, req: IncomingMessage) => {
+        // Runs before httpxy writes the 101 from these headers: the client gets them too.
+        proxyReq.once('upgrade', (proxyRes: IncomingMessage) => {
+          const upgrade = pending.get(req);
+          if (upgrade !== undefined) {
+            proxyRes.headers['x-request-id'] = upgrade.requestId;
+            if (upgrade.limit !== undefined) limitHeaders(upgrade.limit, deps.clock(), proxyRes.headers);
+          }
+          settle(req, 101, 'forwarded');
+        });
+        proxyReq.once('response', (res: IncomingMessage) => settle(req, res.statusCode ?? 502, 'forwarded'));
+      },
+      error: (err: Error, req: IncomingMessage, res: unknown) => {
+        const socket = res as Socket;
+        const upgrade = pending.get(req);
+        const timedOut = (err as { code?: string }).code === 'ERR_UPSTREAM_UPGRADE_TIMEOUT';
+        if (upgrade !== undefined && !upgrade.settled && socket.writable) {
+          // The handshake never completed: the client can still be told why, in JSON.
+          deps.logger.warn({ reqId: upgrade.requestId, err: err.message }, 'backend upgrade failed');
+          writeError(socket, timedOut ? 'gateway_timeout' : 'bad_gateway', upgrade.requestId);
+        } else {
+          socket.destroy();
+        }
+        settle(req, timedOut ? 504 : 502, timedOut ? 'upstream_timeout' : 'upstream_error');
+      },
+    },
+  });
+
+  const handle = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    const receivedAt = performance.now();
+    const requestId = requestIdOf(req.headers);
+    const target = originForm(req.url ?? '/', req.headers.host);
+    if (target === undefined || hasDotSegment(target.path)) {
+      deps.metrics.proxyRequests.inc({ outcome: 'bad_request' satisfies ProxyOutcome });
+      writeError(socket, 'invalid_request_target', requestId);
+      return;
+    }
+    const customerId = customerIdOf(req.headers, deps.config.customerIdHeader);
+
+    const facts = forwardedFacts(req, deps.config.trustProxy);
+    const admission = await admit(deps, req.headers, facts.client);
+    if (!admission.admitted) {
+      const refusal = refusalResponse(admission, requestId, deps.clock());
+      writeResponse(socket, refusal.status, refusal.headers, refusal.body);
+      if (admission.key !== undefined) {
+        deps.recorder.record(
+          admission.key.id,
+          target.path,
+          customerId,
+          false,
+          performance.now() - receivedAt,
+        );
+      }
+      return;
+    }
+    if (socket.destroyed) {
+      // Admitted (quota spent) but the client left while we decided: a failed request.
+      deps.recorder.record(admission.key.id, target.path, customerId, false, performance.now() - receivedAt);
+      return;
+    }
+
+    req.headers = toHeaders(
+      backendHeaders(
+        req.headers,
+        { ...facts, secret: admission.secret, keyId: admission.key.id, requestId },
+        HANDSHAKE,
+      ),
+    );
+    req.url = prefix + target.path + target.search;
+    pending.set(req, {
+      requestId,
+      keyId: admission.key.id,
+      path: target.path,
+      customerId,
+      receivedAt,
+      limit: admission.limit,
+      settled: false,
+    });
+    proxy.upgrade(req, socket as Socket, head);
+  };
+
+  const handler = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    // A client error before the handshake settles must not become an unhandled 'error' event.
+    socket.on('error', () => socket.destroy());
+    track(socket);
+    handle(req, socket, head).catch((err: unknown) => {
+      deps.logger.error({ err }, 'upgrade failure');
+      socket.destroy();
+    });
+  };
+  return Object.assign(handler, {
+    close: () => {
+      for (const socket of open) socket.destroy();
+    },
+  });
+}

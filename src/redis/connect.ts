@@ -1,0 +1,109 @@
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { Config } from '../config.js';
+import type { Logger } from '../ops/logger.js';
+
+/** A single Redis or a Redis Cluster: every adapter talks to either through this type. */
+export type RedisClient = Redis | Cluster;
+
+export interface RedisConnections {
+  /** Commands: limiter scripts (request path), publishes, usage. Fails fast, never queues. */
+  readonly client: RedisClient;
+  /** Pub/sub only: a connection in subscriber mode can carry nothing else. */
+  readonly subscriber: RedisClient;
+  /** Resolves once `client` can take commands, or false after `timeoutMs`. */
+  ready(timeoutMs: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  /** Deadline of every command: a Redis that stops answering costs a request this much, not a hang. */
+  readonly commandTimeoutMs?: number;
+}
+
+/** Reconnect for ever (recovery is automatic), backing off to one attempt a second. */
+const backoff = (times: number): number => Math.min(50 * 2 ** Math.min(times, 5), 1_000) + Math.floor(Math.random() * 100);
+
+// No offline queue, no resending after a reconnect: a limiter decision that timed out has already
+// been answered from elsewhere, and replaying it later would spend quota nobody used.
+const commandOptions = (commandTimeoutMs: number) =>
+  ({
+    commandTimeout: commandTimeoutMs,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    connectTimeout: 2_000,
+  }) satisfies RedisOptions;
+
+/**
+ * Opens the command and subscriber connections to `config.redisClusterNodes` (Cluster) or
+ * `config.redisUrl`. Auto-pipelining batches the commands issued in one tick into one write, so
+ * concurrent requests share round trips.
+ */
+export function connectRedis(
+  config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>,
+  logger: Logger,
+  { commandTimeoutMs = 500 }: ConnectOptions = {},
+): RedisConnections {
+  let client: RedisClient;
+  let subscriber: RedisClient;
+  if (config.redisClusterNodes) {
+    const nodes = config.redisClusterNodes.map((n) => {
+      const [host, port] = n.split(':') as [string, string];
+      return { host, port: Number(port) };
+    });
+    const url = config.redisUrl ? new URL(config.redisUrl) : undefined;
+    const base: ClusterOptions = {
+      clusterRetryStrategy: backoff,
+      enableAutoPipelining: true,
+      redisOptions: {
+        ...commandOptions(commandTimeoutMs),
+        // Credentials and TLS of the cluster come from REDIS_URL when both are set.
+        ...(url?.username && { username: decodeURIComponent(url.username) }),
+        ...(url?.password && { password: decodeURIComponent(url.password) }),
+        ...(url?.protocol === 'rediss:' && { tls: {} }),
+      },
+    };
+    client = new Cluster(nodes, { ...base, enableOfflineQueue: false });
+    subscriber = new Cluster(nodes, { ...base, enableAutoPipelining: false });
+  } else if (config.redisUrl) {
+    client = new Redis(config.redisUrl, {
+      ...commandOptions(commandTimeoutMs),
+      retryStrategy: backoff,
+      enableOfflineQueue: false,
+      enableAutoPipelining: true,
+    });
+    // The subscriber may queue: SUBSCRIBE waits for the connection and is replayed after reconnects.
+    subscriber = new Redis(config.redisUrl, { retryStrategy: backoff, connectTimeout: 2_000 });
+  } else {
+    throw new Error('connectRedis needs REDIS_URL or REDIS_CLUSTER_NODES');
+  }
+
+  // Without a listener ioredis prints every connection error; the limiter and flusher report
+  // outages themselves, so these go to debug.
+  for (const [role, c] of [['client', client], ['subscriber', subscriber]] as const) {
+    c.on('error', (err: Error) => logger.debug({ role, err: err.message }, 'redis connection error'));
+  }
+
+  return {
+    client,
+    subscriber,
+    ready: (timeoutMs) => whenReady(client, timeoutMs),
+    async close() {
+      // QUIT lets replies in flight arrive; a connection that can't take it (Redis down) is cut.
+      await Promise.all([client, subscriber].map((c) => c.quit().catch(() => c.disconnect())));
+    },
+  };
+}
+
+function whenReady(client: RedisClient, timeoutMs: number): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      resolve(ok);
+    };
+    const onReady = () => done(true);
+    const timer = setTimeout(() => done(false), timeoutMs);
+    client.on('ready', onReady);
+  });
+}

@@ -1,0 +1,82 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { originForm } from './proxy/request-target.js';
+
+/**
+ * Whether a raw path (no query, not decoded) is one of the management routes. Exact matches only:
+ * anything else, including encoded or dotted variants, is proxied, and the proxy refuses dot segments.
+ */
+export function isManagementPath(path: string, prefix: string): boolean {
+  if (prefix !== '') {
+    if (!path.startsWith(prefix)) return false;
+    path = path.slice(prefix.length);
+  }
+  if (path === '/consumer-api-key' || path === '/rate-limit/create' || path === '/api-keys/apply-rate-limit') return true;
+  const base = '/consumer-api-key/';
+  return path.startsWith(base) && path.length > base.length && path.indexOf('/', base.length) === -1;
+}
+
+export interface PublicServerOptions {
+  readonly managementApp: (req: IncomingMessage, res: ServerResponse) => void;
+  readonly proxy: (req: IncomingMessage, res: ServerResponse) => void;
+  /** WebSocket upgrades on proxied paths; without it, upgrade requests are proxied as plain HTTP. */
+  readonly upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  readonly managementPrefix: string;
+  /** Whole request head must arrive within this (slow-header clients). Default 15 s. */
+  readonly headersTimeoutMs?: number;
+  /** Whole request, body included, must arrive within this (slow-body clients). Default 300 s. */
+  readonly requestTimeoutMs?: number;
+  /** Default 16 KiB, Node's own default, stated so it can't drift. */
+  readonly maxHeaderSize?: number;
+  /**
+   * Idle keep-alive connections close after this. Default 65 s: longer than the 60 s idle timeout of
+   * common load balancers, so they never reuse a connection Tollgate is closing.
+   */
+  readonly keepAliveTimeoutMs?: number;
+}
+
+/** The routing key of a request: its origin-form path, whatever form the target was sent in. */
+function routingPath(req: IncomingMessage): string | undefined {
+  return originForm(req.url ?? '/', req.headers.host)?.path;
+}
+
+function refuseUpgrade(socket: Duplex): void {
+  const body = JSON.stringify({ error: 'WebSocket upgrades are not served on management routes', code: 'not_found' });
+  socket.end(
+    `HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+/**
+ * The one public listener: management routes to the management app, everything else to the proxy.
+ * Routing compares the raw path, so `/consumer-api-key/%2e%2e` is a management path (the app refuses
+ * it) and `/x/..%2fconsumer-api-key` is a proxied one (the proxy refuses it): nothing is decoded twice.
+ */
+export function createPublicServer(options: PublicServerOptions): Server {
+  const { managementApp, proxy, upgrade, managementPrefix } = options;
+  const server = createServer(
+    {
+      headersTimeout: options.headersTimeoutMs ?? 15_000,
+      requestTimeout: options.requestTimeoutMs ?? 300_000,
+      maxHeaderSize: options.maxHeaderSize ?? 16_384,
+      keepAliveTimeout: options.keepAliveTimeoutMs ?? 65_000,
+      // How often the two request deadlines above are checked (Node's default is every 30 s).
+      connectionsCheckingInterval: 1_000,
+      // Only WebSocket upgrades leave HTTP; an `Upgrade: h2c` request is answered as plain HTTP.
+      shouldUpgradeCallback: (req) => upgrade !== undefined && req.headers.upgrade?.toLowerCase() === 'websocket',
+    },
+    (req, res) => {
+      const path = routingPath(req);
+      if (path !== undefined && isManagementPath(path, managementPrefix)) managementApp(req, res);
+      else proxy(req, res);
+    },
+  );
+  if (upgrade !== undefined) {
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const path = routingPath(req);
+      if (path !== undefined && isManagementPath(path, managementPrefix)) refuseUpgrade(socket);
+      else upgrade(req, socket, head);
+    });
+  }
+  return server;
+}

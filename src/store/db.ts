@@ -1,0 +1,48 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.js';
+
+export type Db = Kysely<Database>;
+
+export interface DbHandle {
+  readonly db: Db;
+  readonly kind: 'postgres' | 'embedded';
+  /** The pg pool, for its metrics; absent in embedded mode. */
+  readonly pool?: pg.Pool;
+  close(): Promise<void>;
+}
+
+// bigint columns are counters: read them as JS numbers (exact up to 2^53, the contract's own cap).
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+export async function openPostgres(connectionString: string, max = 10): Promise<DbHandle> {
+  const pool = new pg.Pool({
+    connectionString,
+    max,
+    connectionTimeoutMillis: 2_000,
+    idleTimeoutMillis: 30_000,
+    // A query that hangs on a dead server must not hang the request that waits on it.
+    query_timeout: 5_000,
+  });
+  // An idle client losing its connection emits 'error' on the pool; without a listener that kills the process.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, kind: 'postgres', pool, close: () => db.destroy() };
+}
+
+/** PGlite in `dataDir`: one connection in one process; never point two processes at one folder. */
+export async function openEmbedded(dataDir: string): Promise<DbHandle> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { PGliteDialect } = await import('kysely-pglite-dialect');
+  const folder = join(dataDir, 'pglite');
+  mkdirSync(folder, { recursive: true });
+  const client = await PGlite.create(folder);
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
+  return { db, kind: 'embedded', close: () => db.destroy() };
+}
+
+export async function ping(db: Db): Promise<void> {
+  await sql`select 1`.execute(db);
+}

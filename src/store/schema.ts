@@ -1,0 +1,51 @@
+import type { ColumnType, Generated } from 'kysely';
+
+/** Table types of sql/, the minimal subset the repositories use. */
+export interface RateLimitPlanTable {
+  rate_limit_id: string;
+  description: string;
+  limit: ColumnType<string, number, number>;
+  period: string;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
+export interface ApiKeyTable {
+  seq: ColumnType<string, never, never>;
+  id: string;
+  name: string;
+  secret_hash: Uint8Array;
+  secret_ciphertext: Uint8Array;
+  rate_limit_id: string | null;
+  created_at: ColumnType<Date, Date, never>;
+  last_updated: ColumnType<Date, Date, Date>;
+}
+
+export interface UsageEndpointTable {
+  key_id: string;
+  endpoint: string;
+  requests: ColumnType<string, number, number>;
+  successful: ColumnType<string, number, number>;
+  failed: ColumnType<string, number, number>;
+  total_duration_ms: number;
+}
+
+export interface UsageCustomerTable {
+  key_id: string;
+  customer_id: string;
+  requests: ColumnType<string, number, number>;
+  successful: ColumnType<string, number, number>;
+  failed: ColumnType<string, number, number>;
+}
+
+export interface UsageBatchTable {
+  batch_id: string;
+  applied_at: Generated<Date>;
+}
+
+export interface Database {
+  rate_limit_plans: RateLimitPlanTable;
+  api_keys: ApiKeyTable;
+  usage_endpoints: UsageEndpointTable;
+  usage_customers: UsageCustomerTable;
+  usage_batches: UsageBatchTable;
+}

@@ -1,0 +1,54 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Received {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  rawHeaders: string[];
+  body: Buffer;
+}
+
+export interface Backend {
+  readonly url: string;
+  readonly port: number;
+  readonly received: Received[];
+  close(): Promise<void>;
+}
+
+/**
+ * A real HTTP backend that records every request it receives. Routes:
+ * a path with `/status/<code>` answers that status; with `/slow/<ms>` it answers after that delay; anything else echoes
+ * `{method, url}` as JSON with status 200.
+ */
+export async function startBackend(port = 0): Promise<Backend> {
+  const received: Received[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ method: req.method!, url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks) });
+      const status = /\/status\/(\d{3})/.exec(req.url!);
+      const slow = /\/slow\/(\d+)/.exec(req.url!);
+      const answer = () => {
+        res.writeHead(status ? Number(status[1]) : 200, { 'content-type': 'application/json', 'x-backend': 'yes' });
+        res.end(JSON.stringify({ method: req.method, url: req.url }));
+      };
+      if (slow) setTimeout(answer, Number(slow[1]));
+      else answer();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const bound = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${bound}`,
+    port: bound,
+    received,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

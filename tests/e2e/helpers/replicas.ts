@@ -1,0 +1,176 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { startTollgate, type Tollgate } from './tollgate.js';
+
+/**
+ * Several Tollgate processes of one deployment: one root token, one encryption key, one database, one
+ * Redis prefix. `start()` adds a replica (again, after a kill) with the same settings.
+ */
+export class Replicas {
+  readonly all: Tollgate[] = [];
+  readonly env: Record<string, string>;
+
+  constructor(env: Record<string, string>) {
+    this.env = {
+      ROOT_TOKEN: 'root-' + randomBytes(16).toString('hex'),
+      SECRET_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      ...env,
+    };
+  }
+
+  /** Starts `count` replicas together (they migrate the database concurrently, as a rollout does). */
+  async start(count = 1, extraEnv: Record<string, string> = {}): Promise<Tollgate[]> {
+    const started = await Promise.all(Array.from({ length: count }, () => startTollgate({ ...this.env, ...extraEnv })));
+    this.all.push(...started);
+    return started;
+  }
+
+  /** Stops every replica still running (SIGKILL after 15 s): for afterAll, never throws. */
+  async stopAll(): Promise<void> {
+    await Promise.all(
+      this.all.map(async (t) => {
+        const timer = setTimeout(() => t.process.kill('SIGKILL'), 15_000);
+        await t.stop().catch(() => {});
+        clearTimeout(timer);
+      }),
+    );
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * fetch with a 10 s deadline whose timer is cleared as soon as the answer is read (AbortSignal.timeout
+ * would keep thousands of timers alive after the test, holding Jest's worker open).
+ */
+export async function fetchWithin<T>(url: string, init: RequestInit, read: (res: Response) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error(`no answer from ${url} within 10 s`)), 10_000);
+  try {
+    return await read(await fetch(url, { ...init, signal: controller.signal }));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A proxied request with a key; resolves the status, or 0 when the connection failed. */
+export async function hit(tollgate: Tollgate, secret: string, path = '/v1/items', headers: Record<string, string> = {}): Promise<number> {
+  try {
+    return await fetchWithin(tollgate.url + path, { headers: { authorization: `Bearer ${secret}`, ...headers } }, async (res) => {
+      await res.arrayBuffer();
+      return res.status;
+    });
+  } catch {
+    return 0;
+  }
+}
+
+/** The full response of a proxied request (status, headers, parsed body). */
+export async function hitFull(tollgate: Tollgate, secret: string, path = '/v1/items') {
+  const started = performance.now();
+  const { res, text } = await fetchWithin(tollgate.url + path, { headers: { authorization: `Bearer ${secret}` } }, async (r) => ({ res: r, text: await r.text() }));
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read response fields freely
+  return { status: res.status, headers: res.headers, body: body as any, ms: performance.now() - started };
+}
+
+/** `n` requests spread round-robin over `replicas`, all in flight at once; resolves the statuses. */
+export function burst(replicas: readonly Tollgate[], secret: string, n: number, path = '/v1/items'): Promise<number[]> {
+  return Promise.all(Array.from({ length: n }, (_, i) => hit(replicas[i % replicas.length]!, secret, path)));
+}
+
+/** A key with a plan bound (created through `admin`); returns id and secret. */
+export async function keyWithPlan(admin: Tollgate, name: string, limit?: number, period = 'day'): Promise<{ id: string; secret: string }> {
+  const created = await admin.admin('POST', '/consumer-api-key/create', { name });
+  if (created.status !== 201) throw new Error(`key create: ${created.status} ${JSON.stringify(created.body)}`);
+  const key = created.body as { id: string; secret: string };
+  if (limit !== undefined) {
+    const planId = `${name}-${randomBytes(4).toString('hex')}`;
+    const plan = await admin.admin('POST', '/rate-limit/create', { rateLimitId: planId, limit, period });
+    if (plan.status !== 201) throw new Error(`plan create: ${plan.status} ${JSON.stringify(plan.body)}`);
+    const bound = await admin.admin('POST', '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId });
+    if (bound.status !== 200) throw new Error(`plan bind: ${bound.status} ${JSON.stringify(bound.body)}`);
+  }
+  return key;
+}
+
+/** `totalRequests` of a key as one replica's detail response shows it (undefined if not 200). */
+export async function totalOn(tollgate: Tollgate, keyId: string): Promise<number | undefined> {
+  const detail = await tollgate.admin('GET', `/consumer-api-key/${keyId}`).catch(() => undefined);
+  return detail?.status === 200 ? (detail.body.usage.totalRequests as number) : undefined;
+}
+
+/** Polls `probe` every `everyMs` until `done(value)`; resolves the last value and the time it took. */
+export async function waitFor<T>(
+  probe: () => Promise<T>,
+  done: (value: T) => boolean,
+  { timeoutMs = 10_000, everyMs = 50 } = {},
+): Promise<{ value: T; ms: number }> {
+  const started = performance.now();
+  for (;;) {
+    const value = await probe();
+    const ms = performance.now() - started;
+    if (done(value) || ms > timeoutMs) return { value, ms };
+    await sleep(everyMs);
+  }
+}
+
+/** The value of one Prometheus sample line on a replica's /metrics (undefined when absent). */
+export async function metric(tollgate: Tollgate, sample: string): Promise<number | undefined> {
+  const text = await (await fetch(tollgate.opsUrl + '/metrics')).text();
+  const line = text.split('\n').find((l) => l.startsWith(sample + ' '));
+  return line === undefined ? undefined : Number(line.slice(sample.length + 1));
+}
+
+/**
+ * Which of `pids` owns the TCP connection whose local port is `port` (a Postgres backend's
+ * client_port): /proc/net/tcp gives the socket inode, /proc/<pid>/fd the owner.
+ */
+export function pidOwningLocalPort(port: number, pids: readonly number[]): number | undefined {
+  const hexPort = ':' + port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let lines: string[];
+    try {
+      lines = readFileSync(table, 'utf8').split('\n').slice(1);
+    } catch {
+      continue;
+    }
+    for (const line of lines) {
+      const cols = line.trim().split(/\s+/);
+      if (cols[1]?.endsWith(hexPort)) inodes.add(cols[9]!);
+    }
+  }
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (match && inodes.has(match[1]!)) return pid;
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return undefined;
+}
+
+/** How many lines each process has logged so far: a mark for `failoversSince`. */
+export const outputMark = (ts: readonly Tollgate[]): number[] => ts.map((t) => t.output.length);
+
+/**
+ * Log lines since `mark` in which a replica gave up on Redis for a while (limiting in process, or
+ * refusing): an exactness failure that comes with one of these was a Redis timeout, not a counting bug.
+ */
+export const failoversSince = (ts: readonly Tollgate[], mark: readonly number[]): string[] =>
+  ts.flatMap((t, i) => t.output.slice(mark[i] ?? 0).filter((l) => l.includes('Redis unavailable')));

@@ -1,0 +1,190 @@
+import { FailoverRateLimiter, LimiterUnavailableError } from '../../src/limits/failover-limiter.js';
+import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
+import { windowAt } from '../../src/limits/window.js';
+import { createLogger } from '../../src/ops/logger.js';
+import { Metrics } from '../../src/ops/metrics.js';
+import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
+import { RedisPendingUsage, RedisUsageSink } from '../../src/usage/redis-usage.js';
+import { emptyKeyUsage } from '../../src/usage/usage.js';
+import { RedisServer } from '../helpers/redis-server.js';
+import { pendingTotal } from '../helpers/pending.js';
+
+interface LogLine {
+  level: number;
+  msg: string;
+}
+
+/** A replica's limiter over its own connections to a private redis-server, with its logs and metrics. */
+async function replica(server: RedisServer, mode: 'open' | 'closed') {
+  const lines: LogLine[] = [];
+  const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) });
+  const metrics = new Metrics();
+  const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, logger);
+  expect(await redis.ready(5_000)).toBe(true);
+  const limiter = new FailoverRateLimiter(
+    new RedisRateLimiter(redis.client, 'fo:', metrics),
+    logger,
+    metrics,
+    { mode, probeIntervalMs: 100 },
+  );
+  const degraded = async () => (await metrics.degraded.get()).values.find((v) => v.labels.dependency === 'redis')?.value;
+  const logged = (level: number) => lines.filter((l) => l.level === level).map((l) => l.msg);
+  return { redis, limiter, metrics, degraded, logged };
+}
+
+const WARN = 40;
+const INFO = 30;
+const policy = { limit: 5, period: 'hour' } as const;
+
+async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Runs `fn`, returning its outcome and how long it took. */
+async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value?: T; error?: unknown }> {
+  const start = performance.now();
+  try {
+    const value = await fn();
+    return { ms: performance.now() - start, value };
+  } catch (error) {
+    return { ms: performance.now() - start, error };
+  }
+}
+
+describe('FailoverRateLimiter against a redis-server that stops and comes back', () => {
+  let server: RedisServer;
+  let current: RedisConnections | undefined;
+  beforeEach(async () => {
+    server = await RedisServer.start();
+  });
+  afterEach(async () => {
+    server.resume();
+    await current?.close();
+    await server.destroy();
+  });
+
+  it('open: limits in process during the outage, says so once, and returns to Redis by itself', async () => {
+    const r = await replica(server, 'open');
+    current = r.redis;
+    const now = Date.now();
+    for (let i = 0; i < 3; i++) expect((await r.limiter.consume('key_o', policy, now)).allowed).toBe(true);
+    expect(await r.degraded()).toBe(0);
+
+    await server.stop();
+    // Every request is answered, fast; the in-process count starts afresh on this replica.
+    const during = [];
+    for (let i = 0; i < 7; i++) during.push(await timed(() => r.limiter.consume('key_o', policy, now)));
+    expect(during.every((d) => d.error === undefined && d.ms < 600)).toBe(true);
+    expect(during.map((d) => d.value!.allowed)).toEqual([true, true, true, true, true, false, false]);
+    expect(await r.degraded()).toBe(1);
+    expect(r.logged(WARN)).toEqual(['Redis unavailable: limiting in process on each replica until it answers again']);
+
+    await server.restart(); // empty: no persistence
+    await until(async () => (await r.degraded()) === 0);
+    expect(r.logged(INFO)).toContain('Redis answers again: limiting through Redis');
+    expect((await r.limiter.consume('key_o', policy, now)).remaining).toBe(4);
+    expect(await r.redis.client.get(`fo:{key_o}:hour:${windowAt('hour', now).start}`)).toBe('1');
+    expect(r.logged(WARN)).toHaveLength(1);
+    await r.limiter.close();
+  });
+
+  it('closed: refuses with LimiterUnavailableError during the outage, recovers by itself', async () => {
+    const r = await replica(server, 'closed');
+    current = r.redis;
+    expect((await r.limiter.consume('key_c', policy, Date.now())).allowed).toBe(true);
+    await server.stop();
+    for (let i = 0; i < 3; i++) {
+      const outcome = await timed(() => r.limiter.consume('key_c', policy, Date.now()));
+      expect(outcome.error).toBeInstanceOf(LimiterUnavailableError);
+      expect(outcome.ms).toBeLessThan(600);
+    }
+    await expect(r.limiter.peek('key_c', policy, Date.now())).rejects.toBeInstanceOf(LimiterUnavailableError);
+    expect(await r.degraded()).toBe(1);
+    await server.restart();
+    await until(async () => (await r.degraded()) === 0);
+    expect((await r.limiter.consume('key_c', policy, Date.now())).allowed).toBe(true);
+    await r.limiter.close();
+  });
+
+  it('a Redis that hangs costs three command timeouts in a row, then requests stop waiting on it', async () => {
+    const r = await replica(server, 'open');
+    current = r.redis;
+    expect((await r.limiter.consume('key_h', policy, Date.now())).allowed).toBe(true);
+    server.pause();
+    // One late answer can be a busy event loop, not an outage: each of the first three timeouts is
+    // answered in process, and only the third switches the replica to degraded mode.
+    for (let i = 0; i < 3; i++) {
+      const slow = await timed(() => r.limiter.consume('key_h', policy, Date.now()));
+      expect(slow.value?.allowed).toBe(true);
+      expect(slow.ms).toBeGreaterThanOrEqual(450);
+      expect(slow.ms).toBeLessThan(1_000);
+      expect(await r.degraded()).toBe(i < 2 ? 0 : 1);
+    }
+    const next = await timed(() => r.limiter.consume('key_h', policy, Date.now()));
+    expect(next.ms).toBeLessThan(100);
+    expect((await r.metrics.redisErrors.get()).values.find((v) => v.labels.operation === 'consume')?.value).toBe(3);
+    server.resume();
+    await until(async () => (await r.degraded()) === 0);
+    // The decisions that timed out were already on the wire, so Redis ran them on resuming; the ones
+    // after them never reached Redis.
+    expect((await r.limiter.peek('key_h', policy, Date.now())).remaining).toBe(1);
+    await r.limiter.close();
+  });
+});
+
+describe('RedisUsageSink when Redis hangs mid-push', () => {
+  let server: RedisServer;
+  let redis: RedisConnections;
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'), { commandTimeoutMs: 300 });
+    expect(await redis.ready(5_000)).toBe(true);
+  });
+  afterAll(async () => {
+    server.resume();
+    await redis.close();
+    await server.destroy();
+  });
+
+  const batch = (requests: number) => {
+    const u = emptyKeyUsage();
+    u.endpoints.set('/p', { requests, successful: requests, failed: 0, totalDurationMs: requests });
+    return new Map([['key_p', u]]);
+  };
+  const counted = async (prefix: string) =>
+    (await pendingTotal(new RedisPendingUsage(redis.client, prefix, createLogger('silent'), new Metrics()), 'key_p'))?.endpoints.get('/p')?.requests;
+
+  it('sends the same push again until Redis answers, and counts it once', async () => {
+    const prefix = 'hang1:';
+    const sink = new RedisUsageSink(redis.client, prefix);
+    server.pause();
+    const writing = sink.write(batch(3));
+    // Longer than the command timeout: the first send is unanswered, its resends too.
+    await new Promise((r) => setTimeout(r, 1_000));
+    server.resume();
+    await writing;
+    expect(await counted(prefix)).toBe(3);
+  });
+
+  it('gives up after settleWithinMs, so the recorder keeps the batch', async () => {
+    const sink = new RedisUsageSink(redis.client, 'hang2:', { settleWithinMs: 500 });
+    server.pause();
+    await expect(sink.write(batch(1))).rejects.toThrow(/timed out/);
+    server.resume();
+  });
+
+  it('rejects at once a push that could not be sent', async () => {
+    await server.stop();
+    await until(async () => redis.client.status !== 'ready');
+    const outcome = await timed(() => new RedisUsageSink(redis.client, 'down:').write(batch(1)));
+    expect(outcome.error).toBeInstanceOf(Error);
+    expect(outcome.ms).toBeLessThan(100);
+    // The key detail leaves out what Redis holds instead of failing.
+    expect(await pendingTotal(new RedisPendingUsage(redis.client, 'down:', createLogger('silent'), new Metrics()), 'key_p')).toBeUndefined();
+    await server.restart();
+  });
+});

@@ -1,0 +1,139 @@
+import { Redis } from 'ioredis';
+import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
+import { windowAt } from '../../src/limits/window.js';
+import { Metrics } from '../../src/ops/metrics.js';
+import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
+import { RedisServer } from '../helpers/redis-server.js';
+
+const prefix = testKeyPrefix();
+const metrics = new Metrics();
+const newClient = () => new Redis(REDIS_URL, { enableAutoPipelining: true, enableOfflineQueue: false, lazyConnect: true });
+
+// Five connections stand in for five replicas: each has its own socket and its own script cache state.
+const clients = Array.from({ length: 5 }, newClient);
+const limiters = clients.map((c) => new RedisRateLimiter(c, prefix, metrics));
+
+beforeAll(() => Promise.all(clients.map((c) => c.connect())));
+afterAll(async () => {
+  const keys = await clients[0]!.keys(prefix + '*');
+  if (keys.length > 0) await clients[0]!.del(...keys);
+  await Promise.all(clients.map((c) => c.quit()));
+});
+
+describe('RedisRateLimiter', () => {
+  it('admits exactly the limit when many more requests race over several connections', async () => {
+    const limit = 137;
+    const now = Date.now();
+    const decisions = await Promise.all(
+      Array.from({ length: 1000 }, (_, i) => limiters[i % limiters.length]!.consume('key_exact', { limit, period: 'hour' }, now)),
+    );
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(limit);
+    // Refusals don't count: the stored count is the limit, not the number of attempts.
+    const peek = await limiters[0]!.peek('key_exact', { limit, period: 'hour' }, now);
+    expect(peek).toEqual({ allowed: false, limit, remaining: 0, resetMs: windowAt('hour', now).end });
+  });
+
+  it('counts down remaining and reports the window end as the reset time', async () => {
+    const now = Date.now();
+    const policy = { limit: 3, period: 'day' } as const;
+    const seen = [];
+    for (let i = 0; i < 4; i++) seen.push(await limiters[i % 2]!.consume('key_countdown', policy, now));
+    expect(seen.map((d) => [d.allowed, d.remaining])).toEqual([[true, 2], [true, 1], [true, 0], [false, 0]]);
+    expect(seen.every((d) => d.resetMs === windowAt('day', now).end)).toBe(true);
+  });
+
+  it('keeps keys and periods apart', async () => {
+    const now = Date.now();
+    await limiters[0]!.consume('key_a', { limit: 1, period: 'minute' }, now);
+    expect((await limiters[1]!.consume('key_a', { limit: 1, period: 'minute' }, now)).allowed).toBe(false);
+    expect((await limiters[1]!.consume('key_b', { limit: 1, period: 'minute' }, now)).allowed).toBe(true);
+    expect((await limiters[1]!.consume('key_a', { limit: 1, period: 'hour' }, now)).allowed).toBe(true);
+  });
+
+  it('peek reads without counting', async () => {
+    const now = Date.now();
+    const policy = { limit: 2, period: 'week' } as const;
+    expect((await limiters[0]!.peek('key_peek', policy, now)).remaining).toBe(2);
+    await limiters[0]!.consume('key_peek', policy, now);
+    for (let i = 0; i < 5; i++) expect((await limiters[i]!.peek('key_peek', policy, now)).remaining).toBe(1);
+    expect((await limiters[0]!.consume('key_peek', policy, now)).allowed).toBe(true);
+  });
+
+  it('starts a new count when a real one-second window ends; the old counter expires 5 s after its window', async () => {
+    const policy = { limit: 2, period: 'second' } as const;
+    const first = Date.now();
+    const results = [];
+    for (let i = 0; i < 3; i++) results.push((await limiters[i]!.consume('key_second', policy, first)).allowed);
+    expect(results).toEqual([true, true, false]);
+    await new Promise((r) => setTimeout(r, windowAt('second', first).end - Date.now() + 5));
+    expect((await limiters[3]!.consume('key_second', policy, Date.now())).allowed).toBe(true);
+    const counter = `${prefix}{key_second}:second:${windowAt('second', first).start}`;
+    const ttl = await clients[0]!.pttl(counter);
+    expect(ttl).toBeGreaterThan(0);
+    expect(Date.now() + ttl).toBeLessThanOrEqual(windowAt('second', first).end + 5_000 + 50);
+  });
+
+  it('names counters with the key id as hash tag', async () => {
+    const now = Date.now();
+    await limiters[0]!.consume('key_tag', { limit: 5, period: 'month' }, now);
+    expect(await clients[0]!.exists(`${prefix}{key_tag}:month:${windowAt('month', now).start}`)).toBe(1);
+  });
+
+  it('handles limits up to 2^53 - 1', async () => {
+    const limit = Number.MAX_SAFE_INTEGER;
+    const d = await limiters[0]!.consume('key_huge', { limit, period: 'hour' }, Date.now());
+    expect(d).toMatchObject({ allowed: true, remaining: limit - 1 });
+  });
+});
+
+describe('RedisRateLimiter on a private redis-server', () => {
+  let server: RedisServer;
+  let client: Redis;
+  let admin: Redis;
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    client = new Redis(server.url, { enableAutoPipelining: true, enableOfflineQueue: false, lazyConnect: true });
+    admin = new Redis(server.url);
+    await client.connect();
+  });
+  afterAll(async () => {
+    await Promise.all([client.quit(), admin.quit()]);
+    await server.destroy();
+  });
+
+  /** Calls per command from INFO commandstats, e.g. {evalsha: 12, eval: 1}. */
+  async function commandStats(): Promise<Record<string, number>> {
+    const info = await admin.info('commandstats');
+    return Object.fromEntries([...info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
+  }
+
+  it('costs one Redis command per decision (EVALSHA once the script is cached)', async () => {
+    const limiter = new RedisRateLimiter(client, 'cmd:', metrics);
+    const policy = { limit: 1000, period: 'hour' } as const;
+    await limiter.consume('key_warm', policy, Date.now()); // the first call on a connection sends EVAL
+    await admin.config('RESETSTAT');
+    const n = 500;
+    // Sequential and concurrent calls alike.
+    for (let i = 0; i < n / 2; i++) await limiter.consume('key_cmds', policy, Date.now());
+    await Promise.all(Array.from({ length: n / 2 }, () => limiter.consume('key_cmds', policy, Date.now())));
+    const { evalsha, eval: evals, 'config|resetstat': _reset, ...inside } = await commandStats();
+    expect(evalsha).toBe(n);
+    expect(evals).toBeUndefined();
+    // commandstats also lists what the script ran: GET, INCR and PEXPIREAT, within the one EVALSHA.
+    expect(Object.keys(inside).sort()).toEqual(['get', 'incr', 'pexpireat']);
+  });
+
+  it('falls back to EVAL after SCRIPT FLUSH (NOSCRIPT) and keeps counting', async () => {
+    const limiter = new RedisRateLimiter(client, 'noscript:', metrics);
+    const policy = { limit: 3, period: 'hour' } as const;
+    expect((await limiter.consume('key_ns', policy, Date.now())).remaining).toBe(2);
+    await admin.script('FLUSH');
+    await admin.config('RESETSTAT');
+    expect((await limiter.consume('key_ns', policy, Date.now())).remaining).toBe(1);
+    // The EVALSHA failed with NOSCRIPT and the same call was answered by one EVAL, which reloads it.
+    expect(await commandStats()).toMatchObject({ evalsha: 1, eval: 1 });
+    expect(await admin.info('commandstats')).toMatch(/cmdstat_evalsha:calls=1,.*failed_calls=1/);
+    expect((await limiter.consume('key_ns', policy, Date.now())).remaining).toBe(0);
+    expect((await limiter.consume('key_ns', policy, Date.now())).allowed).toBe(false);
+  });
+});

@@ -1,0 +1,206 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { createLogger } from '../../src/ops/logger.js';
+import { Metrics } from '../../src/ops/metrics.js';
+import { openPostgres, type DbHandle } from '../../src/store/db.js';
+import { migrate } from '../../src/store/migrate.js';
+import { KeyRepository } from '../../src/store/repositories.js';
+import { RedisPendingUsage, RedisUsageSink, UsageFlusher } from '../../src/usage/redis-usage.js';
+import { UsageRepository } from '../../src/usage/usage-repository.js';
+import { emptyKeyUsage, type KeyUsage, type UsageBatch } from '../../src/usage/usage.js';
+import { freePort } from '../helpers/redis-server.js';
+import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
+import { pendingTotal } from '../helpers/pending.js';
+
+const logger = createLogger('silent');
+const metrics = new Metrics();
+let database: TestDatabase;
+let handle: DbHandle;
+let repository: UsageRepository;
+/** A Postgres nobody listens on: the outage, for real. */
+let deadHandle: DbHandle;
+const clients: Redis[] = [];
+const client = () => {
+  const c = new Redis(REDIS_URL, { enableAutoPipelining: true, enableOfflineQueue: false, lazyConnect: true });
+  clients.push(c);
+  return c;
+};
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  handle = await openPostgres(database.url);
+  await migrate(handle.db);
+  repository = new UsageRepository(handle.db);
+  const keys = new KeyRepository(handle.db);
+  for (const id of ['key_1', 'key_2', 'key_3']) {
+    await keys.insert({ id, name: id, secretHash: randomBytes(32), secretCiphertext: randomBytes(40), createdAt: new Date() });
+  }
+  deadHandle = await openPostgres(`postgres://postgres@127.0.0.1:${await freePort()}/none`);
+});
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.quit()));
+  await deadHandle.close();
+  await handle.close();
+  await database.drop();
+});
+
+/** One replica's pieces under a shared prefix (one deployment). */
+async function replica(prefix: string, repo: Pick<UsageRepository, 'applyBatch'> = repository) {
+  const c = client();
+  await c.connect();
+  return {
+    client: c,
+    sink: new RedisUsageSink(c, prefix),
+    pending: new RedisPendingUsage(c, prefix, logger, metrics),
+    flusher: new UsageFlusher(c, prefix, repo, logger, metrics),
+  };
+}
+
+function usage(endpoints: Record<string, [number, number, number]>, customers: Record<string, [number, number]> = {}): KeyUsage {
+  const u = emptyKeyUsage();
+  for (const [e, [ok, failed, ms]] of Object.entries(endpoints)) {
+    u.endpoints.set(e, { requests: ok + failed, successful: ok, failed, totalDurationMs: ms });
+  }
+  for (const [c, [ok, failed]] of Object.entries(customers)) u.customers.set(c, { requests: ok + failed, successful: ok, failed });
+  return u;
+}
+
+const batchOf = (entries: Record<string, KeyUsage>): UsageBatch => new Map(Object.entries(entries));
+const stored = (keyId: string) => repository.read(keyId);
+/** What the deployment keeps in Redis, less the short-lived push markers. */
+const redisKeys = async (c: Redis, prefix: string) => (await c.keys(prefix + '*')).filter((k) => !k.includes('{usage}:push:'));
+
+describe('Redis usage: push, pending view, flush to Postgres', () => {
+  afterEach(async () => {
+    await handle.db.deleteFrom('usage_endpoints').execute();
+    await handle.db.deleteFrom('usage_customers').execute();
+  });
+
+  it('shows a push in the pending view, then moves it into Postgres and out of Redis', async () => {
+    const prefix = testKeyPrefix();
+    const r = await replica(prefix);
+    await r.sink.write(batchOf({ key_1: usage({ '/a|b': [2, 1, 30.5], '/c': [1, 0, 4] }, { acme: [2, 1] }) }));
+
+    expect(await pendingTotal(r.pending, 'key_1')).toEqual(usage({ '/a|b': [2, 1, 30.5], '/c': [1, 0, 4] }, { acme: [2, 1] }));
+    expect(await pendingTotal(r.pending, 'key_2')).toBeUndefined();
+
+    await r.flusher.flush();
+    expect(await stored('key_1')).toEqual(usage({ '/a|b': [2, 1, 30.5], '/c': [1, 0, 4] }, { acme: [2, 1] }));
+    expect(await pendingTotal(r.pending, 'key_1')).toBeUndefined();
+    // Only the last-flush timestamp remains.
+    expect(await redisKeys(r.client, prefix)).toEqual([prefix + '{usage}:flushed-at']);
+  });
+
+  it('adds up pushes from several replicas and concurrent flushers, counting each request once', async () => {
+    const prefix = testKeyPrefix();
+    const replicas = await Promise.all([1, 2, 3].map(() => replica(prefix)));
+    const rounds = 30;
+    for (let round = 0; round < rounds; round++) {
+      // Every replica pushes and tries to flush at the same moment; the lock lets one through.
+      await Promise.all(
+        replicas.flatMap((r) => [
+          r.sink.write(batchOf({ key_2: usage({ '/x': [1, 1, 10] }, { c1: [1, 0] }), key_3: usage({ '/y': [1, 0, 2.25] }) })),
+          r.flusher.flush(),
+        ]),
+      );
+    }
+    await replicas[0]!.flusher.flush();
+    const n = rounds * replicas.length;
+    expect(await stored('key_2')).toEqual(usage({ '/x': [n, n, 10 * n] }, { c1: [n, 0] }));
+    expect(await stored('key_3')).toEqual(usage({ '/y': [n, 0, 2.25 * n] }));
+    expect(await pendingTotal(replicas[1]!.pending, 'key_2')).toBeUndefined();
+  });
+
+  it('keeps usage in Redis while Postgres is down and moves it once Postgres is back', async () => {
+    const prefix = testKeyPrefix();
+    const down = await replica(prefix, new UsageRepository(deadHandle.db));
+    const up = await replica(prefix);
+    const failuresBefore = (await metrics.usageFlushFailures.get()).values.find((v) => v.labels.stage === 'apply')?.value ?? 0;
+
+    await down.sink.write(batchOf({ key_1: usage({ '/a': [1, 0, 1] }) }));
+    await down.flusher.flush();
+    await down.sink.write(batchOf({ key_1: usage({ '/a': [1, 0, 1] }) }));
+    await down.flusher.flush();
+
+    const failuresAfter = (await metrics.usageFlushFailures.get()).values.find((v) => v.labels.stage === 'apply')!.value;
+    expect(failuresAfter - failuresBefore).toBe(2);
+    // The detail view still sees both requests: one sealed batch plus the live hash.
+    expect(await pendingTotal(up.pending, 'key_1')).toEqual(usage({ '/a': [2, 0, 2] }));
+    expect(await stored('key_1')).toEqual(emptyKeyUsage());
+
+    await up.flusher.flush();
+    expect(await stored('key_1')).toEqual(usage({ '/a': [2, 0, 2] }));
+    expect(await pendingTotal(up.pending, 'key_1')).toBeUndefined();
+  });
+
+  it('applies a batch exactly once when the flusher dies after the seal, before Postgres', async () => {
+    const prefix = testKeyPrefix();
+    // The first flusher "dies" right after sealing: its Postgres call never lands.
+    const dying = await replica(prefix, { applyBatch: () => Promise.reject(new Error('process killed')) });
+    const next = await replica(prefix);
+    await dying.sink.write(batchOf({ key_1: usage({ '/crash': [5, 0, 50] }) }));
+    await dying.flusher.flush();
+    expect(await dying.client.scard(prefix + '{usage}:batches')).toBe(1);
+    // A killed process never unlocks: its lock stays until it expires.
+    await dying.client.set(prefix + '{usage}:lock', 'token-of-the-dead', 'PX', 300);
+    await next.sink.write(batchOf({ key_1: usage({ '/crash': [1, 0, 10] }) }));
+    await next.flusher.flush();
+    expect(await stored('key_1')).toEqual(emptyKeyUsage());
+    await new Promise((r) => setTimeout(r, 350));
+    await next.flusher.flush();
+    expect(await stored('key_1')).toEqual(usage({ '/crash': [6, 0, 60] }));
+    await next.flusher.flush();
+    expect(await stored('key_1')).toEqual(usage({ '/crash': [6, 0, 60] }));
+    expect(await redisKeys(next.client, prefix)).toEqual([prefix + '{usage}:flushed-at']);
+  });
+
+  it('does not count a batch twice when the flusher dies after the Postgres commit, before removing it', async () => {
+    const prefix = testKeyPrefix();
+    const dying = await replica(prefix, {
+      applyBatch: async (id, batch) => {
+        await repository.applyBatch(id, batch);
+        throw new Error('process killed after commit');
+      },
+    });
+    const next = await replica(prefix);
+    await dying.sink.write(batchOf({ key_1: usage({ '/twice': [3, 1, 8] }) }));
+    await dying.flusher.flush();
+    expect(await stored('key_1')).toEqual(usage({ '/twice': [3, 1, 8] }));
+    // Still sealed in Redis: the view may briefly show it twice until the next flush removes it.
+    expect(await next.client.scard(prefix + '{usage}:batches')).toBe(1);
+    await next.flusher.flush();
+    expect(await stored('key_1')).toEqual(usage({ '/twice': [3, 1, 8] }));
+    expect(await pendingTotal(next.pending, 'key_1')).toBeUndefined();
+  });
+
+  it('lets only one replica flush at a time', async () => {
+    const prefix = testKeyPrefix();
+    const a = await replica(prefix);
+    let release!: () => void;
+    let applying!: () => void;
+    const applyStarted = new Promise<void>((r) => (applying = r));
+    const slow = await replica(prefix, {
+      applyBatch: async (id, batch) => {
+        applying();
+        await new Promise<void>((r) => (release = r));
+        return repository.applyBatch(id, batch);
+      },
+    });
+    await slow.sink.write(batchOf({ key_2: usage({ '/lock': [1, 0, 1] }) }));
+    const first = slow.flusher.flush();
+    await applyStarted;
+    await a.sink.write(batchOf({ key_2: usage({ '/lock': [1, 0, 1] }) }));
+    await a.flusher.flush(); // the lock is held: nothing happens
+    expect(await pendingTotal(a.pending, 'key_2')).toEqual(usage({ '/lock': [2, 0, 2] }));
+    release();
+    await first;
+    await a.flusher.flush();
+    expect(await stored('key_2')).toEqual(usage({ '/lock': [2, 0, 2] }));
+  });
+
+  it('rejects a push while Redis is unreachable, so the recorder keeps the batch', async () => {
+    const dead = new Redis({ port: await freePort(), lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null });
+    await expect(new RedisUsageSink(dead, testKeyPrefix()).write(batchOf({ key_1: usage({ '/a': [1, 0, 1] }) }))).rejects.toThrow();
+  });
+});

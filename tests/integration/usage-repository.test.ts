@@ -1,0 +1,117 @@
+/** Usage totals in a real Postgres and in embedded PGlite: batches add up, once each, capped per key. */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { hashSecret } from '../../src/keys/secret.js';
+import { openEmbedded, openPostgres, type DbHandle } from '../../src/store/db.js';
+import { migrate } from '../../src/store/migrate.js';
+import { KeyRepository } from '../../src/store/repositories.js';
+import { UsageReader } from '../../src/usage/reader.js';
+import { UsageRepository } from '../../src/usage/usage-repository.js';
+import { OTHER_ENDPOINT, type UsageBatch } from '../../src/usage/usage.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
+
+function batchOf(keyId: string, endpoints: Record<string, [number, number, number]>, customers: Record<string, number> = {}): UsageBatch {
+  return new Map([
+    [
+      keyId,
+      {
+        endpoints: new Map(
+          Object.entries(endpoints).map(([e, [ok, failed, ms]]) => [e, { requests: ok + failed, successful: ok, failed, totalDurationMs: ms }]),
+        ),
+        customers: new Map(Object.entries(customers).map(([c, n]) => [c, { requests: n, successful: n, failed: 0 }])),
+      },
+    ],
+  ]);
+}
+
+describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind) => {
+  let database: TestDatabase | undefined;
+  let handle: DbHandle;
+  let usage: UsageRepository;
+  let keys: KeyRepository;
+  let n = 0;
+
+  async function newKey(): Promise<string> {
+    const id = `key_usage_${kind}_${n++}`;
+    await keys.insert({ id, name: id, secretHash: hashSecret(id), secretCiphertext: Buffer.alloc(40), createdAt: new Date() });
+    return id;
+  }
+
+  beforeAll(async () => {
+    if (kind === 'postgres') {
+      database = await createTestDatabase();
+      handle = await openPostgres(database.url);
+    } else {
+      handle = await openEmbedded(mkdtempSync(join(tmpdir(), 'tollgate-usage-')));
+    }
+    await migrate(handle.db);
+    usage = new UsageRepository(handle.db);
+    keys = new KeyRepository(handle.db);
+  });
+
+  afterAll(async () => {
+    await handle?.close();
+    await database?.drop();
+  });
+
+  it('adds batches up and reports totals, averages and customers, most requests first', async () => {
+    const keyId = await newKey();
+    await usage.applyBatch(undefined, batchOf(keyId, { '/a': [2, 1, 30], '/b': [1, 0, 50] }, { acme: 2 }));
+    await usage.applyBatch(undefined, batchOf(keyId, { '/b': [2, 1, 10] }, { acme: 1, globex: 4 }));
+    const view = await new UsageReader(usage, []).read(keyId);
+    expect(view).toEqual({
+      totalRequests: 7,
+      successfulRequests: 5,
+      failedRequests: 2,
+      endpoints: [
+        { endpoint: '/b', requests: 4, successful: 3, failed: 1, averageResponseTimeMs: 15 },
+        { endpoint: '/a', requests: 3, successful: 2, failed: 1, averageResponseTimeMs: 10 },
+      ],
+      usageByCustomer: [
+        { customerId: 'globex', requests: 4, successful: 4, failed: 0 },
+        { customerId: 'acme', requests: 3, successful: 3, failed: 0 },
+      ],
+    });
+  });
+
+  it('applies a batch id once, however often it is retried', async () => {
+    const keyId = await newKey();
+    const batch = batchOf(keyId, { '/once': [3, 0, 3] });
+    expect(await usage.applyBatch('batch-once-' + kind, batch)).toBe(true);
+    expect(await usage.applyBatch('batch-once-' + kind, batch)).toBe(false);
+    expect((await usage.read(keyId)).endpoints.get('/once')?.requests).toBe(3);
+  });
+
+  it('drops the usage of a key deleted before its batch arrives, and keeps the rest of the batch', async () => {
+    const gone = await newKey();
+    const kept = await newKey();
+    await keys.delete(gone);
+    const batch = new Map([...batchOf(gone, { '/x': [1, 0, 1] }), ...batchOf(kept, { '/y': [1, 0, 1] })]);
+    await usage.applyBatch(undefined, batch);
+    expect((await usage.read(gone)).endpoints.size).toBe(0);
+    expect((await usage.read(kept)).endpoints.get('/y')?.requests).toBe(1);
+  });
+
+  it('keeps at most 1000 paths per key and counts the rest under "(other)"', async () => {
+    const keyId = await newKey();
+    const first = Object.fromEntries(Array.from({ length: 998 }, (_, i) => [`/p/${i}`, [1, 0, 1] as [number, number, number]]));
+    await usage.applyBatch(undefined, batchOf(keyId, first));
+    await usage.applyBatch(undefined, batchOf(keyId, { '/p/0': [1, 0, 1], '/new/1': [1, 0, 1], '/new/2': [1, 0, 1], '/new/3': [2, 0, 2], '/new/4': [1, 1, 2] }));
+    const stored = await usage.read(keyId);
+    expect(stored.endpoints.size).toBe(1001);
+    expect(stored.endpoints.get('/p/0')?.requests).toBe(2);
+    expect(stored.endpoints.has('/new/2')).toBe(true);
+    expect(stored.endpoints.get(OTHER_ENDPOINT)).toEqual({ requests: 4, successful: 3, failed: 1, totalDurationMs: 4 });
+  });
+
+  it('prunes batch ids older than a day', async () => {
+    const keyId = await newKey();
+    await sql`insert into usage_batches (batch_id, applied_at) values ('ancient-' || ${kind}, now() - interval '2 days')`.execute(handle.db);
+    await new UsageRepository(handle.db).applyBatch('fresh-' + kind, batchOf(keyId, { '/z': [1, 0, 1] }));
+    const ids = await handle.db.selectFrom('usage_batches').select('batch_id').execute();
+    expect(ids.map((r) => r.batch_id)).toContain('fresh-' + kind);
+    expect(ids.map((r) => r.batch_id)).not.toContain('ancient-' + kind);
+  });
+});

@@ -1,0 +1,241 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { KeyCache, type KeyCacheOptions } from '../../src/keys/key-cache.js';
+import { LocalKeyEvents } from '../../src/keys/key-events.js';
+import { encryptSecret, generateKeyId, generateSecret, hashSecret } from '../../src/keys/secret.js';
+import { Metrics } from '../../src/ops/metrics.js';
+import { openEmbedded, type DbHandle } from '../../src/store/db.js';
+import { migrate } from '../../src/store/migrate.js';
+import { KeyRepository, PlanRepository } from '../../src/store/repositories.js';
+
+describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
+  let dir: string;
+  let db: DbHandle;
+  let keys: KeyRepository;
+  let plans: PlanRepository;
+  const metrics = new Metrics();
+  let events: LocalKeyEvents;
+  let now: number;
+  let lookups: number;
+  let failing: boolean;
+  /** When set, a look-up reads the database and then waits for it: a read held in flight. */
+  let gate: Promise<void> | undefined;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tg-key-cache-'));
+    db = await openEmbedded(dir);
+    await migrate(db.db);
+    keys = new KeyRepository(db.db);
+    plans = new PlanRepository(db.db);
+    await plans.insert({ rateLimitId: 'gold', description: '', limit: 100, period: 'minute', createdAt: new Date() });
+    await plans.insert({ rateLimitId: 'silver', description: '', limit: 10, period: 'hour', createdAt: new Date() });
+  }, 120_000);
+
+  afterAll(async () => {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  beforeEach(() => {
+    events = new LocalKeyEvents();
+    now = 1_000_000;
+    lookups = 0;
+    failing = false;
+    gate = undefined;
+  });
+
+  function cache(options: Partial<KeyCacheOptions> = {}): KeyCache {
+    return new KeyCache({
+      lookup: async (hash) => {
+        lookups++;
+        if (failing) throw new Error('database down');
+        const row = await keys.findBySecretHash(hash);
+        if (gate) await gate;
+        return row;
+      },
+      events,
+      metrics,
+      defaultRateLimit: undefined,
+      clock: () => now,
+      ...options,
+    });
+  }
+
+  async function newKey(plan?: string): Promise<{ id: string; secret: string }> {
+    const id = generateKeyId();
+    const secret = generateSecret();
+    await keys.insert({ id, name: 'k', secretHash: hashSecret(secret), secretCiphertext: encryptSecret(secret, randomBytes(32)), createdAt: new Date() });
+    if (plan) await keys.bindPlan(id, plan, new Date());
+    return { id, secret };
+  }
+
+  it('resolves a key with its plan, then answers from memory without a query', async () => {
+    const key = await newKey('gold');
+    const c = cache();
+    expect(await c.resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 100, period: 'minute' } });
+    // A hit is synchronous: no promise, no query.
+    expect(c.resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 100, period: 'minute' } });
+    expect(lookups).toBe(1);
+  });
+
+  it('applies the default policy to keys without a plan, and none when there is no default', async () => {
+    const key = await newKey();
+    expect(await cache({ defaultRateLimit: { limit: 5, period: 'second' } }).resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 5, period: 'second' } });
+    expect(await cache().resolve(key.secret)).toEqual({ id: key.id, policy: undefined });
+  });
+
+  it('shares one look-up among concurrent misses for one secret', async () => {
+    const key = await newKey();
+    const c = cache();
+    const results = await Promise.all(Array.from({ length: 50 }, () => c.resolve(key.secret)));
+    expect(new Set(results.map((r) => r?.id))).toEqual(new Set([key.id]));
+    expect(lookups).toBe(1);
+  });
+
+  it('never queries for a string that cannot be a secret', () => {
+    const c = cache();
+    for (const bad of ['', 'abc', 'tg_short', 'xx_' + 'a'.repeat(43), 'tg_' + 'a'.repeat(42) + '!']) expect(c.resolve(bad)).toBeUndefined();
+    expect(lookups).toBe(0);
+  });
+
+  it('remembers unknown secrets for a short while, bounded in number', async () => {
+    const c = cache({ negativeTtlMs: 1_000, maxNegativeEntries: 2 });
+    const [a, b, d] = [generateSecret(), generateSecret(), generateSecret()];
+    expect(await c.resolve(a)).toBeUndefined();
+    expect(c.resolve(a)).toBeUndefined();
+    expect(lookups).toBe(1);
+    now += 1_001;
+    expect(await c.resolve(a)).toBeUndefined();
+    expect(lookups).toBe(2);
+    // a, b, d: the oldest (a) is evicted past two entries.
+    await c.resolve(b);
+    await c.resolve(d);
+    expect(lookups).toBe(4);
+    await c.resolve(a);
+    expect(lookups).toBe(5);
+    expect(c.resolve(d)).toBeUndefined();
+    expect(lookups).toBe(5);
+  });
+
+  it('re-reads an entry after its lifetime, as a backstop for a lost invalidation', async () => {
+    const key = await newKey('gold');
+    const c = cache({ ttlMs: 30_000 });
+    await c.resolve(key.secret);
+    await keys.bindPlan(key.id, 'silver', new Date());
+    now += 29_999;
+    expect(c.resolve(key.secret)).toMatchObject({ policy: { limit: 100 } });
+    now += 2;
+    expect(await c.resolve(key.secret)).toMatchObject({ policy: { limit: 10, period: 'hour' } });
+    expect(lookups).toBe(2);
+  });
+
+  it('drops a key the moment its change is announced', async () => {
+    const key = await newKey();
+    const c = cache();
+    await c.resolve(key.secret);
+    await keys.delete(key.id);
+    await events.publish({ kind: 'key', keyId: key.id });
+    expect(await c.resolve(key.secret)).toBeUndefined();
+  });
+
+  it('drops every entry when changes may have been missed (a subscriber reconnected)', async () => {
+    const [a, b] = [await newKey('gold'), await newKey()];
+    const c = cache();
+    await c.resolve(a.secret);
+    await c.resolve(b.secret);
+    await keys.delete(a.id);
+    await keys.bindPlan(b.id, 'silver', new Date());
+    await events.publish({ kind: 'all' });
+    expect(await c.resolve(a.secret)).toBeUndefined();
+    expect(await c.resolve(b.secret)).toEqual({ id: b.id, policy: { limit: 10, period: 'hour' } });
+  });
+
+  it('keeps serving cached keys after such a reconnect while the database is down too', async () => {
+    const key = await newKey('gold');
+    const c = cache();
+    await c.resolve(key.secret);
+    failing = true;
+    await events.publish({ kind: 'all' });
+    expect(await c.resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 100, period: 'minute' } });
+    expect(lookups).toBe(2);
+  });
+
+  it('drops every key bound to a plan when the plan changes, and only those', async () => {
+    const onGold = await newKey('gold');
+    const onSilver = await newKey('silver');
+    const c = cache();
+    await c.resolve(onGold.secret);
+    await c.resolve(onSilver.secret);
+    lookups = 0;
+    await events.publish({ kind: 'plan', rateLimitId: 'gold' });
+    await c.resolve(onGold.secret);
+    await c.resolve(onSilver.secret);
+    expect(lookups).toBe(1);
+  });
+
+  it('does not cache what a look-up read before a change announced during it', async () => {
+    const key = await newKey();
+    const c = cache();
+    let open!: () => void;
+    gate = new Promise((resolve) => (open = resolve));
+    const racing = c.resolve(key.secret);
+    // Let the look-up read the row before the key goes.
+    while (lookups === 0) await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 50));
+    await keys.delete(key.id);
+    await events.publish({ kind: 'key', keyId: key.id });
+    open();
+    // The racing caller gets what was read; nothing of it may be kept.
+    expect(await racing).toMatchObject({ id: key.id });
+    gate = undefined;
+    expect(await c.resolve(key.secret)).toBeUndefined();
+  });
+
+  it('rejects when the database is down, but keeps an expired entry working meanwhile', async () => {
+    const known = await newKey('gold');
+    const c = cache({ ttlMs: 1_000 });
+    await c.resolve(known.secret);
+    failing = true;
+    await expect(c.resolve(generateSecret())).rejects.toThrow('database down');
+    now += 5_000;
+    expect(await c.resolve(known.secret)).toMatchObject({ id: known.id });
+    // Trusted for a grace period without asking again.
+    const asked = lookups;
+    expect(c.resolve(known.secret)).toMatchObject({ id: known.id });
+    expect(lookups).toBe(asked);
+    // A failure is not remembered as "unknown": the key resolves once the database is back.
+    failing = false;
+    const other = await newKey();
+    expect(await c.resolve(other.secret)).toMatchObject({ id: other.id });
+  });
+
+  it('counts hits, misses and negative answers', async () => {
+    const registry = new Metrics();
+    const c = cache({ metrics: registry });
+    const key = await newKey();
+    await c.resolve(key.secret);
+    c.resolve(key.secret);
+    c.resolve('nope');
+    const text = await registry.registry.metrics();
+    expect(text).toContain('tollgate_key_cache_requests_total{result="miss"} 1');
+    expect(text).toContain('tollgate_key_cache_requests_total{result="hit"} 1');
+    expect(text).toContain('tollgate_key_cache_requests_total{result="negative"} 1');
+  });
+
+  it('bounds the positive entries, evicting the oldest', async () => {
+    const c = cache({ maxEntries: 2 });
+    const [a, b, d] = [await newKey(), await newKey(), await newKey()];
+    await c.resolve(a.secret);
+    await c.resolve(b.secret);
+    await c.resolve(d.secret);
+    lookups = 0;
+    c.resolve(d.secret);
+    c.resolve(b.secret);
+    expect(lookups).toBe(0);
+    await c.resolve(a.secret);
+    expect(lookups).toBe(1);
+  });
+});

@@ -1,0 +1,121 @@
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { buildOpenApiDocument } from '../../src/management/openapi.js';
+import { isManagementPath } from '../../src/server.js';
+import { OpenApiChecker } from '../helpers/management-openapi.js';
+
+const json = { 'content-type': 'application/json; charset=utf-8' };
+
+describe('OpenAPI document', () => {
+  it('is a valid OpenAPI 3.1 document', async () => {
+    const api = await SwaggerParser.validate(structuredClone(buildOpenApiDocument()) as never);
+    expect(api).toHaveProperty('openapi', '3.1.0');
+  });
+
+  it('is valid with a management prefix too, and every path carries the prefix', async () => {
+    const document = buildOpenApiDocument({ prefix: '/admin' });
+    await SwaggerParser.validate(structuredClone(document) as never);
+    expect(Object.keys(document.paths).sort()).toEqual([
+      '/admin/api-keys/apply-rate-limit',
+      '/admin/consumer-api-key',
+      '/admin/consumer-api-key/create',
+      '/admin/consumer-api-key/{consumerApiKeyId}',
+      '/admin/rate-limit/create',
+    ]);
+  });
+
+  it('documents the six operations, each behind the root token', () => {
+    const document = buildOpenApiDocument();
+    const operations = Object.entries(document.paths).flatMap(([path, item]) =>
+      ['get', 'post', 'delete'].filter((m) => m in item).map((m) => `${m.toUpperCase()} ${path}`),
+    );
+    expect(operations.sort()).toEqual([
+      'DELETE /consumer-api-key/{consumerApiKeyId}',
+      'GET /consumer-api-key',
+      'GET /consumer-api-key/{consumerApiKeyId}',
+      'POST /api-keys/apply-rate-limit',
+      'POST /consumer-api-key/create',
+      'POST /rate-limit/create',
+    ]);
+    expect(document.security).toEqual([{ rootToken: [] }]);
+  });
+
+  it('documents only paths the server routes to the management API', () => {
+    for (const prefix of ['', '/admin']) {
+      for (const path of Object.keys(buildOpenApiDocument({ prefix }).paths)) {
+        expect(isManagementPath(path.replace('{consumerApiKeyId}', 'key_abc'), prefix)).toBe(true);
+      }
+    }
+  });
+
+  it('writes down the decisions the spec leaves open', () => {
+    const description = String(buildOpenApiDocument().info.description);
+    for (const phrase of [
+      'nextCursor',
+      'invalid_cursor',
+      'YYYY-MM-DD HH:MM:SS',
+      'Retry-After',
+      '429',
+      'x-api-key',
+      '65536 bytes',
+    ]) {
+      expect(description).toContain(phrase);
+    }
+    expect(buildOpenApiDocument().components).toHaveProperty('schemas.RateLimitExceeded');
+  });
+});
+
+describe('OpenApiChecker', () => {
+  let checker: OpenApiChecker;
+  beforeAll(async () => {
+    checker = await OpenApiChecker.create();
+  });
+
+  const created = { id: 'key_abc', name: 'n', secret: 'tg_x', createdAt: '2026-11-21 14:23:02' };
+
+  it('accepts a body that matches the documented schema', () => {
+    expect(
+      checker.problems('post', '/consumer-api-key/create', { status: 201, body: created, headers: json }),
+    ).toEqual([]);
+  });
+
+  it.each([
+    ['an ISO createdAt where the create format is due', { ...created, createdAt: '2026-11-21T14:23:02Z' }],
+    ['a missing field', { id: 'key_abc', name: 'n', createdAt: '2026-11-21 14:23:02' }],
+    ['an extra field', { ...created, extra: 1 }],
+  ])('rejects %s', (_label, body) => {
+    expect(
+      checker.problems('post', '/consumer-api-key/create', { status: 201, body, headers: json }),
+    ).not.toEqual([]);
+  });
+
+  it('holds any other status to the error envelope (the default response) and rejects a non-JSON body', () => {
+    expect(
+      checker.problems('post', '/consumer-api-key/create', { status: 500, body: {}, headers: json }),
+    ).not.toEqual([]);
+    expect(
+      checker.problems('get', '/consumer-api-key', {
+        status: 200,
+        body: { apiKeys: [] },
+        headers: { 'content-type': 'text/html' },
+      }),
+    ).not.toEqual([]);
+  });
+
+  it('checks error bodies against the error envelope', () => {
+    const good = { error: 'nope', code: 'key_not_found' };
+    expect(
+      checker.problems('get', '/consumer-api-key/{consumerApiKeyId}', {
+        status: 404,
+        body: good,
+        headers: json,
+      }),
+    ).toEqual([]);
+    expect(
+      checker.problems('get', '/consumer-api-key/{consumerApiKeyId}', {
+        status: 404,
+        body: { error: 'x' },
+        headers: json,
+      }),
+    ).not.toEqual([]);
+  });
+});
