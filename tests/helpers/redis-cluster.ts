@@ -25,6 +25,17 @@ export class RedisCluster {
   }
 
   static async start(masters = 3): Promise<RedisCluster> {
+    // A port can still be taken between the check and the bind: start again on fresh ports then.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await RedisCluster.startOnce(masters);
+      } catch (err) {
+        if (attempt === 3) throw err;
+      }
+    }
+  }
+
+  private static async startOnce(masters: number): Promise<RedisCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'tg-redis-cluster-'));
     const ports: number[] = [];
     while (ports.length < masters) {

@@ -4,11 +4,18 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** A port nobody listens on now (and, with `plus`, port + plus too: a Cluster node's bus port). */
-export async function freePort(plus?: number): Promise<number> {
+/** The kernel hands out outgoing connections' ports from 32768 up (ip_local_port_range). */
+const EPHEMERAL_PORTS_START = 32_768;
+
+/**
+ * A port nobody listens on now (and, with `plus`, port + plus too: a Cluster node's bus port), below
+ * the ephemeral range, so no outgoing connection can take it between this check and the server's
+ * bind, or while a test has its server stopped.
+ */
+export async function freePort(plus = 0): Promise<number> {
   for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
-    if ((await portIsFree(port)) && (plus === undefined || (await portIsFree(port + plus)))) return port;
+    const port = 10_000 + Math.floor(Math.random() * (EPHEMERAL_PORTS_START - 10_000 - plus));
+    if ((await portIsFree(port)) && (plus === 0 || (await portIsFree(port + plus)))) return port;
   }
 }
 
@@ -43,11 +50,15 @@ function pong(port: number): Promise<boolean> {
   });
 }
 
-/** Rejects when the binary can't start: these tests need redis-server on PATH, not only a Redis. */
+/**
+ * Rejects when the binary can't start (these tests need redis-server on PATH, not only a Redis) or
+ * exits, e.g. because its port was taken after all: at once, not after the start-up timeout.
+ */
 export function spawnFailure(child: ChildProcess): Promise<never> {
-  return new Promise((_, reject) =>
-    child.once('error', (err) => reject(new Error(`cannot start redis-server (${err.message}); install it, e.g. apt-get install redis-server`))),
-  );
+  return new Promise((_, reject) => {
+    child.once('error', (err) => reject(new Error(`cannot start redis-server (${err.message}); install it, e.g. apt-get install redis-server`)));
+    child.once('exit', (code, signal) => reject(new Error(`redis-server exited during start-up (${signal ?? `code ${code}`})`)));
+  });
 }
 
 /**
