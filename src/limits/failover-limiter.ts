@@ -38,6 +38,11 @@ export class FailoverRateLimiter implements RateLimiter {
   private readonly probeIntervalMs: number;
   /** Timeouts in a row: one slow answer (a busy event loop) is not an outage. */
   private timeoutsInARow = 0;
+  /**
+   * The last timeout counted: requests batched into one Redis command share its error, and one late
+   * command counts once however many requests waited on it.
+   */
+  private lastTimeout: unknown = undefined;
 
   constructor(
     private readonly shared: RateLimiter,
@@ -62,7 +67,11 @@ export class FailoverRateLimiter implements RateLimiter {
         return decision;
       } catch (err) {
         // A refused connection is an outage at once; timeouts only when several come in a row.
-        if (!isTimeout(err) || ++this.timeoutsInARow >= TIMEOUTS_BEFORE_DEGRADED) this.enterDegraded(err, keyId, policy);
+        if (!isTimeout(err)) this.enterDegraded(err, keyId, policy);
+        else if (err !== this.lastTimeout) {
+          this.lastTimeout = err;
+          if (++this.timeoutsInARow >= TIMEOUTS_BEFORE_DEGRADED) this.enterDegraded(err, keyId, policy);
+        }
       }
     }
     if (this.mode === 'closed') throw new LimiterUnavailableError();

@@ -151,8 +151,10 @@ it('measures Redis commands per proxied request and Postgres writes per 10,000 p
     ].join('\n'),
   );
 
-  // One script round trip per limited request, plus background work per second, not per request.
-  expect(sent.evalsha ?? 0).toBeGreaterThanOrEqual(REQUESTS);
+  // At most one script call per limited request (requests a replica admits in one turn share one),
+  // plus background work per second, not per request.
+  expect(sent.evalsha ?? 0).toBeGreaterThan(0);
+  expect(sent.evalsha ?? 0).toBeLessThanOrEqual(REQUESTS);
   expect(sum(sent) / REQUESTS).toBeLessThan(1.5);
   // Usage reaches Postgres in per-second batches: far fewer writes than requests.
   expect(writes).toBeLessThan(REQUESTS / 2);

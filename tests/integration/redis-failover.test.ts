@@ -134,6 +134,23 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
     expect((await r.limiter.peek('key_h', policy, Date.now())).remaining).toBe(1);
     await r.limiter.close();
   });
+
+  it('counts a burst of requests that waited on one late command as one timeout', async () => {
+    const r = await replica(server, 'open');
+    current = r.redis;
+    expect((await r.limiter.consume('key_burst', policy, Date.now())).allowed).toBe(true);
+    server.pause();
+    // Twenty requests in one turn share one script call, so its timeout is one slow answer, not twenty.
+    const burst = await Promise.all(Array.from({ length: 20 }, () => timed(() => r.limiter.consume('key_burst', policy, Date.now()))));
+    expect(burst.every((b) => b.error === undefined && b.ms >= 450)).toBe(true);
+    expect(await r.degraded()).toBe(0);
+    expect((await r.metrics.redisErrors.get()).values.find((v) => v.labels.operation === 'consume')?.value).toBe(1);
+    for (let i = 0; i < 2; i++) await r.limiter.consume('key_burst', policy, Date.now());
+    expect(await r.degraded()).toBe(1);
+    server.resume();
+    await until(async () => (await r.degraded()) === 0);
+    await r.limiter.close();
+  });
 });
 
 describe('RedisUsageSink when Redis hangs mid-push', () => {

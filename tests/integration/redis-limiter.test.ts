@@ -28,6 +28,9 @@ describe('RedisRateLimiter', () => {
       Array.from({ length: 1000 }, (_, i) => limiters[i % limiters.length]!.consume('key_exact', { limit, period: 'hour' }, now)),
     );
     expect(decisions.filter((d) => d.allowed)).toHaveLength(limit);
+    // Every admitted request got its own place in the count: remaining 136, 135, …, 0, once each.
+    const remaining = decisions.filter((d) => d.allowed).map((d) => d.remaining).sort((a, b) => a - b);
+    expect(remaining).toEqual(Array.from({ length: limit }, (_, i) => i));
     // Refusals don't count: the stored count is the limit, not the number of attempts.
     const peek = await limiters[0]!.peek('key_exact', { limit, period: 'hour' }, now);
     expect(peek).toEqual({ allowed: false, limit, remaining: 0, resetMs: windowAt('hour', now).end });
@@ -107,20 +110,44 @@ describe('RedisRateLimiter on a private redis-server', () => {
     return Object.fromEntries([...info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
   }
 
-  it('costs one Redis command per decision (EVALSHA once the script is cached)', async () => {
+  it('costs one Redis command per decision, and one for all the decisions a key needs in one turn', async () => {
     const limiter = new RedisRateLimiter(client, 'cmd:', metrics);
     const policy = { limit: 1000, period: 'hour' } as const;
     await limiter.consume('key_warm', policy, Date.now()); // the first call on a connection sends EVAL
     await admin.config('RESETSTAT');
-    const n = 500;
-    // Sequential and concurrent calls alike.
-    for (let i = 0; i < n / 2; i++) await limiter.consume('key_cmds', policy, Date.now());
-    await Promise.all(Array.from({ length: n / 2 }, () => limiter.consume('key_cmds', policy, Date.now())));
+    const n = 250;
+    for (let i = 0; i < n; i++) await limiter.consume('key_cmds', policy, Date.now());
+    expect((await commandStats()).evalsha).toBe(n);
+    // Requests that arrive together (one turn of the event loop) share one script call per key.
+    await admin.config('RESETSTAT');
+    const together = await Promise.all([
+      ...Array.from({ length: n }, () => limiter.consume('key_cmds', policy, Date.now())),
+      ...Array.from({ length: 10 }, () => limiter.consume('key_other', policy, Date.now())),
+    ]);
+    expect(together.every((d) => d.allowed)).toBe(true);
     const { evalsha, eval: evals, 'config|resetstat': _reset, ...inside } = await commandStats();
-    expect(evalsha).toBe(n);
+    expect(evalsha).toBe(2);
     expect(evals).toBeUndefined();
-    // commandstats also lists what the script ran: GET, INCR and PEXPIREAT, within the one EVALSHA.
-    expect(Object.keys(inside).sort()).toEqual(['get', 'incr', 'pexpireat']);
+    // commandstats also lists what the script ran: GET, INCRBY and PEXPIREAT, within the one EVALSHA.
+    expect(Object.keys(inside).sort()).toEqual(['get', 'incrby', 'pexpireat']);
+    // Each request still has its own place in the count.
+    expect(together.slice(0, n).map((d) => d.remaining)).toEqual(Array.from({ length: n }, (_, i) => 1000 - n - 1 - i));
+    expect(await admin.get(`cmd:{key_cmds}:hour:${windowAt('hour', Date.now()).start}`)).toBe(String(2 * n));
+  });
+
+  it('admits a batch in arrival order up to what the window holds, and counts only those', async () => {
+    const limiter = new RedisRateLimiter(client, 'batch:', metrics);
+    const policy = { limit: 10, period: 'hour' } as const;
+    for (let i = 0; i < 4; i++) await limiter.consume('key_b', policy, Date.now());
+    const burst = await Promise.all(Array.from({ length: 9 }, () => limiter.consume('key_b', policy, Date.now())));
+    expect(burst.map((d) => [d.allowed, d.remaining])).toEqual([
+      [true, 5], [true, 4], [true, 3], [true, 2], [true, 1], [true, 0], [false, 0], [false, 0], [false, 0],
+    ]);
+    expect(await admin.get(`batch:{key_b}:hour:${windowAt('hour', Date.now()).start}`)).toBe('10');
+    // A full window refuses a whole batch without counting it.
+    const refused = await Promise.all(Array.from({ length: 3 }, () => limiter.consume('key_b', policy, Date.now())));
+    expect(refused.every((d) => !d.allowed && d.remaining === 0)).toBe(true);
+    expect(await admin.get(`batch:{key_b}:hour:${windowAt('hour', Date.now()).start}`)).toBe('10');
   });
 
   it('falls back to EVAL after SCRIPT FLUSH (NOSCRIPT) and keeps counting', async () => {
