@@ -440,6 +440,8 @@ interface WrkOptions {
   readonly connections?: number;
   readonly script?: string;
   readonly scriptEnv?: Record<string, string>;
+  /** Runs wrk on these CPUs only (taskset list, e.g. "0"). */
+  readonly cpus?: string;
 }
 
 async function wrk(o: WrkOptions): Promise<WrkResult> {
@@ -447,7 +449,7 @@ async function wrk(o: WrkOptions): Promise<WrkResult> {
   for (const [k, v] of Object.entries(o.headers ?? {})) args.push('-H', `${k}: ${v}`);
   if (o.script) args.push('-s', o.script);
   args.push(o.url);
-  const [cmd, argv] = niced('wrk', args);
+  const [cmd, argv] = o.cpus === undefined ? niced('wrk', args) : niced('taskset', ['-c', o.cpus, 'wrk', ...args]);
   const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, ...o.scriptEnv }, detached: NICE !== undefined });
   niceSession(child.pid);
   let out = '';
@@ -734,30 +736,59 @@ async function scale(): Promise<void> {
   const rssAfterLoad = treeRssKiB(pid);
   await stopProc(tg);
 
-  log(`replicas ${replicaCounts.join(' → ')} against one Redis`);
+  // Twice: as the scheduler places everything, and with one fixed CPU budget for all the replicas
+  // (the last CPU; wrk, the backend and Redis on the others), so that adding replicas divides the same
+  // CPU instead of adding processes that fight wrk for it.
+  const cpuCount = os.cpus().length;
+  // The pinned series runs once more with the bare forwarder of `engines` (no key, no limiter, no
+  // Redis) as the control: what the machine itself loses when processes share one CPU.
+  const series: { label: string; control?: boolean; replicaCpus?: string; clientCpus?: string }[] = [{ label: 'placed by the scheduler' }];
+  if (cpuCount >= 2 && have('taskset')) {
+    const pinned = { replicaCpus: String(cpuCount - 1), clientCpus: cpuCount === 2 ? '0' : `0-${cpuCount - 2}` };
+    const where = `on CPU ${pinned.replicaCpus}, wrk on ${cpuCount === 2 ? 'CPU 0' : `CPUs 0-${cpuCount - 2}`}`;
+    series.push({ label: `all replicas ${where}`, ...pinned });
+    series.push({ label: `control: bare forwarder (bench/peers/engine.ts) processes ${where}`, control: true, ...pinned });
+  }
   const replicaRows: string[] = [];
   const allReplicas: Proc[] = [];
-  for (const n of replicaCounts) {
-    const replicas: Proc[] = [];
-    try {
-      for (let i = 0; i < n; i++) replicas.push(await startTollgate({ name: `replica-${n}-${i}`, port: PORT.replicaBase + i, mode: 'redis', databaseUrl, extraEnv }));
-      const headers = { authorization: `Bearer ${secrets[0]}` };
-      const urls = replicas.map((_p, i) => `http://127.0.0.1:${PORT.replicaBase + i}/bench/item?id=42`);
-      // One wrk per replica, the connections split between them, so the client side stays the same size.
-      const load = (seconds: number) => Promise.all(urls.map((u) => wrk({ url: u, seconds, headers, threads: n === 1 ? THREADS : 1, connections: Math.ceil(CONNECTIONS / n) })));
-      await load(WARMUP);
-      const results = await load(DURATION);
-      const sum = results.reduce((s, r) => s + r.rps, 0);
-      const worstP99 = Math.max(...results.map((r) => r.p99));
-      const non2xx = results.reduce((s, r) => s + r.non2xx + r.socketErrors, 0);
-      replicaRows.push(`| ${n} | ${fmt(sum)} | ${results.map((r) => fmt(r.rps)).join(' + ')} | ${fmt(worstP99, 2)} | ${fmt(non2xx)} |`);
-      log(`${n} replica(s): ${fmt(sum)} req/s`);
-    } catch (err) {
-      // One failed step leaves a row saying so; the figures already taken are still written.
-      replicaRows.push(`| ${n} | failed: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]} | | | |`);
-    } finally {
-      await Promise.all(replicas.map((p) => stopProc(p)));
-      allReplicas.push(...replicas);
+  for (const { label, control, replicaCpus, clientCpus } of series) {
+    log(`replicas ${replicaCounts.join(' → ')} against one Redis, ${label}`);
+    for (const n of replicaCounts) {
+      const replicas: Proc[] = [];
+      try {
+        for (let i = 0; i < n; i++) {
+          const port = PORT.replicaBase + i;
+          const name = `${control ? 'engine' : 'replica'}-${n}-${i}${replicaCpus === undefined ? '' : '-pinned'}`;
+          let replica: Proc;
+          if (control) {
+            replica = startProc(name, NODE, ['bench/peers/engine.ts'], { PORT: String(port), BACKEND_URL, ENGINE: 'dispatch' });
+            await waitFor(replica, 'first forwarded request', httpOk(`http://127.0.0.1:${port}/`));
+          } else {
+            replica = await startTollgate({ name, port, mode: 'redis', databaseUrl, extraEnv });
+          }
+          // -a: every thread of the process (the event loop, V8's and libuv's helpers).
+          if (replicaCpus !== undefined) execFileSync('taskset', ['-a', '-p', '-c', replicaCpus, String(replica.child.pid)], { stdio: 'ignore' });
+          replicas.push(replica);
+        }
+        const headers = { authorization: `Bearer ${secrets[0]}` };
+        const urls = replicas.map((_p, i) => `http://127.0.0.1:${PORT.replicaBase + i}/bench/item?id=42`);
+        // One wrk per replica, the connections split between them, so the client side stays the same size.
+        const load = (seconds: number) =>
+          Promise.all(urls.map((u) => wrk({ url: u, seconds, headers, threads: n === 1 ? THREADS : 1, connections: Math.ceil(CONNECTIONS / n), cpus: clientCpus })));
+        await load(WARMUP);
+        const results = await load(DURATION);
+        const sum = results.reduce((s, r) => s + r.rps, 0);
+        const worstP99 = Math.max(...results.map((r) => r.p99));
+        const non2xx = results.reduce((s, r) => s + r.non2xx + r.socketErrors, 0);
+        replicaRows.push(`| ${label} | ${n} | ${fmt(sum)} | ${results.map((r) => fmt(r.rps)).join(' + ')} | ${fmt(worstP99, 2)} | ${fmt(non2xx)} |`);
+        log(`${n} replica(s), ${label}: ${fmt(sum)} req/s`);
+      } catch (err) {
+        // One failed step leaves a row saying so; the figures already taken are still written.
+        replicaRows.push(`| ${label} | ${n} | failed: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]} | | | |`);
+      } finally {
+        await Promise.all(replicas.map((p) => stopProc(p)));
+        allReplicas.push(...replicas);
+      }
     }
   }
 
@@ -778,8 +809,8 @@ async function scale(): Promise<void> {
     '',
     'Replicas against one Redis (one wrk per replica, connections split, req/s summed):',
     '',
-    '| replicas | req/s total | per replica | worst p99 ms | non-2xx |',
-    '|--:|--:|---|--:|--:|',
+    '| CPUs | replicas | req/s total | per replica | worst p99 ms | non-2xx |',
+    '|---|--:|--:|---|--:|--:|',
     ...replicaRows,
   ].join('\n') + problemsNote([tg, ...allReplicas]);
   process.stdout.write(`\n${body}\n`);
