@@ -12,7 +12,7 @@
 // BENCH_CONNECTIONS (50), BENCH_TARGETS (comma-separated ids to run), BENCH_REDIS_URL
 // (redis://127.0.0.1:6379/15: the bench owns DB 15 and flushes it), BENCH_PG_URL
 // (postgres://postgres@127.0.0.1:5432), BENCH_PROFILE_MODE (redis | embedded), BENCH_SCALE_KEYS (100000), BENCH_ROTATION_KEYS (10000),
-// BENCH_REPLICAS (1,2,4), BENCH_SKIP_BUILD=1, BENCH_NO_DOCS=1 (do not rewrite docs/performance.md),
+// BENCH_REPLICAS (1,2,4), BENCH_PIN=1 (table: each target on the last CPU, wrk and backend on the others), BENCH_SKIP_BUILD=1, BENCH_NO_DOCS=1 (do not rewrite docs/performance.md),
 // BENCH_NICE (e.g. -10: every target and wrk run at that priority, so other work on a shared machine
 // takes less of the measured CPU; off by default because it slows everything else while it runs).
 // Everything started is stopped on exit, failure or Ctrl-C; a run killed with SIGKILL is cleaned up
@@ -42,6 +42,12 @@ const WARMUP = positive(env.BENCH_WARMUP, 3);
 const CONNECTIONS = positive(env.BENCH_CONNECTIONS, 50);
 const THREADS = 2;
 const NICE = /^-?\d+$/.test(env.BENCH_NICE ?? '') ? String(env.BENCH_NICE) : undefined;
+const CPU_COUNT = os.cpus().length;
+/** Where pinned runs put what is measured (the last CPU) and what loads it (the others). */
+const TARGET_CPUS = String(CPU_COUNT - 1);
+const CLIENT_CPUS = CPU_COUNT === 2 ? '0' : `0-${CPU_COUNT - 2}`;
+/** BENCH_PIN=1: the comparison table with each target on TARGET_CPUS, wrk and the backend on CLIENT_CPUS. */
+const PIN = env.BENCH_PIN === '1' && CPU_COUNT >= 2;
 const REDIS_URL = env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
 /** The Redis of this run: REDIS_URL, or a private redis-server under BENCH_NICE (see runRedis). */
 let redisUrl = REDIS_URL;
@@ -248,8 +254,8 @@ function httpOk(url: string, headers: Record<string, string> = {}): () => Promis
   return async () => (await fetch(url, { headers, signal: AbortSignal.timeout(2000) })).ok;
 }
 
-// RSS of a process and all its descendants (nginx workers, cluster workers), from /proc.
-function treeRssKiB(rootPid: number): number {
+/** A process and all its descendants (nginx workers, cluster workers), from /proc. */
+function processTree(rootPid: number): number[] {
   const children = new Map<number, number[]>();
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -259,15 +265,29 @@ function treeRssKiB(rootPid: number): number {
     list.push(Number(entry));
     children.set(ppid, list);
   }
-  let total = 0;
+  const tree: number[] = [];
   const stack = [rootPid];
   while (stack.length > 0) {
     const pid = stack.pop() as number;
-    const match = /VmRSS:\s+(\d+) kB/.exec(readFileOr(`/proc/${pid}/status`, ''));
-    total += match ? Number(match[1]) : 0;
+    tree.push(pid);
     stack.push(...(children.get(pid) ?? []));
   }
+  return tree;
+}
+
+function treeRssKiB(rootPid: number): number {
+  let total = 0;
+  for (const pid of processTree(rootPid)) {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileOr(`/proc/${pid}/status`, ''));
+    total += match ? Number(match[1]) : 0;
+  }
   return total;
+}
+
+/** Every thread of a process and its descendants onto `cpus` (a taskset list). */
+function pinTree(rootPid: number | undefined, cpus: string): void {
+  if (rootPid === undefined) return;
+  for (const pid of processTree(rootPid)) execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -635,8 +655,18 @@ async function table(): Promise<void> {
   await startPeers(targets, wanted);
   await startTollgates(targets, wanted);
   for (const t of targets) await checkJob(t);
+  if (PIN) {
+    // WORKERS=2 is two processes: it keeps every CPU, and its row says so.
+    pinTree(backendProc.child.pid, CLIENT_CPUS);
+    for (const t of targets) {
+      if (t.id === 'backend') continue;
+      if (t.id === 'tollgate-redis-w2') t.note = [t.note, 'not pinned: two workers'].filter(Boolean).join(', ');
+      else pinTree(t.proc?.child.pid, TARGET_CPUS);
+    }
+  }
 
-  const load = (t: Target, seconds: number) => wrk({ url: `http://127.0.0.1:${t.port}/bench/item?id=42`, seconds, headers: { authorization: `Bearer ${t.secret}` } });
+  const load = (t: Target, seconds: number) =>
+    wrk({ url: `http://127.0.0.1:${t.port}/bench/item?id=42`, seconds, headers: { authorization: `Bearer ${t.secret}` }, cpus: PIN ? CLIENT_CPUS : undefined });
   log(`warm-up ${WARMUP} s each (JIT, connection pools), then ${ROUNDS} rounds × ${DURATION} s, wrk -t${THREADS} -c${CONNECTIONS}`);
   for (const t of targets) await load(t, WARMUP);
   for (let round = 0; round < ROUNDS; round++) {
@@ -658,14 +688,14 @@ async function table(): Promise<void> {
 
   const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
   const body = [
-    `Latest run: ${when} UTC, \`npm run bench\` (wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} alternating rounds × ${DURATION} s after a ${WARMUP} s warm-up each; medians of the rounds; ratios are this row ÷ the backend row and ÷ the Tollgate Redis-mode one-process row; non-2xx includes socket errors).`,
+    `Latest run: ${when} UTC, \`${PIN ? 'BENCH_PIN=1 ' : ''}npm run bench\` (wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} alternating rounds × ${DURATION} s after a ${WARMUP} s warm-up each; medians of the rounds; ratios are this row ÷ the backend row and ÷ the Tollgate Redis-mode one-process row; non-2xx includes socket errors${PIN ? `; every target pinned to CPU ${TARGET_CPUS}, wrk and the backend to CPU ${CLIENT_CPUS}` : ''}).`,
     '',
     machine(),
     '',
     renderTable(targets),
   ].join('\n');
   process.stdout.write(`\n${body}\n`);
-  writeDocsSection('table', body);
+  writeDocsSection(PIN ? 'table-pinned' : 'table', body);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -739,13 +769,12 @@ async function scale(): Promise<void> {
   // Twice: as the scheduler places everything, and with one fixed CPU budget for all the replicas
   // (the last CPU; wrk, the backend and Redis on the others), so that adding replicas divides the same
   // CPU instead of adding processes that fight wrk for it.
-  const cpuCount = os.cpus().length;
   // The pinned series runs once more with the bare forwarder of `engines` (no key, no limiter, no
   // Redis) as the control: what the machine itself loses when processes share one CPU.
   const series: { label: string; control?: boolean; replicaCpus?: string; clientCpus?: string }[] = [{ label: 'placed by the scheduler' }];
-  if (cpuCount >= 2 && have('taskset')) {
-    const pinned = { replicaCpus: String(cpuCount - 1), clientCpus: cpuCount === 2 ? '0' : `0-${cpuCount - 2}` };
-    const where = `on CPU ${pinned.replicaCpus}, wrk on ${cpuCount === 2 ? 'CPU 0' : `CPUs 0-${cpuCount - 2}`}`;
+  if (CPU_COUNT >= 2 && have('taskset')) {
+    const pinned = { replicaCpus: TARGET_CPUS, clientCpus: CLIENT_CPUS };
+    const where = `on CPU ${TARGET_CPUS}, wrk on CPU ${CLIENT_CPUS}`;
     series.push({ label: `all replicas ${where}`, ...pinned });
     series.push({ label: `control: bare forwarder (bench/peers/engine.ts) processes ${where}`, control: true, ...pinned });
   }
@@ -767,7 +796,7 @@ async function scale(): Promise<void> {
             replica = await startTollgate({ name, port, mode: 'redis', databaseUrl, extraEnv });
           }
           // -a: every thread of the process (the event loop, V8's and libuv's helpers).
-          if (replicaCpus !== undefined) execFileSync('taskset', ['-a', '-p', '-c', replicaCpus, String(replica.child.pid)], { stdio: 'ignore' });
+          if (replicaCpus !== undefined) pinTree(replica.child.pid, replicaCpus);
           replicas.push(replica);
         }
         const headers = { authorization: `Bearer ${secrets[0]}` };
