@@ -766,11 +766,10 @@ async function scale(): Promise<void> {
   const rssAfterLoad = treeRssKiB(pid);
   await stopProc(tg);
 
-  // Twice: as the scheduler places everything, and with one fixed CPU budget for all the replicas
-  // (the last CPU; wrk, the backend and Redis on the others), so that adding replicas divides the same
-  // CPU instead of adding processes that fight wrk for it.
-  // The pinned series runs once more with the bare forwarder of `engines` (no key, no limiter, no
-  // Redis) as the control: what the machine itself loses when processes share one CPU.
+  // Three series: as the scheduler places everything; with one fixed CPU budget for all the replicas
+  // (the last CPU, wrk on the others), so that adding replicas divides the same CPU instead of adding
+  // processes that fight wrk for it; and that pinned series with the bare forwarder of `engines` (no
+  // key, no limiter, no Redis) as the control: what the machine itself loses when processes share a CPU.
   const series: { label: string; control?: boolean; replicaCpus?: string; clientCpus?: string }[] = [{ label: 'placed by the scheduler' }];
   if (CPU_COUNT >= 2 && have('taskset')) {
     const pinned = { replicaCpus: TARGET_CPUS, clientCpus: CLIENT_CPUS };
@@ -795,7 +794,6 @@ async function scale(): Promise<void> {
           } else {
             replica = await startTollgate({ name, port, mode: 'redis', databaseUrl, extraEnv });
           }
-          // -a: every thread of the process (the event loop, V8's and libuv's helpers).
           if (replicaCpus !== undefined) pinTree(replica.child.pid, replicaCpus);
           replicas.push(replica);
         }

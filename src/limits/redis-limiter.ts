@@ -57,7 +57,8 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly sendBatches = (): void => {
     const batches = this.batches;
     this.batches = new Map();
-    for (const batch of batches.values()) this.send(batch);
+    // send() never rejects: a failed call rejects its waiters instead.
+    for (const batch of batches.values()) void this.send(batch);
   };
 
   constructor(

@@ -34,6 +34,7 @@ class RequestPathCounter<N extends string, V extends string> {
       for (const [value, n] of this.pending) counter.inc({ [labelName]: value } as Record<N, V>, n);
       this.pending = new Map();
     };
+    // Registers itself; it is only reached through the registry's collect().
     new Counter<N>({
       name,
       help,
@@ -56,7 +57,7 @@ class RequestPathHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
   /** Observations per bucket, not cumulative; the ones above the last bound only count in +Inf. */
-  private counts: number[];
+  private readonly counts: number[];
   private sum = 0;
   private count = 0;
 
@@ -81,24 +82,19 @@ class RequestPathHistogram {
   }
 
   /** prom-client's histogram shape: cumulative `_bucket`s with `le`, then `_sum` and `_count`. */
-  get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: { value: number; labels: Record<string, string | number>; metricName: string }[] }> {
+  get() {
     let cumulative = 0;
-    const values = this.bounds.map((le, i) => {
+    const buckets = this.bounds.map((le, i) => {
       cumulative += this.counts[i]!;
-      return { value: cumulative, labels: { le } as Record<string, string | number>, metricName: `${this.name}_bucket` };
+      return { value: cumulative, labels: { le: String(le) }, metricName: `${this.name}_bucket` };
     });
-    values.push(
+    const values = [
+      ...buckets,
       { value: this.count, labels: { le: '+Inf' }, metricName: `${this.name}_bucket` },
       { value: this.sum, labels: {}, metricName: `${this.name}_sum` },
       { value: this.count, labels: {}, metricName: `${this.name}_count` },
-    );
+    ];
     return Promise.resolve({ name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values });
-  }
-
-  reset(): void {
-    this.counts = this.bounds.map(() => 0);
-    this.sum = 0;
-    this.count = 0;
   }
 }
 
