@@ -1,4 +1,4 @@
-import type { RedisClient } from '../redis/connect.js';
+import { corkedWrites, DIRECT_SCRIPTS, type RedisClient } from '../redis/connect.js';
 import { defineScript, type ScriptRunner } from '../redis/script.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { LimitDecision, RateLimiter } from './rate-limiter.js';
@@ -41,8 +41,8 @@ interface Batch {
  * head arrived in that turn) go to Redis as one script call that asks for all of them: one command,
  * one reply and one script run instead of one per request, the first ones admitted in arrival order
  * up to what the window holds. Calls for different keys issued in the same turn share one write
- * through ioredis' auto-pipelining. So a request costs at most one Redis round trip, and a busy key
- * far less than one command.
+ * (a corked socket on a single Redis, per-node auto-pipelines on a Cluster). So a request costs at
+ * most one Redis round trip, and a busy key far less than one command.
  *
  * Windows come from the caller's clock (`nowMs`): replicas are assumed NTP-synchronised, and one
  * whose clock is off by d ms moves its window boundaries by d ms.
@@ -58,7 +58,9 @@ export class RedisRateLimiter implements RateLimiter {
     const batches = this.batches;
     this.batches = new Map();
     // send() never rejects: a failed call rejects its waiters instead.
-    for (const batch of batches.values()) void this.send(batch);
+    corkedWrites(this.client, () => {
+      for (const batch of batches.values()) void this.send(batch);
+    });
   };
 
   constructor(
@@ -66,7 +68,7 @@ export class RedisRateLimiter implements RateLimiter {
     private readonly prefix: string,
     private readonly metrics: Metrics,
   ) {
-    this.consumeScript = defineScript(client, 'tollgateConsume', CONSUME_LUA, 1);
+    this.consumeScript = defineScript(client, DIRECT_SCRIPTS.consume, CONSUME_LUA, 1);
   }
 
   consume(keyId: string, policy: RateLimitPolicy, nowMs: number): Promise<LimitDecision> {

@@ -2,6 +2,8 @@ import { Redis } from 'ioredis';
 import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
 import { windowAt } from '../../src/limits/window.js';
 import { Metrics } from '../../src/ops/metrics.js';
+import { createLogger } from '../../src/ops/logger.js';
+import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
 import { RedisServer } from '../helpers/redis-server.js';
 
@@ -89,18 +91,21 @@ describe('RedisRateLimiter', () => {
   });
 });
 
+// The connection the service itself opens (connectRedis), against a server whose statistics are ours.
 describe('RedisRateLimiter on a private redis-server', () => {
   let server: RedisServer;
-  let client: Redis;
+  let redis: RedisConnections;
+  let client: RedisConnections['client'];
   let admin: Redis;
   beforeAll(async () => {
     server = await RedisServer.start();
-    client = new Redis(server.url, { enableAutoPipelining: true, enableOfflineQueue: false, lazyConnect: true });
+    redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'));
+    client = redis.client;
     admin = new Redis(server.url);
-    await client.connect();
+    expect(await redis.ready(5_000)).toBe(true);
   });
   afterAll(async () => {
-    await Promise.all([client.quit(), admin.quit()]);
+    await Promise.all([redis.close(), admin.quit()]);
     await server.destroy();
   });
 
@@ -133,6 +138,20 @@ describe('RedisRateLimiter on a private redis-server', () => {
     // Each request still has its own place in the count.
     expect(together.slice(0, n).map((d) => d.remaining)).toEqual(Array.from({ length: n }, (_, i) => 1000 - n - 1 - i));
     expect(await admin.get(`cmd:{key_cmds}:hour:${windowAt('hour', Date.now()).start}`)).toBe(String(2 * n));
+  });
+
+  it('writes the calls of one turn for several keys at once', async () => {
+    const limiter = new RedisRateLimiter(client, 'write:', metrics);
+    const policy = { limit: 1000, period: 'hour' } as const;
+    await limiter.consume('key_w0', policy, Date.now());
+    const keys = Array.from({ length: 8 }, (_, i) => `key_w${i}`);
+    await admin.config('RESETSTAT');
+    const decisions = await Promise.all(keys.map((k) => limiter.consume(k, policy, Date.now())));
+    expect(decisions.every((d) => d.allowed)).toBe(true);
+    const stats = await admin.info('stats');
+    // Eight script calls in Redis, read from the socket in one go; the other read is this INFO.
+    expect((await commandStats()).evalsha).toBe(8);
+    expect(Number(/total_reads_processed:(\d+)/.exec(stats)?.[1])).toBe(2);
   });
 
   it('admits a batch in arrival order up to what the window holds, and counts only those', async () => {
