@@ -766,16 +766,21 @@ async function scale(): Promise<void> {
   const rssAfterLoad = treeRssKiB(pid);
   await stopProc(tg);
 
-  // Three series: as the scheduler places everything; with one fixed CPU budget for all the replicas
-  // (the last CPU, wrk on the others), so that adding replicas divides the same CPU instead of adding
-  // processes that fight wrk for it; and that pinned series with the bare forwarder of `engines` (no
-  // key, no limiter, no Redis) as the control: what the machine itself loses when processes share a CPU.
-  const series: { label: string; control?: boolean; replicaCpus?: string; clientCpus?: string }[] = [{ label: 'placed by the scheduler' }];
+  // Each placement twice: Tollgate replicas, then the bare forwarder of `engines` (no key, no limiter,
+  // no Redis) as the control, which shows what the machine itself loses as processes are added.
+  // Placements: as the scheduler places everything; and with one fixed CPU budget for all the
+  // replicas (the last CPU, wrk on the others), so that adding replicas divides the same CPU instead
+  // of adding processes that fight wrk for it.
+  const control = 'control: bare forwarder (bench/peers/engine.ts) processes';
+  const series: { label: string; control?: boolean; replicaCpus?: string; clientCpus?: string }[] = [
+    { label: 'placed by the scheduler' },
+    { label: `${control} placed by the scheduler`, control: true },
+  ];
   if (CPU_COUNT >= 2 && have('taskset')) {
     const pinned = { replicaCpus: TARGET_CPUS, clientCpus: CLIENT_CPUS };
     const where = `on CPU ${TARGET_CPUS}, wrk on CPU ${CLIENT_CPUS}`;
     series.push({ label: `all replicas ${where}`, ...pinned });
-    series.push({ label: `control: bare forwarder (bench/peers/engine.ts) processes ${where}`, control: true, ...pinned });
+    series.push({ label: `${control} ${where}`, control: true, ...pinned });
   }
   const replicaRows: string[] = [];
   const allReplicas: Proc[] = [];
