@@ -92,6 +92,20 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
     expect(await redisKeys(r.client, prefix)).toEqual([prefix + '{usage}:flushed-at']);
   });
 
+  it('pushes a second in which 20,000 keys were used (one script call of 160,000 arguments)', async () => {
+    // Spread into a function call, arguments this many overflowed the stack inside ioredis'
+    // auto-pipeline, which then threw out of a callback and ended the process.
+    const prefix = testKeyPrefix();
+    const r = await replica(prefix);
+    const ids = Array.from({ length: 20_000 }, (_, i) => `key_many_${i}`);
+    await r.sink.write(batchOf(Object.fromEntries(ids.map((id, i) => [id, usage({ '/p': [1, 0, i] })]))));
+    expect(await pendingTotal(r.pending, 'key_many_0')).toEqual(usage({ '/p': [1, 0, 0] }));
+    expect(await pendingTotal(r.pending, 'key_many_19999')).toEqual(usage({ '/p': [1, 0, 19_999] }));
+    const live = await redisKeys(r.client, prefix);
+    expect(live.length).toBe(20_001); // a hash per key, and the set naming them
+    for (let i = 0; i < live.length; i += 1000) await r.client.del(...live.slice(i, i + 1000));
+  });
+
   it('adds up pushes from several replicas and concurrent flushers, counting each request once', async () => {
     const prefix = testKeyPrefix();
     const replicas = await Promise.all([1, 2, 3].map(() => replica(prefix)));
