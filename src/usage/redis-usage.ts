@@ -167,9 +167,12 @@ function addFields(into: KeyUsage, flat: readonly string[]): void {
   }
 }
 
-/** Field/value pairs of one key's usage, zeros left out. */
-function toFields(usage: KeyUsage): (string | number)[] {
-  const out: (string | number)[] = [];
+/**
+ * Appends the field/value pairs of one key's usage to `out`, zeros left out; returns how many pairs.
+ * Appended one by one: a key with many customers has more fields than a spread can pass.
+ */
+function appendFields(usage: KeyUsage, out: (string | number)[]): number {
+  const start = out.length;
   const put = (field: string, value: number) => {
     if (value !== 0) out.push(field, value);
   };
@@ -184,7 +187,7 @@ function toFields(usage: KeyUsage): (string | number)[] {
     put(`c|${customer}|s`, u.successful);
     put(`c|${customer}|f`, u.failed);
   }
-  return out;
+  return (out.length - start) / 2;
 }
 
 /**
@@ -220,8 +223,11 @@ export class RedisUsageSink implements UsageSink {
     const keys = [this.keys.dirty, this.keys.marker(randomBytes(12).toString('base64url'))];
     const args: (string | number)[] = [PUSH_MARKER_TTL_S, this.keys.livePrefix];
     for (const [keyId, usage] of batch) {
-      const fields = toFields(usage);
-      if (fields.length > 0) args.push(keyId, fields.length / 2, ...fields);
+      const at = args.length;
+      args.push(keyId, 0);
+      const pairs = appendFields(usage, args);
+      if (pairs === 0) args.length = at;
+      else args[at + 1] = pairs;
     }
     if (args.length === 2) return;
     try {
