@@ -7,12 +7,13 @@
 //   npm run bench -- cost         Redis commands per proxied request, Postgres writes per 10,000 requests
 //   npm run bench -- profile      --cpu-prof of one Tollgate process under load, top self-time functions
 //   npm run bench -- engines      undici Pool.stream against Pool.dispatch, forwarding alone
+//   npm run bench -- concurrency  CPU per request at wrk -c50, 13, 4, 1: Tollgate with and without a plan, a bare forwarder
 //
 // Environment (all optional): BENCH_DURATION (s, default 10), BENCH_ROUNDS (3), BENCH_WARMUP (s, 3),
 // BENCH_CONNECTIONS (50), BENCH_TARGETS (comma-separated ids to run), BENCH_REDIS_URL
 // (redis://127.0.0.1:6379/15: the bench owns DB 15 and flushes it), BENCH_PG_URL
 // (postgres://postgres@127.0.0.1:5432), BENCH_PROFILE_MODE (redis | embedded), BENCH_SCALE_KEYS (100000), BENCH_ROTATION_KEYS (10000),
-// BENCH_REPLICAS (1,2,4), BENCH_PIN=1 (table: each target on the last CPU, wrk and backend on the others), BENCH_SKIP_BUILD=1, BENCH_NO_DOCS=1 (do not rewrite docs/performance.md),
+// BENCH_REPLICAS (1,2,4), BENCH_REPLICA_WARMUP (s, 10), BENCH_CONCURRENCY (50,13,4,1), BENCH_PIN=1 (table: each target on the last CPU, wrk and backend on the others), BENCH_SKIP_BUILD=1, BENCH_NO_DOCS=1 (do not rewrite docs/performance.md),
 // BENCH_NICE (e.g. -10: every target and wrk run at that priority, so other work on a shared machine
 // takes less of the measured CPU; off by default because it slows everything else while it runs).
 // Everything started is stopped on exit, failure or Ctrl-C; a run killed with SIGKILL is cleaned up
@@ -39,6 +40,8 @@ const env = process.env;
 const DURATION = positive(env.BENCH_DURATION, 10);
 const ROUNDS = positive(env.BENCH_ROUNDS, 3);
 const WARMUP = positive(env.BENCH_WARMUP, 3);
+/** Seconds of load per replica before a replica row is measured (scale). */
+const REPLICA_WARMUP = positive(env.BENCH_REPLICA_WARMUP, 10);
 const CONNECTIONS = positive(env.BENCH_CONNECTIONS, 50);
 const THREADS = 2;
 const NICE = /^-?\d+$/.test(env.BENCH_NICE ?? '') ? String(env.BENCH_NICE) : undefined;
@@ -807,7 +810,9 @@ async function scale(): Promise<void> {
         // One wrk per replica, the connections split between them, so the client side stays the same size.
         const load = (seconds: number) =>
           Promise.all(urls.map((u) => wrk({ url: u, seconds, headers, threads: n === 1 ? THREADS : 1, connections: Math.ceil(CONNECTIONS / n), cpus: clientCpus })));
-        await load(WARMUP);
+        // Every replica gets the same warm-up CPU whatever n (they share the CPUs for it): a fresh
+        // process is measured after its JIT has settled, as a replica that has run for a while would be.
+        await load(REPLICA_WARMUP * n);
         const results = await load(DURATION);
         const sum = results.reduce((s, r) => s + r.rps, 0);
         const worstP99 = Math.max(...results.map((r) => r.p99));
@@ -839,7 +844,7 @@ async function scale(): Promise<void> {
     `| req/s, ${fmt(rotation)} distinct keys in rotation (bench/rotate-keys.lua), first pass: their entries cached minutes ago | ${fmt(rotatingAfterTtl.rps)} (p99 ${fmt(rotatingAfterTtl.p99, 2)} ms, non-2xx ${fmt(rotatingAfterTtl.non2xx + rotatingAfterTtl.socketErrors)}) |`,
     `| req/s, ${fmt(rotation)} distinct keys in rotation, second pass right after | ${fmt(rotating.rps)} (p99 ${fmt(rotating.p99, 2)} ms, non-2xx ${fmt(rotating.non2xx + rotating.socketErrors)}) |`,
     '',
-    'Replicas against one Redis (one wrk per replica, connections split, req/s summed):',
+    `Replicas against one Redis (fresh processes for every row; one wrk per replica, connections split, req/s summed; a warm-up of ${REPLICA_WARMUP} s × the number of replicas first):`,
     '',
     '| CPUs | replicas | req/s total | per replica | worst p99 ms | non-2xx |',
     '|---|--:|--:|---|--:|--:|',
@@ -889,9 +894,9 @@ async function pgStats(): Promise<PgStats> {
   }
 }
 
-// A private redis-server when one is installed: INFO commandstats is server-wide, and the shared
-// Redis on 6379 carries the other test suites' commands.
-async function privateRedis(): Promise<string> {
+// A private redis-server when one is installed (on `cpus` when given, a taskset list): INFO
+// commandstats is server-wide, and the shared Redis on 6379 carries the other test suites' commands.
+async function privateRedis(cpus?: string): Promise<string> {
   if (!have('redis-server')) return REDIS_URL;
   const port = 16379;
   const proc = startProc('redis', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', workDir]);
@@ -906,6 +911,7 @@ async function privateRedis(): Promise<string> {
       r.disconnect();
     }
   });
+  if (cpus !== undefined) pinTree(proc.child.pid, cpus);
   return url;
 }
 
@@ -1160,12 +1166,86 @@ async function engines(): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// CPU per request as the requests in flight per process fall: what a replica that shares its CPU, or
+// gets a share of the connections, pays per request
 
-const commands: Record<string, () => Promise<void>> = { table, scale, cost, profile, engines };
+/** CPU time (user + system, every thread) of a process and its descendants, in microseconds. */
+function treeCpuUs(rootPid: number): number {
+  const tick = 1_000_000 / Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
+  let total = 0;
+  for (const pid of processTree(rootPid)) {
+    const stat = readFileOr(`/proc/${pid}/stat`, '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    total += (Number(fields[11]) + Number(fields[12])) * tick; // utime, stime
+  }
+  return total;
+}
+
+async function concurrency(): Promise<void> {
+  ensureTools();
+  if (!buildTollgate()) throw new Error('Tollgate is not built');
+  if (CPU_COUNT < 2 || !have('taskset')) throw new Error('needs 2 CPUs and taskset: the target runs on a CPU of its own');
+  redisUrl = await privateRedis(CLIENT_CPUS);
+  await flushRedis(redisUrl);
+  const backend = await startBackend();
+  pinTree(backend.child.pid, CLIENT_CPUS);
+  const databaseUrl = await freshDatabase();
+  const port = PORT.tollgateRedis;
+  const tg = await startTollgate({ name: 'concurrency', port, mode: 'redis', databaseUrl, redisUrl });
+  await ensurePlan(port);
+  const limited = await createKey(port, 'concurrency-limited');
+  const unlimited = await createKey(port, 'concurrency-no-plan', false);
+  const forwarderPort = PORT.replicaBase + 7;
+  const forwarder = startProc('concurrency-forwarder', NODE, ['bench/peers/engine.ts'], { PORT: String(forwarderPort), BACKEND_URL, ENGINE: 'dispatch' });
+  await waitFor(forwarder, 'first forwarded request', httpOk(`http://127.0.0.1:${forwarderPort}/`));
+  pinTree(tg.child.pid, TARGET_CPUS);
+  pinTree(forwarder.child.pid, TARGET_CPUS);
+  const redis = new Redis(redisUrl);
+  const targets = [
+    { label: 'Tollgate, key with a plan (limiter in Redis)', proc: tg, port, secret: limited, limited: true },
+    { label: 'Tollgate, key without a plan (no limiter call)', proc: tg, port, secret: unlimited, limited: false },
+    { label: 'bare forwarder (bench/peers/engine.ts)', proc: forwarder, port: forwarderPort, secret: PEER_SECRET, limited: false },
+  ];
+  const levels = (env.BENCH_CONCURRENCY ?? '50,13,4,1').split(',').map(Number).filter((n) => n > 0);
+  const rows: string[] = [];
+  try {
+    for (const t of targets) {
+      const pid = t.proc.child.pid as number;
+      const load = (connections: number, seconds: number) =>
+        wrk({ url: `http://127.0.0.1:${t.port}/bench/item?id=42`, seconds, headers: { authorization: `Bearer ${t.secret}` }, threads: 1, connections, cpus: CLIENT_CPUS });
+      await load(CONNECTIONS, WARMUP);
+      for (const c of levels) {
+        await load(c, 2);
+        const evalsha0 = (await commandStats(redis)).get('evalsha') ?? 0;
+        const cpu0 = treeCpuUs(pid);
+        const r = await load(c, DURATION);
+        const cpuUs = treeCpuUs(pid) - cpu0;
+        const evalsha = ((await commandStats(redis)).get('evalsha') ?? 0) - evalsha0;
+        rows.push(`| ${t.label} | ${c} | ${fmt(r.rps)} | ${fmt(cpuUs / r.requests, 1)} | ${fmt((cpuUs / (DURATION * 1_000_000)) * 100)} % | ${fmt(r.p99, 2)} | ${t.limited ? fmt(evalsha / r.requests, 3) : '–'} |`);
+        log(`${t.label}, -c${c}: ${fmt(r.rps)} req/s, ${fmt(cpuUs / r.requests, 1)} µs CPU per request`);
+      }
+    }
+  } finally {
+    redis.disconnect();
+  }
+  const body = [
+    `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- concurrency\` (one process on CPU ${TARGET_CPUS}; wrk -t1, the nginx backend and a private redis-server on CPU ${CLIENT_CPUS}; ${DURATION} s per row after a 2 s warm-up at the same concurrency). CPU is the process's user + system time from /proc over the requests wrk completed; \`EVALSHA\` per request from Redis' INFO commandstats.`,
+    '',
+    '| target | wrk connections | req/s | CPU µs per request | CPU busy | p99 ms | EVALSHA per request |',
+    '|---|--:|--:|--:|--:|--:|--:|',
+    ...rows,
+  ].join('\n') + problemsNote([tg, forwarder]);
+  process.stdout.write(`\n${body}\n`);
+  writeDocsSection('concurrency', body);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const commands: Record<string, () => Promise<void>> = { table, scale, cost, profile, engines, concurrency };
 const name = process.argv[2] ?? 'table';
 const command = commands[name];
 if (!command) {
-  process.stderr.write(`usage: npm run bench [-- table|scale|cost|profile|engines]\n`);
+  process.stderr.write(`usage: npm run bench [-- table|scale|cost|profile|engines|concurrency]\n`);
   process.exit(2);
 }
 ensureWorkDir();
