@@ -7,6 +7,7 @@ import {
   OTHER_ENDPOINT,
   emptyKeyUsage,
   mergeBatch,
+  PartialUsageWrite,
   type PendingPart,
   type PendingUsage,
   type UsageBatch,
@@ -85,9 +86,10 @@ export class UsageRecorder implements PendingUsage {
       await this.sink.write(batch);
       this.lastSuccess = Date.now();
     } catch (err) {
-      // Keep the batch: merged into what came since, it goes out with the next write.
-      mergeBatch(batch, this.current);
-      this.current = batch;
+      // Keep what was not written: merged into what came since, it goes out with the next write.
+      const unwritten = err instanceof PartialUsageWrite ? err.unwritten : batch;
+      mergeBatch(unwritten, this.current);
+      this.current = unwritten;
       this.metrics.usageFlushFailures.inc({ stage: 'record' });
       this.logger.warn({ err: (err as Error).message }, 'usage write failed; will retry');
     }

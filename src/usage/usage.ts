@@ -29,8 +29,23 @@ export const MAX_CUSTOMER_ID_LENGTH = 200;
 
 /** Where the recorder sends each batch: Postgres directly (single node) or Redis hashes (replicas). */
 export interface UsageSink {
-  /** Resolves once the batch is durable; rejects and keeps nothing on failure, so the caller retries. */
+  /**
+   * Resolves once the batch is durable. Rejects on failure, for the caller to retry: with a
+   * `PartialUsageWrite` when part of the batch is durable (its `unwritten` is the rest), otherwise
+   * with nothing of the batch kept.
+   */
   write(batch: UsageBatch): Promise<void>;
+}
+
+/** A sink wrote a batch in parts and a later part failed: `unwritten` is what is not durable. */
+export class PartialUsageWrite extends Error {
+  constructor(
+    readonly unwritten: UsageBatch,
+    cause: unknown,
+  ) {
+    super(`usage written in part; ${unwritten.size} keys not written: ${(cause as Error).message}`, { cause });
+    this.name = 'PartialUsageWrite';
+  }
 }
 
 /** Part of a key's pending usage; `batchId` names a sealed batch on its way into Postgres. */

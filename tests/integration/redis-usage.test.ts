@@ -8,7 +8,8 @@ import { KeyRepository } from '../../src/store/repositories.js';
 import { RedisPendingUsage, RedisUsageSink, UsageFlusher } from '../../src/usage/redis-usage.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { emptyKeyUsage, type KeyUsage, type UsageBatch } from '../../src/usage/usage.js';
-import { freePort } from '../helpers/redis-server.js';
+import { UsageRecorder } from '../../src/usage/recorder.js';
+import { RedisServer, freePort } from '../helpers/redis-server.js';
 import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { pendingTotal } from '../helpers/pending.js';
 
@@ -232,5 +233,58 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
   it('rejects a push while Redis is unreachable, so the recorder keeps the batch', async () => {
     const dead = new Redis({ port: await freePort(), lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null });
     await expect(new RedisUsageSink(dead, testKeyPrefix()).write(batchOf({ key_1: usage({ '/a': [1, 0, 1] }) }))).rejects.toThrow();
+  });
+});
+
+// A server of its own: SLOWLOG, INFO and maxmemory are server-wide.
+describe('Redis usage: pushes of many keys', () => {
+  let server: RedisServer;
+  let c: Redis;
+  let admin: Redis;
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    c = new Redis(server.url, { enableAutoPipelining: true, enableOfflineQueue: false });
+    admin = new Redis(server.url);
+  });
+  afterAll(async () => {
+    await Promise.all([c.quit(), admin.quit()]);
+    await server.destroy();
+  });
+  afterEach(async () => {
+    await admin.config('SET', 'maxmemory', '0');
+    await admin.flushall();
+  });
+
+  const manyKeys = (n: number) => batchOf(Object.fromEntries(Array.from({ length: n }, (_, i) => [`key_m${i}`, usage({ '/p': [1, 0, 1] })])));
+  /** Requests counted in Redis per key, from the live hashes. */
+  async function countedPerKey(prefix: string, n: number): Promise<number[]> {
+    const p = admin.pipeline();
+    for (let i = 0; i < n; i++) p.hget(`${prefix}{usage}:live:key_m${i}`, 'e|/p|r');
+    return ((await p.exec()) ?? []).map(([, v]) => Number(v ?? 0));
+  }
+
+  it('never holds Redis for long: 20,000 keys go in pushes of a few hundred', async () => {
+    const prefix = testKeyPrefix();
+    await admin.config('SET', 'slowlog-log-slower-than', '50000');
+    await admin.slowlog('RESET');
+    await new RedisUsageSink(c, prefix).write(manyKeys(20_000));
+    expect(await admin.slowlog('GET')).toEqual([]); // one script for all of them: ~90 ms
+    expect(await countedPerKey(prefix, 20_000)).toEqual(Array.from({ length: 20_000 }, () => 1));
+  });
+
+  it('when Redis refuses part-way, keeps only the keys whose pushes failed and counts every request once', async () => {
+    const prefix = testKeyPrefix();
+    const recorder = new UsageRecorder(new RedisUsageSink(c, prefix, { settleWithinMs: 300 }), logger, metrics);
+    for (let i = 0; i < 20_000; i++) recorder.record(`key_m${i}`, '/p', undefined, true, 1);
+    // Room for some of the pushes, not all: Redis answers OOM to the rest.
+    const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
+    await admin.config('SET', 'maxmemory', String(used + 1_500_000));
+    await recorder.flush();
+    const landed = (await countedPerKey(prefix, 20_000)).filter((n) => n === 1).length;
+    expect(landed).toBeGreaterThan(0);
+    expect(landed).toBeLessThan(20_000);
+    await admin.config('SET', 'maxmemory', '0');
+    await recorder.flush();
+    expect(await countedPerKey(prefix, 20_000)).toEqual(Array.from({ length: 20_000 }, () => 1));
   });
 });
