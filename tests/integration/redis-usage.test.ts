@@ -93,9 +93,9 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
     expect(await redisKeys(r.client, prefix)).toEqual([prefix + '{usage}:flushed-at']);
   });
 
-  it('pushes a second in which 20,000 keys were used (one script call of 160,000 arguments)', async () => {
-    // Spread into a function call, arguments this many overflowed the stack inside ioredis'
-    // auto-pipeline, which then threw out of a callback and ended the process.
+  it('pushes a second in which 20,000 keys were used (160,000 script arguments)', async () => {
+    // Sent as one script and spread into a function call, arguments this many overflowed the stack
+    // inside ioredis' auto-pipeline, which then threw out of a callback and ended the process.
     const prefix = testKeyPrefix();
     const r = await replica(prefix);
     const ids = Array.from({ length: 20_000 }, (_, i) => `key_many_${i}`);
@@ -107,7 +107,7 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
     for (let i = 0; i < live.length; i += 1000) await r.client.del(...live.slice(i, i + 1000));
   });
 
-  it('pushes a key used by 50,000 customers in one second, and flushes it to Postgres', async () => {
+  it('pushes a key used by 50,000 customers in one second (one script of 200,000 arguments), and flushes it to Postgres', async () => {
     const prefix = testKeyPrefix();
     const r = await replica(prefix);
     const customers = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`cust-${i}`, [1, 0] as [number, number]]));
