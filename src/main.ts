@@ -88,7 +88,7 @@ async function buildAdapters(config: Config, db: DbHandle, logger: Logger, metri
   return {
     db,
     limiter: new FailoverRateLimiter(
-      new RedisRateLimiter(redis.client, prefix, metrics),
+      new RedisRateLimiter(redis.client, prefix, metrics, { subscriber: redis.subscriber }),
       logger,
       metrics,
       { mode: config.redisFailureMode },

@@ -59,23 +59,30 @@ export class FailoverRateLimiter implements RateLimiter {
     return this.probe !== undefined;
   }
 
-  async consume(keyId: string, policy: RateLimitPolicy, nowMs: number): Promise<LimitDecision> {
-    if (!this.degraded) {
-      try {
-        const decision = await this.shared.consume(keyId, policy, nowMs);
+  consume(keyId: string, policy: RateLimitPolicy, nowMs: number): LimitDecision | Promise<LimitDecision> {
+    if (this.degraded) return this.fallback(keyId, policy, nowMs);
+    const decided = this.shared.consume(keyId, policy, nowMs);
+    if (!(decided instanceof Promise)) return decided;
+    return decided.then(
+      (decision) => {
         this.timeoutsInARow = 0;
         return decision;
-      } catch (err) {
+      },
+      (err: unknown) => {
         // A refused connection is an outage at once; timeouts only when several come in a row.
         if (!isTimeout(err)) this.enterDegraded(err, keyId, policy);
         else if (err !== this.lastTimeout) {
           this.lastTimeout = err;
           if (++this.timeoutsInARow >= TIMEOUTS_BEFORE_DEGRADED) this.enterDegraded(err, keyId, policy);
         }
-      }
-    }
+        return this.fallback(keyId, policy, nowMs);
+      },
+    );
+  }
+
+  private fallback(keyId: string, policy: RateLimitPolicy, nowMs: number): LimitDecision {
     if (this.mode === 'closed') throw new LimiterUnavailableError();
-    return this.local.consumeSync(keyId, policy, nowMs);
+    return this.local.consume(keyId, policy, nowMs);
   }
 
   async peek(keyId: string, policy: RateLimitPolicy, nowMs: number): Promise<LimitDecision> {

@@ -16,11 +16,7 @@ export class MemoryRateLimiter implements RateLimiter {
     this.sweeper = setInterval(() => this.sweep(Date.now()), sweepIntervalMs).unref();
   }
 
-  consume(keyId: string, policy: RateLimitPolicy, nowMs: number): Promise<LimitDecision> {
-    return Promise.resolve(this.consumeSync(keyId, policy, nowMs));
-  }
-
-  consumeSync(keyId: string, policy: RateLimitPolicy, nowMs: number): LimitDecision {
+  consume(keyId: string, policy: RateLimitPolicy, nowMs: number): LimitDecision {
     const counterKey = keyId + '|' + policy.period;
     let counter = this.counters.get(counterKey);
     if (!counter || counter.windowEnd <= nowMs) {

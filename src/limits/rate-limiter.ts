@@ -15,8 +15,11 @@ export interface LimitDecision {
  * with limit L exactly L are admitted per window, however many callers race.
  */
 export interface RateLimiter {
-  /** Admit and count one request, or refuse it without counting. */
-  consume(keyId: string, policy: RateLimitPolicy, nowMs: number): Promise<LimitDecision>;
+  /**
+   * Admit and count one request, or refuse it without counting. A decision known at once (in-process
+   * counters, a place leased ahead) comes back as a value, so the request path skips a promise.
+   */
+  consume(keyId: string, policy: RateLimitPolicy, nowMs: number): LimitDecision | Promise<LimitDecision>;
   /** The state of the current window without counting anything (for the key detail). */
   peek(keyId: string, policy: RateLimitPolicy, nowMs: number): Promise<LimitDecision>;
   close(): Promise<void>;

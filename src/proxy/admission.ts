@@ -81,7 +81,8 @@ export async function admit(deps: AdmissionDeps, headers: IncomingHttpHeaders, c
   if (policy === undefined) return { admitted: true, secret, key, limit: undefined };
   let decision: LimitDecision;
   try {
-    decision = await deps.limiter.consume(key.id, policy, deps.clock());
+    const decided = deps.limiter.consume(key.id, policy, deps.clock());
+    decision = decided instanceof Promise ? await decided : decided;
   } catch {
     metrics.proxyRequests.inc({ outcome: 'unavailable' });
     return refused('limit_unavailable', key);

@@ -50,7 +50,7 @@ describe('on a three-master Redis Cluster', () => {
     const now = Date.now();
     const decisions = await Promise.all(
       keyIds.flatMap((keyId) =>
-        Array.from({ length: 80 }, (_, i) => limiters[i % 3]!.consume(keyId, { limit, period: 'minute' }, now).then((d) => ({ keyId, d }))),
+        Array.from({ length: 80 }, (_, i) => Promise.resolve(limiters[i % 3]!.consume(keyId, { limit, period: 'minute' }, now)).then((d) => ({ keyId, d }))),
       ),
     );
     for (const keyId of keyIds) {
@@ -62,6 +62,27 @@ describe('on a three-master Redis Cluster', () => {
     const perMaster = await Promise.all(client.nodes('master').map((node) => node.keys(`${prefix}{*}:minute:${windowAt('minute', now).start}`)));
     expect(perMaster.map((keys) => keys.length).reduce((a, b) => a + b)).toBe(keyIds.length);
     expect(perMaster.filter((keys) => keys.length > 0).length).toBeGreaterThan(1);
+  });
+
+  it('leases places to a busy replica and gets them back over the Cluster when another needs them', async () => {
+    const [a, b] = await Promise.all([replica(), replica()]);
+    const [holder, other] = [a!, b!].map((r) => new RedisRateLimiter(r.client, prefix, metrics, { subscriber: r.subscriber }));
+    await Promise.all([holder!.ready(), other!.ready()]);
+    const policy = { limit: 2000, period: 'hour' } as const;
+    const keyId = 'key_' + randomBytes(8).toString('base64url');
+    const counter = `${prefix}{${keyId}}:hour:${windowAt('hour', Date.now()).start}`;
+    const turns = async (limiter: RedisRateLimiter, n: number, perTurn: number) => {
+      const decisions = [];
+      for (let t = 0; t < n; t++) decisions.push(...(await Promise.all(Array.from({ length: perTurn }, () => limiter.consume(keyId, policy, Date.now())))));
+      return decisions;
+    };
+    const early = await turns(holder!, 50, 4);
+    // The holder took places ahead of its requests, and sits on them.
+    expect(Number(await a!.client.get(counter))).toBeGreaterThan(early.length);
+    const late = await turns(other!, 120, 20);
+    expect(early.length + late.filter((d) => d.allowed).length).toBe(policy.limit);
+    expect(await a!.client.get(counter)).toBe(String(policy.limit));
+    await Promise.all([holder!.close(), other!.close()]);
   });
 
   it('delivers key changes to every replica', async () => {

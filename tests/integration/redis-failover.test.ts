@@ -45,7 +45,7 @@ async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<
 }
 
 /** Runs `fn`, returning its outcome and how long it took. */
-async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value?: T; error?: unknown }> {
+async function timed<T>(fn: () => T | Promise<T>): Promise<{ ms: number; value?: T; error?: unknown }> {
   const start = performance.now();
   try {
     const value = await fn();

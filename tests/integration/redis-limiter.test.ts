@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
-import { windowAt } from '../../src/limits/window.js';
+import type { LimitDecision } from '../../src/limits/rate-limiter.js';
+import { windowAt, type RateLimitPolicy } from '../../src/limits/window.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
@@ -181,5 +182,156 @@ describe('RedisRateLimiter on a private redis-server', () => {
     expect(await admin.info('commandstats')).toMatch(/cmdstat_evalsha:calls=1,.*failed_calls=1/);
     expect((await limiter.consume('key_ns', policy, Date.now())).remaining).toBe(0);
     expect((await limiter.consume('key_ns', policy, Date.now())).allowed).toBe(false);
+  });
+});
+
+// Replicas as the service runs them: each with its command and subscriber connections (connectRedis),
+// so a busy key gets leases and replicas can ask each other for leased places back.
+describe('RedisRateLimiter with leases, replicas on a private redis-server', () => {
+  let server: RedisServer;
+  let admin: Redis;
+  const opened: { redis: RedisConnections; limiter: RedisRateLimiter }[] = [];
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    admin = new Redis(server.url);
+  });
+  afterAll(async () => {
+    await Promise.all(opened.map(async ({ redis, limiter }) => {
+      await limiter.close();
+      await redis.close();
+    }));
+    await admin.quit();
+    await server.destroy();
+  });
+
+  async function replica(): Promise<{ redis: RedisConnections; limiter: RedisRateLimiter }> {
+    const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'));
+    expect(await redis.ready(5_000)).toBe(true);
+    const limiter = new RedisRateLimiter(redis.client, 'lease:', metrics, { subscriber: redis.subscriber });
+    await limiter.ready();
+    const r = { redis, limiter };
+    opened.push(r);
+    return r;
+  }
+
+  interface LoadStats {
+    /** Each turn's time, ms. */
+    turnMs: number[];
+    /** Decisions the limiter gave at once, without waiting for Redis. */
+    atOnce: number;
+  }
+
+  /** `turns` turns of `perTurn` requests each, the next turn once the last is answered. */
+  async function load(
+    limiter: RedisRateLimiter,
+    keyId: string,
+    policy: RateLimitPolicy,
+    turns: number,
+    perTurn: number,
+    stats: LoadStats = { turnMs: [], atOnce: 0 },
+    pauseMs = 0,
+  ): Promise<LimitDecision[]> {
+    const decisions: LimitDecision[] = [];
+    for (let t = 0; t < turns; t++) {
+      if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+      const started = performance.now();
+      const turn = Array.from({ length: perTurn }, () => limiter.consume(keyId, policy, Date.now()));
+      stats.atOnce += turn.filter((d) => !(d instanceof Promise)).length;
+      decisions.push(...(await Promise.all(turn)));
+      stats.turnMs.push(performance.now() - started);
+    }
+    return decisions;
+  }
+
+  const counterOf = (keyId: string, policy: RateLimitPolicy) => `lease:{${keyId}}:${policy.period}:${windowAt(policy.period, Date.now()).start}`;
+
+  async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await condition())) {
+      if (Date.now() > deadline) throw new Error('condition not met in time');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  it('decides most of a busy key’s requests without a call, each with its own place in the count, and gives unused places back', async () => {
+    const { limiter } = await replica();
+    const policy = { limit: 1_000_000, period: 'hour' } as const;
+    await limiter.consume('key_warm', policy, Date.now()); // the first call on a connection sends EVAL
+    await admin.config('RESETSTAT');
+    const decisions = await load(limiter, 'key_busy', policy, 400, 5);
+    const calls = Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1]);
+    // Without leases: one call per turn, 400.
+    expect(calls).toBeLessThan(40);
+    expect(decisions.every((d) => d.allowed)).toBe(true);
+    // Places 1 … 2000 of the count, once each: remaining 999,999 down to 998,000.
+    const remaining = decisions.map((d) => d.remaining).sort((a, b) => b - a);
+    expect(remaining).toEqual(Array.from({ length: 2000 }, (_, i) => policy.limit - 1 - i));
+    // Leased places nobody used go back once the key goes quiet: the count is what was admitted.
+    expect(Number(await admin.get(counterOf('key_busy', policy)))).toBeGreaterThan(2000);
+    await until(async () => (await admin.get(counterOf('key_busy', policy))) === '2000', 3_000);
+    expect(await admin.hget(counterOf('key_busy', policy) + ':lease', 'p')).toBe('0');
+  });
+
+  it('asks for the next lease while the current one still has places, so requests do not wait for it', async () => {
+    const { limiter } = await replica();
+    const policy = { limit: 1_000_000, period: 'hour' } as const;
+    // About 5 requests a millisecond: leases of ~100 places, each lasting ~20 turns.
+    const stats: LoadStats = { turnMs: [], atOnce: 0 };
+    const decisions = await load(limiter, 'key_steady', policy, 300, 5, stats, 1);
+    expect(decisions.every((d) => d.allowed)).toBe(true);
+    const leased = Number(await admin.get(counterOf('key_steady', policy)));
+    expect(leased).toBeLessThan(decisions.length + 1_000); // leases were sized by the rate, not the cap
+    // Only the first turns, before the key counts as busy, waited for Redis (and a late reply or two).
+    expect(decisions.length - stats.atOnce).toBeLessThanOrEqual(25); // ~70 when each lease is asked for once it ran out
+  });
+
+  it('admits exactly the limit across replicas when one of them sits on leased places', async () => {
+    const [a, b, c] = await Promise.all([replica(), replica(), replica()]);
+    const policy = { limit: 3000, period: 'hour' } as const;
+    // Replica a gets busy and ends holding places it has not used.
+    const early = await load(a!.limiter, 'key_idle_holder', policy, 50, 4);
+    expect(Number(await admin.get(counterOf('key_idle_holder', policy)))).toBeGreaterThan(early.length);
+    // b and c then ask for far more than the rest of the window.
+    const started = Date.now();
+    const late = (await Promise.all([b, c].map((r) => load(r!.limiter, 'key_idle_holder', policy, 150, 20)))).flat();
+    const admittedLate = late.filter((d) => d.allowed).length;
+    expect(early.length + admittedLate).toBe(policy.limit);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(await admin.get(counterOf('key_idle_holder', policy))).toBe(String(policy.limit));
+    // Nothing more gets in, from any replica.
+    expect((await a!.limiter.consume('key_idle_holder', policy, Date.now())).allowed).toBe(false);
+  });
+
+  it('admits exactly the limit when busy replicas race with leases to the end of the window', async () => {
+    const replicas = await Promise.all([replica(), replica(), replica(), replica()]);
+    const policy = { limit: 7_919, period: 'hour' } as const;
+    const decisions = (await Promise.all(replicas.map((r) => load(r.limiter, 'key_race', policy, 200, 13)))).flat();
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(policy.limit);
+    expect(await admin.get(counterOf('key_race', policy))).toBe(String(policy.limit));
+    expect(decisions.filter((d) => !d.allowed).every((d) => d.remaining === 0)).toBe(true);
+  });
+
+  it('waits at most ~150 ms for places leased by a replica that died; those places stay counted', async () => {
+    const [dying, survivor] = await Promise.all([replica(), replica()]);
+    const policy = { limit: 2000, period: 'hour' } as const;
+    const early = await load(dying!.limiter, 'key_dead_holder', policy, 50, 4);
+    // The process ends without settling: it no longer listens for reclaims, and its connections close
+    // (after the replies to calls in flight, which may bring it one more lease).
+    await dying!.limiter.close();
+    await dying!.redis.close();
+    opened.splice(opened.indexOf(dying!), 1);
+    const held = Number(await admin.get(counterOf('key_dead_holder', policy))) - early.length;
+    expect(held).toBeGreaterThan(0);
+    const stats: LoadStats = { turnMs: [], atOnce: 0 };
+    const late = await load(survivor!.limiter, 'key_dead_holder', policy, 100, 25, stats);
+    expect(late.filter((d) => d.allowed)).toHaveLength(policy.limit - early.length - held);
+    // The turn that found the window full waited for the dead lease to end (≤ 100 ms) and 50 ms more,
+    // asking again after 1, 2, 4, … ms.
+    expect(Math.max(...stats.turnMs)).toBeGreaterThan(20);
+    expect(Math.max(...stats.turnMs)).toBeLessThan(600);
+    // Once the window is full, refusals come at once.
+    const started = performance.now();
+    expect((await survivor!.limiter.consume('key_dead_holder', policy, Date.now())).allowed).toBe(false);
+    expect(performance.now() - started).toBeLessThan(150);
   });
 });
