@@ -108,7 +108,7 @@ interface Counter {
   toReturn: number;
   /** No more leases in this window: it ran low or out, or another replica asked for places back. */
   exhausted: boolean;
-  /** Requests seen since the last answer, and when it came: what a lease is sized by. */
+  /** Requests seen since the last answer, and when the call that got it was sent: what a lease is sized by. */
   demand: number;
   answeredAt: number;
   /** When the latest request came (wall clock). */
