@@ -770,13 +770,16 @@ async function scale(): Promise<void> {
   await stopProc(tg);
 
   // Each placement twice: Tollgate replicas, then the bare forwarder of `engines` (no key, no limiter,
-  // no Redis) as the control, which shows what the machine itself loses as processes are added.
+  // no Redis) as the control, which shows what the machine itself loses as processes are added. As
+  // placed by the scheduler also Tollgate serving a key without a plan, which separates what the
+  // limiter costs from the rest of Tollgate.
   // Placements: as the scheduler places everything; and with one fixed CPU budget for all the
   // replicas (the last CPU, wrk on the others), so that adding replicas divides the same CPU instead
   // of adding processes that fight wrk for it.
   const control = 'control: bare forwarder (bench/peers/engine.ts) processes';
-  const series: { label: string; control?: boolean; replicaCpus?: string; clientCpus?: string }[] = [
+  const series: { label: string; control?: boolean; noPlan?: boolean; replicaCpus?: string; clientCpus?: string }[] = [
     { label: 'placed by the scheduler' },
+    { label: 'key without a plan (no limiter), placed by the scheduler', noPlan: true },
     { label: `${control} placed by the scheduler`, control: true },
   ];
   if (CPU_COUNT >= 2 && have('taskset')) {
@@ -787,20 +790,21 @@ async function scale(): Promise<void> {
   }
   const replicaRows: string[] = [];
   const allReplicas: Proc[] = [];
-  for (const { label, control, replicaCpus, clientCpus } of series) {
+  for (const { label, control, noPlan, replicaCpus, clientCpus } of series) {
     log(`replicas ${replicaCounts.join(' → ')} against one Redis, ${label}`);
     for (const n of replicaCounts) {
       const replicas: Proc[] = [];
       try {
         for (let i = 0; i < n; i++) {
           const port = PORT.replicaBase + i;
-          const name = `${control ? 'engine' : 'replica'}-${n}-${i}${replicaCpus === undefined ? '' : '-pinned'}`;
+          const name = `${control ? 'engine' : noPlan ? 'replica-no-plan' : 'replica'}-${n}-${i}${replicaCpus === undefined ? '' : '-pinned'}`;
           let replica: Proc;
           if (control) {
             replica = startProc(name, NODE, ['bench/peers/engine.ts'], { PORT: String(port), BACKEND_URL, ENGINE: 'dispatch' });
             await waitFor(replica, 'first forwarded request', httpOk(`http://127.0.0.1:${port}/`));
           } else {
-            replica = await startTollgate({ name, port, mode: 'redis', databaseUrl, extraEnv });
+            // Without DEFAULT_RATE_LIMIT the keys have no plan: none was bound to them.
+            replica = await startTollgate({ name, port, mode: 'redis', databaseUrl, extraEnv: noPlan ? {} : extraEnv });
           }
           if (replicaCpus !== undefined) pinTree(replica.child.pid, replicaCpus);
           replicas.push(replica);
