@@ -5,6 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { windowAt } from '../../src/limits/window.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { startBackend, type Backend } from './helpers/backend.js';
@@ -89,6 +90,28 @@ describe('three replicas, one Redis, one Postgres', () => {
     const again = await burst(live, key.secret, 30, '/v1/exact');
     expect(again.every((s) => s === 429)).toBe(true);
     expect(forwarded('/v1/exact')).toBe(25);
+  });
+
+  it('lets exactly L through when one replica sits on places it took ahead of its requests', async () => {
+    const limit = 1500;
+    const key = await keyWithPlan(live[0]!, 'leased', limit);
+    const counter = `${prefix}{${key.id}}:day:${windowAt('day', Date.now()).start}`;
+    // One replica busy with the key for a moment: it leases places beyond the requests it served.
+    let early = 0;
+    for (let round = 0; round < 10; round++) early += (await burst([live[0]!], key.secret, 20, '/v1/leased')).filter((s) => s === 200).length;
+    expect(early).toBe(200);
+    expect(Number(await redisClient.get(counter))).toBeGreaterThan(early);
+    // The other two then ask for more than is left: the first gives its unused places back (asked to
+    // by a reclaim, or once the key is quiet on it), and they are admitted elsewhere.
+    const mark = outputMark(live);
+    let late = 0;
+    for (let round = 0; round < 8; round++) late += (await burst(live.slice(1), key.secret, 200, '/v1/leased')).filter((s) => s === 200).length;
+    expect({ admitted: early + late, forwarded: forwarded('/v1/leased'), failovers: failoversSince(live, mark) }).toEqual({
+      admitted: limit,
+      forwarded: limit,
+      failovers: [],
+    });
+    expect(await redisClient.get(counter)).toBe(String(limit));
   });
 
   it('refuses a deleted key at once on the deleting replica and within 1 s on every other', async () => {
