@@ -4,6 +4,17 @@ import type { Metrics } from '../ops/metrics.js';
 import type { LimitDecision, RateLimiter } from './rate-limiter.js';
 import { windowAt, type RateLimitPolicy } from './window.js';
 
+/** A lease's places are used within this long or given back. */
+const LEASE_MS = 100;
+/** A lease holds about this long's worth of a key's requests on this replica. */
+const LEASE_HORIZON_MS = 20;
+const MAX_LEASE = 1_000;
+/**
+ * How long after the last lease ended requests that do not fit wait for leased places to come back:
+ * live holders give them back within a round trip; this bounds the wait for a replica that died.
+ */
+const HOLD_MS = 50;
+
 /**
  * Check and count in one atomic step, for `want` requests of one key at once plus up to `lease`
  * places handed to the calling replica ahead of its requests. Requests are admitted while the window
@@ -12,15 +23,16 @@ import { windowAt, type RateLimitPolicy } from './window.js';
  * last places of a window are decided one call at a time.
  *
  * KEYS[1]: the window's count (places taken: admitted requests and leased places), a string, as
- * before leases existed. KEYS[2]: the lease book, a hash: `p` places leased and not yet settled by
- * their replica, `e` when the last lease handed out ends (ms).
+ * before leases existed. Beside it, `KEYS[1]:lease` (the same hash tag, so the same Cluster slot) is
+ * the lease book: `p` places leased and not yet settled by their replica, `e` when the last lease
+ * handed out ends (ms). A key seen now and then, far from its limit, never touches it.
  * ARGV: limit, key expiry (ms), want, lease asked, places settled (leases this replica is done with),
- * of those returned unused, now (ms), lease end (ms), hold window (ms), reclaim channel.
+ * of those returned unused, now (ms). Few arguments: a key in rotation pays for every one, per request.
  *
  * When requests do not fit and leased places are outstanding and may still come back (a lease ended
- * less than the hold window ago), the call says `held` and publishes the counter on the reclaim
- * channel: holders give back what they have not used and the caller asks again. So with limit L,
- * L requests are admitted per window even when a replica sits on leased places.
+ * less than HOLD_MS ago), the call says `held` and publishes the counter on `<prefix>quota-reclaim`:
+ * holders give back what they have not used and the caller asks again. So with limit L, L requests
+ * are admitted per window even when a replica sits on leased places.
  * Returns {count after this call, admitted, leased, held}.
  */
 const CONSUME_LUA = `
@@ -40,19 +52,21 @@ if taken > 0 then
 end
 local held = 0
 if leased ~= settled or admitted < want then
-  local book = redis.call('HMGET', KEYS[2], 'p', 'e')
+  local bookKey = KEYS[1] .. ':lease'
+  local book = redis.call('HMGET', bookKey, 'p', 'e')
   local outstanding = math.max(0, tonumber(book[1] or '0') + leased - settled)
   local ends = tonumber(book[2] or '0')
+  local now = tonumber(ARGV[7])
   if leased > 0 then
-    ends = math.max(ends, tonumber(ARGV[8]))
-    redis.call('HSET', KEYS[2], 'p', outstanding, 'e', ends)
-    if not book[1] then redis.call('PEXPIREAT', KEYS[2], ARGV[2]) end
+    ends = math.max(ends, now + ${LEASE_MS})
+    redis.call('HSET', bookKey, 'p', outstanding, 'e', ends)
+    if not book[1] then redis.call('PEXPIREAT', bookKey, ARGV[2]) end
   elseif book[1] then
-    redis.call('HSET', KEYS[2], 'p', outstanding)
+    redis.call('HSET', bookKey, 'p', outstanding)
   end
-  if admitted < want and outstanding > 0 and tonumber(ARGV[7]) < ends + tonumber(ARGV[9]) then
+  if admitted < want and outstanding > 0 and now < ends + ${HOLD_MS} then
     held = 1
-    redis.call('PUBLISH', ARGV[10], KEYS[1])
+    redis.call('PUBLISH', string.match(KEYS[1], '^(.*){') .. 'quota-reclaim', KEYS[1])
   end
 end
 return {count, admitted, leased, held}
@@ -64,16 +78,6 @@ return {count, admitted, leased, held}
  * from finding the counter already gone and starting it again at zero.
  */
 const EXPIRY_GRACE_MS = 5_000;
-/** A lease's places are used within this long or given back. */
-const LEASE_MS = 100;
-/** A lease holds about this long's worth of a key's requests on this replica. */
-const LEASE_HORIZON_MS = 20;
-const MAX_LEASE = 1_000;
-/**
- * How long after the last lease ended requests that do not fit wait for leased places to come back:
- * live holders give them back within a round trip; this bounds the wait for a replica that died.
- */
-const HOLD_MS = 50;
 /** Requests waiting for a reclaim ask again after 1, 2, 4, … ms. */
 const FIRST_RETRY_MS = 1;
 /** Idle counters are settled and forgotten this often. */
@@ -95,7 +99,6 @@ interface Lease {
 /** One window of one key on this replica: its leases, and the requests waiting for Redis. */
 interface Counter {
   readonly name: string;
-  readonly bookName: string;
   /** Window end, epoch ms. */
   readonly resetMs: number;
   limit: number;
@@ -182,7 +185,7 @@ export class RedisRateLimiter implements RateLimiter {
     private readonly metrics: Metrics,
     { subscriber }: RedisRateLimiterOptions = {},
   ) {
-    this.consumeScript = defineScript(client, DIRECT_SCRIPTS.consume, CONSUME_LUA, 2);
+    this.consumeScript = defineScript(client, DIRECT_SCRIPTS.consume, CONSUME_LUA, 1);
     this.reclaimChannel = prefix + 'quota-reclaim';
     this.subscriber = subscriber;
     if (subscriber !== undefined) {
@@ -299,8 +302,8 @@ export class RedisRateLimiter implements RateLimiter {
     try {
       reply = (await this.measure('consume', () =>
         this.consumeScript(
-          [counter.name, counter.bookName],
-          [counter.limit, counter.resetMs + EXPIRY_GRACE_MS, waiting.length, lease, settled, returned, now, now + LEASE_MS, HOLD_MS, this.reclaimChannel],
+          [counter.name],
+          [counter.limit, counter.resetMs + EXPIRY_GRACE_MS, waiting.length, lease, settled, returned, now],
         ),
       )) as [number, number, number, number];
     } catch (err) {
@@ -422,7 +425,6 @@ export class RedisRateLimiter implements RateLimiter {
 function newCounter(name: string, resetMs: number, limit: number): Counter {
   return {
     name,
-    bookName: name + ':lease',
     resetMs,
     limit,
     lease: undefined,
