@@ -186,6 +186,7 @@ export class RedisRateLimiter implements RateLimiter {
     { subscriber }: RedisRateLimiterOptions = {},
   ) {
     this.consumeScript = defineScript(client, DIRECT_SCRIPTS.consume, CONSUME_LUA, 1);
+    // The script publishes on the same name, taken from the counter's key up to its hash tag.
     this.reclaimChannel = prefix + 'quota-reclaim';
     this.subscriber = subscriber;
     if (subscriber !== undefined) {
