@@ -10,10 +10,11 @@ const LEASE_MS = 100;
 const LEASE_HORIZON_MS = 20;
 const MAX_LEASE = 1_000;
 /**
- * How long after the last lease ended requests that do not fit wait for leased places to come back:
- * live holders give them back within a round trip; this bounds the wait for a replica that died.
+ * How long requests that do not fit wait, from the first reclaim in a window, for leased places to
+ * come back: live holders give them back within a round trip or two, even on a loaded machine; this
+ * bounds the wait, once per window, when a holder died.
  */
-const HOLD_MS = 50;
+const RECLAIM_WAIT_MS = 1_000;
 
 /**
  * Check and count in one atomic step, for `want` requests of one key at once plus up to `lease`
@@ -24,15 +25,17 @@ const HOLD_MS = 50;
  *
  * KEYS[1]: the window's count (places taken: admitted requests and leased places), a string, as
  * before leases existed. Beside it, `KEYS[1]:lease` (the same hash tag, so the same Cluster slot) is
- * the lease book: `p` places leased and not yet settled by their replica, `e` when the last lease
- * handed out ends (ms). A key seen now and then, far from its limit, never touches it.
+ * the lease book: `p` places leased and not yet settled by their replica, `r` when places were first
+ * asked back (ms, 0 while none are outstanding). A key seen now and then, far from its limit, never
+ * touches it.
  * ARGV: limit, key expiry (ms), want, lease asked, places settled (leases this replica is done with),
  * of those returned unused, now (ms). Few arguments: a key in rotation pays for every one, per request.
  *
- * When requests do not fit and leased places are outstanding and may still come back (a lease ended
- * less than HOLD_MS ago), the call says `held` and publishes the counter on `<prefix>quota-reclaim`:
- * holders give back what they have not used and the caller asks again. So with limit L, L requests
- * are admitted per window even when a replica sits on leased places.
+ * When requests do not fit while leased places are outstanding, the call says `held` and publishes
+ * the counter on `<prefix>quota-reclaim`: holders give back what they have not used, settle what they
+ * used, and the caller asks again, until nothing is outstanding or RECLAIM_WAIT_MS have passed since
+ * the first reclaim. So with limit L, L requests are admitted per window even when a replica sits on
+ * leased places, whether its lease is still running or ended.
  * Returns {count after this call, admitted, leased, held}.
  */
 const CONSUME_LUA = `
@@ -53,20 +56,21 @@ end
 local held = 0
 if leased ~= settled or admitted < want then
   local bookKey = KEYS[1] .. ':lease'
-  local book = redis.call('HMGET', bookKey, 'p', 'e')
+  local book = redis.call('HMGET', bookKey, 'p', 'r')
   local outstanding = math.max(0, tonumber(book[1] or '0') + leased - settled)
-  local ends = tonumber(book[2] or '0')
-  local now = tonumber(ARGV[7])
-  if leased > 0 then
-    ends = math.max(ends, now + ${LEASE_MS})
-    redis.call('HSET', bookKey, 'p', outstanding, 'e', ends)
-    if not book[1] then redis.call('PEXPIREAT', bookKey, ARGV[2]) end
-  elseif book[1] then
-    redis.call('HSET', bookKey, 'p', outstanding)
+  local asked = tonumber(book[2] or '0')
+  if outstanding == 0 then asked = 0 end
+  if admitted < want and outstanding > 0 then
+    local now = tonumber(ARGV[7])
+    if asked == 0 then asked = now end
+    if now < asked + ${RECLAIM_WAIT_MS} then
+      held = 1
+      redis.call('PUBLISH', string.match(KEYS[1], '^(.*){') .. 'quota-reclaim', KEYS[1])
+    end
   end
-  if admitted < want and outstanding > 0 and now < ends + ${HOLD_MS} then
-    held = 1
-    redis.call('PUBLISH', string.match(KEYS[1], '^(.*){') .. 'quota-reclaim', KEYS[1])
+  if book[1] or leased > 0 then
+    redis.call('HSET', bookKey, 'p', outstanding, 'r', asked)
+    if not book[1] then redis.call('PEXPIREAT', bookKey, ARGV[2]) end
   end
 end
 return {count, admitted, leased, held}
@@ -78,8 +82,9 @@ return {count, admitted, leased, held}
  * from finding the counter already gone and starting it again at zero.
  */
 const EXPIRY_GRACE_MS = 5_000;
-/** Requests waiting for a reclaim ask again after 1, 2, 4, … ms. */
+/** Requests waiting for a reclaim ask again after 1, 2, 4, … ms, then every 64 ms. */
 const FIRST_RETRY_MS = 1;
+const LAST_RETRY_MS = 64;
 /** Idle counters are settled and forgotten this often. */
 const SWEEP_MS = 1_000;
 
@@ -147,7 +152,7 @@ export interface RedisRateLimiterOptions {
  * requests, about 20 ms of them, which later requests use without a call (each still gets its own
  * place and `remaining`). Leases stop for the rest of a window once it runs low or out; a replica
  * that needs places still leased elsewhere asks for them back over pub/sub and waits (a round trip
- * while the holder lives, at most 150 ms when it died, once per window). Places leased by a
+ * while the holder lives, at most a second when it died, once per window). Places leased by a
  * replica that died stay counted as used. See docs/decisions/0006-quota-leases.md.
  *
  * Windows come from the caller's clock (`nowMs`): replicas are assumed NTP-synchronised, and one
@@ -309,8 +314,8 @@ export class RedisRateLimiter implements RateLimiter {
       )) as [number, number, number, number];
     } catch (err) {
       // The call may still have run (a timeout): settling or returning again could count places
-      // twice, so they are dropped: unsettled places only make others wait up to HOLD_MS longer, and
-      // places not given back are counted as used.
+      // twice, so they are dropped: unsettled places only make others wait up to RECLAIM_WAIT_MS
+      // longer, and places not given back are counted as used.
       for (const w of waiting) w.reject(err);
       this.answered(counter, lease > 0);
       return;
@@ -333,7 +338,7 @@ export class RedisRateLimiter implements RateLimiter {
       // Places leased elsewhere are on their way back: these ask again shortly, in arrival order.
       for (let i = admitted; i < waiting.length; i++) counter.held.push(waiting[i]!);
       const retryMs = counter.retryMs;
-      counter.retryMs *= 2;
+      counter.retryMs = Math.min(2 * retryMs, LAST_RETRY_MS);
       setTimeout(() => this.retryHeld(counter), retryMs);
     } else {
       const refused: LimitDecision = { allowed: false, limit, remaining: Math.max(0, limit - count), resetMs: counter.resetMs };

@@ -302,6 +302,17 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     expect((await a!.limiter.consume('key_idle_holder', policy, Date.now())).allowed).toBe(false);
   });
 
+  it('admits exactly the limit when the holder’s lease ended before the window filled', async () => {
+    const [a, b] = await Promise.all([replica(), replica()]);
+    const policy = { limit: 3000, period: 'hour' } as const;
+    const early = await load(a!.limiter, 'key_ended_lease', policy, 50, 4);
+    // The lease ends unused (100 ms) and the holder has not given it back yet (it does once quiet for
+    // a sweep, within a second): only a reclaim brings those places back in time.
+    await new Promise((r) => setTimeout(r, 150));
+    const late = await load(b!.limiter, 'key_ended_lease', policy, 1, 3000);
+    expect(early.length + late.filter((d) => d.allowed).length).toBe(policy.limit);
+  });
+
   it('admits exactly the limit when busy replicas race with leases to the end of the window', async () => {
     const replicas = await Promise.all([replica(), replica(), replica(), replica()]);
     const policy = { limit: 7_919, period: 'hour' } as const;
@@ -311,7 +322,7 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     expect(decisions.filter((d) => !d.allowed).every((d) => d.remaining === 0)).toBe(true);
   });
 
-  it('waits at most ~150 ms for places leased by a replica that died; those places stay counted', async () => {
+  it('waits a second, once, for places leased by a replica that died; those places stay counted', async () => {
     const [dying, survivor] = await Promise.all([replica(), replica()]);
     const policy = { limit: 2000, period: 'hour' } as const;
     const early = await load(dying!.limiter, 'key_dead_holder', policy, 50, 4);
@@ -325,10 +336,12 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     const stats: LoadStats = { turnMs: [], atOnce: 0 };
     const late = await load(survivor!.limiter, 'key_dead_holder', policy, 100, 25, stats);
     expect(late.filter((d) => d.allowed)).toHaveLength(policy.limit - early.length - held);
-    // The turn that found the window full waited for the dead lease to end (≤ 100 ms) and 50 ms more,
-    // asking again after 1, 2, 4, … ms.
-    expect(Math.max(...stats.turnMs)).toBeGreaterThan(20);
-    expect(Math.max(...stats.turnMs)).toBeLessThan(600);
+    // The turn that found the window full waited a second for the dead replica's places, asking again
+    // after 1, 2, 4, … ms and then every 64 ms; no other turn waited.
+    const slowest = Math.max(...stats.turnMs);
+    expect(slowest).toBeGreaterThan(900);
+    expect(slowest).toBeLessThan(2_500);
+    expect(stats.turnMs.filter((ms) => ms > 500)).toHaveLength(1);
     // Once the window is full, refusals come at once.
     const started = performance.now();
     expect((await survivor!.limiter.consume('key_dead_holder', policy, Date.now())).allowed).toBe(false);
