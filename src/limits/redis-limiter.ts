@@ -134,8 +134,8 @@ interface Counter {
 export interface RedisRateLimiterOptions {
   /**
    * The subscriber connection. With it, a key busy on this replica gets its places in leases (one call
-   * for many requests) and gives them back when another replica needs them; without it every
-   * decision is its own call, as exact, at more calls per request.
+   * for many requests) and gives them back when another replica needs them; without it there are no
+   * leases: one call per key and turn of the event loop, as exact, at more calls per request.
    */
   readonly subscriber?: RedisClient;
 }

@@ -13,6 +13,7 @@ import { KeyRepository } from '../../src/store/repositories.js';
 import { RedisPendingUsage, RedisUsageSink, UsageFlusher } from '../../src/usage/redis-usage.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { emptyKeyUsage } from '../../src/usage/usage.js';
+import { load } from '../helpers/limiter-load.js';
 import { RedisCluster } from '../helpers/redis-cluster.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { pendingTotal } from '../helpers/pending.js';
@@ -71,15 +72,10 @@ describe('on a three-master Redis Cluster', () => {
     const policy = { limit: 2000, period: 'hour' } as const;
     const keyId = 'key_' + randomBytes(8).toString('base64url');
     const counter = `${prefix}{${keyId}}:hour:${windowAt('hour', Date.now()).start}`;
-    const turns = async (limiter: RedisRateLimiter, n: number, perTurn: number) => {
-      const decisions = [];
-      for (let t = 0; t < n; t++) decisions.push(...(await Promise.all(Array.from({ length: perTurn }, () => limiter.consume(keyId, policy, Date.now())))));
-      return decisions;
-    };
-    const early = await turns(holder!, 50, 4);
+    const early = await load(holder!, keyId, policy, 50, 4);
     // The holder took places ahead of its requests, and sits on them.
     expect(Number(await a!.client.get(counter))).toBeGreaterThan(early.length);
-    const late = await turns(other!, 120, 20);
+    const late = await load(other!, keyId, policy, 120, 20);
     expect(early.length + late.filter((d) => d.allowed).length).toBe(policy.limit);
     expect(await a!.client.get(counter)).toBe(String(policy.limit));
     await Promise.all([holder!.close(), other!.close()]);

@@ -1,11 +1,12 @@
 import { Redis } from 'ioredis';
 import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
-import type { LimitDecision } from '../../src/limits/rate-limiter.js';
 import { windowAt, type RateLimitPolicy } from '../../src/limits/window.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
+import { load, type LoadStats } from '../helpers/limiter-load.js';
+import { sleep, waitFor } from '../helpers/poll.js';
 import { RedisServer } from '../helpers/redis-server.js';
 
 const prefix = testKeyPrefix();
@@ -214,44 +215,7 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     return r;
   }
 
-  interface LoadStats {
-    /** Each turn's time, ms. */
-    turnMs: number[];
-    /** Decisions the limiter gave at once, without waiting for Redis. */
-    atOnce: number;
-  }
-
-  /** `turns` turns of `perTurn` requests each, the next turn once the last is answered. */
-  async function load(
-    limiter: RedisRateLimiter,
-    keyId: string,
-    policy: RateLimitPolicy,
-    turns: number,
-    perTurn: number,
-    stats: LoadStats = { turnMs: [], atOnce: 0 },
-    pauseMs = 0,
-  ): Promise<LimitDecision[]> {
-    const decisions: LimitDecision[] = [];
-    for (let t = 0; t < turns; t++) {
-      if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
-      const started = performance.now();
-      const turn = Array.from({ length: perTurn }, () => limiter.consume(keyId, policy, Date.now()));
-      stats.atOnce += turn.filter((d) => !(d instanceof Promise)).length;
-      decisions.push(...(await Promise.all(turn)));
-      stats.turnMs.push(performance.now() - started);
-    }
-    return decisions;
-  }
-
   const counterOf = (keyId: string, policy: RateLimitPolicy) => `lease:{${keyId}}:${policy.period}:${windowAt(policy.period, Date.now()).start}`;
-
-  async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await condition())) {
-      if (Date.now() > deadline) throw new Error('condition not met in time');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
 
   it('decides most of a busy key’s requests without a call, each with its own place in the count, and gives unused places back', async () => {
     const { limiter } = await replica();
@@ -268,7 +232,8 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     expect(remaining).toEqual(Array.from({ length: 2000 }, (_, i) => policy.limit - 1 - i));
     // Leased places nobody used go back once the key goes quiet: the count is what was admitted.
     expect(Number(await admin.get(counterOf('key_busy', policy)))).toBeGreaterThan(2000);
-    await until(async () => (await admin.get(counterOf('key_busy', policy))) === '2000', 3_000);
+    const settled = await waitFor(() => admin.get(counterOf('key_busy', policy)), (count) => count === '2000', { timeoutMs: 3_000, everyMs: 20 });
+    expect(settled.value).toBe('2000');
     expect(await admin.hget(counterOf('key_busy', policy) + ':lease', 'p')).toBe('0');
   });
 
@@ -308,7 +273,7 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     const early = await load(a!.limiter, 'key_ended_lease', policy, 50, 4);
     // The lease ends unused (100 ms) and the holder has not given it back yet (it does once quiet for
     // a sweep, within a second): only a reclaim brings those places back in time.
-    await new Promise((r) => setTimeout(r, 150));
+    await sleep(150);
     const late = await load(b!.limiter, 'key_ended_lease', policy, 1, 3000);
     expect(early.length + late.filter((d) => d.allowed).length).toBe(policy.limit);
   });

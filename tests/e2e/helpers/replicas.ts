@@ -37,7 +37,7 @@ export class Replicas {
   }
 }
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export { sleep, waitFor } from '../../helpers/poll.js';
 
 /**
  * fetch with a 10 s deadline whose timer is cleared as soon as the answer is read (AbortSignal.timeout
@@ -103,21 +103,6 @@ export async function keyWithPlan(admin: Tollgate, name: string, limit?: number,
 export async function totalOn(tollgate: Tollgate, keyId: string): Promise<number | undefined> {
   const detail = await tollgate.admin('GET', `/consumer-api-key/${keyId}`).catch(() => undefined);
   return detail?.status === 200 ? (detail.body.usage.totalRequests as number) : undefined;
-}
-
-/** Polls `probe` every `everyMs` until `done(value)`; resolves the last value and the time it took. */
-export async function waitFor<T>(
-  probe: () => Promise<T>,
-  done: (value: T) => boolean,
-  { timeoutMs = 10_000, everyMs = 50 } = {},
-): Promise<{ value: T; ms: number }> {
-  const started = performance.now();
-  for (;;) {
-    const value = await probe();
-    const ms = performance.now() - started;
-    if (done(value) || ms > timeoutMs) return { value, ms };
-    await sleep(everyMs);
-  }
 }
 
 /** The value of one Prometheus sample line on a replica's /metrics (undefined when absent). */
