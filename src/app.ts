@@ -48,6 +48,8 @@ export interface AppOptions {
   /** [current, ...previous] SECRET_ENCRYPTION_KEY. */
   readonly encryptionKeys: readonly Buffer[];
   readonly clock?: () => number;
+  /** What a scrape of the ops port returns; default: this process's registry (WORKERS>1 sums all workers). */
+  readonly scrapeMetrics?: () => Promise<string>;
 }
 
 export interface App {
@@ -61,7 +63,16 @@ export interface App {
 
 const FAILED_AUTH_LIMIT = { limit: 100, period: 'minute' } as const;
 
-export function buildApp({ config, logger, metrics, adapters, rootToken, encryptionKeys, clock = Date.now }: AppOptions): App {
+export function buildApp({
+  config,
+  logger,
+  metrics,
+  adapters,
+  rootToken,
+  encryptionKeys,
+  clock = Date.now,
+  scrapeMetrics = () => metrics.registry.metrics(),
+}: AppOptions): App {
   const keys = new KeyRepository(adapters.db.db);
   const plans = new PlanRepository(adapters.db.db);
   const recorder = new UsageRecorder(adapters.usageSink, logger, metrics);
@@ -113,6 +124,7 @@ export function buildApp({ config, logger, metrics, adapters, rootToken, encrypt
   const openApi = buildOpenApiDocument({ prefix: config.managementPrefix });
   const opsServer = createOpsServer({
     metrics,
+    scrapeMetrics,
     isDraining: () => draining,
     readinessChecks: { database: () => ping(adapters.db.db), ...adapters.readinessChecks },
     openApiDocument: () => openApi,

@@ -16,6 +16,7 @@ import { FailoverRateLimiter } from './limits/failover-limiter.js';
 import { MemoryRateLimiter } from './limits/memory-limiter.js';
 import { RedisRateLimiter } from './limits/redis-limiter.js';
 import { createLogger, type Logger } from './ops/logger.js';
+import { aggregateWorkerMetrics, workerScrape } from './ops/cluster-metrics.js';
 import { Metrics } from './ops/metrics.js';
 import { connectRedis } from './redis/connect.js';
 import { openEmbedded, openPostgres, type DbHandle } from './store/db.js';
@@ -130,6 +131,7 @@ async function serve(config: Config): Promise<void> {
     adapters,
     rootToken,
     encryptionKeys,
+    ...(cluster.isWorker && { scrapeMetrics: workerScrape(metrics.registry) }),
   });
   const { port, opsPort } = await app.listen();
   logger.info(
@@ -165,6 +167,7 @@ async function serve(config: Config): Promise<void> {
 
 /** `WORKERS=N`: N processes share the listeners (node:cluster); Redis keeps their counts as one. */
 function superviseWorkers(config: Config): void {
+  aggregateWorkerMetrics();
   for (let i = 0; i < config.workers; i++) cluster.fork();
   let stopping = false;
   cluster.on('exit', (worker, code) => {

@@ -145,18 +145,22 @@ export class Metrics {
     labelNames: ['operation'] as const,
     registers: [this.registry],
   });
+  // Summed over WORKERS like every other family, except the gauges below: a state or a lag is the worst worker's.
   readonly degraded = new Gauge({
+    aggregator: 'max',
     name: 'tollgate_degraded',
     help: '1 while a dependency is unreachable and Tollgate runs degraded (redis: in-process limits or 503s)',
     labelNames: ['dependency'] as const,
     registers: [this.registry],
   });
   readonly usageFlushLag = new Gauge({
+    aggregator: 'max',
     name: 'tollgate_usage_flush_lag_seconds',
     help: 'Seconds since usage was last written to its store successfully',
     registers: [this.registry],
   });
   readonly usageStoreLag = new Gauge({
+    aggregator: 'max',
     name: 'tollgate_usage_store_lag_seconds',
     help: 'Redis mode: seconds since a flusher (on any replica) last moved the usage waiting in Redis into Postgres',
     registers: [this.registry],

@@ -3,6 +3,8 @@ import type { Metrics } from './metrics.js';
 
 export interface OpsDeps {
   readonly metrics: Metrics;
+  /** The exposition a scrape gets: this process's registry, or with WORKERS>1 the sum over all workers. */
+  readonly scrapeMetrics: () => Promise<string>;
   /** Each dependency check rejects or times out when the dependency does not answer. */
   readonly readinessChecks: Readonly<Record<string, () => Promise<unknown>>>;
   readonly isDraining: () => boolean;
@@ -42,7 +44,7 @@ export function createOpsServer(deps: OpsDeps): Server {
         return;
       }
       case '/metrics':
-        void deps.metrics.registry.metrics().then(
+        void deps.scrapeMetrics().then(
           (text) => {
             res.writeHead(200, { 'content-type': deps.metrics.registry.contentType });
             res.end(text);

@@ -3,6 +3,7 @@
  * as one; in embedded mode (in-process counters) start-up refuses with one line naming WORKERS.
  */
 import { spawn } from 'node:child_process';
+import { request } from 'node:http';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -43,6 +44,32 @@ describe('WORKERS=2 with Redis', () => {
     const ports = new Set(tollgate.output.filter((l) => l.includes('"tollgate listening"')).map((l) => (JSON.parse(l) as { port: number }).port));
     expect(ports.size).toBe(1);
   }, 40_000);
+
+  it('sums the metrics of every worker in each scrape of the one ops port', async () => {
+    const key = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'scraped' });
+    const forwarded = async () => {
+      const text = await (await fetch(tollgate.opsUrl + '/metrics')).text();
+      const line = text.split('\n').find((l) => l.startsWith('tollgate_proxy_requests_total{outcome="forwarded"}'));
+      return Number(line?.split(' ')[1] ?? 0);
+    };
+    const before = await forwarded();
+    // A fresh connection per request: the primary hands connections to the workers in turn.
+    const N = 40;
+    for (let i = 0; i < N; i++) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = request(tollgate.url + '/v1/scraped', { agent: false, headers: { 'x-api-key': key.body.secret } }, (res) => {
+          res.resume();
+          res.once('end', () => resolve(res.statusCode!));
+        });
+        req.once('error', reject);
+        req.end();
+      });
+      expect(status).toBe(200);
+    }
+    const scrapes = [];
+    for (let i = 0; i < 6; i++) scrapes.push((await forwarded()) - before);
+    expect(scrapes).toEqual(Array(6).fill(N));
+  });
 
   it('admits exactly L of 200 concurrent requests and counts all 200', async () => {
     const key = await keyWithPlan(tollgate, 'workers', 40);
