@@ -48,7 +48,7 @@ function embeddedEncryptionKey(dataDir: string): Buffer {
 
 async function openDatabase(config: Config): Promise<DbHandle> {
   const handle = config.databaseUrl ? await openPostgres(config.databaseUrl) : await openEmbedded(config.dataDir);
-  await migrate(handle.db);
+  await migrate(handle);
   return handle;
 }
 

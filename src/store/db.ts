@@ -11,6 +11,11 @@ export interface DbHandle {
   readonly kind: 'postgres' | 'embedded';
   /** The pg pool, for its metrics; absent in embedded mode. */
   readonly pool?: pg.Pool;
+  /**
+   * Runs a text of several statements (a migration file) whole, inside the caller's transaction
+   * `trx`: pg's simple query protocol, PGlite's `exec` (its one session is the transaction's).
+   */
+  runScript(trx: Db, text: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -29,7 +34,14 @@ export async function openPostgres(connectionString: string, max = 10): Promise<
   // An idle client losing its connection emits 'error' on the pool; without a listener that kills the process.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, kind: 'postgres', pool, close: () => db.destroy() };
+  return {
+    db,
+    kind: 'postgres',
+    pool,
+    // No parameters: pg sends the text with the simple query protocol, which takes several statements.
+    runScript: async (trx, text) => void (await sql.raw(text).execute(trx)),
+    close: () => db.destroy(),
+  };
 }
 
 /** PGlite in `dataDir`: one connection in one process; never point two processes at one folder. */
@@ -40,7 +52,7 @@ export async function openEmbedded(dataDir: string): Promise<DbHandle> {
   mkdirSync(folder, { recursive: true });
   const client = await PGlite.create(folder);
   const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
-  return { db, kind: 'embedded', close: () => db.destroy() };
+  return { db, kind: 'embedded', runScript: async (_trx, text) => void (await client.exec(text)), close: () => db.destroy() };
 }
 
 export async function ping(db: Db): Promise<void> {

@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { sql } from 'kysely';
-import type { Db } from './db.js';
+import type { DbHandle } from './db.js';
 
 /** Any fixed number: every replica takes the same transaction-scoped advisory lock before migrating. */
 const MIGRATION_LOCK_ID = 7_110_451_234;
@@ -13,22 +13,14 @@ export const SQL_DIR = join(
   'sql',
 );
 
-/** PGlite's extended protocol takes one statement per query: split files at statement ends. */
-function statements(text: string): string[] {
-  return text
-    .split(/;\s*$/m)
-    .map((s) => s.replace(/^\s*--.*$/gm, '').trim())
-    .filter((s) => s !== '');
-}
-
 /**
  * Applies the numbered files of sql/ that have not run yet, all in one transaction under an advisory
- * lock, so replicas that start together apply each migration exactly once.
- * Returns the names applied.
+ * lock, so replicas that start together apply each migration exactly once. Each file runs whole, as
+ * Postgres parses it (a `$$` function body included). Returns the names applied.
  */
-export async function migrate(db: Db, dir: string = SQL_DIR): Promise<string[]> {
+export async function migrate(handle: DbHandle, dir: string = SQL_DIR): Promise<string[]> {
   const files = (await readdir(dir)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
-  return db.transaction().execute(async (trx) => {
+  return handle.db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(${MIGRATION_LOCK_ID})`.execute(trx);
     await sql`create table if not exists schema_migrations (
       name text primary key, applied_at timestamptz not null default now())`.execute(trx);
@@ -37,9 +29,7 @@ export async function migrate(db: Db, dir: string = SQL_DIR): Promise<string[]> 
     const ran: string[] = [];
     for (const file of files) {
       if (applied.has(file)) continue;
-      for (const statement of statements(await readFile(join(dir, file), 'utf8'))) {
-        await sql.raw(statement).execute(trx);
-      }
+      await handle.runScript(trx, await readFile(join(dir, file), 'utf8'));
       await sql`insert into schema_migrations (name) values (${file})`.execute(trx);
       ran.push(file);
     }

@@ -147,7 +147,7 @@ async function database(): Promise<DbHandle> {
   sharedDb ??= (async () => {
     sharedDir = mkdtempSync(join(tmpdir(), 'tg-proxy-'));
     const handle = await openEmbedded(sharedDir);
-    await migrate(handle.db);
+    await migrate(handle);
     return handle;
   })();
   return sharedDb;

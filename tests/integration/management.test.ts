@@ -99,7 +99,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
 
   beforeAll(async () => {
     storage = await BACKENDS[kind]();
-    await migrate(storage.handle.db);
+    await migrate(storage.handle);
     const metrics = new Metrics();
     const usageRepository = new UsageRepository(storage.handle.db);
     recorder = new UsageRecorder(new PostgresUsageSink(usageRepository), logger, metrics);
@@ -904,7 +904,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
 
     it('answers 503 database_unavailable, not 500, while the database is gone', async () => {
       const gone = await BACKENDS[kind]();
-      await migrate(gone.handle.db);
+      await migrate(gone.handle);
       await gone.dispose();
       const down = createManagementApp({
         ...deps,

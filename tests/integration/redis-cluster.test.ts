@@ -103,7 +103,7 @@ describe('on a three-master Redis Cluster', () => {
     beforeAll(async () => {
       database = await createTestDatabase();
       handle = await openPostgres(database.url);
-      await migrate(handle.db);
+      await migrate(handle);
       const keys = new KeyRepository(handle.db);
       for (const id of ['key_u1', 'key_u2', 'key_u3']) {
         await keys.insert({ id, name: id, secretHash: randomBytes(32), secretCiphertext: randomBytes(40), createdAt: new Date() });

@@ -30,7 +30,7 @@ const client = () => {
 beforeAll(async () => {
   database = await createTestDatabase();
   handle = await openPostgres(database.url);
-  await migrate(handle.db);
+  await migrate(handle);
   repository = new UsageRepository(handle.db);
   const keys = new KeyRepository(handle.db);
   for (const id of ['key_1', 'key_2', 'key_3']) {

@@ -46,7 +46,7 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
     } else {
       handle = await openEmbedded(mkdtempSync(join(tmpdir(), 'tollgate-usage-')));
     }
-    await migrate(handle.db);
+    await migrate(handle);
     usage = new UsageRepository(handle.db);
     keys = new KeyRepository(handle.db);
   });

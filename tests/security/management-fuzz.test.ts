@@ -244,7 +244,7 @@ function validApplyPlan(b: unknown): boolean {
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tg-fuzz-'));
   handle = await openEmbedded(dir);
-  await migrate(handle.db);
+  await migrate(handle);
   const metrics = new Metrics();
   const usageRepository = new UsageRepository(handle.db);
   const recorder = new UsageRecorder(new PostgresUsageSink(usageRepository), logger, metrics);

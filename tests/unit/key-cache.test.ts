@@ -27,7 +27,7 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tg-key-cache-'));
     db = await openEmbedded(dir);
-    await migrate(db.db);
+    await migrate(db);
     keys = new KeyRepository(db.db);
     plans = new PlanRepository(db.db);
     await plans.insert({ rateLimitId: 'gold', description: '', limit: 100, period: 'minute', createdAt: new Date() });
