@@ -5,15 +5,21 @@ export const ERRORS = {
   unauthorized: { status: 401, message: 'A valid root token is required' },
   missing_api_key: { status: 401, message: 'An API key is required (Authorization: Bearer <key> or x-api-key)' },
   invalid_api_key: { status: 401, message: 'The API key is not valid' },
+  key_expired: { status: 401, message: 'The API key has expired' },
+  key_disabled: { status: 403, message: 'The API key is disabled' },
+  insufficient_scope: { status: 403, message: 'The token does not hold the scope this call needs' },
   validation_failed: { status: 400, message: 'The request is not valid' },
   invalid_json: { status: 400, message: 'The request body is not valid JSON' },
   invalid_cursor: { status: 400, message: 'The cursor is not valid' },
+  range_beyond_retention: { status: 400, message: 'The range reaches back beyond what is retained at this granularity' },
+  range_too_large: { status: 400, message: 'The range holds more than 1,500 buckets at this granularity' },
   invalid_request_target: { status: 400, message: 'The request target is not allowed (another host, or a dot segment)' },
   key_not_found: { status: 404, message: 'No consumer API key has that id' },
   rate_limit_not_found: { status: 404, message: 'No rate limit plan has that id' },
-  not_found: { status: 404, message: 'No such management route' },
+  not_found: { status: 404, message: 'No such route' },
   method_not_allowed: { status: 405, message: 'Method not allowed on this route' },
   rate_limit_exists: { status: 409, message: 'A rate limit plan with that id already exists' },
+  rate_limit_in_use: { status: 409, message: 'The rate limit plan is bound to keys; unbind them or delete with force=true' },
   payload_too_large: { status: 413, message: 'The request body is larger than 64 KiB' },
   unsupported_media_type: { status: 415, message: 'The request body must be application/json' },
   rate_limit_exceeded: { status: 429, message: 'Rate limit exceeded' },
@@ -23,6 +29,7 @@ export const ERRORS = {
   limit_unavailable: { status: 503, message: 'Rate limiting is unavailable' },
   auth_unavailable: { status: 503, message: 'Key lookup is unavailable' },
   database_unavailable: { status: 503, message: 'The database is unavailable' },
+  storage_unavailable: { status: 503, message: 'The database does not accept writes right now; retry later' },
   gateway_timeout: { status: 504, message: 'The backend did not answer in time' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
@@ -32,6 +39,24 @@ export interface ErrorBody {
   error: string;
   code: ErrorCode;
   details?: unknown[];
+}
+
+/** The one JSON error envelope, `{error, code, details?}`, for every listener and path. */
+export function errorBody(code: ErrorCode, message: string = ERRORS[code].message, details?: unknown[]): ErrorBody {
+  return details ? { error: message, code, details } : { error: message, code };
+}
+
+/** The envelope as response text with its headers, for the paths that write raw HTTP (proxy, upgrades, ops). */
+export function errorResponse(
+  code: ErrorCode,
+  extraHeaders?: Record<string, string | number>,
+): { status: number; headers: Record<string, string | number>; body: string } {
+  const body = JSON.stringify(errorBody(code));
+  return {
+    status: ERRORS[code].status,
+    headers: { ...extraHeaders, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) },
+    body,
+  };
 }
 
 export class AppError extends Error {
@@ -47,22 +72,13 @@ export class AppError extends Error {
   }
 
   toBody(): ErrorBody {
-    return this.details ? { error: this.message, code: this.code, details: this.details } : { error: this.message, code: this.code };
+    return errorBody(this.code, this.message, this.details);
   }
 }
 
-/** The one JSON error envelope, for the raw node:http paths (proxy, ops) that don't run Express. */
-export function sendError(
-  res: ServerResponse,
-  code: ErrorCode,
-  extraHeaders?: Record<string, string | number>,
-  message: string = ERRORS[code].message,
-): void {
-  const body = JSON.stringify({ error: message, code });
-  res.writeHead(ERRORS[code].status, {
-    ...extraHeaders,
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-  });
+/** Answers a node:http response with the envelope (the raw paths that don't run Express). */
+export function sendError(res: ServerResponse, code: ErrorCode, extraHeaders?: Record<string, string | number>): void {
+  const { status, headers, body } = errorResponse(code, extraHeaders);
+  res.writeHead(status, headers);
   res.end(body);
 }

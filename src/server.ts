@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { errorResponse } from './errors.js';
 import type { Duplex } from 'node:stream';
 import { originForm } from './proxy/request-target.js';
 
@@ -40,11 +41,12 @@ function routingPath(req: IncomingMessage): string | undefined {
   return originForm(req.url ?? '/', req.headers.host)?.path;
 }
 
+/** Management routes serve no WebSocket: the upgrade is answered 404 and the connection closed. */
 function refuseUpgrade(socket: Duplex): void {
-  const body = JSON.stringify({ error: 'WebSocket upgrades are not served on management routes', code: 'not_found' });
-  socket.end(
-    `HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+  const { status, headers, body } = errorResponse('not_found', { connection: 'close' });
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n`;
+  for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
+  socket.end(head + '\r\n' + body);
 }
 
 /**

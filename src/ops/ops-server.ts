@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { ERRORS, errorBody, type ErrorCode } from '../errors.js';
 import type { Metrics } from './metrics.js';
 
 export interface OpsDeps {
@@ -29,7 +30,11 @@ export function createOpsServer(deps: OpsDeps): Server {
       res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
       res.end(text);
     };
-    if (req.method !== 'GET' && req.method !== 'HEAD') return json(405, { error: 'Method not allowed', code: 'method_not_allowed' });
+    const fail = (code: ErrorCode) => json(ERRORS[code].status, errorBody(code));
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD');
+      return fail('method_not_allowed');
+    }
     switch (path) {
       case '/healthz':
         return json(200, { status: 'ok' });
@@ -49,13 +54,13 @@ export function createOpsServer(deps: OpsDeps): Server {
             res.writeHead(200, { 'content-type': deps.metrics.registry.contentType });
             res.end(text);
           },
-          () => json(500, { error: 'metrics collection failed', code: 'internal_error' }),
+          () => fail('internal_error'),
         );
         return;
       case '/openapi.json':
         return json(200, deps.openApiDocument());
       default:
-        return json(404, { error: 'Not found', code: 'not_found' });
+        return fail('not_found');
     }
   });
 }

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { ERRORS, type ErrorCode } from '../errors.js';
+import { ERRORS, errorBody, type ErrorCode } from '../errors.js';
 import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
 import type { LimitDecision, RateLimiter } from '../limits/rate-limiter.js';
 import { secondsUntil, type RateLimitPolicy } from '../limits/window.js';
@@ -128,7 +128,7 @@ export function refusalResponse(refusal: Refused, requestId: string, nowMs: numb
   } else {
     if (refusal.retryAtMs !== undefined) headers['retry-after'] = String(secondsUntil(refusal.retryAtMs, nowMs));
     if (refusal.code === 'missing_api_key' || refusal.code === 'invalid_api_key') headers['www-authenticate'] = 'Bearer';
-    body = JSON.stringify({ error: ERRORS[refusal.code].message, code: refusal.code });
+    body = JSON.stringify(errorBody(refusal.code));
   }
   headers['content-type'] = 'application/json; charset=utf-8';
   headers['content-length'] = Buffer.byteLength(body);

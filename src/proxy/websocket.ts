@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import { createProxyMiddleware, proxyEventsPlugin } from 'http-proxy-middleware';
-import { ERRORS, type ErrorCode } from '../errors.js';
+import { errorResponse, type ErrorCode } from '../errors.js';
 import type { ProxyOutcome } from '../ops/metrics.js';
 import { admit, limitHeaders, refusalResponse, type Admitted } from './admission.js';
 import { backendHeaders, customerIdOf, forwardedFacts, requestIdOf } from './forwarding-headers.js';
@@ -48,17 +48,8 @@ function writeResponse(socket: Duplex, status: number, headers: OutgoingHttpHead
 }
 
 function writeError(socket: Duplex, code: ErrorCode, requestId: string): void {
-  const body = JSON.stringify({ error: ERRORS[code].message, code });
-  writeResponse(
-    socket,
-    ERRORS[code].status,
-    {
-      'x-request-id': requestId,
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
-    },
-    body,
-  );
+  const { status, headers, body } = errorResponse(code, { 'x-request-id': requestId });
+  writeResponse(socket, status, headers, body);
 }
 
 /** Turns `[name, value, …]` back into the object httpxy copies its outgoing headers from. */
