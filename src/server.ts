@@ -1,20 +1,39 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { errorResponse } from './errors.js';
+import { PATHS, TOLLGATE_ROOT } from './management/routes.js';
 import type { Duplex } from 'node:stream';
 import { originForm } from './proxy/request-target.js';
 
+/** Each route as its segments; `:name` stands for one non-empty segment. */
+const ROUTE_SEGMENTS = Object.values(PATHS).map((path) => path.split('/').slice(1));
+/** The first segments of the routes: every other path is proxied after one look-up. */
+const FIRST_SEGMENTS = new Set(ROUTE_SEGMENTS.map((segments) => segments[0]));
+
+function matchesRoute(segments: readonly string[], route: readonly string[]): boolean {
+  if (segments.length !== route.length) return false;
+  for (let i = 0; i < route.length; i++) {
+    const part = route[i]!;
+    if (part.startsWith(':') ? segments[i] === '' : part !== segments[i]) return false;
+  }
+  return true;
+}
+
 /**
- * Whether a raw path (no query, not decoded) is one of the management routes. Exact matches only:
- * anything else, including encoded or dotted variants, is proxied, and the proxy refuses dot segments.
+ * Whether a raw path (no query, not decoded) is a management route: one of `PATHS` exactly, or under
+ * `TOLLGATE_ROOT`. Anything else, including encoded or dotted variants, is proxied, and the proxy
+ * refuses dot segments.
  */
 export function isManagementPath(path: string, prefix: string): boolean {
   if (prefix !== '') {
     if (!path.startsWith(prefix)) return false;
     path = path.slice(prefix.length);
   }
-  if (path === '/consumer-api-key' || path === '/rate-limit/create' || path === '/api-keys/apply-rate-limit') return true;
-  const base = '/consumer-api-key/';
-  return path.startsWith(base) && path.length > base.length && path.indexOf('/', base.length) === -1;
+  if (path.charCodeAt(0) !== 47 /* '/' */) return false;
+  if (path === TOLLGATE_ROOT || path.startsWith(TOLLGATE_ROOT + '/')) return true;
+  const end = path.indexOf('/', 1);
+  if (!FIRST_SEGMENTS.has(end === -1 ? path.slice(1) : path.slice(1, end))) return false;
+  const segments = path.slice(1).split('/');
+  return ROUTE_SEGMENTS.some((route) => matchesRoute(segments, route));
 }
 
 export interface PublicServerOptions {

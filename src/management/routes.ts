@@ -1,6 +1,7 @@
 /**
- * The management routes, shared by the Express app and the OpenAPI document. Which requests reach the
- * app is decided by `isManagementPath` in src/server.ts: these paths exactly, no trailing slash.
+ * The management routes, shared by the Express app, the OpenAPI document and `isManagementPath` in
+ * src/server.ts, which sends exactly these paths (a `:param` is one non-empty segment; no trailing
+ * slash) and everything under TOLLGATE_ROOT to the management app: adding a route here routes it.
  */
 export const PATHS = {
   createKey: '/consumer-api-key/create',
@@ -9,3 +10,6 @@ export const PATHS = {
   createPlan: '/rate-limit/create',
   applyPlan: '/api-keys/apply-rate-limit',
 } as const;
+
+/** The one root of the surfaces that are about neither one key nor one plan (console, usage, audit…). */
+export const TOLLGATE_ROOT = '/tollgate';

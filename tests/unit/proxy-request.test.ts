@@ -17,6 +17,11 @@ describe('isManagementPath', () => {
     ['/api-keys/apply-rate-limit', ''],
     ['/admin/consumer-api-key', '/admin'],
     ['/admin/consumer-api-key/x', '/admin'],
+    ['/tollgate', ''],
+    ['/tollgate/', ''],
+    ['/tollgate/console/index.html', ''],
+    ['/tollgate/anything/at/all', ''],
+    ['/admin/tollgate/usage', '/admin'],
   ])('%s (prefix "%s") is management', (path, prefix) => expect(isManagementPath(path, prefix)).toBe(true));
 
   it.each([
@@ -32,6 +37,10 @@ describe('isManagementPath', () => {
     ['/adminx/consumer-api-key', '/admin'],
     ['/v1/consumer-api-key', ''],
     ['/x/..%2fconsumer-api-key', ''],
+    ['/tollgatex', ''],
+    ['/v1/tollgate/usage', ''],
+    ['/tollgate/usage', '/admin'],
+    ['', ''],
   ])('%s (prefix "%s") is proxied', (path, prefix) => expect(isManagementPath(path, prefix)).toBe(false));
 });
 
