@@ -17,7 +17,7 @@ import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { RateLimitPolicy } from '../limits/window.js';
 import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
-import type { KeyRepository, KeyRow, PlanRepository } from '../store/repositories.js';
+import type { KeyRepository, KeyRow, ListPosition, PlanRepository } from '../store/repositories.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { isDatabaseUnavailable } from './db-errors.js';
 import { jsonBody } from './json-body.js';
@@ -111,7 +111,7 @@ function requireRootToken(rootToken: string): RequestHandler {
 }
 
 /** Query errors on `cursor` alone are `invalid_cursor`; anything else about the query is `validation_failed`. */
-function parseListQuery(query: Record<string, unknown>): { afterSeq: number; limit: number } {
+function parseListQuery(query: Record<string, unknown>): { after: ListPosition | undefined; limit: number } {
   let parsed: ListKeysQuery;
   try {
     parsed = validateListQuery({ ...query });
@@ -121,13 +121,12 @@ function parseListQuery(query: Record<string, unknown>): { afterSeq: number; lim
     }
     throw err;
   }
-  let afterSeq = 0;
+  let after: ListPosition | undefined;
   if (parsed.cursor !== undefined) {
-    const seq = decodeCursor(parsed.cursor);
-    if (seq === undefined) throw new AppError('invalid_cursor');
-    afterSeq = seq;
+    after = decodeCursor(parsed.cursor);
+    if (after === undefined) throw new AppError('invalid_cursor');
   }
-  return { afterSeq, limit: parsed.limit ?? DEFAULT_PAGE_SIZE };
+  return { after, limit: parsed.limit ?? DEFAULT_PAGE_SIZE };
 }
 
 export function createManagementApp(deps: ManagementDeps): express.Express {
@@ -188,9 +187,9 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
   router
     .route(PATHS.keys)
     .get(async (req, res) => {
-      const { afterSeq, limit } = parseListQuery(req.query);
+      const { after, limit } = parseListQuery(req.query);
       // One row more than asked says whether another page exists without a count query.
-      const rows = await keys.list(afterSeq, limit + 1);
+      const rows = await keys.list(after, limit + 1);
       const page = rows.slice(0, limit);
       const body: ListKeysResponse = {
         apiKeys: page.map((k) => ({
@@ -201,7 +200,7 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
         })),
       };
       const last = page.at(-1);
-      if (rows.length > limit && last) body.nextCursor = encodeCursor(last.seq);
+      if (rows.length > limit && last) body.nextCursor = encodeCursor({ at: last.createdAt.getTime(), id: last.id });
       res.json(body);
     })
     .all(methodNotAllowed('GET, HEAD'));

@@ -1,21 +1,23 @@
 /**
- * List cursors: opaque to clients, but only base64url of `v1:<seq>` inside, where `seq` is the last
- * key of the previous page. A versioned, canonical encoding lets the format change later and makes
- * every other string (including re-encodings of the same value) an invalid cursor.
+ * List cursors: opaque to clients, but only base64url of `v2:<ms>:<id>` inside, the position (creation
+ * time in epoch ms, then id) of the last item of the previous page. Lists are ordered by that pair, so a
+ * page boundary holds however items were inserted. A versioned, canonical encoding lets the format
+ * change later and makes every other string (including re-encodings of the same value) invalid.
  */
-const PREFIX = 'v1:';
+import type { ListPosition } from '../store/repositories.js';
 
-export function encodeCursor(seq: number): string {
-  return Buffer.from(PREFIX + seq, 'utf8').toString('base64url');
+const CURSOR = /^v2:(0|[1-9][0-9]{0,15}):([A-Za-z0-9._~:-]{1,128})$/;
+
+export function encodeCursor(position: ListPosition): string {
+  return Buffer.from(`v2:${position.at}:${position.id}`, 'utf8').toString('base64url');
 }
 
-/** The `seq` to continue after, or `undefined` when the text is not a cursor this service issued. */
-export function decodeCursor(cursor: string): number | undefined {
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(cursor)) return undefined;
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const match = /^v1:(0|[1-9][0-9]{0,15})$/.exec(text);
+/** The position to continue after, or `undefined` when the text is not a cursor this service issued. */
+export function decodeCursor(cursor: string): ListPosition | undefined {
+  if (!/^[A-Za-z0-9_-]{1,256}$/.test(cursor)) return undefined;
+  const match = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
   if (!match) return undefined;
-  const seq = Number(match[1]);
-  if (!Number.isSafeInteger(seq) || encodeCursor(seq) !== cursor) return undefined;
-  return seq;
+  const position = { at: Number(match[1]), id: match[2]! };
+  if (!Number.isSafeInteger(position.at) || encodeCursor(position) !== cursor) return undefined;
+  return position;
 }

@@ -56,13 +56,25 @@ function validator<S extends TSchema>(ajv: Ajv, schema: S, rootField: string): V
 export const validateCreateKey = validator(bodyAjv, CreateKeyRequest, ROOT_FIELD);
 export const validateCreatePlan = validator(bodyAjv, CreatePlanRequest, ROOT_FIELD);
 export const validateApplyPlan = validator(bodyAjv, ApplyPlanRequest, ROOT_FIELD);
-const checkListQuery = validator(queryAjv, ListKeysQuery, '(query)');
-/** ajv's coercion lets `limit=Infinity` through as a number; refuse it as the integer it is not. */
-export const validateListQuery: Validator<Static<typeof ListKeysQuery>> = (data) => {
-  const query = checkListQuery(data);
-  if (query.limit !== undefined && !Number.isSafeInteger(query.limit)) {
-    const detail: ValidationDetail = { field: 'limit', message: 'must be integer' };
-    throw new AppError('validation_failed', `The request is not valid: limit ${detail.message}`, [detail]);
-  }
-  return query;
-};
+/**
+ * Query values arrive as strings, and ajv's coercion reads them as JavaScript numbers: `1e3`, `0x10`,
+ * ` 7` and `Infinity` would pass as integers. An integer parameter must be written in decimal digits.
+ */
+function queryValidator<S extends TSchema>(schema: S): Validator<Static<S>> {
+  const check = validator(queryAjv, schema, '(query)');
+  const properties = (schema as { properties?: Record<string, { type?: string }> }).properties ?? {};
+  const integers = Object.keys(properties).filter((name) => properties[name]!.type === 'integer');
+  return (data) => {
+    const raw = data as Record<string, unknown>;
+    const details: ValidationDetail[] = integers
+      .filter((name) => typeof raw[name] === 'string' && !/^-?[0-9]{1,16}$/.test(raw[name]))
+      .map((field) => ({ field, message: 'must be integer' }));
+    if (details.length > 0) {
+      const summary = details.map((d) => `${d.field} ${d.message}`).join('; ');
+      throw new AppError('validation_failed', `The request is not valid: ${summary}`, details);
+    }
+    return check(data);
+  };
+}
+
+export const validateListQuery = queryValidator(ListKeysQuery);

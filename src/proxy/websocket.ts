@@ -83,7 +83,9 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
     if (upgrade === undefined || upgrade.settled) return;
     upgrade.settled = true;
     deps.metrics.proxyRequests.inc({ outcome });
-    const ok = status === 101;
+    // As for any request: successful when the backend answered below 400 (a 101, or a plain 200 from
+    // a backend that speaks no WebSocket).
+    const ok = status < 400;
     deps.recorder.record(
       upgrade.keyId,
       upgrade.path,

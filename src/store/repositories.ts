@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from './db.js';
 import type { Period } from '../limits/window.js';
 
@@ -7,6 +8,13 @@ export interface PlanRow {
   readonly limit: number;
   readonly period: Period;
   readonly createdAt: Date;
+}
+
+/** Where a page of a list ordered by creation time, then id, continues: after this item. */
+export interface ListPosition {
+  /** Creation time, epoch milliseconds. */
+  readonly at: number;
+  readonly id: string;
 }
 
 export interface KeyRow {
@@ -65,14 +73,11 @@ export class KeyRepository {
       .execute();
   }
 
-  async list(afterSeq: number, limit: number): Promise<KeyRow[]> {
-    const rows = await this.db
-      .selectFrom('api_keys')
-      .select(keyColumns)
-      .where('seq', '>', String(afterSeq) as never)
-      .orderBy('seq')
-      .limit(limit)
-      .execute();
+  /** Oldest first by creation time, then id; `after` is the last key of the previous page. */
+  async list(after: ListPosition | undefined, limit: number): Promise<KeyRow[]> {
+    let query = this.db.selectFrom('api_keys').select(keyColumns);
+    if (after !== undefined) query = query.where(sql<boolean>`(created_at, id) > (${new Date(after.at)}, ${after.id})`);
+    const rows = await query.orderBy('created_at').orderBy('id').limit(limit).execute();
     return rows.map(toKeyRow);
   }
 

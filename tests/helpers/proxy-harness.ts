@@ -46,6 +46,8 @@ export class RecordingBackend {
   slowMs = 2_000;
   /** Accept upgrade requests but never answer them. */
   hangUpgrades = false;
+  /** Answer upgrade requests with this plain HTTP status, as a backend that speaks no WebSocket. */
+  plainUpgradeStatus: number | undefined;
   private readonly hung: Duplex[] = [];
   private readonly server: Server;
   private readonly wss = new WebSocketServer({ noServer: true });
@@ -58,6 +60,10 @@ export class RecordingBackend {
       this.upgrades.push({ method: req.method!, url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.alloc(0) });
       if (this.hangUpgrades) {
         this.hung.push(socket);
+        return;
+      }
+      if (this.plainUpgradeStatus !== undefined) {
+        socket.end(`HTTP/1.1 ${this.plainUpgradeStatus} Plain\r\ncontent-type: text/plain\r\ncontent-length: 5\r\nconnection: close\r\n\r\nplain`);
         return;
       }
       this.wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data, binary) => ws.send(data, { binary })));

@@ -439,6 +439,19 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
       expect(whole.body).not.toHaveProperty('nextCursor');
     });
 
+    it('orders by creation time, then id, whatever order the keys were stored in', async () => {
+      await sql`delete from api_keys`.execute(storage.handle.db);
+      // Stored in this order, created in the reverse (as concurrent creates can commit), two at one instant.
+      const created = [];
+      for (const at of [START + 3000, START + 2000, START + 1000, START + 1000]) {
+        now = at;
+        created.push({ ...(await createKey(`at ${at}`)), at });
+      }
+      const expected = [...created].sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1)).map((k) => k.id);
+      const listed = (await allPages(1)).flatMap((p) => p.body.apiKeys.map((k: { consumerApiKeyId: string }) => k.consumerApiKeyId));
+      expect(listed).toEqual(expected);
+    });
+
     it('continues after a cursor whose key was deleted meanwhile, and never lists deleted keys', async () => {
       await onlyKeys(5);
       const first = await get('/consumer-api-key?limit=2');
@@ -475,7 +488,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
       expect(head.text ?? '').toBe('');
     });
 
-    it.each([['0'], ['1001'], ['-1'], ['abc'], ['1.5'], [''], ['10&limit=20']])(
+    it.each([['0'], ['1001'], ['-1'], ['abc'], ['1.5'], [''], ['10&limit=20'], ['1e3'], ['0x10'], ['%2010'], ['Infinity'], ['%2B5'], ['10.0']])(
       'refuses limit=%s: 400 validation_failed naming limit',
       async (limit) => {
         const res = documented('get', '/consumer-api-key', await get(`/consumer-api-key?limit=${limit}`));

@@ -119,6 +119,23 @@ describe('proxy: WebSocket upgrades', () => {
   });
 });
 
+describe('proxy: WebSocket upgrade to a backend that answers plain HTTP', () => {
+  const h = new ProxyHarness();
+  beforeAll(() => h.start(), START_MS);
+  afterAll(() => h.stop());
+
+  it.each([
+    [200, { requests: 1, successful: 1, failed: 0 }],
+    [404, { requests: 1, successful: 0, failed: 1 }],
+  ])('passes a %s on and counts it like any answer of that status', async (status, usage) => {
+    h.backend.plainUpgradeStatus = status;
+    const key = await h.createKey();
+    const result = await open(`ws://127.0.0.1:${h.port}/plain`, { authorization: `Bearer ${key.secret}` });
+    expect(result).toMatchObject({ status, body: 'plain' });
+    expect(await h.usage(key.id)).toMatchObject(usage);
+  });
+});
+
 describe('proxy: WebSocket upgrade to a backend that never answers', () => {
   const h = new ProxyHarness();
   beforeAll(() => h.start({ upstreamTimeoutMs: 300 }), START_MS);
