@@ -7,26 +7,18 @@ import cluster from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildApp, type Adapters } from './app.js';
+import { buildAdapters } from './adapters.js';
+import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { LocalKeyEvents } from './keys/key-events.js';
 import { decryptSecret } from './keys/secret.js';
-import { RedisKeyEvents } from './keys/redis-key-events.js';
-import { FailoverRateLimiter } from './limits/failover-limiter.js';
-import { MemoryRateLimiter } from './limits/memory-limiter.js';
-import { RedisRateLimiter } from './limits/redis-limiter.js';
-import { createLogger, type Logger } from './ops/logger.js';
+import { createLogger } from './ops/logger.js';
 import { aggregateWorkerMetrics, workerScrape } from './ops/cluster-metrics.js';
 import { Metrics } from './ops/metrics.js';
-import { connectRedis } from './redis/connect.js';
 import { openEmbedded, openPostgres, type DbHandle } from './store/db.js';
 import { holdDataDirLock } from './store/data-dir-lock.js';
 import { migrate } from './store/migrate.js';
 import { KeyRepository } from './store/repositories.js';
 import { rotateSecrets } from './store/rotate-secrets.js';
-import { PostgresUsageSink } from './usage/postgres-sink.js';
-import { RedisPendingUsage, RedisUsageSink, UsageFlusher } from './usage/redis-usage.js';
-import { UsageRepository } from './usage/usage-repository.js';
 
 function fail(message: string): never {
   process.stderr.write(`tollgate: ${message}\n`);
@@ -65,46 +57,6 @@ async function checkEncryptionKeys(db: DbHandle, keys: readonly Buffer[]): Promi
         '(during a rotation, the old one in SECRET_ENCRYPTION_KEY_PREVIOUS)',
     );
   }
-}
-
-async function buildAdapters(config: Config, db: DbHandle, logger: Logger, metrics: Metrics): Promise<Adapters> {
-  const usageRepository = new UsageRepository(db.db);
-  if (!config.redisUrl && !config.redisClusterNodes) {
-    return {
-      db,
-      limiter: new MemoryRateLimiter(),
-      keyEvents: new LocalKeyEvents(),
-      usageRepository,
-      usageSink: new PostgresUsageSink(usageRepository),
-      pendingUsage: [],
-      background: [],
-      readinessChecks: {},
-      close: () => db.close(),
-    };
-  }
-  const redis = connectRedis(config, logger);
-  if (!(await redis.ready(5_000))) logger.warn('Redis is not reachable yet; starting degraded and retrying');
-  const prefix = config.redisKeyPrefix;
-  const keyEvents = new RedisKeyEvents(redis.client, redis.subscriber, prefix, logger, metrics);
-  return {
-    db,
-    limiter: new FailoverRateLimiter(
-      new RedisRateLimiter(redis.client, prefix, metrics, { subscriber: redis.subscriber }),
-      logger,
-      metrics,
-      { mode: config.redisFailureMode },
-    ),
-    keyEvents,
-    usageRepository,
-    usageSink: new RedisUsageSink(redis.client, prefix),
-    pendingUsage: [new RedisPendingUsage(redis.client, prefix, logger, metrics)],
-    background: [new UsageFlusher(redis.client, prefix, usageRepository, logger, metrics)],
-    readinessChecks: { redis: () => redis.client.ping() },
-    close: async () => {
-      await redis.close();
-      await db.close();
-    },
-  };
 }
 
 async function serve(config: Config): Promise<void> {
