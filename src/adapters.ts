@@ -21,13 +21,15 @@ import { UsageRepository } from './usage/usage-repository.js';
 export async function buildAdapters(config: Config, db: DbHandle, logger: Logger, metrics: Metrics): Promise<Adapters> {
   const usageRepository = new UsageRepository(db.db);
   if (!config.redisUrl && !config.redisClusterNodes) {
+    const usageSink = new PostgresUsageSink(usageRepository);
     return {
       db,
       limiter: new MemoryRateLimiter(),
       keyEvents: new LocalKeyEvents(),
       usageRepository,
-      usageSink: new PostgresUsageSink(usageRepository),
-      pendingUsage: [],
+      usageSink,
+      // Batches handed over and not yet known applied; the reader asks Postgres which ones it has.
+      pendingUsage: [usageSink],
       background: [],
       readinessChecks: {},
       close: () => db.close(),

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { RedisClient } from '../redis/connect.js';
+import { settledWithin } from '../ops/deadline.js';
+import { CLOSE_WAIT_MS, type RedisClient } from '../redis/connect.js';
 import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { KeyChange, KeyEvents } from './key-events.js';
@@ -67,7 +68,7 @@ export class RedisKeyEvents implements KeyEvents {
 
   async close(): Promise<void> {
     this.subscriber.off('message', this.onMessage);
-    await this.subscriber.unsubscribe(this.channel).catch(() => {});
+    await settledWithin(this.subscriber.unsubscribe(this.channel), CLOSE_WAIT_MS);
   }
 
   private readonly onMessage = (channel: string, message: string): void => {

@@ -1,4 +1,5 @@
-import { corkedWrites, DIRECT_SCRIPTS, type RedisClient } from '../redis/connect.js';
+import { settledWithin } from '../ops/deadline.js';
+import { CLOSE_WAIT_MS, corkedWrites, DIRECT_SCRIPTS, type RedisClient } from '../redis/connect.js';
 import { defineScript, type ScriptRunner } from '../redis/script.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { LimitDecision, RateLimiter } from './rate-limiter.js';
@@ -255,7 +256,7 @@ export class RedisRateLimiter implements RateLimiter {
     if (this.subscriber !== undefined) {
       this.subscriber.off('message', this.onReclaim);
       // A subscriber that is reconnecting would queue the command until it is back.
-      if (this.subscriber.status === 'ready') await this.subscriber.unsubscribe(this.reclaimChannel).catch(() => {});
+      if (this.subscriber.status === 'ready') await settledWithin(this.subscriber.unsubscribe(this.reclaimChannel), CLOSE_WAIT_MS);
     }
   }
 

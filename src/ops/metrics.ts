@@ -171,6 +171,11 @@ export class Metrics {
     labelNames: ['stage'] as const,
     registers: [this.registry],
   });
+  readonly usageDropped = new Counter({
+    name: 'tollgate_usage_dropped_total',
+    help: 'Proxied requests whose usage could not be written to any store before the process exited',
+    registers: [this.registry],
+  });
   readonly managementRequests = new Counter({
     name: 'tollgate_management_requests_total',
     help: 'Management API requests by status code',

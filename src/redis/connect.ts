@@ -1,5 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
+import { settledWithin } from '../ops/deadline.js';
 import type { Logger } from '../ops/logger.js';
 
 /** A single Redis or a Redis Cluster: every adapter talks to either through this type. */
@@ -27,6 +28,9 @@ export interface ConnectOptions {
  * each, which is what a turn with one call (a replica with few requests in flight) pays in full.
  */
 export const DIRECT_SCRIPTS = { consume: 'tollgateConsume' } as const;
+
+/** How long closing waits for a connection's QUIT or UNSUBSCRIBE before cutting it. */
+export const CLOSE_WAIT_MS = 1_000;
 
 /** Reconnect for ever (recovery is automatic), backing off to one attempt a second. */
 const backoff = (times: number): number => Math.min(50 * 2 ** Math.min(times, 5), 1_000) + Math.floor(Math.random() * 100);
@@ -97,8 +101,12 @@ export function connectRedis(
     subscriber,
     ready: (timeoutMs) => whenReady(client, timeoutMs),
     async close() {
-      // QUIT lets replies in flight arrive; a connection that can't take it (Redis down) is cut.
-      await Promise.all([client, subscriber].map((c) => c.quit().catch(() => c.disconnect())));
+      // QUIT lets replies in flight arrive; a connection that can't take it (Redis down or hung) is cut.
+      await Promise.all(
+        [client, subscriber].map(async (c) => {
+          if (!(await settledWithin(c.quit(), CLOSE_WAIT_MS))) c.disconnect();
+        }),
+      );
     },
   };
 }

@@ -1,11 +1,37 @@
+import { randomUUID } from 'node:crypto';
 import type { UsageRepository } from './usage-repository.js';
-import type { UsageBatch, UsageSink } from './usage.js';
+import { requestsIn, type PendingPart, type PendingUsage, type UsageBatch, type UsageSink } from './usage.js';
 
-/** Single node: each batch goes straight into Postgres (embedded or not) in one transaction. */
-export class PostgresUsageSink implements UsageSink {
-  constructor(private readonly repository: UsageRepository) {}
+/**
+ * Single node: each batch goes straight into Postgres (embedded or not) in one transaction, under a
+ * batch id given when it is handed over. A commit whose answer was lost (a query timeout during
+ * COMMIT) is applied again under the same id, which Postgres then skips.
+ */
+export class PostgresUsageSink implements UsageSink, PendingUsage {
+  private readonly held: { readonly batchId: string; readonly batch: UsageBatch }[] = [];
+
+  constructor(private readonly repository: Pick<UsageRepository, 'applyBatch'>) {}
 
   async write(batch: UsageBatch): Promise<void> {
-    await this.repository.applyBatch(undefined, batch);
+    if (batch.size > 0) this.held.push({ batchId: randomUUID(), batch });
+    while (this.held.length > 0) {
+      const { batchId, batch: first } = this.held[0]!;
+      await this.repository.applyBatch(batchId, first);
+      this.held.shift();
+    }
+  }
+
+  heldRequests(): number {
+    return this.held.reduce((n, h) => n + requestsIn(h.batch), 0);
+  }
+
+  /** Batches not yet known applied, by id: the reader leaves out those Postgres has applied meanwhile. */
+  pending(keyId: string): Promise<PendingPart[]> {
+    const parts: PendingPart[] = [];
+    for (const { batchId, batch } of this.held) {
+      const usage = batch.get(keyId);
+      if (usage !== undefined) parts.push({ usage, batchId });
+    }
+    return Promise.resolve(parts);
   }
 }

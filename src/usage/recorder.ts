@@ -6,8 +6,7 @@ import {
   MAX_ENDPOINTS_PER_KEY,
   OTHER_ENDPOINT,
   emptyKeyUsage,
-  mergeBatch,
-  PartialUsageWrite,
+  requestsIn,
   type PendingPart,
   type PendingUsage,
   type UsageBatch,
@@ -16,9 +15,13 @@ import {
 
 /**
  * Counts usage in memory on the request path (a few map updates, no I/O) and hands the aggregate to
- * the sink once a second. A failed write is merged back and retried, so nothing is lost while the
- * store is down; SIGTERM calls `flush()` for the last partial second.
+ * the sink once a second. The sink keeps what it could not write and writes it again under the same
+ * identity with the next flush, so nothing is lost while the store is down and nothing is counted
+ * twice; SIGTERM calls `stop()` for the last partial second.
  */
+/** While stopping, how often a refused write is tried again. */
+const STOP_RETRY_MS = 250;
+
 export class UsageRecorder implements PendingUsage {
   private current: UsageBatch = new Map();
   private timer: NodeJS.Timeout | undefined;
@@ -67,16 +70,33 @@ export class UsageRecorder implements PendingUsage {
     return this.flushing;
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Writes what is left, trying again while the store refuses, until `deadlineMs` (epoch ms). Usage
+   * still unwritten then is dropped: logged at error level with its count and counted in
+   * tollgate_usage_dropped_total, never silently.
+   */
+  async stop(deadlineMs = Date.now()): Promise<void> {
     clearInterval(this.timer);
     await this.flush();
-    // A write that raced the first flush may have left a remainder.
-    if (this.current.size > 0) await this.flush();
+    while (this.unwritten() > 0 && Date.now() < deadlineMs) {
+      await new Promise((r) => setTimeout(r, Math.min(STOP_RETRY_MS, Math.max(0, deadlineMs - Date.now()))));
+      await this.flush();
+    }
+    const dropped = this.unwritten();
+    if (dropped > 0) {
+      this.metrics.usageDropped.inc(dropped);
+      this.logger.error({ requests: dropped }, 'usage could not be written before exit and is dropped');
+    }
+  }
+
+  /** Requests recorded and not yet durable: still here, or held by the sink. */
+  private unwritten(): number {
+    return requestsIn(this.current) + this.sink.heldRequests();
   }
 
   private async writeOnce(): Promise<void> {
     this.metrics.usageFlushLag.set((Date.now() - this.lastSuccess) / 1000);
-    if (this.current.size === 0) {
+    if (this.current.size === 0 && this.sink.heldRequests() === 0) {
       this.lastSuccess = Date.now();
       return;
     }
@@ -86,18 +106,15 @@ export class UsageRecorder implements PendingUsage {
       await this.sink.write(batch);
       this.lastSuccess = Date.now();
     } catch (err) {
-      // Keep what was not written: merged into what came since, it goes out with the next write.
-      const unwritten = err instanceof PartialUsageWrite ? err.unwritten : batch;
-      mergeBatch(unwritten, this.current);
-      this.current = unwritten;
+      // The sink keeps what it could not write, under the identity it gave it: the next flush retries.
       this.metrics.usageFlushFailures.inc({ stage: 'record' });
       this.logger.warn({ err: (err as Error).message }, 'usage write failed; will retry');
     }
   }
 
   /**
-   * What has not been handed to the sink yet. A batch being written is left out: it may already be in
-   * the store, and counting it twice is worse than showing it a few milliseconds late.
+   * What has not been handed to the sink yet. A batch being written is the sink's to show, if it can
+   * tell whether the store has it: counting it twice is worse than showing it a moment late.
    */
   pending(keyId: string): Promise<PendingPart[]> {
     const usage = this.current.get(keyId);

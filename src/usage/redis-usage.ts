@@ -6,7 +6,7 @@ import type { Metrics } from '../ops/metrics.js';
 import type { UsageRepository } from './usage-repository.js';
 import {
   emptyKeyUsage,
-  PartialUsageWrite,
+  requestsIn,
   type KeyUsage,
   type PendingPart,
   type PendingUsage,
@@ -111,8 +111,12 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `;
 
-/** A marker only has to outlive the resends of its own push (`settleWithinMs`). */
-const PUSH_MARKER_TTL_S = 60;
+/**
+ * A marker has to outlive every send of its push: the first may run late (Redis paused, then resumed,
+ * runs what it had received), and the resends are made until one is answered, within a second of
+ * Redis answering again. Ten minutes cover that with room; markers cost ~100 bytes a push.
+ */
+const PUSH_MARKER_TTL_S = 600;
 /** Script arguments per usage push: a few hundred keys (about 2 ms of Redis time). */
 const PUSH_CHUNK_ARGS = 4_000;
 
@@ -200,34 +204,42 @@ function appendFields(usage: KeyUsage, out: (string | number)[]): number {
   return (out.length - start) / 2;
 }
 
-/**
- * ioredis' refusals to send while disconnected: the push certainly did not run. (Its "Connection is
- * closed." is left out: it also ends commands that were already sent.)
- */
-const NOT_SENT = /isn't writeable|Cluster isn't ready/;
+/** One script call's worth of a batch, and the marker it is sent under until Redis answers. */
+interface Push {
+  readonly marker: string;
+  readonly args: (string | number)[];
+  readonly requests: number;
+}
 
 /**
  * Replicas' usage sink: each push (a batch, or a few hundred of its keys) lands whole (one script)
- * in the live hashes, at most once: the script first sets a marker unique to the push and does
- * nothing if it exists. A push whose reply is lost (timeout, dropped connection) may still run, so
- * the same push is sent again until Redis answers: applied now or already, never twice. Only a push
- * that surely never left, or one still unsettled after `settleWithinMs`, is rejected, with the keys
- * of the pushes not made for the recorder to keep and retry (`PartialUsageWrite` once some landed);
- * in the latter case (Redis hung that long) that push may be counted twice.
+ * in the live hashes, at most once: the script first sets the push's marker and does nothing if it
+ * exists. A push keeps its marker from the moment it is cut until Redis answers it: one whose reply is
+ * lost (a timeout, a dropped connection, a Redis paused for minutes) may still run, so it stays first
+ * in line and is sent again, as the same push, with every later write. Applied now or already, never
+ * twice; pushes after it wait, so usage reaches Redis in order.
  */
 export class RedisUsageSink implements UsageSink {
   private readonly keys: UsageKeys;
   private readonly push: ScriptRunner;
-  private readonly settleWithinMs: number;
+  private readonly queue: Push[] = [];
 
-  constructor(
-    client: RedisClient,
-    prefix: string,
-    { settleWithinMs = 5_000 }: { settleWithinMs?: number } = {},
-  ) {
+  constructor(client: RedisClient, prefix: string) {
     this.keys = new UsageKeys(prefix);
     this.push = defineScript(client, 'tollgateUsagePush', PUSH_LUA, 2);
-    this.settleWithinMs = settleWithinMs;
+  }
+
+  async write(batch: UsageBatch): Promise<void> {
+    this.queue.push(...this.cut(batch));
+    while (this.queue.length > 0) {
+      const push = this.queue[0]!;
+      await this.push([this.keys.dirty, this.keys.marker(push.marker)], push.args);
+      this.queue.shift();
+    }
+  }
+
+  heldRequests(): number {
+    return this.queue.reduce((n, push) => n + push.requests, 0);
   }
 
   /**
@@ -235,7 +247,8 @@ export class RedisUsageSink implements UsageSink {
    * as a whole second of a busy replica's keys would take (88 ms for 20,000 keys), during which every
    * replica's limiter calls would wait. A key goes whole into one push, however many fields it has.
    */
-  async write(batch: UsageBatch): Promise<void> {
+  private cut(batch: UsageBatch): Push[] {
+    const pushes: Push[] = [];
     const entries = [...batch];
     let start = 0;
     while (start < entries.length) {
@@ -249,34 +262,12 @@ export class RedisUsageSink implements UsageSink {
         if (pairs === 0) args.length = at;
         else args[at + 1] = pairs;
       }
-      try {
-        if (args.length > 2) await this.pushOnce(args);
-      } catch (err) {
-        if (start === 0) throw err;
-        throw new PartialUsageWrite(new Map(entries.slice(start)), err);
+      if (args.length > 2) {
+        pushes.push({ marker: randomBytes(12).toString('base64url'), args, requests: requestsIn(new Map(entries.slice(start, end))) });
       }
       start = end;
     }
-  }
-
-  private async pushOnce(args: (string | number)[]): Promise<void> {
-    const keys = [this.keys.dirty, this.keys.marker(randomBytes(12).toString('base64url'))];
-    try {
-      await this.push(keys, args);
-      return;
-    } catch (err) {
-      if (NOT_SENT.test((err as Error).message)) throw err;
-    }
-    const deadline = Date.now() + this.settleWithinMs;
-    for (;;) {
-      await new Promise((r) => setTimeout(r, 200));
-      try {
-        await this.push(keys, args);
-        return;
-      } catch (err) {
-        if (Date.now() >= deadline) throw err;
-      }
-    }
+    return pushes;
   }
 }
 

@@ -27,25 +27,30 @@ export const MAX_ENDPOINT_LENGTH = 1024;
 /** Longer `CUSTOMER_ID_HEADER` values are cut to this many characters. */
 export const MAX_CUSTOMER_ID_LENGTH = 200;
 
-/** Where the recorder sends each batch: Postgres directly (single node) or Redis hashes (replicas). */
+/**
+ * Where the recorder hands each batch: Postgres directly (single node) or Redis hashes (replicas).
+ *
+ * Exactly once: a batch handed over is the sink's from then on, under one identity given at hand-over
+ * (a batch id, push markers) that every retry, timeout and restart keeps, and the store applies each
+ * identity once. A write whose answer is lost is therefore sent again as the same write, never as new
+ * usage under a new identity while the old one may still run.
+ */
 export interface UsageSink {
   /**
-   * Resolves once the batch is durable. Rejects on failure, for the caller to retry: with a
-   * `PartialUsageWrite` when part of the batch is durable (its `unwritten` is the rest), otherwise
-   * with nothing of the batch kept.
+   * Takes `batch` (possibly empty) and writes, in order, everything handed over and not yet durable.
+   * Resolves once all of it is durable; rejects while some is not: the sink keeps that part and writes
+   * it again, under the same identity, on the next call.
    */
   write(batch: UsageBatch): Promise<void>;
+  /** Requests handed over and not yet known to be durable. */
+  heldRequests(): number;
 }
 
-/** A sink wrote a batch in parts and a later part failed: `unwritten` is what is not durable. */
-export class PartialUsageWrite extends Error {
-  constructor(
-    readonly unwritten: UsageBatch,
-    cause: unknown,
-  ) {
-    super(`usage written in part; ${unwritten.size} keys not written: ${(cause as Error).message}`, { cause });
-    this.name = 'PartialUsageWrite';
-  }
+/** Requests in a batch: every request counts in exactly one endpoint of its key. */
+export function requestsIn(batch: UsageBatch): number {
+  let n = 0;
+  for (const usage of batch.values()) for (const e of usage.endpoints.values()) n += e.requests;
+  return n;
 }
 
 /** Part of a key's pending usage; `batchId` names a sealed batch on its way into Postgres. */
@@ -86,13 +91,5 @@ export function mergeKeyUsage(into: KeyUsage, from: KeyUsage): void {
       t.successful += u.successful;
       t.failed += u.failed;
     } else into.customers.set(customer, { ...u });
-  }
-}
-
-export function mergeBatch(into: UsageBatch, from: UsageBatch): void {
-  for (const [keyId, usage] of from) {
-    let target = into.get(keyId);
-    if (!target) into.set(keyId, (target = emptyKeyUsage()));
-    mergeKeyUsage(target, usage);
   }
 }

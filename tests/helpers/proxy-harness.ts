@@ -128,8 +128,11 @@ export class RecordingBackend {
 class MemorySink {
   readonly batches: UsageBatch[] = [];
   write(batch: UsageBatch): Promise<void> {
-    this.batches.push(batch);
+    if (batch.size > 0) this.batches.push(batch);
     return Promise.resolve();
+  }
+  heldRequests(): number {
+    return 0;
   }
 }
 

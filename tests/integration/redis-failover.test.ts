@@ -175,23 +175,41 @@ describe('RedisUsageSink when Redis hangs mid-push', () => {
   const counted = async (prefix: string) =>
     (await pendingTotal(new RedisPendingUsage(redis.client, prefix, createLogger('silent'), new Metrics()), 'key_p'))?.endpoints.get('/p')?.requests;
 
-  it('sends the same push again until Redis answers, and counts it once', async () => {
+  it('keeps a push that timed out and sends it again as the same push: counted once', async () => {
     const prefix = 'hang1:';
     const sink = new RedisUsageSink(redis.client, prefix);
     server.pause();
-    const writing = sink.write(batch(3));
-    // Longer than the command timeout: the first send is unanswered, its resends too.
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Sent, unanswered: the command times out while Redis holds it unread.
+    await expect(sink.write(batch(3))).rejects.toThrow(/timed out/);
+    expect(sink.heldRequests()).toBe(3);
+    await expect(sink.write(batch(4))).rejects.toThrow(/timed out/);
+    expect(sink.heldRequests()).toBe(7);
+    // Resumed, Redis runs every send it received; the next write sends the held pushes once more.
     server.resume();
-    await writing;
-    expect(await counted(prefix)).toBe(3);
+    await until(async () => {
+      await sink.write(new Map()).catch(() => {});
+      return sink.heldRequests() === 0;
+    });
+    expect(await counted(prefix)).toBe(7);
   });
 
-  it('gives up after settleWithinMs, so the recorder keeps the batch', async () => {
-    const sink = new RedisUsageSink(redis.client, 'hang2:', { settleWithinMs: 500 });
+  it('counts exactly once however long Redis hangs, whatever ran late', async () => {
+    const prefix = 'hang2:';
+    const sink = new RedisUsageSink(redis.client, prefix);
     server.pause();
-    await expect(sink.write(batch(1))).rejects.toThrow(/timed out/);
+    let handed = 0;
+    // A second of pushes, each refused with a timeout, each kept and re-sent with the next.
+    for (let i = 0; i < 5; i++) {
+      await sink.write(batch(1)).catch(() => {});
+      handed++;
+    }
+    await new Promise((r) => setTimeout(r, 1_500));
     server.resume();
+    await until(async () => {
+      await sink.write(new Map()).catch(() => {});
+      return sink.heldRequests() === 0;
+    });
+    expect(await counted(prefix)).toBe(handed);
   });
 
   it('rejects at once a push that could not be sent', async () => {

@@ -274,7 +274,7 @@ describe('Redis usage: pushes of many keys', () => {
 
   it('when Redis refuses part-way, keeps only the keys whose pushes failed and counts every request once', async () => {
     const prefix = testKeyPrefix();
-    const recorder = new UsageRecorder(new RedisUsageSink(c, prefix, { settleWithinMs: 300 }), logger, metrics);
+    const recorder = new UsageRecorder(new RedisUsageSink(c, prefix), logger, metrics);
     for (let i = 0; i < 20_000; i++) recorder.record(`key_m${i}`, '/p', undefined, true, 1);
     // Room for some of the pushes, not all: Redis answers OOM to the rest.
     const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);

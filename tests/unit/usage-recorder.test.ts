@@ -1,17 +1,25 @@
 import pino from 'pino';
 import { Metrics } from '../../src/ops/metrics.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
-import { MAX_ENDPOINT_LENGTH, OTHER_ENDPOINT, type UsageBatch, type UsageSink } from '../../src/usage/usage.js';
+import { MAX_ENDPOINT_LENGTH, OTHER_ENDPOINT, requestsIn, type UsageBatch, type UsageSink } from '../../src/usage/usage.js';
 import { pendingTotal } from '../helpers/pending.js';
 
-/** The sink port is small enough to implement here: it keeps what it is given, or refuses on demand. */
+/**
+ * The sink port is small enough to implement here: it keeps what it is given, or refuses on demand
+ * and then holds what it was handed, to write it on the next call.
+ */
 class MemorySink implements UsageSink {
   readonly written: UsageBatch[] = [];
+  readonly held: UsageBatch[] = [];
   failing = false;
   write(batch: UsageBatch): Promise<void> {
+    if (batch.size > 0) this.held.push(batch);
     if (this.failing) return Promise.reject(new Error('store down'));
-    this.written.push(batch);
+    this.written.push(...this.held.splice(0));
     return Promise.resolve();
+  }
+  heldRequests(): number {
+    return requestsIn(new Map(this.held.flatMap((b) => [...b])));
   }
 }
 
@@ -33,19 +41,36 @@ describe('UsageRecorder', () => {
     expect(sink.written[0]!.get('k2')!.endpoints.get('/b')?.requests).toBe(1);
   });
 
-  it('keeps a batch the store refused, shows it as pending, and writes it with the next flush', async () => {
+  it('hands a refused batch to the sink once, which writes it with the next flush, each request once', async () => {
     const sink = new MemorySink();
     const recorder = new UsageRecorder(sink, silent, new Metrics());
     recorder.record('k', '/a', undefined, true, 1);
     sink.failing = true;
     await recorder.flush();
     recorder.record('k', '/a', undefined, true, 1);
-    expect((await pendingTotal(recorder, 'k'))?.endpoints.get('/a')?.requests).toBe(2);
+    // The refused batch is the sink's now; only what came since is the recorder's to show.
+    expect((await pendingTotal(recorder, 'k'))?.endpoints.get('/a')?.requests).toBe(1);
     sink.failing = false;
     await recorder.stop();
-    expect(sink.written).toHaveLength(1);
-    expect(sink.written[0]!.get('k')!.endpoints.get('/a')?.requests).toBe(2);
+    expect(sink.written.map((b) => b.get('k')!.endpoints.get('/a')?.requests)).toEqual([1, 1]);
     expect(await pendingTotal(recorder, 'k')).toBeUndefined();
+  });
+
+  it('on stop, retries until its deadline, then drops what is left loudly: error log and metric', async () => {
+    const sink = new MemorySink();
+    const metrics = new Metrics();
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
+    const recorder = new UsageRecorder(sink, logger, metrics);
+    for (let i = 0; i < 7; i++) recorder.record('k', '/a', undefined, true, 1);
+    sink.failing = true;
+    const started = Date.now();
+    await recorder.stop(Date.now() + 600);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(550);
+    expect(sink.written).toEqual([]);
+    const dropped = lines.map((l) => JSON.parse(l)).find((l) => l.level === 50);
+    expect(dropped).toMatchObject({ msg: 'usage could not be written before exit and is dropped', requests: 7 });
+    expect(await metrics.registry.getSingleMetricAsString('tollgate_usage_dropped_total')).toMatch(/tollgate_usage_dropped_total 7$/m);
   });
 
   it('bounds what a client controls: path and customer id lengths, distinct paths per key', async () => {
