@@ -7,6 +7,7 @@ import type { RateLimiter } from './limits/rate-limiter.js';
 import { createManagementApp } from './management/app.js';
 import { buildOpenApiDocument } from './management/openapi.js';
 import type { Logger } from './ops/logger.js';
+import { settledWithin } from './ops/deadline.js';
 import type { Metrics } from './ops/metrics.js';
 import { createOpsServer } from './ops/ops-server.js';
 import { AuthThrottle } from './proxy/auth-throttle.js';
@@ -62,6 +63,10 @@ export interface App {
 }
 
 const FAILED_AUTH_LIMIT = { limit: 100, period: 'minute' } as const;
+/** What shutdown may take beyond SHUTDOWN_TIMEOUT_MS (the contract allows 5 s; main.ts enforces it). */
+export const SHUTDOWN_GRACE_MS = 4_000;
+/** The most a closing step gets once usage is written. */
+const CLOSE_STEP_MS = 1_000;
 
 export function buildApp({
   config,
@@ -151,25 +156,28 @@ export function buildApp({
     },
     async shutdown() {
       draining = true;
+      // SIGTERM ends within SHUTDOWN_TIMEOUT_MS + 5 s whatever Redis and the database do: the drain
+      // takes at most the timeout, and every later step gets what is left of the grace.
+      const mustEndBy = Date.now() + config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS;
       const closed = new Promise<void>((resolve) => publicServer.close(() => resolve()));
       // Idle keep-alive connections would hold close() open; busy ones finish their request first.
       publicServer.closeIdleConnections();
       // Upgraded sockets are outside server.close(): end them, or they hold the drain to its deadline.
       await upgrade.close();
-      const deadline = new Promise<'timeout'>((resolve) => setTimeout(resolve, config.shutdownTimeoutMs, 'timeout').unref());
-      if ((await Promise.race([closed, deadline])) === 'timeout') {
+      if (!(await settledWithin(closed, config.shutdownTimeoutMs))) {
         logger.warn({ timeoutMs: config.shutdownTimeoutMs }, 'drain deadline reached; closing remaining connections');
         publicServer.closeAllConnections();
       }
-      await proxy.close();
-      await recorder.stop();
-      for (const task of adapters.background) await task.stop();
+      await settledWithin(proxy.close(), CLOSE_STEP_MS);
+      // Usage gets the longest share: it is billing data.
+      // A write attempt can overrun its deadline by a command timeout; the steps after it need a second.
+      await recorder.stop(mustEndBy - 3 * CLOSE_STEP_MS);
+      for (const task of adapters.background) await settledWithin(task.stop(), Math.max(0, mustEndBy - 1.5 * CLOSE_STEP_MS - Date.now()));
       const opsClosed = new Promise<void>((resolve) => opsServer.close(() => resolve()));
       opsServer.closeAllConnections();
       await opsClosed;
-      await adapters.limiter.close();
-      await adapters.keyEvents.close();
-      await adapters.close();
+      await settledWithin(Promise.all([adapters.limiter.close(), adapters.keyEvents.close()]), CLOSE_STEP_MS / 2);
+      await settledWithin(adapters.close(), CLOSE_STEP_MS / 2);
     },
   };
 }

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildAdapters } from './adapters.js';
-import { buildApp } from './app.js';
+import { buildApp, SHUTDOWN_GRACE_MS } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { decryptSecret } from './keys/secret.js';
 import { createLogger } from './ops/logger.js';
@@ -102,6 +102,11 @@ async function serve(config: Config): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'draining');
+    // The last word: whatever still waits (a hung server), the process ends within the contract's bound.
+    setTimeout(() => {
+      logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown did not finish in time; exiting');
+      logger.flush(() => process.exit(1));
+    }, config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS).unref();
     app.shutdown().then(
       () => {
         logger.info('stopped');

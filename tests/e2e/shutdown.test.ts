@@ -1,7 +1,10 @@
 /** SIGTERM as the contract orders it: not ready, no new connections, in-flight requests finish, usage flushed, exit 0. */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { RedisServer } from '../helpers/redis-server.js';
+import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
@@ -44,3 +47,50 @@ it('drains: readiness turns 503, a request in flight finishes, new connections a
 });
 
 it('never writes a secret to its logs', () => expectNoSecretsLogged());
+
+describe('SIGTERM while Redis hangs (private redis-server, SIGSTOP)', () => {
+  let redis: RedisServer;
+  let database: TestDatabase;
+  let hung: Tollgate;
+
+  beforeAll(async () => {
+    [redis, database] = await Promise.all([RedisServer.start(), createTestDatabase()]);
+    hung = await startTollgate({
+      DATABASE_URL: database.url,
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: testKeyPrefix(),
+      SECRET_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      UPSTREAM_URL: backend.url,
+      SHUTDOWN_TIMEOUT_MS: '3000',
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    redis?.resume();
+    hung?.process.kill('SIGKILL');
+    await redis?.destroy();
+    await database?.drop();
+  });
+
+  it('exits within SHUTDOWN_TIMEOUT_MS + 5 s, and says how many requests of usage it could not keep', async () => {
+    const { body: key } = await hung.admin('POST', '/consumer-api-key/create', { name: 'hung-redis' });
+    const auth = { authorization: `Bearer ${key.secret}` };
+    for (let i = 0; i < 3; i++) expect((await fetch(`${hung.url}/v1/before`, { headers: auth })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1_500)); // pushed to Redis
+
+    redis.pause();
+    const during = 5;
+    for (let i = 0; i < during; i++) expect((await fetch(`${hung.url}/v1/during`, { headers: auth })).status).toBe(200);
+    const exited = new Promise<number | null>((resolve) => hung.process.once('exit', resolve));
+    const started = performance.now();
+    hung.process.kill('SIGTERM');
+    await exited;
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`SIGTERM with Redis paused, SHUTDOWN_TIMEOUT_MS=3000: exited after ${seconds.toFixed(1)} s`);
+    expect(seconds).toBeLessThan(3 + 5);
+    const dropped = hung.output.map((l) => (l.startsWith('{') ? JSON.parse(l) : {})).find((l) => l.msg === 'usage could not be written before exit and is dropped');
+    expect(dropped).toMatchObject({ level: 50, requests: during });
+    // Every step finished within its share: the process ended on its own, not on the last-word timer.
+    expect(hung.output.some((l) => l.includes('shutdown did not finish in time'))).toBe(false);
+  }, 60_000);
+});
