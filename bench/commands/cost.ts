@@ -1,0 +1,131 @@
+// `npm run bench -- cost`: Redis commands per proxied request (INFO commandstats, MONITOR for what
+// runs inside Lua) and Postgres writes per 10,000 requests (pg_stat_database), net of an idle run.
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CONNECTIONS, DB_NAME, DURATION, PG_URL, PORT, REDIS_URL, WARMUP, run } from '../lib/config.ts';
+import { stopProc } from '../lib/processes.ts';
+import { fmt, problemsNote } from '../lib/report.ts';
+import { buildTollgate, commandStats, createKey, ensurePlan, ensureTools, flushRedis, freshDatabase, privateRedis, startBackend, startTollgate, type TollgateOptions } from '../lib/services.ts';
+import { wrk } from '../lib/wrk.ts';
+
+function statsDelta(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [k, v] of after) {
+    const d = v - (before.get(k) ?? 0);
+    if (d > 0) out.set(k, d);
+  }
+  return out;
+}
+
+interface PgStats {
+  commits: number;
+  writes: number;
+  reads: number;
+}
+
+async function pgStats(): Promise<PgStats> {
+  const client = new pg.Client({ connectionString: `${PG_URL}/postgres` });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ xact_commit: string; writes: string; reads: string }>(
+      'SELECT xact_commit, tup_inserted + tup_updated + tup_deleted AS writes, tup_fetched AS reads FROM pg_stat_database WHERE datname = $1',
+      [DB_NAME],
+    );
+    const row = rows[0];
+    return { commits: Number(row?.xact_commit ?? 0), writes: Number(row?.writes ?? 0), reads: Number(row?.reads ?? 0) };
+  } finally {
+    await client.end();
+  }
+}
+
+export async function cost(): Promise<string> {
+  ensureTools();
+  if (!buildTollgate()) throw new Error('Tollgate is not built');
+  run.redisUrl = await privateRedis();
+  await flushRedis(run.redisUrl);
+  await startBackend();
+  const databaseUrl = await freshDatabase();
+  const port = PORT.tollgateRedis;
+  const options: TollgateOptions = { name: 'cost', port, mode: 'redis', databaseUrl, redisUrl: run.redisUrl };
+  const idleSeconds = DURATION + 3;
+
+  // Set-up, then a stop: Postgres backends flush their statistics when they exit, so every
+  // snapshot below is taken with the service stopped and nothing pending.
+  let tg = await startTollgate(options);
+  await ensurePlan(port);
+  const secret = await createKey(port, 'cost');
+  const url = `http://127.0.0.1:${port}/bench/item?id=42`;
+  const headers = { authorization: `Bearer ${secret}` };
+  await wrk({ url, seconds: WARMUP, headers });
+  await stopProc(tg);
+
+  const redis = new Redis(run.redisUrl);
+  try {
+    // Baseline: the same start, idle time and stop without traffic (usage pushes, flusher, pub/sub).
+    // MONITOR tells the client's commands from the ones a Lua script runs (source "lua"), which
+    // commandstats counts alike: the client's are the round trips. `lua` is swapped per phase.
+    const monitor = await new Redis(run.redisUrl).monitor();
+    let lua = new Map<string, number>();
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source !== 'lua') return;
+      const cmd = String(args[0]).toLowerCase();
+      lua.set(cmd, (lua.get(cmd) ?? 0) + 1);
+    });
+    const pg0 = await pgStats();
+    const r0 = await commandStats(redis);
+    tg = await startTollgate(options);
+    await sleep(idleSeconds * 1000);
+    await stopProc(tg);
+    const pg1 = await pgStats();
+    const r1 = await commandStats(redis);
+    const idleLua = lua;
+    lua = new Map();
+    const fromLua = lua;
+
+    tg = await startTollgate(options);
+    const load = await wrk({ url, seconds: DURATION, headers });
+    await sleep(3000); // usage reaches Redis every second and Postgres after it
+    await stopProc(tg);
+    const pg2 = await pgStats();
+    const r2 = await commandStats(redis);
+    monitor.disconnect();
+    const loadSeconds = DURATION + 3;
+
+    const idle = statsDelta(r0, r1);
+    const loaded = statsDelta(r1, r2);
+    idle.delete('monitor');
+    const n = load.requests;
+    const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+    const commands = [...new Set([...idle.keys(), ...loaded.keys()])].sort((a, b) => (loaded.get(b) ?? 0) - (loaded.get(a) ?? 0));
+    const net = (c: string) => (loaded.get(c) ?? 0) - (fromLua.get(c) ?? 0) - ((idle.get(c) ?? 0) - (idleLua.get(c) ?? 0));
+    const roundTrips = commands.reduce((s, c) => s + net(c), 0);
+    const per10k = (x: number) => fmt((x * 10_000) / n, 1);
+    const perSecond = (x: number) => fmt(x / loadSeconds, 1);
+    const pgRow = (label: string, a: number, b: number, c: number, bold = false) => {
+      const value = per10k(c - b - (b - a));
+      return `| ${label} | ${fmt(c - b)} | ${fmt(b - a)} | ${bold ? `**${value}**` : value} | ${perSecond(c - b - (b - a))} |`;
+    };
+    const body = [
+      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- cost\` (Tollgate Redis mode + Postgres, one process, one key bound to a huge plan; wrk -c${CONNECTIONS} for ${DURATION} s: ${fmt(n)} requests, ${fmt(load.rps)} req/s, non-2xx ${fmt(load.non2xx + load.socketErrors)}; Redis: ${run.redisUrl === REDIS_URL ? 'the shared server, so other suites may add noise' : 'a private redis-server, nothing else on it'}). Counted from \`INFO commandstats\` and \`pg_stat_database\` deltas over the load and the ${loadSeconds - DURATION} s after it. "Idle" is the same start, ${idleSeconds} s and stop with no traffic; "net" subtracts it. Commands run inside a Lua script (seen through MONITOR) are no round trip of their own.`,
+      '',
+      '| Redis command | calls under load | of them inside Lua | calls idle | net round trips per proxied request |',
+      '|---|--:|--:|--:|--:|',
+      ...commands.map((c) => `| ${c} | ${fmt(loaded.get(c) ?? 0)} | ${fmt(fromLua.get(c) ?? 0)} | ${fmt(idle.get(c) ?? 0)} | ${fmt(net(c) / n, 4)} |`),
+      `| **all** | ${fmt(sum(loaded))} | ${fmt(sum(fromLua))} | ${fmt(sum(idle))} | **${fmt(roundTrips / n, 4)}** |`,
+      '',
+      `Redis commands executed per proxied request, Lua included: ${fmt((sum(loaded) - sum(idle)) / n, 2)}.`,
+      '',
+      '| Postgres (database tollgate_bench) | under load | idle | net per 10,000 requests | net per second of load |',
+      '|---|--:|--:|--:|--:|',
+      pgRow('transactions committed (xact_commit)', pg0.commits, pg1.commits, pg2.commits),
+      pgRow('rows written (tup_inserted + tup_updated + tup_deleted)', pg0.writes, pg1.writes, pg2.writes, true),
+      pgRow('rows fetched (tup_fetched)', pg0.reads, pg1.reads, pg2.reads),
+      '',
+      'Usage is written per key and endpoint once per flush, not per request: the writes follow the seconds of traffic, so per 10,000 requests they fall as the request rate rises.',
+    ].join('\n') + problemsNote([tg]);
+    return body;
+  } finally {
+    redis.disconnect();
+  }
+}
