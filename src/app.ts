@@ -126,7 +126,8 @@ export function buildApp({
   });
 
   let draining = false;
-  const openApi = buildOpenApiDocument({ prefix: config.managementPrefix });
+  // Names the public listener in `servers`: built again once its port is bound.
+  let openApi = buildOpenApiDocument({ prefix: config.managementPrefix, publicListener: { host: config.host, port: config.port } });
   const opsServer = createOpsServer({
     metrics,
     scrapeMetrics,
@@ -152,6 +153,7 @@ export function buildApp({
       for (const task of adapters.background) task.start();
       const opsPort = await listenOn(opsServer, config.opsPort);
       const port = await listenOn(publicServer, config.port);
+      openApi = buildOpenApiDocument({ prefix: config.managementPrefix, publicListener: { host: config.host, port } });
       return { port, opsPort };
     },
     async shutdown() {

@@ -75,6 +75,14 @@ function refuseUpgrade(socket: Duplex): void {
  */
 export function createPublicServer(options: PublicServerOptions): Server {
   const { managementApp, proxy, upgrade, managementPrefix } = options;
+  const route = (req: IncomingMessage, res: ServerResponse, expectsContinue = false): void => {
+    const path = routingPath(req);
+    if (path !== undefined && isManagementPath(path, managementPrefix)) {
+      // Management bodies are small and checked after they arrive.
+      if (expectsContinue) res.writeContinue();
+      managementApp(req, res);
+    } else proxy(req, res);
+  };
   const server = createServer(
     {
       headersTimeout: options.headersTimeoutMs ?? 15_000,
@@ -86,12 +94,11 @@ export function createPublicServer(options: PublicServerOptions): Server {
       // Only WebSocket upgrades leave HTTP; an `Upgrade: h2c` request is answered as plain HTTP.
       shouldUpgradeCallback: (req) => upgrade !== undefined && req.headers.upgrade?.toLowerCase() === 'websocket',
     },
-    (req, res) => {
-      const path = routingPath(req);
-      if (path !== undefined && isManagementPath(path, managementPrefix)) managementApp(req, res);
-      else proxy(req, res);
-    },
+    route,
   );
+  // With this listener Node no longer answers `Expect: 100-continue` itself: the proxy sends the 100
+  // only once the request is authenticated and within its limit, so a refused client never uploads.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => route(req, res, true));
   if (upgrade !== undefined) {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const path = routingPath(req);

@@ -21,6 +21,24 @@ export interface OpenApiOptions {
   /** MANAGEMENT_PREFIX, so the paths match this deployment. */
   readonly prefix?: string;
   readonly version?: string;
+  /** The public listener (PORT, HOST) the document's operations are called on, not the ops port. */
+  readonly publicListener?: { readonly host: string; readonly port: number };
+}
+
+/** `servers`: the public listener; its host is a variable (behind a load balancer, clients use its name). */
+function servers(listener: OpenApiOptions['publicListener'] = { host: '0.0.0.0', port: 8080 }): JsonObject[] {
+  const anyAddress = listener.host === '0.0.0.0' || listener.host === '::';
+  return [
+    {
+      url: 'http://{host}:{port}',
+      description:
+        'The public listener (PORT): management API and proxied traffic; `host` is the name clients use to reach Tollgate. This document is served on the ops port.',
+      variables: {
+        host: { default: anyAddress ? 'localhost' : listener.host },
+        port: { default: String(listener.port) },
+      },
+    },
+  ];
 }
 
 const DESCRIPTION = `Tollgate authenticates consumer API keys, enforces per-key rate limit plans and forwards requests
@@ -265,6 +283,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
       description: DESCRIPTION,
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
+    servers: servers(options.publicListener),
     tags: [
       { name: 'Consumer API keys', description: 'Keys consumers present to the proxy' },
       { name: 'Rate limit plans', description: 'Limits per window, bound to keys' },

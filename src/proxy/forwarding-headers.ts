@@ -25,7 +25,7 @@ const NOT_COPIED = new Set([
   'x-request-id',
   // The pool sets Host for the backend; the client's goes out as X-Forwarded-Host.
   'host',
-  // Node answers `100-continue` itself before the request reaches the proxy.
+  // Tollgate answers `100-continue` itself once the request is admitted, and streams the body on.
   'expect',
 ]);
 
@@ -96,18 +96,32 @@ export function stripHopByHop(headers: Record<string, string | string[] | undefi
 }
 
 /**
+ * Whether the client accepts trailers (`TE: trailers`, RFC 9110 §10.1.4): then the backend is asked for
+ * them and its `Trailer` field and trailers are passed on; every other `TE` value stays hop-by-hop.
+ */
+export function acceptsTrailers(headers: IncomingHttpHeaders): boolean {
+  const te = headers.te;
+  if (te === undefined) return false;
+  return (Array.isArray(te) ? te.join(',') : te)
+    .toLowerCase()
+    .split(',')
+    .some((t) => t.trim().split(';')[0] === 'trailers');
+}
+
+/**
  * A backend response head as Node's flat `[name, value, …]` list for `writeHead`, built in one pass
  * over undici's raw header list: hop-by-hop headers (and those its `Connection` names) are left out,
- * and so are the ones Tollgate sets itself (`x-request-id`; the RateLimit fields when `ownLimit`).
+ * `Trailer` kept when `trailers` (the client accepts them), and so are the ones Tollgate sets itself
+ * (`x-request-id`; the RateLimit fields when `ownLimit`).
  * Names keep the backend's spelling; values keep their bytes (latin1 both ways).
  */
-export function responseHeaders(raw: readonly Buffer[], ownLimit: boolean): string[] {
+export function responseHeaders(raw: readonly Buffer[], ownLimit: boolean, trailers = false): string[] {
   const out: string[] = [];
   let connection: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toString('latin1');
     const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower)) {
+    if (HOP_BY_HOP.has(lower) && !(trailers && lower === 'trailer')) {
       if (lower === 'connection')
         connection =
           connection === undefined

@@ -11,6 +11,7 @@ import type { UsageRecorder } from '../usage/recorder.js';
 import type { AuthThrottle } from './auth-throttle.js';
 import { admit, refusalResponse, type Admitted } from './admission.js';
 import {
+  acceptsTrailers,
   backendHeaders,
   customerIdOf,
   forwardedFacts,
@@ -81,6 +82,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     readonly receivedAt: number,
     readonly path: string,
     readonly admission: Admitted,
+    /** The client sent `TE: trailers`: the backend's trailers are passed on. */
+    readonly trailers: boolean,
   ) {}
 
   onConnect(abort: (err?: Error) => void): void {
@@ -95,7 +98,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.status = statusCode;
     proxy.metrics.upstreamDuration.observe((performance.now() - this.upstreamStartedAt) / 1000);
     const limit = this.admission.limit;
-    const headers = responseHeaders(raw, limit !== undefined);
+    const headers = responseHeaders(raw, limit !== undefined, this.trailers);
     headers.push('x-request-id', this.requestId);
     if (limit !== undefined) {
       const now = proxy.clock();
@@ -123,7 +126,12 @@ class Exchange implements Dispatcher.DispatchHandler {
     return false;
   }
 
-  onComplete(): void {
+  onComplete(trailers: string[] | null): void {
+    if (this.trailers && trailers !== null && trailers.length > 0) {
+      const fields: [string, string][] = [];
+      for (let i = 0; i + 1 < trailers.length; i += 2) fields.push([String(trailers[i]), String(trailers[i + 1])]);
+      this.res.addTrailers(fields);
+    }
     this.res.end();
     this.finish(null);
   }
@@ -229,8 +237,11 @@ async function serve(
 
   const facts = forwardedFacts(req, proxy.config.trustProxy);
   const admission = await admit(proxy, req.headers, facts.client);
+  const continues = expectsContinue(req);
   if (!admission.admitted) {
     const refusal = refusalResponse(admission, requestId, proxy.clock());
+    // The client holds its body back for our answer: it never needs to send it, so the connection ends.
+    if (continues) refusal.headers.connection = 'close';
     res.writeHead(refusal.status, refusal.headers);
     res.end(refusal.body);
     done(proxy, req, requestId, target.path, admission.key?.id, refusal.status, false, receivedAt);
@@ -250,7 +261,11 @@ async function serve(
     keyId: admission.key.id,
     requestId,
   });
-  const exchange = new Exchange(proxy, req, res, requestId, receivedAt, target.path, admission);
+  const trailers = acceptsTrailers(req.headers);
+  if (trailers) headers.push('te', 'trailers');
+  // Authenticated and within its limit: now the client may send its body.
+  if (continues) res.writeContinue();
+  const exchange = new Exchange(proxy, req, res, requestId, receivedAt, target.path, admission, trailers);
   res.on('close', exchange.onClientClose);
   proxy.metrics.proxyOverhead.observe((exchange.upstreamStartedAt - receivedAt) / 1000);
   proxy.pool.dispatch(
@@ -262,6 +277,11 @@ async function serve(
     },
     exchange,
   );
+}
+
+/** `Expect: 100-continue`: the client waits for a 100 (or a final answer) before sending its body. */
+function expectsContinue(req: IncomingMessage): boolean {
+  return req.headers.expect?.toLowerCase() === '100-continue';
 }
 
 /** A request carries a body when it says so; GETs without one are sent without a body stream. */

@@ -217,8 +217,13 @@ describe.each(modes)('one node, $name', (mode) => {
     // promtool (Debian package prometheus, installed by .ci/run) lints the exposition format.
     const lint = spawnSync('promtool', ['check', 'metrics'], { input: metrics, encoding: 'utf8' });
     expect({ status: lint.status, problems: lint.stdout + lint.stderr }).toEqual({ status: 0, problems: '' });
-    const openapi = (await (await fetch(tollgate.opsUrl + '/openapi.json')).json()) as { openapi: string };
+    const openapi = (await (await fetch(tollgate.opsUrl + '/openapi.json')).json()) as {
+      openapi: string;
+      servers: { url: string; variables: { port: { default: string } } }[];
+    };
     expect(openapi.openapi).toMatch(/^3\.1/);
+    // Clients built from the document call the public listener, not the ops port that serves it.
+    expect(openapi.servers[0]!.variables.port.default).toBe(new URL(tollgate.url).port);
   });
 
   it('never writes a secret to its logs', () => expectNoSecretsLogged());

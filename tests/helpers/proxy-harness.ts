@@ -38,6 +38,7 @@ export interface Received {
 /**
  * A real backend that records what reaches it. Routes: `/slow` answers after `slowMs`; `/echo`
  * streams the request body back; `/status/NNN` answers NNN; `/hop` answers with hop-by-hop headers;
+ * `/trailers` answers chunked with a trailer field;
  * anything else answers 200 with a small JSON body. WebSocket upgrades are accepted and echo messages.
  */
 export class RecordingBackend {
@@ -92,6 +93,14 @@ export class RecordingBackend {
       if (status) {
         res.writeHead(Number(status[1]), { 'content-type': 'application/json' });
         res.end('{"status":' + status[1] + '}');
+        return;
+      }
+      if (path.endsWith('/trailers')) {
+        // Chunked, with a trailer field announced in `Trailer`.
+        res.writeHead(200, { 'content-type': 'text/plain', trailer: 'X-Checksum' });
+        res.write('body');
+        res.addTrailers({ 'x-checksum': 'sha256=abc' });
+        res.end();
         return;
       }
       if (path.endsWith('/hop')) {

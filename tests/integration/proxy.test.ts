@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { LimitDecision, RateLimiter } from '../../src/limits/rate-limiter.js';
 import { AuthThrottle } from '../../src/proxy/auth-throttle.js';
@@ -111,9 +112,11 @@ describe('proxy: forwarding', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     const got = h.backend.received.at(-1)!;
     expect(got.url).toBe('/api/v1/hop-in');
-    for (const name of ['x-hop-a', 'x-hop-b', 'keep-alive', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-connection', 'authorization', 'forwarded']) {
+    for (const name of ['x-hop-a', 'x-hop-b', 'keep-alive', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-connection', 'authorization', 'forwarded']) {
       expect(got.headers[name]).toBeUndefined();
     }
+    // The client accepts trailers: Tollgate asks the backend for them itself (CONTRACT section 11).
+    expect(got.headers.te).toBe('trailers');
     expect(got.headers.connection).not.toMatch(/hop/i);
     expect(got.headers['x-end-to-end']).toBe('kept');
     // No trusted proxy in front (TRUST_PROXY unset): the peer is the client, whatever it claims.
@@ -121,6 +124,62 @@ describe('proxy: forwarding', () => {
     expect(got.headers['x-forwarded-proto']).toBe('http');
     expect(got.headers['x-forwarded-host']).toBe('tollgate.test');
     expect(got.headers.host).toBe(`127.0.0.1:${h.config.upstreamUrl.port}`);
+  });
+
+  it('passes the backend trailers to a client that sent TE: trailers, and only to it', async () => {
+    const head = (te: string) =>
+      ['GET /trailers HTTP/1.1', 'Host: tollgate.test', `Authorization: Bearer ${key.secret}`, 'Connection: close', ...(te ? [`TE: ${te}`] : []), '', ''].join('\r\n');
+    const wanted = await rawRequest(h.port, head('trailers'));
+    expect(wanted).toMatch(/^HTTP\/1\.1 200 /);
+    expect(wanted).toMatch(/\r\nTrailer: X-Checksum\r\n/i);
+    expect(wanted).toMatch(/\r\n0\r\nx-checksum: sha256=abc\r\n\r\n$/i);
+    expect(h.backend.received.at(-1)!.headers.te).toBe('trailers');
+
+    for (const te of ['', 'gzip']) {
+      const plain = await rawRequest(h.port, head(te));
+      expect(plain).toMatch(/^HTTP\/1\.1 200 /);
+      expect(plain).not.toMatch(/trailer|x-checksum/i);
+      // Any other TE stays hop-by-hop.
+      expect(h.backend.received.at(-1)!.headers.te).toBeUndefined();
+    }
+  });
+
+  it('sends 100 Continue only once the key is admitted; a refused client never sends its body', async () => {
+    const exchange = (secret: string) =>
+      new Promise<{ first: string; final: string }>((resolve, reject) => {
+        const socket = connect(h.port, '127.0.0.1', () =>
+          socket.write(['POST /echo HTTP/1.1', 'Host: tollgate.test', `Authorization: Bearer ${secret}`, 'Content-Type: text/plain', 'Content-Length: 5', 'Expect: 100-continue', 'Connection: close', '', ''].join('\r\n')),
+        );
+        let first: string | undefined;
+        let text = '';
+        socket.on('data', (chunk: Buffer) => {
+          text += chunk.toString('latin1');
+          if (first === undefined) {
+            first = text;
+            // Only a 100 invites the body.
+            if (text.startsWith('HTTP/1.1 100')) {
+              text = '';
+              socket.write('hello');
+            }
+          }
+        });
+        socket.on('end', () => resolve({ first: first ?? '', final: text }));
+        socket.on('error', reject);
+        socket.setTimeout(10_000, () => socket.destroy(new Error('no answer')));
+      });
+
+    const admitted = await exchange(key.secret);
+    expect(admitted.first).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n/);
+    expect(admitted.final).toMatch(/^HTTP\/1\.1 200 /);
+    expect(admitted.final).toMatch(/\r\n\r\n(5\r\n)?hello/);
+    expect(h.backend.received.at(-1)!.headers.expect).toBeUndefined();
+
+    const before = h.backend.received.length;
+    const refused = await exchange('tg_' + 'x'.repeat(43));
+    expect(refused.first).toMatch(/^HTTP\/1\.1 401 /);
+    expect(refused.first).toMatch(/\r\nconnection: close\r\n/i);
+    expect(refused.first).toContain('invalid_api_key');
+    expect(h.backend.received.length).toBe(before);
   });
 
   it('strips hop-by-hop headers of the backend response', async () => {

@@ -39,6 +39,15 @@ describe('OpenAPI document', () => {
     expect(document.security).toEqual([{ rootToken: [] }]);
   });
 
+  it('names the public listener in servers, not the ops port it is served on', () => {
+    expect(buildOpenApiDocument({ publicListener: { host: '0.0.0.0', port: 8080 } }).servers).toEqual([
+      expect.objectContaining({ url: 'http://{host}:{port}', variables: { host: expect.objectContaining({ default: 'localhost' }), port: expect.objectContaining({ default: '8080' }) } }),
+    ]);
+    expect(buildOpenApiDocument({ publicListener: { host: '10.1.2.3', port: 9000 } }).servers).toEqual([
+      expect.objectContaining({ variables: { host: expect.objectContaining({ default: '10.1.2.3' }), port: expect.objectContaining({ default: '9000' }) } }),
+    ]);
+  });
+
   it('documents only paths the server routes to the management API', () => {
     for (const prefix of ['', '/admin']) {
       for (const path of Object.keys(buildOpenApiDocument({ prefix }).paths)) {
