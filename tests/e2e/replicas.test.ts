@@ -96,10 +96,15 @@ describe('three replicas, one Redis, one Postgres', () => {
     const limit = 1500;
     const key = await keyWithPlan(live[0]!, 'leased', limit);
     const counter = `${prefix}{${key.id}}:day:${windowAt('day', Date.now()).start}`;
-    // One replica busy with the key for a moment: it leases places beyond the requests it served.
+    // One replica busy with the key for a moment: it leases places beyond the requests it served. A
+    // lease follows requests that come close together; on a loaded machine that may take more rounds.
     let early = 0;
-    for (let round = 0; round < 10; round++) early += (await burst([live[0]!], key.secret, 20, '/v1/leased')).filter((s) => s === 200).length;
-    expect(early).toBe(200);
+    let rounds = 0;
+    while (rounds < 10 || (rounds < 20 && Number(await redisClient.get(counter)) <= early)) {
+      early += (await burst([live[0]!], key.secret, 20, '/v1/leased')).filter((s) => s === 200).length;
+      rounds++;
+    }
+    expect(early).toBe(20 * rounds);
     expect(Number(await redisClient.get(counter))).toBeGreaterThan(early);
     // The other two then ask for more than is left: the first gives its unused places back (asked to
     // by a reclaim, or once the key is quiet on it), and they are admitted elsewhere.
