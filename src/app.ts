@@ -15,8 +15,8 @@ import { createProxyHandler } from './proxy/handler.js';
 import { createUpgradeHandler } from './proxy/websocket.js';
 import { createPublicServer } from './server.js';
 import type { DbHandle } from './store/db.js';
-import { ping } from './store/db.js';
 import { KeyRepository, PlanRepository } from './store/repositories.js';
+import { StorageHealth } from './store/storage-health.js';
 import { UsageReader } from './usage/reader.js';
 import { UsageRecorder } from './usage/recorder.js';
 import type { UsageRepository } from './usage/usage-repository.js';
@@ -79,6 +79,7 @@ export function buildApp({
   scrapeMetrics = () => metrics.registry.metrics(),
 }: AppOptions): App {
   const keys = new KeyRepository(adapters.db.db);
+  const storageHealth = new StorageHealth(adapters.db.db);
   const plans = new PlanRepository(adapters.db.db);
   const recorder = new UsageRecorder(adapters.usageSink, logger, metrics);
   const usage = new UsageReader(adapters.usageRepository, [...adapters.pendingUsage, recorder]);
@@ -117,6 +118,7 @@ export function buildApp({
     logger,
     metrics,
     clock,
+    storageHealth,
   });
   const publicServer = createPublicServer({
     managementApp: management,
@@ -132,7 +134,7 @@ export function buildApp({
     metrics,
     scrapeMetrics,
     isDraining: () => draining,
-    readinessChecks: { database: () => ping(adapters.db.db), ...adapters.readinessChecks },
+    readinessChecks: { database: () => storageHealth.check(), ...adapters.readinessChecks },
     openApiDocument: () => openApi,
   });
 

@@ -29,9 +29,15 @@ export const ERRORS = {
   limit_unavailable: { status: 503, message: 'Rate limiting is unavailable' },
   auth_unavailable: { status: 503, message: 'Key lookup is unavailable' },
   database_unavailable: { status: 503, message: 'The database is unavailable' },
-  storage_unavailable: { status: 503, message: 'The database does not accept writes right now; retry later' },
+  storage_unavailable: { status: 503, message: 'The database does not accept writes right now; retry later', retryAfterSeconds: 5 },
   gateway_timeout: { status: 504, message: 'The backend did not answer in time' },
-} as const satisfies Record<string, { status: number; message: string }>;
+} as const satisfies Record<string, { status: number; message: string; retryAfterSeconds?: number }>;
+
+/** Seconds a client should wait before retrying a refusal with this code, when the catalogue says. */
+export function retryAfterOf(code: ErrorCode): number | undefined {
+  const entry = ERRORS[code];
+  return 'retryAfterSeconds' in entry ? entry.retryAfterSeconds : undefined;
+}
 
 export type ErrorCode = keyof typeof ERRORS;
 
@@ -52,9 +58,15 @@ export function errorResponse(
   extraHeaders?: Record<string, string | number>,
 ): { status: number; headers: Record<string, string | number>; body: string } {
   const body = JSON.stringify(errorBody(code));
+  const retryAfter = retryAfterOf(code);
   return {
     status: ERRORS[code].status,
-    headers: { ...extraHeaders, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) },
+    headers: {
+      ...extraHeaders,
+      ...(retryAfter !== undefined && { 'retry-after': retryAfter }),
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+    },
     body,
   };
 }

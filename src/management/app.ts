@@ -3,7 +3,7 @@
  * never listening itself, so the server mounts it and tests run it in process.
  */
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
-import { AppError } from '../errors.js';
+import { AppError, retryAfterOf } from '../errors.js';
 import type { KeyEvents } from '../keys/key-events.js';
 import {
   constantTimeEqual,
@@ -18,8 +18,9 @@ import type { RateLimitPolicy } from '../limits/window.js';
 import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { KeyRepository, KeyRow, ListPosition, PlanRepository } from '../store/repositories.js';
+import type { StorageHealth } from '../store/storage-health.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { isDatabaseUnavailable } from './db-errors.js';
+import { isDatabaseUnavailable, isStorageRefusingWrites } from './db-errors.js';
 import { jsonBody } from './json-body.js';
 import { PATHS } from './routes.js';
 import {
@@ -64,6 +65,8 @@ export interface ManagementDeps {
   readonly metrics: Metrics;
   /** Epoch milliseconds: timestamps and rate-limit windows. */
   readonly clock: () => number;
+  /** Told when the database refuses a write, so readiness says so until it takes writes again. */
+  readonly storageHealth?: Pick<StorageHealth, 'refused'>;
 }
 
 const KEY_ID = new RegExp(KEY_ID_PATTERN);
@@ -286,6 +289,11 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
       logger.warn({ err: (err as Error).message, method, path }, 'database unavailable');
       return new AppError('database_unavailable');
     }
+    if (isStorageRefusingWrites(err)) {
+      logger.warn({ err: (err as Error).message, method, path }, 'database refuses writes');
+      deps.storageHealth?.refused((err as Error).message);
+      return new AppError('storage_unavailable');
+    }
     logger.error({ err, method, path }, 'management request failed');
     return new AppError('internal_error');
   };
@@ -296,6 +304,8 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
       return;
     }
     const error = toAppError(err, req.method, req.path);
+    const retryAfter = retryAfterOf(error.code);
+    if (retryAfter !== undefined) res.set('Retry-After', String(retryAfter));
     res.status(error.status).json(error.toBody());
   };
 

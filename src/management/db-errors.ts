@@ -47,3 +47,23 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   if (Array.isArray(errors) && errors.some((e) => isDatabaseUnavailable(e, depth + 1))) return true;
   return isDatabaseUnavailable(cause, depth + 1);
 }
+
+/**
+ * SQLSTATEs of a server that answers but refuses writes: out of disk or resources, read-only
+ * (a standby, `default_transaction_read_only`), or failing to write its files.
+ */
+const REFUSING_WRITES_SQLSTATES = new Set([
+  '53100', // disk_full
+  '53000', // insufficient_resources
+  '25006', // read_only_sql_transaction
+  '58030', // io_error
+]);
+
+/** The database answers but does not take writes now: 503 `storage_unavailable`, retried later. */
+export function isStorageRefusingWrites(err: unknown, depth = 0): boolean {
+  if (typeof err !== 'object' || err === null || depth > 5) return false;
+  const { code, message, cause } = err as ErrorLike;
+  if (typeof code === 'string' && (REFUSING_WRITES_SQLSTATES.has(code) || code === 'ENOSPC' || code === 'EROFS')) return true;
+  if (typeof message === 'string' && /no space left on device|read-only file system/i.test(message)) return true;
+  return isStorageRefusingWrites(cause, depth + 1);
+}

@@ -54,7 +54,3 @@ export async function openEmbedded(dataDir: string): Promise<DbHandle> {
   const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
   return { db, kind: 'embedded', runScript: async (_trx, text) => void (await client.exec(text)), close: () => db.destroy() };
 }
-
-export async function ping(db: Db): Promise<void> {
-  await sql`select 1`.execute(db);
-}

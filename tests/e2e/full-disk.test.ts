@@ -1,0 +1,89 @@
+/**
+ * Embedded mode on a disk that fills up (a private 64 MB tmpfs): management writes answer 503
+ * storage_unavailable with Retry-After, readiness names the database, proxying of known keys goes on,
+ * and everything recovers by itself once space is freed, the usage of the full period included.
+ */
+import { execFileSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startBackend, type Backend } from './helpers/backend.js';
+import { hit, totalOn, waitFor } from './helpers/replicas.js';
+import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
+
+const mountPoint = mkdtempSync(join(tmpdir(), 'tollgate-full-'));
+const filler = join(mountPoint, 'filler');
+let mounted = false;
+let backend: Backend;
+let tollgate: Tollgate;
+
+/** Writes a file until the disk is full. */
+function fillDisk(): void {
+  const fd = openSync(filler, 'w');
+  const block = Buffer.alloc(256 * 1024);
+  try {
+    for (;;) writeSync(fd, block);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+beforeAll(async () => {
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', mountPoint]);
+  mounted = true;
+  backend = await startBackend();
+  tollgate = await startTollgate({ DATA_DIR: join(mountPoint, 'data'), UPSTREAM_URL: backend.url });
+}, 120_000);
+
+afterAll(async () => {
+  try {
+    await tollgate?.stop();
+    await backend?.close();
+  } finally {
+    if (mounted) execFileSync('umount', ['-l', mountPoint]);
+    rmSync(mountPoint, { recursive: true, force: true });
+  }
+  if (tollgate) expectNoSecretsLogged();
+}, 60_000);
+
+it('refuses management writes with 503 storage_unavailable, keeps proxying, recovers by itself', async () => {
+  const { body: key } = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'before-full' });
+  expect(await hit(tollgate, key.secret, '/v1/before')).toBe(200);
+
+  fillDisk();
+  const refused = await fetch(tollgate.url + '/consumer-api-key/create', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tollgate.rootToken}`, 'content-type': 'application/json' },
+    // A large name makes sure the row needs new space, whatever the last page had free.
+    body: JSON.stringify({ name: 'x'.repeat(200) }),
+  });
+  let answer = { status: refused.status, retryAfter: refused.headers.get('retry-after'), body: await refused.json() };
+  // The first insert may still fit a page; keep creating until the disk says no.
+  for (let i = 0; i < 200 && answer.status === 201; i++) {
+    const res = await fetch(tollgate.url + '/consumer-api-key/create', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tollgate.rootToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'y'.repeat(200) }),
+    });
+    answer = { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.json() };
+  }
+  expect(answer).toEqual({
+    status: 503,
+    retryAfter: '5',
+    body: { error: expect.any(String), code: 'storage_unavailable' },
+  });
+  const ready = await fetch(tollgate.opsUrl + '/readyz');
+  expect({ status: ready.status, body: await ready.json() }).toEqual({ status: 503, body: { status: 'not_ready', checks: { database: 'unavailable' } } });
+  // Known keys keep working from the key cache; their usage waits for the disk.
+  for (let i = 0; i < 5; i++) expect(await hit(tollgate, key.secret, '/v1/during')).toBe(200);
+  expect(tollgate.output.some((l) => l.includes('management request failed'))).toBe(false);
+
+  unlinkSync(filler);
+  const back = await waitFor(async () => (await fetch(tollgate.opsUrl + '/readyz')).status, (s) => s === 200, { timeoutMs: 15_000, everyMs: 250 });
+  expect(back.value).toBe(200);
+  expect((await tollgate.admin('POST', '/consumer-api-key/create', { name: 'after-full' })).status).toBe(201);
+  const counted = await waitFor(() => totalOn(tollgate, key.id), (n) => n === 6, { timeoutMs: 10_000 });
+  expect(counted.value).toBe(6);
+}, 120_000);
