@@ -16,6 +16,7 @@ import { aggregateWorkerMetrics, workerScrape } from './ops/cluster-metrics.js';
 import { Metrics } from './ops/metrics.js';
 import { openEmbedded, openPostgres, type DbHandle } from './store/db.js';
 import { holdDataDirLock } from './store/data-dir-lock.js';
+import { embeddedStartFailure } from './store/disk-space.js';
 import { migrate } from './store/migrate.js';
 import { KeyRepository } from './store/repositories.js';
 import { rotateSecrets } from './store/rotate-secrets.js';
@@ -168,13 +169,18 @@ try {
   throw err;
 }
 
+/** Embedded mode's failures name DATA_DIR, a full disk as such; Postgres mode's speak for themselves. */
+function startFailure(err: unknown): string {
+  return config.databaseUrl ? (err as Error).message : embeddedStartFailure(config.dataDir, err);
+}
+
 const command = process.argv[2];
 if (command === 'rotate-secrets') {
-  await rotate(config).catch((err: unknown) => fail(`rotate-secrets failed: ${(err as Error).message}`));
+  await rotate(config).catch((err: unknown) => fail(`rotate-secrets failed: ${startFailure(err)}`));
 } else if (command !== undefined) {
   fail(`unknown command "${command}" (the only command is rotate-secrets)`);
 } else if (config.workers > 1 && cluster.isPrimary) {
   superviseWorkers(config);
 } else {
-  await serve(config).catch((err: unknown) => fail(`start-up failed: ${(err as Error).message}`));
+  await serve(config).catch((err: unknown) => fail(`start-up failed: ${startFailure(err)}`));
 }
