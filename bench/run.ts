@@ -8,6 +8,7 @@
 //   npm run bench -- profile      --cpu-prof of one Tollgate process under load, top self-time functions
 //   npm run bench -- engines      undici Pool.stream against Pool.dispatch, forwarding alone
 //   npm run bench -- concurrency  CPU per request at wrk -c50, 13, 4, 1: Tollgate with and without a plan, a bare forwarder
+//   npm run bench -- embedded     the embedded default against Redis mode: time to ready, memory idle and under load, req/s, p99
 //   … --out FILE                  also write the result (markdown) to FILE; it is always printed
 //
 // Environment (all optional): BENCH_DURATION (s, default 10), BENCH_ROUNDS (3), BENCH_WARMUP (s, 3),
@@ -27,13 +28,14 @@ import { ensureWorkDir, niceSession, readFileOr, stopAll, stopEverythingOnExit }
 import { report } from './lib/report.ts';
 import { concurrency } from './commands/concurrency.ts';
 import { cost } from './commands/cost.ts';
+import { embedded } from './commands/embedded.ts';
 import { engines } from './commands/engines.ts';
 import { profile } from './commands/profile.ts';
 import { scale } from './commands/scale.ts';
 import { table } from './commands/table.ts';
 
-const commands: Record<string, () => Promise<string>> = { table, scale, cost, profile, engines, concurrency };
-const usage = `usage: npm run bench [-- table|scale|cost|profile|engines|concurrency] [--out FILE]\n`;
+const commands: Record<string, () => Promise<string>> = { table, scale, cost, profile, engines, concurrency, embedded };
+const usage = `usage: npm run bench [-- table|scale|cost|profile|engines|concurrency|embedded] [--out FILE]\n`;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
 try {
