@@ -12,13 +12,6 @@ export class LimiterUnavailableError extends Error {
   }
 }
 
-const TIMEOUTS_BEFORE_DEGRADED = 3;
-
-/** ioredis' `commandTimeout` rejection: the connection may be fine and the answer merely late. */
-function isTimeout(err: unknown): boolean {
-  return err instanceof Error && /timed? ?out/i.test(err.message);
-}
-
 export interface FailoverOptions {
   readonly mode: 'open' | 'closed';
   /** While degraded, how often Redis is asked whether it is back (requests never wait on it). */
@@ -27,22 +20,20 @@ export interface FailoverOptions {
 
 /**
  * Puts the shared (Redis) limiter first and decides what happens when it fails: `open` limits each
- * replica in process (each then admits up to the full limit on its own), `closed` refuses. The
- * first failure switches to degraded mode, where requests no longer touch Redis, so an outage costs
- * at most one command timeout; a background probe switches back as soon as Redis answers.
+ * replica in process (each then admits up to the full limit on its own), `closed` refuses.
+ *
+ * A circuit breaker: the first failure, a refused connection or a command timeout, opens it. Every
+ * request then takes the fallback at once, those already waiting on Redis included (they do not sit
+ * out their own timeouts), so a hang costs one command timeout, not one per request. While open, a
+ * background probe (half-open: one call to Redis, never a request's) closes it as soon as Redis answers.
  */
 export class FailoverRateLimiter implements RateLimiter {
   private readonly local = new MemoryRateLimiter();
   private probe: NodeJS.Timeout | undefined;
   private readonly mode: 'open' | 'closed';
   private readonly probeIntervalMs: number;
-  /** Timeouts in a row: one slow answer (a busy event loop) is not an outage. */
-  private timeoutsInARow = 0;
-  /**
-   * The last timeout counted: requests batched into one Redis command share its error, and one late
-   * command counts once however many requests waited on it.
-   */
-  private lastTimeout: unknown = undefined;
+  /** Decisions waiting on Redis: when the circuit opens they take the fallback at once. */
+  private readonly waiting = new Set<() => void>();
 
   constructor(
     private readonly shared: RateLimiter,
@@ -63,21 +54,29 @@ export class FailoverRateLimiter implements RateLimiter {
     if (this.degraded) return this.fallback(keyId, policy, nowMs);
     const decided = this.shared.consume(keyId, policy, nowMs);
     if (!(decided instanceof Promise)) return decided;
-    return decided.then(
-      (decision) => {
-        this.timeoutsInARow = 0;
-        return decision;
-      },
-      (err: unknown) => {
-        // A refused connection is an outage at once; timeouts only when several come in a row.
-        if (!isTimeout(err)) this.enterDegraded(err, keyId, policy);
-        else if (err !== this.lastTimeout) {
-          this.lastTimeout = err;
-          if (++this.timeoutsInARow >= TIMEOUTS_BEFORE_DEGRADED) this.enterDegraded(err, keyId, policy);
+    return new Promise<LimitDecision>((resolve, reject) => {
+      const takeFallback = (): void => {
+        this.waiting.delete(takeFallback);
+        try {
+          resolve(this.fallback(keyId, policy, nowMs));
+        } catch (err) {
+          reject(err);
         }
-        return this.fallback(keyId, policy, nowMs);
-      },
-    );
+      };
+      // Opened by another request's failure meanwhile: this one stops waiting too.
+      this.waiting.add(takeFallback);
+      decided.then(
+        (decision) => {
+          this.waiting.delete(takeFallback);
+          resolve(decision);
+        },
+        (err: unknown) => {
+          this.waiting.delete(takeFallback);
+          this.enterDegraded(err, keyId, policy);
+          takeFallback();
+        },
+      );
+    });
   }
 
   private fallback(keyId: string, policy: RateLimitPolicy, nowMs: number): LimitDecision {
@@ -116,6 +115,7 @@ export class FailoverRateLimiter implements RateLimiter {
         ? 'Redis unavailable: limiting in process on each replica until it answers again'
         : 'Redis unavailable: refusing proxied requests with 503 limit_unavailable until it answers again',
     );
+    for (const takeFallback of [...this.waiting]) takeFallback();
     let probing = false;
     this.probe = setInterval(() => {
       if (probing) return;
@@ -130,7 +130,6 @@ export class FailoverRateLimiter implements RateLimiter {
 
   private leaveDegraded(): void {
     if (!this.degraded) return;
-    this.timeoutsInARow = 0;
     clearInterval(this.probe);
     this.probe = undefined;
     this.metrics.degraded.set({ dependency: 'redis' }, 0);
