@@ -3,9 +3,12 @@ import type { Metrics } from '../ops/metrics.js';
 import {
   MAX_CUSTOMER_ID_LENGTH,
   MAX_ENDPOINT_LENGTH,
+  MAX_CUSTOMERS_PER_KEY,
   MAX_ENDPOINTS_PER_KEY,
-  OTHER_ENDPOINT,
+  emptyCounts,
+  emptyEndpoint,
   emptyKeyUsage,
+  entryFor,
   requestsIn,
   type PendingPart,
   type PendingUsage,
@@ -38,12 +41,7 @@ export class UsageRecorder implements PendingUsage {
     let usage = this.current.get(keyId);
     if (!usage) this.current.set(keyId, (usage = emptyKeyUsage()));
     if (endpoint.length > MAX_ENDPOINT_LENGTH) endpoint = endpoint.slice(0, MAX_ENDPOINT_LENGTH);
-    let e = usage.endpoints.get(endpoint);
-    if (!e) {
-      const name = usage.endpoints.size < MAX_ENDPOINTS_PER_KEY ? endpoint : OTHER_ENDPOINT;
-      e = usage.endpoints.get(name);
-      if (!e) usage.endpoints.set(name, (e = { requests: 0, successful: 0, failed: 0, totalDurationMs: 0 }));
-    }
+    const e = entryFor(usage.endpoints, endpoint, MAX_ENDPOINTS_PER_KEY, emptyEndpoint);
     e.requests++;
     e.totalDurationMs += durationMs;
     if (ok) e.successful++;
@@ -51,8 +49,7 @@ export class UsageRecorder implements PendingUsage {
     if (customerId !== undefined) {
       // The header is the client's to set: a bounded id keeps one request from bloating a row.
       if (customerId.length > MAX_CUSTOMER_ID_LENGTH) customerId = customerId.slice(0, MAX_CUSTOMER_ID_LENGTH);
-      let c = usage.customers.get(customerId);
-      if (!c) usage.customers.set(customerId, (c = { requests: 0, successful: 0, failed: 0 }));
+      const c = entryFor(usage.customers, customerId, MAX_CUSTOMERS_PER_KEY, emptyCounts);
       c.requests++;
       if (ok) c.successful++;
       else c.failed++;

@@ -5,6 +5,8 @@ import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { UsageRepository } from './usage-repository.js';
 import {
+  emptyCounts,
+  emptyEndpoint,
   emptyKeyUsage,
   requestsIn,
   type KeyUsage,
@@ -166,14 +168,14 @@ function addFields(into: KeyUsage, flat: readonly string[]): void {
     const metric = field.slice(-1);
     if (field.startsWith('e|')) {
       let e = into.endpoints.get(name);
-      if (!e) into.endpoints.set(name, (e = { requests: 0, successful: 0, failed: 0, totalDurationMs: 0 }));
+      if (!e) into.endpoints.set(name, (e = emptyEndpoint()));
       if (metric === 'r') e.requests += value;
       else if (metric === 's') e.successful += value;
       else if (metric === 'f') e.failed += value;
       else if (metric === 'd') e.totalDurationMs += value;
     } else if (field.startsWith('c|')) {
       let c = into.customers.get(name);
-      if (!c) into.customers.set(name, (c = { requests: 0, successful: 0, failed: 0 }));
+      if (!c) into.customers.set(name, (c = emptyCounts()));
       if (metric === 'r') c.requests += value;
       else if (metric === 's') c.successful += value;
       else if (metric === 'f') c.failed += value;

@@ -1,10 +1,14 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
 import {
+  MAX_CUSTOMERS_PER_KEY,
   MAX_ENDPOINTS_PER_KEY,
   OTHER_ENDPOINT,
+  addCounts,
+  emptyCounts,
+  emptyEndpoint,
+  entryFor,
   emptyKeyUsage,
-  type EndpointUsage,
   type KeyUsage,
   type UsageBatch,
   type UsageCounts,
@@ -49,23 +53,21 @@ export class UsageRepository {
       if (keyIds.length === 0) return true;
       // FOR KEY SHARE: a concurrent delete waits for this batch, then removes its rows too.
       const live = await trx.selectFrom('api_keys').select('id').where('id', 'in', keyIds).forKeyShare().execute();
-      const counts = await trx
-        .selectFrom('usage_endpoints')
-        .select(['key_id', sql<number>`count(*)::int`.as('n')])
-        .where('key_id', 'in', keyIds)
-        .where('endpoint', '<>', OTHER_ENDPOINT)
-        .groupBy('key_id')
-        .execute();
-      const stored = new Map(counts.map((c) => [c.key_id, Number(c.n)]));
+      const [endpointsHeld, customersHeld] = await Promise.all([
+        this.distinctCounts(trx, 'usage_endpoints', 'endpoint', keyIds),
+        this.distinctCounts(trx, 'usage_customers', 'customer_id', keyIds),
+      ]);
 
       const endpointRows: { key_id: string; endpoint: string; requests: number; successful: number; failed: number; total_duration_ms: number }[] = [];
       const customerRows: { key_id: string; customer_id: string; requests: number; successful: number; failed: number }[] = [];
       for (const { id } of live) {
         const usage = batch.get(id)!;
-        for (const [endpoint, u] of await this.capEndpoints(trx, id, usage, stored.get(id) ?? 0)) {
+        const endpoints = await this.capped(trx, 'usage_endpoints', 'endpoint', id, usage.endpoints, endpointsHeld.get(id) ?? 0, MAX_ENDPOINTS_PER_KEY, emptyEndpoint);
+        for (const [endpoint, u] of endpoints) {
           endpointRows.push({ key_id: id, endpoint, requests: u.requests, successful: u.successful, failed: u.failed, total_duration_ms: u.totalDurationMs });
         }
-        for (const [customer, u] of usage.customers) {
+        const customers = await this.capped(trx, 'usage_customers', 'customer_id', id, usage.customers, customersHeld.get(id) ?? 0, MAX_CUSTOMERS_PER_KEY, emptyCounts);
+        for (const [customer, u] of customers) {
           customerRows.push({ key_id: id, customer_id: customer, requests: u.requests, successful: u.successful, failed: u.failed });
         }
       }
@@ -100,31 +102,46 @@ export class UsageRepository {
     });
   }
 
-  /** Paths beyond the first 1000 of a key fold into "(other)"; only keys near the cap cost a query. */
-  private async capEndpoints(trx: Db, keyId: string, usage: KeyUsage, storedCount: number): Promise<Map<string, EndpointUsage>> {
-    if (storedCount + usage.endpoints.size <= MAX_ENDPOINTS_PER_KEY) return usage.endpoints;
-    const existing = await trx
-      .selectFrom('usage_endpoints')
-      .select('endpoint')
-      .where('key_id', '=', keyId)
-      .where('endpoint', 'in', [...usage.endpoints.keys()])
+  /** Distinct names (other than "(other)") each key already holds in `table`. */
+  private async distinctCounts(trx: Db, table: 'usage_endpoints' | 'usage_customers', column: 'endpoint' | 'customer_id', keyIds: readonly string[]): Promise<Map<string, number>> {
+    const rows = await trx
+      .selectFrom(table)
+      .select(['key_id', sql<number>`count(*)::int`.as('n')])
+      .where('key_id', 'in', keyIds)
+      .where(column, '<>', OTHER_ENDPOINT)
+      .groupBy('key_id')
       .execute();
-    const known = new Set(existing.map((r) => r.endpoint));
-    let count = storedCount;
-    const capped = new Map<string, EndpointUsage>();
-    for (const [endpoint, u] of usage.endpoints) {
-      let name = endpoint;
-      if (!known.has(endpoint) && endpoint !== OTHER_ENDPOINT) {
-        if (count < MAX_ENDPOINTS_PER_KEY) count++;
-        else name = OTHER_ENDPOINT;
-      }
-      const t = capped.get(name);
-      if (t) {
-        t.requests += u.requests;
-        t.successful += u.successful;
-        t.failed += u.failed;
-        t.totalDurationMs += u.totalDurationMs;
-      } else capped.set(name, { ...u });
+    return new Map(rows.map((r) => [r.key_id, Number(r.n)]));
+  }
+
+  /**
+   * Names beyond a key's cap (paths, customers) fold into "(other)", counting the names it already
+   * holds; only keys near the cap cost a query, for which of the batch's names are stored already.
+   */
+  private async capped<T extends UsageCounts>(
+    trx: Db,
+    table: 'usage_endpoints' | 'usage_customers',
+    column: 'endpoint' | 'customer_id',
+    keyId: string,
+    names: Map<string, T>,
+    held: number,
+    max: number,
+    create: () => T,
+  ): Promise<Map<string, T>> {
+    if (held + names.size <= max) return names;
+    const existing = await trx
+      .selectFrom(table)
+      .select(sql<string>`${sql.ref(column)}`.as('name'))
+      .where('key_id', '=', keyId)
+      .where(column, 'in', [...names.keys()])
+      .execute();
+    const capped = new Map<string, T>();
+    for (const row of existing) capped.set(row.name, create());
+    let count = held;
+    for (const [name, u] of names) {
+      const newName = !capped.has(name) && name !== OTHER_ENDPOINT;
+      addCounts(entryFor(capped, name, max, create, newName ? count : 0), u);
+      if (newName && count < max) count++;
     }
     return capped;
   }

@@ -19,9 +19,11 @@ export interface KeyUsage {
 /** keyId → what that key did since the previous batch. */
 export type UsageBatch = Map<string, KeyUsage>;
 
-/** The bucket for paths beyond the per-key cap. */
+/** The entry that counts paths, or customers, beyond the per-key cap. */
 export const OTHER_ENDPOINT = '(other)';
 export const MAX_ENDPOINTS_PER_KEY = 1000;
+/** One key sending a new customer id per request must not grow its usage without bound. */
+export const MAX_CUSTOMERS_PER_KEY = 10_000;
 /** Longer paths are cut: a btree index entry (key id, endpoint) must stay under ~2.7 kB. */
 export const MAX_ENDPOINT_LENGTH = 1024;
 /** Longer `CUSTOMER_ID_HEADER` values are cut to this many characters. */
@@ -72,24 +74,34 @@ export function emptyKeyUsage(): KeyUsage {
   return { endpoints: new Map(), customers: new Map() };
 }
 
-/** Adds `from` into `into`, capping distinct endpoints like the store does. */
+/**
+ * The entry of `entries` that counts `name`: its own while fewer than `max` names are held, else the
+ * one "(other)" entry. The one place the per-key caps are applied, by the recorder, by merges and by
+ * the store (which passes the names it already holds).
+ */
+export function entryFor<T>(entries: Map<string, T>, name: string, max: number, create: () => T, held = entries.size): T {
+  let entry = entries.get(name);
+  if (entry === undefined) {
+    const counted = held < max ? name : OTHER_ENDPOINT;
+    entry = entries.get(counted);
+    if (entry === undefined) entries.set(counted, (entry = create()));
+  }
+  return entry;
+}
+
+export const emptyCounts = (): UsageCounts => ({ requests: 0, successful: 0, failed: 0 });
+export const emptyEndpoint = (): EndpointUsage => ({ requests: 0, successful: 0, failed: 0, totalDurationMs: 0 });
+
+/** Adds counts (and summed response times, when both have them) of `from` to `into`. */
+export function addCounts(into: UsageCounts & { totalDurationMs?: number }, from: UsageCounts & { totalDurationMs?: number }): void {
+  into.requests += from.requests;
+  into.successful += from.successful;
+  into.failed += from.failed;
+  if (into.totalDurationMs !== undefined) into.totalDurationMs += from.totalDurationMs ?? 0;
+}
+
+/** Adds `from` into `into`, capping distinct endpoints and customers like the recorder and the store do. */
 export function mergeKeyUsage(into: KeyUsage, from: KeyUsage): void {
-  for (const [endpoint, u] of from.endpoints) {
-    const name = into.endpoints.has(endpoint) || into.endpoints.size < MAX_ENDPOINTS_PER_KEY ? endpoint : OTHER_ENDPOINT;
-    const t = into.endpoints.get(name);
-    if (t) {
-      t.requests += u.requests;
-      t.successful += u.successful;
-      t.failed += u.failed;
-      t.totalDurationMs += u.totalDurationMs;
-    } else into.endpoints.set(name, { ...u });
-  }
-  for (const [customer, u] of from.customers) {
-    const t = into.customers.get(customer);
-    if (t) {
-      t.requests += u.requests;
-      t.successful += u.successful;
-      t.failed += u.failed;
-    } else into.customers.set(customer, { ...u });
-  }
+  for (const [endpoint, u] of from.endpoints) addCounts(entryFor(into.endpoints, endpoint, MAX_ENDPOINTS_PER_KEY, emptyEndpoint), u);
+  for (const [customer, u] of from.customers) addCounts(entryFor(into.customers, customer, MAX_CUSTOMERS_PER_KEY, emptyCounts), u);
 }

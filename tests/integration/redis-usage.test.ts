@@ -107,18 +107,22 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
     for (let i = 0; i < live.length; i += 1000) await r.client.del(...live.slice(i, i + 1000));
   });
 
-  it('pushes a key used by 50,000 customers in one second (one script of 200,000 arguments), and flushes it to Postgres', async () => {
+  it('pushes a key used by 50,000 customers in one second (one script of 200,000 arguments), and flushes it to Postgres capped', async () => {
     const prefix = testKeyPrefix();
     const r = await replica(prefix);
     const customers = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`cust-${i}`, [1, 0] as [number, number]]));
     await r.sink.write(batchOf({ key_1: usage({ '/p': [50_000, 0, 7] }, customers) }));
+    const sumOf = (customers: Map<string, { requests: number }> | undefined) => [...(customers ?? new Map()).values()].reduce((n, c) => n + c.requests, 0);
+    // Shown and stored with the per-key cap: 10,000 customers, the rest under "(other)", sums intact.
     const pending = await pendingTotal(r.pending, 'key_1');
-    expect(pending?.customers.size).toBe(50_000);
-    expect(pending?.customers.get('cust-49999')).toEqual({ requests: 1, successful: 1, failed: 0 });
+    expect(pending?.customers.size).toBe(10_001);
+    expect(pending?.customers.get('(other)')?.requests).toBe(40_000);
+    expect(sumOf(pending?.customers)).toBe(50_000);
     // And on into Postgres, whole.
     await r.flusher.flush();
     const saved = await stored('key_1');
-    expect(saved?.customers.size).toBe(50_000);
+    expect(saved?.customers.size).toBe(10_001);
+    expect(sumOf(saved?.customers)).toBe(50_000);
     expect(saved?.endpoints.get('/p')).toEqual({ requests: 50_000, successful: 50_000, failed: 0, totalDurationMs: 7 });
     expect(await pendingTotal(r.pending, 'key_1')).toBeUndefined();
   });

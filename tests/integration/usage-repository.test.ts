@@ -106,6 +106,24 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
     expect(stored.endpoints.get(OTHER_ENDPOINT)).toEqual({ requests: 4, successful: 3, failed: 1, totalDurationMs: 4 });
   });
 
+  it('keeps at most 10,000 customers per key, the rest under "(other)", across batches, sums intact', async () => {
+    const keyId = await newKey();
+    const usage = new UsageRepository(handle.db);
+    const customers = (from: number, to: number) => Object.fromEntries(Array.from({ length: to - from }, (_, i) => [`c${from + i}`, 1]));
+    await usage.applyBatch(undefined, batchOf(keyId, { '/c': [9_990, 0, 1] }, customers(0, 9_990)));
+    // 20 repeat customers and 60 new ones: 10 of the new fit, 50 go to "(other)".
+    await usage.applyBatch(undefined, batchOf(keyId, { '/c': [80, 0, 1] }, { ...customers(0, 20), ...customers(9_990, 10_050) }));
+    const stored = await usage.read(keyId);
+    expect(stored.customers.size).toBe(10_001);
+    expect(stored.customers.get('c0')?.requests).toBe(2);
+    expect(stored.customers.get('c9999')?.requests).toBe(1);
+    expect(stored.customers.has('c10000')).toBe(false);
+    expect(stored.customers.get('(other)')?.requests).toBe(50);
+    expect([...stored.customers.values()].reduce((n, c) => n + c.requests, 0)).toBe(10_070);
+    // The usage of a key at both caps stays small enough to answer: well under 2 MB as JSON.
+    expect(JSON.stringify([...stored.customers]).length).toBeLessThan(2_000_000);
+  });
+
   it('prunes batch ids older than a day', async () => {
     const keyId = await newKey();
     await sql`insert into usage_batches (batch_id, applied_at) values ('ancient-' || ${kind}, now() - interval '2 days')`.execute(handle.db);

@@ -85,4 +85,15 @@ describe('UsageRecorder', () => {
     expect(usage.endpoints.size).toBe(1001);
     expect(usage.endpoints.get(OTHER_ENDPOINT)?.requests).toBe(6);
   });
+
+  it('counts at most 10,000 customers per key, the rest under "(other)"', async () => {
+    const sink = new MemorySink();
+    const recorder = new UsageRecorder(sink, silent, new Metrics());
+    for (let i = 0; i < 10_050; i++) recorder.record('k', '/a', `customer-${i}`, i % 2 === 0, 1);
+    await recorder.flush();
+    const customers = sink.written[0]!.get('k')!.customers;
+    expect(customers.size).toBe(10_001);
+    expect(customers.get(OTHER_ENDPOINT)).toEqual({ requests: 50, successful: 25, failed: 25 });
+    expect([...customers.values()].reduce((n, c) => n + c.requests, 0)).toBe(10_050);
+  });
 });
