@@ -26,6 +26,24 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', coreRestriction], '@typescript-eslint/no-restricted-imports': 'off' },
   },
   {
+    // usage/ runs on the request path (the recorder) too: no Express, no management API.
+    files: ['src/usage/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', coreRestriction], '@typescript-eslint/no-restricted-imports': 'off' },
+  },
+  {
+    // The database is store/'s, and the usage repository's: nobody else speaks SQL.
+    files: ['src/**/*.ts'],
+    ignores: ['src/store/**/*.ts', 'src/usage/usage-repository.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [{ group: ['kysely', 'pg', '@electric-sql/*', 'kysely-*'], message: 'Only store/ and usage/usage-repository.ts talk to the database.', allowTypeImports: false }],
+        },
+      ],
+    },
+  },
+  {
     // process.env is read in one place only: main.ts, the composition root.
     files: ['src/**/*.ts'],
     ignores: ['src/main.ts'],

@@ -111,15 +111,6 @@ export class KeyCache {
     return this.entries.has(secret);
   }
 
-  /** Drops every entry: for tests and for a reconnect of the event channel, where messages may be lost. */
-  clear(): void {
-    this.generation++;
-    this.entries.clear();
-    this.byKeyId.clear();
-    this.negative.clear();
-    this.inFlight.clear();
-  }
-
   /**
    * Every entry is re-checked on its next use, but kept: should the database be down as well, the
    * expired entry still serves its key (the stale grace of `load`).

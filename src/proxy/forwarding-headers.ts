@@ -86,15 +86,6 @@ export function backendHeaders(
   return out;
 }
 
-/** Removes the hop-by-hop headers of a backend response, in place. */
-export function stripHopByHop(headers: Record<string, string | string[] | undefined>): void {
-  const named = connectionTokens(headers.connection);
-  for (const name in headers) {
-    if (HOP_BY_HOP.has(name) || name.startsWith('proxy-') || named?.includes(name) === true)
-      delete headers[name];
-  }
-}
-
 /**
  * Whether the client accepts trailers (`TE: trailers`, RFC 9110 §10.1.4): then the backend is asked for
  * them and its `Trailer` field and trailers are passed on; every other `TE` value stays hop-by-hop.

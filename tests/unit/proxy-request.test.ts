@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { credentialOf } from '../../src/proxy/credential.js';
-import { backendHeaders, forwardedFacts, requestIdOf, responseHeaders, stripHopByHop } from '../../src/proxy/forwarding-headers.js';
+import { backendHeaders, forwardedFacts, requestIdOf, responseHeaders } from '../../src/proxy/forwarding-headers.js';
 import { isoSeconds, rateLimitHeader, rateLimitPolicyHeader } from '../../src/proxy/rate-limit-headers.js';
 import { hasDotSegment, originForm, upstreamPrefix } from '../../src/proxy/request-target.js';
 import { isManagementPath } from '../../src/server.js';
@@ -161,19 +161,6 @@ describe('forwarded facts and headers', () => {
       'x-forwarded-for: 1.1.1.1',
       'x-forwarded-proto: http',
     ]);
-  });
-
-  it('strips hop-by-hop response headers in place', () => {
-    const headers: Record<string, string | string[] | undefined> = {
-      connection: 'close, x-hop',
-      'x-hop': '1',
-      'keep-alive': 'timeout=5',
-      'transfer-encoding': 'chunked',
-      'proxy-authenticate': 'Basic',
-      'content-type': 'text/plain',
-    };
-    stripHopByHop(headers);
-    expect(headers).toEqual({ 'content-type': 'text/plain' });
   });
 
   it('builds the response head from the raw backend headers, without hop-by-hop or Tollgate-owned ones', () => {
