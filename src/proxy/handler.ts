@@ -9,17 +9,11 @@ import type { Logger } from '../ops/logger.js';
 import type { Metrics, ProxyOutcome } from '../ops/metrics.js';
 import type { UsageRecorder } from '../usage/recorder.js';
 import type { AuthThrottle } from './auth-throttle.js';
-import { admit, refusalResponse, type Admitted } from './admission.js';
-import {
-  acceptsTrailers,
-  backendHeaders,
-  customerIdOf,
-  forwardedFacts,
-  requestIdOf,
-  responseHeaders,
-} from './forwarding-headers.js';
+import type { Admitted } from './admission.js';
+import { enter, finished } from './entry.js';
+import { acceptsTrailers, backendHeaders, requestIdOf, responseHeaders } from './forwarding-headers.js';
 import { rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
-import { hasDotSegment, originForm, upstreamPrefix } from './request-target.js';
+import { upstreamPrefix } from './request-target.js';
 
 export interface ProxyDeps {
   readonly config: Pick<Config, 'upstreamUrl' | 'upstreamTimeoutMs' | 'trustProxy' | 'customerIdHeader'>;
@@ -169,16 +163,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       }
     }
     proxy.metrics.proxyRequests.inc({ outcome });
-    done(
-      proxy,
-      this.req,
-      this.requestId,
-      this.path,
-      this.admission.key.id,
-      status,
-      err === null && status < 400,
-      this.receivedAt,
-    );
+    finished(proxy, { req: this.req, requestId: this.requestId, receivedAt: this.receivedAt, path: this.path, keyId: this.admission.key.id, status });
   }
 }
 
@@ -227,33 +212,18 @@ async function serve(
   requestId: string,
   receivedAt: number,
 ): Promise<void> {
-  const target = originForm(req.url ?? '/', req.headers.host);
-  if (target === undefined || hasDotSegment(target.path)) {
-    proxy.metrics.proxyRequests.inc({ outcome: 'bad_request' satisfies ProxyOutcome });
-    sendError(res, 'invalid_request_target', { 'x-request-id': requestId });
-    done(proxy, req, requestId, undefined, undefined, 400, false, receivedAt);
-    return;
-  }
-
-  const facts = forwardedFacts(req, proxy.config.trustProxy);
-  const admission = await admit(proxy, req.headers, facts.client);
   const continues = expectsContinue(req);
-  if (!admission.admitted) {
-    const refusal = refusalResponse(admission, requestId, proxy.clock());
+  const entry = await enter(proxy, req, requestId, receivedAt, () => res.destroyed);
+  if (!entry.entered) {
+    const refusal = entry.refusal;
+    if (refusal === undefined) return;
     // The client holds its body back for our answer: it never needs to send it, so the connection ends.
     if (continues) refusal.headers.connection = 'close';
     res.writeHead(refusal.status, refusal.headers);
     res.end(refusal.body);
-    done(proxy, req, requestId, target.path, admission.key?.id, refusal.status, false, receivedAt);
     return;
   }
-  if (res.destroyed) {
-    // The client left while it was being admitted: nothing to forward and nobody to answer (499). It
-    // is counted with the exchanges whose client left mid-way; usage counts it as failed.
-    proxy.metrics.proxyRequests.inc({ outcome: 'forwarded' satisfies ProxyOutcome });
-    done(proxy, req, requestId, target.path, admission.key.id, 499, false, receivedAt);
-    return;
-  }
+  const { facts, admission } = entry;
 
   const headers = backendHeaders(req.headers, {
     ...facts,
@@ -265,12 +235,12 @@ async function serve(
   if (trailers) headers.push('te', 'trailers');
   // Authenticated and within its limit: now the client may send its body.
   if (continues) res.writeContinue();
-  const exchange = new Exchange(proxy, req, res, requestId, receivedAt, target.path, admission, trailers);
+  const exchange = new Exchange(proxy, req, res, requestId, receivedAt, entry.path, admission, trailers);
   res.on('close', exchange.onClientClose);
   proxy.metrics.proxyOverhead.observe((exchange.upstreamStartedAt - receivedAt) / 1000);
   proxy.pool.dispatch(
     {
-      path: proxy.prefix + target.path + target.search,
+      path: proxy.prefix + entry.path + entry.search,
       method: req.method as Dispatcher.HttpMethod,
       headers,
       body: hasBody(req) ? req : null,
@@ -288,33 +258,4 @@ function expectsContinue(req: IncomingMessage): boolean {
 function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-}
-
-/** Usage, for a request that presented a valid key, and the access-log line (debug only). */
-function done(
-  proxy: Proxy,
-  req: IncomingMessage,
-  requestId: string,
-  path: string | undefined,
-  keyId: string | undefined,
-  status: number,
-  ok: boolean,
-  receivedAt: number,
-): void {
-  const durationMs = performance.now() - receivedAt;
-  if (keyId !== undefined && path !== undefined) {
-    proxy.recorder.record(
-      keyId,
-      path,
-      customerIdOf(req.headers, proxy.config.customerIdHeader),
-      ok,
-      durationMs,
-    );
-  }
-  if (proxy.logger.isLevelEnabled('debug')) {
-    proxy.logger.debug(
-      { reqId: requestId, method: req.method, path, status, keyId, durationMs },
-      'proxied request',
-    );
-  }
 }

@@ -11,10 +11,11 @@ import type { Duplex } from 'node:stream';
 import { createProxyMiddleware, proxyEventsPlugin } from 'http-proxy-middleware';
 import { errorResponse, type ErrorCode } from '../errors.js';
 import type { ProxyOutcome } from '../ops/metrics.js';
-import { admit, limitHeaders, refusalResponse, type Admitted } from './admission.js';
-import { backendHeaders, customerIdOf, forwardedFacts, requestIdOf } from './forwarding-headers.js';
+import { limitHeaders, type Admitted } from './admission.js';
+import { enter, finished } from './entry.js';
+import { backendHeaders, requestIdOf } from './forwarding-headers.js';
 import type { ProxyDeps } from './handler.js';
-import { hasDotSegment, originForm, upstreamPrefix } from './request-target.js';
+import { upstreamPrefix } from './request-target.js';
 
 export type UpgradeDeps = Omit<ProxyDeps, 'upstreamConnections'>;
 
@@ -32,7 +33,6 @@ interface Upgrade {
   readonly requestId: string;
   readonly keyId: string;
   readonly path: string;
-  readonly customerId: string | undefined;
   readonly receivedAt: number;
   readonly limit: Admitted['limit'];
   settled: boolean;
@@ -85,20 +85,7 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
     deps.metrics.proxyRequests.inc({ outcome });
     // As for any request: successful when the backend answered below 400 (a 101, or a plain 200 from
     // a backend that speaks no WebSocket).
-    const ok = status < 400;
-    deps.recorder.record(
-      upgrade.keyId,
-      upgrade.path,
-      upgrade.customerId,
-      ok,
-      performance.now() - upgrade.receivedAt,
-    );
-    if (deps.logger.isLevelEnabled('debug')) {
-      deps.logger.debug(
-        { reqId: upgrade.requestId, path: upgrade.path, status, keyId: upgrade.keyId },
-        'proxied upgrade',
-      );
-    }
+    finished(deps, { req, requestId: upgrade.requestId, receivedAt: upgrade.receivedAt, path: upgrade.path, keyId: upgrade.keyId, status });
   };
 
   const proxy = createProxyMiddleware({
@@ -144,35 +131,12 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
   const handle = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
     const receivedAt = performance.now();
     const requestId = requestIdOf(req.headers);
-    const target = originForm(req.url ?? '/', req.headers.host);
-    if (target === undefined || hasDotSegment(target.path)) {
-      deps.metrics.proxyRequests.inc({ outcome: 'bad_request' satisfies ProxyOutcome });
-      writeError(socket, 'invalid_request_target', requestId);
+    const entry = await enter(deps, req, requestId, receivedAt, () => socket.destroyed);
+    if (!entry.entered) {
+      if (entry.refusal !== undefined) writeResponse(socket, entry.refusal.status, entry.refusal.headers, entry.refusal.body);
       return;
     }
-    const customerId = customerIdOf(req.headers, deps.config.customerIdHeader);
-
-    const facts = forwardedFacts(req, deps.config.trustProxy);
-    const admission = await admit(deps, req.headers, facts.client);
-    if (!admission.admitted) {
-      const refusal = refusalResponse(admission, requestId, deps.clock());
-      writeResponse(socket, refusal.status, refusal.headers, refusal.body);
-      if (admission.key !== undefined) {
-        deps.recorder.record(
-          admission.key.id,
-          target.path,
-          customerId,
-          false,
-          performance.now() - receivedAt,
-        );
-      }
-      return;
-    }
-    if (socket.destroyed) {
-      // Admitted (quota spent) but the client left while we decided: a failed request.
-      deps.recorder.record(admission.key.id, target.path, customerId, false, performance.now() - receivedAt);
-      return;
-    }
+    const { facts, admission } = entry;
 
     req.headers = toHeaders(
       backendHeaders(
@@ -181,12 +145,11 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
         HANDSHAKE,
       ),
     );
-    req.url = prefix + target.path + target.search;
+    req.url = prefix + entry.path + entry.search;
     pending.set(req, {
       requestId,
       keyId: admission.key.id,
-      path: target.path,
-      customerId,
+      path: entry.path,
       receivedAt,
       limit: admission.limit,
       settled: false,
