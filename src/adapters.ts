@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Adapters } from './app.js';
 import type { Config } from './config.js';
 import { LocalKeyEvents } from './keys/key-events.js';
@@ -9,6 +10,7 @@ import type { Logger } from './ops/logger.js';
 import type { Metrics } from './ops/metrics.js';
 import { connectRedis } from './redis/connect.js';
 import type { DbHandle } from './store/db.js';
+import { UsageJournal } from './usage/journal.js';
 import { PostgresUsageSink } from './usage/postgres-sink.js';
 import { RedisPendingUsage, RedisUsageSink, UsageFlusher } from './usage/redis-usage.js';
 import { UsageRepository } from './usage/usage-repository.js';
@@ -21,7 +23,10 @@ import { UsageRepository } from './usage/usage-repository.js';
 export async function buildAdapters(config: Config, db: DbHandle, logger: Logger, metrics: Metrics): Promise<Adapters> {
   const usageRepository = new UsageRepository(db.db);
   if (!config.redisUrl && !config.redisClusterNodes) {
-    const usageSink = new PostgresUsageSink(usageRepository);
+    // Single node: usage that cannot reach the database before exit waits in DATA_DIR for the next start.
+    const journal = new UsageJournal(join(config.dataDir, 'usage-journal'));
+    if (!journal.reserve()) logger.warn({ dataDir: config.dataDir }, 'no room for the usage journal in DATA_DIR: usage unwritable at exit would be dropped');
+    const usageSink = new PostgresUsageSink(usageRepository, journal);
     return {
       db,
       limiter: new MemoryRateLimiter(),

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { HeldBatch, UsageJournal } from './journal.js';
 import type { UsageRepository } from './usage-repository.js';
 import { requestsIn, type PendingPart, type PendingUsage, type UsageBatch, type UsageSink } from './usage.js';
 
@@ -8,9 +9,21 @@ import { requestsIn, type PendingPart, type PendingUsage, type UsageBatch, type 
  * COMMIT) is applied again under the same id, which Postgres then skips.
  */
 export class PostgresUsageSink implements UsageSink, PendingUsage {
-  private readonly held: { readonly batchId: string; readonly batch: UsageBatch }[] = [];
+  private readonly held: HeldBatch[];
+  /** The journal holds batches of an earlier process not yet applied. */
+  private journalInUse: boolean;
 
-  constructor(private readonly repository: Pick<UsageRepository, 'applyBatch'>) {}
+  /**
+   * `journal`: where what cannot be written before exit is kept; what an earlier process kept there
+   * is held again under its batch ids and applied with the first write.
+   */
+  constructor(
+    private readonly repository: Pick<UsageRepository, 'applyBatch'>,
+    private readonly journal?: UsageJournal,
+  ) {
+    this.held = journal?.take() ?? [];
+    this.journalInUse = this.held.length > 0;
+  }
 
   async write(batch: UsageBatch): Promise<void> {
     if (batch.size > 0) this.held.push({ batchId: randomUUID(), batch });
@@ -19,6 +32,17 @@ export class PostgresUsageSink implements UsageSink, PendingUsage {
       await this.repository.applyBatch(batchId, first);
       this.held.shift();
     }
+    if (this.journalInUse) {
+      this.journal!.clear();
+      this.journalInUse = false;
+    }
+  }
+
+  /** Keeps what is still held in the journal for the next start; returns the requests it could not keep. */
+  preserve(): number {
+    if (this.journal === undefined || this.held.length === 0) return this.heldRequests();
+    const lost = this.journal.save(this.held);
+    return lost.reduce((n, h) => n + requestsIn(h.batch), 0);
   }
 
   heldRequests(): number {

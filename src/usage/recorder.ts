@@ -69,7 +69,8 @@ export class UsageRecorder implements PendingUsage {
 
   /**
    * Writes what is left, trying again while the store refuses, until `deadlineMs` (epoch ms). Usage
-   * still unwritten then is dropped: logged at error level with its count and counted in
+   * still unwritten then is kept by the sink for the next start where it can (a journal), and only
+   * otherwise dropped: logged at error level with its count and counted in
    * tollgate_usage_dropped_total, never silently.
    */
   async stop(deadlineMs = Date.now()): Promise<void> {
@@ -79,7 +80,10 @@ export class UsageRecorder implements PendingUsage {
       await new Promise((r) => setTimeout(r, Math.min(STOP_RETRY_MS, Math.max(0, deadlineMs - Date.now()))));
       await this.flush();
     }
-    const dropped = this.unwritten();
+    // Every flush handed what was recorded to the sink: what it still holds, it may keep for the next start.
+    const unwritten = this.unwritten();
+    const dropped = unwritten > 0 && this.sink.preserve !== undefined ? this.sink.preserve() : unwritten;
+    if (unwritten > dropped) this.logger.warn({ requests: unwritten - dropped }, 'usage kept in the journal until the next start');
     if (dropped > 0) {
       this.metrics.usageDropped.inc(dropped);
       this.logger.error({ requests: dropped }, 'usage could not be written before exit and is dropped');

@@ -46,6 +46,11 @@ export interface UsageSink {
   write(batch: UsageBatch): Promise<void>;
   /** Requests handed over and not yet known to be durable. */
   heldRequests(): number;
+  /**
+   * At exit, keeps what is still held where the next start finds it (a journal under DATA_DIR);
+   * returns the requests it could not keep. Absent: nothing outlives the process.
+   */
+  preserve?(): number;
 }
 
 /** Requests in a batch: every request counts in exactly one endpoint of its key. */
