@@ -3,6 +3,7 @@ import { CLOSE_WAIT_MS, corkedWrites, DIRECT_SCRIPTS, type RedisClient } from '.
 import { defineScript, type ScriptRunner } from '../redis/script.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { LimitDecision, RateLimiter } from './rate-limiter.js';
+import { WindowLedger } from './window-ledger.js';
 import { windowAt, type RateLimitPolicy } from './window.js';
 
 /** A lease's places are used within this long or given back. */
@@ -173,6 +174,9 @@ export class RedisRateLimiter implements RateLimiter {
   /** Subscribed to the reclaim channel: other replicas can ask for leased places back. */
   private listening = false;
   private readonly sweeper: NodeJS.Timeout;
+  /** What this replica took of each current window: put back if Redis restarts empty. */
+  private readonly ledger: WindowLedger;
+  private readonly epochRead: Promise<number>;
   private readonly sendDue = (): void => {
     const due = this.due;
     this.due = [];
@@ -204,12 +208,18 @@ export class RedisRateLimiter implements RateLimiter {
         () => {},
       );
     }
+    this.ledger = new WindowLedger(client, prefix);
+    // A connection that becomes ready again may have reached a Redis that restarted empty.
+    client.on('ready', this.checkLedger);
+    this.epochRead = this.checkLedger();
     this.sweeper = setInterval(() => this.sweep(Date.now()), SWEEP_MS).unref();
   }
 
-  /** Resolves once other replicas can ask this one for leased places back. */
+  private readonly checkLedger = (): Promise<number> => this.ledger.check(Date.now());
+
+  /** Resolves once other replicas can ask this one for leased places back, and Redis' marker is known. */
   async ready(): Promise<void> {
-    await this.subscribed;
+    await Promise.all([this.subscribed, this.epochRead]);
   }
 
   consume(keyId: string, policy: RateLimitPolicy, nowMs: number): LimitDecision | Promise<LimitDecision> {
@@ -253,6 +263,7 @@ export class RedisRateLimiter implements RateLimiter {
   /** The connections belong to the composition root, which closes them after every user is done. */
   async close(): Promise<void> {
     clearInterval(this.sweeper);
+    this.client.off('ready', this.checkLedger);
     if (this.subscriber !== undefined) {
       this.subscriber.off('message', this.onReclaim);
       // A subscriber that is reconnecting would queue the command until it is back.
@@ -322,6 +333,7 @@ export class RedisRateLimiter implements RateLimiter {
       return;
     }
     const [count, admitted, leased, held] = reply;
+    this.ledger.add(counter.name, admitted + leased - returned, counter.resetMs + EXPIRY_GRACE_MS);
     const limit = counter.limit;
     let position = count - leased - admitted;
     for (let i = 0; i < admitted; i++) waiting[i]!.resolve(this.place(counter, ++position));
