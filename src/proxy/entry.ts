@@ -41,7 +41,8 @@ export async function enter(
   req: IncomingMessage,
   requestId: string,
   receivedAt: number,
-  clientGone: () => boolean,
+  /** The client's response or socket: `destroyed` once it went away. */
+  client: { readonly destroyed: boolean },
 ): Promise<Entered | NotEntered> {
   const target = originForm(req.url ?? '/', req.headers.host);
   if (target === undefined || hasDotSegment(target.path)) {
@@ -56,7 +57,7 @@ export async function enter(
     finished(deps, { req, requestId, receivedAt, path: target.path, keyId: admission.key?.id, status: refusal.status });
     return { entered: false, refusal };
   }
-  if (clientGone()) {
+  if (client.destroyed) {
     // The client left while it was being admitted: nothing to forward and nobody to answer (499). It
     // is counted with the exchanges whose client left mid-way; usage counts it as failed.
     deps.metrics.proxyRequests.inc({ outcome: 'forwarded' satisfies ProxyOutcome });

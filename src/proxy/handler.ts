@@ -213,7 +213,7 @@ async function serve(
   receivedAt: number,
 ): Promise<void> {
   const continues = expectsContinue(req);
-  const entry = await enter(proxy, req, requestId, receivedAt, () => res.destroyed);
+  const entry = await enter(proxy, req, requestId, receivedAt, res);
   if (!entry.entered) {
     const refusal = entry.refusal;
     if (refusal === undefined) return;

@@ -131,7 +131,7 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
   const handle = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
     const receivedAt = performance.now();
     const requestId = requestIdOf(req.headers);
-    const entry = await enter(deps, req, requestId, receivedAt, () => socket.destroyed);
+    const entry = await enter(deps, req, requestId, receivedAt, socket);
     if (!entry.entered) {
       if (entry.refusal !== undefined) writeResponse(socket, entry.refusal.status, entry.refusal.headers, entry.refusal.body);
       return;
