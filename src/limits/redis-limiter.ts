@@ -176,7 +176,12 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly sweeper: NodeJS.Timeout;
   /** What this replica took of each current window: put back if Redis restarts empty. */
   private readonly ledger: WindowLedger;
-  private readonly epochRead: Promise<number>;
+  /**
+   * The first read of Redis' restart marker, made with the first call rather than in the constructor:
+   * on a Cluster a command issued while scripts are still being defined opens an auto-pipeline that
+   * lacks them.
+   */
+  private epochRead: Promise<number> | undefined;
   private readonly sendDue = (): void => {
     const due = this.due;
     this.due = [];
@@ -211,7 +216,6 @@ export class RedisRateLimiter implements RateLimiter {
     this.ledger = new WindowLedger(client, prefix);
     // A connection that becomes ready again may have reached a Redis that restarted empty.
     client.on('ready', this.checkLedger);
-    this.epochRead = this.checkLedger();
     this.sweeper = setInterval(() => this.sweep(Date.now()), SWEEP_MS).unref();
   }
 
@@ -219,7 +223,7 @@ export class RedisRateLimiter implements RateLimiter {
 
   /** Resolves once other replicas can ask this one for leased places back, and Redis' marker is known. */
   async ready(): Promise<void> {
-    await Promise.all([this.subscribed, this.epochRead]);
+    await Promise.all([this.subscribed, (this.epochRead ??= this.checkLedger())]);
   }
 
   consume(keyId: string, policy: RateLimitPolicy, nowMs: number): LimitDecision | Promise<LimitDecision> {
@@ -306,6 +310,7 @@ export class RedisRateLimiter implements RateLimiter {
    * done with, their unused places) and, for a busy key, a new lease.
    */
   private async send(counter: Counter): Promise<void> {
+    this.epochRead ??= this.checkLedger();
     const waiting = counter.waiting;
     counter.waiting = [];
     const { settleable: settled, toReturn: returned } = counter;
