@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.js';
 import { KeyCache } from './keys/key-cache.js';
+import { LastUseTracker } from './keys/last-use.js';
 import type { KeyEvents } from './keys/key-events.js';
 import type { RateLimiter } from './limits/rate-limiter.js';
 import { createManagementApp } from './management/app.js';
@@ -15,7 +16,8 @@ import { createProxyHandler } from './proxy/handler.js';
 import { createUpgradeHandler } from './proxy/websocket.js';
 import { createPublicServer } from './server.js';
 import type { DbHandle } from './store/db.js';
-import { KeyRepository, PlanRepository } from './store/repositories.js';
+import { KeyRepository } from './store/key-repository.js';
+import { PlanRepository } from './store/plan-repository.js';
 import { StorageHealth } from './store/storage-health.js';
 import { UsageReader } from './usage/reader.js';
 import { UsageRecorder } from './usage/recorder.js';
@@ -83,6 +85,7 @@ export function buildApp({
   const plans = new PlanRepository(adapters.db.db);
   const recorder = new UsageRecorder(adapters.usageSink, logger, metrics);
   const usage = new UsageReader(adapters.usageRepository, [...adapters.pendingUsage, recorder]);
+  const lastUse = new LastUseTracker((times) => keys.markUsed(times), logger);
   if (adapters.db.pool) metrics.watchPool(adapters.db.pool);
 
   const keyCache = new KeyCache({
@@ -97,6 +100,7 @@ export function buildApp({
     keyCache,
     limiter: adapters.limiter,
     recorder,
+    lastUse,
     metrics,
     logger,
     clock,
@@ -152,6 +156,7 @@ export function buildApp({
     opsServer,
     async listen() {
       recorder.start();
+      lastUse.start();
       for (const task of adapters.background) task.start();
       const opsPort = await listenOn(opsServer, config.opsPort);
       const port = await listenOn(publicServer, config.port);
@@ -176,6 +181,7 @@ export function buildApp({
       // Usage gets the longest share: it is billing data.
       // A write attempt can overrun its deadline by a command timeout; the steps after it need a second.
       await recorder.stop(mustEndBy - 3 * CLOSE_STEP_MS);
+      await settledWithin(lastUse.stop(), CLOSE_STEP_MS / 2);
       for (const task of adapters.background) await settledWithin(task.stop(), Math.max(0, mustEndBy - 1.5 * CLOSE_STEP_MS - Date.now()));
       const opsClosed = new Promise<void>((resolve) => opsServer.close(() => resolve()));
       opsServer.closeAllConnections();

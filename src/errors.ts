@@ -45,6 +45,8 @@ export interface ErrorBody {
   error: string;
   code: ErrorCode;
   details?: unknown[];
+  /** rate_limit_in_use: how many keys hold the plan. */
+  keyCount?: number;
 }
 
 /** The one JSON error envelope, `{error, code, details?}`, for every listener and path. */
@@ -77,6 +79,8 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     message: string = ERRORS[code].message,
     readonly details?: unknown[],
+    /** Facts the body carries besides the envelope (the `keyCount` of rate_limit_in_use). */
+    readonly facts?: Pick<ErrorBody, 'keyCount'>,
   ) {
     super(message);
     this.name = 'AppError';
@@ -84,7 +88,7 @@ export class AppError extends Error {
   }
 
   toBody(): ErrorBody {
-    return errorBody(this.code, this.message, this.details);
+    return { ...errorBody(this.code, this.message, this.details), ...this.facts };
   }
 }
 

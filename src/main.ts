@@ -18,7 +18,7 @@ import { openEmbedded, openPostgres, type DbHandle } from './store/db.js';
 import { holdDataDirLock } from './store/data-dir-lock.js';
 import { embeddedStartFailure } from './store/disk-space.js';
 import { migrate } from './store/migrate.js';
-import { KeyRepository } from './store/repositories.js';
+import { KeyRepository } from './store/key-repository.js';
 import { rotateSecrets } from './store/rotate-secrets.js';
 
 function fail(message: string): never {

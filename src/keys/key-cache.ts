@@ -1,13 +1,17 @@
 import type { RateLimitPolicy } from '../limits/window.js';
 import type { Metrics } from '../ops/metrics.js';
-import type { KeyWithPlan } from '../store/repositories.js';
+import type { KeyWithPlan } from '../store/key-repository.js';
 import type { KeyChange, KeyEvents } from './key-events.js';
 import { hashSecret, looksLikeSecret } from './secret.js';
 
-/** What the proxy needs to admit a request: the key id and the policy that limits it, if any. */
+/** What the proxy needs to admit a request: the key id, its state and the policy that limits it, if any. */
 export interface ResolvedKey {
   readonly id: string;
   readonly policy: RateLimitPolicy | undefined;
+  /** A disabled key is refused (403) without consuming quota. */
+  readonly enabled: boolean;
+  /** From this instant (epoch ms) the key is refused (401 key_expired); null: never. */
+  readonly expiresAtMs: number | null;
 }
 
 /** The database look-up by SHA-256 of the secret (`KeyRepository.findBySecretHash`). */
@@ -34,6 +38,8 @@ interface Entry {
   readonly key: ResolvedKey;
   readonly rateLimitId: string | null;
   readonly expiresAt: number;
+  /** The end of a rolled secret's grace: never served after it, not even while the database is down. */
+  readonly notAfter: number;
 }
 
 /**
@@ -47,8 +53,8 @@ interface Entry {
  */
 export class KeyCache {
   private readonly entries = new Map<string, Entry>();
-  /** keyId → secret: a key change finds its entry without a scan. */
-  private readonly byKeyId = new Map<string, string>();
+  /** keyId → its secrets held (the current one, and a rolled one in its grace): a key change finds them without a scan. */
+  private readonly byKeyId = new Map<string, Set<string>>();
   /** secret → expiry; Map order is insertion order, so the first entry is the oldest. */
   private readonly negative = new Map<string, number>();
   /** Concurrent misses for one secret share one look-up. */
@@ -128,28 +134,31 @@ export class KeyCache {
       row = await this.lookup(hashSecret(secret));
     } catch (err) {
       if (generation === this.generation) this.inFlight.delete(secret);
-      if (stale === undefined || this.entries.get(secret) !== stale) throw err;
+      const now = this.clock();
+      if (stale === undefined || this.entries.get(secret) !== stale || stale.notAfter <= now) throw err;
       // Database down: the expired entry keeps its key working, re-checked after a short grace.
-      this.entries.set(secret, { ...stale, expiresAt: this.clock() + STALE_GRACE_MS });
+      this.entries.set(secret, { ...stale, expiresAt: Math.min(now + STALE_GRACE_MS, stale.notAfter) });
       return stale.key;
     }
     // A change announced during the look-up may have made `row` stale: answer it once, keep nothing.
-    if (generation !== this.generation) return row && this.toKey(row);
+    if (generation !== this.generation) return row && (row.secretValidUntilMs ?? Infinity) > this.clock() ? this.toKey(row) : undefined;
     this.inFlight.delete(secret);
     const now = this.clock();
-    if (row === undefined) {
+    const notAfter = row?.secretValidUntilMs ?? Infinity;
+    if (row === undefined || notAfter <= now) {
       this.forget(secret);
       this.rememberUnknown(secret, now);
       return undefined;
     }
     const key = this.toKey(row);
-    this.store(secret, { key, rateLimitId: row.rateLimitId, expiresAt: now + this.ttlMs });
+    // A rolled secret's entry ends with its grace: every replica refuses it from then on, unprompted.
+    this.store(secret, { key, rateLimitId: row.rateLimitId, expiresAt: Math.min(now + this.ttlMs, notAfter), notAfter });
     return key;
   }
 
   private toKey(row: KeyWithPlan): ResolvedKey {
     const policy = row.limit !== null && row.period !== null ? { limit: row.limit, period: row.period } : this.defaultRateLimit;
-    return { id: row.id, policy };
+    return { id: row.id, policy, enabled: row.enabled, expiresAtMs: row.expiresAtMs };
   }
 
   private store(secret: string, entry: Entry): void {
@@ -159,7 +168,9 @@ export class KeyCache {
       this.forget(oldest);
     }
     this.entries.set(secret, entry);
-    this.byKeyId.set(entry.key.id, secret);
+    let secrets = this.byKeyId.get(entry.key.id);
+    if (secrets === undefined) this.byKeyId.set(entry.key.id, (secrets = new Set()));
+    secrets.add(secret);
   }
 
   private rememberUnknown(secret: string, now: number): void {
@@ -173,7 +184,9 @@ export class KeyCache {
     const entry = this.entries.get(secret);
     if (entry === undefined) return;
     this.entries.delete(secret);
-    if (this.byKeyId.get(entry.key.id) === secret) this.byKeyId.delete(entry.key.id);
+    const secrets = this.byKeyId.get(entry.key.id);
+    secrets?.delete(secret);
+    if (secrets?.size === 0) this.byKeyId.delete(entry.key.id);
   }
 
   private invalidate(change: KeyChange): void {
@@ -182,8 +195,7 @@ export class KeyCache {
     this.inFlight.clear();
     if (change.kind === 'all') return this.expireAll();
     if (change.kind === 'key') {
-      const secret = this.byKeyId.get(change.keyId);
-      if (secret !== undefined) this.forget(secret);
+      for (const secret of this.byKeyId.get(change.keyId) ?? []) this.forget(secret);
       return;
     }
     // Plan changes are rare administrative events: a scan is cheaper than indexing every entry by plan.

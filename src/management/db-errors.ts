@@ -67,3 +67,8 @@ export function isStorageRefusingWrites(err: unknown, depth = 0): boolean {
   if (typeof message === 'string' && /no space left on device|read-only file system/i.test(message)) return true;
   return isStorageRefusingWrites(cause, depth + 1);
 }
+
+/** SQLSTATE 23503: a row refers to one that no longer exists. */
+export function isForeignKeyViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as ErrorLike).code === '23503';
+}

@@ -6,7 +6,7 @@
 import { ERRORS, type ErrorCode } from '../errors.js';
 import { MAX_BODY_BYTES } from './json-body.js';
 import { PATHS } from './routes.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, NAMED_SCHEMAS } from './schemas.js';
+import { DEFAULT_PAGE_SIZE, MAX_GRACE_PERIOD_SECONDS, MAX_METADATA_BYTES, MAX_PAGE_SIZE, NAMED_SCHEMAS } from './schemas.js';
 
 type JsonObject = { [key: string]: unknown };
 
@@ -57,7 +57,7 @@ to a backend. This document covers the **management API** (root token) and descr
   paths below, exactly (case-sensitive, no trailing slash), are management routes: every other path is proxied.
 - **Timestamps:** UTC, whole seconds, \`YYYY-MM-DDThh:mm:ssZ\` everywhere except the \`createdAt\` of the
   key-create response, which is \`YYYY-MM-DD HH:MM:SS\` (UTC), as the service spec shows it.
-- **Pagination:** the key list is ordered oldest first. \`limit\` 1-${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}); \`nextCursor\` is
+- **Pagination:** the key and plan lists are ordered oldest first. \`limit\` 1-${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}); \`nextCursor\` is
   present only when more keys remain and is passed back as \`cursor\`. Cursors are opaque; a cursor this service
   did not issue: 400 \`invalid_cursor\`. Unknown query parameters: 400 \`validation_failed\`.
 - **Limits:** \`name\` 1-200 characters; plan \`description\` at most 1000 characters (default \`""\`);
@@ -70,6 +70,16 @@ to a backend. This document covers the **management API** (root token) and descr
 - Binding a plan replaces the key's previous plan and updates its \`lastUpdated\`; if both the key and the plan
   are unknown, the answer is \`rate_limit_not_found\`. A new binding takes effect within 1 s on every replica;
   a deleted key is refused at once by the replica that deleted it and within 1 s by every replica.
+- **Lifecycle:** a key can be disabled (\`enabled: false\`: 403 \`key_disabled\`) and can expire (\`expiresAt\`: 401
+  \`key_expired\` from that instant on every replica). Neither is forwarded or consumes quota; both count in the key's
+  usage as failed requests. \`metadata\` is a JSON object of at most ${MAX_METADATA_BYTES} bytes, returned as given.
+- **Roll:** \`POST /consumer-api-key/{id}/roll\` gives the key a new secret that works at once on every replica; the
+  previous one keeps working until \`previousSecretExpiresAt\` (\`gracePeriodSeconds\`, 0-${MAX_GRACE_PERIOD_SECONDS}) and is refused
+  (401 \`invalid_api_key\`) from then on. Both secrets are one key: one count, one usage. Rolling again ends the earlier
+  grace at once.
+- **Changes reach every replica within 1 s:** enable, disable, roll, expiry changes, plan changes, bindings, deletions.
+  A plan change keeps what the current windows have spent. \`lastUpdated\` moves with every change; usage and
+  \`lastUsedAt\` (the last proxied request that presented the key, visible within 2 s) do not move it.
 - \`usage.rateLimits\` comes from the key's plan, else from \`DEFAULT_RATE_LIMIT\`; it is \`null\` when neither applies
   (such keys are counted but not limited).
 
@@ -77,7 +87,8 @@ to a backend. This document covers the **management API** (root token) and descr
 Every method on every path that is not a management route is forwarded to the backend (\`UPSTREAM_URL\` + path +
 query), bodies streamed both ways.
 - Credential: \`Authorization: Bearer <secret>\` or \`x-api-key: <secret>\`. Missing: 401 \`missing_api_key\`;
-  unknown, deleted or malformed: 401 \`invalid_api_key\`.
+  unknown, deleted, malformed or a rolled secret past its grace: 401 \`invalid_api_key\`; an expired key: 401
+  \`key_expired\`; a disabled key: 403 \`key_disabled\`.
 - Windows are fixed and aligned to UTC (second, minute, hour, day from 00:00, week from Monday 00:00, month from
   the 1st 00:00); only admitted requests consume quota.
 - Over the limit: **429** with the \`RateLimitExceeded\` body (\`{error, limit, period, remaining: 0, resetTime}\`) and
@@ -150,6 +161,43 @@ const keyIdParameter = {
   schema: { type: 'string' },
 };
 
+const planIdParameter = {
+  name: 'rateLimitId',
+  in: 'path',
+  required: true,
+  description: 'The plan id',
+  schema: { type: 'string' },
+};
+
+const limitParameter = {
+  name: 'limit',
+  in: 'query',
+  description: `Page size, 1-${MAX_PAGE_SIZE}`,
+  schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
+};
+
+const cursorParameter = {
+  name: 'cursor',
+  in: 'query',
+  description: '`nextCursor` of the previous page',
+  schema: { type: 'string' },
+};
+
+const KEY_FILTERS = [
+  { name: 'rateLimitId', in: 'query', description: 'Only keys bound to this plan', schema: { type: 'string' } },
+  { name: 'enabled', in: 'query', description: 'Only enabled (`true`) or disabled (`false`) keys', schema: { type: 'boolean' } },
+  { name: 'externalId', in: 'query', description: 'Only keys with this `externalId`', schema: { type: 'string' } },
+  { name: 'namePrefix', in: 'query', description: 'Only keys whose name starts with this text', schema: { type: 'string' } },
+];
+
+const BAD_PAGE_QUERY = errorResponse('Bad `limit` (validation_failed) or `cursor` (invalid_cursor), or an unknown parameter', [
+  'validation_failed',
+  'invalid_cursor',
+]);
+
+const KEY_NOT_FOUND = errorResponse('No key has that id', ['key_not_found']);
+const PLAN_NOT_FOUND = errorResponse('No plan has that id', ['rate_limit_not_found']);
+
 /** `/consumer-api-key/:consumerApiKeyId` → `/consumer-api-key/{consumerApiKeyId}`. */
 const openApiPath = (prefix: string, path: string): string => prefix + path.replace(/:([A-Za-z]+)/g, '{$1}');
 
@@ -177,6 +225,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
             headers: { Location: { description: 'Path of the key detail', schema: { type: 'string' } } },
             ...json(ref('CreateKeyResponse')),
           },
+          '404': errorResponse('`rateLimitId` names no plan', ['rate_limit_not_found']),
           ...standardResponses(true),
         },
       },
@@ -187,25 +236,13 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         tags: ['Consumer API keys'],
         summary: 'List consumer API keys, oldest first',
         parameters: [
-          {
-            name: 'limit',
-            in: 'query',
-            description: `Page size, 1-${MAX_PAGE_SIZE}`,
-            schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
-          },
-          {
-            name: 'cursor',
-            in: 'query',
-            description: '`nextCursor` of the previous page',
-            schema: { type: 'string' },
-          },
+          limitParameter,
+          cursorParameter,
+          ...KEY_FILTERS,
         ],
         responses: {
           '200': { description: 'One page of keys', ...json(ref('ListKeysResponse')) },
-          '400': errorResponse(
-            'Bad `limit` (validation_failed) or `cursor` (invalid_cursor), or an unknown parameter',
-            ['validation_failed', 'invalid_cursor'],
-          ),
+          '400': BAD_PAGE_QUERY,
           ...standardResponses(false),
         },
       },
@@ -220,12 +257,25 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
           'Usage shows a proxied request within 2 s, whichever replica served it. `usage.rateLimits` is read without consuming quota.',
         responses: {
           '200': { description: 'The key', ...json(ref('KeyDetailResponse')) },
-          '404': errorResponse('No key has that id', ['key_not_found']),
+          '404': KEY_NOT_FOUND,
           ...standardResponses(false),
           '503': errorResponse('The database or the rate limiter is unavailable; retry later', [
             'database_unavailable',
             'limit_unavailable',
           ]),
+        },
+      },
+      patch: {
+        operationId: 'updateConsumerApiKey',
+        tags: ['Consumer API keys'],
+        summary: 'Change a key: name, owner, metadata, enabled, expiry',
+        description:
+          'Any of the fields; `null` clears `externalId` and `expiresAt`. Takes effect on every replica within 1 s and moves `lastUpdated`.',
+        requestBody: { required: true, ...json(ref('UpdateKeyRequest')) },
+        responses: {
+          '200': { description: 'The key as it now is (the detail without `usage`)', ...json(ref('KeyResponse')) },
+          '404': KEY_NOT_FOUND,
+          ...standardResponses(true),
         },
       },
       delete: {
@@ -234,8 +284,24 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         summary: 'Delete a key (and its usage)',
         responses: {
           '200': { description: 'Deleted', ...json(ref('DeleteKeyResponse')) },
-          '404': errorResponse('No key has that id', ['key_not_found']),
+          '404': KEY_NOT_FOUND,
           ...standardResponses(false),
+        },
+      },
+    },
+    [openApiPath(prefix, PATHS.rollKey)]: {
+      parameters: [keyIdParameter],
+      post: {
+        operationId: 'rollConsumerApiKey',
+        tags: ['Consumer API keys'],
+        summary: 'Give a key a new secret, the previous one working for a grace period',
+        description:
+          'The body may be left out (grace 0). The new secret works at once on every replica; the previous one until `previousSecretExpiresAt`, then 401 `invalid_api_key`. Rolling again ends an earlier grace at once.',
+        requestBody: { required: false, ...json(ref('RollKeyRequest')) },
+        responses: {
+          '200': { description: 'Rolled', ...json(ref('RollKeyResponse')) },
+          '404': KEY_NOT_FOUND,
+          ...standardResponses(true),
         },
       },
     },
@@ -257,6 +323,65 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         },
       },
     },
+    [openApiPath(prefix, PATHS.plans)]: {
+      get: {
+        operationId: 'listRateLimitPlans',
+        tags: ['Rate limit plans'],
+        summary: 'List plans, oldest first, with the number of keys bound to each',
+        parameters: [limitParameter, cursorParameter],
+        responses: {
+          '200': { description: 'One page of plans', ...json(ref('ListPlansResponse')) },
+          '400': BAD_PAGE_QUERY,
+          ...standardResponses(false),
+        },
+      },
+    },
+    [openApiPath(prefix, PATHS.plan)]: {
+      parameters: [planIdParameter],
+      get: {
+        operationId: 'getRateLimitPlan',
+        tags: ['Rate limit plans'],
+        summary: 'Show a plan with the number of keys bound to it',
+        responses: {
+          '200': { description: 'The plan', ...json(ref('PlanResponse')) },
+          '404': PLAN_NOT_FOUND,
+          ...standardResponses(false),
+        },
+      },
+      patch: {
+        operationId: 'updateRateLimitPlan',
+        tags: ['Rate limit plans'],
+        summary: "Change a plan's description, limit or period",
+        description:
+          'Takes effect on every replica within 1 s. The current windows keep what they have spent: lowering the limit below what a window has admitted refuses the rest of that window.',
+        requestBody: { required: true, ...json(ref('UpdatePlanRequest')) },
+        responses: {
+          '200': { description: 'The plan as it now is', ...json(ref('PlanResponse')) },
+          '404': PLAN_NOT_FOUND,
+          ...standardResponses(true),
+        },
+      },
+      delete: {
+        operationId: 'deleteRateLimitPlan',
+        tags: ['Rate limit plans'],
+        summary: 'Delete a plan; with force=true, unbind its keys first',
+        parameters: [
+          {
+            name: 'force',
+            in: 'query',
+            description: '`true`: unbind the keys bound to the plan (moving their `lastUpdated`), then delete it',
+            schema: { type: 'boolean', default: false },
+          },
+        ],
+        responses: {
+          '200': { description: 'Deleted', ...json(ref('DeletePlanResponse')) },
+          '400': errorResponse('`force` is not `true` or `false`, or an unknown parameter', ['validation_failed']),
+          '404': PLAN_NOT_FOUND,
+          '409': errorResponse('Keys are bound to the plan and `force` is not `true`; the body adds `keyCount`', ['rate_limit_in_use']),
+          ...standardResponses(false),
+        },
+      },
+    },
     [openApiPath(prefix, PATHS.applyPlan)]: {
       post: {
         operationId: 'applyRateLimitPlan',
@@ -269,6 +394,20 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
             'rate_limit_not_found',
             'key_not_found',
           ]),
+          ...standardResponses(true),
+        },
+      },
+    },
+    [openApiPath(prefix, PATHS.removePlan)]: {
+      post: {
+        operationId: 'removeRateLimitPlan',
+        tags: ['Rate limit plans'],
+        summary: "Unbind a key's plan",
+        description: 'Also 200 when the key had no plan. Takes effect on every replica within 1 s.',
+        requestBody: { required: true, ...json(ref('RemovePlanRequest')) },
+        responses: {
+          '200': { description: 'The key has no plan now', ...json(ref('RemovePlanResponse')) },
+          '404': KEY_NOT_FOUND,
           ...standardResponses(true),
         },
       },

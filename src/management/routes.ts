@@ -7,8 +7,12 @@ export const PATHS = {
   createKey: '/consumer-api-key/create',
   keys: '/consumer-api-key',
   key: '/consumer-api-key/:consumerApiKeyId',
+  rollKey: '/consumer-api-key/:consumerApiKeyId/roll',
   createPlan: '/rate-limit/create',
+  plans: '/rate-limit',
+  plan: '/rate-limit/:rateLimitId',
   applyPlan: '/api-keys/apply-rate-limit',
+  removePlan: '/api-keys/remove-rate-limit',
 } as const;
 
 /** The one root of the surfaces that are about neither one key nor one plan (console, usage, audit…). */

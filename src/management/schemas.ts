@@ -29,6 +29,10 @@ const CreateTimestamp = Type.String({
   examples: ['2026-11-21 14:23:02'],
 });
 const Count = Type.Integer({ minimum: 0 });
+/** A timestamp a caller sends: the same shape, checked for a real date by the route (see `parseTimestamp`). */
+const IsoTimestampInput = Type.String({ pattern: ISO_TIMESTAMP_PATTERN, description: 'UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ' });
+export const MAX_METADATA_BYTES = 8 * 1024;
+export const MAX_GRACE_PERIOD_SECONDS = 604_800;
 
 const Name = Type.String({
   minLength: 1,
@@ -45,10 +49,11 @@ const KeyId = Type.String({
   description: 'Identifier of a consumer API key, as returned by create (`id`)',
   examples: ['key_3q2xR0f1bW8mT5nYk9Lp4A'],
 });
+export const RATE_LIMIT_ID_PATTERN = '^[A-Za-z0-9._:-]*$';
 const RateLimitId = Type.String({
   minLength: 1,
   maxLength: 128,
-  pattern: '^[A-Za-z0-9._:-]*$',
+  pattern: RATE_LIMIT_ID_PATTERN,
   description: 'Chosen by the caller: 1-128 characters of A-Z a-z 0-9 . _ : -',
   examples: ['gold-1000-per-hour'],
 });
@@ -71,23 +76,81 @@ const Secret = Type.String({
 
 const strict = { additionalProperties: false } as const;
 
+const ExternalId = Type.String({
+  minLength: 1,
+  maxLength: MAX_NAME_LENGTH,
+  pattern: NO_NUL,
+  description: "The owner's id in the caller's system, 1-200 characters",
+});
+const Metadata = Type.Record(Type.String(), Type.Unknown(), {
+  description: `A JSON object of at most ${MAX_METADATA_BYTES} bytes as serialised, returned as given`,
+});
+const Enabled = Type.Boolean({ description: 'A disabled key is refused with 403 key_disabled, without consuming quota' });
+const ExpiresAt = Type.Union([IsoTimestampInput, Type.Null()], {
+  description: 'From this instant the key is refused with 401 key_expired; null: never',
+});
+
 // ---- requests ----
 
-export const CreateKeyRequest = Type.Object({ name: Name }, { ...strict, title: 'CreateKeyRequest' });
+const keySettings = {
+  externalId: Type.Optional(Type.Union([ExternalId, Type.Null()])),
+  metadata: Type.Optional(Metadata),
+  enabled: Type.Optional(Enabled),
+  expiresAt: Type.Optional(ExpiresAt),
+};
+
+export const CreateKeyRequest = Type.Object(
+  { name: Name, ...keySettings, rateLimitId: Type.Optional(Type.Union([RateLimitId, Type.Null()])) },
+  { ...strict, title: 'CreateKeyRequest' },
+);
+
+export const UpdateKeyRequest = Type.Object(
+  { name: Type.Optional(Name), ...keySettings },
+  { ...strict, minProperties: 1, title: 'UpdateKeyRequest', description: 'Any of the fields; null clears externalId and expiresAt' },
+);
+
+export const RollKeyRequest = Type.Object(
+  {
+    gracePeriodSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_GRACE_PERIOD_SECONDS,
+        default: 0,
+        description: 'How long the previous secret keeps working, 0-604800 s (7 days); 0: refused at once',
+      }),
+    ),
+  },
+  { ...strict, title: 'RollKeyRequest' },
+);
+
+const pageFields = {
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_PAGE_SIZE,
+      default: DEFAULT_PAGE_SIZE,
+      description: 'Page size, 1-1000',
+    }),
+  ),
+  cursor: Type.Optional(Type.String({ description: 'The `nextCursor` of the previous page; opaque' })),
+};
 
 export const ListKeysQuery = Type.Object(
   {
-    limit: Type.Optional(
-      Type.Integer({
-        minimum: 1,
-        maximum: MAX_PAGE_SIZE,
-        default: DEFAULT_PAGE_SIZE,
-        description: 'Page size, 1-1000',
-      }),
-    ),
-    cursor: Type.Optional(Type.String({ description: 'The `nextCursor` of the previous page; opaque' })),
+    ...pageFields,
+    rateLimitId: Type.Optional(RateLimitId),
+    enabled: Type.Optional(Type.Boolean({ description: '`true` or `false`' })),
+    externalId: Type.Optional(ExternalId),
+    namePrefix: Type.Optional({ ...Name, description: 'Keys whose name starts with this text (case-sensitive)' }),
   },
   { ...strict, title: 'ListKeysQuery' },
+);
+
+export const ListPlansQuery = Type.Object(pageFields, { ...strict, title: 'ListPlansQuery' });
+
+export const DeletePlanQuery = Type.Object(
+  { force: Type.Optional(Type.Boolean({ description: '`true`: unbind the keys bound to the plan, then delete it' })) },
+  { ...strict, title: 'DeletePlanQuery' },
 );
 
 export const CreatePlanRequest = Type.Object(
@@ -107,20 +170,41 @@ export const CreatePlanRequest = Type.Object(
   { ...strict, title: 'CreatePlanRequest' },
 );
 
+export const UpdatePlanRequest = Type.Object(
+  {
+    description: Type.Optional(CreatePlanRequest.properties.description),
+    limit: Type.Optional(PlanLimit),
+    period: Type.Optional(PeriodSchema),
+  },
+  { ...strict, minProperties: 1, title: 'UpdatePlanRequest', description: 'Any of the fields; the current windows keep what they have spent' },
+);
+
 export const ApplyPlanRequest = Type.Object(
   { consumerApiKeyId: KeyId, rateLimitId: RateLimitId },
   { ...strict, title: 'ApplyPlanRequest' },
 );
 
+export const RemovePlanRequest = Type.Object({ consumerApiKeyId: KeyId }, { ...strict, title: 'RemovePlanRequest' });
+
 // ---- responses ----
 
+const keyStateFields = {
+  rateLimitId: Type.Union([RateLimitId, Type.Null()], { description: 'The bound plan, or null' }),
+  enabled: Type.Boolean(),
+  expiresAt: Type.Union([IsoTimestamp, Type.Null()]),
+  externalId: Type.Union([Type.String(), Type.Null()]),
+  lastUsedAt: Type.Union([IsoTimestamp, Type.Null()], {
+    description: 'The last proxied request that presented the key (visible within 2 s), or null',
+  }),
+};
+
 export const CreateKeyResponse = Type.Object(
-  { id: KeyId, name: Type.String(), secret: Secret, createdAt: CreateTimestamp },
+  { id: KeyId, name: Type.String(), secret: Secret, createdAt: CreateTimestamp, ...keyStateFields, metadata: Metadata },
   { ...strict, title: 'CreateKeyResponse' },
 );
 
 const KeySummary = Type.Object(
-  { consumerApiKeyId: KeyId, name: Type.String(), createdAt: IsoTimestamp, lastUpdated: IsoTimestamp },
+  { consumerApiKeyId: KeyId, name: Type.String(), createdAt: IsoTimestamp, lastUpdated: IsoTimestamp, ...keyStateFields },
   { ...strict, title: 'KeySummary' },
 );
 
@@ -197,16 +281,31 @@ const Usage = Type.Object(
   strict,
 );
 
-export const KeyDetailResponse = Type.Object(
+const keyFields = {
+  consumerApiKeyId: KeyId,
+  name: Type.String(),
+  secret: Secret,
+  createdAt: IsoTimestamp,
+  lastUpdated: IsoTimestamp,
+  ...keyStateFields,
+  metadata: Metadata,
+};
+
+export const KeyDetailResponse = Type.Object({ ...keyFields, usage: Usage }, { ...strict, title: 'KeyDetailResponse' });
+
+/** A key as the detail shows it, without `usage`: the answer to a change. */
+export const KeyResponse = Type.Object(keyFields, { ...strict, title: 'KeyResponse' });
+
+export const RollKeyResponse = Type.Object(
   {
     consumerApiKeyId: KeyId,
-    name: Type.String(),
-    secret: Secret,
-    createdAt: IsoTimestamp,
-    lastUpdated: IsoTimestamp,
-    usage: Usage,
+    secret: { ...Secret, description: 'The new secret; works at once on every replica' },
+    previousSecretExpiresAt: {
+      ...IsoTimestamp,
+      description: 'The previous secret is refused (401 invalid_api_key) from this instant on every replica',
+    },
   },
-  { ...strict, title: 'KeyDetailResponse' },
+  { ...strict, title: 'RollKeyResponse' },
 );
 
 export const DeleteKeyResponse = Type.Object(
@@ -225,9 +324,36 @@ export const CreatePlanResponse = Type.Object(
   { ...strict, title: 'CreatePlanResponse' },
 );
 
+export const PlanResponse = Type.Object(
+  {
+    ...CreatePlanResponse.properties,
+    lastUpdated: IsoTimestamp,
+    keyCount: Type.Integer({ minimum: 0, description: 'Keys bound to the plan' }),
+  },
+  { ...strict, title: 'PlanResponse' },
+);
+
+export const ListPlansResponse = Type.Object(
+  {
+    rateLimits: Type.Array(PlanResponse, { description: 'Oldest first' }),
+    nextCursor: ListKeysResponse.properties.nextCursor,
+  },
+  { ...strict, title: 'ListPlansResponse' },
+);
+
+export const DeletePlanResponse = Type.Object(
+  { rateLimitId: RateLimitId, message: Type.String() },
+  { ...strict, title: 'DeletePlanResponse' },
+);
+
 export const ApplyPlanResponse = Type.Object(
   { consumerApiKeyId: KeyId, rateLimitId: RateLimitId, message: Type.String() },
   { ...strict, title: 'ApplyPlanResponse' },
+);
+
+export const RemovePlanResponse = Type.Object(
+  { consumerApiKeyId: KeyId, rateLimitId: Type.Null(), message: Type.String() },
+  { ...strict, title: 'RemovePlanResponse' },
 );
 
 export const ValidationDetail = Type.Object(
@@ -248,6 +374,7 @@ export const ErrorResponse = Type.Object(
     details: Type.Optional(
       Type.Array(ValidationDetail, { description: 'validation_failed only: each offending field' }),
     ),
+    keyCount: Type.Optional(Type.Integer({ minimum: 1, description: 'rate_limit_in_use only: keys bound to the plan' })),
   },
   { ...strict, title: 'Error' },
 );
@@ -265,6 +392,14 @@ export const RateLimitExceededResponse = Type.Object(
 );
 
 export type CreateKeyRequest = Static<typeof CreateKeyRequest>;
+export type UpdateKeyRequest = Static<typeof UpdateKeyRequest>;
+export type ListPlansQuery = Static<typeof ListPlansQuery>;
+export type KeyResponse = Static<typeof KeyResponse>;
+export type RollKeyResponse = Static<typeof RollKeyResponse>;
+export type PlanResponse = Static<typeof PlanResponse>;
+export type ListPlansResponse = Static<typeof ListPlansResponse>;
+export type DeletePlanResponse = Static<typeof DeletePlanResponse>;
+export type RemovePlanResponse = Static<typeof RemovePlanResponse>;
 export type ListKeysQuery = Static<typeof ListKeysQuery>;
 export type CreatePlanRequest = Static<typeof CreatePlanRequest>;
 export type ApplyPlanRequest = Static<typeof ApplyPlanRequest>;
@@ -279,13 +414,23 @@ export type ApplyPlanResponse = Static<typeof ApplyPlanResponse>;
 export const NAMED_SCHEMAS: Record<string, TSchema> = {
   CreateKeyRequest,
   CreateKeyResponse,
+  UpdateKeyRequest,
+  RollKeyRequest,
+  RollKeyResponse,
   ListKeysResponse,
   KeyDetailResponse,
+  KeyResponse,
   DeleteKeyResponse,
   CreatePlanRequest,
   CreatePlanResponse,
+  UpdatePlanRequest,
+  PlanResponse,
+  ListPlansResponse,
+  DeletePlanResponse,
   ApplyPlanRequest,
   ApplyPlanResponse,
+  RemovePlanRequest,
+  RemovePlanResponse,
   Error: ErrorResponse,
   RateLimitExceeded: RateLimitExceededResponse,
 };

@@ -9,7 +9,14 @@ import {
   ApplyPlanRequest,
   CreateKeyRequest,
   CreatePlanRequest,
+  DeletePlanQuery,
   ListKeysQuery,
+  ListPlansQuery,
+  MAX_METADATA_BYTES,
+  RemovePlanRequest,
+  RollKeyRequest,
+  UpdateKeyRequest,
+  UpdatePlanRequest,
   type ValidationDetail,
 } from './schemas.js';
 
@@ -41,21 +48,60 @@ function toDetails(errors: readonly ErrorObject[], rootField: string): Validatio
 
 type Validator<T> = (data: unknown) => T;
 
-function validator<S extends TSchema>(ajv: Ajv, schema: S, rootField: string): Validator<Static<S>> {
-  const check: ValidateFunction = ajv.compile(schema);
+function invalid(details: ValidationDetail[]): AppError {
+  const summary = details.map((d) => `${d.field} ${d.message}`).join('; ');
+  return new AppError('validation_failed', `The request is not valid: ${summary}`, details);
+}
+
+/**
+ * Checks the schema, then what a schema cannot say: `check` returns the further offending fields.
+ * Every problem of a request is named at once, schema or not.
+ */
+function validator<S extends TSchema>(
+  ajv: Ajv,
+  schema: S,
+  rootField: string,
+  check: (value: Static<S>) => ValidationDetail[] = () => [],
+): Validator<Static<S>> {
+  const validate: ValidateFunction = ajv.compile(schema);
   return (data) => {
-    if (!check(data)) {
-      const details = toDetails(check.errors ?? [], rootField);
-      const summary = details.map((d) => `${d.field} ${d.message}`).join('; ');
-      throw new AppError('validation_failed', `The request is not valid: ${summary}`, details);
-    }
+    if (!validate(data)) throw invalid(toDetails(validate.errors ?? [], rootField));
+    const details = check(data as Static<S>);
+    if (details.length > 0) throw invalid(details);
     return data as Static<S>;
   };
 }
 
-export const validateCreateKey = validator(bodyAjv, CreateKeyRequest, ROOT_FIELD);
-export const validateCreatePlan = validator(bodyAjv, CreatePlanRequest, ROOT_FIELD);
+/** A `YYYY-MM-DDThh:mm:ssZ` the schema accepted, as an instant; undefined for a date that does not exist (02-30). */
+export function parseTimestamp(text: string): Date | undefined {
+  const date = new Date(text);
+  return Number.isNaN(date.getTime()) || date.toISOString().slice(0, 19) + 'Z' !== text ? undefined : date;
+}
+
+/** Timestamps that name no real instant, and metadata over its size. */
+function keySettingProblems(value: { expiresAt?: string | null; metadata?: Record<string, unknown> }): ValidationDetail[] {
+  const details: ValidationDetail[] = [];
+  if (typeof value.expiresAt === 'string' && parseTimestamp(value.expiresAt) === undefined) {
+    details.push({ field: 'expiresAt', message: 'is not a real date and time' });
+  }
+  if (value.metadata !== undefined && Buffer.byteLength(JSON.stringify(value.metadata)) > MAX_METADATA_BYTES) {
+    details.push({ field: 'metadata', message: `must be at most ${MAX_METADATA_BYTES} bytes as JSON` });
+  }
+  return details;
+}
+
+/** `create` is the path of plan creation, so no plan may be called that. */
+const RESERVED_PLAN_IDS = new Set(['create']);
+
+export const validateCreateKey = validator(bodyAjv, CreateKeyRequest, ROOT_FIELD, keySettingProblems);
+export const validateUpdateKey = validator(bodyAjv, UpdateKeyRequest, ROOT_FIELD, keySettingProblems);
+export const validateRollKey = validator(bodyAjv, RollKeyRequest, ROOT_FIELD);
+export const validateCreatePlan = validator(bodyAjv, CreatePlanRequest, ROOT_FIELD, ({ rateLimitId }) =>
+  RESERVED_PLAN_IDS.has(rateLimitId) ? [{ field: 'rateLimitId', message: `"${rateLimitId}" is reserved` }] : [],
+);
+export const validateUpdatePlan = validator(bodyAjv, UpdatePlanRequest, ROOT_FIELD);
 export const validateApplyPlan = validator(bodyAjv, ApplyPlanRequest, ROOT_FIELD);
+export const validateRemovePlan = validator(bodyAjv, RemovePlanRequest, ROOT_FIELD);
 /**
  * Query values arrive as strings, and ajv's coercion reads them as JavaScript numbers: `1e3`, `0x10`,
  * ` 7` and `Infinity` would pass as integers. An integer parameter must be written in decimal digits.
@@ -69,12 +115,11 @@ function queryValidator<S extends TSchema>(schema: S): Validator<Static<S>> {
     const details: ValidationDetail[] = integers
       .filter((name) => typeof raw[name] === 'string' && !/^-?[0-9]{1,16}$/.test(raw[name]))
       .map((field) => ({ field, message: 'must be integer' }));
-    if (details.length > 0) {
-      const summary = details.map((d) => `${d.field} ${d.message}`).join('; ');
-      throw new AppError('validation_failed', `The request is not valid: ${summary}`, details);
-    }
+    if (details.length > 0) throw invalid(details);
     return check(data);
   };
 }
 
 export const validateListQuery = queryValidator(ListKeysQuery);
+export const validateListPlansQuery = queryValidator(ListPlansQuery);
+export const validateDeletePlanQuery = queryValidator(DeletePlanQuery);

@@ -110,7 +110,7 @@ export class Metrics {
   });
   readonly authFailures = new Counter({
     name: 'tollgate_auth_failures_total',
-    help: 'Proxied requests refused for a missing, malformed or unknown API key, by reason',
+    help: 'Proxied requests refused for a missing, malformed, unknown, disabled or expired API key, by reason',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

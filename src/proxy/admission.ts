@@ -77,11 +77,23 @@ export async function admit(deps: AdmissionDeps, headers: IncomingHttpHeaders, c
     metrics.proxyRequests.inc({ outcome: 'unauthorized' });
     return refused('invalid_api_key');
   }
+  // A valid key in the wrong state: refused before the limiter, so no quota is spent; usage counts it.
+  const now = deps.clock();
+  if (!key.enabled) {
+    metrics.authFailures.inc({ reason: 'disabled' });
+    metrics.proxyRequests.inc({ outcome: 'unauthorized' });
+    return refused('key_disabled', key);
+  }
+  if (key.expiresAtMs !== null && now >= key.expiresAtMs) {
+    metrics.authFailures.inc({ reason: 'expired' });
+    metrics.proxyRequests.inc({ outcome: 'unauthorized' });
+    return refused('key_expired', key);
+  }
   const policy = key.policy;
   if (policy === undefined) return { admitted: true, secret, key, limit: undefined };
   let decision: LimitDecision;
   try {
-    const decided = deps.limiter.consume(key.id, policy, deps.clock());
+    const decided = deps.limiter.consume(key.id, policy, now);
     decision = decided instanceof Promise ? await decided : decided;
   } catch {
     metrics.proxyRequests.inc({ outcome: 'unavailable' });
@@ -127,7 +139,9 @@ export function refusalResponse(refusal: Refused, requestId: string, nowMs: numb
     });
   } else {
     if (refusal.retryAtMs !== undefined) headers['retry-after'] = String(secondsUntil(refusal.retryAtMs, nowMs));
-    if (refusal.code === 'missing_api_key' || refusal.code === 'invalid_api_key') headers['www-authenticate'] = 'Bearer';
+    if (refusal.code === 'missing_api_key' || refusal.code === 'invalid_api_key' || refusal.code === 'key_expired') {
+      headers['www-authenticate'] = 'Bearer';
+    }
     body = JSON.stringify(errorBody(refusal.code));
   }
   headers['content-type'] = 'application/json; charset=utf-8';

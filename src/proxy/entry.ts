@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import { errorResponse } from '../errors.js';
 import type { Logger } from '../ops/logger.js';
 import type { ProxyOutcome } from '../ops/metrics.js';
+import type { LastUseTracker } from '../keys/last-use.js';
 import type { UsageRecorder } from '../usage/recorder.js';
 import { admit, refusalResponse, type Admitted, type AdmissionDeps, type RefusalResponse } from './admission.js';
 import { customerIdOf, forwardedFacts, type Forwarded } from './forwarding-headers.js';
@@ -12,6 +13,7 @@ import { hasDotSegment, originForm } from './request-target.js';
 export interface EntryDeps extends AdmissionDeps {
   readonly config: Pick<Config, 'trustProxy' | 'customerIdHeader'>;
   readonly recorder: Pick<UsageRecorder, 'record'>;
+  readonly lastUse: Pick<LastUseTracker, 'used'>;
   readonly logger: Logger;
 }
 
@@ -81,10 +83,11 @@ export interface Finished {
   readonly status: number;
 }
 
-/** Usage, for a request that presented a valid key, and the access-log line (debug only). */
+/** Usage and last use, for a request that presented a valid key, and the access-log line (debug only). */
 export function finished(deps: EntryDeps, f: Finished): void {
   const durationMs = performance.now() - f.receivedAt;
   if (f.keyId !== undefined && f.path !== undefined) {
+    deps.lastUse.used(f.keyId, deps.clock());
     deps.recorder.record(f.keyId, f.path, customerIdOf(f.req.headers, deps.config.customerIdHeader), f.status < 400, durationMs);
   }
   if (deps.logger.isLevelEnabled('debug')) {

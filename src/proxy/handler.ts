@@ -7,6 +7,7 @@ import type { KeyCache } from '../keys/key-cache.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { Logger } from '../ops/logger.js';
 import type { Metrics, ProxyOutcome } from '../ops/metrics.js';
+import type { LastUseTracker } from '../keys/last-use.js';
 import type { UsageRecorder } from '../usage/recorder.js';
 import type { AuthThrottle } from './auth-throttle.js';
 import type { Admitted } from './admission.js';
@@ -20,6 +21,8 @@ export interface ProxyDeps {
   readonly keyCache: KeyCache;
   readonly limiter: RateLimiter;
   readonly recorder: Pick<UsageRecorder, 'record'>;
+  /** Notes when each key was presented: `lastUsedAt`. */
+  readonly lastUse: Pick<LastUseTracker, 'used'>;
   readonly metrics: Metrics;
   readonly logger: Logger;
   /** Epoch milliseconds, for the limiter's windows; durations use the monotonic clock. */

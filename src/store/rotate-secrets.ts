@@ -1,5 +1,5 @@
 import { decryptSecret, encryptSecret } from '../keys/secret.js';
-import type { KeyRepository } from './repositories.js';
+import type { KeyRepository } from './key-repository.js';
 
 /**
  * Re-seals every stored secret with `currentKey`, opening each with whichever of `allKeys` sealed it.

@@ -7,6 +7,7 @@ export interface RateLimitPlanTable {
   limit: ColumnType<string, number, number>;
   period: string;
   created_at: ColumnType<Date, Date | undefined, never>;
+  last_updated: ColumnType<Date, Date, Date>;
 }
 
 export interface ApiKeyTable {
@@ -18,6 +19,14 @@ export interface ApiKeyTable {
   rate_limit_id: string | null;
   created_at: ColumnType<Date, Date, never>;
   last_updated: ColumnType<Date, Date, Date>;
+  enabled: ColumnType<boolean, boolean | undefined, boolean>;
+  expires_at: Date | null;
+  external_id: string | null;
+  /** The caller's JSON object as serialised. */
+  metadata: ColumnType<string, string | undefined, string>;
+  last_used_at: ColumnType<Date | null, never, Date>;
+  previous_secret_hash: Uint8Array | null;
+  previous_secret_expires_at: Date | null;
 }
 
 export interface UsageEndpointTable {

@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream';
 import { join } from 'node:path';
 import { WebSocketServer } from 'ws';
 import { loadConfig, type Config } from '../../src/config.js';
+import { LastUseTracker } from '../../src/keys/last-use.js';
 import { KeyCache } from '../../src/keys/key-cache.js';
 import { LocalKeyEvents } from '../../src/keys/key-events.js';
 import { encryptSecret, generateKeyId, generateSecret, hashSecret } from '../../src/keys/secret.js';
@@ -22,7 +23,8 @@ import { createUpgradeHandler, type UpgradeHandler } from '../../src/proxy/webso
 import { createPublicServer } from '../../src/server.js';
 import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { KeyRepository, PlanRepository } from '../../src/store/repositories.js';
+import { KeyRepository } from '../../src/store/key-repository.js';
+import { PlanRepository } from '../../src/store/plan-repository.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import type { UsageBatch } from '../../src/usage/usage.js';
 import { pendingTotal } from './pending.js';
@@ -199,6 +201,7 @@ export class ProxyHarness {
   plans!: PlanRepository;
   keyCache!: KeyCache;
   recorder!: UsageRecorder;
+  lastUse!: LastUseTracker;
   config!: Config;
   proxy!: ProxyHandler;
   upgrade!: UpgradeHandler;
@@ -233,11 +236,13 @@ export class ProxyHarness {
     });
     this.limiter = options.limiter ?? new MemoryRateLimiter();
     this.recorder = new UsageRecorder(new MemorySink(), this.logger, this.metrics);
+    this.lastUse = new LastUseTracker((times) => this.keys.markUsed(times), this.logger);
     const deps = {
       config: this.config,
       keyCache: this.keyCache,
       limiter: this.limiter,
       recorder: this.recorder,
+      lastUse: this.lastUse,
       metrics: this.metrics,
       logger: this.logger,
       clock: this.clock,

@@ -3,9 +3,6 @@
  * for both. Every response that has a documented schema is also checked against the OpenAPI document.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { Express } from 'express';
 import { sql } from 'kysely';
@@ -17,45 +14,18 @@ import { PERIODS } from '../../src/limits/window.js';
 import { createManagementApp, type ManagementDeps } from '../../src/management/app.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
-import { openEmbedded, openPostgres, type DbHandle } from '../../src/store/db.js';
+import { openPostgres } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { KeyRepository, PlanRepository } from '../../src/store/repositories.js';
+import { KeyRepository } from '../../src/store/key-repository.js';
+import { PlanRepository } from '../../src/store/plan-repository.js';
 import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
-import { createTestDatabase } from '../helpers/services.js';
+import { STORAGES, type Storage } from '../helpers/management-storage.js';
 
-interface Storage {
-  readonly handle: DbHandle;
-  dispose(): Promise<void>;
-}
-
-const BACKENDS: Record<'embedded' | 'postgres', () => Promise<Storage>> = {
-  async embedded() {
-    const dir = await mkdtemp(join(tmpdir(), 'tg-management-'));
-    const handle = await openEmbedded(dir);
-    return {
-      handle,
-      async dispose() {
-        await handle.close();
-        await rm(dir, { recursive: true, force: true });
-      },
-    };
-  },
-  async postgres() {
-    const database = await createTestDatabase();
-    const handle = await openPostgres(database.url);
-    return {
-      handle,
-      async dispose() {
-        await handle.close();
-        await database.drop();
-      },
-    };
-  },
-};
+const BACKENDS = STORAGES;
 
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
 const AUTH = { Authorization: `Bearer ${ROOT_TOKEN}` };
@@ -72,7 +42,7 @@ beforeAll(async () => {
   checker = await OpenApiChecker.create();
 });
 
-type Method = 'get' | 'post' | 'delete';
+type Method = 'get' | 'post' | 'patch' | 'delete';
 
 /** The response, after checking it against the OpenAPI document. */
 function documented(method: Method, template: string, res: Response): Response {
@@ -207,8 +177,19 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         await post('/consumer-api-key/create', { name: 'Mobile app' }),
       );
       expect(res.status).toBe(201);
-      expect(Object.keys(res.body).sort()).toEqual(['createdAt', 'id', 'name', 'secret']);
-      expect(res.body).toMatchObject({ name: 'Mobile app', createdAt: '2026-11-21 14:23:02' });
+      // The seed's four fields, and the lifecycle fields added beside them.
+      expect(res.body).toEqual({
+        id: expect.any(String),
+        name: 'Mobile app',
+        secret: expect.any(String),
+        createdAt: '2026-11-21 14:23:02',
+        rateLimitId: null,
+        enabled: true,
+        expiresAt: null,
+        externalId: null,
+        lastUsedAt: null,
+        metadata: {},
+      });
       expect(res.body.secret).toMatch(/^tg_[A-Za-z0-9_-]{43}$/);
       expect(res.headers.location).toBe(`/consumer-api-key/${res.body.id}`);
       expect(res.headers['cache-control']).toBe('no-store');
@@ -428,6 +409,11 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         name: 'page key 0',
         createdAt: '2026-11-21T14:23:03Z',
         lastUpdated: '2026-11-21T14:23:03Z',
+        rateLimitId: null,
+        enabled: true,
+        expiresAt: null,
+        externalId: null,
+        lastUsedAt: null,
       });
       for (const item of listed) expect(item.createdAt).toMatch(ISO);
 
@@ -531,6 +517,12 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         secret: key.secret,
         createdAt: '2026-11-21T14:23:02Z',
         lastUpdated: '2026-11-21T14:23:02Z',
+        rateLimitId: null,
+        enabled: true,
+        expiresAt: null,
+        externalId: null,
+        lastUsedAt: null,
+        metadata: {},
         usage: {
           totalRequests: 0,
           successfulRequests: 0,
@@ -870,8 +862,12 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
       ['put', '/consumer-api-key/create', 'POST'],
       ['post', '/consumer-api-key', 'GET, HEAD'],
       ['delete', '/consumer-api-key', 'GET, HEAD'],
-      ['patch', '/consumer-api-key/key_x', 'GET, HEAD, DELETE'],
-      ['post', '/consumer-api-key/key_x', 'GET, HEAD, DELETE'],
+      ['put', '/consumer-api-key/key_x', 'GET, HEAD, PATCH, DELETE'],
+      ['post', '/consumer-api-key/key_x', 'GET, HEAD, PATCH, DELETE'],
+      ['get', '/consumer-api-key/key_x/roll', 'POST'],
+      ['post', '/rate-limit', 'GET, HEAD'],
+      ['put', '/rate-limit/gold', 'GET, HEAD, PATCH, DELETE'],
+      ['get', '/api-keys/remove-rate-limit', 'POST'],
       ['get', '/rate-limit/create', 'POST'],
       ['delete', '/api-keys/apply-rate-limit', 'POST'],
       ['options', '/api-keys/apply-rate-limit', 'POST'],
@@ -886,7 +882,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
 
     it.each([
       ['/consumer-api-key/key_x/usage'],
-      ['/rate-limit'],
+      ['/rate-limit/gold/extra'],
       ['/rate-limit/create/extra'],
       ['/Consumer-Api-Key'],
       ['/'],

@@ -9,7 +9,7 @@ import { Metrics } from '../../src/ops/metrics.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import { openPostgres, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { KeyRepository } from '../../src/store/repositories.js';
+import { KeyRepository } from '../../src/store/key-repository.js';
 import { RedisPendingUsage, RedisUsageSink, UsageFlusher } from '../../src/usage/redis-usage.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { emptyKeyUsage } from '../../src/usage/usage.js';

@@ -4,7 +4,7 @@ import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { openPostgres, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { KeyRepository } from '../../src/store/repositories.js';
+import { KeyRepository } from '../../src/store/key-repository.js';
 import { RedisPendingUsage, RedisUsageSink, UsageFlusher } from '../../src/usage/redis-usage.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { emptyKeyUsage, type KeyUsage, type UsageBatch } from '../../src/usage/usage.js';

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { hashSecret } from '../../src/keys/secret.js';
 import { openEmbedded, openPostgres, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { KeyRepository } from '../../src/store/repositories.js';
+import { KeyRepository } from '../../src/store/key-repository.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { OTHER_ENDPOINT, type UsageBatch } from '../../src/usage/usage.js';

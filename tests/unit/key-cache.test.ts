@@ -9,7 +9,8 @@ import { encryptSecret, generateKeyId, generateSecret, hashSecret } from '../../
 import { Metrics } from '../../src/ops/metrics.js';
 import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { KeyRepository, PlanRepository } from '../../src/store/repositories.js';
+import { KeyRepository } from '../../src/store/key-repository.js';
+import { PlanRepository } from '../../src/store/plan-repository.js';
 
 describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
   let dir: string;
@@ -75,16 +76,16 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
   it('resolves a key with its plan, then answers from memory without a query', async () => {
     const key = await newKey('gold');
     const c = cache();
-    expect(await c.resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 100, period: 'minute' } });
+    expect(await c.resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 100, period: 'minute' }, enabled: true, expiresAtMs: null });
     // A hit is synchronous: no promise, no query.
-    expect(c.resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 100, period: 'minute' } });
+    expect(c.resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 100, period: 'minute' }, enabled: true, expiresAtMs: null });
     expect(lookups).toBe(1);
   });
 
   it('applies the default policy to keys without a plan, and none when there is no default', async () => {
     const key = await newKey();
-    expect(await cache({ defaultRateLimit: { limit: 5, period: 'second' } }).resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 5, period: 'second' } });
-    expect(await cache().resolve(key.secret)).toEqual({ id: key.id, policy: undefined });
+    expect(await cache({ defaultRateLimit: { limit: 5, period: 'second' } }).resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 5, period: 'second' }, enabled: true, expiresAtMs: null });
+    expect(await cache().resolve(key.secret)).toEqual({ id: key.id, policy: undefined, enabled: true, expiresAtMs: null });
   });
 
   it('shares one look-up among concurrent misses for one secret', async () => {
@@ -150,7 +151,7 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     await keys.bindPlan(b.id, 'silver', new Date());
     await events.publish({ kind: 'all' });
     expect(await c.resolve(a.secret)).toBeUndefined();
-    expect(await c.resolve(b.secret)).toEqual({ id: b.id, policy: { limit: 10, period: 'hour' } });
+    expect(await c.resolve(b.secret)).toEqual({ id: b.id, policy: { limit: 10, period: 'hour' }, enabled: true, expiresAtMs: null });
   });
 
   it('keeps serving cached keys after such a reconnect while the database is down too', async () => {
@@ -159,7 +160,7 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     await c.resolve(key.secret);
     failing = true;
     await events.publish({ kind: 'all' });
-    expect(await c.resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 100, period: 'minute' } });
+    expect(await c.resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 100, period: 'minute' }, enabled: true, expiresAtMs: null });
     expect(lookups).toBe(2);
   });
 

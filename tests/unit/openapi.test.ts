@@ -79,7 +79,18 @@ describe('OpenApiChecker', () => {
     checker = await OpenApiChecker.create();
   });
 
-  const created = { id: 'key_abc', name: 'n', secret: 'tg_x', createdAt: '2026-11-21 14:23:02' };
+  const created = {
+    id: 'key_abc',
+    name: 'n',
+    secret: 'tg_x',
+    createdAt: '2026-11-21 14:23:02',
+    rateLimitId: null,
+    enabled: true,
+    expiresAt: null,
+    externalId: null,
+    lastUsedAt: null,
+    metadata: {},
+  };
 
   it('accepts a body that matches the documented schema', () => {
     expect(

@@ -1,0 +1,43 @@
+/** Keys as the management API shows them: list items, the detail's fields, the answer to a change. */
+import { decryptSecret } from '../keys/secret.js';
+import type { KeyRow } from '../store/key-repository.js';
+import type { KeyResponse, ListKeysResponse } from './schemas.js';
+import { isoTimestamp } from './time-format.js';
+
+const isoOrNull = (instant: Date | null): string | null => (instant === null ? null : isoTimestamp(instant));
+
+/** The lifecycle fields every key answer carries (contract section 6). */
+export function keyState(
+  key: Pick<KeyRow, 'rateLimitId' | 'enabled' | 'expiresAt' | 'externalId' | 'lastUsedAt'>,
+): Pick<KeyResponse, 'rateLimitId' | 'enabled' | 'expiresAt' | 'externalId' | 'lastUsedAt'> {
+  return {
+    rateLimitId: key.rateLimitId,
+    enabled: key.enabled,
+    expiresAt: isoOrNull(key.expiresAt),
+    externalId: key.externalId,
+    lastUsedAt: isoOrNull(key.lastUsedAt),
+  };
+}
+
+export function keySummary(key: KeyRow): ListKeysResponse['apiKeys'][number] {
+  return {
+    consumerApiKeyId: key.id,
+    name: key.name,
+    createdAt: isoTimestamp(key.createdAt),
+    lastUpdated: isoTimestamp(key.lastUpdated),
+    ...keyState(key),
+  };
+}
+
+/** The detail less `usage`; opens the secret with whichever configured encryption key sealed it. */
+export function keyView(key: KeyRow, encryptionKeys: readonly Buffer[]): KeyResponse {
+  return {
+    consumerApiKeyId: key.id,
+    name: key.name,
+    secret: decryptSecret(key.secretCiphertext, encryptionKeys),
+    createdAt: isoTimestamp(key.createdAt),
+    lastUpdated: isoTimestamp(key.lastUpdated),
+    ...keyState(key),
+    metadata: JSON.parse(key.metadata) as Record<string, unknown>,
+  };
+}
