@@ -172,7 +172,8 @@ export const CreatePlanRequest = Type.Object(
 
 export const UpdatePlanRequest = Type.Object(
   {
-    description: Type.Optional(CreatePlanRequest.properties.description),
+    // No default here: a change that leaves the description out keeps it.
+    description: Type.Optional(Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, pattern: NO_NUL, description: 'Free text, at most 1000 characters' })),
     limit: Type.Optional(PlanLimit),
     period: Type.Optional(PeriodSchema),
   },
