@@ -2,12 +2,14 @@
  * Migrations run each file whole, inside one transaction under the advisory lock: on PGlite (exec) and
  * on Postgres (simple query protocol), a plpgsql `$$` body with `;` at line ends included.
  */
-import { mkdtempSync, rmSync, writeFileSync, cpSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync, cpSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sql } from 'kysely';
 import { openEmbedded, openPostgres, type DbHandle } from '../../src/store/db.js';
-import { migrate } from '../../src/store/migrate.js';
+import { migrate, SQL_DIR } from '../../src/store/migrate.js';
+import { KeyRepository } from '../../src/store/key-repository.js';
+import { PlanRepository } from '../../src/store/plan-repository.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/migrations');
@@ -54,6 +56,55 @@ describe.each(['embedded', 'postgres'] as const)('migrate on %s', (kind) => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('upgrades a database of the schema before key lifecycle in place, keeping its keys, plans and usage', async () => {
+    // The schema as released before sql/009, with data in it.
+    const before = mkdtempSync(join(tmpdir(), 'tollgate-schema-'));
+    try {
+      for (const file of readdirSync(SQL_DIR).filter((f) => f < '009')) cpSync(join(SQL_DIR, file), join(before, file));
+      expect(await migrate(handle, before)).toHaveLength(4);
+      await sql`insert into rate_limit_plans (rate_limit_id, description, "limit", period, created_at)
+        values ('gold', 'old plan', 100, 'hour', '2026-01-02T03:04:05Z')`.execute(handle.db);
+      await sql`insert into api_keys (id, name, secret_hash, secret_ciphertext, rate_limit_id, created_at, last_updated)
+        values ('key_old', 'old key', ${Buffer.alloc(32, 7)}, ${Buffer.alloc(40, 1)}, 'gold', '2026-01-02T03:04:05Z', '2026-01-03T00:00:00Z')`.execute(handle.db);
+      await sql`insert into usage_endpoints (key_id, endpoint, requests, successful, failed, total_duration_ms)
+        values ('key_old', '/v1/a', 10, 9, 1, 55)`.execute(handle.db);
+    } finally {
+      rmSync(before, { recursive: true, force: true });
+    }
+
+    const ran = await migrate(handle);
+    expect(ran[0]).toBe('009_key_lifecycle.sql');
+    const keys = new KeyRepository(handle.db);
+    expect(await keys.get('key_old')).toMatchObject({
+      name: 'old key',
+      rateLimitId: 'gold',
+      enabled: true,
+      expiresAt: null,
+      externalId: null,
+      metadata: '{}',
+      lastUsedAt: null,
+      lastUpdated: new Date('2026-01-03T00:00:00Z'),
+    });
+    expect(await keys.findBySecretHash(Buffer.alloc(32, 7))).toEqual({
+      id: 'key_old',
+      rateLimitId: 'gold',
+      limit: 100,
+      period: 'hour',
+      enabled: true,
+      expiresAtMs: null,
+      secretValidUntilMs: null,
+    });
+    expect(await new PlanRepository(handle.db).get('gold')).toMatchObject({
+      description: 'old plan',
+      limit: 100,
+      lastUpdated: new Date('2026-01-02T03:04:05Z'),
+      keyCount: 1,
+    });
+    const usage = await sql<{ requests: number }>`select requests from usage_endpoints where key_id = 'key_old'`.execute(handle.db);
+    expect(usage.rows).toEqual([{ requests: 10 }]);
+    expect(await migrate(handle)).toEqual([]);
   });
 
   if (kind === 'postgres') {
