@@ -1,4 +1,4 @@
-/** The README's walk-through, run as written against the built server and the demo backend. */
+/** The README's walk-throughs, run as written against the built server and the demo backend. */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -8,12 +8,16 @@ import { startTollgate, type Tollgate } from './helpers/tollgate.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
-function walkthrough(): string {
+/** The shell block between `<!-- name:start -->` and `<!-- name:end -->`. */
+function walkthrough(name = 'walkthrough'): string {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const block = /<!-- walkthrough:start -->\s*```sh\n([\s\S]*?)```\s*<!-- walkthrough:end -->/.exec(readme);
-  if (!block) throw new Error('README.md has no walk-through block');
+  const block = new RegExp(`<!-- ${name}:start -->\\s*\`\`\`sh\\n([\\s\\S]*?)\`\`\`\\s*<!-- ${name}:end -->`).exec(readme);
+  if (!block) throw new Error(`README.md has no ${name} block`);
   return block[1]!;
 }
+
+const run = (script: string, url: string) =>
+  promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script.replace('TOLLGATE=http://localhost:8080', `TOLLGATE=${url}`)], { timeout: 30_000 });
 
 function freePort(): Promise<number> {
   return new Promise((resolvePort) => {
@@ -51,8 +55,7 @@ describe('README walk-through', () => {
     const second = new Date().getUTCSeconds();
     if (second > 45) await new Promise((r) => setTimeout(r, (61 - second) * 1000));
 
-    const script = walkthrough().replace('TOLLGATE=http://localhost:8080', `TOLLGATE=${tollgate.url}`);
-    const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], { timeout: 30_000 });
+    const { stdout } = await run(walkthrough(), tollgate.url);
 
     expect(stdout).toMatch(/"secret":"tg_[A-Za-z0-9_-]{43}"/);
     expect(stdout).toContain('"rateLimitId":"free-tier"');
@@ -68,5 +71,22 @@ describe('README walk-through', () => {
       rateLimits: { limit: 3, remaining: 0 },
       usageByCustomer: [{ customerId: 'acme', requests: 3, successful: 3, failed: 0 }],
     });
+  });
+
+  it('disables, enables, rolls with a grace period and lets a trial key expire', async () => {
+    const { stdout } = await run(walkthrough('lifecycle'), tollgate.url);
+    const lines = stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/"externalId":"cus_42".*"metadata":\{"tier":"trial"\}/);
+    expect(lines).toEqual([
+      expect.any(String),
+      expect.stringContaining('"enabled":false'),
+      '403',
+      expect.stringContaining('"enabled":true'),
+      '200',
+      expect.stringMatching(/^\{"consumerApiKeyId":"key_[^"]+","secret":"tg_[^"]+","previousSecretExpiresAt":"[^"]+"\}$/),
+      'old secret: 200',
+      'new secret: 200',
+      '{"error":"The API key has expired","code":"key_expired"}',
+    ]);
   });
 });
