@@ -16,24 +16,35 @@ describe('OpenAPI document', () => {
     await SwaggerParser.validate(structuredClone(document) as never);
     expect(Object.keys(document.paths).sort()).toEqual([
       '/admin/api-keys/apply-rate-limit',
+      '/admin/api-keys/remove-rate-limit',
       '/admin/consumer-api-key',
       '/admin/consumer-api-key/create',
       '/admin/consumer-api-key/{consumerApiKeyId}',
+      '/admin/consumer-api-key/{consumerApiKeyId}/roll',
+      '/admin/rate-limit',
       '/admin/rate-limit/create',
+      '/admin/rate-limit/{rateLimitId}',
     ]);
   });
 
-  it('documents the six operations, each behind the root token', () => {
+  it('documents every operation, each behind the root token', () => {
     const document = buildOpenApiDocument();
     const operations = Object.entries(document.paths).flatMap(([path, item]) =>
-      ['get', 'post', 'delete'].filter((m) => m in item).map((m) => `${m.toUpperCase()} ${path}`),
+      ['get', 'post', 'patch', 'put', 'delete'].filter((m) => m in item).map((m) => `${m.toUpperCase()} ${path}`),
     );
     expect(operations.sort()).toEqual([
       'DELETE /consumer-api-key/{consumerApiKeyId}',
+      'DELETE /rate-limit/{rateLimitId}',
       'GET /consumer-api-key',
       'GET /consumer-api-key/{consumerApiKeyId}',
+      'GET /rate-limit',
+      'GET /rate-limit/{rateLimitId}',
+      'PATCH /consumer-api-key/{consumerApiKeyId}',
+      'PATCH /rate-limit/{rateLimitId}',
       'POST /api-keys/apply-rate-limit',
+      'POST /api-keys/remove-rate-limit',
       'POST /consumer-api-key/create',
+      'POST /consumer-api-key/{consumerApiKeyId}/roll',
       'POST /rate-limit/create',
     ]);
     expect(document.security).toEqual([{ rootToken: [] }]);
