@@ -16,6 +16,9 @@ import { createProxyHandler } from './proxy/handler.js';
 import { createUpgradeHandler } from './proxy/websocket.js';
 import { createPublicServer } from './server.js';
 import type { DbHandle } from './store/db.js';
+import { AdminTokenRepository } from './store/admin-token-repository.js';
+import { AuditRepository } from './store/audit-repository.js';
+import { AuditRetention } from './store/audit-retention.js';
 import { KeyRepository } from './store/key-repository.js';
 import { PlanRepository } from './store/plan-repository.js';
 import { StorageHealth } from './store/storage-health.js';
@@ -65,6 +68,8 @@ export interface App {
 }
 
 const FAILED_AUTH_LIMIT = { limit: 100, period: 'minute' } as const;
+/** Wrong management credentials per client address: fewer than for keys, a root token may be weak. */
+const FAILED_ADMIN_AUTH_LIMIT = { limit: 20, period: 'minute' } as const;
 /** What shutdown may take beyond SHUTDOWN_TIMEOUT_MS (the contract allows 5 s; main.ts enforces it). */
 export const SHUTDOWN_GRACE_MS = 4_000;
 /** The most a closing step gets once usage is written. */
@@ -109,9 +114,16 @@ export function buildApp({
   };
   const proxy = createProxyHandler(proxyDeps);
   const upgrade = createUpgradeHandler(proxyDeps);
+  const audit = new AuditRepository(adapters.db.db);
+  const auditRetention = new AuditRetention(audit, config.auditRetentionDays, logger);
   const management = createManagementApp({
+    db: adapters.db.db,
     keys,
     plans,
+    tokens: new AdminTokenRepository(adapters.db.db),
+    audit,
+    throttle: new AuthThrottle(FAILED_ADMIN_AUTH_LIMIT),
+    trustProxy: config.trustProxy,
     usage,
     limiter: adapters.limiter,
     keyEvents: adapters.keyEvents,
@@ -157,6 +169,7 @@ export function buildApp({
     async listen() {
       recorder.start();
       lastUse.start();
+      auditRetention.start();
       for (const task of adapters.background) task.start();
       const opsPort = await listenOn(opsServer, config.opsPort);
       const port = await listenOn(publicServer, config.port);
@@ -182,6 +195,7 @@ export function buildApp({
       // A write attempt can overrun its deadline by a command timeout; the steps after it need a second.
       await recorder.stop(mustEndBy - 3 * CLOSE_STEP_MS);
       await settledWithin(lastUse.stop(), CLOSE_STEP_MS / 2);
+      auditRetention.stop();
       for (const task of adapters.background) await settledWithin(task.stop(), Math.max(0, mustEndBy - 1.5 * CLOSE_STEP_MS - Date.now()));
       const opsClosed = new Promise<void>((resolve) => opsServer.close(() => resolve()));
       opsServer.closeAllConnections();

@@ -24,6 +24,8 @@ export interface Config {
   readonly redisFailureMode: 'open' | 'closed';
   readonly upstreamTimeoutMs: number;
   readonly shutdownTimeoutMs: number;
+  /** Audit log entries older than this are deleted (AUDIT_RETENTION_DAYS). */
+  readonly auditRetentionDays: number;
   readonly logLevel: string;
   readonly workers: number;
   /** How many proxy hops in front of Tollgate may set X-Forwarded-For, or which addresses. */
@@ -177,6 +179,7 @@ export function loadConfig(env: Env): Config {
     redisFailureMode,
     upstreamTimeoutMs: integer(env, 'UPSTREAM_TIMEOUT_MS', 30000, 1, 3_600_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0, 3_600_000),
+    auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
     logLevel,
     workers,
     trustProxy: trustProxy(env.TRUST_PROXY),

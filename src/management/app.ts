@@ -3,11 +3,18 @@
  * never listening itself, so the server mounts it and tests run it in process. The routes live in one
  * file per resource; this file is what they share: authentication, errors and the announcements.
  */
+import { randomBytes } from 'node:crypto';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import { AppError, retryAfterOf } from '../errors.js';
 import type { KeyChange } from '../keys/key-events.js';
-import { constantTimeEqual } from '../keys/secret.js';
 import type { Metrics } from '../ops/metrics.js';
+import { AdminTokenRepository } from '../store/admin-token-repository.js';
+import { AuditRepository } from '../store/audit-repository.js';
+import { KeyRepository } from '../store/key-repository.js';
+import { PlanRepository } from '../store/plan-repository.js';
+import { addAdminTokenRoutes } from './admin-token-routes.js';
+import { addAuditRoutes } from './audit-routes.js';
+import { authenticate, callerOf } from './authenticate.js';
 import type { ManagementContext, ManagementDeps } from './context.js';
 import { isDatabaseUnavailable, isForeignKeyViolation, isStorageRefusingWrites } from './db-errors.js';
 import { addKeyRoutes } from './key-routes.js';
@@ -22,27 +29,6 @@ function countAndNoStore(metrics: Metrics): RequestHandler {
     res.set('Cache-Control', 'no-store');
     res.once('finish', () => metrics.managementRequests.inc({ status: String(res.statusCode) }));
     next();
-  };
-}
-
-function requireRootToken(rootToken: string): RequestHandler {
-  return (req, res, next) => {
-    const match = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '');
-    if (match && constantTimeEqual(match[1]!, rootToken)) {
-      next();
-      return;
-    }
-    // RFC 6750 §3: name the scheme; say "invalid_token" only when a token was actually presented.
-    res.set(
-      'WWW-Authenticate',
-      match ? 'Bearer realm="tollgate", error="invalid_token"' : 'Bearer realm="tollgate"',
-    );
-    next(
-      new AppError(
-        'unauthorized',
-        match ? 'The root token is not valid' : 'Authorization: Bearer <ROOT_TOKEN> is required',
-      ),
-    );
   };
 }
 
@@ -61,12 +47,31 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
         logger.warn({ change, err: (err as Error).message }, 'change not broadcast; key caches expire it instead');
       }
     },
+    audited: (res, work) =>
+      deps.db.transaction().execute(async (trx) => {
+        const change = await work({ keys: new KeyRepository(trx), plans: new PlanRepository(trx), tokens: new AdminTokenRepository(trx) });
+        if ('unchanged' in change) return change.result;
+        const caller = callerOf(res);
+        await new AuditRepository(trx).insert({
+          id: 'aud_' + randomBytes(12).toString('base64url'),
+          time: ctx.now(),
+          actor: caller.actor,
+          action: change.action,
+          target: change.target,
+          requestId: caller.requestId,
+          clientAddress: caller.clientAddress,
+          changes: { before: change.before, after: change.after },
+        });
+        return change.result;
+      }),
   };
 
   // Exact paths, as src/server.ts routes them: case-sensitive, no trailing slash.
   const router = express.Router({ caseSensitive: true, strict: true });
   addKeyRoutes(router, ctx);
   addPlanRoutes(router, ctx);
+  addAdminTokenRoutes(router, ctx);
+  addAuditRoutes(router, ctx);
 
   const toAppError = (err: unknown, method: string, path: string): AppError => {
     if (err instanceof AppError) return err;
@@ -104,7 +109,7 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
   app.use(countAndNoStore(deps.metrics));
-  app.use(requireRootToken(deps.rootToken));
+  app.use(authenticate({ rootToken: deps.rootToken, tokens: deps.tokens, throttle: deps.throttle, trustProxy: deps.trustProxy, clock: deps.clock }));
   app.use(deps.prefix === '' ? '/' : deps.prefix, router);
   app.use((_req, _res, next) => next(new AppError('not_found')));
   app.use(sendError);

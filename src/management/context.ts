@@ -1,8 +1,14 @@
+import type { Response } from 'express';
+import type { TrustProxy } from '../config.js';
 import type { KeyChange, KeyEvents } from '../keys/key-events.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { RateLimitPolicy } from '../limits/window.js';
 import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
+import type { AuthThrottle } from '../proxy/auth-throttle.js';
+import type { AdminTokenRepository } from '../store/admin-token-repository.js';
+import type { AuditRepository } from '../store/audit-repository.js';
+import type { Db } from '../store/db.js';
 import type { KeyRepository } from '../store/key-repository.js';
 import type { PlanRepository } from '../store/plan-repository.js';
 import type { StorageHealth } from '../store/storage-health.js';
@@ -14,8 +20,16 @@ export interface UsageTotalsReader {
 }
 
 export interface ManagementDeps {
+  /** Every change runs in a transaction of this database, with its audit entry. */
+  readonly db: Db;
   readonly keys: KeyRepository;
   readonly plans: PlanRepository;
+  readonly tokens: AdminTokenRepository;
+  readonly audit: AuditRepository;
+  /** Wrong management credentials per client address (shared across replicas with Redis). */
+  readonly throttle: AuthThrottle;
+  /** TRUST_PROXY: which X-Forwarded-For entries name the client of the audit log and the throttle. */
+  readonly trustProxy: TrustProxy;
   readonly usage: UsageTotalsReader;
   /** `peek()` gives `usage.rateLimits` without counting a request. */
   readonly limiter: RateLimiter;
@@ -36,6 +50,27 @@ export interface ManagementDeps {
   readonly storageHealth?: Pick<StorageHealth, 'refused'>;
 }
 
+/** The repositories of one transaction. */
+export interface Repositories {
+  readonly keys: KeyRepository;
+  readonly plans: PlanRepository;
+  readonly tokens: AdminTokenRepository;
+}
+
+/**
+ * A change a route made: its answer, and what the audit log records of it. `before`/`after` are the
+ * target as the API shows it, never with a secret, hash or ciphertext; `unchanged` records nothing.
+ */
+export type Change<T> =
+  | { readonly result: T; readonly unchanged: true }
+  | {
+      readonly result: T;
+      readonly action: string;
+      readonly target: { readonly type: string; readonly id: string };
+      readonly before: unknown;
+      readonly after: unknown;
+    };
+
 /** What every route file gets: the dependencies and the few things all of them do. */
 export interface ManagementContext extends ManagementDeps {
   /** Seals new secrets: the current SECRET_ENCRYPTION_KEY. */
@@ -43,4 +78,9 @@ export interface ManagementContext extends ManagementDeps {
   now(): Date;
   /** Tells every replica's key cache; a lost message is covered by the cache's entry lifetime. */
   announce(change: KeyChange): Promise<void>;
+  /**
+   * Runs `work` in one transaction with the audit entry of its change: both are stored or neither
+   * is. A refusal thrown by `work` rolls back and records nothing.
+   */
+  audited<T>(res: Response, work: (repositories: Repositories) => Promise<Change<T>>): Promise<T>;
 }

@@ -4,6 +4,8 @@ import { AppError } from '../errors.js';
 import { encryptSecret, generateKeyId, generateSecret, hashSecret } from '../keys/secret.js';
 import type { RateLimitPolicy } from '../limits/window.js';
 import type { KeyRow, KeySettings } from '../store/key-repository.js';
+import { keyAudit } from './audit-views.js';
+import { requires } from './authenticate.js';
 import type { ManagementContext } from './context.js';
 import { jsonBody } from './json-body.js';
 import { keySummary, keyView, keyState } from './key-views.js';
@@ -55,28 +57,25 @@ export function addKeyRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.createKey)
-    .post(jsonBody, async (req, res) => {
+    .post(requires('keys:write'), jsonBody, async (req, res) => {
       const input = validateCreateKey(req.body);
       const rateLimitId = input.rateLimitId ?? null;
-      if (rateLimitId !== null && !(await plans.get(rateLimitId))) throw new AppError('rate_limit_not_found');
       const settings = { enabled: true, externalId: null, metadata: '{}', expiresAt: null, ...settingsOf(input), name: input.name };
       const id = generateKeyId();
       const secret = generateSecret();
       const createdAt = ctx.now();
-      await keys.insert({
-        ...settings,
-        id,
-        secretHash: hashSecret(secret),
-        secretCiphertext: encryptSecret(secret, ctx.sealingKey),
-        rateLimitId,
-        createdAt,
+      const key = await ctx.audited(res, async ({ keys, plans }) => {
+        if (rateLimitId !== null && !(await plans.get(rateLimitId))) throw new AppError('rate_limit_not_found');
+        await keys.insert({ ...settings, id, secretHash: hashSecret(secret), secretCiphertext: encryptSecret(secret, ctx.sealingKey), rateLimitId, createdAt });
+        const created = (await keys.get(id))!;
+        return { result: created, action: 'key.create', target: { type: 'key', id }, before: null, after: keyAudit(created) };
       });
       const body: CreateKeyResponse = {
         id,
-        name: settings.name,
+        name: key.name,
         secret,
         createdAt: createTimestamp(createdAt),
-        ...keyState({ ...settings, rateLimitId, lastUsedAt: null }),
+        ...keyState(key),
         metadata: input.metadata ?? {},
       };
       res.status(201).location(`${ctx.prefix}${PATHS.keys}/${id}`).json(body);
@@ -85,7 +84,7 @@ export function addKeyRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.keys)
-    .get(async (req, res) => {
+    .get(requires('keys:read'), async (req, res) => {
       const query = pageQuery(validateListQuery, req.query);
       const rows = await keys.list(query, query.after, query.limit + 1);
       const { items, nextCursor } = page(rows, query.limit, (k) => ({ at: k.createdAt.getTime(), id: k.id }));
@@ -96,7 +95,7 @@ export function addKeyRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.key)
-    .get(async (req, res) => {
+    .get(requires('keys:read'), async (req, res) => {
       const key = await keys.get(keyIdOf(req.params.consumerApiKeyId));
       if (!key) throw new AppError('key_not_found');
       const [totals, rateLimits] = await Promise.all([ctx.usage.read(key.id), rateLimitsOf(key)]);
@@ -113,16 +112,25 @@ export function addKeyRoutes(router: Router, ctx: ManagementContext): void {
       };
       res.json(body);
     })
-    .patch(jsonBody, async (req, res) => {
+    .patch(requires('keys:write'), jsonBody, async (req, res) => {
       const id = keyIdOf(req.params.consumerApiKeyId);
-      const key = await keys.update(id, settingsOf(validateUpdateKey(req.body)), ctx.now());
-      if (!key) throw new AppError('key_not_found');
+      const changes = settingsOf(validateUpdateKey(req.body));
+      const key = await ctx.audited(res, async ({ keys }) => {
+        const before = await keys.get(id, true);
+        if (!before) throw new AppError('key_not_found');
+        const after = (await keys.update(id, changes, ctx.now()))!;
+        return { result: after, action: 'key.update', target: { type: 'key', id }, before: keyAudit(before), after: keyAudit(after) };
+      });
       await ctx.announce({ kind: 'key', keyId: id });
       res.json(keyView(key, ctx.encryptionKeys));
     })
-    .delete(async (req, res) => {
+    .delete(requires('keys:write'), async (req, res) => {
       const id = keyIdOf(req.params.consumerApiKeyId);
-      if (!(await keys.delete(id))) throw new AppError('key_not_found');
+      await ctx.audited(res, async ({ keys }) => {
+        const before = await keys.get(id, true);
+        if (!before || !(await keys.delete(id))) throw new AppError('key_not_found');
+        return { result: undefined, action: 'key.delete', target: { type: 'key', id }, before: keyAudit(before), after: null };
+      });
       await ctx.announce({ kind: 'key', keyId: id });
       const body: DeleteKeyResponse = { consumerApiKeyId: id, message: `Consumer API key ${id} has been deleted` };
       res.json(body);
@@ -131,15 +139,20 @@ export function addKeyRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.rollKey)
-    .post(optionalJsonBody, async (req, res) => {
+    .post(requires('keys:write'), optionalJsonBody, async (req, res) => {
       const id = keyIdOf(req.params.consumerApiKeyId);
       const { gracePeriodSeconds = 0 } = validateRollKey(req.body);
       const now = ctx.now();
       // Whole seconds, so the instant the answer names is exactly when the previous secret stops working.
       const previousUntil = gracePeriodSeconds === 0 ? null : new Date(Math.floor(now.getTime() / 1000 + gracePeriodSeconds) * 1000);
       const secret = generateSecret();
-      const rolled = await keys.roll(id, { hash: hashSecret(secret), ciphertext: encryptSecret(secret, ctx.sealingKey) }, previousUntil, now);
-      if (!rolled) throw new AppError('key_not_found');
+      await ctx.audited(res, async ({ keys }) => {
+        const before = await keys.get(id, true);
+        if (!before) throw new AppError('key_not_found');
+        await keys.roll(id, { hash: hashSecret(secret), ciphertext: encryptSecret(secret, ctx.sealingKey) }, previousUntil, now);
+        const after = { ...keyAudit(before), secretRolled: true, previousSecretExpiresAt: isoTimestamp(previousUntil ?? now) };
+        return { result: undefined, action: 'key.roll', target: { type: 'key', id }, before: keyAudit(before), after };
+      });
       await ctx.announce({ kind: 'key', keyId: id });
       const body: RollKeyResponse = { consumerApiKeyId: id, secret, previousSecretExpiresAt: isoTimestamp(previousUntil ?? now) };
       res.json(body);

@@ -2,6 +2,8 @@
 import type { Router } from 'express';
 import { AppError } from '../errors.js';
 import type { PlanWithKeys } from '../store/plan-repository.js';
+import { keyAudit, planAudit } from './audit-views.js';
+import { requires } from './authenticate.js';
 import type { ManagementContext } from './context.js';
 import { jsonBody } from './json-body.js';
 import { methodNotAllowed, page, pageQuery } from './route-helpers.js';
@@ -40,7 +42,7 @@ function planView(plan: PlanWithKeys): PlanResponse {
 }
 
 export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
-  const { keys, plans } = ctx;
+  const { plans } = ctx;
 
   /** A path id that cannot name a plan is answered without a query. */
   const planIdOf = (id: string): string => {
@@ -50,12 +52,16 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.createPlan)
-    .post(jsonBody, async (req, res) => {
+    .post(requires('plans:write'), jsonBody, async (req, res) => {
       const { rateLimitId, description = '', limit, period } = validateCreatePlan(req.body);
       const createdAt = ctx.now();
-      if (!(await plans.insert({ rateLimitId, description, limit, period, createdAt }))) {
-        throw new AppError('rate_limit_exists', `A rate limit plan with id "${rateLimitId}" already exists`);
-      }
+      const plan = { rateLimitId, description, limit, period, createdAt };
+      await ctx.audited(res, async ({ plans }) => {
+        if (!(await plans.insert(plan))) {
+          throw new AppError('rate_limit_exists', `A rate limit plan with id "${rateLimitId}" already exists`);
+        }
+        return { result: undefined, action: 'plan.create', target: { type: 'plan', id: rateLimitId }, before: null, after: planAudit(plan) };
+      });
       const body: CreatePlanResponse = { rateLimitId, description, limit, period, createdAt: isoTimestamp(createdAt) };
       res.status(201).json(body);
     })
@@ -63,7 +69,7 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.plans)
-    .get(async (req, res) => {
+    .get(requires('plans:read'), async (req, res) => {
       const query = pageQuery(validateListPlansQuery, req.query);
       const rows = await plans.list(query.after, query.limit + 1);
       const { items, nextCursor } = page(rows, query.limit, (p) => ({ at: p.createdAt.getTime(), id: p.rateLimitId }));
@@ -74,45 +80,60 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.plan)
-    .get(async (req, res) => {
+    .get(requires('plans:read'), async (req, res) => {
       const plan = await plans.get(planIdOf(req.params.rateLimitId));
       if (!plan) throw new AppError('rate_limit_not_found');
       res.json(planView(plan));
     })
-    .patch(jsonBody, async (req, res) => {
+    .patch(requires('plans:write'), jsonBody, async (req, res) => {
       const rateLimitId = planIdOf(req.params.rateLimitId);
-      const plan = await plans.update(rateLimitId, validateUpdatePlan(req.body), ctx.now());
-      if (!plan) throw new AppError('rate_limit_not_found');
+      const changes = validateUpdatePlan(req.body);
+      const plan = await ctx.audited(res, async ({ plans }) => {
+        const before = await plans.get(rateLimitId, true);
+        if (!before) throw new AppError('rate_limit_not_found');
+        const after = (await plans.update(rateLimitId, changes, ctx.now()))!;
+        return { result: after, action: 'plan.update', target: { type: 'plan', id: rateLimitId }, before: planAudit(before), after: planAudit(after) };
+      });
       // Counters are kept per key and window, not per plan: the current windows keep what they spent.
       await ctx.announce({ kind: 'plan', rateLimitId });
       res.json(planView(plan));
     })
-    .delete(async (req, res) => {
+    .delete(requires('plans:write'), async (req, res) => {
       const rateLimitId = planIdOf(req.params.rateLimitId);
       const { force = false } = validateDeletePlanQuery({ ...req.query });
-      const result = await plans.delete(rateLimitId, force, ctx.now());
-      if (!result.deleted) {
-        if (result.inUse === undefined) throw new AppError('rate_limit_not_found');
-        throw new AppError(
-          'rate_limit_in_use',
-          `The rate limit plan ${rateLimitId} is bound to ${result.inUse} key(s); unbind them or delete with force=true`,
-          undefined,
-          { keyCount: result.inUse },
-        );
-      }
+      const unbound = await ctx.audited(res, async ({ plans }) => {
+        const before = await plans.get(rateLimitId, true);
+        if (!before) throw new AppError('rate_limit_not_found');
+        if (before.keyCount > 0 && !force) {
+          throw new AppError(
+            'rate_limit_in_use',
+            `The rate limit plan ${rateLimitId} is bound to ${before.keyCount} key(s); unbind them or delete with force=true`,
+            undefined,
+            { keyCount: before.keyCount },
+          );
+        }
+        const n = await plans.delete(rateLimitId, ctx.now());
+        return { result: n, action: 'plan.delete', target: { type: 'plan', id: rateLimitId }, before: { ...planAudit(before), keyCount: n }, after: null };
+      });
       await ctx.announce({ kind: 'plan', rateLimitId });
-      const unbound = result.unbound > 0 ? ` (unbound from ${result.unbound} key(s))` : '';
-      const body: DeletePlanResponse = { rateLimitId, message: `Rate limit plan ${rateLimitId} has been deleted${unbound}` };
+      const note = unbound > 0 ? ` (unbound from ${unbound} key(s))` : '';
+      const body: DeletePlanResponse = { rateLimitId, message: `Rate limit plan ${rateLimitId} has been deleted${note}` };
       res.json(body);
     })
     .all(methodNotAllowed('GET, HEAD, PATCH, DELETE'));
 
   router
     .route(PATHS.applyPlan)
-    .post(jsonBody, async (req, res) => {
+    .post(requires('keys:write'), jsonBody, async (req, res) => {
       const { consumerApiKeyId, rateLimitId } = validateApplyPlan(req.body);
-      if (!(await plans.get(rateLimitId))) throw new AppError('rate_limit_not_found');
-      if (!(await keys.bindPlan(consumerApiKeyId, rateLimitId, ctx.now()))) throw new AppError('key_not_found');
+      await ctx.audited(res, async ({ keys, plans }) => {
+        if (!(await plans.get(rateLimitId))) throw new AppError('rate_limit_not_found');
+        const before = await keys.get(consumerApiKeyId, true);
+        if (!before) throw new AppError('key_not_found');
+        await keys.bindPlan(consumerApiKeyId, rateLimitId, ctx.now());
+        const after = { ...keyAudit(before), rateLimitId };
+        return { result: undefined, action: 'key.apply_plan', target: { type: 'key', id: consumerApiKeyId }, before: keyAudit(before), after };
+      });
       await ctx.announce({ kind: 'key', keyId: consumerApiKeyId });
       const body: ApplyPlanResponse = {
         consumerApiKeyId,
@@ -125,18 +146,23 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.removePlan)
-    .post(jsonBody, async (req, res) => {
+    .post(requires('keys:write'), jsonBody, async (req, res) => {
       const { consumerApiKeyId } = validateRemovePlan(req.body);
-      const result = await keys.unbindPlan(consumerApiKeyId, ctx.now());
-      if (result === 'missing') throw new AppError('key_not_found');
-      if (result === 'unbound') await ctx.announce({ kind: 'key', keyId: consumerApiKeyId });
+      const removed = await ctx.audited(res, async ({ keys }) => {
+        const before = await keys.get(consumerApiKeyId, true);
+        if (!before) throw new AppError('key_not_found');
+        if (before.rateLimitId === null) return { result: false, unchanged: true as const };
+        await keys.unbindPlan(consumerApiKeyId, ctx.now());
+        const after = { ...keyAudit(before), rateLimitId: null };
+        return { result: true, action: 'key.remove_plan', target: { type: 'key', id: consumerApiKeyId }, before: keyAudit(before), after };
+      });
+      if (removed) await ctx.announce({ kind: 'key', keyId: consumerApiKeyId });
       const body: RemovePlanResponse = {
         consumerApiKeyId,
         rateLimitId: null,
-        message:
-          result === 'unbound'
-            ? `Rate limit plan removed from consumer API key ${consumerApiKeyId}`
-            : `Consumer API key ${consumerApiKeyId} had no rate limit plan`,
+        message: removed
+          ? `Rate limit plan removed from consumer API key ${consumerApiKeyId}`
+          : `Consumer API key ${consumerApiKeyId} had no rate limit plan`,
       };
       res.json(body);
     })

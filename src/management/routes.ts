@@ -13,6 +13,9 @@ export const PATHS = {
   plan: '/rate-limit/:rateLimitId',
   applyPlan: '/api-keys/apply-rate-limit',
   removePlan: '/api-keys/remove-rate-limit',
+  adminTokens: '/tollgate/admin-tokens',
+  adminToken: '/tollgate/admin-tokens/:tokenId',
+  auditLog: '/tollgate/audit-log',
 } as const;
 
 /** The one root of the surfaces that are about neither one key nor one plan (console, usage, audit…). */

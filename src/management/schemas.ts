@@ -4,6 +4,7 @@
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { PERIODS, type Period } from '../limits/window.js';
+import { SCOPES, type Scope } from './scopes.js';
 
 // Postgres text cannot hold U+0000; refusing it here keeps such input a 400 instead of a database error.
 const NO_NUL = '^[^\\u0000]*$';
@@ -357,6 +358,88 @@ export const RemovePlanResponse = Type.Object(
   { ...strict, title: 'RemovePlanResponse' },
 );
 
+// ---- admin tokens and the audit log ----
+
+const ScopeSchema = Type.Unsafe<Scope>({ type: 'string', enum: [...SCOPES], description: 'What the token may do' });
+const AdminTokenId = Type.String({ description: 'Identifier of an admin token', examples: ['tok_Yc2xR0f1bW8mT5nYk9Lp4A'] });
+
+export const CreateAdminTokenRequest = Type.Object(
+  {
+    name: Name,
+    scopes: Type.Array(ScopeSchema, { minItems: 1, uniqueItems: true, description: 'At most the scopes the caller holds' }),
+    expiresAt: Type.Optional(Type.Union([IsoTimestampInput, Type.Null()], { description: 'Refused from this instant; null: never' })),
+  },
+  { ...strict, title: 'CreateAdminTokenRequest' },
+);
+
+const adminTokenFields = {
+  id: AdminTokenId,
+  name: Type.String(),
+  scopes: Type.Array(ScopeSchema),
+  expiresAt: Type.Union([IsoTimestamp, Type.Null()]),
+  createdAt: IsoTimestamp,
+};
+
+export const AdminTokenResponse = Type.Object(adminTokenFields, { ...strict, title: 'AdminToken' });
+
+export const CreateAdminTokenResponse = Type.Object(
+  {
+    ...adminTokenFields,
+    secret: Type.String({ description: 'The token: shown this once, stored only as a hash', examples: ['tga_3lB0sGm6yq0i3I2xJfN8m0rWbq2cQ8uYd5vZk1eHhTs'] }),
+  },
+  { ...strict, title: 'CreateAdminTokenResponse' },
+);
+
+export const ListAdminTokensResponse = Type.Object(
+  { adminTokens: Type.Array(AdminTokenResponse, { description: 'Oldest first; never a secret' }) },
+  { ...strict, title: 'ListAdminTokensResponse' },
+);
+
+export const DeleteAdminTokenResponse = Type.Object({ id: AdminTokenId, message: Type.String() }, { ...strict, title: 'DeleteAdminTokenResponse' });
+
+export const AuditLogQuery = Type.Object(
+  {
+    ...pageFields,
+    action: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'e.g. key.update' })),
+    targetId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'A key id, plan id or admin token id' })),
+    actorId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'An admin token id' })),
+    from: Type.Optional({ ...IsoTimestampInput, description: 'Entries at or after this instant' }),
+    to: Type.Optional({ ...IsoTimestampInput, description: 'Entries before this instant' }),
+  },
+  { ...strict, title: 'AuditLogQuery' },
+);
+
+const AuditEntry = Type.Object(
+  {
+    id: Type.String(),
+    time: IsoTimestamp,
+    actor: Type.Object(
+      { type: Type.Union([Type.Literal('root'), Type.Literal('token')]), id: Type.Optional(AdminTokenId), name: Type.Optional(Type.String()) },
+      { ...strict, description: 'The root token, or an admin token (its id and name)' },
+    ),
+    action: Type.String({ description: 'key.create, key.update, key.roll, key.delete, key.apply_plan, key.remove_plan, plan.create, plan.update, plan.delete, admin_token.create, admin_token.delete' }),
+    target: Type.Object({ type: Type.String({ description: 'key, plan or admin_token' }), id: Type.String() }, strict),
+    requestId: Type.String({ description: 'The x-request-id of the call' }),
+    clientAddress: Type.String(),
+    changes: Type.Object(
+      { before: Type.Unknown({ description: 'The target before; null: it did not exist' }), after: Type.Unknown({ description: 'The target after; null: it no longer exists' }) },
+      { ...strict, description: 'Never a secret, token, hash or ciphertext' },
+    ),
+  },
+  { ...strict, title: 'AuditEntry' },
+);
+
+export const AuditLogResponse = Type.Object(
+  { auditLog: Type.Array(AuditEntry, { description: 'Newest first' }), nextCursor: ListKeysResponse.properties.nextCursor },
+  { ...strict, title: 'AuditLogResponse' },
+);
+
+export type CreateAdminTokenResponse = Static<typeof CreateAdminTokenResponse>;
+export type AdminTokenResponse = Static<typeof AdminTokenResponse>;
+export type ListAdminTokensResponse = Static<typeof ListAdminTokensResponse>;
+export type DeleteAdminTokenResponse = Static<typeof DeleteAdminTokenResponse>;
+export type AuditLogResponse = Static<typeof AuditLogResponse>;
+
 export const ValidationDetail = Type.Object(
   {
     field: Type.String({
@@ -432,6 +515,13 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   ApplyPlanResponse,
   RemovePlanRequest,
   RemovePlanResponse,
+  CreateAdminTokenRequest,
+  CreateAdminTokenResponse,
+  AdminToken: AdminTokenResponse,
+  ListAdminTokensResponse,
+  DeleteAdminTokenResponse,
+  AuditEntry,
+  AuditLogResponse,
   Error: ErrorResponse,
   RateLimitExceeded: RateLimitExceededResponse,
 };

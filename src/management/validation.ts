@@ -7,6 +7,8 @@ import type { TSchema, Static } from '@sinclair/typebox';
 import { AppError } from '../errors.js';
 import {
   ApplyPlanRequest,
+  AuditLogQuery,
+  CreateAdminTokenRequest,
   CreateKeyRequest,
   CreatePlanRequest,
   DeletePlanQuery,
@@ -78,12 +80,19 @@ export function parseTimestamp(text: string): Date | undefined {
   return Number.isNaN(date.getTime()) || date.toISOString().slice(0, 19) + 'Z' !== text ? undefined : date;
 }
 
+/** The named timestamp fields of `value` that name no real instant. */
+function unrealTimestamps(value: object, fields: readonly string[]): ValidationDetail[] {
+  return fields
+    .filter((field) => {
+      const text = (value as Record<string, unknown>)[field];
+      return typeof text === 'string' && parseTimestamp(text) === undefined;
+    })
+    .map((field) => ({ field, message: 'is not a real date and time' }));
+}
+
 /** Timestamps that name no real instant, and metadata over its size. */
 function keySettingProblems(value: { expiresAt?: string | null; metadata?: Record<string, unknown> }): ValidationDetail[] {
-  const details: ValidationDetail[] = [];
-  if (typeof value.expiresAt === 'string' && parseTimestamp(value.expiresAt) === undefined) {
-    details.push({ field: 'expiresAt', message: 'is not a real date and time' });
-  }
+  const details = unrealTimestamps(value, ['expiresAt']);
   if (value.metadata !== undefined && Buffer.byteLength(JSON.stringify(value.metadata)) > MAX_METADATA_BYTES) {
     details.push({ field: 'metadata', message: `must be at most ${MAX_METADATA_BYTES} bytes as JSON` });
   }
@@ -102,12 +111,13 @@ export const validateCreatePlan = validator(bodyAjv, CreatePlanRequest, ROOT_FIE
 export const validateUpdatePlan = validator(bodyAjv, UpdatePlanRequest, ROOT_FIELD);
 export const validateApplyPlan = validator(bodyAjv, ApplyPlanRequest, ROOT_FIELD);
 export const validateRemovePlan = validator(bodyAjv, RemovePlanRequest, ROOT_FIELD);
+export const validateCreateAdminToken = validator(bodyAjv, CreateAdminTokenRequest, ROOT_FIELD, keySettingProblems);
 /**
  * Query values arrive as strings, and ajv's coercion reads them as JavaScript numbers: `1e3`, `0x10`,
  * ` 7` and `Infinity` would pass as integers. An integer parameter must be written in decimal digits.
  */
-function queryValidator<S extends TSchema>(schema: S): Validator<Static<S>> {
-  const check = validator(queryAjv, schema, '(query)');
+function queryValidator<S extends TSchema>(schema: S, problems?: (value: Static<S>) => ValidationDetail[]): Validator<Static<S>> {
+  const check = validator(queryAjv, schema, '(query)', problems);
   const properties = (schema as { properties?: Record<string, { type?: string }> }).properties ?? {};
   const integers = Object.keys(properties).filter((name) => properties[name]!.type === 'integer');
   return (data) => {
@@ -123,3 +133,4 @@ function queryValidator<S extends TSchema>(schema: S): Validator<Static<S>> {
 export const validateListQuery = queryValidator(ListKeysQuery);
 export const validateListPlansQuery = queryValidator(ListPlansQuery);
 export const validateDeletePlanQuery = queryValidator(DeletePlanQuery);
+export const validateAuditLogQuery = queryValidator(AuditLogQuery, (query) => unrealTimestamps(query, ['from', 'to']));

@@ -122,8 +122,11 @@ export class KeyRepository {
     return rows.map(toKeyRow);
   }
 
-  async get(id: string): Promise<KeyRow | undefined> {
-    const row = await this.db.selectFrom('api_keys').select(keyColumns).where('id', '=', id).executeTakeFirst();
+  /** `forUpdate`: inside a transaction, hold the row until it ends (the state before a change). */
+  async get(id: string, forUpdate = false): Promise<KeyRow | undefined> {
+    let query = this.db.selectFrom('api_keys').select(keyColumns).where('id', '=', id);
+    if (forUpdate) query = query.forUpdate();
+    const row = await query.executeTakeFirst();
     return row && toKeyRow(row);
   }
 

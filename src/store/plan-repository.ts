@@ -59,12 +59,11 @@ export class PlanRepository {
     return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
   }
 
-  async get(rateLimitId: string): Promise<PlanWithKeys | undefined> {
-    const row = await this.db
-      .selectFrom('rate_limit_plans as p')
-      .select([...planColumns, keyCount])
-      .where('p.rate_limit_id', '=', rateLimitId)
-      .executeTakeFirst();
+  /** `forUpdate`: inside a transaction, hold the row until it ends (the state before a change). */
+  async get(rateLimitId: string, forUpdate = false): Promise<PlanWithKeys | undefined> {
+    let query = this.db.selectFrom('rate_limit_plans as p').select([...planColumns, keyCount]).where('p.rate_limit_id', '=', rateLimitId);
+    if (forUpdate) query = query.forUpdate();
+    const row = await query.executeTakeFirst();
     return row && toPlan(row);
   }
 
@@ -89,35 +88,17 @@ export class PlanRepository {
   }
 
   /**
-   * Deletes a plan. Bound to keys, it is kept (`inUse` says how many) unless `force`, which first
-   * unbinds them, moving their `lastUpdated`. The plan row is locked throughout, so a binding made
-   * meanwhile waits and then finds no plan.
+   * Deletes a plan; run it in a transaction that has locked the plan row (`get(id, true)`), so a
+   * binding made meanwhile waits and then finds no plan. Keys bound to it are unbound first, moving
+   * their `lastUpdated`; returns how many.
    */
-  async delete(
-    rateLimitId: string,
-    force: boolean,
-    now: Date,
-  ): Promise<{ deleted: true; unbound: number } | { deleted: false; inUse?: number }> {
-    return this.db.transaction().execute(async (trx) => {
-      const plan = await trx
-        .selectFrom('rate_limit_plans')
-        .select('rate_limit_id')
-        .where('rate_limit_id', '=', rateLimitId)
-        .forUpdate()
-        .executeTakeFirst();
-      if (!plan) return { deleted: false };
-      const bound = await trx
-        .selectFrom('api_keys')
-        .select((eb) => eb.fn.countAll<string>().as('n'))
-        .where('rate_limit_id', '=', rateLimitId)
-        .executeTakeFirstOrThrow();
-      const inUse = Number(bound.n);
-      if (inUse > 0 && !force) return { deleted: false, inUse };
-      if (inUse > 0) {
-        await trx.updateTable('api_keys').set({ rate_limit_id: null, last_updated: now }).where('rate_limit_id', '=', rateLimitId).execute();
-      }
-      await trx.deleteFrom('rate_limit_plans').where('rate_limit_id', '=', rateLimitId).execute();
-      return { deleted: true, unbound: inUse };
-    });
+  async delete(rateLimitId: string, now: Date): Promise<number> {
+    const unbound = await this.db
+      .updateTable('api_keys')
+      .set({ rate_limit_id: null, last_updated: now })
+      .where('rate_limit_id', '=', rateLimitId)
+      .executeTakeFirst();
+    await this.db.deleteFrom('rate_limit_plans').where('rate_limit_id', '=', rateLimitId).execute();
+    return Number(unbound.numUpdatedRows);
   }
 }

@@ -51,10 +51,36 @@ export interface UsageBatchTable {
   applied_at: Generated<Date>;
 }
 
+export interface AdminTokenTable {
+  id: string;
+  name: string;
+  scopes: string;
+  token_hash: Uint8Array;
+  expires_at: Date | null;
+  created_at: Date;
+}
+
+export interface AuditLogTable {
+  id: string;
+  time: Date;
+  actor_type: 'root' | 'token';
+  actor_id: string | null;
+  actor_name: string | null;
+  action: string;
+  target_type: string;
+  target_id: string;
+  request_id: string;
+  client_address: string;
+  before_state: string | null;
+  after_state: string | null;
+}
+
 export interface Database {
   rate_limit_plans: RateLimitPlanTable;
   api_keys: ApiKeyTable;
   usage_endpoints: UsageEndpointTable;
   usage_customers: UsageCustomerTable;
   usage_batches: UsageBatchTable;
+  admin_tokens: AdminTokenTable;
+  audit_log: AuditLogTable;
 }

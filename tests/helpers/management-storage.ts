@@ -1,8 +1,13 @@
-/** The two stores the management API runs on, each in a fresh database: embedded PGlite and a real Postgres. */
+/** The stores the management API runs on (each in a fresh database: embedded PGlite and a real Postgres), and its store-backed dependencies. */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openEmbedded, openPostgres, type DbHandle } from '../../src/store/db.js';
+import { AuthThrottle } from '../../src/proxy/auth-throttle.js';
+import { AdminTokenRepository } from '../../src/store/admin-token-repository.js';
+import { AuditRepository } from '../../src/store/audit-repository.js';
+import { openEmbedded, openPostgres, type Db, type DbHandle } from '../../src/store/db.js';
+import { KeyRepository } from '../../src/store/key-repository.js';
+import { PlanRepository } from '../../src/store/plan-repository.js';
 import { createTestDatabase } from './services.js';
 
 export interface Storage {
@@ -34,3 +39,19 @@ export const STORAGES: Record<'embedded' | 'postgres', () => Promise<Storage>> =
     };
   },
 };
+
+/**
+ * The store-backed dependencies of the management app over `db`, as production wires them; the
+ * credential throttle is set high so tests that send many wrong tokens see their 401s.
+ */
+export function storeDeps(db: Db, throttle = new AuthThrottle({ limit: 1_000_000, period: 'minute' })) {
+  return {
+    db,
+    keys: new KeyRepository(db),
+    plans: new PlanRepository(db),
+    tokens: new AdminTokenRepository(db),
+    audit: new AuditRepository(db),
+    throttle,
+    trustProxy: { hops: 0 },
+  };
+}

@@ -14,13 +14,12 @@ import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { migrate } from '../../src/store/migrate.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
-import { PlanRepository } from '../../src/store/plan-repository.js';
 import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
-import { STORAGES, type Storage } from '../helpers/management-storage.js';
+import { STORAGES, storeDeps, type Storage } from '../helpers/management-storage.js';
 
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
 const AUTH = { Authorization: `Bearer ${ROOT_TOKEN}` };
@@ -65,8 +64,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('key and plan 
     keyEvents.subscribe((change) => events.push(change));
     keys = new KeyRepository(storage.handle.db);
     app = createManagementApp({
-      keys,
-      plans: new PlanRepository(storage.handle.db),
+      ...storeDeps(storage.handle.db),
       usage: new UsageReader(usageRepository, [recorder]),
       limiter,
       keyEvents,

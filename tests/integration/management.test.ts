@@ -16,14 +16,12 @@ import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { openPostgres } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { KeyRepository } from '../../src/store/key-repository.js';
-import { PlanRepository } from '../../src/store/plan-repository.js';
 import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
-import { STORAGES, type Storage } from '../helpers/management-storage.js';
+import { STORAGES, storeDeps, type Storage } from '../helpers/management-storage.js';
 
 const BACKENDS = STORAGES;
 
@@ -77,8 +75,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
     const keyEvents = new LocalKeyEvents();
     keyEvents.subscribe((change) => events.push(change));
     deps = {
-      keys: new KeyRepository(storage.handle.db),
-      plans: new PlanRepository(storage.handle.db),
+      ...storeDeps(storage.handle.db),
       usage: new UsageReader(usageRepository, [recorder]),
       limiter,
       keyEvents,
@@ -917,8 +914,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
       await gone.dispose();
       const down = createManagementApp({
         ...deps,
-        keys: new KeyRepository(gone.handle.db),
-        plans: new PlanRepository(gone.handle.db),
+        ...storeDeps(gone.handle.db),
       });
       expectError(
         documented('get', '/consumer-api-key', await get('/consumer-api-key', down)),
@@ -948,8 +944,7 @@ describe('management API on an unreachable Postgres server', () => {
     const limiter = new MemoryRateLimiter();
     try {
       const app = createManagementApp({
-        keys: new KeyRepository(handle.db),
-        plans: new PlanRepository(handle.db),
+        ...storeDeps(handle.db),
         usage: new UsageReader(new UsageRepository(handle.db), []),
         limiter,
         keyEvents: new LocalKeyEvents(),

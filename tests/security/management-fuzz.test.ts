@@ -26,12 +26,11 @@ import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { KeyRepository } from '../../src/store/key-repository.js';
-import { PlanRepository } from '../../src/store/plan-repository.js';
 import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
+import { storeDeps } from '../helpers/management-storage.js';
 
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
 const RUNS = Number(process.env.FUZZ_RUNS ?? 120);
@@ -251,8 +250,7 @@ beforeAll(async () => {
   const recorder = new UsageRecorder(new PostgresUsageSink(usageRepository), logger, metrics);
   limiter = new MemoryRateLimiter();
   const app = createManagementApp({
-    keys: new KeyRepository(handle.db),
-    plans: new PlanRepository(handle.db),
+    ...storeDeps(handle.db),
     usage: new UsageReader(usageRepository, [recorder]),
     limiter,
     keyEvents: new LocalKeyEvents(),
