@@ -8,7 +8,9 @@ import { MemoryRateLimiter } from './limits/memory-limiter.js';
 import { RedisRateLimiter } from './limits/redis-limiter.js';
 import type { Logger } from './ops/logger.js';
 import type { Metrics } from './ops/metrics.js';
+import { AuthThrottle } from './proxy/auth-throttle.js';
 import { connectRedis } from './redis/connect.js';
+import { SharedAuthThrottle } from './redis/shared-auth-throttle.js';
 import type { DbHandle } from './store/db.js';
 import { UsageJournal } from './usage/journal.js';
 import { PostgresUsageSink } from './usage/postgres-sink.js';
@@ -36,6 +38,7 @@ export async function buildAdapters(config: Config, db: DbHandle, logger: Logger
       // Batches handed over and not yet known applied; the reader asks Postgres which ones it has.
       pendingUsage: [usageSink],
       background: [],
+      failureThrottle: (_name, policy) => new AuthThrottle(policy),
       readinessChecks: {},
       close: () => db.close(),
     };
@@ -57,6 +60,7 @@ export async function buildAdapters(config: Config, db: DbHandle, logger: Logger
     usageSink: new RedisUsageSink(redis.client, prefix),
     pendingUsage: [new RedisPendingUsage(redis.client, prefix, logger, metrics)],
     background: [new UsageFlusher(redis.client, prefix, usageRepository, logger, metrics)],
+    failureThrottle: (name, policy) => new SharedAuthThrottle(redis.client, `${prefix}auth-failures:${name}:`, policy, logger),
     readinessChecks: { redis: () => redis.client.ping() },
     close: async () => {
       await redis.close();

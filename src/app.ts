@@ -5,13 +5,14 @@ import { KeyCache } from './keys/key-cache.js';
 import { LastUseTracker } from './keys/last-use.js';
 import type { KeyEvents } from './keys/key-events.js';
 import type { RateLimiter } from './limits/rate-limiter.js';
+import type { RateLimitPolicy } from './limits/window.js';
 import { createManagementApp } from './management/app.js';
 import { buildOpenApiDocument } from './management/openapi.js';
 import type { Logger } from './ops/logger.js';
 import { settledWithin } from './ops/deadline.js';
 import type { Metrics } from './ops/metrics.js';
 import { createOpsServer } from './ops/ops-server.js';
-import { AuthThrottle } from './proxy/auth-throttle.js';
+import type { FailureThrottle } from './proxy/auth-throttle.js';
 import { createProxyHandler } from './proxy/handler.js';
 import { createUpgradeHandler } from './proxy/websocket.js';
 import { createPublicServer } from './server.js';
@@ -39,6 +40,8 @@ export interface Adapters {
   readonly pendingUsage: readonly PendingUsage[];
   /** Background work that must run while the app serves and finish on shutdown (the usage flusher). */
   readonly background: readonly { start(): void; stop(): Promise<void> }[];
+  /** Failed authentications per client address under `name`: shared through Redis, else in process. */
+  failureThrottle(name: string, policy: RateLimitPolicy): FailureThrottle;
   /** Readiness checks besides the database (Redis). */
   readonly readinessChecks: Readonly<Record<string, () => Promise<unknown>>>;
   /** Closes connections once everything else has stopped. */
@@ -110,7 +113,7 @@ export function buildApp({
     logger,
     clock,
     // Guessing keys from one address stops reaching the database after this many failures.
-    authThrottle: new AuthThrottle(FAILED_AUTH_LIMIT),
+    authThrottle: adapters.failureThrottle('keys', FAILED_AUTH_LIMIT),
   };
   const proxy = createProxyHandler(proxyDeps);
   const upgrade = createUpgradeHandler(proxyDeps);
@@ -122,7 +125,7 @@ export function buildApp({
     plans,
     tokens: new AdminTokenRepository(adapters.db.db),
     audit,
-    throttle: new AuthThrottle(FAILED_ADMIN_AUTH_LIMIT),
+    throttle: adapters.failureThrottle('management', FAILED_ADMIN_AUTH_LIMIT),
     trustProxy: config.trustProxy,
     usage,
     limiter: adapters.limiter,

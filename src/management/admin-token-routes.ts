@@ -8,7 +8,7 @@ import { callerOf, generateAdminToken, requires } from './authenticate.js';
 import type { ManagementContext } from './context.js';
 import { jsonBody } from './json-body.js';
 import { methodNotAllowed } from './route-helpers.js';
-import { PATHS } from './routes.js';
+import { PATHS, REQUIRED_SCOPES } from './routes.js';
 import type { AdminTokenResponse, CreateAdminTokenResponse, DeleteAdminTokenResponse, ListAdminTokensResponse } from './schemas.js';
 import type { Scope } from './scopes.js';
 import { isoTimestamp } from './time-format.js';
@@ -28,7 +28,7 @@ function tokenView(token: AdminTokenRow): AdminTokenResponse {
 export function addAdminTokenRoutes(router: Router, ctx: ManagementContext): void {
   router
     .route(PATHS.adminTokens)
-    .post(requires('tokens:write'), jsonBody, async (req, res) => {
+    .post(requires(REQUIRED_SCOPES.adminTokens.post), jsonBody, async (req, res) => {
       const input = validateCreateAdminToken(req.body);
       // A token can hand out only what it holds itself.
       const caller = callerOf(res);
@@ -52,7 +52,7 @@ export function addAdminTokenRoutes(router: Router, ctx: ManagementContext): voi
       const body: CreateAdminTokenResponse = { ...tokenView(token), secret };
       res.status(201).json(body);
     })
-    .get(requires('tokens:write'), async (_req, res) => {
+    .get(requires(REQUIRED_SCOPES.adminTokens.get), async (_req, res) => {
       const body: ListAdminTokensResponse = { adminTokens: (await ctx.tokens.list()).map(tokenView) };
       res.json(body);
     })
@@ -60,7 +60,7 @@ export function addAdminTokenRoutes(router: Router, ctx: ManagementContext): voi
 
   router
     .route(PATHS.adminToken)
-    .delete(requires('tokens:write'), async (req, res) => {
+    .delete(requires(REQUIRED_SCOPES.adminToken.delete), async (req, res) => {
       const id = req.params.tokenId;
       await ctx.audited(res, async ({ tokens }) => {
         const before = await tokens.delete(id);

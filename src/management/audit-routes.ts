@@ -4,7 +4,7 @@ import type { AuditEntry } from '../store/audit-repository.js';
 import { requires } from './authenticate.js';
 import type { ManagementContext } from './context.js';
 import { methodNotAllowed, page, pageQuery } from './route-helpers.js';
-import { PATHS } from './routes.js';
+import { PATHS, REQUIRED_SCOPES } from './routes.js';
 import type { AuditLogResponse } from './schemas.js';
 import { isoTimestamp } from './time-format.js';
 import { parseTimestamp, validateAuditLogQuery } from './validation.js';
@@ -12,7 +12,7 @@ import { parseTimestamp, validateAuditLogQuery } from './validation.js';
 export function addAuditRoutes(router: Router, ctx: ManagementContext): void {
   router
     .route(PATHS.auditLog)
-    .get(requires('audit:read'), async (req, res) => {
+    .get(requires(REQUIRED_SCOPES.auditLog.get), async (req, res) => {
       const query = pageQuery(validateAuditLogQuery, req.query);
       const filter = {
         action: query.action,

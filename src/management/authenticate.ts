@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import { AppError } from '../errors.js';
 import { constantTimeEqual, hashSecret } from '../keys/secret.js';
-import type { AuthThrottle } from '../proxy/auth-throttle.js';
+import type { FailureThrottle } from '../proxy/auth-throttle.js';
 import type { TrustProxy } from '../config.js';
 import { forwardedFacts, requestIdOf } from '../proxy/forwarding-headers.js';
 import type { AdminTokenRepository } from '../store/admin-token-repository.js';
@@ -38,7 +38,7 @@ export function callerOf(res: Response): Caller {
 export interface AuthenticateOptions {
   readonly rootToken: string;
   readonly tokens: Pick<AdminTokenRepository, 'findByHash'>;
-  readonly throttle: AuthThrottle;
+  readonly throttle: FailureThrottle;
   readonly trustProxy: TrustProxy;
   readonly clock: () => number;
 }

@@ -5,7 +5,7 @@ import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { RateLimitPolicy } from '../limits/window.js';
 import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
-import type { AuthThrottle } from '../proxy/auth-throttle.js';
+import type { FailureThrottle } from '../proxy/auth-throttle.js';
 import type { AdminTokenRepository } from '../store/admin-token-repository.js';
 import type { AuditRepository } from '../store/audit-repository.js';
 import type { Db } from '../store/db.js';
@@ -27,7 +27,7 @@ export interface ManagementDeps {
   readonly tokens: AdminTokenRepository;
   readonly audit: AuditRepository;
   /** Wrong management credentials per client address (shared across replicas with Redis). */
-  readonly throttle: AuthThrottle;
+  readonly throttle: FailureThrottle;
   /** TRUST_PROXY: which X-Forwarded-For entries name the client of the audit log and the throttle. */
   readonly trustProxy: TrustProxy;
   readonly usage: UsageTotalsReader;

@@ -10,7 +10,7 @@ import type { ManagementContext } from './context.js';
 import { jsonBody } from './json-body.js';
 import { keySummary, keyView, keyState } from './key-views.js';
 import { canBeKeyId, methodNotAllowed, optionalJsonBody, page, pageQuery } from './route-helpers.js';
-import { PATHS } from './routes.js';
+import { PATHS, REQUIRED_SCOPES } from './routes.js';
 import type {
   CreateKeyResponse,
   DeleteKeyResponse,
@@ -57,7 +57,7 @@ export function addKeyRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.createKey)
-    .post(requires('keys:write'), jsonBody, async (req, res) => {
+    .post(requires(REQUIRED_SCOPES.createKey.post), jsonBody, async (req, res) => {
       const input = validateCreateKey(req.body);
       const rateLimitId = input.rateLimitId ?? null;
       const settings = { enabled: true, externalId: null, metadata: '{}', expiresAt: null, ...settingsOf(input), name: input.name };
@@ -84,7 +84,7 @@ export function addKeyRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.keys)
-    .get(requires('keys:read'), async (req, res) => {
+    .get(requires(REQUIRED_SCOPES.keys.get), async (req, res) => {
       const query = pageQuery(validateListQuery, req.query);
       const rows = await keys.list(query, query.after, query.limit + 1);
       const { items, nextCursor } = page(rows, query.limit, (k) => ({ at: k.createdAt.getTime(), id: k.id }));
@@ -95,7 +95,7 @@ export function addKeyRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.key)
-    .get(requires('keys:read'), async (req, res) => {
+    .get(requires(REQUIRED_SCOPES.key.get), async (req, res) => {
       const key = await keys.get(keyIdOf(req.params.consumerApiKeyId));
       if (!key) throw new AppError('key_not_found');
       const [totals, rateLimits] = await Promise.all([ctx.usage.read(key.id), rateLimitsOf(key)]);
@@ -112,7 +112,7 @@ export function addKeyRoutes(router: Router, ctx: ManagementContext): void {
       };
       res.json(body);
     })
-    .patch(requires('keys:write'), jsonBody, async (req, res) => {
+    .patch(requires(REQUIRED_SCOPES.key.patch), jsonBody, async (req, res) => {
       const id = keyIdOf(req.params.consumerApiKeyId);
       const changes = settingsOf(validateUpdateKey(req.body));
       const key = await ctx.audited(res, async ({ keys }) => {
@@ -124,7 +124,7 @@ export function addKeyRoutes(router: Router, ctx: ManagementContext): void {
       await ctx.announce({ kind: 'key', keyId: id });
       res.json(keyView(key, ctx.encryptionKeys));
     })
-    .delete(requires('keys:write'), async (req, res) => {
+    .delete(requires(REQUIRED_SCOPES.key.delete), async (req, res) => {
       const id = keyIdOf(req.params.consumerApiKeyId);
       await ctx.audited(res, async ({ keys }) => {
         const before = await keys.get(id, true);
@@ -139,7 +139,7 @@ export function addKeyRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.rollKey)
-    .post(requires('keys:write'), optionalJsonBody, async (req, res) => {
+    .post(requires(REQUIRED_SCOPES.rollKey.post), optionalJsonBody, async (req, res) => {
       const id = keyIdOf(req.params.consumerApiKeyId);
       const { gracePeriodSeconds = 0 } = validateRollKey(req.body);
       const now = ctx.now();

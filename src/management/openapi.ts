@@ -5,7 +5,8 @@
  */
 import { ERRORS, type ErrorCode } from '../errors.js';
 import { MAX_BODY_BYTES } from './json-body.js';
-import { PATHS } from './routes.js';
+import { PATHS, REQUIRED_SCOPES } from './routes.js';
+import { SCOPES } from './scopes.js';
 import { DEFAULT_PAGE_SIZE, MAX_GRACE_PERIOD_SECONDS, MAX_METADATA_BYTES, MAX_PAGE_SIZE, NAMED_SCHEMAS } from './schemas.js';
 
 type JsonObject = { [key: string]: unknown };
@@ -45,8 +46,15 @@ const DESCRIPTION = `Tollgate authenticates consumer API keys, enforces per-key 
 to a backend. This document covers the **management API** (root token) and describes the proxied traffic.
 
 ## Conventions
-- **Authentication:** \`Authorization: Bearer <ROOT_TOKEN>\`, compared in constant time. Missing or wrong:
-  401 \`unauthorized\` with \`WWW-Authenticate: Bearer\` (\`error="invalid_token"\` when a wrong token was sent).
+- **Authentication:** \`Authorization: Bearer <ROOT_TOKEN>\` (every scope, compared in constant time) or
+  \`Authorization: Bearer <admin token>\` (\`tga_…\`, its own scopes). Missing or wrong: 401 \`unauthorized\` with
+  \`WWW-Authenticate: Bearer\` (\`error="invalid_token"\` when a wrong token was sent). A valid token without the scope
+  an operation needs (each operation names it under \`security\` and \`x-required-scope\`): 403 \`insufficient_scope\`
+  with \`WWW-Authenticate: Bearer error="insufficient_scope", scope="…"\`. Wrong credentials from one client address
+  are throttled: past 20 a minute every credential from that address gets 429 \`too_many_failed_attempts\` with
+  \`Retry-After\` until the minute ends (counted across replicas where Redis is configured).
+- **Audit log:** every call that changes state writes one entry in the same transaction as the change (\`GET
+  /tollgate/audit-log\`); every response carries \`x-request-id\`, which the entry records.
 - **Errors:** every error body is \`{"error": "<message>", "code": "<snake_case_code>"}\`;
   \`validation_failed\` adds \`details: [{field, message}]\`, one entry per offending field.
 - **Request bodies:** \`Content-Type: application/json\` only (UTF-8; anything else, or compressed bodies: 415
@@ -118,7 +126,11 @@ const AUTH_HEADER = {
 };
 
 const COMMON_RESPONSES = {
-  Unauthorized: errorResponse('Missing or wrong root token', ['unauthorized'], AUTH_HEADER),
+  Unauthorized: errorResponse('Missing or wrong token', ['unauthorized'], AUTH_HEADER),
+  Forbidden: errorResponse('The token lacks the scope this operation needs', ['insufficient_scope'], AUTH_HEADER),
+  Throttled: errorResponse('Too many wrong credentials from this client address', ['too_many_failed_attempts'], {
+    'Retry-After': { description: 'Seconds until the address may try again', schema: { type: 'integer', minimum: 1 } },
+  }),
   MethodNotAllowed: errorResponse('Known route, other method', ['method_not_allowed'], {
     Allow: { description: 'The methods this route accepts', schema: { type: 'string' } },
   }),
@@ -147,7 +159,9 @@ function standardResponses(readsBody: boolean): JsonObject {
       '415': responseRef('UnsupportedMediaType'),
     }),
     '401': responseRef('Unauthorized'),
+    '403': responseRef('Forbidden'),
     '405': responseRef('MethodNotAllowed'),
+    '429': responseRef('Throttled'),
     '503': responseRef('Unavailable'),
     default: responseRef('Unexpected'),
   };
@@ -412,7 +426,74 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         },
       },
     },
+    [openApiPath(prefix, PATHS.adminTokens)]: {
+      post: {
+        operationId: 'createAdminToken',
+        tags: ['Admin tokens and audit'],
+        summary: 'Create an admin token with some scopes',
+        description: 'The token (`secret`) is shown in this answer only and stored as a hash. A token can grant only scopes it holds itself (403 `insufficient_scope` otherwise).',
+        requestBody: { required: true, ...json(ref('CreateAdminTokenRequest')) },
+        responses: {
+          '201': { description: 'Created', ...json(ref('CreateAdminTokenResponse')) },
+          ...standardResponses(true),
+        },
+      },
+      get: {
+        operationId: 'listAdminTokens',
+        tags: ['Admin tokens and audit'],
+        summary: 'List admin tokens (never their secrets)',
+        responses: {
+          '200': { description: 'Every admin token, oldest first', ...json(ref('ListAdminTokensResponse')) },
+          ...standardResponses(false),
+        },
+      },
+    },
+    [openApiPath(prefix, PATHS.adminToken)]: {
+      parameters: [{ name: 'tokenId', in: 'path', required: true, description: 'The admin token id (`id`)', schema: { type: 'string' } }],
+      delete: {
+        operationId: 'deleteAdminToken',
+        tags: ['Admin tokens and audit'],
+        summary: 'Delete an admin token: refused at once on every replica',
+        responses: {
+          '200': { description: 'Deleted', ...json(ref('DeleteAdminTokenResponse')) },
+          '404': errorResponse('No admin token has that id', ['not_found']),
+          ...standardResponses(false),
+        },
+      },
+    },
+    [openApiPath(prefix, PATHS.auditLog)]: {
+      get: {
+        operationId: 'listAuditLog',
+        tags: ['Admin tokens and audit'],
+        summary: 'The audit log, newest first',
+        description: 'Entries older than AUDIT_RETENTION_DAYS (default 365) are deleted.',
+        parameters: [
+          limitParameter,
+          cursorParameter,
+          { name: 'action', in: 'query', description: 'Only this action, e.g. `key.update`', schema: { type: 'string' } },
+          { name: 'targetId', in: 'query', description: 'Only changes of this key, plan or admin token', schema: { type: 'string' } },
+          { name: 'actorId', in: 'query', description: 'Only changes made with this admin token', schema: { type: 'string' } },
+          { name: 'from', in: 'query', description: 'Entries at or after this instant (YYYY-MM-DDThh:mm:ssZ)', schema: { type: 'string' } },
+          { name: 'to', in: 'query', description: 'Entries before this instant (YYYY-MM-DDThh:mm:ssZ)', schema: { type: 'string' } },
+        ],
+        responses: {
+          '200': { description: 'One page of entries', ...json(ref('AuditLogResponse')) },
+          '400': BAD_PAGE_QUERY,
+          ...standardResponses(false),
+        },
+      },
+    },
   };
+
+  // Each operation states the scope it needs, from the table the routes enforce.
+  for (const [route, methods] of Object.entries(REQUIRED_SCOPES)) {
+    const item = paths[openApiPath(prefix, PATHS[route as keyof typeof PATHS])]!;
+    for (const [method, scope] of Object.entries(methods)) {
+      const operation = item[method] as JsonObject;
+      operation.security = [{ rootToken: [] }, { adminToken: [scope] }];
+      operation['x-required-scope'] = scope;
+    }
+  }
 
   return {
     openapi: '3.1.0',
@@ -426,12 +507,18 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     tags: [
       { name: 'Consumer API keys', description: 'Keys consumers present to the proxy' },
       { name: 'Rate limit plans', description: 'Limits per window, bound to keys' },
+      { name: 'Admin tokens and audit', description: 'Scoped credentials and the record of every change' },
     ],
-    security: [{ rootToken: [] }],
+    security: [{ rootToken: [] }, { adminToken: [] }],
     paths,
     components: {
       securitySchemes: {
-        rootToken: { type: 'http', scheme: 'bearer', description: 'ROOT_TOKEN: the management API' },
+        rootToken: { type: 'http', scheme: 'bearer', description: 'ROOT_TOKEN: every scope of the management API' },
+        adminToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: `An admin token (tga_…) with some of the scopes ${SCOPES.join(', ')}; each operation lists the one it needs`,
+        },
         consumerKey: { type: 'http', scheme: 'bearer', description: 'A consumer secret: proxied requests' },
         consumerKeyHeader: {
           type: 'apiKey',

@@ -7,7 +7,7 @@ import { requires } from './authenticate.js';
 import type { ManagementContext } from './context.js';
 import { jsonBody } from './json-body.js';
 import { methodNotAllowed, page, pageQuery } from './route-helpers.js';
-import { PATHS } from './routes.js';
+import { PATHS, REQUIRED_SCOPES } from './routes.js';
 import {
   RATE_LIMIT_ID_PATTERN,
   type ApplyPlanResponse,
@@ -52,7 +52,7 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.createPlan)
-    .post(requires('plans:write'), jsonBody, async (req, res) => {
+    .post(requires(REQUIRED_SCOPES.createPlan.post), jsonBody, async (req, res) => {
       const { rateLimitId, description = '', limit, period } = validateCreatePlan(req.body);
       const createdAt = ctx.now();
       const plan = { rateLimitId, description, limit, period, createdAt };
@@ -69,7 +69,7 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.plans)
-    .get(requires('plans:read'), async (req, res) => {
+    .get(requires(REQUIRED_SCOPES.plans.get), async (req, res) => {
       const query = pageQuery(validateListPlansQuery, req.query);
       const rows = await plans.list(query.after, query.limit + 1);
       const { items, nextCursor } = page(rows, query.limit, (p) => ({ at: p.createdAt.getTime(), id: p.rateLimitId }));
@@ -80,12 +80,12 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.plan)
-    .get(requires('plans:read'), async (req, res) => {
+    .get(requires(REQUIRED_SCOPES.plan.get), async (req, res) => {
       const plan = await plans.get(planIdOf(req.params.rateLimitId));
       if (!plan) throw new AppError('rate_limit_not_found');
       res.json(planView(plan));
     })
-    .patch(requires('plans:write'), jsonBody, async (req, res) => {
+    .patch(requires(REQUIRED_SCOPES.plan.patch), jsonBody, async (req, res) => {
       const rateLimitId = planIdOf(req.params.rateLimitId);
       const changes = validateUpdatePlan(req.body);
       const plan = await ctx.audited(res, async ({ plans }) => {
@@ -98,7 +98,7 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
       await ctx.announce({ kind: 'plan', rateLimitId });
       res.json(planView(plan));
     })
-    .delete(requires('plans:write'), async (req, res) => {
+    .delete(requires(REQUIRED_SCOPES.plan.delete), async (req, res) => {
       const rateLimitId = planIdOf(req.params.rateLimitId);
       const { force = false } = validateDeletePlanQuery({ ...req.query });
       const unbound = await ctx.audited(res, async ({ plans }) => {
@@ -124,7 +124,7 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.applyPlan)
-    .post(requires('keys:write'), jsonBody, async (req, res) => {
+    .post(requires(REQUIRED_SCOPES.applyPlan.post), jsonBody, async (req, res) => {
       const { consumerApiKeyId, rateLimitId } = validateApplyPlan(req.body);
       await ctx.audited(res, async ({ keys, plans }) => {
         if (!(await plans.get(rateLimitId))) throw new AppError('rate_limit_not_found');
@@ -146,7 +146,7 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
 
   router
     .route(PATHS.removePlan)
-    .post(requires('keys:write'), jsonBody, async (req, res) => {
+    .post(requires(REQUIRED_SCOPES.removePlan.post), jsonBody, async (req, res) => {
       const { consumerApiKeyId } = validateRemovePlan(req.body);
       const removed = await ctx.audited(res, async ({ keys }) => {
         const before = await keys.get(consumerApiKeyId, true);

@@ -18,5 +18,26 @@ export const PATHS = {
   auditLog: '/tollgate/audit-log',
 } as const;
 
+import type { Scope } from './scopes.js';
+
+/**
+ * The scope each operation needs (contract section 9), by route and method: the routes require it
+ * and the OpenAPI document states it, from this one table.
+ */
+export const REQUIRED_SCOPES = {
+  createKey: { post: 'keys:write' },
+  keys: { get: 'keys:read' },
+  key: { get: 'keys:read', patch: 'keys:write', delete: 'keys:write' },
+  rollKey: { post: 'keys:write' },
+  createPlan: { post: 'plans:write' },
+  plans: { get: 'plans:read' },
+  plan: { get: 'plans:read', patch: 'plans:write', delete: 'plans:write' },
+  applyPlan: { post: 'keys:write' },
+  removePlan: { post: 'keys:write' },
+  adminTokens: { get: 'tokens:write', post: 'tokens:write' },
+  adminToken: { delete: 'tokens:write' },
+  auditLog: { get: 'audit:read' },
+} as const satisfies Record<keyof typeof PATHS, Partial<Record<'get' | 'post' | 'patch' | 'delete', Scope>>>;
+
 /** The one root of the surfaces that are about neither one key nor one plan (console, usage, audit…). */
 export const TOLLGATE_ROOT = '/tollgate';

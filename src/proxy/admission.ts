@@ -4,7 +4,7 @@ import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
 import type { LimitDecision, RateLimiter } from '../limits/rate-limiter.js';
 import { secondsUntil, type RateLimitPolicy } from '../limits/window.js';
 import type { Metrics } from '../ops/metrics.js';
-import type { AuthThrottle } from './auth-throttle.js';
+import type { FailureThrottle } from './auth-throttle.js';
 import { credentialOf } from './credential.js';
 import { isoSeconds, rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
 
@@ -34,7 +34,7 @@ export interface AdmissionDeps {
   readonly metrics: Metrics;
   readonly clock: () => number;
   /** Failed authentications per client address; absent: not throttled. */
-  readonly authThrottle?: AuthThrottle;
+  readonly authThrottle?: FailureThrottle;
 }
 
 function refused(code: ErrorCode, key?: ResolvedKey, limit?: Refused['limit']): Refused {

@@ -6,12 +6,22 @@ interface Failures {
 }
 
 /**
+ * Failed authentications per client address. `blockedUntil` answers from memory (it runs on the
+ * request path); `fail` may also tell other replicas.
+ */
+export interface FailureThrottle {
+  /** The end of the window in which `address` is refused, or `undefined` while it may still try. */
+  blockedUntil(address: string, nowMs: number): number | undefined;
+  fail(address: string, nowMs: number): void;
+}
+
+/**
  * Failed authentications per client address, in fixed windows. An address over the limit gets 429
  * for secrets the key cache doesn't already know, so guessing stops reaching the database while
  * valid keys behind the same address (a NAT, an untrusted load balancer) keep working. In process
  * and bounded: the oldest addresses are forgotten first.
  */
-export class AuthThrottle {
+export class AuthThrottle implements FailureThrottle {
   private readonly failures = new Map<string, Failures>();
 
   constructor(

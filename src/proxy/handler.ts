@@ -9,7 +9,7 @@ import type { Logger } from '../ops/logger.js';
 import type { Metrics, ProxyOutcome } from '../ops/metrics.js';
 import type { LastUseTracker } from '../keys/last-use.js';
 import type { UsageRecorder } from '../usage/recorder.js';
-import type { AuthThrottle } from './auth-throttle.js';
+import type { FailureThrottle } from './auth-throttle.js';
 import type { Admitted } from './admission.js';
 import { enter, finished } from './entry.js';
 import { acceptsTrailers, backendHeaders, requestIdOf, responseHeaders } from './forwarding-headers.js';
@@ -30,7 +30,7 @@ export interface ProxyDeps {
   /** Most keep-alive connections to the backend (default 128); further requests queue. */
   readonly upstreamConnections?: number;
   /** Failed authentications per client address; share one between the HTTP and upgrade handlers. */
-  readonly authThrottle?: AuthThrottle;
+  readonly authThrottle?: FailureThrottle;
 }
 
 export interface ProxyHandler {

@@ -24,10 +24,13 @@ describe('OpenAPI document', () => {
       '/admin/rate-limit',
       '/admin/rate-limit/create',
       '/admin/rate-limit/{rateLimitId}',
+      '/admin/tollgate/admin-tokens',
+      '/admin/tollgate/admin-tokens/{tokenId}',
+      '/admin/tollgate/audit-log',
     ]);
   });
 
-  it('documents every operation, each behind the root token', () => {
+  it('documents every operation, each with the scope it needs', () => {
     const document = buildOpenApiDocument();
     const operations = Object.entries(document.paths).flatMap(([path, item]) =>
       ['get', 'post', 'patch', 'put', 'delete'].filter((m) => m in item).map((m) => `${m.toUpperCase()} ${path}`),
@@ -46,8 +49,31 @@ describe('OpenAPI document', () => {
       'POST /consumer-api-key/create',
       'POST /consumer-api-key/{consumerApiKeyId}/roll',
       'POST /rate-limit/create',
-    ]);
-    expect(document.security).toEqual([{ rootToken: [] }]);
+      'DELETE /tollgate/admin-tokens/{tokenId}',
+      'GET /tollgate/admin-tokens',
+      'GET /tollgate/audit-log',
+      'POST /tollgate/admin-tokens',
+    ].sort());
+    const scopes = Object.fromEntries(
+      Object.entries(document.paths).flatMap(([path, item]) =>
+        ['get', 'post', 'patch', 'delete']
+          .filter((m) => m in item)
+          .map((m) => {
+            const op = item[m] as { security: unknown; 'x-required-scope': string };
+            expect(op.security).toEqual([{ rootToken: [] }, { adminToken: [op['x-required-scope']] }]);
+            return [`${m.toUpperCase()} ${path}`, op['x-required-scope']];
+          }),
+      ),
+    );
+    expect(scopes).toMatchObject({
+      'GET /consumer-api-key': 'keys:read',
+      'PATCH /consumer-api-key/{consumerApiKeyId}': 'keys:write',
+      'POST /api-keys/apply-rate-limit': 'keys:write',
+      'GET /rate-limit': 'plans:read',
+      'DELETE /rate-limit/{rateLimitId}': 'plans:write',
+      'GET /tollgate/audit-log': 'audit:read',
+      'POST /tollgate/admin-tokens': 'tokens:write',
+    });
   });
 
   it('names the public listener in servers, not the ops port it is served on', () => {
