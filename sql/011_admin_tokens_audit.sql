@@ -12,6 +12,8 @@ CREATE TABLE admin_tokens (
 );
 
 CREATE TABLE audit_log (
+  -- Orders entries written in the same millisecond: newest first is (time, seq) descending.
+  seq            bigserial NOT NULL,
   id             text PRIMARY KEY,
   time           timestamptz NOT NULL,
   actor_type     text NOT NULL CHECK (actor_type IN ('root', 'token')),
@@ -27,6 +29,6 @@ CREATE TABLE audit_log (
   after_state    text
 );
 -- Newest first, and the filters of GET /tollgate/audit-log.
-CREATE INDEX audit_log_time_id ON audit_log (time DESC, id DESC);
+CREATE INDEX audit_log_time_seq ON audit_log (time DESC, seq DESC);
 CREATE INDEX audit_log_target ON audit_log (target_id, time DESC);
 CREATE INDEX audit_log_actor ON audit_log (actor_id, time DESC);

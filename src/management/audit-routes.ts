@@ -22,9 +22,9 @@ export function addAuditRoutes(router: Router, ctx: ManagementContext): void {
         to: query.to === undefined ? undefined : parseTimestamp(query.to),
       };
       const rows = await ctx.audit.list(filter, query.after, query.limit + 1);
-      const { items, nextCursor } = page(rows, query.limit, (e: AuditEntry) => ({ at: e.time.getTime(), id: e.id }));
+      const { items, nextCursor } = page(rows, query.limit, (e: AuditEntry) => ({ at: e.time.getTime(), id: String(e.seq) }));
       const body: AuditLogResponse = {
-        auditLog: items.map((e) => ({ ...e, time: isoTimestamp(e.time) })),
+        auditLog: items.map(({ seq: _seq, ...e }) => ({ ...e, time: isoTimestamp(e.time) })),
         ...(nextCursor !== undefined && { nextCursor }),
       };
       res.json(body);

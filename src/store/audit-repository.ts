@@ -11,6 +11,8 @@ export interface Actor {
 
 export interface AuditEntry {
   readonly id: string;
+  /** Insertion order: ties of `time` are broken by it (set by the database). */
+  readonly seq?: number;
   readonly time: Date;
   readonly actor: Actor;
   readonly action: string;
@@ -55,18 +57,19 @@ export class AuditRepository {
       .execute();
   }
 
-  /** Newest first by time, then id; `after` is the last entry of the previous page. */
+  /** Newest first by time, then insertion; `after` is the last entry of the previous page (`id`: its seq). */
   async list(filter: AuditFilter, after: ListPosition | undefined, limit: number): Promise<AuditEntry[]> {
     let query = this.db.selectFrom('audit_log').selectAll();
-    if (after !== undefined) query = query.where(sql<boolean>`(time, id) < (${new Date(after.at)}, ${after.id})`);
+    if (after !== undefined) query = query.where(sql<boolean>`(time, seq) < (${new Date(after.at)}, ${Number(after.id)})`);
     if (filter.action !== undefined) query = query.where('action', '=', filter.action);
     if (filter.targetId !== undefined) query = query.where('target_id', '=', filter.targetId);
     if (filter.actorId !== undefined) query = query.where('actor_id', '=', filter.actorId);
     if (filter.from !== undefined) query = query.where('time', '>=', filter.from);
     if (filter.to !== undefined) query = query.where('time', '<', filter.to);
-    const rows = await query.orderBy('time', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    const rows = await query.orderBy('time', 'desc').orderBy('seq', 'desc').limit(limit).execute();
     return rows.map((r) => ({
       id: r.id,
+      seq: Number(r.seq),
       time: r.time,
       actor: { type: r.actor_type, ...(r.actor_id !== null && { id: r.actor_id }), ...(r.actor_name !== null && { name: r.actor_name }) },
       action: r.action,

@@ -61,6 +61,7 @@ export interface AdminTokenTable {
 }
 
 export interface AuditLogTable {
+  seq: ColumnType<string, never, never>;
   id: string;
   time: Date;
   actor_type: 'root' | 'token';
