@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Express } from 'express';
 import { sql } from 'kysely';
-import request, { type Response } from 'supertest';
+import request from 'supertest';
 import { LocalKeyEvents } from '../../src/keys/key-events.js';
 import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
 import { createManagementApp } from '../../src/management/app.js';
