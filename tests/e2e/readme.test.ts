@@ -89,4 +89,16 @@ describe('README walk-through', () => {
       '{"error":"The API key has expired","code":"key_expired"}',
     ]);
   });
+
+  it('gives CI a token that creates keys and nothing else, records what it did, and revokes it', async () => {
+    const { stdout } = await run(walkthrough('admin'), tollgate.url);
+    const lines = stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^\{"id":"tok_[^"]+","name":"ci-deploy","scopes":\["keys:write"\],"expiresAt":null,"createdAt":"[^"]+","secret":"tga_[^"]+"\}$/);
+    expect(lines[1]).toBe('201');
+    expect(JSON.parse(lines[2]!)).toMatchObject({ code: 'insufficient_scope' });
+    const audit = JSON.parse(lines[3]!) as { auditLog: { action: string; actor: { name: string }; changes: { after: { name: string } } }[] };
+    expect(audit.auditLog).toEqual([expect.objectContaining({ action: 'key.create', actor: expect.objectContaining({ name: 'ci-deploy' }), changes: { before: null, after: expect.objectContaining({ name: 'staging-app' }) } })]);
+    expect(JSON.parse(lines[4]!)).toMatchObject({ message: expect.any(String) });
+    expect(lines[5]).toBe('401');
+  });
 });
