@@ -134,8 +134,12 @@ describe.each(modes)('one node, $name', (mode) => {
     const second = await call(tollgate, '/v1/tick', key.secret);
     const third = await call(tollgate, '/v1/tick', key.secret);
     expect([first.status, second.status, third.status]).toEqual([200, 200, 429]);
-    expect(first.headers.get('ratelimit-policy')).toBeTruthy();
-    expect(first.headers.get('ratelimit')).toBeTruthy();
+    // The headers by value (draft-ietf-httpapi-ratelimit-headers): quota, window, what is left, seconds to reset.
+    expect(first.headers.get('ratelimit-policy')).toBe('"default";q=2;w=1');
+    expect(first.headers.get('ratelimit')).toBe('"default";r=1;t=1');
+    expect(second.headers.get('ratelimit')).toBe('"default";r=0;t=1');
+    expect(third.headers.get('ratelimit-policy')).toBe('"default";q=2;w=1');
+    expect(third.headers.get('ratelimit')).toBe('"default";r=0;t=1');
 
     const body = (await third.json()) as Record<string, unknown>;
     expect(body).toEqual({ error: expect.any(String), limit: 2, period: 'second', remaining: 0, resetTime: expect.stringMatching(ISO) });
