@@ -3,31 +3,24 @@
  * section 9): a token deleted or expired is refused by the other replica within 1 s, and wrong
  * credentials from one address share one budget across replicas instead of one each.
  */
-import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
-import { startBackend, type Backend } from './helpers/backend.js';
-import { Replicas, sleep } from './helpers/replicas.js';
-import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
+import { sleep, startFleet, type Fleet } from './helpers/replicas.js';
+import type { Tollgate } from './helpers/tollgate.js';
 
-let backend: Backend;
-let database: TestDatabase;
-let replicas: Replicas;
+let fleet: Fleet;
 let a: Tollgate;
 let b: Tollgate;
 
 beforeAll(async () => {
-  [backend, database] = await Promise.all([startBackend(), createTestDatabase()]);
-  replicas = new Replicas({ DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(), UPSTREAM_URL: backend.url });
-  [a, b] = (await replicas.start(2)) as [Tollgate, Tollgate];
+  // Each throttle test names its own client address (X-Forwarded-For through one trusted hop), so
+  // it starts with a whole budget whatever the other tests spent.
+  fleet = await startFleet(2, { TRUST_PROXY: '1' });
+  [a, b] = fleet.members as [Tollgate, Tollgate];
 }, 120_000);
 
-afterAll(async () => {
-  await replicas?.stopAll();
-  await backend?.close();
-  await database?.drop();
-  if (replicas?.all.length) expectNoSecretsLogged();
-}, 60_000);
+afterAll(() => fleet?.stop(), 60_000);
 
-const withToken = (t: Tollgate, token: string, path: string) => fetch(t.url + path, { headers: { authorization: `Bearer ${token}` } });
+const withToken = (t: Tollgate, token: string, path: string, client = '192.0.2.1') =>
+  fetch(t.url + path, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': client } });
 
 it('refuses a token deleted on one replica on the other at once, and an expired one at its instant', async () => {
   const created = await a.admin('POST', '/tollgate/admin-tokens', { name: 'support', scopes: ['keys:read'] });
@@ -65,17 +58,19 @@ async function guessesAllowed(send: (t: Tollgate, i: number) => Promise<number>)
 it('shares one budget of wrong management credentials across replicas: 20 a minute, not 20 each', async () => {
   // Start early in a minute so every guess falls in one window.
   if (new Date().getUTCSeconds() > 50) await sleep((61 - new Date().getUTCSeconds()) * 1000);
-  const allowed = await guessesAllowed(async (t, i) => (await withToken(t, `wrong-token-${i}`, '/consumer-api-key')).status);
+  const allowed = await guessesAllowed(async (t, i) => (await withToken(t, `wrong-token-${i}`, '/consumer-api-key', '198.51.100.20')).status);
   expect(allowed).toBeGreaterThanOrEqual(20);
   expect(allowed).toBeLessThanOrEqual(22);
   // The right token from that address is throttled too, on both.
-  for (const t of [a, b]) expect((await withToken(t, t.rootToken, '/consumer-api-key')).status).toBe(429);
+  for (const t of [a, b]) expect((await withToken(t, t.rootToken, '/consumer-api-key', '198.51.100.20')).status).toBe(429);
+  // Another address is not affected.
+  expect((await withToken(a, a.rootToken, '/consumer-api-key', '198.51.100.21')).status).toBe(200);
 }, 90_000);
 
 it('shares one budget of wrong API keys across replicas: 100 a minute, not 100 each', async () => {
   if (new Date().getUTCSeconds() > 50) await sleep((61 - new Date().getUTCSeconds()) * 1000);
   const wrongKey = (i: number) => 'tg_' + String(i).padStart(43, 'x');
-  const allowed = await guessesAllowed(async (t, i) => (await withToken(t, wrongKey(i), '/v1/items')).status);
+  const allowed = await guessesAllowed(async (t, i) => (await withToken(t, wrongKey(i), '/v1/items', '198.51.100.30')).status);
   expect(allowed).toBeGreaterThanOrEqual(100);
   expect(allowed).toBeLessThanOrEqual(104);
 }, 90_000);

@@ -4,31 +4,20 @@
  * replica until the end of its grace and on none after; an expiry takes effect at its instant
  * everywhere with no message; lastUsedAt shows within 2 s on any replica.
  */
-import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
-import { startBackend, type Backend } from './helpers/backend.js';
-import { hit, hitFull, keyWithPlan, Replicas, sleep, waitFor } from './helpers/replicas.js';
-import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
+import { hit, hitFull, keyWithPlan, sleep, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
+import type { Tollgate } from './helpers/tollgate.js';
 
-let backend: Backend;
-let database: TestDatabase;
-let replicas: Replicas;
+let fleet: Fleet;
 let a: Tollgate;
 let others: Tollgate[];
 
 beforeAll(async () => {
-  [backend, database] = await Promise.all([startBackend(), createTestDatabase()]);
-  replicas = new Replicas({ DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(), UPSTREAM_URL: backend.url });
-  const started = await replicas.start(3);
-  a = started[0]!;
-  others = started.slice(1);
+  fleet = await startFleet(3);
+  a = fleet.members[0]!;
+  others = fleet.members.slice(1);
 }, 120_000);
 
-afterAll(async () => {
-  await replicas?.stopAll();
-  await backend?.close();
-  await database?.drop();
-  if (replicas?.all.length) expectNoSecretsLogged();
-}, 60_000);
+afterAll(() => fleet?.stop(), 60_000);
 
 /** How long until every other replica answers `secret` with `status` (ms; > 1000 fails the contract). */
 async function seenByOthers(secret: string, status: number): Promise<number> {

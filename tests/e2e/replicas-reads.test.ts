@@ -4,31 +4,21 @@
  * request once — never a second's usage twice (read from Postgres after a flush committed it and from
  * Redis before the flush removed it), never requests answered more than 2 s ago missing.
  */
-import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
-import { startBackend, type Backend } from './helpers/backend.js';
-import { hit, keyWithPlan, Replicas, sleep } from './helpers/replicas.js';
-import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
+import { hit, keyWithPlan, sleep, startFleet, type Fleet } from './helpers/replicas.js';
+import type { Tollgate } from './helpers/tollgate.js';
 
 const LOOPS = 2;
 
-let backend: Backend;
-let database: TestDatabase;
-let replicas: Replicas;
+let fleet: Fleet;
 let serving: Tollgate;
 let other: Tollgate;
 
 beforeAll(async () => {
-  [backend, database] = await Promise.all([startBackend(), createTestDatabase()]);
-  replicas = new Replicas({ DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(), UPSTREAM_URL: backend.url });
-  [serving, other] = (await replicas.start(2)) as [Tollgate, Tollgate];
+  fleet = await startFleet(2);
+  [serving, other] = fleet.members as [Tollgate, Tollgate];
 }, 60_000);
 
-afterAll(async () => {
-  await replicas?.stopAll();
-  await backend?.close();
-  await database?.drop();
-  if (replicas?.all.length) expectNoSecretsLogged();
-}, 60_000);
+afterAll(() => fleet?.stop(), 60_000);
 
 it('shows each request once in every detail read taken while usage is pushed and flushed', async () => {
   const key = await keyWithPlan(serving, 'steady');

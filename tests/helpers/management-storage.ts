@@ -2,7 +2,15 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { LocalKeyEvents } from '../../src/keys/key-events.js';
+import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
+import type { ManagementDeps } from '../../src/management/app.js';
+import { createLogger } from '../../src/ops/logger.js';
+import { Metrics } from '../../src/ops/metrics.js';
 import { AuthThrottle } from '../../src/proxy/auth-throttle.js';
+import { UsageReader } from '../../src/usage/reader.js';
+import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { AdminTokenRepository } from '../../src/store/admin-token-repository.js';
 import { AuditRepository } from '../../src/store/audit-repository.js';
 import { openEmbedded, openPostgres, type Db, type DbHandle } from '../../src/store/db.js';
@@ -53,5 +61,26 @@ export function storeDeps(db: Db, throttle = new AuthThrottle({ limit: 1_000_000
     audit: new AuditRepository(db),
     throttle,
     trustProxy: { hops: 0 },
+  };
+}
+
+/**
+ * Everything the management app needs over `db`, with test defaults (no pending usage, in-process
+ * limiter, local key events, a fresh encryption key, no prefix, silent logs, the real clock);
+ * `overrides` sets what a test observes. The default limiter's sweeper timer is unref'd.
+ */
+export function managementDeps(db: Db, overrides: Partial<ManagementDeps> & Pick<ManagementDeps, 'rootToken'>): ManagementDeps {
+  return {
+    ...storeDeps(db),
+    usage: new UsageReader(new UsageRepository(db), []),
+    limiter: new MemoryRateLimiter(),
+    keyEvents: new LocalKeyEvents(),
+    encryptionKeys: [randomBytes(32)],
+    defaultRateLimit: undefined,
+    prefix: '',
+    logger: createLogger('silent'),
+    metrics: new Metrics(),
+    clock: Date.now,
+    ...overrides,
   };
 }

@@ -6,21 +6,16 @@ import { randomBytes } from 'node:crypto';
 import type { Express } from 'express';
 import { sql } from 'kysely';
 import request from 'supertest';
-import { LocalKeyEvents } from '../../src/keys/key-events.js';
-import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
 import { createManagementApp } from '../../src/management/app.js';
 import { PATHS, REQUIRED_SCOPES } from '../../src/management/routes.js';
 import { SCOPES, type Scope } from '../../src/management/scopes.js';
 import { createLogger } from '../../src/ops/logger.js';
-import { Metrics } from '../../src/ops/metrics.js';
 import { AuthThrottle } from '../../src/proxy/auth-throttle.js';
 import { AuditRepository } from '../../src/store/audit-repository.js';
 import { AuditRetention } from '../../src/store/audit-retention.js';
 import { migrate } from '../../src/store/migrate.js';
-import { UsageReader } from '../../src/usage/reader.js';
-import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
-import { STORAGES, storeDeps, type Storage } from '../helpers/management-storage.js';
+import { managementDeps, STORAGES, type Storage } from '../helpers/management-storage.js';
 
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
 const logLines: string[] = [];
@@ -42,21 +37,16 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('admin tokens 
   beforeAll(async () => {
     storage = await STORAGES[kind]();
     await migrate(storage.handle);
-    app = createManagementApp({
-      ...storeDeps(storage.handle.db, new AuthThrottle({ limit: 20, period: 'minute' })),
-      // The test's calls name their client in X-Forwarded-For, as a load balancer in front would.
-      trustProxy: { hops: 1 },
-      usage: new UsageReader(new UsageRepository(storage.handle.db), []),
-      limiter: new MemoryRateLimiter(),
-      keyEvents: new LocalKeyEvents(),
-      encryptionKeys: [randomBytes(32)],
-      rootToken: ROOT_TOKEN,
-      defaultRateLimit: undefined,
-      prefix: '',
-      logger,
-      metrics: new Metrics(),
-      clock: () => now,
-    });
+    app = createManagementApp(
+      managementDeps(storage.handle.db, {
+        throttle: new AuthThrottle({ limit: 20, period: 'minute' }),
+        // The test's calls name their client in X-Forwarded-For, as a load balancer in front would.
+        trustProxy: { hops: 1 },
+        rootToken: ROOT_TOKEN,
+        logger,
+        clock: () => now,
+      }),
+    );
   }, 60_000);
 
   afterAll(() => storage.dispose());

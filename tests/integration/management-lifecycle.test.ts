@@ -19,7 +19,7 @@ import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
-import { STORAGES, storeDeps, type Storage } from '../helpers/management-storage.js';
+import { managementDeps, STORAGES, type Storage } from '../helpers/management-storage.js';
 
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
 const AUTH = { Authorization: `Bearer ${ROOT_TOKEN}` };
@@ -63,19 +63,9 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('key and plan 
     const keyEvents = new LocalKeyEvents();
     keyEvents.subscribe((change) => events.push(change));
     keys = new KeyRepository(storage.handle.db);
-    app = createManagementApp({
-      ...storeDeps(storage.handle.db),
-      usage: new UsageReader(usageRepository, [recorder]),
-      limiter,
-      keyEvents,
-      encryptionKeys: [randomBytes(32)],
-      rootToken: ROOT_TOKEN,
-      defaultRateLimit: undefined,
-      prefix: '',
-      logger,
-      metrics,
-      clock: () => now,
-    });
+    app = createManagementApp(
+      managementDeps(storage.handle.db, { usage: new UsageReader(usageRepository, [recorder]), limiter, keyEvents, rootToken: ROOT_TOKEN, logger, metrics, clock: () => now }),
+    );
   }, 60_000);
 
   afterAll(async () => {

@@ -21,7 +21,7 @@ import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
-import { STORAGES, storeDeps, type Storage } from '../helpers/management-storage.js';
+import { managementDeps, STORAGES, storeDeps, type Storage } from '../helpers/management-storage.js';
 
 const BACKENDS = STORAGES;
 
@@ -74,19 +74,16 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
     limiter = new MemoryRateLimiter();
     const keyEvents = new LocalKeyEvents();
     keyEvents.subscribe((change) => events.push(change));
-    deps = {
-      ...storeDeps(storage.handle.db),
+    deps = managementDeps(storage.handle.db, {
       usage: new UsageReader(usageRepository, [recorder]),
       limiter,
       keyEvents,
       encryptionKeys: [encryptionKey],
       rootToken: ROOT_TOKEN,
-      defaultRateLimit: undefined,
-      prefix: '',
       logger,
       metrics,
       clock: () => now,
-    };
+    });
     app = createManagementApp(deps);
   }, 60_000);
 
@@ -943,19 +940,7 @@ describe('management API on an unreachable Postgres server', () => {
     const handle = await openPostgres('postgres://postgres@127.0.0.1:1/none');
     const limiter = new MemoryRateLimiter();
     try {
-      const app = createManagementApp({
-        ...storeDeps(handle.db),
-        usage: new UsageReader(new UsageRepository(handle.db), []),
-        limiter,
-        keyEvents: new LocalKeyEvents(),
-        encryptionKeys: [randomBytes(32)],
-        rootToken: ROOT_TOKEN,
-        defaultRateLimit: undefined,
-        prefix: '',
-        logger,
-        metrics: new Metrics(),
-        clock: Date.now,
-      });
+      const app = createManagementApp(managementDeps(handle.db, { limiter, rootToken: ROOT_TOKEN, logger }));
       expectError(await request(app).get('/consumer-api-key/key_abc').set(AUTH), 503, 'database_unavailable');
       expectError(
         await request(app).delete('/consumer-api-key/key_abc').set(AUTH),

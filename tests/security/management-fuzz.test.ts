@@ -18,7 +18,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
-import { LocalKeyEvents } from '../../src/keys/key-events.js';
 import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
 import { PERIODS } from '../../src/limits/window.js';
 import { createManagementApp } from '../../src/management/app.js';
@@ -30,7 +29,7 @@ import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
-import { storeDeps } from '../helpers/management-storage.js';
+import { managementDeps } from '../helpers/management-storage.js';
 
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
 const RUNS = Number(process.env.FUZZ_RUNS ?? 120);
@@ -249,19 +248,7 @@ beforeAll(async () => {
   const usageRepository = new UsageRepository(handle.db);
   const recorder = new UsageRecorder(new PostgresUsageSink(usageRepository), logger, metrics);
   limiter = new MemoryRateLimiter();
-  const app = createManagementApp({
-    ...storeDeps(handle.db),
-    usage: new UsageReader(usageRepository, [recorder]),
-    limiter,
-    keyEvents: new LocalKeyEvents(),
-    encryptionKeys: [randomBytes(32)],
-    rootToken: ROOT_TOKEN,
-    defaultRateLimit: undefined,
-    prefix: '',
-    logger,
-    metrics,
-    clock: Date.now,
-  });
+  const app = createManagementApp(managementDeps(handle.db, { usage: new UsageReader(usageRepository, [recorder]), limiter, rootToken: ROOT_TOKEN, logger, metrics }));
   // One listening server, one keep-alive agent for every request.
   server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

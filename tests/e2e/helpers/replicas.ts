@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
-import { startTollgate, type Tollgate } from './tollgate.js';
+import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../../helpers/services.js';
+import { startBackend, type Backend } from './backend.js';
+import { expectNoSecretsLogged, startTollgate, type Tollgate } from './tollgate.js';
 
 /**
  * Several Tollgate processes of one deployment: one root token, one encryption key, one database, one
@@ -35,6 +37,35 @@ export class Replicas {
       }),
     );
   }
+}
+
+/** A deployment of replicas on Redis and Postgres in front of a recording backend, in a fresh database. */
+export interface Fleet {
+  readonly backend: Backend;
+  readonly database: TestDatabase;
+  readonly replicas: Replicas;
+  /** The replicas started with the fleet. */
+  readonly members: Tollgate[];
+  /** For afterAll: stops everything, drops the database and checks that no secret was logged. */
+  stop(): Promise<void>;
+}
+
+export async function startFleet(count: number, env: Record<string, string> = {}): Promise<Fleet> {
+  const [backend, database] = await Promise.all([startBackend(), createTestDatabase()]);
+  const replicas = new Replicas({ DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(), UPSTREAM_URL: backend.url, ...env });
+  const members = await replicas.start(count);
+  return {
+    backend,
+    database,
+    replicas,
+    members,
+    async stop() {
+      await replicas.stopAll();
+      await backend.close();
+      await database.drop();
+      if (replicas.all.length) expectNoSecretsLogged();
+    },
+  };
 }
 
 export { sleep, waitFor } from '../../helpers/poll.js';
