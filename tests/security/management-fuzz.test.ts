@@ -381,6 +381,63 @@ const ENDPOINTS = [
   },
 ] as const;
 
+/**
+ * The lifecycle calls (contract sections 6, 7, 9) with generated bodies, valid or not. Aimed at ids
+ * that do not exist, a valid body is answered 404 and an invalid one 400: either way nothing is
+ * stored, nothing crashes. Admin tokens have no target: a valid body creates one (201).
+ */
+const LIFECYCLE_CALLS = [
+  {
+    label: 'PATCH /consumer-api-key/{id}',
+    method: 'PATCH',
+    path: '/consumer-api-key/key_fuzz_missing',
+    body: bodyOf({ name: oddString, enabled: anyValue, expiresAt: fc.oneof(oddString, anyValue), externalId: oddString, metadata: anyValue }),
+    allowed: [400, 404],
+  },
+  {
+    label: 'POST /consumer-api-key/{id}/roll',
+    method: 'POST',
+    path: '/consumer-api-key/key_fuzz_missing/roll',
+    body: bodyOf({ gracePeriodSeconds: fc.oneof(oddNumber, anyValue, fc.constantFrom(0, 604_800, 604_801)) }),
+    allowed: [400, 404],
+  },
+  {
+    label: 'PATCH /rate-limit/{id}',
+    method: 'PATCH',
+    path: '/rate-limit/fuzz-missing',
+    body: bodyOf({ description: oddString, limit: fc.oneof(oddNumber, anyValue), period: fc.oneof(oddString, fc.constantFrom(...PERIODS)) }),
+    allowed: [400, 404],
+  },
+  {
+    label: 'POST /api-keys/remove-rate-limit',
+    method: 'POST',
+    path: '/api-keys/remove-rate-limit',
+    body: bodyOf({ consumerApiKeyId: fc.oneof(oddString, anyValue, fc.constant('key_unknown')) }),
+    allowed: [400, 404],
+  },
+  {
+    label: 'POST /tollgate/admin-tokens',
+    method: 'POST',
+    path: '/tollgate/admin-tokens',
+    body: bodyOf({ name: oddString, scopes: fc.oneof(anyValue, fc.array(fc.oneof(oddString, fc.constantFrom('keys:read', 'tokens:write')))), expiresAt: fc.oneof(oddString, anyValue) }),
+    allowed: [400, 201],
+  },
+] as const;
+
+describe.each(LIFECYCLE_CALLS)('$label with generated bodies', ({ label, method, path, body, allowed }) => {
+  it('answers within the contract, never 5xx, storing nothing it should not', async () => {
+    await fc.assert(
+      fc.asyncProperty(body, async (b) => {
+        const text = serialize(b);
+        const res = await call(method, path, { body: text, type: 'application/json' });
+        if (res.status === 201) return allowed.includes(201);
+        return judge(`${label} ${text.slice(0, 120)}`, res, Buffer.byteLength(text) > MAX_BODY ? [413] : allowed);
+      }),
+      params,
+    );
+  });
+});
+
 describe.each(ENDPOINTS)('POST $path with generated bad bodies', ({ path, body, valid, allowed }) => {
   it('answers 400 with the JSON error envelope, never 5xx', async () => {
     await fc.assert(
