@@ -31,14 +31,14 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', coreRestriction], '@typescript-eslint/no-restricted-imports': 'off' },
   },
   {
-    // The database is store/'s, and the usage repository's: nobody else speaks SQL.
+    // The database is store/'s, and the usage repositories': nobody else speaks SQL.
     files: ['src/**/*.ts'],
-    ignores: ['src/store/**/*.ts', 'src/usage/usage-repository.ts'],
+    ignores: ['src/store/**/*.ts', 'src/usage/*-repository.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
-          patterns: [{ group: ['kysely', 'pg', '@electric-sql/*', 'kysely-*'], message: 'Only store/ and usage/usage-repository.ts talk to the database.', allowTypeImports: false }],
+          patterns: [{ group: ['kysely', 'pg', '@electric-sql/*', 'kysely-*'], message: 'Only store/ and the usage/*-repository.ts files talk to the database.', allowTypeImports: false }],
         },
       ],
     },

@@ -56,7 +56,7 @@ export async function enter(
   const admission = await admit(deps, req.headers, facts.client);
   if (!admission.admitted) {
     const refusal = refusalResponse(admission, requestId, deps.clock());
-    finished(deps, { req, requestId, receivedAt, path: target.path, keyId: admission.key?.id, status: refusal.status });
+    finished(deps, { req, requestId, receivedAt, path: target.path, keyId: admission.key?.id, status: refusal.status, rateLimited: admission.code === 'rate_limit_exceeded' });
     return { entered: false, refusal };
   }
   if (client.destroyed) {
@@ -81,14 +81,17 @@ export interface Finished {
   readonly keyId: string | undefined;
   /** What the client got (499: it left first); successful when the backend answered below 400. */
   readonly status: number;
+  /** Refused by the limiter (a 429 of the backend's own is not). */
+  readonly rateLimited?: boolean;
 }
 
 /** Usage and last use, for a request that presented a valid key, and the access-log line (debug only). */
 export function finished(deps: EntryDeps, f: Finished): void {
   const durationMs = performance.now() - f.receivedAt;
   if (f.keyId !== undefined && f.path !== undefined) {
-    deps.lastUse.used(f.keyId, deps.clock());
-    deps.recorder.record(f.keyId, f.path, customerIdOf(f.req.headers, deps.config.customerIdHeader), f.status < 400, durationMs);
+    const now = deps.clock();
+    deps.lastUse.used(f.keyId, now);
+    deps.recorder.record(f.keyId, f.path, customerIdOf(f.req.headers, deps.config.customerIdHeader), f.status < 400, durationMs, f.rateLimited === true, now);
   }
   if (deps.logger.isLevelEnabled('debug')) {
     deps.logger.debug(

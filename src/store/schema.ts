@@ -51,6 +51,25 @@ export interface UsageBatchTable {
   applied_at: Generated<Date>;
 }
 
+export interface UsageBucketTable {
+  key_id: string;
+  granularity: string;
+  start: Date;
+  requests: ColumnType<string, number, number>;
+  successful: ColumnType<string, number, number>;
+  failed: ColumnType<string, number, number>;
+  rate_limited: ColumnType<string, number, number>;
+  total_duration_ms: number;
+}
+
+export interface UsageEndpointBucketTable extends Omit<UsageBucketTable, 'rate_limited'> {
+  endpoint: string;
+}
+
+export interface UsageCustomerBucketTable extends Omit<UsageBucketTable, 'rate_limited' | 'total_duration_ms'> {
+  customer_id: string;
+}
+
 export interface AdminTokenTable {
   id: string;
   name: string;
@@ -82,6 +101,9 @@ export interface Database {
   usage_endpoints: UsageEndpointTable;
   usage_customers: UsageCustomerTable;
   usage_batches: UsageBatchTable;
+  usage_buckets: UsageBucketTable;
+  usage_endpoint_buckets: UsageEndpointBucketTable;
+  usage_customer_buckets: UsageCustomerBucketTable;
   admin_tokens: AdminTokenTable;
   audit_log: AuditLogTable;
 }

@@ -13,7 +13,8 @@ const RESERVED_BYTES = 4 * 1024 * 1024;
 /** The journal's first bytes: the length of the JSON that follows (0: nothing kept). */
 const HEADER_BYTES = 8;
 
-type Serialised = [string, [string, [string, number[]][], [string, number[]][]][]][];
+/** Per key: endpoints, customers and (since usage over time; absent in older journals) minutes. */
+type Serialised = [string, [string, [string, number[]][], [string, number[]][], [number, number[]][]?][]][];
 
 function encode(held: readonly HeldBatch[]): Serialised {
   return held.map(({ batchId, batch }) => [
@@ -22,6 +23,7 @@ function encode(held: readonly HeldBatch[]): Serialised {
       keyId,
       [...u.endpoints].map(([e, c]) => [e, [c.requests, c.successful, c.failed, c.totalDurationMs]]),
       [...u.customers].map(([name, c]) => [name, [c.requests, c.successful, c.failed]]),
+      [...u.minutes].map(([minute, c]) => [minute, [c.requests, c.successful, c.failed, c.rateLimited, c.totalDurationMs]]),
     ]),
   ]);
 }
@@ -30,11 +32,17 @@ function decode(data: Serialised): HeldBatch[] {
   return data.map(([batchId, keys]) => ({
     batchId,
     batch: new Map(
-      keys.map(([keyId, endpoints, customers]): [string, KeyUsage] => [
+      keys.map(([keyId, endpoints, customers, minutes = []]): [string, KeyUsage] => [
         keyId,
         {
           endpoints: new Map(endpoints.map(([e, [requests, successful, failed, totalDurationMs]]) => [e, { requests: requests!, successful: successful!, failed: failed!, totalDurationMs: totalDurationMs! }])),
           customers: new Map(customers.map(([name, [requests, successful, failed]]) => [name, { requests: requests!, successful: successful!, failed: failed! }])),
+          minutes: new Map(
+            minutes.map(([minute, [requests, successful, failed, rateLimited, totalDurationMs]]) => [
+              minute,
+              { requests: requests!, successful: successful!, failed: failed!, rateLimited: rateLimited!, totalDurationMs: totalDurationMs! },
+            ]),
+          ),
         },
       ]),
     ),

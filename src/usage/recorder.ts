@@ -5,10 +5,12 @@ import {
   MAX_ENDPOINT_LENGTH,
   MAX_CUSTOMERS_PER_KEY,
   MAX_ENDPOINTS_PER_KEY,
+  emptyBucket,
   emptyCounts,
   emptyEndpoint,
   emptyKeyUsage,
   entryFor,
+  minuteOf,
   requestsIn,
   type PendingPart,
   type PendingUsage,
@@ -37,9 +39,21 @@ export class UsageRecorder implements PendingUsage {
     private readonly metrics: Metrics,
   ) {}
 
-  record(keyId: string, endpoint: string, customerId: string | undefined, ok: boolean, durationMs: number): void {
+  /**
+   * One finished request of a key: `ok` when the backend answered below 400, `rateLimited` when the
+   * limiter refused it, `atMs` when it arrived (its minute of usage over time).
+   */
+  record(keyId: string, endpoint: string, customerId: string | undefined, ok: boolean, durationMs: number, rateLimited = false, atMs = Date.now()): void {
     let usage = this.current.get(keyId);
     if (!usage) this.current.set(keyId, (usage = emptyKeyUsage()));
+    const minute = minuteOf(atMs);
+    let bucket = usage.minutes.get(minute);
+    if (!bucket) usage.minutes.set(minute, (bucket = emptyBucket()));
+    bucket.requests++;
+    bucket.totalDurationMs += durationMs;
+    if (ok) bucket.successful++;
+    else bucket.failed++;
+    if (rateLimited) bucket.rateLimited++;
     if (endpoint.length > MAX_ENDPOINT_LENGTH) endpoint = endpoint.slice(0, MAX_ENDPOINT_LENGTH);
     const e = entryFor(usage.endpoints, endpoint, MAX_ENDPOINTS_PER_KEY, emptyEndpoint);
     e.requests++;

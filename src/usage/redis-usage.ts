@@ -5,6 +5,7 @@ import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { UsageRepository } from './usage-repository.js';
 import {
+  emptyBucket,
   emptyCounts,
   emptyEndpoint,
   emptyKeyUsage,
@@ -32,8 +33,9 @@ import {
  *   <p>{usage}:flushed-at             epoch ms of the last complete flush, by any replica
  *
  * Hash fields: `e|<endpoint>|<m>` with m = r (requests), s (successful), f (failed), d (summed
- * response ms), and `c|<customerId>|<m>` with m = r, s, f. Names are read between the first two and
- * the last two characters, so a `|` in a path is harmless.
+ * response ms), `c|<customerId>|<m>` with m = r, s, f, and `m|<minute start, epoch ms>|<m>` with
+ * m = r, s, f, l (rate-limited), d. Names are read between the first two and the last two
+ * characters, so a `|` in a path is harmless.
  */
 
 /**
@@ -179,6 +181,15 @@ function addFields(into: KeyUsage, flat: readonly string[]): void {
       if (metric === 'r') c.requests += value;
       else if (metric === 's') c.successful += value;
       else if (metric === 'f') c.failed += value;
+    } else if (field.startsWith('m|')) {
+      const minute = Number(name);
+      let m = into.minutes.get(minute);
+      if (!m) into.minutes.set(minute, (m = emptyBucket()));
+      if (metric === 'r') m.requests += value;
+      else if (metric === 's') m.successful += value;
+      else if (metric === 'f') m.failed += value;
+      else if (metric === 'l') m.rateLimited += value;
+      else if (metric === 'd') m.totalDurationMs += value;
     }
   }
 }
@@ -202,6 +213,13 @@ function appendFields(usage: KeyUsage, out: (string | number)[]): number {
     put(`c|${customer}|r`, u.requests);
     put(`c|${customer}|s`, u.successful);
     put(`c|${customer}|f`, u.failed);
+  }
+  for (const [minute, u] of usage.minutes) {
+    put(`m|${minute}|r`, u.requests);
+    put(`m|${minute}|s`, u.successful);
+    put(`m|${minute}|f`, u.failed);
+    put(`m|${minute}|l`, u.rateLimited);
+    put(`m|${minute}|d`, u.totalDurationMs);
   }
   return (out.length - start) / 2;
 }

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
+import { addBuckets, type KeyBatch } from './bucket-repository.js';
 import {
   MAX_CUSTOMERS_PER_KEY,
   MAX_ENDPOINTS_PER_KEY,
@@ -60,6 +61,7 @@ export class UsageRepository {
 
       const endpointRows: { key_id: string; endpoint: string; requests: number; successful: number; failed: number; total_duration_ms: number }[] = [];
       const customerRows: { key_id: string; customer_id: string; requests: number; successful: number; failed: number }[] = [];
+      const overTime: KeyBatch[] = [];
       for (const { id } of live) {
         const usage = batch.get(id)!;
         const endpoints = await this.capped(trx, 'usage_endpoints', 'endpoint', id, usage.endpoints, endpointsHeld.get(id) ?? 0, MAX_ENDPOINTS_PER_KEY, emptyEndpoint);
@@ -70,7 +72,9 @@ export class UsageRepository {
         for (const [customer, u] of customers) {
           customerRows.push({ key_id: id, customer_id: customer, requests: u.requests, successful: u.successful, failed: u.failed });
         }
+        overTime.push({ keyId: id, usage, endpoints, customers });
       }
+      await addBuckets(trx, overTime, Date.now());
       for (let i = 0; i < endpointRows.length; i += CHUNK) {
         await trx
           .insertInto('usage_endpoints')

@@ -11,9 +11,16 @@ export interface EndpointUsage extends UsageCounts {
   totalDurationMs: number;
 }
 
+/** One bucket of usage over time: `rateLimited` (the limiter's 429s) is part of `failed`. */
+export interface BucketCounts extends EndpointUsage {
+  rateLimited: number;
+}
+
 export interface KeyUsage {
   readonly endpoints: Map<string, EndpointUsage>;
   readonly customers: Map<string, UsageCounts>;
+  /** Start of each UTC minute (epoch ms) → what the key did in it: the source of usage over time. */
+  readonly minutes: Map<number, BucketCounts>;
 }
 
 /** keyId → what that key did since the previous batch. */
@@ -76,7 +83,7 @@ export interface PendingUsage {
 }
 
 export function emptyKeyUsage(): KeyUsage {
-  return { endpoints: new Map(), customers: new Map() };
+  return { endpoints: new Map(), customers: new Map(), minutes: new Map() };
 }
 
 /**
@@ -84,10 +91,10 @@ export function emptyKeyUsage(): KeyUsage {
  * one "(other)" entry. The one place the per-key caps are applied, by the recorder, by merges and by
  * the store (which passes the names it already holds).
  */
-export function entryFor<T>(entries: Map<string, T>, name: string, max: number, create: () => T, held = entries.size): T {
+export function entryFor<K, T>(entries: Map<K, T>, name: K, max: number, create: () => T, held = entries.size): T {
   let entry = entries.get(name);
   if (entry === undefined) {
-    const counted = held < max ? name : OTHER_ENDPOINT;
+    const counted = held < max ? name : (OTHER_ENDPOINT as K);
     entry = entries.get(counted);
     if (entry === undefined) entries.set(counted, (entry = create()));
   }
@@ -96,17 +103,26 @@ export function entryFor<T>(entries: Map<string, T>, name: string, max: number, 
 
 export const emptyCounts = (): UsageCounts => ({ requests: 0, successful: 0, failed: 0 });
 export const emptyEndpoint = (): EndpointUsage => ({ requests: 0, successful: 0, failed: 0, totalDurationMs: 0 });
+export const emptyBucket = (): BucketCounts => ({ requests: 0, successful: 0, failed: 0, rateLimited: 0, totalDurationMs: 0 });
 
-/** Adds counts (and summed response times, when both have them) of `from` to `into`. */
-export function addCounts(into: UsageCounts & { totalDurationMs?: number }, from: UsageCounts & { totalDurationMs?: number }): void {
+/** Adds counts (and summed response times and 429s, when both have them) of `from` to `into`. */
+export function addCounts(
+  into: UsageCounts & { totalDurationMs?: number; rateLimited?: number },
+  from: UsageCounts & { totalDurationMs?: number; rateLimited?: number },
+): void {
   into.requests += from.requests;
   into.successful += from.successful;
   into.failed += from.failed;
   if (into.totalDurationMs !== undefined) into.totalDurationMs += from.totalDurationMs ?? 0;
+  if (into.rateLimited !== undefined) into.rateLimited += from.rateLimited ?? 0;
 }
+
+/** The UTC minute (epoch ms) an instant falls in. */
+export const minuteOf = (atMs: number): number => atMs - (atMs % 60_000);
 
 /** Adds `from` into `into`, capping distinct endpoints and customers like the recorder and the store do. */
 export function mergeKeyUsage(into: KeyUsage, from: KeyUsage): void {
   for (const [endpoint, u] of from.endpoints) addCounts(entryFor(into.endpoints, endpoint, MAX_ENDPOINTS_PER_KEY, emptyEndpoint), u);
   for (const [customer, u] of from.customers) addCounts(entryFor(into.customers, customer, MAX_CUSTOMERS_PER_KEY, emptyCounts), u);
+  for (const [minute, u] of from.minutes) addCounts(entryFor(into.minutes, minute, Infinity, emptyBucket), u);
 }

@@ -21,6 +21,7 @@ function batchOf(keyId: string, endpoints: Record<string, [number, number, numbe
           Object.entries(endpoints).map(([e, [ok, failed, ms]]) => [e, { requests: ok + failed, successful: ok, failed, totalDurationMs: ms }]),
         ),
         customers: new Map(Object.entries(customers).map(([c, n]) => [c, { requests: n, successful: n, failed: 0 }])),
+        minutes: new Map(),
       },
     ],
   ]);
