@@ -23,7 +23,10 @@ import { AuditRetention } from './store/audit-retention.js';
 import { KeyRepository } from './store/key-repository.js';
 import { PlanRepository } from './store/plan-repository.js';
 import { StorageHealth } from './store/storage-health.js';
+import { UsageHistory } from './usage/history.js';
+import { UsageHistoryRepository } from './usage/history-repository.js';
 import { UsageReader } from './usage/reader.js';
+import { UsageRetention } from './usage/retention.js';
 import { UsageRecorder } from './usage/recorder.js';
 import type { UsageRepository } from './usage/usage-repository.js';
 import type { PendingUsage, UsageSink } from './usage/usage.js';
@@ -93,6 +96,8 @@ export function buildApp({
   const plans = new PlanRepository(adapters.db.db);
   const recorder = new UsageRecorder(adapters.usageSink, logger, metrics);
   const usage = new UsageReader(adapters.usageRepository, [...adapters.pendingUsage, recorder]);
+  const historyRepository = new UsageHistoryRepository(adapters.db.db);
+  const usageRetention = new UsageRetention(historyRepository, config.usageRetention, logger);
   const lastUse = new LastUseTracker((times) => keys.markUsed(times), logger);
   if (adapters.db.pool) metrics.watchPool(adapters.db.pool);
 
@@ -128,6 +133,8 @@ export function buildApp({
     throttle: adapters.failureThrottle('management', FAILED_ADMIN_AUTH_LIMIT),
     trustProxy: config.trustProxy,
     usage,
+    history: new UsageHistory(historyRepository, usage),
+    usageRetention: config.usageRetention,
     limiter: adapters.limiter,
     keyEvents: adapters.keyEvents,
     encryptionKeys,
@@ -173,6 +180,7 @@ export function buildApp({
       recorder.start();
       lastUse.start();
       auditRetention.start();
+      usageRetention.start();
       for (const task of adapters.background) task.start();
       const opsPort = await listenOn(opsServer, config.opsPort);
       const port = await listenOn(publicServer, config.port);
@@ -199,6 +207,7 @@ export function buildApp({
       await recorder.stop(mustEndBy - 3 * CLOSE_STEP_MS);
       await settledWithin(lastUse.stop(), CLOSE_STEP_MS / 2);
       auditRetention.stop();
+      usageRetention.stop();
       for (const task of adapters.background) await settledWithin(task.stop(), Math.max(0, mustEndBy - 1.5 * CLOSE_STEP_MS - Date.now()));
       const opsClosed = new Promise<void>((resolve) => opsServer.close(() => resolve()));
       opsServer.closeAllConnections();

@@ -1,3 +1,4 @@
+import type { UsageRetentionSettings } from './usage/retention.js';
 import { parsePolicy, type RateLimitPolicy } from './limits/window.js';
 
 /** Every setting of the service, validated once at start-up and passed in; never read as a global. */
@@ -26,6 +27,8 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   /** Audit log entries older than this are deleted (AUDIT_RETENTION_DAYS). */
   readonly auditRetentionDays: number;
+  /** How long usage over time is kept at each granularity (USAGE_RETENTION_*). */
+  readonly usageRetention: UsageRetentionSettings;
   readonly logLevel: string;
   readonly workers: number;
   /** How many proxy hops in front of Tollgate may set X-Forwarded-For, or which addresses. */
@@ -180,6 +183,12 @@ export function loadConfig(env: Env): Config {
     upstreamTimeoutMs: integer(env, 'UPSTREAM_TIMEOUT_MS', 30000, 1, 3_600_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0, 3_600_000),
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
+    usageRetention: {
+      minuteHours: integer(env, 'USAGE_RETENTION_MINUTE_HOURS', 48, 1, 8_760),
+      hourDays: integer(env, 'USAGE_RETENTION_HOUR_DAYS', 90, 1, 3_650),
+      dayDays: integer(env, 'USAGE_RETENTION_DAY_DAYS', 400, 1, 36_500),
+      monthMonths: integer(env, 'USAGE_RETENTION_MONTH_MONTHS', 60, 1, 1_200),
+    },
     logLevel,
     workers,
     trustProxy: trustProxy(env.TRUST_PROXY),

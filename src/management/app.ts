@@ -14,6 +14,7 @@ import { KeyRepository } from '../store/key-repository.js';
 import { PlanRepository } from '../store/plan-repository.js';
 import { addAdminTokenRoutes } from './admin-token-routes.js';
 import { addAuditRoutes } from './audit-routes.js';
+import { addUsageRoutes } from './usage-routes.js';
 import { authenticate, callerOf } from './authenticate.js';
 import type { ManagementContext, ManagementDeps } from './context.js';
 import { isDatabaseUnavailable, isForeignKeyViolation, isStorageRefusingWrites } from './db-errors.js';
@@ -69,6 +70,7 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
   // Exact paths, as src/server.ts routes them: case-sensitive, no trailing slash.
   const router = express.Router({ caseSensitive: true, strict: true });
   addKeyRoutes(router, ctx);
+  addUsageRoutes(router, ctx);
   addPlanRoutes(router, ctx);
   addAdminTokenRoutes(router, ctx);
   addAuditRoutes(router, ctx);

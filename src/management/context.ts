@@ -12,6 +12,8 @@ import type { Db } from '../store/db.js';
 import type { KeyRepository } from '../store/key-repository.js';
 import type { PlanRepository } from '../store/plan-repository.js';
 import type { StorageHealth } from '../store/storage-health.js';
+import type { UsageHistory } from '../usage/history.js';
+import type { UsageRetentionSettings } from '../usage/retention.js';
 import type { UsageTotals } from './schemas.js';
 
 /** Stored usage of one key (flushed and pending), without `rateLimits`, which the limiter knows. */
@@ -31,6 +33,9 @@ export interface ManagementDeps {
   /** TRUST_PROXY: which X-Forwarded-For entries name the client of the audit log and the throttle. */
   readonly trustProxy: TrustProxy;
   readonly usage: UsageTotalsReader;
+  /** Usage over time, and how long each granularity is kept. */
+  readonly history: Pick<UsageHistory, 'forKey' | 'seriesForKey' | 'forFleet'>;
+  readonly usageRetention: UsageRetentionSettings;
   /** `peek()` gives `usage.rateLimits` without counting a request. */
   readonly limiter: RateLimiter;
   /** Told about every key and plan change, so every replica's key cache drops what it held. */

@@ -210,6 +210,22 @@ const BAD_PAGE_QUERY = errorResponse('Bad `limit` (validation_failed) or `cursor
 ]);
 
 const KEY_NOT_FOUND = errorResponse('No key has that id', ['key_not_found']);
+
+const USAGE_PARAMETERS = [
+  { name: 'from', in: 'query', description: 'Start of the range, YYYY-MM-DDThh:mm:ssZ (default: 24 h before `to`)', schema: { type: 'string' } },
+  { name: 'to', in: 'query', description: 'End of the range, exclusive (default: now)', schema: { type: 'string' } },
+  {
+    name: 'granularity',
+    in: 'query',
+    description: 'minute, hour, day or month (default: minute up to 3 h, hour up to 4 days, day beyond)',
+    schema: { type: 'string', enum: ['minute', 'hour', 'day', 'month'] },
+  },
+];
+
+const USAGE_RANGE_ERRORS = errorResponse(
+  'A bad parameter (validation_failed), a range reaching beyond retention at that granularity, or more than 1,500 buckets',
+  ['validation_failed', 'range_beyond_retention', 'range_too_large'],
+);
 const PLAN_NOT_FOUND = errorResponse('No plan has that id', ['rate_limit_not_found']);
 
 /** `/consumer-api-key/:consumerApiKeyId` → `/consumer-api-key/{consumerApiKeyId}`. */
@@ -426,6 +442,45 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         },
       },
     },
+    [openApiPath(prefix, PATHS.keyUsage)]: {
+      parameters: [keyIdParameter],
+      get: {
+        operationId: 'getConsumerApiKeyUsage',
+        tags: ['Usage'],
+        summary: "A key's usage over time",
+        description:
+          'Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint or customer. `Accept: text/csv` answers the same as CSV (columns start, [endpoint|customerId,] requests, successful, failed, rateLimited, averageResponseTimeMs). Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).',
+        parameters: USAGE_PARAMETERS.concat([
+          { name: 'groupBy', in: 'query', description: '`endpoint` or `customer` (day and month granularity only)', schema: { type: 'string', enum: ['endpoint', 'customer'] } },
+        ]),
+        responses: {
+          '200': {
+            description: 'The buckets',
+            content: { 'application/json': { schema: ref('KeyUsageResponse') }, 'text/csv': { schema: { type: 'string' } } },
+          },
+          '400': USAGE_RANGE_ERRORS,
+          '404': KEY_NOT_FOUND,
+          ...standardResponses(false),
+        },
+      },
+    },
+    [openApiPath(prefix, PATHS.fleetUsage)]: {
+      get: {
+        operationId: 'getFleetUsage',
+        tags: ['Usage'],
+        summary: "Every key's usage over time, and the busiest keys",
+        description: 'The buckets summed over all keys (from stored usage: about a second behind), and `topKeys`: at most 10 keys with the most requests in the range. `Accept: text/csv` answers the buckets as CSV.',
+        parameters: USAGE_PARAMETERS,
+        responses: {
+          '200': {
+            description: 'The buckets and the busiest keys',
+            content: { 'application/json': { schema: ref('FleetUsageResponse') }, 'text/csv': { schema: { type: 'string' } } },
+          },
+          '400': USAGE_RANGE_ERRORS,
+          ...standardResponses(false),
+        },
+      },
+    },
     [openApiPath(prefix, PATHS.adminTokens)]: {
       post: {
         operationId: 'createAdminToken',
@@ -507,6 +562,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     tags: [
       { name: 'Consumer API keys', description: 'Keys consumers present to the proxy' },
       { name: 'Rate limit plans', description: 'Limits per window, bound to keys' },
+      { name: 'Usage', description: 'Usage over time, for billing and dashboards' },
       { name: 'Admin tokens and audit', description: 'Scoped credentials and the record of every change' },
     ],
     security: [{ rootToken: [] }, { adminToken: [] }],

@@ -8,6 +8,7 @@ export const PATHS = {
   keys: '/consumer-api-key',
   key: '/consumer-api-key/:consumerApiKeyId',
   rollKey: '/consumer-api-key/:consumerApiKeyId/roll',
+  keyUsage: '/consumer-api-key/:consumerApiKeyId/usage',
   createPlan: '/rate-limit/create',
   plans: '/rate-limit',
   plan: '/rate-limit/:rateLimitId',
@@ -16,6 +17,7 @@ export const PATHS = {
   adminTokens: '/tollgate/admin-tokens',
   adminToken: '/tollgate/admin-tokens/:tokenId',
   auditLog: '/tollgate/audit-log',
+  fleetUsage: '/tollgate/usage',
 } as const;
 
 import type { Scope } from './scopes.js';
@@ -29,6 +31,7 @@ export const REQUIRED_SCOPES = {
   keys: { get: 'keys:read' },
   key: { get: 'keys:read', patch: 'keys:write', delete: 'keys:write' },
   rollKey: { post: 'keys:write' },
+  keyUsage: { get: 'usage:read' },
   createPlan: { post: 'plans:write' },
   plans: { get: 'plans:read' },
   plan: { get: 'plans:read', patch: 'plans:write', delete: 'plans:write' },
@@ -37,6 +40,7 @@ export const REQUIRED_SCOPES = {
   adminTokens: { get: 'tokens:write', post: 'tokens:write' },
   adminToken: { delete: 'tokens:write' },
   auditLog: { get: 'audit:read' },
+  fleetUsage: { get: 'usage:read' },
 } as const satisfies Record<keyof typeof PATHS, Partial<Record<'get' | 'post' | 'patch' | 'delete', Scope>>>;
 
 /** The one root of the surfaces that are about neither one key nor one plan (console, usage, audit…). */

@@ -358,6 +358,81 @@ export const RemovePlanResponse = Type.Object(
   { ...strict, title: 'RemovePlanResponse' },
 );
 
+// ---- usage over time ----
+
+export const GranularitySchema = Type.Unsafe<'minute' | 'hour' | 'day' | 'month'>({
+  type: 'string',
+  enum: ['minute', 'hour', 'day', 'month'],
+  description: 'Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond',
+});
+
+const usageQueryFields = {
+  from: Type.Optional({ ...IsoTimestampInput, description: 'Start of the range (default: 24 h before `to`)' }),
+  to: Type.Optional({ ...IsoTimestampInput, description: 'End of the range, exclusive (default: now)' }),
+  granularity: Type.Optional(GranularitySchema),
+};
+
+export const KeyUsageQuery = Type.Object(
+  {
+    ...usageQueryFields,
+    groupBy: Type.Optional(
+      Type.Unsafe<'endpoint' | 'customer'>({ type: 'string', enum: ['endpoint', 'customer'], description: 'Adds one series per endpoint or customer (day and month granularity only)' }),
+    ),
+  },
+  { ...strict, title: 'KeyUsageQuery' },
+);
+
+export const FleetUsageQuery = Type.Object(usageQueryFields, { ...strict, title: 'FleetUsageQuery' });
+
+const UsageBucket = Type.Object(
+  {
+    start: IsoTimestamp,
+    requests: Count,
+    successful: { ...Count, description: 'Answered by the backend below 400' },
+    failed: { ...Count, description: 'The rest: successful + failed = requests' },
+    rateLimited: { ...Count, description: "Refused by the limiter (429): part of failed" },
+    averageResponseTimeMs: Type.Number({ minimum: 0 }),
+  },
+  { ...strict, title: 'UsageBucket' },
+);
+
+const usageRangeFields = {
+  granularity: GranularitySchema,
+  from: { ...IsoTimestamp, description: 'Start of the first bucket' },
+  to: { ...IsoTimestamp, description: 'End of the last bucket' },
+  buckets: Type.Array(UsageBucket, { description: 'Every bucket of the range, oldest first, zero-filled' }),
+};
+
+export const KeyUsageResponse = Type.Object(
+  {
+    consumerApiKeyId: KeyId,
+    ...usageRangeFields,
+    series: Type.Optional(
+      Type.Array(
+        Type.Object(
+          { endpoint: Type.Optional(Type.String()), customerId: Type.Optional(Type.String()), buckets: Type.Array(UsageBucket) },
+          { ...strict, description: 'With groupBy: one per endpoint (or customer), most requests first' },
+        ),
+      ),
+    ),
+  },
+  { ...strict, title: 'KeyUsageResponse' },
+);
+
+export const FleetUsageResponse = Type.Object(
+  {
+    ...usageRangeFields,
+    topKeys: Type.Array(
+      Type.Object({ consumerApiKeyId: KeyId, name: Type.String(), requests: Count, rateLimited: Count }, strict),
+      { maxItems: 10, description: 'The keys with the most requests in the range, most first' },
+    ),
+  },
+  { ...strict, title: 'FleetUsageResponse' },
+);
+
+export type KeyUsageResponse = Static<typeof KeyUsageResponse>;
+export type FleetUsageResponse = Static<typeof FleetUsageResponse>;
+
 // ---- admin tokens and the audit log ----
 
 const ScopeSchema = Type.Unsafe<Scope>({ type: 'string', enum: [...SCOPES], description: 'What the token may do' });
@@ -515,6 +590,8 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   ApplyPlanResponse,
   RemovePlanRequest,
   RemovePlanResponse,
+  KeyUsageResponse,
+  FleetUsageResponse,
   CreateAdminTokenRequest,
   CreateAdminTokenResponse,
   AdminToken: AdminTokenResponse,

@@ -8,6 +8,8 @@ import { AppError } from '../errors.js';
 import {
   ApplyPlanRequest,
   AuditLogQuery,
+  FleetUsageQuery,
+  KeyUsageQuery,
   CreateAdminTokenRequest,
   CreateKeyRequest,
   CreatePlanRequest,
@@ -134,3 +136,5 @@ export const validateListQuery = queryValidator(ListKeysQuery);
 export const validateListPlansQuery = queryValidator(ListPlansQuery);
 export const validateDeletePlanQuery = queryValidator(DeletePlanQuery);
 export const validateAuditLogQuery = queryValidator(AuditLogQuery, (query) => unrealTimestamps(query, ['from', 'to']));
+export const validateKeyUsageQuery = queryValidator(KeyUsageQuery, (query) => unrealTimestamps(query, ['from', 'to']));
+export const validateFleetUsageQuery = queryValidator(FleetUsageQuery, (query) => unrealTimestamps(query, ['from', 'to']));

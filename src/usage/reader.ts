@@ -1,5 +1,5 @@
 import type { UsageRepository } from './usage-repository.js';
-import { mergeKeyUsage, type PendingPart, type PendingUsage } from './usage.js';
+import { emptyKeyUsage, mergeKeyUsage, type KeyUsage, type PendingPart, type PendingUsage } from './usage.js';
 
 export interface EndpointView {
   endpoint: string;
@@ -45,11 +45,7 @@ export class UsageReader {
 
   async read(keyId: string): Promise<UsageView> {
     const usage = await this.repository.read(keyId);
-    const parts: PendingPart[] = [];
-    for (const source of this.pendingSources) parts.push(...(await source.pending(keyId)));
-    const sealed = parts.flatMap((p) => (p.batchId === undefined ? [] : [p.batchId]));
-    const applied = await this.repository.appliedBatches(sealed);
-    for (const part of parts) if (part.batchId === undefined || !applied.has(part.batchId)) mergeKeyUsage(usage, part.usage);
+    mergeKeyUsage(usage, await this.unflushed(keyId));
 
     const endpoints: EndpointView[] = [];
     let totalRequests = 0;
@@ -73,5 +69,19 @@ export class UsageReader {
       endpoints: endpoints.sort(byRequestsThenName((e) => e.endpoint)),
       usageByCustomer: usageByCustomer.sort(byRequestsThenName((c) => c.customerId)),
     };
+  }
+
+  /**
+   * What is recorded for a key and not in Postgres yet. Read it after Postgres (see above): a sealed
+   * batch Postgres applied meanwhile is left out by its batch id.
+   */
+  async unflushed(keyId: string): Promise<KeyUsage> {
+    const parts: PendingPart[] = [];
+    for (const source of this.pendingSources) parts.push(...(await source.pending(keyId)));
+    const sealed = parts.flatMap((p) => (p.batchId === undefined ? [] : [p.batchId]));
+    const applied = await this.repository.appliedBatches(sealed);
+    const usage = emptyKeyUsage();
+    for (const part of parts) if (part.batchId === undefined || !applied.has(part.batchId)) mergeKeyUsage(usage, part.usage);
+    return usage;
   }
 }

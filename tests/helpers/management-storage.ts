@@ -9,6 +9,8 @@ import type { ManagementDeps } from '../../src/management/app.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { AuthThrottle } from '../../src/proxy/auth-throttle.js';
+import { UsageHistory } from '../../src/usage/history.js';
+import { UsageHistoryRepository } from '../../src/usage/history-repository.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { AdminTokenRepository } from '../../src/store/admin-token-repository.js';
@@ -69,10 +71,16 @@ export function storeDeps(db: Db, throttle = new AuthThrottle({ limit: 1_000_000
  * limiter, local key events, a fresh encryption key, no prefix, silent logs, the real clock);
  * `overrides` sets what a test observes. The default limiter's sweeper timer is unref'd.
  */
-export function managementDeps(db: Db, overrides: Partial<ManagementDeps> & Pick<ManagementDeps, 'rootToken'>): ManagementDeps {
+export function managementDeps(
+  db: Db,
+  overrides: Partial<Omit<ManagementDeps, 'usage'>> & Pick<ManagementDeps, 'rootToken'> & { usage?: UsageReader },
+): ManagementDeps {
+  const usage = overrides.usage ?? new UsageReader(new UsageRepository(db), []);
   return {
     ...storeDeps(db),
-    usage: new UsageReader(new UsageRepository(db), []),
+    usage,
+    history: new UsageHistory(new UsageHistoryRepository(db), usage),
+    usageRetention: { minuteHours: 48, hourDays: 90, dayDays: 400, monthMonths: 60 },
     limiter: new MemoryRateLimiter(),
     keyEvents: new LocalKeyEvents(),
     encryptionKeys: [randomBytes(32)],

@@ -89,6 +89,8 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('admin tokens 
       case 'adminTokens': return { path: PATHS.adminTokens, ...(method === 'post' && { body: { name: 'made', scopes: ['tokens:write'] } }) };
       case 'adminToken': return { path: `/tollgate/admin-tokens/${(await token(['keys:read'])).id}` };
       case 'auditLog': return { path: PATHS.auditLog };
+      case 'keyUsage': return { path: `/consumer-api-key/${await key()}/usage` };
+      case 'fleetUsage': return { path: PATHS.fleetUsage };
     }
   }
 

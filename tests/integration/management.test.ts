@@ -875,7 +875,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
     });
 
     it.each([
-      ['/consumer-api-key/key_x/usage'],
+      ['/consumer-api-key/key_x/usage/extra'],
       ['/rate-limit/gold/extra'],
       ['/rate-limit/create/extra'],
       ['/Consumer-Api-Key'],

@@ -76,6 +76,31 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
   afterEach(async () => {
     await handle.db.deleteFrom('usage_endpoints').execute();
     await handle.db.deleteFrom('usage_customers').execute();
+    await handle.db.deleteFrom('usage_buckets').execute();
+  });
+
+  it("carries each request's minute and 429s through Redis into the buckets, once", async () => {
+    const prefix = testKeyPrefix();
+    const r = await replica(prefix);
+    const minute = Date.UTC(2026, 10, 22, 23, 59);
+    const u = usage({ '/a': [2, 1, 30] });
+    u.minutes.set(minute, { requests: 3, successful: 2, failed: 1, rateLimited: 1, totalDurationMs: 30 });
+    await r.sink.write(batchOf({ key_1: u }));
+    expect((await pendingTotal(r.pending, 'key_1'))?.minutes).toEqual(u.minutes);
+    await r.flusher.flush();
+    await r.flusher.flush();
+    const rows = await handle.db
+      .selectFrom('usage_buckets')
+      .select(['granularity', 'start', 'requests', 'rate_limited', 'total_duration_ms'])
+      .where('key_id', '=', 'key_1')
+      .orderBy('granularity')
+      .execute();
+    expect(rows.map((row) => [row.granularity, row.start.toISOString(), Number(row.requests), Number(row.rate_limited), row.total_duration_ms])).toEqual([
+      ['day', '2026-11-22T00:00:00.000Z', 3, 1, 30],
+      ['hour', '2026-11-22T23:00:00.000Z', 3, 1, 30],
+      ['minute', '2026-11-22T23:59:00.000Z', 3, 1, 30],
+      ['month', '2026-11-01T00:00:00.000Z', 3, 1, 30],
+    ]);
   });
 
   it('shows a push in the pending view, then moves it into Postgres and out of Redis', async () => {

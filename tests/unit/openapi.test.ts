@@ -21,12 +21,14 @@ describe('OpenAPI document', () => {
       '/admin/consumer-api-key/create',
       '/admin/consumer-api-key/{consumerApiKeyId}',
       '/admin/consumer-api-key/{consumerApiKeyId}/roll',
+      '/admin/consumer-api-key/{consumerApiKeyId}/usage',
       '/admin/rate-limit',
       '/admin/rate-limit/create',
       '/admin/rate-limit/{rateLimitId}',
       '/admin/tollgate/admin-tokens',
       '/admin/tollgate/admin-tokens/{tokenId}',
       '/admin/tollgate/audit-log',
+      '/admin/tollgate/usage',
     ]);
   });
 
@@ -52,6 +54,8 @@ describe('OpenAPI document', () => {
       'DELETE /tollgate/admin-tokens/{tokenId}',
       'GET /tollgate/admin-tokens',
       'GET /tollgate/audit-log',
+      'GET /consumer-api-key/{consumerApiKeyId}/usage',
+      'GET /tollgate/usage',
       'POST /tollgate/admin-tokens',
     ].sort());
     const scopes = Object.fromEntries(

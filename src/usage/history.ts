@@ -1,0 +1,85 @@
+/** Usage over time as the API shows it (contract section 8): zero-filled buckets, stored plus pending. */
+import { bucketAt, bucketStarts, type Granularity } from './granularity.js';
+import type { Buckets, TopKey, UsageHistoryRepository } from './history-repository.js';
+import type { UsageReader } from './reader.js';
+import { addCounts, emptyBucket, minuteOf, type BucketCounts } from './usage.js';
+
+export interface BucketView {
+  start: number;
+  requests: number;
+  successful: number;
+  failed: number;
+  rateLimited: number;
+  averageResponseTimeMs: number;
+}
+
+export interface SeriesView {
+  name: string;
+  buckets: BucketView[];
+}
+
+const average = (c: BucketCounts) => (c.requests === 0 ? 0 : Math.round((c.totalDurationMs / c.requests) * 100) / 100);
+
+/** Every bucket start of the range, oldest first, with what `buckets` holds for it or zeros. */
+function zeroFilled(starts: readonly number[], buckets: Buckets): BucketView[] {
+  return starts.map((start) => {
+    const c = buckets.get(start) ?? emptyBucket();
+    return { start, requests: c.requests, successful: c.successful, failed: c.failed, rateLimited: c.rateLimited, averageResponseTimeMs: average(c) };
+  });
+}
+
+function addTo(buckets: Buckets, start: number, counts: BucketCounts): void {
+  let bucket = buckets.get(start);
+  if (!bucket) buckets.set(start, (bucket = emptyBucket()));
+  addCounts(bucket, counts);
+}
+
+export class UsageHistory {
+  constructor(
+    private readonly repository: UsageHistoryRepository,
+    /** For what is recorded and not yet stored, so a request shows within 2 s like in the detail. */
+    private readonly reader: Pick<UsageReader, 'unflushed'>,
+  ) {}
+
+  /** A key's buckets over [fromMs, toMs); `fromMs` and `toMs` are bucket boundaries. */
+  async forKey(keyId: string, granularity: Granularity, fromMs: number, toMs: number): Promise<BucketView[]> {
+    const stored = await this.repository.keyBuckets(keyId, granularity, fromMs, toMs);
+    const pending = await this.reader.unflushed(keyId);
+    for (const [minute, counts] of pending.minutes) {
+      const start = bucketAt(granularity, minute).start;
+      if (start >= fromMs && start < toMs) addTo(stored, start, counts);
+    }
+    return zeroFilled(bucketStarts(granularity, fromMs, toMs), stored);
+  }
+
+  /**
+   * A key's usage by endpoint or customer, one zero-filled series per name, most requests first.
+   * Pending usage counts in the bucket of now, as the batch it is in will.
+   */
+  async seriesForKey(keyId: string, by: 'endpoint' | 'customer', granularity: 'day' | 'month', fromMs: number, toMs: number, nowMs: number): Promise<SeriesView[]> {
+    const series = await this.repository.series(keyId, by, granularity, fromMs, toMs);
+    const pending = await this.reader.unflushed(keyId);
+    const start = bucketAt(granularity, minuteOf(nowMs)).start;
+    if (start >= fromMs && start < toMs) {
+      for (const [name, counts] of by === 'endpoint' ? pending.endpoints : pending.customers) {
+        let buckets = series.get(name);
+        if (!buckets) series.set(name, (buckets = new Map()));
+        addTo(buckets, start, { ...emptyBucket(), ...counts });
+      }
+    }
+    const starts = bucketStarts(granularity, fromMs, toMs);
+    const total = (b: Buckets) => [...b.values()].reduce((n, c) => n + c.requests, 0);
+    return [...series]
+      .sort(([a, x], [b, y]) => total(y) - total(x) || (a < b ? -1 : 1))
+      .map(([name, buckets]) => ({ name, buckets: zeroFilled(starts, buckets) }));
+  }
+
+  /** Every key's buckets summed, and the busiest keys of the range (stored usage: a second behind). */
+  async forFleet(granularity: Granularity, fromMs: number, toMs: number): Promise<{ buckets: BucketView[]; topKeys: TopKey[] }> {
+    const [buckets, topKeys] = await Promise.all([
+      this.repository.fleetBuckets(granularity, fromMs, toMs),
+      this.repository.topKeys(granularity, fromMs, toMs, 10),
+    ]);
+    return { buckets: zeroFilled(bucketStarts(granularity, fromMs, toMs), buckets), topKeys };
+  }
+}
