@@ -118,7 +118,8 @@ export class LeaseBook {
       const current = this.lease;
       if (current === undefined || current.next > current.last || call.sentAt >= current.endsAt) this.endLease();
       if (this.lease === undefined) this.lease = lease;
-      else this.spare = lease;
+      else if (this.spare === undefined) this.spare = lease;
+      else this.giveBack(lease); // no room: never lose places, whatever order calls answer in
     } else if (admitted < want || call.lease > 0) {
       // Refused, or too little left to lease: the rest of the window is decided call by call.
       this.exhausted = true;
@@ -157,14 +158,15 @@ export class LeaseBook {
 
   /** The current lease is done: its unused places go back with the next call; the spare takes over. */
   private endLease(): Lease | undefined {
-    const lease = this.lease;
-    if (lease !== undefined) {
-      if (lease.next <= lease.last) this.toReturn += lease.last - lease.next + 1;
-      this.settleable += lease.size;
-    }
+    if (this.lease !== undefined) this.giveBack(this.lease);
     this.lease = this.spare;
     this.spare = undefined;
     return this.lease;
+  }
+
+  private giveBack(lease: Lease): void {
+    if (lease.next <= lease.last) this.toReturn += lease.last - lease.next + 1;
+    this.settleable += lease.size;
   }
 
   private endLeases(): void {
