@@ -27,7 +27,7 @@ export const RECLAIM_WAIT_MS = 1_000;
  * and the caller asks again, until nothing is outstanding or RECLAIM_WAIT_MS have passed since the
  * first reclaim. So with limit L, L requests are admitted per window even when a replica sits on
  * leased places, whether its lease is still running or ended.
- * Returns {count after this call, admitted, leased, held}.
+ * Returns ConsumeReply.
  */
 const CONSUME_LUA = `
 local limit = tonumber(ARGV[1])
@@ -84,16 +84,13 @@ export interface ConsumeCall {
   readonly reclaimChannel: string;
 }
 
-export interface ConsumeReply {
-  /** The count after this call. */
-  readonly count: number;
-  /** The first `admitted` of the `want` requests are in. */
-  readonly admitted: number;
-  /** Places `count - leased + 1` … `count` are the caller's lease. */
-  readonly leased: number;
-  /** The rest did not fit while leased places are being asked back: ask again shortly. */
-  readonly held: boolean;
-}
+/**
+ * The script's reply as it comes, unparsed (one call per request for keys in rotation): the count
+ * after this call; how many of the `want` requests are in, the first ones; the caller's lease,
+ * places `count - leased + 1` … `count`; 1 when the rest did not fit while leased places are being
+ * asked back (ask again shortly).
+ */
+export type ConsumeReply = readonly [count: number, admitted: number, leased: number, held: 0 | 1];
 
 /** The script's KEYS for one window's count. */
 export function consumeKeys(counter: string): readonly [string, string] {
@@ -110,8 +107,5 @@ export type ConsumeScript = (keys: readonly [string, string], call: ConsumeCall)
 /** Defines the script on `client` (at start-up: see defineScript). */
 export function defineConsumeScript(client: RedisClient): ConsumeScript {
   const run = defineScript(client, DIRECT_SCRIPTS.consume, CONSUME_LUA, 2);
-  return async (keys, call) => {
-    const [count, admitted, leased, held] = (await run(keys, consumeArgs(call))) as [number, number, number, number];
-    return { count, admitted, leased, held: held === 1 };
-  };
+  return (keys, call) => run(keys, consumeArgs(call)) as Promise<ConsumeReply>;
 }

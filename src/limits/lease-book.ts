@@ -112,7 +112,7 @@ export class LeaseBook {
   }
 
   /** Redis answered `call`, asked for `want` requests. */
-  answered(call: LeaseCall, want: number, { count, admitted, leased }: ConsumeReply): void {
+  answered(call: LeaseCall, want: number, [count, admitted, leased]: ConsumeReply): void {
     if (leased > 0) {
       const lease: Lease = { next: count - leased + 1, last: count, endsAt: call.sentAt + LEASE_MS, size: leased };
       const current = this.lease;

@@ -223,12 +223,12 @@ export class RedisRateLimiter implements RateLimiter {
       this.answered(counter, call);
       return;
     }
-    const { count, admitted, leased, held } = reply;
+    const [count, admitted, leased, held] = reply;
     this.ledger.add(counter.name, admitted + leased - call.returned, expiresAt);
     let position = count - leased - admitted;
     for (let i = 0; i < admitted; i++) waiting[i]!.resolve(place(counter, ++position));
     book.answered(call, waiting.length, reply);
-    if (held) {
+    if (held === 1) {
       // Places leased elsewhere are on their way back: these ask again shortly, in arrival order.
       for (let i = admitted; i < waiting.length; i++) counter.held.push(waiting[i]!);
       const retryMs = counter.retryMs;

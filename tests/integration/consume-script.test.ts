@@ -39,10 +39,10 @@ describe('the consume script', () => {
 
   it('admits while the window holds, counts only those, and sets the expiry once', async () => {
     const keys = window();
-    expect(await consume(keys, call({ want: 7 }))).toEqual({ count: 7, admitted: 7, leased: 0, held: false });
+    expect(await consume(keys, call({ want: 7 }))).toEqual([7, 7, 0, 0]);
     expect(await client.pexpiretime(keys[0])).toBe(expiresAt);
-    expect(await consume(keys, call({ want: 5, expiresAt: expiresAt + 1 }))).toEqual({ count: 10, admitted: 3, leased: 0, held: false });
-    expect(await consume(keys, call({ want: 2 }))).toEqual({ count: 10, admitted: 0, leased: 0, held: false });
+    expect(await consume(keys, call({ want: 5, expiresAt: expiresAt + 1 }))).toEqual([10, 3, 0, 0]);
+    expect(await consume(keys, call({ want: 2 }))).toEqual([10, 0, 0, 0]);
     expect(await client.get(keys[0])).toBe('10');
     expect(await client.pexpiretime(keys[0])).toBe(expiresAt);
     // A key far from its limit never touches its lease book.
@@ -51,10 +51,10 @@ describe('the consume script', () => {
 
   it('leases only when the window holds 1,024 more than asked, at most a sixteenth of that', async () => {
     const keys = window();
-    expect(await consume(keys, call({ limit: 1_024, want: 1, lease: 500 }))).toEqual({ count: 1, admitted: 1, leased: 0, held: false });
+    expect(await consume(keys, call({ limit: 1_024, want: 1, lease: 500 }))).toEqual([1, 1, 0, 0]);
     const big = window();
-    expect(await consume(big, call({ limit: 10_000, want: 4, lease: 5_000 }))).toMatchObject({ count: 4 + 624, admitted: 4, leased: 624 });
-    expect(await consume(big, call({ limit: 10_000, want: 1, lease: 10 }))).toMatchObject({ count: 4 + 624 + 1 + 10, leased: 10 });
+    expect(await consume(big, call({ limit: 10_000, want: 4, lease: 5_000 }))).toEqual([4 + 624, 4, 624, 0]);
+    expect(await consume(big, call({ limit: 10_000, want: 1, lease: 10 }))).toEqual([4 + 624 + 1 + 10, 1, 10, 0]);
     // The book counts what is leased and not settled, and expires with the count.
     expect(await client.hgetall(big[1])).toEqual({ p: '634', r: '0' });
     expect(await client.pexpiretime(big[1])).toBe(expiresAt);
@@ -63,7 +63,7 @@ describe('the consume script', () => {
   it('takes settled places off the book and returned ones off the count', async () => {
     const keys = window();
     await consume(keys, call({ limit: 10_000, want: 0, lease: 100 }));
-    expect(await consume(keys, call({ limit: 10_000, want: 1, settled: 100, returned: 60 }))).toEqual({ count: 41, admitted: 1, leased: 0, held: false });
+    expect(await consume(keys, call({ limit: 10_000, want: 1, settled: 100, returned: 60 }))).toEqual([41, 1, 0, 0]);
     expect(await client.hgetall(keys[1])).toEqual({ p: '0', r: '0' });
   });
 
@@ -74,14 +74,14 @@ describe('the consume script', () => {
     await subscriber.subscribe(channel);
     await consume(keys, call({ limit: 2_000, want: 0, lease: 100 }));
     await client.set(keys[0], '2000'); // the rest of the window went to other replicas
-    expect(await consume(keys, call({ limit: 2_000, want: 3 }))).toEqual({ count: 2_000, admitted: 0, leased: 0, held: true });
+    expect(await consume(keys, call({ limit: 2_000, want: 3 }))).toEqual([2_000, 0, 0, 1]);
     expect((await waitFor(() => Promise.resolve(heard), (h) => h.length > 0, { timeoutMs: 2_000, everyMs: 5 })).value).toEqual([keys[0]]);
     expect(await client.hget(keys[1], 'r')).toBe(String(now));
     // Still held just before RECLAIM_WAIT_MS from the first reclaim, refused from then on.
-    expect(await consume(keys, call({ limit: 2_000, want: 1, now: now + RECLAIM_WAIT_MS - 1 }))).toMatchObject({ held: true });
-    expect(await consume(keys, call({ limit: 2_000, want: 1, now: now + RECLAIM_WAIT_MS }))).toMatchObject({ admitted: 0, held: false });
+    expect(await consume(keys, call({ limit: 2_000, want: 1, now: now + RECLAIM_WAIT_MS - 1 }))).toEqual([2_000, 0, 0, 1]);
+    expect(await consume(keys, call({ limit: 2_000, want: 1, now: now + RECLAIM_WAIT_MS }))).toEqual([2_000, 0, 0, 0]);
     // The holder settles, returning 40 unused: those fit without a hold, and the reclaim is over.
-    expect(await consume(keys, call({ limit: 2_000, want: 2, settled: 100, returned: 40 }))).toEqual({ count: 1_962, admitted: 2, leased: 0, held: false });
+    expect(await consume(keys, call({ limit: 2_000, want: 2, settled: 100, returned: 40 }))).toEqual([1_962, 2, 0, 0]);
     expect(await client.hgetall(keys[1])).toEqual({ p: '0', r: '0' });
     await subscriber.unsubscribe(channel);
   });

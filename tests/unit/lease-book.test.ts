@@ -3,7 +3,7 @@ import { LEASE_MS, LeaseBook, type LeaseCall } from '../../src/limits/lease-book
 
 /** Redis' side of one call: `leased` places on top of a count that was `before`. */
 function grant(book: LeaseBook, call: LeaseCall, before: number, leased: number, want = 0): void {
-  book.answered(call, want, { count: before + want + leased, admitted: want, leased, held: false });
+  book.answered(call, want, [before + want + leased, want, leased, 0]);
   book.ended(call);
 }
 
@@ -83,7 +83,7 @@ describe('LeaseBook', () => {
   it('takes no more leases in a window once a call was refused or got none', () => {
     const refused = busyBook(0, 10, 5);
     const call = refused.startCall(5, true);
-    refused.answered(call, 3, { count: 10, admitted: 1, leased: 0, held: false });
+    refused.answered(call, 3, [10, 1, 0, 0]);
     refused.ended(call);
     refused.take(6);
     expect(refused.startCall(6, true).lease).toBe(0);
