@@ -20,7 +20,8 @@ export const RECLAIM_WAIT_MS = 1_000;
  * before leases existed. KEYS[2]: its lease book, a hash: `p` places leased and not yet settled by
  * their replica, `r` when places were first asked back (ms, 0 while none are outstanding). A key seen
  * now and then, far from its limit, never touches the book.
- * ARGV: see `consumeArgs`. Few arguments: a key in rotation pays for every one, per request.
+ * ARGV, as `consumeArgs` builds it: limit, expiresAt, want, lease, settled, returned, now,
+ * reclaimChannel. Few arguments: a key in rotation pays for every one, per request.
  *
  * When requests do not fit while leased places are outstanding, the call says `held` and publishes
  * KEYS[1] on the reclaim channel: holders give back what they have not used, settle what they used,
