@@ -1,13 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/connect.js';
-import { defineScript, type ScriptRunner } from '../redis/script.js';
-
-/** KEYS[1]: a window's count. ARGV: places to put back, the count's expiry (epoch ms). */
-const RESTORE_LUA = `
-redis.call('INCRBY', KEYS[1], ARGV[1])
-redis.call('PEXPIREAT', KEYS[1], ARGV[2])
-return 1
-`;
+import { defineRestoreScript, type RestoreScript } from './restore-script.js';
 
 /**
  * What this replica has taken of each current window's count (admitted requests and leased places,
@@ -24,7 +17,7 @@ return 1
  */
 export class WindowLedger {
   private readonly taken = new Map<string, { places: number; readonly expiresAt: number }>();
-  private readonly restore: ScriptRunner;
+  private readonly restore: RestoreScript;
   private readonly epochKey: string;
   private epoch: string | undefined;
   private checking = false;
@@ -33,7 +26,7 @@ export class WindowLedger {
     private readonly client: RedisClient,
     prefix: string,
   ) {
-    this.restore = defineScript(client, 'tollgateRestoreWindow', RESTORE_LUA, 1);
+    this.restore = defineRestoreScript(client);
     this.epochKey = prefix + 'epoch';
   }
 
@@ -65,7 +58,7 @@ export class WindowLedger {
       let restored = 0;
       for (const [name, entry] of this.taken) {
         if (entry.places <= 0) continue;
-        await this.restore([name], [entry.places, entry.expiresAt]);
+        await this.restore(name, entry);
         restored++;
       }
       return restored;

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { LEASE_MS } from '../../src/limits/lease-book.js';
 import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
 import { windowAt, type RateLimitPolicy } from '../../src/limits/window.js';
 import { Metrics } from '../../src/ops/metrics.js';
@@ -207,10 +208,10 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     await server.destroy();
   });
 
-  async function replica(): Promise<{ redis: RedisConnections; limiter: RedisRateLimiter }> {
+  async function replica(clock?: () => number): Promise<{ redis: RedisConnections; limiter: RedisRateLimiter }> {
     const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'));
     expect(await redis.ready(5_000)).toBe(true);
-    const limiter = new RedisRateLimiter(redis.client, 'lease:', metrics, { subscriber: redis.subscriber });
+    const limiter = new RedisRateLimiter(redis.client, 'lease:', metrics, { subscriber: redis.subscriber, clock });
     await limiter.ready();
     const r = { redis, limiter };
     opened.push(r);
@@ -250,6 +251,20 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     expect(leased).toBeLessThan(decisions.length + 1_000); // leases were sized by the rate, not the cap
     // Only the first turns, before the key counts as busy, waited for Redis (and a few late replies).
     expect(decisions.length - stats.atOnce).toBeLessThanOrEqual(35); // ~70 when each lease is asked for once it ran out
+  });
+
+  it('times leases by the clock it is given, the one requests bring', async () => {
+    let now = Date.now();
+    const { limiter } = await replica(() => now);
+    const policy = { limit: 1_000_000, period: 'hour' } as const;
+    // The clock stands still: to the limiter, three turns of five requests come at once, a busy key.
+    for (let turn = 0; turn < 3; turn++) await Promise.all(Array.from({ length: 5 }, () => limiter.consume('key_clock', policy, now)));
+    expect(limiter.consume('key_clock', policy, now)).not.toBeInstanceOf(Promise);
+    // A lease's time passes on that clock, not on the wall clock: the next request asks Redis.
+    now += LEASE_MS;
+    const late = limiter.consume('key_clock', policy, now);
+    expect(late).toBeInstanceOf(Promise);
+    expect((await late).allowed).toBe(true);
   });
 
   it('admits exactly the limit across replicas when one of them sits on leased places', async () => {

@@ -1,0 +1,29 @@
+import type { RedisClient } from '../redis/connect.js';
+import { defineScript } from '../redis/script.js';
+
+/** Puts places back into a window's count after Redis restarted empty (window-ledger.ts). */
+const RESTORE_LUA = `
+redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+return 1
+`;
+
+export interface RestoreCall {
+  readonly places: number;
+  /** When the count expires, epoch ms. */
+  readonly expiresAt: number;
+}
+
+/** The script's ARGV, by position. */
+export function restoreArgs(call: RestoreCall): (string | number)[] {
+  return [call.places, call.expiresAt];
+}
+
+/** Adds to the count at `counter` (KEYS[1], its only key) and sets its expiry. */
+export type RestoreScript = (counter: string, call: RestoreCall) => Promise<unknown>;
+
+/** Defines the script on `client` (at start-up: see defineScript). */
+export function defineRestoreScript(client: RedisClient): RestoreScript {
+  const run = defineScript(client, 'tollgateRestoreWindow', RESTORE_LUA, 1);
+  return (counter, call) => run([counter], restoreArgs(call));
+}

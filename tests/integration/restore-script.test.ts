@@ -1,0 +1,30 @@
+import { Redis } from 'ioredis';
+import { counterKey } from '../../src/limits/limiter-keys.js';
+import { defineRestoreScript } from '../../src/limits/restore-script.js';
+import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
+
+// The restore script alone, against a real Redis.
+const prefix = testKeyPrefix();
+const client = new Redis(REDIS_URL);
+const restore = defineRestoreScript(client);
+
+afterAll(async () => {
+  const keys = await client.keys(prefix + '*');
+  if (keys.length > 0) await client.del(...keys);
+  await client.quit();
+});
+
+describe('the restore script', () => {
+  it('adds the places put back to whatever the count holds by now, and sets its expiry', async () => {
+    const counter = counterKey(prefix, 'key_restored', 'hour', 0);
+    const expiresAt = Date.now() + 60_000;
+    await restore(counter, { places: 40, expiresAt });
+    expect(await client.get(counter)).toBe('40');
+    expect(await client.pexpiretime(counter)).toBe(expiresAt);
+    // Places taken since the restart are kept: the count is their sum.
+    await client.incrby(counter, 3);
+    await restore(counter, { places: 7, expiresAt: expiresAt + 1 });
+    expect(await client.get(counter)).toBe('50');
+    expect(await client.pexpiretime(counter)).toBe(expiresAt + 1);
+  });
+});
