@@ -1,7 +1,9 @@
 /**
  * Embedded mode on a disk that fills up (a private 64 MB tmpfs): management writes answer 503
  * storage_unavailable with Retry-After, readiness names the database, proxying of known keys goes on,
- * and everything recovers by itself once space is freed, the usage of the full period included.
+ * and everything recovers by itself once space is freed, the usage of the full period included; and
+ * usage that cannot be written when SIGTERM comes waits in the journal under DATA_DIR and is counted,
+ * once, at the next start.
  */
 import { execFileSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
@@ -87,3 +89,24 @@ it('refuses management writes with 503 storage_unavailable, keeps proxying, reco
   const counted = await waitFor(() => totalOn(tollgate, key.id), (n) => n === 6, { timeoutMs: 10_000 });
   expect(counted.value).toBe(6);
 }, 120_000);
+
+it('keeps usage it cannot write at SIGTERM on a full disk, and counts it once at the next start', async () => {
+  const dataDir = join(mountPoint, 'data');
+  const { body: key } = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'journaled' });
+  for (let i = 0; i < 3; i++) expect(await hit(tollgate, key.secret, '/v1/before')).toBe(200);
+  expect((await waitFor(() => totalOn(tollgate, key.id), (n) => n === 3, { timeoutMs: 10_000 })).value).toBe(3);
+
+  fillDisk();
+  for (let i = 0; i < 20; i++) expect(await hit(tollgate, key.secret, '/v1/during')).toBe(200);
+  expect(await tollgate.stop()).toBe(0);
+  expect(tollgate.output.some((l) => l.includes('usage kept in the journal until the next start'))).toBe(true);
+
+  unlinkSync(filler);
+  tollgate = await startTollgate({ DATA_DIR: dataDir, UPSTREAM_URL: backend.url });
+  expect((await waitFor(() => totalOn(tollgate, key.id), (n) => n === 23, { timeoutMs: 10_000 })).value).toBe(23);
+  // Applied once: another restart finds nothing more to add.
+  await tollgate.stop();
+  tollgate = await startTollgate({ DATA_DIR: dataDir, UPSTREAM_URL: backend.url });
+  await new Promise((r) => setTimeout(r, 2_000));
+  expect(await totalOn(tollgate, key.id)).toBe(23);
+}, 180_000);
