@@ -1,0 +1,70 @@
+/**
+ * The embedded default survives being killed (issue 17): SIGKILL under load at a random moment, then a
+ * restart on the same DATA_DIR, five times in a row. Every key, plan and binding whose creation was
+ * acknowledged is there after each restart, and a key's usage is short by at most what the killed
+ * process answered in its last second, never more than was answered.
+ */
+import { randomBytes, randomInt } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startBackend, type Backend } from './helpers/backend.js';
+import { hit, keyWithPlan, sleep, totalOn } from './helpers/replicas.js';
+import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
+
+const KILLS = 5;
+const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-crash-'));
+const rootToken = 'root-' + randomBytes(16).toString('hex');
+let backend: Backend;
+let tollgate: Tollgate | undefined;
+
+beforeAll(async () => {
+  backend = await startBackend();
+}, 60_000);
+
+afterAll(async () => {
+  await tollgate?.stop();
+  await backend?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+  expectNoSecretsLogged();
+}, 60_000);
+
+it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs under load`, async () => {
+  const acknowledged: { id: string; secret: string; answered: number; lastSecond: number }[] = [];
+  for (let round = 0; round < KILLS; round++) {
+    tollgate = await startTollgate({ DATA_DIR: dataDir, ROOT_TOKEN: rootToken, UPSTREAM_URL: backend.url });
+    // Everything acknowledged before is here, with its plan; usage short by at most the last second.
+    for (const key of acknowledged) {
+      const detail = await tollgate.admin('GET', `/consumer-api-key/${key.id}`);
+      expect(detail.status).toBe(200);
+      expect(detail.body.secret).toBe(key.secret);
+      expect(detail.body.rateLimitId).toEqual(expect.any(String));
+      expect(detail.body.usage.rateLimits).toMatchObject({ limit: 1_000_000 });
+      expect(detail.body.usage.totalRequests).toBeLessThanOrEqual(key.answered);
+      expect(detail.body.usage.totalRequests).toBeGreaterThanOrEqual(key.answered - key.lastSecond);
+    }
+    const key = { ...(await keyWithPlan(tollgate, `crash-${round}`, 1_000_000)), answered: 0, lastSecond: 0 };
+    acknowledged.push(key);
+    const t = tollgate;
+    const answeredAt: number[] = [];
+    let running = true;
+    const loops = Array.from({ length: 4 }, async () => {
+      while (running) if ((await hit(t, key.secret, '/v1/crash')) === 200) answeredAt.push(Date.now());
+    });
+    await sleep(1_200 + randomInt(800));
+    const killedAt = Date.now();
+    t.process.kill('SIGKILL');
+    running = false;
+    await Promise.all(loops);
+    key.answered = answeredAt.length;
+    key.lastSecond = answeredAt.filter((at) => at > killedAt - 1_000).length;
+    expect(key.answered).toBeGreaterThan(0);
+    await new Promise((r) => (t.process.exitCode !== null || t.process.signalCode !== null ? r(undefined) : t.process.once('exit', r)));
+  }
+  tollgate = await startTollgate({ DATA_DIR: dataDir, ROOT_TOKEN: rootToken, UPSTREAM_URL: backend.url });
+  for (const key of acknowledged) {
+    const total = await totalOn(tollgate, key.id);
+    expect(total).toBeLessThanOrEqual(key.answered);
+    expect(total).toBeGreaterThanOrEqual(key.answered - key.lastSecond);
+  }
+}, 300_000);
