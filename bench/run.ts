@@ -9,6 +9,7 @@
 //   npm run bench -- engines      undici Pool.stream against Pool.dispatch, forwarding alone
 //   npm run bench -- concurrency  CPU per request at wrk -c50, 13, 4, 1: Tollgate with and without a plan, a bare forwarder
 //   npm run bench -- embedded     the embedded default against Redis mode: time to ready, memory idle and under load, req/s, p99
+//   npm run bench -- detail       the key detail at both usage caps (1,000 endpoints, 10,000 customers): size and time
 //   … --out FILE                  also write the result (markdown) to FILE; it is always printed
 //
 // Environment (all optional): BENCH_DURATION (s, default 10), BENCH_ROUNDS (3), BENCH_WARMUP (s, 3),
@@ -28,14 +29,15 @@ import { ensureWorkDir, niceSession, readFileOr, stopAll, stopEverythingOnExit }
 import { report } from './lib/report.ts';
 import { concurrency } from './commands/concurrency.ts';
 import { cost } from './commands/cost.ts';
+import { detail } from './commands/detail.ts';
 import { embedded } from './commands/embedded.ts';
 import { engines } from './commands/engines.ts';
 import { profile } from './commands/profile.ts';
 import { scale } from './commands/scale.ts';
 import { table } from './commands/table.ts';
 
-const commands: Record<string, () => Promise<string>> = { table, scale, cost, profile, engines, concurrency, embedded };
-const usage = `usage: npm run bench [-- table|scale|cost|profile|engines|concurrency|embedded] [--out FILE]\n`;
+const commands: Record<string, () => Promise<string>> = { table, scale, cost, profile, engines, concurrency, embedded, detail };
+const usage = `usage: npm run bench [-- table|scale|cost|profile|engines|concurrency|embedded|detail] [--out FILE]\n`;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
 try {
