@@ -3,7 +3,7 @@
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CONNECTIONS, DB_NAME, DURATION, PG_URL, PORT, REDIS_URL, WARMUP, run } from '../lib/config.ts';
+import { CONNECTIONS, DB_NAME, DURATION, PG_URL, PORT, REDIS_URL, WARMUP, env, log, positive, run } from '../lib/config.ts';
 import { stopProc } from '../lib/processes.ts';
 import { fmt, problemsNote } from '../lib/report.ts';
 import { buildTollgate, commandStats, createKey, ensurePlan, ensureTools, flushRedis, freshDatabase, privateRedis, startBackend, startTollgate, type TollgateOptions } from '../lib/services.ts';
@@ -37,6 +37,48 @@ async function pgStats(): Promise<PgStats> {
   } finally {
     await client.end();
   }
+}
+
+/** Many keys each seen once a minute (BENCH_COST_KEYS, default 10,000): the shape of a fleet of light users. */
+const SPREAD_KEYS = positive(env.BENCH_COST_KEYS, 10_000);
+const SPREAD_SECONDS = 60;
+
+/**
+ * Creates `count` keys, then sends one request with each, spread evenly over a minute; returns the
+ * Postgres rows written during that minute and the 3 s after it (the service stopped on both sides).
+ */
+async function keysOnceAMinute(options: TollgateOptions, count: number): Promise<{ writes: number; requests: number }> {
+  let tg = await startTollgate(options);
+  const secrets: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < count) {
+        next++;
+        secrets.push(await createKey(options.port, `spread-${next}`));
+      }
+    }),
+  );
+  await stopProc(tg);
+  log(`${fmt(count)} keys, one request each over ${SPREAD_SECONDS} s`);
+  const before = await pgStats();
+  tg = await startTollgate(options);
+  const started = Date.now();
+  let sent = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (sent < secrets.length) {
+        const i = sent++;
+        const due = started + (i * SPREAD_SECONDS * 1000) / secrets.length;
+        if (due > Date.now()) await sleep(due - Date.now());
+        const res = await fetch(`http://127.0.0.1:${options.port}/bench/item?id=${i}`, { headers: { authorization: `Bearer ${secrets[i]}` } });
+        await res.arrayBuffer();
+      }
+    }),
+  );
+  await sleep(3000);
+  await stopProc(tg);
+  return { writes: (await pgStats()).writes - before.writes, requests: sent };
 }
 
 export async function cost(): Promise<string> {
@@ -90,6 +132,9 @@ export async function cost(): Promise<string> {
     const pg2 = await pgStats();
     const r2 = await commandStats(redis);
     monitor.disconnect();
+    const spread = await keysOnceAMinute(options, SPREAD_KEYS);
+    // The idle run's rows, scaled to the spread run's length, are not the keys'.
+    const spreadIdle = ((pg1.writes - pg0.writes) * (SPREAD_SECONDS + 3)) / idleSeconds;
     const loadSeconds = DURATION + 3;
 
     const idle = statsDelta(r0, r1);
@@ -123,6 +168,12 @@ export async function cost(): Promise<string> {
       pgRow('rows fetched (tup_fetched)', pg0.reads, pg1.reads, pg2.reads),
       '',
       'Usage is written per key and endpoint once per flush, not per request: the writes follow the seconds of traffic, so per 10,000 requests they fall as the request rate rises.',
+      '',
+      `| ${fmt(SPREAD_KEYS)} keys, each seen once in ${SPREAD_SECONDS} s | requests | Postgres rows written in the minute (net of idle) | per key |`,
+      '|---|--:|--:|--:|',
+      `| one request per key, spread evenly | ${fmt(spread.requests)} | ${fmt(spread.writes - spreadIdle)} | ${fmt((spread.writes - spreadIdle) / SPREAD_KEYS, 1)} |`,
+      '',
+      'Each key seen in a flush costs its totals, its minute, hour, day and month buckets, its endpoint by day and by month, and its last use: the rows per minute follow the keys seen, not the requests.',
     ].join('\n') + problemsNote([tg]);
     return body;
   } finally {
