@@ -26,8 +26,9 @@ export interface ConnectOptions {
  * decisions into one call per counter and writes all of a turn's calls at once (`corkedWrites`);
  * an auto-pipeline would add a pipeline object and a deferred flush to every call, ~10 µs of CPU
  * each, which is what a turn with one call (a replica with few requests in flight) pays in full.
+ * The consume script is defined once per number of limits a plan can hold (1 to 4).
  */
-export const DIRECT_SCRIPTS = { consume: 'tollgateConsume' } as const;
+export const DIRECT_SCRIPTS = { consume: ['tollgateConsume1', 'tollgateConsume2', 'tollgateConsume3', 'tollgateConsume4'] } as const;
 
 /** How long closing waits for a connection's QUIT or UNSUBSCRIBE before cutting it. */
 export const CLOSE_WAIT_MS = 1_000;
@@ -82,7 +83,7 @@ export function connectRedis(
       retryStrategy: backoff,
       enableOfflineQueue: false,
       enableAutoPipelining: true,
-      autoPipeliningIgnoredCommands: Object.values(DIRECT_SCRIPTS),
+      autoPipeliningIgnoredCommands: Object.values(DIRECT_SCRIPTS).flat(),
     });
     // The subscriber may queue: SUBSCRIBE waits for the connection and is replayed after reconnects.
     subscriber = new Redis(config.redisUrl, { retryStrategy: backoff, connectTimeout: 2_000 });
@@ -101,10 +102,12 @@ export function connectRedis(
     subscriber,
     ready: (timeoutMs) => whenReady(client, timeoutMs),
     async close() {
-      // QUIT lets replies in flight arrive; a connection that can't take it (Redis down or hung) is cut.
+      // QUIT lets replies in flight arrive; then the connection is cut, also when QUIT failed or hung
+      // (Redis down or paused): a connection left reconnecting would keep retrying, and the process alive.
       await Promise.all(
         [client, subscriber].map(async (c) => {
-          if (!(await settledWithin(c.quit(), CLOSE_WAIT_MS))) c.disconnect();
+          await settledWithin(c.quit(), CLOSE_WAIT_MS);
+          c.disconnect();
         }),
       );
     },

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { ReplyError } from 'ioredis';
 import type { RedisClient } from './connect.js';
 
 /** Runs a Lua script: one EVALSHA, one EVAL only when the server has not cached it (NOSCRIPT). */
@@ -19,4 +21,35 @@ export function defineScript(client: RedisClient, name: string, lua: string, num
   client.defineCommand(name, { lua, numberOfKeys });
   const command = (client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name]!;
   return (keys, args) => command.call(client, ...keys, args);
+}
+
+type Eval = (script: string, numberOfKeys: number, keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown>;
+
+/**
+ * A script whose number of keys changes from call to call (one or two per API key it touches): every
+ * key it touches is in KEYS, as Redis requires of scripts on a Cluster. defineCommand cannot carry a
+ * varying key count to the right Cluster node (its auto-pipeline would route by the count), so this
+ * sends ioredis' own EVALSHA, which ioredis routes by its first key, and EVAL when the server answers
+ * NOSCRIPT (a restart, a failover, SCRIPT FLUSH). Keys and arguments go as arrays (see above).
+ */
+export function defineKeyListScript(client: RedisClient, lua: string): ScriptRunner {
+  const sha = createHash('sha1').update(lua).digest('hex');
+  const evalsha = client.evalsha.bind(client) as unknown as Eval;
+  const evaluate = client.eval.bind(client) as unknown as Eval;
+  return async (keys, args) => {
+    try {
+      return await evalsha(sha, keys.length, keys, args);
+    } catch (err) {
+      if (replyErrorCode(err) !== 'NOSCRIPT') throw err;
+      return evaluate(lua, keys.length, keys, args);
+    }
+  };
+}
+
+/**
+ * The code of an error Redis answered (NOSCRIPT, OOM, BUSY, ...): by the protocol, the first word of
+ * the error reply. Undefined for errors of the client or the connection (timeouts, closed sockets).
+ */
+function replyErrorCode(err: unknown): string | undefined {
+  return err instanceof ReplyError ? (err as Error).message.split(' ', 1)[0] : undefined;
 }

@@ -10,13 +10,16 @@ import { connectRedis, type RedisConnections } from '../../src/redis/connect.js'
 import { openPostgres, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
-import { RedisPendingUsage, RedisUsageSink, UsageFlusher } from '../../src/usage/redis-usage.js';
+import { UsageFlusher } from '../../src/usage/redis/flusher.js';
+import { RedisPendingUsage } from '../../src/usage/redis/pending.js';
+import { RedisUsageSink } from '../../src/usage/redis/sink.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { emptyKeyUsage } from '../../src/usage/usage.js';
 import { load } from '../helpers/limiter-load.js';
 import { RedisCluster } from '../helpers/redis-cluster.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { pendingTotal } from '../helpers/pending.js';
+import { plan } from '../helpers/plans.js';
 
 const logger = createLogger('silent');
 const metrics = new Metrics();
@@ -51,12 +54,12 @@ describe('on a three-master Redis Cluster', () => {
     const now = Date.now();
     const decisions = await Promise.all(
       keyIds.flatMap((keyId) =>
-        Array.from({ length: 80 }, (_, i) => Promise.resolve(limiters[i % 3]!.consume(keyId, { limit, period: 'minute' }, now)).then((d) => ({ keyId, d }))),
+        Array.from({ length: 80 }, (_, i) => Promise.resolve(limiters[i % 3]!.consume(keyId, plan({ limit, period: 'minute' }), now)).then((d) => ({ keyId, d }))),
       ),
     );
     for (const keyId of keyIds) {
       expect(decisions.filter((x) => x.keyId === keyId && x.d.allowed)).toHaveLength(limit);
-      expect((await limiters[0]!.peek(keyId, { limit, period: 'minute' }, now)).remaining).toBe(0);
+      expect((await limiters[0]!.peek(keyId, plan({ limit, period: 'minute' }), now))[0]!.remaining).toBe(0);
     }
     // The counters really are spread: each master holds some of them.
     const client = replicas[0]!.client as Cluster;
@@ -69,15 +72,15 @@ describe('on a three-master Redis Cluster', () => {
     const [a, b] = await Promise.all([replica(), replica()]);
     const [holder, other] = [a!, b!].map((r) => new RedisRateLimiter(r.client, prefix, metrics, { subscriber: r.subscriber }));
     await Promise.all([holder!.ready(), other!.ready()]);
-    const policy = { limit: 2000, period: 'hour' } as const;
+    const policy = plan({ limit: 2000, period: 'hour' });
     const keyId = 'key_' + randomBytes(8).toString('base64url');
     const counter = `${prefix}{${keyId}}:hour:${windowAt('hour', Date.now()).start}`;
     const early = await load(holder!, keyId, policy, 50, 4);
     // The holder took places ahead of its requests, and sits on them.
     expect(Number(await a!.client.get(counter))).toBeGreaterThan(early.length);
     const late = await load(other!, keyId, policy, 120, 20);
-    expect(early.length + late.filter((d) => d.allowed).length).toBe(policy.limit);
-    expect(await a!.client.get(counter)).toBe(String(policy.limit));
+    expect(early.length + late.filter((d) => d.allowed).length).toBe(policy.limits[0]!.limit);
+    expect(await a!.client.get(counter)).toBe(String(policy.limits[0]!.limit));
     await Promise.all([holder!.close(), other!.close()]);
   });
 
@@ -154,7 +157,7 @@ describe('on a three-master Redis Cluster', () => {
       u.endpoints.set('/mixed', { requests: 1, successful: 1, failed: 0, totalDurationMs: 1 });
       const now = Date.now();
       const results = await Promise.all([
-        ...Array.from({ length: 30 }, (_, i) => limiter.consume(`key_m${i}`, { limit: 1, period: 'hour' }, now)),
+        ...Array.from({ length: 30 }, (_, i) => limiter.consume(`key_m${i}`, plan({ limit: 1, period: 'hour' }), now)),
         sink.write(new Map([['key_u1', u]])),
         pending.pending('key_u1'),
       ]);

@@ -5,13 +5,19 @@ import { Metrics } from '../../src/ops/metrics.js';
 import { openPostgres, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
-import { RedisPendingUsage, RedisUsageSink, UsageFlusher } from '../../src/usage/redis-usage.js';
+import { UsageFlusher } from '../../src/usage/redis/flusher.js';
+import { RedisPendingUsage } from '../../src/usage/redis/pending.js';
+import { SEAL_MAX_KEYS } from '../../src/usage/redis/seal-script.js';
+import { RedisUsageSink } from '../../src/usage/redis/sink.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { emptyKeyUsage, type KeyUsage, type UsageBatch } from '../../src/usage/usage.js';
+import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
+import { RedisMonitor } from '../helpers/redis-monitor.js';
 import { RedisServer, freePort } from '../helpers/redis-server.js';
 import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { pendingTotal } from '../helpers/pending.js';
+import { previousFlush, previousPush } from '../fixtures/usage-redis-previous.js';
 
 const logger = createLogger('silent');
 const metrics = new Metrics();
@@ -259,9 +265,65 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
     expect(await stored('key_2')).toEqual(usage({ '/lock': [2, 0, 2] }));
   });
 
+  it('shows pending requests under the paths Postgres holds, even when the pending parts together pass the 1,000-path cap', async () => {
+    const prefix = testKeyPrefix();
+    const r = await replica(prefix);
+    const paths = (name: string, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`/${name}${i}`, [1, 0, 1] as [number, number, number]]));
+    await repository.applyBatch(undefined, batchOf({ key_3: usage(paths('held', 1_000)) }));
+    // Another replica pushed 1,000 paths Postgres does not hold; this process has one it does.
+    await r.sink.write(batchOf({ key_3: usage(paths('new', 1_000)) }));
+    const recorder = new UsageRecorder({ write: () => Promise.reject(new Error('not flushed in this test')), heldRequests: () => 0 }, logger, metrics);
+    recorder.record('key_3', '/held7', undefined, true, 1);
+    const view = await new UsageReader(repository, [r.pending, recorder]).read('key_3');
+    const requestsOf = (path: string) => view.endpoints.find((e) => e.endpoint === path)?.requests;
+    expect(requestsOf('/held7')).toBe(2);
+    expect(requestsOf('(other)')).toBe(1_000);
+    expect(view.endpoints).toHaveLength(1_001);
+    expect(view.totalRequests).toBe(2_001);
+  });
+
   it('rejects a push while Redis is unreachable, so the recorder keeps the batch', async () => {
     const dead = new Redis({ port: await freePort(), lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null });
     await expect(new RedisUsageSink(dead, testKeyPrefix()).write(batchOf({ key_1: usage({ '/a': [1, 0, 1] }) }))).rejects.toThrow();
+  });
+});
+
+describe('Redis usage during a rolling upgrade: replicas of the previous version alongside', () => {
+  afterEach(async () => {
+    await handle.db.deleteFrom('usage_endpoints').execute();
+    await handle.db.deleteFrom('usage_customers').execute();
+  });
+
+  it('shows and flushes what replicas of the previous version push, each request once', async () => {
+    const prefix = testKeyPrefix();
+    const r = await replica(prefix);
+    await previousPush(r.client, prefix, batchOf({ key_1: usage({ '/v1|a': [2, 1, 30.5] }, { acme: [2, 1] }), key_2: usage({ '/b': [1, 0, 2] }) }));
+    await r.sink.write(batchOf({ key_1: usage({ '/v1|a': [1, 0, 4] }) }));
+    expect(await pendingTotal(r.pending, 'key_1')).toEqual(usage({ '/v1|a': [3, 1, 34.5] }, { acme: [2, 1] }));
+    await r.flusher.flush();
+    await previousPush(r.client, prefix, batchOf({ key_1: usage({ '/v1|a': [1, 0, 1] }) }));
+    expect(await pendingTotal(r.pending, 'key_1')).toEqual(usage({ '/v1|a': [1, 0, 1] }));
+    await r.flusher.flush();
+    expect(await stored('key_1')).toEqual(usage({ '/v1|a': [4, 1, 35.5] }, { acme: [2, 1] }));
+    expect(await stored('key_2')).toEqual(usage({ '/b': [1, 0, 2] }));
+    expect(await redisKeys(r.client, prefix)).toEqual([prefix + '{usage}:flushed-at']);
+  });
+
+  it('lets a flusher of the previous version move what new replicas push, and finishes a batch one of them sealed before it died', async () => {
+    const prefix = testKeyPrefix();
+    const r = await replica(prefix);
+    const applyOnce = (batchId: string, batch: UsageBatch) => repository.applyBatch(batchId, batch);
+    await r.sink.write(batchOf({ key_1: usage({ '/a': [2, 0, 3] }, { acme: [1, 1] }) }));
+    await previousFlush(r.client, prefix, applyOnce);
+    expect(await stored('key_1')).toEqual(usage({ '/a': [2, 0, 3] }, { acme: [1, 1] }));
+
+    await r.sink.write(batchOf({ key_1: usage({ '/a': [1, 0, 1] }) }));
+    await expect(previousFlush(r.client, prefix, () => Promise.reject(new Error('process killed')))).rejects.toThrow('process killed');
+    expect(await r.client.scard(prefix + '{usage}:batches')).toBe(1);
+    expect(await pendingTotal(r.pending, 'key_1')).toEqual(usage({ '/a': [1, 0, 1] }));
+    await r.flusher.flush();
+    expect(await stored('key_1')).toEqual(usage({ '/a': [3, 0, 4] }, { acme: [1, 1] }));
+    expect(await redisKeys(r.client, prefix)).toEqual([prefix + '{usage}:flushed-at']);
   });
 });
 
@@ -272,7 +334,8 @@ describe('Redis usage: pushes of many keys', () => {
   let admin: Redis;
   beforeAll(async () => {
     server = await RedisServer.start();
-    c = new Redis(server.url, { enableAutoPipelining: true, enableOfflineQueue: false });
+    c = new Redis(server.url, { enableAutoPipelining: true, enableOfflineQueue: false, lazyConnect: true });
+    await c.connect();
     admin = new Redis(server.url);
   });
   afterAll(async () => {
@@ -299,6 +362,26 @@ describe('Redis usage: pushes of many keys', () => {
     await new RedisUsageSink(c, prefix).write(manyKeys(20_000));
     expect(await admin.slowlog('GET')).toEqual([]); // one script for all of them: ~90 ms
     expect(await countedPerKey(prefix, 20_000)).toEqual(Array.from({ length: 20_000 }, () => 1));
+  });
+
+  it('flushes 20,000 keys a thousand at a time: no script for all of them, each thousand a batch applied once', async () => {
+    const prefix = testKeyPrefix();
+    await new RedisUsageSink(c, prefix).write(manyKeys(20_000));
+    const monitor = await RedisMonitor.start(server.url);
+    const applied: UsageBatch[] = [];
+    // Postgres is not what this is about: a store that takes every batch.
+    const flusher = new UsageFlusher(c, prefix, { applyBatch: (_id, batch) => Promise.resolve(applied.push(batch) > 0) }, logger, metrics);
+    await flusher.flush();
+    await monitor.caughtUp(c);
+    monitor.close();
+    // Each script call names its keys; a seal names two per API key (its live and its batch hash).
+    const scripts = monitor.commands.filter((command) => command.args[0] === 'evalsha' || command.args[0] === 'eval');
+    expect(scripts.length).toBeGreaterThanOrEqual(3 * 20);
+    expect(Math.max(...scripts.map((command) => Number(command.args[2])))).toBe(3 + 2 * SEAL_MAX_KEYS);
+    expect(applied.map((batch) => batch.size)).toEqual(Array(20).fill(SEAL_MAX_KEYS));
+    expect(new Set(applied.flatMap((batch) => [...batch.keys()])).size).toBe(20_000);
+    expect(applied.every((batch) => [...batch.values()].every((u) => u.endpoints.get('/p')?.requests === 1))).toBe(true);
+    expect(await redisKeys(admin, prefix)).toEqual([prefix + '{usage}:flushed-at']);
   });
 
   it('when Redis refuses part-way, keeps only the keys whose pushes failed and counts every request once', async () => {

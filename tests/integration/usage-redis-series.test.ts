@@ -1,0 +1,115 @@
+/**
+ * Endpoint and customer series through Redis (replicas) into a real Postgres: each request is filed
+ * under the day and month it happened in, even when Redis holds a key's usage across midnight at a
+ * month end because Postgres is down; usage pushed by a replica of the previous version (no days) is
+ * filed under the day it is applied, and the key's buckets still add up to its totals.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { createLogger } from '../../src/ops/logger.js';
+import { Metrics } from '../../src/ops/metrics.js';
+import { openPostgres, type DbHandle } from '../../src/store/db.js';
+import { KeyRepository } from '../../src/store/key-repository.js';
+import { migrate } from '../../src/store/migrate.js';
+import { UsageHistory } from '../../src/usage/history.js';
+import { UsageHistoryRepository } from '../../src/usage/history-repository.js';
+import { UsageReader } from '../../src/usage/reader.js';
+import { UsageFlusher } from '../../src/usage/redis/flusher.js';
+import { RedisPendingUsage } from '../../src/usage/redis/pending.js';
+import { RedisUsageSink } from '../../src/usage/redis/sink.js';
+import { UsageRecorder } from '../../src/usage/recorder.js';
+import { UsageRepository } from '../../src/usage/usage-repository.js';
+import { emptyKeyUsage, minuteOf, type UsageBatch, type UsageSink } from '../../src/usage/usage.js';
+import { freePort } from '../helpers/redis-server.js';
+import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
+
+const logger = createLogger('silent');
+const metrics = new Metrics();
+const MIDNIGHT = Date.UTC(2026, 10, 1);
+let database: TestDatabase;
+let handle: DbHandle;
+/** A Postgres nobody listens on: the outage, for real. */
+let deadHandle: DbHandle;
+let client: Redis;
+let keys: KeyRepository;
+let history: UsageHistoryRepository;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  handle = await openPostgres(database.url);
+  await migrate(handle);
+  keys = new KeyRepository(handle.db);
+  history = new UsageHistoryRepository(handle.db);
+  deadHandle = await openPostgres(`postgres://postgres@127.0.0.1:${await freePort()}/none`);
+  client = new Redis(REDIS_URL, { enableAutoPipelining: true, enableOfflineQueue: false, lazyConnect: true });
+  await client.connect();
+});
+
+afterAll(async () => {
+  await client.quit();
+  await deadHandle.close();
+  await handle.close();
+  await database.drop();
+});
+
+async function newKey(): Promise<string> {
+  const id = 'key_series_' + randomBytes(6).toString('hex');
+  await keys.insert({ id, name: id, secretHash: randomBytes(32), secretCiphertext: randomBytes(40), createdAt: new Date(MIDNIGHT - 86_400_000) });
+  return id;
+}
+
+/** A key's series by name: [start (ISO day), requests, rate-limited] of each stored bucket. */
+async function stored(keyId: string, by: 'endpoint' | 'customer', granularity: 'day' | 'month') {
+  const series = await history.series(keyId, by, granularity, Date.UTC(2026, 9, 1), Date.UTC(2026, 11, 1));
+  return Object.fromEntries(
+    [...series].map(([name, buckets]) => [name, [...buckets].sort(([a], [b]) => a - b).map(([start, c]) => [new Date(start).toISOString().slice(0, 10), c.requests, c.rateLimited])]),
+  );
+}
+
+it('files each request under its own day and month when Redis holds the key across midnight at a month end', async () => {
+  const prefix = testKeyPrefix();
+  const keyId = await newKey();
+  const sink: UsageSink = new RedisUsageSink(client, prefix);
+  const recorder = new UsageRecorder(sink, logger, metrics);
+  // Two pushes into one live hash, either side of midnight, Postgres down for the first flush.
+  recorder.record(keyId, '/v1/report', 'acme', true, 10, false, MIDNIGHT - 5_000);
+  recorder.record(keyId, '/v1/report', 'acme', true, 30, false, MIDNIGHT - 4_000);
+  await recorder.flush();
+  recorder.record(keyId, '/v1/report', 'acme', false, 2, true, MIDNIGHT + 3_000);
+  await recorder.flush();
+  await new UsageFlusher(client, prefix, new UsageRepository(deadHandle.db), logger, metrics).flush();
+
+  // Still in Redis, the series already show each request on its day.
+  const pending = new UsageHistory(history, new UsageReader(new UsageRepository(handle.db), [new RedisPendingUsage(client, prefix, logger, metrics)]));
+  const view = await pending.seriesForKey(keyId, 'customer', 'day', Date.UTC(2026, 9, 31), Date.UTC(2026, 10, 2), MIDNIGHT + 3_600_000);
+  expect(view.map((s) => [s.name, s.buckets.map((b) => [b.requests, b.rateLimited, b.averageResponseTimeMs])])).toEqual([['acme', [[2, 0, 20], [1, 1, 2]]]]);
+
+  await new UsageFlusher(client, prefix, new UsageRepository(handle.db), logger, metrics).flush();
+  for (const by of ['endpoint', 'customer'] as const) {
+    const name = by === 'endpoint' ? '/v1/report' : 'acme';
+    expect(await stored(keyId, by, 'day')).toEqual({ [name]: [['2026-10-31', 2, 0], ['2026-11-01', 1, 1]] });
+    expect(await stored(keyId, by, 'month')).toEqual({ [name]: [['2026-10-01', 2, 0], ['2026-11-01', 1, 1]] });
+  }
+});
+
+it("files a previous version's push (no days) under the day it is applied, beside a new replica's in the same hash", async () => {
+  const prefix = testKeyPrefix();
+  const keyId = await newKey();
+  const recorder = new UsageRecorder(new RedisUsageSink(client, prefix), logger, metrics);
+  recorder.record(keyId, '/v1/a', 'acme', true, 10, false, MIDNIGHT + 60_000);
+  await recorder.flush();
+  // What a replica of the version before pushes: totals and minutes, no days.
+  const previous = emptyKeyUsage();
+  previous.endpoints.set('/v1/a', { requests: 2, successful: 2, failed: 0, totalDurationMs: 40 });
+  previous.customers.set('acme', { requests: 2, successful: 2, failed: 0 });
+  previous.minutes.set(minuteOf(MIDNIGHT + 120_000), { requests: 2, successful: 2, failed: 0, rateLimited: 0, totalDurationMs: 40 });
+  const batch: UsageBatch = new Map([[keyId, previous]]);
+  await new RedisUsageSink(client, prefix).write(batch);
+
+  const applied = Date.UTC(2026, 10, 3, 8);
+  await new UsageFlusher(client, prefix, new UsageRepository(handle.db, () => applied), logger, metrics).flush();
+  expect(await stored(keyId, 'customer', 'day')).toEqual({ acme: [['2026-11-01', 1, 0], ['2026-11-03', 2, 0]] });
+  expect(await stored(keyId, 'endpoint', 'month')).toEqual({ '/v1/a': [['2026-11-01', 3, 0]] });
+  const buckets = await history.keyBuckets(keyId, 'day', Date.UTC(2026, 9, 1), Date.UTC(2026, 11, 1));
+  expect([...buckets.values()].reduce((n, b) => n + b.requests, 0)).toBe(3);
+});
