@@ -1,5 +1,5 @@
 import type { UsageRetentionSettings } from './usage/retention.js';
-import { parsePolicy, type RateLimitPolicy } from './limits/window.js';
+import { parsePlan, type Plan } from './limits/plan.js';
 
 /** Every setting of the service, validated once at start-up and passed in; never read as a global. */
 export interface Config {
@@ -19,7 +19,7 @@ export interface Config {
   /** Older keys that still decrypt, for rotation (`SECRET_ENCRYPTION_KEY_PREVIOUS`). */
   readonly previousEncryptionKeys: readonly Buffer[];
   readonly opsPort: number;
-  readonly defaultRateLimit: RateLimitPolicy | undefined;
+  readonly defaultRateLimit: Plan | undefined;
   readonly customerIdHeader: string;
   readonly managementPrefix: string;
   readonly redisFailureMode: 'open' | 'closed';
@@ -34,6 +34,8 @@ export interface Config {
   /** How many proxy hops in front of Tollgate may set X-Forwarded-For, or which addresses. */
   readonly trustProxy: TrustProxy;
   readonly production: boolean;
+  /** Serve the web console under {managementPrefix}/tollgate/console/ (CONSOLE=off: not at all). */
+  readonly console: boolean;
 }
 
 export type TrustProxy = { readonly hops: number } | { readonly addresses: readonly string[] };
@@ -123,11 +125,14 @@ export function loadConfig(env: Env): Config {
     .filter((k) => k.trim() !== '')
     .map((k) => encryptionKey('SECRET_ENCRYPTION_KEY_PREVIOUS', k.trim()));
 
-  let defaultRateLimit: RateLimitPolicy | undefined;
+  let defaultRateLimit: Plan | undefined;
   if (env.DEFAULT_RATE_LIMIT) {
-    defaultRateLimit = parsePolicy(env.DEFAULT_RATE_LIMIT);
+    defaultRateLimit = parsePlan(env.DEFAULT_RATE_LIMIT);
     if (!defaultRateLimit) {
-      throw new ConfigError('DEFAULT_RATE_LIMIT', 'must look like 1000/hour (period: second, minute, hour, day, week, month)');
+      throw new ConfigError(
+        'DEFAULT_RATE_LIMIT',
+        'must look like 1000/hour, or up to four limits of different periods like 10/second,10000/day (periods: second, minute, hour, day, week, month, year)',
+      );
     }
   }
 
@@ -156,6 +161,11 @@ export function loadConfig(env: Env): Config {
     : undefined;
   if (redisClusterNodes?.some((n) => !/^[^:\s]+:\d+$/.test(n))) {
     throw new ConfigError('REDIS_CLUSTER_NODES', 'must be a comma-separated list of host:port');
+  }
+
+  const consoleSetting = env.CONSOLE || 'on';
+  if (consoleSetting !== 'on' && consoleSetting !== 'off') {
+    throw new ConfigError('CONSOLE', `must be "on" or "off", got "${consoleSetting}"`);
   }
 
   const workers = integer(env, 'WORKERS', 1, 1, 64);
@@ -193,5 +203,6 @@ export function loadConfig(env: Env): Config {
     workers,
     trustProxy: trustProxy(env.TRUST_PROXY),
     production,
+    console: consoleSetting === 'on',
   });
 }

@@ -1,8 +1,8 @@
 import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import { MemoryRateLimiter } from './memory-limiter.js';
-import type { LimitDecision, RateLimiter } from './rate-limiter.js';
-import type { RateLimitPolicy } from './window.js';
+import type { Plan } from './plan.js';
+import type { LimitDecision, LimitState, RateLimiter } from './rate-limiter.js';
 
 /** Redis cannot be reached and `REDIS_FAILURE_MODE=closed`: the proxy answers 503 `limit_unavailable`. */
 export class LimiterUnavailableError extends Error {
@@ -50,15 +50,15 @@ export class FailoverRateLimiter implements RateLimiter {
     return this.probe !== undefined;
   }
 
-  consume(keyId: string, policy: RateLimitPolicy, nowMs: number): LimitDecision | Promise<LimitDecision> {
-    if (this.degraded) return this.fallback(keyId, policy, nowMs);
-    const decided = this.shared.consume(keyId, policy, nowMs);
+  consume(keyId: string, plan: Plan, nowMs: number): LimitDecision | Promise<LimitDecision> {
+    if (this.degraded) return this.fallback(keyId, plan, nowMs);
+    const decided = this.shared.consume(keyId, plan, nowMs);
     if (!(decided instanceof Promise)) return decided;
     return new Promise<LimitDecision>((resolve, reject) => {
       const takeFallback = (): void => {
         this.waiting.delete(takeFallback);
         try {
-          resolve(this.fallback(keyId, policy, nowMs));
+          resolve(this.fallback(keyId, plan, nowMs));
         } catch (err) {
           reject(err);
         }
@@ -72,28 +72,28 @@ export class FailoverRateLimiter implements RateLimiter {
         },
         (err: unknown) => {
           this.waiting.delete(takeFallback);
-          this.enterDegraded(err, keyId, policy);
+          this.enterDegraded(err, keyId, plan);
           takeFallback();
         },
       );
     });
   }
 
-  private fallback(keyId: string, policy: RateLimitPolicy, nowMs: number): LimitDecision {
+  private fallback(keyId: string, plan: Plan, nowMs: number): LimitDecision {
     if (this.mode === 'closed') throw new LimiterUnavailableError();
-    return this.local.consume(keyId, policy, nowMs);
+    return this.local.consume(keyId, plan, nowMs);
   }
 
-  async peek(keyId: string, policy: RateLimitPolicy, nowMs: number): Promise<LimitDecision> {
+  async peek(keyId: string, plan: Plan, nowMs: number): Promise<LimitState[]> {
     if (!this.degraded) {
       try {
-        return await this.shared.peek(keyId, policy, nowMs);
+        return await this.shared.peek(keyId, plan, nowMs);
       } catch (err) {
-        this.enterDegraded(err, keyId, policy);
+        this.enterDegraded(err, keyId, plan);
       }
     }
     if (this.mode === 'closed') throw new LimiterUnavailableError();
-    return this.local.peek(keyId, policy, nowMs);
+    return this.local.peek(keyId, plan, nowMs);
   }
 
   async close(): Promise<void> {
@@ -106,7 +106,7 @@ export class FailoverRateLimiter implements RateLimiter {
    * The probe reads the counter whose decision failed: on a Cluster with one master down, PING
    * would answer while that key's slot still fails.
    */
-  private enterDegraded(err: unknown, keyId: string, policy: RateLimitPolicy): void {
+  private enterDegraded(err: unknown, keyId: string, plan: Plan): void {
     if (this.degraded) return;
     this.metrics.degraded.set({ dependency: 'redis' }, 1);
     this.logger.warn(
@@ -121,7 +121,7 @@ export class FailoverRateLimiter implements RateLimiter {
       if (probing) return;
       probing = true;
       this.shared
-        .peek(keyId, policy, Date.now())
+        .peek(keyId, plan, Date.now())
         .then(() => this.leaveDegraded())
         .catch(() => {})
         .finally(() => (probing = false));

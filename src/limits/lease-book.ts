@@ -1,4 +1,4 @@
-import type { ConsumeReply } from './consume-script.js';
+import { countOf, NO_SHIFTS, shiftsOf, type ConsumeReply } from './consume-script.js';
 
 /** A lease's places are used within this long or given back. */
 export const LEASE_MS = 100;
@@ -6,12 +6,17 @@ export const LEASE_MS = 100;
 const LEASE_HORIZON_MS = 20;
 const MAX_LEASE = 1_000;
 
-/** Places `next`…`last` of a window's count, this replica's to hand out until `endsAt`. */
+/**
+ * Places `next`…`last` of the first limit's count, this replica's to hand out until `endsAt`; the
+ * same place of limit i is `shifts[i]` further on (a lease takes the same number of places, at once,
+ * in every limit of the plan).
+ */
 interface Lease {
   next: number;
   readonly last: number;
   readonly endsAt: number;
   readonly size: number;
+  readonly shifts: readonly number[];
 }
 
 /** What one call to Redis asks and tells for a counter. */
@@ -27,9 +32,10 @@ export interface LeaseCall {
 }
 
 /**
- * One window of one key on this replica: the places leased to it, which requests take without a
- * call, and what it owes Redis for leases it is done with. No I/O and no clock of its own: every
- * method takes `now` from the caller, the same clock that picks the window. docs/decisions/0006.
+ * One window of one key's plan on this replica (the span where the windows of all its limits stay the
+ * same): the places leased to it, which requests take without a call, and what it owes Redis for
+ * leases it is done with. No I/O and no clock of its own: every method takes `now` from the caller,
+ * the same clock that picks the window. docs/decisions/0006.
  */
 export class LeaseBook {
   private lease: Lease | undefined;
@@ -47,21 +53,15 @@ export class LeaseBook {
   /** When the latest request came. */
   private seenAt = -Infinity;
   private leaseAsked = false;
+  /** The shifts of the lease that gave the last place. */
+  private lastShifts: readonly number[] = NO_SHIFTS;
 
-  constructor(private planLimit: number) {}
-
-  get limit(): number {
-    return this.planLimit;
+  /** Where the last place `take` or `next` gave stands in limit i: that place plus `shifts[i]`. */
+  get shifts(): readonly number[] {
+    return this.lastShifts;
   }
 
-  /** The plan changed within the window: places leased under the old limit go back. */
-  setLimit(limit: number): void {
-    if (limit === this.planLimit) return;
-    this.endLeases();
-    this.planLimit = limit;
-  }
-
-  /** A request: its place in the count from a running lease, or 0 when it has to ask Redis. */
+  /** A request: its place in the first limit's count from a running lease, or 0 when it has to ask Redis. */
   take(now: number): number {
     this.demand++;
     this.seenAt = now;
@@ -71,7 +71,10 @@ export class LeaseBook {
   /** A place for a request that waited for a call, or 0. */
   next(now: number): number {
     for (let lease = this.lease; lease !== undefined; lease = this.endLease()) {
-      if (lease.next <= lease.last && now < lease.endsAt) return lease.next++;
+      if (lease.next <= lease.last && now < lease.endsAt) {
+        this.lastShifts = lease.shifts;
+        return lease.next++;
+      }
     }
     return 0;
   }
@@ -112,9 +115,11 @@ export class LeaseBook {
   }
 
   /** Redis answered `call`, asked for `want` requests. */
-  answered(call: LeaseCall, want: number, [count, admitted, leased]: ConsumeReply): void {
+  answered(call: LeaseCall, want: number, reply: ConsumeReply): void {
+    const [admitted, leased] = reply;
     if (leased > 0) {
-      const lease: Lease = { next: count - leased + 1, last: count, endsAt: call.sentAt + LEASE_MS, size: leased };
+      const count = countOf(reply, 0);
+      const lease: Lease = { next: count - leased + 1, last: count, endsAt: call.sentAt + LEASE_MS, size: leased, shifts: shiftsOf(reply) };
       const current = this.lease;
       if (current === undefined || current.next > current.last || call.sentAt >= current.endsAt) this.endLease();
       if (this.lease === undefined) this.lease = lease;

@@ -11,6 +11,11 @@ export function counterKey(prefix: string, keyId: string, period: Period, window
   return `${prefix}{${keyId}}:${period}:${windowStart}`;
 }
 
+/** A sliding limit's slots (a hash of slot → places): `<prefix>{<keyId>}:sliding:<period>`. */
+export function slidingKey(prefix: string, keyId: string, period: Period): string {
+  return `${prefix}{${keyId}}:sliding:${period}`;
+}
+
 /** Beside each count, the places leased from it and not yet settled (docs/decisions/0006). */
 export function leaseBookKey(counter: string): string {
   return counter + ':lease';

@@ -1,12 +1,14 @@
 import { settledWithin } from '../ops/deadline.js';
 import { CLOSE_WAIT_MS, corkedWrites, type RedisClient } from '../redis/connect.js';
 import type { Metrics } from '../ops/metrics.js';
-import { consumeKeys, defineConsumeScript, type ConsumeReply, type ConsumeScript } from './consume-script.js';
+import { consumeKeys, countOf, defineConsumeScript, oldestSlotOf, shiftsOf, type ConsumeLimit, type ConsumeReply, type ConsumeScript } from './consume-script.js';
 import { LeaseBook, type LeaseCall } from './lease-book.js';
-import { counterKey, reclaimChannel } from './limiter-keys.js';
-import type { LimitDecision, RateLimiter } from './rate-limiter.js';
+import { counterKey, reclaimChannel, slidingKey } from './limiter-keys.js';
+import type { LimitRule, Plan } from './plan.js';
+import { isTighter, type LimitDecision, type LimitState, type RateLimiter } from './rate-limiter.js';
+import { slidingCount, slotAt, slotLeavesAt, slotMs } from './sliding-window.js';
 import { WindowLedger } from './window-ledger.js';
-import { windowAt, type RateLimitPolicy } from './window.js';
+import { windowAt } from './window.js';
 
 /**
  * Counters outlive their window by this much. The window start is in the key name, so a late key
@@ -25,12 +27,25 @@ interface Waiter {
   reject(err: unknown): void;
 }
 
-/** One window of one key on this replica: its lease book, and the requests waiting for Redis. */
+/**
+ * One window of one key's plan on this replica, the span in which the window (fixed) or slot
+ * (sliding) of every limit of the plan stays the same: its lease book, and the requests waiting for
+ * Redis.
+ */
 interface Counter {
-  readonly name: string;
-  readonly keys: readonly [string, string];
-  /** Window end, epoch ms. */
-  readonly resetMs: number;
+  readonly keyId: string;
+  readonly tag: string;
+  /** Where this span starts and ends, epoch ms. */
+  readonly startMs: number;
+  readonly endMs: number;
+  readonly limits: readonly LimitRule[];
+  /** Each limit's count key in Redis. */
+  readonly counts: readonly string[];
+  /** The script's KEYS and, per limit, its limit, expiry and slot. */
+  readonly keys: readonly string[];
+  readonly consumeLimits: readonly ConsumeLimit[];
+  /** Each limit's LimitState.resetMs: a fixed window's end; for a sliding limit, set from each answer. */
+  readonly resets: number[];
   readonly book: LeaseBook;
   waiting: Waiter[];
   /** Requests that did not fit while places were being reclaimed; they ask again after `retryMs`. */
@@ -56,12 +71,12 @@ export interface RedisRateLimiterOptions {
 }
 
 /**
- * Fixed-window counters in Redis, shared by every replica: the I/O around the consume script
- * (consume-script.ts) and each counter's lease book (lease-book.ts).
+ * Counters in Redis, shared by every replica, for plans of one to four limits, fixed or sliding: the
+ * I/O around the consume script (consume-script.ts) and each counter's lease book (lease-book.ts).
  *
  * The decisions a replica needs for one key within one turn of the event loop go to Redis as one
- * script call that asks for all of them, the first ones admitted in arrival order up to what the
- * window holds. Calls for different keys in the same turn share one write (a corked socket on a
+ * script call that asks for all of them, the first ones admitted in arrival order up to what every
+ * limit of the plan holds. Calls for different keys in the same turn share one write (a corked socket on a
  * single Redis, per-node auto-pipelines on a Cluster).
  *
  * A key this replica keeps busy also gets a lease: places of the window's count taken ahead of its
@@ -75,7 +90,12 @@ export interface RedisRateLimiterOptions {
  */
 export class RedisRateLimiter implements RateLimiter {
   private readonly consumeScript: ConsumeScript;
+  /** Every counter with something left to do, by keyId|tag|start. */
   private readonly counters = new Map<string, Counter>();
+  /** The latest counter of each key: a request in its span finds it without building a name. */
+  private readonly current = new Map<string, Counter>();
+  /** Count key → the counters counting in it, which a reclaim of that key asks. */
+  private readonly byCount = new Map<string, Set<Counter>>();
   /** Counters with a call to send at the end of this turn. */
   private due: Counter[] = [];
   private readonly reclaimChannel: string;
@@ -137,21 +157,83 @@ export class RedisRateLimiter implements RateLimiter {
     await Promise.all([this.subscribed, (this.epochRead ??= this.checkLedger())]);
   }
 
-  consume(keyId: string, policy: RateLimitPolicy, nowMs: number): LimitDecision | Promise<LimitDecision> {
-    const window = windowAt(policy.period, nowMs);
-    const name = counterKey(this.prefix, keyId, policy.period, window.start);
-    let counter = this.counters.get(name);
-    if (counter === undefined) {
-      counter = newCounter(name, window.end, policy.limit);
-      this.counters.set(name, counter);
-    } else {
-      counter.book.setLimit(policy.limit);
+  consume(keyId: string, plan: Plan, nowMs: number): LimitDecision | Promise<LimitDecision> {
+    let counter = this.current.get(keyId);
+    if (counter === undefined || counter.tag !== plan.tag || nowMs >= counter.endMs || nowMs < counter.startMs) {
+      counter = this.counterAt(keyId, plan, nowMs);
     }
     const book = counter.book;
     const position = book.take(nowMs);
     if (position === 0) return this.ask(counter);
     if (book.wantsNext) this.schedule(counter);
-    return place(counter, position);
+    return place(counter, position, book.shifts);
+  }
+
+  /** The counter of `keyId` under `plan` at `nowMs`, made when first needed. */
+  private counterAt(keyId: string, plan: Plan, nowMs: number): Counter {
+    let startMs = -Infinity;
+    let endMs = Infinity;
+    const counts: string[] = [];
+    const consumeLimits: ConsumeLimit[] = [];
+    const resets: number[] = [];
+    for (const rule of plan.limits) {
+      let start: number;
+      let end: number;
+      if (rule.algorithm === 'fixed') {
+        ({ start, end } = windowAt(rule.period, nowMs));
+        counts.push(counterKey(this.prefix, keyId, rule.period, start));
+        consumeLimits.push({ limit: rule.limit, expiresAt: end + EXPIRY_GRACE_MS, slot: -1 });
+        resets.push(end);
+      } else {
+        const slot = slotAt(rule.period, nowMs);
+        start = slot * slotMs(rule.period);
+        end = start + slotMs(rule.period);
+        counts.push(slidingKey(this.prefix, keyId, rule.period));
+        consumeLimits.push({ limit: rule.limit, expiresAt: slotLeavesAt(rule.period, slot) + EXPIRY_GRACE_MS, slot });
+        resets.push(slotLeavesAt(rule.period, slot));
+      }
+      startMs = Math.max(startMs, start);
+      endMs = Math.min(endMs, end);
+    }
+    const name = `${keyId}|${plan.tag}|${startMs}`;
+    let counter = this.counters.get(name);
+    if (counter === undefined) {
+      counter = {
+        keyId,
+        tag: plan.tag,
+        startMs,
+        endMs,
+        limits: plan.limits,
+        counts,
+        keys: consumeKeys(counts),
+        consumeLimits,
+        resets,
+        book: new LeaseBook(),
+        waiting: [],
+        held: [],
+        retryMs: FIRST_RETRY_MS,
+        scheduled: false,
+        callsInFlight: 0,
+      };
+      this.counters.set(name, counter);
+      for (const count of counts) {
+        let counters = this.byCount.get(count);
+        if (counters === undefined) this.byCount.set(count, (counters = new Set()));
+        counters.add(counter);
+      }
+    }
+    this.current.set(keyId, counter);
+    return counter;
+  }
+
+  private forget(name: string, counter: Counter): void {
+    this.counters.delete(name);
+    if (this.current.get(counter.keyId) === counter) this.current.delete(counter.keyId);
+    for (const count of counter.counts) {
+      const counters = this.byCount.get(count);
+      counters?.delete(counter);
+      if (counters?.size === 0) this.byCount.delete(count);
+    }
   }
 
   private ask(counter: Counter): Promise<LimitDecision> {
@@ -161,11 +243,20 @@ export class RedisRateLimiter implements RateLimiter {
     });
   }
 
-  async peek(keyId: string, policy: RateLimitPolicy, nowMs: number): Promise<LimitDecision> {
-    const window = windowAt(policy.period, nowMs);
-    const name = counterKey(this.prefix, keyId, policy.period, window.start);
-    const used = Number((await this.measure('peek', () => this.client.get(name))) ?? 0);
-    return { allowed: used < policy.limit, limit: policy.limit, remaining: Math.max(0, policy.limit - used), resetMs: window.end };
+  async peek(keyId: string, plan: Plan, nowMs: number): Promise<LimitState[]> {
+    return this.measure('peek', () =>
+      Promise.all(
+        plan.limits.map(async (rule): Promise<LimitState> => {
+          if (rule.algorithm === 'fixed') {
+            const window = windowAt(rule.period, nowMs);
+            const used = Number((await this.client.get(counterKey(this.prefix, keyId, rule.period, window.start))) ?? 0);
+            return { rule, remaining: Math.max(0, rule.limit - used), resetMs: window.end };
+          }
+          const { used, oldest } = slidingCount(await this.client.hgetall(slidingKey(this.prefix, keyId, rule.period)), slotAt(rule.period, nowMs));
+          return { rule, remaining: Math.max(0, rule.limit - used), resetMs: slotLeavesAt(rule.period, oldest) };
+        }),
+      ),
+    );
   }
 
   /** The connections belong to the composition root, which closes them after every user is done. */
@@ -200,19 +291,17 @@ export class RedisRateLimiter implements RateLimiter {
     const call = book.startCall(this.clock(), this.listening && this.subscriber!.status === 'ready');
     if (waiting.length === 0 && call.lease === 0 && call.settled === 0 && call.returned === 0) return; // nothing to ask or tell
     counter.callsInFlight++;
-    const expiresAt = counter.resetMs + EXPIRY_GRACE_MS;
     let reply: ConsumeReply;
     try {
       reply = await this.measure('consume', () =>
         this.consumeScript(counter.keys, {
-          limit: book.limit,
-          expiresAt,
           want: waiting.length,
           lease: call.lease,
           settled: call.settled,
           returned: call.returned,
           now: call.sentAt,
           reclaimChannel: this.reclaimChannel,
+          limits: counter.consumeLimits,
         }),
       );
     } catch (err) {
@@ -223,10 +312,16 @@ export class RedisRateLimiter implements RateLimiter {
       this.answered(counter, call);
       return;
     }
-    const [count, admitted, leased, held] = reply;
-    this.ledger.add(counter.name, admitted + leased - call.returned, expiresAt);
-    let position = count - leased - admitted;
-    for (let i = 0; i < admitted; i++) waiting[i]!.resolve(place(counter, ++position));
+    const [admitted, leased, held] = reply;
+    const limits = counter.limits;
+    for (let i = 0; i < limits.length; i++) {
+      const { slot, expiresAt } = counter.consumeLimits[i]!;
+      if (slot >= 0) counter.resets[i] = slotLeavesAt(limits[i]!.period, oldestSlotOf(reply, i));
+      this.ledger.add(counter.counts[i]!, slot, admitted + leased - call.returned, expiresAt);
+    }
+    const shifts = shiftsOf(reply);
+    let position = countOf(reply, 0) - leased - admitted;
+    for (let i = 0; i < admitted; i++) waiting[i]!.resolve(place(counter, ++position, shifts));
     book.answered(call, waiting.length, reply);
     if (held === 1) {
       // Places leased elsewhere are on their way back: these ask again shortly, in arrival order.
@@ -235,9 +330,10 @@ export class RedisRateLimiter implements RateLimiter {
       counter.retryMs = Math.min(2 * retryMs, LAST_RETRY_MS);
       setTimeout(() => this.retryHeld(counter), retryMs);
     } else {
-      const limit = book.limit;
-      const refused: LimitDecision = { allowed: false, limit, remaining: Math.max(0, limit - count), resetMs: counter.resetMs };
-      for (let i = admitted; i < waiting.length; i++) waiting[i]!.resolve(refused);
+      if (admitted < waiting.length) {
+        const refused = refusal(counter, reply);
+        for (let i = admitted; i < waiting.length; i++) waiting[i]!.resolve(refused);
+      }
       counter.retryMs = FIRST_RETRY_MS;
     }
     this.answered(counter, call);
@@ -254,7 +350,7 @@ export class RedisRateLimiter implements RateLimiter {
     while (served < waiting.length) {
       const position = book.next(now);
       if (position === 0) break;
-      waiting[served++]!.resolve(place(counter, position));
+      waiting[served++]!.resolve(place(counter, position, book.shifts));
     }
     if (served > 0) counter.waiting = waiting.slice(served);
     if (book.settleIfExhausted() || counter.waiting.length > 0) this.schedule(counter);
@@ -267,24 +363,30 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /** Another replica needs places of this counter. */
-  private readonly onReclaim = (channel: string, name: string): void => {
+  private readonly onReclaim = (channel: string, count: string): void => {
     if (channel !== this.reclaimChannel) return;
-    const counter = this.counters.get(name);
-    if (counter === undefined) return;
-    counter.book.reclaim();
-    if (counter.book.owes) this.schedule(counter);
+    for (const counter of this.byCount.get(count) ?? []) {
+      counter.book.reclaim();
+      if (counter.book.owes) this.schedule(counter);
+    }
   };
 
-  /** Settles the leases of counters gone quiet, and forgets counters with nothing left to do. */
+  /**
+   * Settles the leases of counters gone quiet, forgets counters with nothing left to do, and finishes
+   * a check of Redis' restart marker that Redis stopped answering (else only the next reconnect would).
+   */
   private sweep(nowMs: number): void {
+    if (this.ledger.unfinishedCheck) void this.checkLedger();
     for (const [name, counter] of this.counters) {
       const busy = counter.scheduled || counter.callsInFlight > 0 || counter.waiting.length > 0 || counter.held.length > 0;
       if (busy) continue;
-      if (counter.resetMs <= nowMs) {
-        this.counters.delete(name); // The window is over: its places no longer matter.
+      // Once every limit's window is over its places no longer matter. Until then (a longer window
+      // of the plan, or a sliding limit's slot, still counts them) unused places are given back first.
+      if (counter.consumeLimits.every((l, i) => l.slot < 0 && counter.resets[i]! <= nowMs)) {
+        this.forget(name, counter);
       } else if (counter.book.endIfQuiet(nowMs)) {
         if (counter.book.owes) this.schedule(counter);
-        else this.counters.delete(name);
+        else this.forget(name, counter);
       }
     }
   }
@@ -302,10 +404,30 @@ export class RedisRateLimiter implements RateLimiter {
   }
 }
 
-function newCounter(name: string, resetMs: number, limit: number): Counter {
-  return { name, keys: consumeKeys(name), resetMs, book: new LeaseBook(limit), waiting: [], held: [], retryMs: FIRST_RETRY_MS, scheduled: false, callsInFlight: 0 };
+/** A request admitted at `position` of the first limit's count (the others' by `shifts`). */
+function place(counter: Counter, position: number, shifts: readonly number[]): LimitDecision {
+  const limits = counter.limits;
+  const resets = counter.resets;
+  let best = 0;
+  let bestRemaining = limits[0]!.limit - position;
+  let bestResetMs = resets[0]!;
+  for (let i = 1; i < limits.length; i++) {
+    const remaining = limits[i]!.limit - position - shifts[i]!;
+    if (isTighter(remaining, resets[i]!, bestRemaining, bestResetMs)) {
+      best = i;
+      bestRemaining = remaining;
+      bestResetMs = resets[i]!;
+    }
+  }
+  return { allowed: true, rule: limits[best]!, remaining: bestRemaining, resetMs: bestResetMs };
 }
 
-function place(counter: Counter, position: number): LimitDecision {
-  return { allowed: true, limit: counter.book.limit, remaining: counter.book.limit - position, resetMs: counter.resetMs };
+/** Requests that did not fit: the limit that is full and whose window ends last refused them. */
+function refusal(counter: Counter, reply: ConsumeReply): LimitDecision {
+  let by = -1;
+  for (let i = 0; i < counter.limits.length; i++) {
+    if (countOf(reply, i) < counter.limits[i]!.limit) continue;
+    if (by < 0 || counter.resets[i]! > counter.resets[by]!) by = i;
+  }
+  return { allowed: false, rule: counter.limits[by]!, remaining: 0, resetMs: counter.resets[by]! };
 }

@@ -1,9 +1,16 @@
 import type { RedisClient } from '../redis/connect.js';
 import { defineScript } from '../redis/script.js';
 
-/** Puts places back into a window's count after Redis restarted empty (window-ledger.ts). */
+/**
+ * Puts places back into a window's count after Redis restarted empty (window-ledger.ts): a fixed
+ * window's string, or a sliding limit's slot (ARGV[3], -1 for none) in its hash.
+ */
 const RESTORE_LUA = `
-redis.call('INCRBY', KEYS[1], ARGV[1])
+if tonumber(ARGV[3]) < 0 then
+  redis.call('INCRBY', KEYS[1], ARGV[1])
+else
+  redis.call('HINCRBY', KEYS[1], ARGV[3], ARGV[1])
+end
 redis.call('PEXPIREAT', KEYS[1], ARGV[2])
 return 1
 `;
@@ -12,11 +19,13 @@ export interface RestoreCall {
   readonly places: number;
   /** When the count expires, epoch ms. */
   readonly expiresAt: number;
+  /** The sliding slot the places were taken in, or -1 for a fixed window. */
+  readonly slot: number;
 }
 
 /** The script's ARGV, by position. */
 export function restoreArgs(call: RestoreCall): (string | number)[] {
-  return [call.places, call.expiresAt];
+  return [call.places, call.expiresAt, call.slot];
 }
 
 /** Adds to the count at `counter` (KEYS[1], its only key) and sets its expiry. */

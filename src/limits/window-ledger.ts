@@ -15,12 +15,24 @@ import { defineRestoreScript, type RestoreScript } from './restore-script.js';
  * trip or two) are in the new count and are put back too, so around a restart a window can admit
  * that many requests fewer than its limit, never more.
  */
+interface Taken {
+  /** The count key, and for a sliding limit the slot within it (-1 for a fixed window). */
+  readonly count: string;
+  readonly slot: number;
+  places: number;
+  readonly expiresAt: number;
+}
+
 export class WindowLedger {
-  private readonly taken = new Map<string, { places: number; readonly expiresAt: number }>();
+  private readonly taken = new Map<string, Taken>();
   private readonly restore: RestoreScript;
   private readonly epochKey: string;
   private epoch: string | undefined;
   private checking = false;
+  /** Windows a restart emptied that are not put back yet (a check Redis stopped answering midway). */
+  private readonly owed = new Set<string>();
+  /** The last check did not finish: Redis did not answer. */
+  private unfinished = false;
 
   constructor(
     private readonly client: RedisClient,
@@ -30,40 +42,59 @@ export class WindowLedger {
     this.epochKey = prefix + 'epoch';
   }
 
-  /** Places taken (or, negative, given back) in the window counted at `name`, which expires at `expiresAt`. */
-  add(name: string, places: number, expiresAt: number): void {
+  /**
+   * Places taken (or, negative, given back) in the window counted at `count` (in `slot` of it for a
+   * sliding limit, else -1), which expires at `expiresAt`.
+   */
+  add(count: string, slot: number, places: number, expiresAt: number): void {
     if (places === 0) return;
+    const name = slot < 0 ? count : `${count}#${slot}`;
     const entry = this.taken.get(name);
-    if (entry === undefined) this.taken.set(name, { places, expiresAt });
+    if (entry === undefined) this.taken.set(name, { count, slot, places, expiresAt });
     else entry.places += places;
+  }
+
+  /** Whether the last check did not finish (Redis stopped answering): the caller checks again soon. */
+  get unfinishedCheck(): boolean {
+    return this.unfinished;
   }
 
   /**
    * Reads the marker; when Redis restarted empty since the last read, puts back what this replica had
-   * taken in every window still running. Resolves how many windows it put back. Never rejects.
+   * taken in every window still running, and what an unfinished check still owed. Resolves how many
+   * windows it put back. Never rejects: a check Redis stops answering is left unfinished, and the next
+   * one goes on from where it stopped (a window whose put-back timed out but ran is put back twice:
+   * it then admits fewer than its limit, never more).
    */
   async check(nowMs: number): Promise<number> {
     if (this.checking) return 0;
     this.checking = true;
     try {
-      for (const [name, entry] of this.taken) if (entry.expiresAt <= nowMs) this.taken.delete(name);
+      for (const [name, entry] of this.taken) {
+        if (entry.expiresAt > nowMs) continue;
+        this.taken.delete(name);
+        this.owed.delete(name);
+      }
       let current = (await this.client.get(this.epochKey)) ?? undefined;
       if (current === undefined) {
         const mine = randomBytes(12).toString('base64url');
         current = (await this.client.set(this.epochKey, mine, 'NX')) === 'OK' ? mine : ((await this.client.get(this.epochKey)) ?? mine);
       }
-      const restarted = this.epoch !== undefined && current !== this.epoch;
+      if (this.epoch !== undefined && current !== this.epoch) for (const name of this.taken.keys()) this.owed.add(name);
       this.epoch = current;
-      if (!restarted) return 0;
       let restored = 0;
-      for (const [name, entry] of this.taken) {
-        if (entry.places <= 0) continue;
-        await this.restore(name, entry);
-        restored++;
+      for (const name of this.owed) {
+        const entry = this.taken.get(name);
+        if (entry !== undefined && entry.places > 0) {
+          await this.restore(entry.count, entry);
+          restored++;
+        }
+        this.owed.delete(name);
       }
+      this.unfinished = false;
       return restored;
     } catch {
-      // Redis does not answer: the next check, a second from now or when it is ready again, reads it.
+      this.unfinished = true;
       return 0;
     } finally {
       this.checking = false;

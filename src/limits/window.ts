@@ -1,6 +1,6 @@
 /** Fixed windows aligned to UTC. Pure functions: every caller passes the clock in. */
 
-export const PERIODS = ['second', 'minute', 'hour', 'day', 'week', 'month'] as const;
+export const PERIODS = ['second', 'minute', 'hour', 'day', 'week', 'month', 'year'] as const;
 export type Period = (typeof PERIODS)[number];
 
 export interface RateLimitPolicy {
@@ -35,20 +35,14 @@ export function windowAt(period: Period, nowMs: number): Window {
     const start = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
     return { start, end: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) };
   }
+  if (period === 'year') {
+    const year = new Date(nowMs).getUTCFullYear();
+    return { start: Date.UTC(year, 0, 1), end: Date.UTC(year + 1, 0, 1) };
+  }
   const length = FIXED_MS[period]!;
   const offset = period === 'week' ? FIRST_MONDAY_MS : 0;
   const start = Math.floor((nowMs - offset) / length) * length + offset;
   return { start, end: start + length };
-}
-
-/** `1000/hour` → `{limit: 1000, period: 'hour'}`; `undefined` when malformed. */
-export function parsePolicy(text: string): RateLimitPolicy | undefined {
-  const match = /^\s*(\d{1,16})\s*\/\s*([a-z]+)\s*$/.exec(text);
-  if (!match) return undefined;
-  const limit = Number(match[1]);
-  const period = match[2]!;
-  if (!isPeriod(period) || limit < 1 || !Number.isSafeInteger(limit)) return undefined;
-  return { limit, period };
 }
 
 /** Seconds a client should wait before `resetMs`: whole seconds, rounded up, at least 1. */

@@ -1,4 +1,5 @@
 /** Rate limit plans and their bindings to keys (contract sections 2 and 7). */
+import { isDeepStrictEqual } from 'node:util';
 import type { Router } from 'express';
 import { AppError } from '../errors.js';
 import type { PlanWithKeys } from '../store/plan-repository.js';
@@ -11,7 +12,6 @@ import { PATHS, REQUIRED_SCOPES } from './routes.js';
 import {
   RATE_LIMIT_ID_PATTERN,
   type ApplyPlanResponse,
-  type CreatePlanResponse,
   type DeletePlanResponse,
   type ListPlansResponse,
   type PlanResponse,
@@ -19,6 +19,8 @@ import {
 } from './schemas.js';
 import { isoTimestamp } from './time-format.js';
 import {
+  limitsOfCreate,
+  limitsOfUpdate,
   validateApplyPlan,
   validateCreatePlan,
   validateDeletePlanQuery,
@@ -29,13 +31,17 @@ import {
 
 const RATE_LIMIT_ID = new RegExp(RATE_LIMIT_ID_PATTERN);
 
+
+/** A plan in both shapes: the seed's `limit` and `period` (its first limit) and every limit. */
 function planView(plan: PlanWithKeys): PlanResponse {
+  const [first] = plan.limits;
   return {
     rateLimitId: plan.rateLimitId,
     description: plan.description,
-    limit: plan.limit,
-    period: plan.period,
+    limit: first!.limit,
+    period: first!.period,
     createdAt: isoTimestamp(plan.createdAt),
+    limits: plan.limits.map(({ name, limit, period, algorithm }) => ({ name, limit, period, algorithm })),
     lastUpdated: isoTimestamp(plan.lastUpdated),
     keyCount: plan.keyCount,
   };
@@ -53,17 +59,17 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
   router
     .route(PATHS.createPlan)
     .post(requires(REQUIRED_SCOPES.createPlan.post), jsonBody, async (req, res) => {
-      const { rateLimitId, description = '', limit, period } = validateCreatePlan(req.body);
+      const body = validateCreatePlan(req.body);
+      const { rateLimitId, description = '' } = body;
       const createdAt = ctx.now();
-      const plan = { rateLimitId, description, limit, period, createdAt };
+      const plan = { rateLimitId, description, limits: limitsOfCreate(body), createdAt };
       await ctx.audited(res, async ({ plans }) => {
         if (!(await plans.insert(plan))) {
           throw new AppError('rate_limit_exists', `A rate limit plan with id "${rateLimitId}" already exists`);
         }
         return { result: undefined, action: 'plan.create', target: { type: 'plan', id: rateLimitId }, before: null, after: planAudit(plan) };
       });
-      const body: CreatePlanResponse = { rateLimitId, description, limit, period, createdAt: isoTimestamp(createdAt) };
-      res.status(201).json(body);
+      res.status(201).json(planView({ ...plan, lastUpdated: createdAt, keyCount: 0 }));
     })
     .all(methodNotAllowed('POST'));
 
@@ -87,15 +93,20 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
     })
     .patch(requires(REQUIRED_SCOPES.plan.patch), jsonBody, async (req, res) => {
       const rateLimitId = planIdOf(req.params.rateLimitId);
-      const changes = validateUpdatePlan(req.body);
-      const plan = await ctx.audited(res, async ({ plans }) => {
+      const body = validateUpdatePlan(req.body);
+      const { plan, changed } = await ctx.audited(res, async ({ plans }) => {
         const before = await plans.get(rateLimitId, true);
         if (!before) throw new AppError('rate_limit_not_found');
+        const changes = { description: body.description, limits: limitsOfUpdate(body, before.limits) };
+        // Setting what is already set changes nothing: no entry, and lastUpdated stays.
+        const sameDescription = changes.description === undefined || changes.description === before.description;
+        const sameLimits = changes.limits === undefined || isDeepStrictEqual(changes.limits, before.limits);
+        if (sameDescription && sameLimits) return { result: { plan: before, changed: false }, unchanged: true as const };
         const after = (await plans.update(rateLimitId, changes, ctx.now()))!;
-        return { result: after, action: 'plan.update', target: { type: 'plan', id: rateLimitId }, before: planAudit(before), after: planAudit(after) };
+        return { result: { plan: after, changed: true }, action: 'plan.update', target: { type: 'plan', id: rateLimitId }, before: planAudit(before), after: planAudit(after) };
       });
       // Counters are kept per key and window, not per plan: the current windows keep what they spent.
-      await ctx.announce({ kind: 'plan', rateLimitId });
+      if (changed) await ctx.announce({ kind: 'plan', rateLimitId });
       res.json(planView(plan));
     })
     .delete(requires(REQUIRED_SCOPES.plan.delete), async (req, res) => {
@@ -112,8 +123,11 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
             { keyCount: before.keyCount },
           );
         }
-        const n = await plans.delete(rateLimitId, ctx.now());
-        return { result: n, action: 'plan.delete', target: { type: 'plan', id: rateLimitId }, before: { ...planAudit(before), keyCount: n }, after: null };
+        const unboundKeys = await plans.delete(rateLimitId, ctx.now());
+        // Each key unbound gets an entry of its own, so its trail (targetId=<key>) shows why its plan went.
+        const preceding = unboundKeys.map((key) => ({ action: 'key.remove_plan', target: { type: 'key', id: key.id }, before: { ...keyAudit(key), rateLimitId }, after: keyAudit(key) }));
+        const n = unboundKeys.length;
+        return { result: n, action: 'plan.delete', target: { type: 'plan', id: rateLimitId }, before: { ...planAudit(before), keyCount: n }, after: null, preceding };
       });
       await ctx.announce({ kind: 'plan', rateLimitId });
       const note = unbound > 0 ? ` (unbound from ${unbound} key(s))` : '';
@@ -126,15 +140,17 @@ export function addPlanRoutes(router: Router, ctx: ManagementContext): void {
     .route(PATHS.applyPlan)
     .post(requires(REQUIRED_SCOPES.applyPlan.post), jsonBody, async (req, res) => {
       const { consumerApiKeyId, rateLimitId } = validateApplyPlan(req.body);
-      await ctx.audited(res, async ({ keys, plans }) => {
+      const bound = await ctx.audited(res, async ({ keys, plans }) => {
         if (!(await plans.get(rateLimitId))) throw new AppError('rate_limit_not_found');
         const before = await keys.get(consumerApiKeyId, true);
         if (!before) throw new AppError('key_not_found');
+        // The plan it already has: no change, so no entry and lastUpdated stays (as for unbinding none).
+        if (before.rateLimitId === rateLimitId) return { result: false, unchanged: true as const };
         await keys.bindPlan(consumerApiKeyId, rateLimitId, ctx.now());
         const after = { ...keyAudit(before), rateLimitId };
-        return { result: undefined, action: 'key.apply_plan', target: { type: 'key', id: consumerApiKeyId }, before: keyAudit(before), after };
+        return { result: true, action: 'key.apply_plan', target: { type: 'key', id: consumerApiKeyId }, before: keyAudit(before), after };
       });
-      await ctx.announce({ kind: 'key', keyId: consumerApiKeyId });
+      if (bound) await ctx.announce({ kind: 'key', keyId: consumerApiKeyId });
       const body: ApplyPlanResponse = {
         consumerApiKeyId,
         rateLimitId,

@@ -2,18 +2,19 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { ERRORS, errorBody, type ErrorCode } from '../errors.js';
 import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
 import type { LimitDecision, RateLimiter } from '../limits/rate-limiter.js';
-import { secondsUntil, type RateLimitPolicy } from '../limits/window.js';
+import type { Plan } from '../limits/plan.js';
+import { secondsUntil } from '../limits/window.js';
 import type { Metrics } from '../ops/metrics.js';
-import type { FailureThrottle } from './auth-throttle.js';
+import type { AllowedAttempt, FailureThrottle } from './auth-throttle.js';
 import { credentialOf } from './credential.js';
 import { isoSeconds, rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
 
-/** A request that may go to the backend; `limit` is set when a policy applies to its key. */
+/** A request that may go to the backend; `limit` is set when a plan applies to its key. */
 export interface Admitted {
   readonly admitted: true;
   readonly secret: string;
   readonly key: ResolvedKey;
-  readonly limit: { readonly policy: RateLimitPolicy; readonly decision: LimitDecision } | undefined;
+  readonly limit: { readonly plan: Plan; readonly decision: LimitDecision } | undefined;
 }
 
 /** A request answered by Tollgate itself; `key` is set when it carried a valid key (usage counts it). */
@@ -21,7 +22,7 @@ export interface Refused {
   readonly admitted: false;
   readonly code: ErrorCode;
   readonly key: ResolvedKey | undefined;
-  readonly limit: { readonly policy: RateLimitPolicy; readonly decision: LimitDecision } | undefined;
+  readonly limit: { readonly plan: Plan; readonly decision: LimitDecision } | undefined;
   /** When a throttled client may try again, epoch ms. */
   readonly retryAtMs?: number;
 }
@@ -54,25 +55,30 @@ export async function admit(deps: AdmissionDeps, headers: IncomingHttpHeaders, c
     metrics.proxyRequests.inc({ outcome: 'unauthorized' });
     return refused('missing_api_key');
   }
-  const throttle = deps.authThrottle;
-  if (throttle !== undefined) {
-    const until = throttle.blockedUntil(client, deps.clock());
-    // Keys already in memory cost nothing to check and stay usable from a throttled address.
-    if (until !== undefined && !deps.keyCache.knows(secret)) {
+  // Keys already in memory cost nothing to check: they never touch the throttle, and keep working
+  // from a throttled address. Nor does a secret whose look-up is under way: a burst carrying one new
+  // key is one guess, not hundreds. Any other secret is checked only with the throttle's leave.
+  let attempt: AllowedAttempt | undefined;
+  if (deps.authThrottle !== undefined && !deps.keyCache.knows(secret)) {
+    const asked = deps.authThrottle.attempt(client, deps.clock(), secret);
+    const answer = asked instanceof Promise ? await asked : asked;
+    if (!answer.allowed) {
       metrics.proxyRequests.inc({ outcome: 'throttled' });
-      return { admitted: false, code: 'too_many_failed_attempts', key: undefined, limit: undefined, retryAtMs: until };
+      return { admitted: false, code: 'too_many_failed_attempts', key: undefined, limit: undefined, retryAtMs: answer.retryAtMs };
     }
+    attempt = answer;
   }
   let key: ResolvedKey | undefined;
   try {
     const found = deps.keyCache.resolve(secret);
     key = found instanceof Promise ? await found : found;
   } catch {
+    attempt?.settle(false);
     metrics.proxyRequests.inc({ outcome: 'unavailable' });
     return refused('auth_unavailable');
   }
+  attempt?.settle(key === undefined);
   if (key === undefined) {
-    throttle?.fail(client, deps.clock());
     metrics.authFailures.inc({ reason: 'invalid' });
     metrics.proxyRequests.inc({ outcome: 'unauthorized' });
     return refused('invalid_api_key');
@@ -89,11 +95,11 @@ export async function admit(deps: AdmissionDeps, headers: IncomingHttpHeaders, c
     metrics.proxyRequests.inc({ outcome: 'unauthorized' });
     return refused('key_expired', key);
   }
-  const policy = key.policy;
-  if (policy === undefined) return { admitted: true, secret, key, limit: undefined };
+  const plan = key.plan;
+  if (plan === undefined) return { admitted: true, secret, key, limit: undefined };
   let decision: LimitDecision;
   try {
-    const decided = deps.limiter.consume(key.id, policy, now);
+    const decided = deps.limiter.consume(key.id, plan, now);
     decision = decided instanceof Promise ? await decided : decided;
   } catch {
     metrics.proxyRequests.inc({ outcome: 'unavailable' });
@@ -102,14 +108,14 @@ export async function admit(deps: AdmissionDeps, headers: IncomingHttpHeaders, c
   if (!decision.allowed) {
     metrics.rateLimited.inc();
     metrics.proxyRequests.inc({ outcome: 'limited' });
-    return refused('rate_limit_exceeded', key, { policy, decision });
+    return refused('rate_limit_exceeded', key, { plan, decision });
   }
-  return { admitted: true, secret, key, limit: { policy, decision } };
+  return { admitted: true, secret, key, limit: { plan, decision } };
 }
 
 /** `RateLimit-Policy` and `RateLimit` for a response to a limited key. */
 export function limitHeaders(limit: NonNullable<Admitted['limit']>, nowMs: number, into: OutgoingHttpHeaders): void {
-  into['ratelimit-policy'] = rateLimitPolicyHeader(limit.policy, nowMs);
+  into['ratelimit-policy'] = rateLimitPolicyHeader(limit.plan, nowMs);
   into['ratelimit'] = rateLimitHeader(limit.decision, nowMs);
 }
 
@@ -120,22 +126,23 @@ export interface RefusalResponse {
 }
 
 /**
- * The answer to a refused request. The 429 body is exactly the contract's
- * `{error, limit, period, remaining: 0, resetTime}`; every other refusal is the JSON error envelope.
+ * The answer to a refused request. The 429 body is the contract's `{error, limit, period, remaining: 0,
+ * resetTime}` plus the refusing limit's `name`; every other refusal is the JSON error envelope.
  */
 export function refusalResponse(refusal: Refused, requestId: string, nowMs: number): RefusalResponse {
   const headers: OutgoingHttpHeaders = { 'x-request-id': requestId };
   let body: string;
   if (refusal.code === 'rate_limit_exceeded' && refusal.limit !== undefined) {
-    const { policy, decision } = refusal.limit;
-    headers['retry-after'] = String(secondsUntil(decision.resetMs, nowMs));
+    const { rule, resetMs } = refusal.limit.decision;
+    headers['retry-after'] = String(secondsUntil(resetMs, nowMs));
     limitHeaders(refusal.limit, nowMs, headers);
     body = JSON.stringify({
       error: ERRORS.rate_limit_exceeded.message,
-      limit: policy.limit,
-      period: policy.period,
+      limit: rule.limit,
+      period: rule.period,
       remaining: 0,
-      resetTime: isoSeconds(decision.resetMs),
+      resetTime: isoSeconds(resetMs),
+      name: rule.name,
     });
   } else {
     if (refusal.retryAtMs !== undefined) headers['retry-after'] = String(secondsUntil(refusal.retryAtMs, nowMs));

@@ -101,7 +101,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       const now = proxy.clock();
       headers.push(
         'ratelimit-policy',
-        rateLimitPolicyHeader(limit.policy, now),
+        rateLimitPolicyHeader(limit.plan, now),
         'ratelimit',
         rateLimitHeader(limit.decision, now),
       );

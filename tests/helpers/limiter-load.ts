@@ -1,5 +1,5 @@
 import type { LimitDecision, RateLimiter } from '../../src/limits/rate-limiter.js';
-import type { RateLimitPolicy } from '../../src/limits/window.js';
+import type { Plan } from '../../src/limits/plan.js';
 import { sleep } from './poll.js';
 
 export interface LoadStats {
@@ -16,7 +16,7 @@ export interface LoadStats {
 export async function load(
   limiter: RateLimiter,
   keyId: string,
-  policy: RateLimitPolicy,
+  policy: Plan,
   turns: number,
   perTurn: number,
   stats: LoadStats = { turnMs: [], atOnce: 0 },

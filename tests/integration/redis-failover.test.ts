@@ -1,13 +1,16 @@
+import { Redis } from 'ioredis';
 import { FailoverRateLimiter, LimiterUnavailableError } from '../../src/limits/failover-limiter.js';
 import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
 import { windowAt } from '../../src/limits/window.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
-import { RedisPendingUsage, RedisUsageSink } from '../../src/usage/redis-usage.js';
+import { RedisPendingUsage } from '../../src/usage/redis/pending.js';
+import { RedisUsageSink } from '../../src/usage/redis/sink.js';
 import { emptyKeyUsage } from '../../src/usage/usage.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { pendingTotal } from '../helpers/pending.js';
+import { plan } from '../helpers/plans.js';
 
 interface LogLine {
   level: number;
@@ -34,7 +37,7 @@ async function replica(server: RedisServer, mode: 'open' | 'closed') {
 
 const WARN = 40;
 const INFO = 30;
-const policy = { limit: 5, period: 'hour' } as const;
+const policy = plan({ limit: 5, period: 'hour' });
 
 async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -130,7 +133,7 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
     await until(async () => (await r.degraded()) === 0);
     // The decision that timed out was already on the wire, so Redis ran it on resuming; the one after
     // it never reached Redis.
-    expect((await r.limiter.peek('key_h', policy, Date.now())).remaining).toBe(3);
+    expect((await r.limiter.peek('key_h', policy, Date.now()))[0]!.remaining).toBe(3);
     await r.limiter.close();
   });
 
@@ -164,7 +167,7 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
       Array.from({ length: 20 }, async (_, client) => {
         await new Promise((resolve) => setTimeout(resolve, client * 20));
         for (let i = 0; performance.now() - started < 1_000; i++) {
-          await r.limiter.consume(`key_t${client}_${i}`, { limit: 1_000, period: 'hour' }, Date.now());
+          await r.limiter.consume(`key_t${client}_${i}`, plan({ limit: 1_000, period: 'hour' }), Date.now());
           if (i === 0) firstAnswers.push(performance.now() - started);
           decided++;
         }
@@ -198,7 +201,7 @@ describe('a Redis that restarts empty (no persistence)', () => {
   });
 
   it('keeps the counts of the current windows: each replica puts back what it admitted', async () => {
-    const limit = { limit: 100, period: 'hour' } as const;
+    const limit = plan({ limit: 100, period: 'hour' });
     const decide = (r: (typeof replicas)[number]) => Promise.resolve(r.limiter.consume('key_restart', limit, Date.now())).then((d) => d.allowed, () => false);
     let admitted = 0;
     for (let i = 0; i < 30; i++) for (const r of replicas) if (await decide(r)) admitted++;
@@ -214,6 +217,54 @@ describe('a Redis that restarts empty (no persistence)', () => {
     for (let i = 0; i < 60; i++) for (const r of replicas) if (await decide(r)) admitted++;
     console.log(`Redis restarted empty mid-window: ${admitted} admitted in the window against a limit of 100`);
     expect(admitted).toBe(100);
+  });
+
+  it('puts back what it admitted even when Redis stops answering while it checks: it finishes once Redis answers', async () => {
+    const limit = plan({ limit: 100, period: 'hour' });
+    for (let i = 0; i < 10; i++) expect((await replicas[0]!.limiter.consume('key_restart_held', limit, Date.now())).allowed).toBe(true);
+    const counter = `fo:{key_restart_held}:hour:${windowAt('hour', Date.now()).start}`;
+    const taken = await replicas[0]!.redis.client.get(counter);
+    expect(Number(taken)).toBeGreaterThanOrEqual(10);
+
+    // What a restart does to Redis (its data gone, every connection dropped), in an order that holds
+    // writes before the replicas can reconnect: the check on reconnecting reads the marker but cannot
+    // set it or put anything back.
+    const admin = new Redis(server.url);
+    try {
+      await admin.flushall();
+      await admin.call('CLIENT', 'PAUSE', '5000', 'WRITE');
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      await until(async () => replicas.every((r) => r.redis.client.status === 'ready'), 5_000);
+      await new Promise((r) => setTimeout(r, 700)); // past the 500 ms command timeout
+      expect(await admin.get(counter)).toBeNull();
+      // Once writes go through again, the next sweep (every second) finishes the check.
+      await until(async () => (await admin.get(counter)) === taken, 10_000);
+    } finally {
+      admin.disconnect();
+    }
+  });
+});
+
+describe('closing the connections while Redis is down', () => {
+  it('stops both connections reconnecting (which would keep the process alive)', async () => {
+    const server = await RedisServer.start();
+    const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'));
+    const admin = new Redis(server.url, { lazyConnect: true });
+    try {
+      expect(await redis.ready(5_000)).toBe(true);
+      await server.stop();
+      await until(async () => redis.client.status === 'reconnecting');
+      await redis.close();
+      // Redis comes back: past the longest reconnect delay (about a second), nobody but us has connected.
+      await server.restart();
+      await new Promise((r) => setTimeout(r, 2_500));
+      await admin.connect();
+      const clients = String(await admin.call('CLIENT', 'LIST')).trim().split('\n');
+      expect(clients).toHaveLength(1);
+    } finally {
+      admin.disconnect();
+      await server.destroy();
+    }
   });
 });
 

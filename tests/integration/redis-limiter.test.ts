@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { LEASE_MS } from '../../src/limits/lease-book.js';
 import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
-import { windowAt, type RateLimitPolicy } from '../../src/limits/window.js';
+import { windowAt } from '../../src/limits/window.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
@@ -9,6 +9,8 @@ import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
 import { load, type LoadStats } from '../helpers/limiter-load.js';
 import { sleep, waitFor } from '../helpers/poll.js';
 import { RedisServer } from '../helpers/redis-server.js';
+import { plan } from '../helpers/plans.js';
+import type { Plan } from '../../src/limits/plan.js';
 
 const prefix = testKeyPrefix();
 const metrics = new Metrics();
@@ -30,20 +32,20 @@ describe('RedisRateLimiter', () => {
     const limit = 137;
     const now = Date.now();
     const decisions = await Promise.all(
-      Array.from({ length: 1000 }, (_, i) => limiters[i % limiters.length]!.consume('key_exact', { limit, period: 'hour' }, now)),
+      Array.from({ length: 1000 }, (_, i) => limiters[i % limiters.length]!.consume('key_exact', plan({ limit, period: 'hour' }), now)),
     );
     expect(decisions.filter((d) => d.allowed)).toHaveLength(limit);
     // Every admitted request got its own place in the count: remaining 136, 135, …, 0, once each.
     const remaining = decisions.filter((d) => d.allowed).map((d) => d.remaining).sort((a, b) => a - b);
     expect(remaining).toEqual(Array.from({ length: limit }, (_, i) => i));
     // Refusals don't count: the stored count is the limit, not the number of attempts.
-    const peek = await limiters[0]!.peek('key_exact', { limit, period: 'hour' }, now);
-    expect(peek).toEqual({ allowed: false, limit, remaining: 0, resetMs: windowAt('hour', now).end });
+    const hourly = plan({ limit, period: 'hour' });
+    expect(await limiters[0]!.peek('key_exact', hourly, now)).toEqual([{ rule: hourly.limits[0], remaining: 0, resetMs: windowAt('hour', now).end }]);
   });
 
   it('counts down remaining and reports the window end as the reset time', async () => {
     const now = Date.now();
-    const policy = { limit: 3, period: 'day' } as const;
+    const policy = plan({ limit: 3, period: 'day' });
     const seen = [];
     for (let i = 0; i < 4; i++) seen.push(await limiters[i % 2]!.consume('key_countdown', policy, now));
     expect(seen.map((d) => [d.allowed, d.remaining])).toEqual([[true, 2], [true, 1], [true, 0], [false, 0]]);
@@ -52,23 +54,23 @@ describe('RedisRateLimiter', () => {
 
   it('keeps keys and periods apart', async () => {
     const now = Date.now();
-    await limiters[0]!.consume('key_a', { limit: 1, period: 'minute' }, now);
-    expect((await limiters[1]!.consume('key_a', { limit: 1, period: 'minute' }, now)).allowed).toBe(false);
-    expect((await limiters[1]!.consume('key_b', { limit: 1, period: 'minute' }, now)).allowed).toBe(true);
-    expect((await limiters[1]!.consume('key_a', { limit: 1, period: 'hour' }, now)).allowed).toBe(true);
+    await limiters[0]!.consume('key_a', plan({ limit: 1, period: 'minute' }), now);
+    expect((await limiters[1]!.consume('key_a', plan({ limit: 1, period: 'minute' }), now)).allowed).toBe(false);
+    expect((await limiters[1]!.consume('key_b', plan({ limit: 1, period: 'minute' }), now)).allowed).toBe(true);
+    expect((await limiters[1]!.consume('key_a', plan({ limit: 1, period: 'hour' }), now)).allowed).toBe(true);
   });
 
   it('peek reads without counting', async () => {
     const now = Date.now();
-    const policy = { limit: 2, period: 'week' } as const;
-    expect((await limiters[0]!.peek('key_peek', policy, now)).remaining).toBe(2);
+    const policy = plan({ limit: 2, period: 'week' });
+    expect((await limiters[0]!.peek('key_peek', policy, now))[0]!.remaining).toBe(2);
     await limiters[0]!.consume('key_peek', policy, now);
-    for (let i = 0; i < 5; i++) expect((await limiters[i]!.peek('key_peek', policy, now)).remaining).toBe(1);
+    for (let i = 0; i < 5; i++) expect((await limiters[i]!.peek('key_peek', policy, now))[0]!.remaining).toBe(1);
     expect((await limiters[0]!.consume('key_peek', policy, now)).allowed).toBe(true);
   });
 
   it('starts a new count when a real one-second window ends; the old counter expires 5 s after its window', async () => {
-    const policy = { limit: 2, period: 'second' } as const;
+    const policy = plan({ limit: 2, period: 'second' });
     const first = Date.now();
     const results = [];
     for (let i = 0; i < 3; i++) results.push((await limiters[i]!.consume('key_second', policy, first)).allowed);
@@ -83,13 +85,13 @@ describe('RedisRateLimiter', () => {
 
   it('names counters with the key id as hash tag', async () => {
     const now = Date.now();
-    await limiters[0]!.consume('key_tag', { limit: 5, period: 'month' }, now);
+    await limiters[0]!.consume('key_tag', plan({ limit: 5, period: 'month' }), now);
     expect(await clients[0]!.exists(`${prefix}{key_tag}:month:${windowAt('month', now).start}`)).toBe(1);
   });
 
   it('handles limits up to 2^53 - 1', async () => {
     const limit = Number.MAX_SAFE_INTEGER;
-    const d = await limiters[0]!.consume('key_huge', { limit, period: 'hour' }, Date.now());
+    const d = await limiters[0]!.consume('key_huge', plan({ limit, period: 'hour' }), Date.now());
     expect(d).toMatchObject({ allowed: true, remaining: limit - 1 });
   });
 });
@@ -120,7 +122,7 @@ describe('RedisRateLimiter on a private redis-server', () => {
 
   it('costs one Redis command per decision, and one for all the decisions a key needs in one turn', async () => {
     const limiter = new RedisRateLimiter(client, 'cmd:', metrics);
-    const policy = { limit: 1000, period: 'hour' } as const;
+    const policy = plan({ limit: 1000, period: 'hour' });
     await limiter.consume('key_warm', policy, Date.now()); // the first call on a connection sends EVAL
     await admin.config('RESETSTAT');
     const n = 250;
@@ -147,7 +149,7 @@ describe('RedisRateLimiter on a private redis-server', () => {
     const limiter = new RedisRateLimiter(client, 'write:', metrics);
     // Its one start-up read (Redis' restart marker) is done before the counting starts.
     await limiter.ready();
-    const policy = { limit: 1000, period: 'hour' } as const;
+    const policy = plan({ limit: 1000, period: 'hour' });
     await limiter.consume('key_w0', policy, Date.now());
     const keys = Array.from({ length: 8 }, (_, i) => `key_w${i}`);
     await admin.config('RESETSTAT');
@@ -161,7 +163,7 @@ describe('RedisRateLimiter on a private redis-server', () => {
 
   it('admits a batch in arrival order up to what the window holds, and counts only those', async () => {
     const limiter = new RedisRateLimiter(client, 'batch:', metrics);
-    const policy = { limit: 10, period: 'hour' } as const;
+    const policy = plan({ limit: 10, period: 'hour' });
     for (let i = 0; i < 4; i++) await limiter.consume('key_b', policy, Date.now());
     const burst = await Promise.all(Array.from({ length: 9 }, () => limiter.consume('key_b', policy, Date.now())));
     expect(burst.map((d) => [d.allowed, d.remaining])).toEqual([
@@ -176,7 +178,7 @@ describe('RedisRateLimiter on a private redis-server', () => {
 
   it('falls back to EVAL after SCRIPT FLUSH (NOSCRIPT) and keeps counting', async () => {
     const limiter = new RedisRateLimiter(client, 'noscript:', metrics);
-    const policy = { limit: 3, period: 'hour' } as const;
+    const policy = plan({ limit: 3, period: 'hour' });
     expect((await limiter.consume('key_ns', policy, Date.now())).remaining).toBe(2);
     await admin.script('FLUSH');
     await admin.config('RESETSTAT');
@@ -218,11 +220,11 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     return r;
   }
 
-  const counterOf = (keyId: string, policy: RateLimitPolicy) => `lease:{${keyId}}:${policy.period}:${windowAt(policy.period, Date.now()).start}`;
+  const counterOf = (keyId: string, policy: Plan) => `lease:{${keyId}}:${policy.limits[0]!.period}:${windowAt(policy.limits[0]!.period, Date.now()).start}`;
 
   it('decides most of a busy key’s requests without a call, each with its own place in the count, and gives unused places back', async () => {
     const { limiter } = await replica();
-    const policy = { limit: 1_000_000, period: 'hour' } as const;
+    const policy = plan({ limit: 1_000_000, period: 'hour' });
     await limiter.consume('key_warm', policy, Date.now()); // the first call on a connection sends EVAL
     await admin.config('RESETSTAT');
     const decisions = await load(limiter, 'key_busy', policy, 400, 5);
@@ -232,7 +234,7 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     expect(decisions.every((d) => d.allowed)).toBe(true);
     // Places 1 … 2000 of the count, once each: remaining 999,999 down to 998,000.
     const remaining = decisions.map((d) => d.remaining).sort((a, b) => b - a);
-    expect(remaining).toEqual(Array.from({ length: 2000 }, (_, i) => policy.limit - 1 - i));
+    expect(remaining).toEqual(Array.from({ length: 2000 }, (_, i) => policy.limits[0]!.limit - 1 - i));
     // Leased places nobody used go back once the key goes quiet: the count is what was admitted.
     expect(Number(await admin.get(counterOf('key_busy', policy)))).toBeGreaterThan(2000);
     const settled = await waitFor(() => admin.get(counterOf('key_busy', policy)), (count) => count === '2000', { timeoutMs: 3_000, everyMs: 20 });
@@ -242,7 +244,7 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
 
   it('asks for the next lease while the current one still has places, so requests do not wait for it', async () => {
     const { limiter } = await replica();
-    const policy = { limit: 1_000_000, period: 'hour' } as const;
+    const policy = plan({ limit: 1_000_000, period: 'hour' });
     // About 5 requests a millisecond: leases of ~100 places, each lasting ~20 turns.
     const stats: LoadStats = { turnMs: [], atOnce: 0 };
     const decisions = await load(limiter, 'key_steady', policy, 300, 5, stats, 1);
@@ -256,7 +258,7 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
   it('times leases by the clock it is given, the one requests bring', async () => {
     let now = Date.now();
     const { limiter } = await replica(() => now);
-    const policy = { limit: 1_000_000, period: 'hour' } as const;
+    const policy = plan({ limit: 1_000_000, period: 'hour' });
     // The clock stands still: to the limiter, three turns of five requests come at once, a busy key.
     for (let turn = 0; turn < 3; turn++) await Promise.all(Array.from({ length: 5 }, () => limiter.consume('key_clock', policy, now)));
     expect(limiter.consume('key_clock', policy, now)).not.toBeInstanceOf(Promise);
@@ -269,7 +271,7 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
 
   it('admits exactly the limit across replicas when one of them sits on leased places', async () => {
     const [a, b, c] = await Promise.all([replica(), replica(), replica()]);
-    const policy = { limit: 3000, period: 'hour' } as const;
+    const policy = plan({ limit: 3000, period: 'hour' });
     // Replica a gets busy and ends holding places it has not used.
     const early = await load(a!.limiter, 'key_idle_holder', policy, 50, 4);
     expect(Number(await admin.get(counterOf('key_idle_holder', policy)))).toBeGreaterThan(early.length);
@@ -277,36 +279,36 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     const started = Date.now();
     const late = (await Promise.all([b, c].map((r) => load(r!.limiter, 'key_idle_holder', policy, 150, 20)))).flat();
     const admittedLate = late.filter((d) => d.allowed).length;
-    expect(early.length + admittedLate).toBe(policy.limit);
+    expect(early.length + admittedLate).toBe(policy.limits[0]!.limit);
     expect(Date.now() - started).toBeLessThan(5_000);
-    expect(await admin.get(counterOf('key_idle_holder', policy))).toBe(String(policy.limit));
+    expect(await admin.get(counterOf('key_idle_holder', policy))).toBe(String(policy.limits[0]!.limit));
     // Nothing more gets in, from any replica.
     expect((await a!.limiter.consume('key_idle_holder', policy, Date.now())).allowed).toBe(false);
   });
 
   it('admits exactly the limit when the holder’s lease ended before the window filled', async () => {
     const [a, b] = await Promise.all([replica(), replica()]);
-    const policy = { limit: 3000, period: 'hour' } as const;
+    const policy = plan({ limit: 3000, period: 'hour' });
     const early = await load(a!.limiter, 'key_ended_lease', policy, 50, 4);
     // The lease ends unused (100 ms) and the holder has not given it back yet (it does once quiet for
     // a sweep, within a second): only a reclaim brings those places back in time.
     await sleep(150);
     const late = await load(b!.limiter, 'key_ended_lease', policy, 1, 3000);
-    expect(early.length + late.filter((d) => d.allowed).length).toBe(policy.limit);
+    expect(early.length + late.filter((d) => d.allowed).length).toBe(policy.limits[0]!.limit);
   });
 
   it('admits exactly the limit when busy replicas race with leases to the end of the window', async () => {
     const replicas = await Promise.all([replica(), replica(), replica(), replica()]);
-    const policy = { limit: 7_919, period: 'hour' } as const;
+    const policy = plan({ limit: 7_919, period: 'hour' });
     const decisions = (await Promise.all(replicas.map((r) => load(r.limiter, 'key_race', policy, 200, 13)))).flat();
-    expect(decisions.filter((d) => d.allowed)).toHaveLength(policy.limit);
-    expect(await admin.get(counterOf('key_race', policy))).toBe(String(policy.limit));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(policy.limits[0]!.limit);
+    expect(await admin.get(counterOf('key_race', policy))).toBe(String(policy.limits[0]!.limit));
     expect(decisions.filter((d) => !d.allowed).every((d) => d.remaining === 0)).toBe(true);
   });
 
   it('waits a second, once, for places leased by a replica that died; those places stay counted', async () => {
     const [dying, survivor] = await Promise.all([replica(), replica()]);
-    const policy = { limit: 2000, period: 'hour' } as const;
+    const policy = plan({ limit: 2000, period: 'hour' });
     const early = await load(dying!.limiter, 'key_dead_holder', policy, 50, 4);
     // The process ends without settling: it no longer listens for reclaims, and its connections close
     // (after the replies to calls in flight, which may bring it one more lease).
@@ -317,7 +319,7 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     expect(held).toBeGreaterThan(0);
     const stats: LoadStats = { turnMs: [], atOnce: 0 };
     const late = await load(survivor!.limiter, 'key_dead_holder', policy, 100, 25, stats);
-    expect(late.filter((d) => d.allowed)).toHaveLength(policy.limit - early.length - held);
+    expect(late.filter((d) => d.allowed)).toHaveLength(policy.limits[0]!.limit - early.length - held);
     // The turn that found the window full waited a second for the dead replica's places, asking again
     // after 1, 2, 4, … ms and then every 64 ms; no other turn waited that long.
     const slowest = Math.max(...stats.turnMs);

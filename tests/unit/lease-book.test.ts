@@ -1,15 +1,15 @@
 import fc from 'fast-check';
 import { LEASE_MS, LeaseBook, type LeaseCall } from '../../src/limits/lease-book.js';
 
-/** Redis' side of one call: `leased` places on top of a count that was `before`. */
+/** Redis' side of one call for a plan of one limit: `leased` places on top of a count that was `before`. */
 function grant(book: LeaseBook, call: LeaseCall, before: number, leased: number, want = 0): void {
-  book.answered(call, want, [before + want + leased, want, leased, 0]);
+  book.answered(call, want, [want, leased, 0, before + want + leased, 0]);
   book.ended(call);
 }
 
 /** A book that was answered at `t0` and then saw `requests` requests by `t1`: it asks for a lease at `t1`. */
 function busyBook(t0: number, requests: number, t1: number): LeaseBook {
-  const book = new LeaseBook(1_000_000);
+  const book = new LeaseBook();
   book.take(t0);
   grant(book, book.startCall(t0, true), 0, 0, 1);
   for (let i = 0; i < requests; i++) expect(book.take(t1)).toBe(0);
@@ -18,7 +18,7 @@ function busyBook(t0: number, requests: number, t1: number): LeaseBook {
 
 describe('LeaseBook', () => {
   it('sends every request of a key it has not seen busy to Redis, and asks for no lease', () => {
-    const book = new LeaseBook(10_000);
+    const book = new LeaseBook();
     expect(book.take(1_000)).toBe(0);
     expect(book.startCall(1_000, true)).toEqual({ sentAt: 1_000, lease: 0, settled: 0, returned: 0 });
   });
@@ -83,7 +83,7 @@ describe('LeaseBook', () => {
   it('takes no more leases in a window once a call was refused or got none', () => {
     const refused = busyBook(0, 10, 5);
     const call = refused.startCall(5, true);
-    refused.answered(call, 3, [10, 1, 0, 0]);
+    refused.answered(call, 3, [1, 0, 0, 10, 0]);
     refused.ended(call);
     refused.take(6);
     expect(refused.startCall(6, true).lease).toBe(0);
@@ -127,14 +127,21 @@ describe('LeaseBook', () => {
     expect(book.startCall(7, false)).toMatchObject({ settled: 0, returned: 0 });
   });
 
-  it('gives leases back when the plan changes within the window', () => {
+  it('tells where each place it hands out stands in every limit of the plan', () => {
     const book = busyBook(0, 10, 5);
-    grant(book, book.startCall(5, true), 0, 5);
-    book.setLimit(1_000_000);
-    expect(book.owes).toBe(false);
-    book.setLimit(2_000_000);
-    expect(book.limit).toBe(2_000_000);
-    expect(book.startCall(6, false)).toMatchObject({ settled: 5, returned: 5 });
+    const call = book.startCall(5, true);
+    // Two limits: the first counted 100 before the lease of 4, the second 7,000.
+    book.answered(call, 0, [0, 4, 0, 104, 0, 7_004, 0]);
+    book.ended(call);
+    expect(book.take(6)).toBe(101);
+    expect(book.shifts).toEqual([0, 6_900]);
+    const spare = book.startCall(6, true);
+    book.answered(spare, 0, [0, 2, 0, 300, 0, 250, 0]);
+    book.ended(spare);
+    expect([book.take(6), book.take(6), book.take(6)]).toEqual([102, 103, 104]);
+    expect(book.shifts).toEqual([0, 6_900]);
+    expect(book.take(6)).toBe(299);
+    expect(book.shifts).toEqual([0, -50]);
   });
 
   it('ends its leases when the key has not been seen for a lease’s time', () => {
@@ -153,8 +160,7 @@ type Step =
   | { readonly kind: 'grant'; readonly places: number }
   | { readonly kind: 'settle' }
   | { readonly kind: 'reclaim' }
-  | { readonly kind: 'quiet' }
-  | { readonly kind: 'limit' };
+  | { readonly kind: 'quiet' };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 60 }) }), weight: 3 },
@@ -163,7 +169,6 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { arbitrary: fc.constant({ kind: 'settle' as const }), weight: 1 },
   { arbitrary: fc.constant({ kind: 'reclaim' as const }), weight: 1 },
   { arbitrary: fc.constant({ kind: 'quiet' as const }), weight: 1 },
-  { arbitrary: fc.constant({ kind: 'limit' as const }), weight: 1 },
 );
 
 describe('LeaseBook, over any sequence of requests, grants, reclaims and clock steps', () => {
@@ -172,8 +177,7 @@ describe('LeaseBook, over any sequence of requests, grants, reclaims and clock s
       fc.property(fc.array(step, { maxLength: 200 }), (steps) => {
         let now = 1_700_000_000_000;
         let count = 0;
-        let limit = 1_000_000;
-        const book = new LeaseBook(limit);
+        const book = new LeaseBook();
         /** Each granted place's lease end. */
         const grantedUntil = new Map<number, number>();
         const used = new Set<number>();
@@ -216,9 +220,6 @@ describe('LeaseBook, over any sequence of requests, grants, reclaims and clock s
               break;
             case 'quiet':
               book.endIfQuiet(now);
-              break;
-            case 'limit':
-              book.setLimit(++limit);
               break;
           }
         }

@@ -1,0 +1,71 @@
+/**
+ * A plan of a burst limit and a per-minute quota across three built replicas on Redis and Postgres
+ * (contract section 7): under bursts from all three, exactly the minute's limit reaches the backend in
+ * the minute, and never more than the burst limit in any UTC second.
+ */
+import { hitFull, sleep, startFleet, type Fleet } from './helpers/replicas.js';
+
+let fleet: Fleet;
+
+beforeAll(async () => {
+  fleet = await startFleet(3);
+}, 120_000);
+
+afterAll(() => fleet?.stop(), 60_000);
+
+/** Sleeps until `offsetMs` past the next whole second. */
+const nextSecond = (offsetMs: number) => sleep(1_000 - (Date.now() % 1_000) + offsetMs);
+
+it('admits exactly 40 in the minute and at most 5 in any second, summed over three replicas', async () => {
+  const [admin] = fleet.members;
+  const rateLimitId = 'burst-and-minute';
+  const created = await admin!.admin('POST', '/rate-limit/create', {
+    rateLimitId,
+    limits: [
+      { name: 'burst', limit: 5, period: 'second' },
+      { name: 'per-minute', limit: 40, period: 'minute' },
+    ],
+  });
+  expect(created.status).toBe(201);
+  const key = (await admin!.admin('POST', '/consumer-api-key/create', { name: 'bursty', rateLimitId })).body as { id: string; secret: string };
+
+  // Twelve bursts, one a second, all inside one minute: wait for a minute with room for them.
+  if (60_000 - (Date.now() % 60_000) < 16_000) await sleep(60_000 - (Date.now() % 60_000));
+  const minute = Math.floor(Date.now() / 60_000);
+  /** Each answer with the span it was decided in: after it was sent, before it was answered. */
+  const bursts: { status: number; name?: string; sent: number; answered: number }[][] = [];
+  for (let s = 0; s < 12; s++) {
+    // Each burst in the middle of its second, 30 requests spread over the three replicas.
+    await nextSecond(300);
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, async (_, i) => {
+        const sent = Date.now();
+        const a = await hitFull(fleet.members[i % 3]!, key.secret, `/v1/burst/${s}`);
+        if (s === 0 && a.status === 200) expect(a.headers.get('ratelimit-policy')).toBe('"burst";q=5;w=1, "per-minute";q=40;w=60');
+        return { status: a.status, name: a.status === 429 ? (a.body.name as string) : undefined, sent, answered: Date.now() };
+      }),
+    );
+    bursts.push(answers);
+  }
+  expect(Math.floor(Date.now() / 60_000)).toBe(minute);
+  const all = bursts.flat();
+  expect(all.filter((a) => a.status !== 200 && a.status !== 429)).toEqual([]);
+
+  // Exactly the minute's limit reached the backend, from the three replicas together.
+  expect(fleet.backend.received.filter((r) => r.url.startsWith('/v1/burst/'))).toHaveLength(40);
+  expect(all.filter((a) => a.status === 200)).toHaveLength(40);
+  // No UTC second admitted more than the burst limit. An answer sent and received in the same second
+  // was decided in it; one that came after its second ended (a loaded machine) could have been decided
+  // in either, so it says nothing about either second (counting it in both would charge one second with
+  // the admissions of its neighbour). Nearly all answers are of the first kind.
+  const withinTheirSecond = all.filter((a) => Math.floor(a.sent / 1_000) === Math.floor(a.answered / 1_000));
+  expect(withinTheirSecond.length).toBeGreaterThan(all.length * 0.9);
+  const perSecond = new Map<number, number>();
+  for (const a of withinTheirSecond.filter((x) => x.status === 200)) perSecond.set(Math.floor(a.sent / 1_000), (perSecond.get(Math.floor(a.sent / 1_000)) ?? 0) + 1);
+  expect(Math.max(...perSecond.values())).toBeLessThanOrEqual(5);
+  // The first bursts each admit the burst limit and are refused by it; the eighth fills the minute too,
+  // so its refusals, like every later one, name the full limit whose window ends last: the minute.
+  expect(bursts.slice(0, 8).map((b) => b.filter((a) => a.status === 200).length)).toEqual([5, 5, 5, 5, 5, 5, 5, 5]);
+  expect(bursts.slice(0, 7).flatMap((b) => b.filter((a) => a.status === 429).map((a) => a.name))).toEqual(Array(7 * 25).fill('burst'));
+  expect(bursts.slice(7).flatMap((b) => b.filter((a) => a.status === 429).map((a) => a.name))).toEqual(Array(25 + 4 * 30).fill('per-minute'));
+}, 120_000);

@@ -1,0 +1,175 @@
+/**
+ * The Redis limiter with plans of several limits and sliding windows, against a private redis-server:
+ * replicas as the service runs them (command and subscriber connections each), so busy keys get
+ * leases across every limit of their plan and replicas ask each other for leased places back.
+ */
+import { Redis } from 'ioredis';
+import { counterKey, slidingKey } from '../../src/limits/limiter-keys.js';
+import type { Plan } from '../../src/limits/plan.js';
+import type { LimitDecision } from '../../src/limits/rate-limiter.js';
+import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
+import { SLOTS, slotMs } from '../../src/limits/sliding-window.js';
+import { windowAt, type Period } from '../../src/limits/window.js';
+import { createLogger } from '../../src/ops/logger.js';
+import { Metrics } from '../../src/ops/metrics.js';
+import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
+import { load } from '../helpers/limiter-load.js';
+import { plan } from '../helpers/plans.js';
+import { waitFor } from '../helpers/poll.js';
+import { RedisServer } from '../helpers/redis-server.js';
+
+const PREFIX = 'plans:';
+const metrics = new Metrics();
+let server: RedisServer;
+let admin: Redis;
+const opened: { redis: RedisConnections; limiter: RedisRateLimiter }[] = [];
+
+beforeAll(async () => {
+  server = await RedisServer.start();
+  admin = new Redis(server.url);
+});
+afterAll(async () => {
+  await Promise.all(
+    opened.map(async ({ redis, limiter }) => {
+      await limiter.close();
+      await redis.close();
+    }),
+  );
+  await admin.quit();
+  await server.destroy();
+});
+
+async function replica(): Promise<RedisRateLimiter> {
+  const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'));
+  expect(await redis.ready(5_000)).toBe(true);
+  const limiter = new RedisRateLimiter(redis.client, PREFIX, metrics, { subscriber: redis.subscriber });
+  await limiter.ready();
+  opened.push({ redis, limiter });
+  return limiter;
+}
+
+const count = (keyId: string, period: Period, nowMs = Date.now()) => counterKey(PREFIX, keyId, period, windowAt(period, nowMs).start);
+const admitted = (decisions: LimitDecision[]) => decisions.filter((d) => d.allowed).length;
+let keys = 0;
+const newKey = () => `key_${keys++}`;
+
+/** `perInstant` requests at each instant, spread over `replicas` in turn, all at once. */
+async function burst(replicas: RedisRateLimiter[], keyId: string, p: Plan, instants: number[], perInstant: number): Promise<Map<number, number>> {
+  const byInstant = new Map<number, number>();
+  await Promise.all(
+    instants.flatMap((at) =>
+      Array.from({ length: perInstant }, async (_, i) => {
+        if ((await replicas[i % replicas.length]!.consume(keyId, p, at)).allowed) byInstant.set(at, (byInstant.get(at) ?? 0) + 1);
+      }),
+    ),
+  );
+  return byInstant;
+}
+
+describe('a plan of several limits', () => {
+  it('admits exactly the minute’s limit, never more than the second’s in any second, across replicas', async () => {
+    const replicas = await Promise.all([replica(), replica(), replica()]);
+    const keyId = newKey();
+    const p = plan({ limit: 7, period: 'second' }, { limit: 40, period: 'minute' });
+    // The next minute (windows in the past would expire as soon as they are counted in).
+    const minute = windowAt('minute', Date.now()).end;
+    // Ten seconds of the minute, 60 requests in each, from three replicas.
+    const seconds = Array.from({ length: 10 }, (_, s) => minute + s * 1_000 + 500);
+    const byInstant = await burst(replicas, keyId, p, seconds, 60);
+    expect([...byInstant.values()].reduce((a, b) => a + b, 0)).toBe(40);
+    expect(Math.max(...byInstant.values())).toBeLessThanOrEqual(7);
+    expect(await admin.get(counterKey(PREFIX, keyId, 'minute', minute))).toBe('40');
+    // Refusals do not count: each second's count is what it admitted.
+    for (const [at, n] of byInstant) expect(await admin.get(counterKey(PREFIX, keyId, 'second', windowAt('second', at).start))).toBe(String(n));
+  });
+
+  it('leases the same places in every limit to a busy replica, and gives back what it did not use', async () => {
+    const limiter = await replica();
+    const keyId = newKey();
+    const p = plan({ limit: 1_000_000, period: 'hour' }, { limit: 5_000_000, period: 'day' });
+    await admin.config('RESETSTAT');
+    const decisions = await load(limiter, keyId, p, 200, 5);
+    expect(admitted(decisions)).toBe(1_000);
+    expect(Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1])).toBeLessThan(40);
+    // Each request has its own place in both counts: the hour, with fewer left, is reported.
+    expect(decisions.map((d) => d.rule.period).every((period) => period === 'hour')).toBe(true);
+    expect(decisions.map((d) => d.remaining).sort((a, b) => b - a)).toEqual(Array.from({ length: 1_000 }, (_, i) => 999_999 - i));
+    for (const period of ['hour', 'day'] as const) {
+      const settled = await waitFor(() => admin.get(count(keyId, period)), (n) => n === '1000', { timeoutMs: 3_000, everyMs: 20 });
+      expect(settled.value).toBe('1000');
+    }
+  });
+
+  it('never over-admits when replicas race with leases for the last places of the tighter limit', async () => {
+    const replicas = await Promise.all([replica(), replica(), replica(), replica()]);
+    const keyId = newKey();
+    const p = plan({ limit: 9_000, period: 'hour' }, { limit: 20_000, period: 'day' });
+    // The day's window already spent 16,000 under an earlier plan: the day holds 4,000, the hour 9,000.
+    await admin.set(count(keyId, 'day'), '16000', 'PX', 86_400_000);
+    const decisions = (await Promise.all(replicas.map((r) => load(r, keyId, p, 150, 13)))).flat();
+    expect(admitted(decisions)).toBe(4_000);
+    expect(await admin.get(count(keyId, 'day'))).toBe('20000');
+    expect(await admin.get(count(keyId, 'hour'))).toBe('4000');
+    // Every refusal names the full limit.
+    expect(decisions.filter((d) => !d.allowed).every((d) => d.rule.period === 'day' && d.remaining === 0)).toBe(true);
+  });
+
+  it('keeps what the current windows spent when the plan changes, refusing until the window resets', async () => {
+    const [a, b] = await Promise.all([replica(), replica()]);
+    const keyId = newKey();
+    const now = windowAt('minute', Date.now()).end + 1_000;
+    for (let i = 0; i < 6; i++) expect((await a.consume(keyId, plan({ limit: 10, period: 'minute' }), now)).allowed).toBe(true);
+    const lowered = plan({ limit: 5, period: 'minute' }, { limit: 1_000, period: 'day' });
+    const refused = await b.consume(keyId, lowered, now + 10);
+    expect(refused).toEqual({ allowed: false, rule: lowered.limits[0], remaining: 0, resetMs: windowAt('minute', now).end });
+    expect(await a.peek(keyId, lowered, now + 20)).toEqual([
+      { rule: lowered.limits[0], remaining: 0, resetMs: windowAt('minute', now).end },
+      { rule: lowered.limits[1], remaining: 1_000, resetMs: windowAt('day', now).end },
+    ]);
+    expect((await b.consume(keyId, lowered, windowAt('minute', now).end)).allowed).toBe(true);
+  });
+});
+
+describe('a sliding limit', () => {
+  it('admits no more than the limit across a window edge, where a fixed window admits twice the limit', async () => {
+    const replicas = await Promise.all([replica(), replica()]);
+    const edge = windowAt('minute', Date.now()).end;
+    const across = async (p: Plan) => {
+      const byInstant = await burst(replicas, newKey(), p, [edge - 500, edge + 500], 25);
+      return [...byInstant.values()].reduce((x, y) => x + y, 0);
+    };
+    expect(await across(plan({ limit: 20, period: 'minute' }))).toBe(40);
+    expect(await across(plan({ limit: 20, period: 'minute', algorithm: 'sliding' }))).toBe(20);
+  });
+
+  it('counts one period and one slot back, frees places as their slot leaves, and says when', async () => {
+    const limiter = await replica();
+    const keyId = newKey();
+    const p = plan({ limit: 3, period: 'minute', algorithm: 'sliding' });
+    const slot = slotMs('minute');
+    const t0 = Math.floor(Date.now() / slot) * slot;
+    expect((await limiter.consume(keyId, p, t0)).allowed).toBe(true);
+    expect((await limiter.consume(keyId, p, t0 + 5 * slot)).allowed).toBe(true);
+    expect((await limiter.consume(keyId, p, t0 + 5 * slot)).allowed).toBe(true);
+    const full = await limiter.consume(keyId, p, t0 + SLOTS * slot);
+    expect(full).toEqual({ allowed: false, rule: p.limits[0], remaining: 0, resetMs: t0 + (SLOTS + 1) * slot });
+    expect(await limiter.peek(keyId, p, t0 + SLOTS * slot)).toEqual([{ rule: p.limits[0], remaining: 0, resetMs: t0 + (SLOTS + 1) * slot }]);
+    expect((await limiter.consume(keyId, p, t0 + (SLOTS + 1) * slot)).allowed).toBe(true);
+    expect(await admin.hgetall(slidingKey(PREFIX, keyId, 'minute'))).toEqual({ [String(t0 / slot + 5)]: '2', [String(t0 / slot + SLOTS + 1)]: '1' });
+  });
+
+  it('admits exactly the limit within one period when busy replicas race with leases', async () => {
+    const replicas = await Promise.all([replica(), replica(), replica()]);
+    const keyId = newKey();
+    const p = plan({ limit: 6_000, period: 'hour', algorithm: 'sliding' }, { limit: 100_000, period: 'day' });
+    const decisions = (await Promise.all(replicas.map((r) => load(r, keyId, p, 150, 20)))).flat();
+    expect(admitted(decisions)).toBe(6_000);
+    const slots = await waitFor(
+      () => admin.hvals(slidingKey(PREFIX, keyId, 'hour')),
+      (values) => values.reduce((a, v) => a + Number(v), 0) === 6_000,
+      { timeoutMs: 3_000, everyMs: 20 },
+    );
+    expect(slots.value.reduce((a, v) => a + Number(v), 0)).toBe(6_000);
+    expect(await admin.get(count(keyId, 'day'))).toBe('6000');
+  });
+});
