@@ -1,12 +1,13 @@
 /**
  * Composition root: the only reader of process.env. Reads the configuration once, chooses the
- * adapters (embedded PGlite or Postgres; in-process or Redis), builds the app, listens, and drains
+ * adapters (embedded SQLite or Postgres; in-process or Redis), builds the app, listens, and drains
  * on SIGTERM. `node dist/src/main.js rotate-secrets` re-encrypts stored secrets instead.
  */
 import cluster from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { buildAdapters } from './adapters.js';
 import { buildApp, SHUTDOWN_GRACE_MS } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
@@ -20,6 +21,7 @@ import { embeddedStartFailure } from './store/disk-space.js';
 import { migrate } from './store/migrate.js';
 import { KeyRepository } from './store/key-repository.js';
 import { rotateSecrets } from './store/rotate-secrets.js';
+import { upgradeFromPglite } from './store/upgrade-from-pglite.js';
 
 function fail(message: string): never {
   process.stderr.write(`tollgate: ${message}\n`);
@@ -39,7 +41,15 @@ function embeddedEncryptionKey(dataDir: string): Buffer {
   return key;
 }
 
-async function openDatabase(config: Config): Promise<DbHandle> {
+/**
+ * Postgres at DATABASE_URL, or the embedded store in DATA_DIR, upgraded first from the PGlite folder of
+ * an earlier Tollgate if there is one (`report` says what was done); migrated either way.
+ */
+async function openDatabase(config: Config, report: (facts: object, message: string) => void): Promise<DbHandle> {
+  if (!config.databaseUrl) {
+    const upgrade = await upgradeFromPglite(config.dataDir);
+    if (upgrade) report({ dataDir: config.dataDir, rows: upgrade.rows, pgliteKeptAt: upgrade.keptAt }, 'embedded database upgraded from PGlite to SQLite; the PGlite folder is kept, unused');
+  }
   const handle = config.databaseUrl ? await openPostgres(config.databaseUrl) : await openEmbedded(config.dataDir);
   await migrate(handle);
   return handle;
@@ -74,7 +84,7 @@ async function serve(config: Config): Promise<void> {
   const currentKey = config.secretEncryptionKey ?? embeddedEncryptionKey(config.dataDir);
 
   const encryptionKeys = [currentKey, ...config.previousEncryptionKeys];
-  const db = await openDatabase(config);
+  const db = await openDatabase(config, (facts, message) => logger.info(facts, message));
   await checkEncryptionKeys(db, encryptionKeys);
   const adapters = await buildAdapters(config, db, logger, metrics);
   const app = buildApp({
@@ -85,6 +95,8 @@ async function serve(config: Config): Promise<void> {
     rootToken,
     encryptionKeys,
     ...(cluster.isWorker && { scrapeMetrics: workerScrape(metrics.registry) }),
+    // scripts/build-console.mjs writes the console beside the compiled server: dist/console.
+    consoleDirectory: fileURLToPath(new URL('../console', import.meta.url)),
   });
   const { port, opsPort } = await app.listen();
   logger.info(
@@ -149,7 +161,7 @@ async function rotate(config: Config): Promise<void> {
     fail('rotate-secrets needs SECRET_ENCRYPTION_KEY (the new key) and SECRET_ENCRYPTION_KEY_PREVIOUS (the old one)');
   }
   if (!config.databaseUrl) holdDataDirLock(config.dataDir);
-  const db = await openDatabase(config);
+  const db = await openDatabase(config, (facts, message) => process.stderr.write(`tollgate: ${message} ${JSON.stringify(facts)}\n`));
   try {
     const count = await rotateSecrets(new KeyRepository(db.db), config.secretEncryptionKey, [
       config.secretEncryptionKey,

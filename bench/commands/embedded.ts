@@ -1,4 +1,4 @@
-// `npm run bench -- embedded`: the embedded default (PGlite, in-process counters) against Redis mode
+// `npm run bench -- embedded`: the embedded default (SQLite, in-process counters) against Redis mode
 // (Postgres + Redis), same machine, same backend, alternating rounds, each round a first start on an
 // empty database: time to ready, resident memory idle and under load, throughput and p99, set against
 // the targets of issue 17.
@@ -85,7 +85,7 @@ export async function embedded(): Promise<string> {
     '',
     machine(),
     '',
-    '| figure | embedded (PGlite, in-process counters) | Redis mode (Postgres + Redis) | embedded ÷ Redis mode | target (issue 17) | embedded per round |',
+    '| figure | embedded (SQLite, in-process counters) | Redis mode (Postgres + Redis) | embedded ÷ Redis mode | target (issue 17) | embedded per round |',
     '|---|--:|--:|--:|---|---|',
     row('time to ready after a first start', (r) => r.readyMs, (n) => `${fmt(n / 1000, 2)} s`, '≤ 1 s'),
     row('resident memory, idle', (r) => r.idleKiB, mib, '≤ 200 MB (191 MiB)'),

@@ -19,42 +19,49 @@ export interface AuditEntry {
   readonly target: { readonly type: string; readonly id: string };
   readonly requestId: string;
   readonly clientAddress: string;
-  /** The target before and after, as the API shows it less every secret; null: it did not exist. */
-  readonly changes: { readonly before: unknown; readonly after: unknown };
+  /**
+   * The target before and after as JSON text (kept as text, so members keep their order), as the
+   * API shows it less every secret; null: it did not exist.
+   */
+  readonly changes: { readonly before: string | null; readonly after: string | null };
 }
 
 export interface AuditFilter {
   readonly action?: string;
   readonly targetId?: string;
-  readonly actorId?: string;
+  /** An admin token's id; null: the root token (whose entries have no actor id). */
+  readonly actorId?: string | null;
   readonly from?: Date;
   readonly to?: Date;
 }
-
-const json = (value: unknown): string | null => (value === null || value === undefined ? null : JSON.stringify(value));
 
 /** The audit log: written in the transaction of the change it records, read newest first. */
 export class AuditRepository {
   constructor(private readonly db: Db) {}
 
-  async insert(entry: AuditEntry): Promise<void> {
-    await this.db
-      .insertInto('audit_log')
-      .values({
-        id: entry.id,
-        time: entry.time,
-        actor_type: entry.actor.type,
-        actor_id: entry.actor.id ?? null,
-        actor_name: entry.actor.name ?? null,
-        action: entry.action,
-        target_type: entry.target.type,
-        target_id: entry.target.id,
-        request_id: entry.requestId,
-        client_address: entry.clientAddress,
-        before_state: json(entry.changes.before),
-        after_state: json(entry.changes.after),
-      })
-      .execute();
+  /** Inserts in order (`seq` follows it), a thousand rows per statement (Postgres takes 65,535 parameters). */
+  async insert(entries: readonly AuditEntry[]): Promise<void> {
+    for (let i = 0; i < entries.length; i += 1_000) {
+      await this.db
+        .insertInto('audit_log')
+        .values(
+          entries.slice(i, i + 1_000).map((entry) => ({
+            id: entry.id,
+            time: entry.time,
+            actor_type: entry.actor.type,
+            actor_id: entry.actor.id ?? null,
+            actor_name: entry.actor.name ?? null,
+            action: entry.action,
+            target_type: entry.target.type,
+            target_id: entry.target.id,
+            request_id: entry.requestId,
+            client_address: entry.clientAddress,
+            before_state: entry.changes.before,
+            after_state: entry.changes.after,
+          })),
+        )
+        .execute();
+    }
   }
 
   /** Newest first by time, then insertion; `after` is the last entry of the previous page (`id`: its seq). */
@@ -63,7 +70,8 @@ export class AuditRepository {
     if (after !== undefined) query = query.where(sql<boolean>`(time, seq) < (${new Date(after.at)}, ${Number(after.id)})`);
     if (filter.action !== undefined) query = query.where('action', '=', filter.action);
     if (filter.targetId !== undefined) query = query.where('target_id', '=', filter.targetId);
-    if (filter.actorId !== undefined) query = query.where('actor_id', '=', filter.actorId);
+    if (filter.actorId === null) query = query.where('actor_id', 'is', null);
+    else if (filter.actorId !== undefined) query = query.where('actor_id', '=', filter.actorId);
     if (filter.from !== undefined) query = query.where('time', '>=', filter.from);
     if (filter.to !== undefined) query = query.where('time', '<', filter.to);
     const rows = await query.orderBy('time', 'desc').orderBy('seq', 'desc').limit(limit).execute();
@@ -76,8 +84,22 @@ export class AuditRepository {
       target: { type: r.target_type, id: r.target_id },
       requestId: r.request_id,
       clientAddress: r.client_address,
-      changes: { before: r.before_state === null ? null : JSON.parse(r.before_state), after: r.after_state === null ? null : JSON.parse(r.after_state) },
+      changes: { before: r.before_state, after: r.after_state },
     }));
+  }
+
+  /**
+   * Entries recorded at or after `since` for changes that can make a cached key stale (of keys and
+   * plans, creations aside): what each replica's key cache reads besides the change messages.
+   */
+  async keyChangesSince(since: Date): Promise<{ id: string; targetType: string; targetId: string; time: Date }[]> {
+    return this.db
+      .selectFrom('audit_log')
+      .select(['id', 'target_type as targetType', 'target_id as targetId', 'time'])
+      .where('time', '>=', since)
+      .where('target_type', 'in', ['key', 'plan'])
+      .where('action', 'not in', ['key.create', 'plan.create'])
+      .execute();
   }
 
   /** Deletes entries older than `before`, a few thousand rows per statement so no lock is held long. */

@@ -1,8 +1,10 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import type pg from 'pg';
 import type { Database } from './schema.js';
+import { PGLITE_FOLDER } from './pglite.js';
+import { openSqliteFile } from './sqlite-database.js';
 
 export type Db = Kysely<Database>;
 
@@ -13,16 +15,18 @@ export interface DbHandle {
   readonly pool?: pg.Pool;
   /**
    * Runs a text of several statements (a migration file) whole, inside the caller's transaction
-   * `trx`: pg's simple query protocol, PGlite's `exec` (its one session is the transaction's).
+   * `trx`: pg's simple query protocol; PGlite's and SQLite's `exec` (their one session is the
+   * transaction's).
    */
   runScript(trx: Db, text: string): Promise<void>;
   close(): Promise<void>;
 }
 
-// bigint columns are counters: read them as JS numbers (exact up to 2^53, the contract's own cap).
-pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
-
+/** Postgres through node-postgres, loaded only when DATABASE_URL is set. */
 export async function openPostgres(connectionString: string, max = 10): Promise<DbHandle> {
+  const { default: pg } = await import('pg');
+  // bigint columns are counters: read them as JS numbers (exact up to 2^53, the contract's own cap).
+  pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
   const pool = new pg.Pool({
     connectionString,
     max,
@@ -44,22 +48,39 @@ export async function openPostgres(connectionString: string, max = 10): Promise<
   };
 }
 
-/**
- * PGlite sizes its buffers like a server's (shared_buffers 128MB); Tollgate's tables are small and its
- * hot reads are served from its own caches. Smaller buffers take a reopened database from 317 to
- * 183 MiB resident and 0.58 to 0.41 s (docs/decisions/0007). Durability settings are PGlite's own.
- */
-const EMBEDDED_SETTINGS = ['shared_buffers=16MB', 'wal_buffers=1MB', 'work_mem=1MB'];
+/** The embedded database's file in DATA_DIR (SQLite adds `-wal` and `-shm` beside it). */
+export const EMBEDDED_FILE = 'tollgate.sqlite';
 
-/** PGlite in `dataDir`: one connection in one process; never point two processes at one folder. */
+/**
+ * WAL: readers never wait for the writer, and a commit appends to one file. `synchronous = normal`:
+ * a commit is in the WAL file when it returns, so every acknowledged change survives a killed process
+ * (the crash safety the embedded default promises); only a power failure or an OS crash can take the
+ * last commits since a checkpoint back, never corrupting the database. FULL would fsync every commit
+ * on the event loop: milliseconds each on a busy disk, in the proxy's tail latency (docs/decisions/0019).
+ * Foreign keys are off by default in SQLite; the schema's cascades and references need them. The
+ * busy timeout only matters when another process (an operator's sqlite3 shell) holds the write lock.
+ */
+const EMBEDDED_PRAGMAS = ['journal_mode = wal', 'synchronous = normal', 'foreign_keys = on', 'busy_timeout = 500'];
+
+/**
+ * SQLite (node:sqlite) in `DATA_DIR/tollgate.sqlite`: one connection, which Kysely's SqliteDialect
+ * serialises; one process per folder (src/store/data-dir-lock.ts). A DATA_DIR that still holds the
+ * PGlite database of an earlier Tollgate is upgraded first (`upgradeFromPglite`): opening it here
+ * would start an empty store beside the data.
+ */
 export async function openEmbedded(dataDir: string): Promise<DbHandle> {
-  const { PGlite } = await import('@electric-sql/pglite');
-  const { PGliteDialect } = await import('kysely-pglite-dialect');
-  const folder = join(dataDir, 'pglite');
-  mkdirSync(folder, { recursive: true });
-  const client = await PGlite.create(folder, {
-    startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS.flatMap((setting) => ['-c', setting])],
-  });
-  const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
-  return { db, kind: 'embedded', runScript: async (_trx, text) => void (await client.exec(text)), close: () => db.destroy() };
+  if (existsSync(join(dataDir, PGLITE_FOLDER))) {
+    throw new Error(`DATA_DIR ${dataDir} holds the PGlite database of an earlier Tollgate, not upgraded yet`);
+  }
+  mkdirSync(dataDir, { recursive: true });
+  return openSqliteStore(join(dataDir, EMBEDDED_FILE), EMBEDDED_PRAGMAS);
+}
+
+/** The SQLite store in `file` with `pragmas`: the embedded store, or the file an upgrade fills. */
+export function openSqliteStore(file: string, pragmas: readonly string[]): DbHandle {
+  // Owner-only, like the generated key beside it; SQLite gives its -wal and -shm files the same mode.
+  closeSync(openSync(file, 'a', 0o600));
+  const database = openSqliteFile(file, pragmas);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  return { db, kind: 'embedded', runScript: async (_trx, text) => database.exec(text), close: () => db.destroy() };
 }

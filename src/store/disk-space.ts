@@ -2,10 +2,10 @@ import { existsSync, statfsSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /**
- * A fresh embedded database takes about 40 MiB. With less free than this, PGlite's start-up failures
- * ("Aborted()", "PGlite failed to initialize properly") are the disk's doing whatever they say.
+ * A fresh embedded database takes about 200 KiB (its WAL included). With less free than this, a
+ * failed start is the disk's doing whatever the error says.
  */
-const ROOM_TO_START = 48 * 1024 * 1024;
+const ROOM_TO_START = 1024 * 1024;
 
 /** Free bytes for an unprivileged writer on the filesystem that holds `dir` (or its nearest existing parent). */
 function freeBytes(dir: string): number | undefined {
@@ -19,7 +19,7 @@ function freeBytes(dir: string): number | undefined {
   }
 }
 
-/** PGlite's file system throws Emscripten's ErrnoError, not an Error; 51 is its ENOSPC. */
+/** PGlite's file system (an upgrade of an older DATA_DIR) throws Emscripten's ErrnoError; 51 is its ENOSPC. */
 const EMSCRIPTEN_ENOSPC = 51;
 
 interface Failure {
@@ -30,7 +30,7 @@ interface Failure {
   readonly cause?: unknown;
 }
 
-/** ENOSPC from Node or PGlite, SQLSTATE 53100 (disk_full) from the database, anywhere in the cause chain. */
+/** ENOSPC from Node or PGlite, SQLSTATE 53100 (disk_full, SQLite's SQLITE_FULL too) anywhere in the cause chain. */
 function outOfSpace(err: unknown): boolean {
   let e = err;
   for (let depth = 0; depth < 8 && typeof e === 'object' && e !== null; depth++) {
@@ -59,7 +59,7 @@ export function embeddedStartFailure(dataDir: string, err: unknown): string {
   if (outOfSpace(err) || (free !== undefined && free < ROOM_TO_START && !message.includes(dataDir))) {
     const left = free === undefined ? 'unknown space' : `${(free / 1024 / 1024).toFixed(1)} MiB`;
     return (
-      `the disk holding DATA_DIR ${dataDir} is full (${left} free; a new embedded database takes about 40 MiB): ` +
+      `the disk holding DATA_DIR ${dataDir} is full (${left} free; a new embedded database takes about 200 KiB): ` +
       `free space there or set DATA_DIR to a folder on a larger disk (cause: ${message})`
     );
   }

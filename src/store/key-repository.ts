@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from './db.js';
-import type { Period } from '../limits/window.js';
+import { dialectOf, lockingRows, type Dialect } from './dialect.js';
+import type { LimitRule } from '../limits/plan.js';
+import { limitsOf } from './plan-repository.js';
 
 /** Where a page of a list ordered by creation time, then id, continues: after this item. */
 export interface ListPosition {
@@ -50,8 +52,8 @@ export interface KeyFilter {
 export interface KeyWithPlan {
   readonly id: string;
   readonly rateLimitId: string | null;
-  readonly limit: number | null;
-  readonly period: Period | null;
+  /** The bound plan's limits; null without a plan. */
+  readonly limits: readonly LimitRule[] | null;
   readonly enabled: boolean;
   /** The key's own expiry, epoch ms; null: never. */
   readonly expiresAtMs: number | null;
@@ -74,12 +76,35 @@ const keyColumns = [
   'last_used_at as lastUsedAt',
 ] as const;
 
+/** Where Postgres and SQLite part ways for keys: a name prefix, and moving many keys' lastUsedAt at once. */
+const DIALECT_SQL = {
+  postgres: {
+    namePrefix: (prefix: string) => sql<boolean>`starts_with(name, ${prefix})`,
+    markUsed: (ids: string[], times: number[]) => sql`
+      update api_keys k set last_used_at = greatest(k.last_used_at, u.t)
+      from unnest(${ids}::text[], ${times.map((t) => new Date(t).toISOString())}::timestamptz[]) as u(id, t)
+      where k.id = u.id`,
+  },
+  sqlite: {
+    namePrefix: (prefix: string) => sql<boolean>`substr(name, 1, length(${prefix})) = ${prefix}`,
+    // Epoch milliseconds, as the SQLite schema stores time; max() of a null is null, hence coalesce.
+    markUsed: (ids: string[], times: number[]) => sql`
+      update api_keys set last_used_at = max(coalesce(last_used_at, 0), u.t)
+      from (select value ->> 0 as id, value ->> 1 as t from json_each(${JSON.stringify(ids.map((id, i) => [id, times[i]]))})) as u
+      where api_keys.id = u.id`,
+  },
+} satisfies Record<Dialect, unknown>;
+
 function toKeyRow(row: { seq: string | number } & Omit<KeyRow, 'seq'>): KeyRow {
   return { ...row, seq: Number(row.seq) };
 }
 
 export class KeyRepository {
-  constructor(private readonly db: Db) {}
+  private readonly dialect: Dialect;
+
+  constructor(private readonly db: Db) {
+    this.dialect = dialectOf(db);
+  }
 
   /** Settings left out take the defaults: enabled, no expiry, no owner, `{}`, no plan. */
   async insert(
@@ -117,7 +142,7 @@ export class KeyRepository {
     if (filter.rateLimitId !== undefined) query = query.where('rate_limit_id', '=', filter.rateLimitId);
     if (filter.enabled !== undefined) query = query.where('enabled', '=', filter.enabled);
     if (filter.externalId !== undefined) query = query.where('external_id', '=', filter.externalId);
-    if (filter.namePrefix !== undefined) query = query.where(sql<boolean>`starts_with(name, ${filter.namePrefix})`);
+    if (filter.namePrefix !== undefined) query = query.where(DIALECT_SQL[this.dialect].namePrefix(filter.namePrefix));
     const rows = await query.orderBy('created_at').orderBy('id').limit(limit).execute();
     return rows.map(toKeyRow);
   }
@@ -125,7 +150,7 @@ export class KeyRepository {
   /** `forUpdate`: inside a transaction, hold the row until it ends (the state before a change). */
   async get(id: string, forUpdate = false): Promise<KeyRow | undefined> {
     let query = this.db.selectFrom('api_keys').select(keyColumns).where('id', '=', id);
-    if (forUpdate) query = query.forUpdate();
+    if (forUpdate) query = lockingRows(this.dialect, query, 'update');
     const row = await query.executeTakeFirst();
     return row && toKeyRow(row);
   }
@@ -140,6 +165,7 @@ export class KeyRepository {
         'k.rate_limit_id as rateLimitId',
         'p.limit as limit',
         'p.period as period',
+        'p.limits as limits',
         'k.enabled as enabled',
         'k.expires_at as expiresAt',
         'k.secret_hash as secretHash',
@@ -152,8 +178,7 @@ export class KeyRepository {
     return {
       id: row.id,
       rateLimitId: row.rateLimitId,
-      limit: row.limit === null ? null : Number(row.limit),
-      period: row.period as Period | null,
+      limits: row.limit === null || row.period === null ? null : limitsOf({ limit: row.limit, period: row.period, limits: row.limits }),
       enabled: row.enabled,
       expiresAtMs: row.expiresAt?.getTime() ?? null,
       // A previous secret without an end cannot be stored; treat one as already ended.
@@ -235,12 +260,7 @@ export class KeyRepository {
   /** Moves each key's `lastUsedAt` forward to the time given (never back): replicas write in any order. */
   async markUsed(lastUse: ReadonlyMap<string, number>): Promise<void> {
     if (lastUse.size === 0) return;
-    const ids = [...lastUse.keys()];
-    const times = ids.map((id) => new Date(lastUse.get(id)!).toISOString());
-    await sql`
-      update api_keys k set last_used_at = greatest(k.last_used_at, u.t)
-      from unnest(${ids}::text[], ${times}::timestamptz[]) as u(id, t)
-      where k.id = u.id`.execute(this.db);
+    await DIALECT_SQL[this.dialect].markUsed([...lastUse.keys()], [...lastUse.values()]).execute(this.db);
   }
 
   /** The newest key's sealed secret: start-up checks that the configured keys open it. */

@@ -6,6 +6,8 @@ export interface RateLimitPlanTable {
   description: string;
   limit: ColumnType<string, number, number>;
   period: string;
+  /** The limits as JSON, or null for one fixed limit named after its period (sql/013). */
+  limits: string | null;
   created_at: ColumnType<Date, Date | undefined, never>;
   last_updated: ColumnType<Date, Date, Date>;
 }
@@ -62,11 +64,11 @@ export interface UsageBucketTable {
   total_duration_ms: number;
 }
 
-export interface UsageEndpointBucketTable extends Omit<UsageBucketTable, 'rate_limited'> {
+export interface UsageEndpointBucketTable extends UsageBucketTable {
   endpoint: string;
 }
 
-export interface UsageCustomerBucketTable extends Omit<UsageBucketTable, 'rate_limited' | 'total_duration_ms'> {
+export interface UsageCustomerBucketTable extends UsageBucketTable {
   customer_id: string;
 }
 

@@ -1,6 +1,6 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { KeyUsage, UsageBatch } from './usage.js';
+import { requestsOf, type BucketCounts, type DayUsage, type KeyUsage, type UsageBatch } from './usage.js';
 
 /** A batch handed to the single-node sink, under the id Postgres records when it applies it. */
 export interface HeldBatch {
@@ -13,40 +13,77 @@ const RESERVED_BYTES = 4 * 1024 * 1024;
 /** The journal's first bytes: the length of the JSON that follows (0: nothing kept). */
 const HEADER_BYTES = 8;
 
-/** Per key: endpoints, customers and (since usage over time; absent in older journals) minutes. */
-type Serialised = [string, [string, [string, number[]][], [string, number[]][], [number, number[]][]?][]][];
+type Counts = number[];
+type Named = [string, Counts][];
+/** A key's usage: totals by endpoint and customer, then (absent in older journals) minutes and days. */
+type SerialisedKey = [string, Named, Named, [number, Counts][]?, [number, Named, Named][]?];
+type Serialised = [string, SerialisedKey[]][];
 
-function encode(held: readonly HeldBatch[]): Serialised {
-  return held.map(({ batchId, batch }) => [
-    batchId,
-    [...batch].map(([keyId, u]) => [
-      keyId,
-      [...u.endpoints].map(([e, c]) => [e, [c.requests, c.successful, c.failed, c.totalDurationMs]]),
-      [...u.customers].map(([name, c]) => [name, [c.requests, c.successful, c.failed]]),
-      [...u.minutes].map(([minute, c]) => [minute, [c.requests, c.successful, c.failed, c.rateLimited, c.totalDurationMs]]),
-    ]),
-  ]);
+const counts = (c: BucketCounts) => `[${c.requests},${c.successful},${c.failed},${c.rateLimited},${c.totalDurationMs}]`;
+const named = (entries: Map<string, BucketCounts>) => [...entries].map(([name, c]) => `[${JSON.stringify(name)},${counts(c)}]`).join(',');
+
+/**
+ * One key's usage as journal JSON (a `SerialisedKey`), written out directly: the exit path encodes up
+ * to the whole room. The totals' elements come first, as every earlier version reads them.
+ */
+function encodeKey(keyId: string, u: KeyUsage): string {
+  const endpoints = [...u.endpoints].map(([e, c]) => `[${JSON.stringify(e)},[${c.requests},${c.successful},${c.failed},${c.totalDurationMs}]]`).join(',');
+  const customers = [...u.customers].map(([name, c]) => `[${JSON.stringify(name)},[${c.requests},${c.successful},${c.failed}]]`).join(',');
+  const minutes = [...u.minutes].map(([minute, c]) => `[${minute},${counts(c)}]`).join(',');
+  const days = [...u.days].map(([day, d]) => `[${day},[${named(d.endpoints)}],[${named(d.customers)}]]`).join(',');
+  return `[${JSON.stringify(keyId)},[${endpoints}],[${customers}],[${minutes}],[${days}]]`;
 }
+
+const decodeBucket = ([requests, successful, failed, rateLimited, totalDurationMs]: Counts): BucketCounts => ({
+  requests: requests!,
+  successful: successful!,
+  failed: failed!,
+  rateLimited: rateLimited!,
+  totalDurationMs: totalDurationMs!,
+});
+const decodeNamed = (entries: Named) => new Map(entries.map(([name, c]) => [name, decodeBucket(c)]));
 
 function decode(data: Serialised): HeldBatch[] {
   return data.map(([batchId, keys]) => ({
     batchId,
     batch: new Map(
-      keys.map(([keyId, endpoints, customers, minutes = []]): [string, KeyUsage] => [
+      keys.map(([keyId, endpoints, customers, minutes = [], days = []]): [string, KeyUsage] => [
         keyId,
         {
           endpoints: new Map(endpoints.map(([e, [requests, successful, failed, totalDurationMs]]) => [e, { requests: requests!, successful: successful!, failed: failed!, totalDurationMs: totalDurationMs! }])),
           customers: new Map(customers.map(([name, [requests, successful, failed]]) => [name, { requests: requests!, successful: successful!, failed: failed! }])),
-          minutes: new Map(
-            minutes.map(([minute, [requests, successful, failed, rateLimited, totalDurationMs]]) => [
-              minute,
-              { requests: requests!, successful: successful!, failed: failed!, rateLimited: rateLimited!, totalDurationMs: totalDurationMs! },
-            ]),
-          ),
+          minutes: new Map(minutes.map(([minute, c]) => [minute, decodeBucket(c)])),
+          days: new Map(days.map(([day, e, c]): [number, DayUsage] => [day, { endpoints: decodeNamed(e), customers: decodeNamed(c) }])),
         },
       ]),
     ),
   }));
+}
+
+/** Bytes a key's usage takes as journal JSON, give or take escapes: names, and ~60 bytes an entry. */
+function estimatedBytes(keyId: string, u: KeyUsage): number {
+  let bytes = keyId.length + 16;
+  const add = (names: Iterable<string>) => {
+    for (const name of names) bytes += name.length + 60;
+  };
+  add(u.endpoints.keys());
+  add(u.customers.keys());
+  bytes += u.minutes.size * 60;
+  for (const d of u.days.values()) {
+    bytes += 40;
+    add(d.endpoints.keys());
+    add(d.customers.keys());
+  }
+  return bytes;
+}
+
+/** One key's part of one held batch: what the journal keeps or drops whole. */
+interface Part {
+  readonly batch: number;
+  readonly keyId: string;
+  readonly usage: KeyUsage;
+  readonly requests: number;
+  readonly bytes: number;
 }
 
 /**
@@ -98,23 +135,47 @@ export class UsageJournal {
   }
 
   /**
-   * Keeps the oldest batches that fit in the reserved room, in place; returns the batches that did
-   * not fit (or all of them when the file cannot be written).
+   * Keeps what fits of `held` in the reserved room, in place, under the batch ids; returns the
+   * requests it could not keep (all of them when the file cannot be written).
+   *
+   * When not everything fits, what is kept is chosen to keep the most requests: a key's part of a
+   * batch goes in whole or not at all (its totals, buckets and series stay consistent), the parts
+   * with the most requests per byte first. So what is dropped is the usage that needs the most room
+   * per request, typically a key that sent a new path or customer id with every request, and not
+   * every key's newest seconds. Time and memory are linear in what is held, and the encoding stops
+   * once the room is full.
    */
-  save(held: readonly HeldBatch[]): HeldBatch[] {
-    let kept = held.length;
-    let body = Buffer.from(JSON.stringify(encode(held)));
-    while (kept > 0 && body.length > RESERVED_BYTES - HEADER_BYTES) {
-      kept--;
-      body = Buffer.from(JSON.stringify(encode(held.slice(0, kept))));
+  save(held: readonly HeldBatch[]): number {
+    const parts: Part[] = [];
+    held.forEach(({ batch }, index) => {
+      for (const [keyId, usage] of batch) parts.push({ batch: index, keyId, usage, requests: requestsOf(usage), bytes: estimatedBytes(keyId, usage) });
+    });
+    const total = parts.reduce((n, p) => n + p.requests, 0);
+    parts.sort((a, b) => b.requests / b.bytes - a.requests / a.bytes || a.batch - b.batch);
+
+    const kept = new Map<number, string[]>();
+    let room = RESERVED_BYTES - HEADER_BYTES - 2;
+    let keptRequests = 0;
+    for (const part of parts) {
+      if (part.bytes > room) continue;
+      const json = encodeKey(part.keyId, part.usage);
+      const keys = kept.get(part.batch);
+      // A batch's first part also brings its id and brackets.
+      const bytes = Buffer.byteLength(json) + 1 + (keys ? 0 : Buffer.byteLength(JSON.stringify(held[part.batch]!.batchId)) + 8);
+      if (bytes > room) continue;
+      room -= bytes;
+      keptRequests += part.requests;
+      if (keys) keys.push(json);
+      else kept.set(part.batch, [json]);
     }
-    if (kept === 0) return [...held];
+    if (kept.size === 0) return total;
+    const batches = [...kept].sort(([a], [b]) => a - b).map(([index, keys]) => `[${JSON.stringify(held[index]!.batchId)},[${keys.join(',')}]]`);
     try {
-      this.write(body);
+      this.write(Buffer.from(`[${batches.join(',')}]`));
     } catch {
-      return [...held];
+      return total;
     }
-    return held.slice(kept);
+    return total - keptRequests;
   }
 
   /** Marks everything kept as applied. */

@@ -1,25 +1,25 @@
 // Embedded mode started on a full disk: the operator reads that the disk holding DATA_DIR is full, not
-// `Aborted()` or `PGlite failed to initialize properly`; once space is freed the same DATA_DIR starts and
-// keeps everything it held. A private 64 MiB tmpfs stands in for the disk (root needed, as in CI).
+// SQLite's "database or disk is full" alone; once space is freed the same DATA_DIR starts and keeps
+// everything it held. A private 64 MiB tmpfs stands in for the disk (root needed, as in CI).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, rmdirSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expectNoSecretsLogged, startTollgate } from './helpers/tollgate.js';
 
-const MIB = 1024 * 1024;
+const KIB = 1024;
 let disk: string;
 let mounted = false;
 
-function freeMiB(): number {
+function freeKiB(): number {
   const stats = statfsSync(disk);
-  return (stats.bavail * stats.bsize) / MIB;
+  return (stats.bavail * stats.bsize) / KIB;
 }
 
-/** Fills the disk until `leaveMiB` is free (dd stops at ENOSPC when asked for more than there is). */
-function fill(leaveMiB: number): void {
-  const count = Math.max(0, Math.floor(freeMiB() - leaveMiB));
-  spawnSync('dd', ['if=/dev/zero', `of=${join(disk, `fill-${Date.now()}`)}`, 'bs=1M', `count=${leaveMiB === 0 ? count + 1 : count}`]);
+/** Fills the disk until `leaveKiB` is free, to a page (dd stops at ENOSPC when asked for more than there is). */
+function fill(leaveKiB: number): void {
+  const count = Math.max(0, Math.floor((freeKiB() - leaveKiB) / 4));
+  spawnSync('dd', ['if=/dev/zero', `of=${join(disk, `fill-${Date.now()}`)}`, 'bs=4K', `count=${leaveKiB === 0 ? count + 1 : count}`]);
 }
 
 function unfill(): void {
@@ -37,7 +37,7 @@ async function failedStart(dataDir: string): Promise<string> {
     },
     (err: Error) => err.message,
   );
-  if (started === undefined) throw new Error(`Tollgate started on a full disk (${freeMiB().toFixed(1)} MiB free)`);
+  if (started === undefined) throw new Error(`Tollgate started on a full disk (${freeKiB().toFixed(0)} KiB free)`);
   return started;
 }
 
@@ -59,10 +59,10 @@ afterEach(() => {
 
 test.each([
   ['no byte free', 0],
-  ['4 MiB free, less than a new database takes', 4],
-])('a first start with %s names DATA_DIR and the full disk; freed, the same DATA_DIR starts', async (_label, leaveMiB) => {
-  const dataDir = join(disk, `data-${leaveMiB}`);
-  fill(leaveMiB);
+  ['128 KiB free, less than a new database takes', 128],
+])('a first start with %s names DATA_DIR and the full disk; freed, the same DATA_DIR starts', async (_label, leaveKiB) => {
+  const dataDir = join(disk, `data-${leaveKiB}`);
+  fill(leaveKiB);
   const output = await failedStart(dataDir);
   expect(output).toContain(`start-up failed: the disk holding DATA_DIR ${dataDir} is full`);
   expect(output).toContain('free space there or set DATA_DIR to a folder on a larger disk');

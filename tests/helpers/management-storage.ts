@@ -1,8 +1,12 @@
-/** The stores the management API runs on (each in a fresh database: embedded PGlite and a real Postgres), and its store-backed dependencies. */
+/**
+ * The stores the management API runs on (each in a fresh database: the embedded SQLite store and a real
+ * Postgres), their store-backed dependencies, and what tests do to a store in its own SQL.
+ */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import { LocalKeyEvents } from '../../src/keys/key-events.js';
 import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
 import type { ManagementDeps } from '../../src/management/app.js';
@@ -16,12 +20,16 @@ import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { AdminTokenRepository } from '../../src/store/admin-token-repository.js';
 import { AuditRepository } from '../../src/store/audit-repository.js';
 import { openEmbedded, openPostgres, type Db, type DbHandle } from '../../src/store/db.js';
+import { dialectOf } from '../../src/store/dialect.js';
+import type { Database } from '../../src/store/schema.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { PlanRepository } from '../../src/store/plan-repository.js';
 import { createTestDatabase } from './services.js';
 
 export interface Storage {
   readonly handle: DbHandle;
+  /** The Postgres storage's URL, for a second connection with other settings. */
+  readonly url?: string;
   dispose(): Promise<void>;
 }
 
@@ -42,6 +50,7 @@ export const STORAGES: Record<'embedded' | 'postgres', () => Promise<Storage>> =
     const handle = await openPostgres(database.url);
     return {
       handle,
+      url: database.url,
       async dispose() {
         await handle.close();
         await database.drop();
@@ -90,5 +99,30 @@ export function managementDeps(
     metrics: new Metrics(),
     clock: Date.now,
     ...overrides,
+  };
+}
+
+/** Every row of `table` as JSON text: what a test searches for something that must never be stored. */
+export async function storedText(db: Db, table: keyof Database): Promise<string> {
+  return JSON.stringify(await db.selectFrom(table).selectAll().execute());
+}
+
+/**
+ * Makes the database refuse every `operation` on `table` (a trigger raising `name`) until the
+ * returned function lifts it again: a write that fails inside the database, whichever it is.
+ */
+export async function refuseWrites(db: Db, name: string, table: keyof Database, operation: 'insert' | 'update'): Promise<() => Promise<void>> {
+  const trigger = sql.id(name);
+  const on = sql.table(table);
+  if (dialectOf(db) === 'sqlite') {
+    await sql`create trigger ${trigger} before ${sql.raw(operation)} on ${on} begin select raise(abort, ${sql.lit(name)}); end`.execute(db);
+    return async () => void (await sql`drop trigger ${trigger}`.execute(db));
+  }
+  const fn = sql.id(`${name}_fn`);
+  await sql`create function ${fn}() returns trigger language plpgsql as $$ begin raise exception ${sql.lit(name)}; end $$`.execute(db);
+  await sql`create trigger ${trigger} before ${sql.raw(operation)} on ${on} for each row execute function ${fn}()`.execute(db);
+  return async () => {
+    await sql`drop trigger ${trigger} on ${on}`.execute(db);
+    await sql`drop function ${fn}()`.execute(db);
   };
 }

@@ -1,17 +1,17 @@
 /**
- * The embedded database runs with buffers sized for Tollgate's small tables (docs/decisions/0007),
- * and keeps them on every open, a reopened folder included.
+ * The embedded SQLite store runs in WAL mode with synchronous NORMAL (an acknowledged change is in the WAL
+ * when its commit returns), foreign keys enforced (the schema's cascades) and a busy timeout, on a new and
+ * on a reopened file: SQLite keeps only the journal mode in the file; the rest is set at every open.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { openEmbedded } from '../../src/store/db.js';
+import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 
-const setting = async (handle: Awaited<ReturnType<typeof openEmbedded>>, name: string) =>
-  (await sql<Record<string, string>>`select current_setting(${name}) as value`.execute(handle.db)).rows[0]?.value;
+const pragma = async (handle: DbHandle, name: string) => Object.values((await sql<Record<string, unknown>>`select * from ${sql.raw(`pragma_${name}`)}`.execute(handle.db)).rows[0] ?? {})[0];
 
-it('opens PGlite with 16MB shared buffers, 1MB WAL buffers and 1MB work_mem, on a new and a reopened folder', async () => {
+it('opens SQLite in WAL mode, synchronous NORMAL, with foreign keys and a busy timeout, new and reopened', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-embedded-settings-'));
   try {
     for (const open of ['new', 'reopened']) {
@@ -19,11 +19,13 @@ it('opens PGlite with 16MB shared buffers, 1MB WAL buffers and 1MB work_mem, on 
       try {
         const values = {
           open,
-          shared_buffers: await setting(handle, 'shared_buffers'),
-          wal_buffers: await setting(handle, 'wal_buffers'),
-          work_mem: await setting(handle, 'work_mem'),
+          journal_mode: await pragma(handle, 'journal_mode'),
+          synchronous: await pragma(handle, 'synchronous'),
+          foreign_keys: await pragma(handle, 'foreign_keys'),
+          busy_timeout: await pragma(handle, 'busy_timeout'),
         };
-        expect(values).toEqual({ open, shared_buffers: '16MB', wal_buffers: '1MB', work_mem: '1MB' });
+        // synchronous 1 is NORMAL.
+        expect(values).toEqual({ open, journal_mode: 'wal', synchronous: 1, foreign_keys: 1, busy_timeout: 500 });
       } finally {
         await handle.close();
       }

@@ -1,0 +1,125 @@
+/**
+ * A DATA_DIR of the PGlite era is upgraded to the SQLite store once, at start: every row of every table
+ * arrives unchanged (times, flags, bytes, counters, JSON text), the repositories read it as they read
+ * PGlite, PGlite's folder is renamed aside (never deleted), and a second start has nothing to do.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { hashSecret } from '../../src/keys/secret.js';
+import { AdminTokenRepository } from '../../src/store/admin-token-repository.js';
+import { AuditRepository } from '../../src/store/audit-repository.js';
+import { EMBEDDED_FILE, openEmbedded, type Db } from '../../src/store/db.js';
+import { KeyRepository } from '../../src/store/key-repository.js';
+import { openPglite, PGLITE_FOLDER } from '../../src/store/pglite.js';
+import { PlanRepository } from '../../src/store/plan-repository.js';
+import { upgradeFromPglite } from '../../src/store/upgrade-from-pglite.js';
+import { UsageRepository } from '../../src/usage/usage-repository.js';
+import { createPgliteDataDir, GOLD_LIMITS, type PgliteDataDir } from '../helpers/pglite-data-dir.js';
+
+/** Every row of every table as plain values, sorted: Date as ISO text, bytes as hex, numbers as numbers. */
+async function everyRow(db: Db, tables: readonly string[]): Promise<Record<string, string[]>> {
+  const plain = (v: unknown): unknown =>
+    v instanceof Date ? v.toISOString() : v instanceof Uint8Array ? Buffer.from(v).toString('hex') : typeof v === 'bigint' ? Number(v) : v;
+  const all: Record<string, string[]> = {};
+  for (const table of tables) {
+    const rows = await sql<Record<string, unknown>>`select * from ${sql.table(table)}`.execute(db);
+    all[table] = rows.rows.map((r) => JSON.stringify(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, plain(v)]).sort(([a], [b]) => String(a).localeCompare(String(b)))))).sort();
+  }
+  return all;
+}
+
+const TABLES = ['rate_limit_plans', 'api_keys', 'usage_endpoints', 'usage_customers', 'usage_batches', 'usage_buckets', 'usage_endpoint_buckets', 'usage_customer_buckets', 'admin_tokens', 'audit_log'];
+
+let dataDir: string;
+let written: PgliteDataDir;
+let before: Record<string, string[]>;
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'tollgate-upgrade-'));
+  written = await createPgliteDataDir(dataDir);
+  const pglite = await openPglite(join(dataDir, PGLITE_FOLDER));
+  try {
+    before = await everyRow(pglite.db, TABLES);
+  } finally {
+    await pglite.close();
+  }
+}, 120_000);
+
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+it('refuses to open the SQLite store beside a PGlite folder not upgraded yet', async () => {
+  await expect(openEmbedded(dataDir)).rejects.toThrow(/holds the PGlite database of an earlier Tollgate/);
+  expect(existsSync(join(dataDir, EMBEDDED_FILE))).toBe(false);
+});
+
+it('copies every row of every table, renames the PGlite folder aside, and does nothing the second time', async () => {
+  // Something to copy in every table.
+  expect(Object.entries(before).filter(([, rows]) => rows.length === 0)).toEqual([]);
+
+  const upgrade = await upgradeFromPglite(dataDir, new Date('2026-11-22T10:11:12Z'));
+  expect(upgrade).toEqual({
+    rows: { ...Object.fromEntries(TABLES.map((t) => [t, before[t]!.length])), storage_probe: 0 },
+    keptAt: join(dataDir, 'pglite-upgraded-2026-11-22T101112'),
+  });
+  expect(readdirSync(dataDir).sort()).toEqual(['pglite-upgraded-2026-11-22T101112', 'secret-encryption.key', EMBEDDED_FILE].sort());
+  expect(readdirSync(upgrade!.keptAt).length).toBeGreaterThan(0);
+
+  const store = await openEmbedded(dataDir);
+  try {
+    expect(await everyRow(store.db, TABLES)).toEqual(before);
+  } finally {
+    await store.close();
+  }
+  expect(await upgradeFromPglite(dataDir)).toBeUndefined();
+});
+
+it('serves the copied rows through the repositories as PGlite did', async () => {
+  const store = await openEmbedded(dataDir);
+  try {
+    const keys = new KeyRepository(store.db);
+    const { key } = written;
+    expect(await keys.findBySecretHash(hashSecret(key.secret))).toEqual({
+      id: key.id,
+      rateLimitId: written.planId,
+      limits: GOLD_LIMITS,
+      enabled: true,
+      expiresAtMs: Date.parse('2030-01-01T00:00:00Z'),
+      secretValidUntilMs: null,
+    });
+    expect((await keys.findBySecretHash(hashSecret(key.previousSecret)))?.secretValidUntilMs).toBe(Date.parse('2030-01-01T00:00:00Z'));
+    expect(await keys.get(key.id)).toMatchObject({ externalId: 'cus_42', metadata: '{"tier":"gold","n":1}', lastUsedAt: new Date('2026-11-20T14:07:30Z') });
+    expect((await keys.get(written.disabledKeyId))?.enabled).toBe(false);
+    expect((await new PlanRepository(store.db).get(written.planId))?.keyCount).toBe(1);
+    expect((await new AdminTokenRepository(store.db).findByHash(hashSecret(written.adminToken)))?.scopes).toEqual(['keys:read', 'usage:read']);
+    expect((await new AuditRepository(store.db).list({}, undefined, 10)).map((e) => e.action)).toEqual(['token.create', 'key.create', 'plan.create']);
+
+    // Usage counted exactly once across the upgrade: the batch PGlite applied is known applied.
+    const usage = new UsageRepository(store.db);
+    expect([...(await usage.appliedBatches([written.batchId]))]).toEqual([written.batchId]);
+    expect(await usage.applyBatch(written.batchId, new Map())).toBe(false);
+    expect((await usage.read(key.id)).endpoints.get('/v1/weather')?.requests).toBe(written.requests);
+    // New keys continue the sequence after the copied ones.
+    await keys.insert({ id: 'key_after', name: 'after', secretHash: hashSecret('after'), secretCiphertext: Buffer.alloc(40), createdAt: new Date() });
+    const seqs = await store.db.selectFrom('api_keys').select(['id', 'seq']).orderBy('seq').execute();
+    expect(seqs.at(-1)?.id).toBe('key_after');
+  } finally {
+    await store.close();
+  }
+});
+
+it('finishes an upgrade that stopped after the copy was in place by setting the PGlite folder aside', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-upgrade-resume-'));
+  try {
+    const store = await openEmbedded(dir);
+    await store.close();
+    mkdirSync(join(dir, PGLITE_FOLDER));
+    writeFileSync(join(dir, PGLITE_FOLDER, 'PG_VERSION'), '17\n');
+    const upgrade = await upgradeFromPglite(dir, new Date('2026-11-22T10:11:12Z'));
+    expect(upgrade).toEqual({ rows: {}, keptAt: join(dir, 'pglite-upgraded-2026-11-22T101112') });
+    expect(readdirSync(dir).filter((f) => f.startsWith('pglite'))).toEqual(['pglite-upgraded-2026-11-22T101112']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
