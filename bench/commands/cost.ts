@@ -3,7 +3,7 @@
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CONNECTIONS, DB_NAME, DURATION, PG_URL, PORT, REDIS_URL, WARMUP, env, log, positive, run } from '../lib/config.ts';
+import { CONNECTIONS, DB_NAME, DURATION, PG_URL, PORT, REDIS_URL, TWO_LIMIT_PLAN_ID, WARMUP, env, log, positive, run } from '../lib/config.ts';
 import { stopProc } from '../lib/processes.ts';
 import { fmt, problemsNote } from '../lib/report.ts';
 import { buildTollgate, commandStats, createKey, ensurePlan, ensureTools, flushRedis, freshDatabase, privateRedis, startBackend, startTollgate, type TollgateOptions } from '../lib/services.ts';
@@ -97,9 +97,11 @@ export async function cost(): Promise<string> {
   let tg = await startTollgate(options);
   await ensurePlan(port);
   const secret = await createKey(port, 'cost');
+  const twoLimitSecret = await createKey(port, 'cost-two-limits', true, TWO_LIMIT_PLAN_ID);
   const url = `http://127.0.0.1:${port}/bench/item?id=42`;
   const headers = { authorization: `Bearer ${secret}` };
   await wrk({ url, seconds: WARMUP, headers });
+  await wrk({ url, seconds: WARMUP, headers: { authorization: `Bearer ${twoLimitSecret}` } });
   await stopProc(tg);
 
   const redis = new Redis(run.redisUrl);
@@ -132,6 +134,12 @@ export async function cost(): Promise<string> {
     const pg2 = await pgStats();
     const r2 = await commandStats(redis);
     monitor.disconnect();
+    // The same load with a key whose plan holds a burst limit and a monthly quota.
+    tg = await startTollgate(options);
+    const twoLimitLoad = await wrk({ url, seconds: DURATION, headers: { authorization: `Bearer ${twoLimitSecret}` } });
+    await sleep(3000);
+    await stopProc(tg);
+    const r3 = await commandStats(redis);
     const spread = await keysOnceAMinute(options, SPREAD_KEYS);
     // The idle run's rows, scaled to the spread run's length, are not the keys'.
     const spreadIdle = ((pg1.writes - pg0.writes) * (SPREAD_SECONDS + 3)) / idleSeconds;
@@ -146,6 +154,9 @@ export async function cost(): Promise<string> {
     const net = (c: string) => (loaded.get(c) ?? 0) - (fromLua.get(c) ?? 0) - ((idle.get(c) ?? 0) - (idleLua.get(c) ?? 0));
     const roundTrips = commands.reduce((s, c) => s + net(c), 0);
     const per10k = (x: number) => fmt((x * 10_000) / n, 1);
+    // Script calls (the limiter's, and the usage pushes') net of the idle run.
+    const scriptCalls = (delta: Map<string, number>) => (delta.get('evalsha') ?? 0) + (delta.get('eval') ?? 0) - (idle.get('evalsha') ?? 0) - (idle.get('eval') ?? 0);
+    const twoLimits = statsDelta(r2, r3);
     const perSecond = (x: number) => fmt(x / loadSeconds, 1);
     const pgRow = (label: string, a: number, b: number, c: number, bold = false) => {
       const value = per10k(c - b - (b - a));
@@ -160,6 +171,11 @@ export async function cost(): Promise<string> {
       `| **all** | ${fmt(sum(loaded))} | ${fmt(sum(fromLua))} | ${fmt(sum(idle))} | **${fmt(roundTrips / n, 4)}** |`,
       '',
       `Redis commands executed per proxied request, Lua included: ${fmt((sum(loaded) - sum(idle)) / n, 2)}.`,
+      '',
+      '| plan of the key (same process, same load) | requests | req/s | script calls net of idle | per proxied request |',
+      '|---|--:|--:|--:|--:|',
+      `| one limit (an hour) | ${fmt(n)} | ${fmt(load.rps)} | ${fmt(scriptCalls(loaded))} | **${fmt(scriptCalls(loaded) / n, 4)}** |`,
+      `| two limits (a second and a month) | ${fmt(twoLimitLoad.requests)} | ${fmt(twoLimitLoad.rps)} | ${fmt(scriptCalls(twoLimits))} | **${fmt(scriptCalls(twoLimits) / twoLimitLoad.requests, 4)}** |`,
       '',
       '| Postgres (database tollgate_bench) | under load | idle | net per 10,000 requests | net per second of load |',
       '|---|--:|--:|--:|--:|',

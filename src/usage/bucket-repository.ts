@@ -1,17 +1,16 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
-import { bucketAt, GRANULARITIES } from './granularity.js';
-import { addCounts, emptyBucket, minuteOf, type BucketCounts, type EndpointUsage, type KeyUsage, type UsageCounts } from './usage.js';
+import { bucketAt, GRANULARITIES, type SeriesPeriod } from './granularity.js';
+import { addCounts, emptyBucket, entryOf, minuteOf, type BucketCounts, type KeyUsage } from './usage.js';
 
-/** Rows per INSERT: 9 parameters each stays far below Postgres' 65,535-parameter cap. */
+/** Rows per INSERT: 10 parameters each stays far below Postgres' 65,535-parameter cap (SQLite: 32,766). */
 const CHUNK = 1000;
 
-/** One key's part of a batch, its endpoint and customer names already capped by the caller. */
+/** One key's part of a batch, its series' names already capped per period by the caller. */
 export interface KeyBatch {
   readonly keyId: string;
   readonly usage: KeyUsage;
-  readonly endpoints: ReadonlyMap<string, EndpointUsage>;
-  readonly customers: ReadonlyMap<string, UsageCounts>;
+  readonly series: readonly SeriesPeriod[];
 }
 
 /**
@@ -27,8 +26,10 @@ function minutesOf(usage: KeyUsage, nowMs: number): Map<number, BucketCounts> {
   for (const e of usage.endpoints.values()) addCounts(total, e);
   if (total.requests > timed.requests) {
     const rest = { ...emptyBucket(), requests: total.requests - timed.requests, successful: total.successful - timed.successful, failed: total.failed - timed.failed, totalDurationMs: total.totalDurationMs - timed.totalDurationMs };
-    const minute = minuteOf(nowMs);
-    minutes.set(minute, { ...(minutes.get(minute) ?? emptyBucket()), ...rest });
+    // A copy: the batch's own minute stays as it came, should the batch be applied again.
+    const minute = { ...(minutes.get(minuteOf(nowMs)) ?? emptyBucket()) };
+    addCounts(minute, rest);
+    minutes.set(minuteOf(nowMs), minute);
   }
   return minutes;
 }
@@ -36,82 +37,59 @@ function minutesOf(usage: KeyUsage, nowMs: number): Map<number, BucketCounts> {
 /** `table.column + excluded.column`: an upsert adds the batch's counts to the bucket's (names are constants). */
 const add = (table: string, column: string) => sql<number>`${sql.raw(table)}.${sql.raw(column)} + excluded.${sql.raw(column)}`;
 
+/** The counts of a bucket row, with the columns every bucket table has. */
+const countColumns = (c: BucketCounts) => ({ requests: c.requests, successful: c.successful, failed: c.failed, rate_limited: c.rateLimited, total_duration_ms: c.totalDurationMs });
+
+/** The upsert that adds a row's counts to the stored bucket's. */
+const addedCounts = (table: string) => ({
+  requests: add(table, 'requests'),
+  successful: add(table, 'successful'),
+  failed: add(table, 'failed'),
+  rate_limited: add(table, 'rate_limited'),
+  total_duration_ms: add(table, 'total_duration_ms'),
+});
+
 /**
  * Adds one batch to usage over time, in the caller's transaction: per key a row per minute, hour, day
- * and month it touched, and its endpoints and customers by day and month. A batch is cut every second,
- * so its endpoints and customers take the day (and month) of its first minute: only a batch held back
- * across midnight UTC by an outage puts some of one day's endpoint counts into the next.
+ * and month it touched, and its endpoints and customers for each day and month they were used in.
  */
 export async function addBuckets(trx: Db, keys: readonly KeyBatch[], nowMs: number): Promise<void> {
   const bucketRows = [];
   const endpointRows = [];
   const customerRows = [];
-  for (const { keyId, usage, endpoints, customers } of keys) {
-    const minutes = minutesOf(usage, nowMs);
+  for (const { keyId, usage, series } of keys) {
     const buckets = new Map<string, { granularity: string; start: number; counts: BucketCounts }>();
-    for (const [minute, counts] of minutes) {
+    for (const [minute, counts] of minutesOf(usage, nowMs)) {
       for (const granularity of GRANULARITIES) {
         const start = bucketAt(granularity, minute).start;
-        const id = `${granularity}|${start}`;
-        let bucket = buckets.get(id);
-        if (!bucket) buckets.set(id, (bucket = { granularity, start, counts: emptyBucket() }));
-        addCounts(bucket.counts, counts);
+        addCounts(entryOf(buckets, `${granularity}|${start}`, () => ({ granularity, start, counts: emptyBucket() })).counts, counts);
       }
     }
-    for (const { granularity, start, counts: c } of buckets.values()) {
-      bucketRows.push({ key_id: keyId, granularity, start: new Date(start), requests: c.requests, successful: c.successful, failed: c.failed, rate_limited: c.rateLimited, total_duration_ms: c.totalDurationMs });
-    }
-    const first = Math.min(...minutes.keys());
-    for (const granularity of ['day', 'month'] as const) {
-      const start = new Date(bucketAt(granularity, first).start);
-      for (const [endpoint, e] of endpoints) {
-        endpointRows.push({ key_id: keyId, granularity, start, endpoint, requests: e.requests, successful: e.successful, failed: e.failed, total_duration_ms: e.totalDurationMs });
-      }
-      for (const [customer, c] of customers) {
-        customerRows.push({ key_id: keyId, granularity, start, customer_id: customer, requests: c.requests, successful: c.successful, failed: c.failed });
-      }
+    for (const { granularity, start, counts } of buckets.values()) bucketRows.push({ key_id: keyId, granularity, start: new Date(start), ...countColumns(counts) });
+    for (const { granularity, start, endpoints, customers } of series) {
+      for (const [endpoint, c] of endpoints) endpointRows.push({ key_id: keyId, granularity, start: new Date(start), endpoint, ...countColumns(c) });
+      for (const [customer, c] of customers) customerRows.push({ key_id: keyId, granularity, start: new Date(start), customer_id: customer, ...countColumns(c) });
     }
   }
   for (let i = 0; i < bucketRows.length; i += CHUNK) {
     await trx
       .insertInto('usage_buckets')
       .values(bucketRows.slice(i, i + CHUNK))
-      .onConflict((oc) =>
-        oc.columns(['key_id', 'granularity', 'start']).doUpdateSet({
-          requests: add('usage_buckets', 'requests'),
-          successful: add('usage_buckets', 'successful'),
-          failed: add('usage_buckets', 'failed'),
-          rate_limited: add('usage_buckets', 'rate_limited'),
-          total_duration_ms: add('usage_buckets', 'total_duration_ms'),
-        }),
-      )
+      .onConflict((oc) => oc.columns(['key_id', 'granularity', 'start']).doUpdateSet(addedCounts('usage_buckets')))
       .execute();
   }
   for (let i = 0; i < endpointRows.length; i += CHUNK) {
     await trx
       .insertInto('usage_endpoint_buckets')
       .values(endpointRows.slice(i, i + CHUNK))
-      .onConflict((oc) =>
-        oc.columns(['key_id', 'granularity', 'start', 'endpoint']).doUpdateSet({
-          requests: add('usage_endpoint_buckets', 'requests'),
-          successful: add('usage_endpoint_buckets', 'successful'),
-          failed: add('usage_endpoint_buckets', 'failed'),
-          total_duration_ms: add('usage_endpoint_buckets', 'total_duration_ms'),
-        }),
-      )
+      .onConflict((oc) => oc.columns(['key_id', 'granularity', 'start', 'endpoint']).doUpdateSet(addedCounts('usage_endpoint_buckets')))
       .execute();
   }
   for (let i = 0; i < customerRows.length; i += CHUNK) {
     await trx
       .insertInto('usage_customer_buckets')
       .values(customerRows.slice(i, i + CHUNK))
-      .onConflict((oc) =>
-        oc.columns(['key_id', 'granularity', 'start', 'customer_id']).doUpdateSet({
-          requests: add('usage_customer_buckets', 'requests'),
-          successful: add('usage_customer_buckets', 'successful'),
-          failed: add('usage_customer_buckets', 'failed'),
-        }),
-      )
+      .onConflict((oc) => oc.columns(['key_id', 'granularity', 'start', 'customer_id']).doUpdateSet(addedCounts('usage_customer_buckets')))
       .execute();
   }
 }

@@ -1,5 +1,6 @@
 /** The granularities of usage over time and their UTC-aligned buckets (contract section 8). */
 import { windowAt } from '../limits/window.js';
+import { addCounts, dayOf, emptyBucket, entryOf, undatedUsage, type BucketCounts, type DayUsage, type KeyUsage } from './usage.js';
 
 export const GRANULARITIES = ['minute', 'hour', 'day', 'month'] as const;
 export type Granularity = (typeof GRANULARITIES)[number];
@@ -27,3 +28,33 @@ export function bucketCount(granularity: Granularity, fromMs: number, toMs: numb
   const to = new Date(toMs - 1);
   return (to.getUTCFullYear() - from.getUTCFullYear()) * 12 + to.getUTCMonth() - from.getUTCMonth() + 1;
 }
+
+/** One day or month of a key's series: its endpoints and customers, by name. */
+export interface SeriesPeriod {
+  readonly granularity: 'day' | 'month';
+  readonly start: number;
+  readonly endpoints: Map<string, BucketCounts>;
+  readonly customers: Map<string, BucketCounts>;
+}
+
+/**
+ * The days and months of a key's endpoint and customer series, each with its own names (capped
+ * later, per period): every day the usage carries, and what it does not date (an earlier version's)
+ * on the day of `nowMs`, like the minutes.
+ */
+export function seriesPeriods(usage: KeyUsage, nowMs: number): SeriesPeriod[] {
+  const periods = new Map<string, SeriesPeriod>();
+  const add = (day: number, counts: DayUsage) => {
+    for (const granularity of ['day', 'month'] as const) {
+      const start = bucketAt(granularity, day).start;
+      const period = entryOf(periods, `${granularity}|${start}`, () => ({ granularity, start, endpoints: new Map(), customers: new Map() }));
+      for (const [endpoint, c] of counts.endpoints) addCounts(entryOf(period.endpoints, endpoint, emptyBucket), c);
+      for (const [customer, c] of counts.customers) addCounts(entryOf(period.customers, customer, emptyBucket), c);
+    }
+  };
+  for (const [day, counts] of usage.days) add(day, counts);
+  const undated = undatedUsage(usage);
+  if (undated.endpoints.size + undated.customers.size > 0) add(dayOf(nowMs), undated);
+  return [...periods.values()];
+}
+

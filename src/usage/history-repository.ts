@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
+import { dialectOf, transactionLock, type Dialect } from '../store/dialect.js';
 import type { Granularity } from './granularity.js';
 import type { BucketCounts } from './usage.js';
 
@@ -13,15 +14,19 @@ export interface TopKey {
   readonly rateLimited: number;
 }
 
-const counts = (r: { requests: unknown; successful: unknown; failed: unknown; rate_limited?: unknown; total_duration_ms?: unknown }): BucketCounts => ({
+const counts = (r: { requests: unknown; successful: unknown; failed: unknown; rate_limited: unknown; total_duration_ms: unknown }): BucketCounts => ({
   requests: Number(r.requests),
   successful: Number(r.successful),
   failed: Number(r.failed),
-  rateLimited: Number(r.rate_limited ?? 0),
-  totalDurationMs: Number(r.total_duration_ms ?? 0),
+  rateLimited: Number(r.rate_limited),
+  totalDurationMs: Number(r.total_duration_ms),
 });
 
-const ADVISORY_PRUNE_LOCK = 7_110_451_235;
+/** The lock a replica holds while it prunes: the others skip meanwhile. */
+export const ADVISORY_PRUNE_LOCK = 7_110_451_235;
+
+/** How a row is named for a batched delete: Postgres' physical row id, SQLite's rowid. */
+const ROW_ID = { postgres: sql.raw('ctid'), sqlite: sql.raw('rowid') } satisfies Record<Dialect, unknown>;
 
 /** Usage over time as stored: a key's buckets, the fleet's, the busiest keys, and retention. */
 export class UsageHistoryRepository {
@@ -76,13 +81,27 @@ export class UsageHistoryRepository {
     return rows.map((r) => ({ keyId: r.keyId, name: r.name, requests: Number(r.requests), rateLimited: Number(r.rateLimited) }));
   }
 
+  /** How many series `series` would answer for the same arguments (from what is stored). */
+  async seriesCount(keyId: string, by: 'endpoint' | 'customer', granularity: 'day' | 'month', fromMs: number, toMs: number): Promise<number> {
+    const [table, name] = by === 'endpoint' ? (['usage_endpoint_buckets', 'endpoint'] as const) : (['usage_customer_buckets', 'customer_id'] as const);
+    const row = await this.db
+      .selectFrom(table)
+      .select(sql<string>`count(distinct ${sql.ref(name)})`.as('n'))
+      .where('key_id', '=', keyId)
+      .where('granularity', '=', granularity)
+      .where('start', '>=', new Date(fromMs))
+      .where('start', '<', new Date(toMs))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
   /** A key's usage by endpoint or by customer, by day or month: one series per name. */
   async series(keyId: string, by: 'endpoint' | 'customer', granularity: 'day' | 'month', fromMs: number, toMs: number): Promise<Map<string, Buckets>> {
     const rows =
       by === 'endpoint'
         ? await this.db
             .selectFrom('usage_endpoint_buckets')
-            .select(['endpoint as name', 'start', 'requests', 'successful', 'failed', 'total_duration_ms'])
+            .select(['endpoint as name', 'start', 'requests', 'successful', 'failed', 'rate_limited', 'total_duration_ms'])
             .where('key_id', '=', keyId)
             .where('granularity', '=', granularity)
             .where('start', '>=', new Date(fromMs))
@@ -90,7 +109,7 @@ export class UsageHistoryRepository {
             .execute()
         : await this.db
             .selectFrom('usage_customer_buckets')
-            .select(['customer_id as name', 'start', 'requests', 'successful', 'failed'])
+            .select(['customer_id as name', 'start', 'requests', 'successful', 'failed', 'rate_limited', 'total_duration_ms'])
             .where('key_id', '=', keyId)
             .where('granularity', '=', granularity)
             .where('start', '>=', new Date(fromMs))
@@ -116,11 +135,11 @@ export class UsageHistoryRepository {
     for (const table of tables) {
       for (;;) {
         const n = await this.db.transaction().execute(async (trx) => {
-          const locked = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${ADVISORY_PRUNE_LOCK}) as locked`.execute(trx);
-          if (!locked.rows[0]?.locked) return 0;
+          if (!(await transactionLock(trx, ADVISORY_PRUNE_LOCK, false))) return 0;
+          const rowId = ROW_ID[dialectOf(trx)];
           const result = await sql`
-            delete from ${sql.table(table)} where ctid in (
-              select ctid from ${sql.table(table)} where granularity = ${granularity} and start < ${before} limit ${batch})`.execute(trx);
+            delete from ${sql.table(table)} where ${rowId} in (
+              select ${rowId} from ${sql.table(table)} where granularity = ${granularity} and start < ${before} limit ${batch})`.execute(trx);
           return Number(result.numAffectedRows ?? 0n);
         });
         deleted += n;

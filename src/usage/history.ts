@@ -1,8 +1,8 @@
 /** Usage over time as the API shows it (contract section 8): zero-filled buckets, stored plus pending. */
-import { bucketAt, bucketStarts, type Granularity } from './granularity.js';
+import { bucketAt, bucketStarts, seriesPeriods, type Granularity } from './granularity.js';
 import type { Buckets, TopKey, UsageHistoryRepository } from './history-repository.js';
 import type { UsageReader } from './reader.js';
-import { addCounts, emptyBucket, minuteOf, type BucketCounts } from './usage.js';
+import { MAX_CUSTOMERS_PER_KEY, MAX_ENDPOINTS_PER_KEY, OTHER_ENDPOINT, addCounts, emptyBucket, entryOf, type BucketCounts } from './usage.js';
 
 export interface BucketView {
   start: number;
@@ -29,9 +29,7 @@ function zeroFilled(starts: readonly number[], buckets: Buckets): BucketView[] {
 }
 
 function addTo(buckets: Buckets, start: number, counts: BucketCounts): void {
-  let bucket = buckets.get(start);
-  if (!bucket) buckets.set(start, (bucket = emptyBucket()));
-  addCounts(bucket, counts);
+  addCounts(entryOf(buckets, start, emptyBucket), counts);
 }
 
 export class UsageHistory {
@@ -54,17 +52,24 @@ export class UsageHistory {
 
   /**
    * A key's usage by endpoint or customer, one zero-filled series per name, most requests first.
-   * Pending usage counts in the bucket of now, as the batch it is in will.
+   * Pending usage counts in the day and month it happened in, under the name the store will give it:
+   * its own, or "(other)" once the period holds as many names as its cap.
    */
+  /** How many series `seriesForKey` answers, close enough to bound its size (what is stored; pending usage adds few). */
+  seriesCount(keyId: string, by: 'endpoint' | 'customer', granularity: 'day' | 'month', fromMs: number, toMs: number): Promise<number> {
+    return this.repository.seriesCount(keyId, by, granularity, fromMs, toMs);
+  }
+
   async seriesForKey(keyId: string, by: 'endpoint' | 'customer', granularity: 'day' | 'month', fromMs: number, toMs: number, nowMs: number): Promise<SeriesView[]> {
     const series = await this.repository.series(keyId, by, granularity, fromMs, toMs);
-    const pending = await this.reader.unflushed(keyId);
-    const start = bucketAt(granularity, minuteOf(nowMs)).start;
-    if (start >= fromMs && start < toMs) {
-      for (const [name, counts] of by === 'endpoint' ? pending.endpoints : pending.customers) {
-        let buckets = series.get(name);
-        if (!buckets) series.set(name, (buckets = new Map()));
-        addTo(buckets, start, { ...emptyBucket(), ...counts });
+    const max = by === 'endpoint' ? MAX_ENDPOINTS_PER_KEY : MAX_CUSTOMERS_PER_KEY;
+    for (const period of seriesPeriods(await this.reader.unflushed(keyId), nowMs)) {
+      if (period.granularity !== granularity || period.start < fromMs || period.start >= toMs) continue;
+      const held = new Set([...series].flatMap(([name, buckets]) => (name !== OTHER_ENDPOINT && buckets.has(period.start) ? [name] : [])));
+      for (const [name, counts] of by === 'endpoint' ? period.endpoints : period.customers) {
+        const counted = held.has(name) || held.size < max ? name : OTHER_ENDPOINT;
+        if (counted !== OTHER_ENDPOINT) held.add(counted);
+        addTo(entryOf(series, counted, () => new Map()), period.start, counts);
       }
     }
     const starts = bucketStarts(granularity, fromMs, toMs);

@@ -1,5 +1,5 @@
 import type { UsageRepository } from './usage-repository.js';
-import { emptyKeyUsage, mergeKeyUsage, type KeyUsage, type PendingPart, type PendingUsage } from './usage.js';
+import { addCounts, emptyKeyUsage, mergeKeyUsage, subtractCounts, type KeyUsage, type PendingPart, type PendingUsage, type UsageCounts } from './usage.js';
 
 export interface EndpointView {
   endpoint: string;
@@ -16,6 +16,9 @@ export interface CustomerView {
   failed: number;
 }
 
+/** The customers a key detail lists, most requests first: with 1,000 paths, its body stays under 2 MB. */
+export const MAX_LISTED_CUSTOMERS = 1_000;
+
 /** The usage object of the key detail, less `rateLimits` (which the limiter knows). */
 export interface UsageView {
   totalRequests: number;
@@ -23,6 +26,8 @@ export interface UsageView {
   failedRequests: number;
   endpoints: EndpointView[];
   usageByCustomer: CustomerView[];
+  /** The customers beyond those listed, how many and their usage summed; absent when all are listed. */
+  usageByCustomerNotListed?: { customers: number; requests: number; successful: number; failed: number };
 }
 
 const byRequestsThenName = <T extends { requests: number }>(key: (t: T) => string) => (a: T, b: T) =>
@@ -44,8 +49,28 @@ export class UsageReader {
   ) {}
 
   async read(keyId: string): Promise<UsageView> {
-    const usage = await this.repository.read(keyId);
-    mergeKeyUsage(usage, await this.unflushed(keyId));
+    const { usage, allCustomers } = await this.repository.readBusiest(keyId, MAX_LISTED_CUSTOMERS);
+    // The customers not read are counted and summed. Pending usage of theirs counts with them (until
+    // it is stored, it cannot tell whether it is a new customer, so they are not counted again).
+    const { count, ...all } = allCustomers;
+    const notListed = { customers: count - usage.customers.size, ...all };
+    for (const c of usage.customers.values()) subtractCounts(notListed, c);
+    const partial = notListed.customers > 0;
+    // Part by part into the stored totals, so the caps count the names Postgres holds, as the
+    // flush will: a pending path Postgres holds keeps its name even when the parts together
+    // pass the cap.
+    for (const part of await this.unflushedParts(keyId)) {
+      if (!partial) {
+        mergeKeyUsage(usage, part);
+        continue;
+      }
+      const read = new Map<string, UsageCounts>();
+      for (const [name, u] of part.customers) {
+        if (usage.customers.has(name)) read.set(name, u);
+        else addCounts(notListed, u);
+      }
+      mergeKeyUsage(usage, { ...part, customers: read });
+    }
 
     const endpoints: EndpointView[] = [];
     let totalRequests = 0;
@@ -61,13 +86,19 @@ export class UsageReader {
         averageResponseTimeMs: u.requests === 0 ? 0 : Math.round((u.totalDurationMs / u.requests) * 100) / 100,
       });
     }
-    const usageByCustomer: CustomerView[] = [...usage.customers].map(([customerId, u]) => ({ customerId, ...u }));
+    const customers: CustomerView[] = [...usage.customers].map(([customerId, u]) => ({ customerId, ...u })).sort(byRequestsThenName((c) => c.customerId));
+    // Pending customers new to a key with fewer stored can take it past the list too.
+    for (const c of customers.slice(MAX_LISTED_CUSTOMERS)) {
+      addCounts(notListed, c);
+      notListed.customers++;
+    }
     return {
       totalRequests,
       successfulRequests,
       failedRequests: totalRequests - successfulRequests,
       endpoints: endpoints.sort(byRequestsThenName((e) => e.endpoint)),
-      usageByCustomer: usageByCustomer.sort(byRequestsThenName((c) => c.customerId)),
+      usageByCustomer: customers.slice(0, MAX_LISTED_CUSTOMERS),
+      ...(notListed.customers > 0 && { usageByCustomerNotListed: notListed }),
     };
   }
 
@@ -76,12 +107,17 @@ export class UsageReader {
    * batch Postgres applied meanwhile is left out by its batch id.
    */
   async unflushed(keyId: string): Promise<KeyUsage> {
+    const usage = emptyKeyUsage();
+    for (const part of await this.unflushedParts(keyId)) mergeKeyUsage(usage, part);
+    return usage;
+  }
+
+  /** The pending parts of a key, less sealed batches Postgres has applied meanwhile. */
+  private async unflushedParts(keyId: string): Promise<KeyUsage[]> {
     const parts: PendingPart[] = [];
     for (const source of this.pendingSources) parts.push(...(await source.pending(keyId)));
     const sealed = parts.flatMap((p) => (p.batchId === undefined ? [] : [p.batchId]));
     const applied = await this.repository.appliedBatches(sealed);
-    const usage = emptyKeyUsage();
-    for (const part of parts) if (part.batchId === undefined || !applied.has(part.batchId)) mergeKeyUsage(usage, part.usage);
-    return usage;
+    return parts.flatMap((part) => (part.batchId === undefined || !applied.has(part.batchId) ? [part.usage] : []));
   }
 }

@@ -1,15 +1,20 @@
 import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
+import { RepeatingTask } from '../ops/repeating-task.js';
 import {
   MAX_CUSTOMER_ID_LENGTH,
   MAX_ENDPOINT_LENGTH,
   MAX_CUSTOMERS_PER_KEY,
   MAX_ENDPOINTS_PER_KEY,
+  countedName,
+  countRequest,
+  dayOf,
   emptyBucket,
   emptyCounts,
+  emptyDay,
   emptyEndpoint,
   emptyKeyUsage,
-  entryFor,
+  entryOf,
   minuteOf,
   requestsIn,
   type PendingPart,
@@ -18,67 +23,62 @@ import {
   type UsageSink,
 } from './usage.js';
 
+/** How often the recorder hands what it counted to the sink, unless told otherwise. */
+const WRITE_INTERVAL_MS = 1_000;
+/** While stopping, how often a refused write is tried again. */
+const STOP_RETRY_MS = 250;
+
 /**
  * Counts usage in memory on the request path (a few map updates, no I/O) and hands the aggregate to
  * the sink once a second. The sink keeps what it could not write and writes it again under the same
  * identity with the next flush, so nothing is lost while the store is down and nothing is counted
  * twice; SIGTERM calls `stop()` for the last partial second.
  */
-/** While stopping, how often a refused write is tried again. */
-const STOP_RETRY_MS = 250;
-
 export class UsageRecorder implements PendingUsage {
   private current: UsageBatch = new Map();
-  private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> | undefined;
+  private readonly writes: RepeatingTask;
   private lastSuccess = Date.now();
 
   constructor(
     private readonly sink: UsageSink,
     private readonly logger: Logger,
     private readonly metrics: Metrics,
-  ) {}
+    writeIntervalMs = WRITE_INTERVAL_MS,
+  ) {
+    this.writes = new RepeatingTask('usage write', writeIntervalMs, () => this.writeOnce(), logger, { runAtStart: false });
+  }
 
   /**
    * One finished request of a key: `ok` when the backend answered below 400, `rateLimited` when the
-   * limiter refused it, `atMs` when it arrived (its minute of usage over time).
+   * limiter refused it, `atMs` when it arrived (its minute and day of usage over time).
    */
   record(keyId: string, endpoint: string, customerId: string | undefined, ok: boolean, durationMs: number, rateLimited = false, atMs = Date.now()): void {
     let usage = this.current.get(keyId);
     if (!usage) this.current.set(keyId, (usage = emptyKeyUsage()));
-    const minute = minuteOf(atMs);
-    let bucket = usage.minutes.get(minute);
-    if (!bucket) usage.minutes.set(minute, (bucket = emptyBucket()));
-    bucket.requests++;
-    bucket.totalDurationMs += durationMs;
-    if (ok) bucket.successful++;
-    else bucket.failed++;
-    if (rateLimited) bucket.rateLimited++;
+    countRequest(entryOf(usage.minutes, minuteOf(atMs), emptyBucket), ok, durationMs, rateLimited);
+    const day = entryOf(usage.days, dayOf(atMs), emptyDay);
     if (endpoint.length > MAX_ENDPOINT_LENGTH) endpoint = endpoint.slice(0, MAX_ENDPOINT_LENGTH);
-    const e = entryFor(usage.endpoints, endpoint, MAX_ENDPOINTS_PER_KEY, emptyEndpoint);
-    e.requests++;
-    e.totalDurationMs += durationMs;
-    if (ok) e.successful++;
-    else e.failed++;
+    // A name is capped once, for the totals, and its day counts it under the same name.
+    const path = countedName(usage.endpoints, endpoint, MAX_ENDPOINTS_PER_KEY);
+    countRequest(entryOf(usage.endpoints, path, emptyEndpoint), ok, durationMs, rateLimited);
+    countRequest(entryOf(day.endpoints, path, emptyBucket), ok, durationMs, rateLimited);
     if (customerId !== undefined) {
       // The header is the client's to set: a bounded id keeps one request from bloating a row.
       if (customerId.length > MAX_CUSTOMER_ID_LENGTH) customerId = customerId.slice(0, MAX_CUSTOMER_ID_LENGTH);
-      const c = entryFor(usage.customers, customerId, MAX_CUSTOMERS_PER_KEY, emptyCounts);
-      c.requests++;
-      if (ok) c.successful++;
-      else c.failed++;
+      const customer = countedName(usage.customers, customerId, MAX_CUSTOMERS_PER_KEY);
+      countRequest(entryOf(usage.customers, customer, emptyCounts), ok, durationMs, rateLimited);
+      countRequest(entryOf(day.customers, customer, emptyBucket), ok, durationMs, rateLimited);
     }
   }
 
-  start(intervalMs = 1000): void {
-    this.timer = setInterval(() => void this.flush(), intervalMs);
-    this.timer.unref();
+  /** Writes what was recorded every `writeIntervalMs`. */
+  start(): void {
+    this.writes.start();
   }
 
   /** Writes everything recorded so far; concurrent calls share one write. */
   flush(): Promise<void> {
-    this.flushing ??= this.writeOnce().finally(() => (this.flushing = undefined));
-    return this.flushing;
+    return this.writes.run();
   }
 
   /**
@@ -88,7 +88,7 @@ export class UsageRecorder implements PendingUsage {
    * tollgate_usage_dropped_total, never silently.
    */
   async stop(deadlineMs = Date.now()): Promise<void> {
-    clearInterval(this.timer);
+    this.writes.stop();
     await this.flush();
     while (this.unwritten() > 0 && Date.now() < deadlineMs) {
       await new Promise((r) => setTimeout(r, Math.min(STOP_RETRY_MS, Math.max(0, deadlineMs - Date.now()))));

@@ -12,7 +12,6 @@ export interface UsageRetentionSettings {
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
-const INTERVAL_MS = 3_600_000;
 
 /** The oldest instant still kept at `granularity` (epoch ms). */
 export function retainedSince(settings: UsageRetentionSettings, granularity: Granularity, nowMs: number): number {
@@ -31,37 +30,12 @@ export function retainedSince(settings: UsageRetentionSettings, granularity: Gra
 }
 
 /**
- * Deletes buckets past retention at start and hourly. A bucket is deleted once it starts before the
- * oldest instant kept, so the API never shows a half-pruned range: it refuses ranges reaching back
- * further (`range_beyond_retention`).
+ * Deletes buckets past retention. A bucket goes once it starts before the oldest instant kept, so the
+ * API never shows a half-pruned range: it refuses ranges reaching back further (`range_beyond_retention`).
  */
-export class UsageRetention {
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly repository: Pick<UsageHistoryRepository, 'prune'>,
-    private readonly settings: UsageRetentionSettings,
-    private readonly logger: Logger,
-  ) {}
-
-  start(): void {
-    void this.prune();
-    this.timer = setInterval(() => void this.prune(), INTERVAL_MS);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-  }
-
-  async prune(nowMs = Date.now()): Promise<void> {
-    try {
-      for (const granularity of GRANULARITIES) {
-        const deleted = await this.repository.prune(granularity, new Date(retainedSince(this.settings, granularity, nowMs)));
-        if (deleted > 0) this.logger.info({ granularity, deleted }, 'usage buckets past retention deleted');
-      }
-    } catch (err) {
-      this.logger.warn({ err: (err as Error).message }, 'usage retention pruning failed; will retry');
-    }
+export async function pruneUsage(repository: Pick<UsageHistoryRepository, 'prune'>, settings: UsageRetentionSettings, logger: Logger, nowMs = Date.now()): Promise<void> {
+  for (const granularity of GRANULARITIES) {
+    const deleted = await repository.prune(granularity, new Date(retainedSince(settings, granularity, nowMs)));
+    if (deleted > 0) logger.info({ granularity, deleted }, 'usage buckets past retention deleted');
   }
 }

@@ -1,11 +1,14 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
+import { dialectOf, lockingRows, type Dialect } from '../store/dialect.js';
 import { addBuckets, type KeyBatch } from './bucket-repository.js';
+import { seriesPeriods, type SeriesPeriod } from './granularity.js';
 import {
   MAX_CUSTOMERS_PER_KEY,
   MAX_ENDPOINTS_PER_KEY,
   OTHER_ENDPOINT,
   addCounts,
+  emptyBucket,
   emptyCounts,
   emptyEndpoint,
   entryFor,
@@ -17,15 +20,65 @@ import {
 
 /** Rows per INSERT: 6 parameters each stays far below Postgres' 65,535-parameter cap. */
 const CHUNK = 1000;
-/** A batch is retried within seconds of its first apply; a day of ids is far more than enough. */
-const BATCH_ID_RETENTION = '1 day';
+/**
+ * Values in one `in (…)` list: a batch may hold any number of keys, and a key any number of new
+ * names (a Redis hash grows through a Postgres outage), while a statement takes at most 65,535
+ * parameters in Postgres and 32,766 in SQLite.
+ */
+const IDS_PER_QUERY = 1000;
 const PRUNE_INTERVAL_MS = 3_600_000;
+
+/**
+ * A batch is retried within seconds of its first apply; a day of ids is far more than enough. The
+ * oldest `applied_at` kept, by the database's clock (SQLite stores it in epoch milliseconds).
+ */
+const BATCH_IDS_KEPT_SINCE = {
+  postgres: sql<Date>`now() - '1 day'::interval`,
+  sqlite: sql<Date>`cast(unixepoch('subsec') * 1000 as integer) - 86400000`,
+} satisfies Record<Dialect, unknown>;
+
+/**
+ * Where names are capped: a key's totals over its life (the detail), and each day and month of its
+ * series (usage over time), so a new month starts with room for the customers it brings.
+ */
+const NAMES = {
+  endpoints: { table: 'usage_endpoints', column: 'endpoint', max: MAX_ENDPOINTS_PER_KEY },
+  customers: { table: 'usage_customers', column: 'customer_id', max: MAX_CUSTOMERS_PER_KEY },
+  endpointSeries: { table: 'usage_endpoint_buckets', column: 'endpoint', max: MAX_ENDPOINTS_PER_KEY },
+  customerSeries: { table: 'usage_customer_buckets', column: 'customer_id', max: MAX_CUSTOMERS_PER_KEY },
+} as const;
+type Names = (typeof NAMES)[keyof typeof NAMES];
+
+/** The names one cap counts: a key's totals, or one period of its series. */
+interface CapScope {
+  readonly keyId: string;
+  readonly period?: { readonly granularity: 'day' | 'month'; readonly start: number };
+}
+const scopeId = (keyId: string, period?: CapScope['period']) => (period ? `${keyId}|${period.granularity}|${period.start}` : keyId);
+
+/** `values` in slices short enough for one statement's parameters. */
+function* slices<T>(values: readonly T[]): Generator<T[]> {
+  for (let i = 0; i < values.length; i += IDS_PER_QUERY) yield values.slice(i, i + IDS_PER_QUERY);
+}
+
+/** A key's stored totals with only its busiest customers, and all its customers counted and summed. */
+export interface BusiestUsage {
+  readonly usage: KeyUsage;
+  readonly allCustomers: UsageCounts & { count: number };
+}
 
 /** Usage totals in Postgres: batches add to them, the key detail reads them. */
 export class UsageRepository {
   private lastPrune = 0;
+  private readonly dialect: Dialect;
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** When a batch is applied: the minute and day of usage that arrives without them. */
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.dialect = dialectOf(db);
+  }
 
   /**
    * Adds a batch to the totals in one transaction. With a `batchId`, a batch already applied is
@@ -46,35 +99,53 @@ export class UsageRepository {
           this.lastPrune = Date.now();
           await trx
             .deleteFrom('usage_batches')
-            .where('applied_at', '<', sql<Date>`now() - ${BATCH_ID_RETENTION}::interval`)
+            .where('applied_at', '<', BATCH_IDS_KEPT_SINCE[this.dialect])
             .execute();
         }
       }
       const keyIds = [...batch.keys()];
       if (keyIds.length === 0) return true;
-      // FOR KEY SHARE: a concurrent delete waits for this batch, then removes its rows too.
-      const live = await trx.selectFrom('api_keys').select('id').where('id', 'in', keyIds).forKeyShare().execute();
-      const [endpointsHeld, customersHeld] = await Promise.all([
-        this.distinctCounts(trx, 'usage_endpoints', 'endpoint', keyIds),
-        this.distinctCounts(trx, 'usage_customers', 'customer_id', keyIds),
+      const nowMs = this.clock();
+      const live: { id: string }[] = [];
+      for (const ids of slices(keyIds)) {
+        // FOR KEY SHARE: a concurrent delete waits for this batch, then removes its rows too.
+        live.push(...(await lockingRows(this.dialect, trx.selectFrom('api_keys').select('id').where('id', 'in', ids), 'key share').execute()));
+      }
+      const liveIds = live.map((k) => k.id);
+      const series = new Map(liveIds.map((id) => [id, seriesPeriods(batch.get(id)!, nowMs)]));
+      const starts = [...new Set([...series.values()].flatMap((periods) => periods.map((p) => p.start)))];
+      const [endpointsHeld, customersHeld, endpointSeriesHeld, customerSeriesHeld] = await Promise.all([
+        this.heldCounts(trx, NAMES.endpoints, liveIds),
+        this.heldCounts(trx, NAMES.customers, liveIds),
+        this.heldCounts(trx, NAMES.endpointSeries, liveIds, starts),
+        this.heldCounts(trx, NAMES.customerSeries, liveIds, starts),
       ]);
 
       const endpointRows: { key_id: string; endpoint: string; requests: number; successful: number; failed: number; total_duration_ms: number }[] = [];
       const customerRows: { key_id: string; customer_id: string; requests: number; successful: number; failed: number }[] = [];
       const overTime: KeyBatch[] = [];
-      for (const { id } of live) {
+      for (const id of liveIds) {
         const usage = batch.get(id)!;
-        const endpoints = await this.capped(trx, 'usage_endpoints', 'endpoint', id, usage.endpoints, endpointsHeld.get(id) ?? 0, MAX_ENDPOINTS_PER_KEY, emptyEndpoint);
+        const endpoints = await this.capped(trx, NAMES.endpoints, { keyId: id }, usage.endpoints, endpointsHeld, emptyEndpoint);
         for (const [endpoint, u] of endpoints) {
           endpointRows.push({ key_id: id, endpoint, requests: u.requests, successful: u.successful, failed: u.failed, total_duration_ms: u.totalDurationMs });
         }
-        const customers = await this.capped(trx, 'usage_customers', 'customer_id', id, usage.customers, customersHeld.get(id) ?? 0, MAX_CUSTOMERS_PER_KEY, emptyCounts);
+        const customers = await this.capped(trx, NAMES.customers, { keyId: id }, usage.customers, customersHeld, emptyCounts);
         for (const [customer, u] of customers) {
           customerRows.push({ key_id: id, customer_id: customer, requests: u.requests, successful: u.successful, failed: u.failed });
         }
-        overTime.push({ keyId: id, usage, endpoints, customers });
+        const periods: SeriesPeriod[] = [];
+        for (const period of series.get(id)!) {
+          const scope = { keyId: id, period };
+          periods.push({
+            ...period,
+            endpoints: await this.capped(trx, NAMES.endpointSeries, scope, period.endpoints, endpointSeriesHeld, emptyBucket),
+            customers: await this.capped(trx, NAMES.customerSeries, scope, period.customers, customerSeriesHeld, emptyBucket),
+          });
+        }
+        overTime.push({ keyId: id, usage, series: periods });
       }
-      await addBuckets(trx, overTime, Date.now());
+      await addBuckets(trx, overTime, nowMs);
       for (let i = 0; i < endpointRows.length; i += CHUNK) {
         await trx
           .insertInto('usage_endpoints')
@@ -106,46 +177,51 @@ export class UsageRepository {
     });
   }
 
-  /** Distinct names (other than "(other)") each key already holds in `table`. */
-  private async distinctCounts(trx: Db, table: 'usage_endpoints' | 'usage_customers', column: 'endpoint' | 'customer_id', keyIds: readonly string[]): Promise<Map<string, number>> {
-    const rows = await trx
-      .selectFrom(table)
-      .select(['key_id', sql<number>`count(*)::int`.as('n')])
-      .where('key_id', 'in', keyIds)
-      .where(column, '<>', OTHER_ENDPOINT)
-      .groupBy('key_id')
-      .execute();
-    return new Map(rows.map((r) => [r.key_id, Number(r.n)]));
+  /**
+   * Distinct names (other than "(other)") each key already holds in `names`, by scope id: for the
+   * totals per key, for the series per key and period starting at one of `starts`.
+   */
+  private async heldCounts(trx: Db, names: Names, keyIds: readonly string[], starts?: readonly number[]): Promise<Map<string, number>> {
+    const held = new Map<string, number>();
+    if (starts?.length === 0) return held;
+    for (const ids of slices(keyIds)) {
+      const rows = await trx
+        .selectFrom(names.table)
+        .select(['key_id', sql<number>`cast(count(*) as integer)`.as('n')])
+        .$if(starts !== undefined, (q) => q.select([sql<'day' | 'month'>`granularity`.as('granularity'), sql<Date>`start`.as('start')]))
+        .where('key_id', 'in', ids)
+        .where(sql.ref(names.column), '<>', OTHER_ENDPOINT)
+        .$if(starts !== undefined, (q) => q.where(sql.ref('start'), 'in', starts!.map((s) => new Date(s))).groupBy([sql.ref('granularity'), sql.ref('start')]))
+        .groupBy('key_id')
+        .execute();
+      for (const r of rows) held.set(scopeId(r.key_id, r.start ? { granularity: r.granularity!, start: r.start.getTime() } : undefined), Number(r.n));
+    }
+    return held;
   }
 
   /**
-   * Names beyond a key's cap (paths, customers) fold into "(other)", counting the names it already
-   * holds; only keys near the cap cost a query, for which of the batch's names are stored already.
+   * Names beyond a cap (paths, customers) fold into "(other)", counting the names the scope already
+   * holds; only scopes near the cap cost a query, for which of the batch's names are stored already.
    */
-  private async capped<T extends UsageCounts>(
-    trx: Db,
-    table: 'usage_endpoints' | 'usage_customers',
-    column: 'endpoint' | 'customer_id',
-    keyId: string,
-    names: Map<string, T>,
-    held: number,
-    max: number,
-    create: () => T,
-  ): Promise<Map<string, T>> {
-    if (held + names.size <= max) return names;
-    const existing = await trx
-      .selectFrom(table)
-      .select(sql<string>`${sql.ref(column)}`.as('name'))
-      .where('key_id', '=', keyId)
-      .where(column, 'in', [...names.keys()])
-      .execute();
+  private async capped<T extends UsageCounts>(trx: Db, names: Names, scope: CapScope, entries: Map<string, T>, heldCounts: ReadonlyMap<string, number>, create: () => T): Promise<Map<string, T>> {
+    const held = heldCounts.get(scopeId(scope.keyId, scope.period)) ?? 0;
+    if (held + entries.size <= names.max) return entries;
     const capped = new Map<string, T>();
-    for (const row of existing) capped.set(row.name, create());
+    for (const slice of slices([...entries.keys()])) {
+      const existing = await trx
+        .selectFrom(names.table)
+        .select(sql<string>`${sql.ref(names.column)}`.as('name'))
+        .where('key_id', '=', scope.keyId)
+        .$if(scope.period !== undefined, (q) => q.where(sql.ref('granularity'), '=', scope.period!.granularity).where(sql.ref('start'), '=', new Date(scope.period!.start)))
+        .where(sql.ref(names.column), 'in', slice)
+        .execute();
+      for (const row of existing) capped.set(row.name, create());
+    }
     let count = held;
-    for (const [name, u] of names) {
+    for (const [name, u] of entries) {
       const newName = !capped.has(name) && name !== OTHER_ENDPOINT;
-      addCounts(entryFor(capped, name, max, create, newName ? count : 0), u);
-      if (newName && count < max) count++;
+      addCounts(entryFor(capped, name, names.max, create, newName ? count : 0), u);
+      if (newName && count < names.max) count++;
     }
     return capped;
   }
@@ -157,8 +233,17 @@ export class UsageRepository {
     return new Set(rows.map((r) => r.batch_id));
   }
 
+  /** A key's stored totals. */
   async read(keyId: string): Promise<KeyUsage> {
-    const [endpoints, customers] = await Promise.all([
+    return (await this.readBusiest(keyId)).usage;
+  }
+
+  /**
+   * A key's stored totals with only the `customers` customers with the most requests (the key detail
+   * lists no more), and every customer counted and summed in the same statement.
+   */
+  async readBusiest(keyId: string, customers?: number): Promise<BusiestUsage> {
+    const [endpointRows, customerRows] = await Promise.all([
       this.db
         .selectFrom('usage_endpoints')
         .select(['endpoint', 'requests', 'successful', 'failed', 'total_duration_ms'])
@@ -166,12 +251,22 @@ export class UsageRepository {
         .execute(),
       this.db
         .selectFrom('usage_customers')
-        .select(['customer_id', 'requests', 'successful', 'failed'])
+        .select((eb) => [
+          'customer_id',
+          'requests',
+          'successful',
+          'failed',
+          eb.fn.countAll<number>().over().as('all_count'),
+          eb.fn.sum<number>('requests').over().as('all_requests'),
+          eb.fn.sum<number>('successful').over().as('all_successful'),
+          eb.fn.sum<number>('failed').over().as('all_failed'),
+        ])
         .where('key_id', '=', keyId)
+        .$if(customers !== undefined, (q) => q.orderBy('requests', 'desc').orderBy('customer_id').limit(customers!))
         .execute(),
     ]);
     const usage = emptyKeyUsage();
-    for (const r of endpoints) {
+    for (const r of endpointRows) {
       usage.endpoints.set(r.endpoint, {
         requests: Number(r.requests),
         successful: Number(r.successful),
@@ -179,10 +274,14 @@ export class UsageRepository {
         totalDurationMs: Number(r.total_duration_ms),
       });
     }
-    for (const r of customers) {
+    for (const r of customerRows) {
       const counts: UsageCounts = { requests: Number(r.requests), successful: Number(r.successful), failed: Number(r.failed) };
       usage.customers.set(r.customer_id, counts);
     }
-    return usage;
+    const first = customerRows[0];
+    const allCustomers = first
+      ? { count: Number(first.all_count), requests: Number(first.all_requests), successful: Number(first.all_successful), failed: Number(first.all_failed) }
+      : { count: 0, ...emptyCounts() };
+    return { usage, allCustomers };
   }
 }

@@ -1,7 +1,7 @@
 /**
  * Usage over time across three replicas on Redis and Postgres, one of them SIGKILLed under load: the
- * key's buckets add up to its totals at every granularity (the killed replica's last second is
- * missing from both alike), and the fleet view counts the same requests.
+ * totals miss at most what the killed replica answered in its last second, the key's buckets add up to
+ * the totals at every granularity, and the fleet view counts the same requests.
  */
 import { hit, keyWithPlan, sleep, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
 import type { Tollgate } from './helpers/tollgate.js';
@@ -18,14 +18,20 @@ it('adds up to the totals after a replica is killed mid-run', async () => {
   const [a, b, c] = fleet.members as [Tollgate, Tollgate, Tollgate];
   const key = await keyWithPlan(a, 'billed', 10_000_000);
   let answered = 0;
+  /** When the killed replica's answers arrived (performance.now()). */
+  const answeredByKilled: number[] = [];
   let running = true;
   const loop = async (t: Tollgate) => {
     while (running && t.process.exitCode === null && t.process.signalCode === null) {
-      if ((await hit(t, key.secret, '/v1/metered')) === 200) answered++;
+      if ((await hit(t, key.secret, '/v1/metered')) === 200) {
+        answered++;
+        if (t === c) answeredByKilled.push(performance.now());
+      }
     }
   };
   const loops = [a, b, c, a, b, c].map(loop);
-  await sleep(1_500);
+  await sleep(2_500);
+  const killedAt = performance.now();
   c.process.kill('SIGKILL');
   await sleep(1_500);
   running = false;
@@ -44,14 +50,25 @@ it('adds up to the totals after a replica is killed mid-run', async () => {
     (v) => v !== undefined,
     { timeoutMs: 15_000, everyMs: 1_500 },
   );
-  // At most the killed replica's last second is missing.
+  if (settled === undefined) throw new Error('the total never stopped moving');
+  // At most the killed replica's last second is missing (contract section 12): what it answered in the
+  // second before the kill, give or take how late its once-a-second flush timer ran under this load.
+  const TIMER_LATENESS_MS = 100;
+  const lastSecond = answeredByKilled.filter((at) => at > killedAt - 1_000 - TIMER_LATENESS_MS).length;
+  expect(answeredByKilled.length).toBeGreaterThan(lastSecond);
   expect(settled).toBeLessThanOrEqual(answered);
-  expect(settled).toBeGreaterThan(answered * 0.5);
+  expect(answered - settled).toBeLessThanOrEqual(lastSecond);
   for (const granularity of ['minute', 'hour', 'day', 'month']) {
     const res = await b.admin('GET', `/consumer-api-key/${key.id}/usage?granularity=${granularity}&from=${new Date(Date.now() - 3_600_000).toISOString().slice(0, 19)}Z`);
     expect(res.status).toBe(200);
     expect((res.body.buckets as { requests: number }[]).reduce((n, bucket) => n + bucket.requests, 0)).toBe(settled);
   }
-  const fleetView = await a.admin('GET', '/tollgate/usage?granularity=hour');
-  expect(fleetView.body.topKeys[0]).toMatchObject({ consumerApiKeyId: key.id, requests: settled });
+  // The fleet view reads Postgres alone: it catches up once the usage still in Redis is flushed, which
+  // takes until the lock expires when the killed replica was the one flushing.
+  const { value: top } = await waitFor(
+    async () => (await a.admin('GET', '/tollgate/usage?granularity=hour')).body.topKeys[0] as { consumerApiKeyId: string; requests: number } | undefined,
+    (t) => t?.requests === settled,
+    { timeoutMs: 20_000, everyMs: 500 },
+  );
+  expect(top).toMatchObject({ consumerApiKeyId: key.id, requests: settled });
 }, 60_000);

@@ -1,24 +1,27 @@
 /**
- * Usage over time (contract section 8), on embedded PGlite and a real Postgres: buckets written with
+ * Usage over time (contract section 8), on the embedded SQLite store and a real Postgres: buckets written with
  * each batch, exactly once, adding up to the totals; the API's zero-filled, aligned buckets, defaults,
- * groupBy, CSV, range errors and pending usage; the fleet view with its busiest keys; retention.
+ * groupBy (series of the buckets' shape, filed under the day each request happened, capped per day
+ * and month), CSV (safe to open in a spreadsheet), range errors and pending usage; the fleet view with
+ * its busiest keys; retention.
  */
 import { randomBytes } from 'node:crypto';
 import type { Express } from 'express';
-import { sql } from 'kysely';
 import request from 'supertest';
 import { createManagementApp } from '../../src/management/app.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { migrate } from '../../src/store/migrate.js';
-import { UsageHistoryRepository } from '../../src/usage/history-repository.js';
+import { ADVISORY_PRUNE_LOCK, UsageHistoryRepository } from '../../src/usage/history-repository.js';
 import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
-import { UsageRetention } from '../../src/usage/retention.js';
+import { pruneUsage, retainedSince } from '../../src/usage/retention.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
+import { emptyKeyUsage, minuteOf, type UsageBatch } from '../../src/usage/usage.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
 import { managementDeps, STORAGES, type Storage } from '../helpers/management-storage.js';
+import pg from 'pg';
 
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
 const AUTH = { Authorization: `Bearer ${ROOT_TOKEN}` };
@@ -150,7 +153,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
     expect(grouped.text).toContain('"/v1/""quoted"",path"');
   });
 
-  it('refuses ranges beyond retention, over 1,500 buckets, reversed or malformed, and unknown keys', async () => {
+  it('refuses ranges beyond retention, over 1,500 buckets or 320,000 series buckets, reversed or malformed, and unknown keys', async () => {
     const id = await key();
     const code = async (query: string) => (await get(`/consumer-api-key/${id}/usage?${query}`)).body.code;
     expect(await code(`granularity=minute&from=${iso(NOW - 49 * HOUR)}&to=${iso(NOW - 48 * HOUR)}`)).toBe('range_beyond_retention');
@@ -161,6 +164,17 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
     for (const query of [`from=${iso(NOW)}&to=${iso(NOW - HOUR)}`, 'from=yesterday', 'granularity=week', 'groupBy=path', 'to=2026-02-30T00:00:00Z', 'extra=1']) {
       expect(await code(query)).toBe('validation_failed');
     }
+    // Series are bounded too (series × buckets): 801 customers over 400 days would be 320,400 buckets.
+    const busy = await key('busy');
+    for (let i = 0; i < 801; i++) recorder.record(busy, '/v1/a', `customer-${i}`, true, 1, false, NOW - DAY);
+    await recorder.flush();
+    const tooMany = await get(`/consumer-api-key/${busy}/usage?granularity=day&groupBy=customer&from=${iso(NOW - 399 * DAY)}&to=${iso(NOW)}`);
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body).toMatchObject({ code: 'range_too_large', error: expect.stringContaining('801 series of 400 buckets') });
+    expect(checker.problems('get', '/consumer-api-key/{consumerApiKeyId}/usage', tooMany)).toEqual([]);
+    const monthly = await get(`/consumer-api-key/${busy}/usage?granularity=month&groupBy=customer&from=${iso(NOW - 399 * DAY)}&to=${iso(NOW)}`);
+    expect(monthly.status).toBe(200);
+    expect(monthly.body.series).toHaveLength(801);
     const missing = await get('/consumer-api-key/key_nope/usage');
     expect(missing.status).toBe(404);
     expect(missing.body.code).toBe('key_not_found');
@@ -185,15 +199,209 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
     expect(res.body.topKeys.length).toBeLessThanOrEqual(10);
   });
 
-  it('deletes buckets past retention', async () => {
+  it('series buckets have the shape of the key buckets: rate-limited requests and response times, for endpoints and customers, in JSON and CSV', async () => {
     const id = await key();
-    await requests(id, [NOW - 50 * HOUR]);
+    await requests(id, [NOW - HOUR, NOW - HOUR], { endpoint: '/v1/s', customer: 'acme', ms: 30 });
+    await requests(id, [NOW - HOUR], { endpoint: '/v1/s', customer: 'acme', ok: false, limited: true, ms: 0 });
+    const expected = { start: '2026-11-22T00:00:00Z', requests: 3, successful: 2, failed: 1, rateLimited: 1, averageResponseTimeMs: 20 };
+    for (const by of ['endpoint', 'customer']) {
+      const query = `/consumer-api-key/${id}/usage?granularity=day&groupBy=${by}&from=2026-11-22T00:00:00Z&to=2026-11-23T00:00:00Z`;
+      const res = await get(query);
+      expect(res.body.buckets).toEqual([expected]);
+      expect(res.body.series).toHaveLength(1);
+      expect(res.body.series[0].buckets).toEqual([expected]);
+      const csv = await get(query, 'text/csv');
+      expect(csv.text.split('\r\n')[1]).toBe(`2026-11-22T00:00:00Z,"${by === 'endpoint' ? '/v1/s' : 'acme'}",3,2,1,1,20`);
+    }
+  });
+
+  it('files endpoints and customers under the day and month each request happened in, across an outage over midnight at a month end', async () => {
+    const id = await key();
+    let down = true;
+    const outage = new UsageRecorder(
+      new PostgresUsageSink({ applyBatch: (batchId, batch) => (down ? Promise.reject(new Error('database unreachable')) : repository.applyBatch(batchId, batch)) }),
+      logger,
+      new Metrics(),
+    );
+    const midnight = Date.UTC(2026, 10, 1);
+    // One second's batch can straddle midnight: the first, sent once and held.
+    outage.record(id, '/v1/report', 'acme', true, 10, false, midnight - 500);
+    outage.record(id, '/v1/report', 'acme', false, 40, true, midnight + 200);
+    await outage.flush();
+    outage.record(id, '/v1/report', 'acme', true, 10, false, midnight - 100);
+    await outage.flush(); // refused: held behind it
+    outage.record(id, '/v1/report', 'acme', false, 40, true, midnight + 10_000);
+    await outage.flush(); // refused: merged into the batch before it, which spans midnight now
+    down = false;
+    await outage.stop();
+    for (const by of ['endpoint', 'customer'] as const) {
+      for (const [granularity, from, to] of [['day', '2026-10-31T00:00:00Z', '2026-11-02T00:00:00Z'], ['month', '2026-10-01T00:00:00Z', '2026-12-01T00:00:00Z']]) {
+        const res = await get(`/consumer-api-key/${id}/usage?granularity=${granularity}&groupBy=${by}&from=${from}&to=${to}`);
+        expect(res.body.series).toHaveLength(1);
+        expect(res.body.series[0].buckets.map((b: { start: string; requests: number; rateLimited: number }) => [b.start.slice(0, 10), b.requests, b.rateLimited])).toEqual(
+          granularity === 'day'
+            ? [['2026-10-31', 2, 0], ['2026-11-01', 2, 2]]
+            : [['2026-10-01', 2, 0], ['2026-11-01', 2, 2]],
+        );
+        // The key's own buckets agree.
+        expect(res.body.buckets.map((b: { requests: number }) => b.requests)).toEqual([2, 2]);
+      }
+    }
+  });
+
+  it('caps each day and month of the customer series on its own: a key at its lifetime cap names a new month\'s customers', async () => {
+    const id = await key();
+    const october = Date.UTC(2026, 9, 15, 12);
+    for (let i = 0; i < 10_000; i++) recorder.record(id, '/v1/c', `october-${i}`, true, 1, false, october);
+    await recorder.flush();
+    await requests(id, [Date.UTC(2026, 10, 20, 12)], { customer: 'november-new' });
+    // The totals of the key's life hold 10,000 customers already: the new one counts under "(other)".
+    const totals = await repository.read(id);
+    expect(totals.customers.has('november-new')).toBe(false);
+    expect(totals.customers.get('(other)')?.requests).toBe(1);
+    // November and its 20th have room: the series name the customer.
+    const named = async (granularity: string, from: string, to: string) => {
+      const res = await get(`/consumer-api-key/${id}/usage?granularity=${granularity}&groupBy=customer&from=${from}&to=${to}`);
+      return new Map((res.body.series as { customerId: string; buckets: { requests: number }[] }[]).map((s) => [s.customerId, s.buckets.map((b) => b.requests)]));
+    };
+    const months = await named('month', '2026-10-01T00:00:00Z', '2026-12-01T00:00:00Z');
+    expect(months.get('november-new')).toEqual([0, 1]);
+    expect(months.get('october-9999')).toEqual([1, 0]);
+    expect(months.has('(other)')).toBe(false);
+    expect((await named('day', '2026-11-20T00:00:00Z', '2026-11-21T00:00:00Z')).get('november-new')).toEqual([1]);
+
+    // A month at its cap: the next new customer is "(other)" in the month, and named in its new day.
+    for (let i = 1; i < 10_000; i++) recorder.record(id, '/v1/c', `november-${i}`, true, 1, false, Date.UTC(2026, 10, 20, 13));
+    await recorder.flush();
+    await requests(id, [Date.UTC(2026, 10, 21, 12)], { customer: 'late-november' });
+    const november = await named('month', '2026-11-01T00:00:00Z', '2026-12-01T00:00:00Z');
+    expect(november.size).toBe(10_001);
+    expect(november.get('(other)')).toEqual([1]);
+    expect(november.has('late-november')).toBe(false);
+    expect((await named('day', '2026-11-21T00:00:00Z', '2026-11-22T00:00:00Z')).get('late-november')).toEqual([1]);
+  }, 60_000);
+
+  it('adds the part of a mixed batch that has no minute (a replica of the previous version) to the minute it is applied in: buckets add up to the totals', async () => {
+    const id = await key();
+    const usage = emptyKeyUsage();
+    // Three requests of one key in one sealed batch: one from a replica that notes minutes (refused by
+    // the limiter), two from one that does not.
+    usage.endpoints.set('/x', { requests: 3, successful: 2, failed: 1, totalDurationMs: 30 });
+    usage.minutes.set(minuteOf(NOW), { requests: 1, successful: 0, failed: 1, rateLimited: 1, totalDurationMs: 10 });
+    const batch: UsageBatch = new Map([[id, usage]]);
+    await new UsageRepository(storage.handle.db, () => NOW).applyBatch('mixed-' + id, batch);
+    for (const granularity of ['minute', 'hour', 'day', 'month']) {
+      const res = await get(`/consumer-api-key/${id}/usage?granularity=${granularity}&from=${iso(NOW - MIN)}&to=${iso(NOW)}`);
+      expect(res.body.buckets.at(-1)).toMatchObject({ requests: 3, successful: 2, failed: 1, rateLimited: 1, averageResponseTimeMs: 10 });
+      expect(sum(res.body.buckets)).toBe(3);
+    }
+    // Without days, the endpoint's requests are filed under the day the batch is applied.
+    const series = await get(`/consumer-api-key/${id}/usage?granularity=day&groupBy=endpoint&from=${iso(NOW - MIN)}&to=${iso(NOW)}`);
+    expect(series.body.series).toEqual([{ endpoint: '/x', buckets: [expect.objectContaining({ start: '2026-11-22T00:00:00Z', requests: 3, successful: 2, failed: 1 })] }]);
+  });
+
+  it('makes customer ids and paths safe to open in a spreadsheet: a cell that would run as a formula starts with a quote (OWASP)', async () => {
+    const id = await key();
+    const names = ['=HYPERLINK("http://attacker.example","pay")', '+41+1', '-2+3', '@SUM(A1:A9)', '\tcmd', '\rcmd', 'plain', 'a,=1+1'];
+    for (const name of names) recorder.record(id, '/v1/a', name, true, 1, false, NOW - MIN);
+    await recorder.flush();
+    const csv = (await get(`/consumer-api-key/${id}/usage?granularity=day&groupBy=customer&from=2026-11-22T00:00:00Z&to=2026-11-23T00:00:00Z`, 'text/csv')).text;
+    const cells = parseCsv(csv).slice(1).map((row) => row[1]!);
+    expect(cells.sort()).toEqual(["'=HYPERLINK(\"http://attacker.example\",\"pay\")", "'+41+1", "'-2+3", "'@SUM(A1:A9)", "'\tcmd", "'\rcmd", 'plain', 'a,=1+1'].sort());
+    // Every name is quoted, so no separator inside one (a comma, or Excel's semicolon) starts a cell.
+    for (const line of csv.trim().split(/\r\n(?=\d{4}-)/).slice(1)) expect(line).toMatch(/^[^,]+,"/);
+  });
+
+  it('accepts from and to with a fraction of a second (toISOString()), cut to whole seconds', async () => {
+    const id = await key();
+    const res = await get(`/consumer-api-key/${id}/usage?from=${new Date(NOW - HOUR).toISOString()}&to=${new Date(NOW).toISOString()}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ granularity: 'minute', from: '2026-11-22T09:20:00Z', to: '2026-11-22T10:21:00Z' });
+    expect((await get(`/tollgate/usage?from=2026-11-22T09:00:00.5Z&to=2026-11-22T10:00:00.123456789Z`)).status).toBe(200);
+    expect((await get(`/consumer-api-key/${id}/usage?from=2026-11-22T09:00:00.Z`)).body.code).toBe('validation_failed');
+  });
+
+  it('answers 404 for an unknown key before judging its range', async () => {
+    for (const query of [`granularity=minute&from=${iso(NOW - 26 * HOUR)}&to=${iso(NOW)}`, `granularity=minute&from=${iso(NOW - 49 * HOUR)}&to=${iso(NOW - 48 * HOUR)}`, `from=${iso(NOW)}&to=${iso(NOW - HOUR)}`, 'granularity=hour&groupBy=endpoint']) {
+      const res = await get(`/consumer-api-key/key_unknown/usage?${query}`);
+      expect(res.status).toBe(404);
+      expect(res.body.code).toBe('key_not_found');
+    }
+  });
+
+  it('deletes what is past retention at every granularity, in the key, endpoint and customer tables, in batches', async () => {
+    const id = await key();
+    const settings = { minuteHours: 48, hourDays: 90, dayDays: 400, monthMonths: 60 };
+    // Each just past one granularity's retention, and one an hour old that every granularity keeps.
+    const ages = { minute: NOW - 49 * HOUR, hour: NOW - 91 * DAY, day: NOW - 401 * DAY, month: Date.UTC(2021, 9, 15), recent: NOW - HOUR };
+    for (const at of Object.values(ages)) await requests(id, [at], { endpoint: '/v1/kept', customer: 'acme' });
+    const rows = async () => {
+      const counted: Record<string, number> = {};
+      for (const table of ['usage_buckets', 'usage_endpoint_buckets', 'usage_customer_buckets'] as const) {
+        const found = await storage.handle.db.selectFrom(table).select('granularity').where('key_id', '=', id).execute();
+        for (const { granularity } of found) counted[`${table}.${granularity}`] = (counted[`${table}.${granularity}`] ?? 0) + 1;
+      }
+      return counted;
+    };
+    expect(await rows()).toEqual({
+      'usage_buckets.minute': 5, 'usage_buckets.hour': 5, 'usage_buckets.day': 5, 'usage_buckets.month': 4,
+      'usage_endpoint_buckets.day': 5, 'usage_endpoint_buckets.month': 4, 'usage_customer_buckets.day': 5, 'usage_customer_buckets.month': 4,
+    });
     const history = new UsageHistoryRepository(storage.handle.db);
-    const minutes = async () => (await sql<{ n: number }>`select count(*)::int as n from usage_buckets where key_id = ${id} and granularity = 'minute'`.execute(storage.handle.db)).rows[0]!.n;
-    expect(await minutes()).toBe(1);
-    await new UsageRetention(history, { minuteHours: 48, hourDays: 90, dayDays: 400, monthMonths: 60 }, logger).prune(NOW);
-    expect(await minutes()).toBe(0);
-    // The hour, day and month of the same request stay.
-    expect(sum((await get(`/consumer-api-key/${id}/usage?granularity=hour&from=${iso(NOW - 3 * DAY)}&to=${iso(NOW)}`)).body.buckets)).toBe(1);
+    if (kind === 'postgres') {
+      // Another replica pruning holds the lock: this one deletes nothing meanwhile, and waits for nothing.
+      const other = new pg.Client({ connectionString: (storage.handle.pool!.options as { connectionString: string }).connectionString });
+      await other.connect();
+      try {
+        await other.query('begin');
+        await other.query('select pg_advisory_xact_lock($1)', [ADVISORY_PRUNE_LOCK]);
+        await pruneUsage(history, settings, logger, NOW);
+        expect(Object.values(await rows()).reduce((n, c) => n + c, 0)).toBe(37);
+        await other.query('commit');
+      } finally {
+        await other.end();
+      }
+    }
+    // One row per transaction: batches follow each other until none is left.
+    for (const granularity of ['minute', 'hour', 'day', 'month'] as const) {
+      const deleted = await history.prune(granularity, new Date(retainedSince(settings, granularity, NOW)), 1);
+      expect(deleted).toBeGreaterThanOrEqual({ minute: 4, hour: 3, day: 6, month: 3 }[granularity]);
+    }
+    expect(await rows()).toEqual({
+      'usage_buckets.minute': 1, 'usage_buckets.hour': 2, 'usage_buckets.day': 3, 'usage_buckets.month': 3,
+      'usage_endpoint_buckets.day': 3, 'usage_endpoint_buckets.month': 3, 'usage_customer_buckets.day': 3, 'usage_customer_buckets.month': 3,
+    });
+    // What is kept still answers: the hours of the last 60 days, the days of the last 399.
+    expect(sum((await get(`/consumer-api-key/${id}/usage?granularity=hour&from=${iso(NOW - 60 * DAY)}&to=${iso(NOW)}`)).body.buckets)).toBe(2);
+    expect(sum((await get(`/consumer-api-key/${id}/usage?granularity=day&from=${iso(NOW - 399 * DAY)}&to=${iso(NOW)}`)).body.buckets)).toBe(3);
   });
 });
+
+/** RFC 4180: rows of cells, quoted cells unquoted. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') {
+      row.push(cell);
+      cell = '';
+    } else if (c === '\r' && text[i + 1] === '\n') {
+      row.push(cell);
+      rows.push(row);
+      row = [];
+      cell = '';
+      i++;
+    } else cell += c;
+  }
+  return rows;
+}

@@ -1,4 +1,4 @@
-/** Usage totals in a real Postgres and in embedded PGlite: batches add up, once each, capped per key. */
+/** Usage totals in a real Postgres and in the embedded SQLite store: batches add up, once each, capped per key. */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,7 @@ function batchOf(keyId: string, endpoints: Record<string, [number, number, numbe
         ),
         customers: new Map(Object.entries(customers).map(([c, n]) => [c, { requests: n, successful: n, failed: 0 }])),
         minutes: new Map(),
+        days: new Map(),
       },
     ],
   ]);
@@ -125,9 +126,49 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
     expect(JSON.stringify([...stored.customers]).length).toBeLessThan(2_000_000);
   });
 
+  /** `n` keys at once, as many statements of a thousand rows as that takes. */
+  async function manyKeys(n: number): Promise<string[]> {
+    const ids = Array.from({ length: n }, (_, i) => `key_many_${kind}_${n}_${i}`);
+    for (let i = 0; i < n; i += 1000) {
+      const now = new Date();
+      await handle.db
+        .insertInto('api_keys')
+        .values(ids.slice(i, i + 1000).map((id) => ({ id, name: id, secret_hash: hashSecret(id), secret_ciphertext: Buffer.alloc(40), created_at: now, last_updated: now })))
+        .execute();
+    }
+    return ids;
+  }
+
+  it('applies a batch of 70,001 keys (more than one statement takes parameters): every live key counted, deleted ones dropped', async () => {
+    // 5,000 live keys (each of its statements in several slices) and 65,001 deleted meanwhile: the
+    // batch names 70,001 keys, as one held through a long outage does.
+    const live = await manyKeys(5_000);
+    const ids = [...live, ...Array.from({ length: 65_001 }, (_, i) => `key_gone_${kind}_${i}`)];
+    const batch: UsageBatch = new Map(ids.map((id) => [id, batchOf(id, { '/many': [1, 0, 2] }).get(id)!]));
+    expect(await usage.applyBatch(`many-keys-${kind}`, batch)).toBe(true);
+    const counted = await sql<{ keys: number; requests: number }>`
+      select cast(count(*) as integer) as keys, cast(sum(requests) as integer) as requests from usage_endpoints where endpoint = '/many'`.execute(handle.db);
+    expect(counted.rows[0]).toEqual({ keys: 5_000, requests: 5_000 });
+    expect((await usage.read(live.at(-1)!)).endpoints.get('/many')).toEqual({ requests: 1, successful: 1, failed: 0, totalDurationMs: 2 });
+    const buckets = await sql<{ n: number }>`select cast(count(*) as integer) as n from usage_buckets where granularity = 'month' and key_id like ${`key_many_${kind}_%`}`.execute(handle.db);
+    expect(buckets.rows[0]!.n).toBe(5_000);
+  }, 300_000);
+
+  it('applies a key with 70,001 new customers in one batch: 10,000 kept, the rest under "(other)", sums intact', async () => {
+    const keyId = await newKey();
+    const customers = Object.fromEntries(Array.from({ length: 70_001 }, (_, i) => [`flood-${i}`, 1]));
+    await usage.applyBatch(undefined, batchOf(keyId, { '/c': [1_000, 0, 1] }, { held: 1 }));
+    await usage.applyBatch(undefined, batchOf(keyId, { '/c': [70_002, 0, 1] }, { held: 1, ...customers }));
+    const stored = await usage.read(keyId);
+    expect(stored.customers.size).toBe(10_001);
+    expect(stored.customers.get('held')?.requests).toBe(2);
+    expect(stored.customers.get('(other)')?.requests).toBe(70_001 - 9_999);
+    expect([...stored.customers.values()].reduce((n, c) => n + c.requests, 0)).toBe(70_003);
+  }, 300_000);
+
   it('prunes batch ids older than a day', async () => {
     const keyId = await newKey();
-    await sql`insert into usage_batches (batch_id, applied_at) values ('ancient-' || ${kind}, now() - interval '2 days')`.execute(handle.db);
+    await sql`insert into usage_batches (batch_id, applied_at) values ('ancient-' || ${kind}, ${new Date(Date.now() - 2 * 86_400_000)})`.execute(handle.db);
     await new UsageRepository(handle.db).applyBatch('fresh-' + kind, batchOf(keyId, { '/z': [1, 0, 1] }));
     const ids = await handle.db.selectFrom('usage_batches').select('batch_id').execute();
     expect(ids.map((r) => r.batch_id)).toContain('fresh-' + kind);

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { Metrics } from '../../src/ops/metrics.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
-import { MAX_ENDPOINT_LENGTH, OTHER_ENDPOINT, requestsIn, type UsageBatch, type UsageSink } from '../../src/usage/usage.js';
+import { MAX_ENDPOINT_LENGTH, OTHER_ENDPOINT, requestsIn, undatedUsage, type UsageBatch, type UsageSink } from '../../src/usage/usage.js';
 import { pendingTotal } from '../helpers/pending.js';
 
 /**
@@ -95,5 +95,30 @@ describe('UsageRecorder', () => {
     expect(customers.size).toBe(10_001);
     expect(customers.get(OTHER_ENDPOINT)).toEqual({ requests: 50, successful: 25, failed: 25 });
     expect([...customers.values()].reduce((n, c) => n + c.requests, 0)).toBe(10_050);
+  });
+
+  it('notes the UTC day of each request with its endpoint and customer, under the name the totals count it by', async () => {
+    const sink = new MemorySink();
+    const recorder = new UsageRecorder(sink, silent, new Metrics());
+    const midnight = Date.UTC(2026, 10, 1);
+    recorder.record('k', '/a', 'acme', true, 10, false, midnight - 1);
+    recorder.record('k', '/a', 'acme', false, 30, true, midnight);
+    for (let i = 0; i < 1000; i++) recorder.record('k', `/p/${i}`, undefined, true, 1, false, midnight + i);
+    await recorder.flush();
+    const k = sink.written[0]!.get('k')!;
+    expect([...k.days.keys()]).toEqual([midnight - 86_400_000, midnight]);
+    expect(k.days.get(midnight - 86_400_000)).toEqual({
+      endpoints: new Map([['/a', { requests: 1, successful: 1, failed: 0, rateLimited: 0, totalDurationMs: 10 }]]),
+      customers: new Map([['acme', { requests: 1, successful: 1, failed: 0, rateLimited: 0, totalDurationMs: 10 }]]),
+    });
+    const november = k.days.get(midnight)!;
+    expect(november.endpoints.get('/a')).toEqual({ requests: 1, successful: 0, failed: 1, rateLimited: 1, totalDurationMs: 30 });
+    expect(november.customers.get('acme')).toEqual({ requests: 1, successful: 0, failed: 1, rateLimited: 1, totalDurationMs: 30 });
+    // The 1,001st path counts under "(other)" in the totals, and in its day alike.
+    expect(november.endpoints.has('/p/999')).toBe(false);
+    expect(november.endpoints.get(OTHER_ENDPOINT)).toMatchObject({ requests: 1 });
+    expect(k.endpoints.get(OTHER_ENDPOINT)).toMatchObject({ requests: 1 });
+    // Every request is dated: the days add up to the totals, name by name.
+    expect(undatedUsage(k)).toEqual({ endpoints: new Map(), customers: new Map() });
   });
 });
