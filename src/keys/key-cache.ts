@@ -1,13 +1,13 @@
-import type { RateLimitPolicy } from '../limits/window.js';
+import { planOf, type Plan } from '../limits/plan.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { KeyWithPlan } from '../store/key-repository.js';
 import type { KeyChange, KeyEvents } from './key-events.js';
 import { hashSecret, looksLikeSecret } from './secret.js';
 
-/** What the proxy needs to admit a request: the key id, its state and the policy that limits it, if any. */
+/** What the proxy needs to admit a request: the key id, its state and the plan that limits it, if any. */
 export interface ResolvedKey {
   readonly id: string;
-  readonly policy: RateLimitPolicy | undefined;
+  readonly plan: Plan | undefined;
   /** A disabled key is refused (403) without consuming quota. */
   readonly enabled: boolean;
   /** From this instant (epoch ms) the key is refused (401 key_expired); null: never. */
@@ -22,7 +22,7 @@ export interface KeyCacheOptions {
   readonly events: KeyEvents;
   readonly metrics: Pick<Metrics, 'keyCache'>;
   /** Applies to keys with no plan bound (`DEFAULT_RATE_LIMIT`). */
-  readonly defaultRateLimit: RateLimitPolicy | undefined;
+  readonly defaultRateLimit: Plan | undefined;
   readonly clock?: () => number;
   /** Backstop for a lost invalidation message; invalidation itself is immediate. */
   readonly ttlMs?: number;
@@ -64,7 +64,7 @@ export class KeyCache {
 
   private readonly lookup: KeyLookup;
   private readonly metrics: Pick<Metrics, 'keyCache'>;
-  private readonly defaultRateLimit: RateLimitPolicy | undefined;
+  private readonly defaultRateLimit: Plan | undefined;
   private readonly clock: () => number;
   private readonly ttlMs: number;
   private readonly maxEntries: number;
@@ -112,9 +112,12 @@ export class KeyCache {
     return pending;
   }
 
-  /** Whether memory holds a key for this secret, fresh or not: no look-up, not counted. */
+  /**
+   * Whether memory holds a key for this secret, fresh or not, or a look-up of it is under way: asking
+   * now starts no look-up of a new secret (not counted).
+   */
   knows(secret: string): boolean {
-    return this.entries.has(secret);
+    return this.entries.has(secret) || this.inFlight.has(secret);
   }
 
   /**
@@ -122,9 +125,15 @@ export class KeyCache {
    * expired entry still serves its key (the stale grace of `load`).
    */
   private expireAll(): void {
-    for (const [secret, entry] of this.entries) this.entries.set(secret, { ...entry, expiresAt: 0 });
+    for (const secret of this.entries.keys()) this.expire(secret);
     this.negative.clear();
     this.inFlight.clear();
+  }
+
+  /** Checked again on its next use, and kept for the stale grace of `load`. */
+  private expire(secret: string): void {
+    const entry = this.entries.get(secret);
+    if (entry !== undefined) this.entries.set(secret, { ...entry, expiresAt: 0 });
   }
 
   private async load(secret: string, stale: Entry | undefined): Promise<ResolvedKey | undefined> {
@@ -157,8 +166,8 @@ export class KeyCache {
   }
 
   private toKey(row: KeyWithPlan): ResolvedKey {
-    const policy = row.limit !== null && row.period !== null ? { limit: row.limit, period: row.period } : this.defaultRateLimit;
-    return { id: row.id, policy, enabled: row.enabled, expiresAtMs: row.expiresAtMs };
+    const plan = row.limits !== null ? planOf(row.limits) : this.defaultRateLimit;
+    return { id: row.id, plan, enabled: row.enabled, expiresAtMs: row.expiresAtMs };
   }
 
   private store(secret: string, entry: Entry): void {
@@ -194,13 +203,14 @@ export class KeyCache {
     // Requests after the change must not join a look-up that started before it.
     this.inFlight.clear();
     if (change.kind === 'all') return this.expireAll();
+    const drop = change.recheck ? (secret: string) => this.expire(secret) : (secret: string) => this.forget(secret);
     if (change.kind === 'key') {
-      for (const secret of this.byKeyId.get(change.keyId) ?? []) this.forget(secret);
+      for (const secret of [...(this.byKeyId.get(change.keyId) ?? [])]) drop(secret);
       return;
     }
     // Plan changes are rare administrative events: a scan is cheaper than indexing every entry by plan.
     for (const [secret, entry] of this.entries) {
-      if (entry.rateLimitId === change.rateLimitId) this.forget(secret);
+      if (entry.rateLimitId === change.rateLimitId) drop(secret);
     }
   }
 }

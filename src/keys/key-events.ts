@@ -1,10 +1,12 @@
 /**
  * A change that makes cached key entries stale, broadcast to every replica. `all`: changes may have
- * been missed (a subscriber reconnected), so every entry is stale.
+ * been missed (a subscriber reconnected), so every entry is stale. `recheck`: a change read back from
+ * the record, which a message has most likely brought already: entries are checked again at their
+ * next use but kept, like `all`'s, should the database not answer.
  */
 export type KeyChange =
-  | { readonly kind: 'key'; readonly keyId: string }
-  | { readonly kind: 'plan'; readonly rateLimitId: string }
+  | { readonly kind: 'key'; readonly keyId: string; readonly recheck?: true }
+  | { readonly kind: 'plan'; readonly rateLimitId: string; readonly recheck?: true }
   | { readonly kind: 'all' };
 
 /**

@@ -1,4 +1,8 @@
 import type { Logger } from '../ops/logger.js';
+import { RepeatingTask } from '../ops/repeating-task.js';
+
+/** Noted uses reach the database this often. */
+const WRITE_EVERY_MS = 1_000;
 
 /**
  * `lastUsedAt` of keys: the request path notes the time a key was presented (one map write), and the
@@ -7,32 +11,31 @@ import type { Logger } from '../ops/logger.js';
  */
 export class LastUseTracker {
   private pending = new Map<string, number>();
-  private timer: NodeJS.Timeout | undefined;
-  private writing: Promise<void> | undefined;
+  private readonly task: RepeatingTask;
 
   constructor(
     private readonly write: (lastUse: ReadonlyMap<string, number>) => Promise<void>,
-    private readonly logger: Logger,
-  ) {}
+    logger: Logger,
+  ) {
+    this.task = new RepeatingTask('last-use times', WRITE_EVERY_MS, () => this.writeOnce(), logger, { runAtStart: false });
+  }
 
   used(keyId: string, atMs: number): void {
     this.pending.set(keyId, atMs);
   }
 
-  start(intervalMs = 1000): void {
-    this.timer = setInterval(() => void this.flush(), intervalMs);
-    this.timer.unref();
+  start(): void {
+    this.task.start();
   }
 
   /** Writes the times noted so far; concurrent calls share one write. */
   flush(): Promise<void> {
-    this.writing ??= this.writeOnce().finally(() => (this.writing = undefined));
-    return this.writing;
+    return this.task.run();
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.flush();
+    this.task.stop();
+    await this.task.run();
   }
 
   private async writeOnce(): Promise<void> {
@@ -47,7 +50,7 @@ export class LastUseTracker {
         const later = this.pending.get(keyId);
         if (later === undefined || later < at) this.pending.set(keyId, at);
       }
-      this.logger.warn({ err: (err as Error).message, keys: batch.size }, 'last-use times not written; will retry');
+      throw err;
     }
   }
 }

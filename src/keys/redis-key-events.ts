@@ -14,8 +14,8 @@ interface Envelope {
 /**
  * Key changes over one Redis pub/sub channel, `<prefix>key-events`. Classic PUBLISH reaches every
  * node of a Cluster, so one channel serves both topologies. The publishing replica's listeners run
- * at once, before the round trip; a message lost while a subscriber reconnects is covered by the key
- * cache's entry lifetime.
+ * at once, before the round trip; a message lost while a subscriber reconnects makes it drop every
+ * entry, and one lost otherwise is covered by the recorded changes (`KeyChangeFeed`).
  */
 export class RedisKeyEvents implements KeyEvents {
   private readonly listeners: ((change: KeyChange) => void)[] = [];
@@ -60,6 +60,11 @@ export class RedisKeyEvents implements KeyEvents {
       this.metrics.redisErrors.inc({ operation: 'publish' });
       this.logger.warn({ err: (err as Error).message, change }, 'key-change broadcast failed; other replicas rely on the cache lifetime');
     }
+  }
+
+  /** A change this replica learnt of otherwise (the recorded changes): told to its own listeners only. */
+  receive(change: KeyChange): void {
+    this.deliver(change);
   }
 
   subscribe(listener: (change: KeyChange) => void): void {

@@ -16,8 +16,9 @@ import { addAdminTokenRoutes } from './admin-token-routes.js';
 import { addAuditRoutes } from './audit-routes.js';
 import { addUsageRoutes } from './usage-routes.js';
 import { authenticate, callerOf } from './authenticate.js';
-import type { ManagementContext, ManagementDeps } from './context.js';
+import type { AuditedChange, ManagementContext, ManagementDeps } from './context.js';
 import { isDatabaseUnavailable, isForeignKeyViolation, isStorageRefusingWrites } from './db-errors.js';
+import { jsonText } from './json-as-written.js';
 import { addKeyRoutes } from './key-routes.js';
 import { addPlanRoutes } from './plan-routes.js';
 
@@ -32,6 +33,9 @@ function countAndNoStore(metrics: Metrics): RequestHandler {
     next();
   };
 }
+
+/** An audit image as stored: JSON text, with a key's metadata as written; null: no target. */
+const stateText = (state: unknown): string | null => (state === null ? null : jsonText(state));
 
 export function createManagementApp(deps: ManagementDeps): express.Express {
   const sealingKey = deps.encryptionKeys[0];
@@ -53,16 +57,18 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
         const change = await work({ keys: new KeyRepository(trx), plans: new PlanRepository(trx), tokens: new AdminTokenRepository(trx) });
         if ('unchanged' in change) return change.result;
         const caller = callerOf(res);
-        await new AuditRepository(trx).insert({
+        const time = ctx.now();
+        const entry = ({ action, target, before, after }: AuditedChange) => ({
           id: 'aud_' + randomBytes(12).toString('base64url'),
-          time: ctx.now(),
+          time,
           actor: caller.actor,
-          action: change.action,
-          target: change.target,
+          action,
+          target,
           requestId: caller.requestId,
           clientAddress: caller.clientAddress,
-          changes: { before: change.before, after: change.after },
+          changes: { before: stateText(before), after: stateText(after) },
         });
+        await new AuditRepository(trx).insert([...(change.preceding ?? []), change].map(entry));
         return change.result;
       }),
   };

@@ -2,6 +2,7 @@
 import type { Router } from 'express';
 import type { AuditEntry } from '../store/audit-repository.js';
 import { requires } from './authenticate.js';
+import { RawJson, sendJson } from './json-as-written.js';
 import type { ManagementContext } from './context.js';
 import { methodNotAllowed, page, pageQuery } from './route-helpers.js';
 import { PATHS, REQUIRED_SCOPES } from './routes.js';
@@ -17,17 +18,19 @@ export function addAuditRoutes(router: Router, ctx: ManagementContext): void {
       const filter = {
         action: query.action,
         targetId: query.targetId,
-        actorId: query.actorId,
+        // `root` names the root token: admin token ids all start with `tok_`.
+        actorId: query.actorId === 'root' ? null : query.actorId,
         from: query.from === undefined ? undefined : parseTimestamp(query.from),
         to: query.to === undefined ? undefined : parseTimestamp(query.to),
       };
       const rows = await ctx.audit.list(filter, query.after, query.limit + 1);
       const { items, nextCursor } = page(rows, query.limit, (e: AuditEntry) => ({ at: e.time.getTime(), id: String(e.seq) }));
+      const state = (text: string | null) => (text === null ? null : new RawJson(text));
       const body: AuditLogResponse = {
-        auditLog: items.map(({ seq: _seq, ...e }) => ({ ...e, time: isoTimestamp(e.time) })),
+        auditLog: items.map(({ seq: _seq, ...e }) => ({ ...e, time: isoTimestamp(e.time), changes: { before: state(e.changes.before), after: state(e.changes.after) } })),
         ...(nextCursor !== undefined && { nextCursor }),
       };
-      res.json(body);
+      sendJson(res, body);
     })
     .all(methodNotAllowed('GET, HEAD'));
 }

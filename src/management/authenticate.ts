@@ -1,16 +1,18 @@
 /**
  * Who is calling: the root token (every scope) or an admin token (its own scopes), and refusals for
- * everyone else. Wrong credentials are counted per client address; past the budget an address gets
- * 429 for every credential, the right one included, so a guess that hits cannot be told from a miss.
+ * everyone else. Wrong credentials are counted per client address, and a credential is checked only
+ * with the throttle's leave; past the budget an address gets 429 for every credential, the right one
+ * included, so a guess that hits cannot be told from a miss.
  */
 import { randomBytes } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import { AppError } from '../errors.js';
 import { constantTimeEqual, hashSecret } from '../keys/secret.js';
-import type { FailureThrottle } from '../proxy/auth-throttle.js';
+import { UNCOUNTED, type Attempt, type FailureThrottle } from '../proxy/auth-throttle.js';
+import { secondsUntil } from '../limits/window.js';
 import type { TrustProxy } from '../config.js';
 import { forwardedFacts, requestIdOf } from '../proxy/forwarding-headers.js';
-import type { AdminTokenRepository } from '../store/admin-token-repository.js';
+import type { AdminTokenRepository, AdminTokenRow } from '../store/admin-token-repository.js';
 import type { Actor } from '../store/audit-repository.js';
 import { SCOPES, type Scope } from './scopes.js';
 
@@ -18,6 +20,8 @@ import { SCOPES, type Scope } from './scopes.js';
 export interface Caller {
   readonly actor: Actor;
   readonly scopes: ReadonlySet<Scope>;
+  /** When the caller's token stops working; null: never (the root token, or a token without expiry). */
+  readonly expiresAt: Date | null;
   readonly requestId: string;
   readonly clientAddress: string;
 }
@@ -43,12 +47,23 @@ export interface AuthenticateOptions {
   readonly clock: () => number;
 }
 
+/** Admin tokens a replica remembers having seen valid (hashes, oldest forgotten first). */
+const MAX_VOUCHED_TOKENS = 1_000;
+
 export function authenticate(options: AuthenticateOptions): RequestHandler {
   const refuse = (res: Response, presented: boolean, message: string): AppError => {
-    // RFC 6750 §3: name the scheme; say "invalid_token" only when a token was actually presented.
-    res.set('WWW-Authenticate', presented ? 'Bearer realm="tollgate", error="invalid_token"' : 'Bearer realm="tollgate"');
+    // RFC 6750 §3, as the contract writes it (no realm, which is optional): name the scheme, and say
+    // "invalid_token" only when a token was actually presented.
+    res.set('WWW-Authenticate', presented ? 'Bearer error="invalid_token"' : 'Bearer');
     return new AppError('unauthorized', message);
   };
+  /**
+   * Hashes of admin tokens seen valid on this replica. 256 random bits are never a guess, so such a
+   * token is checked without reserving a guess from the shared budget (no Redis round trip), though
+   * a throttled address is still refused. A vouched token deleted since is refused once uncounted
+   * and then forgotten.
+   */
+  const vouched = new Set<string>();
   return async (req, res, next) => {
     const requestId = requestIdOf(req.headers);
     res.set('x-request-id', requestId);
@@ -59,43 +74,59 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
       return;
     }
     const now = options.clock();
-    const blockedUntil = options.throttle.blockedUntil(clientAddress, now);
-    if (blockedUntil !== undefined) {
-      res.set('Retry-After', String(Math.max(1, Math.ceil((blockedUntil - now) / 1000))));
+    const presented = match[1]!;
+    const hash = ADMIN_TOKEN.test(presented) ? hashSecret(presented) : undefined;
+    const hashText = hash?.toString('hex');
+    let attempt: Attempt;
+    if (hashText !== undefined && vouched.has(hashText)) {
+      const blockedUntil = options.throttle.blockedUntil(clientAddress, now);
+      attempt = blockedUntil === undefined ? UNCOUNTED : { allowed: false, retryAtMs: blockedUntil };
+    } else {
+      attempt = await options.throttle.attempt(clientAddress, now, presented);
+    }
+    if (!attempt.allowed) {
+      res.set('Retry-After', String(secondsUntil(attempt.retryAtMs, now)));
       next(new AppError('too_many_failed_attempts'));
       return;
     }
-    const presented = match[1]!;
-    const caller = (actor: Actor, scopes: ReadonlySet<Scope>): Caller => ({ actor, scopes, requestId, clientAddress });
+    const caller = (actor: Actor, scopes: ReadonlySet<Scope>, expiresAt: Date | null): Caller => ({ actor, scopes, expiresAt, requestId, clientAddress });
     if (constantTimeEqual(presented, options.rootToken)) {
-      res.locals.caller = caller({ type: 'root' }, ALL_SCOPES);
+      attempt.settle(false);
+      res.locals.caller = caller({ type: 'root' }, ALL_SCOPES, null);
       next();
       return;
     }
+    let token: AdminTokenRow | undefined;
     try {
-      const token = ADMIN_TOKEN.test(presented) ? await options.tokens.findByHash(hashSecret(presented)) : undefined;
-      if (token !== undefined && (token.expiresAt === null || token.expiresAt.getTime() > now)) {
-        res.locals.caller = caller({ type: 'token', id: token.id, name: token.name }, new Set(token.scopes as Scope[]));
-        next();
-        return;
-      }
+      token = hash === undefined ? undefined : await options.tokens.findByHash(hash);
     } catch (err) {
+      attempt.settle(false);
       next(err);
       return;
     }
-    options.throttle.fail(clientAddress, now);
+    const valid = token !== undefined && (token.expiresAt === null || token.expiresAt.getTime() > now);
+    attempt.settle(!valid);
+    if (token !== undefined && valid) {
+      if (!vouched.has(hashText!) && vouched.size >= MAX_VOUCHED_TOKENS) vouched.delete(vouched.values().next().value as string);
+      vouched.add(hashText!);
+      res.locals.caller = caller({ type: 'token', id: token.id, name: token.name }, new Set(token.scopes as Scope[]), token.expiresAt);
+      next();
+      return;
+    }
+    if (hashText !== undefined) vouched.delete(hashText);
     next(refuse(res, true, 'The token is not valid'));
   };
+}
+
+/** 403 insufficient_scope, with the RFC 6750 challenge naming the scope that is missing. */
+export function insufficientScope(res: Response, scope: Scope, message = `This call needs the scope ${scope}`): AppError {
+  res.set('WWW-Authenticate', `Bearer error="insufficient_scope", scope="${scope}"`);
+  return new AppError('insufficient_scope', message);
 }
 
 /** Lets the request through only when its caller holds `scope`: else 403 insufficient_scope. */
 export function requires(scope: Scope): RequestHandler {
   return (_req, res, next) => {
-    if (callerOf(res).scopes.has(scope)) {
-      next();
-      return;
-    }
-    res.set('WWW-Authenticate', `Bearer realm="tollgate", error="insufficient_scope", scope="${scope}"`);
-    next(new AppError('insufficient_scope', `This call needs the scope ${scope}`));
+    next(callerOf(res).scopes.has(scope) ? undefined : insufficientScope(res, scope));
   };
 }

@@ -2,7 +2,7 @@ import type { Response } from 'express';
 import type { TrustProxy } from '../config.js';
 import type { KeyChange, KeyEvents } from '../keys/key-events.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
-import type { RateLimitPolicy } from '../limits/window.js';
+import type { Plan } from '../limits/plan.js';
 import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { FailureThrottle } from '../proxy/auth-throttle.js';
@@ -34,7 +34,7 @@ export interface ManagementDeps {
   readonly trustProxy: TrustProxy;
   readonly usage: UsageTotalsReader;
   /** Usage over time, and how long each granularity is kept. */
-  readonly history: Pick<UsageHistory, 'forKey' | 'seriesForKey' | 'forFleet'>;
+  readonly history: Pick<UsageHistory, 'forKey' | 'seriesCount' | 'seriesForKey' | 'forFleet'>;
   readonly usageRetention: UsageRetentionSettings;
   /** `peek()` gives `usage.rateLimits` without counting a request. */
   readonly limiter: RateLimiter;
@@ -44,7 +44,7 @@ export interface ManagementDeps {
   readonly encryptionKeys: readonly Buffer[];
   readonly rootToken: string;
   /** Applies to keys with no plan bound; `undefined`: such keys are not limited. */
-  readonly defaultRateLimit: RateLimitPolicy | undefined;
+  readonly defaultRateLimit: Plan | undefined;
   /** MANAGEMENT_PREFIX: '' or a path such as `/admin`. */
   readonly prefix: string;
   readonly logger: Logger;
@@ -63,18 +63,24 @@ export interface Repositories {
 }
 
 /**
- * A change a route made: its answer, and what the audit log records of it. `before`/`after` are the
- * target as the API shows it, never with a secret, hash or ciphertext; `unchanged` records nothing.
+ * What the audit log records of one change of one target: `before`/`after` are the target as the API
+ * shows it, never with a secret, hash or ciphertext.
+ */
+export interface AuditedChange {
+  readonly action: string;
+  readonly target: { readonly type: string; readonly id: string };
+  readonly before: unknown;
+  readonly after: unknown;
+}
+
+/**
+ * A change a route made: its answer, and what the audit log records of it; `unchanged` records
+ * nothing. `preceding`: changes of other targets it made first (the keys a forced plan delete
+ * unbinds), each recorded as an entry of its own, before the change's, so every target's trail shows.
  */
 export type Change<T> =
   | { readonly result: T; readonly unchanged: true }
-  | {
-      readonly result: T;
-      readonly action: string;
-      readonly target: { readonly type: string; readonly id: string };
-      readonly before: unknown;
-      readonly after: unknown;
-    };
+  | (AuditedChange & { readonly result: T; readonly preceding?: readonly AuditedChange[] });
 
 /** What every route file gets: the dependencies and the few things all of them do. */
 export interface ManagementContext extends ManagementDeps {

@@ -3,7 +3,7 @@
  * so each failure has its own contract code. JSON.parse makes `__proto__` an ordinary own property
  * (it never reaches a prototype), and the schemas' `additionalProperties: false` then refuses it.
  */
-import express, { type RequestHandler } from 'express';
+import express, { type RequestHandler, type Response } from 'express';
 import { AppError } from '../errors.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -34,7 +34,12 @@ function bodyReadError(err: unknown): AppError {
   return new AppError('invalid_json', 'The request body could not be read completely');
 }
 
-/** Leaves the parsed (not yet validated) JSON value in `req.body`. */
+/** The text of the request body `jsonBody` read: for the values a route returns exactly as written. */
+export function bodyTextOf(res: Response): string {
+  return (res.locals.bodyText as string | undefined) ?? '';
+}
+
+/** Leaves the parsed (not yet validated) JSON value in `req.body`, and its text for `bodyTextOf`. */
 export const jsonBody: RequestHandler = (req, res, next) => {
   if (!isJsonContentType(req.headers['content-type'])) {
     next(new AppError('unsupported_media_type'));
@@ -55,6 +60,7 @@ export const jsonBody: RequestHandler = (req, res, next) => {
     }
     try {
       req.body = JSON.parse(text) as unknown;
+      res.locals.bodyText = text;
     } catch {
       next(
         new AppError(

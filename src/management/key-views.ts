@@ -2,6 +2,7 @@
 import { decryptSecret } from '../keys/secret.js';
 import type { KeyRow } from '../store/key-repository.js';
 import type { KeyResponse, ListKeysResponse } from './schemas.js';
+import { RawJson } from './json-as-written.js';
 import { isoTimestamp } from './time-format.js';
 
 const isoOrNull = (instant: Date | null): string | null => (instant === null ? null : isoTimestamp(instant));
@@ -29,8 +30,11 @@ export function keySummary(key: KeyRow): ListKeysResponse['apiKeys'][number] {
   };
 }
 
+/** A key answer whose `metadata` is the stored text, members in the order the caller wrote them. */
+export type WithRawMetadata<T extends { metadata: unknown }> = Omit<T, 'metadata'> & { readonly metadata: RawJson };
+
 /** The detail less `usage`; opens the secret with whichever configured encryption key sealed it. */
-export function keyView(key: KeyRow, encryptionKeys: readonly Buffer[]): KeyResponse {
+export function keyView(key: KeyRow, encryptionKeys: readonly Buffer[]): WithRawMetadata<KeyResponse> {
   return {
     consumerApiKeyId: key.id,
     name: key.name,
@@ -38,6 +42,6 @@ export function keyView(key: KeyRow, encryptionKeys: readonly Buffer[]): KeyResp
     createdAt: isoTimestamp(key.createdAt),
     lastUpdated: isoTimestamp(key.lastUpdated),
     ...keyState(key),
-    metadata: JSON.parse(key.metadata) as Record<string, unknown>,
+    metadata: new RawJson(key.metadata),
   };
 }

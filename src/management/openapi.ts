@@ -70,7 +70,8 @@ to a backend. This document covers the **management API** (root token) and descr
   did not issue: 400 \`invalid_cursor\`. Unknown query parameters: 400 \`validation_failed\`.
 - **Limits:** \`name\` 1-200 characters; plan \`description\` at most 1000 characters (default \`""\`);
   \`rateLimitId\` 1-128 characters of \`A-Z a-z 0-9 . _ : -\`; plan \`limit\` 1 to 2^53-1. U+0000 is refused in text.
-- **Database unavailable:** 503 \`database_unavailable\`; retry later. Responses carry \`Cache-Control: no-store\`.
+- **Database unavailable:** 503 \`database_unavailable\`; retry later. A database that refuses writes (disk full,
+  read-only): every change answers 503 \`storage_unavailable\` with \`Retry-After\`, while reads go on. Responses carry \`Cache-Control: no-store\`.
 
 ## Keys and plans
 - Secrets are \`tg_\` followed by 43 base64url characters (256 random bits). They are stored as a SHA-256 hash
@@ -80,7 +81,9 @@ to a backend. This document covers the **management API** (root token) and descr
   a deleted key is refused at once by the replica that deleted it and within 1 s by every replica.
 - **Lifecycle:** a key can be disabled (\`enabled: false\`: 403 \`key_disabled\`) and can expire (\`expiresAt\`: 401
   \`key_expired\` from that instant on every replica). Neither is forwarded or consumes quota; both count in the key's
-  usage as failed requests. \`metadata\` is a JSON object of at most ${MAX_METADATA_BYTES} bytes, returned as given.
+  usage as failed requests. \`metadata\` is a JSON object of at most ${MAX_METADATA_BYTES} bytes, returned as given: its members keep the
+  order sent at every depth (integer-like names too), in every answer and in the audit log; insignificant whitespace
+  is dropped, and numbers and escapes are written as JSON.stringify writes them.
 - **Roll:** \`POST /consumer-api-key/{id}/roll\` gives the key a new secret that works at once on every replica; the
   previous one keeps working until \`previousSecretExpiresAt\` (\`gracePeriodSeconds\`, 0-${MAX_GRACE_PERIOD_SECONDS}) and is refused
   (401 \`invalid_api_key\`) from then on. Both secrets are one key: one count, one usage. Rolling again ends the earlier
@@ -97,10 +100,13 @@ query), bodies streamed both ways.
 - Credential: \`Authorization: Bearer <secret>\` or \`x-api-key: <secret>\`. Missing: 401 \`missing_api_key\`;
   unknown, deleted, malformed or a rolled secret past its grace: 401 \`invalid_api_key\`; an expired key: 401
   \`key_expired\`; a disabled key: 403 \`key_disabled\`.
-- Windows are fixed and aligned to UTC (second, minute, hour, day from 00:00, week from Monday 00:00, month from
-  the 1st 00:00); only admitted requests consume quota.
-- Over the limit: **429** with the \`RateLimitExceeded\` body (\`{error, limit, period, remaining: 0, resetTime}\`) and
-  the headers \`Retry-After\` (whole seconds until \`resetTime\`, at least 1), \`RateLimit-Policy\` and \`RateLimit\`
+- A plan holds one to four limits (\`limits\`), each fixed or sliding. Fixed windows are aligned to UTC (second,
+  minute, hour, day from 00:00, week from Monday 00:00, month from the 1st 00:00, year from 1 January 00:00); a
+  sliding limit never admits more than \`limit\` in any span of one period. A request is admitted only when every
+  limit has room and is then counted in all of them; only admitted requests consume quota.
+- Over a limit: **429** with the \`RateLimitExceeded\` body (\`{error, limit, period, remaining: 0, resetTime, name}\`,
+  the refusing limit whose window ends last) and the headers \`Retry-After\` (whole seconds until \`resetTime\`, at
+  least 1), \`RateLimit-Policy\` (every limit, by name) and \`RateLimit\` (the limit with the fewest left)
   (draft-ietf-httpapi-ratelimit-headers). Nothing is forwarded.
 - Within the limit the backend receives \`x-api-key: <secret>\` and \`x-consumer-api-key-id: <id>\`; the consumer's
   \`Authorization\` and hop-by-hop headers are removed. The client receives the backend's answer plus \`RateLimit\`
@@ -143,6 +149,11 @@ const COMMON_RESPONSES = {
     'unsupported_media_type',
   ]),
   Unavailable: errorResponse('The database is unavailable; retry later', ['database_unavailable']),
+  WriteUnavailable: errorResponse(
+    'The database is unavailable, or refuses writes (disk full, read-only): retry later',
+    ['database_unavailable', 'storage_unavailable'],
+    { 'Retry-After': { description: `storage_unavailable: seconds to wait before retrying (${ERRORS.storage_unavailable.retryAfterSeconds})`, schema: { type: 'integer', minimum: 1 } } },
+  ),
   Unexpected: errorResponse('Unexpected server error', ['internal_error']),
 };
 
@@ -212,8 +223,13 @@ const BAD_PAGE_QUERY = errorResponse('Bad `limit` (validation_failed) or `cursor
 const KEY_NOT_FOUND = errorResponse('No key has that id', ['key_not_found']);
 
 const USAGE_PARAMETERS = [
-  { name: 'from', in: 'query', description: 'Start of the range, YYYY-MM-DDThh:mm:ssZ (default: 24 h before `to`)', schema: { type: 'string' } },
-  { name: 'to', in: 'query', description: 'End of the range, exclusive (default: now)', schema: { type: 'string' } },
+  {
+    name: 'from',
+    in: 'query',
+    description: 'Start of the range, YYYY-MM-DDThh:mm:ssZ (default: 24 h before `to`); a fraction of a second (as toISOString() writes it) is cut off',
+    schema: { type: 'string' },
+  },
+  { name: 'to', in: 'query', description: 'End of the range, exclusive, like `from` (default: now)', schema: { type: 'string' } },
   {
     name: 'granularity',
     in: 'query',
@@ -223,7 +239,7 @@ const USAGE_PARAMETERS = [
 ];
 
 const USAGE_RANGE_ERRORS = errorResponse(
-  'A bad parameter (validation_failed), a range reaching beyond retention at that granularity, or more than 1,500 buckets',
+  'A bad parameter (validation_failed), a range reaching beyond retention at that granularity, or more than 1,500 buckets (with `groupBy`: more than 320,000 series buckets, series × buckets)',
   ['validation_failed', 'range_beyond_retention', 'range_too_large'],
 );
 const PLAN_NOT_FOUND = errorResponse('No plan has that id', ['rate_limit_not_found']);
@@ -300,7 +316,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         tags: ['Consumer API keys'],
         summary: 'Change a key: name, owner, metadata, enabled, expiry',
         description:
-          'Any of the fields; `null` clears `externalId` and `expiresAt`. Takes effect on every replica within 1 s and moves `lastUpdated`.',
+          'Any of the fields; `null` clears `externalId` and `expiresAt`. Takes effect on every replica within 1 s and moves `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays).',
         requestBody: { required: true, ...json(ref('UpdateKeyRequest')) },
         responses: {
           '200': { description: 'The key as it now is (the detail without `usage`)', ...json(ref('KeyResponse')) },
@@ -326,7 +342,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         tags: ['Consumer API keys'],
         summary: 'Give a key a new secret, the previous one working for a grace period',
         description:
-          'The body may be left out (grace 0). The new secret works at once on every replica; the previous one until `previousSecretExpiresAt`, then 401 `invalid_api_key`. Rolling again ends an earlier grace at once.',
+          'The body may be left out (grace 0). The new secret works at once on every replica; the previous one until `previousSecretExpiresAt`, then 401 `invalid_api_key`, on every replica from that very instant: the first whole second at least `gracePeriodSeconds` after the roll. With grace 0 it is refused at once wherever the roll is known, and `previousSecretExpiresAt` is the instant by which every replica has heard of it (the first whole second at least 0.5 s away), never one before the real end. Rolling again ends an earlier grace at once.',
         requestBody: { required: false, ...json(ref('RollKeyRequest')) },
         responses: {
           '200': { description: 'Rolled', ...json(ref('RollKeyResponse')) },
@@ -340,11 +356,13 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         operationId: 'createRateLimitPlan',
         tags: ['Rate limit plans'],
         summary: 'Create a rate limit plan under a caller-chosen id',
+        description:
+          'One limit as `limit` and `period` (the seed\'s body), or one to four as `limits`. Every plan response carries both shapes: `limit` and `period` are the first of `limits`.',
         requestBody: { required: true, ...json(ref('CreatePlanRequest')) },
         responses: {
           '201': {
-            description: 'Created; the supplied fields echoed with `createdAt`',
-            ...json(ref('CreatePlanResponse')),
+            description: 'Created: the plan, its limits with their defaults filled in',
+            ...json(ref('PlanResponse')),
           },
           '409': errorResponse('A plan with that rateLimitId exists; plans are not overwritten', [
             'rate_limit_exists',
@@ -381,9 +399,9 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
       patch: {
         operationId: 'updateRateLimitPlan',
         tags: ['Rate limit plans'],
-        summary: "Change a plan's description, limit or period",
+        summary: "Change a plan's description or limits",
         description:
-          'Takes effect on every replica within 1 s. The current windows keep what they have spent: lowering the limit below what a window has admitted refuses the rest of that window.',
+          'Takes effect on every replica within 1 s. `limits` replaces every limit; `limit` and `period` change a plan of one limit (a plan of several answers 400 `validation_failed`). The current windows keep what they have spent: lowering a limit below what its window has admitted refuses the rest of that window.',
         requestBody: { required: true, ...json(ref('UpdatePlanRequest')) },
         responses: {
           '200': { description: 'The plan as it now is', ...json(ref('PlanResponse')) },
@@ -399,7 +417,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
           {
             name: 'force',
             in: 'query',
-            description: '`true`: unbind the keys bound to the plan (moving their `lastUpdated`), then delete it',
+            description: '`true`: unbind the keys bound to the plan (moving their `lastUpdated`; each gets an audit entry `key.remove_plan` of its own, with the request id of the delete), then delete it',
             schema: { type: 'boolean', default: false },
           },
         ],
@@ -419,7 +437,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         summary: "Bind a plan to a key, replacing the key's previous plan",
         requestBody: { required: true, ...json(ref('ApplyPlanRequest')) },
         responses: {
-          '200': { description: "Bound; the key's `lastUpdated` is now", ...json(ref('ApplyPlanResponse')) },
+          '200': { description: "Bound; the key's `lastUpdated` is now (unless the key already had this plan: then nothing changes, and nothing is recorded)", ...json(ref('ApplyPlanResponse')) },
           '404': errorResponse('Unknown plan (checked first) or unknown key', [
             'rate_limit_not_found',
             'key_not_found',
@@ -449,7 +467,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         tags: ['Usage'],
         summary: "A key's usage over time",
         description:
-          'Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint or customer. `Accept: text/csv` answers the same as CSV (columns start, [endpoint|customerId,] requests, successful, failed, rateLimited, averageResponseTimeMs). Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).',
+          'Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint or customer, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". `Accept: text/csv` answers the same as CSV (columns start, [endpoint|customerId,] requests, successful, failed, rateLimited, averageResponseTimeMs); an endpoint or customer id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with \' so that a spreadsheet does not run it as a formula. Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).',
         parameters: USAGE_PARAMETERS.concat([
           { name: 'groupBy', in: 'query', description: '`endpoint` or `customer` (day and month granularity only)', schema: { type: 'string', enum: ['endpoint', 'customer'] } },
         ]),
@@ -486,11 +504,13 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         operationId: 'createAdminToken',
         tags: ['Admin tokens and audit'],
         summary: 'Create an admin token with some scopes',
-        description: 'The token (`secret`) is shown in this answer only and stored as a hash. A token can grant only scopes it holds itself (403 `insufficient_scope` otherwise).',
+        description:
+          'The token (`secret`) is shown in this answer only and stored as a hash. A token hands out no more than it holds: only scopes it holds all of (403 `insufficient_scope` naming the first it lacks) and, when it expires itself, only tokens that expire no later than it does (403 `token_outlives_caller`; an absent or null `expiresAt` means never). `expiresAt` must be in the future (400 `validation_failed`).',
         requestBody: { required: true, ...json(ref('CreateAdminTokenRequest')) },
         responses: {
           '201': { description: 'Created', ...json(ref('CreateAdminTokenResponse')) },
           ...standardResponses(true),
+          '403': errorResponse('The caller lacks `tokens:write` or a scope it would grant, or the token would outlive the caller', ['insufficient_scope', 'token_outlives_caller'], AUTH_HEADER),
         },
       },
       get: {
@@ -509,9 +529,11 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         operationId: 'deleteAdminToken',
         tags: ['Admin tokens and audit'],
         summary: 'Delete an admin token: refused at once on every replica',
+        description: 'A token may delete only tokens whose scopes it holds all of: a narrower token cannot revoke a broader one.',
         responses: {
           '200': { description: 'Deleted', ...json(ref('DeleteAdminTokenResponse')) },
-          '404': errorResponse('No admin token has that id', ['not_found']),
+          '403': errorResponse('The caller lacks `tokens:write`, or a scope the token to delete holds', ['insufficient_scope'], AUTH_HEADER),
+          '404': errorResponse('No admin token has that id', ['admin_token_not_found']),
           ...standardResponses(false),
         },
       },
@@ -527,7 +549,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
           cursorParameter,
           { name: 'action', in: 'query', description: 'Only this action, e.g. `key.update`', schema: { type: 'string' } },
           { name: 'targetId', in: 'query', description: 'Only changes of this key, plan or admin token', schema: { type: 'string' } },
-          { name: 'actorId', in: 'query', description: 'Only changes made with this admin token', schema: { type: 'string' } },
+          { name: 'actorId', in: 'query', description: 'Only changes made with this admin token (its `id`), or `root`: with the root token', schema: { type: 'string' } },
           { name: 'from', in: 'query', description: 'Entries at or after this instant (YYYY-MM-DDThh:mm:ssZ)', schema: { type: 'string' } },
           { name: 'to', in: 'query', description: 'Entries before this instant (YYYY-MM-DDThh:mm:ssZ)', schema: { type: 'string' } },
         ],
@@ -547,6 +569,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
       const operation = item[method] as JsonObject;
       operation.security = [{ rootToken: [] }, { adminToken: [scope] }];
       operation['x-required-scope'] = scope;
+      // Every change is a write, which a database out of space or read-only refuses.
+      if (method !== 'get') (operation.responses as JsonObject)['503'] = responseRef('WriteUnavailable');
     }
   }
 
@@ -593,9 +617,12 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
               description: 'Whole seconds until resetTime, at least 1',
               schema: { type: 'integer', minimum: 1 },
             },
-            RateLimit: { description: 'draft-ietf-httpapi-ratelimit-headers', schema: { type: 'string' } },
+            RateLimit: {
+              description: 'draft-ietf-httpapi-ratelimit-headers: the limit with the fewest requests left, by name, e.g. `"day";r=0;t=3600`',
+              schema: { type: 'string' },
+            },
             'RateLimit-Policy': {
-              description: 'draft-ietf-httpapi-ratelimit-headers',
+              description: 'draft-ietf-httpapi-ratelimit-headers: every limit of the plan, by name, e.g. `"second";q=10;w=1, "day";q=10000;w=86400`',
               schema: { type: 'string' },
             },
           },

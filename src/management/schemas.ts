@@ -3,6 +3,7 @@
  * validators, of the TypeScript types and of the OpenAPI document, so the three cannot drift apart.
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { ALGORITHMS, MAX_LIMITS, type Algorithm } from '../limits/plan.js';
 import { PERIODS, type Period } from '../limits/window.js';
 import { SCOPES, type Scope } from './scopes.js';
 
@@ -30,6 +31,7 @@ const CreateTimestamp = Type.String({
   examples: ['2026-11-21 14:23:02'],
 });
 const Count = Type.Integer({ minimum: 0 });
+const strict = { additionalProperties: false } as const;
 /** A timestamp a caller sends: the same shape, checked for a real date by the route (see `parseTimestamp`). */
 const IsoTimestampInput = Type.String({ pattern: ISO_TIMESTAMP_PATTERN, description: 'UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ' });
 export const MAX_METADATA_BYTES = 8 * 1024;
@@ -68,14 +70,40 @@ export const PeriodSchema = Type.Unsafe<Period>({
   type: 'string',
   enum: [...PERIODS],
   description:
-    'Window length. Windows are fixed and aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00)',
+    'Window length. Fixed windows are aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00), year (from 1 January 00:00). A sliding month is 30 days, a sliding year 365',
 });
+export const LIMIT_NAME_PATTERN = '^[A-Za-z0-9_-]*$';
+const LimitName = Type.String({
+  minLength: 1,
+  maxLength: 32,
+  pattern: LIMIT_NAME_PATTERN,
+  description: 'Names the limit in the RateLimit headers and the 429 body: 1-32 characters of A-Z a-z 0-9 _ -, unique within the plan. Default: the period',
+  examples: ['burst', 'monthly-quota'],
+});
+const AlgorithmSchema = Type.Unsafe<Algorithm>({
+  type: 'string',
+  enum: [...ALGORITHMS],
+  description:
+    '`fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old (see the README)',
+});
+const LimitInput = Type.Object(
+  { limit: PlanLimit, period: PeriodSchema, name: Type.Optional(LimitName), algorithm: Type.Optional(AlgorithmSchema) },
+  { ...strict, title: 'PlanLimitInput' },
+);
+const LimitsInput = Type.Array(LimitInput, {
+  minItems: 1,
+  maxItems: MAX_LIMITS,
+  description: `1 to ${MAX_LIMITS} limits, all checked and counted for every request; names unique, and no two limits of the same period and algorithm`,
+});
+const PlanLimitSchema = Type.Object(
+  { name: LimitName, limit: PlanLimit, period: PeriodSchema, algorithm: AlgorithmSchema },
+  { ...strict, title: 'PlanLimit' },
+);
 const Secret = Type.String({
   description: 'The consumer API key itself (`Authorization: Bearer <secret>` or `x-api-key: <secret>`)',
   examples: ['tg_3lB0sGm6yq0i3I2xJfN8m0rWbq2cQ8uYd5vZk1eHhTs'],
 });
 
-const strict = { additionalProperties: false } as const;
 
 const ExternalId = Type.String({
   minLength: 1,
@@ -117,7 +145,8 @@ export const RollKeyRequest = Type.Object(
         minimum: 0,
         maximum: MAX_GRACE_PERIOD_SECONDS,
         default: 0,
-        description: 'How long the previous secret keeps working, 0-604800 s (7 days); 0: refused at once',
+        description:
+          'How long the previous secret keeps working, 0-604800 s (7 days): until the first whole second at least this long after the roll (`previousSecretExpiresAt`); 0: refused at once',
       }),
     ),
   },
@@ -165,20 +194,27 @@ export const CreatePlanRequest = Type.Object(
         description: 'Free text, at most 1000 characters',
       }),
     ),
-    limit: PlanLimit,
-    period: PeriodSchema,
+    limit: Type.Optional({ ...PlanLimit, description: 'One limit (with `period`); or send `limits`' }),
+    period: Type.Optional(PeriodSchema),
+    limits: Type.Optional(LimitsInput),
   },
-  { ...strict, title: 'CreatePlanRequest' },
+  { ...strict, title: 'CreatePlanRequest', description: '`limit` and `period` (one fixed limit, as the seed), or `limits`: not both' },
 );
 
 export const UpdatePlanRequest = Type.Object(
   {
     // No default here: a change that leaves the description out keeps it.
     description: Type.Optional(Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, pattern: NO_NUL, description: 'Free text, at most 1000 characters' })),
-    limit: Type.Optional(PlanLimit),
-    period: Type.Optional(PeriodSchema),
+    limit: Type.Optional({ ...PlanLimit, description: 'For a plan of one limit: its new limit' }),
+    period: Type.Optional({ ...PeriodSchema, description: 'For a plan of one limit: its new period' }),
+    limits: Type.Optional(LimitsInput),
   },
-  { ...strict, minProperties: 1, title: 'UpdatePlanRequest', description: 'Any of the fields; the current windows keep what they have spent' },
+  {
+    ...strict,
+    minProperties: 1,
+    title: 'UpdatePlanRequest',
+    description: 'Any of the fields; `limits` replaces every limit and cannot come with `limit` or `period`. The current windows keep what they have spent',
+  },
 );
 
 export const ApplyPlanRequest = Type.Object(
@@ -225,7 +261,7 @@ export const ListKeysResponse = Type.Object(
 const EndpointUsage = Type.Object(
   {
     endpoint: Type.String({
-      description: 'Request path without the query string; "(other)" beyond 1000 distinct paths',
+      description: 'Request path without the query string, cut at 512 characters; "(other)" beyond 1000 distinct paths',
     }),
     requests: Count,
     successful: Count,
@@ -252,19 +288,38 @@ const usageTotalsFields = {
   failedRequests: Type.Integer({ minimum: 0, description: 'The rest: 429, 502, 504, backend 4xx and 5xx' }),
   endpoints: Type.Array(EndpointUsage, { description: 'One entry per request path, most requests first' }),
   usageByCustomer: Type.Array(CustomerUsage, {
-    description: 'Grouped by the customer-id header (CUSTOMER_ID_HEADER); requests without it are not listed',
+    description:
+      'Grouped by the customer-id header (CUSTOMER_ID_HEADER); requests without it are not listed. At most 1,000 customers, most requests first (see usageByCustomerNotListed)',
   }),
+  usageByCustomerNotListed: Type.Optional(
+    Type.Object(
+      { customers: Count, requests: Count, successful: Count, failed: Count },
+      {
+        ...strict,
+        description:
+          'Present when the key has more customers than usageByCustomer lists: how many more, and their usage summed. Every customer by day or month: GET /consumer-api-key/{id}/usage?groupBy=customer',
+      },
+    ),
+  ),
 };
 
 /** What the usage reader returns: the contract's usage object less `rateLimits`, which the limiter knows. */
 export const UsageTotals = Type.Object(usageTotalsFields, { ...strict, title: 'UsageTotals' });
 export type UsageTotals = Static<typeof UsageTotals>;
 
+const resetTime = {
+  ...IsoTimestamp,
+  description: 'A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting',
+};
 const RateLimitState = Type.Object(
   {
-    limit: Type.Integer({ minimum: 1 }),
+    limit: Type.Integer({ minimum: 1, description: 'Of the limit with the fewest requests left' }),
     remaining: Count,
-    resetTime: { ...IsoTimestamp, description: 'End of the current window, when the count is cleared' },
+    resetTime,
+    limits: Type.Array(
+      Type.Object({ name: LimitName, limit: PlanLimit, period: PeriodSchema, remaining: Count, resetTime }, { ...strict, title: 'LimitState' }),
+      { description: "Every limit of the key's plan, in the plan's order" },
+    ),
   },
   { ...strict, title: 'RateLimitState' },
 );
@@ -279,6 +334,7 @@ const Usage = Type.Object(
     }),
     endpoints: usageTotalsFields.endpoints,
     usageByCustomer: usageTotalsFields.usageByCustomer,
+    usageByCustomerNotListed: usageTotalsFields.usageByCustomerNotListed,
   },
   strict,
 );
@@ -315,20 +371,14 @@ export const DeleteKeyResponse = Type.Object(
   { ...strict, title: 'DeleteKeyResponse' },
 );
 
-export const CreatePlanResponse = Type.Object(
+export const PlanResponse = Type.Object(
   {
     rateLimitId: RateLimitId,
     description: Type.String(),
-    limit: PlanLimit,
-    period: PeriodSchema,
+    limit: { ...PlanLimit, description: 'The first limit of `limits`' },
+    period: { ...PeriodSchema, description: 'The period of the first limit of `limits`' },
     createdAt: IsoTimestamp,
-  },
-  { ...strict, title: 'CreatePlanResponse' },
-);
-
-export const PlanResponse = Type.Object(
-  {
-    ...CreatePlanResponse.properties,
+    limits: Type.Array(PlanLimitSchema, { minItems: 1, maxItems: MAX_LIMITS }),
     lastUpdated: IsoTimestamp,
     keyCount: Type.Integer({ minimum: 0, description: 'Keys bound to the plan' }),
   },
@@ -403,17 +453,19 @@ const usageRangeFields = {
   buckets: Type.Array(UsageBucket, { description: 'Every bucket of the range, oldest first, zero-filled' }),
 };
 
+/** A series names exactly one of its endpoint or its customer, as `groupBy` asked. */
+const EndpointSeries = Type.Object({ endpoint: Type.String(), buckets: Type.Array(UsageBucket) }, { ...strict, description: 'groupBy=endpoint: one request path' });
+const CustomerSeries = Type.Object({ customerId: Type.String(), buckets: Type.Array(UsageBucket) }, { ...strict, description: 'groupBy=customer: one customer' });
+
 export const KeyUsageResponse = Type.Object(
   {
     consumerApiKeyId: KeyId,
     ...usageRangeFields,
     series: Type.Optional(
-      Type.Array(
-        Type.Object(
-          { endpoint: Type.Optional(Type.String()), customerId: Type.Optional(Type.String()), buckets: Type.Array(UsageBucket) },
-          { ...strict, description: 'With groupBy: one per endpoint (or customer), most requests first' },
-        ),
-      ),
+      // The type stays the wider one the usage route builds (its name field is computed).
+      Type.Array(Type.Unsafe<{ endpoint?: string; customerId?: string; buckets: Static<typeof UsageBucket>[] }>({ oneOf: [EndpointSeries, CustomerSeries] }), {
+        description: 'With groupBy: one per endpoint (or customer), most requests first',
+      }),
     ),
   },
   { ...strict, title: 'KeyUsageResponse' },
@@ -477,7 +529,7 @@ export const AuditLogQuery = Type.Object(
     ...pageFields,
     action: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'e.g. key.update' })),
     targetId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'A key id, plan id or admin token id' })),
-    actorId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'An admin token id' })),
+    actorId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'An admin token id, or `root` for the root token' })),
     from: Type.Optional({ ...IsoTimestampInput, description: 'Entries at or after this instant' }),
     to: Type.Optional({ ...IsoTimestampInput, description: 'Entries before this instant' }),
   },
@@ -546,8 +598,13 @@ export const RateLimitExceededResponse = Type.Object(
     period: PeriodSchema,
     remaining: Type.Literal(0),
     resetTime: IsoTimestamp,
+    name: LimitName,
   },
-  { ...strict, title: 'RateLimitExceeded' },
+  {
+    ...strict,
+    title: 'RateLimitExceeded',
+    description: 'The refusing limit whose window ends last: `resetTime` is the earliest moment a retry can succeed',
+  },
 );
 
 export type CreateKeyRequest = Static<typeof CreateKeyRequest>;
@@ -561,12 +618,12 @@ export type DeletePlanResponse = Static<typeof DeletePlanResponse>;
 export type RemovePlanResponse = Static<typeof RemovePlanResponse>;
 export type ListKeysQuery = Static<typeof ListKeysQuery>;
 export type CreatePlanRequest = Static<typeof CreatePlanRequest>;
+export type UpdatePlanRequest = Static<typeof UpdatePlanRequest>;
 export type ApplyPlanRequest = Static<typeof ApplyPlanRequest>;
 export type CreateKeyResponse = Static<typeof CreateKeyResponse>;
 export type ListKeysResponse = Static<typeof ListKeysResponse>;
 export type KeyDetailResponse = Static<typeof KeyDetailResponse>;
 export type DeleteKeyResponse = Static<typeof DeleteKeyResponse>;
-export type CreatePlanResponse = Static<typeof CreatePlanResponse>;
 export type ApplyPlanResponse = Static<typeof ApplyPlanResponse>;
 
 /** Every named schema, for the OpenAPI components. */
@@ -581,7 +638,6 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   KeyResponse,
   DeleteKeyResponse,
   CreatePlanRequest,
-  CreatePlanResponse,
   UpdatePlanRequest,
   PlanResponse,
   ListPlansResponse,

@@ -5,6 +5,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { AppError } from '../errors.js';
+import { ruleOf, type LimitInput, type LimitRule } from '../limits/plan.js';
 import {
   ApplyPlanRequest,
   AuditLogQuery,
@@ -23,6 +24,7 @@ import {
   UpdatePlanRequest,
   type ValidationDetail,
 } from './schemas.js';
+
 
 // allErrors: name every offending field at once, not just the first.
 const bodyAjv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: false });
@@ -58,19 +60,22 @@ function invalid(details: ValidationDetail[]): AppError {
 }
 
 /**
- * Checks the schema, then what a schema cannot say: `check` returns the further offending fields.
- * Every problem of a request is named at once, schema or not.
+ * Checks the schema, then what a schema cannot say: `check` returns the further offending fields of a
+ * value the schema accepted, `required` the fields missing from any object, valid or not (a field
+ * required unless another is sent). Every problem of a request is named at once, schema or not.
  */
 function validator<S extends TSchema>(
   ajv: Ajv,
   schema: S,
   rootField: string,
   check: (value: Static<S>) => ValidationDetail[] = () => [],
+  required: (value: Readonly<Record<string, unknown>>) => ValidationDetail[] = () => [],
 ): Validator<Static<S>> {
   const validate: ValidateFunction = ajv.compile(schema);
   return (data) => {
-    if (!validate(data)) throw invalid(toDetails(validate.errors ?? [], rootField));
-    const details = check(data as Static<S>);
+    const missing = typeof data === 'object' && data !== null && !Array.isArray(data) ? required(data as Record<string, unknown>) : [];
+    if (!validate(data)) throw invalid([...toDetails(validate.errors ?? [], rootField), ...missing]);
+    const details = [...missing, ...check(data as Static<S>)];
     if (details.length > 0) throw invalid(details);
     return data as Static<S>;
   };
@@ -104,13 +109,69 @@ function keySettingProblems(value: { expiresAt?: string | null; metadata?: Recor
 /** `create` is the path of plan creation, so no plan may be called that. */
 const RESERVED_PLAN_IDS = new Set(['create']);
 
+interface PlanLimitsInput {
+  readonly limit?: number;
+  readonly period?: LimitInput['period'];
+  readonly limits?: readonly LimitInput[];
+}
+
+/** A new plan needs `limit` and `period`, unless it sends `limits`. */
+function requiredLimitFields(body: Readonly<Record<string, unknown>>): ValidationDetail[] {
+  if (body.limits !== undefined) return [];
+  return ['limit', 'period'].filter((field) => body[field] === undefined).map((field) => ({ field, message: 'is required (or send limits)' }));
+}
+
+/**
+ * A plan's limits as sent: `limits`, or the seed's `limit` and `period`, never both shapes; names
+ * unique within the plan, and no two limits of one period and algorithm (they would count the same
+ * requests in the same window, and the smaller would decide alone).
+ */
+function limitProblems({ limit, period, limits }: PlanLimitsInput): ValidationDetail[] {
+  if (limits === undefined) return [];
+  const details: ValidationDetail[] = [];
+  if (limit !== undefined || period !== undefined) details.push({ field: 'limits', message: 'cannot come with limit or period' });
+  const rules = limits.map(ruleOf);
+  rules.forEach((rule, i) => {
+    if (rules.findIndex((r) => r.name === rule.name) < i) details.push({ field: `limits.${i}.name`, message: `repeats the name "${rule.name}"` });
+    if (rules.findIndex((r) => r.period === rule.period && r.algorithm === rule.algorithm) < i) {
+      details.push({ field: `limits.${i}`, message: `repeats the period and algorithm of another limit (${rule.period}, ${rule.algorithm})` });
+    }
+  });
+  return details;
+}
+
+/** The limits of a validated create body. */
+export function limitsOfCreate(body: CreatePlanRequest): LimitRule[] {
+  return body.limits?.map(ruleOf) ?? [ruleOf({ limit: body.limit!, period: body.period! })];
+}
+
+/**
+ * The limits a validated PATCH body sets, given the plan's `current` ones; undefined when it leaves
+ * them. `limit` and `period` change a plan of one limit (keeping its name when chosen, and its
+ * algorithm); a plan of several takes `limits`.
+ */
+export function limitsOfUpdate(body: UpdatePlanRequest, current: readonly LimitRule[]): LimitRule[] | undefined {
+  if (body.limits !== undefined) return body.limits.map(ruleOf);
+  if (body.limit === undefined && body.period === undefined) return undefined;
+  if (current.length > 1) {
+    const field = body.limit !== undefined ? 'limit' : 'period';
+    throw invalid([{ field, message: `applies to a plan of one limit; this plan has ${current.length}: send limits` }]);
+  }
+  const [only] = current as [LimitRule];
+  return [ruleOf({ limit: body.limit ?? only.limit, period: body.period ?? only.period, name: only.name === only.period ? undefined : only.name, algorithm: only.algorithm })];
+}
+
 export const validateCreateKey = validator(bodyAjv, CreateKeyRequest, ROOT_FIELD, keySettingProblems);
 export const validateUpdateKey = validator(bodyAjv, UpdateKeyRequest, ROOT_FIELD, keySettingProblems);
 export const validateRollKey = validator(bodyAjv, RollKeyRequest, ROOT_FIELD);
-export const validateCreatePlan = validator(bodyAjv, CreatePlanRequest, ROOT_FIELD, ({ rateLimitId }) =>
-  RESERVED_PLAN_IDS.has(rateLimitId) ? [{ field: 'rateLimitId', message: `"${rateLimitId}" is reserved` }] : [],
+export const validateCreatePlan = validator(
+  bodyAjv,
+  CreatePlanRequest,
+  ROOT_FIELD,
+  (body) => [...(RESERVED_PLAN_IDS.has(body.rateLimitId) ? [{ field: 'rateLimitId', message: `"${body.rateLimitId}" is reserved` }] : []), ...limitProblems(body)],
+  requiredLimitFields,
 );
-export const validateUpdatePlan = validator(bodyAjv, UpdatePlanRequest, ROOT_FIELD);
+export const validateUpdatePlan = validator(bodyAjv, UpdatePlanRequest, ROOT_FIELD, limitProblems);
 export const validateApplyPlan = validator(bodyAjv, ApplyPlanRequest, ROOT_FIELD);
 export const validateRemovePlan = validator(bodyAjv, RemovePlanRequest, ROOT_FIELD);
 export const validateCreateAdminToken = validator(bodyAjv, CreateAdminTokenRequest, ROOT_FIELD, keySettingProblems);

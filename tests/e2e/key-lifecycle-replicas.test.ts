@@ -6,6 +6,7 @@
  */
 import { hit, hitFull, keyWithPlan, sleep, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
 import type { Tollgate } from './helpers/tollgate.js';
+import { testKeyPrefix } from '../helpers/services.js';
 
 let fleet: Fleet;
 let a: Tollgate;
@@ -51,7 +52,7 @@ it('disable, enable, unbind, plan change and delete reach the other replicas wit
   expect((await a.admin('PATCH', `/rate-limit/${planId}`, { limit: 500 })).status).toBe(200);
   for (const t of others) {
     const { value } = await waitFor(() => hitFull(t, key.secret), (r) => r.headers.get('ratelimit-policy')?.includes(';q=500;') === true, { timeoutMs: 5_000, everyMs: 20 });
-    expect(value.headers.get('ratelimit-policy')).toBe('"default";q=500;w=86400');
+    expect(value.headers.get('ratelimit-policy')).toBe('"day";q=500;w=86400');
   }
   expect(performance.now() - started).toBeLessThan(1_000);
 
@@ -67,29 +68,113 @@ it('disable, enable, unbind, plan change and delete reach the other replicas wit
   expect(await propagation(key.secret, () => a.admin('DELETE', `/consumer-api-key/${key.id}`), 401)).toBeLessThan(1_000);
 }, 60_000);
 
+/**
+ * `totalRequests` of a key once it equals `expected`, read again after every replica has flushed
+ * (a request shows within 2 s), so a request counted twice shows too; else what it showed after 10 s.
+ */
+async function usageSettlesAt(keyId: string, expected: number): Promise<number> {
+  const total = async () => (await others[0]!.admin('GET', `/consumer-api-key/${keyId}`)).body.usage.totalRequests as number;
+  const { value } = await waitFor(total, (n) => n === expected, { timeoutMs: 10_000 });
+  if (value !== expected) return value;
+  await sleep(2_500);
+  return total();
+}
+
 it('keeps a rolled secret working on every replica until its grace ends, and on none after', async () => {
   const key = await keyWithPlan(a, 'rolled', 1000);
-  for (const t of [a, ...others]) expect(await hit(t, key.secret)).toBe(200);
+  let presented = 0;
+  /** A request with a valid key, counted: the key's usage must show exactly these. */
+  const counted = async (t: Tollgate, secret: string) => {
+    presented++;
+    return hit(t, secret);
+  };
+  for (const t of [a, ...others]) expect(await counted(t, key.secret)).toBe(200);
   const rolled = await a.admin('POST', `/consumer-api-key/${key.id}/roll`, { gracePeriodSeconds: 3 });
   expect(rolled.status).toBe(200);
   const graceEnd = Date.parse(rolled.body.previousSecretExpiresAt as string);
   // The new secret works at once everywhere; the old one until the grace ends.
-  for (const t of [a, ...others]) expect(await hit(t, rolled.body.secret)).toBe(200);
+  for (const t of [a, ...others]) expect(await counted(t, rolled.body.secret)).toBe(200);
   while (Date.now() < graceEnd - 300) {
-    for (const t of [a, ...others]) expect(await hit(t, key.secret)).toBe(200);
+    for (const t of [a, ...others]) expect(await counted(t, key.secret)).toBe(200);
     await sleep(100);
   }
   await sleep(Math.max(0, graceEnd - Date.now()) + 50);
   for (const t of [a, ...others]) {
-    expect(await hit(t, key.secret)).toBe(401);
-    expect(await hit(t, rolled.body.secret)).toBe(200);
+    expect(await hit(t, key.secret)).toBe(401); // opens no key: in nobody's usage
+    expect(await counted(t, rolled.body.secret)).toBe(200);
   }
-  // Both secrets were one key: every answered request is in its usage, whichever secret it carried.
-  const { value: total } = await waitFor(
-    async () => (await others[0]!.admin('GET', `/consumer-api-key/${key.id}`)).body.usage.totalRequests as number,
-    (n) => n >= 9,
-  );
-  expect(total).toBeGreaterThanOrEqual(9);
+  // Both secrets were one key: every request either carried is in its usage, exactly once.
+  expect(await usageSettlesAt(key.id, presented)).toBe(presented);
+}, 60_000);
+
+it('counts both secrets of a rolled key as one key: a plan of 12 admits exactly 12 over both, on every replica', async () => {
+  const key = await keyWithPlan(a, 'one-count', 12);
+  for (const t of [a, ...others]) expect(await hit(t, key.secret)).toBe(200);
+  const rolled = await a.admin('POST', `/consumer-api-key/${key.id}/roll`, { gracePeriodSeconds: 60 });
+  expect(rolled.status).toBe(200);
+  // 14 more, alternating old and new secret over the three replicas: 9 fit, 5 are refused.
+  const statuses: number[] = [];
+  for (let i = 0; i < 14; i++) statuses.push(await hit([a, ...others][i % 3]!, i % 2 === 0 ? key.secret : rolled.body.secret));
+  expect(statuses.filter((s) => s === 200)).toHaveLength(9);
+  expect(statuses.filter((s) => s === 429)).toHaveLength(5);
+  expect(await usageSettlesAt(key.id, 17)).toBe(17);
+  const detail = await others[1]!.admin('GET', `/consumer-api-key/${key.id}`);
+  expect(detail.body.usage).toMatchObject({ totalRequests: 17, successfulRequests: 12, failedRequests: 5, rateLimits: { limit: 12, remaining: 0 } });
+}, 60_000);
+
+/** Every replica answers `secret` with 200 until shortly before `endMs`, and with 401 from `endMs` on. */
+async function secretEndsAt(replicas: readonly Tollgate[], secret: string, endMs: number): Promise<void> {
+  let checks = 0;
+  while (Date.now() < endMs - 150) {
+    for (const t of replicas) expect(await hit(t, secret)).toBe(200);
+    checks++;
+    await sleep(50);
+  }
+  expect(checks).toBeGreaterThan(0);
+  await sleep(Math.max(0, endMs - Date.now()) + 30);
+  for (const t of replicas) expect(await hit(t, secret)).toBe(401);
+}
+
+it('refuses a secret rolled with grace 0 at once, and on every replica before the instant the answer states', async () => {
+  const key = await keyWithPlan(a, 'rolled-now', 1000);
+  for (const t of [a, ...others]) expect(await hit(t, key.secret)).toBe(200);
+  const before = Date.now();
+  const rolled = await a.admin('POST', `/consumer-api-key/${key.id}/roll`);
+  expect(rolled.status).toBe(200);
+  const end = Date.parse(rolled.body.previousSecretExpiresAt as string);
+  // A whole second, at least half a second away and at most 1.5 s: never before the real end anywhere.
+  expect(end % 1000).toBe(0);
+  expect(end - before).toBeGreaterThanOrEqual(500);
+  expect(end - Date.now()).toBeLessThanOrEqual(1_500);
+  expect(await hit(a, key.secret)).toBe(401);
+  for (const t of others) {
+    const { value } = await waitFor(() => hit(t, key.secret), (s) => s === 401, { timeoutMs: 5_000, everyMs: 10 });
+    expect(value).toBe(401);
+  }
+  expect(Date.now()).toBeLessThan(end);
+  for (const t of [a, ...others]) expect(await hit(t, rolled.body.secret)).toBe(200);
+  await sleep(Math.max(0, end - Date.now()) + 30);
+  for (const t of [a, ...others]) expect(await hit(t, key.secret)).toBe(401);
+}, 60_000);
+
+it('ends a rolled secret at the stated instant on replicas that never got the change message, and brings them other changes within 1 s', async () => {
+  // A replica publishing under another Redis prefix: its change messages reach nobody, as when it
+  // cannot reach Redis at the moment of the change. The others learn from the recorded changes.
+  const [deaf] = await fleet.replicas.start(1, { REDIS_KEY_PREFIX: testKeyPrefix() });
+  const key = await keyWithPlan(a, 'rolled-unheard');
+  for (const t of [a, ...others, deaf!]) expect(await hit(t, key.secret)).toBe(200);
+  const rolled = await deaf!.admin('POST', `/consumer-api-key/${key.id}/roll`, { gracePeriodSeconds: 2 });
+  expect(rolled.status).toBe(200);
+  await secretEndsAt([a, ...others, deaf!], key.secret, Date.parse(rolled.body.previousSecretExpiresAt as string));
+  for (const t of [a, ...others]) expect(await hit(t, rolled.body.secret)).toBe(200);
+
+  const disabledAt = performance.now();
+  expect((await deaf!.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: false })).status).toBe(200);
+  for (const t of [a, ...others]) {
+    const { value } = await waitFor(() => hit(t, rolled.body.secret), (s) => s === 403, { timeoutMs: 5_000, everyMs: 20 });
+    expect(value).toBe(403);
+  }
+  expect(performance.now() - disabledAt).toBeLessThan(1_000);
 }, 60_000);
 
 it('refuses a key at its expiry on every replica, with no message, and shows its last use within 2 s', async () => {

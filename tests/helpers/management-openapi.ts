@@ -1,6 +1,7 @@
 /**
  * Checks real management responses against the OpenAPI document: the schema the document gives for
- * that path, method and status, compiled with a JSON Schema 2020-12 validator as OpenAPI 3.1 specifies.
+ * that path, method and status, compiled with a JSON Schema 2020-12 validator as OpenAPI 3.1 specifies;
+ * for errors, that the document names the code (and the Retry-After header, when one is sent).
  */
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -11,6 +12,8 @@ type Method = 'get' | 'post' | 'patch' | 'delete';
 
 interface MediaType {
   schema?: object;
+  /** Error responses name each code they may carry as an example. */
+  examples?: Record<string, unknown>;
 }
 interface ResponseObject {
   content?: Record<string, MediaType>;
@@ -54,8 +57,17 @@ export class OpenApiChecker {
     const contentType = String(res.headers['content-type'] ?? '');
     if (!contentType.startsWith('application/json'))
       return [`content-type is "${contentType}", not application/json`];
-    const schema = response.content?.['application/json']?.schema;
+    const media = response.content?.['application/json'];
+    const schema = media?.schema;
     if (!schema) return [`${method.toUpperCase()} ${pathTemplate} ${status} documents no JSON body`];
+    // An error's code must be one the document names for this operation and status.
+    const code = (res.body as { code?: unknown } | undefined)?.code;
+    if (typeof code === 'string' && media.examples && !(code in media.examples)) {
+      return [`${method.toUpperCase()} ${pathTemplate} ${status} documents the codes ${Object.keys(media.examples).join(', ')}, not ${code}`];
+    }
+    if (res.headers['retry-after'] !== undefined && !(response as { headers?: Record<string, unknown> }).headers?.['Retry-After']) {
+      return [`${method.toUpperCase()} ${pathTemplate} ${status} documents no Retry-After header`];
+    }
     const key = `${method} ${pathTemplate} ${status}`;
     let validate = this.compiled.get(key);
     if (!validate) this.compiled.set(key, (validate = this.ajv.compile(schema)));

@@ -20,12 +20,14 @@ import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
 import { managementDeps, STORAGES, type Storage } from '../helpers/management-storage.js';
+import { plan } from '../helpers/plans.js';
 
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
 const AUTH = { Authorization: `Bearer ${ROOT_TOKEN}` };
 const START = Date.UTC(2026, 10, 21, 14, 23, 2, 400);
 const KEY = '/consumer-api-key/{consumerApiKeyId}';
 const PLAN = '/rate-limit/{rateLimitId}';
+const ROLL = '/consumer-api-key/{consumerApiKeyId}/roll';
 const logLines: string[] = [];
 const logger = createLogger('debug', { write: (line: string) => void logLines.push(line) });
 
@@ -104,9 +106,39 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('key and plan 
       expect(JSON.stringify(detail.body.metadata)).toBe(JSON.stringify(metadata));
     });
 
+    it('returns metadata as given, integer-like names included, at every depth: created, changed, shown and audited', async () => {
+      // JavaScript objects put integer-like names first; the caller's order must survive anyway.
+      const written = '{"b":1,"2":"two","a":{"z":1,"1":2,"m":[{"10":true,"9":null,"x":{"y":0,"0":"zero"}}]},"":"empty","-1":-1.5e3}';
+      const asSent = (text: string) => request(app).post('/consumer-api-key/create').set(AUTH).set('Content-Type', 'application/json').send(text);
+      const created = documented('post', '/consumer-api-key/create', await asSent(`{"name": "ordered", "metadata": ${written.replace(/,/g, ', ')}}`));
+      expect(created.status).toBe(201);
+      secrets.push(created.body.secret);
+      // Insignificant whitespace goes; numbers are written as JSON.stringify writes them (-1.5e3 → -1500).
+      const expected = written.replace('-1.5e3', '-1500');
+      expect(created.text).toContain(`"metadata":${expected}`);
+      const detail = documented('get', KEY, await get(`/consumer-api-key/${created.body.id}`));
+      expect(detail.text).toContain(`"metadata":${expected}`);
+
+      const changed = '{"9":"nine","8":{"7":7,"b":[3,{"2":2,"1":1}]}}';
+      const patched = await request(app).patch(`/consumer-api-key/${created.body.id}`).set(AUTH).set('Content-Type', 'application/json').send(`{"metadata":${changed}}`);
+      documented('patch', KEY, patched);
+      expect(patched.text).toContain(`"metadata":${changed}`);
+      expect((await get(`/consumer-api-key/${created.body.id}`)).text).toContain(`"metadata":${changed}`);
+
+      const audit = await get(`/tollgate/audit-log?targetId=${created.body.id}`);
+      documented('get', '/tollgate/audit-log', audit);
+      expect(audit.text).toContain(`"after":{"name":"ordered","enabled":true,"expiresAt":null,"externalId":null,"metadata":${changed},"rateLimitId":null}`);
+      expect(audit.text).toContain(`"before":null,"after":{"name":"ordered","enabled":true,"expiresAt":null,"externalId":null,"metadata":${expected},"rateLimitId":null}`);
+
+      // A name written twice keeps its first place and its last value, as JSON.parse reads it.
+      const twice = await asSent('{"name":"twice","metadata":{"a":1,"3":3,"a":2}}');
+      secrets.push(twice.body.secret);
+      expect(twice.text).toContain('"metadata":{"a":2,"3":3}');
+    });
+
     it('refuses an unknown plan with 404 rate_limit_not_found and creates nothing', async () => {
       const before = (await get('/consumer-api-key?limit=1000')).body.apiKeys.length;
-      expectError(await send('post', '/consumer-api-key/create', { name: 'x', rateLimitId: 'no-such-plan' }), 404, 'rate_limit_not_found');
+      expectError(documented('post', '/consumer-api-key/create', await send('post', '/consumer-api-key/create', { name: 'x', rateLimitId: 'no-such-plan' })), 404, 'rate_limit_not_found');
       expect((await get('/consumer-api-key?limit=1000')).body.apiKeys).toHaveLength(before);
     });
 
@@ -159,8 +191,8 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('key and plan 
       expectError(documented('patch', KEY, await send('patch', '/consumer-api-key/key_nope', { name: 'x' })), 404, 'key_not_found');
       const key = await createKey();
       expectError(documented('patch', KEY, await send('patch', `/consumer-api-key/${key.id}`, {})), 400, 'validation_failed');
-      expectError(await send('patch', `/consumer-api-key/${key.id}`, { secret: 'tg_x' }), 400, 'validation_failed');
-      expectError(await send('patch', `/consumer-api-key/${key.id}`, { name: null }), 400, 'validation_failed');
+      expectError(documented('patch', KEY, await send('patch', `/consumer-api-key/${key.id}`, { secret: 'tg_x' })), 400, 'validation_failed');
+      expectError(documented('patch', KEY, await send('patch', `/consumer-api-key/${key.id}`, { name: null })), 400, 'validation_failed');
     });
   });
 
@@ -169,32 +201,40 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('key and plan 
       now = START; // 14:23:02.400
       const key = await createKey();
       events.length = 0;
-      const res = documented('post', '/consumer-api-key/{consumerApiKeyId}/roll', await send('post', `/consumer-api-key/${key.id}/roll`, { gracePeriodSeconds: 3600 }));
+      const res = documented('post', ROLL, await send('post', `/consumer-api-key/${key.id}/roll`, { gracePeriodSeconds: 3600 }));
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ consumerApiKeyId: key.id, secret: expect.stringMatching(/^tg_/), previousSecretExpiresAt: '2026-11-21T15:23:02Z' });
+      // 14:23:02.400 + 1 h, rounded up to the whole second: the stated instant is the stored end.
+      expect(res.body).toEqual({ consumerApiKeyId: key.id, secret: expect.stringMatching(/^tg_/), previousSecretExpiresAt: '2026-11-21T15:23:03Z' });
       expect(res.body.secret).not.toBe(key.secret);
       secrets.push(res.body.secret);
       expect(events).toEqual([{ kind: 'key', keyId: key.id }]);
       // The detail shows the new secret; both secrets find the same key, the old one with its end.
       expect((await get(`/consumer-api-key/${key.id}`)).body.secret).toBe(res.body.secret);
       expect(await keys.findBySecretHash(hashSecret(res.body.secret))).toMatchObject({ id: key.id, secretValidUntilMs: null });
-      expect(await keys.findBySecretHash(hashSecret(key.secret))).toMatchObject({ id: key.id, secretValidUntilMs: Date.UTC(2026, 10, 21, 15, 23, 2) });
+      expect(await keys.findBySecretHash(hashSecret(key.secret))).toMatchObject({ id: key.id, secretValidUntilMs: Date.UTC(2026, 10, 21, 15, 23, 3) });
 
-      // Rolling again ends the earlier grace at once: the first secret opens nothing now.
+      // Rolling again ends the earlier grace at once: the first secret opens nothing now. Grace 0 refuses
+      // the second at once too; the answer states the instant by which every replica has heard of it
+      // (the first whole second at least 500 ms away), never one before the real end.
       const again = await send('post', `/consumer-api-key/${key.id}/roll`);
       expect(again.status).toBe(200);
-      expect(again.body.previousSecretExpiresAt).toBe('2026-11-21T14:23:02Z');
+      expect(again.body.previousSecretExpiresAt).toBe('2026-11-21T14:23:03Z');
       secrets.push(again.body.secret);
       expect(await keys.findBySecretHash(hashSecret(key.secret))).toBeUndefined();
       expect(await keys.findBySecretHash(hashSecret(res.body.secret))).toBeUndefined();
-      expect(await keys.findBySecretHash(hashSecret(again.body.secret))).toMatchObject({ id: key.id });
+      expect(await keys.findBySecretHash(hashSecret(again.body.secret))).toMatchObject({ id: key.id, secretValidUntilMs: null });
+      now = START + 600; // 14:23:03.000 exactly
+      const third = await send('post', `/consumer-api-key/${key.id}/roll`, { gracePeriodSeconds: 0 });
+      secrets.push(third.body.secret);
+      expect(third.body.previousSecretExpiresAt).toBe('2026-11-21T14:23:04Z');
+      now = START;
     });
 
     it('answers 404 for an unknown key and 400 for a grace outside 0-604800 s', async () => {
-      expectError(await send('post', '/consumer-api-key/key_nope/roll', {}), 404, 'key_not_found');
+      expectError(documented('post', ROLL, await send('post', '/consumer-api-key/key_nope/roll', {})), 404, 'key_not_found');
       const key = await createKey();
       for (const gracePeriodSeconds of [-1, 604_801, 1.5, '60']) {
-        expectError(await send('post', `/consumer-api-key/${key.id}/roll`, { gracePeriodSeconds }), 400, 'validation_failed');
+        expectError(documented('post', ROLL, await send('post', `/consumer-api-key/${key.id}/roll`, { gracePeriodSeconds })), 400, 'validation_failed');
       }
       expect((await send('post', `/consumer-api-key/${key.id}/roll`, { gracePeriodSeconds: 604_800 })).status).toBe(200);
     });
@@ -231,7 +271,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('key and plan 
     });
 
     it.each(['enabled=yes', 'enabled=1', 'rateLimitId=', 'namePrefix=', 'owner=x'])('refuses %s: 400 validation_failed', async (query) => {
-      expectError(await get(`/consumer-api-key?${query}`), 400, 'validation_failed');
+      expectError(documented('get', '/consumer-api-key', await get(`/consumer-api-key?${query}`)), 400, 'validation_failed');
     });
   });
 
@@ -260,8 +300,26 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('key and plan 
       const all = documented('get', '/rate-limit', await get('/rate-limit?limit=1000'));
       expect(all.body.rateLimits).toHaveLength(before + 2);
       expect(all.body.rateLimits.slice(-2)).toEqual([
-        { rateLimitId: a, description: '', limit: 5, period: 'second', createdAt: '2026-11-21T15:23:02Z', lastUpdated: '2026-11-21T15:23:02Z', keyCount: 0 },
-        { rateLimitId: b, description: '', limit: 7, period: 'day', createdAt: '2026-11-21T15:23:03Z', lastUpdated: '2026-11-21T15:23:03Z', keyCount: 2 },
+        {
+          rateLimitId: a,
+          description: '',
+          limit: 5,
+          period: 'second',
+          createdAt: '2026-11-21T15:23:02Z',
+          limits: [{ name: 'second', limit: 5, period: 'second', algorithm: 'fixed' }],
+          lastUpdated: '2026-11-21T15:23:02Z',
+          keyCount: 0,
+        },
+        {
+          rateLimitId: b,
+          description: '',
+          limit: 7,
+          period: 'day',
+          createdAt: '2026-11-21T15:23:03Z',
+          limits: [{ name: 'day', limit: 7, period: 'day', algorithm: 'fixed' }],
+          lastUpdated: '2026-11-21T15:23:03Z',
+          keyCount: 2,
+        },
       ]);
       const pages = [];
       let cursor: string | undefined;
@@ -271,21 +329,21 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('key and plan 
         cursor = res.body.nextCursor;
       } while (cursor);
       expect(pages).toEqual(all.body.rateLimits.map((p: { rateLimitId: string }) => p.rateLimitId));
-      expectError(await get('/rate-limit?cursor=bogus'), 400, 'invalid_cursor');
-      expectError(await get('/rate-limit?limit=0'), 400, 'validation_failed');
+      expectError(documented('get', '/rate-limit', await get('/rate-limit?cursor=bogus')), 400, 'invalid_cursor');
+      expectError(documented('get', '/rate-limit', await get('/rate-limit?limit=0')), 400, 'validation_failed');
     });
 
     it('shows one plan, 404 for an unknown one', async () => {
       const id = await createPlan(3, 'hour');
       expect(documented('get', PLAN, await get(`/rate-limit/${id}`)).body).toMatchObject({ rateLimitId: id, limit: 3, period: 'hour', keyCount: 0 });
       expectError(documented('get', PLAN, await get('/rate-limit/no-such')), 404, 'rate_limit_not_found');
-      expectError(await get('/rate-limit/bad%20id'), 404, 'rate_limit_not_found');
+      expectError(documented('get', PLAN, await get('/rate-limit/bad%20id')), 404, 'rate_limit_not_found');
     });
 
     it('changes the limit; the current window keeps what it spent; key caches are told', async () => {
       const id = await createPlan(10, 'minute');
       const key = await createKey({ rateLimitId: id });
-      for (let i = 0; i < 6; i++) limiter.consume(key.id, { limit: 10, period: 'minute' }, now);
+      for (let i = 0; i < 6; i++) limiter.consume(key.id, plan({ limit: 10, period: 'minute' }), now);
       events.length = 0;
       now = START + 1_000;
       const res = documented('patch', PLAN, await send('patch', `/rate-limit/${id}`, { limit: 8, description: 'smaller' }));
@@ -296,9 +354,9 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('key and plan 
       expectError(documented('patch', PLAN, await send('patch', '/rate-limit/no-such', { limit: 1 })), 404, 'rate_limit_not_found');
       // What a change leaves out stays as it was.
       expect((await send('patch', `/rate-limit/${id}`, { period: 'hour' })).body).toMatchObject({ limit: 8, period: 'hour', description: 'smaller' });
-      expectError(await send('patch', `/rate-limit/${id}`, {}), 400, 'validation_failed');
-      expectError(await send('patch', `/rate-limit/${id}`, { period: 'fortnight' }), 400, 'validation_failed');
-      expectError(await send('patch', `/rate-limit/${id}`, { rateLimitId: 'other' }), 400, 'validation_failed');
+      expectError(documented('patch', PLAN, await send('patch', `/rate-limit/${id}`, {})), 400, 'validation_failed');
+      expectError(documented('patch', PLAN, await send('patch', `/rate-limit/${id}`, { period: 'fortnight' })), 400, 'validation_failed');
+      expectError(documented('patch', PLAN, await send('patch', `/rate-limit/${id}`, { rateLimitId: 'other' })), 400, 'validation_failed');
     });
 
     it('refuses to delete a plan in use (409 with keyCount) unless forced, which unbinds its keys', async () => {
@@ -308,7 +366,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('key and plan 
       const refused = documented('delete', PLAN, await del(`/rate-limit/${id}`));
       expectError(refused, 409, 'rate_limit_in_use');
       expect(refused.body.keyCount).toBe(2);
-      expectError(await del(`/rate-limit/${id}?force=maybe`), 400, 'validation_failed');
+      expectError(documented('delete', PLAN, await del(`/rate-limit/${id}?force=maybe`)), 400, 'validation_failed');
       events.length = 0;
       now = START + 5_000;
       const forced = documented('delete', PLAN, await del(`/rate-limit/${id}?force=true`));
@@ -319,7 +377,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('key and plan 
         expect((await get(`/consumer-api-key/${k.id}`)).body).toMatchObject({ rateLimitId: null, lastUpdated: '2026-11-21T14:23:07Z' });
       }
       now = START;
-      expectError(await del(`/rate-limit/${id}`), 404, 'rate_limit_not_found');
+      expectError(documented('delete', PLAN, await del(`/rate-limit/${id}`)), 404, 'rate_limit_not_found');
       const unused = await createPlan();
       expect((await del(`/rate-limit/${unused}`)).status).toBe(200);
       expectError(await get(`/rate-limit/${unused}`), 404, 'rate_limit_not_found');
@@ -329,6 +387,37 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('key and plan 
       const res = await send('post', '/rate-limit/create', { rateLimitId: 'create', limit: 1, period: 'day' });
       expectError(res, 400, 'validation_failed');
       expect(res.body.details).toEqual([{ field: 'rateLimitId', message: '"create" is reserved' }]);
+    });
+  });
+
+  describe('a call that changes nothing', () => {
+    it('writes no audit entry, tells no cache and leaves lastUpdated: the plan a key already has, the settings it already has', async () => {
+      const plan = await createPlan();
+      now = START;
+      const key = await createKey({ externalId: 'same', metadata: { a: 1, b: 2 }, expiresAt: '2030-01-01T00:00:00Z' });
+      now = START + 5_000;
+      expect((await send('post', '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: plan })).status).toBe(200);
+      const entries = async () => (await get(`/tollgate/audit-log?targetId=${key.id}`)).body.auditLog.map((e: { action: string }) => e.action);
+      expect(await entries()).toEqual(['key.apply_plan', 'key.create']);
+      events.length = 0;
+      now = START + 60_000;
+
+      const again = documented('post', '/api-keys/apply-rate-limit', await send('post', '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: plan }));
+      // The seed's answer, as for any binding.
+      expect(again.body).toEqual({ consumerApiKeyId: key.id, rateLimitId: plan, message: `Rate limit plan ${plan} applied to consumer API key ${key.id}` });
+      const same = { name: 'k', enabled: true, externalId: 'same', metadata: { a: 1, b: 2 }, expiresAt: '2030-01-01T00:00:00Z' };
+      const patched = documented('patch', KEY, await send('patch', `/consumer-api-key/${key.id}`, same));
+      expect(patched.status).toBe(200);
+      expect(patched.body).toMatchObject({ ...same, lastUpdated: '2026-11-21T14:23:07Z' });
+
+      expect(await entries()).toEqual(['key.apply_plan', 'key.create']);
+      expect(events).toEqual([]);
+      expect((await get(`/consumer-api-key/${key.id}`)).body.lastUpdated).toBe('2026-11-21T14:23:07Z');
+      // Metadata with its members in another order is a change: it is returned as given.
+      const reordered = await send('patch', `/consumer-api-key/${key.id}`, { metadata: { b: 2, a: 1 } });
+      expect(reordered.body.lastUpdated).toBe('2026-11-21T14:24:02Z');
+      expect(await entries()).toEqual(['key.update', 'key.apply_plan', 'key.create']);
+      now = START;
     });
   });
 
@@ -348,7 +437,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('key and plan 
       expect((await get(`/consumer-api-key/${key.id}`)).body.lastUpdated).toBe('2026-11-21T14:23:11Z');
       now = START;
       expectError(documented('post', '/api-keys/remove-rate-limit', await send('post', '/api-keys/remove-rate-limit', { consumerApiKeyId: 'key_nope' })), 404, 'key_not_found');
-      expectError(await send('post', '/api-keys/remove-rate-limit', { consumerApiKeyId: key.id, extra: 1 }), 400, 'validation_failed');
+      expectError(documented('post', '/api-keys/remove-rate-limit', await send('post', '/api-keys/remove-rate-limit', { consumerApiKeyId: key.id, extra: 1 })), 400, 'validation_failed');
     });
   });
 

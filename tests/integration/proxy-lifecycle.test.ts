@@ -5,7 +5,12 @@
  * every presented key's last use reaches the database.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { KeyChangeFeed } from '../../src/keys/key-change-feed.js';
 import { encryptSecret, generateSecret, hashSecret } from '../../src/keys/secret.js';
+import { createLogger } from '../../src/ops/logger.js';
+import { AuditRepository } from '../../src/store/audit-repository.js';
+import { KeyRepository } from '../../src/store/key-repository.js';
+import { waitFor } from '../helpers/poll.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 
 afterAll(closeDatabase);
@@ -18,6 +23,10 @@ describe('proxy: key lifecycle', () => {
 
   const call = (secret: string, path = '/v1/items') => fetch(h.base + path, { headers: { 'x-api-key': secret } });
   const announce = (keyId: string) => h.events.publish({ kind: 'key', keyId });
+  let audit: AuditRepository;
+  beforeAll(() => {
+    audit = new AuditRepository(h.db.db);
+  });
 
   it('refuses a disabled key with 403 key_disabled: not forwarded, no quota spent, counted as failed', async () => {
     const key = await h.createKey({ limit: 1, period: 'day' });
@@ -92,13 +101,37 @@ describe('proxy: key lifecycle', () => {
     await h.keys.roll(key.id, { hash: hashSecret(next), ciphertext: encryptSecret(next, h.encryptionKey) }, new Date(h.now + 1_000), new Date(h.now));
     await announce(key.id);
     expect((await call(key.secret)).status).toBe(200);
-    h.failLookups = true;
+    h.databaseDown();
     try {
       h.now += 1_000;
       expect((await call(key.secret)).status).toBe(503);
     } finally {
-      h.failLookups = false;
+      h.databaseUp();
     }
+  });
+
+  it('ends a rolled secret cached as current at the stated instant though the change message was lost, from the recorded changes', async () => {
+    const key = await h.createKey();
+    expect((await call(key.secret)).status).toBe(200); // cached as the current secret, no end known
+    const feed = new KeyChangeFeed((since) => audit.keyChangesSince(since), (change) => void h.events.publish(change), createLogger('silent'), () => h.now);
+    await feed.poll();
+    // Rolled elsewhere as the management API does it (the change and its entry in one transaction); no message.
+    const next = generateSecret();
+    const graceEnd = Math.ceil((h.now + 2_000) / 1000) * 1000;
+    await h.db.db.transaction().execute(async (trx) => {
+      await new KeyRepository(trx).roll(key.id, { hash: hashSecret(next), ciphertext: encryptSecret(next, h.encryptionKey) }, new Date(graceEnd), new Date(h.now));
+      await new AuditRepository(trx).insert([{ id: `aud_${key.id}`, time: new Date(h.now), actor: { type: 'root' }, action: 'key.roll', target: { type: 'key', id: key.id }, requestId: 'r', clientAddress: '::1', changes: { before: '{}', after: '{}' } }]);
+    });
+    h.now = graceEnd;
+    // Without the recorded changes this replica would still take the old secret as current.
+    expect((await call(key.secret)).status).toBe(200);
+    h.now = graceEnd - 1_500;
+    await feed.poll();
+    h.now = graceEnd - 1;
+    expect((await call(key.secret)).status).toBe(200);
+    h.now = graceEnd;
+    expect((await call(key.secret)).status).toBe(401);
+    expect((await call(next)).status).toBe(200);
   });
 
   it('writes the last use of each presented key, refusals included', async () => {
@@ -110,8 +143,8 @@ describe('proxy: key lifecycle', () => {
     const at = h.now;
     expect((await call(used.secret)).status).toBe(200);
     expect((await call(disabled.secret)).status).toBe(403);
-    await h.lastUse.flush();
-    expect((await h.keys.get(used.id))?.lastUsedAt?.getTime()).toBe(at);
-    expect((await h.keys.get(disabled.id))?.lastUsedAt?.getTime()).toBe(at);
+    // The app writes last uses once a second.
+    const lastUse = () => Promise.all([used, disabled].map(async (k) => (await h.keys.get(k.id))?.lastUsedAt?.getTime()));
+    expect((await waitFor(lastUse, (times) => times.every((t) => t !== undefined), { timeoutMs: 5_000 })).value).toEqual([at, at]);
   });
 });

@@ -11,6 +11,10 @@ import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { PlanRepository } from '../../src/store/plan-repository.js';
+import { plan } from '../helpers/plans.js';
+
+/** A plan of two limits, one sliding. */
+const SILVER = plan({ limit: 10, period: 'hour' }, { limit: 2, period: 'second', name: 'burst', algorithm: 'sliding' });
 
 describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
   let dir: string;
@@ -31,8 +35,8 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     await migrate(db);
     keys = new KeyRepository(db.db);
     plans = new PlanRepository(db.db);
-    await plans.insert({ rateLimitId: 'gold', description: '', limit: 100, period: 'minute', createdAt: new Date() });
-    await plans.insert({ rateLimitId: 'silver', description: '', limit: 10, period: 'hour', createdAt: new Date() });
+    await plans.insert({ rateLimitId: 'gold', description: '', limits: plan({ limit: 100, period: 'minute' }).limits, createdAt: new Date() });
+    await plans.insert({ rateLimitId: 'silver', description: '', limits: SILVER.limits, createdAt: new Date() });
   }, 120_000);
 
   afterAll(async () => {
@@ -76,16 +80,17 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
   it('resolves a key with its plan, then answers from memory without a query', async () => {
     const key = await newKey('gold');
     const c = cache();
-    expect(await c.resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 100, period: 'minute' }, enabled: true, expiresAtMs: null });
+    expect(await c.resolve(key.secret)).toEqual({ id: key.id, plan: plan({ limit: 100, period: 'minute' }), enabled: true, expiresAtMs: null });
     // A hit is synchronous: no promise, no query.
-    expect(c.resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 100, period: 'minute' }, enabled: true, expiresAtMs: null });
+    expect(c.resolve(key.secret)).toEqual({ id: key.id, plan: plan({ limit: 100, period: 'minute' }), enabled: true, expiresAtMs: null });
     expect(lookups).toBe(1);
   });
 
-  it('applies the default policy to keys without a plan, and none when there is no default', async () => {
+  it('applies the default plan to keys without a plan, and none when there is no default', async () => {
     const key = await newKey();
-    expect(await cache({ defaultRateLimit: { limit: 5, period: 'second' } }).resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 5, period: 'second' }, enabled: true, expiresAtMs: null });
-    expect(await cache().resolve(key.secret)).toEqual({ id: key.id, policy: undefined, enabled: true, expiresAtMs: null });
+    const defaultRateLimit = plan({ limit: 5, period: 'second' });
+    expect(await cache({ defaultRateLimit }).resolve(key.secret)).toEqual({ id: key.id, plan: defaultRateLimit, enabled: true, expiresAtMs: null });
+    expect(await cache().resolve(key.secret)).toEqual({ id: key.id, plan: undefined, enabled: true, expiresAtMs: null });
   });
 
   it('shares one look-up among concurrent misses for one secret', async () => {
@@ -127,9 +132,9 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     await c.resolve(key.secret);
     await keys.bindPlan(key.id, 'silver', new Date());
     now += 29_999;
-    expect(c.resolve(key.secret)).toMatchObject({ policy: { limit: 100 } });
+    expect(c.resolve(key.secret)).toMatchObject({ plan: plan({ limit: 100, period: 'minute' }) });
     now += 2;
-    expect(await c.resolve(key.secret)).toMatchObject({ policy: { limit: 10, period: 'hour' } });
+    expect(await c.resolve(key.secret)).toMatchObject({ plan: SILVER });
     expect(lookups).toBe(2);
   });
 
@@ -151,7 +156,7 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     await keys.bindPlan(b.id, 'silver', new Date());
     await events.publish({ kind: 'all' });
     expect(await c.resolve(a.secret)).toBeUndefined();
-    expect(await c.resolve(b.secret)).toEqual({ id: b.id, policy: { limit: 10, period: 'hour' }, enabled: true, expiresAtMs: null });
+    expect(await c.resolve(b.secret)).toEqual({ id: b.id, plan: SILVER, enabled: true, expiresAtMs: null });
   });
 
   it('keeps serving cached keys after such a reconnect while the database is down too', async () => {
@@ -160,8 +165,24 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     await c.resolve(key.secret);
     failing = true;
     await events.publish({ kind: 'all' });
-    expect(await c.resolve(key.secret)).toEqual({ id: key.id, policy: { limit: 100, period: 'minute' }, enabled: true, expiresAtMs: null });
+    expect(await c.resolve(key.secret)).toEqual({ id: key.id, plan: plan({ limit: 100, period: 'minute' }), enabled: true, expiresAtMs: null });
     expect(lookups).toBe(2);
+  });
+
+  it('re-checks a key whose change was read back from the record, and keeps it working while the database is down', async () => {
+    const [kept, gone] = [await newKey('gold'), await newKey('gold')];
+    const c = cache();
+    await c.resolve(kept.secret);
+    await c.resolve(gone.secret);
+    // Checked again at the next use: a change the message did not bring is seen.
+    await keys.delete(gone.id);
+    await events.publish({ kind: 'key', keyId: gone.id, recheck: true });
+    expect(await c.resolve(gone.secret)).toBeUndefined();
+    // Most such changes were heard already: with the database down, the entry keeps its key working.
+    failing = true;
+    await events.publish({ kind: 'plan', rateLimitId: 'gold', recheck: true });
+    expect(await c.resolve(kept.secret)).toEqual({ id: kept.id, plan: plan({ limit: 100, period: 'minute' }), enabled: true, expiresAtMs: null });
+    expect(lookups).toBe(4);
   });
 
   it('drops every key bound to a plan when the plan changes, and only those', async () => {

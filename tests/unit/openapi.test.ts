@@ -180,3 +180,19 @@ describe('OpenApiChecker', () => {
     ).not.toEqual([]);
   });
 });
+
+describe('OpenAPI document: usage series', () => {
+  it('names exactly one of endpoint and customerId in each series', async () => {
+    const checker = await OpenApiChecker.create();
+    const answer = (series: object[]) => ({
+      status: 200,
+      headers: json,
+      body: { consumerApiKeyId: 'key_a', granularity: 'day', from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z', buckets: [], series },
+    });
+    const path = '/consumer-api-key/{consumerApiKeyId}/usage';
+    expect(checker.problems('get', path, answer([{ endpoint: '/v1', buckets: [] }, { endpoint: '/v2', buckets: [] }]))).toEqual([]);
+    expect(checker.problems('get', path, answer([{ customerId: 'c1', buckets: [] }]))).toEqual([]);
+    expect(checker.problems('get', path, answer([{ buckets: [] }]))).not.toEqual([]);
+    expect(checker.problems('get', path, answer([{ endpoint: '/v1', customerId: 'c1', buckets: [] }]))).not.toEqual([]);
+  });
+});
