@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Tollgate image: compile in one stage, install production dependencies in another, and ship only
-# dist/src, sql/, package.json and the production node_modules on a slim Node 24 runtime.
+# dist/src, dist/console, sql/, package.json and the production node_modules on a slim Node 24 runtime.
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 
@@ -8,13 +8,17 @@ ARG NODE_IMAGE=node:24-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --ignore-scripts: every install script in the tree belongs to a devDependency that tsc does not
-# need (the `node` package would download a second Node binary; @swc/core is the test transform).
+# --ignore-scripts: every install script in the tree belongs to a devDependency the build does not
+# need (the `node` package would download a second Node binary; @swc/core is the test transform;
+# esbuild finds its binary in its platform package without its postinstall).
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# The image's own Node runs tsc; node_modules/.bin is not on PATH in a RUN step.
-RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json
+# The web console (CONSOLE=on by default): esbuild bundles console/ into dist/console.
+COPY console ./console
+COPY scripts/build-console.mjs ./scripts/build-console.mjs
+# The image's own Node runs tsc and esbuild; node_modules/.bin is not on PATH in a RUN step.
+RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json && node scripts/build-console.mjs
 
 # --- deps: production dependencies only -----------------------------------------------------
 FROM ${NODE_IMAGE} AS deps
@@ -38,6 +42,7 @@ COPY package.json ./
 # The migration runner reads sql/ next to dist/ at start-up.
 COPY sql ./sql
 COPY --from=build /app/dist/src ./dist/src
+COPY --from=build /app/dist/console ./dist/console
 # DATA_DIR holds the embedded database and a generated encryption key when no DATABASE_URL is set;
 # it is the one path the service writes (mount a volume there to keep embedded data).
 RUN mkdir -p /var/lib/tollgate && chown 1000:1000 /var/lib/tollgate && chmod 0700 /var/lib/tollgate

@@ -38,7 +38,24 @@ export default tseslint.config(
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
-          patterns: [{ group: ['kysely', 'pg', '@electric-sql/*', 'kysely-*'], message: 'Only store/ and the usage/*-repository.ts files talk to the database.', allowTypeImports: false }],
+          patterns: [{ group: ['kysely', 'pg', 'node:sqlite', '@electric-sql/*', 'kysely-*'], message: 'Only store/ and the usage/*-repository.ts files talk to the database.', allowTypeImports: false }],
+        },
+      ],
+    },
+  },
+  {
+    // The console runs in the browser: nothing of Node, and from the server's code only types and the
+    // pure modules it shares (plan periods), never the management stack.
+    files: ['console/**/*.ts', 'console/**/*.tsx'],
+    rules: {
+      'no-restricted-imports': 'off',
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['node:*'], message: 'The console runs in the browser.' },
+            { group: ['**/src/management/*', '**/src/store/*', '**/src/proxy/*'], allowTypeImports: true, message: 'The console calls the public API; it imports only its types.' },
+          ],
         },
       ],
     },

@@ -14,8 +14,8 @@ export default {
   testMatch: ['<rootDir>/tests/**/*.test.ts'],
   globalSetup: '<rootDir>/tests/global-setup.ts',
   globalTeardown: '<rootDir>/tests/global-teardown.ts',
-  // Generous: embedded PGlite runs initdb (~5 s of CPU here) in every fresh data folder, and e2e files
-  // start several servers; a hang still fails, it just takes this long.
+  // Generous: e2e files start several servers, and the upgrade tests run PGlite's initdb (seconds of
+  // CPU here); a hang still fails, it just takes this long.
   testTimeout: 120_000,
   // Integration and e2e files own their databases and ports; two workers fit this 2-core machine.
   maxWorkers: 2,

@@ -1,15 +1,23 @@
-// `npm start` runs the built server; build first when dist/ is missing or older than any source file.
+// `npm start` runs the built server; build first when dist/ is missing or older than any source file:
+// the server from src/ (tsc), the console from console/ (scripts/build-console.mjs; it takes a list of
+// periods from src/ too).
 import { execFileSync } from 'node:child_process';
 import { readdirSync, statSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-const entry = 'dist/src/main.js';
 const newest = (dir) =>
   readdirSync(dir, { withFileTypes: true }).reduce((max, e) => {
     const p = join(dir, e.name);
     return Math.max(max, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
   }, 0);
+const stale = (output, ...sources) =>
+  !existsSync(output) || sources.some((dir) => statSync(output).mtimeMs < newest(dir));
 
-if (!existsSync(entry) || statSync(entry).mtimeMs < newest('src')) {
-  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+if (stale('dist/src/main.js', 'src')) {
+  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
+    stdio: 'inherit',
+  });
+}
+if (stale('dist/console/index.html', 'console', 'src')) {
+  execFileSync(process.execPath, ['scripts/build-console.mjs'], { stdio: 'inherit' });
 }

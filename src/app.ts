@@ -6,12 +6,14 @@ import { LastUseTracker } from './keys/last-use.js';
 import type { KeyEvents } from './keys/key-events.js';
 import type { RateLimiter } from './limits/rate-limiter.js';
 import type { RateLimitPolicy } from './limits/window.js';
+import { createConsoleHandler, loadConsoleFiles } from './console/console-files.js';
 import { createManagementApp } from './management/app.js';
 import { buildOpenApiDocument } from './management/openapi.js';
 import type { Logger } from './ops/logger.js';
 import { settledWithin } from './ops/deadline.js';
 import type { Metrics } from './ops/metrics.js';
 import { createOpsServer } from './ops/ops-server.js';
+import { RepeatingTask } from './ops/repeating-task.js';
 import type { FailureThrottle } from './proxy/auth-throttle.js';
 import { createProxyHandler } from './proxy/handler.js';
 import { createUpgradeHandler } from './proxy/websocket.js';
@@ -19,14 +21,14 @@ import { createPublicServer } from './server.js';
 import type { DbHandle } from './store/db.js';
 import { AdminTokenRepository } from './store/admin-token-repository.js';
 import { AuditRepository } from './store/audit-repository.js';
-import { AuditRetention } from './store/audit-retention.js';
+import { pruneAuditLog } from './store/audit-retention.js';
 import { KeyRepository } from './store/key-repository.js';
 import { PlanRepository } from './store/plan-repository.js';
 import { StorageHealth } from './store/storage-health.js';
 import { UsageHistory } from './usage/history.js';
 import { UsageHistoryRepository } from './usage/history-repository.js';
 import { UsageReader } from './usage/reader.js';
-import { UsageRetention } from './usage/retention.js';
+import { pruneUsage } from './usage/retention.js';
 import { UsageRecorder } from './usage/recorder.js';
 import type { UsageRepository } from './usage/usage-repository.js';
 import type { PendingUsage, UsageSink } from './usage/usage.js';
@@ -39,9 +41,14 @@ export interface Adapters {
   readonly usageRepository: UsageRepository;
   /** Where the recorder's batches go: Postgres directly, or Redis hashes. */
   readonly usageSink: UsageSink;
+  /**
+   * How often the recorder hands its usage to the sink (absent: once a second). A SIGKILL loses what was
+   * recorded since the last handover plus the write in flight, which must stay within the last second.
+   */
+  readonly usageFlushIntervalMs?: number;
   /** Usage recorded elsewhere and not yet in Postgres (Redis hashes), beyond this process's own. */
   readonly pendingUsage: readonly PendingUsage[];
-  /** Background work that must run while the app serves and finish on shutdown (the usage flusher). */
+  /** Background work that must run while the app serves and finish on shutdown (the usage flusher, the recorded key changes). */
   readonly background: readonly { start(): void; stop(): Promise<void> }[];
   /** Failed authentications per client address under `name`: shared through Redis, else in process. */
   failureThrottle(name: string, policy: RateLimitPolicy): FailureThrottle;
@@ -62,6 +69,8 @@ export interface AppOptions {
   readonly clock?: () => number;
   /** What a scrape of the ops port returns; default: this process's registry (WORKERS>1 sums all workers). */
   readonly scrapeMetrics?: () => Promise<string>;
+  /** The built console (dist/console); without it no console is served, whatever CONSOLE says. */
+  readonly consoleDirectory?: string;
 }
 
 export interface App {
@@ -90,14 +99,17 @@ export function buildApp({
   encryptionKeys,
   clock = Date.now,
   scrapeMetrics = () => metrics.registry.metrics(),
+  consoleDirectory,
 }: AppOptions): App {
   const keys = new KeyRepository(adapters.db.db);
   const storageHealth = new StorageHealth(adapters.db.db);
   const plans = new PlanRepository(adapters.db.db);
-  const recorder = new UsageRecorder(adapters.usageSink, logger, metrics);
+  const recorder = new UsageRecorder(adapters.usageSink, logger, metrics, adapters.usageFlushIntervalMs);
   const usage = new UsageReader(adapters.usageRepository, [...adapters.pendingUsage, recorder]);
   const historyRepository = new UsageHistoryRepository(adapters.db.db);
-  const usageRetention = new UsageRetention(historyRepository, config.usageRetention, logger);
+  /** Retention is counted in days: pruning hourly keeps within an hour of it. */
+  const pruneHourly = (name: string, work: () => Promise<void>) => new RepeatingTask(name, 3_600_000, work, logger);
+  const usageRetention = pruneHourly('usage retention', () => pruneUsage(historyRepository, config.usageRetention, logger));
   const lastUse = new LastUseTracker((times) => keys.markUsed(times), logger);
   if (adapters.db.pool) metrics.watchPool(adapters.db.pool);
 
@@ -123,7 +135,7 @@ export function buildApp({
   const proxy = createProxyHandler(proxyDeps);
   const upgrade = createUpgradeHandler(proxyDeps);
   const audit = new AuditRepository(adapters.db.db);
-  const auditRetention = new AuditRetention(audit, config.auditRetentionDays, logger);
+  const auditRetention = pruneHourly('audit retention', () => pruneAuditLog(audit, config.auditRetentionDays, logger));
   const management = createManagementApp({
     db: adapters.db.db,
     keys,
@@ -146,11 +158,18 @@ export function buildApp({
     clock,
     storageHealth,
   });
+  let serveConsole: ReturnType<typeof createConsoleHandler> | undefined;
+  if (config.console && consoleDirectory !== undefined) {
+    const files = loadConsoleFiles(consoleDirectory);
+    if (!files) logger.warn({ directory: consoleDirectory }, 'the console is not built (npm run build): its pages answer 404');
+    serveConsole = createConsoleHandler(config.managementPrefix, files);
+  }
   const publicServer = createPublicServer({
     managementApp: management,
     proxy,
     upgrade,
     managementPrefix: config.managementPrefix,
+    ...(serveConsole && { console: serveConsole }),
   });
 
   let draining = false;

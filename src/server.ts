@@ -39,6 +39,8 @@ export function isManagementPath(path: string, prefix: string): boolean {
 export interface PublicServerOptions {
   readonly managementApp: (req: IncomingMessage, res: ServerResponse) => void;
   readonly proxy: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The web console: answers (and returns true) for the paths under it; absent with CONSOLE=off. */
+  readonly console?: (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
   /** WebSocket upgrades on proxied paths; without it, upgrade requests are proxied as plain HTTP. */
   readonly upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   readonly managementPrefix: string;
@@ -74,9 +76,10 @@ function refuseUpgrade(socket: Duplex): void {
  * it) and `/x/..%2fconsumer-api-key` is a proxied one (the proxy refuses it): nothing is decoded twice.
  */
 export function createPublicServer(options: PublicServerOptions): Server {
-  const { managementApp, proxy, upgrade, managementPrefix } = options;
+  const { managementApp, proxy, upgrade, managementPrefix, console: serveConsole } = options;
   const route = (req: IncomingMessage, res: ServerResponse, expectsContinue = false): void => {
     const path = routingPath(req);
+    if (path !== undefined && serveConsole?.(req, res, path)) return;
     if (path !== undefined && isManagementPath(path, managementPrefix)) {
       // Management bodies are small and checked after they arrive.
       if (expectsContinue) res.writeContinue();

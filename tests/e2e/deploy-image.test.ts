@@ -127,6 +127,9 @@ describe('runtime image layout', () => {
     });
     expect(await waitFor(`http://127.0.0.1:${opsPort}/readyz`, deadline)).toBe(200);
     expect(runHealthcheck(opsPort)).toBe(0);
+    // The web console is in the image (dist/console): its page answers on the public port.
+    const consolePage = await fetch(`http://127.0.0.1:${port}/tollgate/console/`);
+    expect({ status: consolePage.status, app: (await consolePage.text()).includes('<div id="app">') }).toEqual({ status: 200, app: true });
 
     child.kill('SIGTERM');
     let timer: NodeJS.Timeout | undefined;

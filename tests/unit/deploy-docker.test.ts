@@ -76,12 +76,14 @@ describe('Dockerfile', () => {
     ).toEqual([]);
   });
 
-  test('the runtime image has what start-up reads: package.json (ESM), sql/ and dist/src', () => {
+  test('the runtime image has what start-up reads: package.json (ESM), sql/, dist/src and dist/console', () => {
     const copies = of(runtime, 'COPY').map((i) => `${fromStage(i) ?? 'context'}: ${content(i)}`);
     expect(copies).toContain('context: package.json ./');
     expect(copies).toContain('context: sql ./sql');
     const build = stages.find((s) => of(s, 'RUN').some((r) => /\btsc\b/.test(content(r))));
     expect(copies).toContain(`${build?.name}: /app/dist/src ./dist/src`);
+    // The web console, built beside the server (main.ts serves dist/console).
+    expect(copies).toContain(`${build?.name}: /app/dist/console ./dist/console`);
     expect(of(runtime, 'WORKDIR').map(content)).toEqual(['/app']);
   });
 

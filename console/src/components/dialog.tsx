@@ -1,0 +1,88 @@
+/**
+ * A modal dialog on the platform's <dialog>: the page behind it is inert, Tab and Shift+Tab cycle
+ * inside it, Escape closes it, and focus returns to what opened it.
+ */
+import type { ComponentChildren } from 'preact';
+import { useEffect, useId, useRef } from 'preact/hooks';
+import type { ApiError } from '../api';
+import { ErrorMessage } from './error-message';
+
+const FOCUSABLE =
+  'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+
+export interface DialogProps {
+  readonly open: boolean;
+  readonly title: string;
+  readonly onClose: () => void;
+  readonly children: ComponentChildren;
+}
+
+export function Dialog({ open, title, onClose, children }: DialogProps) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const opener = useRef<HTMLElement | null>(null);
+  const titleId = useId();
+  useEffect(() => {
+    const dialog = ref.current;
+    if (!dialog) return;
+    if (open && !dialog.open) {
+      opener.current = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+      dialog.showModal();
+    } else if (!open && dialog.open) {
+      dialog.close();
+    }
+  }, [open]);
+  useEffect(() => () => opener.current?.focus(), []);
+
+  const trapTab = (event: KeyboardEvent) => {
+    if (event.key !== 'Tab' || !ref.current) return;
+    const focusable = [...ref.current.querySelectorAll<HTMLElement>(FOCUSABLE)];
+    const first = focusable[0];
+    const last = focusable[focusable.length - 1];
+    if (!first || !last) return;
+    if (event.shiftKey && document.activeElement === first) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && document.activeElement === last) {
+      event.preventDefault();
+      first.focus();
+    }
+  };
+
+  return (
+    <dialog
+      ref={ref}
+      aria-labelledby={titleId}
+      onKeyDown={trapTab}
+      onClose={() => {
+        onClose();
+        if (opener.current?.isConnected) opener.current.focus();
+      }}
+    >
+      <h2 id={titleId}>{title}</h2>
+      {children}
+    </dialog>
+  );
+}
+
+/** A dialog's last row: the API's error if the action failed, its action buttons, and Cancel. */
+export function DialogButtons({
+  error,
+  onCancel,
+  children,
+}: {
+  error: ApiError | undefined;
+  onCancel: () => void;
+  children: ComponentChildren;
+}) {
+  return (
+    <>
+      <ErrorMessage error={error} />
+      <div class="dialog-buttons">
+        {children}
+        <button type="button" class="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </>
+  );
+}

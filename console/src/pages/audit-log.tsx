@@ -1,0 +1,230 @@
+/** Who changed what: the audit log, newest first, filtered by action, target, actor and time, a page at a time. */
+import { useDraft } from '../use-draft';
+import { ErrorMessage } from '../components/error-message';
+import { PageTitle } from '../components/page-title';
+import { Pager, usePagedApi } from '../components/pager';
+import { formatTime, isoToUtcInput, utcInputToIso } from '../format';
+import { href, hrefWith, navigate, type Route } from '../route';
+import type { AuditEntry, AuditLogResponse } from '../types';
+
+const PAGE_SIZE = 50;
+
+/** The actions the API records (its OpenAPI description lists them). */
+const ACTIONS = [
+  'key.create',
+  'key.update',
+  'key.roll',
+  'key.delete',
+  'key.apply_plan',
+  'key.remove_plan',
+  'plan.create',
+  'plan.update',
+  'plan.delete',
+  'admin_token.create',
+  'admin_token.delete',
+] as const;
+
+interface Filters {
+  readonly action: string;
+  readonly targetId: string;
+  readonly actorId: string;
+  readonly from: string;
+  readonly to: string;
+}
+
+const FILTER_NAMES = ['action', 'targetId', 'actorId', 'from', 'to'] as const;
+
+function filtersOf(query: URLSearchParams): Filters {
+  return Object.fromEntries(FILTER_NAMES.map((name) => [name, query.get(name) ?? ''])) as unknown as Filters;
+}
+
+/** The target's name where its before or after carries one (keys, admin tokens), beside its id. */
+function nameOf(entry: AuditEntry): string | undefined {
+  for (const side of [entry.changes.after, entry.changes.before]) {
+    const name = (side as { name?: unknown } | null)?.name;
+    if (typeof name === 'string') return name;
+  }
+  return undefined;
+}
+
+const brief = (value: unknown) => {
+  if (value === undefined) return '—';
+  const text = JSON.stringify(value);
+  return text.length > 40 ? text.slice(0, 39) + '…' : text;
+};
+
+/** What changed, field by field (`enabled: true → false`); a creation or deletion says so. */
+function changeSummary(before: unknown, after: unknown): string[] {
+  if (before === null || before === undefined) return ['created'];
+  if (after === null || after === undefined) return ['deleted'];
+  if (typeof before !== 'object' || typeof after !== 'object') return [`${brief(before)} → ${brief(after)}`];
+  const fields = new Set([...Object.keys(before), ...Object.keys(after)]);
+  const b = before as Record<string, unknown>;
+  const a = after as Record<string, unknown>;
+  return [...fields]
+    .filter((f) => JSON.stringify(b[f]) !== JSON.stringify(a[f]))
+    .map((f) => `${f}: ${brief(b[f])} → ${brief(a[f])}`);
+}
+
+function Target({ entry }: { entry: AuditEntry }) {
+  const { type, id } = entry.target;
+  const name = nameOf(entry);
+  const link =
+    type === 'key' && entry.action !== 'key.delete'
+      ? href('keys', id)
+      : type === 'plan' && entry.action !== 'plan.delete'
+        ? href('plans', id, 'edit')
+        : undefined;
+  return (
+    <>
+      {type} {link ? <a href={link}>{name ?? id}</a> : <span>{name ?? id}</span>}
+      {name !== undefined && <div class="mono muted small">{id}</div>}
+    </>
+  );
+}
+
+function Actor({ entry }: { entry: AuditEntry }) {
+  if (entry.actor.type === 'root') return <>root token</>;
+  return (
+    <>
+      {entry.actor.name} <span class="mono muted small">{entry.actor.id}</span>
+    </>
+  );
+}
+
+function FilterForm({ filters }: { filters: Filters }) {
+  const { draft, field } = useDraft({
+    ...filters,
+    from: isoToUtcInput(filters.from),
+    to: isoToUtcInput(filters.to),
+  });
+  return (
+    <form
+      class="filters"
+      role="search"
+      aria-label="Filter the audit log"
+      onSubmit={(e) => {
+        e.preventDefault();
+        navigate(
+          hrefWith(href('audit'), {
+            ...draft,
+            from: draft.from ? (utcInputToIso(draft.from) ?? '') : '',
+            to: draft.to ? (utcInputToIso(draft.to) ?? '') : '',
+          }),
+        );
+      }}
+    >
+      <div class="field">
+        <label for="a-action">Action</label>
+        <select id="a-action" value={draft.action} onChange={field('action')}>
+          <option value="">Any</option>
+          {ACTIONS.map((a) => (
+            <option key={a} value={a}>
+              {a}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div class="field">
+        <label for="a-target">Target id</label>
+        <input id="a-target" value={draft.targetId} onInput={field('targetId')} />
+      </div>
+      <div class="field">
+        <label for="a-actor">Actor (admin token id)</label>
+        <input id="a-actor" value={draft.actorId} onInput={field('actorId')} />
+      </div>
+      <div class="field">
+        <label for="a-from">From (UTC)</label>
+        <input id="a-from" type="datetime-local" step="1" value={draft.from} onInput={field('from')} />
+      </div>
+      <div class="field">
+        <label for="a-to">To (UTC)</label>
+        <input id="a-to" type="datetime-local" step="1" value={draft.to} onInput={field('to')} />
+      </div>
+      <div class="field field-buttons">
+        <button type="submit">Filter</button>
+        <button type="button" class="secondary" onClick={() => navigate(href('audit'))}>
+          Clear
+        </button>
+      </div>
+    </form>
+  );
+}
+
+export function AuditLogPage({ route }: { route: Route }) {
+  const filters = filtersOf(route.query);
+  const { cursors, page: log } = usePagedApi<AuditLogResponse>('/tollgate/audit-log', {
+    ...filters,
+    limit: PAGE_SIZE,
+  });
+  return (
+    <>
+      <PageTitle title="Audit log" />
+      <FilterForm filters={filters} />
+      <ErrorMessage error={log.error} />
+      {log.loading && !log.data && <p role="status">Loading the audit log…</p>}
+      {log.data && (
+        <>
+          {log.data.auditLog.length === 0 ? (
+            <p role="status">No entry matches.</p>
+          ) : (
+            <table class="data audit">
+              <caption class="visually-hidden">Audit log, newest first, page {cursors.pageNumber}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Time (UTC)</th>
+                  <th scope="col">Actor</th>
+                  <th scope="col">Action</th>
+                  <th scope="col">Target</th>
+                  <th scope="col">Changes</th>
+                  <th scope="col">Client</th>
+                </tr>
+              </thead>
+              <tbody>
+                {log.data.auditLog.map((entry) => (
+                  <tr key={entry.id} data-audit-id={entry.id}>
+                    <td class="nowrap">{formatTime(entry.time)}</td>
+                    <td>
+                      <Actor entry={entry} />
+                    </td>
+                    <td class="mono">{entry.action}</td>
+                    <td>
+                      <Target entry={entry} />
+                    </td>
+                    <td>
+                      <ul class="plain">
+                        {changeSummary(entry.changes.before, entry.changes.after).map((line) => (
+                          <li key={line} class="mono small">
+                            {line}
+                          </li>
+                        ))}
+                      </ul>
+                      <details>
+                        <summary>Details</summary>
+                        <p class="small">
+                          Request <span class="mono">{entry.requestId}</span>
+                        </p>
+                        <div class="changes">
+                          <figure>
+                            <figcaption>Before</figcaption>
+                            <pre class="mono">{JSON.stringify(entry.changes.before, null, 2)}</pre>
+                          </figure>
+                          <figure>
+                            <figcaption>After</figcaption>
+                            <pre class="mono">{JSON.stringify(entry.changes.after, null, 2)}</pre>
+                          </figure>
+                        </div>
+                      </details>
+                    </td>
+                    <td class="mono">{entry.clientAddress}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          <Pager cursors={cursors} page={log} label="Audit log" />
+        </>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,129 @@
+/** A new key: name, owner, plan, expiry, state and metadata; its secret shown once, with a copy button. */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { call } from '../api';
+import { ErrorMessage } from '../components/error-message';
+import { KeyIdentityFields } from '../components/key-identity-fields';
+import { MetadataField } from '../components/metadata-field';
+import { PageTitle } from '../components/page-title';
+import { SecretValue } from '../components/secret-value';
+import { METADATA_HINT, parseJsonObject, utcInputToIso } from '../format';
+import { href } from '../route';
+import type { CreateKeyResponse, PlanList } from '../types';
+import { useAction, useApi } from '../use-api';
+
+export function CreateKeyPage() {
+  const [name, setName] = useState('');
+  const [externalId, setExternalId] = useState('');
+  const [planId, setPlanId] = useState('');
+  const [expiresAt, setExpiresAt] = useState('');
+  const [enabled, setEnabled] = useState(true);
+  const [metadata, setMetadata] = useState('{}');
+  const [metadataProblem, setMetadataProblem] = useState<string>();
+  const [created, setCreated] = useState<CreateKeyResponse>();
+  const plans = useApi(
+    (signal) =>
+      call<PlanList>('GET', '/rate-limit', { query: { limit: 1000 }, signal }).catch(() => undefined),
+    [],
+  );
+  const action = useAction();
+  const result = useRef<HTMLDivElement>(null);
+  useEffect(() => result.current?.querySelector('input')?.focus(), [created]);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const parsed = parseJsonObject(metadata);
+    // The datetime-local field holds a whole date and time or nothing.
+    const expiry = expiresAt === '' ? null : utcInputToIso(expiresAt);
+    setMetadataProblem(parsed === undefined ? METADATA_HINT : undefined);
+    if (parsed !== undefined) {
+      const body = {
+        name,
+        enabled,
+        metadata: parsed,
+        ...(externalId.trim() !== '' && { externalId: externalId.trim() }),
+        ...(planId !== '' && { rateLimitId: planId }),
+        ...(expiry && { expiresAt: expiry }),
+      };
+      const key = await action.run(() =>
+        call<CreateKeyResponse>('POST', '/consumer-api-key/create', { body }),
+      );
+      if (key) setCreated(key);
+    }
+  };
+
+  if (created) {
+    return (
+      <>
+        <PageTitle title="Key created" />
+        <div ref={result} class="created">
+          <p>
+            The key <strong>{created.name}</strong> ({created.id}) is ready. Give its secret to its owner:
+            copy it now.
+          </p>
+          <SecretValue value={created.secret} label="Secret (shown once)" />
+          <p>
+            <a href={href('keys', created.id)}>Open the key</a> · <a href={href('keys')}>Back to the keys</a>
+          </p>
+        </div>
+      </>
+    );
+  }
+  return (
+    <>
+      <PageTitle title="Create a key" />
+      <form class="form" onSubmit={submit}>
+        <KeyIdentityFields
+          idPrefix="key"
+          name={name}
+          externalId={externalId}
+          onName={setName}
+          onExternalId={setExternalId}
+          externalLabel="External ID (optional)"
+          externalHelp="The owner's id in your own system, to find the key by later."
+        />
+        <div class="field">
+          <label for="key-plan">Plan</label>
+          <select id="key-plan" value={planId} onChange={(e) => setPlanId(e.currentTarget.value)}>
+            <option value="">No plan</option>
+            {(plans.data?.rateLimits ?? []).map((p) => (
+              <option key={p.rateLimitId} value={p.rateLimitId}>
+                {p.rateLimitId}
+                {p.description ? ` (${p.description})` : ''}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="key-expires">Expires at (UTC, optional)</label>
+          <input
+            id="key-expires"
+            type="datetime-local"
+            step="1"
+            value={expiresAt}
+            onInput={(e) => setExpiresAt(e.currentTarget.value)}
+          />
+        </div>
+        <div class="field">
+          <label class="checkbox">
+            <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} />
+            Enabled
+          </label>
+        </div>
+        <MetadataField
+          id="key-metadata"
+          rows={4}
+          value={metadata}
+          onInput={setMetadata}
+          problem={metadataProblem}
+        />
+        <ErrorMessage error={action.error} />
+        <div class="form-buttons">
+          <button type="submit" disabled={action.busy}>
+            Create key
+          </button>
+          <a href={href('keys')}>Cancel</a>
+        </div>
+      </form>
+    </>
+  );
+}

@@ -1,0 +1,175 @@
+/** One key: its state and secret, the limits of its plan and what is left, usage over time, metadata, actions. */
+import { useState } from 'preact/hooks';
+import { call, segment } from '../api';
+import { ErrorMessage } from '../components/error-message';
+import { KeyStatus } from '../components/key-status';
+import { PageTitle } from '../components/page-title';
+import { SecretValue } from '../components/secret-value';
+import { formatNumber, formatTime, relativeTime } from '../format';
+import { limitsOf } from '../plans';
+import { href, navigate, type Route } from '../route';
+import type { KeyDetail, LimitState, Plan } from '../types';
+import { useApi } from '../use-api';
+import { KeyActions } from './key-actions';
+import { KeyUsage } from './key-usage';
+
+/** Every limit that applies with what is left: the API's `limits` where it gives them, else its one limit. */
+function limitStates(
+  key: KeyDetail,
+  plan: Plan | undefined,
+): readonly (Omit<LimitState, 'period'> & { period?: string })[] {
+  const state = key.usage.rateLimits;
+  if (!state) return [];
+  if (state.limits && state.limits.length > 0) return state.limits;
+  const period = plan ? limitsOf(plan)[0]?.period : undefined;
+  return [
+    {
+      name: period ?? 'limit',
+      limit: state.limit,
+      period,
+      remaining: state.remaining,
+      resetTime: state.resetTime,
+    },
+  ];
+}
+
+function Limits({ keyDetail }: { keyDetail: KeyDetail }) {
+  const planId = keyDetail.rateLimitId;
+  const plan = useApi(
+    (signal) =>
+      planId === null
+        ? Promise.resolve(undefined)
+        : call<Plan>('GET', `/rate-limit/${segment(planId)}`, { signal }).catch(() => undefined),
+    [planId],
+  );
+  const states = limitStates(keyDetail, plan.data);
+  return (
+    <section aria-labelledby="limits-title">
+      <h2 id="limits-title">Limits</h2>
+      {planId !== null ? (
+        <p>
+          Plan <a href={href('plans', planId, 'edit')}>{planId}</a>
+          {plan.data?.description ? `: ${plan.data.description}` : ''}
+        </p>
+      ) : states.length > 0 ? (
+        <p>No plan is bound: the default limit (DEFAULT_RATE_LIMIT) applies.</p>
+      ) : (
+        <p>No plan is bound and no default limit is set: requests are counted, not limited.</p>
+      )}
+      {states.length > 0 && (
+        <table class="data">
+          <thead>
+            <tr>
+              <th scope="col">Limit</th>
+              <th scope="col" class="num">
+                Allowed
+              </th>
+              <th scope="col">Per</th>
+              <th scope="col" class="num">
+                Left now
+              </th>
+              <th scope="col">Resets at</th>
+            </tr>
+          </thead>
+          <tbody>
+            {states.map((s) => (
+              <tr key={s.name}>
+                <td>{s.name}</td>
+                <td class="num">{formatNumber(s.limit)}</td>
+                <td>
+                  {s.period ?? '—'}
+                  {plan.data && limitsOf(plan.data).find((l) => l.name === s.name)?.algorithm === 'sliding'
+                    ? ' (sliding)'
+                    : ''}
+                </td>
+                <td class="num">
+                  {formatNumber(s.remaining)}
+                  <meter
+                    class="left"
+                    min={0}
+                    max={s.limit}
+                    value={s.remaining}
+                    aria-label={`${s.name}: ${formatNumber(s.remaining)} of ${formatNumber(s.limit)} left`}
+                  />
+                </td>
+                <td>
+                  <time dateTime={s.resetTime}>{formatTime(s.resetTime)}</time>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route }) {
+  const detail = useApi(
+    (signal) => call<KeyDetail>('GET', `/consumer-api-key/${segment(keyId)}`, { signal }),
+    [keyId],
+  );
+  const [message, setMessage] = useState('');
+  const key = detail.data?.consumerApiKeyId === keyId ? detail.data : undefined;
+  return (
+    <>
+      <PageTitle title={key?.name ?? 'Key'}>{key && <KeyStatus keyState={key} />}</PageTitle>
+      <p class="mono muted">{keyId}</p>
+      <p class="status-message" role="status">
+        {message}
+      </p>
+      <ErrorMessage error={detail.error} />
+      {!key && detail.loading && <p role="status">Loading the key…</p>}
+      {key && (
+        <>
+          <KeyActions
+            keyDetail={key}
+            onChanged={(text) => {
+              setMessage(text);
+              detail.reload();
+            }}
+            onDeleted={() => navigate(href('keys'))}
+          />
+          <div class="columns">
+            <section aria-labelledby="details-title">
+              <h2 id="details-title">Details</h2>
+              <SecretValue value={key.secret} label="Secret" masked />
+              <dl class="details">
+                <dt>External ID</dt>
+                <dd>{key.externalId ?? '—'}</dd>
+                <dt>Created</dt>
+                <dd>{formatTime(key.createdAt)}</dd>
+                <dt>Last changed</dt>
+                <dd>{formatTime(key.lastUpdated)}</dd>
+                <dt>Last used</dt>
+                <dd>
+                  {relativeTime(key.lastUsedAt)}
+                  {key.lastUsedAt && ` (${formatTime(key.lastUsedAt)})`}
+                </dd>
+                <dt>Expires</dt>
+                <dd>
+                  {key.expiresAt ? `${formatTime(key.expiresAt)} (${relativeTime(key.expiresAt)})` : 'never'}
+                </dd>
+                <dt>Requests, all time</dt>
+                <dd>
+                  {formatNumber(key.usage.totalRequests)} ({formatNumber(key.usage.successfulRequests)}{' '}
+                  successful, {formatNumber(key.usage.failedRequests)} failed)
+                </dd>
+              </dl>
+            </section>
+            <Limits keyDetail={key} />
+          </div>
+          <KeyUsage keyId={keyId} route={route} />
+          <section aria-labelledby="metadata-title">
+            <h2 id="metadata-title">Metadata</h2>
+            {Object.keys(key.metadata).length === 0 ? (
+              <p>None.</p>
+            ) : (
+              <pre class="mono metadata">{JSON.stringify(key.metadata, null, 2)}</pre>
+            )}
+          </section>
+        </>
+      )}
+    </>
+  );
+}

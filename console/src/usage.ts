@@ -1,0 +1,65 @@
+/** Ranges the usage pages offer, and the sums their tables show. */
+import { isoSeconds } from './format';
+import type { UsageBucket } from './types';
+
+export type Granularity = 'minute' | 'hour' | 'day' | 'month';
+export const GRANULARITIES: readonly Granularity[] = ['minute', 'hour', 'day', 'month'];
+
+export interface RangePreset {
+  readonly id: string;
+  readonly label: string;
+  readonly ms: number;
+  /** What the chart shows by default: within the API's 1,500 buckets and its retention. */
+  readonly granularity: Granularity;
+}
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+export const RANGES: readonly RangePreset[] = [
+  { id: '1h', label: 'Last hour', ms: HOUR, granularity: 'minute' },
+  { id: '24h', label: '24 hours', ms: DAY, granularity: 'hour' },
+  { id: '7d', label: '7 days', ms: 7 * DAY, granularity: 'hour' },
+  { id: '30d', label: '30 days', ms: 30 * DAY, granularity: 'day' },
+  { id: '90d', label: '90 days', ms: 90 * DAY, granularity: 'day' },
+];
+
+export function rangePreset(id: string | null): RangePreset {
+  return RANGES.find((r) => r.id === id) ?? RANGES[1]!;
+}
+
+/** The API query for a preset ending now. */
+export function rangeQuery(preset: RangePreset, now = Date.now()): { from: string; to: string } {
+  return { from: isoSeconds(now - preset.ms), to: isoSeconds(now) };
+}
+
+export interface UsageTotals {
+  readonly requests: number;
+  readonly successful: number;
+  readonly failed: number;
+  readonly rateLimited: number;
+  /** Weighted by requests over the buckets. */
+  readonly averageResponseTimeMs: number;
+}
+
+export function sumBuckets(buckets: readonly UsageBucket[]): UsageTotals {
+  let requests = 0;
+  let successful = 0;
+  let failed = 0;
+  let rateLimited = 0;
+  let time = 0;
+  for (const b of buckets) {
+    requests += b.requests;
+    successful += b.successful;
+    failed += b.failed;
+    rateLimited += b.rateLimited;
+    time += b.averageResponseTimeMs * b.requests;
+  }
+  return {
+    requests,
+    successful,
+    failed,
+    rateLimited,
+    averageResponseTimeMs: requests === 0 ? 0 : time / requests,
+  };
+}

@@ -1,0 +1,417 @@
+/**
+ * One key in the console, in Chromium against a built Tollgate with a real backend: its usage over time
+ * (chart, granularity and range switches, endpoints and customers), its plan's limits and what is left,
+ * and every action an administrator takes on it, each checked through the management API and, where it
+ * shows there, through the proxy.
+ */
+import { waitFor } from '../helpers/poll.js';
+import { hit } from '../e2e/helpers/replicas.js';
+import type { Tollgate } from '../e2e/helpers/tollgate.js';
+import {
+  clipboardText,
+  consoleSuite,
+  rowWith,
+  signedInTab,
+  visit,
+  type ConsoleSession,
+} from './helpers/console-browser.js';
+
+let tollgate: Tollgate;
+
+interface Bucket {
+  requests: number;
+  successful: number;
+  failed: number;
+  rateLimited: number;
+}
+const sum = (buckets: Bucket[], field: keyof Bucket) => buckets.reduce((s, b) => s + b[field], 0);
+
+const suite = consoleSuite(async (started) => {
+  tollgate = started;
+  for (const plan of [
+    { rateLimitId: 'two-a-day', description: 'Trial', limit: 2, period: 'day' },
+    { rateLimitId: 'gold', limit: 1000, period: 'day' },
+  ]) {
+    expect((await tollgate.admin('POST', '/rate-limit/create', plan)).status).toBe(201);
+  }
+});
+const tab = signedInTab(suite, () => tollgate.rootToken);
+
+async function newKey(body: Record<string, unknown>): Promise<{ id: string; secret: string }> {
+  const created = await tollgate.admin('POST', '/consumer-api-key/create', body);
+  expect(created.status).toBe(201);
+  return created.body;
+}
+
+const keyDetail = async (id: string) => (await tollgate.admin('GET', `/consumer-api-key/${id}`)).body;
+
+/** Waits for the text of the key page's status line (announced to screen readers). */
+const announced = (s: ConsoleSession, text: string | RegExp) =>
+  s.page.locator('p.status-message').filter({ hasText: text }).waitFor();
+
+it('charts the key’s requests, 429s and errors over time, with endpoints and customers, as the usage API counts them', async () => {
+  const key = await newKey({ name: 'checkout', rateLimitId: 'two-a-day' });
+  expect(await hit(tollgate, key.secret, '/v1/status/500', { 'x-customer-id': 'beta' })).toBe(500);
+  expect(await hit(tollgate, key.secret, '/v1/orders', { 'x-customer-id': 'acme' })).toBe(200);
+  expect(await hit(tollgate, key.secret, '/v1/orders', { 'x-customer-id': 'acme' })).toBe(429);
+  expect(await hit(tollgate, key.secret, '/v1/orders')).toBe(429);
+  const { value: shown } = await waitFor(
+    () => keyDetail(key.id),
+    (d) => d.usage.totalRequests === 4,
+    { timeoutMs: 10_000 },
+  );
+  expect(shown.usage.totalRequests).toBe(4);
+
+  const { page } = tab.session;
+  await visit(tab.session, `keys/${key.id}`, 'checkout');
+  const legend = page.getByRole('list', { name: 'Series' });
+  await legend.getByRole('button', { name: 'Requests: 4' }).waitFor();
+  const hourly = (await tollgate.admin('GET', `/consumer-api-key/${key.id}/usage?granularity=hour`)).body;
+  expect([
+    sum(hourly.buckets, 'requests'),
+    sum(hourly.buckets, 'rateLimited'),
+    sum(hourly.buckets, 'failed') - sum(hourly.buckets, 'rateLimited'),
+  ]).toEqual([4, 2, 1]);
+  expect(await legend.getByRole('button').allInnerTexts()).toEqual(['Requests: 4', '429s: 2', 'Errors: 1']);
+  expect(
+    await page
+      .getByRole('img', { name: /^This key, 24 hours, per hour: 4 requests, 2 429s, 1 errors$/ })
+      .count(),
+  ).toBe(1);
+  // The canvas is drawn by uPlot.
+  expect(await page.locator('.chart-canvas canvas').count()).toBeGreaterThan(0);
+
+  // The same figures as a table, one row per bucket the API returned.
+  await page.getByRole('button', { name: 'Show the data as a table' }).click();
+  const dataRows = page.locator('figure.chart table tbody tr');
+  await dataRows.first().waitFor();
+  expect(await dataRows.count()).toBe(hourly.buckets.length);
+  await page.getByRole('button', { name: 'Hide the data table' }).click();
+
+  // Granularity switch: the chart is asked again per minute.
+  await page.getByLabel('Granularity').selectOption('minute');
+  await page.getByText('This key, 24 hours, per minute', { exact: true }).waitFor();
+  expect(
+    tab.session.requests.some(
+      (u) =>
+        u.includes(`/consumer-api-key/${key.id}/usage?`) &&
+        new URL(u).searchParams.get('granularity') === 'minute',
+    ),
+  ).toBe(true);
+  await legend.getByRole('button', { name: 'Requests: 4' }).waitFor();
+  // Range presets: 7 days per hour, then the last hour per minute.
+  await page.getByRole('group', { name: 'Range' }).getByRole('button', { name: '7 days' }).click();
+  await page.getByText('This key, 7 days, per hour', { exact: true }).waitFor();
+  await page.getByRole('group', { name: 'Range' }).getByRole('button', { name: 'Last hour' }).click();
+  await page.getByText('This key, last hour, per minute', { exact: true }).waitFor();
+  expect(
+    await page
+      .getByRole('group', { name: 'Range' })
+      .getByRole('button', { name: 'Last hour' })
+      .getAttribute('aria-pressed'),
+  ).toBe('true');
+  await legend.getByRole('button', { name: 'Requests: 4' }).waitFor();
+  // A series can be hidden and shown from the keyboard.
+  const errorsToggle = legend.getByRole('button', { name: /^Errors/ });
+  await errorsToggle.focus();
+  await page.keyboard.press('Enter');
+  await legend.locator('button[aria-pressed="false"]', { hasText: 'Errors' }).waitFor();
+
+  // Endpoints and customers over the range, from the API's day series.
+  const byEndpoint = (
+    await tollgate.admin('GET', `/consumer-api-key/${key.id}/usage?granularity=day&groupBy=endpoint`)
+  ).body;
+  for (const series of byEndpoint.series as { endpoint: string; buckets: Bucket[] }[]) {
+    await rowWith(page, series.endpoint).waitFor();
+    const cells = await rowWith(page, series.endpoint).getByRole('cell').allInnerTexts();
+    expect(cells.slice(0, 4)).toEqual([
+      series.endpoint,
+      ...(['requests', 'successful', 'failed'] as const).map((f) => String(sum(series.buckets, f))),
+    ]);
+  }
+  expect((byEndpoint.series as unknown[]).length).toBe(2);
+  const customers = page.getByRole('region', { name: 'Customers' });
+  await customers.getByRole('row').nth(2).waitFor();
+  expect(await rowWith(page, 'acme').getByRole('cell').allInnerTexts()).toEqual(['acme', '2', '1', '1']);
+  expect(await rowWith(page, 'beta').getByRole('cell').allInnerTexts()).toEqual(['beta', '1', '0', '1']);
+  expect(await customers.getByRole('row').count()).toBe(3);
+});
+
+it("shows the plan's limits and what is left of them, as the key detail reports", async () => {
+  const key = await newKey({ name: 'limited', rateLimitId: 'two-a-day' });
+  expect(await hit(tollgate, key.secret)).toBe(200);
+  const before = await keyDetail(key.id);
+  await visit(tab.session, `keys/${key.id}`, 'limited');
+  const limits = tab.session.page.getByRole('region', { name: 'Limits' });
+  await limits.getByText('Plan two-a-day: Trial').waitFor();
+  const cells = await limits.getByRole('row').nth(1).getByRole('cell').allInnerTexts();
+  const after = await keyDetail(key.id);
+  // Read between two API reads, the page agrees with one of them (a window may end in between).
+  const expected = (d: typeof before) => [
+    'day',
+    '2',
+    'day',
+    String(d.usage.rateLimits.remaining),
+    d.usage.rateLimits.resetTime.replace('T', ' ').replace('Z', ' UTC'),
+  ];
+  expect([expected(before), expected(after)]).toContainEqual(cells);
+  expect(await limits.getByRole('meter').getAttribute('aria-label')).toMatch(/^day: \d of 2 left$/);
+
+  // Unbound with no DEFAULT_RATE_LIMIT: nothing limits the key, and the page says so.
+  expect(
+    (await tollgate.admin('POST', '/api-keys/remove-rate-limit', { consumerApiKeyId: key.id })).status,
+  ).toBe(200);
+  await tab.session.page.reload();
+  await limits
+    .getByText('No plan is bound and no default limit is set: requests are counted, not limited.')
+    .waitFor();
+});
+
+it('shows every limit of a plan of several limits, and what is left of each, as the key detail reports', async () => {
+  const created = await tollgate.admin('POST', '/rate-limit/create', {
+    rateLimitId: 'layered',
+    description: 'Burst and quota',
+    limits: [
+      { name: 'burst', limit: 3, period: 'minute' },
+      { name: 'quota', limit: 50, period: 'day', algorithm: 'sliding' },
+    ],
+  });
+  expect(created.status).toBe(201);
+  const key = await newKey({ name: 'layered-key', rateLimitId: 'layered' });
+  for (let i = 0; i < 2; i++) expect(await hit(tollgate, key.secret)).toBe(200);
+  const before = await keyDetail(key.id);
+  await visit(tab.session, `keys/${key.id}`, 'layered-key');
+  const limits = tab.session.page.getByRole('region', { name: 'Limits' });
+  await limits.getByText('Plan layered: Burst and quota').waitFor();
+  await limits.getByRole('cell', { name: 'day (sliding)' }).waitFor();
+  const rows = await limits
+    .getByRole('row')
+    .evaluateAll((trs) => trs.slice(1).map((tr) => [...tr.querySelectorAll('td')].map((td) => td.innerText)));
+  const after = await keyDetail(key.id);
+  const expected = (d: typeof before) =>
+    (
+      d.usage.rateLimits.limits as {
+        name: string;
+        limit: number;
+        period: string;
+        remaining: number;
+        resetTime: string;
+      }[]
+    ).map((l) => [
+      l.name,
+      String(l.limit),
+      l.period === 'day' ? 'day (sliding)' : l.period,
+      String(l.remaining),
+      l.resetTime.replace('T', ' ').replace('Z', ' UTC'),
+    ]);
+  expect(expected(before).map((r) => r[0])).toEqual(['burst', 'quota']);
+  expect([expected(before), expected(after)]).toContainEqual(rows);
+  expect(await limits.getByRole('meter').count()).toBe(2);
+});
+
+it('disables and enables the key', async () => {
+  const key = await newKey({ name: 'toggle-me' });
+  await visit(tab.session, `keys/${key.id}`, 'toggle-me');
+  const { page } = tab.session;
+  await page.getByRole('button', { name: 'Disable' }).click();
+  await announced(tab.session, 'The key is disabled');
+  expect((await keyDetail(key.id)).enabled).toBe(false);
+  expect(await hit(tollgate, key.secret)).toBe(403);
+  await page
+    .getByRole('heading', { level: 1, name: 'toggle-me' })
+    .locator('..')
+    .getByText('Disabled')
+    .waitFor();
+  await page.getByRole('button', { name: 'Enable' }).click();
+  await announced(tab.session, 'The key is enabled.');
+  expect((await keyDetail(key.id)).enabled).toBe(true);
+  expect(await hit(tollgate, key.secret)).toBe(200);
+});
+
+it('rolls the secret with a grace preset, shows the new one once with a copy button, and a second roll ends the grace', async () => {
+  const key = await newKey({ name: 'rolling' });
+  await visit(tab.session, `keys/${key.id}`, 'rolling');
+  const { page } = tab.session;
+  await page.getByRole('button', { name: 'Roll secret…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Roll the secret' });
+  await dialog.getByLabel('1 hour').check();
+  const started = Date.now();
+  await dialog.getByRole('button', { name: 'Roll secret' }).click();
+  const field = dialog.getByLabel('New secret (shown once: copy it now)');
+  const rolled = await field.inputValue();
+  expect(rolled).toMatch(/^tg_/);
+  expect(rolled).not.toBe(key.secret);
+  await dialog.getByRole('button', { name: 'Copy' }).click();
+  await dialog.getByRole('status').filter({ hasText: 'Copied' }).waitFor();
+  expect(await clipboardText(page)).toBe(rolled);
+  const until = /keeps working until (\S+ \S+) UTC/.exec(await dialog.innerText())![1]!;
+  const untilMs = Date.parse(until.replace(' ', 'T') + 'Z');
+  expect(untilMs).toBeGreaterThanOrEqual(Math.floor(started / 1000) * 1000 + 3_600_000 - 1_000);
+  // The grace ends on the first whole second at least an hour after the roll.
+  expect(untilMs).toBeLessThanOrEqual(Date.now() + 3_600_000 + 1_000);
+  expect((await keyDetail(key.id)).secret).toBe(rolled);
+  expect(await hit(tollgate, rolled)).toBe(200);
+  expect(await hit(tollgate, key.secret)).toBe(200);
+  await dialog.getByRole('button', { name: 'Done' }).click();
+  await dialog.waitFor({ state: 'detached' });
+  await announced(tab.session, 'The secret was rolled.');
+
+  await page.getByRole('button', { name: 'Roll secret…' }).click();
+  await dialog.getByLabel('None: the previous secret stops working at once').check();
+  await dialog.getByRole('button', { name: 'Roll secret' }).click();
+  await dialog.getByText('The previous secret no longer works.').waitFor();
+  const again = await dialog.getByLabel('New secret (shown once: copy it now)').inputValue();
+  expect((await keyDetail(key.id)).secret).toBe(again);
+  expect(await hit(tollgate, again)).toBe(200);
+  expect(await hit(tollgate, rolled)).toBe(401);
+  expect(await hit(tollgate, key.secret)).toBe(401);
+});
+
+it('sets and removes the expiry', async () => {
+  const key = await newKey({ name: 'expiring' });
+  await visit(tab.session, `keys/${key.id}`, 'expiring');
+  const { page } = tab.session;
+  await page.getByRole('button', { name: 'Expiry…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Expiry' });
+  await dialog.getByLabel('Expires at (UTC)').fill('2099-05-06T07:08:09');
+  await dialog.getByRole('button', { name: 'Set expiry' }).click();
+  await announced(tab.session, 'The key expires at 2099-05-06 07:08:09 UTC.');
+  expect((await keyDetail(key.id)).expiresAt).toBe('2099-05-06T07:08:09Z');
+
+  // An instant already past: the key is refused at once, and shows as expired.
+  await page.getByRole('button', { name: 'Expiry…' }).click();
+  await dialog.getByLabel('Expires at (UTC)').fill('2001-01-01T00:00:00');
+  await dialog.getByRole('button', { name: 'Set expiry' }).click();
+  await announced(tab.session, 'The key expires at 2001-01-01 00:00:00 UTC.');
+  expect(await hit(tollgate, key.secret)).toBe(401);
+  await page
+    .getByRole('heading', { level: 1, name: 'expiring' })
+    .locator('..')
+    .getByText('Expired')
+    .waitFor();
+
+  await page.getByRole('button', { name: 'Expiry…' }).click();
+  await dialog.getByRole('button', { name: 'Remove expiry' }).click();
+  await announced(tab.session, 'The key no longer expires.');
+  expect((await keyDetail(key.id)).expiresAt).toBeNull();
+  expect(await hit(tollgate, key.secret)).toBe(200);
+});
+
+it("binds and unbinds a plan, and shows the API's message for a plan that does not exist", async () => {
+  const key = await newKey({ name: 'planned' });
+  await visit(tab.session, `keys/${key.id}`, 'planned');
+  const { page } = tab.session;
+  const dialog = page.getByRole('dialog', { name: 'Plan' });
+  await page.getByRole('button', { name: 'Plan…' }).click();
+  await dialog.getByLabel('Plan').fill('no-such-plan');
+  await dialog.getByRole('button', { name: 'Bind plan' }).click();
+  const refused = await tollgate.admin('POST', '/api-keys/apply-rate-limit', {
+    consumerApiKeyId: key.id,
+    rateLimitId: 'no-such-plan',
+  });
+  expect(refused.status).toBe(404);
+  await dialog.getByRole('alert').filter({ hasText: refused.body.error }).waitFor();
+
+  await dialog.getByLabel('Plan').fill('gold');
+  await dialog.getByRole('button', { name: 'Bind plan' }).click();
+  await announced(tab.session, 'Plan gold is bound to the key.');
+  expect((await keyDetail(key.id)).rateLimitId).toBe('gold');
+  await page.getByRole('region', { name: 'Limits' }).getByRole('link', { name: 'gold' }).waitFor();
+
+  await page.getByRole('button', { name: 'Plan…' }).click();
+  await dialog.getByRole('button', { name: 'Unbind plan' }).click();
+  await announced(tab.session, 'The key has no plan now.');
+  expect((await keyDetail(key.id)).rateLimitId).toBeNull();
+});
+
+it('renames the key and changes its owner and metadata', async () => {
+  const key = await newKey({ name: 'old-name', externalId: 'cus_1', metadata: { tier: 'free' } });
+  await visit(tab.session, `keys/${key.id}`, 'old-name');
+  const { page } = tab.session;
+  await page.getByRole('button', { name: 'Edit…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Edit the key' });
+  expect(await dialog.getByLabel('Name').inputValue()).toBe('old-name');
+  await dialog.getByLabel('Name').fill('new-name');
+  await dialog.getByLabel('External ID').fill('');
+  await dialog.getByLabel('Metadata (JSON object)').fill('{"tier": "gold", "region": "eu"}');
+  await dialog.getByRole('button', { name: 'Save' }).click();
+  await page.getByRole('heading', { level: 1, name: 'new-name' }).waitFor();
+  expect(await keyDetail(key.id)).toMatchObject({
+    name: 'new-name',
+    externalId: null,
+    metadata: { tier: 'gold', region: 'eu' },
+  });
+  expect(await page.getByRole('region', { name: 'Metadata' }).locator('pre').innerText()).toBe(
+    JSON.stringify({ tier: 'gold', region: 'eu' }, null, 2),
+  );
+});
+
+it('deletes the key only once confirmed', async () => {
+  const key = await newKey({ name: 'doomed' });
+  await visit(tab.session, `keys/${key.id}`, 'doomed');
+  const { page } = tab.session;
+  const dialog = page.getByRole('dialog', { name: 'Delete doomed?' });
+  await page.getByRole('button', { name: 'Delete…' }).click();
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+  await dialog.waitFor({ state: 'detached' });
+  expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).status).toBe(200);
+
+  await page.getByRole('button', { name: 'Delete…' }).click();
+  await dialog.getByRole('button', { name: 'Delete key' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
+  expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).status).toBe(404);
+  expect(await hit(tollgate, key.secret)).toBe(401);
+
+  // Its page now shows the API's answer.
+  await page.goto(`${tab.session.consoleUrl}#/keys/${key.id}`);
+  await page.getByRole('alert').filter({ hasText: 'No consumer API key has that id' }).waitFor();
+});
+
+it("shows the fleet's requests, 429s and errors and the busiest keys on the overview, as /tollgate/usage reports them", async () => {
+  const busy = await newKey({ name: 'busiest', rateLimitId: 'two-a-day' });
+  for (const path of ['/v1/a', '/v1/b', '/v1/c', '/v1/status/500']) await hit(tollgate, busy.secret, path);
+  // The fleet view reads stored buckets (about a second behind): wait until it holds every key's totals.
+  const listed = (await tollgate.admin('GET', '/consumer-api-key?limit=1000')).body.apiKeys as {
+    consumerApiKeyId: string;
+  }[];
+  const totals = await Promise.all(
+    listed.map(async (k) => (await keyDetail(k.consumerApiKeyId)).usage.totalRequests as number),
+  );
+  const expected = totals.reduce((a, b) => a + b, 0);
+  const { value: fleet } = await waitFor(
+    async () => (await tollgate.admin('GET', '/tollgate/usage?granularity=hour')).body,
+    (f) => sum(f.buckets, 'requests') === expected,
+    { timeoutMs: 10_000 },
+  );
+  expect(sum(fleet.buckets, 'requests')).toBe(expected);
+
+  const { page } = tab.session;
+  // Signing in opened the overview before this traffic: Refresh asks again.
+  await visit(tab.session, '', 'Overview');
+  await page.getByRole('button', { name: 'Refresh' }).click();
+  const stats = page.getByRole('definition');
+  await page
+    .getByRole('list', { name: 'Series' })
+    .getByRole('button', { name: `Requests: ${expected}` })
+    .waitFor();
+  expect(await stats.allInnerTexts()).toEqual(
+    [
+      sum(fleet.buckets, 'requests'),
+      sum(fleet.buckets, 'rateLimited'),
+      sum(fleet.buckets, 'failed') - sum(fleet.buckets, 'rateLimited'),
+      sum(fleet.buckets, 'successful'),
+    ].map(String),
+  );
+  const top = page.getByRole('region', { name: 'Top keys' });
+  const rows = await top
+    .getByRole('row')
+    .evaluateAll((trs) => trs.slice(1).map((tr) => [...tr.querySelectorAll('td')].map((td) => td.innerText)));
+  expect(rows).toEqual(
+    (
+      fleet.topKeys as { consumerApiKeyId: string; name: string; requests: number; rateLimited: number }[]
+    ).map((k) => [`${k.name} ${k.consumerApiKeyId}`, String(k.requests), String(k.rateLimited)]),
+  );
+  expect(rows.some((r) => r[0]!.startsWith('busiest'))).toBe(true);
+  await top.getByRole('link', { name: 'busiest' }).click();
+  await page.getByRole('heading', { level: 1, name: 'busiest' }).waitFor();
+});

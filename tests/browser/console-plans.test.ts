@@ -1,0 +1,341 @@
+/**
+ * Plans in the console, in Chromium against a built Tollgate: the list a page at a time, create, edit
+ * and delete (a plan still bound to keys is refused with the API's message, and deleted with force
+ * once confirmed). Each change is checked through the management API, and so is the body the console
+ * sent: one unnamed fixed limit goes out in the seed's `{limit, period}` form.
+ */
+import type { Request } from 'playwright-core';
+import type { Tollgate } from '../e2e/helpers/tollgate.js';
+import { consoleSuite, rowWith, signedInTab, visit, type ConsoleSession } from './helpers/console-browser.js';
+
+let tollgate: Tollgate;
+
+const suite = consoleSuite(async (started) => {
+  tollgate = started;
+});
+const tab = signedInTab(suite, () => tollgate.rootToken);
+
+const plan = async (id: string) => tollgate.admin('GET', `/rate-limit/${id}`);
+
+/** Resolves the JSON body of the next request matching `method` and `path`. */
+function nextBody(s: ConsoleSession, method: string, path: string): Promise<unknown> {
+  return s.page
+    .waitForRequest((r: Request) => r.method() === method && new URL(r.url()).pathname === path)
+    .then((r) => r.postDataJSON() as unknown);
+}
+
+it('creates a plan with one limit, sent as the seed’s {limit, period}', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, 'plans', 'Plans');
+  await page.getByRole('link', { name: 'Create plan' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Create a plan' }).waitFor();
+  await page.getByLabel('Plan id').fill('silver');
+  await page.getByLabel('Description').fill('Silver tier');
+  await page.getByLabel('Requests').fill('500');
+  await page.getByLabel('Per').selectOption('hour');
+  const sent = nextBody(tab.session, 'POST', '/rate-limit/create');
+  await page.getByRole('button', { name: 'Create plan' }).click();
+  expect(await sent).toEqual({
+    rateLimitId: 'silver',
+    description: 'Silver tier',
+    limit: 500,
+    period: 'hour',
+  });
+  await page.getByRole('heading', { level: 1, name: 'Plans' }).waitFor();
+  expect((await plan('silver')).body).toMatchObject({
+    rateLimitId: 'silver',
+    description: 'Silver tier',
+    limit: 500,
+    period: 'hour',
+    keyCount: 0,
+  });
+  expect(await rowWith(page, 'silver').getByRole('cell').nth(1).innerText()).toBe('500 per hour');
+});
+
+it('shows the API’s message when the id is taken, and keeps the form', async () => {
+  expect(
+    (await tollgate.admin('POST', '/rate-limit/create', { rateLimitId: 'taken', limit: 1, period: 'second' }))
+      .status,
+  ).toBe(201);
+  const { page } = tab.session;
+  await visit(tab.session, 'plans/new', 'Create a plan');
+  await page.getByLabel('Plan id').fill('taken');
+  await page.getByRole('button', { name: 'Create plan' }).click();
+  await page
+    .getByRole('alert')
+    .filter({ hasText: 'A rate limit plan with id "taken" already exists' })
+    .waitFor();
+  expect(await page.getByLabel('Plan id').inputValue()).toBe('taken');
+  expect((await plan('taken')).body).toMatchObject({ limit: 1, period: 'second' });
+});
+
+it('edits a plan’s description and limit; the key count links to its keys', async () => {
+  expect(
+    (
+      await tollgate.admin('POST', '/rate-limit/create', {
+        rateLimitId: 'bronze',
+        description: 'Old',
+        limit: 10,
+        period: 'minute',
+      })
+    ).status,
+  ).toBe(201);
+  const key = (
+    await tollgate.admin('POST', '/consumer-api-key/create', { name: 'on-bronze', rateLimitId: 'bronze' })
+  ).body;
+  const { page } = tab.session;
+  await visit(tab.session, 'plans', 'Plans');
+  await rowWith(page, 'bronze').getByRole('link', { name: 'Edit bronze' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Edit the plan bronze' }).waitFor();
+  expect(await page.getByLabel('Description').inputValue()).toBe('Old');
+  expect(await page.getByLabel('Requests').inputValue()).toBe('10');
+  await page.getByLabel('Description').fill('Bronze tier');
+  await page.getByLabel('Requests').fill('20');
+  await page.getByLabel('Per').selectOption('week');
+  const sent = nextBody(tab.session, 'PATCH', '/rate-limit/bronze');
+  await page.getByRole('button', { name: 'Save plan' }).click();
+  expect(await sent).toEqual({ description: 'Bronze tier', limit: 20, period: 'week' });
+  await page.getByRole('heading', { level: 1, name: 'Plans' }).waitFor();
+  expect((await plan('bronze')).body).toMatchObject({
+    description: 'Bronze tier',
+    limit: 20,
+    period: 'week',
+    keyCount: 1,
+  });
+
+  await rowWith(page, 'bronze').getByRole('link', { name: '1 keys on bronze' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
+  await page.waitForFunction(
+    (id) =>
+      [...document.querySelectorAll('tbody tr[data-key-id]')]
+        .map((r) => r.getAttribute('data-key-id'))
+        .join() === id,
+    key.id,
+  );
+  expect(await page.getByLabel('Plan').inputValue()).toBe('bronze');
+});
+
+it('deletes an unbound plan once confirmed', async () => {
+  expect(
+    (await tollgate.admin('POST', '/rate-limit/create', { rateLimitId: 'unused', limit: 5, period: 'day' }))
+      .status,
+  ).toBe(201);
+  const { page } = tab.session;
+  await visit(tab.session, 'plans', 'Plans');
+  await rowWith(page, 'unused').getByRole('button', { name: 'Delete unused' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Delete the plan unused?' });
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+  await dialog.waitFor({ state: 'detached' });
+  expect((await plan('unused')).status).toBe(200);
+  await rowWith(page, 'unused').getByRole('button', { name: 'Delete unused' }).click();
+  await dialog.getByRole('button', { name: 'Delete plan' }).click();
+  await page.getByRole('status').filter({ hasText: 'Rate limit plan unused has been deleted' }).waitFor();
+  expect((await plan('unused')).status).toBe(404);
+  await rowWith(page, 'unused').waitFor({ state: 'detached' });
+});
+
+it('refuses to delete a plan keys still hold with the API’s 409 message, then unbinds them and deletes it when forced', async () => {
+  expect(
+    (await tollgate.admin('POST', '/rate-limit/create', { rateLimitId: 'busy', limit: 5, period: 'day' }))
+      .status,
+  ).toBe(201);
+  const keys = await Promise.all(
+    ['busy-1', 'busy-2'].map(
+      async (name) =>
+        (await tollgate.admin('POST', '/consumer-api-key/create', { name, rateLimitId: 'busy' })).body,
+    ),
+  );
+  const { page } = tab.session;
+  await visit(tab.session, 'plans', 'Plans');
+  await rowWith(page, 'busy').getByRole('button', { name: 'Delete busy' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Delete the plan busy?' });
+  await dialog.getByRole('button', { name: 'Delete plan' }).click();
+  await dialog
+    .getByRole('alert')
+    .filter({
+      hasText: 'The rate limit plan busy is bound to 2 key(s); unbind them or delete with force=true',
+    })
+    .waitFor();
+  expect((await plan('busy')).status).toBe(200);
+  await dialog.getByRole('button', { name: 'Unbind 2 key(s) and delete' }).click();
+  await page
+    .getByRole('status')
+    .filter({ hasText: 'Rate limit plan busy has been deleted (unbound from 2 key(s))' })
+    .waitFor();
+  expect((await plan('busy')).status).toBe(404);
+  for (const key of keys)
+    expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.rateLimitId).toBeNull();
+});
+
+it('lists plans 50 at a time', async () => {
+  const before = (await tollgate.admin('GET', '/rate-limit?limit=1000')).body.rateLimits.length as number;
+  for (let i = before; i < 60; i += 10) {
+    await Promise.all(
+      Array.from({ length: Math.min(10, 60 - i) }, (_, j) =>
+        tollgate.admin('POST', '/rate-limit/create', { rateLimitId: `p-${i + j}`, limit: 1, period: 'day' }),
+      ),
+    );
+  }
+  const all = (
+    (await tollgate.admin('GET', '/rate-limit?limit=1000')).body.rateLimits as { rateLimitId: string }[]
+  ).map((p) => p.rateLimitId);
+  expect(all.length).toBeGreaterThanOrEqual(60);
+  const { page } = tab.session;
+  await visit(tab.session, 'plans', 'Plans');
+  const ids = () =>
+    page
+      .locator('tbody tr[data-plan-id]')
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-plan-id')));
+  await page.waitForFunction(() => document.querySelectorAll('tbody tr[data-plan-id]').length === 50);
+  expect(await ids()).toEqual(all.slice(0, 50));
+  await page.getByRole('button', { name: 'Next page' }).click();
+  await page.getByText('Page 2', { exact: true }).waitFor();
+  await page.waitForFunction(
+    (n) => document.querySelectorAll('tbody tr[data-plan-id]').length === n,
+    all.length - 50,
+  );
+  expect(await ids()).toEqual(all.slice(50));
+  expect(await page.getByRole('button', { name: 'Next page' }).isDisabled()).toBe(true);
+});
+
+it('creates a plan of several limits (a named burst limit, a sliding daily quota), sent as `limits`', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, 'plans/new', 'Create a plan');
+  await page.getByLabel('Plan id').fill('metered');
+  await page.getByLabel('Description').fill('Burst and quota');
+  const first = page.getByRole('group', { name: 'Limit 1' });
+  await first.getByLabel('Requests').fill('10');
+  await first.getByLabel('Per').selectOption('minute');
+  await first.getByLabel('Name (optional)').fill('burst');
+  await page.getByRole('button', { name: 'Add a limit' }).click();
+  const second = page.getByRole('group', { name: 'Limit 2' });
+  await second.getByLabel('Requests').fill('10000');
+  await second.getByLabel('Per').selectOption('day');
+  await second.getByLabel('Window').selectOption('sliding');
+  await page.getByRole('button', { name: 'Add a limit' }).click();
+  const third = page.getByRole('group', { name: 'Limit 3' });
+  // Every period the API takes is offered, the year included.
+  expect(await third.getByLabel('Per').locator('option').allInnerTexts()).toEqual([
+    'second',
+    'minute',
+    'hour',
+    'day',
+    'week',
+    'month',
+    'year',
+  ]);
+  await third.getByLabel('Requests').fill('1000000');
+  await third.getByLabel('Per').selectOption('year');
+  await page.getByRole('button', { name: 'Add a limit' }).click();
+  // Four limits at most: no fifth.
+  expect(await page.getByRole('button', { name: 'Add a limit' }).count()).toBe(0);
+  await page.getByRole('button', { name: 'Remove limit 4' }).click();
+
+  const sent = nextBody(tab.session, 'POST', '/rate-limit/create');
+  await page.getByRole('button', { name: 'Create plan' }).click();
+  expect(await sent).toEqual({
+    rateLimitId: 'metered',
+    description: 'Burst and quota',
+    limits: [
+      { name: 'burst', limit: 10, period: 'minute' },
+      { limit: 10000, period: 'day', algorithm: 'sliding' },
+      { limit: 1000000, period: 'year' },
+    ],
+  });
+  await page.getByRole('heading', { level: 1, name: 'Plans' }).waitFor();
+  expect((await plan('metered')).body.limits).toEqual([
+    { name: 'burst', limit: 10, period: 'minute', algorithm: 'fixed' },
+    { name: 'day', limit: 10000, period: 'day', algorithm: 'sliding' },
+    { name: 'year', limit: 1000000, period: 'year', algorithm: 'fixed' },
+  ]);
+  // Oldest first: the new plan is on the last page. Each page is read once loaded: until then its
+  // pager waits (the next cursor on screen is still the previous page's).
+  const loaded = page.locator('nav[aria-label="Plans pages"][aria-busy="false"]');
+  await loaded.waitFor();
+  for (let n = 2; await page.getByRole('button', { name: 'Next page' }).isEnabled(); n++) {
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByText(`Page ${n}`, { exact: true }).waitFor();
+    await loaded.waitFor();
+  }
+  expect(await rowWith(page, 'metered').locator('li').allInnerTexts()).toEqual([
+    'burst: 10 per minute',
+    '10,000 per day, sliding',
+    '1,000,000 per year',
+  ]);
+});
+
+it('edits a plan of several limits down to one, and a single sliding limit to fixed, both sent as `limits`', async () => {
+  const created = await tollgate.admin('POST', '/rate-limit/create', {
+    rateLimitId: 'two-limits',
+    limits: [
+      { name: 'burst', limit: 5, period: 'second' },
+      { limit: 100, period: 'hour' },
+    ],
+  });
+  expect(created.status).toBe(201);
+  const { page } = tab.session;
+  await visit(tab.session, 'plans/two-limits/edit', 'Edit the plan two-limits');
+  expect(await page.getByRole('group', { name: 'Limit 1' }).getByLabel('Name (optional)').inputValue()).toBe(
+    'burst',
+  );
+  // The second limit carries its default name (its period): the form shows it unnamed.
+  expect(await page.getByRole('group', { name: 'Limit 2' }).getByLabel('Name (optional)').inputValue()).toBe(
+    '',
+  );
+  await page.getByRole('button', { name: 'Remove limit 1' }).click();
+  const sent = nextBody(tab.session, 'PATCH', '/rate-limit/two-limits');
+  await page.getByRole('button', { name: 'Save plan' }).click();
+  expect(await sent).toEqual({ description: '', limits: [{ limit: 100, period: 'hour' }] });
+  await page.getByRole('heading', { level: 1, name: 'Plans' }).waitFor();
+  expect((await plan('two-limits')).body).toMatchObject({
+    limit: 100,
+    period: 'hour',
+    limits: [{ name: 'hour', limit: 100, period: 'hour', algorithm: 'fixed' }],
+  });
+
+  expect(
+    (
+      await tollgate.admin('POST', '/rate-limit/create', {
+        rateLimitId: 'slides',
+        limits: [{ limit: 7, period: 'hour', algorithm: 'sliding' }],
+      })
+    ).status,
+  ).toBe(201);
+  await visit(tab.session, 'plans/slides/edit', 'Edit the plan slides');
+  expect(await page.getByLabel('Window').inputValue()).toBe('sliding');
+  await page.getByLabel('Window').selectOption('fixed');
+  const patched = nextBody(tab.session, 'PATCH', '/rate-limit/slides');
+  await page.getByRole('button', { name: 'Save plan' }).click();
+  expect(await patched).toEqual({ description: '', limits: [{ limit: 7, period: 'hour' }] });
+  await page.getByRole('heading', { level: 1, name: 'Plans' }).waitFor();
+  expect((await plan('slides')).body.limits).toEqual([
+    { name: 'hour', limit: 7, period: 'hour', algorithm: 'fixed' },
+  ]);
+});
+
+it('shows the fields the API names when it refuses the limits', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, 'plans/new', 'Create a plan');
+  await page.getByLabel('Plan id').fill('twice');
+  await page.getByRole('group', { name: 'Limit 1' }).getByLabel('Name (optional)').fill('same');
+  await page.getByRole('button', { name: 'Add a limit' }).click();
+  await page.getByRole('group', { name: 'Limit 2' }).getByLabel('Name (optional)').fill('same');
+  await page.getByRole('button', { name: 'Create plan' }).click();
+  const refused = await tollgate.admin('POST', '/rate-limit/create', {
+    rateLimitId: 'twice',
+    limits: [
+      { name: 'same', limit: 100, period: 'minute' },
+      { name: 'same', limit: 10000, period: 'day' },
+    ],
+  });
+  expect(refused.status).toBe(400);
+  const alert = page.getByRole('alert');
+  await alert.getByText(refused.body.error).waitFor();
+  for (const detail of refused.body.details as { field: string; message: string }[]) {
+    await alert
+      .getByRole('listitem')
+      .filter({ hasText: `${detail.field} ${detail.message}` })
+      .waitFor();
+  }
+  expect((await plan('twice')).status).toBe(404);
+});
