@@ -62,7 +62,7 @@ describe('README walk-through', () => {
     expect(stdout.match(/"backend":"demo"/g)).toHaveLength(3);
     expect(stdout).toMatch(/HTTP\/1\.1 429 Too Many Requests/);
     expect(stdout).toMatch(/retry-after: \d+/i);
-    expect(stdout).toMatch(/ratelimit-policy: "default";q=3;w=60/i);
+    expect(stdout).toMatch(/ratelimit-policy: "minute";q=3;w=60/i);
     const detail = JSON.parse(stdout.trim().split('\n').at(-1)!) as { usage: Record<string, unknown> };
     expect(detail.usage).toMatchObject({
       totalRequests: 4,

@@ -15,6 +15,7 @@
  */
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { RedisMonitor } from '../helpers/redis-monitor.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { startBackend, type Backend } from './helpers/backend.js';
@@ -28,7 +29,7 @@ const CONCURRENCY = 48;
 let backend: Backend;
 let redis: RedisServer;
 let redisClient: Redis;
-let monitor: Redis | undefined;
+let monitor: RedisMonitor | undefined;
 let database: TestDatabase;
 let replicas: Replicas;
 
@@ -40,7 +41,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await replicas?.stopAll();
-  monitor?.disconnect();
+  monitor?.close();
   redisClient?.disconnect();
   await backend?.close();
   await redis?.destroy();
@@ -103,23 +104,18 @@ it('measures Redis commands per proxied request and Postgres writes per 10,000 p
   live = await replicas.start(3);
   for (const t of live) expect(await hit(t, key.secret, '/v1/warm')).toBe(200);
   await sleep(1_500);
-  // Every command replicas send, by name; commands run inside a script show as source "lua".
-  const sent: Record<string, number> = {};
-  const insideScripts: Record<string, number> = {};
-  // monitor() opens a connection of its own, closed here or in afterAll.
-  monitor = await redisClient.monitor();
-  monitor.on('monitor', (_time: string, args: string[], source: string) => {
-    const name = args[0]!.toLowerCase();
-    const into = source === 'lua' ? insideScripts : sent;
-    into[name] = (into[name] ?? 0) + 1;
-  });
+  // Every command Redis runs from now on, on a connection of its own (closed here or in afterAll):
+  // the replicas are busy, so MONITOR's lines start at once (see RedisMonitor for ioredis' monitor()).
+  monitor = await RedisMonitor.start(redis.url);
   await redisClient.config('RESETSTAT');
 
   const started = performance.now();
   const statuses = await load(live, key.secret, REQUESTS);
   const seconds = (performance.now() - started) / 1000;
   const calls = await commandCalls();
-  monitor.disconnect();
+  monitor.close();
+  // What replicas sent (round trips), by name; commands their scripts ran inside Redis are apart.
+  const sent = monitor.counts(false);
   // SIGTERM: every replica pushes its last usage and the flushers move it to Postgres before exiting.
   await replicas.stopAll();
   await sleep(500);

@@ -164,7 +164,7 @@ describe('three replicas, one Redis, one Postgres', () => {
       const binder = live[(round + 1) % live.length]!;
       const sent = performance.now();
       expect((await binder.admin('POST', '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId })).status).toBe(200);
-      const policy = `"default";q=${limit};w=86400`;
+      const policy = `"day";q=${limit};w=86400`;
       expect((await hitFull(binder, key.secret)).headers.get('ratelimit-policy')).toBe(policy);
       const seen = await Promise.all(
         live.map(async (t) => {

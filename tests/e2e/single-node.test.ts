@@ -1,5 +1,5 @@
 /**
- * The built server as a child process in front of a real backend, on one node: embedded PGlite with
+ * The built server as a child process in front of a real backend, on one node: embedded SQLite with
  * nothing configured, and the same suite on a real Postgres (DATABASE_URL).
  */
 import { spawnSync } from 'node:child_process';
@@ -23,7 +23,7 @@ interface Mode {
 let database: TestDatabase | undefined;
 const modes: Mode[] = [
   {
-    name: 'embedded (PGlite)',
+    name: 'embedded (SQLite)',
     env: async () => ({ DATA_DIR: mkdtempSync(join(tmpdir(), 'tollgate-embedded-')) }),
     cleanup: async () => {},
   },
@@ -135,14 +135,14 @@ describe.each(modes)('one node, $name', (mode) => {
     const third = await call(tollgate, '/v1/tick', key.secret);
     expect([first.status, second.status, third.status]).toEqual([200, 200, 429]);
     // The headers by value (draft-ietf-httpapi-ratelimit-headers): quota, window, what is left, seconds to reset.
-    expect(first.headers.get('ratelimit-policy')).toBe('"default";q=2;w=1');
-    expect(first.headers.get('ratelimit')).toBe('"default";r=1;t=1');
-    expect(second.headers.get('ratelimit')).toBe('"default";r=0;t=1');
-    expect(third.headers.get('ratelimit-policy')).toBe('"default";q=2;w=1');
-    expect(third.headers.get('ratelimit')).toBe('"default";r=0;t=1');
+    expect(first.headers.get('ratelimit-policy')).toBe('"second";q=2;w=1');
+    expect(first.headers.get('ratelimit')).toBe('"second";r=1;t=1');
+    expect(second.headers.get('ratelimit')).toBe('"second";r=0;t=1');
+    expect(third.headers.get('ratelimit-policy')).toBe('"second";q=2;w=1');
+    expect(third.headers.get('ratelimit')).toBe('"second";r=0;t=1');
 
     const body = (await third.json()) as Record<string, unknown>;
-    expect(body).toEqual({ error: expect.any(String), limit: 2, period: 'second', remaining: 0, resetTime: expect.stringMatching(ISO) });
+    expect(body).toEqual({ error: expect.any(String), limit: 2, period: 'second', remaining: 0, resetTime: expect.stringMatching(ISO), name: 'second' });
     expect(Date.parse(body.resetTime as string) % 1000).toBe(0);
     expect(third.headers.get('retry-after')).toBe('1');
 
@@ -171,7 +171,7 @@ describe.each(modes)('one node, $name', (mode) => {
     expect(detail.status).toBe(200);
     const usage = detail.body.usage;
     expect(usage).toMatchObject({ totalRequests: 9, successfulRequests: 5, failedRequests: 4 });
-    expect(usage.rateLimits).toEqual({ limit: 7, remaining: 0, resetTime: expect.stringMatching(ISO) });
+    expect(usage.rateLimits).toEqual({ limit: 7, remaining: 0, resetTime: expect.stringMatching(ISO), limits: [{ name: expect.any(String), limit: 7, period: expect.any(String), remaining: 0, resetTime: expect.stringMatching(ISO) }] });
     expect(usage.endpoints.map((e: { endpoint: string }) => e.endpoint)).toEqual(['/v1/ok', '/slow/300', '/status/404', '/status/500']);
     expect(usage.endpoints[0]).toMatchObject({ endpoint: '/v1/ok', requests: 6, successful: 4, failed: 2 });
     const slow = usage.endpoints.find((e: { endpoint: string }) => e.endpoint === '/slow/300');

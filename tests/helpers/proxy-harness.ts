@@ -6,28 +6,21 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import type { Duplex } from 'node:stream';
 import { join } from 'node:path';
+import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
 import { WebSocketServer } from 'ws';
+import { buildAdapters } from '../../src/adapters.js';
+import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { LastUseTracker } from '../../src/keys/last-use.js';
-import { KeyCache } from '../../src/keys/key-cache.js';
-import { LocalKeyEvents } from '../../src/keys/key-events.js';
+import type { KeyEvents } from '../../src/keys/key-events.js';
 import { encryptSecret, generateKeyId, generateSecret, hashSecret } from '../../src/keys/secret.js';
-import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
 import type { RateLimiter } from '../../src/limits/rate-limiter.js';
-import type { Period } from '../../src/limits/window.js';
+import { ruleOf, type LimitInput } from '../../src/limits/plan.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
-import type { AuthThrottle } from '../../src/proxy/auth-throttle.js';
-import { createProxyHandler, type ProxyHandler } from '../../src/proxy/handler.js';
-import { createUpgradeHandler, type UpgradeHandler } from '../../src/proxy/websocket.js';
-import { createPublicServer } from '../../src/server.js';
 import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { PlanRepository } from '../../src/store/plan-repository.js';
-import { UsageRecorder } from '../../src/usage/recorder.js';
-import type { UsageBatch } from '../../src/usage/usage.js';
-import { pendingTotal } from './pending.js';
 
 export interface Received {
   readonly method: string;
@@ -135,31 +128,22 @@ export class RecordingBackend {
   }
 }
 
-/** Usage batches as the recorder would hand them to Postgres, kept in memory for assertions. */
-class MemorySink {
-  readonly batches: UsageBatch[] = [];
-  write(batch: UsageBatch): Promise<void> {
-    if (batch.size > 0) this.batches.push(batch);
-    return Promise.resolve();
-  }
-  heldRequests(): number {
-    return 0;
-  }
-}
-
 export interface HarnessOptions {
   readonly upstreamPath?: string;
   readonly upstreamTimeoutMs?: number;
   readonly env?: Record<string, string>;
+  /**
+   * In place of the adapters' limiter, for a case production cannot stage at will (a limiter that
+   * fails or stalls): buildApp takes it from the adapters, as it takes the one buildAdapters chose.
+   */
   readonly limiter?: RateLimiter;
   /** Point the proxy at a port nobody listens on. */
   readonly deadBackend?: boolean;
-  readonly authThrottle?: AuthThrottle;
   /** Log at debug into `logLines` instead of discarding logs. */
   readonly captureLogs?: boolean;
 }
 
-/** One embedded database per test file (module registries are per file): PGlite starts slowly. */
+/** One embedded database per test file (module registries are per file). */
 let sharedDb: Promise<DbHandle> | undefined;
 let sharedDir: string | undefined;
 
@@ -181,10 +165,30 @@ export async function closeDatabase(): Promise<void> {
   sharedDb = undefined;
 }
 
-/** Tollgate's public server in process, in front of a recording backend, over an embedded database. */
+/**
+ * While `down`, every query fails as it does when Postgres stops answering; with a `latencyMs`, every
+ * answer comes that much later, as over a network, so concurrent requests' queries overlap.
+ */
+class DatabaseOutage implements KyselyPlugin {
+  down = false;
+  latencyMs = 0;
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    if (this.down) throw new Error('connect ECONNREFUSED (the test took the database down)');
+    return args.node;
+  }
+  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
+    return args.result;
+  }
+}
+
+/**
+ * Tollgate built as production builds it (buildAdapters, then buildApp: proxy, management API, auth
+ * throttle, usage recorder and key cache as main.ts wires them), embedded mode, on the file's
+ * database, in front of a recording backend, on a clock the test moves.
+ */
 export class ProxyHarness {
   readonly backend = new RecordingBackend();
-  readonly events = new LocalKeyEvents();
   readonly metrics = new Metrics();
   logger = createLogger('silent');
   readonly logLines: string[] = [];
@@ -192,75 +196,55 @@ export class ProxyHarness {
   now = Date.UTC(2026, 0, 5, 10, 0, 0, 250);
   readonly clock = (): number => this.now;
   readonly encryptionKey = randomBytes(32);
-  /** Counts look-ups that reached the database. */
-  lookups = 0;
-  failLookups = false;
+  readonly rootToken = 'root-' + randomBytes(16).toString('hex');
+  private readonly outage = new DatabaseOutage();
 
+  /** The app's database, for what the management API would do; the file shares it. */
   db!: DbHandle;
   keys!: KeyRepository;
   plans!: PlanRepository;
-  keyCache!: KeyCache;
-  recorder!: UsageRecorder;
-  lastUse!: LastUseTracker;
+  /** Where the app hears of key and plan changes, as the management API announces them. */
+  events!: KeyEvents;
   config!: Config;
-  proxy!: ProxyHandler;
-  upgrade!: UpgradeHandler;
+  app!: App;
   port = 0;
-  private server!: Server;
-  private limiter!: RateLimiter;
+  private dataDir: string | undefined;
+  private stopped: Promise<void> | undefined;
 
   async start(options: HarnessOptions = {}): Promise<this> {
     if (options.captureLogs) this.logger = createLogger('debug', { write: (line: string) => void this.logLines.push(line) });
-    this.db = await database();
-    this.keys = new KeyRepository(this.db.db);
-    this.plans = new PlanRepository(this.db.db);
+    const shared = await database();
+    // The app's view of the file's database: it may be taken down, and closing it is the file's.
+    this.db = { ...shared, db: shared.db.withPlugin(this.outage), close: () => Promise.resolve() };
+    this.keys = new KeyRepository(shared.db);
+    this.plans = new PlanRepository(shared.db);
 
     const backendPort = await this.backend.listen();
     // A dead backend: the port was just released, so nothing listens on it.
     if (options.deadBackend) await this.backend.close();
+    this.dataDir = mkdtempSync(join(tmpdir(), 'tg-proxy-data-'));
     this.config = loadConfig({
+      HOST: '127.0.0.1',
+      PORT: '0',
+      OPS_PORT: '0',
+      DATA_DIR: this.dataDir,
+      ROOT_TOKEN: this.rootToken,
       UPSTREAM_URL: `http://127.0.0.1:${backendPort}${options.upstreamPath ?? ''}`,
       UPSTREAM_TIMEOUT_MS: String(options.upstreamTimeoutMs ?? 2_000),
       ...options.env,
     });
-    this.keyCache = new KeyCache({
-      lookup: (hash) => {
-        this.lookups++;
-        if (this.failLookups) return Promise.reject(new Error('database down'));
-        return this.keys.findBySecretHash(hash);
-      },
-      events: this.events,
-      metrics: this.metrics,
-      defaultRateLimit: this.config.defaultRateLimit,
-      clock: this.clock,
-    });
-    this.limiter = options.limiter ?? new MemoryRateLimiter();
-    this.recorder = new UsageRecorder(new MemorySink(), this.logger, this.metrics);
-    this.lastUse = new LastUseTracker((times) => this.keys.markUsed(times), this.logger);
-    const deps = {
+    const adapters = await buildAdapters(this.config, this.db, this.logger, this.metrics);
+    this.events = adapters.keyEvents;
+    this.app = buildApp({
       config: this.config,
-      keyCache: this.keyCache,
-      limiter: this.limiter,
-      recorder: this.recorder,
-      lastUse: this.lastUse,
-      metrics: this.metrics,
       logger: this.logger,
+      metrics: this.metrics,
+      adapters: options.limiter ? { ...adapters, limiter: options.limiter } : adapters,
+      rootToken: this.rootToken,
+      encryptionKeys: [this.encryptionKey],
       clock: this.clock,
-      authThrottle: options.authThrottle,
-    };
-    this.proxy = createProxyHandler(deps);
-    this.upgrade = createUpgradeHandler(deps);
-    this.server = createPublicServer({
-      managementApp: (_req, res) => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end('{"management":true}');
-      },
-      proxy: this.proxy,
-      upgrade: this.upgrade,
-      managementPrefix: this.config.managementPrefix,
     });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as AddressInfo).port;
+    this.port = (await this.app.listen()).port;
     return this;
   }
 
@@ -268,8 +252,22 @@ export class ProxyHarness {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** A key as the management API would create it; optionally bound to a new plan. */
-  async createKey(plan?: { limit: number; period: Period }): Promise<{ id: string; secret: string }> {
+  /** Every query the app makes fails until `databaseUp()`. */
+  databaseDown(): void {
+    this.outage.down = true;
+  }
+
+  databaseUp(): void {
+    this.outage.down = false;
+  }
+
+  /** Every query of the app answers `ms` later (0: at once). */
+  databaseLatency(ms: number): void {
+    this.outage.latencyMs = ms;
+  }
+
+  /** A key as the management API would create it, bound to a new plan of `limits` when given. */
+  async createKey(...limits: LimitInput[]): Promise<{ id: string; secret: string }> {
     const id = generateKeyId();
     const secret = generateSecret();
     await this.keys.insert({
@@ -279,26 +277,40 @@ export class ProxyHarness {
       secretCiphertext: encryptSecret(secret, this.encryptionKey),
       createdAt: new Date(),
     });
-    if (plan) {
+    if (limits.length > 0) {
       const rateLimitId = 'plan-' + randomBytes(4).toString('hex');
-      await this.plans.insert({ rateLimitId, description: '', limit: plan.limit, period: plan.period, createdAt: new Date() });
+      await this.plans.insert({ rateLimitId, description: '', limits: limits.map(ruleOf), createdAt: new Date() });
       await this.keys.bindPlan(id, rateLimitId, new Date());
     }
     return { id, secret };
   }
 
-  /** Usage recorded so far for a key (not yet flushed). */
+  /** A management API call with the root token. */
+  async manage(path: string): Promise<Response> {
+    return fetch(this.base + path, { headers: { authorization: `Bearer ${this.rootToken}` } });
+  }
+
+  /**
+   * A key's usage on the day of the clock, as the management API shows it (usage over time, which
+   * needs no limiter: some tests give the app one that fails), recorded requests included.
+   */
   async usage(keyId: string): Promise<{ requests: number; successful: number; failed: number; endpoints: string[]; customers: Record<string, number> }> {
-    const u = await pendingTotal(this.recorder, keyId);
-    const customers = Object.fromEntries([...(u?.customers ?? [])].map(([id, c]) => [id, c.requests]));
-    const totals = { requests: 0, successful: 0, failed: 0, endpoints: [] as string[], customers };
-    for (const [endpoint, e] of u?.endpoints ?? []) {
-      totals.requests += e.requests;
-      totals.successful += e.successful;
-      totals.failed += e.failed;
-      totals.endpoints.push(endpoint);
-    }
-    return totals;
+    const day = new Date(this.now).toISOString().slice(0, 10);
+    const range = `granularity=day&from=${day}T00:00:00Z&to=${day}T23:59:59Z`;
+    const read = async (query: string) => {
+      const res = await this.manage(`/consumer-api-key/${keyId}/usage?${range}${query}`);
+      if (res.status !== 200) throw new Error(`usage of ${keyId}: ${res.status} ${await res.text()}`);
+      return (await res.json()) as { buckets: { requests: number; successful: number; failed: number }[]; series?: { endpoint?: string; customerId?: string; buckets: { requests: number }[] }[] };
+    };
+    const [totals, byEndpoint, byCustomer] = await Promise.all([read(''), read('&groupBy=endpoint'), read('&groupBy=customer')]);
+    const [bucket] = totals.buckets;
+    return {
+      requests: bucket?.requests ?? 0,
+      successful: bucket?.successful ?? 0,
+      failed: bucket?.failed ?? 0,
+      endpoints: (byEndpoint.series ?? []).map((s) => s.endpoint!),
+      customers: Object.fromEntries((byCustomer.series ?? []).map((s) => [s.customerId!, s.buckets[0]?.requests ?? 0])),
+    };
   }
 
   async metric(name: string): Promise<string> {
@@ -309,14 +321,15 @@ export class ProxyHarness {
       .join('\n');
   }
 
-  async stop(): Promise<void> {
-    if (this.server === undefined) return;
-    this.upgrade.close();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-    await this.proxy.close();
-    await this.limiter.close();
-    await this.backend.close().catch(() => undefined);
+  /** Shuts the app down as SIGTERM does, then the backend; once, however often it is called. */
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      if (this.app === undefined) return;
+      await this.app.shutdown();
+      await this.backend.close().catch(() => undefined);
+      rmSync(this.dataDir!, { recursive: true, force: true });
+    })();
+    return this.stopped;
   }
 }
 

@@ -44,8 +44,8 @@ describe('proxy: WebSocket upgrades', () => {
     if (!('ws' in result)) throw new Error(`upgrade refused: ${result.status} ${result.body}`);
     expect(await echo(result.ws, 'hello through tollgate')).toBe('hello through tollgate');
     expect(result.upgrade.headers['x-request-id']).toBe('ws-1');
-    expect(result.upgrade.headers['ratelimit-policy']).toBe('"default";q=10;w=3600');
-    expect(result.upgrade.headers['ratelimit']).toBe('"default";r=9;t=3600');
+    expect(result.upgrade.headers['ratelimit-policy']).toBe('"hour";q=10;w=3600');
+    expect(result.upgrade.headers['ratelimit']).toBe('"hour";r=9;t=3600');
     result.ws.close();
 
     const got = h.backend.upgrades.at(-1)!;
@@ -88,21 +88,11 @@ describe('proxy: WebSocket upgrades', () => {
     const second = await open(`ws://127.0.0.1:${h.port}/socket`, { authorization: `Bearer ${key.secret}` });
     if ('ws' in second) throw new Error('second upgrade was admitted');
     expect(second.status).toBe(429);
-    expect(JSON.parse(second.body)).toEqual({ error: 'Rate limit exceeded', limit: 1, period: 'day', remaining: 0, resetTime: '2026-01-06T00:00:00Z' });
+    expect(JSON.parse(second.body)).toEqual({ error: 'Rate limit exceeded', limit: 1, period: 'day', remaining: 0, resetTime: '2026-01-06T00:00:00Z', name: 'day' });
     expect(second.headers['retry-after']).toBe(String(14 * 3600));
-    expect(second.headers['ratelimit']).toBe(`"default";r=0;t=${14 * 3600}`);
+    expect(second.headers['ratelimit']).toBe(`"day";r=0;t=${14 * 3600}`);
     expect(h.backend.upgrades).toHaveLength(before);
     expect(await h.usage(key.id)).toMatchObject({ requests: 2, successful: 1, failed: 1 });
-  });
-
-  it('closes open WebSocket connections on close(), for shutdown', async () => {
-    const key = await h.createKey();
-    const result = await open(`ws://127.0.0.1:${h.port}/socket`, { authorization: `Bearer ${key.secret}` });
-    if (!('ws' in result)) throw new Error('upgrade refused');
-    const closed = new Promise<void>((resolve) => result.ws.once('close', () => resolve()));
-    h.upgrade.close();
-    await closed;
-    expect(result.ws.readyState).toBe(WebSocket.CLOSED);
   });
 
   it('refuses upgrades on dot-segment paths and management routes', async () => {
@@ -116,6 +106,24 @@ describe('proxy: WebSocket upgrades', () => {
     expect(dotted).toContain('"code":"invalid_request_target"');
     const management = await open(`ws://127.0.0.1:${h.port}/consumer-api-key`, { authorization: `Bearer ${key.secret}` });
     expect(management).toMatchObject({ status: 404 });
+  });
+});
+
+describe('proxy: WebSocket connections at shutdown', () => {
+  const h = new ProxyHarness();
+  beforeAll(() => h.start(), START_MS);
+  afterAll(() => h.stop());
+
+  it('closes open WebSocket connections when the service shuts down (SIGTERM), not at the drain deadline', async () => {
+    const key = await h.createKey();
+    const result = await open(`ws://127.0.0.1:${h.port}/socket`, { authorization: `Bearer ${key.secret}` });
+    if (!('ws' in result)) throw new Error('upgrade refused');
+    const closed = new Promise<void>((resolve) => result.ws.once('close', () => resolve()));
+    const started = Date.now();
+    await h.stop();
+    await closed;
+    expect(result.ws.readyState).toBe(WebSocket.CLOSED);
+    expect(Date.now() - started).toBeLessThan(h.config.shutdownTimeoutMs);
   });
 });
 

@@ -1,7 +1,8 @@
 /**
  * A management write that the database refuses is logged without the failed query's parameters,
  * text or detail: drivers attach them to their errors, and they carry secret hashes and ciphertexts.
- * The service is built as production builds it (buildAdapters + buildApp), on PGlite and on Postgres.
+ * The service is built as production builds it (buildAdapters + buildApp), on the embedded SQLite store
+ * and on Postgres.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -18,6 +19,16 @@ import { migrate } from '../../src/store/migrate.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
 
 const ROOT_TOKEN = 'root-' + randomBytes(16).toString('hex');
+
+/**
+ * Every new key row fails inside the database, after its secret hash and ciphertext were sent as
+ * parameters: a check constraint in Postgres (whose error carries the failing row as `detail`), a
+ * trigger in SQLite (which has no ALTER TABLE … ADD CONSTRAINT), each with its SQLSTATE.
+ */
+const REFUSE_NEW_KEYS = {
+  postgres: { statement: sql`alter table api_keys add constraint refuse_all check (false) not valid`, code: '23514' },
+  embedded: { statement: sql`create trigger refuse_all before insert on api_keys begin select raise(abort, 'refuse_all'); end`, code: 'P0001' },
+};
 
 describe.each(['embedded', 'postgres'] as const)('logs of a failed management write (%s)', (kind) => {
   const lines: string[] = [];
@@ -54,8 +65,7 @@ describe.each(['embedded', 'postgres'] as const)('logs of a failed management wr
   });
 
   it('answers 500 and logs the error by type, message and SQLSTATE only', async () => {
-    // Every new row now fails a check, after its secret hash and ciphertext were sent as parameters.
-    await sql`alter table api_keys add constraint refuse_all check (false) not valid`.execute(db.db);
+    await REFUSE_NEW_KEYS[kind].statement.execute(db.db);
     const res = await fetch(url + '/consumer-api-key/create', {
       method: 'POST',
       headers: { authorization: `Bearer ${ROOT_TOKEN}`, 'content-type': 'application/json' },
@@ -65,7 +75,7 @@ describe.each(['embedded', 'postgres'] as const)('logs of a failed management wr
 
     const failure = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'management request failed');
     expect(failure).toBeDefined();
-    expect(failure.err).toMatchObject({ type: expect.any(String), message: expect.stringContaining('refuse_all'), code: '23514' });
+    expect(failure.err).toMatchObject({ type: expect.any(String), message: expect.stringContaining('refuse_all'), code: REFUSE_NEW_KEYS[kind].code });
     for (const property of Object.keys(failure.err)) expect(['type', 'message', 'code', 'stack', 'cause']).toContain(property);
     const log = lines.join('\n');
     // No bytea value (a secret hash or ciphertext), no parameters, no failing row, no query text.

@@ -1,11 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
+import { ruleOf } from '../../src/limits/plan.js';
 import { credentialOf } from '../../src/proxy/credential.js';
 import { backendHeaders, forwardedFacts, requestIdOf, responseHeaders } from '../../src/proxy/forwarding-headers.js';
 import { isoSeconds, rateLimitHeader, rateLimitPolicyHeader } from '../../src/proxy/rate-limit-headers.js';
 import { hasDotSegment, originForm, upstreamPrefix } from '../../src/proxy/request-target.js';
 import { isManagementPath } from '../../src/server.js';
+import { plan } from '../helpers/plans.js';
 
 describe('isManagementPath', () => {
   it.each([
@@ -221,16 +223,24 @@ describe('forwarded facts and headers', () => {
 
 describe('RateLimit headers (draft-ietf-httpapi-ratelimit-headers structured fields)', () => {
   const now = Date.UTC(2026, 1, 10, 12, 30, 0, 500);
-  it('states the quota and window of the policy', () => {
-    expect(rateLimitPolicyHeader({ limit: 1000, period: 'hour' }, now)).toBe('"default";q=1000;w=3600');
-    expect(rateLimitPolicyHeader({ limit: 5, period: 'week' }, now)).toBe('"default";q=5;w=604800');
-    // February 2026 has 28 days.
-    expect(rateLimitPolicyHeader({ limit: 5, period: 'month' }, now)).toBe(`"default";q=5;w=${28 * 86400}`);
+  it('states the quota and window of each limit, by name (the period unless named)', () => {
+    expect(rateLimitPolicyHeader(plan({ limit: 1000, period: 'hour' }), now)).toBe('"hour";q=1000;w=3600');
+    expect(rateLimitPolicyHeader(plan({ limit: 5, period: 'week' }), now)).toBe('"week";q=5;w=604800');
+    // February 2026 has 28 days, 2026 has 365.
+    expect(rateLimitPolicyHeader(plan({ limit: 5, period: 'month' }), now)).toBe(`"month";q=5;w=${28 * 86400}`);
+    expect(rateLimitPolicyHeader(plan({ limit: 5, period: 'year' }), now)).toBe(`"year";q=5;w=${365 * 86400}`);
+    expect(
+      rateLimitPolicyHeader(
+        plan({ limit: 10, period: 'second', name: 'burst' }, { limit: 10_000, period: 'month', name: 'quota', algorithm: 'sliding' }),
+        now,
+      ),
+    ).toBe(`"burst";q=10;w=1, "quota";q=10000;w=${30 * 86400}`);
   });
 
-  it('states what remains and whole seconds until the reset, at least 1', () => {
-    expect(rateLimitHeader({ allowed: true, limit: 10, remaining: 7, resetMs: now + 29_500 }, now)).toBe('"default";r=7;t=30');
-    expect(rateLimitHeader({ allowed: false, limit: 10, remaining: 0, resetMs: now + 10 }, now)).toBe('"default";r=0;t=1');
+  it('states what remains of the reported limit and whole seconds until its reset, at least 1', () => {
+    const rule = ruleOf({ limit: 10, period: 'minute', name: 'per-minute' });
+    expect(rateLimitHeader({ allowed: true, rule, remaining: 7, resetMs: now + 29_500 }, now)).toBe('"per-minute";r=7;t=30');
+    expect(rateLimitHeader({ allowed: false, rule, remaining: 0, resetMs: now + 10 }, now)).toBe('"per-minute";r=0;t=1');
   });
 
   it('formats resetTime without fraction', () => {

@@ -7,6 +7,8 @@ export interface Received {
   headers: IncomingHttpHeaders;
   rawHeaders: string[];
   body: Buffer;
+  /** When the request arrived, epoch ms. */
+  at: number;
 }
 
 export interface Backend {
@@ -25,9 +27,10 @@ export async function startBackend(port = 0): Promise<Backend> {
   const received: Received[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
+    const at = Date.now();
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ method: req.method!, url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks) });
+      received.push({ method: req.method!, url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks), at });
       const status = /\/status\/(\d{3})/.exec(req.url!);
       const slow = /\/slow\/(\d+)/.exec(req.url!);
       const answer = () => {
