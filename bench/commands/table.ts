@@ -2,7 +2,7 @@
 // alternating rounds on one machine.
 import fs from 'node:fs';
 import path from 'node:path';
-import { BACKEND_URL, CLIENT_CPUS, CONNECTIONS, DURATION, NODE, PEER_SECRET, PIN, PORT, ROUNDS, TARGET_CPUS, THREADS, WARMUP, env, log, run } from '../lib/config.ts';
+import { BACKEND_URL, CLIENT_CPUS, CONNECTIONS, DURATION, NODE, PEER_SECRET, PIN, PORT, ROUNDS, TARGET_CPUS, THREADS, TWO_LIMIT_PLAN_ID, WARMUP, env, log, run } from '../lib/config.ts';
 import { pinTree, portFree, startProc, treeRssKiB, waitFor, httpOk, type Proc } from '../lib/processes.ts';
 import { fmt, loggedProblems, machine, median, ratio } from '../lib/report.ts';
 import { buildTollgate, createKey, ensurePlan, ensureTools, freshDatabase, renderConfig, runRedis, startBackend, startTollgate } from '../lib/services.ts';
@@ -51,10 +51,10 @@ async function startPeers(targets: Target[], wanted: (id: string) => boolean): P
 }
 
 async function startTollgates(targets: Target[], wanted: (id: string) => boolean): Promise<void> {
-  const ids = ['tollgate-embedded', 'tollgate-redis', 'tollgate-redis-w2'].filter(wanted);
+  const ids = ['tollgate-embedded', 'tollgate-redis', 'tollgate-redis-2limits', 'tollgate-redis-w2'].filter(wanted);
   if (ids.length === 0 || !buildTollgate()) return;
   if (wanted('tollgate-embedded')) {
-    const t: Target = { id: 'tollgate-embedded', label: 'Tollgate embedded (PGlite, in-process counters)', port: PORT.tollgateEmbedded, secret: '', rounds: [] };
+    const t: Target = { id: 'tollgate-embedded', label: 'Tollgate embedded (SQLite, in-process counters)', port: PORT.tollgateEmbedded, secret: '', rounds: [] };
     t.proc = await startTollgate({ name: t.id, port: t.port, mode: 'embedded' });
     await ensurePlan(t.port);
     t.secret = await createKey(t.port, 'bench');
@@ -74,6 +74,12 @@ async function startTollgates(targets: Target[], wanted: (id: string) => boolean
       await ensurePlan(port);
       t.secret = await createKey(port, id);
       targets.push(t);
+    }
+    // The same process, a key whose plan holds a burst limit and a monthly quota: the cost of a second limit.
+    const one = targets.find((t) => t.id === 'tollgate-redis');
+    if (one && wanted('tollgate-redis-2limits')) {
+      const secret = await createKey(one.port, 'two-limits', true, TWO_LIMIT_PLAN_ID);
+      targets.push({ id: 'tollgate-redis-2limits', label: 'Tollgate Redis mode, same process, a plan of two limits (second + month)', port: one.port, secret, rounds: [] });
     }
   }
 }

@@ -34,6 +34,8 @@ export const DB_NAME = 'tollgate_bench';
 export const ROOT_TOKEN = 'bench-root-token-0123456789abcdef';
 export const PEER_SECRET = 'bench-secret-3b9f0c2d';
 export const PLAN_ID = 'bench-unlimited';
+/** The same, as a burst limit and a quota: what a plan of two limits costs against one. */
+export const TWO_LIMIT_PLAN_ID = 'bench-unlimited-two-limits';
 // Far above anything wrk can send in an hour: every target counts the key but never refuses.
 export const HUGE_LIMIT = 1_000_000_000_000;
 

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { BACKEND_URL, DB_NAME, HUGE_LIMIT, NICE, NODE, PG_URL, PLAN_ID, PORT, REDIS_URL, ROOT, ROOT_TOKEN, TOLLGATE_MAIN, env, log, run } from './config.ts';
+import { BACKEND_URL, DB_NAME, HUGE_LIMIT, NICE, NODE, PG_URL, PLAN_ID, PORT, REDIS_URL, ROOT, ROOT_TOKEN, TOLLGATE_MAIN, TWO_LIMIT_PLAN_ID, env, log, run } from './config.ts';
 import { httpOk, pinTree, startProc, waitFor, type Proc } from './processes.ts';
 
 export function have(tool: string): boolean {
@@ -124,12 +124,25 @@ export async function management(port: number, route: string, body: unknown, acc
 
 export async function ensurePlan(port: number): Promise<void> {
   await management(port, '/rate-limit/create', { rateLimitId: PLAN_ID, description: 'bench: never triggers', limit: HUGE_LIMIT, period: 'hour' }, [201, 409]);
+  await management(
+    port,
+    '/rate-limit/create',
+    {
+      rateLimitId: TWO_LIMIT_PLAN_ID,
+      description: 'bench: a burst limit and a monthly quota, never triggered',
+      limits: [
+        { name: 'burst', limit: HUGE_LIMIT, period: 'second' },
+        { name: 'quota', limit: HUGE_LIMIT, period: 'month' },
+      ],
+    },
+    [201, 409],
+  );
 }
 
-// A key bound to the huge plan: the limiter runs on every request but never refuses.
-export async function createKey(port: number, name: string, applyPlan = true): Promise<string> {
+// A key bound to a huge plan (of one limit, or of two): the limiter runs on every request but never refuses.
+export async function createKey(port: number, name: string, applyPlan = true, planId = PLAN_ID): Promise<string> {
   const key = await management(port, '/consumer-api-key/create', { name });
-  if (applyPlan) await management(port, '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: PLAN_ID });
+  if (applyPlan) await management(port, '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId });
   return String(key.secret);
 }
 
