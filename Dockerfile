@@ -54,4 +54,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.OPS_PORT || 9090) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 STOPSIGNAL SIGTERM
 # Exec form: node is PID 1 and receives SIGTERM itself (no shell in between), so the drain runs.
-CMD ["node", "dist/src/main.js"]
+# The V8 flags of `npm start` (package.json): a young generation of at most 16 MiB per semi-space
+# (decision record 0021).
+CMD ["node", "--max-semi-space-size=16", "dist/src/main.js"]

@@ -1,4 +1,5 @@
 // The bench's settings: where things are, the environment knobs, the fixed ports and identities.
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,6 +7,12 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const NODE = path.join(ROOT, 'node_modules/.bin/node');
 export const TOLLGATE_MAIN = path.join(ROOT, 'dist/src/main.js');
+/** Tollgate runs with the Node flags of `npm start` (between `node` and the script in package.json). */
+export const TOLLGATE_NODE_ARGS: string[] = (
+  JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }
+).scripts.start
+  .split(/\s+/)
+  .filter((word) => word.startsWith('--'));
 export const STATE_DIR = '/tmp/tollgate-bench';
 
 export const env = process.env;

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { BACKEND_URL, DB_NAME, HUGE_LIMIT, NICE, NODE, PG_URL, PLAN_ID, PORT, REDIS_URL, ROOT, ROOT_TOKEN, TOLLGATE_MAIN, TWO_LIMIT_PLAN_ID, env, log, run } from './config.ts';
+import { BACKEND_URL, DB_NAME, HUGE_LIMIT, NICE, NODE, PG_URL, PLAN_ID, PORT, REDIS_URL, ROOT, ROOT_TOKEN, TOLLGATE_MAIN, TOLLGATE_NODE_ARGS, TWO_LIMIT_PLAN_ID, env, log, run } from './config.ts';
 import { httpOk, pinTree, startProc, waitFor, type Proc } from './processes.ts';
 
 export function have(tool: string): boolean {
@@ -106,7 +106,7 @@ export async function startTollgate(o: TollgateOptions): Promise<Proc> {
     vars.SECRET_ENCRYPTION_KEY = encryptionKey;
     vars.DATA_DIR = path.join(run.workDir, `${o.name}-data`);
   }
-  const proc = startProc(o.name, NODE, [...(o.nodeArgs ?? []), TOLLGATE_MAIN], vars);
+  const proc = startProc(o.name, NODE, [...TOLLGATE_NODE_ARGS, ...(o.nodeArgs ?? []), TOLLGATE_MAIN], vars);
   await waitFor(proc, '/readyz', httpOk(`http://127.0.0.1:${opsPort}/readyz`));
   return proc;
 }

@@ -94,7 +94,7 @@ describe('runtime image layout', () => {
   });
 
   test('CMD starts, answers /healthz and /readyz, passes HEALTHCHECK, and exits 0 on SIGTERM', async () => {
-    expect(existsSync(join(app, cmd[1]!))).toBe(true);
+    expect(existsSync(join(app, cmd.at(-1)!))).toBe(true);
     const before = files(app);
     const [port, opsPort] = [await freePort(), await freePort()];
     child = spawn(process.execPath, cmd.slice(1), {

@@ -45,6 +45,7 @@ function execForm(text: string): string[] | undefined {
 
 const pkg = JSON.parse(readText('package.json')) as {
   main: string;
+  scripts: { start: string };
   engines: { node: string };
   dependencies: Record<string, string>;
   devDependencies: Record<string, string>;
@@ -98,10 +99,12 @@ describe('Dockerfile', () => {
     expect(of(runtime, 'RUN').map(content).join('\n')).toContain(`chown ${user} ${dataDir}`);
   });
 
-  test('CMD is the exec form of `node <package.json main>`, so SIGTERM reaches the server', () => {
+  test('CMD is the exec form of `npm start`’s command (node, its flags, package.json main), so SIGTERM reaches the server', () => {
     const cmds = of(runtime, 'CMD');
     expect(cmds).toHaveLength(1);
-    expect(execForm(content(cmds[0]!))).toEqual(['node', pkg.main]);
+    const start = pkg.scripts.start.split(/\s+/);
+    expect(start.at(-1)).toBe(pkg.main);
+    expect(execForm(content(cmds[0]!))).toEqual(start);
     expect(of(runtime, 'ENTRYPOINT')).toEqual([]);
     expect(of(runtime, 'STOPSIGNAL').map(content)).toEqual(['SIGTERM']);
   });
