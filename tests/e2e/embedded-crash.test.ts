@@ -1,9 +1,10 @@
 /**
  * The embedded default survives being killed (issue 17): SIGKILL under load at a random moment, then a
  * restart on the same DATA_DIR, fifteen times in a row (a start takes about a second, so the whole run
- * stays near a minute). Every key, plan and binding whose creation was acknowledged is there after
- * each restart, and a key's usage is short by at most what the killed process answered in its last
- * second, never more than was answered.
+ * stays near a minute). The load is proxied requests and, at the same time, plans and keys bound to
+ * them created one after another, so the kill can land in the middle of a write. Every key, plan and
+ * binding whose creation was acknowledged is there after each restart, and a key's usage is short by
+ * at most what the killed process answered in its last second, never more than was answered.
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -32,8 +33,18 @@ afterAll(async () => {
 
 it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs under load`, async () => {
   const acknowledged: { id: string; secret: string; answered: number; lastSecond: number }[] = [];
+  /** Per round, the plans and keys bound to them whose creation was answered 201 while the load ran. */
+  const written: { planId: string; keyId?: string }[][] = [];
+  const expectWritten = async (t: Tollgate, rounds: { planId: string; keyId?: string }[][]) => {
+    for (const { planId, keyId } of rounds.flat()) {
+      expect((await t.admin('GET', `/rate-limit/${planId}`)).status).toBe(200);
+      if (keyId !== undefined) expect((await t.admin('GET', `/consumer-api-key/${keyId}`)).body.rateLimitId).toBe(planId);
+    }
+  };
   for (let round = 0; round < KILLS; round++) {
     tollgate = await startTollgate({ DATA_DIR: dataDir, ROOT_TOKEN: rootToken, UPSTREAM_URL: backend.url });
+    // The writes of the round just killed here; all of them again at the end.
+    await expectWritten(tollgate, written.slice(-1));
     // Everything acknowledged before is here, with its plan; usage short by at most the last second.
     for (const key of acknowledged) {
       const detail = await tollgate.admin('GET', `/consumer-api-key/${key.id}`);
@@ -52,17 +63,34 @@ it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs unde
     const loops = Array.from({ length: 4 }, async () => {
       while (running) if ((await hit(t, key.secret, '/v1/crash')) === 200) answeredAt.push(Date.now());
     });
+    /** Answers after the kill are connection errors: nothing acknowledged. */
+    const created = (method: string, path: string, body: unknown) => t.admin(method, path, body).then((r) => r.status === 201 && r.body, () => false);
+    const writes: { planId: string; keyId?: string }[] = [];
+    written.push(writes);
+    const writer = (async () => {
+      for (let n = 0; running; n++) {
+        const planId = `crash-${round}-${n}`;
+        if (!(await created('POST', '/rate-limit/create', { rateLimitId: planId, limit: 10, period: 'minute' }))) continue;
+        const entry: { planId: string; keyId?: string } = { planId };
+        writes.push(entry);
+        const bound = await created('POST', '/consumer-api-key/create', { name: planId, rateLimitId: planId });
+        if (bound) entry.keyId = bound.id as string;
+      }
+    })();
     await sleep(1_200 + randomInt(800));
     const killedAt = Date.now();
     t.process.kill('SIGKILL');
     running = false;
-    await Promise.all(loops);
+    await Promise.all([...loops, writer]);
     key.answered = answeredAt.length;
     key.lastSecond = answeredAt.filter((at) => at > killedAt - 1_000).length;
     expect(key.answered).toBeGreaterThan(0);
     await new Promise((r) => (t.process.exitCode !== null || t.process.signalCode !== null ? r(undefined) : t.process.once('exit', r)));
   }
   tollgate = await startTollgate({ DATA_DIR: dataDir, ROOT_TOKEN: rootToken, UPSTREAM_URL: backend.url });
+  await expectWritten(tollgate, written);
+  // Every round wrote plans and keys while it was killed.
+  expect(written.map((w) => w.filter((e) => e.keyId !== undefined).length)).not.toContain(0);
   for (const key of acknowledged) {
     const total = await totalOn(tollgate, key.id);
     expect(total).toBeLessThanOrEqual(key.answered);

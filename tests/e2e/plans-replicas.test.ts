@@ -68,4 +68,26 @@ it('admits exactly 40 in the minute and at most 5 in any second, summed over thr
   expect(bursts.slice(0, 8).map((b) => b.filter((a) => a.status === 200).length)).toEqual([5, 5, 5, 5, 5, 5, 5, 5]);
   expect(bursts.slice(0, 7).flatMap((b) => b.filter((a) => a.status === 429).map((a) => a.name))).toEqual(Array(7 * 25).fill('burst'));
   expect(bursts.slice(7).flatMap((b) => b.filter((a) => a.status === 429).map((a) => a.name))).toEqual(Array(25 + 4 * 30).fill('per-minute'));
+
+  // One more in the same minute, by value: the minute refuses it, and says until when.
+  const sent = Date.now();
+  const refused = await hitFull(fleet.members[1]!, key.secret, '/v1/after');
+  const answered = Date.now();
+  expect(Math.floor(answered / 60_000)).toBe(minute);
+  const end = (minute + 1) * 60_000;
+  expect(refused.status).toBe(429);
+  expect(refused.body).toEqual({
+    error: 'Rate limit exceeded',
+    limit: 40,
+    period: 'minute',
+    remaining: 0,
+    resetTime: new Date(end).toISOString().slice(0, 19) + 'Z',
+    name: 'per-minute',
+  });
+  const retryAfter = Number(refused.headers.get('retry-after'));
+  expect(retryAfter).toBeGreaterThanOrEqual(Math.ceil((end - answered) / 1_000));
+  expect(retryAfter).toBeLessThanOrEqual(Math.ceil((end - sent) / 1_000));
+  expect(refused.headers.get('ratelimit-policy')).toBe('"burst";q=5;w=1, "per-minute";q=40;w=60');
+  expect(refused.headers.get('ratelimit')).toBe(`"per-minute";r=0;t=${retryAfter}`);
+  expect(fleet.backend.received.filter((r) => r.url === '/v1/after')).toHaveLength(0);
 }, 120_000);

@@ -3,7 +3,7 @@
  * arrives unchanged (times, flags, bytes, counters, JSON text), the repositories read it as they read
  * PGlite, PGlite's folder is renamed aside (never deleted), and a second start has nothing to do.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -12,6 +12,7 @@ import { AdminTokenRepository } from '../../src/store/admin-token-repository.js'
 import { AuditRepository } from '../../src/store/audit-repository.js';
 import { EMBEDDED_FILE, openEmbedded, type Db } from '../../src/store/db.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
+import { migrate, SQL_DIR } from '../../src/store/migrate.js';
 import { openPglite, PGLITE_FOLDER } from '../../src/store/pglite.js';
 import { PlanRepository } from '../../src/store/plan-repository.js';
 import { upgradeFromPglite } from '../../src/store/upgrade-from-pglite.js';
@@ -121,5 +122,41 @@ it('finishes an upgrade that stopped after the copy was in place by setting the 
     expect(readdirSync(dir).filter((f) => f.startsWith('pglite'))).toEqual(['pglite-upgraded-2026-11-22T101112']);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it('upgrades a PGlite folder of the last release with PGlite (sql/001–012): migrated first, then copied', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-upgrade-released-'));
+  const released = mkdtempSync(join(tmpdir(), 'tollgate-schema-'));
+  try {
+    for (const file of readdirSync(SQL_DIR).filter((f) => f < '013')) cpSync(join(SQL_DIR, file), join(released, file));
+    const pglite = await openPglite(join(dir, PGLITE_FOLDER));
+    try {
+      expect(await migrate(pglite, released)).toContain('012_usage_buckets.sql');
+      // Rows as that release wrote them: a plan of one limit in its own columns, a key bound to it, usage.
+      await sql`insert into rate_limit_plans (rate_limit_id, description, "limit", period, created_at, last_updated)
+        values ('silver', 'per minute', 60, 'minute', '2026-01-02T03:04:05Z', '2026-01-02T03:04:05Z')`.execute(pglite.db);
+      await sql`insert into api_keys (id, name, secret_hash, secret_ciphertext, rate_limit_id, created_at, last_updated)
+        values ('key_silver', 'bound', ${hashSecret('silver-secret')}, ${Buffer.alloc(40, 1)}, 'silver', '2026-01-02T03:04:05Z', '2026-01-03T00:00:00Z')`.execute(pglite.db);
+      await sql`insert into usage_endpoints (key_id, endpoint, requests, successful, failed, total_duration_ms)
+        values ('key_silver', '/v1/orders', 10, 9, 1, 50)`.execute(pglite.db);
+    } finally {
+      await pglite.close();
+    }
+
+    const upgrade = await upgradeFromPglite(dir);
+    expect(upgrade?.rows).toMatchObject({ rate_limit_plans: 1, api_keys: 1, usage_endpoints: 1 });
+    const store = await openEmbedded(dir);
+    try {
+      const silver = [{ name: 'minute', limit: 60, period: 'minute', algorithm: 'fixed' }];
+      expect(await new PlanRepository(store.db).get('silver')).toMatchObject({ description: 'per minute', limits: silver, keyCount: 1 });
+      expect(await new KeyRepository(store.db).findBySecretHash(hashSecret('silver-secret'))).toMatchObject({ id: 'key_silver', rateLimitId: 'silver', limits: silver, enabled: true });
+      expect((await new UsageRepository(store.db).read('key_silver')).endpoints.get('/v1/orders')).toMatchObject({ requests: 10, successful: 9, failed: 1 });
+    } finally {
+      await store.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(released, { recursive: true, force: true });
   }
 });
