@@ -2,7 +2,7 @@
 import { bucketAt, bucketStarts, seriesPeriods, type Granularity } from './granularity.js';
 import type { Buckets, TopKey, UsageHistoryRepository } from './history-repository.js';
 import type { UsageReader } from './reader.js';
-import { MAX_CUSTOMERS_PER_KEY, MAX_ENDPOINTS_PER_KEY, OTHER_ENDPOINT, addCounts, emptyBucket, entryOf, type BucketCounts } from './usage.js';
+import { MAX_CUSTOMERS_PER_KEY, MAX_ENDPOINTS_PER_KEY, OTHER_ENDPOINT, addCounts, countedName, emptyBucket, entryOf, type BucketCounts } from './usage.js';
 
 export interface BucketView {
   start: number;
@@ -50,16 +50,16 @@ export class UsageHistory {
     return zeroFilled(bucketStarts(granularity, fromMs, toMs), stored);
   }
 
-  /**
-   * A key's usage by endpoint or customer, one zero-filled series per name, most requests first.
-   * Pending usage counts in the day and month it happened in, under the name the store will give it:
-   * its own, or "(other)" once the period holds as many names as its cap.
-   */
   /** How many series `seriesForKey` answers, close enough to bound its size (what is stored; pending usage adds few). */
   seriesCount(keyId: string, by: 'endpoint' | 'customer', granularity: 'day' | 'month', fromMs: number, toMs: number): Promise<number> {
     return this.repository.seriesCount(keyId, by, granularity, fromMs, toMs);
   }
 
+  /**
+   * A key's usage by endpoint or customer, one zero-filled series per name, most requests first.
+   * Pending usage counts in the day and month it happened in, under the name the store will give it:
+   * its own, or "(other)" once the period holds as many names as its cap.
+   */
   async seriesForKey(keyId: string, by: 'endpoint' | 'customer', granularity: 'day' | 'month', fromMs: number, toMs: number, nowMs: number): Promise<SeriesView[]> {
     const series = await this.repository.series(keyId, by, granularity, fromMs, toMs);
     const max = by === 'endpoint' ? MAX_ENDPOINTS_PER_KEY : MAX_CUSTOMERS_PER_KEY;
@@ -67,7 +67,7 @@ export class UsageHistory {
       if (period.granularity !== granularity || period.start < fromMs || period.start >= toMs) continue;
       const held = new Set([...series].flatMap(([name, buckets]) => (name !== OTHER_ENDPOINT && buckets.has(period.start) ? [name] : [])));
       for (const [name, counts] of by === 'endpoint' ? period.endpoints : period.customers) {
-        const counted = held.has(name) || held.size < max ? name : OTHER_ENDPOINT;
+        const counted = countedName(held, name, max);
         if (counted !== OTHER_ENDPOINT) held.add(counted);
         addTo(entryOf(series, counted, () => new Map()), period.start, counts);
       }

@@ -117,7 +117,7 @@ export const emptyDay = (): DayUsage => ({ endpoints: new Map(), customers: new 
  * are held, else "(other)". The one place the per-key caps are applied, by the recorder, by merges
  * and by the store (which passes the names it already holds).
  */
-export function countedName<K>(entries: ReadonlyMap<K, unknown>, name: K, max: number, held = entries.size): K {
+export function countedName<K>(entries: { has(name: K): boolean; readonly size: number }, name: K, max: number, held = entries.size): K {
   return entries.has(name) || held < max ? name : (OTHER_ENDPOINT as K);
 }
 

@@ -78,8 +78,8 @@ it('charts the key’s requests, 429s and errors over time, with endpoints and c
       .getByRole('img', { name: /^This key, 24 hours, per hour: 4 requests, 2 429s, 1 errors$/ })
       .count(),
   ).toBe(1);
-  // The canvas is drawn by uPlot.
-  expect(await page.locator('.chart-canvas canvas').count()).toBeGreaterThan(0);
+  // The canvas is drawn by uPlot (in an effect, after the chart's frame is on screen).
+  await page.locator('.chart-canvas canvas').first().waitFor();
 
   // The same figures as a table, one row per bucket the API returned.
   await page.getByRole('button', { name: 'Show the data as a table' }).click();

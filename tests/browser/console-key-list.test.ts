@@ -86,6 +86,8 @@ it('shows one page of 50 keys at a time, oldest first, with sparklines fetched f
     [3, 20],
   ] as const) {
     await tab.session.page.getByText(`Page ${page}`, { exact: true }).waitFor();
+    // Until the page has loaded, the previous page's rows are still on screen.
+    await tab.session.page.locator('nav[aria-label="Keys pages"][aria-busy="false"]').waitFor();
     await tab.session.page.waitForFunction(
       (n) => document.querySelectorAll('tbody tr[data-key-id]').length === n,
       size,
@@ -115,6 +117,7 @@ it('shows one page of 50 keys at a time, oldest first, with sparklines fetched f
 
   await tab.session.page.getByRole('button', { name: 'Previous page' }).click();
   await tab.session.page.getByText('Page 2', { exact: true }).waitFor();
+  await tab.session.page.locator('nav[aria-label="Keys pages"][aria-busy="false"]').waitFor();
   await tab.session.page.waitForFunction(
     () => document.querySelectorAll('tbody tr[data-key-id]').length === 50,
   );
@@ -216,7 +219,13 @@ it('creates a key with its settings and shows its secret once, with a copy butto
   const secret = await secretField.inputValue();
   expect(secret).toMatch(/^tg_[A-Za-z0-9_-]{43}$/);
   // The new secret takes the focus: the one thing to do on this page is to copy it.
-  expect(await secretField.evaluate((el) => el === document.activeElement)).toBe(true);
+  await secretField.evaluate((el) =>
+    new Promise<void>((resolve) => {
+      // The focus moves in an effect, a frame after the page is drawn.
+      const check = () => (el === document.activeElement ? resolve() : requestAnimationFrame(check));
+      check();
+    }),
+  );
   await page.getByRole('button', { name: 'Copy' }).click();
   await page.getByRole('status').filter({ hasText: 'Copied' }).waitFor();
   expect(await clipboardText(page)).toBe(secret);

@@ -43,6 +43,14 @@ const suite = consoleSuite(async (started) => {
   ).body;
   for (const path of ['/v1/cart', '/v1/cart', '/v1/status/502'])
     await hit(tollgate, key.secret, path, { 'x-customer-id': 'acme' });
+  // The overview reads the fleet's usage once: every test starts once the three requests are in it.
+  for (let tries = 0; ; tries++) {
+    const usage = await tollgate.admin('GET', '/tollgate/usage?granularity=hour');
+    const requests = (usage.body.buckets as { requests: number }[]).reduce((n, b) => n + b.requests, 0);
+    if (requests === 3) break;
+    expect(tries).toBeLessThan(100);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 });
 
 /** A fresh tab, not signed in; closed after the test. */
@@ -236,7 +244,8 @@ it('is usable from the keyboard: skip link, navigation, visible focus, dialogs t
       };
     });
 
-  // Signing in took the focus to the overview's heading.
+  // Signing in took the focus to the overview's heading (in an effect, a frame after it is drawn).
+  await page.waitForFunction(() => document.activeElement?.tagName === 'H1');
   expect(await focused()).toMatchObject({ tag: 'H1', text: 'Overview' });
   // A page just loaded: the first Tab reaches the skip link, which takes the focus to the page's heading.
   await page.reload();
@@ -245,6 +254,7 @@ it('is usable from the keyboard: skip link, navigation, visible focus, dialogs t
   expect((await focused()).text).toBe('Skip to content');
   expect((await focused()).outline).toMatch(/^solid [1-9]/);
   await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.activeElement?.tagName === 'H1');
   expect(await focused()).toMatchObject({ tag: 'H1', text: 'Overview' });
 
   // The main navigation, by Tab and Enter alone: the new page's heading takes the focus.

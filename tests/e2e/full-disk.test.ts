@@ -2,7 +2,7 @@
  * Embedded mode on a disk that fills up (a private 64 MB tmpfs): management writes answer 503
  * storage_unavailable with Retry-After, readiness names the database, proxying of known keys goes on,
  * and everything recovers by itself once space is freed, the usage of the full period included; and
- * usage that cannot be written when SIGTERM comes waits in the journal under DATA_DIR and is counted,
+ * usage that cannot be written when SIGTERM comes under load waits in the journal under DATA_DIR and is counted,
  * once, at the next start.
  */
 import { execFileSync } from 'node:child_process';
@@ -10,7 +10,7 @@ import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBackend, type Backend } from './helpers/backend.js';
-import { hit, totalOn, waitFor } from './helpers/replicas.js';
+import { hit, load, sleep, totalOn, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
 const mountPoint = mkdtempSync(join(tmpdir(), 'tollgate-full-'));
@@ -97,16 +97,27 @@ it('keeps usage it cannot write at SIGTERM on a full disk, and counts it once at
   expect((await waitFor(() => totalOn(tollgate, key.id), (n) => n === 3, { timeoutMs: 10_000 })).value).toBe(3);
 
   fillDisk();
-  for (let i = 0; i < 20; i++) expect(await hit(tollgate, key.secret, '/v1/during')).toBe(200);
-  expect(await tollgate.stop()).toBe(0);
+  // Under load on the full disk, then SIGTERM while requests are in flight: they finish (and count),
+  // the listener refuses the rest.
+  let stopping = false;
+  const traffic = load(tollgate, key.secret, 16, () => stopping);
+  await sleep(1_500);
+  const exited = tollgate.stop();
+  await sleep(500);
+  stopping = true;
+  await traffic.done;
+  expect(await exited).toBe(0);
+  const answered = 3 + traffic.answered();
+  expect(answered).toBeGreaterThan(100);
   expect(tollgate.output.some((l) => l.includes('usage kept in the journal until the next start'))).toBe(true);
+  expect(tollgate.output.some((l) => l.includes('usage could not be written before exit'))).toBe(false);
 
   unlinkSync(filler);
   tollgate = await startTollgate({ DATA_DIR: dataDir, UPSTREAM_URL: backend.url });
-  expect((await waitFor(() => totalOn(tollgate, key.id), (n) => n === 23, { timeoutMs: 10_000 })).value).toBe(23);
+  expect((await waitFor(() => totalOn(tollgate, key.id), (n) => n === answered, { timeoutMs: 10_000 })).value).toBe(answered);
   // Applied once: another restart finds nothing more to add.
   await tollgate.stop();
   tollgate = await startTollgate({ DATA_DIR: dataDir, UPSTREAM_URL: backend.url });
-  await new Promise((r) => setTimeout(r, 2_000));
-  expect(await totalOn(tollgate, key.id)).toBe(23);
+  await sleep(2_000);
+  expect(await totalOn(tollgate, key.id)).toBe(answered);
 }, 180_000);

@@ -1,5 +1,6 @@
 /** The README's walk-throughs, run as written against the built server and the demo backend. */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -16,8 +17,14 @@ function walkthrough(name = 'walkthrough'): string {
   return block[1]!;
 }
 
+/** A random root token, as the README has the reader make one; the blocks read it from the environment. */
+const ROOT_TOKEN = randomBytes(32).toString('hex');
+
 const run = (script: string, url: string) =>
-  promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script.replace('TOLLGATE=http://localhost:8080', `TOLLGATE=${url}`)], { timeout: 30_000 });
+  promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script.replace('TOLLGATE=http://localhost:8080', `TOLLGATE=${url}`)], {
+    timeout: 30_000,
+    env: { ...process.env, ROOT_TOKEN },
+  });
 
 function freePort(): Promise<number> {
   return new Promise((resolvePort) => {
@@ -40,7 +47,7 @@ describe('README walk-through', () => {
     });
     await new Promise((r) => backend.stdout!.once('data', r));
     tollgate = await startTollgate({
-      ROOT_TOKEN: 'change-me-to-a-long-random-string',
+      ROOT_TOKEN,
       UPSTREAM_URL: `http://127.0.0.1:${backendPort}`,
     });
   });

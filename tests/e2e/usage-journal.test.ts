@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { PostgresServer } from './helpers/postgres-server.js';
-import { hit, sleep, totalOn, waitFor } from './helpers/replicas.js';
+import { load, sleep, totalOn, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
 let backend: Backend;
@@ -40,20 +40,6 @@ async function start(): Promise<Tollgate> {
   const t = await startTollgate(env);
   started.push(t);
   return t;
-}
-
-/** Clients sending requests at once until `until()` says stop; counts the 200s they got. */
-function load(tollgate: Tollgate, secret: string, clients: number, until: () => boolean): { answered: () => number; done: Promise<void> } {
-  let answered = 0;
-  const client = async () => {
-    while (!until()) {
-      const status = await hit(tollgate, secret, '/v1/load');
-      if (status === 200) answered++;
-      // Refused once the listener closed at SIGTERM: nothing more to send there.
-      else if (status === 0) await sleep(20);
-    }
-  };
-  return { answered: () => answered, done: Promise.all(Array.from({ length: clients }, client)).then(() => {}) };
 }
 
 it('keeps the usage of a database stopped under load across SIGTERM and applies it once at the next start', async () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../../helpers/services.js';
+import { sleep } from '../../helpers/poll.js';
 import { startBackend, type Backend } from './backend.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './tollgate.js';
 
@@ -94,6 +95,20 @@ export async function hit(tollgate: Tollgate, secret: string, path = '/v1/items'
   } catch {
     return 0;
   }
+}
+
+/** Clients sending requests at once until `until()` says stop; counts the 200s they got. */
+export function load(tollgate: Tollgate, secret: string, clients: number, until: () => boolean): { answered: () => number; done: Promise<void> } {
+  let answered = 0;
+  const client = async () => {
+    while (!until()) {
+      const status = await hit(tollgate, secret, '/v1/load');
+      if (status === 200) answered++;
+      // Refused once the listener closed at SIGTERM: nothing more to send there.
+      else if (status === 0) await sleep(20);
+    }
+  };
+  return { answered: () => answered, done: Promise.all(Array.from({ length: clients }, client)).then(() => {}) };
 }
 
 /** The full response of a proxied request (status, headers, parsed body). */
