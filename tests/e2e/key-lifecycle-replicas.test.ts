@@ -36,7 +36,7 @@ async function propagation(secret: string, change: () => Promise<unknown>, statu
   return performance.now() - started;
 }
 
-it('disable, enable, unbind, plan change and delete reach the other replicas within 1 s', async () => {
+it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in the past and delete reach the other replicas within 1 s', async () => {
   const key = await keyWithPlan(a, 'fleet', 1000);
   // Every replica holds the key in its cache before each change.
   for (const t of [a, ...others]) expect(await hit(t, key.secret)).toBe(200);
@@ -64,6 +64,23 @@ it('disable, enable, unbind, plan change and delete reach the other replicas wit
     expect(value.headers.has('ratelimit-policy')).toBe(false);
   }
   expect(performance.now() - unbound).toBeLessThan(1_000);
+
+  // Bound again, then its plan deleted with force: unbound everywhere within 1 s.
+  expect((await a.admin('POST', '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId })).status).toBe(200);
+  for (const t of others) expect((await waitFor(() => hitFull(t, key.secret), (r) => r.headers.has('ratelimit-policy'), { timeoutMs: 5_000, everyMs: 20 })).value.headers.has('ratelimit-policy')).toBe(true);
+  const forced = performance.now();
+  expect((await a.admin('DELETE', `/rate-limit/${planId}?force=true`)).status).toBe(200);
+  for (const t of others) {
+    const { value } = await waitFor(() => hitFull(t, key.secret), (r) => !r.headers.has('ratelimit-policy'), { timeoutMs: 5_000, everyMs: 20 });
+    expect(value.headers.has('ratelimit-policy')).toBe(false);
+  }
+  expect(performance.now() - forced).toBeLessThan(1_000);
+
+  // An expiry moved into the past: key_expired everywhere within 1 s.
+  expect(await propagation(key.secret, () => a.admin('PATCH', `/consumer-api-key/${key.id}`, { expiresAt: '2020-01-01T00:00:00Z' }), 401)).toBeLessThan(1_000);
+  expect((await hitFull(others[0]!, key.secret)).body.code).toBe('key_expired');
+  expect((await a.admin('PATCH', `/consumer-api-key/${key.id}`, { expiresAt: null })).status).toBe(200);
+  expect(await seenByOthers(key.secret, 200)).toBe(0);
 
   expect(await propagation(key.secret, () => a.admin('DELETE', `/consumer-api-key/${key.id}`), 401)).toBeLessThan(1_000);
 }, 60_000);
