@@ -4,7 +4,7 @@
  * and every action an administrator takes on it, each checked through the management API and, where it
  * shows there, through the proxy.
  */
-import { waitFor } from '../helpers/poll.js';
+import { sleep, waitFor } from '../helpers/poll.js';
 import { hit } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
 import {
@@ -61,6 +61,9 @@ it('charts the key’s requests, 429s and errors over time, with endpoints and c
     { timeoutMs: 10_000 },
   );
   expect(shown.usage.totalRequests).toBe(4);
+  // The embedded store takes usage every 500 ms: once it has these four, no write is in flight for the
+  // page's reads to meet (a read during one can miss its batch for that moment, never count it twice).
+  await sleep(1_200);
 
   const { page } = tab.session;
   await visit(tab.session, `keys/${key.id}`, 'checkout');
@@ -118,9 +121,12 @@ it('charts the key’s requests, 429s and errors over time, with endpoints and c
   await legend.locator('button[aria-pressed="false"]', { hasText: 'Errors' }).waitFor();
 
   // Endpoints and customers over the range, from the API's day series.
-  const byEndpoint = (
-    await tollgate.admin('GET', `/consumer-api-key/${key.id}/usage?granularity=day&groupBy=endpoint`)
-  ).body;
+  // Read until it holds the four requests: a batch being written as it is read can be missed for that moment.
+  const { value: byEndpoint } = await waitFor(
+    async () =>
+      (await tollgate.admin('GET', `/consumer-api-key/${key.id}/usage?granularity=day&groupBy=endpoint`)).body,
+    (b) => (b.series as { buckets: Bucket[] }[]).reduce((n, x) => n + sum(x.buckets, 'requests'), 0) === 4,
+  );
   for (const series of byEndpoint.series as { endpoint: string; buckets: Bucket[] }[]) {
     await rowWith(page, series.endpoint).waitFor();
     const cells = await rowWith(page, series.endpoint).getByRole('cell').allInnerTexts();
