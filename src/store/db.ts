@@ -35,8 +35,11 @@ export async function openPostgres(connectionString: string, max = 10): Promise<
     // A query that hangs on a dead server must not hang the request that waits on it.
     query_timeout: 5_000,
   });
-  // An idle client losing its connection emits 'error' on the pool; without a listener that kills the process.
+  // A client losing its connection emits 'error': on the pool while idle, on the client itself while
+  // checked out (between two statements of a transaction, say). Without a listener either kills the
+  // process; the statement waiting on that client fails on its own.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
