@@ -83,14 +83,20 @@ export class KeyCache {
     options.events.subscribe((change) => this.invalidate(change));
   }
 
+  /** The key of a secret whose entry is fresh, from memory alone; else `undefined` (ask `resolve`). */
+  fresh(secret: string): ResolvedKey | undefined {
+    const entry = this.entries.get(secret);
+    if (entry === undefined || entry.expiresAt <= this.clock()) return undefined;
+    this.metrics.keyCache.inc({ result: 'hit' });
+    return entry.key;
+  }
+
   /** The key a secret belongs to, or `undefined` for an unknown, deleted or malformed secret. */
   resolve(secret: string): ResolvedKey | undefined | Promise<ResolvedKey | undefined> {
+    const hit = this.fresh(secret);
+    if (hit !== undefined) return hit;
     const now = this.clock();
     const entry = this.entries.get(secret);
-    if (entry !== undefined && entry.expiresAt > now) {
-      this.metrics.keyCache.inc({ result: 'hit' });
-      return entry.key;
-    }
     if (!looksLikeSecret(secret)) {
       this.metrics.keyCache.inc({ result: 'negative' });
       return undefined;

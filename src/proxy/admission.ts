@@ -55,33 +55,12 @@ export async function admit(deps: AdmissionDeps, headers: IncomingHttpHeaders, c
     metrics.proxyRequests.inc({ outcome: 'unauthorized' });
     return refused('missing_api_key');
   }
-  // Keys already in memory cost nothing to check: they never touch the throttle, and keep working
-  // from a throttled address. Nor does a secret whose look-up is under way: a burst carrying one new
-  // key is one guess, not hundreds. Any other secret is checked only with the throttle's leave.
-  let attempt: AllowedAttempt | undefined;
-  if (deps.authThrottle !== undefined && !deps.keyCache.knows(secret)) {
-    const asked = deps.authThrottle.attempt(client, deps.clock(), secret);
-    const answer = asked instanceof Promise ? await asked : asked;
-    if (!answer.allowed) {
-      metrics.proxyRequests.inc({ outcome: 'throttled' });
-      return { admitted: false, code: 'too_many_failed_attempts', key: undefined, limit: undefined, retryAtMs: answer.retryAtMs };
-    }
-    attempt = answer;
-  }
-  let key: ResolvedKey | undefined;
-  try {
-    const found = deps.keyCache.resolve(secret);
-    key = found instanceof Promise ? await found : found;
-  } catch {
-    attempt?.settle(false);
-    metrics.proxyRequests.inc({ outcome: 'unavailable' });
-    return refused('auth_unavailable');
-  }
-  attempt?.settle(key === undefined);
+  // A key fresh in memory is the common case: one look-up, and the throttle is never asked.
+  let key = deps.keyCache.fresh(secret);
   if (key === undefined) {
-    metrics.authFailures.inc({ reason: 'invalid' });
-    metrics.proxyRequests.inc({ outcome: 'unauthorized' });
-    return refused('invalid_api_key');
+    const found = await lookUp(deps, secret, client);
+    if ('admitted' in found) return found;
+    key = found;
   }
   // A valid key in the wrong state: refused before the limiter, so no quota is spent; usage counts it.
   const now = deps.clock();
@@ -111,6 +90,42 @@ export async function admit(deps: AdmissionDeps, headers: IncomingHttpHeaders, c
     return refused('rate_limit_exceeded', key, { plan, decision });
   }
   return { admitted: true, secret, key, limit: { plan, decision } };
+}
+
+/**
+ * A secret not fresh in memory. One memory already knows (a stale entry, or a look-up under way)
+ * costs nothing to check: it never touches the throttle, and keeps working from a throttled address;
+ * a burst carrying one new key is one guess, not hundreds. Any other secret is checked only with the
+ * throttle's leave.
+ */
+async function lookUp(deps: AdmissionDeps, secret: string, client: string): Promise<ResolvedKey | Refused> {
+  const metrics = deps.metrics;
+  let attempt: AllowedAttempt | undefined;
+  if (deps.authThrottle !== undefined && !deps.keyCache.knows(secret)) {
+    const asked = deps.authThrottle.attempt(client, deps.clock(), secret);
+    const answer = asked instanceof Promise ? await asked : asked;
+    if (!answer.allowed) {
+      metrics.proxyRequests.inc({ outcome: 'throttled' });
+      return { admitted: false, code: 'too_many_failed_attempts', key: undefined, limit: undefined, retryAtMs: answer.retryAtMs };
+    }
+    attempt = answer;
+  }
+  let key: ResolvedKey | undefined;
+  try {
+    const found = deps.keyCache.resolve(secret);
+    key = found instanceof Promise ? await found : found;
+  } catch {
+    attempt?.settle(false);
+    metrics.proxyRequests.inc({ outcome: 'unavailable' });
+    return refused('auth_unavailable');
+  }
+  attempt?.settle(key === undefined);
+  if (key === undefined) {
+    metrics.authFailures.inc({ reason: 'invalid' });
+    metrics.proxyRequests.inc({ outcome: 'unauthorized' });
+    return refused('invalid_api_key');
+  }
+  return key;
 }
 
 /** `RateLimit-Policy` and `RateLimit` for a response to a limited key. */
