@@ -44,12 +44,22 @@ const byRequestsThenName = <T extends { requests: number }>(key: (t: T) => strin
 export class UsageReader {
   constructor(
     private readonly repository: UsageRepository,
-    /** Ordered downstream first: Redis before this process. */
+    /** Ordered downstream first: Redis (or the embedded sink) before this process's recorder, last. */
     private readonly pendingSources: readonly PendingUsage[],
   ) {}
 
+  /**
+   * The key detail's usage. Unlike `unflushed`, it misses nothing a flush moves from Redis (or the
+   * embedded sink) to the store meanwhile: those sources are read first, then the totals together
+   * with which of their batches the store has applied, in one snapshot; this process's recorder, the
+   * last source, is read after the store (its usage has not moved downstream yet, or is read there).
+   */
   async read(keyId: string): Promise<UsageView> {
-    const { usage, allCustomers } = await this.repository.readBusiest(keyId, MAX_LISTED_CUSTOMERS);
+    const downstream: PendingPart[] = [];
+    for (const source of this.pendingSources.slice(0, -1)) downstream.push(...(await source.pending(keyId)));
+    const { usage, allCustomers, applied } = await this.repository.readBusiestWithApplied(keyId, MAX_LISTED_CUSTOMERS, batchIdsOf(downstream));
+    const local = this.pendingSources.at(-1);
+    const pending = [...notIn(applied, downstream), ...(local === undefined ? [] : await local.pending(keyId)).map((p) => p.usage)];
     // The customers not read are counted and summed. Pending usage of theirs counts with them (until
     // it is stored, it cannot tell whether it is a new customer, so they are not counted again).
     const { count, ...all } = allCustomers;
@@ -59,7 +69,7 @@ export class UsageReader {
     // Part by part into the stored totals, so the caps count the names Postgres holds, as the
     // flush will: a pending path Postgres holds keeps its name even when the parts together
     // pass the cap.
-    for (const part of await this.unflushedParts(keyId)) {
+    for (const part of pending) {
       if (!partial) {
         mergeKeyUsage(usage, part);
         continue;
@@ -116,8 +126,12 @@ export class UsageReader {
   private async unflushedParts(keyId: string): Promise<KeyUsage[]> {
     const parts: PendingPart[] = [];
     for (const source of this.pendingSources) parts.push(...(await source.pending(keyId)));
-    const sealed = parts.flatMap((p) => (p.batchId === undefined ? [] : [p.batchId]));
-    const applied = await this.repository.appliedBatches(sealed);
-    return parts.flatMap((part) => (part.batchId === undefined || !applied.has(part.batchId) ? [part.usage] : []));
+    return notIn(await this.repository.appliedBatches(batchIdsOf(parts)), parts);
   }
 }
+
+const batchIdsOf = (parts: readonly PendingPart[]): string[] => parts.flatMap((p) => (p.batchId === undefined ? [] : [p.batchId]));
+
+/** The usage of the parts whose batch is not among `applied`. */
+const notIn = (applied: ReadonlySet<string>, parts: readonly PendingPart[]): KeyUsage[] =>
+  parts.flatMap((part) => (part.batchId === undefined || !applied.has(part.batchId) ? [part.usage] : []));

@@ -233,6 +233,20 @@ export class UsageRepository {
     return new Set(rows.map((r) => r.batch_id));
   }
 
+  /**
+   * `readBusiest` and, in the same snapshot (repeatable read), which of `batchIds` are applied: a
+   * batch is in the totals read exactly when it is among those returned, however flushes interleave.
+   */
+  async readBusiestWithApplied(keyId: string, customers: number, batchIds: readonly string[]): Promise<BusiestUsage & { readonly applied: Set<string> }> {
+    return this.db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .execute(async (trx) => {
+        const snapshot = new UsageRepository(trx);
+        return { ...(await snapshot.readBusiest(keyId, customers)), applied: await snapshot.appliedBatches(batchIds) };
+      });
+  }
+
   /** A key's stored totals. */
   async read(keyId: string): Promise<KeyUsage> {
     return (await this.readBusiest(keyId)).usage;
