@@ -1,44 +1,135 @@
-// The lint rules enforce the architecture: the hot path (proxy/, limits/, keys/) never imports
-// Express or the management API, so nothing of the management stack can creep onto it.
+// The lint rules enforce the architecture. Imports in src/ run downward only, through the layers below
+// (docs/decisions/0031); tests/unit/architecture.test.ts adds what lint cannot see, import circles. The
+// hot path (proxy/, limits/, keys/, usage/, routes/) imports neither Express nor the management API (a layer
+// above it), so nothing of the management stack can creep onto it.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const coreRestriction = {
-  patterns: [
-    { group: ['express', 'express/*'], message: 'proxy/, limits/ and keys/ stay free of Express.' },
-    { group: ['**/management/**', '../management', './management'], message: 'The core must not depend on the management API.' },
-  ],
+/**
+ * The layers of src/, lowest first: a folder (or a file of src/ itself, named without `.ts`) imports only
+ * from the layers before its own; names in one layer do not import each other. The composition root
+ * (COMPOSITION_ROOT) sits above them all.
+ */
+const LAYERS = [
+  ['plans', 'errors', 'events'],
+  ['ops'],
+  ['config'],
+  ['redis'],
+  ['store'],
+  ['keys', 'limits', 'usage'],
+  ['routes'],
+  ['proxy', 'billing', 'webhooks'],
+  ['management'],
+  ['console'],
+];
+const COMPOSITION_ROOT = ['main', 'app', 'adapters', 'redis-adapters', 'server'];
+const FILES_OF_SRC = new Set(['config', 'errors', ...COMPOSITION_ROOT]);
+/** The request path: no Express there. */
+const HOT_PATH = new Set(['proxy', 'limits', 'keys', 'usage', 'routes']);
+const EXPRESS_FREE = {
+  group: ['express', 'express/*'],
+  message: 'proxy/, limits/, keys/, usage/ and routes/ stay free of Express.',
 };
 
+const pathOf = (name) => (FILES_OF_SRC.has(name) ? `src/${name}.ts` : `src/${name}/`);
+/** A relative import of `name` (a folder or a file of src/) from anywhere in src/. */
+const importOf = (name) => `^(\\./|(\\.\\./)+)${name}${FILES_OF_SRC.has(name) ? '\\.js$' : '/'}`;
+
+function layerRules() {
+  return LAYERS.flatMap((layer, level) =>
+    layer.map((name) => {
+      const forbidden = [
+        ...LAYERS.slice(level)
+          .flat()
+          .filter((other) => other !== name),
+        ...COMPOSITION_ROOT,
+      ];
+      const patterns = forbidden.map((other) => ({
+        regex: importOf(other),
+        message: `${pathOf(name)} must not import ${pathOf(other)}: ${layer.includes(other) ? 'they share a layer' : 'it is in a higher layer'} (LAYERS in eslint.config.js). Move what both need down a layer.`,
+      }));
+      if (HOT_PATH.has(name)) patterns.push(EXPRESS_FREE);
+      return {
+        files: [FILES_OF_SRC.has(name) ? pathOf(name) : `${pathOf(name)}**/*.ts`],
+        rules: { 'no-restricted-imports': ['error', { patterns }] },
+      };
+    }),
+  );
+}
+
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', 'bench/results/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'data/**',
+      'coverage/**',
+      'bench/results/**',
+      'console/src/generated/**',
+      'packages/*/dist/**',
+      'packages/*/src/generated/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', fetch: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly', performance: 'readonly', setImmediate: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        Buffer: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        URL: 'readonly',
+        fetch: 'readonly',
+        AbortController: 'readonly',
+        AbortSignal: 'readonly',
+        performance: 'readonly',
+        setImmediate: 'readonly',
+        TextEncoder: 'readonly',
+        TextDecoder: 'readonly',
+      },
+    },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
     },
   },
+  ...layerRules(),
   {
-    files: ['src/proxy/**/*.ts', 'src/limits/**/*.ts', 'src/keys/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', coreRestriction], '@typescript-eslint/no-restricted-imports': 'off' },
-  },
-  {
-    // usage/ runs on the request path (the recorder) too: no Express, no management API.
-    files: ['src/usage/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', coreRestriction], '@typescript-eslint/no-restricted-imports': 'off' },
-  },
-  {
-    // The database is store/'s, and the usage repositories': nobody else speaks SQL.
+    // The database is store/'s, and the usage and billing repositories': nobody else speaks SQL.
     files: ['src/**/*.ts'],
-    ignores: ['src/store/**/*.ts', 'src/usage/*-repository.ts'],
+    ignores: ['src/store/**/*.ts', 'src/usage/*-repository.ts', 'src/billing/*-repository.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
-          patterns: [{ group: ['kysely', 'pg', 'node:sqlite', '@electric-sql/*', 'kysely-*'], message: 'Only store/ and the usage/*-repository.ts files talk to the database.', allowTypeImports: false }],
+          patterns: [
+            {
+              group: ['kysely', 'pg', 'node:sqlite', '@electric-sql/*', 'kysely-*'],
+              message: 'Only store/ and the usage/ and billing/ *-repository.ts files talk to the database.',
+              allowTypeImports: false,
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // PGlite is opened by the upgrade-data-dir command alone, through src/store/pglite.ts: no serving
+    // process loads it (docs/decisions/0030). Its imports there are dynamic, which no-restricted-imports
+    // does not see.
+    files: ['src/**/*.ts'],
+    ignores: ['src/store/pglite.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            ':matches(ImportDeclaration, ImportExpression)[source.value=/^(@electric-sql.pglite|kysely-pglite-dialect)$/]',
+          message: 'Only src/store/pglite.ts loads PGlite, for the upgrade-data-dir command.',
         },
       ],
     },
@@ -54,7 +145,11 @@ export default tseslint.config(
         {
           patterns: [
             { group: ['node:*'], message: 'The console runs in the browser.' },
-            { group: ['**/src/management/*', '**/src/store/*', '**/src/proxy/*'], allowTypeImports: true, message: 'The console calls the public API; it imports only its types.' },
+            {
+              group: ['**/src/management/*', '**/src/store/*', '**/src/proxy/*'],
+              allowTypeImports: true,
+              message: 'The console calls the public API; it imports only its types.',
+            },
           ],
         },
       ],
@@ -65,7 +160,10 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: ['src/main.ts'],
     rules: {
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Only src/main.ts reads process.env; take a Config.' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Only src/main.ts reads process.env; take a Config.' },
+      ],
     },
   },
 );

@@ -11,7 +11,9 @@ export default {
       { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } },
     ],
   },
-  testMatch: ['<rootDir>/tests/**/*.test.ts'],
+  // Tests beside what they test (src/**/*.test.ts: a management operation's statuses next to it) and the
+  // suites under tests/.
+  testMatch: ['<rootDir>/tests/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
   globalSetup: '<rootDir>/tests/global-setup.ts',
   globalTeardown: '<rootDir>/tests/global-teardown.ts',
   // Generous: e2e files start several servers, and the upgrade tests run PGlite's initdb (seconds of

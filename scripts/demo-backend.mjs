@@ -1,10 +1,12 @@
 // A stand-in backend for the README walk-through: answers every request with what it received.
+// BACKEND_NAME (default demo) tells several apart, as the routes guide runs them.
 import { createServer } from 'node:http';
 
 const port = Number(process.env.PORT ?? 3000);
+const name = process.env.BACKEND_NAME ?? 'demo';
 createServer((req, res) => {
   const body = JSON.stringify({
-    backend: 'demo',
+    backend: name,
     method: req.method,
     url: req.url,
     apiKeyReceived: req.headers['x-api-key'] !== undefined,
@@ -12,4 +14,4 @@ createServer((req, res) => {
   });
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end(body + '\n');
-}).listen(port, '127.0.0.1', () => console.log(`demo backend on http://127.0.0.1:${port}`));
+}).listen(port, '127.0.0.1', () => console.log(`${name} backend on http://127.0.0.1:${port}`));
