@@ -8,7 +8,7 @@ import { settledWithin } from './ops/deadline.js';
 import type { Logger } from './ops/logger.js';
 import type { Metrics } from './ops/metrics.js';
 import { connectRedis } from './redis/connect.js';
-import { SharedAuthThrottle } from './redis/shared-auth-throttle.js';
+import { SharedAuthThrottle } from './proxy/shared-auth-throttle.js';
 import { AuditRepository } from './store/audit-repository.js';
 import type { DbHandle } from './store/db.js';
 import { UsageFlusher } from './usage/redis/flusher.js';
@@ -38,7 +38,11 @@ export async function buildRedisAdapters(
   const keyEvents = new RedisKeyEvents(redis.client, redis.subscriber, prefix, logger, metrics);
   // A change message can be lost; every change is also recorded with its audit entry, read here too.
   const audit = new AuditRepository(db.db);
-  const recordedChanges = new KeyChangeFeed((since) => audit.keyChangesSince(since), (change) => keyEvents.receive(change), logger);
+  const recordedChanges = new KeyChangeFeed(
+    (since) => audit.keyChangesSince(since),
+    (change) => keyEvents.receive(change),
+    logger,
+  );
   const sharedLimiter = new RedisRateLimiter(redis.client, prefix, metrics, { subscriber: redis.subscriber });
   const adapters: Adapters = {
     db,
@@ -48,7 +52,8 @@ export async function buildRedisAdapters(
     usageSink: new RedisUsageSink(redis.client, prefix),
     pendingUsage: [new RedisPendingUsage(redis.client, prefix, logger, metrics)],
     background: [new UsageFlusher(redis.client, prefix, usageRepository, logger, metrics), recordedChanges],
-    failureThrottle: (name, policy) => new SharedAuthThrottle(redis.client, `${prefix}auth-failures:${name}:`, policy, logger),
+    failureThrottle: (name, policy) =>
+      new SharedAuthThrottle(redis.client, `${prefix}auth-failures:${name}:`, policy, logger),
     readinessChecks: { redis: () => redis.client.ping() },
     close: async () => {
       await redis.close();
@@ -58,7 +63,10 @@ export async function buildRedisAdapters(
   // Serve once the other replicas can reach this one: their key changes arrive, and they can ask for
   // places this one leases back. Asked after every script is defined (a Cluster auto-pipeline opened
   // earlier would lack the later ones); a Redis that does not answer is not waited for.
-  if (reachable && !(await settledWithin(Promise.all([keyEvents.ready(), sharedLimiter.ready()]), READY_WAIT_MS))) {
+  if (
+    reachable &&
+    !(await settledWithin(Promise.all([keyEvents.ready(), sharedLimiter.ready()]), READY_WAIT_MS))
+  ) {
     logger.warn('Redis subscriptions are not ready yet; serving, and subscribing in the background');
   }
   return adapters;

@@ -1,7 +1,7 @@
 import { DIRECT_SCRIPTS, type RedisClient } from '../redis/connect.js';
 import { defineScript } from '../redis/script.js';
+import { balanceArgs, BALANCE_ARGS, SETTLE_BALANCE_LUA, type BalanceTerms } from './balance-lua.js';
 import { leaseBookKey } from './limiter-keys.js';
-import { MAX_LIMITS } from './plan.js';
 import { SLOTS } from './sliding-window.js';
 
 /**
@@ -12,51 +12,72 @@ import { SLOTS } from './sliding-window.js';
 export const RECLAIM_WAIT_MS = 1_000;
 
 /**
- * Check and count in one atomic step, across every limit of a plan, for `want` requests of one key
- * at once plus up to `lease` places handed to the calling replica ahead of its requests. Requests are
- * admitted while every limit holds them, and each admitted request (and leased place) is counted in
- * every limit. A lease is granted only when every request asked for was admitted and every limit holds
- * 1,024 more, and at most a sixteenth of what the tightest holds, so small limits and the last places
- * of a window are decided one call at a time.
+ * Check and charge in one atomic step, across every limit and balance of every subject of a decision (a
+ * key's and its consumer's), for a batch of one replica's requests plus, per subject, units leased to it
+ * ahead of its requests. Requests are decided in arrival order, each admitted when every limit still
+ * has room for its cost, and every balance holds it, after the ones admitted before it (as if they had
+ * come one by one), and the units admitted are charged to every limit and balance. A subject's lease (the same number of units in each of its limits) is granted
+ * only when no request was refused and each of its limits holds 1,024 more, and is at most a sixteenth
+ * of what its tightest limit holds, so small limits and the last units of a window are decided one call
+ * at a time.
  *
- * Per limit i, KEYS[2i-1] is its count and KEYS[2i] its lease book. A fixed limit counts in a string
- * per window (as before plans had several limits). A sliding limit counts in a hash of slots
- * (sliding-window.ts): the window's count is the sum of the slots from `slot - SLOTS` on, older slots
- * are deleted as they are met. The book is a hash: `p` places leased and not yet settled by their
- * replica, `r` when places were first asked back (ms, 0 while none are outstanding). A key seen now
- * and then, far from its limits, never touches its books.
- * ARGV, as `consumeArgs` builds it: want, lease, settled, returned, now, reclaimChannel, then per
- * limit: limit, expiresAt, slot (-1 for a fixed limit; used as given for the field name, since Lua
- * would print a large number in exponent form). Few arguments: a key in rotation pays for
- * every one, per request.
+ * Per limit i, KEYS[2i-1] is its count and KEYS[2i] its lease book, subject after subject. A fixed limit
+ * counts in a string per window. A sliding limit counts in a hash of slots (sliding-window.ts): the
+ * window's count is the sum of the slots from `slot - SLOTS` on, older slots are deleted as they are
+ * met. The book is a hash: `p` units leased and not yet settled by their replica, `r` when units were
+ * first asked back (ms, 0 while none are outstanding). A key seen now and then, far from its limits,
+ * never touches its books. After the limits' keys, KEYS holds one hash per balance (balance-lua.ts), in
+ * the subjects' order; a balance is brought up to the record the call passes, then charged.
+ * ARGV, as `consumeArgs` builds it: now, reclaimChannel, the number of subjects; per subject: its number
+ * of limits, lease, settled, returned, 1 when it holds a balance (else 0); per limit: limit, expiresAt,
+ * slot (-1 for a fixed limit; used as given for the field name, since Lua would print a large number in
+ * exponent form); per balance, its record (balance-lua.ts); then the requests as runs of one cost:
+ * requests, cost, requests, cost, … Few arguments: a key in rotation pays for every one, per request.
  *
- * When requests do not fit a limit while leased places of it are outstanding, the call says `held`
+ * When a request does not fit a limit while leased units of it are outstanding, the call says `held`
  * and publishes that limit's count key on the reclaim channel: holders give back what they have not
  * used, settle what they used, and the caller asks again, until nothing is outstanding or
- * RECLAIM_WAIT_MS have passed since the first reclaim. So with limit L, L requests are admitted per
- * window even when a replica sits on leased places.
+ * RECLAIM_WAIT_MS have passed since the first reclaim. So with limit L, L units are admitted per
+ * window even when a replica sits on leased units.
  * Returns ConsumeReply.
  */
 const CONSUME_LUA = `
-local want = tonumber(ARGV[1])
-local settled = tonumber(ARGV[3])
-local returned = tonumber(ARGV[4])
-local n = #KEYS / 2
+${SETTLE_BALANCE_LUA}
+local now = tonumber(ARGV[1])
+local subjects = tonumber(ARGV[3])
+local lease, settled, returned, subjectOf = {}, {}, {}, {}
+local n, nb = 0, 0
+for s = 1, subjects do
+  local at = 5 * s - 1
+  lease[s] = tonumber(ARGV[at + 1])
+  settled[s] = tonumber(ARGV[at + 2])
+  returned[s] = tonumber(ARGV[at + 3])
+  if ARGV[at + 4] == '1' then nb = nb + 1 end
+  for _ = 1, tonumber(ARGV[at]) do
+    n = n + 1
+    subjectOf[n] = s
+  end
+end
+-- Limit i's arguments start at ARGV[args + 3i]; the balances' after the last limit's; the runs after those.
+local args = 5 * subjects + 1
+local bargs = args + 3 * n + 3
 local counts = {}
 local oldest = {}
 local room = nil
 for i = 1, n do
   local key = KEYS[2 * i - 1]
-  local slot = tonumber(ARGV[3 * i + 6])
+  local field = ARGV[args + 3 * i + 2]
+  local slot = tonumber(field)
+  local back = returned[subjectOf[i]]
   local count = 0
   local first = 0
   if slot < 0 then
     count = tonumber(redis.call('GET', key) or '0')
-    if returned > 0 and count > 0 then count = redis.call('DECRBY', key, math.min(returned, count)) end
+    if back > 0 and count > 0 then count = redis.call('DECRBY', key, math.min(back, count)) end
   else
-    if returned > 0 then
-      local mine = tonumber(redis.call('HGET', key, ARGV[3 * i + 6]) or '0')
-      if mine > 0 then redis.call('HINCRBY', key, ARGV[3 * i + 6], -math.min(returned, mine)) end
+    if back > 0 then
+      local mine = tonumber(redis.call('HGET', key, field) or '0')
+      if mine > 0 then redis.call('HINCRBY', key, field, -math.min(back, mine)) end
     end
     first = slot
     local fields = redis.call('HGETALL', key)
@@ -73,52 +94,91 @@ for i = 1, n do
   end
   counts[i] = count
   oldest[i] = first
-  local free = tonumber(ARGV[3 * i + 4]) - count
+  local free = tonumber(ARGV[args + 3 * i]) - count
   if room == nil or free < room then room = free end
 end
-local admitted = math.max(0, math.min(want, room))
-local leased = 0
-if admitted == want and room - want >= 1024 then leased = math.min(tonumber(ARGV[2]), math.floor((room - want) / 16)) end
-local taken = admitted + leased
+local balances = {}
+for k = 1, nb do
+  local e, w, g, s, b = settleBalance(KEYS[2 * n + k], bargs + ${BALANCE_ARGS} * (k - 1))
+  balances[k] = {e, w, g, s, b}
+  if room == nil or g - s < room then room = g - s end
+end
+local want = 0
+local admitted = 0
+local fits = {}
+for r = bargs + ${BALANCE_ARGS} * nb, #ARGV, 2 do
+  local requests = tonumber(ARGV[r])
+  local cost = tonumber(ARGV[r + 1])
+  local fit = math.max(0, math.min(requests, math.floor((room - admitted) / cost)))
+  want = want + requests * cost
+  admitted = admitted + fit * cost
+  fits[#fits + 1] = fit
+end
+local refused = admitted < want
+local leased = {}
+local spare = {}
+for s = 1, subjects do leased[s] = 0 end
+if not refused then
+  for i = 1, n do
+    local s = subjectOf[i]
+    local free = tonumber(ARGV[args + 3 * i]) - counts[i] - admitted
+    if spare[s] == nil or free < spare[s] then spare[s] = free end
+  end
+  for s = 1, subjects do
+    if spare[s] ~= nil and spare[s] >= 1024 then leased[s] = math.min(lease[s], math.floor(spare[s] / 16)) end
+  end
+end
 local held = 0
-local reply = {admitted, leased, 0}
+local reply = {0}
 for i = 1, n do
   local key = KEYS[2 * i - 1]
-  local limit = tonumber(ARGV[3 * i + 4])
-  local expiresAt = ARGV[3 * i + 5]
-  local slot = tonumber(ARGV[3 * i + 6])
+  local limit = tonumber(ARGV[args + 3 * i])
+  local expiresAt = ARGV[args + 3 * i + 1]
+  local field = ARGV[args + 3 * i + 2]
+  local s = subjectOf[i]
   local before = counts[i]
+  local taken = admitted + leased[s]
   if taken > 0 then
-    if slot < 0 then
+    if tonumber(field) < 0 then
       if redis.call('INCRBY', key, taken) == taken then redis.call('PEXPIREAT', key, expiresAt) end
     else
-      redis.call('HINCRBY', key, ARGV[3 * i + 6], taken)
+      redis.call('HINCRBY', key, field, taken)
       redis.call('PEXPIREAT', key, expiresAt)
     end
   end
-  if leased ~= settled or admitted < want then
+  if leased[s] ~= settled[s] or refused then
     local bookKey = KEYS[2 * i]
     local book = redis.call('HMGET', bookKey, 'p', 'r')
-    local outstanding = math.max(0, tonumber(book[1] or '0') + leased - settled)
+    local outstanding = math.max(0, tonumber(book[1] or '0') + leased[s] - settled[s])
     local asked = tonumber(book[2] or '0')
     if outstanding == 0 then asked = 0 end
-    if admitted < want and limit - before < want and outstanding > 0 then
-      local now = tonumber(ARGV[5])
+    if refused and limit - before < want and outstanding > 0 then
       if asked == 0 then asked = now end
       if now < asked + ${RECLAIM_WAIT_MS} then
         held = 1
-        redis.call('PUBLISH', ARGV[6], key)
+        redis.call('PUBLISH', ARGV[2], key)
       end
     end
-    if book[1] or leased > 0 then
+    if book[1] or leased[s] > 0 then
       redis.call('HSET', bookKey, 'p', outstanding, 'r', asked)
       redis.call('PEXPIREAT', bookKey, expiresAt)
     end
   end
-  reply[2 * i + 2] = before + taken
-  reply[2 * i + 3] = oldest[i]
+  reply[2 * i] = before + taken
+  reply[2 * i + 1] = oldest[i]
 end
-reply[3] = held
+reply[1] = held
+for s = 1, subjects do reply[2 * n + 1 + s] = leased[s] end
+for k = 1, nb do
+  local e, w, g, s, b = balances[k][1], balances[k][2], balances[k][3], balances[k][4] + admitted, balances[k][5]
+  storeBalance(KEYS[2 * n + k], e, w, g, s, b)
+  local at = 2 * n + 1 + subjects + 4 * (k - 1)
+  reply[at + 1] = e
+  reply[at + 2] = w
+  reply[at + 3] = g
+  reply[at + 4] = s
+end
+for r = 1, #fits do reply[2 * n + 1 + subjects + 4 * nb + r] = fits[r] end
 return reply
 `;
 
@@ -131,74 +191,125 @@ export interface ConsumeLimit {
   readonly slot: number;
 }
 
-export interface ConsumeCall {
-  /** Requests to decide. */
-  readonly want: number;
-  /** Places asked for ahead of requests. */
+/** What a call asks and settles for one subject's lease book (lease-book.ts' LeaseCall). */
+export interface LeaseTerms {
+  /** Units asked for ahead of requests, in each of the subject's limits. */
   readonly lease: number;
-  /** Places of leases the caller is done with, used or not. */
+  /** Units of leases the caller is done with, used or not. */
   readonly settled: number;
   /** Of those, the ones it did not use. */
   readonly returned: number;
+}
+
+export interface ConsumeCall {
   /** Epoch ms, on the clock every replica shares (NTP): reclaim waits are timed by it. */
   readonly now: number;
-  /** Where to ask holders for leased places back. */
+  /** Where to ask holders for leased units back. */
   readonly reclaimChannel: string;
-  readonly limits: readonly ConsumeLimit[];
+  /** Per subject, in KEYS order: its lease terms, its limits and its balance (undefined: none). */
+  readonly leases: readonly LeaseTerms[];
+  readonly limits: readonly (readonly ConsumeLimit[])[];
+  readonly balances: readonly (BalanceTerms | undefined)[];
+  /** The requests to decide, in arrival order, as runs of one cost: requests, cost, requests, cost, … */
+  readonly runs: readonly number[];
 }
 
 /**
- * The script's reply as it comes, unparsed (one call per request for keys in rotation): how many of
- * the `want` requests are in, the first ones; the caller's lease (the last `leased` places of every
- * limit's count); 1 when the rest did not fit while leased places are being asked back (ask again
- * shortly); then per limit i, at 3 + 2i and 4 + 2i, its count after this call and, for a sliding
- * limit, the oldest slot that still holds places (0 for a fixed limit).
+ * The script's reply as it comes, unparsed (one call per request for keys in rotation): 1 when
+ * requests did not fit while leased units are being asked back (ask again shortly); per limit i, its
+ * count after the call and, for a sliding limit, the oldest slot that still holds units (0 for a fixed
+ * limit); per subject, the units leased to it (the last ones of each of its counts); per balance, its
+ * epoch, window, units granted and units spent after the call; per run, how many of its requests were
+ * admitted (its first ones).
  */
-export type ConsumeReply = readonly [admitted: number, leased: number, held: 0 | 1, ...countsAndOldest: number[]];
+export type ConsumeReply = readonly number[];
 
-/** Limit i's count after the call. */
+/** How many limits, subjects and balances a call had: where each part of its reply is. */
+export interface ReplyLayout {
+  readonly limits: number;
+  readonly subjects: number;
+  readonly balances: number;
+}
+
+export function heldOf(reply: ConsumeReply): boolean {
+  return reply[0] === 1;
+}
+
+/** Limit i's count after the call (counting every limit of every subject, in KEYS order). */
 export function countOf(reply: ConsumeReply, i: number): number {
-  return reply[3 + 2 * i]!;
+  return reply[1 + 2 * i]!;
 }
 
-/** Limit i's oldest slot holding places (sliding limits). */
+/** Limit i's oldest slot holding units (sliding limits). */
 export function oldestSlotOf(reply: ConsumeReply, i: number): number {
-  return reply[4 + 2 * i]!;
+  return reply[2 + 2 * i]!;
 }
 
-/** The shifts of a plan with one limit. */
+/** Units leased to subject s. */
+export function leasedOf(reply: ConsumeReply, layout: ReplyLayout, s: number): number {
+  return reply[1 + 2 * layout.limits + s]!;
+}
+
+/** Balance k after the call (the balances of the call's subjects, in order). */
+export function balanceOf(
+  reply: ConsumeReply,
+  layout: ReplyLayout,
+  k: number,
+): { epoch: number; window: number; granted: number; spent: number } {
+  const at = 1 + 2 * layout.limits + layout.subjects + 4 * k;
+  return { epoch: reply[at]!, window: reply[at + 1]!, granted: reply[at + 2]!, spent: reply[at + 3]! };
+}
+
+/** Requests of run r admitted. */
+export function admittedOf(reply: ConsumeReply, layout: ReplyLayout, r: number): number {
+  return reply[1 + 2 * layout.limits + layout.subjects + 4 * layout.balances + r]!;
+}
+
+/** The shifts of a subject of one limit. */
 export const NO_SHIFTS: readonly number[] = [0];
 
 /**
- * Each limit's count less the first's: the places the call took are the last ones of every count,
- * so the first limit's place p is place p + shift of limit i.
+ * The counts of limits `first` … `first + length - 1` (one subject's) less the first's: the units a call
+ * took are the last ones of every count, so the first limit's unit p is unit p + shift of limit i.
  */
-export function shiftsOf(reply: ConsumeReply): readonly number[] {
-  const n = (reply.length - 3) / 2;
-  if (n === 1) return NO_SHIFTS;
-  const first = countOf(reply, 0);
-  return Array.from({ length: n }, (_, i) => countOf(reply, i) - first);
+export function shiftsOf(reply: ConsumeReply, first: number, length: number): readonly number[] {
+  if (length === 1) return NO_SHIFTS;
+  const base = countOf(reply, first);
+  return Array.from({ length }, (_, i) => countOf(reply, first + i) - base);
 }
 
-/** The script's KEYS: each limit's count, then its lease book. */
-export function consumeKeys(counts: readonly string[]): string[] {
-  return counts.flatMap((count) => [count, leaseBookKey(count)]);
+/** The script's KEYS: each limit's count, then its lease book; then each balance's hash. */
+export function consumeKeys(counts: readonly string[], balances: readonly string[] = []): string[] {
+  return [...counts.flatMap((count) => [count, leaseBookKey(count)]), ...balances];
 }
 
 /** The script's ARGV, by position. */
 export function consumeArgs(call: ConsumeCall): (string | number)[] {
-  const args: (string | number)[] = [call.want, call.lease, call.settled, call.returned, call.now, call.reclaimChannel];
-  for (const l of call.limits) args.push(l.limit, l.expiresAt, l.slot);
+  const args: (string | number)[] = [call.now, call.reclaimChannel, call.leases.length];
+  for (let s = 0; s < call.leases.length; s++) {
+    const terms = call.leases[s]!;
+    args.push(
+      call.limits[s]!.length,
+      terms.lease,
+      terms.settled,
+      terms.returned,
+      call.balances[s] === undefined ? 0 : 1,
+    );
+  }
+  for (const limits of call.limits) for (const l of limits) args.push(l.limit, l.expiresAt, l.slot);
+  for (const balance of call.balances) if (balance !== undefined) args.push(...balanceArgs(balance));
+  for (const x of call.runs) args.push(x);
   return args;
 }
 
 export type ConsumeScript = (keys: readonly string[], call: ConsumeCall) => Promise<ConsumeReply>;
 
 /**
- * Defines the script on `client` (at start-up: see defineScript), once per number of limits: a
- * command's number of keys is fixed, so that a Cluster routes it by its first key.
+ * Defines the script on `client` (at start-up: see defineScript), once per number of keys in a call
+ * (DIRECT_SCRIPTS.consume): a command's number of keys is fixed, so that a Cluster routes it by its
+ * first key.
  */
 export function defineConsumeScript(client: RedisClient): ConsumeScript {
-  const runners = DIRECT_SCRIPTS.consume.slice(0, MAX_LIMITS).map((name, i) => defineScript(client, name, CONSUME_LUA, 2 * (i + 1)));
-  return (keys, call) => runners[call.limits.length - 1]!(keys, consumeArgs(call)) as Promise<ConsumeReply>;
+  const runners = DIRECT_SCRIPTS.consume.map((name, i) => defineScript(client, name, CONSUME_LUA, i + 1));
+  return (keys, call) => runners[keys.length - 1]!(keys, consumeArgs(call)) as Promise<ConsumeReply>;
 }

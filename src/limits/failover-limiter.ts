@@ -1,8 +1,8 @@
 import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import { MemoryRateLimiter } from './memory-limiter.js';
-import type { Plan } from './plan.js';
-import type { LimitDecision, LimitState, RateLimiter } from './rate-limiter.js';
+import type { BalanceState, Decision, LimitState, RateLimiter, SpentBalance } from './rate-limiter.js';
+import type { Subject } from '../plans/subject.js';
 
 /** Redis cannot be reached and `REDIS_FAILURE_MODE=closed`: the proxy answers 503 `limit_unavailable`. */
 export class LimiterUnavailableError extends Error {
@@ -20,7 +20,8 @@ export interface FailoverOptions {
 
 /**
  * Puts the shared (Redis) limiter first and decides what happens when it fails: `open` limits each
- * replica in process (each then admits up to the full limit on its own), `closed` refuses.
+ * replica in process (each then admits up to the full limit on its own), `closed` refuses; a decision
+ * that charges a balance is refused in both.
  *
  * A circuit breaker: the first failure, a refused connection or a command timeout, opens it. Every
  * request then takes the fallback at once, those already waiting on Redis included (they do not sit
@@ -50,15 +51,28 @@ export class FailoverRateLimiter implements RateLimiter {
     return this.probe !== undefined;
   }
 
-  consume(keyId: string, plan: Plan, nowMs: number): LimitDecision | Promise<LimitDecision> {
-    if (this.degraded) return this.fallback(keyId, plan, nowMs);
-    const decided = this.shared.consume(keyId, plan, nowMs);
-    if (!(decided instanceof Promise)) return decided;
-    return new Promise<LimitDecision>((resolve, reject) => {
+  consume(
+    subjects: readonly Subject[],
+    cost: number,
+    nowMs: number,
+    states?: LimitState[],
+  ): Decision | Promise<Decision> {
+    if (this.degraded) return this.fallback(subjects, cost, nowMs, states);
+    // Redis' states go to a list of their own: a decision that took the fallback must not get them too.
+    const sharedStates = states && [];
+    const decided = this.shared.consume(subjects, cost, nowMs, sharedStates);
+    if (!(decided instanceof Promise)) {
+      if (states !== undefined) states.push(...sharedStates!);
+      return decided;
+    }
+    return new Promise<Decision>((resolve, reject) => {
+      let settled = false;
       const takeFallback = (): void => {
         this.waiting.delete(takeFallback);
+        if (settled) return;
+        settled = true;
         try {
-          resolve(this.fallback(keyId, plan, nowMs));
+          resolve(this.fallback(subjects, cost, nowMs, states));
         } catch (err) {
           reject(err);
         }
@@ -68,32 +82,58 @@ export class FailoverRateLimiter implements RateLimiter {
       decided.then(
         (decision) => {
           this.waiting.delete(takeFallback);
+          if (settled) return;
+          settled = true;
+          if (states !== undefined) states.push(...sharedStates!);
           resolve(decision);
         },
         (err: unknown) => {
           this.waiting.delete(takeFallback);
-          this.enterDegraded(err, keyId, plan);
+          this.enterDegraded(err, subjects);
           takeFallback();
         },
       );
     });
   }
 
-  private fallback(keyId: string, plan: Plan, nowMs: number): LimitDecision {
-    if (this.mode === 'closed') throw new LimiterUnavailableError();
-    return this.local.consume(keyId, plan, nowMs);
+  /**
+   * A balance is never decided in process, whatever the mode: each replica would spend all of it
+   * (contract 14: a balance never admits more than it held, on any number of replicas).
+   */
+  private fallback(
+    subjects: readonly Subject[],
+    cost: number,
+    nowMs: number,
+    states: LimitState[] | undefined,
+  ): Decision {
+    if (this.mode === 'closed' || subjects.some((s) => s.balance !== undefined))
+      throw new LimiterUnavailableError();
+    return this.local.consume(subjects, cost, nowMs, states);
   }
 
-  async peek(keyId: string, plan: Plan, nowMs: number): Promise<LimitState[]> {
+  peekBalances(subjects: readonly Subject[], nowMs: number): Promise<BalanceState[]> {
+    if (this.degraded) return Promise.reject(new LimiterUnavailableError());
+    return this.shared.peekBalances(subjects, nowMs);
+  }
+
+  syncBalances(subjects: readonly Subject[], nowMs: number): Promise<void> {
+    return this.shared.syncBalances(subjects, nowMs);
+  }
+
+  spentBalances(): SpentBalance[] {
+    return this.shared.spentBalances();
+  }
+
+  async peek(subjects: readonly Subject[], nowMs: number): Promise<LimitState[]> {
     if (!this.degraded) {
       try {
-        return await this.shared.peek(keyId, plan, nowMs);
+        return await this.shared.peek(subjects, nowMs);
       } catch (err) {
-        this.enterDegraded(err, keyId, plan);
+        this.enterDegraded(err, subjects);
       }
     }
     if (this.mode === 'closed') throw new LimiterUnavailableError();
-    return this.local.peek(keyId, plan, nowMs);
+    return this.local.peek(subjects, nowMs);
   }
 
   async close(): Promise<void> {
@@ -103,10 +143,10 @@ export class FailoverRateLimiter implements RateLimiter {
   }
 
   /**
-   * The probe reads the counter whose decision failed: on a Cluster with one master down, PING
-   * would answer while that key's slot still fails.
+   * The probe reads the counts whose decision failed: on a Cluster with one master down, PING
+   * would answer while that decision's slot still fails.
    */
-  private enterDegraded(err: unknown, keyId: string, plan: Plan): void {
+  private enterDegraded(err: unknown, subjects: readonly Subject[]): void {
     if (this.degraded) return;
     this.metrics.degraded.set({ dependency: 'redis' }, 1);
     this.logger.warn(
@@ -121,7 +161,7 @@ export class FailoverRateLimiter implements RateLimiter {
       if (probing) return;
       probing = true;
       this.shared
-        .peek(keyId, plan, Date.now())
+        .peek(subjects, Date.now())
         .then(() => this.leaveDegraded())
         .catch(() => {})
         .finally(() => (probing = false));

@@ -1,15 +1,22 @@
-import { countOf, NO_SHIFTS, shiftsOf, type ConsumeReply } from './consume-script.js';
+import { NO_SHIFTS, type LeaseTerms } from './consume-script.js';
 
-/** A lease's places are used within this long or given back. */
+/** A lease's units are used within this long or given back. */
 export const LEASE_MS = 100;
-/** A lease holds about this long's worth of a key's requests on this replica. */
+/** A lease holds about this long's worth of a subject's units on this replica… */
 const LEASE_HORIZON_MS = 20;
+/**
+ * …or, for a subject less busy, up to this many units it would use within LEASE_MS: a decision needs
+ * every book of its subjects to hold its cost, and a consumer's keys, each busy in part, would each
+ * call Redis every 20 ms / 2 or so (issue 25: at most 0.05 calls per request for a consumer of 10 keys
+ * on 2 replicas). 64 is a sixteenth of the 1,024 units a count must hold to lease at all.
+ */
+const MIN_BUSY_LEASE = 64;
 const MAX_LEASE = 1_000;
 
 /**
- * Places `next`…`last` of the first limit's count, this replica's to hand out until `endsAt`; the
- * same place of limit i is `shifts[i]` further on (a lease takes the same number of places, at once,
- * in every limit of the plan).
+ * Units `next`…`last` of the subject's first limit's count, this replica's to hand out until `endsAt`;
+ * the same unit of limit i is `shifts[i]` further on (a lease takes the same number of units, at once,
+ * in every limit of the subject).
  */
 interface Lease {
   next: number;
@@ -19,75 +26,104 @@ interface Lease {
   readonly shifts: readonly number[];
 }
 
-/** What one call to Redis asks and tells for a counter. */
-export interface LeaseCall {
+/** What one call to Redis asks and tells for a lease book. */
+export interface LeaseCall extends LeaseTerms {
   /** When it was sent: a lease it brings runs from then. */
   readonly sentAt: number;
-  /** Places asked for ahead of requests. */
-  readonly lease: number;
-  /** Places of leases this replica is done with, used or not. */
-  readonly settled: number;
-  /** Of those, the ones it did not use. */
-  readonly returned: number;
+}
+
+/** What Redis answered a call for one subject. */
+export interface LeaseAnswer {
+  /** Units leased (the last ones of each of the subject's counts), 0 for none. */
+  readonly leased: number;
+  /** The subject's first limit's count after the call. */
+  readonly count: number;
+  /** Each of the subject's limits' count less the first's. */
+  readonly shifts: readonly number[];
+  /** A request of the call did not fit a limit of this subject. */
+  readonly short: boolean;
 }
 
 /**
- * One window of one key's plan on this replica (the span where the windows of all its limits stay the
- * same): the places leased to it, which requests take without a call, and what it owes Redis for
- * leases it is done with. No I/O and no clock of its own: every method takes `now` from the caller,
- * the same clock that picks the window. docs/decisions/0006.
+ * One span of one subject's limits on this replica (the stretch where the windows of all its limits
+ * stay the same): the units leased to it, which requests take without a call, and what it owes Redis
+ * for leases it is done with. Every decision that charges the subject uses the same book (the keys of
+ * a consumer share the consumer's), and a request is decided here only when every book of its decision
+ * holds its cost. No I/O and no clock of its own: every method takes `now` from the caller, the same
+ * clock that picks the window. docs/decisions/0006 and 0025.
  */
 export class LeaseBook {
   private lease: Lease | undefined;
-  /** The next lease, asked for while `lease` still had places so that requests never wait for it. */
+  /** The next lease, asked for while `lease` still had units so that requests never wait for it. */
   private spare: Lease | undefined;
-  /** Places of leases this replica is done with that Redis still counts as outstanding. */
+  /** Units of leases this replica is done with that Redis still counts as outstanding. */
   private settleable = 0;
-  /** Unused places of leases that ended, to give back with the next call. */
+  /** Unused units of leases that ended, to give back with the next call. */
   private toReturn = 0;
-  /** No more leases in this window: it ran low or out, or another replica asked for places back. */
+  /** No more leases in this span: it ran low or out, or another replica asked for units back. */
   private exhausted = false;
-  /** Requests seen since the last answer, and when the call that got it was sent: what a lease is sized by. */
+  /** Units asked for since the last answer, and when the call that got it was sent: what a lease is sized by. */
   private demand = 0;
   private answeredAt = -Infinity;
   /** When the latest request came. */
   private seenAt = -Infinity;
   private leaseAsked = false;
-  /** The shifts of the lease that gave the last place. */
+  /** A call that will ask for the next lease is due: the other decisions sharing this book need not send one. */
+  private leaseDue = false;
+  /** The shifts of the lease that gave the last units. */
   private lastShifts: readonly number[] = NO_SHIFTS;
 
-  /** Where the last place `take` or `next` gave stands in limit i: that place plus `shifts[i]`. */
+  /** Where the last unit `take` gave stands in limit i: that unit plus `shifts[i]`. */
   get shifts(): readonly number[] {
     return this.lastShifts;
   }
 
-  /** A request: its place in the first limit's count from a running lease, or 0 when it has to ask Redis. */
-  take(now: number): number {
-    this.demand++;
+  /** A request of `cost` units: counted in the demand leases are sized by; true when a running lease holds it. */
+  offer(cost: number, now: number): boolean {
+    this.demand += cost;
     this.seenAt = now;
-    return this.next(now);
+    return this.fits(cost, now);
   }
 
-  /** A place for a request that waited for a call, or 0. */
-  next(now: number): number {
+  /**
+   * Whether a running lease holds `cost` units, making it the current one: a lease that ran out or
+   * ended is done with, and so is one too short for the cost when the spare holds it (its rest goes
+   * back). Nothing is taken: a request takes its units only once every book of its decision holds them.
+   */
+  fits(cost: number, now: number): boolean {
     for (let lease = this.lease; lease !== undefined; lease = this.endLease()) {
-      if (lease.next <= lease.last && now < lease.endsAt) {
-        this.lastShifts = lease.shifts;
-        return lease.next++;
-      }
+      if (lease.next > lease.last || now >= lease.endsAt) continue;
+      if (lease.last - lease.next + 1 >= cost) return true;
+      const spare = this.spare;
+      if (spare === undefined || now >= spare.endsAt || spare.last - spare.next + 1 < cost) return false;
     }
-    return 0;
+    return false;
   }
 
-  /** A call that asked for a lease is out: requests wait for it instead of sending their own. */
-  get leaseInFlight(): boolean {
-    return this.leaseAsked;
+  /** Takes `cost` units of the current lease, which `fits` just found to hold them: the last one's place in the first limit's count. */
+  take(cost: number): number {
+    const lease = this.lease!;
+    lease.next += cost;
+    this.lastShifts = lease.shifts;
+    return lease.next - 1;
   }
 
-  /** Half the current lease is used and no next one is coming: time to ask, before it runs out. */
+  /** Half the current lease is used and no next one is on its way or due: time to ask, before it runs out. */
   get wantsNext(): boolean {
     const lease = this.lease;
-    return lease !== undefined && this.spare === undefined && !this.exhausted && lease.last - lease.next < lease.size / 2;
+    return (
+      lease !== undefined &&
+      this.spare === undefined &&
+      !this.exhausted &&
+      !this.leaseAsked &&
+      !this.leaseDue &&
+      lease.last - lease.next < lease.size / 2
+    );
+  }
+
+  /** A call that will ask for the next lease is due (`wantsNext` was acted on). */
+  nextDue(): void {
+    this.leaseDue = true;
   }
 
   /** Leases ended and not yet settled with Redis. */
@@ -97,15 +133,21 @@ export class LeaseBook {
 
   /**
    * Starts a call: what it settles (handed over, so a call that fails does not settle them twice)
-   * and, for a busy key when `canLease` (someone could ask for the places back), a lease the size of
-   * the key's requests since the last answer over the next 20 ms. None for a key not seen within a
-   * lease's time, none once the window ran low, none while another lease is on its way.
+   * and, for a busy subject when `canLease` (someone could ask for the units back), a lease the size
+   * of its demand since the last answer over the next 20 ms, or, if more, over the lease's 100 ms up to
+   * MIN_BUSY_LEASE. None for a subject not seen within a lease's time, none once the span ran low, none
+   * while another lease is on its way or a spare is waiting.
    */
   startCall(now: number, canLease: boolean): LeaseCall {
     let lease = 0;
     const elapsed = now - this.answeredAt;
-    if (canLease && !this.exhausted && !this.leaseAsked && elapsed <= LEASE_MS) {
-      lease = Math.min(MAX_LEASE, Math.floor((this.demand * LEASE_HORIZON_MS) / Math.max(1, elapsed)));
+    this.leaseDue = false;
+    if (canLease && !this.exhausted && !this.leaseAsked && this.spare === undefined && elapsed <= LEASE_MS) {
+      const perMs = this.demand / Math.max(1, elapsed);
+      lease = Math.min(
+        MAX_LEASE,
+        Math.floor(Math.max(perMs * LEASE_HORIZON_MS, Math.min(MIN_BUSY_LEASE, perMs * LEASE_MS))),
+      );
     }
     const call: LeaseCall = { sentAt: now, lease, settled: this.settleable, returned: this.toReturn };
     this.settleable = 0;
@@ -114,19 +156,24 @@ export class LeaseBook {
     return call;
   }
 
-  /** Redis answered `call`, asked for `want` requests. */
-  answered(call: LeaseCall, want: number, reply: ConsumeReply): void {
-    const [admitted, leased] = reply;
+  /** Redis answered `call`. */
+  answered(call: LeaseCall, { leased, count, shifts, short }: LeaseAnswer): void {
     if (leased > 0) {
-      const count = countOf(reply, 0);
-      const lease: Lease = { next: count - leased + 1, last: count, endsAt: call.sentAt + LEASE_MS, size: leased, shifts: shiftsOf(reply) };
+      const lease: Lease = {
+        next: count - leased + 1,
+        last: count,
+        endsAt: call.sentAt + LEASE_MS,
+        size: leased,
+        shifts,
+      };
       const current = this.lease;
-      if (current === undefined || current.next > current.last || call.sentAt >= current.endsAt) this.endLease();
+      if (current === undefined || current.next > current.last || call.sentAt >= current.endsAt)
+        this.endLease();
       if (this.lease === undefined) this.lease = lease;
       else if (this.spare === undefined) this.spare = lease;
-      else this.giveBack(lease); // no room: never lose places, whatever order calls answer in
-    } else if (admitted < want || call.lease > 0) {
-      // Refused, or too little left to lease: the rest of the window is decided call by call.
+      else this.giveBack(lease); // no room: never lose units, whatever order calls answer in
+    } else if (short || call.lease > 0) {
+      // Too little left for a request, or to lease: the rest of the span is decided call by call.
       this.exhausted = true;
     }
     this.demand = 0;
@@ -139,8 +186,8 @@ export class LeaseBook {
   }
 
   /**
-   * Once requests that waited took their places: a reclaim that came while a lease was on its way
-   * sends its unused places straight back. True when there is something to settle.
+   * Once requests that waited took their units: a reclaim that came while a lease was on its way
+   * sends its unused units straight back. True when there is something to settle.
    */
   settleIfExhausted(): boolean {
     if (!this.exhausted) return false;
@@ -148,20 +195,20 @@ export class LeaseBook {
     return this.owes;
   }
 
-  /** Another replica needs places of this window: give back what is unused, take no more leases. */
+  /** Another replica needs units of this span: give back what is unused, take no more leases. */
   reclaim(): void {
     this.exhausted = true;
     this.endLeases();
   }
 
-  /** True, with its leases ended, when the key has not been seen for a lease's time. */
+  /** True, with its leases ended, when the subject has not been seen for a lease's time. */
   endIfQuiet(now: number): boolean {
     if (now - this.seenAt <= LEASE_MS) return false;
     this.endLeases();
     return true;
   }
 
-  /** The current lease is done: its unused places go back with the next call; the spare takes over. */
+  /** The current lease is done: its unused units go back with the next call; the spare takes over. */
   private endLease(): Lease | undefined {
     if (this.lease !== undefined) this.giveBack(this.lease);
     this.lease = this.spare;

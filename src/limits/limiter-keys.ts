@@ -1,27 +1,61 @@
-import type { Period } from './window.js';
+import { countsOwnRequests, type LimitRule } from '../plans/plan.js';
+import type { Subject } from '../plans/subject.js';
+import type { Period } from '../plans/window.js';
 
 /**
  * The limiter's names in Redis, in one place: replicas of every version must agree on them, or a
- * rolling upgrade would count one window twice. The key id is the hash tag, so all of a key's
- * counters, and each counter's lease book, share one Cluster slot.
+ * rolling upgrade would count one window twice.
+ *
+ * One decision's counts share one Cluster slot, so that one script call can charge them all: their
+ * hash tag is the consumer's id when the key has a consumer, else the key's id. A key without a
+ * consumer keeps the names every earlier version used, `<prefix>{<keyId>}`; a consumer's counts are
+ * `<prefix>{<consumerId>}:consumer`, and those of a key it holds `<prefix>{<consumerId>}:key:<keyId>`.
+ * Each count's lease book sits beside it. A limit with a match counts only the requests it matches,
+ * so its count is its own: the name of the period's count, then `:m:<limit name>`. A subject's balance
+ * is `<base>:credits`: a key that moves to another consumer finds its balance under a new name, which
+ * starts from the database's record of what it spent (at most a checkpoint behind).
  */
 
-/** A window's count: `<prefix>{<keyId>}:<period>:<windowStartMs>`. */
-export function counterKey(prefix: string, keyId: string, period: Period, windowStart: number): string {
-  return `${prefix}{${keyId}}:${period}:${windowStart}`;
+/** The hash tag of a decision's counts: its consumer's id, else its (first) subject's. */
+export function hashTagOf(subjects: readonly Subject[]): string {
+  for (const subject of subjects) if (subject.scope === 'consumer') return subject.id;
+  return subjects[0]!.id;
 }
 
-/** A sliding limit's slots (a hash of slot → places): `<prefix>{<keyId>}:sliding:<period>`. */
-export function slidingKey(prefix: string, keyId: string, period: Period): string {
-  return `${prefix}{${keyId}}:sliding:${period}`;
+/** Where a subject's counts start, under `hashTag` (hashTagOf its decision). */
+export function countsBase(prefix: string, subject: Pick<Subject, 'scope' | 'id'>, hashTag: string): string {
+  if (subject.scope === 'consumer') return `${prefix}{${subject.id}}:consumer`;
+  return subject.id === hashTag ? `${prefix}{${subject.id}}` : `${prefix}{${hashTag}}:key:${subject.id}`;
 }
 
-/** Beside each count, the places leased from it and not yet settled (docs/decisions/0006). */
+/** A window's count: `<base>:<period>:<windowStartMs>`. */
+export function counterKey(base: string, period: Period, windowStart: number): string {
+  return `${base}:${period}:${windowStart}`;
+}
+
+/** A sliding limit's slots (a hash of slot → units): `<base>:sliding:<period>`. */
+export function slidingKey(base: string, period: Period): string {
+  return `${base}:sliding:${period}`;
+}
+
+/** The count of `rule` (in its window starting at `windowStart`, for a fixed limit) under `base`. */
+export function limitCountKey(base: string, rule: LimitRule, windowStart: number): string {
+  const count =
+    rule.algorithm === 'fixed' ? counterKey(base, rule.period, windowStart) : slidingKey(base, rule.period);
+  return countsOwnRequests(rule) ? `${count}:m:${rule.name}` : count;
+}
+
+/** A subject's balance (limits/balance-lua.ts), under its counts' base: one decision's keys share a slot. */
+export function balanceKey(base: string): string {
+  return base + ':credits';
+}
+
+/** Beside each count, the units leased from it and not yet settled (docs/decisions/0006). */
 export function leaseBookKey(counter: string): string {
   return counter + ':lease';
 }
 
-/** Where a replica that needs leased places back asks for them; the message is the counter's key. */
+/** Where a replica that needs leased units back asks for them; the message is the count's key. */
 export function reclaimChannel(prefix: string): string {
   return prefix + 'quota-reclaim';
 }

@@ -1,13 +1,26 @@
-import type { LimitRule, Plan } from './plan.js';
-import { isTighter, type LimitDecision, type LimitState, type RateLimiter } from './rate-limiter.js';
-import { oldestCounted, SLOTS, slotAt, slotLeavesAt } from './sliding-window.js';
-import { windowAt, type Period } from './window.js';
+import { remainingOf, settle, type HeldBalance } from '../plans/balance.js';
+import { countsOwnRequests, type LimitRule, type Plan } from '../plans/plan.js';
+import {
+  balanceStateOf,
+  checkCost,
+  checkSubjects,
+  isTighter,
+  type BalanceState,
+  type Decision,
+  type LimitState,
+  type RateLimiter,
+  type SpentBalance,
+} from './rate-limiter.js';
+import type { Scope, Subject } from '../plans/subject.js';
+import { oldestCounted, slidingResetAt, SLOTS, slotAt } from './sliding-window.js';
+import { windowAt, type Period } from '../plans/window.js';
 
-/** One limit's count for one key, in process. */
+/** One limit's count for one subject, in process. */
 interface Count {
-  /** Requests counted where `nowMs` falls. */
+  /** Units counted where `nowMs` falls. */
   used(nowMs: number): number;
-  add(nowMs: number): void;
+  /** Adds `units` where the last `used` read. */
+  add(units: number): void;
   /** When it has more room (LimitState.resetMs), given `used(nowMs)` was just read. */
   resetMs(nowMs: number): number;
   /** True once nothing counted remains. */
@@ -29,8 +42,8 @@ class FixedCount implements Count {
     return this.count;
   }
 
-  add(): void {
-    this.count++;
+  add(units: number): void {
+    this.count += units;
   }
 
   resetMs(): number {
@@ -65,16 +78,16 @@ class SlidingCount implements Count {
     return this.total;
   }
 
-  add(): void {
-    this.slots[this.newest % (SLOTS + 1)]!++;
-    this.total++;
+  add(units: number): void {
+    this.slots[this.newest % (SLOTS + 1)]! += units;
+    this.total += units;
   }
 
   resetMs(): number {
     for (let s = oldestCounted(this.newest); s < this.newest; s++) {
-      if (this.slots[s % (SLOTS + 1)]! > 0) return slotLeavesAt(this.period, s);
+      if (this.slots[s % (SLOTS + 1)]! > 0) return slidingResetAt(this.period, s);
     }
-    return slotLeavesAt(this.period, this.newest);
+    return slidingResetAt(this.period, this.newest);
   }
 
   spent(nowMs: number): boolean {
@@ -82,88 +95,214 @@ class SlidingCount implements Count {
   }
 }
 
-/** A key's counts under the limits of its plan, by period and algorithm (what a plan change keeps). */
-interface KeyCounts {
-  tag: string;
-  counts: Count[];
+/**
+ * A subject's counts by kind (what a plan change keeps), and the counts of each selection of its limits
+ * by plan tag (a key whose limits match requests alternates between selections).
+ */
+interface SubjectCounts {
   readonly byKind: Map<string, Count>;
+  readonly byTag: Map<string, Count[]>;
 }
 
-const kindOf = (rule: LimitRule): string => rule.period + '/' + rule.algorithm;
+/** Limits of one kind count the same requests: those with a match count their own, by name. */
+const kindOf = (rule: LimitRule): string =>
+  rule.period + '/' + rule.algorithm + (countsOwnRequests(rule) ? '/' + rule.name : '');
 
 /** In-process counters for the single-node (embedded) mode and for Redis outages in `open` mode. */
 export class MemoryRateLimiter implements RateLimiter {
-  private readonly keys = new Map<string, KeyCounts>();
+  /** Each subject's counts, by scope and id. */
+  private readonly subjects: Record<Scope, Map<string, SubjectCounts>> = {
+    key: new Map(),
+    consumer: new Map(),
+  };
   private readonly sweeper: NodeJS.Timeout;
+  /** Each subject's counts for the decision under way (scratch: consume fills and reads it at once). */
+  private readonly scratch: Count[][] = [];
+  /** Each subject's balance for the decision under way, likewise. */
+  private readonly heldScratch: (HeldBalance | undefined)[] = [];
+  /**
+   * What this process holds of each balance, by scope and id. Never swept: a balance is money, kept
+   * while the process lives; the database keeps what was spent (spentBalances) for the next one.
+   */
+  private readonly balances: Record<Scope, Map<string, HeldBalance>> = {
+    key: new Map(),
+    consumer: new Map(),
+  };
+  /** The ids of the subjects whose balances were charged since the last `spentBalances`, by scope. */
+  private readonly charged: Record<Scope, Set<string>> = { key: new Set(), consumer: new Set() };
 
   constructor(sweepIntervalMs = 60_000) {
-    // Spent counts are dropped in bulk so the map holds only live keys.
+    // Spent counts are dropped in bulk so the maps hold only live subjects.
     this.sweeper = setInterval(() => this.sweep(Date.now()), sweepIntervalMs).unref();
   }
 
-  consume(keyId: string, plan: Plan, nowMs: number): LimitDecision {
-    const counts = this.countsOf(keyId, plan);
-    const limits = plan.limits;
-    // Refused: the refusing limit whose window ends last is reported.
-    let refusedBy = -1;
-    let refusedUntil = 0;
-    for (let i = 0; i < limits.length; i++) {
-      const count = counts[i]!;
-      if (count.used(nowMs) < limits[i]!.limit) continue;
-      const resetMs = count.resetMs(nowMs);
-      if (refusedBy < 0 || resetMs > refusedUntil) {
-        refusedBy = i;
-        refusedUntil = resetMs;
+  consume(subjects: readonly Subject[], cost: number, nowMs: number, states?: LimitState[]): Decision {
+    checkCost(cost);
+    checkSubjects(subjects);
+    // Refused when a balance does not hold the cost (the key's first), else when a limit lacks room for
+    // it: the refusing limit whose window ends last is reported.
+    const held = this.heldScratch;
+    let short: BalanceState | undefined;
+    for (let s = 0; s < subjects.length; s++) {
+      const subject = subjects[s]!;
+      const h = (held[s] = subject.balance && this.heldOf(subject, nowMs));
+      if (h !== undefined && short === undefined && remainingOf(h) < cost)
+        short = balanceStateOf(subject.scope, subject.balance!, remainingOf(h), nowMs);
+    }
+    let by: Subject | undefined;
+    let at = 0;
+    let left = 0;
+    let resetMs = 0;
+    const countsOf = this.scratch;
+    for (let s = 0; s < subjects.length; s++) {
+      const subject = subjects[s]!;
+      const counts = (countsOf[s] = this.countsOf(subject));
+      const limits = subject.plan.limits;
+      for (let i = 0; i < limits.length; i++) {
+        const room = limits[i]!.limit - counts[i]!.used(nowMs);
+        if (room >= cost) continue;
+        const until = counts[i]!.resetMs(nowMs);
+        if (by !== undefined && until <= resetMs) continue;
+        by = subject;
+        at = i;
+        left = room;
+        resetMs = until;
       }
     }
-    if (refusedBy >= 0) return { allowed: false, rule: limits[refusedBy]!, remaining: 0, resetMs: refusedUntil };
-    // Admitted: counted in every limit; the one with the fewest left is reported.
-    let best = -1;
-    let bestRemaining = 0;
-    let bestResetMs = 0;
-    for (let i = 0; i < limits.length; i++) {
-      const count = counts[i]!;
-      count.add(nowMs);
-      const remaining = limits[i]!.limit - count.used(nowMs);
-      const resetMs = count.resetMs(nowMs);
-      if (best < 0 || isTighter(remaining, resetMs, bestRemaining, bestResetMs)) {
-        best = i;
-        bestRemaining = remaining;
-        bestResetMs = resetMs;
+    if (short !== undefined || by !== undefined) {
+      if (states !== undefined) this.report(subjects, nowMs, states);
+      return {
+        allowed: false,
+        limit:
+          short === undefined
+            ? { scope: by!.scope, rule: by!.plan.limits[at]!, remaining: Math.max(0, left), resetMs }
+            : undefined,
+        balance: short,
+      };
+    }
+    // Admitted: charged to every limit and balance; the limit and the balance with the fewest left are reported.
+    for (let s = 0; s < subjects.length; s++) {
+      const subject = subjects[s]!;
+      const counts = countsOf[s]!;
+      const limits = subject.plan.limits;
+      for (let i = 0; i < limits.length; i++) {
+        counts[i]!.add(cost);
+        const remaining = limits[i]!.limit - counts[i]!.used(nowMs);
+        const until = counts[i]!.resetMs(nowMs);
+        if (by !== undefined && !isTighter(remaining, until, left, resetMs)) continue;
+        by = subject;
+        at = i;
+        left = remaining;
+        resetMs = until;
       }
     }
-    return { allowed: true, rule: limits[best]!, remaining: bestRemaining, resetMs: bestResetMs };
+    let lowest: BalanceState | undefined;
+    for (let s = 0; s < subjects.length; s++) {
+      const h = held[s];
+      if (h === undefined) continue;
+      h.spent += cost;
+      this.charged[subjects[s]!.scope].add(subjects[s]!.id);
+      if (lowest === undefined || remainingOf(h) < lowest.remaining)
+        lowest = balanceStateOf(subjects[s]!.scope, subjects[s]!.balance!, remainingOf(h), nowMs);
+    }
+    if (states !== undefined) this.report(subjects, nowMs, states);
+    return {
+      allowed: true,
+      limit: by && { scope: by.scope, rule: by.plan.limits[at]!, remaining: left, resetMs },
+      balance: lowest,
+    };
   }
 
-  peek(keyId: string, plan: Plan, nowMs: number): Promise<LimitState[]> {
-    const counts = this.countsOf(keyId, plan);
-    return Promise.resolve(plan.limits.map((rule, i) => stateOf(rule, counts[i]!, nowMs)));
+  peekBalances(subjects: readonly Subject[], nowMs: number): Promise<BalanceState[]> {
+    const states: BalanceState[] = [];
+    for (const subject of subjects) {
+      if (subject.balance === undefined) continue;
+      states.push(
+        balanceStateOf(subject.scope, subject.balance, remainingOf(this.heldOf(subject, nowMs)), nowMs),
+      );
+    }
+    return Promise.resolve(states);
   }
 
-  private countsOf(keyId: string, plan: Plan): Count[] {
-    let key = this.keys.get(keyId);
-    if (key === undefined) {
-      key = { tag: '', counts: [], byKind: new Map() };
-      this.keys.set(keyId, key);
+  syncBalances(subjects: readonly Subject[], nowMs: number): Promise<void> {
+    for (const subject of subjects) if (subject.balance !== undefined) this.heldOf(subject, nowMs);
+    return Promise.resolve();
+  }
+
+  spentBalances(): SpentBalance[] {
+    const spent: SpentBalance[] = [];
+    for (const scope of ['key', 'consumer'] as const) {
+      for (const id of this.charged[scope]) {
+        const { epoch, window, spent: units } = this.balances[scope].get(id)!;
+        spent.push({ scope, id, epoch, window, spent: units });
+      }
+      this.charged[scope].clear();
     }
-    if (key.tag !== plan.tag) {
-      // A changed plan keeps what the current windows have spent: counts are kept by period and algorithm.
-      const byKind = key.byKind;
-      key.counts = plan.limits.map((rule) => {
-        let count = byKind.get(kindOf(rule));
-        if (count === undefined) byKind.set(kindOf(rule), (count = rule.algorithm === 'fixed' ? new FixedCount(rule.period) : new SlidingCount(rule.period)));
-        return count;
-      });
-      key.tag = plan.tag;
+    return spent;
+  }
+
+  /** What this process holds of a subject's balance, brought up to its record and to `nowMs`. */
+  private heldOf(subject: Subject, nowMs: number): HeldBalance {
+    const byId = this.balances[subject.scope];
+    const h = settle(byId.get(subject.id), subject.balance!, nowMs);
+    byId.set(subject.id, h);
+    return h;
+  }
+
+  peek(subjects: readonly Subject[], nowMs: number): Promise<LimitState[]> {
+    const states: LimitState[] = [];
+    this.report(subjects, nowMs, states);
+    return Promise.resolve(states);
+  }
+
+  /** Every limit's state, subject by subject. */
+  private report(subjects: readonly Subject[], nowMs: number, into: LimitState[]): void {
+    for (const subject of subjects) {
+      const counts = this.countsOf(subject);
+      subject.plan.limits.forEach((rule, i) =>
+        into.push({
+          scope: subject.scope,
+          rule,
+          remaining: Math.max(0, rule.limit - counts[i]!.used(nowMs)),
+          resetMs: counts[i]!.resetMs(nowMs),
+        }),
+      );
     }
-    return key.counts;
+  }
+
+  private countsOf({ scope, id, plan }: Subject): Count[] {
+    const bySubject = this.subjects[scope];
+    let subject = bySubject.get(id);
+    if (subject === undefined) {
+      subject = { byKind: new Map(), byTag: new Map() };
+      bySubject.set(id, subject);
+    }
+    let counts = subject.byTag.get(plan.tag);
+    if (counts === undefined) subject.byTag.set(plan.tag, (counts = this.countsFor(subject, plan)));
+    return counts;
+  }
+
+  /** A changed plan keeps what the current windows have spent: counts are kept by kind. */
+  private countsFor(subject: SubjectCounts, plan: Plan): Count[] {
+    const byKind = subject.byKind;
+    return plan.limits.map((rule) => {
+      let count = byKind.get(kindOf(rule));
+      if (count === undefined)
+        byKind.set(
+          kindOf(rule),
+          (count = rule.algorithm === 'fixed' ? new FixedCount(rule.period) : new SlidingCount(rule.period)),
+        );
+      return count;
+    });
   }
 
   private sweep(nowMs: number): void {
-    for (const [keyId, key] of this.keys) {
-      for (const [kind, count] of key.byKind) if (count.spent(nowMs)) key.byKind.delete(kind);
-      if (key.byKind.size === 0) this.keys.delete(keyId);
-      else key.tag = ''; // counts of its plan may be gone: rebuild them on the next request
+    for (const bySubject of Object.values(this.subjects)) {
+      for (const [id, subject] of bySubject) {
+        for (const [kind, count] of subject.byKind) if (count.spent(nowMs)) subject.byKind.delete(kind);
+        if (subject.byKind.size === 0) bySubject.delete(id);
+        else subject.byTag.clear(); // counts of its selections may be gone: rebuild them on the next request
+      }
     }
   }
 
@@ -171,8 +310,4 @@ export class MemoryRateLimiter implements RateLimiter {
     clearInterval(this.sweeper);
     return Promise.resolve();
   }
-}
-
-function stateOf(rule: LimitRule, count: Count, nowMs: number): LimitState {
-  return { rule, remaining: Math.max(0, rule.limit - count.used(nowMs)), resetMs: count.resetMs(nowMs) };
 }

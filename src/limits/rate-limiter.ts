@@ -1,55 +1,145 @@
-import type { LimitRule, Plan } from './plan.js';
+import { nextRefillAt, type Balance } from '../plans/balance.js';
+import { MAX_COST, MIN_COST, type LimitRule } from '../plans/plan.js';
+import { isCharged, type Scope, type Subject } from '../plans/subject.js';
 
-/** Where one limit of a plan stands. */
+/** A decision covers at most one subject of each scope: the key and its consumer. */
+export const MAX_SUBJECTS = 2;
+
+/** Where one limit of a subject stands. */
 export interface LimitState {
+  readonly scope: Scope;
   readonly rule: LimitRule;
-  /** Requests it still allows. */
+  /** Units it still allows. */
   readonly remaining: number;
   /**
    * Epoch ms, the `resetTime`: the end of the window for a fixed limit; for a sliding one, when the
-   * oldest requests it still counts stop counting (the earliest moment it has more room).
+   * oldest units it still counts stop counting (the earliest moment it has more room), in whole seconds.
    */
   readonly resetMs: number;
 }
 
-/**
- * The outcome of one limiting decision, in the terms of the 429 body and the RateLimit headers: the
- * limit it reports is, when admitted, the one with the fewest requests left (of those, the one whose
- * window ends last) and, when refused, the refusing limit whose window ends last (the earliest moment
- * a retry can succeed).
- */
-export interface LimitDecision extends LimitState {
-  readonly allowed: boolean;
+/** Where one balance of a subject stands (contract 14). */
+export interface BalanceState {
+  readonly scope: Scope;
+  /** Units it holds. */
+  readonly remaining: number;
+  /** Its next refill, epoch ms: the `resetTime` of a balance that ran out; null without a refill. */
+  readonly refillMs: number | null;
 }
 
 /**
- * Counts admitted requests per key against every limit of its plan. Only admitted requests consume
- * quota, and a request is admitted only when every limit has room, then counted in all of them; so
- * with fixed windows exactly `limit` requests are admitted per window of each limit, however many
- * callers race.
+ * The outcome of one decision, in the terms of the 429 bodies and the RateLimit headers.
+ *
+ * `limit`: admitted, the limit with the fewest units left (of those, the one whose window ends last);
+ * refused by a limit, the refusing limit (one without room for the cost) whose window ends last (the
+ * earliest moment a retry can succeed), its `remaining` what it still holds, less than the cost.
+ * Undefined when no limit applies (a balance alone) or when a balance refused.
+ *
+ * `balance`: admitted, the balance with the fewest units left after the charge; refused by a balance
+ * (`credits_exhausted`), the one that does not hold the cost, the key's before its consumer's. A
+ * refusal reports a balance rather than a limit when both fall short: the limit's window would pass,
+ * the balance would still be short.
+ */
+export interface Decision {
+  readonly allowed: boolean;
+  readonly limit: LimitState | undefined;
+  readonly balance: BalanceState | undefined;
+}
+
+/** The state of a balance of `scope` when it holds `remaining` units at `nowMs`. */
+export function balanceStateOf(
+  scope: Scope,
+  balance: Balance,
+  remaining: number,
+  nowMs: number,
+): BalanceState {
+  const refill = balance.refill;
+  return { scope, remaining, refillMs: refill === null ? null : nextRefillAt(refill, nowMs) };
+}
+
+/** A refusal: by a balance when it reports one, else by a limit. */
+export const refusedForCredits = (d: Decision): boolean => !d.allowed && d.balance !== undefined;
+
+/** What a replica saw spent of one balance in one of its periods (limits report it for the database to keep). */
+export interface SpentBalance {
+  readonly scope: Scope;
+  readonly id: string;
+  readonly epoch: number;
+  readonly window: number;
+  readonly spent: number;
+}
+
+/**
+ * Counts admitted units against every limit and balance of every subject of a request. A request of
+ * cost c is admitted only when every limit of every subject has room for c and every balance holds c,
+ * and is then charged c in all of them, atomically: with fixed windows exactly `limit` units are
+ * admitted per window of each limit, and a balance never goes below 0, however many callers race and
+ * whichever keys of a consumer they use. Refused requests charge nothing.
  */
 export interface RateLimiter {
   /**
-   * Admit and count one request, or refuse it without counting. A decision known at once (in-process
-   * counters, a place leased ahead) comes back as a value, so the request path skips a promise.
+   * Admit and charge one request of `cost` units, or refuse it without charging. At least one subject
+   * holds a limit or a balance. A decision known at once (in-process counters, units leased ahead)
+   * comes back as a value, so the request path skips a promise.
    */
-  consume(keyId: string, plan: Plan, nowMs: number): LimitDecision | Promise<LimitDecision>;
-  /** Every limit's state, in the plan's order, without counting anything (for the key detail). */
-  peek(keyId: string, plan: Plan, nowMs: number): Promise<LimitState[]>;
+  consume(
+    subjects: readonly Subject[],
+    cost: number,
+    nowMs: number,
+    /** When given, every limit's state after the decision is pushed to it, subject by subject (verify). */
+    states?: LimitState[],
+  ): Decision | Promise<Decision>;
+  /** Every limit's state, subject by subject in the order given, without charging anything. */
+  peek(subjects: readonly Subject[], nowMs: number): Promise<LimitState[]>;
+  /** Every balance's state, subject by subject, without charging anything. */
+  peekBalances(subjects: readonly Subject[], nowMs: number): Promise<BalanceState[]>;
+  /**
+   * Brings the subjects' balances up to their records now (a top-up or a set just committed), so the
+   * next request on every replica is decided by them.
+   */
+  syncBalances(subjects: readonly Subject[], nowMs: number): Promise<void>;
+  /** What this replica saw spent of each balance it charged since the last call, for the database to keep. */
+  spentBalances(): SpentBalance[];
   close(): Promise<void>;
+}
+
+/** A cost the limiter accepts: a whole number of units from MIN_COST to MAX_COST (anything else is a bug upstream). */
+export function checkCost(cost: number): void {
+  if (!Number.isInteger(cost) || cost < MIN_COST || cost > MAX_COST)
+    throw new RangeError(`a request costs ${MIN_COST} to ${MAX_COST} units, not ${cost}`);
+}
+
+/** Subjects the limiter can decide for: one of each scope at most, and at least one limit or balance among them. */
+export function checkSubjects(subjects: readonly Subject[]): void {
+  for (let i = 0; i < subjects.length; i++)
+    for (let j = 0; j < i; j++)
+      if (subjects[j]!.scope === subjects[i]!.scope)
+        throw new RangeError(`a decision has one ${subjects[i]!.scope} at most`);
+  if (!subjects.some(isCharged)) throw new RangeError('a decision needs a subject with a limit or a balance');
+}
+
+/** How a limit is named in the RateLimit headers, the 429 body and the key detail: `consumer.<name>` for a consumer's. */
+export function limitName(scope: Scope, rule: LimitRule): string {
+  return scope === 'key' ? rule.name : `consumer.${rule.name}`;
 }
 
 /**
  * Whether a limit with `remaining` left until `resetMs` is the one to report over the best so far
- * (see LimitDecision): fewer left, or as few and a window that ends later.
+ * (see Decision): fewer left, or as few and a window that ends later.
  */
-export function isTighter(remaining: number, resetMs: number, bestRemaining: number, bestResetMs: number): boolean {
+export function isTighter(
+  remaining: number,
+  resetMs: number,
+  bestRemaining: number,
+  bestResetMs: number,
+): boolean {
   return remaining < bestRemaining || (remaining === bestRemaining && resetMs > bestResetMs);
 }
 
 /** The limit a decision reports among `states`. */
 export function tightest<T extends LimitState>(states: readonly T[]): T {
   let best = states[0]!;
-  for (let i = 1; i < states.length; i++) if (isTighter(states[i]!.remaining, states[i]!.resetMs, best.remaining, best.resetMs)) best = states[i]!;
+  for (let i = 1; i < states.length; i++)
+    if (isTighter(states[i]!.remaining, states[i]!.resetMs, best.remaining, best.resetMs)) best = states[i]!;
   return best;
 }

@@ -1,14 +1,44 @@
 import { settledWithin } from '../ops/deadline.js';
 import { CLOSE_WAIT_MS, corkedWrites, type RedisClient } from '../redis/connect.js';
 import type { Metrics } from '../ops/metrics.js';
-import { consumeKeys, countOf, defineConsumeScript, oldestSlotOf, shiftsOf, type ConsumeLimit, type ConsumeReply, type ConsumeScript } from './consume-script.js';
+import {
+  admittedOf,
+  balanceOf,
+  consumeKeys,
+  countOf,
+  defineConsumeScript,
+  heldOf,
+  leasedOf,
+  NO_SHIFTS,
+  oldestSlotOf,
+  shiftsOf,
+  type ConsumeLimit,
+  type ConsumeReply,
+  type ConsumeScript,
+  type ReplyLayout,
+} from './consume-script.js';
+import { defineSyncBalanceScript, type BalanceTerms, type SyncBalanceScript } from './balance-lua.js';
+import { BalanceLedger } from './balance-ledger.js';
 import { LeaseBook, type LeaseCall } from './lease-book.js';
-import { counterKey, reclaimChannel, slidingKey } from './limiter-keys.js';
-import type { LimitRule, Plan } from './plan.js';
-import { isTighter, type LimitDecision, type LimitState, type RateLimiter } from './rate-limiter.js';
-import { slidingCount, slotAt, slotLeavesAt, slotMs } from './sliding-window.js';
+import { balanceKey, countsBase, hashTagOf, limitCountKey, reclaimChannel } from './limiter-keys.js';
+import { remainingOf, settle, windowOf, type Balance } from '../plans/balance.js';
+import type { LimitRule } from '../plans/plan.js';
+import {
+  balanceStateOf,
+  checkCost,
+  checkSubjects,
+  isTighter,
+  MAX_SUBJECTS,
+  type BalanceState,
+  type Decision,
+  type LimitState,
+  type RateLimiter,
+  type SpentBalance,
+} from './rate-limiter.js';
+import { isCharged, type Scope, type Subject } from '../plans/subject.js';
+import { slidingCount, slidingResetAt, slotAt, slotLeavesAt, slotMs } from './sliding-window.js';
 import { WindowLedger } from './window-ledger.js';
-import { windowAt } from './window.js';
+import { windowAt } from '../plans/window.js';
 
 /**
  * Counters outlive their window by this much. The window start is in the key name, so a late key
@@ -19,47 +49,82 @@ const EXPIRY_GRACE_MS = 5_000;
 /** Requests waiting for a reclaim ask again after 1, 2, 4, … ms, then every 64 ms. */
 const FIRST_RETRY_MS = 1;
 const LAST_RETRY_MS = 64;
-/** Idle counters are settled and forgotten this often. */
+/** Idle spans are settled and forgotten this often. */
 const SWEEP_MS = 1_000;
 
 interface Waiter {
-  resolve(decision: LimitDecision): void;
+  readonly cost: number;
+  /** Where every limit's state goes once decided, when asked for. */
+  readonly states: LimitState[] | undefined;
+  resolve(decision: Decision): void;
   reject(err: unknown): void;
 }
 
 /**
- * One window of one key's plan on this replica, the span in which the window (fixed) or slot
- * (sliding) of every limit of the plan stays the same: its lease book, and the requests waiting for
- * Redis.
+ * One span of one subject's limits on this replica, the stretch in which the window (fixed) or slot
+ * (sliding) of each of its limits stays the same: its counts in Redis and its lease book, which every
+ * decision charging the subject shares.
  */
-interface Counter {
-  readonly keyId: string;
-  readonly tag: string;
-  /** Where this span starts and ends, epoch ms. */
+interface Span {
+  readonly name: string;
+  readonly scope: Scope;
+  /** The subject's id, and its balance's hash in Redis (undefined: it holds none). */
+  readonly id: string;
+  readonly balanceKey: string | undefined;
+  /** The latest record of the balance this replica was given (the script takes the newest it meets). */
+  balance: Balance | undefined;
   readonly startMs: number;
   readonly endMs: number;
   readonly limits: readonly LimitRule[];
   /** Each limit's count key in Redis. */
   readonly counts: readonly string[];
-  /** The script's KEYS and, per limit, its limit, expiry and slot. */
-  readonly keys: readonly string[];
+  /** Each limit's limit, expiry and slot, as the script gets them. */
   readonly consumeLimits: readonly ConsumeLimit[];
   /** Each limit's LimitState.resetMs: a fixed window's end; for a sliding limit, set from each answer. */
   readonly resets: number[];
   readonly book: LeaseBook;
+  /** The groups that charge it. */
+  readonly groups: Set<Group>;
+  /** Calls out that carry its book's terms. */
+  callsInFlight: number;
+}
+
+/**
+ * The spans of one decision (those of its subjects that hold limits or a balance, in the subjects'
+ * order) and the requests waiting for Redis: a turn's requests for one group go as one call. The keys
+ * of a consumer whose own plans hold no limit all share the consumer's group.
+ */
+interface Group {
+  readonly name: string;
+  readonly spans: readonly Span[];
+  /**
+   * Some span holds a balance: then no request is decided from a lease (a top-up or a set must be in
+   * force for the next request, and a leased unit could outlive a set), each goes to Redis.
+   */
+  readonly balances: number;
+  /** Where every span's window and slot stay the same, epoch ms. */
+  readonly startMs: number;
+  readonly endMs: number;
+  /** The script's KEYS and each span's limits. */
+  readonly keys: readonly string[];
+  readonly limits: readonly (readonly ConsumeLimit[])[];
+  /** Forgotten with one of its spans: a first subject bound to it builds its group again. */
+  forgotten: boolean;
   waiting: Waiter[];
-  /** Requests that did not fit while places were being reclaimed; they ask again after `retryMs`. */
+  /** Requests that did not fit while units were being reclaimed; they ask again after `retryMs`. */
   held: Waiter[];
   retryMs: number;
   scheduled: boolean;
   callsInFlight: number;
+  /** Of those, calls asking for a lease: requests that find no room meanwhile wait for it. */
+  leaseCalls: number;
 }
 
 export interface RedisRateLimiterOptions {
   /**
-   * The subscriber connection. With it, a key busy on this replica gets its places in leases (one call
-   * for many requests) and gives them back when another replica needs them; without it there are no
-   * leases: one call per key and turn of the event loop, as exact, at more calls per request.
+   * The subscriber connection. With it, a subject busy on this replica gets its units in leases (one
+   * call for many requests) and gives them back when another replica needs them; without it there are
+   * no leases: one call per decision's subjects and turn of the event loop, as exact, at more calls.
    */
   readonly subscriber?: RedisClient;
   /**
@@ -71,42 +136,60 @@ export interface RedisRateLimiterOptions {
 }
 
 /**
- * Counters in Redis, shared by every replica, for plans of one to four limits, fixed or sliding: the
- * I/O around the consume script (consume-script.ts) and each counter's lease book (lease-book.ts).
+ * Counters in Redis, shared by every replica, for the limits of a key and of its consumer (one to
+ * four each, fixed or sliding): the I/O around the consume script (consume-script.ts) and each
+ * subject's lease books (lease-book.ts).
  *
- * The decisions a replica needs for one key within one turn of the event loop go to Redis as one
- * script call that asks for all of them, the first ones admitted in arrival order up to what every
- * limit of the plan holds. Calls for different keys in the same turn share one write (a corked socket on a
- * single Redis, per-node auto-pipelines on a Cluster).
+ * The decisions a replica needs for one set of subjects within one turn of the event loop go to Redis
+ * as one script call that decides all of them, in arrival order, each admitted when every limit of
+ * every subject has room for its cost, and charges all of them atomically. Calls for different
+ * subjects in the same turn share one write (a corked socket on a single Redis, per-node
+ * auto-pipelines on a Cluster).
  *
- * A key this replica keeps busy also gets a lease: places of the window's count taken ahead of its
- * requests, which later requests use without a call (each still gets its own place and
- * `remaining`). A replica that needs places still leased elsewhere asks for them back over pub/sub
- * and waits (a round trip while the holder lives, at most a second when it died, once per window).
- * See docs/decisions/0006-quota-leases.md.
+ * A subject this replica keeps busy also gets leases: units of its counts taken ahead of its
+ * requests. A request whose every subject's lease holds its cost takes them without a call (each
+ * still gets its own place and `remaining`); otherwise it goes to Redis, which charges every subject
+ * at once. A replica that needs units still leased elsewhere asks for them back over pub/sub and waits
+ * (a round trip while the holder lives, at most a second when it died, once per window). See
+ * docs/decisions/0006-quota-leases.md and 0025-one-decision-for-key-and-consumer.md.
  *
  * Windows and leases come from the caller's clock: replicas are assumed NTP-synchronised, and one
  * whose clock is off by d ms moves its window boundaries by d ms.
  */
 export class RedisRateLimiter implements RateLimiter {
   private readonly consumeScript: ConsumeScript;
-  /** Every counter with something left to do, by keyId|tag|start. */
-  private readonly counters = new Map<string, Counter>();
-  /** The latest counter of each key: a request in its span finds it without building a name. */
-  private readonly current = new Map<string, Counter>();
-  /** Count key → the counters counting in it, which a reclaim of that key asks. */
-  private readonly byCount = new Map<string, Set<Counter>>();
-  /** Counters with a call to send at the end of this turn. */
-  private due: Counter[] = [];
+  /** Every span with something left to do, by name. */
+  private readonly spans = new Map<string, Span>();
+  /** Every group of those spans, by name. */
+  private readonly groups = new Map<string, Group>();
+  /**
+   * The latest group of each list of subjects (the key cache keeps one list per key and selection of
+   * its limits): a request in its span finds it without building a name.
+   */
+  private readonly current = new WeakMap<readonly Subject[], Group>();
+  /** Count key → the spans counting in it, which a reclaim of that key asks. */
+  private readonly byCount = new Map<string, Set<Span>>();
+  /** Groups with a call to send at the end of this turn. */
+  private due: Group[] = [];
+  /**
+   * Scratch, filled and read at once, per span of the decision under way: its place (in the span's
+   * first limit's count), its shifts, and where a call's admitted units start.
+   */
+  private readonly places: number[] = Array.from({ length: MAX_SUBJECTS }, () => 0);
+  private readonly shifts: (readonly number[])[] = Array.from({ length: MAX_SUBJECTS }, () => NO_SHIFTS);
+  private readonly bases: number[] = Array.from({ length: MAX_SUBJECTS }, () => 0);
   private readonly reclaimChannel: string;
   private readonly subscriber: RedisClient | undefined;
   private readonly subscribed: Promise<unknown> | undefined;
   private readonly clock: () => number;
-  /** Subscribed to the reclaim channel: other replicas can ask for leased places back. */
+  /** Subscribed to the reclaim channel: other replicas can ask for leased units back. */
   private listening = false;
   private readonly sweeper: NodeJS.Timeout;
   /** What this replica took of each current window: put back if Redis restarts empty. */
   private readonly ledger: WindowLedger;
+  /** What this replica saw spent of each balance: put back if Redis restarts empty, and saved. */
+  private readonly balanceLedger: BalanceLedger;
+  private readonly syncBalance: SyncBalanceScript;
   /**
    * The first read of Redis' restart marker, made with the first call rather than in the constructor:
    * on a Cluster a command issued while scripts are still being defined opens an auto-pipeline that
@@ -118,9 +201,9 @@ export class RedisRateLimiter implements RateLimiter {
     this.due = [];
     // send() never rejects: a failed call rejects its waiters instead.
     corkedWrites(this.client, () => {
-      for (const counter of due) {
-        counter.scheduled = false;
-        void this.send(counter);
+      for (const group of due) {
+        group.scheduled = false;
+        void this.send(group);
       }
     });
   };
@@ -144,7 +227,9 @@ export class RedisRateLimiter implements RateLimiter {
         () => {},
       );
     }
-    this.ledger = new WindowLedger(client, prefix);
+    this.balanceLedger = new BalanceLedger(client);
+    this.syncBalance = defineSyncBalanceScript(client);
+    this.ledger = new WindowLedger(client, prefix, this.balanceLedger);
     // A connection that becomes ready again may have reached a Redis that restarted empty.
     client.on('ready', this.checkLedger);
     this.sweeper = setInterval(() => this.sweep(this.clock()), SWEEP_MS).unref();
@@ -152,111 +237,245 @@ export class RedisRateLimiter implements RateLimiter {
 
   private readonly checkLedger = (): Promise<number> => this.ledger.check(this.clock());
 
-  /** Resolves once other replicas can ask this one for leased places back, and Redis' marker is known. */
+  /** Resolves once other replicas can ask this one for leased units back, and Redis' marker is known. */
   async ready(): Promise<void> {
     await Promise.all([this.subscribed, (this.epochRead ??= this.checkLedger())]);
   }
 
-  consume(keyId: string, plan: Plan, nowMs: number): LimitDecision | Promise<LimitDecision> {
-    let counter = this.current.get(keyId);
-    if (counter === undefined || counter.tag !== plan.tag || nowMs >= counter.endMs || nowMs < counter.startMs) {
-      counter = this.counterAt(keyId, plan, nowMs);
-    }
-    const book = counter.book;
-    const position = book.take(nowMs);
-    if (position === 0) return this.ask(counter);
-    if (book.wantsNext) this.schedule(counter);
-    return place(counter, position, book.shifts);
+  consume(
+    subjects: readonly Subject[],
+    cost: number,
+    nowMs: number,
+    states?: LimitState[],
+  ): Decision | Promise<Decision> {
+    checkCost(cost);
+    const group = this.boundGroup(subjects, nowMs) ?? this.groupAt(subjects, nowMs);
+    if (group.balances > 0) return this.ask(group, cost, states);
+    const spans = group.spans;
+    // Every book sees the request (its demand sizes the next lease); it is decided here only when all hold its cost.
+    let fits = true;
+    for (let s = 0; s < spans.length; s++) if (!spans[s]!.book.offer(cost, nowMs)) fits = false;
+    if (!fits) return this.ask(group, cost, states);
+    return this.takeLeased(group, cost, states);
   }
 
-  /** The counter of `keyId` under `plan` at `nowMs`, made when first needed. */
-  private counterAt(keyId: string, plan: Plan, nowMs: number): Counter {
+  /** The group of the latest decision for `subjects`, when it still spans `nowMs`. */
+  private boundGroup(subjects: readonly Subject[], nowMs: number): Group | undefined {
+    const group = this.current.get(subjects);
+    if (group === undefined || group.forgotten || nowMs >= group.endMs || nowMs < group.startMs)
+      return undefined;
+    return group;
+  }
+
+  /** The group of `subjects` at `nowMs`, made when first needed, and bound to them. */
+  private groupAt(subjects: readonly Subject[], nowMs: number): Group {
+    checkSubjects(subjects);
+    const hashTag = hashTagOf(subjects);
+    const spans: Span[] = [];
+    for (const subject of subjects) {
+      if (!isCharged(subject)) continue;
+      const span = this.spanAt(subject, hashTag, nowMs);
+      span.balance = subject.balance;
+      spans.push(span);
+    }
+    const group = this.groupOf(spans);
+    this.current.set(subjects, group);
+    return group;
+  }
+
+  /** The span of `subject`'s limits and balance at `nowMs`, its counts under `hashTag`, made when first needed. */
+  private spanAt(subject: Subject, hashTag: string, nowMs: number): Span {
+    const base = countsBase(this.prefix, subject, hashTag);
+    const balance = subject.balance === undefined ? undefined : balanceKey(base);
     let startMs = -Infinity;
     let endMs = Infinity;
     const counts: string[] = [];
     const consumeLimits: ConsumeLimit[] = [];
     const resets: number[] = [];
-    for (const rule of plan.limits) {
+    for (const rule of subject.plan.limits) {
       let start: number;
       let end: number;
       if (rule.algorithm === 'fixed') {
         ({ start, end } = windowAt(rule.period, nowMs));
-        counts.push(counterKey(this.prefix, keyId, rule.period, start));
+        counts.push(limitCountKey(base, rule, start));
         consumeLimits.push({ limit: rule.limit, expiresAt: end + EXPIRY_GRACE_MS, slot: -1 });
         resets.push(end);
       } else {
         const slot = slotAt(rule.period, nowMs);
         start = slot * slotMs(rule.period);
         end = start + slotMs(rule.period);
-        counts.push(slidingKey(this.prefix, keyId, rule.period));
-        consumeLimits.push({ limit: rule.limit, expiresAt: slotLeavesAt(rule.period, slot) + EXPIRY_GRACE_MS, slot });
-        resets.push(slotLeavesAt(rule.period, slot));
+        counts.push(limitCountKey(base, rule, start));
+        consumeLimits.push({
+          limit: rule.limit,
+          expiresAt: slotLeavesAt(rule.period, slot) + EXPIRY_GRACE_MS,
+          slot,
+        });
+        resets.push(slidingResetAt(rule.period, slot));
       }
       startMs = Math.max(startMs, start);
       endMs = Math.min(endMs, end);
     }
-    const name = `${keyId}|${plan.tag}|${startMs}`;
-    let counter = this.counters.get(name);
-    if (counter === undefined) {
-      counter = {
-        keyId,
-        tag: plan.tag,
+    const name = `${base}|${subject.plan.tag}|${startMs}${balance === undefined ? '' : '|credits'}`;
+    let span = this.spans.get(name);
+    if (span === undefined) {
+      span = {
+        name,
+        scope: subject.scope,
+        id: subject.id,
+        balanceKey: balance,
+        balance: subject.balance,
         startMs,
         endMs,
-        limits: plan.limits,
+        limits: subject.plan.limits,
         counts,
-        keys: consumeKeys(counts),
         consumeLimits,
         resets,
         book: new LeaseBook(),
+        groups: new Set(),
+        callsInFlight: 0,
+      };
+      this.spans.set(name, span);
+      for (const count of counts) {
+        let spans = this.byCount.get(count);
+        if (spans === undefined) this.byCount.set(count, (spans = new Set()));
+        spans.add(span);
+      }
+    }
+    return span;
+  }
+
+  /** The group of `spans`, made when first needed. */
+  private groupOf(spans: readonly Span[]): Group {
+    // One span, a key without a consumer, is the common case: its group is built without a name of its own.
+    const one = spans.length === 1 ? spans[0]! : undefined;
+    const name = one?.name ?? spans.map((span) => span.name).join('&');
+    let group = this.groups.get(name);
+    if (group === undefined) {
+      const balances = spans.flatMap((span) => (span.balanceKey === undefined ? [] : [span.balanceKey]));
+      group = {
+        name,
+        spans,
+        balances: balances.length,
+        startMs: one?.startMs ?? Math.max(...spans.map((span) => span.startMs)),
+        endMs: one?.endMs ?? Math.min(...spans.map((span) => span.endMs)),
+        keys: consumeKeys(one?.counts ?? spans.flatMap((span) => span.counts), balances),
+        limits: spans.map((span) => span.consumeLimits),
+        forgotten: false,
         waiting: [],
         held: [],
         retryMs: FIRST_RETRY_MS,
         scheduled: false,
         callsInFlight: 0,
+        leaseCalls: 0,
       };
-      this.counters.set(name, counter);
-      for (const count of counts) {
-        let counters = this.byCount.get(count);
-        if (counters === undefined) this.byCount.set(count, (counters = new Set()));
-        counters.add(counter);
-      }
+      this.groups.set(name, group);
+      for (const span of spans) span.groups.add(group);
     }
-    this.current.set(keyId, counter);
-    return counter;
+    return group;
   }
 
-  private forget(name: string, counter: Counter): void {
-    this.counters.delete(name);
-    if (this.current.get(counter.keyId) === counter) this.current.delete(counter.keyId);
-    for (const count of counter.counts) {
-      const counters = this.byCount.get(count);
-      counters?.delete(counter);
-      if (counters?.size === 0) this.byCount.delete(count);
+  private forget(span: Span): void {
+    this.spans.delete(span.name);
+    for (const count of span.counts) {
+      const spans = this.byCount.get(count);
+      spans?.delete(span);
+      if (spans?.size === 0) this.byCount.delete(count);
+    }
+    for (const group of span.groups) {
+      this.groups.delete(group.name);
+      group.forgotten = true;
+      for (const other of group.spans) if (other !== span) other.groups.delete(group);
     }
   }
 
-  private ask(counter: Counter): Promise<LimitDecision> {
+  /** A request every book of `group` holds the cost of: its units, taken from each lease. */
+  private takeLeased(group: Group, cost: number, states: LimitState[] | undefined): Decision {
+    const spans = group.spans;
+    let wantsNext = false;
+    for (let s = 0; s < spans.length; s++) {
+      const book = spans[s]!.book;
+      this.places[s] = book.take(cost);
+      this.shifts[s] = book.shifts;
+      if (book.wantsNext) wantsNext = true;
+    }
+    // One call asks for a book's next lease: the other groups sharing the book (a consumer's keys) send none for it.
+    if (wantsNext && this.schedule(group))
+      for (const span of spans) if (span.book.wantsNext) span.book.nextDue();
+    return place(group, this.places, this.shifts, states, undefined);
+  }
+
+  private ask(group: Group, cost: number, states: LimitState[] | undefined): Promise<Decision> {
     return new Promise((resolve, reject) => {
-      counter.waiting.push({ resolve, reject });
-      this.schedule(counter);
+      group.waiting.push({ cost, states, resolve, reject });
+      this.schedule(group);
     });
   }
 
-  async peek(keyId: string, plan: Plan, nowMs: number): Promise<LimitState[]> {
+  async peek(subjects: readonly Subject[], nowMs: number): Promise<LimitState[]> {
+    checkSubjects(subjects);
+    const hashTag = hashTagOf(subjects);
     return this.measure('peek', () =>
       Promise.all(
-        plan.limits.map(async (rule): Promise<LimitState> => {
-          if (rule.algorithm === 'fixed') {
-            const window = windowAt(rule.period, nowMs);
-            const used = Number((await this.client.get(counterKey(this.prefix, keyId, rule.period, window.start))) ?? 0);
-            return { rule, remaining: Math.max(0, rule.limit - used), resetMs: window.end };
-          }
-          const { used, oldest } = slidingCount(await this.client.hgetall(slidingKey(this.prefix, keyId, rule.period)), slotAt(rule.period, nowMs));
-          return { rule, remaining: Math.max(0, rule.limit - used), resetMs: slotLeavesAt(rule.period, oldest) };
+        subjects.flatMap(({ scope, id, plan }) => {
+          const base = countsBase(this.prefix, { scope, id }, hashTag);
+          return plan.limits.map(async (rule): Promise<LimitState> => {
+            if (rule.algorithm === 'fixed') {
+              const window = windowAt(rule.period, nowMs);
+              const used = Number((await this.client.get(limitCountKey(base, rule, window.start))) ?? 0);
+              return { scope, rule, remaining: Math.max(0, rule.limit - used), resetMs: window.end };
+            }
+            const { used, oldest } = slidingCount(
+              await this.client.hgetall(limitCountKey(base, rule, 0)),
+              slotAt(rule.period, nowMs),
+            );
+            return {
+              scope,
+              rule,
+              remaining: Math.max(0, rule.limit - used),
+              resetMs: slidingResetAt(rule.period, oldest),
+            };
+          });
         }),
       ),
     );
+  }
+
+  async peekBalances(subjects: readonly Subject[], nowMs: number): Promise<BalanceState[]> {
+    const hashTag = hashTagOf(subjects);
+    return this.measure('peek', () =>
+      Promise.all(
+        subjects
+          .filter((subject) => subject.balance !== undefined)
+          .map(async (subject) => {
+            const key = balanceKey(countsBase(this.prefix, subject, hashTag));
+            const [e, w, g, sp, b] = await this.client.hmget(key, 'e', 'w', 'g', 's', 'b');
+            const held =
+              e == null ? undefined : { epoch: +e, window: +w!, granted: +g!, spent: +sp!, base: +b! };
+            const remaining = remainingOf(settle(held, subject.balance!, nowMs));
+            return balanceStateOf(subject.scope, subject.balance!, remaining, nowMs);
+          }),
+      ),
+    );
+  }
+
+  async syncBalances(subjects: readonly Subject[], nowMs: number): Promise<void> {
+    const hashTag = hashTagOf(subjects);
+    await this.measure('sync', () =>
+      Promise.all(
+        subjects
+          .filter((subject) => subject.balance !== undefined)
+          .map((subject) =>
+            this.syncBalance(
+              balanceKey(countsBase(this.prefix, subject, hashTag)),
+              balanceTerms(subject.balance!, nowMs),
+            ),
+          ),
+      ),
+    );
+  }
+
+  spentBalances(): SpentBalance[] {
+    return this.balanceLedger.spent();
   }
 
   /** The connections belong to the composition root, which closes them after every user is done. */
@@ -266,127 +485,233 @@ export class RedisRateLimiter implements RateLimiter {
     if (this.subscriber !== undefined) {
       this.subscriber.off('message', this.onReclaim);
       // A subscriber that is reconnecting would queue the command until it is back.
-      if (this.subscriber.status === 'ready') await settledWithin(this.subscriber.unsubscribe(this.reclaimChannel), CLOSE_WAIT_MS);
+      if (this.subscriber.status === 'ready')
+        await settledWithin(this.subscriber.unsubscribe(this.reclaimChannel), CLOSE_WAIT_MS);
     }
   }
 
-  private schedule(counter: Counter): void {
+  /** Whether a call of `group` is due at the end of this turn (made so when it can be). */
+  private schedule(group: Group): boolean {
+    if (group.scheduled) return true;
     // Requests arriving while others wait for a reclaim, or for a lease, go with them.
-    if (counter.scheduled || counter.book.leaseInFlight || counter.held.length > 0) return;
-    counter.scheduled = true;
+    if (group.leaseCalls > 0 || group.held.length > 0) return false;
+    group.scheduled = true;
     // setImmediate runs once the loop has read every socket that was ready: all of this turn's requests.
     if (this.due.length === 0) setImmediate(this.sendDue);
-    this.due.push(counter);
+    this.due.push(group);
+    return true;
   }
 
   /**
-   * One script call for the counter's waiting requests, with what this replica settles (leases it is
-   * done with, their unused places) and, for a busy key, a new lease.
+   * One script call for the group's waiting requests, with what this replica settles for each of its
+   * spans (leases it is done with, their unused units) and, for busy ones, new leases.
    */
-  private async send(counter: Counter): Promise<void> {
+  private async send(group: Group): Promise<void> {
     this.epochRead ??= this.checkLedger();
-    const waiting = counter.waiting;
-    counter.waiting = [];
-    const book = counter.book;
-    const call = book.startCall(this.clock(), this.listening && this.subscriber!.status === 'ready');
-    if (waiting.length === 0 && call.lease === 0 && call.settled === 0 && call.returned === 0) return; // nothing to ask or tell
-    counter.callsInFlight++;
+    const waiting = group.waiting;
+    group.waiting = [];
+    const now = this.clock();
+    const canLease = group.balances === 0 && this.listening && this.subscriber!.status === 'ready';
+    const spans = group.spans;
+    const calls: LeaseCall[] = [];
+    let leasing = false;
+    let settling = false;
+    for (const span of spans) {
+      const call = span.book.startCall(now, canLease);
+      calls.push(call);
+      if (call.lease > 0) leasing = true;
+      if (call.settled > 0) settling = true;
+    }
+    if (waiting.length === 0 && !leasing && !settling) return; // nothing to ask or tell
+    group.callsInFlight++;
+    if (leasing) group.leaseCalls++;
+    for (const span of spans) span.callsInFlight++;
+    const runs = runsOf(waiting);
     let reply: ConsumeReply;
     try {
       reply = await this.measure('consume', () =>
-        this.consumeScript(counter.keys, {
-          want: waiting.length,
-          lease: call.lease,
-          settled: call.settled,
-          returned: call.returned,
-          now: call.sentAt,
+        this.consumeScript(group.keys, {
+          now,
           reclaimChannel: this.reclaimChannel,
-          limits: counter.consumeLimits,
+          leases: calls,
+          limits: group.limits,
+          balances: spans.map((span) => span.balance && balanceTerms(span.balance, now)),
+          runs,
         }),
       );
     } catch (err) {
-      // The call may still have run (a timeout): settling or returning again could count places
-      // twice, so they are dropped: unsettled places only make others wait up to RECLAIM_WAIT_MS
-      // longer, and places not given back are counted as used.
+      // The call may still have run (a timeout): settling or returning again could count units
+      // twice, so they are dropped: unsettled units only make others wait up to RECLAIM_WAIT_MS
+      // longer, and units not given back are counted as used.
       for (const w of waiting) w.reject(err);
-      this.answered(counter, call);
+      this.answered(group, calls, leasing);
       return;
     }
-    const [admitted, leased, held] = reply;
-    const limits = counter.limits;
-    for (let i = 0; i < limits.length; i++) {
-      const { slot, expiresAt } = counter.consumeLimits[i]!;
-      if (slot >= 0) counter.resets[i] = slotLeavesAt(limits[i]!.period, oldestSlotOf(reply, i));
-      this.ledger.add(counter.counts[i]!, slot, admitted + leased - call.returned, expiresAt);
-    }
-    const shifts = shiftsOf(reply);
-    let position = countOf(reply, 0) - leased - admitted;
-    for (let i = 0; i < admitted; i++) waiting[i]!.resolve(place(counter, ++position, shifts));
-    book.answered(call, waiting.length, reply);
-    if (held === 1) {
-      // Places leased elsewhere are on their way back: these ask again shortly, in arrival order.
-      for (let i = admitted; i < waiting.length; i++) counter.held.push(waiting[i]!);
-      const retryMs = counter.retryMs;
-      counter.retryMs = Math.min(2 * retryMs, LAST_RETRY_MS);
-      setTimeout(() => this.retryHeld(counter), retryMs);
-    } else {
-      if (admitted < waiting.length) {
-        const refused = refusal(counter, reply);
-        for (let i = admitted; i < waiting.length; i++) waiting[i]!.resolve(refused);
-      }
-      counter.retryMs = FIRST_RETRY_MS;
-    }
-    this.answered(counter, call);
+    this.decide(group, calls, waiting, runs, reply, now);
+    this.answered(group, calls, leasing);
   }
 
-  /** After a call: requests that waited for a lease take its places, the rest ask Redis. */
-  private answered(counter: Counter, call: LeaseCall): void {
-    counter.callsInFlight--;
-    const book = counter.book;
-    book.ended(call);
-    const waiting = counter.waiting;
+  /** Resolves, holds or refuses the requests of a call from Redis' reply, and tells each span's book. */
+  private decide(
+    group: Group,
+    calls: readonly LeaseCall[],
+    waiting: readonly Waiter[],
+    runs: readonly number[],
+    reply: ConsumeReply,
+    now: number,
+  ): void {
+    const spans = group.spans;
+    const layout: ReplyLayout = {
+      limits: (group.keys.length - group.balances) / 2,
+      subjects: spans.length,
+      balances: group.balances,
+    };
+    let admittedUnits = 0;
+    let largestRefused = 0;
+    for (let r = 0; r < runs.length; r += 2) {
+      const admitted = admittedOf(reply, layout, r / 2);
+      admittedUnits += admitted * runs[r + 1]!;
+      if (admitted < runs[r]!) largestRefused = Math.max(largestRefused, runs[r + 1]!);
+    }
+    // Per span: the place before its first admitted unit, and what its book learns; per balance, what
+    // it held before the call's first admitted unit.
+    const before = this.bases;
+    const balances: { span: Span; granted: number; spentBefore: number }[] = [];
+    for (let s = 0, i = 0; s < spans.length; s++) {
+      const span = spans[s]!;
+      if (span.balanceKey !== undefined) {
+        const b = balanceOf(reply, layout, balances.length);
+        this.balanceLedger.note(span.scope, span.id, span.balanceKey, b.epoch, b.window, b.granted, b.spent);
+        balances.push({ span, granted: b.granted, spentBefore: b.spent - admittedUnits });
+      }
+      if (span.limits.length === 0) continue;
+      const first = i;
+      const leased = leasedOf(reply, layout, s);
+      let room = Infinity;
+      for (let j = 0; j < span.limits.length; j++, i++) {
+        const { slot, expiresAt } = span.consumeLimits[j]!;
+        if (slot >= 0) span.resets[j] = slidingResetAt(span.limits[j]!.period, oldestSlotOf(reply, i));
+        this.ledger.add(span.counts[j]!, slot, admittedUnits + leased - calls[s]!.returned, expiresAt);
+        room = Math.min(room, span.limits[j]!.limit - countOf(reply, i));
+      }
+      const count = countOf(reply, first);
+      const shifts = shiftsOf(reply, first, span.limits.length);
+      this.shifts[s] = shifts;
+      before[s] = count - leased - admittedUnits;
+      span.book.answered(calls[s]!, { leased, count, shifts, short: room < largestRefused });
+    }
+    // The first requests of each run are in, with the units after those of the requests before them.
+    const refused: Waiter[] = [];
+    let units = 0;
+    for (let r = 0, w = 0; r < runs.length; r += 2) {
+      const admitted = admittedOf(reply, layout, r / 2);
+      for (let k = 0; k < runs[r]!; k++) {
+        const waiter = waiting[w++]!;
+        if (k >= admitted) {
+          refused.push(waiter);
+          continue;
+        }
+        units += runs[r + 1]!;
+        for (let s = 0; s < spans.length; s++) this.places[s] = before[s]! + units;
+        let lowest: BalanceState | undefined;
+        for (const { span, granted, spentBefore } of balances) {
+          const remaining = granted - spentBefore - units;
+          if (lowest === undefined || remaining < lowest.remaining)
+            lowest = balanceStateOf(span.scope, span.balance!, remaining, now);
+        }
+        waiter.resolve(place(group, this.places, this.shifts, waiter.states, lowest));
+      }
+    }
+    if (heldOf(reply)) {
+      // Units leased elsewhere are on their way back: these ask again shortly, in arrival order.
+      group.held.push(...refused);
+      const retryMs = group.retryMs;
+      group.retryMs = Math.min(2 * retryMs, LAST_RETRY_MS);
+      setTimeout(() => this.retryHeld(group), retryMs);
+    } else {
+      let decision: Decision | undefined;
+      let decidedCost = 0;
+      for (const waiter of refused) {
+        if (waiter.cost !== decidedCost) {
+          decidedCost = waiter.cost;
+          // A balance that does not hold the cost refuses it (the key's first), else a limit does.
+          const short = balances.find(
+            ({ granted, spentBefore }) => granted - spentBefore - units < decidedCost,
+          );
+          decision = short
+            ? {
+                allowed: false,
+                limit: undefined,
+                balance: balanceStateOf(
+                  short.span.scope,
+                  short.span.balance!,
+                  Math.max(0, short.granted - short.spentBefore - units),
+                  now,
+                ),
+              }
+            : { allowed: false, limit: refusal(group, reply, decidedCost), balance: undefined };
+        }
+        if (waiter.states !== undefined) countsAfter(group, reply, waiter.states);
+        waiter.resolve(decision!);
+      }
+      group.retryMs = FIRST_RETRY_MS;
+    }
+  }
+
+  /** After a call: requests that waited for a lease take its units, the rest ask Redis. */
+  private answered(group: Group, calls: readonly LeaseCall[], leasing: boolean): void {
+    const spans = group.spans;
+    group.callsInFlight--;
+    if (leasing) group.leaseCalls--;
+    for (let s = 0; s < spans.length; s++) {
+      spans[s]!.callsInFlight--;
+      spans[s]!.book.ended(calls[s]!);
+    }
+    const waiting = group.waiting;
     const now = this.clock();
     let served = 0;
-    while (served < waiting.length) {
-      const position = book.next(now);
-      if (position === 0) break;
-      waiting[served++]!.resolve(place(counter, position, book.shifts));
+    while (group.balances === 0 && served < waiting.length) {
+      const { cost, states } = waiting[served]!;
+      if (!spans.every((span) => span.book.fits(cost, now))) break;
+      waiting[served++]!.resolve(this.takeLeased(group, cost, states));
     }
-    if (served > 0) counter.waiting = waiting.slice(served);
-    if (book.settleIfExhausted() || counter.waiting.length > 0) this.schedule(counter);
+    if (served > 0) group.waiting = waiting.slice(served);
+    let settle = false;
+    for (const span of spans) if (span.book.settleIfExhausted()) settle = true;
+    if (settle || group.waiting.length > 0) this.schedule(group);
   }
 
-  private retryHeld(counter: Counter): void {
-    counter.waiting = counter.held.concat(counter.waiting);
-    counter.held = [];
-    this.schedule(counter);
+  private retryHeld(group: Group): void {
+    group.waiting = group.held.concat(group.waiting);
+    group.held = [];
+    this.schedule(group);
   }
 
-  /** Another replica needs places of this counter. */
+  /** Another replica needs units of this count: every span counting in it gives back what it has not used. */
   private readonly onReclaim = (channel: string, count: string): void => {
     if (channel !== this.reclaimChannel) return;
-    for (const counter of this.byCount.get(count) ?? []) {
-      counter.book.reclaim();
-      if (counter.book.owes) this.schedule(counter);
+    for (const span of this.byCount.get(count) ?? []) {
+      span.book.reclaim();
+      if (span.book.owes) this.schedule(this.groupOf([span]));
     }
   };
 
   /**
-   * Settles the leases of counters gone quiet, forgets counters with nothing left to do, and finishes
-   * a check of Redis' restart marker that Redis stopped answering (else only the next reconnect would).
+   * Settles the leases of spans gone quiet, forgets spans with nothing left to do (and their groups),
+   * and finishes a check of Redis' restart marker that Redis stopped answering (else only the next
+   * reconnect would).
    */
   private sweep(nowMs: number): void {
     if (this.ledger.unfinishedCheck) void this.checkLedger();
-    for (const [name, counter] of this.counters) {
-      const busy = counter.scheduled || counter.callsInFlight > 0 || counter.waiting.length > 0 || counter.held.length > 0;
-      if (busy) continue;
-      // Once every limit's window is over its places no longer matter. Until then (a longer window
-      // of the plan, or a sliding limit's slot, still counts them) unused places are given back first.
-      if (counter.consumeLimits.every((l, i) => l.slot < 0 && counter.resets[i]! <= nowMs)) {
-        this.forget(name, counter);
-      } else if (counter.book.endIfQuiet(nowMs)) {
-        if (counter.book.owes) this.schedule(counter);
-        else this.forget(name, counter);
+    for (const span of this.spans.values()) {
+      if (isBusy(span)) continue;
+      // Once every limit's window is over its units no longer matter. Until then (a longer window,
+      // or a sliding limit's slot, still counts them) unused units are given back first.
+      if (span.consumeLimits.every((l, j) => l.slot < 0 && span.resets[j]! <= nowMs)) {
+        this.forget(span);
+      } else if (span.book.endIfQuiet(nowMs)) {
+        if (span.book.owes) this.schedule(this.groupOf([span]));
+        else this.forget(span);
       }
     }
   }
@@ -404,30 +729,112 @@ export class RedisRateLimiter implements RateLimiter {
   }
 }
 
-/** A request admitted at `position` of the first limit's count (the others' by `shifts`). */
-function place(counter: Counter, position: number, shifts: readonly number[]): LimitDecision {
-  const limits = counter.limits;
-  const resets = counter.resets;
-  let best = 0;
-  let bestRemaining = limits[0]!.limit - position;
-  let bestResetMs = resets[0]!;
-  for (let i = 1; i < limits.length; i++) {
-    const remaining = limits[i]!.limit - position - shifts[i]!;
-    if (isTighter(remaining, resets[i]!, bestRemaining, bestResetMs)) {
-      best = i;
-      bestRemaining = remaining;
-      bestResetMs = resets[i]!;
-    }
-  }
-  return { allowed: true, rule: limits[best]!, remaining: bestRemaining, resetMs: bestResetMs };
+/** A span some call or request still needs. */
+function isBusy(span: Span): boolean {
+  if (span.callsInFlight > 0) return true;
+  for (const g of span.groups)
+    if (g.scheduled || g.callsInFlight > 0 || g.waiting.length > 0 || g.held.length > 0) return true;
+  return false;
 }
 
-/** Requests that did not fit: the limit that is full and whose window ends last refused them. */
-function refusal(counter: Counter, reply: ConsumeReply): LimitDecision {
-  let by = -1;
-  for (let i = 0; i < counter.limits.length; i++) {
-    if (countOf(reply, i) < counter.limits[i]!.limit) continue;
-    if (by < 0 || counter.resets[i]! > counter.resets[by]!) by = i;
+/** The requests of a call in arrival order as runs of one cost: requests, cost, requests, cost, … */
+function runsOf(waiting: readonly Waiter[]): number[] {
+  const runs: number[] = [];
+  for (const { cost } of waiting) {
+    if (runs.length > 0 && runs[runs.length - 1] === cost) runs[runs.length - 2]!++;
+    else runs.push(1, cost);
   }
-  return { allowed: false, rule: counter.limits[by]!, remaining: 0, resetMs: counter.resets[by]! };
+  return runs;
+}
+
+/**
+ * A request admitted at `places` (in each span's first limit; its others' by `shifts`), its balances
+ * leaving `balance` the least; every limit's state goes to `states` when given.
+ */
+function place(
+  group: Group,
+  places: readonly number[],
+  shifts: readonly (readonly number[])[],
+  states: LimitState[] | undefined,
+  balance: BalanceState | undefined,
+): Decision {
+  const spans = group.spans;
+  let best: Span | undefined;
+  let bestAt = 0;
+  let bestRemaining = 0;
+  let bestResetMs = 0;
+  for (let s = 0; s < spans.length; s++) {
+    const span = spans[s]!;
+    const at = places[s]!;
+    const shift = shifts[s]!;
+    for (let j = 0; j < span.limits.length; j++) {
+      const remaining = span.limits[j]!.limit - at - shift[j]!;
+      if (states !== undefined)
+        states.push({ scope: span.scope, rule: span.limits[j]!, remaining, resetMs: span.resets[j]! });
+      if (best !== undefined && !isTighter(remaining, span.resets[j]!, bestRemaining, bestResetMs)) continue;
+      best = span;
+      bestAt = j;
+      bestRemaining = remaining;
+      bestResetMs = span.resets[j]!;
+    }
+  }
+  return {
+    allowed: true,
+    limit: best && {
+      scope: best.scope,
+      rule: best.limits[bestAt]!,
+      remaining: bestRemaining,
+      resetMs: bestResetMs,
+    },
+    balance,
+  };
+}
+
+/** Every limit's state after a call, from its count in the reply. */
+function countsAfter(group: Group, reply: ConsumeReply, into: LimitState[]): void {
+  let i = 0;
+  for (const span of group.spans)
+    span.limits.forEach((rule, j) =>
+      into.push({
+        scope: span.scope,
+        rule,
+        remaining: Math.max(0, rule.limit - countOf(reply, i++)),
+        resetMs: span.resets[j]!,
+      }),
+    );
+}
+
+/** A request of `cost` that did not fit: of the limits without room for it, the one whose window ends last refused it. */
+function refusal(group: Group, reply: ConsumeReply, cost: number): LimitState {
+  let by: Span | undefined;
+  let at = 0;
+  let left = 0;
+  for (let s = 0, i = 0; s < group.spans.length; s++) {
+    const span = group.spans[s]!;
+    for (let j = 0; j < span.limits.length; j++, i++) {
+      const room = span.limits[j]!.limit - countOf(reply, i);
+      if (room >= cost || (by !== undefined && span.resets[j]! <= by.resets[at]!)) continue;
+      by = span;
+      at = j;
+      left = room;
+    }
+  }
+  return {
+    scope: by!.scope,
+    rule: by!.limits[at]!,
+    remaining: Math.max(0, left),
+    resetMs: by!.resets[at]!,
+  };
+}
+
+/** What a call passes of a balance's record at `now`. */
+function balanceTerms(balance: Balance, now: number): BalanceTerms {
+  return {
+    epoch: balance.epoch,
+    window: balance.window,
+    granted: balance.granted,
+    floor: balance.floor,
+    windowNow: windowOf(balance, now),
+    refillAmount: balance.refill?.amount ?? -1,
+  };
 }

@@ -1,4 +1,4 @@
-import type { Period } from './window.js';
+import type { Period } from '../plans/window.js';
 
 /**
  * Sliding windows, counted in slots (docs/decisions/0018-plans-with-several-limits.md). A period is
@@ -43,16 +43,29 @@ export function oldestCounted(slot: number): number {
   return slot - SLOTS;
 }
 
-/** When the requests of `slot` stop counting, epoch ms: the earliest a refused request can succeed. */
+/** When the requests of `slot` stop counting, epoch ms (what the counts expire by). */
 export function slotLeavesAt(period: Period, slot: number): number {
   return (slot + SLOTS + 1) * slotMs(period);
+}
+
+/**
+ * A sliding limit's LimitState.resetMs once the requests of `slot` are its oldest: when they stop
+ * counting, rounded up to the whole second. `resetTime` is written in whole seconds and `Retry-After`
+ * counts whole seconds to it, so an instant between seconds would be cut to one before a retry can
+ * succeed (only a second's 50 ms slots end between seconds).
+ */
+export function slidingResetAt(period: Period, slot: number): number {
+  return Math.ceil(slotLeavesAt(period, slot) / 1_000) * 1_000;
 }
 
 /**
  * A sliding limit's count at `slot` from its slots as stored (slot → places): the places of the slots
  * still counted, and the oldest of those slots that holds any (`slot` itself when none does).
  */
-export function slidingCount(stored: Readonly<Record<string, string>>, slot: number): { readonly used: number; readonly oldest: number } {
+export function slidingCount(
+  stored: Readonly<Record<string, string>>,
+  slot: number,
+): { readonly used: number; readonly oldest: number } {
   let used = 0;
   let oldest = slot;
   for (const [field, places] of Object.entries(stored)) {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/connect.js';
+import type { BalanceLedger } from './balance-ledger.js';
 import { defineRestoreScript, type RestoreScript } from './restore-script.js';
 
 /**
@@ -37,6 +38,8 @@ export class WindowLedger {
   constructor(
     private readonly client: RedisClient,
     prefix: string,
+    /** Balances are put back after a restart too, by their own rule (balance-ledger.ts). */
+    private readonly balances?: BalanceLedger,
   ) {
     this.restore = defineRestoreScript(client);
     this.epochKey = prefix + 'epoch';
@@ -61,10 +64,11 @@ export class WindowLedger {
 
   /**
    * Reads the marker; when Redis restarted empty since the last read, puts back what this replica had
-   * taken in every window still running, and what an unfinished check still owed. Resolves how many
-   * windows it put back. Never rejects: a check Redis stops answering is left unfinished, and the next
-   * one goes on from where it stopped (a window whose put-back timed out but ran is put back twice:
-   * it then admits fewer than its limit, never more).
+   * taken in every window still running, and what an unfinished check still owed, and the balances it
+   * saw. Resolves how many windows and balances it put back. Never rejects: a check Redis stops
+   * answering is left unfinished, and the next one goes on from where it stopped (a window whose
+   * put-back timed out but ran is put back twice: it then admits fewer than its limit, never more; a
+   * balance's put-back can be repeated without effect).
    */
   async check(nowMs: number): Promise<number> {
     if (this.checking) return 0;
@@ -78,9 +82,15 @@ export class WindowLedger {
       let current = (await this.client.get(this.epochKey)) ?? undefined;
       if (current === undefined) {
         const mine = randomBytes(12).toString('base64url');
-        current = (await this.client.set(this.epochKey, mine, 'NX')) === 'OK' ? mine : ((await this.client.get(this.epochKey)) ?? mine);
+        current =
+          (await this.client.set(this.epochKey, mine, 'NX')) === 'OK'
+            ? mine
+            : ((await this.client.get(this.epochKey)) ?? mine);
       }
-      if (this.epoch !== undefined && current !== this.epoch) for (const name of this.taken.keys()) this.owed.add(name);
+      if (this.epoch !== undefined && current !== this.epoch) {
+        for (const name of this.taken.keys()) this.owed.add(name);
+        this.balances?.owe();
+      }
       this.epoch = current;
       let restored = 0;
       for (const name of this.owed) {
@@ -91,6 +101,7 @@ export class WindowLedger {
         }
         this.owed.delete(name);
       }
+      restored += (await this.balances?.repay()) ?? 0;
       this.unfinished = false;
       return restored;
     } catch {

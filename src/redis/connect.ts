@@ -26,15 +26,19 @@ export interface ConnectOptions {
  * decisions into one call per counter and writes all of a turn's calls at once (`corkedWrites`);
  * an auto-pipeline would add a pipeline object and a deferred flush to every call, ~10 µs of CPU
  * each, which is what a turn with one call (a replica with few requests in flight) pays in full.
- * The consume script is defined once per number of limits a plan can hold (1 to 4).
+ * The consume script is defined once per number of keys a decision can hold (1 to 18: up to 8 limits
+ * of 2 keys each, a key's plan and its consumer's four each, and 2 balances of 1 key).
  */
-export const DIRECT_SCRIPTS = { consume: ['tollgateConsume1', 'tollgateConsume2', 'tollgateConsume3', 'tollgateConsume4'] } as const;
+export const DIRECT_SCRIPTS = {
+  consume: Array.from({ length: 18 }, (_, i) => `tollgateConsume${i + 1}`),
+};
 
 /** How long closing waits for a connection's QUIT or UNSUBSCRIBE before cutting it. */
 export const CLOSE_WAIT_MS = 1_000;
 
 /** Reconnect for ever (recovery is automatic), backing off to one attempt a second. */
-const backoff = (times: number): number => Math.min(50 * 2 ** Math.min(times, 5), 1_000) + Math.floor(Math.random() * 100);
+const backoff = (times: number): number =>
+  Math.min(50 * 2 ** Math.min(times, 5), 1_000) + Math.floor(Math.random() * 100);
 
 // No offline queue, no resending after a reconnect: a limiter decision that timed out has already
 // been answered from elsewhere, and replaying it later would spend quota nobody used.
@@ -93,7 +97,10 @@ export function connectRedis(
 
   // Without a listener ioredis prints every connection error; the limiter and flusher report
   // outages themselves, so these go to debug.
-  for (const [role, c] of [['client', client], ['subscriber', subscriber]] as const) {
+  for (const [role, c] of [
+    ['client', client],
+    ['subscriber', subscriber],
+  ] as const) {
     c.on('error', (err: Error) => logger.debug({ role, err: err.message }, 'redis connection error'));
   }
 

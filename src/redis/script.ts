@@ -17,13 +17,23 @@ export type ScriptRunner = (keys: readonly string[], args: readonly (string | nu
  * for ten thousand keys (80,000 arguments) overflowed the stack inside ioredis' auto-pipeline, which
  * then failed the whole pipeline with an uncaught TypeError and ended the process.
  */
-export function defineScript(client: RedisClient, name: string, lua: string, numberOfKeys: number): ScriptRunner {
+export function defineScript(
+  client: RedisClient,
+  name: string,
+  lua: string,
+  numberOfKeys: number,
+): ScriptRunner {
   client.defineCommand(name, { lua, numberOfKeys });
   const command = (client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name]!;
   return (keys, args) => command.call(client, ...keys, args);
 }
 
-type Eval = (script: string, numberOfKeys: number, keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown>;
+type Eval = (
+  script: string,
+  numberOfKeys: number,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+) => Promise<unknown>;
 
 /**
  * A script whose number of keys changes from call to call (one or two per API key it touches): every

@@ -8,7 +8,13 @@ export interface AdminTokenRow {
   readonly createdAt: Date;
 }
 
-function toRow(row: { id: string; name: string; scopes: string; expiresAt: Date | null; createdAt: Date }): AdminTokenRow {
+function toRow(row: {
+  id: string;
+  name: string;
+  scopes: string;
+  expiresAt: Date | null;
+  createdAt: Date;
+}): AdminTokenRow {
   return { ...row, scopes: row.scopes.split(' ').filter(Boolean) };
 }
 
@@ -34,18 +40,31 @@ export class AdminTokenRepository {
 
   /** Oldest first. */
   async list(): Promise<AdminTokenRow[]> {
-    const rows = await this.db.selectFrom('admin_tokens').select(columns).orderBy('created_at').orderBy('id').execute();
+    const rows = await this.db
+      .selectFrom('admin_tokens')
+      .select(columns)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     return rows.map(toRow);
   }
 
   async findByHash(tokenHash: Buffer): Promise<AdminTokenRow | undefined> {
-    const row = await this.db.selectFrom('admin_tokens').select(columns).where('token_hash', '=', tokenHash).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('admin_tokens')
+      .select(columns)
+      .where('token_hash', '=', tokenHash)
+      .executeTakeFirst();
     return row && toRow(row);
   }
 
   /** The token as it was, or undefined when there was none. */
   async delete(id: string): Promise<AdminTokenRow | undefined> {
-    const row = await this.db.deleteFrom('admin_tokens').where('id', '=', id).returning(columns).executeTakeFirst();
+    const row = await this.db
+      .deleteFrom('admin_tokens')
+      .where('id', '=', id)
+      .returning(columns)
+      .executeTakeFirst();
     return row && toRow(row);
   }
 }

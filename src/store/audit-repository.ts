@@ -1,10 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from './db.js';
 import type { ListPosition } from './key-repository.js';
 
-/** Who made a change: the root token, or an admin token (its id and name at the time). */
+/**
+ * Who made a change: the root token, an admin token (its id and name at the time), or Tollgate itself
+ * (a webhook it disabled after three days of failures).
+ */
 export interface Actor {
-  readonly type: 'root' | 'token';
+  readonly type: 'root' | 'token' | 'system';
   readonly id?: string;
   readonly name?: string;
 }
@@ -29,10 +33,16 @@ export interface AuditEntry {
 export interface AuditFilter {
   readonly action?: string;
   readonly targetId?: string;
-  /** An admin token's id; null: the root token (whose entries have no actor id). */
-  readonly actorId?: string | null;
+  /** Changes made with the root token, or by Tollgate itself. */
+  readonly actorType?: 'root' | 'system';
+  /** Changes made with this admin token. */
+  readonly actorId?: string;
   readonly from?: Date;
   readonly to?: Date;
+}
+
+export function generateAuditId(): string {
+  return 'aud_' + randomBytes(12).toString('base64url');
 }
 
 /** The audit log: written in the transaction of the change it records, read newest first. */
@@ -67,11 +77,12 @@ export class AuditRepository {
   /** Newest first by time, then insertion; `after` is the last entry of the previous page (`id`: its seq). */
   async list(filter: AuditFilter, after: ListPosition | undefined, limit: number): Promise<AuditEntry[]> {
     let query = this.db.selectFrom('audit_log').selectAll();
-    if (after !== undefined) query = query.where(sql<boolean>`(time, seq) < (${new Date(after.at)}, ${Number(after.id)})`);
+    if (after !== undefined)
+      query = query.where(sql<boolean>`(time, seq) < (${new Date(after.at)}, ${Number(after.id)})`);
     if (filter.action !== undefined) query = query.where('action', '=', filter.action);
     if (filter.targetId !== undefined) query = query.where('target_id', '=', filter.targetId);
-    if (filter.actorId === null) query = query.where('actor_id', 'is', null);
-    else if (filter.actorId !== undefined) query = query.where('actor_id', '=', filter.actorId);
+    if (filter.actorType !== undefined) query = query.where('actor_type', '=', filter.actorType);
+    if (filter.actorId !== undefined) query = query.where('actor_id', '=', filter.actorId);
     if (filter.from !== undefined) query = query.where('time', '>=', filter.from);
     if (filter.to !== undefined) query = query.where('time', '<', filter.to);
     const rows = await query.orderBy('time', 'desc').orderBy('seq', 'desc').limit(limit).execute();
@@ -79,7 +90,11 @@ export class AuditRepository {
       id: r.id,
       seq: Number(r.seq),
       time: r.time,
-      actor: { type: r.actor_type, ...(r.actor_id !== null && { id: r.actor_id }), ...(r.actor_name !== null && { name: r.actor_name }) },
+      actor: {
+        type: r.actor_type,
+        ...(r.actor_id !== null && { id: r.actor_id }),
+        ...(r.actor_name !== null && { name: r.actor_name }),
+      },
       action: r.action,
       target: { type: r.target_type, id: r.target_id },
       requestId: r.request_id,
@@ -89,16 +104,19 @@ export class AuditRepository {
   }
 
   /**
-   * Entries recorded at or after `since` for changes that can make a cached key stale (of keys and
-   * plans, creations aside): what each replica's key cache reads besides the change messages.
+   * Entries recorded at or after `since` for changes that can make a cached key stale (of keys, plans
+   * and consumers, creations aside) or the route table (every change of a route, creations too): what
+   * each replica reads besides the change messages.
    */
-  async keyChangesSince(since: Date): Promise<{ id: string; targetType: string; targetId: string; time: Date }[]> {
+  async keyChangesSince(
+    since: Date,
+  ): Promise<{ id: string; targetType: string; targetId: string; time: Date }[]> {
     return this.db
       .selectFrom('audit_log')
       .select(['id', 'target_type as targetType', 'target_id as targetId', 'time'])
       .where('time', '>=', since)
-      .where('target_type', 'in', ['key', 'plan'])
-      .where('action', 'not in', ['key.create', 'plan.create'])
+      .where('target_type', 'in', ['key', 'plan', 'consumer', 'route'])
+      .where('action', 'not in', ['key.create', 'plan.create', 'consumer.create'])
       .execute();
   }
 
@@ -107,7 +125,9 @@ export class AuditRepository {
     let deleted = 0;
     for (;;) {
       const result = await sql`
-        delete from audit_log where id in (select id from audit_log where time < ${before} limit ${batch})`.execute(this.db);
+        delete from audit_log where id in (select id from audit_log where time < ${before} limit ${batch})`.execute(
+        this.db,
+      );
       const n = Number(result.numAffectedRows ?? 0n);
       deleted += n;
       if (n < batch) return deleted;

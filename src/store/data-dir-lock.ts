@@ -11,8 +11,10 @@ function alive(pid: number): boolean {
 }
 
 /**
- * PGlite is one process's database: a second process on the same folder would corrupt it. A pid file
- * refuses that second start with a clear message; a stale one (its process is gone) is taken over.
+ * Embedded mode is one process per DATA_DIR: its store takes no row or advisory locks
+ * (src/store/sqlite-sql.ts) and its usage journal is one file. A pid file refuses a second process (a
+ * server, or a command: rotate-secrets, upgrade-data-dir) with a clear message; a stale one (its
+ * process is gone) is taken over.
  */
 export function holdDataDirLock(dataDir: string): void {
   mkdirSync(dataDir, { recursive: true });
@@ -25,9 +27,12 @@ export function holdDataDirLock(dataDir: string): void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const holder = Number(readFileSync(file, 'utf8'));
       if (holder && holder !== process.pid && alive(holder)) {
-        throw new Error(`DATA_DIR ${dataDir} is in use by process ${holder}; embedded mode runs one process per folder`, {
-          cause: err,
-        });
+        throw new Error(
+          `DATA_DIR ${dataDir} is in use by process ${holder}; embedded mode runs one process per folder`,
+          {
+            cause: err,
+          },
+        );
       }
       unlinkSync(file);
     }

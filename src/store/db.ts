@@ -2,21 +2,24 @@ import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type pg from 'pg';
+import { PostgresSql } from './postgres-sql.js';
 import type { Database } from './schema.js';
-import { PGLITE_FOLDER } from './pglite.js';
+import { withSqlDialect, type SqlDialect } from './sql-dialect.js';
 import { openSqliteFile } from './sqlite-database.js';
+import { SqliteSql } from './sqlite-sql.js';
 
 export type Db = Kysely<Database>;
 
 export interface DbHandle {
   readonly db: Db;
   readonly kind: 'postgres' | 'embedded';
+  /** What its SQL says differently; `db` and its transactions carry it too (`sqlDialectOf`). */
+  readonly dialect: SqlDialect;
   /** The pg pool, for its metrics; absent in embedded mode. */
   readonly pool?: pg.Pool;
   /**
    * Runs a text of several statements (a migration file) whole, inside the caller's transaction
-   * `trx`: pg's simple query protocol; PGlite's and SQLite's `exec` (their one session is the
-   * transaction's).
+   * `trx`: pg's simple query protocol; SQLite's `exec` (its one connection is the transaction's).
    */
   runScript(trx: Db, text: string): Promise<void>;
   close(): Promise<void>;
@@ -40,10 +43,12 @@ export async function openPostgres(connectionString: string, max = 10): Promise<
   // process; the statement waiting on that client fails on its own.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const dialect = new PostgresSql();
+  const db = new Kysely<Database>({ dialect: withSqlDialect(new PostgresDialect({ pool }), dialect) });
   return {
     db,
     kind: 'postgres',
+    dialect,
     pool,
     // No parameters: pg sends the text with the simple query protocol, which takes several statements.
     runScript: async (trx, text) => void (await sql.raw(text).execute(trx)),
@@ -53,6 +58,8 @@ export async function openPostgres(connectionString: string, max = 10): Promise<
 
 /** The embedded database's file in DATA_DIR (SQLite adds `-wal` and `-shm` beside it). */
 export const EMBEDDED_FILE = 'tollgate.sqlite';
+/** DATA_DIR/pglite: the embedded database of Tollgate before the SQLite store (src/store/upgrade-from-pglite.ts). */
+export const PGLITE_FOLDER = 'pglite';
 
 /**
  * WAL: readers never wait for the writer, and a commit appends to one file. `synchronous = normal`:
@@ -63,17 +70,26 @@ export const EMBEDDED_FILE = 'tollgate.sqlite';
  * Foreign keys are off by default in SQLite; the schema's cascades and references need them. The
  * busy timeout only matters when another process (an operator's sqlite3 shell) holds the write lock.
  */
-const EMBEDDED_PRAGMAS = ['journal_mode = wal', 'synchronous = normal', 'foreign_keys = on', 'busy_timeout = 500'];
+const EMBEDDED_PRAGMAS = [
+  'journal_mode = wal',
+  'synchronous = normal',
+  'foreign_keys = on',
+  'busy_timeout = 500',
+];
 
 /**
  * SQLite (node:sqlite) in `DATA_DIR/tollgate.sqlite`: one connection, which Kysely's SqliteDialect
  * serialises; one process per folder (src/store/data-dir-lock.ts). A DATA_DIR that still holds the
- * PGlite database of an earlier Tollgate is upgraded first (`upgradeFromPglite`): opening it here
- * would start an empty store beside the data.
+ * PGlite database of an earlier Tollgate is refused until the `upgrade-data-dir` command has copied it:
+ * opening it here would start an empty store beside the data, which the upgrade would then take for
+ * its own finished copy.
  */
 export async function openEmbedded(dataDir: string): Promise<DbHandle> {
   if (existsSync(join(dataDir, PGLITE_FOLDER))) {
-    throw new Error(`DATA_DIR ${dataDir} holds the PGlite database of an earlier Tollgate, not upgraded yet`);
+    throw new Error(
+      `DATA_DIR ${dataDir} holds the PGlite database of an earlier Tollgate: upgrade it once with ` +
+        '`npm run upgrade-data-dir` (in the image: `node dist/src/main.js upgrade-data-dir`), then start again',
+    );
   }
   mkdirSync(dataDir, { recursive: true });
   return openSqliteStore(join(dataDir, EMBEDDED_FILE), EMBEDDED_PRAGMAS);
@@ -84,6 +100,13 @@ export function openSqliteStore(file: string, pragmas: readonly string[]): DbHan
   // Owner-only, like the generated key beside it; SQLite gives its -wal and -shm files the same mode.
   closeSync(openSync(file, 'a', 0o600));
   const database = openSqliteFile(file, pragmas);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
-  return { db, kind: 'embedded', runScript: async (_trx, text) => database.exec(text), close: () => db.destroy() };
+  const dialect = new SqliteSql();
+  const db = new Kysely<Database>({ dialect: withSqlDialect(new SqliteDialect({ database }), dialect) });
+  return {
+    db,
+    kind: 'embedded',
+    dialect,
+    runScript: async (_trx, text) => database.exec(text),
+    close: () => db.destroy(),
+  };
 }

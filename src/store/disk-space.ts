@@ -8,7 +8,7 @@ import { dirname } from 'node:path';
 const ROOM_TO_START = 1024 * 1024;
 
 /** Free bytes for an unprivileged writer on the filesystem that holds `dir` (or its nearest existing parent). */
-function freeBytes(dir: string): number | undefined {
+export function freeBytes(dir: string): number | undefined {
   let at = dir;
   while (!existsSync(at) && dirname(at) !== at) at = dirname(at);
   try {
@@ -19,7 +19,7 @@ function freeBytes(dir: string): number | undefined {
   }
 }
 
-/** PGlite's file system (an upgrade of an older DATA_DIR) throws Emscripten's ErrnoError; 51 is its ENOSPC. */
+/** PGlite's file system (read by upgrade-data-dir only) throws Emscripten's ErrnoError; 51 is its ENOSPC. */
 const EMSCRIPTEN_ENOSPC = 51;
 
 interface Failure {
@@ -30,12 +30,13 @@ interface Failure {
   readonly cause?: unknown;
 }
 
-/** ENOSPC from Node or PGlite, SQLSTATE 53100 (disk_full, SQLite's SQLITE_FULL too) anywhere in the cause chain. */
+/** ENOSPC from Node or PGlite, SQLSTATE 53100 (disk_full; SQLite's SQLITE_FULL too) anywhere in the cause chain. */
 function outOfSpace(err: unknown): boolean {
   let e = err;
   for (let depth = 0; depth < 8 && typeof e === 'object' && e !== null; depth++) {
     const { code, errno, name, cause } = e as Failure;
-    if (code === 'ENOSPC' || code === '53100' || (name === 'ErrnoError' && errno === EMSCRIPTEN_ENOSPC)) return true;
+    if (code === 'ENOSPC' || code === '53100' || (name === 'ErrnoError' && errno === EMSCRIPTEN_ENOSPC))
+      return true;
     e = cause;
   }
   return false;

@@ -1,8 +1,10 @@
 import { sql } from 'kysely';
 import type { Db } from './db.js';
-import { dialectOf, lockingRows, type Dialect } from './dialect.js';
-import type { LimitRule } from '../limits/plan.js';
-import { limitsOf } from './plan-repository.js';
+import type { Balance } from '../plans/balance.js';
+import type { CostRule, LimitRule } from '../plans/plan.js';
+import { creditColumns, creditsOfRow } from './credit-columns.js';
+import { costsOf, limitsOf } from './plan-columns.js';
+import { sqlDialectOf, type SqlDialect } from './sql-dialect.js';
 
 /** Where a page of a list ordered by creation time, then id, continues: after this item. */
 export interface ListPosition {
@@ -25,6 +27,14 @@ export interface KeyRow {
   /** The caller's JSON object as serialised. */
   readonly metadata: string;
   readonly lastUsedAt: Date | null;
+  /** The consumer the key belongs to, or null. */
+  readonly consumerId: string | null;
+  /** The routes the key may take; null: every route. */
+  readonly allowedRouteIds: readonly string[] | null;
+  /** Its prepaid credits; null: none. */
+  readonly balance: Balance | null;
+  /** Bumped by every set of its balance, kept when it holds none (src/plans/balance.ts). */
+  readonly creditsEpoch: number;
 }
 
 /** The fields an administrator sets on a key (create and PATCH). */
@@ -35,6 +45,48 @@ export interface KeySettings {
   readonly externalId: string | null;
   /** A JSON object as serialised. */
   readonly metadata: string;
+  readonly consumerId: string | null;
+  readonly allowedRouteIds: readonly string[] | null;
+}
+
+/** A key as its audit entries show it: what a change that touches many keys at once returns of each. */
+export type KeyAuditRow = Pick<
+  KeyRow,
+  | 'id'
+  | 'name'
+  | 'enabled'
+  | 'expiresAt'
+  | 'externalId'
+  | 'metadata'
+  | 'rateLimitId'
+  | 'consumerId'
+  | 'allowedRouteIds'
+>;
+
+/** The columns of a KeyAuditRow, for the `returning` of an update of many keys (read through `withAllowedRoutes`). */
+export const keyAuditColumns = [
+  'id',
+  'name',
+  'enabled',
+  'expires_at as expiresAt',
+  'external_id as externalId',
+  'metadata',
+  'rate_limit_id as rateLimitId',
+  'consumer_id as consumerId',
+  'allowed_route_ids as allowedRouteIds',
+] as const;
+
+/** The routes a key may take, as stored (sql/060): a JSON array, or null for every route. */
+export const allowedRoutesColumn = (ids: readonly string[] | null): string | null =>
+  ids === null ? null : JSON.stringify(ids);
+const allowedRoutesOf = (column: string | null): string[] | null =>
+  column === null ? null : (JSON.parse(column) as string[]);
+
+/** A row read with `allowed_route_ids as allowedRouteIds`, its routes parsed. */
+export function withAllowedRoutes<T extends { allowedRouteIds: string | null }>(
+  row: T,
+): Omit<T, 'allowedRouteIds'> & { allowedRouteIds: string[] | null } {
+  return { ...row, allowedRouteIds: allowedRoutesOf(row.allowedRouteIds) };
 }
 
 /** Filters of the key list; absent fields do not filter. */
@@ -43,22 +95,43 @@ export interface KeyFilter {
   readonly enabled?: boolean;
   readonly externalId?: string;
   readonly namePrefix?: string;
+  readonly consumerId?: string;
+}
+
+/** The consumer a key belongs to, with the limits of the consumer's plan. */
+export interface KeyConsumer {
+  readonly id: string;
+  readonly rateLimitId: string | null;
+  /** The consumer's plan's limits; null without a plan. */
+  readonly limits: readonly LimitRule[] | null;
+  /** The consumer's plan's costs; none without a plan. */
+  readonly costs: readonly CostRule[];
+  /** The consumer's prepaid credits; null: none. */
+  readonly balance: Balance | null;
 }
 
 /**
- * What the proxy needs to admit a request presenting one secret: the key, its state and its plan, in
- * one indexed query.
+ * What the proxy needs to admit a request presenting one secret: the key, its state, its plan, its
+ * consumer and the consumer's plan, in one indexed query.
  */
 export interface KeyWithPlan {
   readonly id: string;
   readonly rateLimitId: string | null;
   /** The bound plan's limits; null without a plan. */
   readonly limits: readonly LimitRule[] | null;
+  /** The bound plan's costs; none without a plan. */
+  readonly costs: readonly CostRule[];
   readonly enabled: boolean;
   /** The key's own expiry, epoch ms; null: never. */
   readonly expiresAtMs: number | null;
   /** Set when the secret is the previous one of a roll: the end of its grace, epoch ms. */
   readonly secretValidUntilMs: number | null;
+  /** The consumer the key belongs to; null: none. */
+  readonly consumer: KeyConsumer | null;
+  /** The routes the key may take; null: every route. */
+  readonly allowedRouteIds: readonly string[] | null;
+  /** The key's own prepaid credits; null: none. */
+  readonly balance: Balance | null;
 }
 
 const keyColumns = [
@@ -74,39 +147,55 @@ const keyColumns = [
   'external_id as externalId',
   'metadata',
   'last_used_at as lastUsedAt',
+  'consumer_id as consumerId',
+  'allowed_route_ids as allowedRouteIds',
+  ...creditColumns('api_keys', 'credits'),
 ] as const;
 
-/** Where Postgres and SQLite part ways for keys: a name prefix, and moving many keys' lastUsedAt at once. */
-const DIALECT_SQL = {
-  postgres: {
-    namePrefix: (prefix: string) => sql<boolean>`starts_with(name, ${prefix})`,
-    markUsed: (ids: string[], times: number[]) => sql`
-      update api_keys k set last_used_at = greatest(k.last_used_at, u.t)
-      from unnest(${ids}::text[], ${times.map((t) => new Date(t).toISOString())}::timestamptz[]) as u(id, t)
-      where k.id = u.id`,
-  },
-  sqlite: {
-    namePrefix: (prefix: string) => sql<boolean>`substr(name, 1, length(${prefix})) = ${prefix}`,
-    // Epoch milliseconds, as the SQLite schema stores time; max() of a null is null, hence coalesce.
-    markUsed: (ids: string[], times: number[]) => sql`
-      update api_keys set last_used_at = max(coalesce(last_used_at, 0), u.t)
-      from (select value ->> 0 as id, value ->> 1 as t from json_each(${JSON.stringify(ids.map((id, i) => [id, times[i]]))})) as u
-      where api_keys.id = u.id`,
-  },
-} satisfies Record<Dialect, unknown>;
+/** The limits of a plan read through a left join: null when no plan matched. */
+function joinedLimits(
+  limit: string | number | null,
+  period: string | null,
+  limits: string | null,
+): LimitRule[] | null {
+  return limit === null || period === null ? null : limitsOf({ limit, period, limits });
+}
 
-function toKeyRow(row: { seq: string | number } & Omit<KeyRow, 'seq'>): KeyRow {
-  return { ...row, seq: Number(row.seq) };
+function toKeyRow(
+  row: { seq: string | number; allowedRouteIds: string | null } & Omit<
+    KeyRow,
+    'seq' | 'allowedRouteIds' | 'balance' | 'creditsEpoch'
+  >,
+): KeyRow {
+  const { balance, epoch } = creditsOfRow(row, 'credits');
+  return {
+    id: row.id,
+    name: row.name,
+    secretCiphertext: row.secretCiphertext,
+    rateLimitId: row.rateLimitId,
+    createdAt: row.createdAt,
+    lastUpdated: row.lastUpdated,
+    enabled: row.enabled,
+    expiresAt: row.expiresAt,
+    externalId: row.externalId,
+    metadata: row.metadata,
+    lastUsedAt: row.lastUsedAt,
+    consumerId: row.consumerId,
+    allowedRouteIds: withAllowedRoutes(row).allowedRouteIds,
+    seq: Number(row.seq),
+    balance,
+    creditsEpoch: epoch,
+  };
 }
 
 export class KeyRepository {
-  private readonly dialect: Dialect;
+  private readonly dialect: SqlDialect;
 
   constructor(private readonly db: Db) {
-    this.dialect = dialectOf(db);
+    this.dialect = sqlDialectOf(db);
   }
 
-  /** Settings left out take the defaults: enabled, no expiry, no owner, `{}`, no plan. */
+  /** Settings left out take the defaults: enabled, no expiry, no owner, `{}`, no plan, no consumer. */
   async insert(
     key: Pick<KeySettings, 'name'> &
       Partial<KeySettings> & {
@@ -131,18 +220,33 @@ export class KeyRepository {
         expires_at: key.expiresAt ?? null,
         external_id: key.externalId ?? null,
         metadata: key.metadata ?? '{}',
+        consumer_id: key.consumerId ?? null,
+        allowed_route_ids: allowedRoutesColumn(key.allowedRouteIds ?? null),
       })
       .execute();
   }
 
   /** Oldest first by creation time, then id; `after` is the last key of the previous page. */
+  /** The ids of the keys a consumer holds now. */
+  async idsOfConsumer(consumerId: string): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('consumer_id', '=', consumerId)
+      .execute();
+    return rows.map((row) => row.id);
+  }
+
   async list(filter: KeyFilter, after: ListPosition | undefined, limit: number): Promise<KeyRow[]> {
     let query = this.db.selectFrom('api_keys').select(keyColumns);
-    if (after !== undefined) query = query.where(sql<boolean>`(created_at, id) > (${new Date(after.at)}, ${after.id})`);
+    if (after !== undefined)
+      query = query.where(sql<boolean>`(created_at, id) > (${new Date(after.at)}, ${after.id})`);
     if (filter.rateLimitId !== undefined) query = query.where('rate_limit_id', '=', filter.rateLimitId);
     if (filter.enabled !== undefined) query = query.where('enabled', '=', filter.enabled);
     if (filter.externalId !== undefined) query = query.where('external_id', '=', filter.externalId);
-    if (filter.namePrefix !== undefined) query = query.where(DIALECT_SQL[this.dialect].namePrefix(filter.namePrefix));
+    if (filter.namePrefix !== undefined)
+      query = query.where(this.dialect.startsWith('name', filter.namePrefix));
+    if (filter.consumerId !== undefined) query = query.where('consumer_id', '=', filter.consumerId);
     const rows = await query.orderBy('created_at').orderBy('id').limit(limit).execute();
     return rows.map(toKeyRow);
   }
@@ -150,7 +254,7 @@ export class KeyRepository {
   /** `forUpdate`: inside a transaction, hold the row until it ends (the state before a change). */
   async get(id: string, forUpdate = false): Promise<KeyRow | undefined> {
     let query = this.db.selectFrom('api_keys').select(keyColumns).where('id', '=', id);
-    if (forUpdate) query = lockingRows(this.dialect, query, 'update');
+    if (forUpdate) query = this.dialect.lockRows(query, 'update');
     const row = await query.executeTakeFirst();
     return row && toKeyRow(row);
   }
@@ -160,29 +264,56 @@ export class KeyRepository {
     const row = await this.db
       .selectFrom('api_keys as k')
       .leftJoin('rate_limit_plans as p', 'p.rate_limit_id', 'k.rate_limit_id')
+      .leftJoin('consumers as c', 'c.id', 'k.consumer_id')
+      .leftJoin('rate_limit_plans as cp', 'cp.rate_limit_id', 'c.rate_limit_id')
       .select([
         'k.id as id',
         'k.rate_limit_id as rateLimitId',
         'p.limit as limit',
         'p.period as period',
         'p.limits as limits',
+        'p.costs as costs',
         'k.enabled as enabled',
         'k.expires_at as expiresAt',
         'k.secret_hash as secretHash',
         'k.previous_secret_expires_at as previousSecretExpiresAt',
+        'c.id as consumerId',
+        'c.rate_limit_id as consumerRateLimitId',
+        'cp.limit as consumerLimit',
+        'cp.period as consumerPeriod',
+        'cp.limits as consumerLimits',
+        'cp.costs as consumerCosts',
+        'k.allowed_route_ids as allowedRouteIds',
+        ...creditColumns('k', 'credits'),
+        ...creditColumns('c', 'consumerCredits'),
       ])
-      .where((eb) => eb.or([eb('k.secret_hash', '=', secretHash), eb('k.previous_secret_hash', '=', secretHash)]))
+      .where((eb) =>
+        eb.or([eb('k.secret_hash', '=', secretHash), eb('k.previous_secret_hash', '=', secretHash)]),
+      )
       .executeTakeFirst();
     if (!row) return undefined;
     const isPrevious = !secretHash.equals(Buffer.from(row.secretHash));
     return {
       id: row.id,
       rateLimitId: row.rateLimitId,
-      limits: row.limit === null || row.period === null ? null : limitsOf({ limit: row.limit, period: row.period, limits: row.limits }),
+      limits: joinedLimits(row.limit, row.period, row.limits),
+      costs: costsOf(row.costs),
       enabled: row.enabled,
       expiresAtMs: row.expiresAt?.getTime() ?? null,
       // A previous secret without an end cannot be stored; treat one as already ended.
       secretValidUntilMs: isPrevious ? (row.previousSecretExpiresAt?.getTime() ?? 0) : null,
+      consumer:
+        row.consumerId === null
+          ? null
+          : {
+              id: row.consumerId,
+              rateLimitId: row.consumerRateLimitId,
+              limits: joinedLimits(row.consumerLimit, row.consumerPeriod, row.consumerLimits),
+              costs: costsOf(row.consumerCosts),
+              balance: creditsOfRow(row, 'consumerCredits').balance,
+            },
+      allowedRouteIds: allowedRoutesOf(row.allowedRouteIds),
+      balance: creditsOfRow(row, 'credits').balance,
     };
   }
 
@@ -196,6 +327,10 @@ export class KeyRepository {
         ...(changes.expiresAt !== undefined && { expires_at: changes.expiresAt }),
         ...(changes.externalId !== undefined && { external_id: changes.externalId }),
         ...(changes.metadata !== undefined && { metadata: changes.metadata }),
+        ...(changes.consumerId !== undefined && { consumer_id: changes.consumerId }),
+        ...(changes.allowedRouteIds !== undefined && {
+          allowed_route_ids: allowedRoutesColumn(changes.allowedRouteIds),
+        }),
         last_updated: now,
       })
       .where('id', '=', id)
@@ -209,7 +344,12 @@ export class KeyRepository {
    * (null: refused at once); a previous secret of an earlier roll ends now. Returns false when the key
    * does not exist.
    */
-  async roll(id: string, secret: { hash: Buffer; ciphertext: Buffer }, previousUntil: Date | null, now: Date): Promise<boolean> {
+  async roll(
+    id: string,
+    secret: { hash: Buffer; ciphertext: Buffer },
+    previousUntil: Date | null,
+    now: Date,
+  ): Promise<boolean> {
     const result = await this.db
       .updateTable('api_keys')
       .set({
@@ -260,12 +400,33 @@ export class KeyRepository {
   /** Moves each key's `lastUsedAt` forward to the time given (never back): replicas write in any order. */
   async markUsed(lastUse: ReadonlyMap<string, number>): Promise<void> {
     if (lastUse.size === 0) return;
-    await DIALECT_SQL[this.dialect].markUsed([...lastUse.keys()], [...lastUse.values()]).execute(this.db);
+    const lastUsedAt = sql.ref<Date | null>('api_keys.last_used_at');
+    await sql`
+      update api_keys set last_used_at = ${this.dialect.later(lastUsedAt, sql.ref('u.t'))}
+      from ${this.dialect.timesById('u', [...lastUse.keys()], [...lastUse.values()])}
+      where api_keys.id = u.id`.execute(this.db);
+  }
+
+  /** Keys that expire after `from` and no later than `to`, soonest first (their expiry notices). */
+  async expiringBetween(from: Date, to: Date): Promise<KeyRow[]> {
+    const rows = await this.db
+      .selectFrom('api_keys')
+      .select(keyColumns)
+      .where('expires_at', '>', from)
+      .where('expires_at', '<=', to)
+      .orderBy('expires_at')
+      .execute();
+    return rows.map(toKeyRow);
   }
 
   /** The newest key's sealed secret: start-up checks that the configured keys open it. */
   async newestCiphertext(): Promise<Uint8Array | undefined> {
-    const row = await this.db.selectFrom('api_keys').select('secret_ciphertext').orderBy('seq', 'desc').limit(1).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('api_keys')
+      .select('secret_ciphertext')
+      .orderBy('seq', 'desc')
+      .limit(1)
+      .executeTakeFirst();
     return row?.secret_ciphertext;
   }
 
@@ -275,6 +436,10 @@ export class KeyRepository {
   }
 
   async updateCiphertext(id: string, secretCiphertext: Buffer): Promise<void> {
-    await this.db.updateTable('api_keys').set({ secret_ciphertext: secretCiphertext }).where('id', '=', id).execute();
+    await this.db
+      .updateTable('api_keys')
+      .set({ secret_ciphertext: secretCiphertext })
+      .where('id', '=', id)
+      .execute();
   }
 }

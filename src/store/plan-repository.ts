@@ -1,31 +1,42 @@
 import { sql } from 'kysely';
 import type { Db } from './db.js';
-import { dialectOf, lockingRows, type Dialect } from './dialect.js';
-import type { KeyRow, ListPosition } from './key-repository.js';
-import { isSeedLimit, ruleOf, type LimitRule } from '../limits/plan.js';
-import type { Period } from '../limits/window.js';
+import type { ConsumerRow } from './consumer-repository.js';
+import { keyAuditColumns, withAllowedRoutes, type KeyAuditRow, type ListPosition } from './key-repository.js';
+import type { CostRule, LimitRule } from '../plans/plan.js';
+import { costsColumn, costsOf, limitColumns, limitsOf } from './plan-columns.js';
+import { sqlDialectOf, type SqlDialect } from './sql-dialect.js';
 
 export interface PlanRow {
   readonly rateLimitId: string;
   readonly description: string;
   /** One to four; the first is what the seed's `limit` and `period` show. */
   readonly limits: readonly LimitRule[];
+  /** The first a request matches gives its cost; none: every request costs 1. */
+  readonly costs: readonly CostRule[];
   readonly createdAt: Date;
   readonly lastUpdated: Date;
 }
 
-/** A plan as the management API shows it: with the number of keys bound to it. */
+/** A plan as the management API shows it: with the number of keys and of consumers bound to it. */
 export interface PlanWithKeys extends PlanRow {
   readonly keyCount: number;
+  readonly consumerCount: number;
 }
 
-/** A key a plan's deletion unbound, as it now is: what its audit entry shows. */
-export type UnboundKey = Pick<KeyRow, 'id' | 'name' | 'enabled' | 'expiresAt' | 'externalId' | 'metadata' | 'rateLimitId'>;
+/** A consumer a plan's deletion unbound, as it now is: what its audit entry shows. */
+export type UnboundConsumer = Pick<ConsumerRow, 'id' | 'name' | 'externalId' | 'metadata' | 'rateLimitId'>;
+
+/** What a plan's deletion unbound: each as it now is. */
+export interface Unbound {
+  readonly keys: KeyAuditRow[];
+  readonly consumers: UnboundConsumer[];
+}
 
 /** What a PATCH may change. */
 export interface PlanChanges {
   readonly description?: string;
   readonly limits?: readonly LimitRule[];
+  readonly costs?: readonly CostRule[];
 }
 
 const planColumns = [
@@ -34,43 +45,55 @@ const planColumns = [
   'p.limit as limit',
   'p.period as period',
   'p.limits as limits',
+  'p.costs as costs',
   'p.created_at as createdAt',
   'p.last_updated as lastUpdated',
 ] as const;
 
-const keyCount = sql<number>`(select count(*) from api_keys k where k.rate_limit_id = p.rate_limit_id)`.as('keyCount');
+const keyCount = sql<number>`(select count(*) from api_keys k where k.rate_limit_id = p.rate_limit_id)`.as(
+  'keyCount',
+);
+const consumerCount =
+  sql<number>`(select count(*) from consumers c where c.rate_limit_id = p.rate_limit_id)`.as('consumerCount');
 
-/** A plan's stored columns as its limits: the JSON when there is one, else the seed's one limit. */
-export function limitsOf(row: { limit: string | number; period: string; limits: string | null }): LimitRule[] {
-  if (row.limits !== null) return JSON.parse(row.limits) as LimitRule[];
-  return [ruleOf({ limit: Number(row.limit), period: row.period as Period })];
-}
-
-/** The columns that store `limits` (see sql/013). */
-function limitColumns(limits: readonly LimitRule[]) {
-  return { limit: limits[0]!.limit, period: limits[0]!.period, limits: isSeedLimit(limits) ? null : JSON.stringify(limits) };
-}
-
-function toPlan<T extends { limit: string | number; period: string; limits: string | null; keyCount?: string | number }>(row: T) {
-  const { limit: _limit, period: _period, limits: _limits, ...rest } = row;
-  return { ...rest, limits: limitsOf(row), keyCount: Number(row.keyCount ?? 0) };
+function toPlan<
+  T extends {
+    limit: string | number;
+    period: string;
+    limits: string | null;
+    costs: string | null;
+    keyCount: string | number;
+    consumerCount: string | number;
+  },
+>(row: T) {
+  const { limit: _limit, period: _period, limits: _limits, costs, ...rest } = row;
+  return {
+    ...rest,
+    limits: limitsOf(row),
+    costs: costsOf(costs),
+    keyCount: Number(row.keyCount),
+    consumerCount: Number(row.consumerCount),
+  };
 }
 
 export class PlanRepository {
-  private readonly dialect: Dialect;
+  private readonly dialect: SqlDialect;
 
   constructor(private readonly db: Db) {
-    this.dialect = dialectOf(db);
+    this.dialect = sqlDialectOf(db);
   }
 
-  /** Returns false when a plan with that id already exists. */
-  async insert(plan: Omit<PlanRow, 'lastUpdated'>): Promise<boolean> {
+  /** Returns false when a plan with that id already exists; costs left out: none. */
+  async insert(
+    plan: Omit<PlanRow, 'lastUpdated' | 'costs'> & Partial<Pick<PlanRow, 'costs'>>,
+  ): Promise<boolean> {
     const result = await this.db
       .insertInto('rate_limit_plans')
       .values({
         rate_limit_id: plan.rateLimitId,
         description: plan.description,
         ...limitColumns(plan.limits),
+        costs: costsColumn(plan.costs ?? []),
         created_at: plan.createdAt,
         last_updated: plan.createdAt,
       })
@@ -81,27 +104,41 @@ export class PlanRepository {
 
   /** `forUpdate`: inside a transaction, hold the row until it ends (the state before a change). */
   async get(rateLimitId: string, forUpdate = false): Promise<PlanWithKeys | undefined> {
-    let query = this.db.selectFrom('rate_limit_plans as p').select([...planColumns, keyCount]).where('p.rate_limit_id', '=', rateLimitId);
-    if (forUpdate) query = lockingRows(this.dialect, query, 'update');
+    let query = this.db
+      .selectFrom('rate_limit_plans as p')
+      .select([...planColumns, keyCount, consumerCount])
+      .where('p.rate_limit_id', '=', rateLimitId);
+    if (forUpdate) query = this.dialect.lockRows(query, 'update');
     const row = await query.executeTakeFirst();
     return row && toPlan(row);
   }
 
   /** Oldest first by creation time, then id; `after` is the last plan of the previous page. */
   async list(after: ListPosition | undefined, limit: number): Promise<PlanWithKeys[]> {
-    let query = this.db.selectFrom('rate_limit_plans as p').select([...planColumns, keyCount]);
+    let query = this.db.selectFrom('rate_limit_plans as p').select([...planColumns, keyCount, consumerCount]);
     if (after !== undefined) {
-      query = query.where(sql<boolean>`(p.created_at, p.rate_limit_id) > (${new Date(after.at)}, ${after.id})`);
+      query = query.where(
+        sql<boolean>`(p.created_at, p.rate_limit_id) > (${new Date(after.at)}, ${after.id})`,
+      );
     }
     const rows = await query.orderBy('p.created_at').orderBy('p.rate_limit_id').limit(limit).execute();
     return rows.map(toPlan);
   }
 
   /** Returns the plan as it now is, or undefined when it does not exist. */
-  async update(rateLimitId: string, { description, limits }: PlanChanges, now: Date): Promise<PlanWithKeys | undefined> {
+  async update(
+    rateLimitId: string,
+    { description, limits, costs }: PlanChanges,
+    now: Date,
+  ): Promise<PlanWithKeys | undefined> {
     const updated = await this.db
       .updateTable('rate_limit_plans')
-      .set({ ...(description !== undefined && { description }), ...(limits !== undefined && limitColumns(limits)), last_updated: now })
+      .set({
+        ...(description !== undefined && { description }),
+        ...(limits !== undefined && limitColumns(limits)),
+        ...(costs !== undefined && { costs: costsColumn(costs) }),
+        last_updated: now,
+      })
       .where('rate_limit_id', '=', rateLimitId)
       .executeTakeFirst();
     return updated.numUpdatedRows > 0n ? this.get(rateLimitId) : undefined;
@@ -109,17 +146,24 @@ export class PlanRepository {
 
   /**
    * Deletes a plan; run it in a transaction that has locked the plan row (`get(id, true)`), so a
-   * binding made meanwhile waits and then finds no plan. Keys bound to it are unbound first, moving
-   * their `lastUpdated`; returns them as they now are (for the audit log).
+   * binding made meanwhile waits and then finds no plan. Keys and consumers bound to it are unbound
+   * first, moving their `lastUpdated`; returns them as they now are (for the audit log).
    */
-  async delete(rateLimitId: string, now: Date): Promise<UnboundKey[]> {
-    const unbound = await this.db
+  async delete(rateLimitId: string, now: Date): Promise<Unbound> {
+    const keys = await this.db
       .updateTable('api_keys')
       .set({ rate_limit_id: null, last_updated: now })
       .where('rate_limit_id', '=', rateLimitId)
-      .returning(['id', 'name', 'enabled', 'expires_at as expiresAt', 'external_id as externalId', 'metadata', 'rate_limit_id as rateLimitId'])
+      .returning(keyAuditColumns)
+      .execute()
+      .then((rows) => rows.map(withAllowedRoutes));
+    const consumers = await this.db
+      .updateTable('consumers')
+      .set({ rate_limit_id: null, last_updated: now })
+      .where('rate_limit_id', '=', rateLimitId)
+      .returning(['id', 'name', 'external_id as externalId', 'metadata', 'rate_limit_id as rateLimitId'])
       .execute();
     await this.db.deleteFrom('rate_limit_plans').where('rate_limit_id', '=', rateLimitId).execute();
-    return unbound;
+    return { keys, consumers };
   }
 }

@@ -8,11 +8,13 @@ export interface RateLimitPlanTable {
   period: string;
   /** The limits as JSON, or null for one fixed limit named after its period (sql/013). */
   limits: string | null;
+  /** The costs as JSON, or null: every request costs 1 (sql/060). */
+  costs: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: ColumnType<Date, Date | undefined, never>;
   last_updated: ColumnType<Date, Date, Date>;
 }
 
-export interface ApiKeyTable {
+export interface ApiKeyTable extends CreditTableColumns {
   seq: ColumnType<string, never, never>;
   id: string;
   name: string;
@@ -29,19 +31,51 @@ export interface ApiKeyTable {
   last_used_at: ColumnType<Date | null, never, Date>;
   previous_secret_hash: Uint8Array | null;
   previous_secret_expires_at: Date | null;
+  consumer_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** JSON array of route ids, or null: every route (sql/060). */
+  allowed_route_ids: ColumnType<string | null, string | null | undefined, string | null>;
 }
+
+/** A key's or consumer's balance (sql/061, store/credit-columns.ts); Postgres' bigints arrive as text. */
+export interface CreditTableColumns {
+  credits_epoch: ColumnType<string | number, number | undefined, number>;
+  credits_granted: ColumnType<string | number | null, number | null | undefined, number | null>;
+  credits_window: ColumnType<string | number, number | undefined, number>;
+  credits_spent: ColumnType<string | number, number | undefined, number>;
+  credits_refill: ColumnType<string | null, string | null | undefined, string | null>;
+  credits_low_at: ColumnType<string | number | null, number | null | undefined, number | null>;
+}
+
+export interface ConsumerTable extends CreditTableColumns {
+  id: string;
+  name: string;
+  external_id: string | null;
+  /** The caller's JSON object as serialised. */
+  metadata: ColumnType<string, string | undefined, string>;
+  rate_limit_id: string | null;
+  created_at: ColumnType<Date, Date, never>;
+  last_updated: ColumnType<Date, Date, Date>;
+}
+
+/** A counter of sql/020: read as the driver gives it, written as a number, its default 0 when left out. */
+type Counter = ColumnType<string, number | undefined, number>;
+/** The consumer a usage row is filed under ('' for none: sql/020), '' when left out. */
+type FiledUnder = ColumnType<string, string | undefined, string>;
 
 export interface UsageEndpointTable {
   key_id: string;
+  consumer_id: FiledUnder;
   endpoint: string;
   requests: ColumnType<string, number, number>;
   successful: ColumnType<string, number, number>;
   failed: ColumnType<string, number, number>;
   total_duration_ms: number;
+  cost: Counter;
 }
 
 export interface UsageCustomerTable {
   key_id: string;
+  consumer_id: FiledUnder;
   customer_id: string;
   requests: ColumnType<string, number, number>;
   successful: ColumnType<string, number, number>;
@@ -55,6 +89,7 @@ export interface UsageBatchTable {
 
 export interface UsageBucketTable {
   key_id: string;
+  consumer_id: FiledUnder;
   granularity: string;
   start: Date;
   requests: ColumnType<string, number, number>;
@@ -62,6 +97,19 @@ export interface UsageBucketTable {
   failed: ColumnType<string, number, number>;
   rate_limited: ColumnType<string, number, number>;
   total_duration_ms: number;
+  cost: Counter;
+  status_2xx: Counter;
+  status_3xx: Counter;
+  status_4xx: Counter;
+  status_5xx: Counter;
+  credits_exhausted: Counter;
+  disabled: Counter;
+  expired: Counter;
+  route_not_allowed: Counter;
+  backend_error: Counter;
+  backend_unreachable: Counter;
+  /** The latency histogram: a JSON object of bin → requests (src/usage/latency-histogram.ts). */
+  latency: ColumnType<string, string | undefined, string>;
 }
 
 export interface UsageEndpointBucketTable extends UsageBucketTable {
@@ -85,7 +133,7 @@ export interface AuditLogTable {
   seq: ColumnType<string, never, never>;
   id: string;
   time: Date;
-  actor_type: 'root' | 'token';
+  actor_type: 'root' | 'token' | 'system';
   actor_id: string | null;
   actor_name: string | null;
   action: string;
@@ -97,9 +145,139 @@ export interface AuditLogTable {
   after_state: string | null;
 }
 
+/** The route table (sql/030). */
+export interface RouteTable {
+  route_id: string;
+  host: string | null;
+  path_prefix: string;
+  /** Space-separated; null: every method. */
+  methods: string | null;
+  upstream_url: string;
+  strip_prefix: ColumnType<boolean, boolean | undefined, boolean>;
+  timeout_ms: number | null;
+  created_at: ColumnType<Date, Date, never>;
+  last_updated: ColumnType<Date, Date, Date>;
+}
+
+/** sql/050: billing exports and their ledger (src/billing/). */
+export interface BillingExportTable {
+  id: string;
+  type: string;
+  url: string;
+  credential_ciphertext: Uint8Array | null;
+  event_name: string;
+  granularity: string;
+  subject: string;
+  customer_field: string | null;
+  created_at: ColumnType<Date, Date, never>;
+  last_updated: ColumnType<Date, Date, Date>;
+  lease_holder: ColumnType<string | null, never, string | null>;
+  lease_taken_at: ColumnType<Date | null, never, Date | null>;
+  delivery_failures: ColumnType<number, never, number>;
+  deliver_after: ColumnType<Date | null, never, Date | null>;
+}
+
+export interface BillingExportBucketTable {
+  export_id: string;
+  subject_id: string;
+  bucket_start: Date;
+  units: ColumnType<number, number, number>;
+  revision: number;
+}
+
+export interface BillingExportSendTable {
+  idempotency_id: string;
+  export_id: string;
+  subject_id: string;
+  bucket_start: Date;
+  revision: number;
+  units: ColumnType<number, number, never>;
+  customer: string;
+  created_at: ColumnType<Date, Date, never>;
+  delivered_at: ColumnType<Date | null, never, Date>;
+  attempts: ColumnType<number, never, number>;
+  next_attempt_at: Date;
+}
+
+export interface BillingExportRunTable {
+  seq: ColumnType<string, never, never>;
+  id: string;
+  export_id: string;
+  started_by: string;
+  started_at: ColumnType<Date, Date, never>;
+  finished_at: ColumnType<Date | null, never, Date>;
+  closed_before: ColumnType<Date, Date, never>;
+  planned: ColumnType<number, never, number>;
+  delivered: ColumnType<number, never, number>;
+  failed: ColumnType<number, never, number>;
+  /** JSON array of subject ids. */
+  skipped_subjects: ColumnType<string, never, string>;
+  error: ColumnType<string | null, never, string | null>;
+}
+
+export interface BillingExportAttemptTable {
+  run_id: string;
+  idempotency_id: string;
+  at: Date;
+  status: number | null;
+  error: string | null;
+}
+
+export interface OutboxEventTable {
+  seq: ColumnType<string, never, never>;
+  id: string;
+  type: string;
+  occurred_at: Date;
+  /** The delivery body as sent. */
+  payload: string;
+  fanned_out: ColumnType<boolean, boolean | undefined, boolean>;
+}
+
+export interface OutboxOnceTable {
+  key: string;
+  until: Date;
+}
+
+export interface WebhookTable {
+  id: string;
+  url: string;
+  /** JSON array of event types. */
+  events: string;
+  description: string;
+  enabled: boolean;
+  secret_ciphertext: Uint8Array;
+  created_at: ColumnType<Date, Date, never>;
+  last_updated: Date;
+  failing_since: Date | null;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+}
+
+export interface WebhookDeliveryTable {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  created_at: ColumnType<Date, Date, never>;
+  state: 'pending' | 'delivered' | 'failed';
+  attempts: ColumnType<number, number | undefined, number>;
+  first_attempt_at: Date | null;
+  last_attempt_at: Date | null;
+  last_status: number | null;
+  last_error: string | null;
+  next_attempt_at: Date | null;
+}
+
+export interface LeaseTable {
+  name: string;
+  holder: string;
+  expires_at: Date;
+}
+
 export interface Database {
   rate_limit_plans: RateLimitPlanTable;
   api_keys: ApiKeyTable;
+  consumers: ConsumerTable;
   usage_endpoints: UsageEndpointTable;
   usage_customers: UsageCustomerTable;
   usage_batches: UsageBatchTable;
@@ -108,4 +286,15 @@ export interface Database {
   usage_customer_buckets: UsageCustomerBucketTable;
   admin_tokens: AdminTokenTable;
   audit_log: AuditLogTable;
+  routes: RouteTable;
+  billing_exports: BillingExportTable;
+  billing_export_buckets: BillingExportBucketTable;
+  billing_export_sends: BillingExportSendTable;
+  billing_export_runs: BillingExportRunTable;
+  billing_export_attempts: BillingExportAttemptTable;
+  outbox_events: OutboxEventTable;
+  outbox_once: OutboxOnceTable;
+  webhooks: WebhookTable;
+  webhook_deliveries: WebhookDeliveryTable;
+  leases: LeaseTable;
 }

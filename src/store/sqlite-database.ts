@@ -44,7 +44,9 @@ function attempt<T>(work: () => T): T {
 
 /** Timestamps are stored as epoch milliseconds and booleans as 0/1 (sql/sqlite/ declares them so). */
 function bind(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
-  return parameters.map((p) => (p instanceof Date ? p.getTime() : typeof p === 'boolean' ? Number(p) : (p as SQLInputValue)));
+  return parameters.map((p) =>
+    p instanceof Date ? p.getTime() : typeof p === 'boolean' ? Number(p) : (p as SQLInputValue),
+  );
 }
 
 type Row = Record<string, unknown>;
@@ -84,7 +86,8 @@ class Statement implements SqliteStatement {
   }
 
   *iterate(parameters: ReadonlyArray<unknown>): IterableIterator<unknown> {
-    for (const row of attempt(() => this.statement.iterate(...bind(parameters)))) yield this.typed(row as Row);
+    for (const row of attempt(() => this.statement.iterate(...bind(parameters))))
+      yield this.typed(row as Row);
   }
 }
 
@@ -116,7 +119,8 @@ export class NodeSqliteDatabase implements SqliteDatabase {
       this.statements.delete(sql);
     } else {
       statement = new Statement(attempt(() => this.database.prepare(sql)));
-      if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.delete(this.statements.keys().next().value!);
+      if (this.statements.size >= STATEMENT_CACHE_SIZE)
+        this.statements.delete(this.statements.keys().next().value!);
     }
     this.statements.set(sql, statement);
     return statement;

@@ -1,9 +1,9 @@
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql, type Kysely } from 'kysely';
-import { EMBEDDED_FILE, openSqliteStore, type Db, type DbHandle } from './db.js';
+import { EMBEDDED_FILE, openSqliteStore, PGLITE_FOLDER, type Db, type DbHandle } from './db.js';
 import { migrate } from './migrate.js';
-import { openPglite, PGLITE_FOLDER } from './pglite.js';
+import { openPglite } from './pglite.js';
 
 export interface PgliteUpgrade {
   /** Rows copied, per table (empty when an earlier start had copied them). */
@@ -41,13 +41,18 @@ async function copyTable(from: Db, to: Db, table: string): Promise<number> {
   let after = '(0,0)';
   for (;;) {
     const page = await sql<Row & { ctid: string }>`
-      select ctid::text as ctid, * from ${sql.table(table)} where ctid > ${after}::tid order by ctid limit ${PAGE_ROWS}`.execute(from);
+      select ctid::text as ctid, * from ${sql.table(table)} where ctid > ${after}::tid order by ctid limit ${PAGE_ROWS}`.execute(
+      from,
+    );
     if (page.rows.length === 0) return copied;
     after = page.rows.at(-1)!.ctid;
     const rows = page.rows.map(({ ctid: _ctid, ...row }) => row);
     const chunk = Math.max(1, Math.floor(MAX_PARAMETERS / Object.keys(rows[0]!).length));
     for (let i = 0; i < rows.length; i += chunk) {
-      await (to as unknown as Kysely<AnyTables>).insertInto(table).values(rows.slice(i, i + chunk)).execute();
+      await (to as unknown as Kysely<AnyTables>)
+        .insertInto(table)
+        .values(rows.slice(i, i + chunk))
+        .execute();
     }
     copied += rows.length;
   }
@@ -69,7 +74,8 @@ async function copyInto(folder: string, file: string): Promise<Record<string, nu
         const rows: Record<string, number> = {};
         for (const table of await tablesOf(trx)) rows[table] = await copyTable(source.db, trx, table);
         const broken = await sql`select * from pragma_foreign_key_check`.execute(trx);
-        if (broken.rows.length > 0) throw new Error(`${broken.rows.length} copied rows refer to rows that do not exist`);
+        if (broken.rows.length > 0)
+          throw new Error(`${broken.rows.length} copied rows refer to rows that do not exist`);
         return rows;
       });
     } finally {
@@ -81,19 +87,26 @@ async function copyInto(folder: string, file: string): Promise<Record<string, nu
 }
 
 /**
- * Until issue 17 the embedded store was PGlite in DATA_DIR/pglite. Such a DATA_DIR is upgraded once,
- * at start: its rows go into a new SQLite file, which is renamed into place once complete (the
- * commit point: a crash before it leaves PGlite's folder untouched, and the next start begins again),
- * then PGlite's folder is renamed aside. The generated encryption key and the usage journal stay as
- * they are: both keep their format. Returns what was done, or undefined when there was nothing to do.
+ * Until issue 17 the embedded store was PGlite in DATA_DIR/pglite. Such a DATA_DIR is upgraded once, by
+ * the `upgrade-data-dir` command: its rows go into a new SQLite file, which is renamed into place once
+ * complete (the commit point: a crash before it leaves PGlite's folder untouched, and the next run
+ * begins again), then PGlite's folder is renamed aside. The generated encryption key and the usage
+ * journal stay as they are: both keep their format. Returns what was done, or undefined when there was
+ * nothing to do.
  */
-export async function upgradeFromPglite(dataDir: string, now = new Date()): Promise<PgliteUpgrade | undefined> {
+export async function upgradeFromPglite(
+  dataDir: string,
+  now = new Date(),
+): Promise<PgliteUpgrade | undefined> {
   const folder = join(dataDir, PGLITE_FOLDER);
   if (!existsSync(folder)) return undefined;
   const store = join(dataDir, EMBEDDED_FILE);
-  const keptAt = join(dataDir, `${PGLITE_FOLDER}-upgraded-${now.toISOString().slice(0, 19).replace(/:/g, '')}`);
+  const keptAt = join(
+    dataDir,
+    `${PGLITE_FOLDER}-upgraded-${now.toISOString().slice(0, 19).replace(/:/g, '')}`,
+  );
   // The store exists only once an upgrade committed (openEmbedded never starts one beside PGlite's
-  // folder): an earlier start copied everything and stopped before setting the folder aside.
+  // folder): an earlier run copied everything and stopped before setting the folder aside.
   if (existsSync(store)) {
     renameSync(folder, keptAt);
     return { rows: {}, keptAt };

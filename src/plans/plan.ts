@@ -1,3 +1,4 @@
+import type { RequestMatch } from './request-match.js';
 import { isPeriod, type Period } from './window.js';
 
 export const ALGORITHMS = ['fixed', 'sliding'] as const;
@@ -13,6 +14,20 @@ export interface LimitRule {
   readonly limit: number;
   readonly period: Period;
   readonly algorithm: Algorithm;
+  /** Counts only the requests it matches (contract 15); absent: every request. */
+  readonly match?: RequestMatch;
+}
+
+/** The lowest and highest cost a plan may give a request (contract 14). */
+export const MIN_COST = 1;
+export const MAX_COST = 10_000;
+/** A plan prices requests with at most this many costs. */
+export const MAX_COSTS = 32;
+
+/** What a request matching `match` costs, in the units every limit and balance counts. */
+export interface CostRule {
+  readonly match: RequestMatch;
+  readonly cost: number;
 }
 
 /**
@@ -21,6 +36,8 @@ export interface LimitRule {
  */
 export interface Plan {
   readonly limits: readonly LimitRule[];
+  /** The first that matches gives a request its cost; none: it costs 1. */
+  readonly costs: readonly CostRule[];
   /**
    * The limits as one string: a key's counters are grouped by it, so a plan changed within a window
    * starts a new group (whose limits still share the windows' counts) rather than mixing leases taken
@@ -35,20 +52,39 @@ export interface LimitInput {
   readonly period: Period;
   readonly name?: string;
   readonly algorithm?: Algorithm;
+  readonly match?: RequestMatch;
 }
 
-/** The limit with its defaults: named after its period, in fixed windows. */
-export function ruleOf({ limit, period, name = period, algorithm = 'fixed' }: LimitInput): LimitRule {
-  return { name, limit, period, algorithm };
+/** The limit with its defaults: named after its period, in fixed windows, counting every request. */
+export function ruleOf({ limit, period, name = period, algorithm = 'fixed', match }: LimitInput): LimitRule {
+  return match === undefined ? { name, limit, period, algorithm } : { name, limit, period, algorithm, match };
 }
 
 /** The one limit the seed's plans hold: fixed, named after its period. */
 export function isSeedLimit(limits: readonly LimitRule[]): boolean {
-  return limits.length === 1 && limits[0]!.algorithm === 'fixed' && limits[0]!.name === limits[0]!.period;
+  const [only] = limits;
+  return (
+    limits.length === 1 &&
+    only!.algorithm === 'fixed' &&
+    only!.name === only!.period &&
+    only!.match === undefined
+  );
 }
 
-export function planOf(limits: readonly LimitRule[]): Plan {
-  return { limits, tag: limits.map((l) => `${l.limit}/${l.period}/${l.algorithm}`).join(',') };
+/**
+ * A limit with a match counts in counts of its own, by name (limits/limiter-keys.ts); the others of a
+ * period and algorithm all count every request, in one count.
+ */
+export const countsOwnRequests = (rule: LimitRule): boolean => rule.match !== undefined;
+
+export function planOf(limits: readonly LimitRule[], costs: readonly CostRule[] = []): Plan {
+  return {
+    limits,
+    costs,
+    tag: limits
+      .map((l) => `${l.limit}/${l.period}/${l.algorithm}${countsOwnRequests(l) ? `/${l.name}` : ''}`)
+      .join(','),
+  };
 }
 
 /**

@@ -1,0 +1,71 @@
+/**
+ * A balance in Redis (contract 14): one hash per balance, `<base>:credits` beside its subject's counts,
+ * with `e` (epoch), `w` (refill window start), `g` (units granted), `s` (units spent) and `b` (what `s`
+ * was last restarted from). The Lua below is shared by every script that touches balances, so there is
+ * one definition of how a balance is brought up to date: it is `settle` of src/plans/balance.ts, step
+ * for step, over the record the caller passes in ARGV.
+ *
+ * Numbers go to Redis as Lua numbers (never through string concatenation, which prints large numbers
+ * in exponent form): Redis writes integers up to 2^53 exactly.
+ */
+
+import type { RedisClient } from '../redis/connect.js';
+import { defineScript } from '../redis/script.js';
+
+/** Arguments per balance, as `balanceArgs` builds them. */
+export const BALANCE_ARGS = 6;
+
+/** The record a call passes for one balance. */
+export interface BalanceTerms {
+  readonly epoch: number;
+  readonly window: number;
+  readonly granted: number;
+  readonly floor: number;
+  /** The refill window of the call's instant (0 without a refill). */
+  readonly windowNow: number;
+  /** The refill amount, or -1 without a refill. */
+  readonly refillAmount: number;
+}
+
+export function balanceArgs(t: BalanceTerms): number[] {
+  return [t.epoch, t.window, t.granted, t.floor, t.windowNow, t.refillAmount];
+}
+
+/**
+ * `settleBalance(key, at)`: the balance at KEYS[key] brought up to the record at ARGV[at…at+5];
+ * returns e, w, g, s, b (not written: the caller writes it with `storeBalance`).
+ */
+export const SETTLE_BALANCE_LUA = `
+local function settleBalance(key, at)
+  local ea, wa, ga, fa = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
+  local wnow, amount = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5])
+  local h = redis.call('HMGET', key, 'e', 'w', 'g', 's', 'b')
+  local e, w, g, s, b = tonumber(h[1]), tonumber(h[2]), tonumber(h[3]), tonumber(h[4]), tonumber(h[5])
+  if e == nil or ea > e or (ea == e and wa > w) then
+    e, w, g, s, b = ea, wa, ga, fa, fa
+  elseif ea == e and wa == w and ga > g then
+    g = ga
+  end
+  if amount >= 0 and wnow > w then
+    w, g, s, b = wnow, amount, 0, 0
+  end
+  return e, w, g, s, b
+end
+local function storeBalance(key, e, w, g, s, b)
+  redis.call('HSET', key, 'e', e, 'w', w, 'g', g, 's', s, 'b', b)
+end
+`;
+
+const SYNC_BALANCE_LUA = `
+${SETTLE_BALANCE_LUA}
+storeBalance(KEYS[1], settleBalance(KEYS[1], 1))
+return 1
+`;
+
+/** Brings the balance at `key` up to `terms` now (a top-up or a set just committed), charging nothing. */
+export type SyncBalanceScript = (key: string, terms: BalanceTerms) => Promise<unknown>;
+
+export function defineSyncBalanceScript(client: RedisClient): SyncBalanceScript {
+  const run = defineScript(client, 'tollgateSyncBalance', SYNC_BALANCE_LUA, 1);
+  return (key, terms) => run([key], balanceArgs(terms));
+}

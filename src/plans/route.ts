@@ -1,0 +1,58 @@
+/**
+ * A route of the route table (contract section 15): which requests it takes (`match`) and where it
+ * sends them. Pure: the management API validates and stores routes, the proxy matches them.
+ */
+
+/** The methods a route may name; a route without `methods` takes every method. */
+export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'] as const;
+export type HttpMethod = (typeof HTTP_METHODS)[number];
+
+export interface RouteMatch {
+  /** `api.example.com` (exact) or `*.example.com` (any host under it), lower case; null: every host. */
+  readonly host: string | null;
+  /** `/` or whole segments, `/v1/search`: the request path is it, or starts with it and a `/`. */
+  readonly pathPrefix: string;
+  /** null: every method. */
+  readonly methods: readonly HttpMethod[] | null;
+}
+
+export interface RouteConfig {
+  readonly routeId: string;
+  readonly match: RouteMatch;
+  /** http(s), no query or fragment; its path is prefixed to every forwarded path, as UPSTREAM_URL's. */
+  readonly upstreamUrl: string;
+  /** Removes `pathPrefix` from the forwarded path. */
+  readonly stripPrefix: boolean;
+  /** Backend answer deadline; null: UPSTREAM_TIMEOUT_MS. */
+  readonly timeoutMs: number | null;
+}
+
+/** `*.example.com`: a wildcard host, matching any host that ends in `.example.com`. */
+export const isWildcardHost = (host: string): boolean => host.startsWith('*.');
+
+/**
+ * Two matches no request could tell apart: the same host (or both without one), the same path prefix,
+ * and a method both take. The table refuses the second (409 `route_exists`).
+ */
+export function overlaps(a: RouteMatch, b: RouteMatch): boolean {
+  if (a.host !== b.host || a.pathPrefix !== b.pathPrefix) return false;
+  if (a.methods === null || b.methods === null) return true;
+  return a.methods.some((method) => b.methods!.includes(method));
+}
+
+/**
+ * The host a request names, as routes compare it: lower case, without port or trailing dot.
+ * `undefined` when it names none.
+ */
+export function requestHost(header: string | undefined): string | undefined {
+  if (header === undefined || header === '') return undefined;
+  let end = header.length;
+  if (header.charCodeAt(0) === 91 /* [ */) {
+    end = header.indexOf(']') + 1 || end;
+  } else {
+    const colon = header.lastIndexOf(':');
+    if (colon !== -1) end = colon;
+  }
+  if (header.charCodeAt(end - 1) === 46 /* . */) end--;
+  return header.slice(0, end).toLowerCase();
+}
