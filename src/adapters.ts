@@ -7,7 +7,7 @@ import type { Logger } from './ops/logger.js';
 import type { Metrics } from './ops/metrics.js';
 import { AuthThrottle } from './proxy/auth-throttle.js';
 import type { DbHandle } from './store/db.js';
-import { UsageJournal } from './usage/journal.js';
+import { LEFT_FREE_BYTES, UsageJournal } from './usage/journal.js';
 import { PostgresUsageSink } from './usage/postgres-sink.js';
 import { UsageRepository } from './usage/usage-repository.js';
 
@@ -18,17 +18,32 @@ import { UsageRepository } from './usage/usage-repository.js';
  */
 const EMBEDDED_FLUSH_INTERVAL_MS = 500;
 
+const mebibytes = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+
 /**
  * The storage and coordination adapters for a configuration, chosen once: in-process counters and
  * usage written straight to the database without Redis; Redis counters, key events and usage hashes
  * with it. main.ts and the tests build the service through this and `buildApp`, the same way.
  */
-export async function buildAdapters(config: Config, db: DbHandle, logger: Logger, metrics: Metrics): Promise<Adapters> {
+export async function buildAdapters(
+  config: Config,
+  db: DbHandle,
+  logger: Logger,
+  metrics: Metrics,
+): Promise<Adapters> {
   const usageRepository = new UsageRepository(db.db);
   if (!config.redisUrl && !config.redisClusterNodes) {
     // Single node: usage that cannot reach the database before exit waits in DATA_DIR for the next start.
     const journal = new UsageJournal(join(config.dataDir, 'usage-journal'));
-    if (!journal.reserve()) logger.warn({ dataDir: config.dataDir }, 'no room for the usage journal in DATA_DIR: usage unwritable at exit would be dropped');
+    const { reservedBytes, missingBytes } = journal.reserve();
+    if (missingBytes > 0) {
+      logger.warn(
+        { dataDir: config.dataDir, reservedBytes, missingBytes },
+        `DATA_DIR ${config.dataDir} lacks ${mebibytes(missingBytes)} for the usage journal (it holds ${mebibytes(reservedBytes)} of ` +
+          `${mebibytes(reservedBytes + missingBytes)}; the disk's last ${mebibytes(LEFT_FREE_BYTES)} stay free for the database): ` +
+          'usage that cannot be written at exit and does not fit there is dropped; free space on that disk',
+      );
+    }
     const usageSink = new PostgresUsageSink(usageRepository, journal);
     return {
       db,

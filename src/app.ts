@@ -1,13 +1,18 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { BillingExporter } from './billing/billing-exporter.js';
+import { BillingExportRepository } from './billing/export-repository.js';
+import { LedgerRepository } from './billing/ledger-repository.js';
 import type { Config } from './config.js';
 import { KeyCache } from './keys/key-cache.js';
 import { LastUseTracker } from './keys/last-use.js';
 import type { KeyEvents } from './keys/key-events.js';
 import type { RateLimiter } from './limits/rate-limiter.js';
-import type { RateLimitPolicy } from './limits/window.js';
+import type { RateLimitPolicy } from './plans/window.js';
 import { createConsoleHandler, loadConsoleFiles } from './console/console-files.js';
+import { ExpiryNotices } from './keys/expiry-notices.js';
 import { createManagementApp } from './management/app.js';
+import { keyExpiringData } from './management/change-events.js';
 import { buildOpenApiDocument } from './management/openapi.js';
 import type { Logger } from './ops/logger.js';
 import { settledWithin } from './ops/deadline.js';
@@ -16,14 +21,18 @@ import { createOpsServer } from './ops/ops-server.js';
 import { RepeatingTask } from './ops/repeating-task.js';
 import type { FailureThrottle } from './proxy/auth-throttle.js';
 import { createProxyHandler } from './proxy/handler.js';
+import { Routing } from './proxy/routing.js';
 import { createUpgradeHandler } from './proxy/websocket.js';
+import { RouteTable } from './routes/route-table.js';
 import { createPublicServer } from './server.js';
 import type { DbHandle } from './store/db.js';
 import { AdminTokenRepository } from './store/admin-token-repository.js';
 import { AuditRepository } from './store/audit-repository.js';
+import { ConsumerRepository } from './store/consumer-repository.js';
 import { pruneAuditLog } from './store/audit-retention.js';
 import { KeyRepository } from './store/key-repository.js';
 import { PlanRepository } from './store/plan-repository.js';
+import { RouteRepository } from './store/route-repository.js';
 import { StorageHealth } from './store/storage-health.js';
 import { UsageHistory } from './usage/history.js';
 import { UsageHistoryRepository } from './usage/history-repository.js';
@@ -32,6 +41,7 @@ import { pruneUsage } from './usage/retention.js';
 import { UsageRecorder } from './usage/recorder.js';
 import type { UsageRepository } from './usage/usage-repository.js';
 import type { PendingUsage, UsageSink } from './usage/usage.js';
+import { DeliveryWorker } from './webhooks/delivery-worker.js';
 
 /** The storage and coordination adapters, chosen once by main.ts: embedded, Postgres, Redis. */
 export interface Adapters {
@@ -108,8 +118,11 @@ export function buildApp({
   const usage = new UsageReader(adapters.usageRepository, [...adapters.pendingUsage, recorder]);
   const historyRepository = new UsageHistoryRepository(adapters.db.db);
   /** Retention is counted in days: pruning hourly keeps within an hour of it. */
-  const pruneHourly = (name: string, work: () => Promise<void>) => new RepeatingTask(name, 3_600_000, work, logger);
-  const usageRetention = pruneHourly('usage retention', () => pruneUsage(historyRepository, config.usageRetention, logger));
+  const pruneHourly = (name: string, work: () => Promise<void>) =>
+    new RepeatingTask(name, 3_600_000, work, logger);
+  const usageRetention = pruneHourly('usage retention', () =>
+    pruneUsage(historyRepository, config.usageRetention, logger),
+  );
   const lastUse = new LastUseTracker((times) => keys.markUsed(times), logger);
   if (adapters.db.pool) metrics.watchPool(adapters.db.pool);
 
@@ -120,8 +133,15 @@ export function buildApp({
     defaultRateLimit: config.defaultRateLimit,
     clock,
   });
+  // Read at start and again at every change of it, on every replica; the proxy routes by the copy.
+  const routeRepository = new RouteRepository(adapters.db.db);
+  const routeTable = new RouteTable(() => routeRepository.list(), logger);
+  const routing = new Routing({ config, metrics });
+  routeTable.onChange((routes) => routing.apply(routes));
+  routeTable.follow(adapters.keyEvents);
   const proxyDeps = {
     config,
+    routing,
     keyCache,
     limiter: adapters.limiter,
     recorder,
@@ -135,11 +155,19 @@ export function buildApp({
   const proxy = createProxyHandler(proxyDeps);
   const upgrade = createUpgradeHandler(proxyDeps);
   const audit = new AuditRepository(adapters.db.db);
-  const auditRetention = pruneHourly('audit retention', () => pruneAuditLog(audit, config.auditRetentionDays, logger));
+  // Billing exports read only stored usage and lease through the database: the same in both modes.
+  const billing = new BillingExporter(adapters.db.db, encryptionKeys, logger, metrics, clock, {
+    runEveryMs: config.billingExport.runEverySeconds * 1000,
+    settleMs: config.billingExport.settleSeconds * 1000,
+  });
+  const auditRetention = pruneHourly('audit retention', () =>
+    pruneAuditLog(audit, config.auditRetentionDays, logger),
+  );
   const management = createManagementApp({
     db: adapters.db.db,
     keys,
     plans,
+    consumers: new ConsumerRepository(adapters.db.db),
     tokens: new AdminTokenRepository(adapters.db.db),
     audit,
     throttle: adapters.failureThrottle('management', FAILED_ADMIN_AUTH_LIMIT),
@@ -157,11 +185,26 @@ export function buildApp({
     metrics,
     clock,
     storageHealth,
+    billingExports: new BillingExportRepository(adapters.db.db),
+    billingRuns: new LedgerRepository(adapters.db.db),
+    billing,
+  });
+  // The outbox is drained by one replica at a time under a lease in the database, in every mode alike.
+  const webhookDeliveries = new DeliveryWorker({
+    db: adapters.db.db,
+    encryptionKeys,
+    logger,
+    clock,
+    expiryNotices: new ExpiryNotices(adapters.db.db, keyExpiringData),
   });
   let serveConsole: ReturnType<typeof createConsoleHandler> | undefined;
   if (config.console && consoleDirectory !== undefined) {
     const files = loadConsoleFiles(consoleDirectory);
-    if (!files) logger.warn({ directory: consoleDirectory }, 'the console is not built (npm run build): its pages answer 404');
+    if (!files)
+      logger.warn(
+        { directory: consoleDirectory },
+        'the console is not built (npm run build): its pages answer 404',
+      );
     serveConsole = createConsoleHandler(config.managementPrefix, files);
   }
   const publicServer = createPublicServer({
@@ -174,7 +217,10 @@ export function buildApp({
 
   let draining = false;
   // Names the public listener in `servers`: built again once its port is bound.
-  let openApi = buildOpenApiDocument({ prefix: config.managementPrefix, publicListener: { host: config.host, port: config.port } });
+  let openApi = buildOpenApiDocument({
+    prefix: config.managementPrefix,
+    publicListener: { host: config.host, port: config.port },
+  });
   const opsServer = createOpsServer({
     metrics,
     scrapeMetrics,
@@ -200,10 +246,16 @@ export function buildApp({
       lastUse.start();
       auditRetention.start();
       usageRetention.start();
+      billing.start();
       for (const task of adapters.background) task.start();
+      await routeTable.start();
+      webhookDeliveries.start();
       const opsPort = await listenOn(opsServer, config.opsPort);
       const port = await listenOn(publicServer, config.port);
-      openApi = buildOpenApiDocument({ prefix: config.managementPrefix, publicListener: { host: config.host, port } });
+      openApi = buildOpenApiDocument({
+        prefix: config.managementPrefix,
+        publicListener: { host: config.host, port },
+      });
       return { port, opsPort };
     },
     async shutdown() {
@@ -217,21 +269,33 @@ export function buildApp({
       // Upgraded sockets are outside server.close(): end them, or they hold the drain to its deadline.
       await upgrade.close();
       if (!(await settledWithin(closed, config.shutdownTimeoutMs))) {
-        logger.warn({ timeoutMs: config.shutdownTimeoutMs }, 'drain deadline reached; closing remaining connections');
+        logger.warn(
+          { timeoutMs: config.shutdownTimeoutMs },
+          'drain deadline reached; closing remaining connections',
+        );
         publicServer.closeAllConnections();
       }
-      await settledWithin(proxy.close(), CLOSE_STEP_MS);
+      routeTable.stop();
+      await settledWithin(routing.close(), CLOSE_STEP_MS);
       // Usage gets the longest share: it is billing data.
       // A write attempt can overrun its deadline by a command timeout; the steps after it need a second.
       await recorder.stop(mustEndBy - 3 * CLOSE_STEP_MS);
       await settledWithin(lastUse.stop(), CLOSE_STEP_MS / 2);
       auditRetention.stop();
       usageRetention.stop();
-      for (const task of adapters.background) await settledWithin(task.stop(), Math.max(0, mustEndBy - 1.5 * CLOSE_STEP_MS - Date.now()));
+      // A run cut short leaves its sends to the next run, under the same ids.
+      await settledWithin(billing.stop(), CLOSE_STEP_MS);
+      // A send cut short here is sent again by the next lease holder, with the same webhook-id.
+      await settledWithin(webhookDeliveries.stop(), CLOSE_STEP_MS / 2);
+      for (const task of adapters.background)
+        await settledWithin(task.stop(), Math.max(0, mustEndBy - 1.5 * CLOSE_STEP_MS - Date.now()));
       const opsClosed = new Promise<void>((resolve) => opsServer.close(() => resolve()));
       opsServer.closeAllConnections();
       await opsClosed;
-      await settledWithin(Promise.all([adapters.limiter.close(), adapters.keyEvents.close()]), CLOSE_STEP_MS / 2);
+      await settledWithin(
+        Promise.all([adapters.limiter.close(), adapters.keyEvents.close()]),
+        CLOSE_STEP_MS / 2,
+      );
       await settledWithin(adapters.close(), CLOSE_STEP_MS / 2);
     },
   };

@@ -1,11 +1,11 @@
-import type { UsageRetentionSettings } from './usage/retention.js';
-import { parsePlan, type Plan } from './limits/plan.js';
+import { parsePlan, type Plan } from './plans/plan.js';
 
 /** Every setting of the service, validated once at start-up and passed in; never read as a global. */
 export interface Config {
   readonly port: number;
   readonly host: string;
-  readonly upstreamUrl: URL;
+  /** The catch-all backend: where a request no route matches goes. `undefined` (UPSTREAM_URL=""): none, 404. */
+  readonly upstreamUrl: URL | undefined;
   /** `undefined`: generate one at start-up and print it once. */
   readonly rootToken: string | undefined;
   readonly databaseUrl: string | undefined;
@@ -29,6 +29,8 @@ export interface Config {
   readonly auditRetentionDays: number;
   /** How long usage over time is kept at each granularity (USAGE_RETENTION_*). */
   readonly usageRetention: UsageRetentionSettings;
+  /** When billing exports run and when a bucket is closed (BILLING_EXPORT_*). */
+  readonly billingExport: BillingExportSettings;
   readonly logLevel: string;
   readonly workers: number;
   /** How many proxy hops in front of Tollgate may set X-Forwarded-For, or which addresses. */
@@ -39,6 +41,21 @@ export interface Config {
 }
 
 export type TrustProxy = { readonly hops: number } | { readonly addresses: readonly string[] };
+
+/** How long each granularity is kept: minutes and hours in hours and days, days in days, months in months. */
+export interface UsageRetentionSettings {
+  readonly minuteHours: number;
+  readonly hourDays: number;
+  readonly dayDays: number;
+  readonly monthMonths: number;
+}
+
+export interface BillingExportSettings {
+  /** How often each replica looks for closed buckets to send and sends to retry (BILLING_EXPORT_RUN_SECONDS). */
+  readonly runEverySeconds: number;
+  /** How long after its end a bucket is closed and sent (BILLING_EXPORT_SETTLE_SECONDS): later usage goes as a correction. */
+  readonly settleSeconds: number;
+}
 
 /** One line that names the variable and what is wrong with it. */
 export class ConfigError extends Error {
@@ -60,7 +77,8 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
   const value = Number(raw);
-  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${raw}`);
+  if (value < min || value > max)
+    throw new ConfigError(name, `must be between ${min} and ${max}, got ${raw}`);
   return value;
 }
 
@@ -102,8 +120,12 @@ export function loadConfig(env: Env): Config {
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:'])?.toString();
   const redisUrl = url(env, 'REDIS_URL', ['redis:', 'rediss:'])?.toString();
 
-  const upstreamUrl = url(env, 'UPSTREAM_URL', ['http:', 'https:']) ?? new URL('http://127.0.0.1:3000');
-  if (upstreamUrl.search || upstreamUrl.hash) {
+  // Unset: the default backend. Set empty: no catch-all, so only the route table forwards.
+  const upstreamUrl =
+    env.UPSTREAM_URL === undefined
+      ? new URL('http://127.0.0.1:3000')
+      : url(env, 'UPSTREAM_URL', ['http:', 'https:']);
+  if (upstreamUrl && (upstreamUrl.search || upstreamUrl.hash)) {
     throw new ConfigError('UPSTREAM_URL', 'must not carry a query string or fragment');
   }
 
@@ -170,7 +192,10 @@ export function loadConfig(env: Env): Config {
 
   const workers = integer(env, 'WORKERS', 1, 1, 64);
   if (workers > 1 && !redisUrl && !redisClusterNodes) {
-    throw new ConfigError('WORKERS', 'more than 1 needs REDIS_URL: in-process counters cannot be shared by workers');
+    throw new ConfigError(
+      'WORKERS',
+      'more than 1 needs REDIS_URL: in-process counters cannot be shared by workers',
+    );
   }
 
   return Object.freeze({
@@ -198,6 +223,10 @@ export function loadConfig(env: Env): Config {
       hourDays: integer(env, 'USAGE_RETENTION_HOUR_DAYS', 90, 1, 3_650),
       dayDays: integer(env, 'USAGE_RETENTION_DAY_DAYS', 400, 1, 36_500),
       monthMonths: integer(env, 'USAGE_RETENTION_MONTH_MONTHS', 60, 1, 1_200),
+    },
+    billingExport: {
+      runEverySeconds: integer(env, 'BILLING_EXPORT_RUN_SECONDS', 60, 1, 86_400),
+      settleSeconds: integer(env, 'BILLING_EXPORT_SETTLE_SECONDS', 60, 0, 86_400),
     },
     logLevel,
     workers,

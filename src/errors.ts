@@ -3,35 +3,79 @@ import type { ServerResponse } from 'node:http';
 /** Every error the service answers with, by stable code. */
 export const ERRORS = {
   unauthorized: { status: 401, message: 'A valid root token is required' },
-  missing_api_key: { status: 401, message: 'An API key is required (Authorization: Bearer <key> or x-api-key)' },
+  missing_api_key: {
+    status: 401,
+    message: 'An API key is required (Authorization: Bearer <key> or x-api-key)',
+  },
   invalid_api_key: { status: 401, message: 'The API key is not valid' },
   key_expired: { status: 401, message: 'The API key has expired' },
   key_disabled: { status: 403, message: 'The API key is disabled' },
+  route_not_allowed: { status: 403, message: 'The API key is not allowed on this route' },
   insufficient_scope: { status: 403, message: 'The token does not hold the scope this call needs' },
-  token_outlives_caller: { status: 403, message: 'A token can create only tokens that expire no later than itself' },
+  token_outlives_caller: {
+    status: 403,
+    message: 'A token can create only tokens that expire no later than itself',
+  },
   validation_failed: { status: 400, message: 'The request is not valid' },
   invalid_json: { status: 400, message: 'The request body is not valid JSON' },
   invalid_cursor: { status: 400, message: 'The cursor is not valid' },
-  range_beyond_retention: { status: 400, message: 'The range reaches back beyond what is retained at this granularity' },
+  range_beyond_retention: {
+    status: 400,
+    message: 'The range reaches back beyond what is retained at this granularity',
+  },
   range_too_large: { status: 400, message: 'The range holds more than 1,500 buckets at this granularity' },
-  invalid_request_target: { status: 400, message: 'The request target is not allowed (another host, or a dot segment)' },
+  invalid_request_target: {
+    status: 400,
+    message: 'The request target is not allowed (another host, or a dot segment)',
+  },
   key_not_found: { status: 404, message: 'No consumer API key has that id' },
   rate_limit_not_found: { status: 404, message: 'No rate limit plan has that id' },
+  consumer_not_found: { status: 404, message: 'No consumer has that id' },
   admin_token_not_found: { status: 404, message: 'No admin token has that id' },
+  route_not_found: { status: 404, message: 'No route found' },
+  billing_export_not_found: { status: 404, message: 'No billing export has that id' },
+  webhook_not_found: { status: 404, message: 'No webhook has that id' },
+  delivery_not_found: { status: 404, message: 'The webhook has no delivery with that id' },
   not_found: { status: 404, message: 'No such route' },
   method_not_allowed: { status: 405, message: 'Method not allowed on this route' },
   rate_limit_exists: { status: 409, message: 'A rate limit plan with that id already exists' },
-  rate_limit_in_use: { status: 409, message: 'The rate limit plan is bound to keys; unbind them or delete with force=true' },
+  rate_limit_in_use: {
+    status: 409,
+    message: 'The rate limit plan is bound to keys or consumers; unbind them or delete with force=true',
+  },
+  consumer_exists: { status: 409, message: 'Another consumer has that externalId' },
+  consumer_has_keys: {
+    status: 409,
+    message: 'The consumer holds keys; detach them or delete with force=true',
+  },
+  route_exists: {
+    status: 409,
+    message: 'A route with that id, or with the same host and path prefix and a method in common, exists',
+  },
+  billing_export_busy: {
+    status: 409,
+    message: 'Another replica is running this billing export; retry shortly',
+    retryAfterSeconds: 5,
+  },
+  webhook_disabled: {
+    status: 409,
+    message: 'The webhook is disabled; enable it first (PATCH {"enabled": true})',
+  },
   payload_too_large: { status: 413, message: 'The request body is larger than 64 KiB' },
   unsupported_media_type: { status: 415, message: 'The request body must be application/json' },
   rate_limit_exceeded: { status: 429, message: 'Rate limit exceeded' },
+  credits_exhausted: { status: 429, message: 'The credit balance does not hold the cost of this request' },
   too_many_failed_attempts: { status: 429, message: 'Too many failed authentication attempts' },
   internal_error: { status: 500, message: 'Internal error' },
   bad_gateway: { status: 502, message: 'The backend could not be reached' },
   limit_unavailable: { status: 503, message: 'Rate limiting is unavailable' },
   auth_unavailable: { status: 503, message: 'Key lookup is unavailable' },
   database_unavailable: { status: 503, message: 'The database is unavailable' },
-  storage_unavailable: { status: 503, message: 'The database does not accept writes right now; retry later', retryAfterSeconds: 5 },
+  storage_unavailable: {
+    status: 503,
+    message: 'The database does not accept writes right now; retry later',
+    retryAfterSeconds: 5,
+  },
   gateway_timeout: { status: 504, message: 'The backend did not answer in time' },
 } as const satisfies Record<string, { status: number; message: string; retryAfterSeconds?: number }>;
 
@@ -47,12 +91,18 @@ export interface ErrorBody {
   error: string;
   code: ErrorCode;
   details?: unknown[];
-  /** rate_limit_in_use: how many keys hold the plan. */
+  /** rate_limit_in_use: how many keys hold the plan; consumer_has_keys: how many keys the consumer holds. */
   keyCount?: number;
+  /** rate_limit_in_use: how many consumers hold the plan. */
+  consumerCount?: number;
 }
 
 /** The one JSON error envelope, `{error, code, details?}`, for every listener and path. */
-export function errorBody(code: ErrorCode, message: string = ERRORS[code].message, details?: unknown[]): ErrorBody {
+export function errorBody(
+  code: ErrorCode,
+  message: string = ERRORS[code].message,
+  details?: unknown[],
+): ErrorBody {
   return details ? { error: message, code, details } : { error: message, code };
 }
 
@@ -82,7 +132,7 @@ export class AppError extends Error {
     message: string = ERRORS[code].message,
     readonly details?: unknown[],
     /** Facts the body carries besides the envelope (the `keyCount` of rate_limit_in_use). */
-    readonly facts?: Pick<ErrorBody, 'keyCount'>,
+    readonly facts?: Pick<ErrorBody, 'keyCount' | 'consumerCount'>,
   ) {
     super(message);
     this.name = 'AppError';
@@ -95,7 +145,11 @@ export class AppError extends Error {
 }
 
 /** Answers a node:http response with the envelope (the raw paths that don't run Express). */
-export function sendError(res: ServerResponse, code: ErrorCode, extraHeaders?: Record<string, string | number>): void {
+export function sendError(
+  res: ServerResponse,
+  code: ErrorCode,
+  extraHeaders?: Record<string, string | number>,
+): void {
   const { status, headers, body } = errorResponse(code, extraHeaders);
   res.writeHead(status, headers);
   res.end(body);

@@ -1,7 +1,8 @@
 /**
  * Composition root: the only reader of process.env. Reads the configuration once, chooses the
  * adapters (embedded SQLite or Postgres; in-process or Redis), builds the app, listens, and drains
- * on SIGTERM. `node dist/src/main.js rotate-secrets` re-encrypts stored secrets instead.
+ * on SIGTERM. Its commands instead: `node dist/src/main.js rotate-secrets` re-encrypts stored secrets;
+ * `upgrade-data-dir` copies the PGlite database of an earlier Tollgate into the SQLite store, once.
  */
 import cluster from 'node:cluster';
 import { randomBytes } from 'node:crypto';
@@ -9,9 +10,11 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildAdapters } from './adapters.js';
+import { BillingExportRepository } from './billing/export-repository.js';
 import { buildApp, SHUTDOWN_GRACE_MS } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { decryptSecret } from './keys/secret.js';
+import { LogDestination } from './ops/log-destination.js';
 import { createLogger } from './ops/logger.js';
 import { aggregateWorkerMetrics, workerScrape } from './ops/cluster-metrics.js';
 import { Metrics } from './ops/metrics.js';
@@ -20,8 +23,9 @@ import { holdDataDirLock } from './store/data-dir-lock.js';
 import { embeddedStartFailure } from './store/disk-space.js';
 import { migrate } from './store/migrate.js';
 import { KeyRepository } from './store/key-repository.js';
-import { rotateSecrets } from './store/rotate-secrets.js';
+import { rotateSecrets } from './keys/rotate-secrets.js';
 import { upgradeFromPglite } from './store/upgrade-from-pglite.js';
+import { WebhookRepository } from './store/webhook-repository.js';
 
 function fail(message: string): never {
   process.stderr.write(`tollgate: ${message}\n`);
@@ -42,15 +46,13 @@ function embeddedEncryptionKey(dataDir: string): Buffer {
 }
 
 /**
- * Postgres at DATABASE_URL, or the embedded store in DATA_DIR, upgraded first from the PGlite folder of
- * an earlier Tollgate if there is one (`report` says what was done); migrated either way.
+ * Postgres at DATABASE_URL, or the embedded store in DATA_DIR (refused while DATA_DIR still holds the
+ * PGlite database of an earlier Tollgate: see `upgradeDataDir`); migrated either way.
  */
-async function openDatabase(config: Config, report: (facts: object, message: string) => void): Promise<DbHandle> {
-  if (!config.databaseUrl) {
-    const upgrade = await upgradeFromPglite(config.dataDir);
-    if (upgrade) report({ dataDir: config.dataDir, rows: upgrade.rows, pgliteKeptAt: upgrade.keptAt }, 'embedded database upgraded from PGlite to SQLite; the PGlite folder is kept, unused');
-  }
-  const handle = config.databaseUrl ? await openPostgres(config.databaseUrl) : await openEmbedded(config.dataDir);
+async function openDatabase(config: Config): Promise<DbHandle> {
+  const handle = config.databaseUrl
+    ? await openPostgres(config.databaseUrl)
+    : await openEmbedded(config.dataDir);
   await migrate(handle);
   return handle;
 }
@@ -71,20 +73,24 @@ async function checkEncryptionKeys(db: DbHandle, keys: readonly Buffer[]): Promi
 }
 
 async function serve(config: Config): Promise<void> {
-  const logger = createLogger(config.logLevel);
+  const logOutput = new LogDestination();
+  const logger = createLogger(config.logLevel, logOutput);
   const metrics = new Metrics();
   if (!config.databaseUrl) holdDataDirLock(config.dataDir);
+  // First: a DATA_DIR that cannot be opened is the one line a failed start prints.
+  const db = await openDatabase(config);
 
   let rootToken = config.rootToken;
   if (rootToken === undefined) {
     rootToken = 'tgroot_' + randomBytes(32).toString('base64url');
     // Shown once, on the terminal, never through the logger (logs are shipped and kept).
-    process.stderr.write(`\nGenerated ROOT_TOKEN (shown once; set ROOT_TOKEN to choose your own):\n  ${rootToken}\n\n`);
+    process.stderr.write(
+      `\nGenerated ROOT_TOKEN (shown once; set ROOT_TOKEN to choose your own):\n  ${rootToken}\n\n`,
+    );
   }
   const currentKey = config.secretEncryptionKey ?? embeddedEncryptionKey(config.dataDir);
 
   const encryptionKeys = [currentKey, ...config.previousEncryptionKeys];
-  const db = await openDatabase(config, (facts, message) => logger.info(facts, message));
   await checkEncryptionKeys(db, encryptionKeys);
   const adapters = await buildAdapters(config, db, logger, metrics);
   const app = buildApp({
@@ -103,7 +109,7 @@ async function serve(config: Config): Promise<void> {
     {
       port,
       opsPort,
-      upstream: config.upstreamUrl.origin,
+      upstream: config.upstreamUrl?.origin ?? 'none (routes only)',
       storage: db.kind,
       counters: config.redisUrl || config.redisClusterNodes ? 'redis' : 'in-process',
     },
@@ -118,16 +124,16 @@ async function serve(config: Config): Promise<void> {
     // The last word: whatever still waits (a hung server), the process ends within the contract's bound.
     setTimeout(() => {
       logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown did not finish in time; exiting');
-      logger.flush(() => process.exit(1));
+      logOutput.exit(1);
     }, config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS).unref();
     app.shutdown().then(
       () => {
         logger.info('stopped');
-        logger.flush(() => process.exit(0));
+        logOutput.exit(0);
       },
       (err: unknown) => {
         logger.error({ err }, 'shutdown failed');
-        logger.flush(() => process.exit(1));
+        logOutput.exit(1);
       },
     );
   };
@@ -158,19 +164,49 @@ function superviseWorkers(config: Config): void {
 
 async function rotate(config: Config): Promise<void> {
   if (!config.secretEncryptionKey || config.previousEncryptionKeys.length === 0) {
-    fail('rotate-secrets needs SECRET_ENCRYPTION_KEY (the new key) and SECRET_ENCRYPTION_KEY_PREVIOUS (the old one)');
+    fail(
+      'rotate-secrets needs SECRET_ENCRYPTION_KEY (the new key) and SECRET_ENCRYPTION_KEY_PREVIOUS (the old one)',
+    );
   }
   if (!config.databaseUrl) holdDataDirLock(config.dataDir);
-  const db = await openDatabase(config, (facts, message) => process.stderr.write(`tollgate: ${message} ${JSON.stringify(facts)}\n`));
+  const db = await openDatabase(config);
   try {
-    const count = await rotateSecrets(new KeyRepository(db.db), config.secretEncryptionKey, [
-      config.secretEncryptionKey,
-      ...config.previousEncryptionKeys,
-    ]);
+    const allKeys = [config.secretEncryptionKey, ...config.previousEncryptionKeys];
+    // Keys' secrets, billing exports' credentials and webhooks' signing secrets are sealed alike.
+    let count = 0;
+    for (const store of [
+      new KeyRepository(db.db),
+      new BillingExportRepository(db.db),
+      new WebhookRepository(db.db),
+    ])
+      count += await rotateSecrets(store, config.secretEncryptionKey, allKeys);
     process.stdout.write(`re-encrypted ${count} secrets with the new SECRET_ENCRYPTION_KEY\n`);
   } finally {
     await db.close();
   }
+}
+
+/**
+ * Until issue 17 the embedded store was PGlite in DATA_DIR/pglite; this copies it into the SQLite store
+ * once (src/store/upgrade-from-pglite.ts), with no server on DATA_DIR. A serving process never opens
+ * PGlite: a start on such a DATA_DIR is refused with this command's name (docs/decisions/0030).
+ */
+async function upgradeDataDir(config: Config): Promise<void> {
+  if (config.databaseUrl)
+    fail(
+      'upgrade-data-dir upgrades the embedded store in DATA_DIR, which a Tollgate with DATABASE_URL does not use: unset DATABASE_URL to run it',
+    );
+  holdDataDirLock(config.dataDir);
+  const upgrade = await upgradeFromPglite(config.dataDir);
+  if (!upgrade) {
+    process.stdout.write(`DATA_DIR ${config.dataDir} holds no PGlite database: nothing to upgrade\n`);
+    return;
+  }
+  const rows = Object.entries(upgrade.rows).map(([table, n]) => `${table} ${n}`);
+  process.stdout.write(
+    `upgraded DATA_DIR ${config.dataDir} from PGlite to SQLite; rows copied: ${rows.length > 0 ? rows.join(', ') : 'none (an earlier run had copied them)'}\n` +
+      `the PGlite folder is kept, unused, at ${upgrade.keptAt}: delete it once you no longer need it\n`,
+  );
 }
 
 let config: Config;
@@ -189,8 +225,10 @@ function startFailure(err: unknown): string {
 const command = process.argv[2];
 if (command === 'rotate-secrets') {
   await rotate(config).catch((err: unknown) => fail(`rotate-secrets failed: ${startFailure(err)}`));
+} else if (command === 'upgrade-data-dir') {
+  await upgradeDataDir(config).catch((err: unknown) => fail(`upgrade-data-dir failed: ${startFailure(err)}`));
 } else if (command !== undefined) {
-  fail(`unknown command "${command}" (the only command is rotate-secrets)`);
+  fail(`unknown command "${command}" (the commands are rotate-secrets and upgrade-data-dir)`);
 } else if (config.workers > 1 && cluster.isPrimary) {
   superviseWorkers(config);
 } else {

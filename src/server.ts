@@ -1,11 +1,17 @@
-import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  STATUS_CODES,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { errorResponse } from './errors.js';
-import { PATHS, TOLLGATE_ROOT } from './management/routes.js';
+import { MANAGEMENT_PATHS, TOLLGATE_ROOT } from './management/operations/index.js';
 import type { Duplex } from 'node:stream';
 import { originForm } from './proxy/request-target.js';
 
 /** Each route as its segments; `:name` stands for one non-empty segment. */
-const ROUTE_SEGMENTS = Object.values(PATHS).map((path) => path.split('/').slice(1));
+const ROUTE_SEGMENTS = MANAGEMENT_PATHS.map((path) => path.split('/').slice(1));
 /** The first segments of the routes: every other path is proxied after one look-up. */
 const FIRST_SEGMENTS = new Set(ROUTE_SEGMENTS.map((segments) => segments[0]));
 
@@ -19,7 +25,7 @@ function matchesRoute(segments: readonly string[], route: readonly string[]): bo
 }
 
 /**
- * Whether a raw path (no query, not decoded) is a management route: one of `PATHS` exactly, or under
+ * Whether a raw path (no query, not decoded) is a management route: one of `MANAGEMENT_PATHS` exactly, or under
  * `TOLLGATE_ROOT`. Anything else, including encoded or dotted variants, is proxied, and the proxy
  * refuses dot segments.
  */
@@ -71,6 +77,21 @@ function refuseUpgrade(socket: Duplex): void {
 }
 
 /**
+ * `Expect: 100-continue` on a management route: the 100 goes out when the app starts reading the body,
+ * which it does only once the caller is authenticated (and allowed, and the declared size fits), so a
+ * refused caller never uploads, as on the proxy (contract section 11). A refusal sent before that closes
+ * the connection: the client may still send the body it was not asked for.
+ */
+function continueOnRead(req: IncomingMessage, res: ServerResponse): void {
+  res.setHeader('connection', 'close');
+  req.once('resume', () => {
+    if (res.headersSent) return;
+    res.removeHeader('connection');
+    res.writeContinue();
+  });
+}
+
+/**
  * The one public listener: management routes to the management app, everything else to the proxy.
  * Routing compares the raw path, so `/consumer-api-key/%2e%2e` is a management path (the app refuses
  * it) and `/x/..%2fconsumer-api-key` is a proxied one (the proxy refuses it): nothing is decoded twice.
@@ -81,8 +102,7 @@ export function createPublicServer(options: PublicServerOptions): Server {
     const path = routingPath(req);
     if (path !== undefined && serveConsole?.(req, res, path)) return;
     if (path !== undefined && isManagementPath(path, managementPrefix)) {
-      // Management bodies are small and checked after they arrive.
-      if (expectsContinue) res.writeContinue();
+      if (expectsContinue) continueOnRead(req, res);
       managementApp(req, res);
     } else proxy(req, res);
   };
@@ -95,12 +115,14 @@ export function createPublicServer(options: PublicServerOptions): Server {
       // How often the two request deadlines above are checked (Node's default is every 30 s).
       connectionsCheckingInterval: 1_000,
       // Only WebSocket upgrades leave HTTP; an `Upgrade: h2c` request is answered as plain HTTP.
-      shouldUpgradeCallback: (req) => upgrade !== undefined && req.headers.upgrade?.toLowerCase() === 'websocket',
+      shouldUpgradeCallback: (req) =>
+        upgrade !== undefined && req.headers.upgrade?.toLowerCase() === 'websocket',
     },
     route,
   );
   // With this listener Node no longer answers `Expect: 100-continue` itself: the proxy sends the 100
-  // only once the request is authenticated and within its limit, so a refused client never uploads.
+  // only once the request is authenticated and within its limit, a management route once its caller
+  // is authenticated (continueOnRead), so a refused client never uploads.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => route(req, res, true));
   if (upgrade !== undefined) {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {

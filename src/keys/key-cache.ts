@@ -1,17 +1,32 @@
-import { planOf, type Plan } from '../limits/plan.js';
+import { planOf, type Plan } from '../plans/plan.js';
+import { Pricing } from '../plans/pricing.js';
+import { subjectsOf, type Subject } from '../plans/subject.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { KeyWithPlan } from '../store/key-repository.js';
 import type { KeyChange, KeyEvents } from './key-events.js';
 import { hashSecret, looksLikeSecret } from './secret.js';
 
-/** What the proxy needs to admit a request: the key id, its state and the plan that limits it, if any. */
+/**
+ * What the proxy needs to admit a request: the key id, its state, the consumer it belongs to, if any,
+ * and the subjects its requests are charged to: the key with its own plan (else DEFAULT_RATE_LIMIT)
+ * and credits, and its consumer with the consumer's plan and credits, shared by all its keys.
+ */
 export interface ResolvedKey {
   readonly id: string;
-  readonly plan: Plan | undefined;
   /** A disabled key is refused (403) without consuming quota. */
   readonly enabled: boolean;
   /** From this instant (epoch ms) the key is refused (401 key_expired); null: never. */
   readonly expiresAtMs: number | null;
+  readonly consumerId: string | undefined;
+  /** Undefined: no limit applies (the key is counted, not limited). */
+  readonly subjects: readonly Subject[] | undefined;
+  /**
+   * Set when a plan of the key or its consumer has limits with a match or costs: then a request's
+   * subjects and cost depend on it (`subjects` holds every limit). Undefined: `subjects` at cost 1.
+   */
+  readonly pricing: Pricing | undefined;
+  /** The routes the key may take; null: every route. */
+  readonly allowedRouteIds: ReadonlySet<string> | null;
 }
 
 /** The database look-up by SHA-256 of the secret (`KeyRepository.findBySecretHash`). */
@@ -36,15 +51,16 @@ const STALE_GRACE_MS = 5_000;
 
 interface Entry {
   readonly key: ResolvedKey;
-  readonly rateLimitId: string | null;
+  /** The plans the key is limited by, its own and its consumer's: a change of either makes the entry stale. */
+  readonly rateLimitIds: readonly string[];
   readonly expiresAt: number;
   /** The end of a rolled secret's grace: never served after it, not even while the database is down. */
   readonly notAfter: number;
 }
 
 /**
- * Secret → key, so a known key costs no database query. Entries are dropped the moment a key or plan
- * change is announced on `KeyEvents`; their lifetime only covers a lost announcement. Unknown secrets
+ * Secret → key, so a known key costs no database query. Entries are dropped the moment a change of
+ * the key, of its plan, of its consumer or of its consumer's plan is announced on `KeyEvents`; their lifetime only covers a lost announcement. Unknown secrets
  * are remembered briefly (bounded), and strings that cannot be secrets never reach the database.
  *
  * `resolve` answers synchronously whenever memory can, so a hit allocates no promise. A failed
@@ -156,7 +172,8 @@ export class KeyCache {
       return stale.key;
     }
     // A change announced during the look-up may have made `row` stale: answer it once, keep nothing.
-    if (generation !== this.generation) return row && (row.secretValidUntilMs ?? Infinity) > this.clock() ? this.toKey(row) : undefined;
+    if (generation !== this.generation)
+      return row && (row.secretValidUntilMs ?? Infinity) > this.clock() ? this.toKey(row) : undefined;
     this.inFlight.delete(secret);
     const now = this.clock();
     const notAfter = row?.secretValidUntilMs ?? Infinity;
@@ -167,13 +184,34 @@ export class KeyCache {
     }
     const key = this.toKey(row);
     // A rolled secret's entry ends with its grace: every replica refuses it from then on, unprompted.
-    this.store(secret, { key, rateLimitId: row.rateLimitId, expiresAt: Math.min(now + this.ttlMs, notAfter), notAfter });
+    const rateLimitIds = [row.rateLimitId, row.consumer?.rateLimitId ?? null].filter((id) => id !== null);
+    this.store(secret, { key, rateLimitIds, expiresAt: Math.min(now + this.ttlMs, notAfter), notAfter });
     return key;
   }
 
   private toKey(row: KeyWithPlan): ResolvedKey {
-    const plan = row.limits !== null ? planOf(row.limits) : this.defaultRateLimit;
-    return { id: row.id, plan, enabled: row.enabled, expiresAtMs: row.expiresAtMs };
+    const key = {
+      id: row.id,
+      plan: row.limits !== null ? planOf(row.limits, row.costs) : this.defaultRateLimit,
+      balance: row.balance ?? undefined,
+    };
+    const consumer =
+      row.consumer === null
+        ? undefined
+        : {
+            id: row.consumer.id,
+            plan: row.consumer.limits !== null ? planOf(row.consumer.limits, row.consumer.costs) : undefined,
+            balance: row.consumer.balance ?? undefined,
+          };
+    return {
+      id: row.id,
+      enabled: row.enabled,
+      expiresAtMs: row.expiresAtMs,
+      consumerId: consumer?.id,
+      subjects: subjectsOf(row.id, key, consumer),
+      pricing: Pricing.of(key, consumer),
+      allowedRouteIds: row.allowedRouteIds === null ? null : new Set(row.allowedRouteIds),
+    };
   }
 
   private store(secret: string, entry: Entry): void {
@@ -205,18 +243,25 @@ export class KeyCache {
   }
 
   private invalidate(change: KeyChange): void {
+    // The route table is not the key cache's: its entries stay fresh.
+    if (change.kind === 'routes') return;
     this.generation++;
     // Requests after the change must not join a look-up that started before it.
     this.inFlight.clear();
     if (change.kind === 'all') return this.expireAll();
-    const drop = change.recheck ? (secret: string) => this.expire(secret) : (secret: string) => this.forget(secret);
+    const drop = change.recheck
+      ? (secret: string) => this.expire(secret)
+      : (secret: string) => this.forget(secret);
     if (change.kind === 'key') {
       for (const secret of [...(this.byKeyId.get(change.keyId) ?? [])]) drop(secret);
       return;
     }
-    // Plan changes are rare administrative events: a scan is cheaper than indexing every entry by plan.
-    for (const [secret, entry] of this.entries) {
-      if (entry.rateLimitId === change.rateLimitId) drop(secret);
-    }
+    // Plan and consumer changes are rare administrative events: a scan is cheaper than indexing every
+    // entry by plan and consumer.
+    const stale =
+      change.kind === 'plan'
+        ? (entry: Entry) => entry.rateLimitIds.includes(change.rateLimitId)
+        : (entry: Entry) => entry.key.consumerId === change.consumerId;
+    for (const [secret, entry] of this.entries) if (stale(entry)) drop(secret);
   }
 }

@@ -2,7 +2,7 @@ import type { Logger } from '../ops/logger.js';
 import { RepeatingTask } from '../ops/repeating-task.js';
 import type { KeyChange } from './key-events.js';
 
-/** One recorded change of a key or plan (an audit entry, written in the transaction of the change). */
+/** One recorded change of a key, plan, consumer or route (an audit entry, written in the transaction of the change). */
 export interface RecordedChange {
   readonly id: string;
   readonly targetType: string;
@@ -17,6 +17,14 @@ export const KEY_CHANGE_POLL_MS = 250;
  * writing replica's clock, so it may become visible a little after that time.
  */
 const LOOK_BACK_MS = 5_000;
+
+/** What a recorded change makes stale (a key, a plan's keys, a consumer's keys, the route table), to be checked again rather than dropped. */
+function changeOf({ targetType, targetId }: RecordedChange): KeyChange {
+  if (targetType === 'plan') return { kind: 'plan', rateLimitId: targetId, recheck: true };
+  if (targetType === 'consumer') return { kind: 'consumer', consumerId: targetId, recheck: true };
+  if (targetType === 'route') return { kind: 'routes', recheck: true };
+  return { kind: 'key', keyId: targetId, recheck: true };
+}
 
 /**
  * The second way key changes reach a replica. Change messages (Redis pub/sub) arrive in
@@ -64,14 +72,18 @@ export class KeyChangeFeed {
       for (const recorded of await this.read(new Date(since))) {
         if (this.seen.has(recorded.id)) continue;
         this.seen.set(recorded.id, recorded.time.getTime());
-        this.tell(recorded.targetType === 'plan' ? { kind: 'plan', rateLimitId: recorded.targetId, recheck: true } : { kind: 'key', keyId: recorded.targetId, recheck: true });
+        this.tell(changeOf(recorded));
       }
       for (const [id, time] of this.seen) if (time < since) this.seen.delete(id);
       if (this.failing) this.logger.info('reading recorded key changes again');
       this.failing = false;
     } catch (err) {
       // Once per outage, not four times a second.
-      if (!this.failing) this.logger.warn({ err: (err as Error).message }, 'cannot read recorded key changes; relying on change messages and the key cache lifetime');
+      if (!this.failing)
+        this.logger.warn(
+          { err: (err as Error).message },
+          'cannot read recorded key changes; relying on change messages and the key cache lifetime',
+        );
       this.failing = true;
     }
   }

@@ -1,12 +1,16 @@
 /**
- * A change that makes cached key entries stale, broadcast to every replica. `all`: changes may have
- * been missed (a subscriber reconnected), so every entry is stale. `recheck`: a change read back from
- * the record, which a message has most likely brought already: entries are checked again at their
- * next use but kept, like `all`'s, should the database not answer.
+ * A change that makes cached key entries (or the route table) stale, broadcast to every replica: of
+ * one key, of a plan (its keys, and the keys of its consumers), of a consumer (its keys), of the route
+ * table (each replica reads it again). `all`: changes may have been missed (a subscriber reconnected),
+ * so every entry is stale and the route table is read again. `recheck`: a change read back from the
+ * record, which a message has most likely brought already: entries are checked again at their next use
+ * but kept, like `all`'s, should the database not answer.
  */
 export type KeyChange =
   | { readonly kind: 'key'; readonly keyId: string; readonly recheck?: true }
   | { readonly kind: 'plan'; readonly rateLimitId: string; readonly recheck?: true }
+  | { readonly kind: 'consumer'; readonly consumerId: string; readonly recheck?: true }
+  | { readonly kind: 'routes'; readonly recheck?: true }
   | { readonly kind: 'all' };
 
 /**

@@ -17,7 +17,9 @@ export class LastUseTracker {
     private readonly write: (lastUse: ReadonlyMap<string, number>) => Promise<void>,
     logger: Logger,
   ) {
-    this.task = new RepeatingTask('last-use times', WRITE_EVERY_MS, () => this.writeOnce(), logger, { runAtStart: false });
+    this.task = new RepeatingTask('last-use times', WRITE_EVERY_MS, () => this.writeOnce(), logger, {
+      runAtStart: false,
+    });
   }
 
   used(keyId: string, atMs: number): void {

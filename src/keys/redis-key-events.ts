@@ -58,7 +58,10 @@ export class RedisKeyEvents implements KeyEvents {
     } catch (err) {
       // The change itself is stored; other replicas see it when their cache entries expire.
       this.metrics.redisErrors.inc({ operation: 'publish' });
-      this.logger.warn({ err: (err as Error).message, change }, 'key-change broadcast failed; other replicas rely on the cache lifetime');
+      this.logger.warn(
+        { err: (err as Error).message, change },
+        'key-change broadcast failed; other replicas rely on the cache lifetime',
+      );
     }
   }
 

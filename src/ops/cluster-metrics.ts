@@ -29,7 +29,8 @@ export function aggregateWorkerMetrics(): void {
     if (message?.type !== SCRAPE) return;
     aggregator.clusterMetrics().then(
       (text) => worker.send({ type: SCRAPED, id: message.id, text } satisfies ScrapeReply),
-      (err: unknown) => worker.send({ type: SCRAPED, id: message.id, error: (err as Error).message } satisfies ScrapeReply),
+      (err: unknown) =>
+        worker.send({ type: SCRAPED, id: message.id, error: (err as Error).message } satisfies ScrapeReply),
     );
   });
 }

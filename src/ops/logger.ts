@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { LogDestination } from './log-destination.js';
 
 export type { Logger };
 
@@ -36,7 +37,7 @@ export function loggableError(err: unknown, depth = 0): LoggedError | string {
 /**
  * JSON lines on stdout. Credentials never reach a log line: the paths below are redacted wherever an
  * object carrying them is logged, errors are logged through `loggableError`, and the code logs key
- * ids, never secrets.
+ * ids, never secrets. Lines go to stdout through a LogDestination, which no reader of stdout can stall.
  */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
@@ -58,6 +59,6 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         censor: '[redacted]',
       },
     },
-    destination ?? pino.destination({ sync: false }),
+    destination ?? new LogDestination(),
   );
 }

@@ -9,7 +9,10 @@ export type ProxyOutcome =
   | 'upstream_timeout'
   | 'unavailable'
   | 'throttled'
-  | 'bad_request';
+  | 'bad_request'
+  | 'no_route'
+  | 'route_not_allowed'
+  | 'credits_exhausted';
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -49,6 +52,64 @@ class RequestPathCounter<N extends string, V extends string> {
   inc(labels: Readonly<Record<N, V>>): void {
     const value = labels[this.labelName];
     this.pending.set(value, (this.pending.get(value) ?? 0) + 1);
+  }
+}
+
+/** The `route` label of a request that went to UPSTREAM_URL, of one no route took (404), of routes beyond the bound. */
+export const CATCH_ALL_ROUTE_LABEL = 'catch-all';
+export const NO_ROUTE_LABEL = 'none';
+export const OTHER_ROUTES_LABEL = 'other';
+/** Route ids that may not be taken: they are label values of their own. */
+export const RESERVED_ROUTE_LABELS: readonly string[] = [
+  CATCH_ALL_ROUTE_LABEL,
+  NO_ROUTE_LABEL,
+  OTHER_ROUTES_LABEL,
+];
+/**
+ * Route ids given a `route` label value of their own, per process: the first ones the replica loads
+ * (the table is read oldest first). Routes are a managed set, so this is rarely reached; beyond it a
+ * route counts as `other`, which bounds the series at (this + 3) × 5 status classes whatever the table.
+ */
+export const MAX_ROUTE_LABELS = 100;
+
+/**
+ * Proxied requests by route and status class (`2xx` … `5xx`; a client that left is `4xx`, as its
+ * 499): a count per label kept in an array, handed to prom-client when scraped.
+ */
+class RouteRequestCounter {
+  private readonly named = new Set<string>();
+  private pending = new Map<string, number[]>();
+
+  constructor(registry: Registry) {
+    const handOver = (counter: Counter<'route' | 'status'>): void => {
+      for (const [route, counts] of this.pending) {
+        counts.forEach((n, i) => n > 0 && counter.inc({ route, status: `${i + 1}xx` }, n));
+      }
+      this.pending = new Map();
+    };
+    new Counter<'route' | 'status'>({
+      name: 'tollgate_route_requests_total',
+      help: `Proxied requests by route (its id; ${CATCH_ALL_ROUTE_LABEL}: UPSTREAM_URL; ${NO_ROUTE_LABEL}: no route, 404; ${OTHER_ROUTES_LABEL}: beyond the first ${MAX_ROUTE_LABELS} route ids) and status class`,
+      labelNames: ['route', 'status'],
+      registers: [registry],
+      collect() {
+        handOver(this);
+      },
+    });
+  }
+
+  /** The label of a route: its id while fewer than MAX_ROUTE_LABELS ids have one (or it has one already), else `other`. */
+  labelOf(routeId: string): string {
+    if (this.named.has(routeId)) return routeId;
+    if (this.named.size >= MAX_ROUTE_LABELS) return OTHER_ROUTES_LABEL;
+    this.named.add(routeId);
+    return routeId;
+  }
+
+  inc(label: string, status: number): void {
+    let counts = this.pending.get(label);
+    if (counts === undefined) this.pending.set(label, (counts = [0, 0, 0, 0, 0]));
+    counts[Math.min(4, Math.max(0, Math.floor(status / 100) - 1))]!++;
   }
 }
 
@@ -94,7 +155,13 @@ class RequestPathHistogram {
       { value: this.sum, labels: {}, metricName: `${this.name}_sum` },
       { value: this.count, labels: {}, metricName: `${this.name}_count` },
     ];
-    return Promise.resolve({ name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values });
+    return Promise.resolve({
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values,
+    });
   }
 }
 
@@ -102,7 +169,13 @@ class RequestPathHistogram {
 export class Metrics {
   readonly registry = new Registry();
 
-  readonly proxyRequests = new RequestPathCounter<'outcome', ProxyOutcome>(this.registry, 'tollgate_proxy_requests_total', 'Proxied requests by outcome', 'outcome');
+  readonly proxyRequests = new RequestPathCounter<'outcome', ProxyOutcome>(
+    this.registry,
+    'tollgate_proxy_requests_total',
+    'Proxied requests by outcome',
+    'outcome',
+  );
+  readonly routeRequests = new RouteRequestCounter(this.registry);
   readonly rateLimited = new Counter({
     name: 'tollgate_rate_limited_total',
     help: 'Proxied requests refused with 429 because the key is over its limit',
@@ -176,6 +249,12 @@ export class Metrics {
     help: 'Proxied requests whose usage could not be written to any store before the process exited',
     registers: [this.registry],
   });
+  readonly billingExportSends = new Counter({
+    name: 'tollgate_billing_export_sends_total',
+    help: 'Requests to billing export receivers by outcome: delivered, refused (a 4xx, retried later), unreachable (no answer or 5xx)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly managementRequests = new Counter({
     name: 'tollgate_management_requests_total',
     help: 'Management API requests by status code',
@@ -186,7 +265,11 @@ export class Metrics {
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_' });
     // Gauges whose names end in _total break the exposition conventions (promtool check metrics).
-    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+    for (const name of [
+      'nodejs_active_handles_total',
+      'nodejs_active_requests_total',
+      'nodejs_active_resources_total',
+    ]) {
       this.registry.removeSingleMetric('tollgate_' + name);
     }
   }

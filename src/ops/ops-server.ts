@@ -27,7 +27,10 @@ export function createOpsServer(deps: OpsDeps): Server {
     const path = (req.url ?? '/').split('?')[0];
     const json = (status: number, body: unknown) => {
       const text = JSON.stringify(body);
-      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+      res.writeHead(status, {
+        'content-type': 'application/json; charset=utf-8',
+        'cache-control': 'no-store',
+      });
       res.end(text);
     };
     const fail = (code: ErrorCode) => json(ERRORS[code].status, errorBody(code));
@@ -42,7 +45,9 @@ export function createOpsServer(deps: OpsDeps): Server {
         if (deps.isDraining()) return json(503, { status: 'draining' });
         const names = Object.keys(deps.readinessChecks);
         void Promise.allSettled(names.map((n) => withTimeout(deps.readinessChecks[n]!))).then((results) => {
-          const checks = Object.fromEntries(names.map((n, i) => [n, results[i]!.status === 'fulfilled' ? 'ok' : 'unavailable']));
+          const checks = Object.fromEntries(
+            names.map((n, i) => [n, results[i]!.status === 'fulfilled' ? 'ok' : 'unavailable']),
+          );
           const ready = results.every((r) => r.status === 'fulfilled');
           json(ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', checks });
         });

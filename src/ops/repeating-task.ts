@@ -47,7 +47,10 @@ export class RepeatingTask {
     try {
       await this.work();
     } catch (err) {
-      this.logger.warn({ err: (err as Error).message, task: this.name }, 'background task failed; will retry');
+      this.logger.warn(
+        { err: (err as Error).message, task: this.name },
+        'background task failed; will retry',
+      );
     }
   }
 }

@@ -1,20 +1,36 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { ERRORS, errorBody, type ErrorCode } from '../errors.js';
 import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
-import type { LimitDecision, RateLimiter } from '../limits/rate-limiter.js';
-import type { Plan } from '../limits/plan.js';
-import { secondsUntil } from '../limits/window.js';
-import type { Metrics } from '../ops/metrics.js';
+import {
+  limitName,
+  refusedForCredits,
+  type BalanceState,
+  type Decision,
+  type LimitState,
+  type RateLimiter,
+} from '../limits/rate-limiter.js';
+import type { RequestFacts } from '../plans/request-match.js';
+import type { Subject } from '../plans/subject.js';
+import { secondsUntil } from '../plans/window.js';
 import type { AllowedAttempt, FailureThrottle } from './auth-throttle.js';
-import { credentialOf } from './credential.js';
 import { isoSeconds, rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
 
-/** A request that may go to the backend; `limit` is set when a plan applies to its key. */
+/** The limit a decision reports (Decision.limit), and the subjects whose limits it covered. */
+export interface Limited {
+  readonly subjects: readonly Subject[];
+  readonly decision: LimitState;
+}
+
+/** A request that may go on; `limit` is set when a limit applies to it. */
 export interface Admitted {
   readonly admitted: true;
   readonly secret: string;
   readonly key: ResolvedKey;
-  readonly limit: { readonly plan: Plan; readonly decision: LimitDecision } | undefined;
+  readonly limit: Limited | undefined;
+  /** The balance with the fewest units left after the charge, when a balance applies. */
+  readonly balance: BalanceState | undefined;
+  /** Units charged to every limit and balance that applies, and recorded in usage. */
+  readonly cost: number;
 }
 
 /** A request answered by Tollgate itself; `key` is set when it carried a valid key (usage counts it). */
@@ -22,17 +38,36 @@ export interface Refused {
   readonly admitted: false;
   readonly code: ErrorCode;
   readonly key: ResolvedKey | undefined;
-  readonly limit: { readonly plan: Plan; readonly decision: LimitDecision } | undefined;
+  readonly limit: Limited | undefined;
+  /** `credits_exhausted`: the balance that does not hold the cost, and the cost. */
+  readonly short?: { readonly balance: BalanceState; readonly cost: number };
   /** When a throttled client may try again, epoch ms. */
   readonly retryAtMs?: number;
 }
 
 export type Admission = Admitted | Refused;
 
+/**
+ * What the admission reads of a request: the proxy builds it from the HTTP request, verify from its
+ * body (contract section 18), so both decide the same way.
+ */
+export interface AdmissionRequest {
+  /** The credential presented; undefined: none. */
+  readonly secret: string | undefined;
+  /** Where failed attempts are counted (the client's address); undefined: not throttled. */
+  readonly client: string | undefined;
+  /** The route the request takes, null for the catch-all; undefined: none takes it and there is no catch-all. */
+  readonly routeId: string | null | undefined;
+  readonly method: string;
+  /** As sent, without the query. */
+  readonly path: string;
+  /** Units the request costs instead of its plans' costs (verify's `cost`). */
+  readonly cost?: number;
+}
+
 export interface AdmissionDeps {
   readonly keyCache: KeyCache;
   readonly limiter: RateLimiter;
-  readonly metrics: Metrics;
   readonly clock: () => number;
   /** Failed authentications per client address; absent: not throttled. */
   readonly authThrottle?: FailureThrottle;
@@ -43,71 +78,66 @@ function refused(code: ErrorCode, key?: ResolvedKey, limit?: Refused['limit']): 
 }
 
 /**
- * Authentication and limiting, the same for plain requests and WebSocket upgrades: credential → key
- * cache → limiter. Only admitted requests consume quota (the limiter refuses without counting).
- * Refusals are counted in the metrics here; admitted requests by whoever forwards them.
+ * The one admission decision of the proxy and of verify: credential → key cache → key state → route →
+ * limits, in that order. Only an admitted request is charged, its cost to every limit that applies,
+ * in one step. Refusals are answered by the caller, which counts them in its metrics.
  */
-export async function admit(deps: AdmissionDeps, headers: IncomingHttpHeaders, client: string): Promise<Admission> {
-  const secret = credentialOf(headers);
-  const metrics = deps.metrics;
-  if (secret === undefined) {
-    metrics.authFailures.inc({ reason: 'missing' });
-    metrics.proxyRequests.inc({ outcome: 'unauthorized' });
-    return refused('missing_api_key');
-  }
+export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Promise<Admission> {
+  const secret = request.secret;
+  if (secret === undefined) return refused('missing_api_key');
   // A key fresh in memory is the common case: one look-up, and the throttle is never asked.
   let key = deps.keyCache.fresh(secret);
   if (key === undefined) {
-    const found = await lookUp(deps, secret, client);
+    const found = await lookUp(deps, secret, request.client);
     if ('admitted' in found) return found;
     key = found;
   }
-  // A valid key in the wrong state: refused before the limiter, so no quota is spent; usage counts it.
+  // A valid key in the wrong state, nowhere to go, or not allowed there: refused before the limiter,
+  // so nothing is charged; usage counts it.
   const now = deps.clock();
-  if (!key.enabled) {
-    metrics.authFailures.inc({ reason: 'disabled' });
-    metrics.proxyRequests.inc({ outcome: 'unauthorized' });
-    return refused('key_disabled', key);
-  }
-  if (key.expiresAtMs !== null && now >= key.expiresAtMs) {
-    metrics.authFailures.inc({ reason: 'expired' });
-    metrics.proxyRequests.inc({ outcome: 'unauthorized' });
-    return refused('key_expired', key);
-  }
-  const plan = key.plan;
-  if (plan === undefined) return { admitted: true, secret, key, limit: undefined };
-  let decision: LimitDecision;
+  if (!key.enabled) return refused('key_disabled', key);
+  if (key.expiresAtMs !== null && now >= key.expiresAtMs) return refused('key_expired', key);
+  const routeId = request.routeId;
+  if (routeId === undefined) return refused('route_not_found', key);
+  const allowed = key.allowedRouteIds;
+  if (allowed !== null && (routeId === null || !allowed.has(routeId)))
+    return refused('route_not_allowed', key);
+  // The key's limits and its consumer's, decided and charged in one step.
+  const pricing = key.pricing;
+  const subjects = pricing === undefined ? key.subjects : pricing.subjectsFor(request as RequestFacts);
+  const cost = request.cost ?? (pricing === undefined ? 1 : pricing.costOf(request as RequestFacts));
+  if (subjects === undefined)
+    return { admitted: true, secret, key, limit: undefined, balance: undefined, cost };
+  let decision: Decision;
   try {
-    const decided = deps.limiter.consume(key.id, plan, now);
+    const decided = deps.limiter.consume(subjects, cost, now);
     decision = decided instanceof Promise ? await decided : decided;
   } catch {
-    metrics.proxyRequests.inc({ outcome: 'unavailable' });
     return refused('limit_unavailable', key);
   }
-  if (!decision.allowed) {
-    metrics.rateLimited.inc();
-    metrics.proxyRequests.inc({ outcome: 'limited' });
-    return refused('rate_limit_exceeded', key, { plan, decision });
-  }
-  return { admitted: true, secret, key, limit: { plan, decision } };
+  const limit = decision.limit && { subjects, decision: decision.limit };
+  if (refusedForCredits(decision))
+    return { ...refused('credits_exhausted', key, limit), short: { balance: decision.balance!, cost } };
+  if (!decision.allowed) return refused('rate_limit_exceeded', key, limit);
+  return { admitted: true, secret, key, limit, balance: decision.balance, cost };
 }
 
 /**
  * A secret not fresh in memory. One memory already knows (a stale entry, or a look-up under way)
  * costs nothing to check: it never touches the throttle, and keeps working from a throttled address;
  * a burst carrying one new key is one guess, not hundreds. Any other secret is checked only with the
- * throttle's leave.
+ * throttle's leave, when the request names a client to throttle.
  */
-async function lookUp(deps: AdmissionDeps, secret: string, client: string): Promise<ResolvedKey | Refused> {
-  const metrics = deps.metrics;
+async function lookUp(
+  deps: AdmissionDeps,
+  secret: string,
+  client: string | undefined,
+): Promise<ResolvedKey | Refused> {
   let attempt: AllowedAttempt | undefined;
-  if (deps.authThrottle !== undefined && !deps.keyCache.knows(secret)) {
+  if (deps.authThrottle !== undefined && client !== undefined && !deps.keyCache.knows(secret)) {
     const asked = deps.authThrottle.attempt(client, deps.clock(), secret);
     const answer = asked instanceof Promise ? await asked : asked;
-    if (!answer.allowed) {
-      metrics.proxyRequests.inc({ outcome: 'throttled' });
-      return { admitted: false, code: 'too_many_failed_attempts', key: undefined, limit: undefined, retryAtMs: answer.retryAtMs };
-    }
+    if (!answer.allowed) return { ...refused('too_many_failed_attempts'), retryAtMs: answer.retryAtMs };
     attempt = answer;
   }
   let key: ResolvedKey | undefined;
@@ -116,21 +146,15 @@ async function lookUp(deps: AdmissionDeps, secret: string, client: string): Prom
     key = found instanceof Promise ? await found : found;
   } catch {
     attempt?.settle(false);
-    metrics.proxyRequests.inc({ outcome: 'unavailable' });
     return refused('auth_unavailable');
   }
   attempt?.settle(key === undefined);
-  if (key === undefined) {
-    metrics.authFailures.inc({ reason: 'invalid' });
-    metrics.proxyRequests.inc({ outcome: 'unauthorized' });
-    return refused('invalid_api_key');
-  }
-  return key;
+  return key ?? refused('invalid_api_key');
 }
 
 /** `RateLimit-Policy` and `RateLimit` for a response to a limited key. */
-export function limitHeaders(limit: NonNullable<Admitted['limit']>, nowMs: number, into: OutgoingHttpHeaders): void {
-  into['ratelimit-policy'] = rateLimitPolicyHeader(limit.plan, nowMs);
+export function limitHeaders(limit: Limited, nowMs: number, into: OutgoingHttpHeaders): void {
+  into['ratelimit-policy'] = rateLimitPolicyHeader(limit.subjects, nowMs);
   into['ratelimit'] = rateLimitHeader(limit.decision, nowMs);
 }
 
@@ -141,27 +165,47 @@ export interface RefusalResponse {
 }
 
 /**
- * The answer to a refused request. The 429 body is the contract's `{error, limit, period, remaining: 0,
- * resetTime}` plus the refusing limit's `name`; every other refusal is the JSON error envelope.
+ * The answer to a refused request. The 429 body of a limit is the contract's `{error, limit, period,
+ * remaining: 0, resetTime}` plus the refusing limit's `name`, its `scope` and the `code`; that of a
+ * balance `{error, code, remaining, cost, scope, resetTime}` (contract 14); every other refusal is the
+ * JSON error envelope.
  */
 export function refusalResponse(refusal: Refused, requestId: string, nowMs: number): RefusalResponse {
   const headers: OutgoingHttpHeaders = { 'x-request-id': requestId };
   let body: string;
   if (refusal.code === 'rate_limit_exceeded' && refusal.limit !== undefined) {
-    const { rule, resetMs } = refusal.limit.decision;
+    const { scope, rule, resetMs } = refusal.limit.decision;
     headers['retry-after'] = String(secondsUntil(resetMs, nowMs));
     limitHeaders(refusal.limit, nowMs, headers);
     body = JSON.stringify({
       error: ERRORS.rate_limit_exceeded.message,
+      code: refusal.code,
       limit: rule.limit,
       period: rule.period,
       remaining: 0,
       resetTime: isoSeconds(resetMs),
-      name: rule.name,
+      name: limitName(scope, rule),
+      scope,
+    });
+  } else if (refusal.short !== undefined) {
+    const { balance, cost } = refusal.short;
+    if (balance.refillMs !== null) headers['retry-after'] = String(secondsUntil(balance.refillMs, nowMs));
+    body = JSON.stringify({
+      error: ERRORS.credits_exhausted.message,
+      code: refusal.code,
+      remaining: balance.remaining,
+      cost,
+      scope: balance.scope,
+      resetTime: balance.refillMs === null ? null : isoSeconds(balance.refillMs),
     });
   } else {
-    if (refusal.retryAtMs !== undefined) headers['retry-after'] = String(secondsUntil(refusal.retryAtMs, nowMs));
-    if (refusal.code === 'missing_api_key' || refusal.code === 'invalid_api_key' || refusal.code === 'key_expired') {
+    if (refusal.retryAtMs !== undefined)
+      headers['retry-after'] = String(secondsUntil(refusal.retryAtMs, nowMs));
+    if (
+      refusal.code === 'missing_api_key' ||
+      refusal.code === 'invalid_api_key' ||
+      refusal.code === 'key_expired'
+    ) {
       headers['www-authenticate'] = 'Bearer';
     }
     body = JSON.stringify(errorBody(refusal.code));

@@ -1,4 +1,4 @@
-import { windowAt, type RateLimitPolicy } from '../limits/window.js';
+import { windowAt, type RateLimitPolicy } from '../plans/window.js';
 
 /** A credential from this address may be checked; `settle` says how the check went, exactly once. */
 export interface AllowedAttempt {

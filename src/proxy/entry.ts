@@ -1,16 +1,28 @@
 import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Config } from '../config.js';
-import { errorResponse } from '../errors.js';
+import { errorResponse, type ErrorCode } from '../errors.js';
+import type { ResolvedKey } from '../keys/key-cache.js';
 import type { Logger } from '../ops/logger.js';
-import type { ProxyOutcome } from '../ops/metrics.js';
+import { NO_ROUTE_LABEL, type Metrics, type ProxyOutcome } from '../ops/metrics.js';
 import type { LastUseTracker } from '../keys/last-use.js';
 import type { UsageRecorder } from '../usage/recorder.js';
-import { admit, refusalResponse, type Admitted, type AdmissionDeps, type RefusalResponse } from './admission.js';
+import type { Outcome } from '../usage/usage.js';
+import {
+  admit,
+  refusalResponse,
+  type Admitted,
+  type AdmissionDeps,
+  type RefusalResponse,
+} from './admission.js';
+import { credentialOf } from './credential.js';
 import { customerIdOf, forwardedFacts, type Forwarded } from './forwarding-headers.js';
 import { hasDotSegment, originForm } from './request-target.js';
+import type { RouteTarget, Routing } from './routing.js';
 
 export interface EntryDeps extends AdmissionDeps {
+  readonly metrics: Metrics;
+  readonly routing: Pick<Routing, 'route'>;
   readonly config: Pick<Config, 'trustProxy' | 'customerIdHeader'>;
   readonly recorder: Pick<UsageRecorder, 'record'>;
   readonly lastUse: Pick<LastUseTracker, 'used'>;
@@ -20,6 +32,8 @@ export interface EntryDeps extends AdmissionDeps {
 /** A request that may go to the backend: where to, the forwarded facts, and its admission. */
 export interface Entered {
   readonly entered: true;
+  /** Held until the request is finished: pass it to `finished`. */
+  readonly route: RouteTarget;
   readonly path: string;
   readonly search: string;
   readonly facts: Forwarded;
@@ -34,8 +48,8 @@ export interface NotEntered {
 
 /**
  * The steps before forwarding, the same for plain requests and WebSocket upgrades: the request target
- * (origin form, no dot segment), the forwarded facts, authentication and limiting, and a client that
- * left meanwhile (499: quota spent, nobody to answer). What is not entered is already counted in the
+ * (origin form, no dot segment), its route, the forwarded facts, authentication and limiting, and a
+ * client that left meanwhile (499: quota spent, nobody to answer). What is not entered is already counted in the
  * metrics and in usage (a valid key's request); the caller only writes `refusal` its own way.
  */
 export async function enter(
@@ -49,27 +63,109 @@ export async function enter(
   const target = originForm(req.url ?? '/', req.headers.host);
   if (target === undefined || hasDotSegment(target.path)) {
     deps.metrics.proxyRequests.inc({ outcome: 'bad_request' satisfies ProxyOutcome });
-    finished(deps, { req, requestId, receivedAt, path: undefined, keyId: undefined, status: 400 });
-    return { entered: false, refusal: errorResponse('invalid_request_target', { 'x-request-id': requestId }) };
+    finished(deps, {
+      req,
+      requestId,
+      receivedAt,
+      path: undefined,
+      key: undefined,
+      status: 400,
+      outcome: undefined,
+      cost: 0,
+    });
+    return {
+      entered: false,
+      refusal: errorResponse('invalid_request_target', { 'x-request-id': requestId }),
+    };
   }
+  // Routed before admission, so that the route a request is admitted for is the one it takes.
+  const route = deps.routing.route(req, target.path);
   const facts = forwardedFacts(req, deps.config.trustProxy);
-  const admission = await admit(deps, req.headers, facts.client);
+  const admission = await admit(deps, {
+    secret: credentialOf(req.headers),
+    client: facts.client,
+    routeId: route?.routeId,
+    method: req.method!,
+    path: target.path,
+  });
   if (!admission.admitted) {
+    countRefusal(deps.metrics, admission.code);
     const refusal = refusalResponse(admission, requestId, deps.clock());
-    finished(deps, { req, requestId, receivedAt, path: target.path, keyId: admission.key?.id, status: refusal.status, rateLimited: admission.code === 'rate_limit_exceeded' });
+    finished(deps, {
+      req,
+      requestId,
+      receivedAt,
+      path: target.path,
+      key: admission.key,
+      status: refusal.status,
+      outcome: REFUSAL_OUTCOMES[admission.code],
+      cost: 0,
+      route: route ?? NO_ROUTE,
+    });
     return { entered: false, refusal };
   }
+  // Admitted, so a route took it: admission refuses a request without one.
+  const routed = route!;
   if (client.destroyed) {
     // The client left while it was being admitted: nothing to forward and nobody to answer (499). It
     // is counted with the exchanges whose client left mid-way; usage counts it as failed.
     deps.metrics.proxyRequests.inc({ outcome: 'forwarded' satisfies ProxyOutcome });
-    finished(deps, { req, requestId, receivedAt, path: target.path, keyId: admission.key.id, status: 499 });
+    finished(deps, {
+      req,
+      requestId,
+      receivedAt,
+      path: target.path,
+      key: admission.key,
+      status: 499,
+      outcome: undefined,
+      cost: admission.cost,
+      route: routed,
+    });
     return { entered: false, refusal: undefined };
   }
-  return { entered: true, path: target.path, search: target.search, facts, admission };
+  return { entered: true, route: routed, path: target.path, search: target.search, facts, admission };
 }
 
-/** How a proxied request ended, for usage and the access log. */
+/** A request no route took (and no catch-all): answered 404 `route_not_found`. */
+export const NO_ROUTE: unique symbol = Symbol('no route');
+
+/** The outcome in usage of each refusal that has one (contract section 20). */
+const REFUSAL_OUTCOMES: Partial<Record<ErrorCode, Outcome>> = {
+  rate_limit_exceeded: 'rateLimited',
+  credits_exhausted: 'creditsExhausted',
+  key_disabled: 'disabled',
+  key_expired: 'expired',
+  route_not_allowed: 'routeNotAllowed',
+};
+
+/** How each refusal of the admission shows in the proxy's metrics, and the authentication failures among them. */
+const REFUSAL_METRICS: Partial<Record<ErrorCode, readonly [ProxyOutcome, AuthFailure?]>> = {
+  missing_api_key: ['unauthorized', 'missing'],
+  invalid_api_key: ['unauthorized', 'invalid'],
+  key_disabled: ['unauthorized', 'disabled'],
+  key_expired: ['unauthorized', 'expired'],
+  too_many_failed_attempts: ['throttled'],
+  auth_unavailable: ['unavailable'],
+  limit_unavailable: ['unavailable'],
+  route_not_found: ['no_route'],
+  route_not_allowed: ['route_not_allowed'],
+  rate_limit_exceeded: ['limited'],
+  credits_exhausted: ['credits_exhausted'],
+};
+type AuthFailure = 'missing' | 'invalid' | 'disabled' | 'expired';
+
+function countRefusal(metrics: Metrics, code: ErrorCode): void {
+  const [outcome, authFailure] = REFUSAL_METRICS[code]!;
+  metrics.proxyRequests.inc({ outcome });
+  if (authFailure !== undefined) metrics.authFailures.inc({ reason: authFailure });
+  if (code === 'rate_limit_exceeded') metrics.rateLimited.inc();
+}
+
+/** The outcome in usage of a response the backend gave: `backendError` for a 5xx. */
+export const backendOutcome = (status: number): Outcome | undefined =>
+  status >= 500 ? 'backendError' : undefined;
+
+/** How a proxied request ended, for usage, the route metrics and the access log. */
 export interface Finished {
   readonly req: IncomingMessage;
   readonly requestId: string;
@@ -78,24 +174,57 @@ export interface Finished {
   /** Request path without the query; undefined for a refused request target. */
   readonly path: string | undefined;
   /** Set when the request presented a valid key: only then does usage count it. */
-  readonly keyId: string | undefined;
+  readonly key: ResolvedKey | undefined;
   /** What the client got (499: it left first); successful when the backend answered below 400. */
   readonly status: number;
-  /** Refused by the limiter (a 429 of the backend's own is not). */
-  readonly rateLimited?: boolean;
+  /** Why it failed, when usage tells (a 429 of the backend's own is no `rateLimited`). */
+  readonly outcome: Outcome | undefined;
+  /** Units charged: 0 for a refused request. */
+  readonly cost: number;
+  /** The request's route, released here; unset for a request target refused before routing. */
+  readonly route?: RouteTarget | typeof NO_ROUTE;
 }
 
-/** Usage and last use, for a request that presented a valid key, and the access-log line (debug only). */
+/**
+ * Usage and last use, for a request that presented a valid key; the route's count and its hold on
+ * its upstream; and the access-log line (debug only).
+ */
 export function finished(deps: EntryDeps, f: Finished): void {
   const durationMs = performance.now() - f.receivedAt;
-  if (f.keyId !== undefined && f.path !== undefined) {
+  const route = f.route;
+  if (route === NO_ROUTE) {
+    deps.metrics.routeRequests.inc(NO_ROUTE_LABEL, f.status);
+  } else if (route !== undefined) {
+    deps.metrics.routeRequests.inc(route.label, f.status);
+    route.upstream.release();
+  }
+  if (f.key !== undefined && f.path !== undefined) {
     const now = deps.clock();
-    deps.lastUse.used(f.keyId, now);
-    deps.recorder.record(f.keyId, f.path, customerIdOf(f.req.headers, deps.config.customerIdHeader), f.status < 400, durationMs, f.rateLimited === true, now);
+    deps.lastUse.used(f.key.id, now);
+    deps.recorder.record({
+      keyId: f.key.id,
+      // Filed under the consumer the key belonged to when the request was made (contract 13).
+      consumerId: f.key.consumerId ?? null,
+      endpoint: f.path,
+      customerId: customerIdOf(f.req.headers, deps.config.customerIdHeader),
+      status: f.status,
+      outcome: f.outcome,
+      cost: f.cost,
+      durationMs,
+      atMs: now,
+    });
   }
   if (deps.logger.isLevelEnabled('debug')) {
     deps.logger.debug(
-      { reqId: f.requestId, method: f.req.method, path: f.path, status: f.status, keyId: f.keyId, durationMs },
+      {
+        reqId: f.requestId,
+        method: f.req.method,
+        path: f.path,
+        status: f.status,
+        keyId: f.key?.id,
+        routeId: route === undefined || route === NO_ROUTE ? null : route.routeId,
+        durationMs,
+      },
       'proxied request',
     );
   }

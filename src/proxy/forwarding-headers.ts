@@ -198,8 +198,16 @@ export function forwardedFacts(req: IncomingMessage, trust: TrustProxy): Forward
   };
 }
 
-/** The `CUSTOMER_ID_HEADER` value that groups usage by customer; absent or empty: none. */
+/** A byte Node read as one Latin-1 character that is not ASCII. */
+const NON_ASCII = /[\x80-\xff]/;
+
+/**
+ * The `CUSTOMER_ID_HEADER` value that groups usage by customer; absent or empty: none. Node reads header
+ * bytes as Latin-1, one character a byte; clients send UTF-8, so a value with bytes beyond ASCII is read
+ * again as UTF-8, and a sequence that is not UTF-8 becomes U+FFFD (decision record 0022).
+ */
 export function customerIdOf(headers: IncomingHttpHeaders, header: string): string | undefined {
   const value = headers[header];
-  return typeof value === 'string' && value !== '' ? value : undefined;
+  if (typeof value !== 'string' || value === '') return undefined;
+  return NON_ASCII.test(value) ? Buffer.from(value, 'latin1').toString('utf8') : value;
 }

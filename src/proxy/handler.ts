@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { sendError, type ErrorCode } from '../errors.js';
 import type { KeyCache } from '../keys/key-cache.js';
@@ -11,13 +11,15 @@ import type { LastUseTracker } from '../keys/last-use.js';
 import type { UsageRecorder } from '../usage/recorder.js';
 import type { FailureThrottle } from './auth-throttle.js';
 import type { Admitted } from './admission.js';
-import { enter, finished } from './entry.js';
+import { backendOutcome, enter, finished } from './entry.js';
 import { acceptsTrailers, backendHeaders, requestIdOf, responseHeaders } from './forwarding-headers.js';
 import { rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
-import { upstreamPrefix } from './request-target.js';
+import { forwardedPath, type RouteTarget, type Routing } from './routing.js';
 
 export interface ProxyDeps {
-  readonly config: Pick<Config, 'upstreamUrl' | 'upstreamTimeoutMs' | 'trustProxy' | 'customerIdHeader'>;
+  readonly config: Pick<Config, 'trustProxy' | 'customerIdHeader'>;
+  /** The route table and the backend pools; shared by the HTTP and upgrade handlers, closed by its owner. */
+  readonly routing: Pick<Routing, 'route'>;
   readonly keyCache: KeyCache;
   readonly limiter: RateLimiter;
   readonly recorder: Pick<UsageRecorder, 'record'>;
@@ -27,23 +29,11 @@ export interface ProxyDeps {
   readonly logger: Logger;
   /** Epoch milliseconds, for the limiter's windows; durations use the monotonic clock. */
   readonly clock: () => number;
-  /** Most keep-alive connections to the backend (default 128); further requests queue. */
-  readonly upstreamConnections?: number;
   /** Failed authentications per client address; share one between the HTTP and upgrade handlers. */
   readonly authThrottle?: FailureThrottle;
 }
 
-export interface ProxyHandler {
-  (req: IncomingMessage, res: ServerResponse): void;
-  /** Closes the backend connections; call after the server has drained. */
-  close(): Promise<void>;
-}
-
-/** Shared by every request: built once, so the request path allocates only per-request state. */
-interface Proxy extends ProxyDeps {
-  readonly pool: Pool;
-  readonly prefix: string;
-}
+export type ProxyHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /**
  * One forwarded request, and undici's handler for it (`pool.dispatch`): undici calls it with the raw
@@ -72,12 +62,13 @@ class Exchange implements Dispatcher.DispatchHandler {
   };
 
   constructor(
-    readonly proxy: Proxy,
+    readonly proxy: ProxyDeps,
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
     readonly requestId: string,
     readonly receivedAt: number,
     readonly path: string,
+    readonly route: RouteTarget,
     readonly admission: Admitted,
     /** The client sent `TE: trailers`: the backend's trailers are passed on. */
     readonly trailers: boolean,
@@ -101,7 +92,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       const now = proxy.clock();
       headers.push(
         'ratelimit-policy',
-        rateLimitPolicyHeader(limit.plan, now),
+        rateLimitPolicyHeader(limit.subjects, now),
         'ratelimit',
         rateLimitHeader(limit.decision, now),
       );
@@ -126,7 +117,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   onComplete(trailers: string[] | null): void {
     if (this.trailers && trailers !== null && trailers.length > 0) {
       const fields: [string, string][] = [];
-      for (let i = 0; i + 1 < trailers.length; i += 2) fields.push([String(trailers[i]), String(trailers[i + 1])]);
+      for (let i = 0; i + 1 < trailers.length; i += 2)
+        fields.push([String(trailers[i]), String(trailers[i + 1])]);
       this.res.addTrailers(fields);
     }
     this.res.end();
@@ -144,7 +136,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { proxy, res } = this;
     let outcome: ProxyOutcome = 'forwarded';
     let status = this.status;
+    let usageOutcome = backendOutcome(status);
     if (err !== null) {
+      usageOutcome = undefined;
       if (this.clientGone || (res.destroyed && !res.writableFinished)) {
         // The client went away (499): nobody to answer, nothing wrong with the backend, no warning;
         // usage still counts the request as failed.
@@ -162,11 +156,22 @@ class Exchange implements Dispatcher.DispatchHandler {
           res.destroy();
           status = 502;
         }
+        usageOutcome = 'backendUnreachable';
         proxy.logger.warn({ reqId: this.requestId, err: err.message, code }, 'backend request failed');
       }
     }
     proxy.metrics.proxyRequests.inc({ outcome });
-    finished(proxy, { req: this.req, requestId: this.requestId, receivedAt: this.receivedAt, path: this.path, keyId: this.admission.key.id, status });
+    finished(proxy, {
+      req: this.req,
+      requestId: this.requestId,
+      receivedAt: this.receivedAt,
+      path: this.path,
+      key: this.admission.key,
+      status,
+      outcome: usageOutcome,
+      cost: this.admission.cost,
+      route: this.route,
+    });
   }
 }
 
@@ -179,23 +184,10 @@ class ClientClosedError extends Error {
 }
 
 export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
-  const upstream = deps.config.upstreamUrl;
-  const timeout = deps.config.upstreamTimeoutMs;
-  const proxy: Proxy = {
-    ...deps,
-    prefix: upstreamPrefix(upstream),
-    pool: new Pool(upstream.origin, {
-      connections: deps.upstreamConnections ?? 128,
-      connect: { timeout: Math.min(10_000, timeout) },
-      headersTimeout: timeout,
-      bodyTimeout: timeout,
-    }),
-  };
-  const handler = (req: IncomingMessage, res: ServerResponse): void => void handle(proxy, req, res);
-  return Object.assign(handler, { close: () => proxy.pool.close() });
+  return (req: IncomingMessage, res: ServerResponse): void => void handle(deps, req, res);
 }
 
-async function handle(proxy: Proxy, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(proxy: ProxyDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const receivedAt = performance.now();
   const requestId = requestIdOf(req.headers);
   try {
@@ -209,7 +201,7 @@ async function handle(proxy: Proxy, req: IncomingMessage, res: ServerResponse): 
 }
 
 async function serve(
-  proxy: Proxy,
+  proxy: ProxyDeps,
   req: IncomingMessage,
   res: ServerResponse,
   requestId: string,
@@ -226,7 +218,7 @@ async function serve(
     res.end(refusal.body);
     return;
   }
-  const { facts, admission } = entry;
+  const { facts, admission, route } = entry;
 
   const headers = backendHeaders(req.headers, {
     ...facts,
@@ -238,15 +230,27 @@ async function serve(
   if (trailers) headers.push('te', 'trailers');
   // Authenticated and within its limit: now the client may send its body.
   if (continues) res.writeContinue();
-  const exchange = new Exchange(proxy, req, res, requestId, receivedAt, entry.path, admission, trailers);
+  const exchange = new Exchange(
+    proxy,
+    req,
+    res,
+    requestId,
+    receivedAt,
+    entry.path,
+    route,
+    admission,
+    trailers,
+  );
   res.on('close', exchange.onClientClose);
   proxy.metrics.proxyOverhead.observe((exchange.upstreamStartedAt - receivedAt) / 1000);
-  proxy.pool.dispatch(
+  route.upstream.pool.dispatch(
     {
-      path: proxy.prefix + entry.path + entry.search,
+      path: forwardedPath(route, entry.path) + entry.search,
       method: req.method as Dispatcher.HttpMethod,
       headers,
       body: hasBody(req) ? req : null,
+      headersTimeout: route.timeoutMs,
+      bodyTimeout: route.timeoutMs,
     },
     exchange,
   );

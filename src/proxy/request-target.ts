@@ -30,7 +30,14 @@ export function originForm(url: string, host: string | undefined): RequestTarget
     if (scheme === null || host === undefined) return undefined;
     const authorityEnd = target.indexOf('/', scheme[0].length);
     const queryStart = target.indexOf('?', scheme[0].length);
-    const end = authorityEnd === -1 ? (queryStart === -1 ? target.length : queryStart) : queryStart === -1 ? authorityEnd : Math.min(authorityEnd, queryStart);
+    const end =
+      authorityEnd === -1
+        ? queryStart === -1
+          ? target.length
+          : queryStart
+        : queryStart === -1
+          ? authorityEnd
+          : Math.min(authorityEnd, queryStart);
     if (target.slice(scheme[0].length, end).toLowerCase() !== host.toLowerCase()) return undefined;
     target = end === authorityEnd ? target.slice(end) : '/' + target.slice(end);
   }

@@ -9,15 +9,17 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import { createProxyMiddleware, proxyEventsPlugin } from 'http-proxy-middleware';
+import type { Options } from 'http-proxy-middleware';
 import { errorResponse, type ErrorCode } from '../errors.js';
 import type { ProxyOutcome } from '../ops/metrics.js';
+import type { ResolvedKey } from '../keys/key-cache.js';
 import { limitHeaders, type Admitted } from './admission.js';
-import { enter, finished } from './entry.js';
+import { backendOutcome, enter, finished } from './entry.js';
 import { backendHeaders, requestIdOf } from './forwarding-headers.js';
 import type { ProxyDeps } from './handler.js';
-import { upstreamPrefix } from './request-target.js';
+import { forwardedPath, type RouteTarget } from './routing.js';
 
-export type UpgradeDeps = Omit<ProxyDeps, 'upstreamConnections'>;
+export type UpgradeDeps = ProxyDeps;
 
 export interface UpgradeHandler {
   (req: IncomingMessage, socket: Duplex, head: Buffer): void;
@@ -31,10 +33,12 @@ export interface UpgradeHandler {
 /** What one upgrade needs once the backend answers, for usage and the error reply. */
 interface Upgrade {
   readonly requestId: string;
-  readonly keyId: string;
+  readonly key: ResolvedKey;
   readonly path: string;
   readonly receivedAt: number;
   readonly limit: Admitted['limit'];
+  readonly cost: number;
+  readonly route: RouteTarget;
   settled: boolean;
 }
 
@@ -66,11 +70,11 @@ function toHeaders(list: string[]): IncomingHttpHeaders {
 
 /**
  * WebSocket upgrades: authenticated and limited by the same code as plain requests (one upgrade is
- * one request against the key's quota), then proxied by http-proxy-middleware, which undici can't
- * do. The backend sees the same headers a plain request would, plus the handshake.
+ * one request against the key's quota), routed by the same table, then proxied by
+ * http-proxy-middleware, which undici can't do. The backend sees the same headers a plain request
+ * would, plus the handshake.
  */
 export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
-  const prefix = upstreamPrefix(deps.config.upstreamUrl);
   const pending = new WeakMap<IncomingMessage, Upgrade>();
   const open = new Set<Duplex>();
   const track = (socket: Duplex): void => {
@@ -84,16 +88,28 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
     upgrade.settled = true;
     deps.metrics.proxyRequests.inc({ outcome });
     // As for any request: successful when the backend answered below 400 (a 101, or a plain 200 from
-    // a backend that speaks no WebSocket).
-    finished(deps, { req, requestId: upgrade.requestId, receivedAt: upgrade.receivedAt, path: upgrade.path, keyId: upgrade.keyId, status });
+    // a backend that speaks no WebSocket); a 502 or 504 of Tollgate's own: the backend was unreachable.
+    const usageOutcome = outcome === 'forwarded' ? backendOutcome(status) : 'backendUnreachable';
+    finished(deps, {
+      req,
+      requestId: upgrade.requestId,
+      receivedAt: upgrade.receivedAt,
+      path: upgrade.path,
+      key: upgrade.key,
+      status,
+      outcome: usageOutcome,
+      cost: upgrade.cost,
+      route: upgrade.route,
+    });
   };
 
-  const proxy = createProxyMiddleware({
-    target: deps.config.upstreamUrl.origin,
+  const options = (upgradeTimeout: number): Options<IncomingMessage> => ({
+    // Each upgrade goes to the origin of its route, fixed when it was routed.
+    router: (req: IncomingMessage) => pending.get(req)!.route.upstream.origin,
     changeOrigin: true,
     // Tollgate sets X-Forwarded-* itself, honouring TRUST_PROXY.
     xfwd: false,
-    upgradeTimeout: deps.config.upstreamTimeoutMs,
+    upgradeTimeout,
     // Of the default plugins only the one wiring `on`: the others log through console and answer
     // errors with text bodies.
     ejectPlugins: true,
@@ -127,16 +143,24 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
       },
     },
   });
+  /** One proxy per backend deadline in use (the deadline is a proxy's option, the target is not). */
+  const proxies = new Map<number, ReturnType<typeof createProxyMiddleware>>();
+  const proxyFor = (timeoutMs: number) => {
+    let proxy = proxies.get(timeoutMs);
+    if (proxy === undefined) proxies.set(timeoutMs, (proxy = createProxyMiddleware(options(timeoutMs))));
+    return proxy;
+  };
 
   const handle = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
     const receivedAt = performance.now();
     const requestId = requestIdOf(req.headers);
     const entry = await enter(deps, req, requestId, receivedAt, socket);
     if (!entry.entered) {
-      if (entry.refusal !== undefined) writeResponse(socket, entry.refusal.status, entry.refusal.headers, entry.refusal.body);
+      if (entry.refusal !== undefined)
+        writeResponse(socket, entry.refusal.status, entry.refusal.headers, entry.refusal.body);
       return;
     }
-    const { facts, admission } = entry;
+    const { facts, admission, route } = entry;
 
     req.headers = toHeaders(
       backendHeaders(
@@ -145,16 +169,18 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
         HANDSHAKE,
       ),
     );
-    req.url = prefix + entry.path + entry.search;
+    req.url = forwardedPath(route, entry.path) + entry.search;
     pending.set(req, {
       requestId,
-      keyId: admission.key.id,
+      key: admission.key,
       path: entry.path,
       receivedAt,
       limit: admission.limit,
+      cost: admission.cost,
+      route,
       settled: false,
     });
-    proxy.upgrade(req, socket as Socket, head);
+    proxyFor(route.timeoutMs).upgrade(req, socket as Socket, head);
   };
 
   const handler = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {

@@ -1,15 +1,26 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../store/db.js';
+import { sqlDialectOf, type SqlDialect } from '../store/sql-dialect.js';
+import { NUMBER_COLUMNS, bucketRow } from './bucket-columns.js';
 import { bucketAt, GRANULARITIES, type SeriesPeriod } from './granularity.js';
-import { addCounts, emptyBucket, entryOf, minuteOf, type BucketCounts, type KeyUsage } from './usage.js';
+import {
+  addCounts,
+  emptyBucket,
+  entryOf,
+  minuteOf,
+  remainder,
+  type BucketCounts,
+  type FiledUsage,
+} from './usage.js';
 
-/** Rows per INSERT: 10 parameters each stays far below Postgres' 65,535-parameter cap (SQLite: 32,766). */
+/** Rows per INSERT: 23 parameters each stays below SQLite's 32,766-parameter cap (Postgres: 65,535). */
 const CHUNK = 1000;
 
-/** One key's part of a batch, its series' names already capped per period by the caller. */
+/** One key's part of a batch filed under one consumer (null: none), its series' names already capped per period by the caller. */
 export interface KeyBatch {
   readonly keyId: string;
-  readonly usage: KeyUsage;
+  readonly consumerId: string | null;
+  readonly usage: FiledUsage;
   readonly series: readonly SeriesPeriod[];
 }
 
@@ -18,78 +29,117 @@ export interface KeyBatch {
  * of an earlier version, or kept in an older journal) count in the minute they are applied, so the
  * buckets of a key always add up to its totals.
  */
-function minutesOf(usage: KeyUsage, nowMs: number): Map<number, BucketCounts> {
+function minutesOf(usage: FiledUsage, nowMs: number): Map<number, BucketCounts> {
   const minutes = new Map(usage.minutes);
   const timed = emptyBucket();
   for (const m of minutes.values()) addCounts(timed, m);
   const total = emptyBucket();
   for (const e of usage.endpoints.values()) addCounts(total, e);
-  if (total.requests > timed.requests) {
-    const rest = { ...emptyBucket(), requests: total.requests - timed.requests, successful: total.successful - timed.successful, failed: total.failed - timed.failed, totalDurationMs: total.totalDurationMs - timed.totalDurationMs };
+  const rest = remainder(total, timed);
+  if (rest !== undefined) {
     // A copy: the batch's own minute stays as it came, should the batch be applied again.
-    const minute = { ...(minutes.get(minuteOf(nowMs)) ?? emptyBucket()) };
+    const minute = emptyBucket();
+    addCounts(minute, minutes.get(minuteOf(nowMs)) ?? emptyBucket());
     addCounts(minute, rest);
     minutes.set(minuteOf(nowMs), minute);
   }
   return minutes;
 }
 
-/** `table.column + excluded.column`: an upsert adds the batch's counts to the bucket's (names are constants). */
-const add = (table: string, column: string) => sql<number>`${sql.raw(table)}.${sql.raw(column)} + excluded.${sql.raw(column)}`;
+/**
+ * Two latency histograms as stored (JSON objects of bin → requests) added bin by bin, in SQL: an
+ * upsert merges what a batch adds into the row in the statement that adds its counts.
+ */
+const MERGED_LATENCY = {
+  postgres: (a: RawBuilder<unknown>, b: RawBuilder<unknown>) =>
+    sql`(select coalesce(jsonb_object_agg(bin, n), '{}')::text from (
+      select key as bin, sum(value::bigint) as n from (select * from jsonb_each_text(${a}::jsonb) union all select * from jsonb_each_text(${b}::jsonb)) bins group by key) merged)`,
+  sqlite: (a: RawBuilder<unknown>, b: RawBuilder<unknown>) =>
+    sql`(select coalesce(json_group_object(bin, n), '{}') from (
+      select key as bin, sum(value) as n from (select key, value from json_each(${a}) union all select key, value from json_each(${b})) group by key))`,
+} satisfies Record<SqlDialect['name'], unknown>;
 
-/** The counts of a bucket row, with the columns every bucket table has. */
-const countColumns = (c: BucketCounts) => ({ requests: c.requests, successful: c.successful, failed: c.failed, rate_limited: c.rateLimited, total_duration_ms: c.totalDurationMs });
-
-/** The upsert that adds a row's counts to the stored bucket's. */
-const addedCounts = (table: string) => ({
-  requests: add(table, 'requests'),
-  successful: add(table, 'successful'),
-  failed: add(table, 'failed'),
-  rate_limited: add(table, 'rate_limited'),
-  total_duration_ms: add(table, 'total_duration_ms'),
-});
+/** The upsert that adds a row's counts and latency to the stored bucket's (table and column names are constants). */
+function addedBucket(table: string, dialect: SqlDialect['name']): Record<string, RawBuilder<unknown>> {
+  const set: Record<string, RawBuilder<unknown>> = {};
+  for (const column of NUMBER_COLUMNS)
+    set[column] = sql`${sql.raw(table)}.${sql.raw(column)} + excluded.${sql.raw(column)}`;
+  const stored = sql.raw(`${table}.latency`);
+  const added = sql.raw('excluded.latency');
+  // Most batches add to a row that has no latency yet (written before sql/020) or add none.
+  set.latency = sql`case when ${added} = '{}' then ${stored} when ${stored} = '{}' then ${added} else ${MERGED_LATENCY[dialect](stored, added)} end`;
+  return set;
+}
 
 /**
- * Adds one batch to usage over time, in the caller's transaction: per key a row per minute, hour, day
- * and month it touched, and its endpoints and customers for each day and month they were used in.
+ * Adds one batch to usage over time, in the caller's transaction: per key and consumer a row per
+ * minute, hour, day and month it touched, and its endpoints and customers for each day and month
+ * they were used in.
  */
 export async function addBuckets(trx: Db, keys: readonly KeyBatch[], nowMs: number): Promise<void> {
   const bucketRows = [];
   const endpointRows = [];
   const customerRows = [];
-  for (const { keyId, usage, series } of keys) {
+  for (const { keyId, consumerId, usage, series } of keys) {
+    const filed = { key_id: keyId, consumer_id: consumerId ?? '' };
     const buckets = new Map<string, { granularity: string; start: number; counts: BucketCounts }>();
     for (const [minute, counts] of minutesOf(usage, nowMs)) {
       for (const granularity of GRANULARITIES) {
         const start = bucketAt(granularity, minute).start;
-        addCounts(entryOf(buckets, `${granularity}|${start}`, () => ({ granularity, start, counts: emptyBucket() })).counts, counts);
+        addCounts(
+          entryOf(buckets, `${granularity}|${start}`, () => ({ granularity, start, counts: emptyBucket() }))
+            .counts,
+          counts,
+        );
       }
     }
-    for (const { granularity, start, counts } of buckets.values()) bucketRows.push({ key_id: keyId, granularity, start: new Date(start), ...countColumns(counts) });
+    for (const { granularity, start, counts } of buckets.values())
+      bucketRows.push({ ...filed, granularity, start: new Date(start), ...bucketRow(counts) });
     for (const { granularity, start, endpoints, customers } of series) {
-      for (const [endpoint, c] of endpoints) endpointRows.push({ key_id: keyId, granularity, start: new Date(start), endpoint, ...countColumns(c) });
-      for (const [customer, c] of customers) customerRows.push({ key_id: keyId, granularity, start: new Date(start), customer_id: customer, ...countColumns(c) });
+      for (const [endpoint, c] of endpoints)
+        endpointRows.push({ ...filed, granularity, start: new Date(start), endpoint, ...bucketRow(c) });
+      for (const [customer, c] of customers)
+        customerRows.push({
+          ...filed,
+          granularity,
+          start: new Date(start),
+          customer_id: customer,
+          ...bucketRow(c),
+        });
     }
   }
+  const dialect = sqlDialectOf(trx).name;
   for (let i = 0; i < bucketRows.length; i += CHUNK) {
     await trx
       .insertInto('usage_buckets')
       .values(bucketRows.slice(i, i + CHUNK))
-      .onConflict((oc) => oc.columns(['key_id', 'granularity', 'start']).doUpdateSet(addedCounts('usage_buckets')))
+      .onConflict((oc) =>
+        oc
+          .columns(['key_id', 'granularity', 'start', 'consumer_id'])
+          .doUpdateSet(addedBucket('usage_buckets', dialect)),
+      )
       .execute();
   }
   for (let i = 0; i < endpointRows.length; i += CHUNK) {
     await trx
       .insertInto('usage_endpoint_buckets')
       .values(endpointRows.slice(i, i + CHUNK))
-      .onConflict((oc) => oc.columns(['key_id', 'granularity', 'start', 'endpoint']).doUpdateSet(addedCounts('usage_endpoint_buckets')))
+      .onConflict((oc) =>
+        oc
+          .columns(['key_id', 'granularity', 'start', 'endpoint', 'consumer_id'])
+          .doUpdateSet(addedBucket('usage_endpoint_buckets', dialect)),
+      )
       .execute();
   }
   for (let i = 0; i < customerRows.length; i += CHUNK) {
     await trx
       .insertInto('usage_customer_buckets')
       .values(customerRows.slice(i, i + CHUNK))
-      .onConflict((oc) => oc.columns(['key_id', 'granularity', 'start', 'customer_id']).doUpdateSet(addedCounts('usage_customer_buckets')))
+      .onConflict((oc) =>
+        oc
+          .columns(['key_id', 'granularity', 'start', 'customer_id', 'consumer_id'])
+          .doUpdateSet(addedBucket('usage_customer_buckets', dialect)),
+      )
       .execute();
   }
 }

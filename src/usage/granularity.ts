@@ -1,6 +1,15 @@
 /** The granularities of usage over time and their UTC-aligned buckets (contract section 8). */
-import { windowAt } from '../limits/window.js';
-import { addCounts, dayOf, emptyBucket, entryOf, undatedUsage, type BucketCounts, type DayUsage, type KeyUsage } from './usage.js';
+import { windowAt } from '../plans/window.js';
+import {
+  addCounts,
+  dayOf,
+  emptyBucket,
+  entryOf,
+  undatedUsage,
+  type BucketCounts,
+  type DayUsage,
+  type FiledUsage,
+} from './usage.js';
 
 export const GRANULARITIES = ['minute', 'hour', 'day', 'month'] as const;
 export type Granularity = (typeof GRANULARITIES)[number];
@@ -13,7 +22,8 @@ export function bucketAt(granularity: Granularity, atMs: number): { start: numbe
 /** Starts of every bucket from the one holding `fromMs` up to (not including) `toMs`, oldest first. */
 export function bucketStarts(granularity: Granularity, fromMs: number, toMs: number): number[] {
   const starts: number[] = [];
-  for (let at = bucketAt(granularity, fromMs).start; at < toMs; at = bucketAt(granularity, at).end) starts.push(at);
+  for (let at = bucketAt(granularity, fromMs).start; at < toMs; at = bucketAt(granularity, at).end)
+    starts.push(at);
   return starts;
 }
 
@@ -42,14 +52,21 @@ export interface SeriesPeriod {
  * later, per period): every day the usage carries, and what it does not date (an earlier version's)
  * on the day of `nowMs`, like the minutes.
  */
-export function seriesPeriods(usage: KeyUsage, nowMs: number): SeriesPeriod[] {
+export function seriesPeriods(usage: FiledUsage, nowMs: number): SeriesPeriod[] {
   const periods = new Map<string, SeriesPeriod>();
   const add = (day: number, counts: DayUsage) => {
     for (const granularity of ['day', 'month'] as const) {
       const start = bucketAt(granularity, day).start;
-      const period = entryOf(periods, `${granularity}|${start}`, () => ({ granularity, start, endpoints: new Map(), customers: new Map() }));
-      for (const [endpoint, c] of counts.endpoints) addCounts(entryOf(period.endpoints, endpoint, emptyBucket), c);
-      for (const [customer, c] of counts.customers) addCounts(entryOf(period.customers, customer, emptyBucket), c);
+      const period = entryOf(periods, `${granularity}|${start}`, () => ({
+        granularity,
+        start,
+        endpoints: new Map(),
+        customers: new Map(),
+      }));
+      for (const [endpoint, c] of counts.endpoints)
+        addCounts(entryOf(period.endpoints, endpoint, emptyBucket), c);
+      for (const [customer, c] of counts.customers)
+        addCounts(entryOf(period.customers, customer, emptyBucket), c);
     }
   };
   for (const [day, counts] of usage.days) add(day, counts);
@@ -57,4 +74,3 @@ export function seriesPeriods(usage: KeyUsage, nowMs: number): SeriesPeriod[] {
   if (undated.endpoints.size + undated.customers.size > 0) add(dayOf(nowMs), undated);
   return [...periods.values()];
 }
-

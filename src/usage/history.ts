@@ -1,8 +1,28 @@
-/** Usage over time as the API shows it (contract section 8): zero-filled buckets, stored plus pending. */
+/** Usage over time as the API shows it (contract sections 8, 13, 14 and 20): zero-filled buckets, stored plus pending. */
 import { bucketAt, bucketStarts, seriesPeriods, type Granularity } from './granularity.js';
-import type { Buckets, TopKey, UsageHistoryRepository } from './history-repository.js';
+import {
+  UsageHistoryRepository,
+  type Buckets,
+  type HistoryScope,
+  type TopConsumer,
+  type TopKey,
+} from './history-repository.js';
+import { percentile } from './latency-histogram.js';
 import type { UsageReader } from './reader.js';
-import { MAX_CUSTOMERS_PER_KEY, MAX_ENDPOINTS_PER_KEY, OTHER_ENDPOINT, addCounts, countedName, emptyBucket, entryOf, type BucketCounts } from './usage.js';
+import {
+  MAX_CUSTOMERS_PER_KEY,
+  MAX_ENDPOINTS_PER_KEY,
+  OTHER_ENDPOINT,
+  OUTCOMES,
+  addCounts,
+  countedName,
+  emptyBucket,
+  entryOf,
+  type BucketCounts,
+  type FiledUsage,
+  type KeyUsage,
+  type Outcome,
+} from './usage.js';
 
 export interface BucketView {
   start: number;
@@ -11,6 +31,14 @@ export interface BucketView {
   failed: number;
   rateLimited: number;
   averageResponseTimeMs: number;
+  /** Units charged. */
+  cost: number;
+  /** What the clients got; they add up to `requests`. */
+  statusClasses: { '2xx': number; '3xx': number; '4xx': number; '5xx': number };
+  /** Why requests failed; `rateLimited` as above. */
+  outcomes: Record<Outcome, number>;
+  /** Response-time percentiles, within 5 % (decision record 0026); null in an empty bucket. */
+  latencyMs: { p50: number | null; p95: number | null; p99: number | null };
 }
 
 export interface SeriesView {
@@ -18,41 +46,78 @@ export interface SeriesView {
   buckets: BucketView[];
 }
 
-const average = (c: BucketCounts) => (c.requests === 0 ? 0 : Math.round((c.totalDurationMs / c.requests) * 100) / 100);
+/** Whose usage over time: a key's, or a consumer's and the keys whose pending usage may hold some of it. */
+type Scope = { readonly keyId: string } | { readonly consumerId: string; readonly keyIds: readonly string[] };
+
+const average = (c: BucketCounts) =>
+  c.requests === 0 ? 0 : Math.round((c.totalDurationMs / c.requests) * 100) / 100;
+
+export function bucketView(start: number, c: BucketCounts): BucketView {
+  return {
+    start,
+    requests: c.requests,
+    successful: c.successful,
+    failed: c.failed,
+    rateLimited: c.rateLimited,
+    averageResponseTimeMs: average(c),
+    cost: c.cost,
+    statusClasses: { '2xx': c.status2xx, '3xx': c.status3xx, '4xx': c.status4xx, '5xx': c.status5xx },
+    outcomes: Object.fromEntries(OUTCOMES.map((o) => [o, c[o]])) as Record<Outcome, number>,
+    latencyMs: {
+      p50: percentile(c.latency, 50),
+      p95: percentile(c.latency, 95),
+      p99: percentile(c.latency, 99),
+    },
+  };
+}
 
 /** Every bucket start of the range, oldest first, with what `buckets` holds for it or zeros. */
 function zeroFilled(starts: readonly number[], buckets: Buckets): BucketView[] {
-  return starts.map((start) => {
-    const c = buckets.get(start) ?? emptyBucket();
-    return { start, requests: c.requests, successful: c.successful, failed: c.failed, rateLimited: c.rateLimited, averageResponseTimeMs: average(c) };
-  });
+  return starts.map((start) => bucketView(start, buckets.get(start) ?? emptyBucket()));
 }
 
 function addTo(buckets: Buckets, start: number, counts: BucketCounts): void {
   addCounts(entryOf(buckets, start, emptyBucket), counts);
 }
 
+const historyScope = (scope: Scope): HistoryScope =>
+  'keyId' in scope ? { keyId: scope.keyId } : { consumerId: scope.consumerId };
+
 export class UsageHistory {
   constructor(
     private readonly repository: UsageHistoryRepository,
     /** For what is recorded and not yet stored, so a request shows within 2 s like in the detail. */
-    private readonly reader: Pick<UsageReader, 'unflushed'>,
+    private readonly reader: Pick<UsageReader, 'snapshot'>,
   ) {}
 
   /** A key's buckets over [fromMs, toMs); `fromMs` and `toMs` are bucket boundaries. */
-  async forKey(keyId: string, granularity: Granularity, fromMs: number, toMs: number): Promise<BucketView[]> {
-    const stored = await this.repository.keyBuckets(keyId, granularity, fromMs, toMs);
-    const pending = await this.reader.unflushed(keyId);
-    for (const [minute, counts] of pending.minutes) {
-      const start = bucketAt(granularity, minute).start;
-      if (start >= fromMs && start < toMs) addTo(stored, start, counts);
-    }
-    return zeroFilled(bucketStarts(granularity, fromMs, toMs), stored);
+  forKey(keyId: string, granularity: Granularity, fromMs: number, toMs: number): Promise<BucketView[]> {
+    return this.buckets({ keyId }, granularity, fromMs, toMs);
   }
 
-  /** How many series `seriesForKey` answers, close enough to bound its size (what is stored; pending usage adds few). */
-  seriesCount(keyId: string, by: 'endpoint' | 'customer', granularity: 'day' | 'month', fromMs: number, toMs: number): Promise<number> {
-    return this.repository.seriesCount(keyId, by, granularity, fromMs, toMs);
+  /**
+   * A consumer's buckets: what its keys did while they belonged to it. `keyIds`: its keys now, whose
+   * pending usage counts (a key moved away within the last second or two shows once stored).
+   */
+  forConsumer(
+    consumerId: string,
+    keyIds: readonly string[],
+    granularity: Granularity,
+    fromMs: number,
+    toMs: number,
+  ): Promise<BucketView[]> {
+    return this.buckets({ consumerId, keyIds }, granularity, fromMs, toMs);
+  }
+
+  /** How many series `seriesForKey` or `seriesForConsumer` answers, close enough to bound its size (what is stored; pending usage adds few). */
+  seriesCount(
+    scope: HistoryScope,
+    by: 'endpoint' | 'customer',
+    granularity: 'day' | 'month',
+    fromMs: number,
+    toMs: number,
+  ): Promise<number> {
+    return this.repository.seriesCount(scope, by, granularity, fromMs, toMs);
   }
 
   /**
@@ -60,16 +125,96 @@ export class UsageHistory {
    * Pending usage counts in the day and month it happened in, under the name the store will give it:
    * its own, or "(other)" once the period holds as many names as its cap.
    */
-  async seriesForKey(keyId: string, by: 'endpoint' | 'customer', granularity: 'day' | 'month', fromMs: number, toMs: number, nowMs: number): Promise<SeriesView[]> {
-    const series = await this.repository.series(keyId, by, granularity, fromMs, toMs);
+  seriesForKey(
+    keyId: string,
+    by: 'endpoint' | 'customer',
+    granularity: 'day' | 'month',
+    fromMs: number,
+    toMs: number,
+    nowMs: number,
+  ): Promise<SeriesView[]> {
+    return this.series({ keyId }, by, granularity, fromMs, toMs, nowMs);
+  }
+
+  /** A consumer's usage by endpoint or customer, as `seriesForKey`; `keyIds` as `forConsumer`. */
+  seriesForConsumer(
+    consumerId: string,
+    keyIds: readonly string[],
+    by: 'endpoint' | 'customer',
+    granularity: 'day' | 'month',
+    fromMs: number,
+    toMs: number,
+    nowMs: number,
+  ): Promise<SeriesView[]> {
+    return this.series({ consumerId, keyIds }, by, granularity, fromMs, toMs, nowMs);
+  }
+
+  /** Every key's buckets summed, and the busiest keys of the range (stored usage: a second behind). */
+  async forFleet(
+    granularity: Granularity,
+    fromMs: number,
+    toMs: number,
+  ): Promise<{ buckets: BucketView[]; topKeys: TopKey[] }> {
+    const [buckets, topKeys] = await Promise.all([
+      this.repository.buckets('fleet', granularity, fromMs, toMs),
+      this.repository.topKeys(granularity, fromMs, toMs, 10),
+    ]);
+    return { buckets: zeroFilled(bucketStarts(granularity, fromMs, toMs), buckets), topKeys };
+  }
+
+  /** The consumers with the most requests filed under them in the range (stored usage: a second behind). */
+  topConsumers(granularity: Granularity, fromMs: number, toMs: number, limit = 10): Promise<TopConsumer[]> {
+    return this.repository.topConsumers(granularity, fromMs, toMs, limit);
+  }
+
+  /** The stored buckets and the pending usage of a scope, in one snapshot (UsageReader.snapshot). */
+  private async buckets(
+    scope: Scope,
+    granularity: Granularity,
+    fromMs: number,
+    toMs: number,
+  ): Promise<BucketView[]> {
+    const { stored, pending } = await this.reader.snapshot(pendingKeys(scope), (db) =>
+      new UsageHistoryRepository(db).buckets(historyScope(scope), granularity, fromMs, toMs),
+    );
+    for (const part of pendingOf(scope, pending)) {
+      for (const [minute, counts] of part.minutes) {
+        const start = bucketAt(granularity, minute).start;
+        if (start >= fromMs && start < toMs) addTo(stored, start, counts);
+      }
+    }
+    return zeroFilled(bucketStarts(granularity, fromMs, toMs), stored);
+  }
+
+  private async series(
+    scope: Scope,
+    by: 'endpoint' | 'customer',
+    granularity: 'day' | 'month',
+    fromMs: number,
+    toMs: number,
+    nowMs: number,
+  ): Promise<SeriesView[]> {
+    const { stored: series, pending } = await this.reader.snapshot(pendingKeys(scope), (db) =>
+      new UsageHistoryRepository(db).series(historyScope(scope), by, granularity, fromMs, toMs),
+    );
     const max = by === 'endpoint' ? MAX_ENDPOINTS_PER_KEY : MAX_CUSTOMERS_PER_KEY;
-    for (const period of seriesPeriods(await this.reader.unflushed(keyId), nowMs)) {
-      if (period.granularity !== granularity || period.start < fromMs || period.start >= toMs) continue;
-      const held = new Set([...series].flatMap(([name, buckets]) => (name !== OTHER_ENDPOINT && buckets.has(period.start) ? [name] : [])));
-      for (const [name, counts] of by === 'endpoint' ? period.endpoints : period.customers) {
-        const counted = countedName(held, name, max);
-        if (counted !== OTHER_ENDPOINT) held.add(counted);
-        addTo(entryOf(series, counted, () => new Map()), period.start, counts);
+    for (const part of pendingOf(scope, pending)) {
+      for (const period of seriesPeriods(part, nowMs)) {
+        if (period.granularity !== granularity || period.start < fromMs || period.start >= toMs) continue;
+        const held = new Set(
+          [...series].flatMap(([name, buckets]) =>
+            name !== OTHER_ENDPOINT && buckets.has(period.start) ? [name] : [],
+          ),
+        );
+        for (const [name, counts] of by === 'endpoint' ? period.endpoints : period.customers) {
+          const counted = countedName(held, name, max);
+          if (counted !== OTHER_ENDPOINT) held.add(counted);
+          addTo(
+            entryOf(series, counted, () => new Map()),
+            period.start,
+            counts,
+          );
+        }
       }
     }
     const starts = bucketStarts(granularity, fromMs, toMs);
@@ -78,13 +223,10 @@ export class UsageHistory {
       .sort(([a, x], [b, y]) => total(y) - total(x) || (a < b ? -1 : 1))
       .map(([name, buckets]) => ({ name, buckets: zeroFilled(starts, buckets) }));
   }
-
-  /** Every key's buckets summed, and the busiest keys of the range (stored usage: a second behind). */
-  async forFleet(granularity: Granularity, fromMs: number, toMs: number): Promise<{ buckets: BucketView[]; topKeys: TopKey[] }> {
-    const [buckets, topKeys] = await Promise.all([
-      this.repository.fleetBuckets(granularity, fromMs, toMs),
-      this.repository.topKeys(granularity, fromMs, toMs, 10),
-    ]);
-    return { buckets: zeroFilled(bucketStarts(granularity, fromMs, toMs), buckets), topKeys };
-  }
 }
+
+const pendingKeys = (scope: Scope): readonly string[] => ('keyId' in scope ? [scope.keyId] : scope.keyIds);
+
+/** The pending usage of a scope: a key's whole, or a consumer's parts of its keys' usage. */
+const pendingOf = (scope: Scope, pending: readonly KeyUsage[]): FiledUsage[] =>
+  'keyId' in scope ? [...pending] : pending.flatMap((usage) => usage.consumers.get(scope.consumerId) ?? []);

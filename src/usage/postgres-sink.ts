@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { HeldBatch, UsageJournal } from './journal.js';
 import type { UsageRepository } from './usage-repository.js';
-import { emptyKeyUsage, entryOf, mergeKeyUsage, requestsIn, type PendingPart, type PendingUsage, type UsageBatch, type UsageSink } from './usage.js';
+import {
+  emptyKeyUsage,
+  entryOf,
+  mergeKeyUsage,
+  requestsIn,
+  type PendingPart,
+  type PendingUsage,
+  type UsageBatch,
+  type UsageSink,
+} from './usage.js';
 
 /** A held batch, and whether `applyBatch` may have run with it (then it keeps its id and content). */
 interface Held extends HeldBatch {
@@ -39,7 +48,8 @@ export class PostgresUsageSink implements UsageSink, PendingUsage {
     if (batch.size > 0) {
       const last = this.held.at(-1);
       if (last !== undefined && !last.sent) {
-        for (const [keyId, usage] of batch) mergeKeyUsage(entryOf(last.batch, keyId, emptyKeyUsage), usage, false);
+        for (const [keyId, usage] of batch)
+          mergeKeyUsage(entryOf(last.batch, keyId, emptyKeyUsage), usage, false);
       } else {
         this.held.push({ batchId: randomUUID(), batch, sent: false });
       }

@@ -1,5 +1,19 @@
-import type { UsageRepository } from './usage-repository.js';
-import { addCounts, emptyKeyUsage, mergeKeyUsage, subtractCounts, type KeyUsage, type PendingPart, type PendingUsage, type UsageCounts } from './usage.js';
+import type { Db } from '../store/db.js';
+import { UsageRepository, type BusiestUsage } from './usage-repository.js';
+import {
+  MAX_ENDPOINTS_PER_KEY,
+  OTHER_ENDPOINT,
+  addCounts,
+  emptyEndpoint,
+  mergeFiledUsage,
+  subtractCounts,
+  type EndpointUsage,
+  type FiledUsage,
+  type KeyUsage,
+  type PendingPart,
+  type PendingUsage,
+  type UsageCounts,
+} from './usage.js';
 
 export interface EndpointView {
   endpoint: string;
@@ -7,6 +21,7 @@ export interface EndpointView {
   successful: number;
   failed: number;
   averageResponseTimeMs: number;
+  cost: number;
 }
 
 export interface CustomerView {
@@ -24,22 +39,23 @@ export interface UsageView {
   totalRequests: number;
   successfulRequests: number;
   failedRequests: number;
+  /** Units charged. */
+  cost: number;
   endpoints: EndpointView[];
   usageByCustomer: CustomerView[];
   /** The customers beyond those listed, how many and their usage summed; absent when all are listed. */
   usageByCustomerNotListed?: { customers: number; requests: number; successful: number; failed: number };
 }
 
-const byRequestsThenName = <T extends { requests: number }>(key: (t: T) => string) => (a: T, b: T) =>
-  b.requests - a.requests || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
+const byRequestsThenName =
+  <T extends { requests: number }>(key: (t: T) => string) =>
+  (a: T, b: T) =>
+    b.requests - a.requests || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
 
 /**
- * Postgres totals plus whatever is recorded but not flushed yet (Redis, this process).
- *
- * Usage only moves downstream (process → Redis → Postgres), so the stores are read downstream first:
- * a request that moves between two reads is then missed by both (for the moment of one write) rather
- * than counted by both. The one overlap left, a sealed Redis batch that Postgres applied before its
- * removal from Redis, is settled by its batch id.
+ * Stored totals plus whatever is recorded but not stored yet (Redis, or the embedded sink, and this
+ * process), read so that nothing is counted twice or missed while a flush moves usage downstream
+ * (process → Redis → store): see `snapshot`.
  */
 export class UsageReader {
   constructor(
@@ -48,89 +64,137 @@ export class UsageReader {
     private readonly pendingSources: readonly PendingUsage[],
   ) {}
 
-  /**
-   * The key detail's usage. Unlike `unflushed`, it misses nothing a flush moves from Redis (or the
-   * embedded sink) to the store meanwhile: those sources are read first, then the totals together
-   * with which of their batches the store has applied, in one snapshot; this process's recorder, the
-   * last source, is read after the store (its usage has not moved downstream yet, or is read there).
-   */
+  /** The key detail's usage: its totals under every consumer it was filed under. */
   async read(keyId: string): Promise<UsageView> {
-    const downstream: PendingPart[] = [];
-    for (const source of this.pendingSources.slice(0, -1)) downstream.push(...(await source.pending(keyId)));
-    const { usage, allCustomers, applied } = await this.repository.readBusiestWithApplied(keyId, MAX_LISTED_CUSTOMERS, batchIdsOf(downstream));
-    const local = this.pendingSources.at(-1);
-    const pending = [...notIn(applied, downstream), ...(local === undefined ? [] : await local.pending(keyId)).map((p) => p.usage)];
-    // The customers not read are counted and summed. Pending usage of theirs counts with them (until
-    // it is stored, it cannot tell whether it is a new customer, so they are not counted again).
-    const { count, ...all } = allCustomers;
-    const notListed = { customers: count - usage.customers.size, ...all };
-    for (const c of usage.customers.values()) subtractCounts(notListed, c);
-    const partial = notListed.customers > 0;
-    // Part by part into the stored totals, so the caps count the names Postgres holds, as the
-    // flush will: a pending path Postgres holds keeps its name even when the parts together
-    // pass the cap.
-    for (const part of pending) {
-      if (!partial) {
-        mergeKeyUsage(usage, part);
-        continue;
-      }
-      const read = new Map<string, UsageCounts>();
-      for (const [name, u] of part.customers) {
-        if (usage.customers.has(name)) read.set(name, u);
-        else addCounts(notListed, u);
-      }
-      mergeKeyUsage(usage, { ...part, customers: read });
-    }
-
-    const endpoints: EndpointView[] = [];
-    let totalRequests = 0;
-    let successfulRequests = 0;
-    for (const [endpoint, u] of usage.endpoints) {
-      totalRequests += u.requests;
-      successfulRequests += u.successful;
-      endpoints.push({
-        endpoint,
-        requests: u.requests,
-        successful: u.successful,
-        failed: u.failed,
-        averageResponseTimeMs: u.requests === 0 ? 0 : Math.round((u.totalDurationMs / u.requests) * 100) / 100,
-      });
-    }
-    const customers: CustomerView[] = [...usage.customers].map(([customerId, u]) => ({ customerId, ...u })).sort(byRequestsThenName((c) => c.customerId));
-    // Pending customers new to a key with fewer stored can take it past the list too.
-    for (const c of customers.slice(MAX_LISTED_CUSTOMERS)) {
-      addCounts(notListed, c);
-      notListed.customers++;
-    }
-    return {
-      totalRequests,
-      successfulRequests,
-      failedRequests: totalRequests - successfulRequests,
-      endpoints: endpoints.sort(byRequestsThenName((e) => e.endpoint)),
-      usageByCustomer: customers.slice(0, MAX_LISTED_CUSTOMERS),
-      ...(notListed.customers > 0 && { usageByCustomerNotListed: notListed }),
-    };
+    const { stored, pending } = await this.snapshot([keyId], (db) =>
+      new UsageRepository(db).readBusiest({ keyId }, MAX_LISTED_CUSTOMERS),
+    );
+    return view(stored, pending);
   }
 
   /**
-   * What is recorded for a key and not in Postgres yet. Read it after Postgres (see above): a sealed
-   * batch Postgres applied meanwhile is left out by its batch id.
+   * A consumer's usage: everything its keys did while they belonged to it. `keyIds` are the keys
+   * whose pending usage may hold some of it (its keys now); a key moved away within the last second
+   * or two shows its part here once it is stored.
    */
-  async unflushed(keyId: string): Promise<KeyUsage> {
-    const usage = emptyKeyUsage();
-    for (const part of await this.unflushedParts(keyId)) mergeKeyUsage(usage, part);
-    return usage;
+  async readConsumer(consumerId: string, keyIds: readonly string[]): Promise<UsageView> {
+    const { stored, pending } = await this.snapshot(keyIds, (db) =>
+      new UsageRepository(db).readBusiest({ consumerId }, MAX_LISTED_CUSTOMERS),
+    );
+    return view(
+      stored,
+      pending.flatMap((usage) => usage.consumers.get(consumerId) ?? []),
+    );
   }
 
-  /** The pending parts of a key, less sealed batches Postgres has applied meanwhile. */
-  private async unflushedParts(keyId: string): Promise<KeyUsage[]> {
-    const parts: PendingPart[] = [];
-    for (const source of this.pendingSources) parts.push(...(await source.pending(keyId)));
-    return notIn(await this.repository.appliedBatches(batchIdsOf(parts)), parts);
+  /**
+   * `read` of the store, and every pending part of the `keyIds` the store does not hold at that
+   * moment, each exactly once however flushes interleave: the downstream sources are read first,
+   * then the store together with which of their sealed batches it has applied, in one snapshot (a
+   * batch is either in what `read` saw, or among the parts); this process's recorder, the last
+   * source, is read after the store (its usage has not moved downstream yet, or is read there).
+   */
+  async snapshot<T>(
+    keyIds: readonly string[],
+    read: (snapshot: Db) => Promise<T>,
+  ): Promise<{ readonly stored: T; readonly pending: KeyUsage[] }> {
+    const pendingOf = async (source: PendingUsage) =>
+      (await Promise.all(keyIds.map((keyId) => source.pending(keyId)))).flat();
+    const downstream: PendingPart[] = [];
+    for (const source of this.pendingSources.slice(0, -1)) downstream.push(...(await pendingOf(source)));
+    const { stored, applied } = await this.repository.inSnapshot(batchIdsOf(downstream), read);
+    const local = this.pendingSources.at(-1);
+    return {
+      stored,
+      pending: [
+        ...notIn(applied, downstream),
+        ...(local === undefined ? [] : await pendingOf(local)).map((p) => p.usage),
+      ],
+    };
   }
 }
 
-const batchIdsOf = (parts: readonly PendingPart[]): string[] => parts.flatMap((p) => (p.batchId === undefined ? [] : [p.batchId]));
+/**
+ * Stored totals (with their busiest customers) and the pending parts as a detail shows them. Part by
+ * part into the stored totals, so the caps count the names the store holds, as the flush will: a
+ * pending path the store holds keeps its name even when the parts together pass the cap.
+ */
+function view({ usage, allCustomers }: BusiestUsage, pending: readonly FiledUsage[]): UsageView {
+  // The customers not read are counted and summed. Pending usage of theirs counts with them (until
+  // it is stored, it cannot tell whether it is a new customer, so they are not counted again).
+  const { count, ...all } = allCustomers;
+  const notListed = { customers: count - usage.customers.size, ...all };
+  for (const c of usage.customers.values()) subtractCounts(notListed, c);
+  const partial = notListed.customers > 0;
+  for (const part of pending) {
+    if (!partial) {
+      mergeFiledUsage(usage, part);
+      continue;
+    }
+    const read = new Map<string, UsageCounts>();
+    for (const [name, u] of part.customers) {
+      if (usage.customers.has(name)) read.set(name, u);
+      else addCounts(notListed, u);
+    }
+    mergeFiledUsage(usage, { ...part, customers: read });
+  }
+
+  const endpoints: EndpointView[] = [];
+  let totalRequests = 0;
+  let successfulRequests = 0;
+  let cost = 0;
+  for (const [endpoint, u] of listedEndpoints(usage.endpoints)) {
+    totalRequests += u.requests;
+    successfulRequests += u.successful;
+    cost += u.cost;
+    endpoints.push({
+      endpoint,
+      requests: u.requests,
+      successful: u.successful,
+      failed: u.failed,
+      averageResponseTimeMs: u.requests === 0 ? 0 : Math.round((u.totalDurationMs / u.requests) * 100) / 100,
+      cost: u.cost,
+    });
+  }
+  const customers: CustomerView[] = [...usage.customers]
+    .map(([customerId, u]) => ({ customerId, ...u }))
+    .sort(byRequestsThenName((c) => c.customerId));
+  // Pending customers new to a key with fewer stored can take it past the list too.
+  for (const c of customers.slice(MAX_LISTED_CUSTOMERS)) {
+    addCounts(notListed, c);
+    notListed.customers++;
+  }
+  return {
+    totalRequests,
+    successfulRequests,
+    failedRequests: totalRequests - successfulRequests,
+    cost,
+    endpoints: endpoints.sort(byRequestsThenName((e) => e.endpoint)),
+    usageByCustomer: customers.slice(0, MAX_LISTED_CUSTOMERS),
+    ...(notListed.customers > 0 && { usageByCustomerNotListed: notListed }),
+  };
+}
+
+/**
+ * A key holds at most 1,000 paths and "(other)"; a consumer, the paths of all its keys: beyond the
+ * 1,000 with the most requests, the rest are listed as one "(other)", as a key's would be.
+ */
+function listedEndpoints(endpoints: Map<string, EndpointUsage>): Map<string, EndpointUsage> {
+  if (endpoints.size <= MAX_ENDPOINTS_PER_KEY + 1) return endpoints;
+  const named = [...endpoints]
+    .filter(([name]) => name !== OTHER_ENDPOINT)
+    .sort(([a, x], [b, y]) => y.requests - x.requests || (a < b ? -1 : 1));
+  const listed = new Map(named.slice(0, MAX_ENDPOINTS_PER_KEY));
+  const other = emptyEndpoint();
+  for (const [, u] of named.slice(MAX_ENDPOINTS_PER_KEY)) addCounts(other, u);
+  const held = endpoints.get(OTHER_ENDPOINT);
+  if (held !== undefined) addCounts(other, held);
+  listed.set(OTHER_ENDPOINT, other);
+  return listed;
+}
+
+const batchIdsOf = (parts: readonly PendingPart[]): string[] =>
+  parts.flatMap((p) => (p.batchId === undefined ? [] : [p.batchId]));
 
 /** The usage of the parts whose batch is not among `applied`. */
 const notIn = (applied: ReadonlySet<string>, parts: readonly PendingPart[]): KeyUsage[] =>

@@ -1,27 +1,37 @@
 import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import { RepeatingTask } from '../ops/repeating-task.js';
+import { binOf } from './latency-histogram.js';
 import {
-  MAX_CUSTOMER_ID_LENGTH,
-  MAX_ENDPOINT_LENGTH,
   MAX_CUSTOMERS_PER_KEY,
   MAX_ENDPOINTS_PER_KEY,
   countedName,
+  countBucketRequest,
+  countEndpointRequest,
   countRequest,
   dayOf,
   emptyBucket,
   emptyCounts,
   emptyDay,
   emptyEndpoint,
+  emptyFiledUsage,
   emptyKeyUsage,
   entryOf,
+  mergeFiledUsage,
   minuteOf,
-  requestsIn,
+  requestsOf,
+  type FiledUsage,
+  type KeyUsage,
   type PendingPart,
   type PendingUsage,
+  type RequestFacts,
   type UsageBatch,
   type UsageSink,
 } from './usage.js';
+import { cutCustomerId, cutEndpoint } from './name-cuts.js';
+
+/** What a key did since the last hand-over, by the consumer it was filed under (null: none). */
+type Recorded = Map<string | null, FiledUsage>;
 
 /** How often the recorder hands what it counted to the sink, unless told otherwise. */
 const WRITE_INTERVAL_MS = 1_000;
@@ -35,7 +45,7 @@ const STOP_RETRY_MS = 250;
  * twice; SIGTERM calls `stop()` for the last partial second.
  */
 export class UsageRecorder implements PendingUsage {
-  private current: UsageBatch = new Map();
+  private current = new Map<string, Recorded>();
   private readonly writes: RepeatingTask;
   private lastSuccess = Date.now();
 
@@ -45,30 +55,33 @@ export class UsageRecorder implements PendingUsage {
     private readonly metrics: Metrics,
     writeIntervalMs = WRITE_INTERVAL_MS,
   ) {
-    this.writes = new RepeatingTask('usage write', writeIntervalMs, () => this.writeOnce(), logger, { runAtStart: false });
+    this.writes = new RepeatingTask('usage write', writeIntervalMs, () => this.writeOnce(), logger, {
+      runAtStart: false,
+    });
   }
 
   /**
-   * One finished request of a key: `ok` when the backend answered below 400, `rateLimited` when the
-   * limiter refused it, `atMs` when it arrived (its minute and day of usage over time).
+   * One finished request of a key, counted once, under the consumer the key belongs to (the whole
+   * of the key's usage is put together at hand-over, off the request path).
    */
-  record(keyId: string, endpoint: string, customerId: string | undefined, ok: boolean, durationMs: number, rateLimited = false, atMs = Date.now()): void {
-    let usage = this.current.get(keyId);
-    if (!usage) this.current.set(keyId, (usage = emptyKeyUsage()));
-    countRequest(entryOf(usage.minutes, minuteOf(atMs), emptyBucket), ok, durationMs, rateLimited);
-    const day = entryOf(usage.days, dayOf(atMs), emptyDay);
-    if (endpoint.length > MAX_ENDPOINT_LENGTH) endpoint = endpoint.slice(0, MAX_ENDPOINT_LENGTH);
+  record(facts: RequestFacts): void {
+    let key = this.current.get(facts.keyId);
+    if (!key) this.current.set(facts.keyId, (key = new Map()));
+    let usage = key.get(facts.consumerId);
+    if (!usage) key.set(facts.consumerId, (usage = emptyFiledUsage()));
     // A name is capped once, for the totals, and its day counts it under the same name.
-    const path = countedName(usage.endpoints, endpoint, MAX_ENDPOINTS_PER_KEY);
-    countRequest(entryOf(usage.endpoints, path, emptyEndpoint), ok, durationMs, rateLimited);
-    countRequest(entryOf(day.endpoints, path, emptyBucket), ok, durationMs, rateLimited);
-    if (customerId !== undefined) {
-      // The header is the client's to set: a bounded id keeps one request from bloating a row.
-      if (customerId.length > MAX_CUSTOMER_ID_LENGTH) customerId = customerId.slice(0, MAX_CUSTOMER_ID_LENGTH);
-      const customer = countedName(usage.customers, customerId, MAX_CUSTOMERS_PER_KEY);
-      countRequest(entryOf(usage.customers, customer, emptyCounts), ok, durationMs, rateLimited);
-      countRequest(entryOf(day.customers, customer, emptyBucket), ok, durationMs, rateLimited);
-    }
+    const path = countedName(usage.endpoints, cutEndpoint(facts.endpoint), MAX_ENDPOINTS_PER_KEY);
+    const bin = binOf(facts.durationMs);
+    countBucketRequest(entryOf(usage.minutes, minuteOf(facts.atMs), emptyBucket), facts, bin);
+    const day = entryOf(usage.days, dayOf(facts.atMs), emptyDay);
+    countEndpointRequest(entryOf(usage.endpoints, path, emptyEndpoint), facts);
+    countBucketRequest(entryOf(day.endpoints, path, emptyBucket), facts, bin);
+    let customer = facts.customerId;
+    if (customer === undefined) return;
+    // The header is the client's to set: a bounded id keeps one request from bloating a row.
+    customer = countedName(usage.customers, cutCustomerId(customer), MAX_CUSTOMERS_PER_KEY);
+    countRequest(entryOf(usage.customers, customer, emptyCounts), facts);
+    countBucketRequest(entryOf(day.customers, customer, emptyBucket), facts, bin);
   }
 
   /** Writes what was recorded every `writeIntervalMs`. */
@@ -97,7 +110,8 @@ export class UsageRecorder implements PendingUsage {
     // Every flush handed what was recorded to the sink: what it still holds, it may keep for the next start.
     const unwritten = this.unwritten();
     const dropped = unwritten > 0 && this.sink.preserve !== undefined ? this.sink.preserve() : unwritten;
-    if (unwritten > dropped) this.logger.warn({ requests: unwritten - dropped }, 'usage kept in the journal until the next start');
+    if (unwritten > dropped)
+      this.logger.warn({ requests: unwritten - dropped }, 'usage kept in the journal until the next start');
     if (dropped > 0) {
       this.metrics.usageDropped.inc(dropped);
       this.logger.error({ requests: dropped }, 'usage could not be written before exit and is dropped');
@@ -106,7 +120,9 @@ export class UsageRecorder implements PendingUsage {
 
   /** Requests recorded and not yet durable: still here, or held by the sink. */
   private unwritten(): number {
-    return requestsIn(this.current) + this.sink.heldRequests();
+    let n = this.sink.heldRequests();
+    for (const parts of this.current.values()) for (const usage of parts.values()) n += requestsOf(usage);
+    return n;
   }
 
   private async writeOnce(): Promise<void> {
@@ -115,7 +131,8 @@ export class UsageRecorder implements PendingUsage {
       this.lastSuccess = Date.now();
       return;
     }
-    const batch = this.current;
+    const batch: UsageBatch = new Map();
+    for (const [keyId, parts] of this.current) batch.set(keyId, keyUsageOf(parts));
     this.current = new Map();
     try {
       await this.sink.write(batch);
@@ -132,7 +149,23 @@ export class UsageRecorder implements PendingUsage {
    * tell whether the store has it: counting it twice is worse than showing it a moment late.
    */
   pending(keyId: string): Promise<PendingPart[]> {
-    const usage = this.current.get(keyId);
-    return Promise.resolve(usage ? [{ usage }] : []);
+    const parts = this.current.get(keyId);
+    return Promise.resolve(parts ? [{ usage: keyUsageOf(parts) }] : []);
   }
+}
+
+/**
+ * A key's recorded usage as a batch carries it: the whole, and each consumer's part. Usage of no
+ * consumer is the whole as it stands; otherwise the whole is the parts added up, each part holding
+ * its names as the whole does (decision record 0026).
+ */
+function keyUsageOf(parts: Recorded): KeyUsage {
+  const unfiled = parts.get(null);
+  if (unfiled !== undefined && parts.size === 1) return { ...unfiled, consumers: new Map() };
+  const whole = emptyKeyUsage();
+  for (const [consumerId, part] of parts) {
+    mergeFiledUsage(whole, part, false);
+    if (consumerId !== null) whole.consumers.set(consumerId, part);
+  }
+  return whole;
 }

@@ -1,20 +1,17 @@
+import type { UsageRetentionSettings } from '../config.js';
 import type { Logger } from '../ops/logger.js';
 import { GRANULARITIES, type Granularity } from './granularity.js';
 import type { UsageHistoryRepository } from './history-repository.js';
-
-/** How long each granularity is kept: minutes and hours in hours and days, days in days, months in months. */
-export interface UsageRetentionSettings {
-  readonly minuteHours: number;
-  readonly hourDays: number;
-  readonly dayDays: number;
-  readonly monthMonths: number;
-}
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
 /** The oldest instant still kept at `granularity` (epoch ms). */
-export function retainedSince(settings: UsageRetentionSettings, granularity: Granularity, nowMs: number): number {
+export function retainedSince(
+  settings: UsageRetentionSettings,
+  granularity: Granularity,
+  nowMs: number,
+): number {
   switch (granularity) {
     case 'minute':
       return nowMs - settings.minuteHours * HOUR_MS;
@@ -33,9 +30,17 @@ export function retainedSince(settings: UsageRetentionSettings, granularity: Gra
  * Deletes buckets past retention. A bucket goes once it starts before the oldest instant kept, so the
  * API never shows a half-pruned range: it refuses ranges reaching back further (`range_beyond_retention`).
  */
-export async function pruneUsage(repository: Pick<UsageHistoryRepository, 'prune'>, settings: UsageRetentionSettings, logger: Logger, nowMs = Date.now()): Promise<void> {
+export async function pruneUsage(
+  repository: Pick<UsageHistoryRepository, 'prune'>,
+  settings: UsageRetentionSettings,
+  logger: Logger,
+  nowMs = Date.now(),
+): Promise<void> {
   for (const granularity of GRANULARITIES) {
-    const deleted = await repository.prune(granularity, new Date(retainedSince(settings, granularity, nowMs)));
+    const deleted = await repository.prune(
+      granularity,
+      new Date(retainedSince(settings, granularity, nowMs)),
+    );
     if (deleted > 0) logger.info({ granularity, deleted }, 'usage buckets past retention deleted');
   }
 }

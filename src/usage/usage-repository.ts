@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
-import { dialectOf, lockingRows, type Dialect } from '../store/dialect.js';
+import { sqlDialectOf, type SqlDialect } from '../store/sql-dialect.js';
 import { addBuckets, type KeyBatch } from './bucket-repository.js';
+import { filingsOf } from './filings.js';
 import { seriesPeriods, type SeriesPeriod } from './granularity.js';
 import {
   MAX_CUSTOMERS_PER_KEY,
@@ -11,14 +12,14 @@ import {
   emptyBucket,
   emptyCounts,
   emptyEndpoint,
-  entryFor,
-  emptyKeyUsage,
-  type KeyUsage,
+  emptyFiledUsage,
+  entryOf,
+  type FiledUsage,
   type UsageBatch,
   type UsageCounts,
 } from './usage.js';
 
-/** Rows per INSERT: 6 parameters each stays far below Postgres' 65,535-parameter cap. */
+/** Rows per INSERT: 8 parameters each stays far below SQLite's 32,766-parameter cap (Postgres: 65,535). */
 const CHUNK = 1000;
 /**
  * Values in one `in (…)` list: a batch may hold any number of keys, and a key any number of new
@@ -28,14 +29,8 @@ const CHUNK = 1000;
 const IDS_PER_QUERY = 1000;
 const PRUNE_INTERVAL_MS = 3_600_000;
 
-/**
- * A batch is retried within seconds of its first apply; a day of ids is far more than enough. The
- * oldest `applied_at` kept, by the database's clock (SQLite stores it in epoch milliseconds).
- */
-const BATCH_IDS_KEPT_SINCE = {
-  postgres: sql<Date>`now() - '1 day'::interval`,
-  sqlite: sql<Date>`cast(unixepoch('subsec') * 1000 as integer) - 86400000`,
-} satisfies Record<Dialect, unknown>;
+/** A batch is retried within seconds of its first apply; a day of ids is far more than enough. */
+const BATCH_IDS_KEPT_MS = 86_400_000;
 
 /**
  * Where names are capped: a key's totals over its life (the detail), and each day and month of its
@@ -54,7 +49,8 @@ interface CapScope {
   readonly keyId: string;
   readonly period?: { readonly granularity: 'day' | 'month'; readonly start: number };
 }
-const scopeId = (keyId: string, period?: CapScope['period']) => (period ? `${keyId}|${period.granularity}|${period.start}` : keyId);
+const scopeId = (keyId: string, period?: CapScope['period']) =>
+  period ? `${keyId}|${period.granularity}|${period.start}` : keyId;
 
 /** `values` in slices short enough for one statement's parameters. */
 function* slices<T>(values: readonly T[]): Generator<T[]> {
@@ -63,21 +59,43 @@ function* slices<T>(values: readonly T[]): Generator<T[]> {
 
 /** A key's stored totals with only its busiest customers, and all its customers counted and summed. */
 export interface BusiestUsage {
-  readonly usage: KeyUsage;
+  readonly usage: FiledUsage;
   readonly allCustomers: UsageCounts & { count: number };
+}
+
+/** Whose usage a read sums: a key's (under every consumer it was filed under) or a consumer's (of every key). */
+export type TotalsScope = { readonly keyId: string } | { readonly consumerId: string };
+
+/** The rows of a scope: a key's, or a consumer's. */
+const inScope = (scope: TotalsScope) =>
+  'keyId' in scope ? (['key_id', scope.keyId] as const) : (['consumer_id', scope.consumerId] as const);
+
+/** Each batch name → the name it is counted under ("(other)" beyond a cap); undefined: every name its own. */
+type Naming = Map<string, string> | undefined;
+
+/** `entries` under the names `naming` gives them, those folded into one name added up. */
+function renamed<T extends UsageCounts>(
+  entries: Map<string, T>,
+  naming: Naming,
+  create: () => T,
+): Map<string, T> {
+  if (naming === undefined) return entries;
+  const folded = new Map<string, T>();
+  for (const [name, u] of entries) addCounts(entryOf(folded, naming.get(name) ?? OTHER_ENDPOINT, create), u);
+  return folded;
 }
 
 /** Usage totals in Postgres: batches add to them, the key detail reads them. */
 export class UsageRepository {
   private lastPrune = 0;
-  private readonly dialect: Dialect;
+  private readonly dialect: SqlDialect;
 
   constructor(
     private readonly db: Db,
     /** When a batch is applied: the minute and day of usage that arrives without them. */
     private readonly clock: () => number = Date.now,
   ) {
-    this.dialect = dialectOf(db);
+    this.dialect = sqlDialectOf(db);
   }
 
   /**
@@ -99,7 +117,7 @@ export class UsageRepository {
           this.lastPrune = Date.now();
           await trx
             .deleteFrom('usage_batches')
-            .where('applied_at', '<', BATCH_IDS_KEPT_SINCE[this.dialect])
+            .where('applied_at', '<', this.dialect.ago(BATCH_IDS_KEPT_MS))
             .execute();
         }
       }
@@ -109,11 +127,27 @@ export class UsageRepository {
       const live: { id: string }[] = [];
       for (const ids of slices(keyIds)) {
         // FOR KEY SHARE: a concurrent delete waits for this batch, then removes its rows too.
-        live.push(...(await lockingRows(this.dialect, trx.selectFrom('api_keys').select('id').where('id', 'in', ids), 'key share').execute()));
+        live.push(
+          ...(await this.dialect
+            .lockRows(trx.selectFrom('api_keys').select('id').where('id', 'in', ids), 'key share')
+            .execute()),
+        );
       }
       const liveIds = live.map((k) => k.id);
-      const series = new Map(liveIds.map((id) => [id, seriesPeriods(batch.get(id)!, nowMs)]));
-      const starts = [...new Set([...series.values()].flatMap((periods) => periods.map((p) => p.start)))];
+      const filings = new Map(
+        liveIds.map((id) => [
+          id,
+          filingsOf(batch.get(id)!).map((filing) => ({
+            ...filing,
+            series: seriesPeriods(filing.usage, nowMs),
+          })),
+        ]),
+      );
+      const starts = [
+        ...new Set(
+          [...filings.values()].flatMap((parts) => parts.flatMap((f) => f.series.map((p) => p.start))),
+        ),
+      ];
       const [endpointsHeld, customersHeld, endpointSeriesHeld, customerSeriesHeld] = await Promise.all([
         this.heldCounts(trx, NAMES.endpoints, liveIds),
         this.heldCounts(trx, NAMES.customers, liveIds),
@@ -121,29 +155,99 @@ export class UsageRepository {
         this.heldCounts(trx, NAMES.customerSeries, liveIds, starts),
       ]);
 
-      const endpointRows: { key_id: string; endpoint: string; requests: number; successful: number; failed: number; total_duration_ms: number }[] = [];
-      const customerRows: { key_id: string; customer_id: string; requests: number; successful: number; failed: number }[] = [];
+      const endpointRows: {
+        key_id: string;
+        consumer_id: string;
+        endpoint: string;
+        requests: number;
+        successful: number;
+        failed: number;
+        total_duration_ms: number;
+        cost: number;
+      }[] = [];
+      const customerRows: {
+        key_id: string;
+        consumer_id: string;
+        customer_id: string;
+        requests: number;
+        successful: number;
+        failed: number;
+      }[] = [];
       const overTime: KeyBatch[] = [];
       for (const id of liveIds) {
-        const usage = batch.get(id)!;
-        const endpoints = await this.capped(trx, NAMES.endpoints, { keyId: id }, usage.endpoints, endpointsHeld, emptyEndpoint);
-        for (const [endpoint, u] of endpoints) {
-          endpointRows.push({ key_id: id, endpoint, requests: u.requests, successful: u.successful, failed: u.failed, total_duration_ms: u.totalDurationMs });
-        }
-        const customers = await this.capped(trx, NAMES.customers, { keyId: id }, usage.customers, customersHeld, emptyCounts);
-        for (const [customer, u] of customers) {
-          customerRows.push({ key_id: id, customer_id: customer, requests: u.requests, successful: u.successful, failed: u.failed });
-        }
-        const periods: SeriesPeriod[] = [];
-        for (const period of series.get(id)!) {
+        const parts = filings.get(id)!;
+        // A key's names are capped across all its consumers: every part uses the names the key counts.
+        const endpointNames = await this.naming(
+          trx,
+          NAMES.endpoints,
+          { keyId: id },
+          parts.flatMap((f) => [...f.usage.endpoints.keys()]),
+          endpointsHeld,
+        );
+        const customerNames = await this.naming(
+          trx,
+          NAMES.customers,
+          { keyId: id },
+          parts.flatMap((f) => [...f.usage.customers.keys()]),
+          customersHeld,
+        );
+        const periodNames = new Map<string, { endpoints: Naming; customers: Naming }>();
+        for (const period of new Map(
+          parts.flatMap((f) => f.series.map((p) => [`${p.granularity}|${p.start}`, p] as const)),
+        ).values()) {
           const scope = { keyId: id, period };
-          periods.push({
-            ...period,
-            endpoints: await this.capped(trx, NAMES.endpointSeries, scope, period.endpoints, endpointSeriesHeld, emptyBucket),
-            customers: await this.capped(trx, NAMES.customerSeries, scope, period.customers, customerSeriesHeld, emptyBucket),
+          const inPeriod = parts.flatMap((f) =>
+            f.series.filter((p) => p.granularity === period.granularity && p.start === period.start),
+          );
+          periodNames.set(`${period.granularity}|${period.start}`, {
+            endpoints: await this.naming(
+              trx,
+              NAMES.endpointSeries,
+              scope,
+              inPeriod.flatMap((p) => [...p.endpoints.keys()]),
+              endpointSeriesHeld,
+            ),
+            customers: await this.naming(
+              trx,
+              NAMES.customerSeries,
+              scope,
+              inPeriod.flatMap((p) => [...p.customers.keys()]),
+              customerSeriesHeld,
+            ),
           });
         }
-        overTime.push({ keyId: id, usage, series: periods });
+        for (const { consumerId, usage, series } of parts) {
+          const filed = { key_id: id, consumer_id: consumerId ?? '' };
+          for (const [endpoint, u] of renamed(usage.endpoints, endpointNames, emptyEndpoint)) {
+            endpointRows.push({
+              ...filed,
+              endpoint,
+              requests: u.requests,
+              successful: u.successful,
+              failed: u.failed,
+              total_duration_ms: u.totalDurationMs,
+              cost: u.cost,
+            });
+          }
+          for (const [customer, u] of renamed(usage.customers, customerNames, emptyCounts)) {
+            customerRows.push({
+              ...filed,
+              customer_id: customer,
+              requests: u.requests,
+              successful: u.successful,
+              failed: u.failed,
+            });
+          }
+          const periods: SeriesPeriod[] = series.map((period) => {
+            const names = periodNames.get(`${period.granularity}|${period.start}`)!;
+            return {
+              ...period,
+              endpoints: renamed(period.endpoints, names.endpoints, emptyBucket),
+              customers: renamed(period.customers, names.customers, emptyBucket),
+            };
+          });
+          overTime.push({ keyId: id, consumerId, usage, series: periods });
+        }
       }
       await addBuckets(trx, overTime, nowMs);
       for (let i = 0; i < endpointRows.length; i += CHUNK) {
@@ -151,11 +255,12 @@ export class UsageRepository {
           .insertInto('usage_endpoints')
           .values(endpointRows.slice(i, i + CHUNK))
           .onConflict((oc) =>
-            oc.columns(['key_id', 'endpoint']).doUpdateSet({
+            oc.columns(['key_id', 'endpoint', 'consumer_id']).doUpdateSet({
               requests: sql`usage_endpoints.requests + excluded.requests`,
               successful: sql`usage_endpoints.successful + excluded.successful`,
               failed: sql`usage_endpoints.failed + excluded.failed`,
               total_duration_ms: sql`usage_endpoints.total_duration_ms + excluded.total_duration_ms`,
+              cost: sql`usage_endpoints.cost + excluded.cost`,
             }),
           )
           .execute();
@@ -165,7 +270,7 @@ export class UsageRepository {
           .insertInto('usage_customers')
           .values(customerRows.slice(i, i + CHUNK))
           .onConflict((oc) =>
-            oc.columns(['key_id', 'customer_id']).doUpdateSet({
+            oc.columns(['key_id', 'customer_id', 'consumer_id']).doUpdateSet({
               requests: sql`usage_customers.requests + excluded.requests`,
               successful: sql`usage_customers.successful + excluded.successful`,
               failed: sql`usage_customers.failed + excluded.failed`,
@@ -178,93 +283,154 @@ export class UsageRepository {
   }
 
   /**
-   * Distinct names (other than "(other)") each key already holds in `names`, by scope id: for the
-   * totals per key, for the series per key and period starting at one of `starts`.
+   * Distinct names (other than "(other)") each key already holds in `names`, under any consumer, by
+   * scope id: for the totals per key, for the series per key and period starting at one of `starts`.
    */
-  private async heldCounts(trx: Db, names: Names, keyIds: readonly string[], starts?: readonly number[]): Promise<Map<string, number>> {
+  private async heldCounts(
+    trx: Db,
+    names: Names,
+    keyIds: readonly string[],
+    starts?: readonly number[],
+  ): Promise<Map<string, number>> {
     const held = new Map<string, number>();
     if (starts?.length === 0) return held;
     for (const ids of slices(keyIds)) {
       const rows = await trx
         .selectFrom(names.table)
-        .select(['key_id', sql<number>`cast(count(*) as integer)`.as('n')])
-        .$if(starts !== undefined, (q) => q.select([sql<'day' | 'month'>`granularity`.as('granularity'), sql<Date>`start`.as('start')]))
+        .select(['key_id', sql<number>`cast(count(distinct ${sql.ref(names.column)}) as integer)`.as('n')])
+        .$if(starts !== undefined, (q) =>
+          q.select([sql<'day' | 'month'>`granularity`.as('granularity'), sql<Date>`start`.as('start')]),
+        )
         .where('key_id', 'in', ids)
         .where(sql.ref(names.column), '<>', OTHER_ENDPOINT)
-        .$if(starts !== undefined, (q) => q.where(sql.ref('start'), 'in', starts!.map((s) => new Date(s))).groupBy([sql.ref('granularity'), sql.ref('start')]))
+        .$if(starts !== undefined, (q) =>
+          q
+            .where(
+              sql.ref('start'),
+              'in',
+              starts!.map((s) => new Date(s)),
+            )
+            .groupBy([sql.ref('granularity'), sql.ref('start')]),
+        )
         .groupBy('key_id')
         .execute();
-      for (const r of rows) held.set(scopeId(r.key_id, r.start ? { granularity: r.granularity!, start: r.start.getTime() } : undefined), Number(r.n));
+      for (const r of rows)
+        held.set(
+          scopeId(r.key_id, r.start ? { granularity: r.granularity!, start: r.start.getTime() } : undefined),
+          Number(r.n),
+        );
     }
     return held;
   }
 
   /**
-   * Names beyond a cap (paths, customers) fold into "(other)", counting the names the scope already
-   * holds; only scopes near the cap cost a query, for which of the batch's names are stored already.
+   * The name each of a batch's names (paths, customers) is counted under: its own, or "(other)"
+   * beyond the cap, counting the names the scope already holds; only scopes near the cap cost a
+   * query, for which of the batch's names are stored already.
    */
-  private async capped<T extends UsageCounts>(trx: Db, names: Names, scope: CapScope, entries: Map<string, T>, heldCounts: ReadonlyMap<string, number>, create: () => T): Promise<Map<string, T>> {
+  private async naming(
+    trx: Db,
+    names: Names,
+    scope: CapScope,
+    batchNames: readonly string[],
+    heldCounts: ReadonlyMap<string, number>,
+  ): Promise<Naming> {
     const held = heldCounts.get(scopeId(scope.keyId, scope.period)) ?? 0;
-    if (held + entries.size <= names.max) return entries;
-    const capped = new Map<string, T>();
-    for (const slice of slices([...entries.keys()])) {
+    const distinct = [...new Set(batchNames)];
+    if (held + distinct.length <= names.max) return undefined;
+    const stored = new Set<string>();
+    for (const slice of slices(distinct)) {
       const existing = await trx
         .selectFrom(names.table)
         .select(sql<string>`${sql.ref(names.column)}`.as('name'))
         .where('key_id', '=', scope.keyId)
-        .$if(scope.period !== undefined, (q) => q.where(sql.ref('granularity'), '=', scope.period!.granularity).where(sql.ref('start'), '=', new Date(scope.period!.start)))
+        .$if(scope.period !== undefined, (q) =>
+          q
+            .where(sql.ref('granularity'), '=', scope.period!.granularity)
+            .where(sql.ref('start'), '=', new Date(scope.period!.start)),
+        )
         .where(sql.ref(names.column), 'in', slice)
         .execute();
-      for (const row of existing) capped.set(row.name, create());
+      for (const row of existing) stored.add(row.name);
     }
+    const naming = new Map<string, string>();
     let count = held;
-    for (const [name, u] of entries) {
-      const newName = !capped.has(name) && name !== OTHER_ENDPOINT;
-      addCounts(entryFor(capped, name, names.max, create, newName ? count : 0), u);
-      if (newName && count < names.max) count++;
+    for (const name of distinct) {
+      const kept = stored.has(name) || name === OTHER_ENDPOINT || count < names.max;
+      if (kept && !stored.has(name) && name !== OTHER_ENDPOINT) count++;
+      naming.set(name, kept ? name : OTHER_ENDPOINT);
     }
-    return capped;
+    return naming;
   }
 
   /** Which of these batches Postgres has applied. */
   async appliedBatches(batchIds: readonly string[]): Promise<Set<string>> {
     if (batchIds.length === 0) return new Set();
-    const rows = await this.db.selectFrom('usage_batches').select('batch_id').where('batch_id', 'in', batchIds).execute();
+    const rows = await this.db
+      .selectFrom('usage_batches')
+      .select('batch_id')
+      .where('batch_id', 'in', batchIds)
+      .execute();
     return new Set(rows.map((r) => r.batch_id));
   }
 
   /**
-   * `readBusiest` and, in the same snapshot (repeatable read), which of `batchIds` are applied: a
-   * batch is in the totals read exactly when it is among those returned, however flushes interleave.
+   * `read` and, in the same snapshot (repeatable read), which of `batchIds` are applied: a batch is in
+   * what `read` returns exactly when it is among those returned, however flushes interleave.
    */
-  async readBusiestWithApplied(keyId: string, customers: number, batchIds: readonly string[]): Promise<BusiestUsage & { readonly applied: Set<string> }> {
+  async inSnapshot<T>(
+    batchIds: readonly string[],
+    read: (snapshot: Db) => Promise<T>,
+  ): Promise<{ readonly stored: T; readonly applied: Set<string> }> {
     return this.db
       .transaction()
       .setIsolationLevel('repeatable read')
-      .execute(async (trx) => {
-        const snapshot = new UsageRepository(trx);
-        return { ...(await snapshot.readBusiest(keyId, customers)), applied: await snapshot.appliedBatches(batchIds) };
-      });
+      .execute(async (trx) => ({
+        stored: await read(trx),
+        applied: await new UsageRepository(trx).appliedBatches(batchIds),
+      }));
   }
 
-  /** A key's stored totals. */
-  async read(keyId: string): Promise<KeyUsage> {
-    return (await this.readBusiest(keyId)).usage;
+  /** A key's stored totals, summed over the consumers they were filed under. */
+  async read(keyId: string): Promise<FiledUsage> {
+    return (await this.readBusiest({ keyId })).usage;
   }
 
   /**
-   * A key's stored totals with only the `customers` customers with the most requests (the key detail
-   * lists no more), and every customer counted and summed in the same statement.
+   * The stored totals of a key (summed over its consumers) or of a consumer (summed over its keys)
+   * with only the `customers` customers with the most requests (a detail lists no more), and every
+   * customer counted and summed in the same statement.
    */
-  async readBusiest(keyId: string, customers?: number): Promise<BusiestUsage> {
+  async readBusiest(scope: TotalsScope, customers?: number): Promise<BusiestUsage> {
+    const [column, id] = inScope(scope);
     const [endpointRows, customerRows] = await Promise.all([
       this.db
         .selectFrom('usage_endpoints')
-        .select(['endpoint', 'requests', 'successful', 'failed', 'total_duration_ms'])
-        .where('key_id', '=', keyId)
+        .select((eb) => [
+          'endpoint',
+          eb.fn.sum<number>('requests').as('requests'),
+          eb.fn.sum<number>('successful').as('successful'),
+          eb.fn.sum<number>('failed').as('failed'),
+          eb.fn.sum<number>('total_duration_ms').as('total_duration_ms'),
+          eb.fn.sum<number>('cost').as('cost'),
+        ])
+        .where(column, '=', id)
+        .groupBy('endpoint')
         .execute(),
       this.db
-        .selectFrom('usage_customers')
+        .selectFrom((db) =>
+          db
+            .selectFrom('usage_customers')
+            .select((eb) => [
+              'customer_id',
+              eb.fn.sum<number>('requests').as('requests'),
+              eb.fn.sum<number>('successful').as('successful'),
+              eb.fn.sum<number>('failed').as('failed'),
+            ])
+            .where(column, '=', id)
+            .groupBy('customer_id')
+            .as('c'),
+        )
         .select((eb) => [
           'customer_id',
           'requests',
@@ -275,26 +441,37 @@ export class UsageRepository {
           eb.fn.sum<number>('successful').over().as('all_successful'),
           eb.fn.sum<number>('failed').over().as('all_failed'),
         ])
-        .where('key_id', '=', keyId)
-        .$if(customers !== undefined, (q) => q.orderBy('requests', 'desc').orderBy('customer_id').limit(customers!))
+        .$if(customers !== undefined, (q) =>
+          q.orderBy('requests', 'desc').orderBy('customer_id').limit(customers!),
+        )
         .execute(),
     ]);
-    const usage = emptyKeyUsage();
+    const usage = emptyFiledUsage();
     for (const r of endpointRows) {
       usage.endpoints.set(r.endpoint, {
         requests: Number(r.requests),
         successful: Number(r.successful),
         failed: Number(r.failed),
         totalDurationMs: Number(r.total_duration_ms),
+        cost: Number(r.cost),
       });
     }
     for (const r of customerRows) {
-      const counts: UsageCounts = { requests: Number(r.requests), successful: Number(r.successful), failed: Number(r.failed) };
+      const counts: UsageCounts = {
+        requests: Number(r.requests),
+        successful: Number(r.successful),
+        failed: Number(r.failed),
+      };
       usage.customers.set(r.customer_id, counts);
     }
     const first = customerRows[0];
     const allCustomers = first
-      ? { count: Number(first.all_count), requests: Number(first.all_requests), successful: Number(first.all_successful), failed: Number(first.all_failed) }
+      ? {
+          count: Number(first.all_count),
+          requests: Number(first.all_requests),
+          successful: Number(first.all_successful),
+          failed: Number(first.all_failed),
+        }
       : { count: 0, ...emptyCounts() };
     return { usage, allCustomers };
   }

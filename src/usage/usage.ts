@@ -1,4 +1,47 @@
 /** Usage figures, aggregated in memory and added to the stored totals in batches. */
+import { addToBin, mergeHistogram, subtractHistogram, type LatencyHistogram } from './latency-histogram.js';
+
+/**
+ * What the client got, by class (contract section 20). A WebSocket upgrade's 101 counts with 2xx (it
+ * is its success), a client that left before its answer (499) with 4xx: every request in one class.
+ */
+export const STATUS_FIELDS = ['status2xx', 'status3xx', 'status4xx', 'status5xx'] as const;
+export type StatusField = (typeof STATUS_FIELDS)[number];
+
+/**
+ * Why a request failed (contract section 20), at most one per request: `rateLimited` (the limiter's
+ * 429), `backendError` (the backend answered 5xx), `backendUnreachable` (Tollgate answered 502 or 504).
+ */
+export const OUTCOMES = [
+  'rateLimited',
+  'creditsExhausted',
+  'disabled',
+  'expired',
+  'routeNotAllowed',
+  'backendError',
+  'backendUnreachable',
+] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** One finished request of a valid key, as the proxy knows it: what usage counts (decision record 0026). */
+export interface RequestFacts {
+  readonly keyId: string;
+  /** The consumer the key belonged to when the request was made: its usage is filed there for good. */
+  readonly consumerId: string | null;
+  /** Request path without the query. */
+  readonly endpoint: string;
+  /** The CUSTOMER_ID_HEADER value, if sent. */
+  readonly customerId: string | undefined;
+  /** What the client got (499: it left first); successful below 400. */
+  readonly status: number;
+  readonly outcome: Outcome | undefined;
+  /** Units charged: 0 for a refused request. */
+  readonly cost: number;
+  /** Request received to response finished. */
+  readonly durationMs: number;
+  /** When it arrived, epoch ms: its minute and day of usage over time. */
+  readonly atMs: number;
+}
 
 export interface UsageCounts {
   requests: number;
@@ -9,11 +52,16 @@ export interface UsageCounts {
 export interface EndpointUsage extends UsageCounts {
   /** Sum of response times, so averages stay exact when batches add up. */
   totalDurationMs: number;
+  /** Units charged. */
+  cost: number;
 }
 
-/** One bucket of usage over time: `rateLimited` (the limiter's 429s) is part of `failed`. */
-export interface BucketCounts extends EndpointUsage {
-  rateLimited: number;
+/**
+ * One bucket of usage over time: `rateLimited` (the limiter's 429s, the first outcome) is part of
+ * `failed`; the status classes add up to `requests`; `latency` holds every request's response time.
+ */
+export interface BucketCounts extends EndpointUsage, Record<StatusField, number>, Record<Outcome, number> {
+  readonly latency: LatencyHistogram;
 }
 
 /** One UTC day of a key's usage by endpoint and by customer: the source of their series. */
@@ -23,18 +71,28 @@ export interface DayUsage {
 }
 
 /**
- * What a key did. `endpoints` and `customers` are its totals; `days` holds the same requests by the
- * UTC day they arrived in, under the same names. A part of the totals may lack its day (usage from a
- * replica or journal of an earlier version): `undatedUsage` tells which, and it is filed under the
- * day it is applied.
+ * What a key did under one filing. `endpoints` and `customers` are its totals; `days` holds the same
+ * requests by the UTC day they arrived in, under the same names. A part of the totals may lack its
+ * day (usage from a replica or journal of an earlier version): `undatedUsage` tells which, and it is
+ * filed under the day it is applied.
  */
-export interface KeyUsage {
+export interface FiledUsage {
   readonly endpoints: Map<string, EndpointUsage>;
   readonly customers: Map<string, UsageCounts>;
   /** Start of each UTC minute (epoch ms) → what the key did in it: the source of usage over time. */
   readonly minutes: Map<number, BucketCounts>;
   /** Start of each UTC day (epoch ms) → its endpoints and customers. */
   readonly days: Map<number, DayUsage>;
+}
+
+/**
+ * What a key did: all of it, and the part of it filed under each consumer it belonged to meanwhile
+ * (consumer id → its part, under the names the whole counts them by). The rest, the whole less the
+ * parts, is filed under no consumer (src/usage/filings.ts). The whole comes first so that a version
+ * that knows no consumers, reading only it, still counts every request (decision record 0026).
+ */
+export interface KeyUsage extends FiledUsage {
+  readonly consumers: Map<string, FiledUsage>;
 }
 
 /** keyId → what that key did since the previous batch. */
@@ -78,7 +136,7 @@ export interface UsageSink {
 }
 
 /** Requests in a key's usage: every request counts in exactly one of its endpoints. */
-export function requestsOf(usage: KeyUsage): number {
+export function requestsOf(usage: FiledUsage): number {
   let n = 0;
   for (const e of usage.endpoints.values()) n += e.requests;
   return n;
@@ -106,9 +164,14 @@ export interface PendingUsage {
   pending(keyId: string): Promise<PendingPart[]>;
 }
 
-export function emptyKeyUsage(): KeyUsage {
-  return { endpoints: new Map(), customers: new Map(), minutes: new Map(), days: new Map() };
-}
+export const emptyFiledUsage = (): FiledUsage => ({
+  endpoints: new Map(),
+  customers: new Map(),
+  minutes: new Map(),
+  days: new Map(),
+});
+
+export const emptyKeyUsage = (): KeyUsage => ({ ...emptyFiledUsage(), consumers: new Map() });
 
 export const emptyDay = (): DayUsage => ({ endpoints: new Map(), customers: new Map() });
 
@@ -117,12 +180,23 @@ export const emptyDay = (): DayUsage => ({ endpoints: new Map(), customers: new 
  * are held, else "(other)". The one place the per-key caps are applied, by the recorder, by merges
  * and by the store (which passes the names it already holds).
  */
-export function countedName<K>(entries: { has(name: K): boolean; readonly size: number }, name: K, max: number, held = entries.size): K {
+export function countedName<K>(
+  entries: { has(name: K): boolean; readonly size: number },
+  name: K,
+  max: number,
+  held = entries.size,
+): K {
   return entries.has(name) || held < max ? name : (OTHER_ENDPOINT as K);
 }
 
 /** The entry of `entries` that counts `name` (see `countedName`), created when absent. */
-export function entryFor<K, T>(entries: Map<K, T>, name: K, max: number, create: () => T, held = entries.size): T {
+export function entryFor<K, T>(
+  entries: Map<K, T>,
+  name: K,
+  max: number,
+  create: () => T,
+  held = entries.size,
+): T {
   return entryOf(entries, countedName(entries, name, max, held), create);
 }
 
@@ -134,35 +208,82 @@ export function entryOf<K, T>(entries: Map<K, T>, name: K, create: () => T): T {
 }
 
 export const emptyCounts = (): UsageCounts => ({ requests: 0, successful: 0, failed: 0 });
-export const emptyEndpoint = (): EndpointUsage => ({ requests: 0, successful: 0, failed: 0, totalDurationMs: 0 });
-export const emptyBucket = (): BucketCounts => ({ requests: 0, successful: 0, failed: 0, rateLimited: 0, totalDurationMs: 0 });
+export const emptyEndpoint = (): EndpointUsage => ({
+  requests: 0,
+  successful: 0,
+  failed: 0,
+  totalDurationMs: 0,
+  cost: 0,
+});
+export const emptyBucket = (): BucketCounts => ({
+  requests: 0,
+  successful: 0,
+  failed: 0,
+  totalDurationMs: 0,
+  cost: 0,
+  status2xx: 0,
+  status3xx: 0,
+  status4xx: 0,
+  status5xx: 0,
+  rateLimited: 0,
+  creditsExhausted: 0,
+  disabled: 0,
+  expired: 0,
+  routeNotAllowed: 0,
+  backendError: 0,
+  backendUnreachable: 0,
+  latency: new Map(),
+});
 
-/** Adds counts (and summed response times and 429s, when both have them) of `from` to `into`. */
-export function addCounts(
-  into: UsageCounts & { totalDurationMs?: number; rateLimited?: number },
-  from: UsageCounts & { totalDurationMs?: number; rateLimited?: number },
-): void {
-  into.requests += from.requests;
-  into.successful += from.successful;
-  into.failed += from.failed;
-  if (into.totalDurationMs !== undefined) into.totalDurationMs += from.totalDurationMs ?? 0;
-  if (into.rateLimited !== undefined) into.rateLimited += from.rateLimited ?? 0;
+/** Counts of any shape: a customer's, an endpoint's or a bucket's. */
+type Counted = UsageCounts & Partial<Omit<BucketCounts, keyof UsageCounts>>;
+/** Every number a bucket adds up; an entry of another shape has some of them. */
+const MEASURES = [
+  'requests',
+  'successful',
+  'failed',
+  'totalDurationMs',
+  'cost',
+  ...STATUS_FIELDS,
+  ...OUTCOMES,
+] as const;
+
+/** Adds `from` to `into`: every measure `into` has (absent in `from`: 0), and the response times. */
+export function addCounts(into: Counted, from: Counted): void {
+  for (const m of MEASURES) if (m in into) (into as unknown as Record<string, number>)[m]! += from[m] ?? 0;
+  if (into.latency !== undefined && from.latency !== undefined) mergeHistogram(into.latency, from.latency);
 }
 
-/** Takes the counts of `part` (a part of `from`'s usage) out of `from`. */
-export function subtractCounts(from: UsageCounts, part: UsageCounts): void {
-  from.requests -= part.requests;
-  from.successful -= part.successful;
-  from.failed -= part.failed;
+/** Takes `part` (a part of `from`'s usage) out of `from`. */
+export function subtractCounts(from: Counted, part: Counted): void {
+  for (const m of MEASURES) if (m in from) (from as unknown as Record<string, number>)[m]! -= part[m] ?? 0;
+  if (from.latency !== undefined && part.latency !== undefined) subtractHistogram(from.latency, part.latency);
 }
 
-/** One request into `counts`: its outcome, its response time and whether the limiter refused it. */
-export function countRequest(counts: UsageCounts & { totalDurationMs?: number; rateLimited?: number }, ok: boolean, durationMs: number, rateLimited: boolean): void {
+/** One request into a customer's totals. */
+export function countRequest(counts: UsageCounts, facts: RequestFacts): void {
   counts.requests++;
-  if (ok) counts.successful++;
+  if (facts.status < 400) counts.successful++;
   else counts.failed++;
-  if (counts.totalDurationMs !== undefined) counts.totalDurationMs += durationMs;
-  if (rateLimited && counts.rateLimited !== undefined) counts.rateLimited++;
+}
+
+/** One request into an endpoint's totals: also its response time and cost. */
+export function countEndpointRequest(endpoint: EndpointUsage, facts: RequestFacts): void {
+  countRequest(endpoint, facts);
+  endpoint.totalDurationMs += facts.durationMs;
+  endpoint.cost += facts.cost;
+}
+
+/** One request into a bucket: also its status class, outcome and latency bin (`binOf`, worked out once per request). */
+export function countBucketRequest(bucket: BucketCounts, facts: RequestFacts, bin: number): void {
+  countEndpointRequest(bucket, facts);
+  const status = facts.status;
+  if (status < 300) bucket.status2xx++;
+  else if (status < 400) bucket.status3xx++;
+  else if (status < 500) bucket.status4xx++;
+  else bucket.status5xx++;
+  if (facts.outcome !== undefined) bucket[facts.outcome]++;
+  addToBin(bucket.latency, bin);
 }
 
 /** The UTC minute (epoch ms) an instant falls in. */
@@ -175,35 +296,63 @@ export const dayOf = (atMs: number): number => atMs - (atMs % 86_400_000);
  * the store cap them, a day's names folding as the totals' do (the detail view). Not capped: every
  * name is kept, for usage on its way to the store, which applies the caps itself.
  */
-export function mergeKeyUsage(into: KeyUsage, from: KeyUsage, capped = true): void {
+export function mergeFiledUsage(into: FiledUsage, from: FiledUsage, capped = true): void {
   const endpointCap = capped ? MAX_ENDPOINTS_PER_KEY : Infinity;
   const customerCap = capped ? MAX_CUSTOMERS_PER_KEY : Infinity;
-  for (const [endpoint, u] of from.endpoints) addCounts(entryFor(into.endpoints, endpoint, endpointCap, emptyEndpoint), u);
-  for (const [customer, u] of from.customers) addCounts(entryFor(into.customers, customer, customerCap, emptyCounts), u);
-  for (const [minute, u] of from.minutes) addCounts(entryOf(into.minutes, minute, emptyBucket), u);
-  for (const [day, d] of from.days) {
-    const target = entryOf(into.days, day, emptyDay);
-    // Every name of a day is in the totals merged above: a name they fold into "(other)" folds here too.
-    for (const [endpoint, u] of d.endpoints) addCounts(entryOf(target.endpoints, countedName(into.endpoints, endpoint, 0), emptyBucket), u);
-    for (const [customer, u] of d.customers) addCounts(entryOf(target.customers, countedName(into.customers, customer, 0), emptyBucket), u);
+  for (const [endpoint, u] of from.endpoints)
+    addCounts(entryFor(into.endpoints, endpoint, endpointCap, emptyEndpoint), u);
+  for (const [customer, u] of from.customers)
+    addCounts(entryFor(into.customers, customer, customerCap, emptyCounts), u);
+  mergeDated(into, from, into);
+}
+
+/** `mergeFiledUsage`, and each consumer's part under the names the whole counts it by. */
+export function mergeKeyUsage(into: KeyUsage, from: KeyUsage, capped = true): void {
+  mergeFiledUsage(into, from, capped);
+  for (const [consumerId, part] of from.consumers) {
+    const target = entryOf(into.consumers, consumerId, emptyFiledUsage);
+    for (const [endpoint, u] of part.endpoints)
+      addCounts(entryOf(target.endpoints, countedName(into.endpoints, endpoint, 0), emptyEndpoint), u);
+    for (const [customer, u] of part.customers)
+      addCounts(entryOf(target.customers, countedName(into.customers, customer, 0), emptyCounts), u);
+    mergeDated(target, part, into);
   }
 }
 
-/** `a` less `b`, or undefined when nothing is left (never below zero). */
-function remainder(a: UsageCounts & { totalDurationMs?: number }, b: BucketCounts | undefined): BucketCounts | undefined {
+/**
+ * The minutes and days of `from` into `into`. Every name of a day is in the totals of `names`,
+ * merged before: a name they fold into "(other)" folds here too.
+ */
+function mergeDated(into: FiledUsage, from: FiledUsage, names: FiledUsage): void {
+  for (const [minute, u] of from.minutes) addCounts(entryOf(into.minutes, minute, emptyBucket), u);
+  for (const [day, d] of from.days) {
+    const target = entryOf(into.days, day, emptyDay);
+    for (const [endpoint, u] of d.endpoints)
+      addCounts(entryOf(target.endpoints, countedName(names.endpoints, endpoint, 0), emptyBucket), u);
+    for (const [customer, u] of d.customers)
+      addCounts(entryOf(target.customers, countedName(names.customers, customer, 0), emptyBucket), u);
+  }
+}
+
+/**
+ * Totals `a` less their dated part `b`, or undefined when nothing is left (never below zero): what
+ * the totals know of it (no status classes, outcomes or response times, which only buckets carry).
+ */
+export function remainder(a: Counted, b: BucketCounts | undefined): BucketCounts | undefined {
   const requests = a.requests - (b?.requests ?? 0);
   if (requests <= 0) return undefined;
   return {
+    ...emptyBucket(),
     requests,
     successful: Math.max(0, a.successful - (b?.successful ?? 0)),
     failed: Math.max(0, a.failed - (b?.failed ?? 0)),
-    rateLimited: 0,
     totalDurationMs: Math.max(0, (a.totalDurationMs ?? 0) - (b?.totalDurationMs ?? 0)),
+    cost: Math.max(0, (a.cost ?? 0) - (b?.cost ?? 0)),
   };
 }
 
 /** A key's totals by name that `days` does not account for: usage recorded without its day. */
-export function undatedUsage(usage: KeyUsage): DayUsage {
+export function undatedUsage(usage: FiledUsage): DayUsage {
   const dated = emptyDay();
   for (const d of usage.days.values()) {
     for (const [endpoint, u] of d.endpoints) addCounts(entryOf(dated.endpoints, endpoint, emptyBucket), u);

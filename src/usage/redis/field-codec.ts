@@ -1,11 +1,23 @@
-import { emptyBucket, emptyCounts, emptyDay, emptyEndpoint, emptyKeyUsage, entryOf, type BucketCounts, type KeyUsage } from '../usage.js';
+import { addBinText } from '../latency-histogram.js';
+import {
+  emptyBucket,
+  emptyCounts,
+  emptyDay,
+  emptyEndpoint,
+  emptyFiledUsage,
+  emptyKeyUsage,
+  entryOf,
+  type BucketCounts,
+  type FiledUsage,
+  type KeyUsage,
+} from '../usage.js';
 
 /*
  * One key's usage as the fields of a Redis hash: `<section>|<name>|<metric>`, where the section is
  * `e` (an endpoint: its path), `c` (a customer: its id) or `m` (a minute: its start, epoch ms), and
- * the metric is r (requests), s (successful), f (failed), l (rate-limited, minutes only) or d (summed
- * response ms, not for customers). The name is what lies between the first two and the last two
- * characters, so a `|` in a path or a customer id needs no escaping. Replicas add pushes into the
+ * the metric is what the name lies before: r (requests), s (successful), f (failed), l (rate-limited,
+ * minutes only) or d (summed response ms, not for customers). The name is what lies between the first
+ * `|` and the last, so a `|` in a path or a customer id needs no escaping. Replicas add pushes into the
  * same fields (HINCRBY; HINCRBYFLOAT for d, the one fractional metric); the format is that of every
  * earlier version, which replicas share during a rolling upgrade.
  *
@@ -14,34 +26,78 @@ import { emptyBucket, emptyCounts, emptyDay, emptyEndpoint, emptyKeyUsage, entry
  * metrics of a minute (the name follows the day's digits). Versions before them pass these fields
  * over (their second character is no `|`) and read the totals; what such a version pushes has no day,
  * and is filed under the day it is applied (decision record 0012).
+ *
+ * Request facts (decision record 0026) add metrics an earlier version passes over (it knows only the
+ * one-character metrics above): `$` (units charged; endpoints too), `2` `3` `4` `5` (status classes),
+ * `oc` `od` `oe` `or` `ob` `ou` (outcomes but rate-limited, which is `l`) and `h<bin>` (requests in
+ * that latency bin), on minutes and days. A key's part filed under a consumer repeats the fields
+ * above behind `p|<consumer id, URI-encoded>|`, beside the key's whole: an earlier version passes the
+ * parts over and still counts every request once, under no consumer.
  */
 
-type Metric = 'r' | 's' | 'f' | 'l' | 'd';
+type Metric =
+  'r' | 's' | 'f' | 'l' | 'd' | '$' | '2' | '3' | '4' | '5' | 'oc' | 'od' | 'oe' | 'or' | 'ob' | 'ou';
 type Section = 'e' | 'c' | 'm';
+type Measure = Exclude<keyof BucketCounts, 'latency'>;
 
-const PROPERTY: Record<Metric, keyof BucketCounts> = { r: 'requests', s: 'successful', f: 'failed', l: 'rateLimited', d: 'totalDurationMs' };
-const METRICS: Record<Section, readonly Metric[]> = { e: ['r', 's', 'f', 'd'], c: ['r', 's', 'f'], m: ['r', 's', 'f', 'l', 'd'] };
+const PROPERTY: Record<Metric, Measure> = {
+  r: 'requests',
+  s: 'successful',
+  f: 'failed',
+  l: 'rateLimited',
+  d: 'totalDurationMs',
+  $: 'cost',
+  '2': 'status2xx',
+  '3': 'status3xx',
+  '4': 'status4xx',
+  '5': 'status5xx',
+  oc: 'creditsExhausted',
+  od: 'disabled',
+  oe: 'expired',
+  or: 'routeNotAllowed',
+  ob: 'backendError',
+  ou: 'backendUnreachable',
+};
+const BUCKET_METRICS = Object.keys(PROPERTY) as Metric[];
+const METRICS: Record<Section, readonly Metric[]> = {
+  e: ['r', 's', 'f', 'd', '$'],
+  c: ['r', 's', 'f'],
+  m: BUCKET_METRICS,
+};
 /** Summed response times: the metric added with HINCRBYFLOAT. */
 const SUM: Metric = 'd';
+/** A latency bin's metric: `h` and the bin's number. */
+const BIN = 'h';
+/** The prefix of a consumer's part. */
+const PART = 'p|';
 
-/** The parts of a field name, or undefined for a field of no known section and metric. */
-export function parseField(field: string): { section: Section; name: string; metric: Metric } | undefined {
-  if (field.length < 4 || field[1] !== '|' || field[field.length - 2] !== '|') return undefined;
+/** A bucket's metric: a known one, or a latency bin. */
+const isBucketMetric = (metric: string): boolean =>
+  BUCKET_METRICS.includes(metric as Metric) || metric.startsWith(BIN);
+
+/** The parts of a totals or minute field, or undefined for a field of no known section and metric. */
+export function parseField(field: string): { section: Section; name: string; metric: string } | undefined {
   const section = field[0] as Section;
-  const metric = field[field.length - 1] as Metric;
-  if (!METRICS[section]?.includes(metric)) return undefined;
-  return { section, name: field.slice(2, -2), metric };
+  const last = field.lastIndexOf('|');
+  if (field[1] !== '|' || last < 2 || METRICS[section] === undefined) return undefined;
+  const metric = field.slice(last + 1);
+  const known = section === 'm' ? isBucketMetric(metric) : METRICS[section].includes(metric as Metric);
+  return known ? { section, name: field.slice(2, last), metric } : undefined;
 }
 
 /** The parts of a day field, or undefined for any other field. */
-function parseDayField(field: string): { section: 'de' | 'dc'; day: number; name: string; metric: Metric } | undefined {
+function parseDayField(
+  field: string,
+): { section: 'de' | 'dc'; day: number; name: string; metric: string } | undefined {
   const section = field.slice(0, 2);
-  if ((section !== 'de' && section !== 'dc') || field[2] !== '|' || field[field.length - 2] !== '|') return undefined;
+  if ((section !== 'de' && section !== 'dc') || field[2] !== '|') return undefined;
   const bar = field.indexOf('|', 3);
+  const last = field.lastIndexOf('|');
   const day = Number(field.slice(3, bar));
-  const metric = field[field.length - 1] as Metric;
-  if (bar > field.length - 3 || String(day) !== field.slice(3, bar) || !METRICS.m.includes(metric)) return undefined;
-  return { section, day, name: field.slice(bar + 1, -2), metric };
+  const metric = field.slice(last + 1);
+  if (bar < 0 || last <= bar || String(day) !== field.slice(3, bar) || !isBucketMetric(metric))
+    return undefined;
+  return { section, day, name: field.slice(bar + 1, last), metric };
 }
 
 /** A key's usage as field/value pairs, zeros left out: `counts` for HINCRBY, `sums` for HINCRBYFLOAT. */
@@ -52,12 +108,23 @@ export interface EncodedUsage {
 
 export function encodeUsage(usage: KeyUsage): EncodedUsage {
   const encoded: EncodedUsage = { counts: [], sums: [] };
+  encodeFiled(usage, '', encoded);
+  for (const [consumerId, part] of usage.consumers)
+    encodeFiled(part, `${PART}${encodeURIComponent(consumerId)}|`, encoded);
+  return encoded;
+}
+
+function encodeFiled(usage: FiledUsage, part: string, encoded: EncodedUsage): void {
   // Pushed one by one: a key with many customers has more fields than a spread can pass.
   const put = (prefix: string, metrics: readonly Metric[], counts: object) => {
     for (const metric of metrics) {
       const value = (counts as BucketCounts)[PROPERTY[metric]];
-      if (value !== 0) (metric === SUM ? encoded.sums : encoded.counts).push(`${prefix}|${metric}`, value);
+      if (value !== 0)
+        (metric === SUM ? encoded.sums : encoded.counts).push(`${part}${prefix}|${metric}`, value);
     }
+    const latency = (counts as Partial<BucketCounts>).latency;
+    if (latency !== undefined)
+      for (const [bin, n] of latency) encoded.counts.push(`${part}${prefix}|${BIN}${bin}`, n);
   };
   for (const [endpoint, counts] of usage.endpoints) put(`e|${endpoint}`, METRICS.e, counts);
   for (const [customer, counts] of usage.customers) put(`c|${customer}`, METRICS.c, counts);
@@ -66,7 +133,6 @@ export function encodeUsage(usage: KeyUsage): EncodedUsage {
     for (const [endpoint, c] of counts.endpoints) put(`de|${day}|${endpoint}`, METRICS.m, c);
     for (const [customer, c] of counts.customers) put(`dc|${day}|${customer}`, METRICS.m, c);
   }
-  return encoded;
 }
 
 /**
@@ -77,21 +143,45 @@ export function encodeUsage(usage: KeyUsage): EncodedUsage {
 export function decodeUsage(flat: readonly string[]): KeyUsage {
   const usage = emptyKeyUsage();
   for (let i = 0; i + 1 < flat.length; i += 2) {
-    const dated = parseDayField(flat[i]!);
+    let field = flat[i]!;
+    let into: FiledUsage = usage;
+    if (field.startsWith(PART)) {
+      const bar = field.indexOf('|', PART.length);
+      if (bar < 0) continue;
+      let consumerId: string;
+      try {
+        consumerId = decodeURIComponent(field.slice(PART.length, bar));
+      } catch {
+        continue;
+      }
+      into = entryOf(usage.consumers, consumerId, emptyFiledUsage);
+      field = field.slice(bar + 1);
+    }
+    const dated = parseDayField(field);
     if (dated !== undefined) {
-      const day = entryOf(usage.days, dated.day, emptyDay);
-      entryOf(dated.section === 'de' ? day.endpoints : day.customers, dated.name, emptyBucket)[PROPERTY[dated.metric]] = Number(flat[i + 1]);
+      const day = entryOf(into.days, dated.day, emptyDay);
+      setMetric(
+        entryOf(dated.section === 'de' ? day.endpoints : day.customers, dated.name, emptyBucket),
+        dated.metric,
+        flat[i + 1]!,
+      );
       continue;
     }
-    const field = parseField(flat[i]!);
-    if (field === undefined) continue;
-    const entry = entryIn(usage, field.section, field.name);
-    if (entry !== undefined) (entry as unknown as Record<string, number>)[PROPERTY[field.metric]] = Number(flat[i + 1]);
+    const parsed = parseField(field);
+    if (parsed === undefined) continue;
+    const entry = entryIn(into, parsed.section, parsed.name);
+    if (entry !== undefined) setMetric(entry, parsed.metric, flat[i + 1]!);
   }
   return usage;
 }
 
-function entryIn(usage: KeyUsage, section: Section, name: string): object | undefined {
+/** Sets one metric of an entry (a latency bin adds its count to the entry's histogram). */
+function setMetric(entry: object, metric: string, value: string): void {
+  if (metric.startsWith(BIN)) addBinText((entry as BucketCounts).latency, metric.slice(BIN.length), value);
+  else (entry as Record<string, number>)[PROPERTY[metric as Metric]] = Number(value);
+}
+
+function entryIn(usage: FiledUsage, section: Section, name: string): object | undefined {
   if (section === 'e') return entryOf(usage.endpoints, name, emptyEndpoint);
   if (section === 'c') return entryOf(usage.customers, name, emptyCounts);
   const minute = Number(name);

@@ -57,7 +57,9 @@ export class UsageFlusher {
     this.drop = defineDropScript(client, this.layout);
     this.unlock = defineUnlockScript(client);
     this.lockTtlMs = lockTtlMs;
-    this.flushes = new RepeatingTask('usage flush', intervalMs, () => this.flushOnce(), logger, { runAtStart: false });
+    this.flushes = new RepeatingTask('usage flush', intervalMs, () => this.flushOnce(), logger, {
+      runAtStart: false,
+    });
   }
 
   start(): void {
@@ -120,7 +122,11 @@ export class UsageFlusher {
     const set = this.layout.batch(batchId);
     // A sealed batch never changes: its key set read here names all of its hashes.
     const keyIds = await this.client.smembers(set);
-    const reply = await this.read({ set, members: keyIds, hashes: keyIds.map((keyId) => this.layout.batchHash(batchId, keyId)) });
+    const reply = await this.read({
+      set,
+      members: keyIds,
+      hashes: keyIds.map((keyId) => this.layout.batchHash(batchId, keyId)),
+    });
     if (reply[0] === 0) throw new Error(`sealed usage batch ${batchId} changed while it was read`);
     const batch: UsageBatch = new Map();
     keyIds.forEach((keyId, i) => batch.set(keyId, decodeUsage(reply[i + 1] as string[])));
@@ -141,7 +147,10 @@ export class UsageFlusher {
   private fail(err: unknown): void {
     this.metrics.usageFlushFailures.inc({ stage: this.stage });
     if (!this.failing) {
-      this.logger.warn({ err: (err as Error).message, stage: this.stage }, 'usage flush to Postgres failed; the usage stays in Redis and is retried');
+      this.logger.warn(
+        { err: (err as Error).message, stage: this.stage },
+        'usage flush to Postgres failed; the usage stays in Redis and is retried',
+      );
     }
     this.failing = true;
     void this.reportLag().catch(() => {});

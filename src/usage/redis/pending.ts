@@ -36,7 +36,10 @@ export class RedisPendingUsage implements PendingUsage {
       return await this.readPending(keyId);
     } catch (err) {
       this.metrics.redisErrors.inc({ operation: 'usage_pending' });
-      this.logger.warn({ err: (err as Error).message, keyId }, 'usage still in Redis is left out of this key detail: Redis does not answer');
+      this.logger.warn(
+        { err: (err as Error).message, keyId },
+        'usage still in Redis is left out of this key detail: Redis does not answer',
+      );
       return [];
     }
   }
@@ -49,7 +52,10 @@ export class RedisPendingUsage implements PendingUsage {
   private async readPending(keyId: string): Promise<PendingPart[]> {
     let batchIds: readonly string[] = [];
     for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
-      const hashes = [this.layout.live(keyId), ...batchIds.map((batchId) => this.layout.batchHash(batchId, keyId))];
+      const hashes = [
+        this.layout.live(keyId),
+        ...batchIds.map((batchId) => this.layout.batchHash(batchId, keyId)),
+      ];
       const reply = await this.read({ set: this.layout.batches, members: batchIds, hashes });
       if (reply[0] === 0) {
         batchIds = reply[1];

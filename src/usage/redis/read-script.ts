@@ -39,7 +39,8 @@ export interface ReadCall {
  * `[1, fields of each hash, in the order given]` (field, value, ...; empty for a hash that does not
  * exist), or `[0, the set's members now]` when they are no longer those named.
  */
-export type ReadReply = readonly [unchanged: 1, ...hashes: string[][]] | readonly [unchanged: 0, members: string[]];
+export type ReadReply =
+  readonly [unchanged: 1, ...hashes: string[][]] | readonly [unchanged: 0, members: string[]];
 
 /** The script's KEYS. */
 export function readKeys(call: ReadCall): string[] {

@@ -3,7 +3,13 @@ import type { RedisClient } from '../../redis/connect.js';
 import { requestsIn, type UsageBatch, type UsageSink } from '../usage.js';
 import { encodeUsage } from './field-codec.js';
 import { usageKeys } from './key-layout.js';
-import { definePushScript, pushArgCount, type PushCall, type PushedKey, type PushScript } from './push-script.js';
+import {
+  definePushScript,
+  pushArgCount,
+  type PushCall,
+  type PushedKey,
+  type PushScript,
+} from './push-script.js';
 
 /**
  * A marker has to outlive every send of its push: the first may run late (Redis paused, then resumed,

@@ -1,0 +1,103 @@
+import type { IncomingMessage } from 'node:http';
+import type { Config } from '../config.js';
+import { CATCH_ALL_ROUTE_LABEL, type Metrics } from '../ops/metrics.js';
+import { buildRouteIndex, type RouteIndex } from '../routes/route-index.js';
+import type { RouteConfig } from '../plans/route.js';
+import { upstreamPrefix } from './request-target.js';
+import { Upstreams, type Upstream } from './upstreams.js';
+
+/**
+ * Where a routed request goes, fixed when it is routed: a request in flight finishes on the route it
+ * started on, whatever the table becomes meanwhile. The code after admission reads it from `Entered`.
+ */
+export interface RouteTarget {
+  /** The route's id; null: the catch-all, UPSTREAM_URL. */
+  readonly routeId: string | null;
+  /** Its `route` label in the metrics. */
+  readonly label: string;
+  readonly upstream: Upstream;
+  /** The path of the upstream URL without its trailing slash, prefixed to every forwarded path. */
+  readonly upstreamPath: string;
+  /** How many characters of the request path are not forwarded: the route's prefix with `stripPrefix`, else 0. */
+  readonly strip: number;
+  readonly timeoutMs: number;
+}
+
+/** The path the backend receives (without the query): the upstream's path, then the request's, less a stripped prefix. */
+export function forwardedPath(target: RouteTarget, path: string): string {
+  return target.upstreamPath + (target.strip === 0 ? path : path.slice(target.strip) || '/');
+}
+
+export interface RoutingOptions {
+  readonly config: Pick<Config, 'upstreamUrl' | 'upstreamTimeoutMs'>;
+  readonly metrics: Metrics;
+  /** Most keep-alive connections to each backend origin (default 128); further requests queue. */
+  readonly connections?: number;
+}
+
+/**
+ * The proxy's side of the route table: the index of targets the hot path matches, and a connection
+ * pool per backend origin. Rebuilt whole at every change of the table (`apply`), never per request.
+ */
+export class Routing {
+  private index: RouteIndex<RouteTarget>;
+  private readonly upstreams: Upstreams;
+
+  constructor(private readonly options: RoutingOptions) {
+    this.upstreams = new Upstreams({
+      connections: options.connections ?? 128,
+      timeoutMs: options.config.upstreamTimeoutMs,
+    });
+    this.index = this.indexOf([]);
+  }
+
+  /** Takes a new table: pools for new origins are opened, those no route uses any more retired. */
+  apply(routes: readonly RouteConfig[]): void {
+    this.index = this.indexOf(routes);
+  }
+
+  /**
+   * The target of a request, held until the request is finished (release its upstream then);
+   * undefined when no route takes it and there is no catch-all.
+   */
+  route(req: IncomingMessage, path: string): RouteTarget | undefined {
+    const target = this.index.match(req.headers.host, req.method!, path);
+    target?.upstream.hold();
+    return target;
+  }
+
+  /** After the server has drained. */
+  close(): Promise<void> {
+    return this.upstreams.close();
+  }
+
+  private indexOf(routes: readonly RouteConfig[]): RouteIndex<RouteTarget> {
+    const { config, metrics } = this.options;
+    const urls = routes.map((route) => new URL(route.upstreamUrl));
+    const catchAll = config.upstreamUrl;
+    const upstreams = this.upstreams.use([
+      ...urls.map((url) => url.origin),
+      ...(catchAll ? [catchAll.origin] : []),
+    ]);
+    const targets = routes.map((route, i) => ({
+      match: route.match,
+      value: {
+        routeId: route.routeId,
+        label: metrics.routeRequests.labelOf(route.routeId),
+        upstream: upstreams.get(urls[i]!.origin)!,
+        upstreamPath: upstreamPrefix(urls[i]!),
+        strip: route.stripPrefix && route.match.pathPrefix !== '/' ? route.match.pathPrefix.length : 0,
+        timeoutMs: route.timeoutMs ?? config.upstreamTimeoutMs,
+      },
+    }));
+    const fallback: RouteTarget | undefined = catchAll && {
+      routeId: null,
+      label: CATCH_ALL_ROUTE_LABEL,
+      upstream: upstreams.get(catchAll.origin)!,
+      upstreamPath: upstreamPrefix(catchAll),
+      strip: 0,
+      timeoutMs: config.upstreamTimeoutMs,
+    };
+    return buildRouteIndex(targets, fallback);
+  }
+}

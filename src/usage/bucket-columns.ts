@@ -1,0 +1,43 @@
+/** The columns every bucket table has (sql/012, 014, 020) and how a bucket's counts map to them. */
+import { histogramJson } from './latency-histogram.js';
+import { emptyBucket, type BucketCounts } from './usage.js';
+
+type Measure = Exclude<keyof BucketCounts, 'latency'>;
+
+/** Each number of a bucket and its column. */
+export const BUCKET_COLUMNS = {
+  requests: 'requests',
+  successful: 'successful',
+  failed: 'failed',
+  rateLimited: 'rate_limited',
+  totalDurationMs: 'total_duration_ms',
+  cost: 'cost',
+  status2xx: 'status_2xx',
+  status3xx: 'status_3xx',
+  status4xx: 'status_4xx',
+  status5xx: 'status_5xx',
+  creditsExhausted: 'credits_exhausted',
+  disabled: 'disabled',
+  expired: 'expired',
+  routeNotAllowed: 'route_not_allowed',
+  backendError: 'backend_error',
+  backendUnreachable: 'backend_unreachable',
+} as const satisfies Record<Measure, string>;
+type Column = (typeof BUCKET_COLUMNS)[Measure];
+/** Every number column, in BUCKET_COLUMNS' order. */
+export const NUMBER_COLUMNS = Object.values(BUCKET_COLUMNS);
+const MEASURES = Object.keys(BUCKET_COLUMNS) as Measure[];
+
+/** A bucket as the columns of its row. */
+export function bucketRow(c: BucketCounts): Record<Column, number> & { latency: string } {
+  const row = { latency: histogramJson(c.latency) } as Record<Column, number> & { latency: string };
+  for (const m of MEASURES) row[BUCKET_COLUMNS[m]] = c[m];
+  return row;
+}
+
+/** Summed rows back as a bucket, its latency empty: the reader adds the bins it sums apart. */
+export function bucketOf(row: Readonly<Record<string, unknown>>): BucketCounts {
+  const bucket = emptyBucket();
+  for (const m of MEASURES) bucket[m] = Number(row[BUCKET_COLUMNS[m]] ?? 0);
+  return bucket;
+}
