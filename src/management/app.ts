@@ -1,26 +1,30 @@
 /**
- * The management API: keys, plans and bindings behind the root token. Built from its dependencies and
- * never listening itself, so the server mounts it and tests run it in process. The routes live in one
- * file per resource; this file is what they share: authentication, errors and the announcements.
+ * The management API: keys, plans, consumers and bindings behind the root token. Built from its dependencies and
+ * never listening itself, so the server mounts it and tests run it in process. The operations live in
+ * one file per resource (operations/); this file is what they share: authentication, errors and the
+ * announcements.
  */
-import { randomBytes } from 'node:crypto';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import { AppError, retryAfterOf } from '../errors.js';
 import type { KeyChange } from '../keys/key-events.js';
 import type { Metrics } from '../ops/metrics.js';
+import { BillingExportRepository } from '../billing/export-repository.js';
 import { AdminTokenRepository } from '../store/admin-token-repository.js';
-import { AuditRepository } from '../store/audit-repository.js';
+import { AuditRepository, generateAuditId } from '../store/audit-repository.js';
+import { ConsumerRepository } from '../store/consumer-repository.js';
 import { KeyRepository } from '../store/key-repository.js';
 import { PlanRepository } from '../store/plan-repository.js';
-import { addAdminTokenRoutes } from './admin-token-routes.js';
-import { addAuditRoutes } from './audit-routes.js';
-import { addUsageRoutes } from './usage-routes.js';
+import { RouteRepository } from '../store/route-repository.js';
+import { Outbox, type NewEvent } from '../store/outbox.js';
+import { DeliveryRepository } from '../store/delivery-repository.js';
+import { WebhookRepository } from '../store/webhook-repository.js';
 import { authenticate, callerOf } from './authenticate.js';
+import { eventOfChange } from './change-events.js';
 import type { AuditedChange, ManagementContext, ManagementDeps } from './context.js';
 import { isDatabaseUnavailable, isForeignKeyViolation, isStorageRefusingWrites } from './db-errors.js';
 import { jsonText } from './json-as-written.js';
-import { addKeyRoutes } from './key-routes.js';
-import { addPlanRoutes } from './plan-routes.js';
+import { OPERATIONS } from './operations/index.js';
+import { registerOperations } from './register-operations.js';
 
 export type { ManagementDeps, UsageTotalsReader } from './context.js';
 export type { UsageTotals } from './schemas.js';
@@ -44,22 +48,43 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
   const ctx: ManagementContext = {
     ...deps,
     sealingKey,
+    routes: new RouteRepository(deps.db),
+    webhooks: new WebhookRepository(deps.db),
+    deliveries: new DeliveryRepository(deps.db),
     now: () => new Date(deps.clock()),
     async announce(change: KeyChange) {
       try {
         await deps.keyEvents.publish(change);
       } catch (err) {
-        logger.warn({ change, err: (err as Error).message }, 'change not broadcast; key caches expire it instead');
+        logger.warn(
+          { change, err: (err as Error).message },
+          'change not broadcast; key caches expire it instead',
+        );
       }
     },
     audited: (res, work) =>
       deps.db.transaction().execute(async (trx) => {
-        const change = await work({ keys: new KeyRepository(trx), plans: new PlanRepository(trx), tokens: new AdminTokenRepository(trx) });
+        const change = await work({
+          keys: new KeyRepository(trx),
+          plans: new PlanRepository(trx),
+          consumers: new ConsumerRepository(trx),
+          tokens: new AdminTokenRepository(trx),
+          routes: new RouteRepository(trx),
+          billingExports: new BillingExportRepository(trx),
+          webhooks: new WebhookRepository(trx),
+          deliveries: new DeliveryRepository(trx),
+        });
         if ('unchanged' in change) return change.result;
         const caller = callerOf(res);
         const time = ctx.now();
+        const changes = [...(change.preceding ?? []), change];
+        await new Outbox(trx).add(
+          changes
+            .map((c) => eventOfChange(c, time))
+            .filter((event): event is NewEvent => event !== undefined),
+        );
         const entry = ({ action, target, before, after }: AuditedChange) => ({
-          id: 'aud_' + randomBytes(12).toString('base64url'),
+          id: generateAuditId(),
           time,
           actor: caller.actor,
           action,
@@ -68,24 +93,19 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
           clientAddress: caller.clientAddress,
           changes: { before: stateText(before), after: stateText(after) },
         });
-        await new AuditRepository(trx).insert([...(change.preceding ?? []), change].map(entry));
+        await new AuditRepository(trx).insert(changes.map(entry));
         return change.result;
       }),
   };
 
   // Exact paths, as src/server.ts routes them: case-sensitive, no trailing slash.
   const router = express.Router({ caseSensitive: true, strict: true });
-  addKeyRoutes(router, ctx);
-  addUsageRoutes(router, ctx);
-  addPlanRoutes(router, ctx);
-  addAdminTokenRoutes(router, ctx);
-  addAuditRoutes(router, ctx);
+  registerOperations(router, OPERATIONS, ctx);
 
   const toAppError = (err: unknown, method: string, path: string): AppError => {
     if (err instanceof AppError) return err;
-    // The router could not percent-decode the id in the path: no key can have that id.
-    if (err instanceof URIError) return new AppError('key_not_found');
-    // The only foreign key a management write can break: a plan deleted while it was being bound.
+    // The only foreign key a management write can break: a plan deleted while it was being bound (to a
+    // key or a consumer). A consumer being given a key is held (key share) until the key is stored.
     if (isForeignKeyViolation(err)) return new AppError('rate_limit_not_found');
     if (isDatabaseUnavailable(err)) {
       logger.warn({ err: (err as Error).message, method, path }, 'database unavailable');
@@ -117,7 +137,15 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
   app.use(countAndNoStore(deps.metrics));
-  app.use(authenticate({ rootToken: deps.rootToken, tokens: deps.tokens, throttle: deps.throttle, trustProxy: deps.trustProxy, clock: deps.clock }));
+  app.use(
+    authenticate({
+      rootToken: deps.rootToken,
+      tokens: deps.tokens,
+      throttle: deps.throttle,
+      trustProxy: deps.trustProxy,
+      clock: deps.clock,
+    }),
+  );
   app.use(deps.prefix === '' ? '/' : deps.prefix, router);
   app.use((_req, _res, next) => next(new AppError('not_found')));
   app.use(sendError);

@@ -9,7 +9,7 @@ import type { RequestHandler, Response } from 'express';
 import { AppError } from '../errors.js';
 import { constantTimeEqual, hashSecret } from '../keys/secret.js';
 import { UNCOUNTED, type Attempt, type FailureThrottle } from '../proxy/auth-throttle.js';
-import { secondsUntil } from '../limits/window.js';
+import { secondsUntil } from '../plans/window.js';
 import type { TrustProxy } from '../config.js';
 import { forwardedFacts, requestIdOf } from '../proxy/forwarding-headers.js';
 import type { AdminTokenRepository, AdminTokenRow } from '../store/admin-token-repository.js';
@@ -89,7 +89,13 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
       next(new AppError('too_many_failed_attempts'));
       return;
     }
-    const caller = (actor: Actor, scopes: ReadonlySet<Scope>, expiresAt: Date | null): Caller => ({ actor, scopes, expiresAt, requestId, clientAddress });
+    const caller = (actor: Actor, scopes: ReadonlySet<Scope>, expiresAt: Date | null): Caller => ({
+      actor,
+      scopes,
+      expiresAt,
+      requestId,
+      clientAddress,
+    });
     if (constantTimeEqual(presented, options.rootToken)) {
       attempt.settle(false);
       res.locals.caller = caller({ type: 'root' }, ALL_SCOPES, null);
@@ -107,9 +113,14 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
     const valid = token !== undefined && (token.expiresAt === null || token.expiresAt.getTime() > now);
     attempt.settle(!valid);
     if (token !== undefined && valid) {
-      if (!vouched.has(hashText!) && vouched.size >= MAX_VOUCHED_TOKENS) vouched.delete(vouched.values().next().value as string);
+      if (!vouched.has(hashText!) && vouched.size >= MAX_VOUCHED_TOKENS)
+        vouched.delete(vouched.values().next().value as string);
       vouched.add(hashText!);
-      res.locals.caller = caller({ type: 'token', id: token.id, name: token.name }, new Set(token.scopes as Scope[]), token.expiresAt);
+      res.locals.caller = caller(
+        { type: 'token', id: token.id, name: token.name },
+        new Set(token.scopes as Scope[]),
+        token.expiresAt,
+      );
       next();
       return;
     }
@@ -119,7 +130,11 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
 }
 
 /** 403 insufficient_scope, with the RFC 6750 challenge naming the scope that is missing. */
-export function insufficientScope(res: Response, scope: Scope, message = `This call needs the scope ${scope}`): AppError {
+export function insufficientScope(
+  res: Response,
+  scope: Scope,
+  message = `This call needs the scope ${scope}`,
+): AppError {
   res.set('WWW-Authenticate', `Bearer error="insufficient_scope", scope="${scope}"`);
   return new AppError('insufficient_scope', message);
 }

@@ -1,24 +1,32 @@
 import type { Response } from 'express';
-import type { TrustProxy } from '../config.js';
+import type { BillingExporter } from '../billing/billing-exporter.js';
+import type { BillingExportRepository } from '../billing/export-repository.js';
+import type { LedgerRepository } from '../billing/ledger-repository.js';
+import type { TrustProxy, UsageRetentionSettings } from '../config.js';
 import type { KeyChange, KeyEvents } from '../keys/key-events.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
-import type { Plan } from '../limits/plan.js';
+import type { Plan } from '../plans/plan.js';
 import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { FailureThrottle } from '../proxy/auth-throttle.js';
 import type { AdminTokenRepository } from '../store/admin-token-repository.js';
 import type { AuditRepository } from '../store/audit-repository.js';
+import type { ConsumerRepository } from '../store/consumer-repository.js';
 import type { Db } from '../store/db.js';
 import type { KeyRepository } from '../store/key-repository.js';
 import type { PlanRepository } from '../store/plan-repository.js';
+import type { RouteRepository } from '../store/route-repository.js';
 import type { StorageHealth } from '../store/storage-health.js';
 import type { UsageHistory } from '../usage/history.js';
-import type { UsageRetentionSettings } from '../usage/retention.js';
+import type { DeliveryRepository } from '../store/delivery-repository.js';
+import type { WebhookRepository } from '../store/webhook-repository.js';
 import type { UsageTotals } from './schemas.js';
 
 /** Stored usage of one key (flushed and pending), without `rateLimits`, which the limiter knows. */
 export interface UsageTotalsReader {
   read(keyId: string): Promise<UsageTotals>;
+  /** What a consumer's keys did while they belonged to it; `keyIds`: its keys now (their pending usage). */
+  readConsumer(consumerId: string, keyIds: readonly string[]): Promise<UsageTotals>;
 }
 
 export interface ManagementDeps {
@@ -26,6 +34,7 @@ export interface ManagementDeps {
   readonly db: Db;
   readonly keys: KeyRepository;
   readonly plans: PlanRepository;
+  readonly consumers: ConsumerRepository;
   readonly tokens: AdminTokenRepository;
   readonly audit: AuditRepository;
   /** Wrong management credentials per client address (shared across replicas with Redis). */
@@ -34,11 +43,20 @@ export interface ManagementDeps {
   readonly trustProxy: TrustProxy;
   readonly usage: UsageTotalsReader;
   /** Usage over time, and how long each granularity is kept. */
-  readonly history: Pick<UsageHistory, 'forKey' | 'seriesCount' | 'seriesForKey' | 'forFleet'>;
+  readonly history: Pick<
+    UsageHistory,
+    | 'forKey'
+    | 'forConsumer'
+    | 'seriesCount'
+    | 'seriesForKey'
+    | 'seriesForConsumer'
+    | 'forFleet'
+    | 'topConsumers'
+  >;
   readonly usageRetention: UsageRetentionSettings;
   /** `peek()` gives `usage.rateLimits` without counting a request. */
   readonly limiter: RateLimiter;
-  /** Told about every key and plan change, so every replica's key cache drops what it held. */
+  /** Told about every key, plan and consumer change, so every replica's key cache drops what it held. */
   readonly keyEvents: KeyEvents;
   /** [current, ...previous]: secrets are sealed with the first and opened with whichever fits. */
   readonly encryptionKeys: readonly Buffer[];
@@ -51,6 +69,11 @@ export interface ManagementDeps {
   readonly metrics: Metrics;
   /** Epoch milliseconds: timestamps and rate-limit windows. */
   readonly clock: () => number;
+  /** Billing exports (their settings through `audited`) and their run log. */
+  readonly billingExports: BillingExportRepository;
+  readonly billingRuns: Pick<LedgerRepository, 'runs'>;
+  /** Starts a run of an export now (POST …/runs), as the schedule would. */
+  readonly billing: Pick<BillingExporter, 'runNow'>;
   /** Told when the database refuses a write, so readiness says so until it takes writes again. */
   readonly storageHealth?: Pick<StorageHealth, 'refused'>;
 }
@@ -59,7 +82,12 @@ export interface ManagementDeps {
 export interface Repositories {
   readonly keys: KeyRepository;
   readonly plans: PlanRepository;
+  readonly consumers: ConsumerRepository;
   readonly tokens: AdminTokenRepository;
+  readonly routes: RouteRepository;
+  readonly billingExports: BillingExportRepository;
+  readonly webhooks: WebhookRepository;
+  readonly deliveries: DeliveryRepository;
 }
 
 /**
@@ -75,8 +103,8 @@ export interface AuditedChange {
 
 /**
  * A change a route made: its answer, and what the audit log records of it; `unchanged` records
- * nothing. `preceding`: changes of other targets it made first (the keys a forced plan delete
- * unbinds), each recorded as an entry of its own, before the change's, so every target's trail shows.
+ * nothing. `preceding`: changes of other targets it made first (the keys and consumers a forced plan
+ * delete unbinds, the keys a forced consumer delete detaches), each recorded as an entry of its own, before the change's, so every target's trail shows.
  */
 export type Change<T> =
   | { readonly result: T; readonly unchanged: true }
@@ -86,12 +114,18 @@ export type Change<T> =
 export interface ManagementContext extends ManagementDeps {
   /** Seals new secrets: the current SECRET_ENCRYPTION_KEY. */
   readonly sealingKey: Buffer;
+  /** The route table, over `db`. */
+  readonly routes: RouteRepository;
+  /** Webhooks and their delivery logs, read outside a change. */
+  readonly webhooks: WebhookRepository;
+  readonly deliveries: DeliveryRepository;
   now(): Date;
-  /** Tells every replica's key cache; a lost message is covered by the cache's entry lifetime. */
+  /** Tells every replica's key cache (or route table); a lost message is covered by the recorded changes and the cache's entry lifetime. */
   announce(change: KeyChange): Promise<void>;
   /**
-   * Runs `work` in one transaction with the audit entry of its change: both are stored or neither
-   * is. A refusal thrown by `work` rolls back and records nothing.
+   * Runs `work` in one transaction with the audit entry of its change and the change's events (the
+   * outbox: src/management/change-events.ts): all are stored or none is. A refusal thrown by `work`
+   * rolls back and records nothing.
    */
   audited<T>(res: Response, work: (repositories: Repositories) => Promise<Change<T>>): Promise<T>;
 }

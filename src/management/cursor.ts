@@ -12,11 +12,14 @@ export function encodeCursor(position: ListPosition): string {
   return Buffer.from(`v2:${position.at}:${position.id}`, 'utf8').toString('base64url');
 }
 
-/** The position to continue after, or `undefined` when the text is not a cursor this service issued. */
-export function decodeCursor(cursor: string): ListPosition | undefined {
+/**
+ * The position to continue after, or `undefined` when the text is not a cursor this service issued;
+ * `idPattern` narrows the ids a list can have (the audit log's are sequence numbers).
+ */
+export function decodeCursor(cursor: string, idPattern?: RegExp): ListPosition | undefined {
   if (!/^[A-Za-z0-9_-]{1,256}$/.test(cursor)) return undefined;
   const match = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) return undefined;
+  if (!match || (idPattern !== undefined && !idPattern.test(match[2]!))) return undefined;
   const position = { at: Number(match[1]), id: match[2]! };
   if (!Number.isSafeInteger(position.at) || encodeCursor(position) !== cursor) return undefined;
   return position;

@@ -1,7 +1,7 @@
 /**
  * Tells "the database cannot be reached" apart from every other failure, so the management API answers
- * 503 `database_unavailable` (retry later) instead of 500 (a bug). Covers node-postgres, pg-pool,
- * Kysely and PGlite, which report a lost database in different ways.
+ * 503 `database_unavailable` (retry later) instead of 500 (a bug). Covers node-postgres, pg-pool and
+ * Kysely, which report a lost database in different ways.
  */
 
 const NETWORK_CODES = new Set([
@@ -25,7 +25,7 @@ const UNAVAILABLE_SQLSTATES = new Set([
 ]);
 
 const UNAVAILABLE_MESSAGES =
-  /connection terminated|timeout exceeded when trying to connect|query read timeout|connection error|pool after calling end|driver has already been destroyed|pglite is closed/i;
+  /connection terminated|timeout exceeded when trying to connect|query read timeout|connection error|pool after calling end|driver has already been destroyed/i;
 
 // Duck-typed rather than `instanceof Error`: socket errors may come from another realm (a vm context).
 interface ErrorLike {
@@ -63,12 +63,22 @@ const REFUSING_WRITES_SQLSTATES = new Set([
 export function isStorageRefusingWrites(err: unknown, depth = 0): boolean {
   if (typeof err !== 'object' || err === null || depth > 5) return false;
   const { code, message, cause } = err as ErrorLike;
-  if (typeof code === 'string' && (REFUSING_WRITES_SQLSTATES.has(code) || code === 'ENOSPC' || code === 'EROFS')) return true;
-  if (typeof message === 'string' && /no space left on device|read-only file system/i.test(message)) return true;
+  if (
+    typeof code === 'string' &&
+    (REFUSING_WRITES_SQLSTATES.has(code) || code === 'ENOSPC' || code === 'EROFS')
+  )
+    return true;
+  if (typeof message === 'string' && /no space left on device|read-only file system/i.test(message))
+    return true;
   return isStorageRefusingWrites(cause, depth + 1);
 }
 
 /** SQLSTATE 23503: a row refers to one that no longer exists. */
 export function isForeignKeyViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as ErrorLike).code === '23503';
+}
+
+/** SQLSTATE 23505: a row would repeat a value a unique constraint allows once. */
+export function isUniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as ErrorLike).code === '23505';
 }

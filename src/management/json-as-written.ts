@@ -45,7 +45,7 @@ export function membersAsWritten(text: string): ReadonlyMap<string, string> {
       parent.name = undefined;
     }
   };
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     const c = text[i]!;
     if (c === '{') {
       stack.push({ members: new Map(), name: undefined });
@@ -55,7 +55,10 @@ export function membersAsWritten(text: string): ReadonlyMap<string, string> {
       i++;
     } else if (c === '}') {
       const { members } = stack.pop() as ObjectFrame;
-      complete(`{${[...members].map(([name, value]) => `${JSON.stringify(name)}:${value}`).join(',')}}`, members);
+      complete(
+        `{${[...members].map(([name, value]) => `${JSON.stringify(name)}:${value}`).join(',')}}`,
+        members,
+      );
       i++;
     } else if (c === ']') {
       complete(`[${(stack.pop() as string[]).join(',')}]`);
@@ -86,7 +89,8 @@ export function membersAsWritten(text: string): ReadonlyMap<string, string> {
 /** `JSON.stringify` for response bodies, with each `RawJson` written as its text. */
 export function jsonText(value: unknown): string {
   if (value instanceof RawJson) return value.text;
-  if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : jsonText(item))).join(',')}]`;
+  if (Array.isArray(value))
+    return `[${value.map((item) => (item === undefined ? 'null' : jsonText(item))).join(',')}]`;
   if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
     const members = Object.entries(value).filter(([, v]) => v !== undefined);
     return `{${members.map(([name, v]) => `${JSON.stringify(name)}:${jsonText(v)}`).join(',')}}`;

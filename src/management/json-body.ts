@@ -5,6 +5,7 @@
  */
 import express, { type RequestHandler, type Response } from 'express';
 import { AppError } from '../errors.js';
+import { membersAsWritten } from './json-as-written.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -37,6 +38,14 @@ function bodyReadError(err: unknown): AppError {
 /** The text of the request body `jsonBody` read: for the values a route returns exactly as written. */
 export function bodyTextOf(res: Response): string {
   return (res.locals.bodyText as string | undefined) ?? '';
+}
+
+/**
+ * A validated `metadata` member as stored: the text the caller wrote it in (members in their order,
+ * read from the body's text), so it is returned as given; null stores `{}`.
+ */
+export function metadataAsWritten(metadata: Record<string, unknown> | null, res: Response): string {
+  return metadata === null ? '{}' : membersAsWritten(bodyTextOf(res)).get('metadata')!;
 }
 
 /** Leaves the parsed (not yet validated) JSON value in `req.body`, and its text for `bodyTextOf`. */

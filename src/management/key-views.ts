@@ -7,16 +7,19 @@ import { isoTimestamp } from './time-format.js';
 
 const isoOrNull = (instant: Date | null): string | null => (instant === null ? null : isoTimestamp(instant));
 
-/** The lifecycle fields every key answer carries (contract section 6). */
-export function keyState(
-  key: Pick<KeyRow, 'rateLimitId' | 'enabled' | 'expiresAt' | 'externalId' | 'lastUsedAt'>,
-): Pick<KeyResponse, 'rateLimitId' | 'enabled' | 'expiresAt' | 'externalId' | 'lastUsedAt'> {
+/** The lifecycle fields every key answer carries (contract sections 6, 13 and 15). */
+type KeyStateFields =
+  'rateLimitId' | 'enabled' | 'expiresAt' | 'externalId' | 'lastUsedAt' | 'consumerId' | 'allowedRouteIds';
+
+export function keyState(key: Pick<KeyRow, KeyStateFields>): Pick<KeyResponse, KeyStateFields> {
   return {
     rateLimitId: key.rateLimitId,
     enabled: key.enabled,
     expiresAt: isoOrNull(key.expiresAt),
     externalId: key.externalId,
     lastUsedAt: isoOrNull(key.lastUsedAt),
+    consumerId: key.consumerId,
+    allowedRouteIds: key.allowedRouteIds === null ? null : [...key.allowedRouteIds],
   };
 }
 
@@ -31,7 +34,9 @@ export function keySummary(key: KeyRow): ListKeysResponse['apiKeys'][number] {
 }
 
 /** A key answer whose `metadata` is the stored text, members in the order the caller wrote them. */
-export type WithRawMetadata<T extends { metadata: unknown }> = Omit<T, 'metadata'> & { readonly metadata: RawJson };
+export type WithRawMetadata<T extends { metadata: unknown }> = Omit<T, 'metadata'> & {
+  readonly metadata: RawJson;
+};
 
 /** The detail less `usage`; opens the secret with whichever configured encryption key sealed it. */
 export function keyView(key: KeyRow, encryptionKeys: readonly Buffer[]): WithRawMetadata<KeyResponse> {

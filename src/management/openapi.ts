@@ -1,13 +1,24 @@
 /**
- * The OpenAPI 3.1 document of the management API, built from the same TypeBox schemas as the
- * validators, so the document cannot describe a request the service would refuse or vice versa.
+ * The OpenAPI 3.1 document of the management API, derived from the operations (operations/index.ts):
+ * the same schemas the validators compile, the same paths, methods and scopes the routes enforce, so
+ * the document cannot describe a request the service would refuse or vice versa.
  * The decisions the service spec leaves open are written down here, where API clients look.
  */
+import type { TObject, TSchema } from '@sinclair/typebox';
 import { ERRORS, type ErrorCode } from '../errors.js';
 import { MAX_BODY_BYTES } from './json-body.js';
-import { PATHS, REQUIRED_SCOPES } from './routes.js';
+import { isWrite, type Operation } from './operation.js';
+import { OPERATIONS } from './operations/index.js';
 import { SCOPES } from './scopes.js';
-import { DEFAULT_PAGE_SIZE, MAX_GRACE_PERIOD_SECONDS, MAX_METADATA_BYTES, MAX_PAGE_SIZE, NAMED_SCHEMAS } from './schemas.js';
+import {
+  DEFAULT_PAGE_SIZE,
+  ErrorResponse,
+  MAX_GRACE_PERIOD_SECONDS,
+  MAX_METADATA_BYTES,
+  MAX_METADATA_DEPTH,
+  MAX_PAGE_SIZE,
+  RateLimitExceededResponse,
+} from './schemas.js';
 
 type JsonObject = { [key: string]: unknown };
 
@@ -65,7 +76,7 @@ to a backend. This document covers the **management API** (root token) and descr
   paths below, exactly (case-sensitive, no trailing slash), are management routes: every other path is proxied.
 - **Timestamps:** UTC, whole seconds, \`YYYY-MM-DDThh:mm:ssZ\` everywhere except the \`createdAt\` of the
   key-create response, which is \`YYYY-MM-DD HH:MM:SS\` (UTC), as the service spec shows it.
-- **Pagination:** the key and plan lists are ordered oldest first. \`limit\` 1-${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}); \`nextCursor\` is
+- **Pagination:** the key, plan and consumer lists are ordered oldest first. \`limit\` 1-${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}); \`nextCursor\` is
   present only when more keys remain and is passed back as \`cursor\`. Cursors are opaque; a cursor this service
   did not issue: 400 \`invalid_cursor\`. Unknown query parameters: 400 \`validation_failed\`.
 - **Limits:** \`name\` 1-200 characters; plan \`description\` at most 1000 characters (default \`""\`);
@@ -81,7 +92,7 @@ to a backend. This document covers the **management API** (root token) and descr
   a deleted key is refused at once by the replica that deleted it and within 1 s by every replica.
 - **Lifecycle:** a key can be disabled (\`enabled: false\`: 403 \`key_disabled\`) and can expire (\`expiresAt\`: 401
   \`key_expired\` from that instant on every replica). Neither is forwarded or consumes quota; both count in the key's
-  usage as failed requests. \`metadata\` is a JSON object of at most ${MAX_METADATA_BYTES} bytes, returned as given: its members keep the
+  usage as failed requests. \`metadata\` is a JSON object of at most ${MAX_METADATA_BYTES} bytes and ${MAX_METADATA_DEPTH} levels of nesting, returned as given: its members keep the
   order sent at every depth (integer-like names too), in every answer and in the audit log; insignificant whitespace
   is dropped, and numbers and escapes are written as JSON.stringify writes them.
 - **Roll:** \`POST /consumer-api-key/{id}/roll\` gives the key a new secret that works at once on every replica; the
@@ -94,9 +105,53 @@ to a backend. This document covers the **management API** (root token) and descr
 - \`usage.rateLimits\` comes from the key's plan, else from \`DEFAULT_RATE_LIMIT\`; it is \`null\` when neither applies
   (such keys are counted but not limited).
 
+## Consumers
+- A consumer (\`con_…\`) is the account that holds keys; a key belongs to at most one (\`consumerId\`). A plan bound to a
+  consumer is shared by all its keys, on top of each key's own plan (\`DEFAULT_RATE_LIMIT\` stands in only for a key's own
+  plan, never for a consumer's). \`externalId\` is unique among consumers (409 \`consumer_exists\`); \`metadata\` is kept
+  as a key's. A consumer holds no credits yet: \`credits\` is \`null\`.
+- An unknown \`consumerId\` on a key is 404 \`consumer_not_found\`; one that is not of the \`con_…\` form is 400
+  \`validation_failed\`. Deleting a consumer that holds keys is 409 \`consumer_has_keys\` (with \`keyCount\`) unless
+  \`force=true\`, which detaches them: they keep working, alone. Deleting a plan consumers hold is 409
+  \`rate_limit_in_use\` (with \`keyCount\` and \`consumerCount\`) unless forced, which unbinds them too. Every key and
+  consumer a forced delete changes gets an audit entry of its own (\`key.detach_consumer\`, \`consumer.remove_plan\`).
+- Every consumer change reaches every replica within 1 s, for all its keys. Consumer reads need \`keys:read\`, writes
+  \`keys:write\`.
+
+## Billing exports
+- \`/tollgate/billing-exports\` sends stored usage to Stripe meter events, OpenMeter, Lago or any CloudEvents receiver:
+  every closed bucket of the export's \`interval\` once per subject, its value the bucket's units, under an
+  idempotency id derived from (export, subject, bucket start, revision) that every retry keeps. Usage stored after
+  its bucket was sent goes as the next revision, with the missing units only: the receiver's sum equals the usage
+  stored. \`credential\` is write-only (\`hasCredential\` says whether one is set). \`POST …/runs\` runs an export now;
+  \`GET …/runs\` is its run log, with the receiver's answer to each send.
+
+## Webhooks (events)
+- **Events:** \`key.created\`, \`key.updated\` (a PATCH, a plan bound or removed), \`key.deleted\`, \`key.rolled\`,
+  \`key.expiring\` (7 days and 1 day before \`expiresAt\`, once each), \`consumer.created\`, \`consumer.updated\`,
+  \`consumer.deleted\`; \`quota.threshold\`, \`credits.low\`, \`credits.exhausted\` and \`usage.exported\` may be subscribed to
+  and are delivered once their producers ship. \`data\` is the key (\`consumerApiKeyId\`) or consumer (\`consumerId\`) as
+  the audit log shows it, an update adding \`previous\`; \`key.expiring\` adds \`daysBefore\`. No event carries a secret,
+  token, hash or ciphertext.
+- **Outbox:** an event is stored in the transaction of the change that causes it (a change that fails sends
+  nothing) and delivered afterwards by one replica at a time; events survive restarts of any replica, Redis or the
+  database. A webhook receives the events of its types that happen after it is created.
+- **Delivery (Standard Webhooks):** \`POST\` of \`{type, timestamp, data}\` with \`webhook-id\` (the event id, the same on every
+  attempt: dedupe by it), \`webhook-timestamp\` (the attempt's, seconds) and \`webhook-signature\` (\`v1,<base64 HMAC-SHA256 of
+  id.timestamp.body>\`, keyed with the base64 after \`whsec_\` of the secret shown once at creation). At least once: a 2xx
+  within 15 s is success; otherwise attempts follow about 5 s, 30 s, 2 min, 10 min, 1 h, 4 h, 12 h and 24 h after the
+  first. Redirects are not followed. A webhook none of whose attempts succeeded for 3 days is disabled
+  (\`disabledAt\`, \`disabledReason\`; the audit log records \`webhook.disable\` by the actor \`system\`); enabling it again
+  sends what waited. The delivery log keeps 30 days.
+
 ## Proxied requests (not management routes)
-Every method on every path that is not a management route is forwarded to the backend (\`UPSTREAM_URL\` + path +
-query), bodies streamed both ways.
+Every method on every path that is not a management route is forwarded to a backend, bodies streamed both ways:
+to the route of the route table (\`/tollgate/routes\`) with the longest path prefix of whole segments that matches,
+then the most specific host (exact, then the longest wildcard, then a route without host), among those whose
+\`methods\` take the request; the route's \`upstreamUrl\` + path (less \`pathPrefix\` with \`stripPrefix\`) + query, within
+its \`timeoutMs\`. No route: \`UPSTREAM_URL\` + path + query, the catch-all; with \`UPSTREAM_URL=""\` there is none, and the
+request is refused with 404 \`route_not_found\` once its key is checked (not forwarded, no quota spent, counted in the
+key's usage as failed).
 - Credential: \`Authorization: Bearer <secret>\` or \`x-api-key: <secret>\`. Missing: 401 \`missing_api_key\`;
   unknown, deleted, malformed or a rolled secret past its grace: 401 \`invalid_api_key\`; an expired key: 401
   \`key_expired\`; a disabled key: 403 \`key_disabled\`.
@@ -114,465 +169,205 @@ query), bodies streamed both ways.
 - Backend unreachable: 502 \`bad_gateway\`; no answer within \`UPSTREAM_TIMEOUT_MS\`: 504 \`gateway_timeout\`;
   \`REDIS_FAILURE_MODE=closed\` while Redis is down: 503 \`limit_unavailable\`.`;
 
+/** JSON Schema as the document carries it: TypeBox's symbol-keyed metadata has no place there. */
+const plain = (schema: TSchema): JsonObject => JSON.parse(JSON.stringify(schema)) as JsonObject;
 const ref = (name: string): JsonObject => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: JsonObject, extra: JsonObject = {}): JsonObject => ({
-  content: { 'application/json': { schema, ...extra } },
-});
-
-/** A response documented by the error codes it may carry, each with an example body. */
-function errorResponse(description: string, codes: readonly ErrorCode[], headers?: JsonObject): JsonObject {
-  const examples = Object.fromEntries(
-    codes.map((code) => [code, { value: { error: ERRORS[code].message, code } }]),
-  );
-  return { description, ...(headers && { headers }), ...json(ref('Error'), { examples }) };
+/** A named schema by reference (collected into the components), any other inline. */
+function schemaOf(schema: TSchema, named: Map<string, TSchema>): JsonObject {
+  const title = (schema as { title?: string }).title;
+  if (title === undefined) return plain(schema);
+  named.set(title, schema);
+  return ref(title);
 }
 
-const AUTH_HEADER = {
-  'WWW-Authenticate': { description: 'Bearer challenge (RFC 6750)', schema: { type: 'string' } },
+/** When each refusal every operation may give happens. */
+const SHARED_REASONS: Partial<Record<ErrorCode, string>> = {
+  unauthorized: 'Missing or wrong token',
+  insufficient_scope: 'The token lacks the scope this operation needs',
+  too_many_failed_attempts: 'Too many wrong credentials from this client address',
+  method_not_allowed: 'Known route, other method',
+  database_unavailable: 'The database is unavailable; retry later',
+  storage_unavailable: 'The database refuses writes (disk full, read-only); retry later',
+  internal_error: 'Unexpected server error',
+};
+const BODY_REASONS: Partial<Record<ErrorCode, string>> = {
+  validation_failed: 'A body (or parameter) that does not match the schema: `details` names each field',
+  invalid_json: 'Malformed or empty JSON',
+  payload_too_large: `Body larger than ${MAX_BODY_BYTES} bytes`,
+  unsupported_media_type: 'Body is not application/json (or is compressed)',
+};
+const QUERY_REASONS: Partial<Record<ErrorCode, string>> = {
+  validation_failed:
+    'A query parameter that does not match its schema, or an unknown one: `details` names each',
 };
 
-const COMMON_RESPONSES = {
-  Unauthorized: errorResponse('Missing or wrong token', ['unauthorized'], AUTH_HEADER),
-  Forbidden: errorResponse('The token lacks the scope this operation needs', ['insufficient_scope'], AUTH_HEADER),
-  Throttled: errorResponse('Too many wrong credentials from this client address', ['too_many_failed_attempts'], {
-    'Retry-After': { description: 'Seconds until the address may try again', schema: { type: 'integer', minimum: 1 } },
-  }),
-  MethodNotAllowed: errorResponse('Known route, other method', ['method_not_allowed'], {
-    Allow: { description: 'The methods this route accepts', schema: { type: 'string' } },
-  }),
-  BadBody: errorResponse('Malformed JSON, or a body that does not match the schema', [
-    'validation_failed',
-    'invalid_json',
-  ]),
-  PayloadTooLarge: errorResponse(`Body larger than ${MAX_BODY_BYTES} bytes`, ['payload_too_large']),
-  UnsupportedMediaType: errorResponse('Body is not application/json (or is compressed)', [
-    'unsupported_media_type',
-  ]),
-  Unavailable: errorResponse('The database is unavailable; retry later', ['database_unavailable']),
-  WriteUnavailable: errorResponse(
-    'The database is unavailable, or refuses writes (disk full, read-only): retry later',
-    ['database_unavailable', 'storage_unavailable'],
-    { 'Retry-After': { description: `storage_unavailable: seconds to wait before retrying (${ERRORS.storage_unavailable.retryAfterSeconds})`, schema: { type: 'integer', minimum: 1 } } },
-  ),
-  Unexpected: errorResponse('Unexpected server error', ['internal_error']),
-};
-
-const responseRef = (name: keyof typeof COMMON_RESPONSES): JsonObject => ({
-  $ref: `#/components/responses/${name}`,
+const integerHeader = (description: string): JsonObject => ({
+  description,
+  schema: { type: 'integer', minimum: 1 },
 });
+const stringHeader = (description: string): JsonObject => ({ description, schema: { type: 'string' } });
+/** The headers a refusal with this code carries. */
+const CODE_HEADERS: Partial<Record<ErrorCode, [string, JsonObject]>> = {
+  unauthorized: ['WWW-Authenticate', stringHeader('Bearer challenge (RFC 6750)')],
+  insufficient_scope: [
+    'WWW-Authenticate',
+    stringHeader('Bearer challenge (RFC 6750) naming the scope that is missing'),
+  ],
+  too_many_failed_attempts: ['Retry-After', integerHeader('Seconds until the address may try again')],
+  storage_unavailable: [
+    'Retry-After',
+    integerHeader(`Seconds to wait before retrying (${ERRORS.storage_unavailable.retryAfterSeconds})`),
+  ],
+  billing_export_busy: [
+    'Retry-After',
+    integerHeader(`Seconds to wait before retrying (${ERRORS.billing_export_busy.retryAfterSeconds})`),
+  ],
+  method_not_allowed: ['Allow', stringHeader('The methods this route accepts')],
+};
 
-/** The answers every route shares; routes that read a body add the body errors. */
-function standardResponses(readsBody: boolean): JsonObject {
-  return {
-    ...(readsBody && {
-      '400': responseRef('BadBody'),
-      '413': responseRef('PayloadTooLarge'),
-      '415': responseRef('UnsupportedMediaType'),
-    }),
-    '401': responseRef('Unauthorized'),
-    '403': responseRef('Forbidden'),
-    '405': responseRef('MethodNotAllowed'),
-    '429': responseRef('Throttled'),
-    '503': responseRef('Unavailable'),
-    default: responseRef('Unexpected'),
+/** Every refusal an operation may give, with when: shared, from what it reads, and its own. */
+function reasonsOf(operation: Operation): Map<ErrorCode, string> {
+  const reasons = new Map<ErrorCode, string>();
+  const add = (more: Partial<Record<ErrorCode, string>>) => {
+    for (const [code, reason] of Object.entries(more) as [ErrorCode, string][])
+      reasons.set(code, reasons.has(code) ? `${reasons.get(code)}; ${reason}` : reason);
   };
+  const { storage_unavailable: _writesOnly, ...shared } = SHARED_REASONS;
+  add(isWrite(operation.method) ? SHARED_REASONS : shared);
+  if (operation.body) add(BODY_REASONS);
+  if (operation.query && !operation.body) add(QUERY_REASONS);
+  if (operation.query?.schema.properties.cursor)
+    add({ invalid_cursor: 'A `cursor` this service did not issue' });
+  if (operation.params && !operation.errors?.[operation.params.notFound])
+    add({ [operation.params.notFound]: 'The path names nothing' });
+  if (operation.errors) add(operation.errors);
+  return reasons;
 }
 
-const keyIdParameter = {
-  name: 'consumerApiKeyId',
-  in: 'path',
-  required: true,
-  description: 'The key id (`id` of the create response)',
-  schema: { type: 'string' },
-};
+/** The responses of an operation: its answer, then one per status its refusals share. */
+function responsesOf(operation: Operation, named: Map<string, TSchema>): JsonObject {
+  const { success } = operation;
+  const responses: JsonObject = {
+    [String(success.status)]: {
+      description: success.description,
+      ...(success.headers && {
+        headers: Object.fromEntries(
+          Object.entries(success.headers).map(([name, text]) => [name, stringHeader(text)]),
+        ),
+      }),
+      content: {
+        'application/json': { schema: schemaOf(success.schema, named) },
+        ...(success.csv && { 'text/csv': { schema: { type: 'string' } } }),
+      },
+    },
+  };
+  const byStatus = new Map<string, ErrorCode[]>();
+  for (const code of reasonsOf(operation).keys()) {
+    const status = code === 'internal_error' ? 'default' : String(ERRORS[code].status);
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const reasons = reasonsOf(operation);
+  for (const [status, codes] of byStatus) {
+    const headers = Object.fromEntries(
+      codes.flatMap((code) => (CODE_HEADERS[code] ? [CODE_HEADERS[code]] : [])),
+    );
+    responses[status] = {
+      description: codes.map((code) => reasons.get(code)).join('; '),
+      ...(Object.keys(headers).length > 0 && { headers }),
+      content: {
+        'application/json': {
+          schema: ref('Error'),
+          examples: Object.fromEntries(
+            codes.map((code) => [
+              code,
+              { summary: reasons.get(code), value: { error: ERRORS[code].message, code } },
+            ]),
+          ),
+        },
+      },
+    };
+  }
+  return responses;
+}
 
-const planIdParameter = {
-  name: 'rateLimitId',
-  in: 'path',
-  required: true,
-  description: 'The plan id',
-  schema: { type: 'string' },
-};
-
-const limitParameter = {
-  name: 'limit',
-  in: 'query',
-  description: `Page size, 1-${MAX_PAGE_SIZE}`,
-  schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
-};
-
-const cursorParameter = {
-  name: 'cursor',
-  in: 'query',
-  description: '`nextCursor` of the previous page',
-  schema: { type: 'string' },
-};
-
-const KEY_FILTERS = [
-  { name: 'rateLimitId', in: 'query', description: 'Only keys bound to this plan', schema: { type: 'string' } },
-  { name: 'enabled', in: 'query', description: 'Only enabled (`true`) or disabled (`false`) keys', schema: { type: 'boolean' } },
-  { name: 'externalId', in: 'query', description: 'Only keys with this `externalId`', schema: { type: 'string' } },
-  { name: 'namePrefix', in: 'query', description: 'Only keys whose name starts with this text', schema: { type: 'string' } },
-];
-
-const BAD_PAGE_QUERY = errorResponse('Bad `limit` (validation_failed) or `cursor` (invalid_cursor), or an unknown parameter', [
-  'validation_failed',
-  'invalid_cursor',
-]);
-
-const KEY_NOT_FOUND = errorResponse('No key has that id', ['key_not_found']);
-
-const USAGE_PARAMETERS = [
-  {
-    name: 'from',
-    in: 'query',
-    description: 'Start of the range, YYYY-MM-DDThh:mm:ssZ (default: 24 h before `to`); a fraction of a second (as toISOString() writes it) is cut off',
-    schema: { type: 'string' },
-  },
-  { name: 'to', in: 'query', description: 'End of the range, exclusive, like `from` (default: now)', schema: { type: 'string' } },
-  {
-    name: 'granularity',
-    in: 'query',
-    description: 'minute, hour, day or month (default: minute up to 3 h, hour up to 4 days, day beyond)',
-    schema: { type: 'string', enum: ['minute', 'hour', 'day', 'month'] },
-  },
-];
-
-const USAGE_RANGE_ERRORS = errorResponse(
-  'A bad parameter (validation_failed), a range reaching beyond retention at that granularity, or more than 1,500 buckets (with `groupBy`: more than 320,000 series buckets, series × buckets)',
-  ['validation_failed', 'range_beyond_retention', 'range_too_large'],
-);
-const PLAN_NOT_FOUND = errorResponse('No plan has that id', ['rate_limit_not_found']);
+/** One parameter per property of a path or query schema. */
+function parametersOf(schema: TObject | undefined, where: 'path' | 'query'): JsonObject[] {
+  if (!schema) return [];
+  const required = new Set(schema.required ?? []);
+  return Object.entries(schema.properties).map(([name, property]) => {
+    const { description, ...rest } = plain(property);
+    return {
+      name,
+      in: where,
+      ...(where === 'path' || required.has(name) ? { required: true } : {}),
+      ...(description !== undefined && { description }),
+      schema: rest,
+    };
+  });
+}
 
 /** `/consumer-api-key/:consumerApiKeyId` → `/consumer-api-key/{consumerApiKeyId}`. */
-const openApiPath = (prefix: string, path: string): string => prefix + path.replace(/:([A-Za-z]+)/g, '{$1}');
+export const openApiPath = (path: string): string => path.replace(/:([A-Za-z]+)/g, '{$1}');
 
-export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocument {
-  const prefix = options.prefix ?? '';
-  const schemas = Object.fromEntries(
-    // JSON round trip: TypeBox's symbol-keyed metadata has no place in the document.
-    Object.entries(NAMED_SCHEMAS).map(([name, schema]) => [
-      name,
-      JSON.parse(JSON.stringify(schema)) as JsonObject,
-    ]),
-  );
-  const paths: Record<string, JsonObject> = {
-    [openApiPath(prefix, PATHS.createKey)]: {
-      post: {
-        operationId: 'createConsumerApiKey',
-        tags: ['Consumer API keys'],
-        summary: 'Create a consumer API key',
-        description:
-          'Generates the secret. `createdAt` is `YYYY-MM-DD HH:MM:SS` (UTC) in this response only.',
-        requestBody: { required: true, ...json(ref('CreateKeyRequest')) },
-        responses: {
-          '201': {
-            description: 'Created',
-            headers: { Location: { description: 'Path of the key detail', schema: { type: 'string' } } },
-            ...json(ref('CreateKeyResponse')),
-          },
-          '404': errorResponse('`rateLimitId` names no plan', ['rate_limit_not_found']),
-          ...standardResponses(true),
-        },
+function operationObject(operation: Operation, named: Map<string, TSchema>): JsonObject {
+  const parameters = [
+    ...parametersOf(operation.params?.schema, 'path'),
+    ...parametersOf(operation.query?.schema, 'query'),
+  ];
+  return {
+    operationId: operation.id,
+    tags: [operation.tag],
+    summary: operation.summary,
+    ...(operation.description !== undefined && { description: operation.description }),
+    ...(parameters.length > 0 && { parameters }),
+    ...(operation.body && {
+      requestBody: {
+        required: !operation.body.optional,
+        content: { 'application/json': { schema: schemaOf(operation.body.schema, named) } },
       },
-    },
-    [openApiPath(prefix, PATHS.keys)]: {
-      get: {
-        operationId: 'listConsumerApiKeys',
-        tags: ['Consumer API keys'],
-        summary: 'List consumer API keys, oldest first',
-        parameters: [
-          limitParameter,
-          cursorParameter,
-          ...KEY_FILTERS,
-        ],
-        responses: {
-          '200': { description: 'One page of keys', ...json(ref('ListKeysResponse')) },
-          '400': BAD_PAGE_QUERY,
-          ...standardResponses(false),
-        },
-      },
-    },
-    [openApiPath(prefix, PATHS.key)]: {
-      parameters: [keyIdParameter],
-      get: {
-        operationId: 'getConsumerApiKey',
-        tags: ['Consumer API keys'],
-        summary: 'Show a key with its secret and usage',
-        description:
-          'Usage shows a proxied request within 2 s, whichever replica served it. `usage.rateLimits` is read without consuming quota.',
-        responses: {
-          '200': { description: 'The key', ...json(ref('KeyDetailResponse')) },
-          '404': KEY_NOT_FOUND,
-          ...standardResponses(false),
-          '503': errorResponse('The database or the rate limiter is unavailable; retry later', [
-            'database_unavailable',
-            'limit_unavailable',
-          ]),
-        },
-      },
-      patch: {
-        operationId: 'updateConsumerApiKey',
-        tags: ['Consumer API keys'],
-        summary: 'Change a key: name, owner, metadata, enabled, expiry',
-        description:
-          'Any of the fields; `null` clears `externalId` and `expiresAt`. Takes effect on every replica within 1 s and moves `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays).',
-        requestBody: { required: true, ...json(ref('UpdateKeyRequest')) },
-        responses: {
-          '200': { description: 'The key as it now is (the detail without `usage`)', ...json(ref('KeyResponse')) },
-          '404': KEY_NOT_FOUND,
-          ...standardResponses(true),
-        },
-      },
-      delete: {
-        operationId: 'deleteConsumerApiKey',
-        tags: ['Consumer API keys'],
-        summary: 'Delete a key (and its usage)',
-        responses: {
-          '200': { description: 'Deleted', ...json(ref('DeleteKeyResponse')) },
-          '404': KEY_NOT_FOUND,
-          ...standardResponses(false),
-        },
-      },
-    },
-    [openApiPath(prefix, PATHS.rollKey)]: {
-      parameters: [keyIdParameter],
-      post: {
-        operationId: 'rollConsumerApiKey',
-        tags: ['Consumer API keys'],
-        summary: 'Give a key a new secret, the previous one working for a grace period',
-        description:
-          'The body may be left out (grace 0). The new secret works at once on every replica; the previous one until `previousSecretExpiresAt`, then 401 `invalid_api_key`, on every replica from that very instant: the first whole second at least `gracePeriodSeconds` after the roll. With grace 0 it is refused at once wherever the roll is known, and `previousSecretExpiresAt` is the instant by which every replica has heard of it (the first whole second at least 0.5 s away), never one before the real end. Rolling again ends an earlier grace at once.',
-        requestBody: { required: false, ...json(ref('RollKeyRequest')) },
-        responses: {
-          '200': { description: 'Rolled', ...json(ref('RollKeyResponse')) },
-          '404': KEY_NOT_FOUND,
-          ...standardResponses(true),
-        },
-      },
-    },
-    [openApiPath(prefix, PATHS.createPlan)]: {
-      post: {
-        operationId: 'createRateLimitPlan',
-        tags: ['Rate limit plans'],
-        summary: 'Create a rate limit plan under a caller-chosen id',
-        description:
-          'One limit as `limit` and `period` (the seed\'s body), or one to four as `limits`. Every plan response carries both shapes: `limit` and `period` are the first of `limits`.',
-        requestBody: { required: true, ...json(ref('CreatePlanRequest')) },
-        responses: {
-          '201': {
-            description: 'Created: the plan, its limits with their defaults filled in',
-            ...json(ref('PlanResponse')),
-          },
-          '409': errorResponse('A plan with that rateLimitId exists; plans are not overwritten', [
-            'rate_limit_exists',
-          ]),
-          ...standardResponses(true),
-        },
-      },
-    },
-    [openApiPath(prefix, PATHS.plans)]: {
-      get: {
-        operationId: 'listRateLimitPlans',
-        tags: ['Rate limit plans'],
-        summary: 'List plans, oldest first, with the number of keys bound to each',
-        parameters: [limitParameter, cursorParameter],
-        responses: {
-          '200': { description: 'One page of plans', ...json(ref('ListPlansResponse')) },
-          '400': BAD_PAGE_QUERY,
-          ...standardResponses(false),
-        },
-      },
-    },
-    [openApiPath(prefix, PATHS.plan)]: {
-      parameters: [planIdParameter],
-      get: {
-        operationId: 'getRateLimitPlan',
-        tags: ['Rate limit plans'],
-        summary: 'Show a plan with the number of keys bound to it',
-        responses: {
-          '200': { description: 'The plan', ...json(ref('PlanResponse')) },
-          '404': PLAN_NOT_FOUND,
-          ...standardResponses(false),
-        },
-      },
-      patch: {
-        operationId: 'updateRateLimitPlan',
-        tags: ['Rate limit plans'],
-        summary: "Change a plan's description or limits",
-        description:
-          'Takes effect on every replica within 1 s. `limits` replaces every limit; `limit` and `period` change a plan of one limit (a plan of several answers 400 `validation_failed`). The current windows keep what they have spent: lowering a limit below what its window has admitted refuses the rest of that window.',
-        requestBody: { required: true, ...json(ref('UpdatePlanRequest')) },
-        responses: {
-          '200': { description: 'The plan as it now is', ...json(ref('PlanResponse')) },
-          '404': PLAN_NOT_FOUND,
-          ...standardResponses(true),
-        },
-      },
-      delete: {
-        operationId: 'deleteRateLimitPlan',
-        tags: ['Rate limit plans'],
-        summary: 'Delete a plan; with force=true, unbind its keys first',
-        parameters: [
-          {
-            name: 'force',
-            in: 'query',
-            description: '`true`: unbind the keys bound to the plan (moving their `lastUpdated`; each gets an audit entry `key.remove_plan` of its own, with the request id of the delete), then delete it',
-            schema: { type: 'boolean', default: false },
-          },
-        ],
-        responses: {
-          '200': { description: 'Deleted', ...json(ref('DeletePlanResponse')) },
-          '400': errorResponse('`force` is not `true` or `false`, or an unknown parameter', ['validation_failed']),
-          '404': PLAN_NOT_FOUND,
-          '409': errorResponse('Keys are bound to the plan and `force` is not `true`; the body adds `keyCount`', ['rate_limit_in_use']),
-          ...standardResponses(false),
-        },
-      },
-    },
-    [openApiPath(prefix, PATHS.applyPlan)]: {
-      post: {
-        operationId: 'applyRateLimitPlan',
-        tags: ['Rate limit plans'],
-        summary: "Bind a plan to a key, replacing the key's previous plan",
-        requestBody: { required: true, ...json(ref('ApplyPlanRequest')) },
-        responses: {
-          '200': { description: "Bound; the key's `lastUpdated` is now (unless the key already had this plan: then nothing changes, and nothing is recorded)", ...json(ref('ApplyPlanResponse')) },
-          '404': errorResponse('Unknown plan (checked first) or unknown key', [
-            'rate_limit_not_found',
-            'key_not_found',
-          ]),
-          ...standardResponses(true),
-        },
-      },
-    },
-    [openApiPath(prefix, PATHS.removePlan)]: {
-      post: {
-        operationId: 'removeRateLimitPlan',
-        tags: ['Rate limit plans'],
-        summary: "Unbind a key's plan",
-        description: 'Also 200 when the key had no plan. Takes effect on every replica within 1 s.',
-        requestBody: { required: true, ...json(ref('RemovePlanRequest')) },
-        responses: {
-          '200': { description: 'The key has no plan now', ...json(ref('RemovePlanResponse')) },
-          '404': KEY_NOT_FOUND,
-          ...standardResponses(true),
-        },
-      },
-    },
-    [openApiPath(prefix, PATHS.keyUsage)]: {
-      parameters: [keyIdParameter],
-      get: {
-        operationId: 'getConsumerApiKeyUsage',
-        tags: ['Usage'],
-        summary: "A key's usage over time",
-        description:
-          'Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint or customer, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". `Accept: text/csv` answers the same as CSV (columns start, [endpoint|customerId,] requests, successful, failed, rateLimited, averageResponseTimeMs); an endpoint or customer id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with \' so that a spreadsheet does not run it as a formula. Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).',
-        parameters: USAGE_PARAMETERS.concat([
-          { name: 'groupBy', in: 'query', description: '`endpoint` or `customer` (day and month granularity only)', schema: { type: 'string', enum: ['endpoint', 'customer'] } },
-        ]),
-        responses: {
-          '200': {
-            description: 'The buckets',
-            content: { 'application/json': { schema: ref('KeyUsageResponse') }, 'text/csv': { schema: { type: 'string' } } },
-          },
-          '400': USAGE_RANGE_ERRORS,
-          '404': KEY_NOT_FOUND,
-          ...standardResponses(false),
-        },
-      },
-    },
-    [openApiPath(prefix, PATHS.fleetUsage)]: {
-      get: {
-        operationId: 'getFleetUsage',
-        tags: ['Usage'],
-        summary: "Every key's usage over time, and the busiest keys",
-        description: 'The buckets summed over all keys (from stored usage: about a second behind), and `topKeys`: at most 10 keys with the most requests in the range. `Accept: text/csv` answers the buckets as CSV.',
-        parameters: USAGE_PARAMETERS,
-        responses: {
-          '200': {
-            description: 'The buckets and the busiest keys',
-            content: { 'application/json': { schema: ref('FleetUsageResponse') }, 'text/csv': { schema: { type: 'string' } } },
-          },
-          '400': USAGE_RANGE_ERRORS,
-          ...standardResponses(false),
-        },
-      },
-    },
-    [openApiPath(prefix, PATHS.adminTokens)]: {
-      post: {
-        operationId: 'createAdminToken',
-        tags: ['Admin tokens and audit'],
-        summary: 'Create an admin token with some scopes',
-        description:
-          'The token (`secret`) is shown in this answer only and stored as a hash. A token hands out no more than it holds: only scopes it holds all of (403 `insufficient_scope` naming the first it lacks) and, when it expires itself, only tokens that expire no later than it does (403 `token_outlives_caller`; an absent or null `expiresAt` means never). `expiresAt` must be in the future (400 `validation_failed`).',
-        requestBody: { required: true, ...json(ref('CreateAdminTokenRequest')) },
-        responses: {
-          '201': { description: 'Created', ...json(ref('CreateAdminTokenResponse')) },
-          ...standardResponses(true),
-          '403': errorResponse('The caller lacks `tokens:write` or a scope it would grant, or the token would outlive the caller', ['insufficient_scope', 'token_outlives_caller'], AUTH_HEADER),
-        },
-      },
-      get: {
-        operationId: 'listAdminTokens',
-        tags: ['Admin tokens and audit'],
-        summary: 'List admin tokens (never their secrets)',
-        responses: {
-          '200': { description: 'Every admin token, oldest first', ...json(ref('ListAdminTokensResponse')) },
-          ...standardResponses(false),
-        },
-      },
-    },
-    [openApiPath(prefix, PATHS.adminToken)]: {
-      parameters: [{ name: 'tokenId', in: 'path', required: true, description: 'The admin token id (`id`)', schema: { type: 'string' } }],
-      delete: {
-        operationId: 'deleteAdminToken',
-        tags: ['Admin tokens and audit'],
-        summary: 'Delete an admin token: refused at once on every replica',
-        description: 'A token may delete only tokens whose scopes it holds all of: a narrower token cannot revoke a broader one.',
-        responses: {
-          '200': { description: 'Deleted', ...json(ref('DeleteAdminTokenResponse')) },
-          '403': errorResponse('The caller lacks `tokens:write`, or a scope the token to delete holds', ['insufficient_scope'], AUTH_HEADER),
-          '404': errorResponse('No admin token has that id', ['admin_token_not_found']),
-          ...standardResponses(false),
-        },
-      },
-    },
-    [openApiPath(prefix, PATHS.auditLog)]: {
-      get: {
-        operationId: 'listAuditLog',
-        tags: ['Admin tokens and audit'],
-        summary: 'The audit log, newest first',
-        description: 'Entries older than AUDIT_RETENTION_DAYS (default 365) are deleted.',
-        parameters: [
-          limitParameter,
-          cursorParameter,
-          { name: 'action', in: 'query', description: 'Only this action, e.g. `key.update`', schema: { type: 'string' } },
-          { name: 'targetId', in: 'query', description: 'Only changes of this key, plan or admin token', schema: { type: 'string' } },
-          { name: 'actorId', in: 'query', description: 'Only changes made with this admin token (its `id`), or `root`: with the root token', schema: { type: 'string' } },
-          { name: 'from', in: 'query', description: 'Entries at or after this instant (YYYY-MM-DDThh:mm:ssZ)', schema: { type: 'string' } },
-          { name: 'to', in: 'query', description: 'Entries before this instant (YYYY-MM-DDThh:mm:ssZ)', schema: { type: 'string' } },
-        ],
-        responses: {
-          '200': { description: 'One page of entries', ...json(ref('AuditLogResponse')) },
-          '400': BAD_PAGE_QUERY,
-          ...standardResponses(false),
-        },
-      },
-    },
+    }),
+    responses: responsesOf(operation, named),
+    security: [{ rootToken: [] }, { adminToken: [operation.scope] }],
+    'x-required-scope': operation.scope,
   };
+}
 
-  // Each operation states the scope it needs, from the table the routes enforce.
-  for (const [route, methods] of Object.entries(REQUIRED_SCOPES)) {
-    const item = paths[openApiPath(prefix, PATHS[route as keyof typeof PATHS])]!;
-    for (const [method, scope] of Object.entries(methods)) {
-      const operation = item[method] as JsonObject;
-      operation.security = [{ rootToken: [] }, { adminToken: [scope] }];
-      operation['x-required-scope'] = scope;
-      // Every change is a write, which a database out of space or read-only refuses.
-      if (method !== 'get') (operation.responses as JsonObject)['503'] = responseRef('WriteUnavailable');
-    }
+const TAGS = [
+  { name: 'Consumer API keys', description: 'Keys consumers present to the proxy' },
+  { name: 'Rate limit plans', description: 'Limits per window, bound to keys and consumers' },
+  {
+    name: 'Consumers',
+    description: 'The accounts that hold keys: a plan bound to a consumer is shared by all its keys',
+  },
+  { name: 'Routes', description: 'Which backend a proxied request goes to: by host, path prefix and method' },
+  { name: 'Usage', description: 'Usage over time, for billing and dashboards' },
+  { name: 'Admin tokens and audit', description: 'Scoped credentials and the record of every change' },
+  {
+    name: 'Billing exports',
+    description:
+      'Usage sent to Stripe, OpenMeter, Lago or any CloudEvents receiver, exactly once to the unit',
+  },
+  {
+    name: 'Webhooks',
+    description: "Tollgate's events, delivered signed (Standard Webhooks) to your endpoints",
+  },
+];
+
+export function buildOpenApiDocument(
+  options: OpenApiOptions = {},
+  operations: readonly Operation[] = OPERATIONS,
+): OpenApiDocument {
+  const prefix = options.prefix ?? '';
+  const named = new Map<string, TSchema>([
+    ['Error', ErrorResponse],
+    ['RateLimitExceeded', RateLimitExceededResponse],
+  ]);
+  const paths: Record<string, JsonObject> = {};
+  for (const operation of operations) {
+    const item = (paths[prefix + openApiPath(operation.path)] ??= {});
+    item[operation.method] = operationObject(operation, named);
   }
+  const schemas = Object.fromEntries([...named].map(([name, schema]) => [name, plain(schema)]));
 
   return {
     openapi: '3.1.0',
@@ -583,17 +378,16 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: servers(options.publicListener),
-    tags: [
-      { name: 'Consumer API keys', description: 'Keys consumers present to the proxy' },
-      { name: 'Rate limit plans', description: 'Limits per window, bound to keys' },
-      { name: 'Usage', description: 'Usage over time, for billing and dashboards' },
-      { name: 'Admin tokens and audit', description: 'Scoped credentials and the record of every change' },
-    ],
+    tags: TAGS.filter((tag) => operations.some((operation) => operation.tag === tag.name)),
     security: [{ rootToken: [] }, { adminToken: [] }],
     paths,
     components: {
       securitySchemes: {
-        rootToken: { type: 'http', scheme: 'bearer', description: 'ROOT_TOKEN: every scope of the management API' },
+        rootToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'ROOT_TOKEN: every scope of the management API',
+        },
         adminToken: {
           type: 'http',
           scheme: 'bearer',
@@ -609,7 +403,6 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
       },
       schemas,
       responses: {
-        ...COMMON_RESPONSES,
         RateLimitExceeded: {
           description: 'Proxied request over its limit (not forwarded)',
           headers: {
@@ -618,15 +411,17 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
               schema: { type: 'integer', minimum: 1 },
             },
             RateLimit: {
-              description: 'draft-ietf-httpapi-ratelimit-headers: the limit with the fewest requests left, by name, e.g. `"day";r=0;t=3600`',
+              description:
+                'draft-ietf-httpapi-ratelimit-headers: the limit with the fewest requests left, by name, e.g. `"day";r=0;t=3600`',
               schema: { type: 'string' },
             },
             'RateLimit-Policy': {
-              description: 'draft-ietf-httpapi-ratelimit-headers: every limit of the plan, by name, e.g. `"second";q=10;w=1, "day";q=10000;w=86400`',
+              description:
+                'draft-ietf-httpapi-ratelimit-headers: every limit of the plan, by name, e.g. `"second";q=10;w=1, "day";q=10000;w=86400`',
               schema: { type: 'string' },
             },
           },
-          ...json(ref('RateLimitExceeded')),
+          content: { 'application/json': { schema: ref('RateLimitExceeded') } },
         },
       },
     },

@@ -2,13 +2,15 @@
  * One TypeBox schema per request and response of the management API: the source of the ajv
  * validators, of the TypeScript types and of the OpenAPI document, so the three cannot drift apart.
  */
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { ALGORITHMS, MAX_LIMITS, type Algorithm } from '../limits/plan.js';
-import { PERIODS, type Period } from '../limits/window.js';
+import { Type, type Static } from '@sinclair/typebox';
+import { EVENT_TYPES, type EventType } from '../events/event-types.js';
+import { ALGORITHMS, MAX_COST, MAX_COSTS, MAX_LIMITS, MIN_COST, type Algorithm } from '../plans/plan.js';
+import { PERIODS, type Period } from '../plans/window.js';
+import { RATE_LIMIT_ID_PATTERN, RequestMatchSchema, RouteId } from './request-match-schemas.js';
 import { SCOPES, type Scope } from './scopes.js';
 
 // Postgres text cannot hold U+0000; refusing it here keeps such input a 400 instead of a database error.
-const NO_NUL = '^[^\\u0000]*$';
+export const NO_NUL = '^[^\\u0000]*$';
 
 export const ISO_TIMESTAMP_PATTERN = '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$';
 export const CREATE_TIMESTAMP_PATTERN = '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$';
@@ -19,7 +21,7 @@ export const MAX_KEY_ID_LENGTH = 128;
 export const MAX_PAGE_SIZE = 1000;
 export const DEFAULT_PAGE_SIZE = 100;
 
-const IsoTimestamp = Type.String({
+export const IsoTimestamp = Type.String({
   format: 'date-time',
   pattern: ISO_TIMESTAMP_PATTERN,
   description: 'UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ',
@@ -30,11 +32,16 @@ const CreateTimestamp = Type.String({
   description: 'UTC, whole seconds: YYYY-MM-DD HH:MM:SS (this response only, as the service spec shows it)',
   examples: ['2026-11-21 14:23:02'],
 });
-const Count = Type.Integer({ minimum: 0 });
-const strict = { additionalProperties: false } as const;
+export const Count = Type.Integer({ minimum: 0 });
+export const strict = { additionalProperties: false } as const;
 /** A timestamp a caller sends: the same shape, checked for a real date by the route (see `parseTimestamp`). */
-const IsoTimestampInput = Type.String({ pattern: ISO_TIMESTAMP_PATTERN, description: 'UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ' });
+const IsoTimestampInput = Type.String({
+  pattern: ISO_TIMESTAMP_PATTERN,
+  description: 'UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ',
+});
 export const MAX_METADATA_BYTES = 8 * 1024;
+/** Objects and arrays in metadata nest at most this deep: deeper is no owner's record, only a way to exhaust a stack. */
+export const MAX_METADATA_DEPTH = 32;
 export const MAX_GRACE_PERIOD_SECONDS = 604_800;
 
 const Name = Type.String({
@@ -45,20 +52,25 @@ const Name = Type.String({
 });
 // `*`, not `+`: minLength reports an empty value, so it is named once, not twice.
 export const KEY_ID_PATTERN = '^[A-Za-z0-9._~:-]*$';
-const KeyId = Type.String({
+export const KeyId = Type.String({
   minLength: 1,
   maxLength: MAX_KEY_ID_LENGTH,
   pattern: KEY_ID_PATTERN,
   description: 'Identifier of a consumer API key, as returned by create (`id`)',
   examples: ['key_3q2xR0f1bW8mT5nYk9Lp4A'],
 });
-export const RATE_LIMIT_ID_PATTERN = '^[A-Za-z0-9._:-]*$';
-const RateLimitId = Type.String({
+export const RateLimitId = Type.String({
   minLength: 1,
   maxLength: 128,
   pattern: RATE_LIMIT_ID_PATTERN,
   description: 'Chosen by the caller: 1-128 characters of A-Z a-z 0-9 . _ : -',
   examples: ['gold-1000-per-hour'],
+});
+export const CONSUMER_ID_PATTERN = '^con_[A-Za-z0-9_-]{22}$';
+export const ConsumerId = Type.String({
+  pattern: CONSUMER_ID_PATTERN,
+  description: 'Identifier of a consumer, as returned by its creation (`consumerId`)',
+  examples: ['con_Yc2xR0f1bW8mT5nYk9Lp4A'],
 });
 const PlanLimit = Type.Integer({
   minimum: 1,
@@ -77,33 +89,79 @@ const LimitName = Type.String({
   minLength: 1,
   maxLength: 32,
   pattern: LIMIT_NAME_PATTERN,
-  description: 'Names the limit in the RateLimit headers and the 429 body: 1-32 characters of A-Z a-z 0-9 _ -, unique within the plan. Default: the period',
+  description:
+    'Names the limit in the RateLimit headers and the 429 body: 1-32 characters of A-Z a-z 0-9 _ -, unique within the plan. Default: the period',
   examples: ['burst', 'monthly-quota'],
 });
 const AlgorithmSchema = Type.Unsafe<Algorithm>({
   type: 'string',
   enum: [...ALGORITHMS],
   description:
-    '`fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old (see the README)',
+    '`fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old (see docs/guides/plans.md)',
 });
+const LimitMatch = {
+  ...RequestMatchSchema,
+  description:
+    'The limit counts only the requests it matches (every condition given must hold); absent: every request. A limit with a match counts in a count of its own',
+};
 const LimitInput = Type.Object(
-  { limit: PlanLimit, period: PeriodSchema, name: Type.Optional(LimitName), algorithm: Type.Optional(AlgorithmSchema) },
+  {
+    limit: PlanLimit,
+    period: PeriodSchema,
+    name: Type.Optional(LimitName),
+    algorithm: Type.Optional(AlgorithmSchema),
+    match: Type.Optional(LimitMatch),
+  },
   { ...strict, title: 'PlanLimitInput' },
 );
 const LimitsInput = Type.Array(LimitInput, {
   minItems: 1,
   maxItems: MAX_LIMITS,
-  description: `1 to ${MAX_LIMITS} limits, all checked and counted for every request; names unique, and no two limits of the same period and algorithm`,
+  description: `1 to ${MAX_LIMITS} limits, each checked and counted for every request it applies to; names unique, and no two limits without a match of the same period and algorithm`,
 });
 const PlanLimitSchema = Type.Object(
-  { name: LimitName, limit: PlanLimit, period: PeriodSchema, algorithm: AlgorithmSchema },
+  {
+    name: LimitName,
+    limit: PlanLimit,
+    period: PeriodSchema,
+    algorithm: AlgorithmSchema,
+    match: Type.Optional(LimitMatch),
+  },
   { ...strict, title: 'PlanLimit' },
+);
+const CostRuleSchema = Type.Object(
+  {
+    match: RequestMatchSchema,
+    cost: Type.Integer({
+      minimum: MIN_COST,
+      maximum: MAX_COST,
+      description: `What a matching request costs, ${MIN_COST} to ${MAX_COST} units of every limit and balance that applies`,
+    }),
+  },
+  { ...strict, title: 'PlanCost' },
+);
+const Costs = Type.Array(CostRuleSchema, {
+  maxItems: MAX_COSTS,
+  description: `At most ${MAX_COSTS}. The first that matches a request gives its cost; a request none matches costs 1 (a key's plan is asked first, then its consumer's)`,
+});
+const AllowedRouteIds = Type.Union(
+  [
+    Type.Array(RouteId, {
+      maxItems: 100,
+      uniqueItems: true,
+      description: 'Route ids (contract section 15)',
+    }),
+    Type.Null(),
+  ],
+  {
+    description:
+      'The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route',
+  },
 );
 const Secret = Type.String({
   description: 'The consumer API key itself (`Authorization: Bearer <secret>` or `x-api-key: <secret>`)',
   examples: ['tg_3lB0sGm6yq0i3I2xJfN8m0rWbq2cQ8uYd5vZk1eHhTs'],
 });
-
 
 const ExternalId = Type.String({
   minLength: 1,
@@ -112,9 +170,11 @@ const ExternalId = Type.String({
   description: "The owner's id in the caller's system, 1-200 characters",
 });
 const Metadata = Type.Record(Type.String(), Type.Unknown(), {
-  description: `A JSON object of at most ${MAX_METADATA_BYTES} bytes as serialised, returned as given`,
+  description: `A JSON object of at most ${MAX_METADATA_BYTES} bytes as serialised and ${MAX_METADATA_DEPTH} levels of nesting, returned as given`,
 });
-const Enabled = Type.Boolean({ description: 'A disabled key is refused with 403 key_disabled, without consuming quota' });
+const Enabled = Type.Boolean({
+  description: 'A disabled key is refused with 403 key_disabled, without consuming quota',
+});
 const ExpiresAt = Type.Union([IsoTimestampInput, Type.Null()], {
   description: 'From this instant the key is refused with 401 key_expired; null: never',
 });
@@ -123,9 +183,15 @@ const ExpiresAt = Type.Union([IsoTimestampInput, Type.Null()], {
 
 const keySettings = {
   externalId: Type.Optional(Type.Union([ExternalId, Type.Null()])),
-  metadata: Type.Optional(Metadata),
+  metadata: Type.Optional(
+    Type.Union([Metadata, Type.Null()], { description: `${Metadata.description}; null: \`{}\`` }),
+  ),
   enabled: Type.Optional(Enabled),
   expiresAt: Type.Optional(ExpiresAt),
+  consumerId: Type.Optional(
+    Type.Union([ConsumerId, Type.Null()], { description: 'The consumer the key belongs to; null: none' }),
+  ),
+  allowedRouteIds: Type.Optional(AllowedRouteIds),
 };
 
 export const CreateKeyRequest = Type.Object(
@@ -135,7 +201,13 @@ export const CreateKeyRequest = Type.Object(
 
 export const UpdateKeyRequest = Type.Object(
   { name: Type.Optional(Name), ...keySettings },
-  { ...strict, minProperties: 1, title: 'UpdateKeyRequest', description: 'Any of the fields; null clears externalId and expiresAt' },
+  {
+    ...strict,
+    minProperties: 1,
+    title: 'UpdateKeyRequest',
+    description:
+      'Any of the fields; null clears externalId, expiresAt, consumerId, allowedRouteIds (every route) and metadata (to `{}`)',
+  },
 );
 
 export const RollKeyRequest = Type.Object(
@@ -153,7 +225,7 @@ export const RollKeyRequest = Type.Object(
   { ...strict, title: 'RollKeyRequest' },
 );
 
-const pageFields = {
+export const pageFields = {
   limit: Type.Optional(
     Type.Integer({
       minimum: 1,
@@ -171,7 +243,11 @@ export const ListKeysQuery = Type.Object(
     rateLimitId: Type.Optional(RateLimitId),
     enabled: Type.Optional(Type.Boolean({ description: '`true` or `false`' })),
     externalId: Type.Optional(ExternalId),
-    namePrefix: Type.Optional({ ...Name, description: 'Keys whose name starts with this text (case-sensitive)' }),
+    namePrefix: Type.Optional({
+      ...Name,
+      description: 'Keys whose name starts with this text (case-sensitive)',
+    }),
+    consumerId: Type.Optional({ ...ConsumerId, description: 'Keys of this consumer' }),
   },
   { ...strict, title: 'ListKeysQuery' },
 );
@@ -179,7 +255,11 @@ export const ListKeysQuery = Type.Object(
 export const ListPlansQuery = Type.Object(pageFields, { ...strict, title: 'ListPlansQuery' });
 
 export const DeletePlanQuery = Type.Object(
-  { force: Type.Optional(Type.Boolean({ description: '`true`: unbind the keys bound to the plan, then delete it' })) },
+  {
+    force: Type.Optional(
+      Type.Boolean({ description: '`true`: unbind the keys bound to the plan, then delete it' }),
+    ),
+  },
   { ...strict, title: 'DeletePlanQuery' },
 );
 
@@ -197,23 +277,39 @@ export const CreatePlanRequest = Type.Object(
     limit: Type.Optional({ ...PlanLimit, description: 'One limit (with `period`); or send `limits`' }),
     period: Type.Optional(PeriodSchema),
     limits: Type.Optional(LimitsInput),
+    costs: Type.Optional(Costs),
   },
-  { ...strict, title: 'CreatePlanRequest', description: '`limit` and `period` (one fixed limit, as the seed), or `limits`: not both' },
+  {
+    ...strict,
+    title: 'CreatePlanRequest',
+    description: '`limit` and `period` (one fixed limit, as the seed), or `limits`: not both',
+  },
 );
 
 export const UpdatePlanRequest = Type.Object(
   {
     // No default here: a change that leaves the description out keeps it.
-    description: Type.Optional(Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, pattern: NO_NUL, description: 'Free text, at most 1000 characters' })),
+    description: Type.Optional(
+      Type.String({
+        maxLength: MAX_DESCRIPTION_LENGTH,
+        pattern: NO_NUL,
+        description: 'Free text, at most 1000 characters',
+      }),
+    ),
     limit: Type.Optional({ ...PlanLimit, description: 'For a plan of one limit: its new limit' }),
     period: Type.Optional({ ...PeriodSchema, description: 'For a plan of one limit: its new period' }),
     limits: Type.Optional(LimitsInput),
+    costs: Type.Optional({
+      ...Costs,
+      description: `${Costs.description}. Replaces every cost; [] removes them`,
+    }),
   },
   {
     ...strict,
     minProperties: 1,
     title: 'UpdatePlanRequest',
-    description: 'Any of the fields; `limits` replaces every limit and cannot come with `limit` or `period`. The current windows keep what they have spent',
+    description:
+      'Any of the fields; `limits` replaces every limit and cannot come with `limit` or `period`. The current windows keep what they have spent',
   },
 );
 
@@ -222,7 +318,10 @@ export const ApplyPlanRequest = Type.Object(
   { ...strict, title: 'ApplyPlanRequest' },
 );
 
-export const RemovePlanRequest = Type.Object({ consumerApiKeyId: KeyId }, { ...strict, title: 'RemovePlanRequest' });
+export const RemovePlanRequest = Type.Object(
+  { consumerApiKeyId: KeyId },
+  { ...strict, title: 'RemovePlanRequest' },
+);
 
 // ---- responses ----
 
@@ -234,15 +333,32 @@ const keyStateFields = {
   lastUsedAt: Type.Union([IsoTimestamp, Type.Null()], {
     description: 'The last proxied request that presented the key (visible within 2 s), or null',
   }),
+  consumerId: Type.Union([ConsumerId, Type.Null()], {
+    description: 'The consumer the key belongs to, or null',
+  }),
+  allowedRouteIds: AllowedRouteIds,
 };
 
 export const CreateKeyResponse = Type.Object(
-  { id: KeyId, name: Type.String(), secret: Secret, createdAt: CreateTimestamp, ...keyStateFields, metadata: Metadata },
+  {
+    id: KeyId,
+    name: Type.String(),
+    secret: Secret,
+    createdAt: CreateTimestamp,
+    ...keyStateFields,
+    metadata: Metadata,
+  },
   { ...strict, title: 'CreateKeyResponse' },
 );
 
 const KeySummary = Type.Object(
-  { consumerApiKeyId: KeyId, name: Type.String(), createdAt: IsoTimestamp, lastUpdated: IsoTimestamp, ...keyStateFields },
+  {
+    consumerApiKeyId: KeyId,
+    name: Type.String(),
+    createdAt: IsoTimestamp,
+    lastUpdated: IsoTimestamp,
+    ...keyStateFields,
+  },
   { ...strict, title: 'KeySummary' },
 );
 
@@ -261,7 +377,8 @@ export const ListKeysResponse = Type.Object(
 const EndpointUsage = Type.Object(
   {
     endpoint: Type.String({
-      description: 'Request path without the query string, cut at 512 characters; "(other)" beyond 1000 distinct paths',
+      description:
+        'Request path without the query string, cut at 512 characters at a whole character (never inside a percent-escape); "(other)" beyond 1000 distinct paths',
     }),
     requests: Count,
     successful: Count,
@@ -270,12 +387,21 @@ const EndpointUsage = Type.Object(
       minimum: 0,
       description: 'Mean time from request received to response finished',
     }),
+    cost: { ...Count, description: 'Units charged' },
   },
   strict,
 );
 
 const CustomerUsage = Type.Object(
-  { customerId: Type.String(), requests: Count, successful: Count, failed: Count },
+  {
+    customerId: Type.String({
+      description:
+        'The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 characters',
+    }),
+    requests: Count,
+    successful: Count,
+    failed: Count,
+  },
   strict,
 );
 
@@ -286,6 +412,11 @@ const usageTotalsFields = {
     description: 'Forwarded and answered by the backend with a status below 400',
   }),
   failedRequests: Type.Integer({ minimum: 0, description: 'The rest: 429, 502, 504, backend 4xx and 5xx' }),
+  cost: Type.Integer({
+    minimum: 0,
+    description:
+      'Units charged: 1 per admitted request, 0 per refused one (usage counted before the upgrade that added it: 0)',
+  }),
   endpoints: Type.Array(EndpointUsage, { description: 'One entry per request path, most requests first' }),
   usageByCustomer: Type.Array(CustomerUsage, {
     description:
@@ -309,16 +440,39 @@ export type UsageTotals = Static<typeof UsageTotals>;
 
 const resetTime = {
   ...IsoTimestamp,
-  description: 'A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting',
+  description:
+    'A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting',
 };
+const LimitScope = Type.Unsafe<'key' | 'consumer'>({
+  type: 'string',
+  enum: ['key', 'consumer'],
+  description:
+    "Whose limit: the key's own plan, or the plan of the consumer that holds the key (shared by all its keys)",
+});
+/** A limit as the RateLimit headers, the 429 body and the details name it: a consumer's with `consumer.` before its name. */
+const ScopedLimitName = Type.String({
+  pattern: '^(consumer\\.)?[A-Za-z0-9_-]{1,32}$',
+  description: "The limit's name; a consumer's limit is named `consumer.<name>`",
+  examples: ['burst', 'consumer.monthly-quota'],
+});
 const RateLimitState = Type.Object(
   {
     limit: Type.Integer({ minimum: 1, description: 'Of the limit with the fewest requests left' }),
     remaining: Count,
     resetTime,
     limits: Type.Array(
-      Type.Object({ name: LimitName, limit: PlanLimit, period: PeriodSchema, remaining: Count, resetTime }, { ...strict, title: 'LimitState' }),
-      { description: "Every limit of the key's plan, in the plan's order" },
+      Type.Object(
+        {
+          name: ScopedLimitName,
+          limit: PlanLimit,
+          period: PeriodSchema,
+          remaining: Count,
+          resetTime,
+          scope: LimitScope,
+        },
+        { ...strict, title: 'LimitState' },
+      ),
+      { description: "Every limit that applies: the key's plan in its order, then its consumer's" },
     ),
   },
   { ...strict, title: 'RateLimitState' },
@@ -329,6 +483,7 @@ const Usage = Type.Object(
     totalRequests: usageTotalsFields.totalRequests,
     successfulRequests: usageTotalsFields.successfulRequests,
     failedRequests: usageTotalsFields.failedRequests,
+    cost: usageTotalsFields.cost,
     rateLimits: Type.Union([RateLimitState, Type.Null()], {
       description: "From the key's plan, else DEFAULT_RATE_LIMIT; null when neither applies",
     }),
@@ -342,14 +497,20 @@ const Usage = Type.Object(
 const keyFields = {
   consumerApiKeyId: KeyId,
   name: Type.String(),
-  secret: Secret,
+  secret: Type.Optional({
+    ...Secret,
+    description: `${Secret.description}; present only for callers holding keys:secrets`,
+  }),
   createdAt: IsoTimestamp,
   lastUpdated: IsoTimestamp,
   ...keyStateFields,
   metadata: Metadata,
 };
 
-export const KeyDetailResponse = Type.Object({ ...keyFields, usage: Usage }, { ...strict, title: 'KeyDetailResponse' });
+export const KeyDetailResponse = Type.Object(
+  { ...keyFields, usage: Usage },
+  { ...strict, title: 'KeyDetailResponse' },
+);
 
 /** A key as the detail shows it, without `usage`: the answer to a change. */
 export const KeyResponse = Type.Object(keyFields, { ...strict, title: 'KeyResponse' });
@@ -379,8 +540,10 @@ export const PlanResponse = Type.Object(
     period: { ...PeriodSchema, description: 'The period of the first limit of `limits`' },
     createdAt: IsoTimestamp,
     limits: Type.Array(PlanLimitSchema, { minItems: 1, maxItems: MAX_LIMITS }),
+    costs: Costs,
     lastUpdated: IsoTimestamp,
     keyCount: Type.Integer({ minimum: 0, description: 'Keys bound to the plan' }),
+    consumerCount: Type.Integer({ minimum: 0, description: 'Consumers bound to the plan' }),
   },
   { ...strict, title: 'PlanResponse' },
 );
@@ -416,9 +579,21 @@ export const GranularitySchema = Type.Unsafe<'minute' | 'hour' | 'day' | 'month'
   description: 'Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond',
 });
 
+/** A range end: like every timestamp, but a fraction of a second (as toISOString() writes it) is accepted and cut off. */
+const RangeTimestamp = Type.String({
+  pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?Z$',
+  description: 'UTC: YYYY-MM-DDThh:mm:ssZ (a fraction of a second is cut off)',
+});
 const usageQueryFields = {
-  from: Type.Optional({ ...IsoTimestampInput, description: 'Start of the range (default: 24 h before `to`)' }),
-  to: Type.Optional({ ...IsoTimestampInput, description: 'End of the range, exclusive (default: now)' }),
+  from: Type.Optional({
+    ...RangeTimestamp,
+    description: 'Start of the range (default: 24 h before `to`); a fraction of a second is cut off',
+  }),
+  to: Type.Optional({
+    ...RangeTimestamp,
+    description:
+      'End of the range, exclusive (default: now); its last bucket must end by 9999-12-31T23:59:59Z',
+  }),
   granularity: Type.Optional(GranularitySchema),
 };
 
@@ -426,7 +601,11 @@ export const KeyUsageQuery = Type.Object(
   {
     ...usageQueryFields,
     groupBy: Type.Optional(
-      Type.Unsafe<'endpoint' | 'customer'>({ type: 'string', enum: ['endpoint', 'customer'], description: 'Adds one series per endpoint or customer (day and month granularity only)' }),
+      Type.Unsafe<'endpoint' | 'customer'>({
+        type: 'string',
+        enum: ['endpoint', 'customer'],
+        description: 'Adds one series per endpoint or customer (day and month granularity only)',
+      }),
     ),
   },
   { ...strict, title: 'KeyUsageQuery' },
@@ -434,14 +613,48 @@ export const KeyUsageQuery = Type.Object(
 
 export const FleetUsageQuery = Type.Object(usageQueryFields, { ...strict, title: 'FleetUsageQuery' });
 
+const LatencyPercentile = Type.Union([Type.Number({ minimum: 0 }), Type.Null()]);
+
 const UsageBucket = Type.Object(
   {
     start: IsoTimestamp,
     requests: Count,
     successful: { ...Count, description: 'Answered by the backend below 400' },
     failed: { ...Count, description: 'The rest: successful + failed = requests' },
-    rateLimited: { ...Count, description: "Refused by the limiter (429): part of failed" },
+    rateLimited: { ...Count, description: 'Refused by the limiter (429): part of failed' },
     averageResponseTimeMs: Type.Number({ minimum: 0 }),
+    cost: { ...Count, description: 'Units charged: 0 for a refused request' },
+    statusClasses: Type.Object(
+      { '2xx': Count, '3xx': Count, '4xx': Count, '5xx': Count },
+      {
+        ...strict,
+        description:
+          "What the clients got, by class; they add up to requests (a WebSocket's 101 counts as 2xx, a client that left first as 4xx)",
+      },
+    ),
+    outcomes: Type.Object(
+      {
+        rateLimited: { ...Count, description: 'Refused by the limiter (429)' },
+        creditsExhausted: { ...Count, description: 'Refused for want of credits (429 credits_exhausted)' },
+        disabled: { ...Count, description: 'Refused: the key is disabled' },
+        expired: { ...Count, description: 'Refused: the key has expired' },
+        routeNotAllowed: { ...Count, description: 'Refused: the key may not use that route' },
+        backendError: { ...Count, description: 'The backend answered 5xx' },
+        backendUnreachable: {
+          ...Count,
+          description: 'Tollgate answered 502 or 504: the backend could not be reached, or timed out',
+        },
+      },
+      { ...strict, description: 'Why requests failed' },
+    ),
+    latencyMs: Type.Object(
+      { p50: LatencyPercentile, p95: LatencyPercentile, p99: LatencyPercentile },
+      {
+        ...strict,
+        description:
+          'Response-time percentiles (request received to response finished) from a histogram, within 5 % of the exact value; null in an empty bucket',
+      },
+    ),
   },
   { ...strict, title: 'UsageBucket' },
 );
@@ -454,8 +667,14 @@ const usageRangeFields = {
 };
 
 /** A series names exactly one of its endpoint or its customer, as `groupBy` asked. */
-const EndpointSeries = Type.Object({ endpoint: Type.String(), buckets: Type.Array(UsageBucket) }, { ...strict, description: 'groupBy=endpoint: one request path' });
-const CustomerSeries = Type.Object({ customerId: Type.String(), buckets: Type.Array(UsageBucket) }, { ...strict, description: 'groupBy=customer: one customer' });
+const EndpointSeries = Type.Object(
+  { endpoint: Type.String(), buckets: Type.Array(UsageBucket) },
+  { ...strict, description: 'groupBy=endpoint: one request path' },
+);
+const CustomerSeries = Type.Object(
+  { customerId: Type.String(), buckets: Type.Array(UsageBucket) },
+  { ...strict, description: 'groupBy=customer: one customer' },
+);
 
 export const KeyUsageResponse = Type.Object(
   {
@@ -463,9 +682,14 @@ export const KeyUsageResponse = Type.Object(
     ...usageRangeFields,
     series: Type.Optional(
       // The type stays the wider one the usage route builds (its name field is computed).
-      Type.Array(Type.Unsafe<{ endpoint?: string; customerId?: string; buckets: Static<typeof UsageBucket>[] }>({ oneOf: [EndpointSeries, CustomerSeries] }), {
-        description: 'With groupBy: one per endpoint (or customer), most requests first',
-      }),
+      Type.Array(
+        Type.Unsafe<{ endpoint?: string; customerId?: string; buckets: Static<typeof UsageBucket>[] }>({
+          oneOf: [EndpointSeries, CustomerSeries],
+        }),
+        {
+          description: 'With groupBy: one per endpoint (or customer), most requests first',
+        },
+      ),
     ),
   },
   { ...strict, title: 'KeyUsageResponse' },
@@ -475,26 +699,319 @@ export const FleetUsageResponse = Type.Object(
   {
     ...usageRangeFields,
     topKeys: Type.Array(
-      Type.Object({ consumerApiKeyId: KeyId, name: Type.String(), requests: Count, rateLimited: Count }, strict),
+      Type.Object(
+        { consumerApiKeyId: KeyId, name: Type.String(), requests: Count, rateLimited: Count },
+        strict,
+      ),
       { maxItems: 10, description: 'The keys with the most requests in the range, most first' },
+    ),
+    topConsumers: Type.Array(
+      Type.Object(
+        { consumerId: Type.String(), name: Type.String(), requests: Count, rateLimited: Count },
+        strict,
+      ),
+      {
+        maxItems: 10,
+        description: 'The consumers with the most requests filed under them in the range, most first',
+      },
     ),
   },
   { ...strict, title: 'FleetUsageResponse' },
 );
 
+export const ConsumerUsageResponse = Type.Object(
+  { consumerId: Type.String(), ...usageRangeFields, series: KeyUsageResponse.properties.series },
+  { ...strict, title: 'ConsumerUsageResponse' },
+);
+
 export type KeyUsageResponse = Static<typeof KeyUsageResponse>;
+export type ConsumerUsageResponse = Static<typeof ConsumerUsageResponse>;
 export type FleetUsageResponse = Static<typeof FleetUsageResponse>;
+
+// ---- consumers ----
+
+const consumerSettings = {
+  externalId: Type.Optional(
+    Type.Union([
+      {
+        ...ExternalId,
+        description: "The owner's id in the caller's system, 1-200 characters; unique among consumers",
+      },
+      Type.Null(),
+    ]),
+  ),
+  metadata: keySettings.metadata,
+  rateLimitId: Type.Optional(
+    Type.Union([RateLimitId, Type.Null()], { description: 'The plan all its keys share; null: none' }),
+  ),
+};
+
+export const CreateConsumerRequest = Type.Object(
+  { name: Name, ...consumerSettings },
+  { ...strict, title: 'CreateConsumerRequest' },
+);
+
+export const UpdateConsumerRequest = Type.Object(
+  { name: Type.Optional(Name), ...consumerSettings },
+  {
+    ...strict,
+    minProperties: 1,
+    title: 'UpdateConsumerRequest',
+    description: 'Any of the fields; null clears externalId and rateLimitId, and sets metadata to `{}`',
+  },
+);
+
+export const ListConsumersQuery = Type.Object(
+  {
+    ...pageFields,
+    externalId: Type.Optional(ExternalId),
+    namePrefix: Type.Optional({
+      ...Name,
+      description: 'Consumers whose name starts with this text (case-sensitive)',
+    }),
+    rateLimitId: Type.Optional({ ...RateLimitId, description: 'Consumers bound to this plan' }),
+  },
+  { ...strict, title: 'ListConsumersQuery' },
+);
+
+export const DeleteConsumerQuery = Type.Object(
+  {
+    force: Type.Optional(
+      Type.Boolean({
+        description: '`true`: detach the keys of the consumer (they keep working, alone), then delete it',
+      }),
+    ),
+  },
+  { ...strict, title: 'DeleteConsumerQuery' },
+);
+
+const consumerFields = {
+  consumerId: ConsumerId,
+  name: Type.String(),
+  externalId: Type.Union([Type.String(), Type.Null()]),
+  metadata: Metadata,
+  rateLimitId: Type.Union([RateLimitId, Type.Null()], {
+    description: 'The plan all its keys share, or null',
+  }),
+  keyCount: Type.Integer({ minimum: 0, description: 'Keys that belong to the consumer' }),
+  credits: Type.Null({ description: 'The credit balance of the consumer; null: it holds none' }),
+  createdAt: IsoTimestamp,
+  lastUpdated: IsoTimestamp,
+};
+
+export const ConsumerResponse = Type.Object(consumerFields, { ...strict, title: 'Consumer' });
+
+export const ConsumerDetailResponse = Type.Object(
+  {
+    ...consumerFields,
+    usage: Type.Object(
+      {
+        ...Usage.properties,
+        rateLimits: Type.Union([RateLimitState, Type.Null()], {
+          description: "From the consumer's plan, shared by all its keys; null without one",
+        }),
+      },
+      {
+        ...strict,
+        description:
+          'What its keys did while they belonged to it (moving a key moves none of its history), and its shared limits',
+      },
+    ),
+  },
+  { ...strict, title: 'ConsumerDetailResponse' },
+);
+
+export const ListConsumersResponse = Type.Object(
+  {
+    consumers: Type.Array(ConsumerResponse, { description: 'Oldest first' }),
+    nextCursor: ListKeysResponse.properties.nextCursor,
+  },
+  { ...strict, title: 'ListConsumersResponse' },
+);
+
+export const DeleteConsumerResponse = Type.Object(
+  { consumerId: ConsumerId, message: Type.String() },
+  { ...strict, title: 'DeleteConsumerResponse' },
+);
+
+export type CreateConsumerRequest = Static<typeof CreateConsumerRequest>;
+export type UpdateConsumerRequest = Static<typeof UpdateConsumerRequest>;
+export type ConsumerResponse = Static<typeof ConsumerResponse>;
+export type ConsumerDetailResponse = Static<typeof ConsumerDetailResponse>;
+export type ListConsumersResponse = Static<typeof ListConsumersResponse>;
+export type DeleteConsumerResponse = Static<typeof DeleteConsumerResponse>;
+
+// ---- webhooks ----
+
+export const WebhookId = Type.String({
+  pattern: '^whk_[A-Za-z0-9_-]{22}$',
+  description: 'Identifier of a webhook',
+  examples: ['whk_Yc2xR0f1bW8mT5nYk9Lp4A'],
+});
+export const DeliveryId = Type.String({
+  pattern: '^dlv_[A-Za-z0-9_-]{22}$',
+  description: 'Identifier of a delivery',
+  examples: ['dlv_3q2xR0f1bW8mT5nYk9Lp4A'],
+});
+export const MAX_URL_LENGTH = 2048;
+
+const WebhookUrl = Type.String({
+  minLength: 1,
+  maxLength: MAX_URL_LENGTH,
+  pattern: NO_NUL,
+  description:
+    'Where deliveries are POSTed: an http: or https: URL without user or password, at most 2048 characters. Private and loopback addresses are allowed',
+  examples: ['https://billing.internal.example/hooks/tollgate'],
+});
+const EventTypeSchema = Type.Unsafe<EventType>({
+  type: 'string',
+  enum: [...EVENT_TYPES],
+  description: 'An event type (contract section 16)',
+});
+const Events = Type.Array(EventTypeSchema, {
+  minItems: 1,
+  uniqueItems: true,
+  description: 'The event types delivered to this webhook, each once',
+});
+const WebhookDescription = Type.String({
+  maxLength: MAX_DESCRIPTION_LENGTH,
+  pattern: NO_NUL,
+  description: 'Free text, at most 1000 characters',
+});
+
+export const CreateWebhookRequest = Type.Object(
+  { url: WebhookUrl, events: Events, description: Type.Optional({ ...WebhookDescription, default: '' }) },
+  { ...strict, title: 'CreateWebhookRequest' },
+);
+
+export const UpdateWebhookRequest = Type.Object(
+  {
+    url: Type.Optional(WebhookUrl),
+    events: Type.Optional(Events),
+    enabled: Type.Optional(
+      Type.Boolean({
+        description:
+          'A disabled webhook gets no new deliveries and its pending ones wait; enabling it sends those and starts its failure count afresh',
+      }),
+    ),
+    description: Type.Optional(WebhookDescription),
+  },
+  { ...strict, minProperties: 1, title: 'UpdateWebhookRequest', description: 'Any of the fields' },
+);
+
+const webhookFields = {
+  id: WebhookId,
+  url: Type.String(),
+  events: Type.Array(EventTypeSchema),
+  description: Type.String(),
+  enabled: Type.Boolean(),
+  disabledAt: Type.Union([IsoTimestamp, Type.Null()], {
+    description: 'When Tollgate disabled the webhook after 3 days of failed deliveries; null otherwise',
+  }),
+  disabledReason: Type.Union([Type.String(), Type.Null()], {
+    description: 'Why Tollgate disabled it; null otherwise',
+  }),
+  createdAt: IsoTimestamp,
+  lastUpdated: IsoTimestamp,
+};
+
+export const WebhookResponse = Type.Object(webhookFields, { ...strict, title: 'Webhook' });
+
+export const CreateWebhookResponse = Type.Object(
+  {
+    ...webhookFields,
+    secret: Type.String({
+      pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$',
+      description:
+        'The signing secret (Standard Webhooks: the HMAC-SHA256 key is the base64 after `whsec_`): shown this once, stored encrypted',
+      examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw7cHuLlmDzyg='],
+    }),
+  },
+  { ...strict, title: 'CreateWebhookResponse' },
+);
+
+export const ListWebhooksResponse = Type.Object(
+  { webhooks: Type.Array(WebhookResponse, { description: 'Oldest first; never a secret' }) },
+  { ...strict, title: 'ListWebhooksResponse' },
+);
+
+export const DeleteWebhookResponse = Type.Object(
+  { id: WebhookId, message: Type.String() },
+  { ...strict, title: 'DeleteWebhookResponse' },
+);
+
+export const ListDeliveriesQuery = Type.Object(pageFields, { ...strict, title: 'ListDeliveriesQuery' });
+
+export const DeliveryResponse = Type.Object(
+  {
+    id: DeliveryId,
+    eventId: Type.String({ description: 'The event: the `webhook-id` header of every attempt' }),
+    type: EventTypeSchema,
+    state: Type.Unsafe<'pending' | 'delivered' | 'failed'>({
+      type: 'string',
+      enum: ['pending', 'delivered', 'failed'],
+      description:
+        '`pending`: an attempt is due or in flight; `delivered`: a 2xx came within 15 s; `failed`: every attempt of the schedule failed',
+    }),
+    attempts: Count,
+    lastStatus: Type.Union([Type.Integer(), Type.Null()], {
+      description:
+        "The receiver's HTTP status at the last attempt; null: none yet, or no answer (see lastError)",
+    }),
+    lastError: Type.Union([Type.String(), Type.Null()], {
+      description:
+        'Why the last attempt got no answer (a timeout, a refused or closed connection); null otherwise',
+    }),
+    lastAttemptAt: Type.Union([IsoTimestamp, Type.Null()]),
+    nextAttemptAt: Type.Union([IsoTimestamp, Type.Null()], {
+      description: 'When the next attempt is due; null once delivered or failed',
+    }),
+    createdAt: IsoTimestamp,
+  },
+  { ...strict, title: 'Delivery' },
+);
+
+export const ListDeliveriesResponse = Type.Object(
+  {
+    deliveries: Type.Array(DeliveryResponse, { description: 'Newest first' }),
+    nextCursor: ListKeysResponse.properties.nextCursor,
+  },
+  { ...strict, title: 'ListDeliveriesResponse' },
+);
+
+export type CreateWebhookRequest = Static<typeof CreateWebhookRequest>;
+export type UpdateWebhookRequest = Static<typeof UpdateWebhookRequest>;
+export type WebhookResponse = Static<typeof WebhookResponse>;
+export type CreateWebhookResponse = Static<typeof CreateWebhookResponse>;
+export type ListWebhooksResponse = Static<typeof ListWebhooksResponse>;
+export type DeleteWebhookResponse = Static<typeof DeleteWebhookResponse>;
+export type DeliveryResponse = Static<typeof DeliveryResponse>;
+export type ListDeliveriesResponse = Static<typeof ListDeliveriesResponse>;
 
 // ---- admin tokens and the audit log ----
 
-const ScopeSchema = Type.Unsafe<Scope>({ type: 'string', enum: [...SCOPES], description: 'What the token may do' });
-const AdminTokenId = Type.String({ description: 'Identifier of an admin token', examples: ['tok_Yc2xR0f1bW8mT5nYk9Lp4A'] });
+const ScopeSchema = Type.Unsafe<Scope>({
+  type: 'string',
+  enum: [...SCOPES],
+  description: 'What the token may do',
+});
+export const AdminTokenId = Type.String({
+  pattern: '^tok_[A-Za-z0-9_-]{22}$',
+  description: 'Identifier of an admin token',
+  examples: ['tok_Yc2xR0f1bW8mT5nYk9Lp4A'],
+});
 
 export const CreateAdminTokenRequest = Type.Object(
   {
     name: Name,
-    scopes: Type.Array(ScopeSchema, { minItems: 1, uniqueItems: true, description: 'At most the scopes the caller holds' }),
-    expiresAt: Type.Optional(Type.Union([IsoTimestampInput, Type.Null()], { description: 'Refused from this instant; null: never' })),
+    scopes: Type.Array(ScopeSchema, {
+      minItems: 1,
+      uniqueItems: true,
+      description: 'At most the scopes the caller holds',
+    }),
+    expiresAt: Type.Optional(
+      Type.Union([IsoTimestampInput, Type.Null()], { description: 'Refused from this instant; null: never' }),
+    ),
   },
   { ...strict, title: 'CreateAdminTokenRequest' },
 );
@@ -512,7 +1029,10 @@ export const AdminTokenResponse = Type.Object(adminTokenFields, { ...strict, tit
 export const CreateAdminTokenResponse = Type.Object(
   {
     ...adminTokenFields,
-    secret: Type.String({ description: 'The token: shown this once, stored only as a hash', examples: ['tga_3lB0sGm6yq0i3I2xJfN8m0rWbq2cQ8uYd5vZk1eHhTs'] }),
+    secret: Type.String({
+      description: 'The token: shown this once, stored only as a hash',
+      examples: ['tga_3lB0sGm6yq0i3I2xJfN8m0rWbq2cQ8uYd5vZk1eHhTs'],
+    }),
   },
   { ...strict, title: 'CreateAdminTokenResponse' },
 );
@@ -522,34 +1042,82 @@ export const ListAdminTokensResponse = Type.Object(
   { ...strict, title: 'ListAdminTokensResponse' },
 );
 
-export const DeleteAdminTokenResponse = Type.Object({ id: AdminTokenId, message: Type.String() }, { ...strict, title: 'DeleteAdminTokenResponse' });
+export const DeleteAdminTokenResponse = Type.Object(
+  { id: AdminTokenId, message: Type.String() },
+  { ...strict, title: 'DeleteAdminTokenResponse' },
+);
 
 export const AuditLogQuery = Type.Object(
   {
     ...pageFields,
-    action: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'e.g. key.update' })),
-    targetId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'A key id, plan id or admin token id' })),
-    actorId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'An admin token id, or `root` for the root token' })),
+    action: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        pattern: NO_NUL,
+        description: 'Only this action, e.g. `key.update`',
+      }),
+    ),
+    targetId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 128,
+        pattern: NO_NUL,
+        description:
+          'Only changes of this key, plan, consumer, route, admin token, webhook or billing export',
+      }),
+    ),
+    actorId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 128,
+        pattern: NO_NUL,
+        description:
+          'Only changes made with this admin token (its `id`); `root`: with the root token; `system`: by Tollgate itself',
+      }),
+    ),
     from: Type.Optional({ ...IsoTimestampInput, description: 'Entries at or after this instant' }),
     to: Type.Optional({ ...IsoTimestampInput, description: 'Entries before this instant' }),
   },
   { ...strict, title: 'AuditLogQuery' },
 );
 
-const AuditEntry = Type.Object(
+export const AuditEntry = Type.Object(
   {
     id: Type.String(),
     time: IsoTimestamp,
     actor: Type.Object(
-      { type: Type.Union([Type.Literal('root'), Type.Literal('token')]), id: Type.Optional(AdminTokenId), name: Type.Optional(Type.String()) },
-      { ...strict, description: 'The root token, or an admin token (its id and name)' },
+      {
+        type: Type.Union([Type.Literal('root'), Type.Literal('token'), Type.Literal('system')]),
+        id: Type.Optional(AdminTokenId),
+        name: Type.Optional(Type.String()),
+      },
+      {
+        ...strict,
+        description:
+          'The root token, an admin token (its id and name), or Tollgate itself (`system`: a webhook it disabled after 3 days of failures)',
+      },
     ),
-    action: Type.String({ description: 'key.create, key.update, key.roll, key.delete, key.apply_plan, key.remove_plan, plan.create, plan.update, plan.delete, admin_token.create, admin_token.delete' }),
-    target: Type.Object({ type: Type.String({ description: 'key, plan or admin_token' }), id: Type.String() }, strict),
-    requestId: Type.String({ description: 'The x-request-id of the call' }),
-    clientAddress: Type.String(),
+    action: Type.String({
+      description:
+        'key.create, key.update, key.roll, key.delete, key.apply_plan, key.remove_plan, key.detach_consumer, plan.create, plan.update, plan.delete, consumer.create, consumer.update, consumer.remove_plan, consumer.delete, route.create, route.update, route.delete, admin_token.create, admin_token.delete, webhook.create, webhook.update, webhook.delete, webhook.retry_delivery, webhook.disable (by `system`), billing_export.create, billing_export.update, billing_export.delete, billing_export.run',
+    }),
+    target: Type.Object(
+      {
+        type: Type.String({
+          description: 'key, plan, consumer, route (by routeId), admin_token, webhook or billing_export',
+        }),
+        id: Type.String(),
+      },
+      strict,
+    ),
+    requestId: Type.String({ description: 'The x-request-id of the call; empty for `system` entries' }),
+    clientAddress: Type.String({ description: "The caller's address; empty for `system` entries" }),
     changes: Type.Object(
-      { before: Type.Unknown({ description: 'The target before; null: it did not exist' }), after: Type.Unknown({ description: 'The target after; null: it no longer exists' }) },
+      {
+        before: Type.Unknown({ description: 'The target before; null: it did not exist' }),
+        after: Type.Unknown({ description: 'The target after; null: it no longer exists' }),
+      },
       { ...strict, description: 'Never a secret, token, hash or ciphertext' },
     ),
   },
@@ -557,7 +1125,10 @@ const AuditEntry = Type.Object(
 );
 
 export const AuditLogResponse = Type.Object(
-  { auditLog: Type.Array(AuditEntry, { description: 'Newest first' }), nextCursor: ListKeysResponse.properties.nextCursor },
+  {
+    auditLog: Type.Array(AuditEntry, { description: 'Newest first' }),
+    nextCursor: ListKeysResponse.properties.nextCursor,
+  },
   { ...strict, title: 'AuditLogResponse' },
 );
 
@@ -585,7 +1156,15 @@ export const ErrorResponse = Type.Object(
     details: Type.Optional(
       Type.Array(ValidationDetail, { description: 'validation_failed only: each offending field' }),
     ),
-    keyCount: Type.Optional(Type.Integer({ minimum: 1, description: 'rate_limit_in_use only: keys bound to the plan' })),
+    keyCount: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'rate_limit_in_use: keys bound to the plan; consumer_has_keys: keys the consumer holds',
+      }),
+    ),
+    consumerCount: Type.Optional(
+      Type.Integer({ minimum: 0, description: 'rate_limit_in_use only: consumers bound to the plan' }),
+    ),
   },
   { ...strict, title: 'Error' },
 );
@@ -594,16 +1173,19 @@ export const ErrorResponse = Type.Object(
 export const RateLimitExceededResponse = Type.Object(
   {
     error: Type.String(),
+    code: Type.Literal('rate_limit_exceeded'),
     limit: Type.Integer({ minimum: 1 }),
     period: PeriodSchema,
     remaining: Type.Literal(0),
     resetTime: IsoTimestamp,
-    name: LimitName,
+    name: ScopedLimitName,
+    scope: LimitScope,
   },
   {
     ...strict,
     title: 'RateLimitExceeded',
-    description: 'The refusing limit whose window ends last: `resetTime` is the earliest moment a retry can succeed',
+    description:
+      'The refusing limit whose window ends last: `resetTime` is the earliest moment a retry can succeed',
   },
 );
 
@@ -625,36 +1207,3 @@ export type ListKeysResponse = Static<typeof ListKeysResponse>;
 export type KeyDetailResponse = Static<typeof KeyDetailResponse>;
 export type DeleteKeyResponse = Static<typeof DeleteKeyResponse>;
 export type ApplyPlanResponse = Static<typeof ApplyPlanResponse>;
-
-/** Every named schema, for the OpenAPI components. */
-export const NAMED_SCHEMAS: Record<string, TSchema> = {
-  CreateKeyRequest,
-  CreateKeyResponse,
-  UpdateKeyRequest,
-  RollKeyRequest,
-  RollKeyResponse,
-  ListKeysResponse,
-  KeyDetailResponse,
-  KeyResponse,
-  DeleteKeyResponse,
-  CreatePlanRequest,
-  UpdatePlanRequest,
-  PlanResponse,
-  ListPlansResponse,
-  DeletePlanResponse,
-  ApplyPlanRequest,
-  ApplyPlanResponse,
-  RemovePlanRequest,
-  RemovePlanResponse,
-  KeyUsageResponse,
-  FleetUsageResponse,
-  CreateAdminTokenRequest,
-  CreateAdminTokenResponse,
-  AdminToken: AdminTokenResponse,
-  ListAdminTokensResponse,
-  DeleteAdminTokenResponse,
-  AuditEntry,
-  AuditLogResponse,
-  Error: ErrorResponse,
-  RateLimitExceeded: RateLimitExceededResponse,
-};

@@ -1,4 +1,22 @@
-/** What an admin token may do (contract section 9). The root token holds every scope. */
-export const SCOPES = ['keys:read', 'keys:write', 'plans:read', 'plans:write', 'usage:read', 'audit:read', 'tokens:write'] as const;
-
+/**
+ * What an admin token may do (contract sections 9 and 19). The root token holds every scope.
+ * `keys:secrets`: a key's secret in the answers that show a key (a roll answers its new secret to
+ * anyone allowed to roll). `billing:read` and `billing:write`: billing exports and their runs (section 17).
+ */
+export const SCOPES = [
+  'keys:read',
+  'keys:write',
+  'keys:secrets',
+  'plans:read',
+  'plans:write',
+  'routes:read',
+  'routes:write',
+  'usage:read',
+  'audit:read',
+  'tokens:write',
+  'webhooks:read',
+  'webhooks:write',
+  'billing:read',
+  'billing:write',
+] as const;
 export type Scope = (typeof SCOPES)[number];

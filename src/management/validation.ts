@@ -1,35 +1,27 @@
 /**
- * ajv validators for the management requests, compiled once when this module loads, never per request.
- * Errors become the `details` of a 400 `validation_failed`: one entry per offending field.
+ * ajv validators for the management requests, compiled once per operation at start-up, never per
+ * request. Errors become the `details` of a 400 `validation_failed`: one entry per offending field.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import type { TSchema, Static } from '@sinclair/typebox';
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { AppError } from '../errors.js';
-import { ruleOf, type LimitInput, type LimitRule } from '../limits/plan.js';
+import { countsOwnRequests, ruleOf, type CostRule, type LimitInput, type LimitRule } from '../plans/plan.js';
+import type { RequestMatch } from '../plans/request-match.js';
+import { hasDotSegment } from '../proxy/request-target.js';
+import type { BodySpec, Check as CheckOf, ParamsSpec, QuerySpec } from './operation.js';
 import {
-  ApplyPlanRequest,
-  AuditLogQuery,
-  FleetUsageQuery,
-  KeyUsageQuery,
-  CreateAdminTokenRequest,
-  CreateKeyRequest,
-  CreatePlanRequest,
-  DeletePlanQuery,
-  ListKeysQuery,
-  ListPlansQuery,
   MAX_METADATA_BYTES,
-  RemovePlanRequest,
-  RollKeyRequest,
-  UpdateKeyRequest,
-  UpdatePlanRequest,
+  MAX_METADATA_DEPTH,
+  type CreatePlanRequest,
+  type UpdatePlanRequest,
   type ValidationDetail,
 } from './schemas.js';
-
 
 // allErrors: name every offending field at once, not just the first.
 const bodyAjv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: false });
 // Query values arrive as strings: `?limit=10` must validate as the integer 10.
 const queryAjv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: true });
+const paramsAjv = new Ajv({ allErrors: false, coerceTypes: false });
 
 const ROOT_FIELD = '(body)';
 
@@ -53,8 +45,11 @@ function toDetails(errors: readonly ErrorObject[], rootField: string): Validatio
 }
 
 type Validator<T> = (data: unknown) => T;
+/** A check of an operation, applied to the value its schema accepted. */
+type Check = CheckOf<unknown>;
 
-function invalid(details: ValidationDetail[]): AppError {
+/** 400 `validation_failed` naming each offending field. */
+export function invalid(details: ValidationDetail[]): AppError {
   const summary = details.map((d) => `${d.field} ${d.message}`).join('; ');
   return new AppError('validation_failed', `The request is not valid: ${summary}`, details);
 }
@@ -73,7 +68,10 @@ function validator<S extends TSchema>(
 ): Validator<Static<S>> {
   const validate: ValidateFunction = ajv.compile(schema);
   return (data) => {
-    const missing = typeof data === 'object' && data !== null && !Array.isArray(data) ? required(data as Record<string, unknown>) : [];
+    const missing =
+      typeof data === 'object' && data !== null && !Array.isArray(data)
+        ? required(data as Record<string, unknown>)
+        : [];
     if (!validate(data)) throw invalid([...toDetails(validate.errors ?? [], rootField), ...missing]);
     const details = [...missing, ...check(data as Static<S>)];
     if (details.length > 0) throw invalid(details);
@@ -81,14 +79,18 @@ function validator<S extends TSchema>(
   };
 }
 
-/** A `YYYY-MM-DDThh:mm:ssZ` the schema accepted, as an instant; undefined for a date that does not exist (02-30). */
+/**
+ * A `YYYY-MM-DDThh:mm:ssZ` the schema accepted (a fraction of a second, as toISOString() writes it, is
+ * cut off), as an instant; undefined for a date that does not exist (02-30).
+ */
 export function parseTimestamp(text: string): Date | undefined {
-  const date = new Date(text);
-  return Number.isNaN(date.getTime()) || date.toISOString().slice(0, 19) + 'Z' !== text ? undefined : date;
+  const whole = text.replace(/\.[0-9]{1,9}Z$/, 'Z');
+  const date = new Date(whole);
+  return Number.isNaN(date.getTime()) || date.toISOString().slice(0, 19) + 'Z' !== whole ? undefined : date;
 }
 
 /** The named timestamp fields of `value` that name no real instant. */
-function unrealTimestamps(value: object, fields: readonly string[]): ValidationDetail[] {
+export function unrealTimestamps(value: object, fields: readonly string[]): ValidationDetail[] {
   return fields
     .filter((field) => {
       const text = (value as Record<string, unknown>)[field];
@@ -97,17 +99,63 @@ function unrealTimestamps(value: object, fields: readonly string[]): ValidationD
     .map((field) => ({ field, message: 'is not a real date and time' }));
 }
 
-/** Timestamps that name no real instant, and metadata over its size. */
-function keySettingProblems(value: { expiresAt?: string | null; metadata?: Record<string, unknown> }): ValidationDetail[] {
-  const details = unrealTimestamps(value, ['expiresAt']);
-  if (value.metadata !== undefined && Buffer.byteLength(JSON.stringify(value.metadata)) > MAX_METADATA_BYTES) {
-    details.push({ field: 'metadata', message: `must be at most ${MAX_METADATA_BYTES} bytes as JSON` });
+/** Whether `value` nests objects and arrays deeper than `limit`; iterative, so any depth costs no stack. */
+function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const pending: [unknown, number][] = [[value, 1]];
+  while (pending.length > 0) {
+    const [item, depth] = pending.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(item)) pending.push([child, depth + 1]);
   }
-  return details;
+  return false;
 }
+
+/** Metadata deeper than its bound or larger than its size (checked in that order: size needs a walk). */
+function metadataProblems(metadata: unknown): ValidationDetail[] {
+  if (metadata === undefined || metadata === null) return [];
+  if (nestsDeeperThan(metadata, MAX_METADATA_DEPTH))
+    return [{ field: 'metadata', message: `must nest at most ${MAX_METADATA_DEPTH} levels deep` }];
+  if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES)
+    return [{ field: 'metadata', message: `must be at most ${MAX_METADATA_BYTES} bytes as JSON` }];
+  return [];
+}
+
+/** Timestamps that name no real instant, and metadata over its bounds. */
+export function keySettingProblems(value: {
+  expiresAt?: string | null;
+  metadata?: Record<string, unknown> | null;
+}): ValidationDetail[] {
+  return [...unrealTimestamps(value, ['expiresAt']), ...metadataProblems(value.metadata)];
+}
+
+/** Metadata over its bounds, checked as a key's. */
+export const consumerSettingProblems = (value: {
+  metadata?: Record<string, unknown> | null;
+}): ValidationDetail[] => metadataProblems(value.metadata);
+
+/** A query's `from` and `to`: real instants. */
+export const rangeProblems = (query: { from?: string; to?: string }): ValidationDetail[] =>
+  unrealTimestamps(query, ['from', 'to']);
 
 /** `create` is the path of plan creation, so no plan may be called that. */
 const RESERVED_PLAN_IDS = new Set(['create']);
+
+/** A new plan: not under a reserved id, and its limits well formed. */
+export function createPlanProblems(body: CreatePlanRequest): ValidationDetail[] {
+  return [
+    ...(RESERVED_PLAN_IDS.has(body.rateLimitId)
+      ? [{ field: 'rateLimitId', message: `"${body.rateLimitId}" is reserved` }]
+      : []),
+    ...updatePlanProblems(body),
+  ];
+}
+
+/** A plan's limits and costs as sent. */
+export const updatePlanProblems = (body: UpdatePlanRequest): ValidationDetail[] => [
+  ...limitProblems(body),
+  ...costProblems(body),
+];
 
 interface PlanLimitsInput {
   readonly limit?: number;
@@ -116,29 +164,50 @@ interface PlanLimitsInput {
 }
 
 /** A new plan needs `limit` and `period`, unless it sends `limits`. */
-function requiredLimitFields(body: Readonly<Record<string, unknown>>): ValidationDetail[] {
+export function requiredLimitFields(body: Readonly<Record<string, unknown>>): ValidationDetail[] {
   if (body.limits !== undefined) return [];
-  return ['limit', 'period'].filter((field) => body[field] === undefined).map((field) => ({ field, message: 'is required (or send limits)' }));
+  return ['limit', 'period']
+    .filter((field) => body[field] === undefined)
+    .map((field) => ({ field, message: 'is required (or send limits)' }));
 }
 
 /**
  * A plan's limits as sent: `limits`, or the seed's `limit` and `period`, never both shapes; names
- * unique within the plan, and no two limits of one period and algorithm (they would count the same
- * requests in the same window, and the smaller would decide alone).
+ * unique within the plan, and no two limits without a match of one period and algorithm (they would
+ * count the same requests in the same window, and the smaller would decide alone).
  */
-function limitProblems({ limit, period, limits }: PlanLimitsInput): ValidationDetail[] {
+export function limitProblems({ limit, period, limits }: PlanLimitsInput): ValidationDetail[] {
   if (limits === undefined) return [];
   const details: ValidationDetail[] = [];
-  if (limit !== undefined || period !== undefined) details.push({ field: 'limits', message: 'cannot come with limit or period' });
+  if (limit !== undefined || period !== undefined)
+    details.push({ field: 'limits', message: 'cannot come with limit or period' });
   const rules = limits.map(ruleOf);
   rules.forEach((rule, i) => {
-    if (rules.findIndex((r) => r.name === rule.name) < i) details.push({ field: `limits.${i}.name`, message: `repeats the name "${rule.name}"` });
-    if (rules.findIndex((r) => r.period === rule.period && r.algorithm === rule.algorithm) < i) {
-      details.push({ field: `limits.${i}`, message: `repeats the period and algorithm of another limit (${rule.period}, ${rule.algorithm})` });
+    if (rules.findIndex((r) => r.name === rule.name) < i)
+      details.push({ field: `limits.${i}.name`, message: `repeats the name "${rule.name}"` });
+    const sameKind = (r: LimitRule) =>
+      !countsOwnRequests(r) && r.period === rule.period && r.algorithm === rule.algorithm;
+    if (!countsOwnRequests(rule) && rules.findIndex(sameKind) < i) {
+      details.push({
+        field: `limits.${i}`,
+        message: `repeats the period and algorithm of another limit without a match (${rule.period}, ${rule.algorithm})`,
+      });
     }
+    details.push(...matchProblems(rule.match, `limits.${i}.match`));
   });
   return details;
 }
+
+/** A match's path prefix without a dot segment, as a route's (the proxy refuses such request paths). */
+export function matchProblems(match: RequestMatch | undefined, field: string): ValidationDetail[] {
+  return match?.pathPrefix !== undefined && hasDotSegment(match.pathPrefix)
+    ? [{ field: `${field}.pathPrefix`, message: 'must not contain a . or .. segment' }]
+    : [];
+}
+
+/** A plan's costs as sent: their matches well formed. */
+export const costProblems = ({ costs }: { costs?: readonly CostRule[] }): ValidationDetail[] =>
+  (costs ?? []).flatMap((rule, i) => matchProblems(rule.match, `costs.${i}.match`));
 
 /** The limits of a validated create body. */
 export function limitsOfCreate(body: CreatePlanRequest): LimitRule[] {
@@ -150,52 +219,64 @@ export function limitsOfCreate(body: CreatePlanRequest): LimitRule[] {
  * them. `limit` and `period` change a plan of one limit (keeping its name when chosen, and its
  * algorithm); a plan of several takes `limits`.
  */
-export function limitsOfUpdate(body: UpdatePlanRequest, current: readonly LimitRule[]): LimitRule[] | undefined {
+export function limitsOfUpdate(
+  body: UpdatePlanRequest,
+  current: readonly LimitRule[],
+): LimitRule[] | undefined {
   if (body.limits !== undefined) return body.limits.map(ruleOf);
   if (body.limit === undefined && body.period === undefined) return undefined;
   if (current.length > 1) {
     const field = body.limit !== undefined ? 'limit' : 'period';
-    throw invalid([{ field, message: `applies to a plan of one limit; this plan has ${current.length}: send limits` }]);
+    throw invalid([
+      { field, message: `applies to a plan of one limit; this plan has ${current.length}: send limits` },
+    ]);
   }
   const [only] = current as [LimitRule];
-  return [ruleOf({ limit: body.limit ?? only.limit, period: body.period ?? only.period, name: only.name === only.period ? undefined : only.name, algorithm: only.algorithm })];
+  return [
+    ruleOf({
+      limit: body.limit ?? only.limit,
+      period: body.period ?? only.period,
+      name: only.name === only.period ? undefined : only.name,
+      algorithm: only.algorithm,
+    }),
+  ];
 }
 
-export const validateCreateKey = validator(bodyAjv, CreateKeyRequest, ROOT_FIELD, keySettingProblems);
-export const validateUpdateKey = validator(bodyAjv, UpdateKeyRequest, ROOT_FIELD, keySettingProblems);
-export const validateRollKey = validator(bodyAjv, RollKeyRequest, ROOT_FIELD);
-export const validateCreatePlan = validator(
-  bodyAjv,
-  CreatePlanRequest,
-  ROOT_FIELD,
-  (body) => [...(RESERVED_PLAN_IDS.has(body.rateLimitId) ? [{ field: 'rateLimitId', message: `"${body.rateLimitId}" is reserved` }] : []), ...limitProblems(body)],
-  requiredLimitFields,
-);
-export const validateUpdatePlan = validator(bodyAjv, UpdatePlanRequest, ROOT_FIELD, limitProblems);
-export const validateApplyPlan = validator(bodyAjv, ApplyPlanRequest, ROOT_FIELD);
-export const validateRemovePlan = validator(bodyAjv, RemovePlanRequest, ROOT_FIELD);
-export const validateCreateAdminToken = validator(bodyAjv, CreateAdminTokenRequest, ROOT_FIELD, keySettingProblems);
+/** The body validator of an operation: the schema, then its further checks. */
+export function bodyValidator(spec: BodySpec<TObject>): Validator<unknown> {
+  return validator(bodyAjv, spec.schema as TSchema, ROOT_FIELD, spec.check as Check, spec.required);
+}
+
 /**
- * Query values arrive as strings, and ajv's coercion reads them as JavaScript numbers: `1e3`, `0x10`,
- * ` 7` and `Infinity` would pass as integers. An integer parameter must be written in decimal digits.
+ * The query validator of an operation. Query values arrive as strings, and ajv's coercion reads them
+ * as JavaScript numbers: `1e3`, `0x10`, ` 7` and `Infinity` would pass as integers, so an integer
+ * parameter must be written in decimal digits. Errors about `cursor` alone are `invalid_cursor`.
  */
-function queryValidator<S extends TSchema>(schema: S, problems?: (value: Static<S>) => ValidationDetail[]): Validator<Static<S>> {
-  const check = validator(queryAjv, schema, '(query)', problems);
-  const properties = (schema as { properties?: Record<string, { type?: string }> }).properties ?? {};
+export function queryValidator(spec: QuerySpec<TObject>): Validator<unknown> {
+  const check = validator(queryAjv, spec.schema as TSchema, '(query)', spec.check as Check);
+  const properties = spec.schema.properties as Record<string, { type?: string }>;
   const integers = Object.keys(properties).filter((name) => properties[name]!.type === 'integer');
   return (data) => {
-    const raw = data as Record<string, unknown>;
+    const raw = { ...(data as Record<string, unknown>) };
     const details: ValidationDetail[] = integers
       .filter((name) => typeof raw[name] === 'string' && !/^-?[0-9]{1,16}$/.test(raw[name]))
       .map((field) => ({ field, message: 'must be integer' }));
     if (details.length > 0) throw invalid(details);
-    return check(data);
+    try {
+      return check(raw);
+    } catch (err) {
+      if (err instanceof AppError && err.details?.every((d) => (d as ValidationDetail).field === 'cursor'))
+        throw new AppError('invalid_cursor');
+      throw err;
+    }
   };
 }
 
-export const validateListQuery = queryValidator(ListKeysQuery);
-export const validateListPlansQuery = queryValidator(ListPlansQuery);
-export const validateDeletePlanQuery = queryValidator(DeletePlanQuery);
-export const validateAuditLogQuery = queryValidator(AuditLogQuery, (query) => unrealTimestamps(query, ['from', 'to']));
-export const validateKeyUsageQuery = queryValidator(KeyUsageQuery, (query) => unrealTimestamps(query, ['from', 'to']));
-export const validateFleetUsageQuery = queryValidator(FleetUsageQuery, (query) => unrealTimestamps(query, ['from', 'to']));
+/** The path parameter validator of an operation: a value the schema refuses names nothing. */
+export function paramsValidator(spec: ParamsSpec<TObject>): Validator<unknown> {
+  const validate = paramsAjv.compile(spec.schema);
+  return (data) => {
+    if (!validate(data)) throw new AppError(spec.notFound);
+    return data;
+  };
+}

@@ -1,0 +1,55 @@
+/**
+ * What both middlewares do with a request: read it as the proxy would, ask verify, and turn the answer
+ * into the proxy's answer. The framework adapters (express.ts, fastify.ts) only write the outcome.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { TollgateConnection } from './connection.js';
+import { admittedHeaders, missingKeyResponse, refusalOf, type ProxyResponse } from './proxy-answer.js';
+import { credentialOf, customerIdOf, pathOf } from './proxy-request.js';
+import { verifyKey } from './verify.js';
+import type { VerifyAnswer } from './verify-types.js';
+
+export interface TollgateMiddlewareOptions extends TollgateConnection {
+  /** The header that names the end customer, Tollgate's CUSTOMER_ID_HEADER; default `x-customer-id`. */
+  readonly customerIdHeader?: string;
+}
+
+/** The request as the middleware sees it. */
+export interface IncomingRequest {
+  readonly headers: IncomingHttpHeaders;
+  readonly method: string;
+  /** The request target: path and query. */
+  readonly url: string;
+  /** The end client's address (the framework's, which honours its trust-proxy setting). */
+  readonly clientAddress: string | undefined;
+}
+
+export type GateOutcome =
+  | {
+      readonly admitted: true;
+      readonly answer: VerifyAnswer;
+      readonly headers: Readonly<Record<string, string>>;
+    }
+  | { readonly admitted: false; readonly answer: VerifyAnswer | undefined; readonly response: ProxyResponse };
+
+/** Verifies one request; throws TollgateVerifyError when verify itself fails. */
+export async function passGate(
+  options: TollgateMiddlewareOptions,
+  request: IncomingRequest,
+): Promise<GateOutcome> {
+  const key = credentialOf(request.headers);
+  if (key === undefined) return { admitted: false, answer: undefined, response: missingKeyResponse() };
+  const customerId = customerIdOf(
+    request.headers,
+    (options.customerIdHeader ?? 'x-customer-id').toLowerCase(),
+  );
+  const answer = await verifyKey(options, {
+    key,
+    path: pathOf(request.url),
+    method: request.method,
+    ...(customerId !== undefined && { customerId }),
+    ...(request.clientAddress !== undefined && { clientAddress: request.clientAddress }),
+  });
+  if (!answer.valid) return { admitted: false, answer, response: refusalOf(answer) };
+  return { admitted: true, answer, headers: admittedHeaders(answer, Date.now()) };
+}

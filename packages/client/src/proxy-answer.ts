@@ -1,0 +1,154 @@
+/**
+ * How the proxy answers, from a verify answer: the status, headers and body of a refusal (contract
+ * sections 3, 7, 13 and 14), and the RateLimit headers of an admitted request. The one place the
+ * middleware knows them. Mirrors src/proxy/admission.ts (refusalResponse) and
+ * src/proxy/rate-limit-headers.ts; tests/e2e/client-middleware.test.ts holds both to the same bytes.
+ */
+import { PROXY_REFUSALS, type ProxyRefusalCode } from './generated/proxy-refusals.js';
+import type { Period, VerifyAnswer, VerifyLimit } from './verify-types.js';
+
+export interface ProxyResponse {
+  readonly status: number;
+  /** Lower-case names, in the order the proxy writes them. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/** The refusals that challenge the client for a (better) key. */
+const CHALLENGED: ReadonlySet<ProxyRefusalCode> = new Set([
+  'missing_api_key',
+  'invalid_api_key',
+  'key_expired',
+]);
+
+/** A request without any credential: the proxy refuses it without looking anything up. */
+export function missingKeyResponse(): ProxyResponse {
+  return envelope('missing_api_key', undefined);
+}
+
+/** The proxy's answer to the request verify refused. */
+export function refusalOf(answer: VerifyAnswer): ProxyResponse {
+  const code = answer.code;
+  if (code === 'rate_limit_exceeded') return rateLimited(answer);
+  if (code === 'ok' || !(code in PROXY_REFUSALS)) {
+    throw new Error(
+      `@tollgate/client cannot answer verify's "${code}" as the proxy does; update @tollgate/client`,
+    );
+  }
+  return envelope(code as ProxyRefusalCode, answer.retryAfterSeconds);
+}
+
+/** `{error, code}` with its status; `Retry-After` when the client must wait. */
+function envelope(code: ProxyRefusalCode, retryAfterSeconds: number | undefined): ProxyResponse {
+  const { status, message } = PROXY_REFUSALS[code];
+  const headers: Record<string, string> = {};
+  if (retryAfterSeconds !== undefined) headers['retry-after'] = String(retryAfterSeconds);
+  if (CHALLENGED.has(code)) headers['www-authenticate'] = 'Bearer';
+  return withBody(status, headers, JSON.stringify({ error: message, code }));
+}
+
+/**
+ * 429 over a limit: the body and `Retry-After` name the refusing limit whose window ends last, and
+ * `RateLimit` reports that limit.
+ */
+function rateLimited(answer: VerifyAnswer): ProxyResponse {
+  const refusing = refusingLimit(answer);
+  const retryAfter = answer.retryAfterSeconds;
+  if (retryAfter === undefined)
+    throw new TypeError('verify answered rate_limit_exceeded without retryAfterSeconds');
+  const headers: Record<string, string> = {
+    'retry-after': String(retryAfter),
+    'ratelimit-policy': rateLimitPolicy(answer.limits),
+    ratelimit: `"${refusing.name}";r=${refusing.remaining};t=${retryAfter}`,
+  };
+  const body = JSON.stringify({
+    error: PROXY_REFUSALS.rate_limit_exceeded.message,
+    code: 'rate_limit_exceeded',
+    limit: refusing.limit,
+    period: refusing.period,
+    remaining: 0,
+    resetTime: refusing.resetTime,
+    name: refusing.name,
+    scope: refusing.scope,
+  });
+  return withBody(PROXY_REFUSALS.rate_limit_exceeded.status, headers, body);
+}
+
+/**
+ * The limit the proxy names in a 429: the answer's `resetTime` is the refusing limit's; of the limits
+ * whose window ends then, one that refused has fewer units left than any that had room for the cost.
+ */
+function refusingLimit(answer: VerifyAnswer): VerifyLimit {
+  let refusing: VerifyLimit | undefined;
+  for (const limit of answer.limits) {
+    if (
+      limit.resetTime === answer.resetTime &&
+      (refusing === undefined || limit.remaining < refusing.remaining)
+    )
+      refusing = limit;
+  }
+  if (refusing === undefined)
+    throw new TypeError('verify answered rate_limit_exceeded without a limit ending at its resetTime');
+  return refusing;
+}
+
+function withBody(status: number, headers: Record<string, string>, body: string): ProxyResponse {
+  headers['content-type'] = 'application/json; charset=utf-8';
+  headers['content-length'] = String(Buffer.byteLength(body));
+  return { status, headers, body };
+}
+
+/**
+ * `RateLimit-Policy` and `RateLimit` for an admitted request, as the proxy adds them to the backend's
+ * answer; none when no limit applies. `RateLimit` reports the limit with the fewest units left (of
+ * those, the one whose window ends last).
+ */
+export function admittedHeaders(answer: VerifyAnswer, nowMs: number): Record<string, string> {
+  const limits = answer.limits;
+  if (limits.length === 0) return {};
+  let tightest = limits[0]!;
+  for (const limit of limits.slice(1)) {
+    if (
+      limit.remaining < tightest.remaining ||
+      (limit.remaining === tightest.remaining && limit.resetTime > tightest.resetTime)
+    )
+      tightest = limit;
+  }
+  const seconds = Math.max(1, Math.ceil((Date.parse(tightest.resetTime) - nowMs) / 1000));
+  return {
+    'ratelimit-policy': rateLimitPolicy(limits),
+    ratelimit: `"${tightest.name}";r=${tightest.remaining};t=${seconds}`,
+  };
+}
+
+/** Every limit, `"name";q=<limit>;w=<window seconds>` (draft-ietf-httpapi-ratelimit-headers). */
+function rateLimitPolicy(limits: readonly VerifyLimit[]): string {
+  return limits.map((limit) => `"${limit.name}";q=${limit.limit};w=${windowSeconds(limit)}`).join(', ');
+}
+
+/** A sliding month is 30 days and a sliding year 365; fixed windows of the other periods are as long. */
+const PERIOD_SECONDS: Record<Period, number> = {
+  second: 1,
+  minute: 60,
+  hour: 3_600,
+  day: 86_400,
+  week: 604_800,
+  month: 2_592_000,
+  year: 31_536_000,
+};
+
+/**
+ * The window a limit announces. A fixed month or year is the calendar's, the one that ends at the
+ * limit's `resetTime` (the proxy measures the one holding its clock: the same window).
+ */
+function windowSeconds(limit: VerifyLimit): number {
+  if (limit.algorithm === 'sliding' || (limit.period !== 'month' && limit.period !== 'year'))
+    return PERIOD_SECONDS[limit.period];
+  const endMs = Date.parse(limit.resetTime);
+  const end = new Date(endMs);
+  const startMs =
+    limit.period === 'month'
+      ? Date.UTC(end.getUTCFullYear(), end.getUTCMonth() - 1, 1)
+      : Date.UTC(end.getUTCFullYear() - 1, 0, 1);
+  return Math.round((endMs - startMs) / 1000);
+}

@@ -1,0 +1,41 @@
+/**
+ * The events of management changes (contract section 16), derived from what the audit log records of
+ * them, so that a change, its audit entry and its event leave from the one place (`ctx.audited`) in
+ * one transaction. A key's or consumer's change is its `key.*` or `consumer.*` event: `create`,
+ * `delete` and `roll` are `created`, `deleted` and `rolled`; every other action on it (a PATCH, a plan
+ * bound or removed, a consumer joined or left) is `updated`. Changes of other targets (plans, admin
+ * tokens, webhooks) have no event.
+ *
+ * `data` is the target as the audit log shows it (less every secret, hash and ciphertext), with its
+ * id under the name the API gives it; an update adds `previous`, the target before.
+ */
+import { EVENT_TYPES, type EventType } from '../events/event-types.js';
+import type { NewEvent } from '../store/outbox.js';
+import type { KeyRow } from '../store/key-repository.js';
+import { keyAudit } from './audit-views.js';
+import type { AuditedChange } from './context.js';
+import { jsonText } from './json-as-written.js';
+
+/** The targets with events, and the name of their id in the API's answers. */
+const ID_FIELDS: Readonly<Record<string, string>> = { key: 'consumerApiKeyId', consumer: 'consumerId' };
+const VERBS: Readonly<Record<string, string>> = { create: 'created', delete: 'deleted', roll: 'rolled' };
+
+export function eventOfChange(change: AuditedChange, at: Date): NewEvent | undefined {
+  const idField = ID_FIELDS[change.target.type];
+  if (idField === undefined) return undefined;
+  const verb = change.action.slice(change.action.indexOf('.') + 1);
+  const type = `${change.target.type}.${VERBS[verb] ?? 'updated'}`;
+  if (!(EVENT_TYPES as readonly string[]).includes(type)) return undefined;
+  const subject = (change.after ?? change.before) as object;
+  const previous = change.before !== null && change.after !== null ? { previous: change.before } : {};
+  return {
+    type: type as EventType,
+    data: jsonText({ [idField]: change.target.id, ...subject, ...previous }),
+    at,
+  };
+}
+
+/** `key.expiring`: the key as a `key.*` event shows it, and how many days before its expiry this is. */
+export function keyExpiringData(key: KeyRow, daysBefore: number): string {
+  return jsonText({ consumerApiKeyId: key.id, ...keyAudit(key), daysBefore });
+}

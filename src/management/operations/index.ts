@@ -1,0 +1,35 @@
+/**
+ * Every management operation, in the order the OpenAPI document lists them. Adding an operation here
+ * registers its route, its validators, its 405 answers, its scope and its place in the document and
+ * in the console's typed client.
+ */
+import type { Operation } from '../operation.js';
+import { adminTokenOperations } from './admin-tokens.js';
+import { auditLogOperations } from './audit-log.js';
+import { consumerOperations } from './consumers.js';
+import { billingExportOperations } from './billing-exports.js';
+import { keyOperations } from './keys.js';
+import { planOperations } from './plans.js';
+import { routeOperations } from './routes.js';
+import { usageOperations } from './usage.js';
+import { webhookOperations } from './webhooks.js';
+
+export const OPERATIONS: readonly Operation[] = [
+  ...keyOperations,
+  ...planOperations,
+  ...consumerOperations,
+  ...routeOperations,
+  ...usageOperations,
+  ...adminTokenOperations,
+  ...auditLogOperations,
+  ...billingExportOperations,
+  ...webhookOperations,
+];
+
+/** The one root of the surfaces that are about neither one key nor one plan (console, usage, audit…). */
+export const TOLLGATE_ROOT = '/tollgate';
+
+/** Every management path, once each (`:name` stands for one non-empty segment). */
+export const MANAGEMENT_PATHS: readonly string[] = [
+  ...new Set(OPERATIONS.map((operation) => operation.path)),
+];

@@ -1,0 +1,63 @@
+/**
+ * The schemas a route and a request match share (contract section 15): a route's id, a path prefix of
+ * whole segments, methods, and the match a plan's limit or cost applies to. Below schemas.ts and
+ * route-schemas.ts, which both use them.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { RESERVED_ROUTE_LABELS } from '../ops/metrics.js';
+import { HTTP_METHODS, type HttpMethod } from '../plans/route.js';
+
+const strict = { additionalProperties: false } as const;
+
+export const RATE_LIMIT_ID_PATTERN = '^[A-Za-z0-9._:-]*$';
+
+export const RouteId = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: RATE_LIMIT_ID_PATTERN,
+  description: `Chosen by the caller: 1-128 characters of A-Z a-z 0-9 . _ : -, except ${RESERVED_ROUTE_LABELS.join(', ')} (the metrics name the catch-all, unrouted requests and the routes beyond the label bound so)`,
+  examples: ['search'],
+});
+
+// Whole segments of RFC 3986 path characters, percent-encodings included; no empty segment, no trailing slash.
+const SEGMENT = "(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})+";
+export const PathPrefix = Type.String({
+  maxLength: 512,
+  pattern: `^(?:/|(?:/${SEGMENT})+)$`,
+  description:
+    '`/`, or whole path segments without a trailing slash: `/v1` takes `/v1`, `/v1/` and `/v1/items`, never `/v10`. Compared with the request path as sent, case-sensitive, not decoded',
+  examples: ['/v1/search'],
+});
+
+export const Methods = Type.Array(Type.Unsafe<HttpMethod>({ type: 'string', enum: [...HTTP_METHODS] }), {
+  minItems: 1,
+  uniqueItems: true,
+  description:
+    'The route takes only these methods (HEAD is not implied by GET); absent or null: every method',
+  examples: [['GET', 'HEAD']],
+});
+
+export const RequestMatchSchema = Type.Object(
+  {
+    routeIds: Type.Optional(
+      Type.Array(RouteId, {
+        minItems: 1,
+        maxItems: 100,
+        uniqueItems: true,
+        description: 'The request took one of these routes (the catch-all, UPSTREAM_URL, is none of them)',
+      }),
+    ),
+    methods: Type.Optional({ ...Methods, description: 'The request has one of these methods' }),
+    pathPrefix: Type.Optional({
+      ...PathPrefix,
+      description: "The request path is this prefix or under it, in whole segments, as a route's",
+    }),
+  },
+  {
+    ...strict,
+    minProperties: 1,
+    title: 'RequestMatch',
+    description: 'Which requests: every condition given must hold; at least one',
+  },
+);
+export type RequestMatchInput = Static<typeof RequestMatchSchema>;
