@@ -1,0 +1,42 @@
+/** A billing export as configured (contract section 17): where closed usage buckets go, and how. */
+
+export const EXPORT_TYPES = ['stripe', 'openmeter', 'lago', 'cloudevents'] as const;
+export type ExportType = (typeof EXPORT_TYPES)[number];
+
+/** The bucket sizes an export sends: granularities of usage over time (src/usage/granularity.ts). */
+export const EXPORT_INTERVALS = ['minute', 'hour', 'day'] as const;
+export type ExportInterval = (typeof EXPORT_INTERVALS)[number];
+
+/** Whose usage a bucket is: one key's, or one consumer's (all its keys). */
+export const EXPORT_SUBJECTS = ['consumer', 'key'] as const;
+export type ExportSubject = (typeof EXPORT_SUBJECTS)[number];
+
+/** Types whose service always wants a credential; the others send one only when it is set. */
+export const CREDENTIAL_REQUIRED: ReadonlySet<ExportType> = new Set(['stripe', 'lago']);
+
+export interface BillingExport {
+  readonly id: string;
+  readonly type: ExportType;
+  /** The service's base URL (Stripe, OpenMeter, Lago), or the full endpoint (CloudEvents). */
+  readonly url: string;
+  /** AES-256-GCM like a key's secret; null: none. */
+  readonly credentialCiphertext: Uint8Array | null;
+  readonly eventName: string;
+  readonly interval: ExportInterval;
+  readonly subject: ExportSubject;
+  /** The subject's metadata member that holds the customer id; null: its `externalId`. */
+  readonly customerField: string | null;
+  readonly createdAt: Date;
+  readonly lastUpdated: Date;
+  /** Scheduled runs send nothing before this instant (the receiver was failing); null: no wait. */
+  readonly deliverAfter: Date | null;
+  readonly deliveryFailures: number;
+}
+
+/** What an administrator sets on an export after creating it; type, interval and subject are fixed. */
+export interface BillingExportChanges {
+  readonly url?: string;
+  readonly credentialCiphertext?: Uint8Array | null;
+  readonly eventName?: string;
+  readonly customerField?: string | null;
+}

@@ -1,0 +1,14 @@
+import type { ExportType } from '../billing-export.js';
+import type { ExportFormat } from '../usage-send.js';
+import { cloudEventsFormat } from './cloudevents.js';
+import { lagoFormat } from './lago.js';
+import { openMeterFormat } from './openmeter.js';
+import { stripeFormat } from './stripe.js';
+
+/** Each export type's request format. */
+export const FORMATS: Readonly<Record<ExportType, ExportFormat>> = {
+  stripe: stripeFormat,
+  openmeter: openMeterFormat,
+  lago: lagoFormat,
+  cloudevents: cloudEventsFormat,
+};

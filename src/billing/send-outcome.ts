@@ -1,0 +1,34 @@
+/**
+ * What one request to a receiver came to:
+ * - `delivered`: a 2xx, or a refusal that says the receiver already holds the id;
+ * - `refused`: the receiver answered and will not take this send as it is (a 4xx): it alone waits and
+ *   is tried again, the others go on;
+ * - `unreachable`: no answer, a timeout, 408, 425, 429 or a 5xx: the receiver is failing, so the run
+ *   stops sending and the export waits before trying again.
+ */
+export type SendOutcome =
+  | { readonly kind: 'delivered'; readonly status: number }
+  | { readonly kind: 'refused'; readonly status: number; readonly error: string }
+  | { readonly kind: 'unreachable'; readonly status: number | null; readonly error: string };
+
+const RETRY_LATER = new Set([408, 425, 429]);
+
+export function outcomeOf(status: number, body: string, alreadyHeld: boolean): SendOutcome {
+  if ((status >= 200 && status < 300) || alreadyHeld) return { kind: 'delivered', status };
+  const error = `HTTP ${status}${body === '' ? '' : `: ${body}`}`;
+  if (status >= 500 || RETRY_LATER.has(status)) return { kind: 'unreachable', status, error };
+  return { kind: 'refused', status, error };
+}
+
+/** Longest receiver answer kept in the run log. */
+const MAX_ERROR_LENGTH = 300;
+
+/**
+ * An error text fit for the run log and the logs: the credential cut out wherever the receiver (or a
+ * library) repeated it, and shortened.
+ */
+export function redacted(text: string, credential: string | undefined): string {
+  const clean =
+    credential === undefined || credential === '' ? text : text.split(credential).join('[credential]');
+  return clean.length > MAX_ERROR_LENGTH ? clean.slice(0, MAX_ERROR_LENGTH) + '…' : clean;
+}
