@@ -1,7 +1,7 @@
 /**
  * Calls to the public management API, exactly as a script would make them: same origin, the signed-in
  * token as a bearer token. Every failure becomes an ApiError carrying the API's own `error` message;
- * a 401 also signs the console out.
+ * a 401 `unauthorized` (the API refused the token itself) also signs the console out.
  */
 import { forgetToken, storedToken } from './session';
 import type { ErrorBody } from './types';
@@ -23,6 +23,8 @@ export class ApiError extends Error {
     readonly keyCount?: number,
     /** validation_failed: each offending field and what is wrong with it. */
     readonly details?: ErrorBody['details'],
+    /** too_many_failed_attempts: seconds until a retry can succeed (Retry-After). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -55,6 +57,7 @@ async function errorOf(res: Response): Promise<ApiError> {
     // Not the API's JSON envelope (a proxy in front of Tollgate answered): name the status instead.
   }
   const scope = /scope="([^"]+)"/.exec(res.headers.get('www-authenticate') ?? '')?.[1];
+  const retryAfter = Number(res.headers.get('retry-after') ?? NaN);
   return new ApiError(
     res.status,
     body.code ?? 'http_error',
@@ -62,12 +65,20 @@ async function errorOf(res: Response): Promise<ApiError> {
     scope,
     body.keyCount,
     body.details,
+    Number.isFinite(retryAfter) ? retryAfter : undefined,
   );
 }
 
-export async function call<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
+/** The answer to one call, read by `read` when it succeeded. */
+async function send<T>(
+  method: string,
+  path: string,
+  options: CallOptions,
+  accept: string,
+  read: (res: Response) => Promise<T>,
+): Promise<T> {
   const token = options.token ?? storedToken();
-  const headers: Record<string, string> = { accept: 'application/json' };
+  const headers: Record<string, string> = { accept };
   if (token) headers.authorization = `Bearer ${token}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
@@ -84,14 +95,32 @@ export async function call<T>(method: string, path: string, options: CallOptions
     if (err instanceof DOMException && err.name === 'AbortError') throw err;
     throw new ApiError(0, 'network_error', `Tollgate could not be reached: ${(err as Error).message}`);
   }
-  if (res.ok) return (await res.json()) as T;
+  if (res.ok) return read(res);
   const error = await errorOf(res);
-  if (res.status === 401 && options.token === undefined) {
+  // Only the API refusing the signed-in token ends the session: another 401 (a proxy in front, a
+  // consumer key's refusal) says nothing about it.
+  if (error.code === 'unauthorized' && options.token === undefined) {
     forgetToken();
     window.dispatchEvent(new CustomEvent(UNAUTHORIZED_EVENT, { detail: error.message }));
   }
   throw error;
 }
 
-/** Path segments are ids the API handed out; encoded all the same. */
-export const segment = encodeURIComponent;
+export function call<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
+  return send(method, path, options, 'application/json', (res) => res.json() as Promise<T>);
+}
+
+/** A GET the API also answers as CSV (usage), as a file's contents: the token in a header, never a URL. */
+export function callCsv(path: string, options: CallOptions = {}): Promise<Blob> {
+  return send('GET', path, options, 'text/csv', (res) => res.blob());
+}
+
+/**
+ * Path segments are ids the API handed out; encoded all the same. A dot segment would not name an id
+ * at all (the browser resolves `/consumer-api-key/..` to `/`, which is the proxy): it never leaves.
+ */
+export function segment(id: string): string {
+  if (id === '' || id === '.' || id === '..')
+    throw new ApiError(0, 'invalid_id', `Nothing has the id “${id}”: it cannot be an id.`);
+  return encodeURIComponent(id);
+}

@@ -27,6 +27,9 @@ export function relativeTime(iso: string | null | undefined, now = Date.now()): 
 const NUMBER = new Intl.NumberFormat('en');
 export const formatNumber = (n: number): string => NUMBER.format(n);
 
+/** `1 key`, `2,000 keys`. */
+export const countOf = (n: number, noun: string): string => `${formatNumber(n)} ${noun}${n === 1 ? '' : 's'}`;
+
 /** An ISO instant without fractions, as the API takes it. */
 export const isoSeconds = (ms: number): string =>
   new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');

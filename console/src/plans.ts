@@ -1,7 +1,7 @@
 /** Plans' limits as the console edits and shows them (contract section 7). */
 import type { Period, Plan, PlanLimit, PlanLimitInput } from './types';
 
-export { ALGORITHMS, MAX_LIMITS } from '../../src/limits/plan.js';
+export { ALGORITHMS, MAX_LIMITS } from '../../src/plans/plan.js';
 
 /**
  * Every limit of a plan. A replica of the previous version (during a rolling upgrade) answers the

@@ -15,15 +15,19 @@ export interface Loaded<T> {
  * a control acting on the data (a pager's next cursor) must not act on the previous answer.
  */
 export function useApi<T>(load: (signal: AbortSignal) => Promise<T>, deps: readonly unknown[]): Loaded<T> {
-  const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean; for?: readonly unknown[] }>(
-    { loading: true },
-  );
+  const [state, setState] = useState<{
+    data?: T;
+    error?: ApiError;
+    loading: boolean;
+    for?: readonly unknown[];
+  }>({ loading: true });
   const [generation, setGeneration] = useState(0);
   const current = [...deps, generation];
   useEffect(() => {
     const controller = new AbortController();
     setState((s) => ({ ...s, loading: true }));
-    load(controller.signal).then(
+    // A load that throws before its first await (an id that cannot be sent) fails like any other.
+    new Promise<T>((resolve) => resolve(load(controller.signal))).then(
       (data) => {
         if (!controller.signal.aborted) setState({ data, loading: false, for: current });
       },

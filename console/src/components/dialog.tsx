@@ -31,7 +31,18 @@ export function Dialog({ open, title, onClose, children }: DialogProps) {
       dialog.close();
     }
   }, [open]);
-  useEffect(() => () => opener.current?.focus(), []);
+  // Unmounted while open (its page closes it by no longer rendering it): closed before the node goes, so
+  // the page behind is no longer inert when the opener takes the focus back. That close event is not
+  // passed on: the page already knows.
+  const unmounted = useRef(false);
+  useEffect(() => {
+    const dialog = ref.current;
+    return () => {
+      unmounted.current = true;
+      if (dialog?.open) dialog.close();
+      opener.current?.focus();
+    };
+  }, []);
 
   const trapTab = (event: KeyboardEvent) => {
     if (event.key !== 'Tab' || !ref.current) return;
@@ -54,6 +65,7 @@ export function Dialog({ open, title, onClose, children }: DialogProps) {
       aria-labelledby={titleId}
       onKeyDown={trapTab}
       onClose={() => {
+        if (unmounted.current) return;
         onClose();
         if (opener.current?.isConnected) opener.current.focus();
       }}
@@ -64,14 +76,19 @@ export function Dialog({ open, title, onClose, children }: DialogProps) {
   );
 }
 
-/** A dialog's last row: the API's error if the action failed, its action buttons, and Cancel. */
+/**
+ * A dialog's last row: the API's error if the action failed, its action buttons, and Cancel. A
+ * destructive dialog opens with the focus on Cancel: Enter, Enter must never destroy anything.
+ */
 export function DialogButtons({
   error,
   onCancel,
+  destructive = false,
   children,
 }: {
   error: ApiError | undefined;
   onCancel: () => void;
+  destructive?: boolean;
   children: ComponentChildren;
 }) {
   return (
@@ -79,7 +96,7 @@ export function DialogButtons({
       <ErrorMessage error={error} />
       <div class="dialog-buttons">
         {children}
-        <button type="button" class="secondary" onClick={onCancel}>
+        <button type="button" class="secondary" autofocus={destructive} onClick={onCancel}>
           Cancel
         </button>
       </div>

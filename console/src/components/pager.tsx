@@ -1,10 +1,15 @@
 /**
- * Cursor pagination: the API hands out `nextCursor`; the pages already seen are remembered so
- * "Previous" needs no cursor going backwards. Nothing beyond the page on screen is ever loaded.
+ * Cursor pagination: the API hands out `nextCursor`; the cursors of the pages before the one on
+ * screen live in the URL (`cursors=`), so a reload or a shared link stays on the page and "Previous"
+ * needs no cursor going backwards. Nothing beyond the page on screen is ever loaded.
  */
-import { useState } from 'preact/hooks';
 import { call, queryString, type Query } from '../api';
+import { formatNumber } from '../format';
+import { href, hrefWith, navigate, type Route } from '../route';
 import { useApi, type Loaded } from '../use-api';
+
+/** The route's parameter: the cursors that led to the page on screen, oldest first, dot-separated. */
+const TRAIL = 'cursors';
 
 export interface Cursors {
   /** The cursor of the page on screen (undefined: the first page). */
@@ -12,38 +17,69 @@ export interface Cursors {
   readonly pageNumber: number;
   next(cursor: string): void;
   previous(): void;
-  reset(): void;
 }
 
-/** The pages seen under one query; a new `query` (other filters) starts again at its first page. */
-export function useCursors(query: string): Cursors {
-  const [state, setState] = useState<{ query: string; stack: (string | undefined)[] }>({
-    query,
-    stack: [undefined],
-  });
-  const stack = state.query === query ? state.stack : [undefined];
-  const setStack = (next: (string | undefined)[]) => setState({ query, stack: next });
+/** The page the route names. A filter form navigates without the trail: other filters start at page 1. */
+export function useCursors(route: Route): Cursors {
+  // Cursors are base64url: a dot never occurs in one.
+  const trail = (route.query.get(TRAIL) ?? '').split('.').filter((c) => c !== '');
+  const go = (next: readonly string[]) =>
+    navigate(
+      hrefWith(href(...route.segments), {
+        ...Object.fromEntries(route.query),
+        [TRAIL]: next.length > 0 ? next.join('.') : undefined,
+      }),
+    );
   return {
-    cursor: stack[stack.length - 1],
-    pageNumber: stack.length,
-    next: (cursor) => setStack([...stack, cursor]),
-    previous: () => setStack(stack.length > 1 ? stack.slice(0, -1) : stack),
-    reset: () => setStack([undefined]),
+    cursor: trail[trail.length - 1],
+    pageNumber: trail.length + 1,
+    next: (cursor) => go([...trail, cursor]),
+    previous: () => go(trail.slice(0, -1)),
   };
 }
 
-/** One page of a list the API pages with `cursor`; other filters in `query` start again at page 1. */
+/** One page of a list the API pages with `cursor`, the page the route names. */
 export function usePagedApi<T>(
   path: string,
   query: Query,
+  route: Route,
 ): { readonly cursors: Cursors; readonly page: Loaded<T> } {
   const key = path + queryString(query);
-  const cursors = useCursors(key);
+  const cursors = useCursors(route);
   const page = useApi(
     (signal) => call<T>('GET', path, { query: { ...query, cursor: cursors.cursor }, signal }),
     [key, cursors.cursor],
   );
   return { cursors, page };
+}
+
+/**
+ * Which rows of the list are on screen and how many there are as far as is known: the API counts
+ * nothing, so the total is known once the last page is reached ("51–100 of more than 100" until then).
+ */
+export function ListCount({
+  cursors,
+  page,
+  rows,
+  size,
+  noun,
+}: {
+  cursors: Cursors;
+  page: Loaded<{ readonly nextCursor?: string }>;
+  rows: number;
+  size: number;
+  noun: readonly [singular: string, plural: string];
+}) {
+  if (page.loading || rows === 0) return null;
+  const first = (cursors.pageNumber - 1) * size + 1;
+  const last = first + rows - 1;
+  const more = page.data?.nextCursor !== undefined;
+  const text =
+    first === 1 && !more
+      ? `${formatNumber(rows)} ${rows === 1 ? noun[0] : noun[1]}`
+      : `${noun[1][0]!.toUpperCase() + noun[1].slice(1)} ${formatNumber(first)}–${formatNumber(last)} of ` +
+        (more ? `more than ${formatNumber(last)}` : formatNumber(last));
+  return <p class="list-count">{text}</p>;
 }
 
 /** While a page loads both buttons wait: the next cursor on screen is still the previous page's. */

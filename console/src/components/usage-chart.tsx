@@ -24,7 +24,20 @@ const SERIES: readonly Series[] = [
 ];
 
 const HEIGHT = 260;
+const DAY_SECONDS = 86_400;
 const utc = (seconds: number) => uPlot.tzDate(new Date(seconds * 1000), 'Etc/UTC');
+
+/**
+ * The time axis in the console's form (UTC, 24-hour, ISO order), not uPlot's US default: months
+ * `2026-11`, days `2026-11-21`, times `14:00` (the date instead at midnight, where a day begins).
+ */
+const timeLabels: uPlot.Axis.DynamicValues = (_plot, splits, _axis, _space, increment) =>
+  splits.map((seconds) => {
+    const iso = new Date(seconds * 1000).toISOString();
+    if (increment >= 28 * DAY_SECONDS) return iso.slice(0, 7);
+    const time = iso.slice(11, 16);
+    return increment >= DAY_SECONDS || time === '00:00' ? iso.slice(0, 10) : time;
+  });
 
 export function UsageChart({ buckets, caption }: { buckets: readonly UsageBucket[]; caption: string }) {
   const host = useRef<HTMLDivElement>(null);
@@ -43,7 +56,7 @@ export function UsageChart({ buckets, caption }: { buckets: readonly UsageBucket
     ];
     const chart = new uPlot(
       {
-        width: Math.max(320, target.clientWidth),
+        width: Math.max(200, target.clientWidth),
         height: HEIGHT,
         tzDate: utc,
         legend: { show: false },
@@ -55,7 +68,11 @@ export function UsageChart({ buckets, caption }: { buckets: readonly UsageBucket
           {},
           ...SERIES.map((s, i) => ({ label: s.label, stroke: s.color, width: 2, show: shown[i] })),
         ],
-        axes: [{ stroke: '#374151' }, { stroke: '#374151', size: 60 }],
+        // Room between the time labels for a whole date.
+        axes: [
+          { stroke: '#374151', values: timeLabels, space: 90 },
+          { stroke: '#374151', size: 60 },
+        ],
         hooks: { setCursor: [(u) => setCursor(u.cursor.idx ?? null)] },
       },
       data,
@@ -63,7 +80,7 @@ export function UsageChart({ buckets, caption }: { buckets: readonly UsageBucket
     );
     plot.current = chart;
     const resize = new ResizeObserver(() =>
-      chart.setSize({ width: Math.max(320, target.clientWidth), height: HEIGHT }),
+      chart.setSize({ width: Math.max(200, target.clientWidth), height: HEIGHT }),
     );
     resize.observe(target);
     return () => {
@@ -129,9 +146,9 @@ export function UsageChart({ buckets, caption }: { buckets: readonly UsageBucket
             <tbody>
               {buckets.map((b) => (
                 <tr key={b.start}>
-                  <td>{formatTime(b.start)}</td>
+                  <td data-label="Start (UTC)">{formatTime(b.start)}</td>
                   {SERIES.map((s) => (
-                    <td key={s.label} class="num">
+                    <td key={s.label} class="num" data-label={s.label}>
                       {formatNumber(s.value(b))}
                     </td>
                   ))}

@@ -2,7 +2,7 @@
 import { useDraft } from '../use-draft';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
-import { Pager, usePagedApi } from '../components/pager';
+import { ListCount, Pager, usePagedApi } from '../components/pager';
 import { formatTime, isoToUtcInput, utcInputToIso } from '../format';
 import { href, hrefWith, navigate, type Route } from '../route';
 import type { AuditEntry, AuditLogResponse } from '../types';
@@ -85,6 +85,7 @@ function Target({ entry }: { entry: AuditEntry }) {
 
 function Actor({ entry }: { entry: AuditEntry }) {
   if (entry.actor.type === 'root') return <>root token</>;
+  if (entry.actor.type === 'system') return <>Tollgate itself</>;
   return (
     <>
       {entry.actor.name} <span class="mono muted small">{entry.actor.id}</span>
@@ -153,10 +154,11 @@ function FilterForm({ filters }: { filters: Filters }) {
 
 export function AuditLogPage({ route }: { route: Route }) {
   const filters = filtersOf(route.query);
-  const { cursors, page: log } = usePagedApi<AuditLogResponse>('/tollgate/audit-log', {
-    ...filters,
-    limit: PAGE_SIZE,
-  });
+  const { cursors, page: log } = usePagedApi<AuditLogResponse>(
+    '/tollgate/audit-log',
+    { ...filters, limit: PAGE_SIZE },
+    route,
+  );
   return (
     <>
       <PageTitle title="Audit log" />
@@ -165,6 +167,13 @@ export function AuditLogPage({ route }: { route: Route }) {
       {log.loading && !log.data && <p role="status">Loading the audit log…</p>}
       {log.data && (
         <>
+          <ListCount
+            cursors={cursors}
+            page={log}
+            rows={log.data.auditLog.length}
+            size={PAGE_SIZE}
+            noun={['entry', 'entries']}
+          />
           {log.data.auditLog.length === 0 ? (
             <p role="status">No entry matches.</p>
           ) : (
@@ -183,15 +192,19 @@ export function AuditLogPage({ route }: { route: Route }) {
               <tbody>
                 {log.data.auditLog.map((entry) => (
                   <tr key={entry.id} data-audit-id={entry.id}>
-                    <td class="nowrap">{formatTime(entry.time)}</td>
-                    <td>
+                    <td class="nowrap" data-label="Time (UTC)">
+                      {formatTime(entry.time)}
+                    </td>
+                    <td data-label="Actor">
                       <Actor entry={entry} />
                     </td>
-                    <td class="mono">{entry.action}</td>
-                    <td>
+                    <td class="mono" data-label="Action">
+                      {entry.action}
+                    </td>
+                    <td data-label="Target">
                       <Target entry={entry} />
                     </td>
-                    <td>
+                    <td data-label="Changes">
                       <ul class="plain">
                         {changeSummary(entry.changes.before, entry.changes.after).map((line) => (
                           <li key={line} class="mono small">
@@ -216,7 +229,9 @@ export function AuditLogPage({ route }: { route: Route }) {
                         </div>
                       </details>
                     </td>
-                    <td class="mono">{entry.clientAddress}</td>
+                    <td class="mono" data-label="Client">
+                      {entry.clientAddress}
+                    </td>
                   </tr>
                 ))}
               </tbody>

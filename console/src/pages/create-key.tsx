@@ -1,13 +1,17 @@
-/** A new key: name, owner, plan, expiry, state and metadata; its secret shown once, with a copy button. */
-import { useEffect, useRef, useState } from 'preact/hooks';
+/**
+ * A new key: name, owner, plan, expiry, state and metadata. Once created, its own page opens (where it
+ * is found at once, whatever page of the list it lands on) with its secret ready to copy.
+ */
+import { useState } from 'preact/hooks';
 import { call } from '../api';
 import { ErrorMessage } from '../components/error-message';
+import { ExpiryField } from '../components/expiry-field';
 import { KeyIdentityFields } from '../components/key-identity-fields';
 import { MetadataField } from '../components/metadata-field';
 import { PageTitle } from '../components/page-title';
-import { SecretValue } from '../components/secret-value';
 import { METADATA_HINT, parseJsonObject, utcInputToIso } from '../format';
-import { href } from '../route';
+import { handOff } from '../handoff';
+import { href, navigate } from '../route';
 import type { CreateKeyResponse, PlanList } from '../types';
 import { useAction, useApi } from '../use-api';
 
@@ -19,15 +23,12 @@ export function CreateKeyPage() {
   const [enabled, setEnabled] = useState(true);
   const [metadata, setMetadata] = useState('{}');
   const [metadataProblem, setMetadataProblem] = useState<string>();
-  const [created, setCreated] = useState<CreateKeyResponse>();
   const plans = useApi(
     (signal) =>
       call<PlanList>('GET', '/rate-limit', { query: { limit: 1000 }, signal }).catch(() => undefined),
     [],
   );
   const action = useAction();
-  const result = useRef<HTMLDivElement>(null);
-  useEffect(() => result.current?.querySelector('input')?.focus(), [created]);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -47,27 +48,16 @@ export function CreateKeyPage() {
       const key = await action.run(() =>
         call<CreateKeyResponse>('POST', '/consumer-api-key/create', { body }),
       );
-      if (key) setCreated(key);
+      if (key) {
+        handOff({
+          message: 'The key is created. Copy its secret now and give it to its owner.',
+          created: { keyId: key.id, secret: key.secret },
+        });
+        navigate(href('keys', key.id));
+      }
     }
   };
 
-  if (created) {
-    return (
-      <>
-        <PageTitle title="Key created" />
-        <div ref={result} class="created">
-          <p>
-            The key <strong>{created.name}</strong> ({created.id}) is ready. Give its secret to its owner:
-            copy it now.
-          </p>
-          <SecretValue value={created.secret} label="Secret (shown once)" />
-          <p>
-            <a href={href('keys', created.id)}>Open the key</a> · <a href={href('keys')}>Back to the keys</a>
-          </p>
-        </div>
-      </>
-    );
-  }
   return (
     <>
       <PageTitle title="Create a key" />
@@ -93,16 +83,12 @@ export function CreateKeyPage() {
             ))}
           </select>
         </div>
-        <div class="field">
-          <label for="key-expires">Expires at (UTC, optional)</label>
-          <input
-            id="key-expires"
-            type="datetime-local"
-            step="1"
-            value={expiresAt}
-            onInput={(e) => setExpiresAt(e.currentTarget.value)}
-          />
-        </div>
+        <ExpiryField
+          id="key-expires"
+          label="Expires at (UTC, optional)"
+          value={expiresAt}
+          onInput={setExpiresAt}
+        />
         <div class="field">
           <label class="checkbox">
             <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} />

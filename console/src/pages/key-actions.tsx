@@ -7,6 +7,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { call, segment } from '../api';
 import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
+import { ExpiryField } from '../components/expiry-field';
 import { KeyIdentityFields } from '../components/key-identity-fields';
 import { MetadataField } from '../components/metadata-field';
 import { SecretValue } from '../components/secret-value';
@@ -39,10 +40,24 @@ interface ChangeDialogProps {
   readonly onClose: () => void;
 }
 
-function RollDialog({ keyDetail, onClose }: { keyDetail: KeyDetail; onClose: (rolled: boolean) => void }) {
+/** Until when the previous secret works after a roll with `grace` seconds of grace. */
+const previousSecretNote = (grace: number, rolled: RollKeyResponse) =>
+  grace === 0
+    ? 'The previous secret no longer works.'
+    : `The previous secret keeps working until ${formatTime(rolled.previousSecretExpiresAt)}.`;
+
+function RollDialog({
+  keyDetail,
+  onClose,
+}: {
+  keyDetail: KeyDetail;
+  /** With what happened, once the secret was rolled; without, when cancelled. */
+  onClose: (message?: string) => void;
+}) {
   const [grace, setGrace] = useState(0);
   const [rolled, setRolled] = useState<RollKeyResponse>();
   const action = useAction();
+  const message = rolled && `The secret was rolled. ${previousSecretNote(grace, rolled)}`;
   const shown = useRef<HTMLDivElement>(null);
   // The form that had the focus is gone: the new secret takes it.
   useEffect(() => shown.current?.querySelector('input')?.focus(), [rolled]);
@@ -56,17 +71,13 @@ function RollDialog({ keyDetail, onClose }: { keyDetail: KeyDetail; onClose: (ro
     if (result) setRolled(result);
   };
   return (
-    <Dialog open title="Roll the secret" onClose={() => onClose(rolled !== undefined)}>
+    <Dialog open title="Roll the secret" onClose={() => onClose(message)}>
       {rolled ? (
         <div ref={shown}>
-          <SecretValue value={rolled.secret} label="New secret (shown once: copy it now)" />
-          <p>
-            {grace === 0
-              ? 'The previous secret no longer works.'
-              : `The previous secret keeps working until ${formatTime(rolled.previousSecretExpiresAt)}.`}
-          </p>
+          <SecretValue value={rolled.secret} label="New secret (copy it now)" />
+          <p>{previousSecretNote(grace, rolled)}</p>
           <div class="dialog-buttons">
-            <button type="button" onClick={() => onClose(true)}>
+            <button type="button" onClick={() => onClose(message)}>
               Done
             </button>
           </div>
@@ -89,7 +100,7 @@ function RollDialog({ keyDetail, onClose }: { keyDetail: KeyDetail; onClose: (ro
               </label>
             ))}
           </fieldset>
-          <DialogButtons error={action.error} onCancel={() => onClose(false)}>
+          <DialogButtons error={action.error} onCancel={() => onClose()} destructive>
             <button type="submit" disabled={action.busy}>
               Roll secret
             </button>
@@ -124,20 +135,13 @@ function ExpiryDialog({ keyDetail, onDone, onClose }: ChangeDialogProps) {
           if (iso !== undefined) void save(iso);
         }}
       >
-        <div class="field">
-          <label for="expires-at">Expires at (UTC)</label>
-          <input
-            id="expires-at"
-            type="datetime-local"
-            step="1"
-            value={value}
-            onInput={(e) => setValue(e.currentTarget.value)}
-            aria-describedby="expiry-help"
-          />
-          <p id="expiry-help" class="help">
-            From this instant every request with the key is refused (401 key_expired), on every replica.
-          </p>
-        </div>
+        <ExpiryField
+          id="expires-at"
+          label="Expires at (UTC)"
+          value={value}
+          onInput={setValue}
+          help="From this instant every request with the key is refused (401 key_expired), on every replica."
+        />
         {invalid && (
           <p class="error" role="alert">
             Enter a date and time.
@@ -290,7 +294,7 @@ function DeleteDialog({
         Requests with this key are refused at once, on every replica, and its usage is deleted with it. This
         cannot be undone.
       </p>
-      <DialogButtons error={action.error} onCancel={onClose}>
+      <DialogButtons error={action.error} onCancel={onClose} destructive>
         <button type="button" class="danger" disabled={action.busy} onClick={() => void remove()}>
           Delete key
         </button>
@@ -338,10 +342,7 @@ export function KeyActions({ keyDetail, onChanged, onDeleted }: KeyActionsProps)
       </div>
       <ErrorMessage error={toggle.error} />
       {open === 'roll' && (
-        <RollDialog
-          keyDetail={keyDetail}
-          onClose={(rolled) => (rolled ? done('The secret was rolled.') : setOpen(null))}
-        />
+        <RollDialog keyDetail={keyDetail} onClose={(message) => (message ? done(message) : setOpen(null))} />
       )}
       {open === 'expiry' && (
         <ExpiryDialog keyDetail={keyDetail} onDone={done} onClose={() => setOpen(null)} />

@@ -1,11 +1,12 @@
 /** One key: its state and secret, the limits of its plan and what is left, usage over time, metadata, actions. */
-import { useState } from 'preact/hooks';
 import { call, segment } from '../api';
 import { ErrorMessage } from '../components/error-message';
+import { KeyConsumer } from '../components/key-consumer';
 import { KeyStatus } from '../components/key-status';
 import { PageTitle } from '../components/page-title';
 import { SecretValue } from '../components/secret-value';
 import { formatNumber, formatTime, relativeTime } from '../format';
+import { handOff, useHandoff } from '../handoff';
 import { limitsOf } from '../plans';
 import { href, navigate, type Route } from '../route';
 import type { KeyDetail, LimitState, Plan } from '../types';
@@ -13,24 +14,9 @@ import { useApi } from '../use-api';
 import { KeyActions } from './key-actions';
 import { KeyUsage } from './key-usage';
 
-/** Every limit that applies with what is left: the API's `limits` where it gives them, else its one limit. */
-function limitStates(
-  key: KeyDetail,
-  plan: Plan | undefined,
-): readonly (Omit<LimitState, 'period'> & { period?: string })[] {
-  const state = key.usage.rateLimits;
-  if (!state) return [];
-  if (state.limits && state.limits.length > 0) return state.limits;
-  const period = plan ? limitsOf(plan)[0]?.period : undefined;
-  return [
-    {
-      name: period ?? 'limit',
-      limit: state.limit,
-      period,
-      remaining: state.remaining,
-      resetTime: state.resetTime,
-    },
-  ];
+/** Every limit that applies with what is left: the key's plan's (or the default's), then its consumer's. */
+function limitStates(key: KeyDetail): readonly LimitState[] {
+  return key.usage.rateLimits?.limits ?? [];
 }
 
 function Limits({ keyDetail }: { keyDetail: KeyDetail }) {
@@ -42,7 +28,7 @@ function Limits({ keyDetail }: { keyDetail: KeyDetail }) {
         : call<Plan>('GET', `/rate-limit/${segment(planId)}`, { signal }).catch(() => undefined),
     [planId],
   );
-  const states = limitStates(keyDetail, plan.data);
+  const states = limitStates(keyDetail);
   return (
     <section aria-labelledby="limits-title">
       <h2 id="limits-title">Limits</h2>
@@ -74,15 +60,17 @@ function Limits({ keyDetail }: { keyDetail: KeyDetail }) {
           <tbody>
             {states.map((s) => (
               <tr key={s.name}>
-                <td>{s.name}</td>
-                <td class="num">{formatNumber(s.limit)}</td>
-                <td>
+                <td data-label="Limit">{s.name}</td>
+                <td class="num" data-label="Allowed">
+                  {formatNumber(s.limit)}
+                </td>
+                <td data-label="Per">
                   {s.period ?? '—'}
                   {plan.data && limitsOf(plan.data).find((l) => l.name === s.name)?.algorithm === 'sliding'
                     ? ' (sliding)'
                     : ''}
                 </td>
-                <td class="num">
+                <td class="num" data-label="Left now">
                   {formatNumber(s.remaining)}
                   <meter
                     class="left"
@@ -92,7 +80,7 @@ function Limits({ keyDetail }: { keyDetail: KeyDetail }) {
                     aria-label={`${s.name}: ${formatNumber(s.remaining)} of ${formatNumber(s.limit)} left`}
                   />
                 </td>
-                <td>
+                <td data-label="Resets at">
                   <time dateTime={s.resetTime}>{formatTime(s.resetTime)}</time>
                 </td>
               </tr>
@@ -109,7 +97,9 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
     (signal) => call<KeyDetail>('GET', `/consumer-api-key/${segment(keyId)}`, { signal }),
     [keyId],
   );
-  const [message, setMessage] = useState('');
+  // A key just created arrives with its secret to copy, and what to do with it.
+  const { created: handed, message, setMessage } = useHandoff();
+  const created = handed?.keyId === keyId ? handed : undefined;
   const key = detail.data?.consumerApiKeyId === keyId ? detail.data : undefined;
   return (
     <>
@@ -118,6 +108,14 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
       <p class="status-message" role="status">
         {message}
       </p>
+      {created && (
+        <div class="created">
+          <SecretValue value={created.secret} label="Secret of the new key" />
+          <p class="help">
+            Anyone signed in with the right to read secrets can read it again under Details, below.
+          </p>
+        </div>
+      )}
       <ErrorMessage error={detail.error} />
       {!key && detail.loading && <p role="status">Loading the key…</p>}
       {key && (
@@ -128,12 +126,16 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
               setMessage(text);
               detail.reload();
             }}
-            onDeleted={() => navigate(href('keys'))}
+            onDeleted={() => {
+              handOff({ message: `The key ${key.name} is deleted: its requests are refused from now on.` });
+              navigate(href('keys'));
+            }}
           />
           <div class="columns">
             <section aria-labelledby="details-title">
               <h2 id="details-title">Details</h2>
-              <SecretValue value={key.secret} label="Secret" masked />
+              {/* The API shows a secret only to a token holding keys:secrets. */}
+              {key.secret !== undefined && <SecretValue value={key.secret} label="Secret" masked />}
               <dl class="details">
                 <dt>External ID</dt>
                 <dd>{key.externalId ?? '—'}</dd>
@@ -159,6 +161,13 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
             </section>
             <Limits keyDetail={key} />
           </div>
+          <KeyConsumer
+            keyDetail={key}
+            onChanged={(text) => {
+              setMessage(text);
+              detail.reload();
+            }}
+          />
           <KeyUsage keyId={keyId} route={route} />
           <section aria-labelledby="metadata-title">
             <h2 id="metadata-title">Metadata</h2>

@@ -7,9 +7,10 @@ import { ApiError, call, segment } from '../api';
 import { ErrorMessage } from '../components/error-message';
 import { KeyStatus } from '../components/key-status';
 import { PageTitle } from '../components/page-title';
-import { Pager, usePagedApi } from '../components/pager';
+import { ListCount, Pager, usePagedApi } from '../components/pager';
 import { Sparkline } from '../components/sparkline';
 import { formatTime, relativeTime } from '../format';
+import { useHandoff } from '../handoff';
 import { href, hrefWith, navigate, type Route } from '../route';
 import type { KeyUsageResponse, ListKeysResponse, PlanList, UsageBucket } from '../types';
 import { useApi } from '../use-api';
@@ -139,13 +140,19 @@ function FilterForm({ filters, plans }: { filters: Filters; plans: readonly stri
 
 export function KeyListPage({ route }: { route: Route }) {
   const filters = filtersOf(route.query);
-  const { cursors, page: keys } = usePagedApi<ListKeysResponse>('/consumer-api-key', {
-    limit: filters.size,
-    namePrefix: filters.namePrefix,
-    enabled: filters.enabled,
-    rateLimitId: filters.rateLimitId,
-    externalId: filters.externalId,
-  });
+  const { cursors, page: keys } = usePagedApi<ListKeysResponse>(
+    '/consumer-api-key',
+    {
+      limit: filters.size,
+      namePrefix: filters.namePrefix,
+      enabled: filters.enabled,
+      rateLimitId: filters.rateLimitId,
+      externalId: filters.externalId,
+    },
+    route,
+  );
+  // What the page before said as it came here (a key deleted).
+  const { message } = useHandoff();
   // Plan names for the filter's suggestions; without plans:read the field still takes any id.
   const plans = useApi(
     (signal) =>
@@ -161,11 +168,21 @@ export function KeyListPage({ route }: { route: Route }) {
           Create key
         </a>
       </PageTitle>
+      <p class="status-message" role="status">
+        {message}
+      </p>
       <FilterForm filters={filters} plans={plans.data?.rateLimits.map((p) => p.rateLimitId) ?? []} />
       <ErrorMessage error={keys.error} />
       {keys.loading && <p role="status">Loading keys…</p>}
       {keys.data && (
         <>
+          <ListCount
+            cursors={cursors}
+            page={keys}
+            rows={rows.length}
+            size={filters.size}
+            noun={['key', 'keys']}
+          />
           {rows.length === 0 ? (
             <p role="status">No key matches.</p>
           ) : (
@@ -187,20 +204,20 @@ export function KeyListPage({ route }: { route: Route }) {
                   const line = sparklines.get(k.consumerApiKeyId);
                   return (
                     <tr key={k.consumerApiKeyId} data-key-id={k.consumerApiKeyId}>
-                      <td>
+                      <td data-label="Name">
                         <a href={href('keys', k.consumerApiKeyId)}>{k.name}</a>
                         <div class="mono muted small">{k.consumerApiKeyId}</div>
                       </td>
-                      <td>
+                      <td data-label="Status">
                         <KeyStatus keyState={k} />
                       </td>
-                      <td>{k.rateLimitId ?? <span class="muted">none</span>}</td>
-                      <td>{k.externalId ?? <span class="muted">—</span>}</td>
-                      <td>
+                      <td data-label="Plan">{k.rateLimitId ?? <span class="muted">none</span>}</td>
+                      <td data-label="External ID">{k.externalId ?? <span class="muted">—</span>}</td>
+                      <td data-label="Last used">
                         <time dateTime={k.lastUsedAt ?? undefined}>{relativeTime(k.lastUsedAt)}</time>
                       </td>
-                      <td>{formatTime(k.createdAt)}</td>
-                      <td class="sparkline-cell">
+                      <td data-label="Created">{formatTime(k.createdAt)}</td>
+                      <td class="sparkline-cell" data-label="Last 24 hours">
                         {line === undefined ? (
                           <span class="muted">…</span>
                         ) : line instanceof ApiError ? (

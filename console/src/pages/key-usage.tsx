@@ -7,6 +7,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { call, segment } from '../api';
 import { ChoiceGroup } from '../components/choice-group';
+import { CsvButton } from '../components/csv-button';
 import { ErrorMessage } from '../components/error-message';
 import { UsageChart } from '../components/usage-chart';
 import { formatNumber } from '../format';
@@ -29,6 +30,7 @@ function GroupTable({
   granularity: 'day' | 'month';
 }) {
   const title = grouping === 'endpoint' ? 'Endpoints' : 'Customers';
+  const column = grouping === 'endpoint' ? 'Endpoint' : 'Customer';
   const usage = useApi(
     (signal) =>
       call<KeyUsageResponse>('GET', `/consumer-api-key/${segment(keyId)}/usage`, {
@@ -59,7 +61,7 @@ function GroupTable({
           </caption>
           <thead>
             <tr>
-              <th scope="col">{grouping === 'endpoint' ? 'Endpoint' : 'Customer'}</th>
+              <th scope="col">{column}</th>
               <th scope="col" class="num">
                 Requests
               </th>
@@ -79,11 +81,23 @@ function GroupTable({
           <tbody>
             {rows.map((r) => (
               <tr key={r.name}>
-                <td class="mono">{r.name}</td>
-                <td class="num">{formatNumber(r.requests)}</td>
-                <td class="num">{formatNumber(r.successful)}</td>
-                <td class="num">{formatNumber(r.failed)}</td>
-                {grouping === 'endpoint' && <td class="num">{r.averageResponseTimeMs.toFixed(1)} ms</td>}
+                <td class="mono" data-label={column}>
+                  {r.name}
+                </td>
+                <td class="num" data-label="Requests">
+                  {formatNumber(r.requests)}
+                </td>
+                <td class="num" data-label="Successful">
+                  {formatNumber(r.successful)}
+                </td>
+                <td class="num" data-label="Failed">
+                  {formatNumber(r.failed)}
+                </td>
+                {grouping === 'endpoint' && (
+                  <td class="num" data-label="Average time">
+                    {r.averageResponseTimeMs.toFixed(1)} ms
+                  </td>
+                )}
               </tr>
             ))}
           </tbody>
@@ -140,6 +154,11 @@ export function KeyUsage({ keyId, route }: { keyId: string; route: Route }) {
         <button type="button" class="secondary" onClick={() => setRefreshed(refreshed + 1)}>
           Refresh
         </button>
+        <CsvButton
+          path={`/consumer-api-key/${segment(keyId)}/usage`}
+          query={{ ...range, granularity }}
+          name={`usage-${keyId}-${granularity}`}
+        />
       </div>
       <ErrorMessage error={usage.error} />
       {usage.data && (

@@ -2,6 +2,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { call } from '../api';
 import { ChoiceGroup } from '../components/choice-group';
+import { CsvButton } from '../components/csv-button';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
 import { errorsOf, UsageChart } from '../components/usage-chart';
@@ -39,6 +40,11 @@ export function OverviewPage({ route }: { route: Route }) {
         <button type="button" class="secondary" onClick={() => setRefreshed(refreshed + 1)}>
           Refresh
         </button>
+        <CsvButton
+          path="/tollgate/usage"
+          query={{ ...range, granularity: preset.granularity }}
+          name={`usage-all-keys-${preset.granularity}`}
+        />
       </div>
       <ErrorMessage error={usage.error} />
       {usage.loading && !usage.data && <p role="status">Loading…</p>}
@@ -86,12 +92,16 @@ export function OverviewPage({ route }: { route: Route }) {
                 <tbody>
                   {usage.data.topKeys.map((k) => (
                     <tr key={k.consumerApiKeyId}>
-                      <td>
+                      <td data-label="Key">
                         <a href={href('keys', k.consumerApiKeyId)}>{k.name}</a>{' '}
                         <span class="mono muted">{k.consumerApiKeyId}</span>
                       </td>
-                      <td class="num">{formatNumber(k.requests)}</td>
-                      <td class="num">{formatNumber(k.rateLimited)}</td>
+                      <td class="num" data-label="Requests">
+                        {formatNumber(k.requests)}
+                      </td>
+                      <td class="num" data-label="Refused (429)">
+                        {formatNumber(k.rateLimited)}
+                      </td>
                     </tr>
                   ))}
                 </tbody>

@@ -4,10 +4,11 @@
  * as `limits` (see `limitsBody`).
  */
 import { useState } from 'preact/hooks';
-import { PERIODS } from '../../../src/limits/window.js';
+import { PERIODS } from '../../../src/plans/window.js';
 import { call, segment } from '../api';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
+import { handOff } from '../handoff';
 import { ALGORITHMS, limitsBody, limitsOf, MAX_LIMITS } from '../plans';
 import { href, navigate } from '../route';
 import type { Algorithm, Period, Plan, PlanLimit, PlanLimitInput } from '../types';
@@ -129,7 +130,10 @@ function PlanForm({ planId, initial }: { planId?: string; initial?: Plan }) {
         ? call<Plan>('PATCH', `/rate-limit/${segment(planId)}`, { body })
         : call<Plan>('POST', '/rate-limit/create', { body: { rateLimitId: id.trim(), ...body } }),
     );
-    if (saved) navigate(href('plans'));
+    if (saved) {
+      handOff({ message: `The plan ${saved.rateLimitId} is ${editing ? 'saved' : 'created'}.` });
+      navigate(href('plans'));
+    }
   };
 
   return (

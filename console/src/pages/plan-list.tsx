@@ -1,13 +1,14 @@
 /** The plans, a page at a time: their limits, how many keys hold each, edit and delete (force when bound). */
 import { useState } from 'preact/hooks';
-import { ApiError, call, segment } from '../api';
+import { call, segment } from '../api';
 import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
-import { Pager, usePagedApi } from '../components/pager';
-import { formatNumber, formatTime } from '../format';
+import { ListCount, Pager, usePagedApi } from '../components/pager';
+import { countOf, formatNumber, formatTime } from '../format';
+import { useHandoff } from '../handoff';
 import { describeLimit, limitsOf } from '../plans';
-import { href, hrefWith } from '../route';
+import { href, hrefWith, type Route } from '../route';
 import type { Plan, PlanList } from '../types';
 import { useAction } from '../use-api';
 
@@ -23,40 +24,39 @@ function DeletePlanDialog({
   onClose: () => void;
 }) {
   const action = useAction();
-  const remove = async (force: boolean) => {
+  // The keys holding the plan as listed, or as the API counted them when keys were bound since.
+  const keyCount = (action.error?.code === 'rate_limit_in_use' && action.error.keyCount) || plan.keyCount;
+  const remove = async () => {
     const done = await action.run(() =>
       call<{ message: string }>('DELETE', `/rate-limit/${segment(plan.rateLimitId)}`, {
-        query: { force: force || undefined },
+        query: { force: keyCount > 0 || undefined },
       }),
     );
     if (done) onDeleted(done.message);
   };
-  const inUse =
-    action.error instanceof ApiError && action.error.code === 'rate_limit_in_use' ? action.error : undefined;
   return (
     <Dialog open title={`Delete the plan ${plan.rateLimitId}?`} onClose={onClose}>
       <p>
-        Keys bound to a deleted plan are no longer limited by it (the default limit applies, if one is set).
+        {keyCount === 0
+          ? 'No key holds this plan.'
+          : `${countOf(keyCount, 'key')} ${keyCount === 1 ? 'holds' : 'hold'} this plan. Deleting it ` +
+            'unbinds its keys first: from then on the default limit applies to them, if one is set.'}{' '}
+        This cannot be undone.
       </p>
-      <DialogButtons error={action.error} onCancel={onClose}>
-        {inUse ? (
-          <button type="button" class="danger" disabled={action.busy} onClick={() => void remove(true)}>
-            Unbind {formatNumber(inUse.keyCount ?? 0)} key(s) and delete
-          </button>
-        ) : (
-          <button type="button" class="danger" disabled={action.busy} onClick={() => void remove(false)}>
-            Delete plan
-          </button>
-        )}
+      <DialogButtons error={action.error} onCancel={onClose} destructive>
+        <button type="button" class="danger" disabled={action.busy} onClick={() => void remove()}>
+          {keyCount === 0 ? 'Delete plan' : `Unbind ${countOf(keyCount, 'key')} and delete`}
+        </button>
       </DialogButtons>
     </Dialog>
   );
 }
 
-export function PlanListPage() {
-  const { cursors, page: plans } = usePagedApi<PlanList>('/rate-limit', { limit: PAGE_SIZE });
+export function PlanListPage({ route }: { route: Route }) {
+  const { cursors, page: plans } = usePagedApi<PlanList>('/rate-limit', { limit: PAGE_SIZE }, route);
   const [deleting, setDeleting] = useState<Plan>();
-  const [message, setMessage] = useState('');
+  // What the page before said as it came here (a plan saved).
+  const { message, setMessage } = useHandoff();
   return (
     <>
       <PageTitle title="Plans">
@@ -71,6 +71,13 @@ export function PlanListPage() {
       {plans.loading && !plans.data && <p role="status">Loading plans…</p>}
       {plans.data && (
         <>
+          <ListCount
+            cursors={cursors}
+            page={plans}
+            rows={plans.data.rateLimits.length}
+            size={PAGE_SIZE}
+            noun={['plan', 'plans']}
+          />
           {plans.data.rateLimits.length === 0 ? (
             <p>No plan yet.</p>
           ) : (
@@ -90,18 +97,18 @@ export function PlanListPage() {
               <tbody>
                 {plans.data.rateLimits.map((plan) => (
                   <tr key={plan.rateLimitId} data-plan-id={plan.rateLimitId}>
-                    <td>
+                    <td data-label="Plan">
                       <span class="mono">{plan.rateLimitId}</span>
                       {plan.description && <div class="muted small">{plan.description}</div>}
                     </td>
-                    <td>
+                    <td data-label="Limits">
                       <ul class="plain">
                         {limitsOf(plan).map((l, i) => (
                           <li key={i}>{describeLimit(l)}</li>
                         ))}
                       </ul>
                     </td>
-                    <td class="num">
+                    <td class="num" data-label="Keys">
                       <a
                         href={hrefWith(href('keys'), { rateLimitId: plan.rateLimitId })}
                         aria-label={`${formatNumber(plan.keyCount)} keys on ${plan.rateLimitId}`}
@@ -109,7 +116,7 @@ export function PlanListPage() {
                         {formatNumber(plan.keyCount)}
                       </a>
                     </td>
-                    <td>{formatTime(plan.lastUpdated)}</td>
+                    <td data-label="Last changed">{formatTime(plan.lastUpdated)}</td>
                     <td class="row-actions">
                       <a
                         href={href('plans', plan.rateLimitId, 'edit')}

@@ -1,0 +1,79 @@
+/** The consumer a key belongs to, as a link, and a form to give the key to another one or to none. */
+import { useState } from 'preact/hooks';
+import { call, segment } from '../api';
+import { href } from '../route';
+import type { ConsumerDetail, KeyDetail } from '../types';
+import { useAction, useApi } from '../use-api';
+import { ErrorMessage } from './error-message';
+
+export function KeyConsumer({
+  keyDetail,
+  onChanged,
+}: {
+  keyDetail: KeyDetail;
+  onChanged: (message: string) => void;
+}) {
+  const current = keyDetail.consumerId;
+  const consumer = useApi(
+    (signal) =>
+      current === null
+        ? Promise.resolve(undefined)
+        : call<ConsumerDetail>('GET', `/tollgate/consumers/${segment(current)}`, { signal }).catch(
+            () => undefined,
+          ),
+    [current],
+  );
+  const [draft, setDraft] = useState(current ?? '');
+  const action = useAction();
+  const save = async (consumerId: string | null) => {
+    const done = await action.run(() =>
+      call<KeyDetail>('PATCH', `/consumer-api-key/${segment(keyDetail.consumerApiKeyId)}`, {
+        body: { consumerId },
+      }),
+    );
+    if (done) {
+      setDraft(consumerId ?? '');
+      onChanged(
+        consumerId === null
+          ? 'The key belongs to no consumer now.'
+          : `The key belongs to the consumer ${consumerId} now.`,
+      );
+    }
+  };
+  return (
+    <section aria-labelledby="key-consumer-title">
+      <h2 id="key-consumer-title">Consumer</h2>
+      {current === null ? (
+        <p>The key belongs to no consumer: only its own limits apply.</p>
+      ) : (
+        <p>
+          It belongs to <a href={href('consumers', current)}>{consumer.data?.name ?? current}</a>, whose plan
+          its requests share with the consumer’s other keys.
+        </p>
+      )}
+      <form
+        class="filters"
+        onSubmit={(event) => {
+          event.preventDefault();
+          void save(draft.trim() || null);
+        }}
+      >
+        <div class="field">
+          <label for="key-consumer-id">Consumer id</label>
+          <input id="key-consumer-id" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
+        </div>
+        <div class="field-buttons">
+          <button type="submit" disabled={action.busy}>
+            Change consumer
+          </button>
+          {current !== null && (
+            <button type="button" class="secondary" disabled={action.busy} onClick={() => void save(null)}>
+              Detach from consumer
+            </button>
+          )}
+        </div>
+      </form>
+      <ErrorMessage error={action.error} />
+    </section>
+  );
+}

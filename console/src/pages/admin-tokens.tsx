@@ -1,0 +1,179 @@
+/** Admin tokens: the list (never a secret), a new token with its scopes (its secret shown once), revoke. */
+import { useState } from 'preact/hooks';
+import { call, segment } from '../api';
+import { CheckboxGroup } from '../components/checkbox-group';
+import { Dialog, DialogButtons } from '../components/dialog';
+import { ErrorMessage } from '../components/error-message';
+import { PageTitle } from '../components/page-title';
+import { SecretValue } from '../components/secret-value';
+import { formatTime } from '../format';
+import type { AdminScope, AdminToken, AdminTokenList, CreatedAdminToken } from '../types';
+import { useAction, useApi } from '../use-api';
+
+/** Every scope the API knows, in the order of the contract's table. */
+const SCOPES: readonly AdminScope[] = [
+  'keys:read',
+  'keys:write',
+  'keys:secrets',
+  'plans:read',
+  'plans:write',
+  'routes:read',
+  'routes:write',
+  'usage:read',
+  'audit:read',
+  'tokens:write',
+  'webhooks:read',
+  'webhooks:write',
+  'billing:read',
+  'billing:write',
+];
+
+function CreateTokenForm({ onCreated }: { onCreated: (token: CreatedAdminToken) => void }) {
+  const [name, setName] = useState('');
+  const [scopes, setScopes] = useState<readonly AdminScope[]>(['keys:read']);
+  const action = useAction();
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const created = await action.run(() =>
+      call<CreatedAdminToken>('POST', '/tollgate/admin-tokens', { body: { name: name.trim(), scopes } }),
+    );
+    if (created) {
+      setName('');
+      onCreated(created);
+    }
+  };
+  return (
+    <form class="form" onSubmit={submit} aria-labelledby="new-token-title">
+      <h2 id="new-token-title">New token</h2>
+      <div class="field">
+        <label for="token-name">Name</label>
+        <input
+          id="token-name"
+          required
+          maxLength={200}
+          value={name}
+          onInput={(e) => setName(e.currentTarget.value)}
+        />
+      </div>
+      <CheckboxGroup legend="Scopes" options={SCOPES} chosen={scopes} onChange={setScopes} />
+      <ErrorMessage error={action.error} />
+      <div class="form-buttons">
+        <button type="submit" disabled={action.busy}>
+          Create token
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function RevokeDialog({
+  token,
+  onRevoked,
+  onClose,
+}: {
+  token: AdminToken;
+  onRevoked: (message: string) => void;
+  onClose: () => void;
+}) {
+  const action = useAction();
+  const revoke = async () => {
+    const done = await action.run(() =>
+      call<{ message: string }>('DELETE', `/tollgate/admin-tokens/${segment(token.id)}`),
+    );
+    if (done) onRevoked(`The token ${token.name} is revoked: it is refused from now on.`);
+  };
+  return (
+    <Dialog open title={`Revoke the token ${token.name}?`} onClose={onClose}>
+      <p>Every call made with it is refused from now on, on every replica. This cannot be undone.</p>
+      <DialogButtons error={action.error} onCancel={onClose} destructive>
+        <button type="button" class="danger" disabled={action.busy} onClick={() => void revoke()}>
+          Revoke token
+        </button>
+      </DialogButtons>
+    </Dialog>
+  );
+}
+
+export function AdminTokensPage() {
+  const tokens = useApi((signal) => call<AdminTokenList>('GET', '/tollgate/admin-tokens', { signal }), []);
+  const [created, setCreated] = useState<CreatedAdminToken>();
+  const [revoking, setRevoking] = useState<AdminToken>();
+  const [message, setMessage] = useState('');
+  return (
+    <>
+      <PageTitle title="Admin tokens" />
+      <p class="status-message" role="status">
+        {message}
+      </p>
+      {created && (
+        <div class="created">
+          <SecretValue value={created.secret} label={`Secret of the token ${created.name}`} />
+          <p class="help">Copy it now: it is shown this once and stored only as a hash.</p>
+        </div>
+      )}
+      <ErrorMessage error={tokens.error} />
+      {tokens.loading && !tokens.data && <p role="status">Loading tokens…</p>}
+      {tokens.data &&
+        (tokens.data.adminTokens.length === 0 ? (
+          <p>No admin token yet: only the root token can sign in.</p>
+        ) : (
+          <table class="data">
+            <caption class="visually-hidden">Admin tokens</caption>
+            <thead>
+              <tr>
+                <th scope="col">Token</th>
+                <th scope="col">Scopes</th>
+                <th scope="col">Created</th>
+                <th scope="col">Expires</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {tokens.data.adminTokens.map((t) => (
+                <tr key={t.id} data-token-id={t.id}>
+                  <td data-label="Token">
+                    {t.name}
+                    <div class="mono muted small">{t.id}</div>
+                  </td>
+                  <td data-label="Scopes" class="mono">
+                    {t.scopes.join(', ')}
+                  </td>
+                  <td data-label="Created">{formatTime(t.createdAt)}</td>
+                  <td data-label="Expires">{t.expiresAt ? formatTime(t.expiresAt) : 'never'}</td>
+                  <td class="row-actions">
+                    <button
+                      type="button"
+                      class="link danger-text"
+                      aria-label={`Revoke ${t.name}`}
+                      onClick={() => setRevoking(t)}
+                    >
+                      Revoke
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ))}
+      <CreateTokenForm
+        onCreated={(token) => {
+          setCreated(token);
+          setMessage(`The token ${token.name} is created.`);
+          tokens.reload();
+        }}
+      />
+      {revoking && (
+        <RevokeDialog
+          token={revoking}
+          onClose={() => setRevoking(undefined)}
+          onRevoked={(text) => {
+            setRevoking(undefined);
+            setCreated(undefined);
+            setMessage(text);
+            tokens.reload();
+          }}
+        />
+      )}
+    </>
+  );
+}

@@ -1,0 +1,110 @@
+/** One billing export's runs, newest first: what each sent and what failed, and a run started by hand. */
+import { useState } from 'preact/hooks';
+import { call, segment } from '../api';
+import { ErrorMessage } from '../components/error-message';
+import { PageTitle } from '../components/page-title';
+import { Pager, usePagedApi } from '../components/pager';
+import { formatNumber, formatTime } from '../format';
+import { href, type Route } from '../route';
+import type { BillingExport, BillingExportRun, BillingExportRunList } from '../types';
+import { useAction, useApi } from '../use-api';
+
+const PAGE_SIZE = 20;
+
+export function BillingExportRunsPage({ exportId, route }: { exportId: string; route: Route }) {
+  const billingExport = useApi(
+    (signal) => call<BillingExport>('GET', `/tollgate/billing-exports/${segment(exportId)}`, { signal }),
+    [exportId],
+  );
+  const { cursors, page } = usePagedApi<BillingExportRunList>(
+    `/tollgate/billing-exports/${segment(exportId)}/runs`,
+    { limit: PAGE_SIZE },
+    route,
+  );
+  const run = useAction();
+  const [message, setMessage] = useState('');
+  const runNow = async () => {
+    const done = await run.run(() =>
+      call<BillingExportRun>('POST', `/tollgate/billing-exports/${segment(exportId)}/runs`),
+    );
+    if (done) {
+      setMessage(
+        `The run sent ${formatNumber(done.delivered)} of ${formatNumber(done.planned)} planned, ` +
+          `${formatNumber(done.failed)} failed.`,
+      );
+      page.reload();
+    }
+  };
+  return (
+    <>
+      <PageTitle title="Billing export runs">
+        <button type="button" disabled={run.busy} onClick={() => void runNow()}>
+          Run now
+        </button>
+      </PageTitle>
+      <p>
+        {billingExport.data && (
+          <>
+            {billingExport.data.type} to <span class="mono">{billingExport.data.url}</span>.{' '}
+          </>
+        )}
+        <a href={href('billing-exports')}>All billing exports</a>
+      </p>
+      <p class="status-message" role="status">
+        {message}
+      </p>
+      <ErrorMessage error={billingExport.error ?? page.error ?? run.error} />
+      {page.loading && !page.data && <p role="status">Loading runs…</p>}
+      {page.data && (
+        <>
+          {page.data.runs.length === 0 ? (
+            <p>No run has sent anything yet.</p>
+          ) : (
+            <table class="data">
+              <caption class="visually-hidden">Runs, page {cursors.pageNumber}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Started</th>
+                  <th scope="col">By</th>
+                  <th scope="col">Closed before</th>
+                  <th scope="col" class="num">
+                    Planned
+                  </th>
+                  <th scope="col" class="num">
+                    Delivered
+                  </th>
+                  <th scope="col" class="num">
+                    Failed
+                  </th>
+                  <th scope="col">Problem</th>
+                </tr>
+              </thead>
+              <tbody>
+                {page.data.runs.map((r) => (
+                  <tr key={r.id} data-run-id={r.id}>
+                    <td data-label="Started">{formatTime(r.startedAt)}</td>
+                    <td data-label="By">{r.startedBy === 'manual' ? 'by hand' : 'schedule'}</td>
+                    <td data-label="Closed before">{formatTime(r.closedBefore)}</td>
+                    <td class="num" data-label="Planned">
+                      {formatNumber(r.planned)}
+                    </td>
+                    <td class="num" data-label="Delivered">
+                      {formatNumber(r.delivered)}
+                    </td>
+                    <td class="num" data-label="Failed">
+                      {formatNumber(r.failed)}
+                    </td>
+                    <td data-label="Problem">
+                      {r.error ?? (r.finishedAt === null ? 'stopped mid-run: its sends are retried' : '—')}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          <Pager cursors={cursors} page={page} label="Runs" />
+        </>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,104 @@
+/** The consumers, a page at a time, found by the start of their name. */
+import { ErrorMessage } from '../components/error-message';
+import { PageTitle } from '../components/page-title';
+import { ListCount, Pager, usePagedApi } from '../components/pager';
+import { formatNumber, formatTime } from '../format';
+import { useHandoff } from '../handoff';
+import { href, hrefWith, navigate, type Route } from '../route';
+import type { ConsumerList } from '../types';
+import { useDraft } from '../use-draft';
+
+const PAGE_SIZE = 50;
+
+export function ConsumerListPage({ route }: { route: Route }) {
+  const namePrefix = route.query.get('namePrefix') ?? '';
+  const { draft, field } = useDraft({ namePrefix });
+  const { cursors, page } = usePagedApi<ConsumerList>(
+    '/tollgate/consumers',
+    { limit: PAGE_SIZE, namePrefix },
+    route,
+  );
+  const { message } = useHandoff();
+  return (
+    <>
+      <PageTitle title="Consumers">
+        <a class="button" href={href('consumers', 'new')}>
+          Create consumer
+        </a>
+      </PageTitle>
+      <p class="status-message" role="status">
+        {message}
+      </p>
+      <form
+        class="filters"
+        role="search"
+        aria-label="Consumers"
+        onSubmit={(event) => {
+          event.preventDefault();
+          navigate(hrefWith(href('consumers'), { namePrefix: draft.namePrefix.trim() }));
+        }}
+      >
+        <div class="field">
+          <label for="consumer-name-prefix">Name starts with</label>
+          <input id="consumer-name-prefix" value={draft.namePrefix} onInput={field('namePrefix')} />
+        </div>
+        <div class="field-buttons">
+          <button type="submit">Search</button>
+        </div>
+      </form>
+      <ErrorMessage error={page.error} />
+      {page.loading && !page.data && <p role="status">Loading consumers…</p>}
+      {page.data && (
+        <>
+          <ListCount
+            cursors={cursors}
+            page={page}
+            rows={page.data.consumers.length}
+            size={PAGE_SIZE}
+            noun={['consumer', 'consumers']}
+          />
+          {page.data.consumers.length === 0 ? (
+            <p>{namePrefix ? 'No consumer’s name starts with that.' : 'No consumer yet.'}</p>
+          ) : (
+            <table class="data">
+              <caption class="visually-hidden">Consumers, page {cursors.pageNumber}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Consumer</th>
+                  <th scope="col">External ID</th>
+                  <th scope="col">Plan</th>
+                  <th scope="col" class="num">
+                    Keys
+                  </th>
+                  <th scope="col">Created</th>
+                </tr>
+              </thead>
+              <tbody>
+                {page.data.consumers.map((c) => (
+                  <tr key={c.consumerId} data-consumer-id={c.consumerId}>
+                    <td data-label="Consumer">
+                      <a href={href('consumers', c.consumerId)}>{c.name}</a>
+                    </td>
+                    <td data-label="External ID">{c.externalId ?? '—'}</td>
+                    <td data-label="Plan">
+                      {c.rateLimitId === null ? (
+                        '—'
+                      ) : (
+                        <a href={href('plans', c.rateLimitId, 'edit')}>{c.rateLimitId}</a>
+                      )}
+                    </td>
+                    <td class="num" data-label="Keys">
+                      {formatNumber(c.keyCount)}
+                    </td>
+                    <td data-label="Created">{formatTime(c.createdAt)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          <Pager cursors={cursors} page={page} label="Consumers" />
+        </>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,220 @@
+/** Webhooks: the endpoints and their events, a new one (its signing secret shown once), enable, delete. */
+import { useState } from 'preact/hooks';
+import { call, segment } from '../api';
+import { CheckboxGroup } from '../components/checkbox-group';
+import { Dialog, DialogButtons } from '../components/dialog';
+import { ErrorMessage } from '../components/error-message';
+import { PageTitle } from '../components/page-title';
+import { SecretValue } from '../components/secret-value';
+import { formatTime } from '../format';
+import { href } from '../route';
+import type { CreatedWebhook, Webhook, WebhookEvent, WebhookList } from '../types';
+import { useAction, useApi } from '../use-api';
+
+/** Every event type of contract section 16, in its order. */
+const EVENTS: readonly WebhookEvent[] = [
+  'key.created',
+  'key.updated',
+  'key.deleted',
+  'key.rolled',
+  'key.expiring',
+  'consumer.created',
+  'consumer.updated',
+  'consumer.deleted',
+  'quota.threshold',
+  'credits.low',
+  'credits.exhausted',
+  'usage.exported',
+];
+
+function CreateWebhookForm({ onCreated }: { onCreated: (webhook: CreatedWebhook) => void }) {
+  const [url, setUrl] = useState('');
+  const [description, setDescription] = useState('');
+  const [events, setEvents] = useState<readonly WebhookEvent[]>(['quota.threshold']);
+  const action = useAction();
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const created = await action.run(() =>
+      call<CreatedWebhook>('POST', '/tollgate/webhooks', { body: { url: url.trim(), description, events } }),
+    );
+    if (created) {
+      setUrl('');
+      setDescription('');
+      onCreated(created);
+    }
+  };
+  return (
+    <form class="form" onSubmit={submit} aria-labelledby="new-webhook-title">
+      <h2 id="new-webhook-title">New webhook</h2>
+      <div class="field">
+        <label for="webhook-url">URL</label>
+        <input
+          id="webhook-url"
+          type="url"
+          required
+          maxLength={2048}
+          value={url}
+          onInput={(e) => setUrl(e.currentTarget.value)}
+        />
+      </div>
+      <div class="field">
+        <label for="webhook-description">Description</label>
+        <input
+          id="webhook-description"
+          maxLength={1000}
+          value={description}
+          onInput={(e) => setDescription(e.currentTarget.value)}
+        />
+      </div>
+      <CheckboxGroup legend="Events" options={EVENTS} chosen={events} onChange={setEvents} />
+      <ErrorMessage error={action.error} />
+      <div class="form-buttons">
+        <button type="submit" disabled={action.busy}>
+          Create webhook
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function DeleteWebhookDialog({
+  webhook,
+  onDeleted,
+  onClose,
+}: {
+  webhook: Webhook;
+  onDeleted: (message: string) => void;
+  onClose: () => void;
+}) {
+  const action = useAction();
+  const remove = async () => {
+    const done = await action.run(() =>
+      call<{ message: string }>('DELETE', `/tollgate/webhooks/${segment(webhook.id)}`),
+    );
+    if (done) onDeleted(`The webhook to ${webhook.url} is deleted.`);
+  };
+  return (
+    <Dialog open title="Delete this webhook?" onClose={onClose}>
+      <p>
+        Nothing more is sent to <span class="mono">{webhook.url}</span>, and its delivery log goes with it.
+        This cannot be undone.
+      </p>
+      <DialogButtons error={action.error} onCancel={onClose} destructive>
+        <button type="button" class="danger" disabled={action.busy} onClick={() => void remove()}>
+          Delete webhook
+        </button>
+      </DialogButtons>
+    </Dialog>
+  );
+}
+
+export function WebhookListPage() {
+  const webhooks = useApi((signal) => call<WebhookList>('GET', '/tollgate/webhooks', { signal }), []);
+  const [created, setCreated] = useState<CreatedWebhook>();
+  const [deleting, setDeleting] = useState<Webhook>();
+  const [message, setMessage] = useState('');
+  const toggle = useAction();
+  const setEnabled = async (webhook: Webhook, enabled: boolean) => {
+    const done = await toggle.run(() =>
+      call<Webhook>('PATCH', `/tollgate/webhooks/${segment(webhook.id)}`, { body: { enabled } }),
+    );
+    if (done) {
+      setMessage(`The webhook to ${webhook.url} is ${enabled ? 'enabled' : 'disabled'}.`);
+      webhooks.reload();
+    }
+  };
+  return (
+    <>
+      <PageTitle title="Webhooks" />
+      <p class="status-message" role="status">
+        {message}
+      </p>
+      {created && (
+        <div class="created">
+          <SecretValue value={created.secret} label={`Signing secret of the webhook to ${created.url}`} />
+          <p class="help">
+            Copy it now: it is shown this once. Receivers check each delivery’s signature with it.
+          </p>
+        </div>
+      )}
+      <ErrorMessage error={webhooks.error ?? toggle.error} />
+      {webhooks.loading && !webhooks.data && <p role="status">Loading webhooks…</p>}
+      {webhooks.data &&
+        (webhooks.data.webhooks.length === 0 ? (
+          <p>No webhook yet.</p>
+        ) : (
+          <table class="data">
+            <caption class="visually-hidden">Webhooks</caption>
+            <thead>
+              <tr>
+                <th scope="col">URL</th>
+                <th scope="col">Events</th>
+                <th scope="col">State</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {webhooks.data.webhooks.map((w) => (
+                <tr key={w.id} data-webhook-id={w.id}>
+                  <td data-label="URL">
+                    <a class="mono" href={href('webhooks', w.id)}>
+                      {w.url}
+                    </a>
+                    {w.description && <div class="muted small">{w.description}</div>}
+                  </td>
+                  <td data-label="Events" class="mono">
+                    {w.events.join(', ')}
+                  </td>
+                  <td data-label="State">
+                    {w.enabled
+                      ? 'enabled'
+                      : w.disabledAt
+                        ? `disabled by Tollgate ${formatTime(w.disabledAt)}: ${w.disabledReason ?? ''}`
+                        : 'disabled'}
+                  </td>
+                  <td class="row-actions">
+                    <button
+                      type="button"
+                      class="link"
+                      disabled={toggle.busy}
+                      aria-label={`${w.enabled ? 'Disable' : 'Enable'} ${w.url}`}
+                      onClick={() => void setEnabled(w, !w.enabled)}
+                    >
+                      {w.enabled ? 'Disable' : 'Enable'}
+                    </button>
+                    <button
+                      type="button"
+                      class="link danger-text"
+                      aria-label={`Delete ${w.url}`}
+                      onClick={() => setDeleting(w)}
+                    >
+                      Delete
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ))}
+      <CreateWebhookForm
+        onCreated={(webhook) => {
+          setCreated(webhook);
+          setMessage(`The webhook to ${webhook.url} is created.`);
+          webhooks.reload();
+        }}
+      />
+      {deleting && (
+        <DeleteWebhookDialog
+          webhook={deleting}
+          onClose={() => setDeleting(undefined)}
+          onDeleted={(text) => {
+            setDeleting(undefined);
+            setCreated(undefined);
+            setMessage(text);
+            webhooks.reload();
+          }}
+        />
+      )}
+    </>
+  );
+}
