@@ -4,6 +4,7 @@
  * and every action an administrator takes on it, each checked through the management API and, where it
  * shows there, through the proxy.
  */
+import { readFileSync } from 'node:fs';
 import { sleep, waitFor } from '../helpers/poll.js';
 import { hit } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
@@ -124,7 +125,8 @@ it('charts the key’s requests, 429s and errors over time, with endpoints and c
   // Read until it holds the four requests: a batch being written as it is read can be missed for that moment.
   const { value: byEndpoint } = await waitFor(
     async () =>
-      (await tollgate.admin('GET', `/consumer-api-key/${key.id}/usage?granularity=day&groupBy=endpoint`)).body,
+      (await tollgate.admin('GET', `/consumer-api-key/${key.id}/usage?granularity=day&groupBy=endpoint`))
+        .body,
     (b) => (b.series as { buckets: Bucket[] }[]).reduce((n, x) => n + sum(x.buckets, 'requests'), 0) === 4,
   );
   for (const series of byEndpoint.series as { endpoint: string; buckets: Bucket[] }[]) {
@@ -243,7 +245,7 @@ it('rolls the secret with a grace preset, shows the new one once with a copy but
   await dialog.getByLabel('1 hour').check();
   const started = Date.now();
   await dialog.getByRole('button', { name: 'Roll secret' }).click();
-  const field = dialog.getByLabel('New secret (shown once: copy it now)');
+  const field = dialog.getByLabel('New secret (copy it now)');
   const rolled = await field.inputValue();
   expect(rolled).toMatch(/^tg_/);
   expect(rolled).not.toBe(key.secret);
@@ -260,13 +262,17 @@ it('rolls the secret with a grace preset, shows the new one once with a copy but
   expect(await hit(tollgate, key.secret)).toBe(200);
   await dialog.getByRole('button', { name: 'Done' }).click();
   await dialog.waitFor({ state: 'detached' });
-  await announced(tab.session, 'The secret was rolled.');
+  // The page keeps saying until when the previous secret works once the dialog is gone.
+  await announced(
+    tab.session,
+    `The secret was rolled. The previous secret keeps working until ${until} UTC.`,
+  );
 
   await page.getByRole('button', { name: 'Roll secret…' }).click();
   await dialog.getByLabel('None: the previous secret stops working at once').check();
   await dialog.getByRole('button', { name: 'Roll secret' }).click();
   await dialog.getByText('The previous secret no longer works.').waitFor();
-  const again = await dialog.getByLabel('New secret (shown once: copy it now)').inputValue();
+  const again = await dialog.getByLabel('New secret (copy it now)').inputValue();
   expect((await keyDetail(key.id)).secret).toBe(again);
   expect(await hit(tollgate, again)).toBe(200);
   expect(await hit(tollgate, rolled)).toBe(401);
@@ -284,11 +290,26 @@ it('sets and removes the expiry', async () => {
   await announced(tab.session, 'The key expires at 2099-05-06 07:08:09 UTC.');
   expect((await keyDetail(key.id)).expiresAt).toBe('2099-05-06T07:08:09Z');
 
-  // An instant already past: the key is refused at once, and shows as expired.
+  // An instant already past is warned about before anything is sent, and sent only once confirmed:
+  // then the key is refused at once, and shows as expired.
   await page.getByRole('button', { name: 'Expiry…' }).click();
   await dialog.getByLabel('Expires at (UTC)').fill('2001-01-01T00:00:00');
+  await dialog.getByRole('alert').filter({ hasText: 'This instant is already past' }).waitFor();
+  const patches: string[] = [];
+  page.on('request', (r) => {
+    if (r.method() === 'PATCH') patches.push(r.url());
+  });
+  await dialog.getByRole('button', { name: 'Set expiry' }).click();
+  await dialog.getByLabel('Expire the key at once').waitFor();
+  expect(await dialog.getByLabel('Expire the key at once').evaluate((box) => box.matches(':invalid'))).toBe(
+    true,
+  );
+  expect(patches).toEqual([]);
+  expect((await keyDetail(key.id)).expiresAt).toBe('2099-05-06T07:08:09Z');
+  await dialog.getByLabel('Expire the key at once').check();
   await dialog.getByRole('button', { name: 'Set expiry' }).click();
   await announced(tab.session, 'The key expires at 2001-01-01 00:00:00 UTC.');
+  expect(patches).toHaveLength(1);
   expect(await hit(tollgate, key.secret)).toBe(401);
   await page
     .getByRole('heading', { level: 1, name: 'expiring' })
@@ -330,6 +351,107 @@ it("binds and unbinds a plan, and shows the API's message for a plan that does n
   expect((await keyDetail(key.id)).rateLimitId).toBeNull();
 });
 
+it('opens its destructive dialogs (delete, roll) with the focus on Cancel: Enter, Enter changes nothing', async () => {
+  const key = await newKey({ name: 'keep-me' });
+  await visit(tab.session, `keys/${key.id}`, 'keep-me');
+  const { page } = tab.session;
+  const focusBackOn = (opener: string) =>
+    page.waitForFunction((name) => document.activeElement?.textContent === name, opener);
+  for (const [opener, title] of [
+    ['Delete…', 'Delete keep-me?'],
+    ['Roll secret…', 'Roll the secret'],
+  ] as const) {
+    await page.getByRole('button', { name: opener }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog', { name: title }).waitFor();
+    await page.waitForFunction(() => document.activeElement?.closest('dialog') !== null);
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Cancel');
+    // Enter on Cancel closes the dialog and gives the focus back to its opener; Enter opens it again.
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    await focusBackOn(opener);
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog', { name: title }).waitFor();
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    // The focus returns in an effect after the dialog goes: the next opener is focused only after it.
+    await focusBackOn(opener);
+  }
+  const after = await tollgate.admin('GET', `/consumer-api-key/${key.id}`);
+  expect(after.status).toBe(200);
+  expect(after.body.secret).toBe(key.secret);
+  expect(await hit(tollgate, key.secret)).toBe(200);
+});
+
+it('labels the time axis of its chart in UTC, 24-hour and ISO order, as the console writes every time', async () => {
+  const key = await newKey({ name: 'axis' });
+  const { page, context } = tab.session;
+  // uPlot draws its labels on a canvas: every text drawn is recorded as it is drawn, from each new document on.
+  await context.addInitScript(() => {
+    const drawn: string[] = [];
+    (window as unknown as { drawnTexts: string[] }).drawnTexts = drawn;
+    const fillText = CanvasRenderingContext2D.prototype.fillText;
+    CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
+      drawn.push(String(text));
+      return fillText.call(this, text, ...rest);
+    };
+  });
+  const drawn = () => page.evaluate(() => (window as unknown as { drawnTexts: string[] }).drawnTexts);
+  const times = (texts: string[]) => texts.filter((t) => /[:/-]|am|pm/i.test(t));
+  for (const [range, form] of [
+    ['1h', /^\d{2}:\d{2}$|^\d{4}-\d{2}-\d{2}$/],
+    ['24h', /^\d{2}:\d{2}$|^\d{4}-\d{2}-\d{2}$/],
+    ['90d', /^\d{4}-\d{2}(-\d{2})?$/],
+  ] as const) {
+    await page.goto(`${tab.session.consoleUrl}#/keys/${key.id}?range=${range}`);
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'axis' }).waitFor();
+    await page.locator('.chart-canvas canvas').first().waitFor();
+    await page.waitForFunction(() =>
+      (window as unknown as { drawnTexts: string[] }).drawnTexts.some((t) => /[:-]/.test(t)),
+    );
+    const labels = times(await drawn());
+    expect(labels.length).toBeGreaterThan(1);
+    expect(labels.filter((t) => !form.test(t))).toEqual([]);
+  }
+});
+
+it('downloads the key’s usage as the API’s CSV, the range on screen, without the token in any URL', async () => {
+  const key = await newKey({ name: 'exported' });
+  for (const path of ['/v1/a', '/v1/b']) expect(await hit(tollgate, key.secret, path)).toBe(200);
+  await waitFor(
+    () => keyDetail(key.id),
+    (d) => d.usage.totalRequests === 2,
+  );
+  const { page } = tab.session;
+  await visit(tab.session, `keys/${key.id}?range=7d`, 'exported');
+  await page.getByRole('list', { name: 'Series' }).getByRole('button', { name: 'Requests: 2' }).waitFor();
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page
+      .getByRole('region', { name: 'Usage over time' })
+      .getByRole('button', { name: 'Download CSV' })
+      .click(),
+  ]);
+  const asked = tab.session.requests
+    .filter((u) => u.includes(`/consumer-api-key/${key.id}/usage?`) && !u.includes('groupBy'))
+    .at(-1)!;
+  const query = new URL(asked).searchParams;
+  expect(query.get('granularity')).toBe('hour');
+  const expected = await fetch(asked, {
+    headers: { authorization: `Bearer ${tollgate.rootToken}`, accept: 'text/csv' },
+  });
+  expect(expected.headers.get('content-type')).toMatch(/^text\/csv/);
+  const file = readFileSync((await download.path())!, 'utf8');
+  expect(file).toBe(await expected.text());
+  expect(file.split('\r\n')[0]).toMatch(
+    /^start,requests,successful,failed,rateLimited,averageResponseTimeMs,cost,/,
+  );
+  const fileTime = (name: string) => query.get(name)!.replace(/[-:]/g, '');
+  expect(download.suggestedFilename()).toBe(`usage-${key.id}-hour-${fileTime('from')}-${fileTime('to')}.csv`);
+  expect(tab.session.requests.filter((u) => u.includes(tollgate.rootToken))).toEqual([]);
+});
+
 it('renames the key and changes its owner and metadata', async () => {
   const key = await newKey({ name: 'old-name', externalId: 'cus_1', metadata: { tier: 'free' } });
   await visit(tab.session, `keys/${key.id}`, 'old-name');
@@ -365,6 +487,11 @@ it('deletes the key only once confirmed', async () => {
   await page.getByRole('button', { name: 'Delete…' }).click();
   await dialog.getByRole('button', { name: 'Delete key' }).click();
   await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
+  // The list says what happened to the key that is no longer in it.
+  await page
+    .getByRole('status')
+    .filter({ hasText: 'The key doomed is deleted: its requests are refused from now on.' })
+    .waitFor();
   expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).status).toBe(404);
   expect(await hit(tollgate, key.secret)).toBe(401);
 
@@ -418,6 +545,19 @@ it("shows the fleet's requests, 429s and errors and the busiest keys on the over
     ).map((k) => [`${k.name} ${k.consumerApiKeyId}`, String(k.requests), String(k.rateLimited)]),
   );
   expect(rows.some((r) => r[0]!.startsWith('busiest'))).toBe(true);
+
+  // The fleet's buckets as the API's CSV, for the range on screen.
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('button', { name: 'Download CSV' }).click(),
+  ]);
+  const asked = tab.session.requests.filter((u) => u.includes('/tollgate/usage?')).at(-1)!;
+  const csv = await fetch(asked, {
+    headers: { authorization: `Bearer ${tollgate.rootToken}`, accept: 'text/csv' },
+  });
+  expect(readFileSync((await download.path())!, 'utf8')).toBe(await csv.text());
+  expect(download.suggestedFilename()).toMatch(/^usage-all-keys-hour-\d{8}T\d{6}Z-\d{8}T\d{6}Z\.csv$/);
+
   await top.getByRole('link', { name: 'busiest' }).click();
   await page.getByRole('heading', { level: 1, name: 'busiest' }).waitFor();
 });

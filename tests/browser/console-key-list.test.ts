@@ -80,10 +80,10 @@ it('shows one page of 50 keys at a time, oldest first, with sparklines fetched f
   await tab.session.page.getByRole('link', { name: 'Keys', exact: true }).click();
   await tab.session.page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
   const seen: string[] = [];
-  for (const [page, size] of [
-    [1, 50],
-    [2, 50],
-    [3, 20],
+  for (const [page, size, count] of [
+    [1, 50, 'Keys 1–50 of more than 50'],
+    [2, 50, 'Keys 51–100 of more than 100'],
+    [3, 20, 'Keys 101–120 of 120'],
   ] as const) {
     await tab.session.page.getByText(`Page ${page}`, { exact: true }).waitFor();
     // Until the page has loaded, the previous page's rows are still on screen.
@@ -92,6 +92,8 @@ it('shows one page of 50 keys at a time, oldest first, with sparklines fetched f
       (n) => document.querySelectorAll('tbody tr[data-key-id]').length === n,
       size,
     );
+    // How many keys there are, as far as the pages read so far tell.
+    await tab.session.page.getByText(count, { exact: true }).waitFor();
     await sparklinesDrawn(tab.session, size);
     const onPage = await listedIds(tab.session);
     seen.push(...onPage);
@@ -115,6 +117,12 @@ it('shows one page of 50 keys at a time, oldest first, with sparklines fetched f
     .map((u) => new URL(u).searchParams.get('limit'));
   expect(new Set(listLimits)).toEqual(new Set(['1', '50']));
 
+  // The page is in the address: a reload stays on it, and Previous still goes back.
+  expect(tab.session.page.url()).toMatch(/#\/keys\?cursors=[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+  await tab.session.page.reload();
+  await tab.session.page.getByText('Page 3', { exact: true }).waitFor();
+  await tab.session.page.getByText('Keys 101–120 of 120', { exact: true }).waitFor();
+  expect(await listedIds(tab.session)).toEqual(everyId.slice(100));
   await tab.session.page.getByRole('button', { name: 'Previous page' }).click();
   await tab.session.page.getByText('Page 2', { exact: true }).waitFor();
   await tab.session.page.locator('nav[aria-label="Keys pages"][aria-busy="false"]').waitFor();
@@ -202,7 +210,7 @@ it('filters by name prefix, state, plan and external id exactly as the API does'
   await page.getByText('No key matches.').waitFor();
 });
 
-it('creates a key with its settings and shows its secret once, with a copy button', async () => {
+it('creates a key with its settings and opens its page, with the secret to copy', async () => {
   const { page } = tab.session;
   await visit(tab.session, 'keys', 'Keys');
   await page.getByRole('link', { name: 'Create key' }).click();
@@ -213,24 +221,20 @@ it('creates a key with its settings and shows its secret once, with a copy butto
   await page.getByLabel('Expires at (UTC, optional)').fill('2099-01-02T03:04:05');
   await page.getByLabel('Metadata (JSON object)').fill('{"tier": "gold", "seats": 5}');
   await page.getByRole('button', { name: 'Create key' }).click();
-  await page.getByRole('heading', { level: 1, name: 'Key created' }).waitFor();
+  // The new key's own page: found at once, wherever the list (oldest first) puts it.
+  await page.getByRole('heading', { level: 1, name: 'mobile-app' }).waitFor();
+  await page.getByRole('status').filter({ hasText: 'The key is created. Copy its secret now' }).waitFor();
+  const id = /#\/keys\/(key_[A-Za-z0-9_-]+)$/.exec(page.url())![1]!;
 
-  const secretField = page.getByLabel('Secret (shown once)');
+  const secretField = page.getByLabel('Secret of the new key');
   const secret = await secretField.inputValue();
   expect(secret).toMatch(/^tg_[A-Za-z0-9_-]{43}$/);
-  // The new secret takes the focus: the one thing to do on this page is to copy it.
-  await secretField.evaluate((el) =>
-    new Promise<void>((resolve) => {
-      // The focus moves in an effect, a frame after the page is drawn.
-      const check = () => (el === document.activeElement ? resolve() : requestAnimationFrame(check));
-      check();
-    }),
-  );
-  await page.getByRole('button', { name: 'Copy' }).click();
+  // The page shows the secret again (under Details): it does not claim to show it once.
+  expect(await page.getByText(/shown once/i).count()).toBe(0);
+  await page.locator('.created').getByRole('button', { name: 'Copy' }).click();
   await page.getByRole('status').filter({ hasText: 'Copied' }).waitFor();
   expect(await clipboardText(page)).toBe(secret);
 
-  const id = /\((key_[^)]+)\)/.exec(await page.locator('.created p').first().innerText())![1]!;
   const detail = await tollgate.admin('GET', `/consumer-api-key/${id}`);
   expect(detail.body).toMatchObject({
     name: 'mobile-app',
@@ -248,11 +252,51 @@ it('creates a key with its settings and shows its secret once, with a copy butto
     secret,
   );
 
-  await page.getByRole('link', { name: 'Open the key' }).click();
+  // A reload shows the key's page without the new secret's panel: it was for this moment only.
+  await page.reload();
   await page.getByRole('heading', { level: 1, name: 'mobile-app' }).waitFor();
+  expect(await page.getByLabel('Secret of the new key').count()).toBe(0);
+  // The list, read afresh, holds it: on its last page (oldest first), and by its name at once.
+  await page.getByRole('link', { name: 'Keys', exact: true }).click();
+  await page.getByText('Keys 1–50 of more than 50', { exact: true }).waitFor();
+  await page.getByLabel('Name starts with').fill('mobile-app');
+  await page.getByRole('button', { name: 'Search' }).click();
+  await page.locator(`tbody tr[data-key-id="${id}"]`).waitFor();
+  await page.getByText('1 key', { exact: true }).waitFor();
 });
 
-it('shows the API error message when creating a key fails, and keeps what was typed', async () => {
+it('warns of an expiry already past before the key is created, and creates it expired once confirmed', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, 'keys/new', 'Create a key');
+  await page.getByLabel('Name', { exact: true }).fill('born-expired');
+  await page.getByLabel('Expires at (UTC, optional)').fill('2020-02-03T04:05:06');
+  await page.getByRole('alert').filter({ hasText: 'This instant is already past' }).waitFor();
+  const created: string[] = [];
+  page.on('request', (r) => {
+    if (r.method() === 'POST') created.push(r.url());
+  });
+  await page.getByRole('button', { name: 'Create key' }).click();
+  expect(await page.getByLabel('Expire the key at once').evaluate((box) => box.matches(':invalid'))).toBe(
+    true,
+  );
+  await page.getByRole('heading', { level: 1, name: 'Create a key' }).waitFor();
+  expect(created).toEqual([]);
+  // A future instant: no warning.
+  await page.getByLabel('Expires at (UTC, optional)').fill('2099-02-03T04:05:06');
+  await page.getByRole('alert').waitFor({ state: 'detached' });
+  await page.getByLabel('Expires at (UTC, optional)').fill('2020-02-03T04:05:06');
+  await page.getByLabel('Expire the key at once').check();
+  await page.getByRole('button', { name: 'Create key' }).click();
+  await page.getByRole('heading', { level: 1, name: 'born-expired' }).waitFor();
+  expect(created).toHaveLength(1);
+  await page
+    .getByRole('heading', { level: 1, name: 'born-expired' })
+    .locator('..')
+    .getByText('Expired', { exact: true })
+    .waitFor();
+});
+
+it('says what the API refused when creating a key fails, and keeps what was typed', async () => {
   const { page } = tab.session;
   await visit(tab.session, 'keys/new', 'Create a key');
   await page.getByLabel('Name', { exact: true }).fill('x'.repeat(10));
@@ -267,6 +311,14 @@ it('shows the API error message when creating a key fails, and keeps what was ty
     metadata: { blob: 'y'.repeat(9000) },
   });
   expect(refused.status).toBe(400);
-  await page.getByRole('alert').filter({ hasText: refused.body.error }).waitFor();
+  expect(refused.body.details).toEqual([
+    { field: 'metadata', message: 'must be at most 8192 bytes as JSON' },
+  ]);
+  // The field as the form labels it, said once.
+  const alert = page.getByRole('alert');
+  await alert.getByText('Some values need a change:').waitFor();
+  expect(await alert.getByRole('listitem').allInnerTexts()).toEqual([
+    'Metadata: must be at most 8192 bytes as JSON.',
+  ]);
   expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe('x'.repeat(10));
 });

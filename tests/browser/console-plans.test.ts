@@ -96,6 +96,7 @@ it('edits a plan’s description and limit; the key count links to its keys', as
   await page.getByRole('button', { name: 'Save plan' }).click();
   expect(await sent).toEqual({ description: 'Bronze tier', limit: 20, period: 'week' });
   await page.getByRole('heading', { level: 1, name: 'Plans' }).waitFor();
+  await page.getByRole('status').filter({ hasText: 'The plan bronze is saved.' }).waitFor();
   expect((await plan('bronze')).body).toMatchObject({
     description: 'Bronze tier',
     limit: 20,
@@ -115,15 +116,30 @@ it('edits a plan’s description and limit; the key count links to its keys', as
   expect(await page.getByLabel('Plan').inputValue()).toBe('bronze');
 });
 
-it('deletes an unbound plan once confirmed', async () => {
+it('deletes an unbound plan once confirmed; Enter, Enter on its dialog deletes nothing', async () => {
   expect(
     (await tollgate.admin('POST', '/rate-limit/create', { rateLimitId: 'unused', limit: 5, period: 'day' }))
       .status,
   ).toBe(201);
   const { page } = tab.session;
   await visit(tab.session, 'plans', 'Plans');
-  await rowWith(page, 'unused').getByRole('button', { name: 'Delete unused' }).click();
+  const opener = rowWith(page, 'unused').getByRole('button', { name: 'Delete unused' });
+  await opener.focus();
+  await page.keyboard.press('Enter');
   const dialog = page.getByRole('dialog', { name: 'Delete the plan unused?' });
+  await dialog.getByText('No key holds this plan.').waitFor();
+  // The focus starts on Cancel: Enter closes the dialog, the next Enter opens it again.
+  await page.waitForFunction(() => document.activeElement?.closest('dialog') !== null);
+  expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Cancel');
+  await page.keyboard.press('Enter');
+  await dialog.waitFor({ state: 'detached' });
+  await page.keyboard.press('Enter');
+  await dialog.waitFor();
+  expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Cancel');
+  await page.keyboard.press('Enter');
+  await dialog.waitFor({ state: 'detached' });
+  expect((await plan('unused')).status).toBe(200);
+  await opener.click();
   await dialog.getByRole('button', { name: 'Cancel' }).click();
   await dialog.waitFor({ state: 'detached' });
   expect((await plan('unused')).status).toBe(200);
@@ -134,7 +150,7 @@ it('deletes an unbound plan once confirmed', async () => {
   await rowWith(page, 'unused').waitFor({ state: 'detached' });
 });
 
-it('refuses to delete a plan keys still hold with the API’s 409 message, then unbinds them and deletes it when forced', async () => {
+it('says how many keys hold a plan before deleting it, and unbinds them as it deletes it', async () => {
   expect(
     (await tollgate.admin('POST', '/rate-limit/create', { rateLimitId: 'busy', limit: 5, period: 'day' }))
       .status,
@@ -149,15 +165,10 @@ it('refuses to delete a plan keys still hold with the API’s 409 message, then 
   await visit(tab.session, 'plans', 'Plans');
   await rowWith(page, 'busy').getByRole('button', { name: 'Delete busy' }).click();
   const dialog = page.getByRole('dialog', { name: 'Delete the plan busy?' });
-  await dialog.getByRole('button', { name: 'Delete plan' }).click();
-  await dialog
-    .getByRole('alert')
-    .filter({
-      hasText: 'The rate limit plan busy is bound to 2 key(s); unbind them or delete with force=true',
-    })
-    .waitFor();
-  expect((await plan('busy')).status).toBe(200);
-  await dialog.getByRole('button', { name: 'Unbind 2 key(s) and delete' }).click();
+  // The dialog says up front how many keys hold the plan, and what deleting it does to them.
+  await dialog.getByText('2 keys hold this plan. Deleting it unbinds its keys first').waitFor();
+  expect(await dialog.innerText()).not.toMatch(/force|key\(s\)/);
+  await dialog.getByRole('button', { name: 'Unbind 2 keys and delete' }).click();
   await page
     .getByRole('status')
     .filter({ hasText: 'Rate limit plan busy has been deleted (unbound from 2 key(s))' })
@@ -165,6 +176,41 @@ it('refuses to delete a plan keys still hold with the API’s 409 message, then 
   expect((await plan('busy')).status).toBe(404);
   for (const key of keys)
     expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.rateLimitId).toBeNull();
+});
+
+it('asks again, with the count, when keys were bound to a plan after the list was read', async () => {
+  expect(
+    (await tollgate.admin('POST', '/rate-limit/create', { rateLimitId: 'late', limit: 5, period: 'day' }))
+      .status,
+  ).toBe(201);
+  const { page } = tab.session;
+  await visit(tab.session, 'plans', 'Plans');
+  await rowWith(page, 'late').getByRole('button', { name: 'Delete late' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Delete the plan late?' });
+  await dialog.getByText('No key holds this plan.').waitFor();
+  const key = (
+    await tollgate.admin('POST', '/consumer-api-key/create', { name: 'late-key', rateLimitId: 'late' })
+  ).body;
+  await dialog.getByRole('button', { name: 'Delete plan' }).click();
+  await dialog
+    .getByRole('alert')
+    .filter({ hasText: '1 key holds this plan now: deleting it unbinds its keys first.' })
+    .waitFor();
+  expect((await plan('late')).status).toBe(200);
+  await dialog.getByRole('button', { name: 'Unbind 1 key and delete' }).click();
+  await page.getByRole('status').filter({ hasText: 'Rate limit plan late has been deleted' }).waitFor();
+  expect((await plan('late')).status).toBe(404);
+  expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.rateLimitId).toBeNull();
+});
+
+it('says the plan is created when a new one is saved', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, 'plans/new', 'Create a plan');
+  await page.getByLabel('Plan id').fill('announced');
+  await page.getByRole('button', { name: 'Create plan' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Plans' }).waitFor();
+  await page.getByRole('status').filter({ hasText: 'The plan announced is created.' }).waitFor();
+  expect((await plan('announced')).status).toBe(200);
 });
 
 it('lists plans 50 at a time', async () => {
@@ -313,7 +359,7 @@ it('edits a plan of several limits down to one, and a single sliding limit to fi
   ]);
 });
 
-it('shows the fields the API names when it refuses the limits', async () => {
+it('says in plain words, once, which limit the API refused and why', async () => {
   const { page } = tab.session;
   await visit(tab.session, 'plans/new', 'Create a plan');
   await page.getByLabel('Plan id').fill('twice');
@@ -329,13 +375,14 @@ it('shows the fields the API names when it refuses the limits', async () => {
     ],
   });
   expect(refused.status).toBe(400);
+  expect(refused.body.details).toEqual([{ field: 'limits.1.name', message: 'repeats the name "same"' }]);
+  // Said once, in the form's words: the limit as the form numbers it, not the API's field path.
   const alert = page.getByRole('alert');
-  await alert.getByText(refused.body.error).waitFor();
-  for (const detail of refused.body.details as { field: string; message: string }[]) {
-    await alert
-      .getByRole('listitem')
-      .filter({ hasText: `${detail.field} ${detail.message}` })
-      .waitFor();
-  }
+  await alert.getByText('Some values need a change:').waitFor();
+  expect(await alert.getByRole('listitem').allInnerTexts()).toEqual([
+    'Limit 2, name: “same” is the name of another limit too: give each limit its own.',
+  ]);
+  expect(await alert.innerText()).not.toContain('limits.1');
+  expect(await alert.innerText()).not.toContain(refused.body.error);
   expect((await plan('twice')).status).toBe(404);
 });

@@ -1,6 +1,7 @@
 /**
- * The README's screenshots of the console (docs/images/), taken from a built Tollgate with a few keys,
- * plans and some real traffic through a real backend: the key list, a key's usage and the audit log.
+ * The console guide's screenshots (docs/guides/console.md; the files are in docs/images/), taken from
+ * a built Tollgate with a few keys, plans and some real traffic through a real backend: the key list,
+ * a key's usage and the audit log.
  * Run by npm test like every other browser test, so the pictures show the console as it is built.
  */
 import { mkdirSync, readFileSync } from 'node:fs';

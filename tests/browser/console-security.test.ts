@@ -164,7 +164,8 @@ async function tour(s: ConsoleSession, check: (where: string) => Promise<void>):
   await check('create key');
   await page.getByLabel('Name', { exact: true }).fill('tour-key');
   await page.getByRole('button', { name: 'Create key' }).click();
-  await page.getByRole('heading', { level: 1, name: 'Key created' }).waitFor();
+  await page.getByRole('heading', { level: 1, name: 'tour-key' }).waitFor();
+  await page.getByLabel('Secret of the new key').waitFor();
   await check('key created');
   await visit(s, 'plans', 'Plans');
   await page.locator('tr[data-plan-id="gold"]').waitFor();
@@ -301,4 +302,78 @@ it('is usable from the keyboard: skip link, navigation, visible focus, dialogs t
   await page.locator('p.status-message').filter({ hasText: 'The key is enabled' }).waitFor();
   expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.enabled).toBe(true);
   expect(unexpectedErrors(session)).toEqual([]);
+});
+
+it('sends nothing for an address whose id is a dot segment, and stays signed in', async () => {
+  const session = await newTab();
+  await signIn(session, tollgate.rootToken);
+  const { page } = session;
+  const origin = new URL(tollgate.url).origin;
+  const before = session.requests.length;
+  // `/consumer-api-key/..` would be `/` once resolved: the proxy, with the admin's token as an API key.
+  for (const [fragment, id] of [
+    ['keys/..', '..'],
+    ['keys/%2e%2E', '..'],
+    ['keys/.', '.'],
+    ['plans/../edit', '..'],
+  ] as const) {
+    await page.goto(`${session.consoleUrl}#/${fragment}`);
+    await page
+      .getByRole('alert')
+      .filter({ hasText: `Nothing has the id “${id}”` })
+      .waitFor();
+  }
+  const sent = session.requests.slice(before).map((u) => new URL(u));
+  expect(sent.filter((u) => u.origin === origin && !u.pathname.startsWith('/tollgate/console/'))).toEqual([]);
+  expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(1);
+  expect((await storage(session)).session).toEqual({ 'tollgate.console.token': tollgate.rootToken });
+  expect(unexpectedErrors(session)).toEqual([]);
+});
+
+it('stays signed in on a 401 that is not about its token (a proxy in front refusing a call)', async () => {
+  const session = await newTab();
+  await signIn(session, tollgate.rootToken);
+  const { page } = session;
+  // As a gateway in front of Tollgate, or the proxy itself, would answer: a 401 of another kind.
+  await page.route('**/consumer-api-key?*', (route) =>
+    route.fulfill({
+      status: 401,
+      contentType: 'application/json',
+      body: JSON.stringify({ error: 'The API key is not valid', code: 'invalid_api_key' }),
+    }),
+  );
+  await visit(session, 'keys', 'Keys');
+  await page.getByRole('alert').filter({ hasText: 'The API key is not valid' }).waitFor();
+  await page.unroute('**/consumer-api-key?*');
+  await visit(session, `keys/${key.id}`, 'web-shop');
+  expect((await storage(session)).session).toEqual({ 'tollgate.console.token': tollgate.rootToken });
+});
+
+// Last: it throttles this client address for a minute, every token included.
+it('says when to try again once sign-in is throttled after too many wrong tokens', async () => {
+  let retryAfter: string | null = null;
+  for (let i = 0; i < 40 && retryAfter === null; i++) {
+    const res = await fetch(`${tollgate.url}/consumer-api-key?limit=1`, {
+      headers: { authorization: `Bearer wrong-token-${i}` },
+    });
+    await res.arrayBuffer();
+    if (res.status === 429) retryAfter = res.headers.get('retry-after');
+  }
+  expect(Number(retryAfter)).toBeGreaterThan(0);
+  const session = await newTab();
+  const { page } = session;
+  await page.getByLabel('Root token or admin token').fill(tollgate.rootToken);
+  const asked = Date.now();
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  const alert = page.getByRole('alert');
+  await alert.getByText('Too many wrong tokens were tried from this address.').waitFor();
+  const [, seconds, from] = /Try again in (\d+) seconds?, from (\S+ \S+) UTC\./.exec(
+    await alert.innerText(),
+  )!;
+  expect(Number(seconds)).toBeGreaterThan(0);
+  expect(Number(seconds)).toBeLessThanOrEqual(Number(retryAfter));
+  const fromMs = Date.parse(from!.replace(' ', 'T') + 'Z');
+  expect(fromMs).toBeGreaterThanOrEqual(Math.floor(asked / 1000) * 1000);
+  expect(fromMs).toBeLessThanOrEqual(Date.now() + Number(retryAfter) * 1000 + 1000);
+  expect((await storage(session)).session).toEqual({});
 });

@@ -33,7 +33,11 @@ it('refuses a token deleted on one replica on the other at once, and an expired 
   expect((await withToken(b, token, '/consumer-api-key')).status).toBe(401);
 
   const expiresAtMs = (Math.floor(Date.now() / 1000) + 2) * 1000;
-  const expiring = await a.admin('POST', '/tollgate/admin-tokens', { name: 'temp', scopes: ['keys:read'], expiresAt: new Date(expiresAtMs).toISOString().slice(0, 19) + 'Z' });
+  const expiring = await a.admin('POST', '/tollgate/admin-tokens', {
+    name: 'temp',
+    scopes: ['keys:read'],
+    expiresAt: new Date(expiresAtMs).toISOString().slice(0, 19) + 'Z',
+  });
   expect((await withToken(b, expiring.body.secret, '/consumer-api-key')).status).toBe(200);
   await sleep(expiresAtMs - Date.now() + 20);
   expect((await withToken(a, expiring.body.secret, '/consumer-api-key')).status).toBe(401);
@@ -49,16 +53,27 @@ async function startOfAMinute(): Promise<void> {
  * Sends every wrong credential at once, round-robin over `replicas`, from one client address, and
  * counts the answers: a 401 is a guess that was checked, a 429 one that was refused unchecked.
  */
-async function burstOfGuesses(replicas: readonly Tollgate[], credentials: readonly string[], path: string, client: string) {
-  const statuses = await Promise.all(credentials.map((credential, i) => withToken(replicas[i % replicas.length]!, credential, path, client).then((r) => r.status)));
+async function burstOfGuesses(
+  replicas: readonly Tollgate[],
+  credentials: readonly string[],
+  path: string,
+  client: string,
+) {
+  const statuses = await Promise.all(
+    credentials.map((credential, i) =>
+      withToken(replicas[i % replicas.length]!, credential, path, client).then((r) => r.status),
+    ),
+  );
   expect(statuses.filter((s) => s !== 401 && s !== 429)).toEqual([]);
   return statuses.filter((s) => s === 401).length;
 }
 
 const wrongRootTokens = (n: number) => Array.from({ length: n }, (_, i) => `wrong-token-${i}`);
 // Admin-token-shaped guesses are checked against the database: the slow path, where answers overlap.
-const wrongAdminTokens = (n: number) => Array.from({ length: n }, () => 'tga_' + randomBytes(32).toString('base64url'));
-const wrongKeys = (n: number) => Array.from({ length: n }, () => 'tg_' + randomBytes(32).toString('base64url'));
+const wrongAdminTokens = (n: number) =>
+  Array.from({ length: n }, () => 'tga_' + randomBytes(32).toString('base64url'));
+const wrongKeys = (n: number) =>
+  Array.from({ length: n }, () => 'tg_' + randomBytes(32).toString('base64url'));
 
 describe('wrong management credentials sent all at once share one budget of 20 a minute', () => {
   it('on one replica: 20 checked, the rest refused unchecked', async () => {
@@ -78,7 +93,8 @@ describe('wrong management credentials sent all at once share one budget of 20 a
     expect(checked).toBeGreaterThanOrEqual(20);
     expect(checked).toBeLessThanOrEqual(22);
     // The right token from that address is throttled too, on both; another address is not affected.
-    for (const t of [a, b]) expect((await withToken(t, t.rootToken, '/consumer-api-key', '198.51.100.20')).status).toBe(429);
+    for (const t of [a, b])
+      expect((await withToken(t, t.rootToken, '/consumer-api-key', '198.51.100.20')).status).toBe(429);
     expect((await withToken(a, a.rootToken, '/consumer-api-key', '198.51.100.21')).status).toBe(200);
   }, 90_000);
 });
@@ -94,11 +110,13 @@ describe('wrong API keys sent all at once share one budget of 100 a minute', () 
 
   it('across two replicas: 100 checked in all, not 100 each, while a known key keeps working from that address', async () => {
     const key = await a.admin('POST', '/consumer-api-key/create', { name: 'behind the same NAT' });
-    for (const t of [a, b]) expect((await withToken(t, key.body.secret, '/v1/items', '198.51.100.40')).status).toBe(200);
+    for (const t of [a, b])
+      expect((await withToken(t, key.body.secret, '/v1/items', '198.51.100.40')).status).toBe(200);
     await startOfAMinute();
     const checked = await burstOfGuesses([a, b], wrongKeys(400), '/v1/items', '198.51.100.40');
     expect(checked).toBeGreaterThanOrEqual(100);
     expect(checked).toBeLessThanOrEqual(102);
-    for (const t of [a, b]) expect((await withToken(t, key.body.secret, '/v1/items', '198.51.100.40')).status).toBe(200);
+    for (const t of [a, b])
+      expect((await withToken(t, key.body.secret, '/v1/items', '198.51.100.40')).status).toBe(200);
   }, 90_000);
 });

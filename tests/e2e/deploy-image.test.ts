@@ -129,7 +129,10 @@ describe('runtime image layout', () => {
     expect(runHealthcheck(opsPort)).toBe(0);
     // The web console is in the image (dist/console): its page answers on the public port.
     const consolePage = await fetch(`http://127.0.0.1:${port}/tollgate/console/`);
-    expect({ status: consolePage.status, app: (await consolePage.text()).includes('<div id="app">') }).toEqual({ status: 200, app: true });
+    expect({
+      status: consolePage.status,
+      app: (await consolePage.text()).includes('<div id="app">'),
+    }).toEqual({ status: 200, app: true });
 
     child.kill('SIGTERM');
     let timer: NodeJS.Timeout | undefined;

@@ -38,7 +38,8 @@ it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs unde
   const expectWritten = async (t: Tollgate, rounds: { planId: string; keyId?: string }[][]) => {
     for (const { planId, keyId } of rounds.flat()) {
       expect((await t.admin('GET', `/rate-limit/${planId}`)).status).toBe(200);
-      if (keyId !== undefined) expect((await t.admin('GET', `/consumer-api-key/${keyId}`)).body.rateLimitId).toBe(planId);
+      if (keyId !== undefined)
+        expect((await t.admin('GET', `/consumer-api-key/${keyId}`)).body.rateLimitId).toBe(planId);
     }
   };
   for (let round = 0; round < KILLS; round++) {
@@ -64,16 +65,26 @@ it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs unde
       while (running) if ((await hit(t, key.secret, '/v1/crash')) === 200) answeredAt.push(Date.now());
     });
     /** Answers after the kill are connection errors: nothing acknowledged. */
-    const created = (method: string, path: string, body: unknown) => t.admin(method, path, body).then((r) => r.status === 201 && r.body, () => false);
+    const created = (method: string, path: string, body: unknown) =>
+      t.admin(method, path, body).then(
+        (r) => r.status === 201 && r.body,
+        () => false,
+      );
     const writes: { planId: string; keyId?: string }[] = [];
     written.push(writes);
     const writer = (async () => {
       for (let n = 0; running; n++) {
         const planId = `crash-${round}-${n}`;
-        if (!(await created('POST', '/rate-limit/create', { rateLimitId: planId, limit: 10, period: 'minute' }))) continue;
+        if (
+          !(await created('POST', '/rate-limit/create', { rateLimitId: planId, limit: 10, period: 'minute' }))
+        )
+          continue;
         const entry: { planId: string; keyId?: string } = { planId };
         writes.push(entry);
-        const bound = await created('POST', '/consumer-api-key/create', { name: planId, rateLimitId: planId });
+        const bound = await created('POST', '/consumer-api-key/create', {
+          name: planId,
+          rateLimitId: planId,
+        });
         if (bound) entry.keyId = bound.id as string;
       }
     })();
@@ -85,7 +96,9 @@ it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs unde
     key.answered = answeredAt.length;
     key.lastSecond = answeredAt.filter((at) => at > killedAt - 1_000).length;
     expect(key.answered).toBeGreaterThan(0);
-    await new Promise((r) => (t.process.exitCode !== null || t.process.signalCode !== null ? r(undefined) : t.process.once('exit', r)));
+    await new Promise((r) =>
+      t.process.exitCode !== null || t.process.signalCode !== null ? r(undefined) : t.process.once('exit', r),
+    );
   }
   tollgate = await startTollgate({ DATA_DIR: dataDir, ROOT_TOKEN: rootToken, UPSTREAM_URL: backend.url });
   await expectWritten(tollgate, written);

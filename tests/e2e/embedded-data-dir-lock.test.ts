@@ -31,7 +31,9 @@ it('refuses a second server on the same DATA_DIR, and takes over the lock of a k
     },
     (err: Error) => err.message,
   );
-  expect(second).toContain(`start-up failed: DATA_DIR ${dataDir} is in use by process ${first.process.pid}; embedded mode runs one process per folder`);
+  expect(second).toContain(
+    `start-up failed: DATA_DIR ${dataDir} is in use by process ${first.process.pid}; embedded mode runs one process per folder`,
+  );
   expect((await first.admin('GET', `/consumer-api-key/${key.id}`)).status).toBe(200);
 
   first.process.kill('SIGKILL');

@@ -4,35 +4,21 @@
  * the old one), the next start with only the new key serves every key as before, and a start with only
  * the old key is refused.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { hit } from './helpers/replicas.js';
-import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
+import { expectNoSecretsLogged, runCommand, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-rotate-'));
 const ROOT_TOKEN = 'root-' + randomBytes(16).toString('hex');
 const NEW_KEY = randomBytes(32).toString('base64');
 let backend: Backend;
 const started: Tollgate[] = [];
-const rotateOutput: string[] = [];
 
-function rotate(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, ['dist/src/main.js', 'rotate-secrets'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    child.on('exit', (code) => {
-      rotateOutput.push(output);
-      done({ code, output });
-    });
-  });
-}
+const rotate = (env: Record<string, string>) => runCommand('rotate-secrets', { DATA_DIR: dataDir, ...env });
 
 async function start(env: Record<string, string> = {}): Promise<Tollgate> {
   const t = await startTollgate({ DATA_DIR: dataDir, ROOT_TOKEN, UPSTREAM_URL: backend.url, ...env });
@@ -54,10 +40,14 @@ afterAll(async () => {
 it('re-seals every secret with the new key once the server is stopped; only the new key opens them then', async () => {
   const first = await start();
   const keys: { id: string; secret: string }[] = [];
-  for (let i = 0; i < 3; i++) keys.push((await first.admin('POST', '/consumer-api-key/create', { name: `k${i}` })).body);
+  for (let i = 0; i < 3; i++)
+    keys.push((await first.admin('POST', '/consumer-api-key/create', { name: `k${i}` })).body);
   const generated = readFileSync(join(dataDir, 'secret-encryption.key'), 'utf8').trim();
 
-  const whileServing = await rotate({ SECRET_ENCRYPTION_KEY: NEW_KEY, SECRET_ENCRYPTION_KEY_PREVIOUS: generated });
+  const whileServing = await rotate({
+    SECRET_ENCRYPTION_KEY: NEW_KEY,
+    SECRET_ENCRYPTION_KEY_PREVIOUS: generated,
+  });
   expect(whileServing.code).toBe(1);
   expect(whileServing.output).toContain(`DATA_DIR ${dataDir} is in use by process ${first.process.pid}`);
   expect(await first.stop()).toBe(0);
@@ -77,5 +67,4 @@ it('re-seals every secret with the new key once the server is stopped; only the 
     (err: Error) => err.message,
   );
   expect(withOldKey).toContain('SECRET_ENCRYPTION_KEY: does not decrypt the stored secrets');
-  for (const out of rotateOutput) for (const key of keys) expect(out).not.toContain(key.secret);
 }, 120_000);

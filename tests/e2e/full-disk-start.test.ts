@@ -2,12 +2,13 @@
 // SQLite's "database or disk is full" alone; once space is freed the same DATA_DIR starts and keeps
 // everything it held. A private 64 MiB tmpfs stands in for the disk (root needed, as in CI).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, rmdirSync, statfsSync } from 'node:fs';
+import { mkdtempSync, rmSync, rmdirSync, statSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expectNoSecretsLogged, startTollgate } from './helpers/tollgate.js';
 
 const KIB = 1024;
+const USAGE_JOURNAL_KIB = 4 * 1024;
 let disk: string;
 let mounted = false;
 
@@ -19,7 +20,12 @@ function freeKiB(): number {
 /** Fills the disk until `leaveKiB` is free, to a page (dd stops at ENOSPC when asked for more than there is). */
 function fill(leaveKiB: number): void {
   const count = Math.max(0, Math.floor((freeKiB() - leaveKiB) / 4));
-  spawnSync('dd', ['if=/dev/zero', `of=${join(disk, `fill-${Date.now()}`)}`, 'bs=4K', `count=${leaveKiB === 0 ? count + 1 : count}`]);
+  spawnSync('dd', [
+    'if=/dev/zero',
+    `of=${join(disk, `fill-${Date.now()}`)}`,
+    'bs=4K',
+    `count=${leaveKiB === 0 ? count + 1 : count}`,
+  ]);
 }
 
 function unfill(): void {
@@ -37,7 +43,8 @@ async function failedStart(dataDir: string): Promise<string> {
     },
     (err: Error) => err.message,
   );
-  if (started === undefined) throw new Error(`Tollgate started on a full disk (${freeKiB().toFixed(0)} KiB free)`);
+  if (started === undefined)
+    throw new Error(`Tollgate started on a full disk (${freeKiB().toFixed(0)} KiB free)`);
   return started;
 }
 
@@ -60,23 +67,26 @@ afterEach(() => {
 test.each([
   ['no byte free', 0],
   ['128 KiB free, less than a new database takes', 128],
-])('a first start with %s names DATA_DIR and the full disk; freed, the same DATA_DIR starts', async (_label, leaveKiB) => {
-  const dataDir = join(disk, `data-${leaveKiB}`);
-  fill(leaveKiB);
-  const output = await failedStart(dataDir);
-  expect(output).toContain(`start-up failed: the disk holding DATA_DIR ${dataDir} is full`);
-  expect(output).toContain('free space there or set DATA_DIR to a folder on a larger disk');
+])(
+  'a first start with %s names DATA_DIR and the full disk; freed, the same DATA_DIR starts',
+  async (_label, leaveKiB) => {
+    const dataDir = join(disk, `data-${leaveKiB}`);
+    fill(leaveKiB);
+    const output = await failedStart(dataDir);
+    expect(output).toContain(`start-up failed: the disk holding DATA_DIR ${dataDir} is full`);
+    expect(output).toContain('free space there or set DATA_DIR to a folder on a larger disk');
 
-  unfill();
-  const t = await startTollgate({ DATA_DIR: dataDir });
-  try {
-    const created = await t.admin('POST', '/consumer-api-key/create', { name: 'after-space-freed' });
-    expect(created.status).toBe(201);
-  } finally {
-    await t.stop();
-  }
-  rmSync(dataDir, { recursive: true, force: true });
-});
+    unfill();
+    const t = await startTollgate({ DATA_DIR: dataDir });
+    try {
+      const created = await t.admin('POST', '/consumer-api-key/create', { name: 'after-space-freed' });
+      expect(created.status).toBe(201);
+    } finally {
+      await t.stop();
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  },
+);
 
 test('a database that exists keeps every key through a restart on a full disk and after space is freed', async () => {
   const dataDir = join(disk, 'data-existing');
@@ -93,7 +103,10 @@ test('a database that exists keeps every key through a restart on a full disk an
       await t.stop();
       return `started, key ${found.status}`;
     },
-    (err: Error) => (err.message.includes(`the disk holding DATA_DIR ${dataDir} is full`) ? 'refused: disk full named' : err.message),
+    (err: Error) =>
+      err.message.includes(`the disk holding DATA_DIR ${dataDir} is full`)
+        ? 'refused: disk full named'
+        : err.message,
   );
   expect(['started, key 200', 'refused: disk full named']).toContain(onFullDisk);
 
@@ -106,3 +119,30 @@ test('a database that exists keeps every key through a restart on a full disk an
     await again.stop();
   }
 }, 240_000);
+
+test('a first start with about 1 MiB free leaves the disk room, and warns naming DATA_DIR and what the usage journal lacks', async () => {
+  const dataDir = join(disk, 'data-journal');
+  fill(1024);
+  const t = await startTollgate({ DATA_DIR: dataDir });
+  try {
+    expect(freeKiB()).toBeGreaterThan(0);
+    const journalKiB = statSync(join(dataDir, 'usage-journal')).size / KIB;
+    expect(journalKiB).toBeLessThan(USAGE_JOURNAL_KIB);
+    const warnings = t.output
+      .map((l) => (l.startsWith('{') ? JSON.parse(l) : {}))
+      .filter((l) => l.level === 40);
+    expect(warnings).toContainEqual(
+      expect.objectContaining({
+        dataDir,
+        missingBytes: (USAGE_JOURNAL_KIB - journalKiB) * KIB,
+        msg: expect.stringContaining(`DATA_DIR ${dataDir} lacks`),
+      }),
+    );
+    expect(
+      (await t.admin('POST', '/consumer-api-key/create', { name: 'on-a-nearly-full-disk' })).status,
+    ).toBe(201);
+  } finally {
+    await t.stop();
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+});

@@ -61,7 +61,11 @@ it('refuses management writes with 503 storage_unavailable, keeps proxying, reco
     // A large name makes sure the row needs new space, whatever the last page had free.
     body: JSON.stringify({ name: 'x'.repeat(200) }),
   });
-  let answer = { status: refused.status, retryAfter: refused.headers.get('retry-after'), body: await refused.json() };
+  let answer = {
+    status: refused.status,
+    retryAfter: refused.headers.get('retry-after'),
+    body: await refused.json(),
+  };
   // The first insert may still fit a page; keep creating until the disk says no.
   for (let i = 0; i < 200 && answer.status === 201; i++) {
     const res = await fetch(tollgate.url + '/consumer-api-key/create', {
@@ -77,16 +81,27 @@ it('refuses management writes with 503 storage_unavailable, keeps proxying, reco
     body: { error: expect.any(String), code: 'storage_unavailable' },
   });
   const ready = await fetch(tollgate.opsUrl + '/readyz');
-  expect({ status: ready.status, body: await ready.json() }).toEqual({ status: 503, body: { status: 'not_ready', checks: { database: 'unavailable' } } });
+  expect({ status: ready.status, body: await ready.json() }).toEqual({
+    status: 503,
+    body: { status: 'not_ready', checks: { database: 'unavailable' } },
+  });
   // Known keys keep working from the key cache; their usage waits for the disk.
   for (let i = 0; i < 5; i++) expect(await hit(tollgate, key.secret, '/v1/during')).toBe(200);
   expect(tollgate.output.some((l) => l.includes('management request failed'))).toBe(false);
 
   unlinkSync(filler);
-  const back = await waitFor(async () => (await fetch(tollgate.opsUrl + '/readyz')).status, (s) => s === 200, { timeoutMs: 15_000, everyMs: 250 });
+  const back = await waitFor(
+    async () => (await fetch(tollgate.opsUrl + '/readyz')).status,
+    (s) => s === 200,
+    { timeoutMs: 15_000, everyMs: 250 },
+  );
   expect(back.value).toBe(200);
   expect((await tollgate.admin('POST', '/consumer-api-key/create', { name: 'after-full' })).status).toBe(201);
-  const counted = await waitFor(() => totalOn(tollgate, key.id), (n) => n === 6, { timeoutMs: 10_000 });
+  const counted = await waitFor(
+    () => totalOn(tollgate, key.id),
+    (n) => n === 6,
+    { timeoutMs: 10_000 },
+  );
   expect(counted.value).toBe(6);
 }, 120_000);
 
@@ -94,7 +109,15 @@ it('keeps usage it cannot write at SIGTERM on a full disk, and counts it once at
   const dataDir = join(mountPoint, 'data');
   const { body: key } = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'journaled' });
   for (let i = 0; i < 3; i++) expect(await hit(tollgate, key.secret, '/v1/before')).toBe(200);
-  expect((await waitFor(() => totalOn(tollgate, key.id), (n) => n === 3, { timeoutMs: 10_000 })).value).toBe(3);
+  expect(
+    (
+      await waitFor(
+        () => totalOn(tollgate, key.id),
+        (n) => n === 3,
+        { timeoutMs: 10_000 },
+      )
+    ).value,
+  ).toBe(3);
 
   fillDisk();
   // Under load on the full disk, then SIGTERM while requests are in flight: they finish (and count),
@@ -109,12 +132,22 @@ it('keeps usage it cannot write at SIGTERM on a full disk, and counts it once at
   expect(await exited).toBe(0);
   const answered = 3 + traffic.answered();
   expect(answered).toBeGreaterThan(100);
-  expect(tollgate.output.some((l) => l.includes('usage kept in the journal until the next start'))).toBe(true);
+  expect(tollgate.output.some((l) => l.includes('usage kept in the journal until the next start'))).toBe(
+    true,
+  );
   expect(tollgate.output.some((l) => l.includes('usage could not be written before exit'))).toBe(false);
 
   unlinkSync(filler);
   tollgate = await startTollgate({ DATA_DIR: dataDir, UPSTREAM_URL: backend.url });
-  expect((await waitFor(() => totalOn(tollgate, key.id), (n) => n === answered, { timeoutMs: 10_000 })).value).toBe(answered);
+  expect(
+    (
+      await waitFor(
+        () => totalOn(tollgate, key.id),
+        (n) => n === answered,
+        { timeoutMs: 10_000 },
+      )
+    ).value,
+  ).toBe(answered);
   // Applied once: another restart finds nothing more to add.
   await tollgate.stop();
   tollgate = await startTollgate({ DATA_DIR: dataDir, UPSTREAM_URL: backend.url });

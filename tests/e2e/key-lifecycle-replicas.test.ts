@@ -23,7 +23,17 @@ afterAll(() => fleet?.stop(), 60_000);
 /** How long until every other replica answers `secret` with `status` (ms; > 1000 fails the contract). */
 async function seenByOthers(secret: string, status: number): Promise<number> {
   const times = await Promise.all(
-    others.map(async (t) => (await waitFor(() => hit(t, secret), (s) => s === status, { timeoutMs: 5_000, everyMs: 20 })).value === status ? 0 : Infinity),
+    others.map(async (t) =>
+      (
+        await waitFor(
+          () => hit(t, secret),
+          (s) => s === status,
+          { timeoutMs: 5_000, everyMs: 20 },
+        )
+      ).value === status
+        ? 0
+        : Infinity,
+    ),
   );
   return Math.max(...times);
 }
@@ -41,9 +51,21 @@ it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in
   // Every replica holds the key in its cache before each change.
   for (const t of [a, ...others]) expect(await hit(t, key.secret)).toBe(200);
 
-  expect(await propagation(key.secret, () => a.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: false }), 403)).toBeLessThan(1_000);
+  expect(
+    await propagation(
+      key.secret,
+      () => a.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: false }),
+      403,
+    ),
+  ).toBeLessThan(1_000);
   expect(await hit(a, key.secret)).toBe(403);
-  expect(await propagation(key.secret, () => a.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: true }), 200)).toBeLessThan(1_000);
+  expect(
+    await propagation(
+      key.secret,
+      () => a.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: true }),
+      200,
+    ),
+  ).toBeLessThan(1_000);
 
   // A plan change: every replica's RateLimit-Policy names the new limit within 1 s.
   const detail = await a.admin('GET', `/consumer-api-key/${key.id}`);
@@ -51,38 +73,72 @@ it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in
   const started = performance.now();
   expect((await a.admin('PATCH', `/rate-limit/${planId}`, { limit: 500 })).status).toBe(200);
   for (const t of others) {
-    const { value } = await waitFor(() => hitFull(t, key.secret), (r) => r.headers.get('ratelimit-policy')?.includes(';q=500;') === true, { timeoutMs: 5_000, everyMs: 20 });
+    const { value } = await waitFor(
+      () => hitFull(t, key.secret),
+      (r) => r.headers.get('ratelimit-policy')?.includes(';q=500;') === true,
+      { timeoutMs: 5_000, everyMs: 20 },
+    );
     expect(value.headers.get('ratelimit-policy')).toBe('"day";q=500;w=86400');
   }
   expect(performance.now() - started).toBeLessThan(1_000);
 
   // Unbound (no DEFAULT_RATE_LIMIT): no limit applies, so no RateLimit headers, on every replica.
   const unbound = performance.now();
-  expect((await a.admin('POST', '/api-keys/remove-rate-limit', { consumerApiKeyId: key.id })).status).toBe(200);
+  expect((await a.admin('POST', '/api-keys/remove-rate-limit', { consumerApiKeyId: key.id })).status).toBe(
+    200,
+  );
   for (const t of others) {
-    const { value } = await waitFor(() => hitFull(t, key.secret), (r) => !r.headers.has('ratelimit-policy'), { timeoutMs: 5_000, everyMs: 20 });
+    const { value } = await waitFor(
+      () => hitFull(t, key.secret),
+      (r) => !r.headers.has('ratelimit-policy'),
+      { timeoutMs: 5_000, everyMs: 20 },
+    );
     expect(value.headers.has('ratelimit-policy')).toBe(false);
   }
   expect(performance.now() - unbound).toBeLessThan(1_000);
 
   // Bound again, then its plan deleted with force: unbound everywhere within 1 s.
-  expect((await a.admin('POST', '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId })).status).toBe(200);
-  for (const t of others) expect((await waitFor(() => hitFull(t, key.secret), (r) => r.headers.has('ratelimit-policy'), { timeoutMs: 5_000, everyMs: 20 })).value.headers.has('ratelimit-policy')).toBe(true);
+  expect(
+    (await a.admin('POST', '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId }))
+      .status,
+  ).toBe(200);
+  for (const t of others)
+    expect(
+      (
+        await waitFor(
+          () => hitFull(t, key.secret),
+          (r) => r.headers.has('ratelimit-policy'),
+          { timeoutMs: 5_000, everyMs: 20 },
+        )
+      ).value.headers.has('ratelimit-policy'),
+    ).toBe(true);
   const forced = performance.now();
   expect((await a.admin('DELETE', `/rate-limit/${planId}?force=true`)).status).toBe(200);
   for (const t of others) {
-    const { value } = await waitFor(() => hitFull(t, key.secret), (r) => !r.headers.has('ratelimit-policy'), { timeoutMs: 5_000, everyMs: 20 });
+    const { value } = await waitFor(
+      () => hitFull(t, key.secret),
+      (r) => !r.headers.has('ratelimit-policy'),
+      { timeoutMs: 5_000, everyMs: 20 },
+    );
     expect(value.headers.has('ratelimit-policy')).toBe(false);
   }
   expect(performance.now() - forced).toBeLessThan(1_000);
 
   // An expiry moved into the past: key_expired everywhere within 1 s.
-  expect(await propagation(key.secret, () => a.admin('PATCH', `/consumer-api-key/${key.id}`, { expiresAt: '2020-01-01T00:00:00Z' }), 401)).toBeLessThan(1_000);
+  expect(
+    await propagation(
+      key.secret,
+      () => a.admin('PATCH', `/consumer-api-key/${key.id}`, { expiresAt: '2020-01-01T00:00:00Z' }),
+      401,
+    ),
+  ).toBeLessThan(1_000);
   expect((await hitFull(others[0]!, key.secret)).body.code).toBe('key_expired');
   expect((await a.admin('PATCH', `/consumer-api-key/${key.id}`, { expiresAt: null })).status).toBe(200);
   expect(await seenByOthers(key.secret, 200)).toBe(0);
 
-  expect(await propagation(key.secret, () => a.admin('DELETE', `/consumer-api-key/${key.id}`), 401)).toBeLessThan(1_000);
+  expect(
+    await propagation(key.secret, () => a.admin('DELETE', `/consumer-api-key/${key.id}`), 401),
+  ).toBeLessThan(1_000);
 }, 60_000);
 
 /**
@@ -90,7 +146,8 @@ it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in
  * (a request shows within 2 s), so a request counted twice shows too; else what it showed after 10 s.
  */
 async function usageSettlesAt(keyId: string, expected: number): Promise<number> {
-  const total = async () => (await others[0]!.admin('GET', `/consumer-api-key/${keyId}`)).body.usage.totalRequests as number;
+  const total = async () =>
+    (await others[0]!.admin('GET', `/consumer-api-key/${keyId}`)).body.usage.totalRequests as number;
   const { value } = await waitFor(total, (n) => n === expected, { timeoutMs: 10_000 });
   if (value !== expected) return value;
   await sleep(2_500);
@@ -131,12 +188,18 @@ it('counts both secrets of a rolled key as one key: a plan of 12 admits exactly 
   expect(rolled.status).toBe(200);
   // 14 more, alternating old and new secret over the three replicas: 9 fit, 5 are refused.
   const statuses: number[] = [];
-  for (let i = 0; i < 14; i++) statuses.push(await hit([a, ...others][i % 3]!, i % 2 === 0 ? key.secret : rolled.body.secret));
+  for (let i = 0; i < 14; i++)
+    statuses.push(await hit([a, ...others][i % 3]!, i % 2 === 0 ? key.secret : rolled.body.secret));
   expect(statuses.filter((s) => s === 200)).toHaveLength(9);
   expect(statuses.filter((s) => s === 429)).toHaveLength(5);
   expect(await usageSettlesAt(key.id, 17)).toBe(17);
   const detail = await others[1]!.admin('GET', `/consumer-api-key/${key.id}`);
-  expect(detail.body.usage).toMatchObject({ totalRequests: 17, successfulRequests: 12, failedRequests: 5, rateLimits: { limit: 12, remaining: 0 } });
+  expect(detail.body.usage).toMatchObject({
+    totalRequests: 17,
+    successfulRequests: 12,
+    failedRequests: 5,
+    rateLimits: { limit: 12, remaining: 0 },
+  });
 }, 60_000);
 
 /** Every replica answers `secret` with 200 until shortly before `endMs`, and with 401 from `endMs` on. */
@@ -165,7 +228,11 @@ it('refuses a secret rolled with grace 0 at once, and on every replica before th
   expect(end - Date.now()).toBeLessThanOrEqual(1_500);
   expect(await hit(a, key.secret)).toBe(401);
   for (const t of others) {
-    const { value } = await waitFor(() => hit(t, key.secret), (s) => s === 401, { timeoutMs: 5_000, everyMs: 10 });
+    const { value } = await waitFor(
+      () => hit(t, key.secret),
+      (s) => s === 401,
+      { timeoutMs: 5_000, everyMs: 10 },
+    );
     expect(value).toBe(401);
   }
   expect(Date.now()).toBeLessThan(end);
@@ -182,13 +249,21 @@ it('ends a rolled secret at the stated instant on replicas that never got the ch
   for (const t of [a, ...others, deaf!]) expect(await hit(t, key.secret)).toBe(200);
   const rolled = await deaf!.admin('POST', `/consumer-api-key/${key.id}/roll`, { gracePeriodSeconds: 2 });
   expect(rolled.status).toBe(200);
-  await secretEndsAt([a, ...others, deaf!], key.secret, Date.parse(rolled.body.previousSecretExpiresAt as string));
+  await secretEndsAt(
+    [a, ...others, deaf!],
+    key.secret,
+    Date.parse(rolled.body.previousSecretExpiresAt as string),
+  );
   for (const t of [a, ...others]) expect(await hit(t, rolled.body.secret)).toBe(200);
 
   const disabledAt = performance.now();
   expect((await deaf!.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: false })).status).toBe(200);
   for (const t of [a, ...others]) {
-    const { value } = await waitFor(() => hit(t, rolled.body.secret), (s) => s === 403, { timeoutMs: 5_000, everyMs: 20 });
+    const { value } = await waitFor(
+      () => hit(t, rolled.body.secret),
+      (s) => s === 403,
+      { timeoutMs: 5_000, everyMs: 20 },
+    );
     expect(value).toBe(403);
   }
   expect(performance.now() - disabledAt).toBeLessThan(1_000);
@@ -196,13 +271,18 @@ it('ends a rolled secret at the stated instant on replicas that never got the ch
 
 it('refuses a key at its expiry on every replica, with no message, and shows its last use within 2 s', async () => {
   const expiresAtMs = (Math.floor(Date.now() / 1000) + 3) * 1000;
-  const created = await a.admin('POST', '/consumer-api-key/create', { name: 'trial', expiresAt: new Date(expiresAtMs).toISOString().slice(0, 19) + 'Z' });
+  const created = await a.admin('POST', '/consumer-api-key/create', {
+    name: 'trial',
+    expiresAt: new Date(expiresAtMs).toISOString().slice(0, 19) + 'Z',
+  });
   expect(created.status).toBe(201);
   const secret = created.body.secret as string;
   for (const t of [a, ...others]) expect(await hit(t, secret)).toBe(200);
   const usedAt = Date.now();
   const { value: lastUsed, ms } = await waitFor(
-    async () => (await others[1]!.admin('GET', `/consumer-api-key/${created.body.id}`)).body.lastUsedAt as string | null,
+    async () =>
+      (await others[1]!.admin('GET', `/consumer-api-key/${created.body.id}`)).body.lastUsedAt as
+        string | null,
     (v) => v !== null,
   );
   expect(ms).toBeLessThan(2_000);

@@ -9,7 +9,19 @@ import { RedisServer } from '../helpers/redis-server.js';
 import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { PostgresServer } from './helpers/postgres-server.js';
-import { burst, failoversSince, fetchWithin, hitFull, keyWithPlan, metric, outputMark, Replicas, sleep, totalOn, waitFor } from './helpers/replicas.js';
+import {
+  burst,
+  failoversSince,
+  fetchWithin,
+  hitFull,
+  keyWithPlan,
+  metric,
+  outputMark,
+  Replicas,
+  sleep,
+  totalOn,
+  waitFor,
+} from './helpers/replicas.js';
 import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
 
 const DEGRADED = 'tollgate_degraded{dependency="redis"}';
@@ -53,9 +65,17 @@ describe('Redis outage (private redis-server)', () => {
 
   beforeAll(async () => {
     [redis, database] = await Promise.all([RedisServer.start(), createTestDatabase()]);
-    const deployment = new Replicas({ DATABASE_URL: database.url, REDIS_URL: redis.url, REDIS_KEY_PREFIX: testKeyPrefix(), UPSTREAM_URL: backend.url });
+    const deployment = new Replicas({
+      DATABASE_URL: database.url,
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: testKeyPrefix(),
+      UPSTREAM_URL: backend.url,
+    });
     deployments.push(deployment);
-    const [openOnes, closedOnes] = await Promise.all([deployment.start(1, { REDIS_FAILURE_MODE: 'open' }), deployment.start(1, { REDIS_FAILURE_MODE: 'closed' })]);
+    const [openOnes, closedOnes] = await Promise.all([
+      deployment.start(1, { REDIS_FAILURE_MODE: 'open' }),
+      deployment.start(1, { REDIS_FAILURE_MODE: 'closed' }),
+    ]);
     open = openOnes[0]!;
     closed = closedOnes[0]!;
   }, 60_000);
@@ -89,12 +109,23 @@ describe('Redis outage (private redis-server)', () => {
     expect(forwarded('/v1/closed')).toBe(0);
     expect(closed.output.some((l) => l.includes('Redis unavailable: refusing proxied requests'))).toBe(true);
     expect(await metric(closed, DEGRADED)).toBe(1);
-    for (const t of [open, closed]) expect(await fetchWithin(t.opsUrl + '/readyz', {}, async (r) => r.status)).toBe(503);
+    for (const t of [open, closed])
+      expect(await fetchWithin(t.opsUrl + '/readyz', {}, async (r) => r.status)).toBe(503);
 
     await redis.restart();
-    const recovered = await Promise.all([open, closed].map((t) => waitFor(() => metric(t, DEGRADED), (v) => v === 0, { timeoutMs: 10_000, everyMs: 100 })));
+    const recovered = await Promise.all(
+      [open, closed].map((t) =>
+        waitFor(
+          () => metric(t, DEGRADED),
+          (v) => v === 0,
+          { timeoutMs: 10_000, everyMs: 100 },
+        ),
+      ),
+    );
     expect(recovered.map((r) => r.value)).toEqual([0, 0]);
-    console.log(`Redis back: both replicas counting through Redis again after ${Math.round(Math.max(...recovered.map((r) => r.ms)))} ms`);
+    console.log(
+      `Redis back: both replicas counting through Redis again after ${Math.round(Math.max(...recovered.map((r) => r.ms)))} ms`,
+    );
     for (const t of [open, closed]) expect((await fetch(t.opsUrl + '/readyz')).status).toBe(200);
 
     // One count again: 30 concurrent requests over both replicas, limit 10, exactly 10 forwarded.
@@ -110,7 +141,15 @@ describe('Redis outage (private redis-server)', () => {
 
     // Usage recorded while Redis was down waited in memory and arrived: 5 before, 25 answered by the
     // open replica during the outage, 5 refused by the closed one (a valid key's request counts).
-    const usage = await Promise.all([open, closed].map((t) => waitFor(() => totalOn(t, key.id), (n) => n === 35, { timeoutMs: 5_000 })));
+    const usage = await Promise.all(
+      [open, closed].map((t) =>
+        waitFor(
+          () => totalOn(t, key.id),
+          (n) => n === 35,
+          { timeoutMs: 5_000 },
+        ),
+      ),
+    );
     expect(usage.map((u) => u.value)).toEqual([35, 35]);
   }, 60_000);
 
@@ -137,8 +176,14 @@ describe('Redis outage (private redis-server)', () => {
     await Promise.all(loops);
 
     expect(slowest).toBeLessThan(REDIS_BOUND_MS);
-    const counted = await waitFor(() => totalOn(open, key.id), (n) => n === answered, { timeoutMs: 5_000 });
-    console.log(`Redis hung 2.5 s under load: ${answered} answered (slowest ${Math.round(slowest)} ms), ${counted.value} counted`);
+    const counted = await waitFor(
+      () => totalOn(open, key.id),
+      (n) => n === answered,
+      { timeoutMs: 5_000 },
+    );
+    console.log(
+      `Redis hung 2.5 s under load: ${answered} answered (slowest ${Math.round(slowest)} ms), ${counted.value} counted`,
+    );
     expect(counted.value).toBe(answered);
   }, 30_000);
 });
@@ -151,7 +196,12 @@ describe('Postgres outage (private cluster from initdb)', () => {
   beforeAll(async () => {
     postgres = await PostgresServer.start();
     const url = await postgres.createDatabase('tollgate');
-    const deployment = new Replicas({ DATABASE_URL: url, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(), UPSTREAM_URL: backend.url });
+    const deployment = new Replicas({
+      DATABASE_URL: url,
+      REDIS_URL,
+      REDIS_KEY_PREFIX: testKeyPrefix(),
+      UPSTREAM_URL: backend.url,
+    });
     deployments.push(deployment);
     [a, b] = (await deployment.start(2)) as [Tollgate, Tollgate];
   }, 60_000);
@@ -166,7 +216,10 @@ describe('Postgres outage (private cluster from initdb)', () => {
     const client = new pg.Client({ connectionString: postgres.url('tollgate') });
     await client.connect();
     try {
-      const { rows } = await client.query<{ n: string | null }>('select sum(requests)::text as n from usage_endpoints where key_id = $1', [keyId]);
+      const { rows } = await client.query<{ n: string | null }>(
+        'select sum(requests)::text as n from usage_endpoints where key_id = $1',
+        [keyId],
+      );
       return Number(rows[0]?.n ?? 0);
     } finally {
       await client.end();
@@ -176,7 +229,8 @@ describe('Postgres outage (private cluster from initdb)', () => {
   it('cached keys keep working, the rest answers 503 fast, and usage waits in Redis until Postgres is back', async () => {
     const warm = await keyWithPlan(a, 'cached', 1_000);
     const cold = await keyWithPlan(a, 'never-used');
-    for (const t of [a, b]) expect((await series(t, warm.secret, 3, '/v1/pg')).statuses).toEqual([200, 200, 200]);
+    for (const t of [a, b])
+      expect((await series(t, warm.secret, 3, '/v1/pg')).statuses).toEqual([200, 200, 200]);
     await sleep(2_500);
 
     await postgres.stop();
@@ -192,24 +246,58 @@ describe('Postgres outage (private cluster from initdb)', () => {
     }
     const started = performance.now();
     const list = await a.admin('GET', '/consumer-api-key');
-    expect({ status: list.status, code: list.body.code }).toEqual({ status: 503, code: 'database_unavailable' });
+    expect({ status: list.status, code: list.body.code }).toEqual({
+      status: 503,
+      code: 'database_unavailable',
+    });
     const created = await b.admin('POST', '/consumer-api-key/create', { name: 'while-down' });
-    expect({ status: created.status, code: created.body.code }).toEqual({ status: 503, code: 'database_unavailable' });
+    expect({ status: created.status, code: created.body.code }).toEqual({
+      status: 503,
+      code: 'database_unavailable',
+    });
     expect(performance.now() - started).toBeLessThan(10_000);
     expect(await fetchWithin(a.opsUrl + '/readyz', {}, async (r) => r.status)).toBe(503);
-    const flushFailed = await waitFor(async () => a.output.concat(b.output).some((l) => l.includes('usage flush to Postgres failed')), (x) => x, { timeoutMs: 4_000 });
+    const flushFailed = await waitFor(
+      async () => a.output.concat(b.output).some((l) => l.includes('usage flush to Postgres failed')),
+      (x) => x,
+      { timeoutMs: 4_000 },
+    );
     expect(flushFailed.value).toBe(true);
 
     await postgres.restart();
     // A poll that meets a keep-alive socket the ops server closed while Postgres restarted (seconds
     // on a loaded machine) counts as "not ready yet", like a probe that gets no answer.
-    const readyz = (t: Tollgate) => fetch(t.opsUrl + '/readyz').then((r) => r.status, () => 0);
-    const ready = await Promise.all([a, b].map((t) => waitFor(() => readyz(t), (s) => s === 200, { timeoutMs: 15_000, everyMs: 100 })));
+    const readyz = (t: Tollgate) =>
+      fetch(t.opsUrl + '/readyz').then(
+        (r) => r.status,
+        () => 0,
+      );
+    const ready = await Promise.all(
+      [a, b].map((t) =>
+        waitFor(
+          () => readyz(t),
+          (s) => s === 200,
+          { timeoutMs: 15_000, everyMs: 100 },
+        ),
+      ),
+    );
     expect(ready.map((r) => r.value)).toEqual([200, 200]);
     // 6 before, 20 during: the 20 waited in Redis and reach Postgres with the next flush.
-    const usage = await Promise.all([a, b].map((t) => waitFor(() => totalOn(t, warm.id), (n) => n === 26, { timeoutMs: 10_000 })));
+    const usage = await Promise.all(
+      [a, b].map((t) =>
+        waitFor(
+          () => totalOn(t, warm.id),
+          (n) => n === 26,
+          { timeoutMs: 10_000 },
+        ),
+      ),
+    );
     expect(usage.map((u) => u.value)).toEqual([26, 26]);
-    const stored = await waitFor(() => storedRequests(warm.id), (n) => n === 26, { timeoutMs: 10_000, everyMs: 200 });
+    const stored = await waitFor(
+      () => storedRequests(warm.id),
+      (n) => n === 26,
+      { timeoutMs: 10_000, everyMs: 200 },
+    );
     expect(stored.value).toBe(26);
     expect((await hitFull(a, cold.secret, '/v1/pg')).status).toBe(200);
     expect((await b.admin('POST', '/consumer-api-key/create', { name: 'after' })).status).toBe(201);

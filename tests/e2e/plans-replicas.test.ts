@@ -27,7 +27,8 @@ it('admits exactly 40 in the minute and at most 5 in any second, summed over thr
     ],
   });
   expect(created.status).toBe(201);
-  const key = (await admin!.admin('POST', '/consumer-api-key/create', { name: 'bursty', rateLimitId })).body as { id: string; secret: string };
+  const key = (await admin!.admin('POST', '/consumer-api-key/create', { name: 'bursty', rateLimitId }))
+    .body as { id: string; secret: string };
 
   // Twelve bursts, one a second, all inside one minute: wait for a minute with room for them.
   if (60_000 - (Date.now() % 60_000) < 16_000) await sleep(60_000 - (Date.now() % 60_000));
@@ -41,8 +42,14 @@ it('admits exactly 40 in the minute and at most 5 in any second, summed over thr
       Array.from({ length: 30 }, async (_, i) => {
         const sent = Date.now();
         const a = await hitFull(fleet.members[i % 3]!, key.secret, `/v1/burst/${s}`);
-        if (s === 0 && a.status === 200) expect(a.headers.get('ratelimit-policy')).toBe('"burst";q=5;w=1, "per-minute";q=40;w=60');
-        return { status: a.status, name: a.status === 429 ? (a.body.name as string) : undefined, sent, answered: Date.now() };
+        if (s === 0 && a.status === 200)
+          expect(a.headers.get('ratelimit-policy')).toBe('"burst";q=5;w=1, "per-minute";q=40;w=60');
+        return {
+          status: a.status,
+          name: a.status === 429 ? (a.body.name as string) : undefined,
+          sent,
+          answered: Date.now(),
+        };
       }),
     );
     bursts.push(answers);
@@ -61,13 +68,20 @@ it('admits exactly 40 in the minute and at most 5 in any second, summed over thr
   const withinTheirSecond = all.filter((a) => Math.floor(a.sent / 1_000) === Math.floor(a.answered / 1_000));
   expect(withinTheirSecond.length).toBeGreaterThan(all.length * 0.9);
   const perSecond = new Map<number, number>();
-  for (const a of withinTheirSecond.filter((x) => x.status === 200)) perSecond.set(Math.floor(a.sent / 1_000), (perSecond.get(Math.floor(a.sent / 1_000)) ?? 0) + 1);
+  for (const a of withinTheirSecond.filter((x) => x.status === 200))
+    perSecond.set(Math.floor(a.sent / 1_000), (perSecond.get(Math.floor(a.sent / 1_000)) ?? 0) + 1);
   expect(Math.max(...perSecond.values())).toBeLessThanOrEqual(5);
   // The first bursts each admit the burst limit and are refused by it; the eighth fills the minute too,
   // so its refusals, like every later one, name the full limit whose window ends last: the minute.
-  expect(bursts.slice(0, 8).map((b) => b.filter((a) => a.status === 200).length)).toEqual([5, 5, 5, 5, 5, 5, 5, 5]);
-  expect(bursts.slice(0, 7).flatMap((b) => b.filter((a) => a.status === 429).map((a) => a.name))).toEqual(Array(7 * 25).fill('burst'));
-  expect(bursts.slice(7).flatMap((b) => b.filter((a) => a.status === 429).map((a) => a.name))).toEqual(Array(25 + 4 * 30).fill('per-minute'));
+  expect(bursts.slice(0, 8).map((b) => b.filter((a) => a.status === 200).length)).toEqual([
+    5, 5, 5, 5, 5, 5, 5, 5,
+  ]);
+  expect(bursts.slice(0, 7).flatMap((b) => b.filter((a) => a.status === 429).map((a) => a.name))).toEqual(
+    Array(7 * 25).fill('burst'),
+  );
+  expect(bursts.slice(7).flatMap((b) => b.filter((a) => a.status === 429).map((a) => a.name))).toEqual(
+    Array(25 + 4 * 30).fill('per-minute'),
+  );
 
   // One more in the same minute, by value: the minute refuses it, and says until when.
   const sent = Date.now();
@@ -78,11 +92,13 @@ it('admits exactly 40 in the minute and at most 5 in any second, summed over thr
   expect(refused.status).toBe(429);
   expect(refused.body).toEqual({
     error: 'Rate limit exceeded',
+    code: 'rate_limit_exceeded',
     limit: 40,
     period: 'minute',
     remaining: 0,
     resetTime: new Date(end).toISOString().slice(0, 19) + 'Z',
     name: 'per-minute',
+    scope: 'key',
   });
   const retryAfter = Number(refused.headers.get('retry-after'));
   expect(retryAfter).toBeGreaterThanOrEqual(Math.ceil((end - answered) / 1_000));

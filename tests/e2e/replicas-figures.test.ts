@@ -36,7 +36,12 @@ let replicas: Replicas;
 beforeAll(async () => {
   [backend, redis, database] = await Promise.all([startBackend(), RedisServer.start(), createTestDatabase()]);
   redisClient = new Redis(redis.url);
-  replicas = new Replicas({ DATABASE_URL: database.url, REDIS_URL: redis.url, REDIS_KEY_PREFIX: testKeyPrefix(), UPSTREAM_URL: backend.url });
+  replicas = new Replicas({
+    DATABASE_URL: database.url,
+    REDIS_URL: redis.url,
+    REDIS_KEY_PREFIX: testKeyPrefix(),
+    UPSTREAM_URL: backend.url,
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -77,7 +82,11 @@ async function commandCalls(): Promise<Record<string, number>> {
 }
 
 /** `total` requests over the replicas, `CONCURRENCY` at a time; resolves the statuses seen. */
-async function load(targets: readonly Tollgate[], secret: string, total: number): Promise<Map<number, number>> {
+async function load(
+  targets: readonly Tollgate[],
+  secret: string,
+  total: number,
+): Promise<Map<number, number>> {
   const statuses = new Map<number, number>();
   let next = 0;
   await Promise.all(

@@ -50,12 +50,18 @@ it('shows each request once in every detail read taken while usage is pushed and
       if (shown > most || shown < least) wrong.push(`${name}: ${shown} shown, answered ${least}..${most}`);
     }
   };
-  const jobs = [...Array.from({ length: LOOPS }, load), read(serving, 'serving replica'), read(other, 'other replica')];
+  const jobs = [
+    ...Array.from({ length: LOOPS }, load),
+    read(serving, 'serving replica'),
+    read(other, 'other replica'),
+  ];
   await sleep(8_000);
   running = false;
   await Promise.all(jobs);
 
-  console.log(`${answeredAt.length} requests, ${reads} detail reads meanwhile, ${wrong.length} wrong: ${wrong.slice(0, 5).join('; ')}`);
+  console.log(
+    `${answeredAt.length} requests, ${reads} detail reads meanwhile, ${wrong.length} wrong: ${wrong.slice(0, 5).join('; ')}`,
+  );
   expect(statuses).toEqual([]);
   expect(answeredAt.length).toBeGreaterThan(50);
   expect(wrong).toEqual([]);

@@ -5,11 +5,23 @@
  */
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { windowAt } from '../../src/limits/window.js';
+import { windowAt } from '../../src/plans/window.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { startBackend, type Backend } from './helpers/backend.js';
-import { burst, failoversSince, hit, hitFull, keyWithPlan, outputMark, pidOwningLocalPort, Replicas, sleep, totalOn, waitFor } from './helpers/replicas.js';
+import {
+  burst,
+  failoversSince,
+  hit,
+  hitFull,
+  keyWithPlan,
+  outputMark,
+  pidOwningLocalPort,
+  Replicas,
+  sleep,
+  totalOn,
+  waitFor,
+} from './helpers/replicas.js';
 import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
 
 let backend: Backend;
@@ -28,7 +40,12 @@ beforeAll(async () => {
   sql = new pg.Client({ connectionString: database.url });
   await sql.connect();
   prefix = testKeyPrefix();
-  replicas = new Replicas({ DATABASE_URL: database.url, REDIS_URL: redis.url, REDIS_KEY_PREFIX: prefix, UPSTREAM_URL: backend.url });
+  replicas = new Replicas({
+    DATABASE_URL: database.url,
+    REDIS_URL: redis.url,
+    REDIS_KEY_PREFIX: prefix,
+    UPSTREAM_URL: backend.url,
+  });
   live = await replicas.start(3);
 }, 90_000);
 
@@ -58,7 +75,10 @@ async function postgresTotals(keyIds: readonly string[]): Promise<Record<string,
 
 /** True once Redis holds no usage on its way to Postgres (no live hash, no sealed batch). */
 async function redisDrained(): Promise<boolean> {
-  const [dirty, batches] = await Promise.all([redisClient.scard(prefix + '{usage}:dirty'), redisClient.scard(prefix + '{usage}:batches')]);
+  const [dirty, batches] = await Promise.all([
+    redisClient.scard(prefix + '{usage}:dirty'),
+    redisClient.scard(prefix + '{usage}:batches'),
+  ]);
   return dirty === 0 && batches === 0;
 }
 
@@ -79,7 +99,12 @@ describe('three replicas, one Redis, one Postgres', () => {
     const statuses = await burst(live, key.secret, 300, '/v1/exact');
     const admitted = statuses.filter((s) => s === 200).length;
     const refused = statuses.filter((s) => s === 429).length;
-    expect({ admitted, refused, forwarded: forwarded('/v1/exact'), failovers: failoversSince(live, mark) }).toEqual({
+    expect({
+      admitted,
+      refused,
+      forwarded: forwarded('/v1/exact'),
+      failovers: failoversSince(live, mark),
+    }).toEqual({
       admitted: 25,
       refused: 275,
       forwarded: 25,
@@ -110,8 +135,13 @@ describe('three replicas, one Redis, one Postgres', () => {
     // by a reclaim, or once the key is quiet on it), and they are admitted elsewhere.
     const mark = outputMark(live);
     let late = 0;
-    for (let round = 0; round < 8; round++) late += (await burst(live.slice(1), key.secret, 200, '/v1/leased')).filter((s) => s === 200).length;
-    expect({ admitted: early + late, forwarded: forwarded('/v1/leased'), failovers: failoversSince(live, mark) }).toEqual({
+    for (let round = 0; round < 8; round++)
+      late += (await burst(live.slice(1), key.secret, 200, '/v1/leased')).filter((s) => s === 200).length;
+    expect({
+      admitted: early + late,
+      forwarded: forwarded('/v1/leased'),
+      failovers: failoversSince(live, mark),
+    }).toEqual({
       admitted: limit,
       forwarded: limit,
       failovers: [],
@@ -160,16 +190,27 @@ describe('three replicas, one Redis, one Postgres', () => {
     const timings: number[] = [];
     for (const [round, limit] of [1000, 2000].entries()) {
       const planId = `plan-${limit}-${Date.now()}`;
-      expect((await live[1]!.admin('POST', '/rate-limit/create', { rateLimitId: planId, limit, period: 'day' })).status).toBe(201);
+      expect(
+        (await live[1]!.admin('POST', '/rate-limit/create', { rateLimitId: planId, limit, period: 'day' }))
+          .status,
+      ).toBe(201);
       const binder = live[(round + 1) % live.length]!;
       const sent = performance.now();
-      expect((await binder.admin('POST', '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId })).status).toBe(200);
+      expect(
+        (
+          await binder.admin('POST', '/api-keys/apply-rate-limit', {
+            consumerApiKeyId: key.id,
+            rateLimitId: planId,
+          })
+        ).status,
+      ).toBe(200);
       const policy = `"day";q=${limit};w=86400`;
       expect((await hitFull(binder, key.secret)).headers.get('ratelimit-policy')).toBe(policy);
       const seen = await Promise.all(
         live.map(async (t) => {
           while (performance.now() - sent < 5_000) {
-            if ((await hitFull(t, key.secret, '/v1/after-bind')).headers.get('ratelimit-policy') === policy) return performance.now() - sent;
+            if ((await hitFull(t, key.secret, '/v1/after-bind')).headers.get('ratelimit-policy') === policy)
+              return performance.now() - sent;
             await sleep(2);
           }
           return Infinity;
@@ -184,14 +225,26 @@ describe('three replicas, one Redis, one Postgres', () => {
   it('shows usage served by every replica in every replica’s detail within 2 s', async () => {
     const key = await keyWithPlan(live[0]!, 'usage');
     const statuses = await Promise.all(
-      Array.from({ length: 150 }, (_, i) => hit(live[i % 3]!, key.secret, `/v1/usage/${i % 5}`, { 'x-customer-id': `c${i % 2}` })),
+      Array.from({ length: 150 }, (_, i) =>
+        hit(live[i % 3]!, key.secret, `/v1/usage/${i % 5}`, { 'x-customer-id': `c${i % 2}` }),
+      ),
     );
     expect(statuses.every((s) => s === 200)).toBe(true);
     const answered = performance.now();
-    const seen = await Promise.all(live.map((t) => waitFor(() => totalOn(t, key.id), (n) => n === 150, { timeoutMs: 5_000 })));
+    const seen = await Promise.all(
+      live.map((t) =>
+        waitFor(
+          () => totalOn(t, key.id),
+          (n) => n === 150,
+          { timeoutMs: 5_000 },
+        ),
+      ),
+    );
     expect(seen.map((s) => s.value)).toEqual([150, 150, 150]);
     const slowest = performance.now() - answered;
-    console.log(`usage of 150 requests over 3 replicas visible on every replica's detail after ${ms(slowest)} ms`);
+    console.log(
+      `usage of 150 requests over 3 replicas visible on every replica's detail after ${ms(slowest)} ms`,
+    );
     expect(slowest).toBeLessThanOrEqual(2_000);
 
     // A read that overlaps the flusher moving a batch from Redis into Postgres can miss that batch for
@@ -201,7 +254,11 @@ describe('three replicas, one Redis, one Postgres', () => {
       (d) => d.body.usage.totalRequests === 150,
       { timeoutMs: 2_000 },
     );
-    expect(detail.body.usage).toMatchObject({ totalRequests: 150, successfulRequests: 150, failedRequests: 0 });
+    expect(detail.body.usage).toMatchObject({
+      totalRequests: 150,
+      successfulRequests: 150,
+      failedRequests: 0,
+    });
     expect(detail.body.usage.endpoints).toHaveLength(5);
     expect(detail.body.usage.usageByCustomer).toEqual([
       { customerId: 'c0', requests: 75, successful: 75, failed: 0 },
@@ -226,7 +283,13 @@ describe('three replicas, one Redis, one Postgres', () => {
     };
     const stableLoops = [loop(survivorA), loop(survivorB), loop(survivorA), loop(survivorB)];
 
-    const rounds: { keyId: string; answered: number; atRisk: number; lastSecond: number; inFlight: number }[] = [];
+    const rounds: {
+      keyId: string;
+      answered: number;
+      atRisk: number;
+      lastSecond: number;
+      inFlight: number;
+    }[] = [];
     let victim = first;
     for (let round = 0; round < 3; round++) {
       const key = await keyWithPlan(survivorA, `victim-${round}`);
@@ -252,7 +315,13 @@ describe('three replicas, one Redis, one Postgres', () => {
       // Pushed once a second: anything answered in the last second before the kill may not have been.
       const atRisk = answeredAt.filter((t) => t > killedAt - 1_500 && t <= killedAt).length;
       const lastSecond = answeredAt.filter((t) => t > killedAt - 1_000 && t <= killedAt).length;
-      rounds.push({ keyId: key.id, answered, atRisk, lastSecond, inFlight: inFlight + answeredAt.length - answered });
+      rounds.push({
+        keyId: key.id,
+        answered,
+        atRisk,
+        lastSecond,
+        inFlight: inFlight + answeredAt.length - answered,
+      });
       victim = (await replicas.start(1))[0]!;
       live.push(victim);
     }
@@ -261,7 +330,14 @@ describe('three replicas, one Redis, one Postgres', () => {
     live = live.filter((t) => t.process.signalCode === null);
 
     // Every survivor's request is counted exactly, seen from any replica, within 2 s.
-    const settled = await Promise.all(live.map((t) => waitFor(() => totalOn(t, stable.id), (n) => n === stableAnswered + stableFailed)));
+    const settled = await Promise.all(
+      live.map((t) =>
+        waitFor(
+          () => totalOn(t, stable.id),
+          (n) => n === stableAnswered + stableFailed,
+        ),
+      ),
+    );
     expect(settled.map((s) => s.value)).toEqual(live.map(() => stableAnswered + stableFailed));
     expect(stableFailed).toBe(0);
 
@@ -269,11 +345,15 @@ describe('three replicas, one Redis, one Postgres', () => {
     for (const [i, r] of rounds.entries()) {
       const counted = (await totalOn(survivorB, r.keyId))!;
       const lost = r.answered - counted;
-      report.push(`kill ${i + 1}: answered ${r.answered}, counted ${counted}, lost ${lost} (answered in its last 1 s: ${r.lastSecond}, last 1.5 s: ${r.atRisk})`);
+      report.push(
+        `kill ${i + 1}: answered ${r.answered}, counted ${counted}, lost ${lost} (answered in its last 1 s: ${r.lastSecond}, last 1.5 s: ${r.atRisk})`,
+      );
       expect(lost).toBeGreaterThanOrEqual(-r.inFlight);
       expect(lost).toBeLessThanOrEqual(r.atRisk);
     }
-    console.log(`SIGKILL of a replica under load (survivors: ${stableAnswered} answered, all counted):\n  ${report.join('\n  ')}`);
+    console.log(
+      `SIGKILL of a replica under load (survivors: ${stableAnswered} answered, all counted):\n  ${report.join('\n  ')}`,
+    );
 
     // Postgres ends up with exactly what the detail showed once Redis has handed everything over
     // (a killed flusher's lock expires after at most 10 s).
@@ -311,7 +391,15 @@ describe('three replicas, one Redis, one Postgres', () => {
       await locker.query('lock table usage_batches in share mode');
       expect((await burst(live, keySecret, n, '/v1/flush')).every((s) => s === 200)).toBe(true);
       // Each replica's view lacks only what the others have not pushed: n everywhere means all pushed.
-      const pushed = await Promise.all(live.map((t) => waitFor(() => totalOn(t, keyId), (v) => v === n, { timeoutMs: 4_000 })));
+      const pushed = await Promise.all(
+        live.map((t) =>
+          waitFor(
+            () => totalOn(t, keyId),
+            (v) => v === n,
+            { timeoutMs: 4_000 },
+          ),
+        ),
+      );
       expect(pushed.map((p) => p.value)).toEqual(live.map(() => n));
       const stuck = await waitFor(
         async () =>
@@ -324,7 +412,10 @@ describe('three replicas, one Redis, one Postgres', () => {
         { timeoutMs: 3_000, everyMs: 20 },
       );
       expect(stuck.value).toHaveLength(1);
-      const pid = pidOwningLocalPort(stuck.value[0]!.client_port, live.map((t) => t.process.pid!));
+      const pid = pidOwningLocalPort(
+        stuck.value[0]!.client_port,
+        live.map((t) => t.process.pid!),
+      );
       const flusher = live.find((t) => t.process.pid === pid);
       expect(flusher).toBeDefined();
       return flusher!;
@@ -357,8 +448,14 @@ describe('three replicas, one Redis, one Postgres', () => {
       // The dead flusher's lock holds the others off for a while (10 s from when it took it): the
       // sealed batch waits in Redis meanwhile, and the detail keeps showing it.
       expect(new Set(await watchViews(key.id, 1_500))).toEqual(new Set([60]));
-      const done = await waitFor(async () => (await postgresTotals([key.id]))[key.id]!, (n) => n === 60, { timeoutMs: 20_000, everyMs: 250 });
-      console.log(`flusher SIGKILLed before commit: Postgres total ${done.value}/60 after ${ms(done.ms)} ms more (the dead flusher's lock expiring)`);
+      const done = await waitFor(
+        async () => (await postgresTotals([key.id]))[key.id]!,
+        (n) => n === 60,
+        { timeoutMs: 20_000, everyMs: 250 },
+      );
+      console.log(
+        `flusher SIGKILLed before commit: Postgres total ${done.value}/60 after ${ms(done.ms)} ms more (the dead flusher's lock expiring)`,
+      );
       expect(done.value).toBe(60);
       expect((await waitFor(redisDrained, (d) => d, { timeoutMs: 5_000 })).value).toBe(true);
       expect(await Promise.all(live.map((t) => totalOn(t, key.id)))).toEqual(live.map(() => 60));
@@ -371,14 +468,20 @@ describe('three replicas, one Redis, one Postgres', () => {
       redis.pause();
       await locker.query('rollback');
       // The batch holds what had been pushed when the flusher sealed it: some or all of the 40.
-      const committed = await waitFor(async () => (await postgresTotals([key.id]))[key.id]!, (n) => n > 0, { timeoutMs: 4_000, everyMs: 20 });
+      const committed = await waitFor(
+        async () => (await postgresTotals([key.id]))[key.id]!,
+        (n) => n > 0,
+        { timeoutMs: 4_000, everyMs: 20 },
+      );
       expect(committed.value).toBeGreaterThan(0);
       await kill(flusher);
       redis.resume();
 
       const done = await waitFor(redisDrained, (d) => d, { timeoutMs: 20_000, everyMs: 250 });
       expect(done.value).toBe(true);
-      console.log(`flusher SIGKILLed after committing a batch of ${committed.value}/40: Redis drained ${ms(done.ms)} ms after`);
+      console.log(
+        `flusher SIGKILLed after committing a batch of ${committed.value}/40: Redis drained ${ms(done.ms)} ms after`,
+      );
       expect((await postgresTotals([key.id]))[key.id]).toBe(40);
       expect(await Promise.all(live.map((t) => totalOn(t, key.id)))).toEqual(live.map(() => 40));
     }, 60_000);

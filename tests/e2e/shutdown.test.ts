@@ -43,7 +43,9 @@ it('drains: readiness turns 503, a request in flight finishes, new connections a
   tollgate = await startTollgate({ ...env, UPSTREAM_URL: backend.url, ROOT_TOKEN: tollgate.rootToken });
   const detail = await tollgate.admin('GET', `/consumer-api-key/${key.id}`);
   expect(detail.body.usage).toMatchObject({ totalRequests: 1, successfulRequests: 1 });
-  expect(detail.body.usage.endpoints).toEqual([expect.objectContaining({ endpoint: '/slow/1500', requests: 1 })]);
+  expect(detail.body.usage.endpoints).toEqual([
+    expect.objectContaining({ endpoint: '/slow/1500', requests: 1 }),
+  ]);
 });
 
 it('never writes a secret to its logs', () => expectNoSecretsLogged());
@@ -75,12 +77,14 @@ describe('SIGTERM while Redis hangs (private redis-server, SIGSTOP)', () => {
   it('exits within SHUTDOWN_TIMEOUT_MS + 5 s, and says how many requests of usage it could not keep', async () => {
     const { body: key } = await hung.admin('POST', '/consumer-api-key/create', { name: 'hung-redis' });
     const auth = { authorization: `Bearer ${key.secret}` };
-    for (let i = 0; i < 3; i++) expect((await fetch(`${hung.url}/v1/before`, { headers: auth })).status).toBe(200);
+    for (let i = 0; i < 3; i++)
+      expect((await fetch(`${hung.url}/v1/before`, { headers: auth })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 1_500)); // pushed to Redis
 
     redis.pause();
     const during = 5;
-    for (let i = 0; i < during; i++) expect((await fetch(`${hung.url}/v1/during`, { headers: auth })).status).toBe(200);
+    for (let i = 0; i < during; i++)
+      expect((await fetch(`${hung.url}/v1/during`, { headers: auth })).status).toBe(200);
     const exited = new Promise<number | null>((resolve) => hung.process.once('exit', resolve));
     const started = performance.now();
     hung.process.kill('SIGTERM');
@@ -88,7 +92,9 @@ describe('SIGTERM while Redis hangs (private redis-server, SIGSTOP)', () => {
     const seconds = (performance.now() - started) / 1000;
     console.log(`SIGTERM with Redis paused, SHUTDOWN_TIMEOUT_MS=3000: exited after ${seconds.toFixed(1)} s`);
     expect(seconds).toBeLessThan(3 + 5);
-    const dropped = hung.output.map((l) => (l.startsWith('{') ? JSON.parse(l) : {})).find((l) => l.msg === 'usage could not be written before exit and is dropped');
+    const dropped = hung.output
+      .map((l) => (l.startsWith('{') ? JSON.parse(l) : {}))
+      .find((l) => l.msg === 'usage could not be written before exit and is dropped');
     expect(dropped).toMatchObject({ level: 50, requests: during });
     // Every step finished within its share: the process ended on its own, not on the last-word timer.
     expect(hung.output.some((l) => l.includes('shutdown did not finish in time'))).toBe(false);

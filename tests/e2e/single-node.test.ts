@@ -112,11 +112,23 @@ describe.each(modes)('one node, $name', (mode) => {
   it('lets exactly L of N concurrent requests reach the backend', async () => {
     const { body: key } = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'concurrency' });
     const planId = 'exact-' + randomBytes(4).toString('hex');
-    expect((await tollgate.admin('POST', '/rate-limit/create', { rateLimitId: planId, limit: 10, period: 'day' })).status).toBe(201);
-    expect((await tollgate.admin('POST', '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId })).status).toBe(200);
+    expect(
+      (await tollgate.admin('POST', '/rate-limit/create', { rateLimitId: planId, limit: 10, period: 'day' }))
+        .status,
+    ).toBe(201);
+    expect(
+      (
+        await tollgate.admin('POST', '/api-keys/apply-rate-limit', {
+          consumerApiKeyId: key.id,
+          rateLimitId: planId,
+        })
+      ).status,
+    ).toBe(200);
     backend.received.length = 0;
 
-    const statuses = await Promise.all(Array.from({ length: 60 }, () => call(tollgate, '/v1/burst', key.secret).then((r) => r.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 60 }, () => call(tollgate, '/v1/burst', key.secret).then((r) => r.status)),
+    );
     expect(statuses.filter((s) => s === 200)).toHaveLength(10);
     expect(statuses.filter((s) => s === 429)).toHaveLength(50);
     expect(backend.received.filter((r) => r.url === '/base/v1/burst')).toHaveLength(10);
@@ -125,8 +137,16 @@ describe.each(modes)('one node, $name', (mode) => {
   it('refuses over the limit of a real 1-second window with the contract 429, then admits again', async () => {
     const { body: key } = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'per-second' });
     const planId = 'second-' + randomBytes(4).toString('hex');
-    await tollgate.admin('POST', '/rate-limit/create', { rateLimitId: planId, description: 'two a second', limit: 2, period: 'second' });
-    await tollgate.admin('POST', '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId });
+    await tollgate.admin('POST', '/rate-limit/create', {
+      rateLimitId: planId,
+      description: 'two a second',
+      limit: 2,
+      period: 'second',
+    });
+    await tollgate.admin('POST', '/api-keys/apply-rate-limit', {
+      consumerApiKeyId: key.id,
+      rateLimitId: planId,
+    });
 
     // Start just after a second boundary so all three calls share one window.
     await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20));
@@ -142,7 +162,16 @@ describe.each(modes)('one node, $name', (mode) => {
     expect(third.headers.get('ratelimit')).toBe('"second";r=0;t=1');
 
     const body = (await third.json()) as Record<string, unknown>;
-    expect(body).toEqual({ error: expect.any(String), limit: 2, period: 'second', remaining: 0, resetTime: expect.stringMatching(ISO), name: 'second' });
+    expect(body).toEqual({
+      error: expect.any(String),
+      code: 'rate_limit_exceeded',
+      limit: 2,
+      period: 'second',
+      remaining: 0,
+      resetTime: expect.stringMatching(ISO),
+      name: 'second',
+      scope: 'key',
+    });
     expect(Date.parse(body.resetTime as string) % 1000).toBe(0);
     expect(third.headers.get('retry-after')).toBe('1');
 
@@ -154,13 +183,19 @@ describe.each(modes)('one node, $name', (mode) => {
     const { body: key } = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'usage' });
     const planId = 'usage-' + randomBytes(4).toString('hex');
     await tollgate.admin('POST', '/rate-limit/create', { rateLimitId: planId, limit: 7, period: 'day' });
-    await tollgate.admin('POST', '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId });
+    await tollgate.admin('POST', '/api-keys/apply-rate-limit', {
+      consumerApiKeyId: key.id,
+      rateLimitId: planId,
+    });
 
     const acme = { 'x-customer-id': 'acme' };
-    for (let i = 0; i < 3; i++) expect((await call(tollgate, '/v1/ok?i=' + i, key.secret, { headers: acme })).status).toBe(200);
+    for (let i = 0; i < 3; i++)
+      expect((await call(tollgate, '/v1/ok?i=' + i, key.secret, { headers: acme })).status).toBe(200);
     expect((await call(tollgate, '/status/500', key.secret, { headers: acme })).status).toBe(500);
     expect((await call(tollgate, '/status/404', key.secret)).status).toBe(404);
-    expect((await call(tollgate, '/slow/300', key.secret, { headers: { 'x-customer-id': 'globex' } })).status).toBe(200);
+    expect(
+      (await call(tollgate, '/slow/300', key.secret, { headers: { 'x-customer-id': 'globex' } })).status,
+    ).toBe(200);
     expect((await call(tollgate, '/v1/ok', key.secret)).status).toBe(200);
     // Limit 7 spent: these two are refused and count as failed.
     expect((await call(tollgate, '/v1/ok', key.secret)).status).toBe(429);
@@ -171,8 +206,27 @@ describe.each(modes)('one node, $name', (mode) => {
     expect(detail.status).toBe(200);
     const usage = detail.body.usage;
     expect(usage).toMatchObject({ totalRequests: 9, successfulRequests: 5, failedRequests: 4 });
-    expect(usage.rateLimits).toEqual({ limit: 7, remaining: 0, resetTime: expect.stringMatching(ISO), limits: [{ name: expect.any(String), limit: 7, period: expect.any(String), remaining: 0, resetTime: expect.stringMatching(ISO) }] });
-    expect(usage.endpoints.map((e: { endpoint: string }) => e.endpoint)).toEqual(['/v1/ok', '/slow/300', '/status/404', '/status/500']);
+    expect(usage.rateLimits).toEqual({
+      limit: 7,
+      remaining: 0,
+      resetTime: expect.stringMatching(ISO),
+      limits: [
+        {
+          name: expect.any(String),
+          limit: 7,
+          period: expect.any(String),
+          remaining: 0,
+          resetTime: expect.stringMatching(ISO),
+          scope: 'key',
+        },
+      ],
+    });
+    expect(usage.endpoints.map((e: { endpoint: string }) => e.endpoint)).toEqual([
+      '/v1/ok',
+      '/slow/300',
+      '/status/404',
+      '/status/500',
+    ]);
     expect(usage.endpoints[0]).toMatchObject({ endpoint: '/v1/ok', requests: 6, successful: 4, failed: 2 });
     const slow = usage.endpoints.find((e: { endpoint: string }) => e.endpoint === '/slow/300');
     expect(slow).toMatchObject({ requests: 1, successful: 1, failed: 0 });
@@ -188,7 +242,10 @@ describe.each(modes)('one node, $name', (mode) => {
     const { body: key } = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'survivor' });
     const planId = 'restart-' + randomBytes(4).toString('hex');
     await tollgate.admin('POST', '/rate-limit/create', { rateLimitId: planId, limit: 1000, period: 'hour' });
-    await tollgate.admin('POST', '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId });
+    await tollgate.admin('POST', '/api-keys/apply-rate-limit', {
+      consumerApiKeyId: key.id,
+      rateLimitId: planId,
+    });
     // Recorded less than a second before SIGTERM: only the shutdown flush can save these.
     for (let i = 0; i < 4; i++) expect((await call(tollgate, '/v1/keep', key.secret)).status).toBe(200);
     const before = await tollgate.admin('GET', `/consumer-api-key/${key.id}`);
@@ -198,7 +255,12 @@ describe.each(modes)('one node, $name', (mode) => {
 
     const after = await tollgate.admin('GET', `/consumer-api-key/${key.id}`);
     expect(after.status).toBe(200);
-    expect(after.body).toMatchObject({ consumerApiKeyId: key.id, name: 'survivor', secret: key.secret, lastUpdated: before.body.lastUpdated });
+    expect(after.body).toMatchObject({
+      consumerApiKeyId: key.id,
+      name: 'survivor',
+      secret: key.secret,
+      lastUpdated: before.body.lastUpdated,
+    });
     expect(after.body.usage.totalRequests).toBe(4);
     expect(after.body.usage.rateLimits.limit).toBe(1000);
     expect((await call(tollgate, '/v1/keep', key.secret)).status).toBe(200);
@@ -209,7 +271,9 @@ describe.each(modes)('one node, $name', (mode) => {
   it('refuses a deleted key at once', async () => {
     const { body: key } = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'doomed' });
     expect((await call(tollgate, '/v1/x', key.secret)).status).toBe(200);
-    expect((await tollgate.admin('DELETE', `/consumer-api-key/${key.id}`)).body).toMatchObject({ consumerApiKeyId: key.id });
+    expect((await tollgate.admin('DELETE', `/consumer-api-key/${key.id}`)).body).toMatchObject({
+      consumerApiKeyId: key.id,
+    });
     expect((await call(tollgate, '/v1/x', key.secret)).status).toBe(401);
   });
 

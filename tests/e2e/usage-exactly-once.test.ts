@@ -1,7 +1,9 @@
 /**
  * Usage is billing data: two built replicas on a private redis-server under steady load, Redis paused
  * (SIGSTOP) for 3, 8, 20 and 60 seconds and resumed. However long the hang, the key's totals equal the
- * responses the clients received, exactly: pushes that timed out are sent again as the same push.
+ * responses the clients received, exactly: pushes that timed out are sent again as the same push. So
+ * do the facts the buckets carry with them: the units charged, what the clients got by status class
+ * and why requests failed (one in five asks the backend for a 503).
  */
 import { RedisServer } from '../helpers/redis-server.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
@@ -17,7 +19,12 @@ let replicas: Tollgate[];
 
 beforeAll(async () => {
   [backend, redis, database] = await Promise.all([startBackend(), RedisServer.start(), createTestDatabase()]);
-  deployment = new Replicas({ DATABASE_URL: database.url, REDIS_URL: redis.url, REDIS_KEY_PREFIX: testKeyPrefix(), UPSTREAM_URL: backend.url });
+  deployment = new Replicas({
+    DATABASE_URL: database.url,
+    REDIS_URL: redis.url,
+    REDIS_KEY_PREFIX: testKeyPrefix(),
+    UPSTREAM_URL: backend.url,
+  });
   replicas = await deployment.start(2);
 }, 60_000);
 
@@ -29,49 +36,103 @@ afterAll(async () => {
 }, 60_000);
 
 /** What the key's detail shows, on either replica. */
-async function usageOf(t: Tollgate, keyId: string): Promise<{ total: number; successful: number } | undefined> {
+async function usageOf(
+  t: Tollgate,
+  keyId: string,
+): Promise<{ total: number; successful: number } | undefined> {
   const detail = await t.admin('GET', `/consumer-api-key/${keyId}`).catch(() => undefined);
   if (detail?.status !== 200) return undefined;
   return { total: detail.body.usage.totalRequests, successful: detail.body.usage.successfulRequests };
 }
 
-it.each([3, 8, 20, 60])('Redis paused %i s under load: totals and buckets equal the responses clients got', async (seconds) => {
-  const key = await keyWithPlan(replicas[0]!, `paused-${seconds}s`, 10_000_000);
-  let answered = 0;
-  let successful = 0;
-  let running = true;
-  const loop = async (t: Tollgate) => {
-    while (running) {
-      const res = await hitFull(t, key.secret, '/v1/billed').catch(() => undefined);
-      if (res !== undefined) {
-        answered++;
-        if (res.status < 400) successful++;
-      }
-      await sleep(2);
-    }
-  };
-  const loops = [...replicas, ...replicas].map(loop);
-  await sleep(1_000);
-  redis.pause();
-  await sleep(seconds * 1_000);
-  redis.resume();
-  await sleep(1_500);
-  running = false;
-  await Promise.all(loops);
+/** Tollgate's refusals among the answers: not forwarded, nothing charged. */
+const REFUSALS = new Set(['limit_unavailable', 'rate_limit_exceeded']);
 
-  const shown = await Promise.all(
-    replicas.map((t) => waitFor(() => usageOf(t, key.id), (u) => u?.total === answered, { timeoutMs: 20_000, everyMs: 250 })),
-  );
-  console.log(`Redis paused ${seconds} s: ${answered} answered (${successful} below 400), shown ${shown.map((s) => JSON.stringify(s.value)).join(' / ')}`);
-  expect(shown.map((s) => s.value)).toEqual([
-    { total: answered, successful },
-    { total: answered, successful },
-  ]);
-  // And still exact once everything reached Postgres.
-  await sleep(2_500);
-  expect(await usageOf(replicas[1]!, key.id)).toEqual({ total: answered, successful });
-  // Usage over time counted the same requests once: its buckets add up to the same figures.
-  const overTime = await replicas[0]!.admin('GET', `/consumer-api-key/${key.id}/usage?granularity=hour`);
-  const sum = (field: 'requests' | 'successful') => (overTime.body.buckets as Record<string, number>[]).reduce((n, b) => n + b[field]!, 0);
-  expect({ total: sum('requests'), successful: sum('successful') }).toEqual({ total: answered, successful });
-}, 150_000);
+it.each([3, 8, 20, 60])(
+  'Redis paused %i s under load: totals and buckets equal the responses clients got',
+  async (seconds) => {
+    const key = await keyWithPlan(replicas[0]!, `paused-${seconds}s`, 10_000_000);
+    let answered = 0;
+    let successful = 0;
+    let running = true;
+    // What the clients saw, as the buckets should count it.
+    const seen = {
+      cost: 0,
+      statusClasses: { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 } as Record<string, number>,
+      backendError: 0,
+      backendUnreachable: 0,
+    };
+    const loop = async (t: Tollgate) => {
+      for (let i = 0; running; i++) {
+        const res = await hitFull(t, key.secret, i % 5 === 0 ? '/v1/billed/status/503' : '/v1/billed').catch(
+          () => undefined,
+        );
+        if (res !== undefined) {
+          answered++;
+          if (res.status < 400) successful++;
+          const code = (res.body as { code?: unknown } | undefined)?.code;
+          seen.statusClasses[`${Math.floor(res.status / 100)}xx`]!++;
+          if (!REFUSALS.has(code as string)) seen.cost++;
+          if (res.status >= 500 && code === undefined) seen.backendError++;
+          if (code === 'bad_gateway' || code === 'gateway_timeout') seen.backendUnreachable++;
+        }
+        await sleep(2);
+      }
+    };
+    const loops = [...replicas, ...replicas].map(loop);
+    await sleep(1_000);
+    redis.pause();
+    await sleep(seconds * 1_000);
+    redis.resume();
+    await sleep(1_500);
+    running = false;
+    await Promise.all(loops);
+
+    const shown = await Promise.all(
+      replicas.map((t) =>
+        waitFor(
+          () => usageOf(t, key.id),
+          (u) => u?.total === answered,
+          { timeoutMs: 20_000, everyMs: 250 },
+        ),
+      ),
+    );
+    console.log(
+      `Redis paused ${seconds} s: ${answered} answered (${successful} below 400), shown ${shown.map((s) => JSON.stringify(s.value)).join(' / ')}`,
+    );
+    expect(shown.map((s) => s.value)).toEqual([
+      { total: answered, successful },
+      { total: answered, successful },
+    ]);
+    // And still exact once everything reached Postgres.
+    await sleep(2_500);
+    expect(await usageOf(replicas[1]!, key.id)).toEqual({ total: answered, successful });
+    // Usage over time counted the same requests once: its buckets add up to the same figures.
+    const overTime = await replicas[0]!.admin('GET', `/consumer-api-key/${key.id}/usage?granularity=hour`);
+    type Bucket = {
+      requests: number;
+      successful: number;
+      cost: number;
+      statusClasses: Record<string, number>;
+      outcomes: Record<string, number>;
+      latencyMs: { p50: number | null };
+    };
+    const buckets = overTime.body.buckets as Bucket[];
+    const sum = (value: (b: Bucket) => number) => buckets.reduce((n, b) => n + value(b), 0);
+    expect({ total: sum((b) => b.requests), successful: sum((b) => b.successful) }).toEqual({
+      total: answered,
+      successful,
+    });
+    // Every fact once too: units charged, status classes and outcomes.
+    expect({
+      cost: sum((b) => b.cost),
+      statusClasses: Object.fromEntries(
+        Object.keys(seen.statusClasses).map((c) => [c, sum((b) => b.statusClasses[c]!)]),
+      ),
+      backendError: sum((b) => b.outcomes.backendError!),
+      backendUnreachable: sum((b) => b.outcomes.backendUnreachable!),
+    }).toEqual(seen);
+    expect(buckets.every((b) => (b.requests === 0) === (b.latencyMs.p50 === null))).toBe(true);
+  },
+  150_000,
+);

@@ -61,14 +61,20 @@ it('keeps the usage of a database stopped under load across SIGTERM and applies 
   expect({ exitCode: code, ...(code !== 0 && { log: tollgate.output.slice(-15) }) }).toEqual({ exitCode: 0 });
   const answered = traffic.answered();
   expect(before).toBeGreaterThan(100);
-  const kept = tollgate.output.map((l) => (l.startsWith('{') ? JSON.parse(l) : {})).find((l) => l.msg === 'usage kept in the journal until the next start');
+  const kept = tollgate.output
+    .map((l) => (l.startsWith('{') ? JSON.parse(l) : {}))
+    .find((l) => l.msg === 'usage kept in the journal until the next start');
   expect(kept?.requests).toBeGreaterThan(0);
   expect(tollgate.output.some((l) => l.includes('usage could not be written before exit'))).toBe(false);
 
   await postgres.restart();
   tollgate = await start();
   // Every answered request counted, none twice.
-  const counted = await waitFor(() => totalOn(tollgate, key.id), (n) => n === answered, { timeoutMs: 10_000 });
+  const counted = await waitFor(
+    () => totalOn(tollgate, key.id),
+    (n) => n === answered,
+    { timeoutMs: 10_000 },
+  );
   expect(counted.value).toBe(answered);
 
   // Applied once: another restart finds nothing left to apply.

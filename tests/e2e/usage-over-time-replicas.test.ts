@@ -38,7 +38,8 @@ it('adds up to the totals after a replica is killed mid-run', async () => {
   await Promise.all(loops);
 
   // Wait until the survivors' usage has all reached Postgres (the detail stops moving).
-  const total = async () => (await a.admin('GET', `/consumer-api-key/${key.id}`)).body.usage.totalRequests as number;
+  const total = async () =>
+    (await a.admin('GET', `/consumer-api-key/${key.id}`)).body.usage.totalRequests as number;
   let last = -1;
   const { value: settled } = await waitFor(
     async () => {
@@ -59,14 +60,21 @@ it('adds up to the totals after a replica is killed mid-run', async () => {
   expect(settled).toBeLessThanOrEqual(answered);
   expect(answered - settled).toBeLessThanOrEqual(lastSecond);
   for (const granularity of ['minute', 'hour', 'day', 'month']) {
-    const res = await b.admin('GET', `/consumer-api-key/${key.id}/usage?granularity=${granularity}&from=${new Date(Date.now() - 3_600_000).toISOString().slice(0, 19)}Z`);
+    const res = await b.admin(
+      'GET',
+      `/consumer-api-key/${key.id}/usage?granularity=${granularity}&from=${new Date(Date.now() - 3_600_000).toISOString().slice(0, 19)}Z`,
+    );
     expect(res.status).toBe(200);
-    expect((res.body.buckets as { requests: number }[]).reduce((n, bucket) => n + bucket.requests, 0)).toBe(settled);
+    expect((res.body.buckets as { requests: number }[]).reduce((n, bucket) => n + bucket.requests, 0)).toBe(
+      settled,
+    );
   }
   // The fleet view reads Postgres alone: it catches up once the usage still in Redis is flushed, which
   // takes until the lock expires when the killed replica was the one flushing.
   const { value: top } = await waitFor(
-    async () => (await a.admin('GET', '/tollgate/usage?granularity=hour')).body.topKeys[0] as { consumerApiKeyId: string; requests: number } | undefined,
+    async () =>
+      (await a.admin('GET', '/tollgate/usage?granularity=hour')).body.topKeys[0] as
+        { consumerApiKeyId: string; requests: number } | undefined,
     (t) => t?.requests === settled,
     { timeoutMs: 20_000, everyMs: 500 },
   );

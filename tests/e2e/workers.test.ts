@@ -9,7 +9,15 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { startBackend, type Backend } from './helpers/backend.js';
-import { burst, failoversSince, keyWithPlan, outputMark, Replicas, totalOn, waitFor } from './helpers/replicas.js';
+import {
+  burst,
+  failoversSince,
+  keyWithPlan,
+  outputMark,
+  Replicas,
+  totalOn,
+  waitFor,
+} from './helpers/replicas.js';
 import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
 
 const MAIN = resolve(import.meta.dirname, '../../dist/src/main.js');
@@ -21,7 +29,13 @@ let tollgate: Tollgate;
 
 beforeAll(async () => {
   [backend, database] = await Promise.all([startBackend(), createTestDatabase()]);
-  deployment = new Replicas({ DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(), UPSTREAM_URL: backend.url, WORKERS: '2' });
+  deployment = new Replicas({
+    DATABASE_URL: database.url,
+    REDIS_URL,
+    REDIS_KEY_PREFIX: testKeyPrefix(),
+    UPSTREAM_URL: backend.url,
+    WORKERS: '2',
+  });
   [tollgate] = (await deployment.start(1)) as [Tollgate];
 }, 60_000);
 
@@ -34,14 +48,26 @@ afterAll(async () => {
 
 /** pids of the workers that logged they listen. */
 const listening = () =>
-  new Set(tollgate.output.filter((l) => l.includes('"tollgate listening"')).map((l) => (JSON.parse(l) as { pid: number }).pid));
+  new Set(
+    tollgate.output
+      .filter((l) => l.includes('"tollgate listening"'))
+      .map((l) => (JSON.parse(l) as { pid: number }).pid),
+  );
 
 describe('WORKERS=2 with Redis', () => {
   it('runs two worker processes on one port', async () => {
-    const workers = await waitFor(async () => listening(), (pids) => pids.size === 2, { timeoutMs: 30_000, everyMs: 100 });
+    const workers = await waitFor(
+      async () => listening(),
+      (pids) => pids.size === 2,
+      { timeoutMs: 30_000, everyMs: 100 },
+    );
     expect(workers.value.size).toBe(2);
     expect(workers.value.has(tollgate.process.pid!)).toBe(false);
-    const ports = new Set(tollgate.output.filter((l) => l.includes('"tollgate listening"')).map((l) => (JSON.parse(l) as { port: number }).port));
+    const ports = new Set(
+      tollgate.output
+        .filter((l) => l.includes('"tollgate listening"'))
+        .map((l) => (JSON.parse(l) as { port: number }).port),
+    );
     expect(ports.size).toBe(1);
   }, 40_000);
 
@@ -49,7 +75,9 @@ describe('WORKERS=2 with Redis', () => {
     const key = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'scraped' });
     const forwarded = async () => {
       const text = await (await fetch(tollgate.opsUrl + '/metrics')).text();
-      const line = text.split('\n').find((l) => l.startsWith('tollgate_proxy_requests_total{outcome="forwarded"}'));
+      const line = text
+        .split('\n')
+        .find((l) => l.startsWith('tollgate_proxy_requests_total{outcome="forwarded"}'));
       return Number(line?.split(' ')[1] ?? 0);
     };
     const before = await forwarded();
@@ -57,10 +85,14 @@ describe('WORKERS=2 with Redis', () => {
     const N = 40;
     for (let i = 0; i < N; i++) {
       const status = await new Promise<number>((resolve, reject) => {
-        const req = request(tollgate.url + '/v1/scraped', { agent: false, headers: { 'x-api-key': key.body.secret } }, (res) => {
-          res.resume();
-          res.once('end', () => resolve(res.statusCode!));
-        });
+        const req = request(
+          tollgate.url + '/v1/scraped',
+          { agent: false, headers: { 'x-api-key': key.body.secret } },
+          (res) => {
+            res.resume();
+            res.once('end', () => resolve(res.statusCode!));
+          },
+        );
         req.once('error', reject);
         req.end();
       });
@@ -95,7 +127,11 @@ describe('WORKERS=2 with Redis', () => {
   it('replaces a worker killed with SIGKILL and keeps counting as one', async () => {
     const [victim] = [...listening()];
     process.kill(victim!, 'SIGKILL');
-    const replaced = await waitFor(async () => listening(), (pids) => pids.size === 3, { timeoutMs: 30_000, everyMs: 100 });
+    const replaced = await waitFor(
+      async () => listening(),
+      (pids) => pids.size === 3,
+      { timeoutMs: 30_000, everyMs: 100 },
+    );
     expect(replaced.value.size).toBe(3);
     expect(tollgate.output.some((l) => l.includes(`worker ${victim} exited`))).toBe(true);
 
@@ -118,7 +154,14 @@ describe('WORKERS=2 with Redis', () => {
 describe('WORKERS=2 without Redis', () => {
   it('refuses to start with one line naming WORKERS', async () => {
     const child = spawn(process.execPath, [MAIN], {
-      env: { PATH: process.env.PATH ?? '', WORKERS: '2', PORT: '0', OPS_PORT: '0', ROOT_TOKEN: 'root-token-for-workers-test', DATA_DIR: mkdtempSync(join(tmpdir(), 'tollgate-workers-')) },
+      env: {
+        PATH: process.env.PATH ?? '',
+        WORKERS: '2',
+        PORT: '0',
+        OPS_PORT: '0',
+        ROOT_TOKEN: 'root-token-for-workers-test',
+        DATA_DIR: mkdtempSync(join(tmpdir(), 'tollgate-workers-')),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

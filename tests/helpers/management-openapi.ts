@@ -63,9 +63,14 @@ export class OpenApiChecker {
     // An error's code must be one the document names for this operation and status.
     const code = (res.body as { code?: unknown } | undefined)?.code;
     if (typeof code === 'string' && media.examples && !(code in media.examples)) {
-      return [`${method.toUpperCase()} ${pathTemplate} ${status} documents the codes ${Object.keys(media.examples).join(', ')}, not ${code}`];
+      return [
+        `${method.toUpperCase()} ${pathTemplate} ${status} documents the codes ${Object.keys(media.examples).join(', ')}, not ${code}`,
+      ];
     }
-    if (res.headers['retry-after'] !== undefined && !(response as { headers?: Record<string, unknown> }).headers?.['Retry-After']) {
+    if (
+      res.headers['retry-after'] !== undefined &&
+      !(response as { headers?: Record<string, unknown> }).headers?.['Retry-After']
+    ) {
       return [`${method.toUpperCase()} ${pathTemplate} ${status} documents no Retry-After header`];
     }
     const key = `${method} ${pathTemplate} ${status}`;

@@ -7,6 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
+import { BillingExporter } from '../../src/billing/billing-exporter.js';
+import { BillingExportRepository } from '../../src/billing/export-repository.js';
+import { LedgerRepository } from '../../src/billing/ledger-repository.js';
 import { LocalKeyEvents } from '../../src/keys/key-events.js';
 import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
 import type { ManagementDeps } from '../../src/management/app.js';
@@ -19,8 +22,9 @@ import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { AdminTokenRepository } from '../../src/store/admin-token-repository.js';
 import { AuditRepository } from '../../src/store/audit-repository.js';
+import { ConsumerRepository } from '../../src/store/consumer-repository.js';
 import { openEmbedded, openPostgres, type Db, type DbHandle } from '../../src/store/db.js';
-import { dialectOf } from '../../src/store/dialect.js';
+import { sqlDialectOf } from '../../src/store/sql-dialect.js';
 import type { Database } from '../../src/store/schema.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { PlanRepository } from '../../src/store/plan-repository.js';
@@ -68,6 +72,7 @@ export function storeDeps(db: Db, throttle = new AuthThrottle({ limit: 1_000_000
     db,
     keys: new KeyRepository(db),
     plans: new PlanRepository(db),
+    consumers: new ConsumerRepository(db),
     tokens: new AdminTokenRepository(db),
     audit: new AuditRepository(db),
     throttle,
@@ -82,9 +87,14 @@ export function storeDeps(db: Db, throttle = new AuthThrottle({ limit: 1_000_000
  */
 export function managementDeps(
   db: Db,
-  overrides: Partial<Omit<ManagementDeps, 'usage'>> & Pick<ManagementDeps, 'rootToken'> & { usage?: UsageReader },
+  overrides: Partial<Omit<ManagementDeps, 'usage'>> &
+    Pick<ManagementDeps, 'rootToken'> & { usage?: UsageReader },
 ): ManagementDeps {
   const usage = overrides.usage ?? new UsageReader(new UsageRepository(db), []);
+  const encryptionKeys = overrides.encryptionKeys ?? [randomBytes(32)];
+  const logger = overrides.logger ?? createLogger('silent');
+  const metrics = overrides.metrics ?? new Metrics();
+  const clock = overrides.clock ?? Date.now;
   return {
     ...storeDeps(db),
     usage,
@@ -92,12 +102,19 @@ export function managementDeps(
     usageRetention: { minuteHours: 48, hourDays: 90, dayDays: 400, monthMonths: 60 },
     limiter: new MemoryRateLimiter(),
     keyEvents: new LocalKeyEvents(),
-    encryptionKeys: [randomBytes(32)],
+    encryptionKeys,
     defaultRateLimit: undefined,
     prefix: '',
-    logger: createLogger('silent'),
-    metrics: new Metrics(),
-    clock: Date.now,
+    logger,
+    metrics,
+    clock,
+    billingExports: new BillingExportRepository(db),
+    billingRuns: new LedgerRepository(db),
+    // Runs only when asked (POST …/runs); closes a bucket as soon as it ends.
+    billing: new BillingExporter(db, encryptionKeys, logger, metrics, clock, {
+      runEveryMs: 60_000,
+      settleMs: 0,
+    }),
     ...overrides,
   };
 }
@@ -111,16 +128,27 @@ export async function storedText(db: Db, table: keyof Database): Promise<string>
  * Makes the database refuse every `operation` on `table` (a trigger raising `name`) until the
  * returned function lifts it again: a write that fails inside the database, whichever it is.
  */
-export async function refuseWrites(db: Db, name: string, table: keyof Database, operation: 'insert' | 'update'): Promise<() => Promise<void>> {
+export async function refuseWrites(
+  db: Db,
+  name: string,
+  table: keyof Database,
+  operation: 'insert' | 'update',
+): Promise<() => Promise<void>> {
   const trigger = sql.id(name);
   const on = sql.table(table);
-  if (dialectOf(db) === 'sqlite') {
-    await sql`create trigger ${trigger} before ${sql.raw(operation)} on ${on} begin select raise(abort, ${sql.lit(name)}); end`.execute(db);
+  if (sqlDialectOf(db).name === 'sqlite') {
+    await sql`create trigger ${trigger} before ${sql.raw(operation)} on ${on} begin select raise(abort, ${sql.lit(name)}); end`.execute(
+      db,
+    );
     return async () => void (await sql`drop trigger ${trigger}`.execute(db));
   }
   const fn = sql.id(`${name}_fn`);
-  await sql`create function ${fn}() returns trigger language plpgsql as $$ begin raise exception ${sql.lit(name)}; end $$`.execute(db);
-  await sql`create trigger ${trigger} before ${sql.raw(operation)} on ${on} for each row execute function ${fn}()`.execute(db);
+  await sql`create function ${fn}() returns trigger language plpgsql as $$ begin raise exception ${sql.lit(name)}; end $$`.execute(
+    db,
+  );
+  await sql`create trigger ${trigger} before ${sql.raw(operation)} on ${on} for each row execute function ${fn}()`.execute(
+    db,
+  );
   return async () => {
     await sql`drop trigger ${trigger} on ${on}`.execute(db);
     await sql`drop function ${fn}()`.execute(db);

@@ -6,15 +6,16 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encryptSecret, generateKeyId, generateSecret, hashSecret } from '../../src/keys/secret.js';
-import { ruleOf } from '../../src/limits/plan.js';
+import { ruleOf } from '../../src/plans/plan.js';
 import { AdminTokenRepository } from '../../src/store/admin-token-repository.js';
 import { AuditRepository } from '../../src/store/audit-repository.js';
+import { PGLITE_FOLDER } from '../../src/store/db.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { migrate } from '../../src/store/migrate.js';
-import { openPglite, PGLITE_FOLDER } from '../../src/store/pglite.js';
+import { openPglite } from '../../src/store/pglite.js';
 import { PlanRepository } from '../../src/store/plan-repository.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
-import type { KeyUsage } from '../../src/usage/usage.js';
+import { emptyBucket, type KeyUsage } from '../../src/usage/usage.js';
 
 export interface PgliteDataDir {
   /** The key's current secret, and the previous one, still in its grace after a roll. */
@@ -29,14 +30,42 @@ export interface PgliteDataDir {
 
 const MINUTE = Date.UTC(2026, 10, 20, 14, 7);
 
-export const GOLD_LIMITS = [ruleOf({ limit: 1_000_000, period: 'hour' }), ruleOf({ name: 'burst', limit: 1_000, period: 'second', algorithm: 'sliding' })];
+export const GOLD_LIMITS = [
+  ruleOf({ limit: 1_000_000, period: 'hour' }),
+  ruleOf({ name: 'burst', limit: 1_000, period: 'second', algorithm: 'sliding' }),
+];
 
 function usageOf(requests: number): KeyUsage {
   return {
-    endpoints: new Map([['/v1/weather', { requests, successful: requests - 1, failed: 1, totalDurationMs: 12.5 * requests }]]),
+    endpoints: new Map([
+      [
+        '/v1/weather',
+        {
+          requests,
+          successful: requests - 1,
+          failed: 1,
+          totalDurationMs: 12.5 * requests,
+          cost: requests - 1,
+        },
+      ],
+    ]),
     customers: new Map([['acme', { requests, successful: requests - 1, failed: 1 }]]),
-    minutes: new Map([[MINUTE, { requests, successful: requests - 1, failed: 1, rateLimited: 1, totalDurationMs: 12.5 * requests }]]),
+    minutes: new Map([
+      [
+        MINUTE,
+        {
+          ...emptyBucket(),
+          requests,
+          successful: requests - 1,
+          failed: 1,
+          rateLimited: 1,
+          totalDurationMs: 12.5 * requests,
+          cost: requests - 1,
+        },
+      ],
+    ]),
     days: new Map(),
+    consumers: new Map(),
   };
 }
 
@@ -44,7 +73,9 @@ export async function createPgliteDataDir(dataDir: string): Promise<PgliteDataDi
   mkdirSync(join(dataDir, PGLITE_FOLDER), { recursive: true });
   // As main.ts generates it.
   const encryptionKey = randomBytes(32);
-  writeFileSync(join(dataDir, 'secret-encryption.key'), encryptionKey.toString('base64') + '\n', { mode: 0o600 });
+  writeFileSync(join(dataDir, 'secret-encryption.key'), encryptionKey.toString('base64') + '\n', {
+    mode: 0o600,
+  });
   const handle = await openPglite(join(dataDir, PGLITE_FOLDER));
   try {
     await migrate(handle);
@@ -54,7 +85,12 @@ export async function createPgliteDataDir(dataDir: string): Promise<PgliteDataDi
     const planId = 'gold';
     // Two limits (kept as JSON), and the seed's one limit (kept in "limit" and period alone).
     await plans.insert({ rateLimitId: planId, description: 'Gold', limits: GOLD_LIMITS, createdAt: created });
-    await plans.insert({ rateLimitId: 'unused', description: '', limits: [ruleOf({ limit: 5, period: 'second' })], createdAt: created });
+    await plans.insert({
+      rateLimitId: 'unused',
+      description: '',
+      limits: [ruleOf({ limit: 5, period: 'second' })],
+      createdAt: created,
+    });
 
     const id = generateKeyId();
     const previousSecret = generateSecret();
@@ -70,19 +106,44 @@ export async function createPgliteDataDir(dataDir: string): Promise<PgliteDataDi
       expiresAt: new Date('2030-01-01T00:00:00Z'),
     });
     const secret = generateSecret();
-    await keys.roll(id, { hash: hashSecret(secret), ciphertext: encryptSecret(secret, encryptionKey) }, new Date('2030-01-01T00:00:00Z'), new Date('2026-11-02T00:00:00Z'));
+    await keys.roll(
+      id,
+      { hash: hashSecret(secret), ciphertext: encryptSecret(secret, encryptionKey) },
+      new Date('2030-01-01T00:00:00Z'),
+      new Date('2026-11-02T00:00:00Z'),
+    );
     await keys.markUsed(new Map([[id, Date.parse('2026-11-20T14:07:30Z')]]));
     const disabledKeyId = generateKeyId();
     const disabled = generateSecret();
-    await keys.insert({ id: disabledKeyId, name: 'old', secretHash: hashSecret(disabled), secretCiphertext: encryptSecret(disabled, encryptionKey), createdAt: created, enabled: false });
+    await keys.insert({
+      id: disabledKeyId,
+      name: 'old',
+      secretHash: hashSecret(disabled),
+      secretCiphertext: encryptSecret(disabled, encryptionKey),
+      createdAt: created,
+      enabled: false,
+    });
 
     const batchId = 'batch-before-upgrade';
     const requests = 40;
-    await new UsageRepository(handle.db).applyBatch(batchId, new Map([[id, usageOf(requests)], [disabledKeyId, usageOf(2)]]));
+    await new UsageRepository(handle.db).applyBatch(
+      batchId,
+      new Map([
+        [id, usageOf(requests)],
+        [disabledKeyId, usageOf(2)],
+      ]),
+    );
 
     const adminToken = 'tga_' + randomBytes(32).toString('base64url');
     const tokens = new AdminTokenRepository(handle.db);
-    await tokens.insert({ id: 'tok_ci', name: 'ci', scopes: ['keys:read', 'usage:read'], expiresAt: null, createdAt: created, tokenHash: hashSecret(adminToken) });
+    await tokens.insert({
+      id: 'tok_ci',
+      name: 'ci',
+      scopes: ['keys:read', 'usage:read'],
+      expiresAt: null,
+      createdAt: created,
+      tokenHash: hashSecret(adminToken),
+    });
     const audit = new AuditRepository(handle.db);
     for (const [n, action] of ['plan.create', 'key.create', 'token.create'].entries()) {
       await audit.insert([

@@ -1,12 +1,25 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import type { Duplex } from 'node:stream';
 import { join } from 'node:path';
-import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
+import type {
+  KyselyPlugin,
+  PluginTransformQueryArgs,
+  PluginTransformResultArgs,
+  QueryResult,
+  RootOperationNode,
+  UnknownRow,
+} from 'kysely';
 import { WebSocketServer } from 'ws';
 import { buildAdapters } from '../../src/adapters.js';
 import { buildApp, type App } from '../../src/app.js';
@@ -14,7 +27,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import type { KeyEvents } from '../../src/keys/key-events.js';
 import { encryptSecret, generateKeyId, generateSecret, hashSecret } from '../../src/keys/secret.js';
 import type { RateLimiter } from '../../src/limits/rate-limiter.js';
-import { ruleOf, type LimitInput } from '../../src/limits/plan.js';
+import { ruleOf, type LimitInput } from '../../src/plans/plan.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { openEmbedded, type DbHandle } from '../../src/store/db.js';
@@ -28,6 +41,18 @@ export interface Received {
   readonly headers: IncomingHttpHeaders;
   readonly rawHeaders: string[];
   readonly body: Buffer;
+}
+
+/** A key's usage on one day as the proxy tests read it: the day's bucket, its paths and customers. */
+export interface UsageOfTheDay {
+  readonly requests: number;
+  readonly successful: number;
+  readonly failed: number;
+  readonly cost: number;
+  readonly statusClasses: Record<'2xx' | '3xx' | '4xx' | '5xx', number>;
+  readonly outcomes: Record<string, number>;
+  readonly endpoints: string[];
+  readonly customers: Record<string, number>;
 }
 
 /**
@@ -53,21 +78,37 @@ export class RecordingBackend {
   constructor() {
     this.server = createServer((req, res) => this.handle(req, res));
     this.server.on('upgrade', (req: IncomingMessage, socket, head) => {
-      this.upgrades.push({ method: req.method!, url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.alloc(0) });
+      this.upgrades.push({
+        method: req.method!,
+        url: req.url!,
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        body: Buffer.alloc(0),
+      });
       if (this.hangUpgrades) {
         this.hung.push(socket);
         return;
       }
       if (this.plainUpgradeStatus !== undefined) {
-        socket.end(`HTTP/1.1 ${this.plainUpgradeStatus} Plain\r\ncontent-type: text/plain\r\ncontent-length: 5\r\nconnection: close\r\n\r\nplain`);
+        socket.end(
+          `HTTP/1.1 ${this.plainUpgradeStatus} Plain\r\ncontent-type: text/plain\r\ncontent-length: 5\r\nconnection: close\r\n\r\nplain`,
+        );
         return;
       }
-      this.wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data, binary) => ws.send(data, { binary })));
+      this.wss.handleUpgrade(req, socket, head, (ws) =>
+        ws.on('message', (data, binary) => ws.send(data, { binary })),
+      );
     });
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
-    const entry = { method: req.method!, url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.alloc(0) };
+    const entry = {
+      method: req.method!,
+      url: req.url!,
+      headers: req.headers,
+      rawHeaders: req.rawHeaders,
+      body: Buffer.alloc(0),
+    };
     this.received.push(entry);
     const path = req.url!.split('?')[0]!;
     if (path.endsWith('/hooked') && this.hook) return this.hook(req, res);
@@ -212,7 +253,8 @@ export class ProxyHarness {
   private stopped: Promise<void> | undefined;
 
   async start(options: HarnessOptions = {}): Promise<this> {
-    if (options.captureLogs) this.logger = createLogger('debug', { write: (line: string) => void this.logLines.push(line) });
+    if (options.captureLogs)
+      this.logger = createLogger('debug', { write: (line: string) => void this.logLines.push(line) });
     const shared = await database();
     // The app's view of the file's database: it may be taken down, and closing it is the file's.
     this.db = { ...shared, db: shared.db.withPlugin(this.outage), close: () => Promise.resolve() };
@@ -279,7 +321,12 @@ export class ProxyHarness {
     });
     if (limits.length > 0) {
       const rateLimitId = 'plan-' + randomBytes(4).toString('hex');
-      await this.plans.insert({ rateLimitId, description: '', limits: limits.map(ruleOf), createdAt: new Date() });
+      await this.plans.insert({
+        rateLimitId,
+        description: '',
+        limits: limits.map(ruleOf),
+        createdAt: new Date(),
+      });
       await this.keys.bindPlan(id, rateLimitId, new Date());
     }
     return { id, secret };
@@ -294,22 +341,34 @@ export class ProxyHarness {
    * A key's usage on the day of the clock, as the management API shows it (usage over time, which
    * needs no limiter: some tests give the app one that fails), recorded requests included.
    */
-  async usage(keyId: string): Promise<{ requests: number; successful: number; failed: number; endpoints: string[]; customers: Record<string, number> }> {
+  async usage(keyId: string): Promise<UsageOfTheDay> {
     const day = new Date(this.now).toISOString().slice(0, 10);
     const range = `granularity=day&from=${day}T00:00:00Z&to=${day}T23:59:59Z`;
     const read = async (query: string) => {
       const res = await this.manage(`/consumer-api-key/${keyId}/usage?${range}${query}`);
       if (res.status !== 200) throw new Error(`usage of ${keyId}: ${res.status} ${await res.text()}`);
-      return (await res.json()) as { buckets: { requests: number; successful: number; failed: number }[]; series?: { endpoint?: string; customerId?: string; buckets: { requests: number }[] }[] };
+      return (await res.json()) as {
+        buckets: Omit<UsageOfTheDay, 'endpoints' | 'customers'>[];
+        series?: { endpoint?: string; customerId?: string; buckets: { requests: number }[] }[];
+      };
     };
-    const [totals, byEndpoint, byCustomer] = await Promise.all([read(''), read('&groupBy=endpoint'), read('&groupBy=customer')]);
+    const [totals, byEndpoint, byCustomer] = await Promise.all([
+      read(''),
+      read('&groupBy=endpoint'),
+      read('&groupBy=customer'),
+    ]);
     const [bucket] = totals.buckets;
     return {
       requests: bucket?.requests ?? 0,
       successful: bucket?.successful ?? 0,
       failed: bucket?.failed ?? 0,
+      cost: bucket?.cost ?? 0,
+      statusClasses: bucket!.statusClasses,
+      outcomes: bucket!.outcomes,
       endpoints: (byEndpoint.series ?? []).map((s) => s.endpoint!),
-      customers: Object.fromEntries((byCustomer.series ?? []).map((s) => [s.customerId!, s.buckets[0]?.requests ?? 0])),
+      customers: Object.fromEntries(
+        (byCustomer.series ?? []).map((s) => [s.customerId!, s.buckets[0]?.requests ?? 0]),
+      ),
     };
   }
 

@@ -47,15 +47,38 @@ export class RedisCluster {
       mkdirSync(nodeDir);
       return spawn(
         'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
-          '--cluster-node-timeout', '5000', '--save', '', '--appendonly', 'no', '--dir', nodeDir],
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          'nodes.conf',
+          '--cluster-node-timeout',
+          '5000',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          nodeDir,
+        ],
         { stdio: 'ignore' },
       );
     });
     const cluster = new RedisCluster(ports, processes, dir);
     try {
       await Promise.race([Promise.all(ports.map((p) => waitForRedis(p))), ...processes.map(spawnFailure)]);
-      await run('redis-cli', ['--cluster', 'create', ...cluster.nodes, '--cluster-replicas', '0', '--cluster-yes']);
+      await run('redis-cli', [
+        '--cluster',
+        'create',
+        ...cluster.nodes,
+        '--cluster-replicas',
+        '0',
+        '--cluster-yes',
+      ]);
       await cluster.waitUntilOk();
     } catch (err) {
       await cluster.stop();

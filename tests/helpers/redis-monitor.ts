@@ -53,7 +53,8 @@ export class RedisMonitor {
   async caughtUp(client: Pick<Redis, 'echo'>): Promise<number> {
     const mark = `monitor-mark-${this.marks++}`;
     await client.echo(mark);
-    while (!this.commands.some((c) => c.args[0] === 'echo' && c.args[1] === mark)) await new Promise((r) => setTimeout(r, 10));
+    while (!this.commands.some((c) => c.args[0] === 'echo' && c.args[1] === mark))
+      await new Promise((r) => setTimeout(r, 10));
     return this.commands.length;
   }
 

@@ -31,7 +31,8 @@ function portIsFree(port: number): Promise<boolean> {
 export async function waitForRedis(port: number, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await pong(port))) {
-    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start within ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`redis-server on port ${port} did not start within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -56,8 +57,16 @@ function pong(port: number): Promise<boolean> {
  */
 export function spawnFailure(child: ChildProcess): Promise<never> {
   return new Promise((_, reject) => {
-    child.once('error', (err) => reject(new Error(`cannot start redis-server (${err.message}); install it, e.g. apt-get install redis-server`)));
-    child.once('exit', (code, signal) => reject(new Error(`redis-server exited during start-up (${signal ?? `code ${code}`})`)));
+    child.once('error', (err) =>
+      reject(
+        new Error(
+          `cannot start redis-server (${err.message}); install it, e.g. apt-get install redis-server`,
+        ),
+      ),
+    );
+    child.once('exit', (code, signal) =>
+      reject(new Error(`redis-server exited during start-up (${signal ?? `code ${code}`})`)),
+    );
   });
 }
 
@@ -87,7 +96,19 @@ export class RedisServer {
   async restart(): Promise<void> {
     this.process = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, ...this.extraArgs],
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        this.dir,
+        ...this.extraArgs,
+      ],
       { stdio: 'ignore' },
     );
     await Promise.race([waitForRedis(this.port), spawnFailure(this.process)]);

@@ -24,15 +24,28 @@ async function postgresSchema(handle: DbHandle): Promise<{ columns: Column[]; in
     from information_schema.columns where table_schema = 'public'`.execute(handle.db);
   const indexes = await sql<{ name: string }>`
     select i.indexname as name from pg_indexes i
-    where i.schemaname = 'public' and not exists (select 1 from pg_constraint c where c.conname = i.indexname)`.execute(handle.db);
+    where i.schemaname = 'public' and not exists (select 1 from pg_constraint c where c.conname = i.indexname)`.execute(
+    handle.db,
+  );
   return {
-    columns: columns.rows.map((r) => ({ table: r.table, column: r.column, notNull: r.not_null, hasDefault: r.has_default })),
+    columns: columns.rows.map((r) => ({
+      table: r.table,
+      column: r.column,
+      notNull: r.not_null,
+      hasDefault: r.has_default,
+    })),
     indexes: indexes.rows.map((r) => r.name),
   };
 }
 
 async function sqliteSchema(handle: DbHandle): Promise<{ columns: Column[]; indexes: string[] }> {
-  const columns = await sql<{ table: string; column: string; not_null: number; dflt_value: string | null; pk: number }>`
+  const columns = await sql<{
+    table: string;
+    column: string;
+    not_null: number;
+    dflt_value: string | null;
+    pk: number;
+  }>`
     select t.name as "table", c.name as "column", c."notnull" as not_null, c.dflt_value, c.pk
     from sqlite_schema t, pragma_table_info(t.name) c
     where t.type = 'table' and t.name not like 'sqlite_%'`.execute(handle.db);

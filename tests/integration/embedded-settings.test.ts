@@ -9,7 +9,11 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 
-const pragma = async (handle: DbHandle, name: string) => Object.values((await sql<Record<string, unknown>>`select * from ${sql.raw(`pragma_${name}`)}`.execute(handle.db)).rows[0] ?? {})[0];
+const pragma = async (handle: DbHandle, name: string) =>
+  Object.values(
+    (await sql<Record<string, unknown>>`select * from ${sql.raw(`pragma_${name}`)}`.execute(handle.db))
+      .rows[0] ?? {},
+  )[0];
 
 it('opens SQLite in WAL mode, synchronous NORMAL, with foreign keys and a busy timeout, new and reopened', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-embedded-settings-'));
@@ -25,7 +29,13 @@ it('opens SQLite in WAL mode, synchronous NORMAL, with foreign keys and a busy t
           busy_timeout: await pragma(handle, 'busy_timeout'),
         };
         // synchronous 1 is NORMAL.
-        expect(values).toEqual({ open, journal_mode: 'wal', synchronous: 1, foreign_keys: 1, busy_timeout: 500 });
+        expect(values).toEqual({
+          open,
+          journal_mode: 'wal',
+          synchronous: 1,
+          foreign_keys: 1,
+          busy_timeout: 500,
+        });
       } finally {
         await handle.close();
       }

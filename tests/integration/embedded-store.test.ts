@@ -20,7 +20,14 @@ let handle: DbHandle;
 let n = 0;
 const newKey = (keys: KeyRepository, rateLimitId: string | null = null) => {
   const id = `key_store_${n++}`;
-  return keys.insert({ id, name: 'x'.repeat(200), secretHash: hashSecret(id), secretCiphertext: Buffer.alloc(40), rateLimitId, createdAt: new Date() });
+  return keys.insert({
+    id,
+    name: 'x'.repeat(200),
+    secretHash: hashSecret(id),
+    secretCiphertext: Buffer.alloc(40),
+    rateLimitId,
+    createdAt: new Date(),
+  });
 };
 
 beforeAll(async () => {
@@ -36,7 +43,8 @@ afterAll(async () => {
 it('reports a full database as SQLSTATE 53100 from a transaction SQLite ended itself, and recovers once writes fit', async () => {
   const keys = new KeyRepository(handle.db);
   const health = new StorageHealth(handle.db);
-  const pages = (await sql<{ page_count: number }>`select * from pragma_page_count`.execute(handle.db)).rows[0]!.page_count;
+  const pages = (await sql<{ page_count: number }>`select * from pragma_page_count`.execute(handle.db))
+    .rows[0]!.page_count;
   // The file may not grow: what a full disk does to SQLite.
   await sql`pragma max_page_count = ${sql.raw(String(pages))}`.execute(handle.db);
 
@@ -58,7 +66,9 @@ it('reports a full database as SQLSTATE 53100 from a transaction SQLite ended it
 });
 
 it('reports a key bound to a plan that does not exist as SQLSTATE 23503', async () => {
-  const failure: unknown = await newKey(new KeyRepository(handle.db), 'no-such-plan').catch((err: unknown) => err);
+  const failure: unknown = await newKey(new KeyRepository(handle.db), 'no-such-plan').catch(
+    (err: unknown) => err,
+  );
   expect(failure).toMatchObject({ code: '23503' });
   expect(isForeignKeyViolation(failure)).toBe(true);
 });

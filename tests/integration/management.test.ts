@@ -10,7 +10,7 @@ import request, { type Response } from 'supertest';
 import { LocalKeyEvents, type KeyChange } from '../../src/keys/key-events.js';
 import { hashSecret } from '../../src/keys/secret.js';
 import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
-import { PERIODS } from '../../src/limits/window.js';
+import { PERIODS } from '../../src/plans/window.js';
 import { createManagementApp, type ManagementDeps } from '../../src/management/app.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
@@ -22,7 +22,8 @@ import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
 import { managementDeps, STORAGES, storeDeps, type Storage } from '../helpers/management-storage.js';
-import { plan } from '../helpers/plans.js';
+import { keyOnly, plan } from '../helpers/plans.js';
+import { refused, requestFacts } from '../helpers/request-facts.js';
 
 const BACKENDS = STORAGES;
 
@@ -183,6 +184,8 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         expiresAt: null,
         externalId: null,
         lastUsedAt: null,
+        consumerId: null,
+        allowedRouteIds: null,
         metadata: {},
       });
       expect(res.body.secret).toMatch(/^tg_[A-Za-z0-9_-]{43}$/);
@@ -409,6 +412,8 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         expiresAt: null,
         externalId: null,
         lastUsedAt: null,
+        consumerId: null,
+        allowedRouteIds: null,
       });
       for (const item of listed) expect(item.createdAt).toMatch(ISO);
 
@@ -429,7 +434,9 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         created.push({ ...(await createKey(`at ${at}`)), at });
       }
       const expected = [...created].sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1)).map((k) => k.id);
-      const listed = (await allPages(1)).flatMap((p) => p.body.apiKeys.map((k: { consumerApiKeyId: string }) => k.consumerApiKeyId));
+      const listed = (await allPages(1)).flatMap((p) =>
+        p.body.apiKeys.map((k: { consumerApiKeyId: string }) => k.consumerApiKeyId),
+      );
       expect(listed).toEqual(expected);
     });
 
@@ -469,14 +476,25 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
       expect(head.text ?? '').toBe('');
     });
 
-    it.each([['0'], ['1001'], ['-1'], ['abc'], ['1.5'], [''], ['10&limit=20'], ['1e3'], ['0x10'], ['%2010'], ['Infinity'], ['%2B5'], ['10.0']])(
-      'refuses limit=%s: 400 validation_failed naming limit',
-      async (limit) => {
-        const res = documented('get', '/consumer-api-key', await get(`/consumer-api-key?limit=${limit}`));
-        expectError(res, 400, 'validation_failed');
-        expect(res.body.details).toEqual([expect.objectContaining({ field: 'limit' })]);
-      },
-    );
+    it.each([
+      ['0'],
+      ['1001'],
+      ['-1'],
+      ['abc'],
+      ['1.5'],
+      [''],
+      ['10&limit=20'],
+      ['1e3'],
+      ['0x10'],
+      ['%2010'],
+      ['Infinity'],
+      ['%2B5'],
+      ['10.0'],
+    ])('refuses limit=%s: 400 validation_failed naming limit', async (limit) => {
+      const res = documented('get', '/consumer-api-key', await get(`/consumer-api-key?limit=${limit}`));
+      expectError(res, 400, 'validation_failed');
+      expect(res.body.details).toEqual([expect.objectContaining({ field: 'limit' })]);
+    });
 
     it.each([['limt'], ['__proto__'], ['constructor']])(
       'refuses the unknown query parameter %s: 400 validation_failed',
@@ -517,11 +535,14 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         expiresAt: null,
         externalId: null,
         lastUsedAt: null,
+        consumerId: null,
+        allowedRouteIds: null,
         metadata: {},
         usage: {
           totalRequests: 0,
           successfulRequests: 0,
           failedRequests: 0,
+          cost: 0,
           rateLimits: null,
           endpoints: [],
           usageByCustomer: [],
@@ -532,20 +553,38 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
 
     it('reports usage stored in the database together with usage not flushed yet', async () => {
       const key = await createKey('busy');
-      recorder.record(key.id, '/v1/orders', 'acme', true, 10);
-      recorder.record(key.id, '/v1/orders', 'acme', false, 30);
-      recorder.record(key.id, '/v1/orders', undefined, true, 20);
+      recorder.record(requestFacts(key.id, { endpoint: '/v1/orders', customerId: 'acme', durationMs: 10 }));
+      recorder.record(
+        requestFacts(key.id, {
+          endpoint: '/v1/orders',
+          customerId: 'acme',
+          status: 502,
+          outcome: 'backendUnreachable',
+          durationMs: 30,
+        }),
+      );
+      recorder.record(
+        requestFacts(key.id, { endpoint: '/v1/orders', ...refused('rateLimited'), durationMs: 20 }),
+      );
       await recorder.flush();
-      recorder.record(key.id, '/v1/items', 'globex', true, 5);
+      recorder.record(requestFacts(key.id, { endpoint: '/v1/items', customerId: 'globex', durationMs: 5 }));
       const res = documented('get', KEY_PATH, await get(`/consumer-api-key/${key.id}`));
       expect(res.body.usage).toEqual({
         totalRequests: 4,
-        successfulRequests: 3,
-        failedRequests: 1,
+        successfulRequests: 2,
+        failedRequests: 2,
+        cost: 3,
         rateLimits: null,
         endpoints: [
-          { endpoint: '/v1/orders', requests: 3, successful: 2, failed: 1, averageResponseTimeMs: 20 },
-          { endpoint: '/v1/items', requests: 1, successful: 1, failed: 0, averageResponseTimeMs: 5 },
+          {
+            endpoint: '/v1/orders',
+            requests: 3,
+            successful: 1,
+            failed: 2,
+            averageResponseTimeMs: 20,
+            cost: 2,
+          },
+          { endpoint: '/v1/items', requests: 1, successful: 1, failed: 0, averageResponseTimeMs: 5, cost: 1 },
         ],
         usageByCustomer: [
           { customerId: 'acme', requests: 2, successful: 1, failed: 1 },
@@ -560,15 +599,24 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
       const key = await createKey('limited');
       const rateLimitId = await createPlan(5, 'minute');
       await post('/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId });
-      await limiter.consume(key.id, plan({ limit: 5, period: 'minute' }), now);
-      await limiter.consume(key.id, plan({ limit: 5, period: 'minute' }), now);
+      await limiter.consume(keyOnly(key.id, plan({ limit: 5, period: 'minute' })), 1, now);
+      await limiter.consume(keyOnly(key.id, plan({ limit: 5, period: 'minute' })), 1, now);
       for (let i = 0; i < 2; i++) {
         const res = documented('get', KEY_PATH, await get(`/consumer-api-key/${key.id}`));
         expect(res.body.usage.rateLimits).toEqual({
           limit: 5,
           remaining: 3,
           resetTime: '2026-11-21T14:24:00Z',
-          limits: [{ name: 'minute', limit: 5, period: 'minute', remaining: 3, resetTime: '2026-11-21T14:24:00Z' }],
+          limits: [
+            {
+              name: 'minute',
+              limit: 5,
+              period: 'minute',
+              remaining: 3,
+              resetTime: '2026-11-21T14:24:00Z',
+              scope: 'key',
+            },
+          ],
         });
       }
       // A new window starts afresh.
@@ -577,20 +625,41 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         limit: 5,
         remaining: 5,
         resetTime: '2026-11-21T14:25:00Z',
-        limits: [{ name: 'minute', limit: 5, period: 'minute', remaining: 5, resetTime: '2026-11-21T14:25:00Z' }],
+        limits: [
+          {
+            name: 'minute',
+            limit: 5,
+            period: 'minute',
+            remaining: 5,
+            resetTime: '2026-11-21T14:25:00Z',
+            scope: 'key',
+          },
+        ],
       });
       now = START;
     });
 
     it('falls back to DEFAULT_RATE_LIMIT for a key without a plan; a plan takes precedence', async () => {
-      const withDefault = createManagementApp({ ...deps, defaultRateLimit: plan({ limit: 1000, period: 'hour' }) });
+      const withDefault = createManagementApp({
+        ...deps,
+        defaultRateLimit: plan({ limit: 1000, period: 'hour' }),
+      });
       const key = await createKey('default-limited');
       const res = documented('get', KEY_PATH, await get(`/consumer-api-key/${key.id}`, withDefault));
       expect(res.body.usage.rateLimits).toEqual({
         limit: 1000,
         remaining: 1000,
         resetTime: '2026-11-21T15:00:00Z',
-        limits: [{ name: 'hour', limit: 1000, period: 'hour', remaining: 1000, resetTime: '2026-11-21T15:00:00Z' }],
+        limits: [
+          {
+            name: 'hour',
+            limit: 1000,
+            period: 'hour',
+            remaining: 1000,
+            resetTime: '2026-11-21T15:00:00Z',
+            scope: 'key',
+          },
+        ],
       });
       const rateLimitId = await createPlan(7, 'day');
       await post('/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId });
@@ -598,7 +667,16 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         limit: 7,
         remaining: 7,
         resetTime: '2026-11-22T00:00:00Z',
-        limits: [{ name: 'day', limit: 7, period: 'day', remaining: 7, resetTime: '2026-11-22T00:00:00Z' }],
+        limits: [
+          {
+            name: 'day',
+            limit: 7,
+            period: 'day',
+            remaining: 7,
+            resetTime: '2026-11-22T00:00:00Z',
+            scope: 'key',
+          },
+        ],
       });
     });
 
@@ -672,6 +750,8 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         limits: [{ name: 'hour', limit: 1000, period: 'hour', algorithm: 'fixed' }],
         lastUpdated: '2026-11-21T14:23:02Z',
         keyCount: 0,
+        consumerCount: 0,
+        costs: [],
       });
       expect(await deps.plans.get('gold.v1:eu_west-1')).toMatchObject({
         limits: [{ name: 'hour', limit: 1000, period: 'hour', algorithm: 'fixed' }],
@@ -796,7 +876,16 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         limit: 20,
         remaining: 20,
         resetTime: '2026-11-23T00:00:00Z',
-        limits: [{ name: 'week', limit: 20, period: 'week', remaining: 20, resetTime: '2026-11-23T00:00:00Z' }],
+        limits: [
+          {
+            name: 'week',
+            limit: 20,
+            period: 'week',
+            remaining: 20,
+            resetTime: '2026-11-23T00:00:00Z',
+            scope: 'key',
+          },
+        ],
       });
     });
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sql } from 'kysely';
 import { openEmbedded, openPostgres, type DbHandle } from '../../src/store/db.js';
-import { migrate, migrationsDir, SQL_DIR } from '../../src/store/migrate.js';
+import { migrate, SQL_DIR } from '../../src/store/migrate.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { PlanRepository } from '../../src/store/plan-repository.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
@@ -17,11 +17,20 @@ const FIXTURES_ROOT = resolve(import.meta.dirname, '../fixtures/migrations');
 
 /** Each dialect's words for the test's two statements: one more bump, and a call that fails. */
 const SCRIPT = {
-  postgres: { fixtures: migrationsDir('postgres', FIXTURES_ROOT), bump: 'SELECT bump(10);', counterTables: sql`select count(*)::int as n from pg_tables where tablename = 'counter'` },
-  embedded: { fixtures: migrationsDir('sqlite', FIXTURES_ROOT), bump: 'INSERT INTO bumps (by) VALUES (10);', counterTables: sql`select count(*) as n from sqlite_master where name = 'counter'` },
+  postgres: {
+    fixtures: FIXTURES_ROOT,
+    bump: 'SELECT bump(10);',
+    counterTables: sql`select count(*)::int as n from pg_tables where tablename = 'counter'`,
+  },
+  embedded: {
+    fixtures: join(FIXTURES_ROOT, 'sqlite'),
+    bump: 'INSERT INTO bumps (by) VALUES (10);',
+    counterTables: sql`select count(*) as n from sqlite_master where name = 'counter'`,
+  },
 };
 
-const counter = async (handle: DbHandle) => (await sql<{ n: number }>`select n from counter`.execute(handle.db)).rows[0]?.n;
+const counter = async (handle: DbHandle) =>
+  (await sql<{ n: number }>`select n from counter`.execute(handle.db)).rows[0]?.n;
 
 describe.each(['embedded', 'postgres'] as const)('migrate on %s', (kind) => {
   let handle: DbHandle;
@@ -73,12 +82,15 @@ describe.each(['embedded', 'postgres'] as const)('migrate on %s', (kind) => {
       // The schema as released before sql/009, with data in it.
       const before = mkdtempSync(join(tmpdir(), 'tollgate-schema-'));
       try {
-        for (const file of readdirSync(SQL_DIR).filter((f) => f < '009')) cpSync(join(SQL_DIR, file), join(before, file));
+        for (const file of readdirSync(SQL_DIR).filter((f) => f < '009'))
+          cpSync(join(SQL_DIR, file), join(before, file));
         expect(await migrate(handle, before)).toHaveLength(4);
         await sql`insert into rate_limit_plans (rate_limit_id, description, "limit", period, created_at)
           values ('gold', 'old plan', 100, 'hour', '2026-01-02T03:04:05Z')`.execute(handle.db);
         await sql`insert into api_keys (id, name, secret_hash, secret_ciphertext, rate_limit_id, created_at, last_updated)
-          values ('key_old', 'old key', ${Buffer.alloc(32, 7)}, ${Buffer.alloc(40, 1)}, 'gold', '2026-01-02T03:04:05Z', '2026-01-03T00:00:00Z')`.execute(handle.db);
+          values ('key_old', 'old key', ${Buffer.alloc(32, 7)}, ${Buffer.alloc(40, 1)}, 'gold', '2026-01-02T03:04:05Z', '2026-01-03T00:00:00Z')`.execute(
+          handle.db,
+        );
         await sql`insert into usage_endpoints (key_id, endpoint, requests, successful, failed, total_duration_ms)
           values ('key_old', '/v1/a', 10, 9, 1, 55)`.execute(handle.db);
       } finally {
@@ -105,6 +117,10 @@ describe.each(['embedded', 'postgres'] as const)('migrate on %s', (kind) => {
         enabled: true,
         expiresAtMs: null,
         secretValidUntilMs: null,
+        consumer: null,
+        costs: [],
+        allowedRouteIds: null,
+        balance: null,
       });
       expect(await new PlanRepository(handle.db).get('gold')).toMatchObject({
         description: 'old plan',
@@ -112,7 +128,9 @@ describe.each(['embedded', 'postgres'] as const)('migrate on %s', (kind) => {
         lastUpdated: new Date('2026-01-02T03:04:05Z'),
         keyCount: 1,
       });
-      const usage = await sql<{ requests: number }>`select requests from usage_endpoints where key_id = 'key_old'`.execute(handle.db);
+      const usage = await sql<{
+        requests: number;
+      }>`select requests from usage_endpoints where key_id = 'key_old'`.execute(handle.db);
       expect(usage.rows).toEqual([{ requests: 10 }]);
       expect(await migrate(handle)).toEqual([]);
     });
@@ -120,20 +138,31 @@ describe.each(['embedded', 'postgres'] as const)('migrate on %s', (kind) => {
     it('upgrades a database of the schema before plans of several limits in place: its plans read as one limit', async () => {
       const before = mkdtempSync(join(tmpdir(), 'tollgate-schema-'));
       try {
-        for (const file of readdirSync(SQL_DIR).filter((f) => f < '013')) cpSync(join(SQL_DIR, file), join(before, file));
+        for (const file of readdirSync(SQL_DIR).filter((f) => f < '013'))
+          cpSync(join(SQL_DIR, file), join(before, file));
         await migrate(handle, before);
         await sql`insert into rate_limit_plans (rate_limit_id, description, "limit", period, created_at, last_updated)
-          values ('silver', 'per minute', 60, 'minute', '2026-01-02T03:04:05Z', '2026-01-02T03:04:05Z')`.execute(handle.db);
+          values ('silver', 'per minute', 60, 'minute', '2026-01-02T03:04:05Z', '2026-01-02T03:04:05Z')`.execute(
+          handle.db,
+        );
         await sql`insert into api_keys (id, name, secret_hash, secret_ciphertext, rate_limit_id, created_at, last_updated)
-          values ('key_silver', 'bound', ${Buffer.alloc(32, 9)}, ${Buffer.alloc(40, 1)}, 'silver', '2026-01-02T03:04:05Z', '2026-01-03T00:00:00Z')`.execute(handle.db);
+          values ('key_silver', 'bound', ${Buffer.alloc(32, 9)}, ${Buffer.alloc(40, 1)}, 'silver', '2026-01-02T03:04:05Z', '2026-01-03T00:00:00Z')`.execute(
+          handle.db,
+        );
       } finally {
         rmSync(before, { recursive: true, force: true });
       }
       expect(await migrate(handle)).toContain('013_plan_limits.sql');
       const plans = new PlanRepository(handle.db);
       const silver = [{ name: 'minute', limit: 60, period: 'minute', algorithm: 'fixed' }];
-      expect(await plans.get('silver')).toMatchObject({ description: 'per minute', limits: silver, keyCount: 1 });
-      expect((await new KeyRepository(handle.db).findBySecretHash(Buffer.alloc(32, 9)))?.limits).toEqual(silver);
+      expect(await plans.get('silver')).toMatchObject({
+        description: 'per minute',
+        limits: silver,
+        keyCount: 1,
+      });
+      expect((await new KeyRepository(handle.db).findBySecretHash(Buffer.alloc(32, 9)))?.limits).toEqual(
+        silver,
+      );
       // What a replica of the previous version writes still reads whole; years are a period now.
       await sql`update rate_limit_plans set "limit" = 61 where rate_limit_id = 'silver'`.execute(handle.db);
       expect((await plans.get('silver'))?.limits).toEqual([{ ...silver[0], limit: 61 }]);
@@ -145,7 +174,10 @@ describe.each(['embedded', 'postgres'] as const)('migrate on %s', (kind) => {
       expect(await plans.insert({ rateLimitId: 'gold', description: '', limits, createdAt: now })).toBe(true);
       expect((await plans.get('gold'))?.limits).toEqual(limits);
       // limit and period keep the first limit, for readers that know only one.
-      const stored = await sql<{ limit: number; period: string }>`select "limit", period from rate_limit_plans where rate_limit_id = 'gold'`.execute(handle.db);
+      const stored = await sql<{
+        limit: number;
+        period: string;
+      }>`select "limit", period from rate_limit_plans where rate_limit_id = 'gold'`.execute(handle.db);
       expect(stored.rows).toEqual([{ limit: 5, period: 'second' }]);
     });
 

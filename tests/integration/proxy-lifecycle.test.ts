@@ -21,7 +21,8 @@ describe('proxy: key lifecycle', () => {
   beforeAll(() => h.start(), 120_000);
   afterAll(() => h.stop());
 
-  const call = (secret: string, path = '/v1/items') => fetch(h.base + path, { headers: { 'x-api-key': secret } });
+  const call = (secret: string, path = '/v1/items') =>
+    fetch(h.base + path, { headers: { 'x-api-key': secret } });
   const announce = (keyId: string) => h.events.publish({ kind: 'key', keyId });
   let audit: AuditRepository;
   beforeAll(() => {
@@ -39,7 +40,14 @@ describe('proxy: key lifecycle', () => {
       expect(await res.json()).toEqual({ error: 'The API key is disabled', code: 'key_disabled' });
     }
     expect(h.backend.received).toHaveLength(forwarded);
-    expect(await h.usage(key.id)).toMatchObject({ requests: 3, successful: 0, failed: 3 });
+    expect(await h.usage(key.id)).toMatchObject({
+      requests: 3,
+      successful: 0,
+      failed: 3,
+      cost: 0,
+      statusClasses: { '4xx': 3 },
+      outcomes: { disabled: 3 },
+    });
 
     // Enabled again, the day's single request is still there to spend.
     await h.keys.update(key.id, { enabled: true }, new Date(h.now));
@@ -60,7 +68,14 @@ describe('proxy: key lifecycle', () => {
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toBe('Bearer');
     expect(await res.json()).toEqual({ error: 'The API key has expired', code: 'key_expired' });
-    expect(await h.usage(key.id)).toMatchObject({ requests: 3, successful: 2, failed: 1 });
+    expect(await h.usage(key.id)).toMatchObject({
+      requests: 3,
+      successful: 2,
+      failed: 1,
+      cost: 2,
+      statusClasses: { '2xx': 2, '4xx': 1 },
+      outcomes: { expired: 1, disabled: 0 },
+    });
     // The refusal spent no quota: 2 of 5 were used.
     await h.keys.update(key.id, { expiresAt: null }, new Date(h.now));
     await announce(key.id);
@@ -74,7 +89,12 @@ describe('proxy: key lifecycle', () => {
     expect((await call(key.secret)).status).toBe(200); // cached as the current secret
     const next = generateSecret();
     const graceEnd = h.now + 5_000;
-    await h.keys.roll(key.id, { hash: hashSecret(next), ciphertext: encryptSecret(next, h.encryptionKey) }, new Date(graceEnd), new Date(h.now));
+    await h.keys.roll(
+      key.id,
+      { hash: hashSecret(next), ciphertext: encryptSecret(next, h.encryptionKey) },
+      new Date(graceEnd),
+      new Date(h.now),
+    );
     await announce(key.id);
 
     const forwarded = h.backend.received.length;
@@ -98,7 +118,12 @@ describe('proxy: key lifecycle', () => {
   it("doesn't serve a rolled secret past its grace while the database is down", async () => {
     const key = await h.createKey();
     const next = generateSecret();
-    await h.keys.roll(key.id, { hash: hashSecret(next), ciphertext: encryptSecret(next, h.encryptionKey) }, new Date(h.now + 1_000), new Date(h.now));
+    await h.keys.roll(
+      key.id,
+      { hash: hashSecret(next), ciphertext: encryptSecret(next, h.encryptionKey) },
+      new Date(h.now + 1_000),
+      new Date(h.now),
+    );
     await announce(key.id);
     expect((await call(key.secret)).status).toBe(200);
     h.databaseDown();
@@ -113,14 +138,35 @@ describe('proxy: key lifecycle', () => {
   it('ends a rolled secret cached as current at the stated instant though the change message was lost, from the recorded changes', async () => {
     const key = await h.createKey();
     expect((await call(key.secret)).status).toBe(200); // cached as the current secret, no end known
-    const feed = new KeyChangeFeed((since) => audit.keyChangesSince(since), (change) => void h.events.publish(change), createLogger('silent'), () => h.now);
+    const feed = new KeyChangeFeed(
+      (since) => audit.keyChangesSince(since),
+      (change) => void h.events.publish(change),
+      createLogger('silent'),
+      () => h.now,
+    );
     await feed.poll();
     // Rolled elsewhere as the management API does it (the change and its entry in one transaction); no message.
     const next = generateSecret();
     const graceEnd = Math.ceil((h.now + 2_000) / 1000) * 1000;
     await h.db.db.transaction().execute(async (trx) => {
-      await new KeyRepository(trx).roll(key.id, { hash: hashSecret(next), ciphertext: encryptSecret(next, h.encryptionKey) }, new Date(graceEnd), new Date(h.now));
-      await new AuditRepository(trx).insert([{ id: `aud_${key.id}`, time: new Date(h.now), actor: { type: 'root' }, action: 'key.roll', target: { type: 'key', id: key.id }, requestId: 'r', clientAddress: '::1', changes: { before: '{}', after: '{}' } }]);
+      await new KeyRepository(trx).roll(
+        key.id,
+        { hash: hashSecret(next), ciphertext: encryptSecret(next, h.encryptionKey) },
+        new Date(graceEnd),
+        new Date(h.now),
+      );
+      await new AuditRepository(trx).insert([
+        {
+          id: `aud_${key.id}`,
+          time: new Date(h.now),
+          actor: { type: 'root' },
+          action: 'key.roll',
+          target: { type: 'key', id: key.id },
+          requestId: 'r',
+          clientAddress: '::1',
+          changes: { before: '{}', after: '{}' },
+        },
+      ]);
     });
     h.now = graceEnd;
     // Without the recorded changes this replica would still take the old secret as current.
@@ -144,7 +190,10 @@ describe('proxy: key lifecycle', () => {
     expect((await call(used.secret)).status).toBe(200);
     expect((await call(disabled.secret)).status).toBe(403);
     // The app writes last uses once a second.
-    const lastUse = () => Promise.all([used, disabled].map(async (k) => (await h.keys.get(k.id))?.lastUsedAt?.getTime()));
-    expect((await waitFor(lastUse, (times) => times.every((t) => t !== undefined), { timeoutMs: 5_000 })).value).toEqual([at, at]);
+    const lastUse = () =>
+      Promise.all([used, disabled].map(async (k) => (await h.keys.get(k.id))?.lastUsedAt?.getTime()));
+    expect(
+      (await waitFor(lastUse, (times) => times.every((t) => t !== undefined), { timeoutMs: 5_000 })).value,
+    ).toEqual([at, at]);
   });
 });

@@ -30,7 +30,8 @@ describe('public server limits and routing', () => {
         req.on('end', () => res.end('proxied'));
         req.resume();
       },
-      upgrade: (_req, socket) => socket.end('HTTP/1.1 418 Upgrade Seen\r\nconnection: close\r\ncontent-length: 0\r\n\r\n'),
+      upgrade: (_req, socket) =>
+        socket.end('HTTP/1.1 418 Upgrade Seen\r\nconnection: close\r\ncontent-length: 0\r\n\r\n'),
       managementPrefix: '/admin',
       headersTimeoutMs: 500,
       requestTimeoutMs: 1_000,
@@ -46,8 +47,12 @@ describe('public server limits and routing', () => {
   });
 
   it('routes by the management prefix', async () => {
-    expect(await rawRequest(port, 'GET /admin/consumer-api-key HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).toMatch(/management$/);
-    expect(await rawRequest(port, 'GET /consumer-api-key HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).toMatch(/proxied$/);
+    expect(
+      await rawRequest(port, 'GET /admin/consumer-api-key HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    ).toMatch(/management$/);
+    expect(
+      await rawRequest(port, 'GET /consumer-api-key HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    ).toMatch(/proxied$/);
   });
 
   it('drops a client that sends its headers too slowly', async () => {
@@ -57,14 +62,20 @@ describe('public server limits and routing', () => {
   });
 
   it('drops a client that sends its body too slowly', async () => {
-    const { text, closedAfterMs } = await holdOpen(port, 'POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc');
+    const { text, closedAfterMs } = await holdOpen(
+      port,
+      'POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc',
+    );
     expect(closedAfterMs).toBeLessThan(4_000);
     expect(seen.at(-1)).toBe('POST /slow upgrade=');
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
   });
 
   it('refuses oversized headers with 431', async () => {
-    const answer = await rawRequest(port, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\nConnection: close\r\n\r\n`);
+    const answer = await rawRequest(
+      port,
+      `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\nConnection: close\r\n\r\n`,
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 431 /);
   });
 
@@ -86,10 +97,16 @@ describe('public server limits and routing', () => {
   });
 
   it('hands only WebSocket upgrades to the upgrade handler; other Upgrade requests are plain HTTP', async () => {
-    const h2c = await rawRequest(port, 'GET /h2c HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, close\r\nUpgrade: h2c\r\n\r\n');
+    const h2c = await rawRequest(
+      port,
+      'GET /h2c HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, close\r\nUpgrade: h2c\r\n\r\n',
+    );
     expect(h2c).toMatch(/^HTTP\/1\.1 200 /);
     expect(seen.at(-1)).toBe('GET /h2c upgrade=h2c');
-    const ws = await rawRequest(port, 'GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+    const ws = await rawRequest(
+      port,
+      'GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n',
+    );
     expect(ws).toMatch(/^HTTP\/1\.1 418 /);
   });
 });

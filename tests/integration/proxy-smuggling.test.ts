@@ -20,13 +20,18 @@ describe('proxy: request smuggling', () => {
 
   const smuggled = 'GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
 
-
-  async function attempt(head: string, body: string): Promise<{ answer: string; reached: { url: string; body: string }[] }> {
+  async function attempt(
+    head: string,
+    body: string,
+  ): Promise<{ answer: string; reached: { url: string; body: string }[] }> {
     const before = h.backend.received.length;
     const answer = await rawRequest(h.port, head + body);
     // Let anything that slipped through arrive.
     await new Promise((r) => setTimeout(r, 100));
-    return { answer, reached: h.backend.received.slice(before).map((r) => ({ url: r.url, body: r.body.toString() })) };
+    return {
+      answer,
+      reached: h.backend.received.slice(before).map((r) => ({ url: r.url, body: r.body.toString() })),
+    };
   }
 
   it('refuses Content-Length together with Transfer-Encoding', async () => {
@@ -40,7 +45,10 @@ describe('proxy: request smuggling', () => {
   });
 
   it('refuses duplicate, differing Content-Length headers', async () => {
-    const { answer, reached } = await attempt(`POST /a HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 5\r\nContent-Length: 45\r\nConnection: close\r\n\r\n`, 'hello' + smuggled);
+    const { answer, reached } = await attempt(
+      `POST /a HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 5\r\nContent-Length: 45\r\nConnection: close\r\n\r\n`,
+      'hello' + smuggled,
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
     expect(reached).toEqual([]);
   });
@@ -59,18 +67,24 @@ describe('proxy: request smuggling', () => {
     },
   );
 
-  it.each(['DELETE', 'OPTIONS', 'GET'])('forwards a chunked %s body as exactly one request with that body', async (method) => {
-    // What follows the last chunk is the client's next request, judged on its own: it has no key.
-    const { answer, reached } = await attempt(
-      `${method} /a HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: chunked\r\n\r\n`,
-      '5\r\nhello\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
-    );
-    expect(answer).toMatch(/^HTTP\/1\.1 200 [^]*HTTP\/1\.1 401 /);
-    expect(reached).toEqual([{ url: '/a', body: 'hello' }]);
-  });
+  it.each(['DELETE', 'OPTIONS', 'GET'])(
+    'forwards a chunked %s body as exactly one request with that body',
+    async (method) => {
+      // What follows the last chunk is the client's next request, judged on its own: it has no key.
+      const { answer, reached } = await attempt(
+        `${method} /a HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: chunked\r\n\r\n`,
+        '5\r\nhello\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      );
+      expect(answer).toMatch(/^HTTP\/1\.1 200 [^]*HTTP\/1\.1 401 /);
+      expect(reached).toEqual([{ url: '/a', body: 'hello' }]);
+    },
+  );
 
   it('never forwards what follows a Content-Length body as part of the same request', async () => {
-    const { reached } = await attempt(`POST /a HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 5\r\n\r\n`, 'hello' + 'GET /smuggled HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const { reached } = await attempt(
+      `POST /a HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 5\r\n\r\n`,
+      'hello' + 'GET /smuggled HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    );
     // The trailing bytes are a second request of the client's own, authenticated on its own merits.
     expect(reached[0]).toEqual({ url: '/a', body: 'hello' });
     expect(reached.slice(1).every((r) => r.url === '/smuggled' && r.body === '')).toBe(true);

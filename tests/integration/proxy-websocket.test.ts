@@ -8,7 +8,13 @@ const START_MS = 120_000;
 afterAll(closeDatabase);
 
 /** Opens a WebSocket through Tollgate: the open socket, or the HTTP answer that refused it. */
-function open(url: string, headers: Record<string, string>): Promise<{ ws: WebSocket; upgrade: IncomingMessage } | { status: number; headers: IncomingMessage['headers']; body: string }> {
+function open(
+  url: string,
+  headers: Record<string, string>,
+): Promise<
+  | { ws: WebSocket; upgrade: IncomingMessage }
+  | { status: number; headers: IncomingMessage['headers']; body: string }
+> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, { headers });
     ws.once('upgrade', (upgrade) => ws.once('open', () => resolve({ ws, upgrade })));
@@ -56,14 +62,24 @@ describe('proxy: WebSocket upgrades', () => {
     expect(got.headers['x-forwarded-for']).toBe('127.0.0.1');
     expect(got.headers.upgrade).toBe('websocket');
     expect(got.headers['x-request-id']).toBe('ws-1');
-    expect(await h.usage(key.id)).toMatchObject({ requests: 1, successful: 1, failed: 0, endpoints: ['/socket'] });
+    expect(await h.usage(key.id)).toMatchObject({
+      requests: 1,
+      successful: 1,
+      failed: 0,
+      endpoints: ['/socket'],
+      cost: 1,
+      statusClasses: { '2xx': 1 },
+    });
   });
 
   it('answers an unauthenticated upgrade with a 401 JSON response and closes the socket', async () => {
     const before = h.backend.upgrades.length;
     const missing = await open(`ws://127.0.0.1:${h.port}/socket`, {});
     expect(missing).toMatchObject({ status: 401 });
-    expect(JSON.parse((missing as { body: string }).body)).toEqual({ error: expect.any(String), code: 'missing_api_key' });
+    expect(JSON.parse((missing as { body: string }).body)).toEqual({
+      error: expect.any(String),
+      code: 'missing_api_key',
+    });
 
     const invalid = await open(`ws://127.0.0.1:${h.port}/socket`, { 'x-api-key': 'tg_' + 'x'.repeat(43) });
     expect(invalid).toMatchObject({ status: 401 });
@@ -88,11 +104,26 @@ describe('proxy: WebSocket upgrades', () => {
     const second = await open(`ws://127.0.0.1:${h.port}/socket`, { authorization: `Bearer ${key.secret}` });
     if ('ws' in second) throw new Error('second upgrade was admitted');
     expect(second.status).toBe(429);
-    expect(JSON.parse(second.body)).toEqual({ error: 'Rate limit exceeded', limit: 1, period: 'day', remaining: 0, resetTime: '2026-01-06T00:00:00Z', name: 'day' });
+    expect(JSON.parse(second.body)).toEqual({
+      error: 'Rate limit exceeded',
+      code: 'rate_limit_exceeded',
+      limit: 1,
+      period: 'day',
+      remaining: 0,
+      resetTime: '2026-01-06T00:00:00Z',
+      name: 'day',
+      scope: 'key',
+    });
     expect(second.headers['retry-after']).toBe(String(14 * 3600));
     expect(second.headers['ratelimit']).toBe(`"day";r=0;t=${14 * 3600}`);
     expect(h.backend.upgrades).toHaveLength(before);
-    expect(await h.usage(key.id)).toMatchObject({ requests: 2, successful: 1, failed: 1 });
+    expect(await h.usage(key.id)).toMatchObject({
+      requests: 2,
+      successful: 1,
+      failed: 1,
+      cost: 1,
+      outcomes: { rateLimited: 1 },
+    });
   });
 
   it('refuses upgrades on dot-segment paths and management routes', async () => {
@@ -104,7 +135,9 @@ describe('proxy: WebSocket upgrades', () => {
     );
     expect(dotted).toMatch(/^HTTP\/1\.1 400 /);
     expect(dotted).toContain('"code":"invalid_request_target"');
-    const management = await open(`ws://127.0.0.1:${h.port}/consumer-api-key`, { authorization: `Bearer ${key.secret}` });
+    const management = await open(`ws://127.0.0.1:${h.port}/consumer-api-key`, {
+      authorization: `Bearer ${key.secret}`,
+    });
     expect(management).toMatchObject({ status: 404 });
   });
 });
@@ -157,7 +190,11 @@ describe('proxy: WebSocket upgrade to a backend that never answers', () => {
     expect(result).toMatchObject({ status: 504 });
     expect(JSON.parse((result as { body: string }).body)).toMatchObject({ code: 'gateway_timeout' });
     expect(Date.now() - started).toBeLessThan(2_000);
-    expect(await h.usage(key.id)).toMatchObject({ requests: 1, failed: 1 });
+    expect(await h.usage(key.id)).toMatchObject({
+      requests: 1,
+      failed: 1,
+      outcomes: { backendUnreachable: 1 },
+    });
   });
 });
 
@@ -171,6 +208,11 @@ describe('proxy: WebSocket upgrade to an unreachable backend', () => {
     const result = await open(`ws://127.0.0.1:${h.port}/socket`, { authorization: `Bearer ${key.secret}` });
     expect(result).toMatchObject({ status: 502 });
     expect(JSON.parse((result as { body: string }).body)).toMatchObject({ code: 'bad_gateway' });
-    expect(await h.usage(key.id)).toMatchObject({ requests: 1, failed: 1 });
+    expect(await h.usage(key.id)).toMatchObject({
+      requests: 1,
+      failed: 1,
+      statusClasses: { '5xx': 1 },
+      outcomes: { backendUnreachable: 1 },
+    });
   });
 });

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ruleOf } from '../../src/limits/plan.js';
-import type { LimitDecision, LimitState, RateLimiter } from '../../src/limits/rate-limiter.js';
+import { ruleOf } from '../../src/plans/plan.js';
+import type { Decision, LimitState, RateLimiter } from '../../src/limits/rate-limiter.js';
+import { continueExchange } from '../helpers/continue-exchange.js';
 import { closeDatabase, ProxyHarness, rawRequest, sha256 } from '../helpers/proxy-harness.js';
 
 /** Starting servers is slow on a busy machine. */
@@ -18,16 +18,28 @@ interface Answer {
   json: () => unknown;
 }
 
-function call(base: string, path: string, options: { method?: string; headers?: OutgoingHttpHeaders; body?: Buffer | string } = {}): Promise<Answer> {
+function call(
+  base: string,
+  path: string,
+  options: { method?: string; headers?: OutgoingHttpHeaders; body?: Buffer | string } = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     // Node's client frames a DELETE body with neither Content-Length nor chunking unless told.
-    const headers = options.body === undefined ? options.headers : { 'content-length': Buffer.byteLength(options.body), ...options.headers };
+    const headers =
+      options.body === undefined
+        ? options.headers
+        : { 'content-length': Buffer.byteLength(options.body), ...options.headers };
     const req = request(base + path, { method: options.method ?? 'GET', headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const body = Buffer.concat(chunks);
-        resolve({ status: res.statusCode!, headers: res.headers, body, json: () => JSON.parse(body.toString()) });
+        resolve({
+          status: res.statusCode!,
+          headers: res.headers,
+          body,
+          json: () => JSON.parse(body.toString()),
+        });
       });
     });
     req.on('error', reject);
@@ -50,7 +62,12 @@ describe('proxy: forwarding', () => {
   it('forwards to the upstream prefix + path + query, with x-api-key and the key id, and no Authorization', async () => {
     const before = h.backend.received.length;
     const res = await call(h.base, '/things/42?x=1&y=%20z&y=2', {
-      headers: { ...bearer(key.secret), 'x-api-key': 'forged', 'x-consumer-api-key-id': 'key_forged', 'x-custom': 'kept' },
+      headers: {
+        ...bearer(key.secret),
+        'x-api-key': 'forged',
+        'x-consumer-api-key-id': 'key_forged',
+        'x-custom': 'kept',
+      },
     });
     expect(res.status).toBe(200);
     expect(res.json()).toEqual({ ok: true, path: '/api/v1/things/42?x=1&y=%20z&y=2' });
@@ -74,11 +91,15 @@ describe('proxy: forwarding', () => {
   });
 
   it('passes a sane x-request-id through both ways and generates one otherwise', async () => {
-    const given = await call(h.base, '/rid', { headers: { ...bearer(key.secret), 'x-request-id': 'abc-123' } });
+    const given = await call(h.base, '/rid', {
+      headers: { ...bearer(key.secret), 'x-request-id': 'abc-123' },
+    });
     expect(given.headers['x-request-id']).toBe('abc-123');
     expect(h.backend.received.at(-1)!.headers['x-request-id']).toBe('abc-123');
 
-    const generated = await call(h.base, '/rid', { headers: { ...bearer(key.secret), 'x-request-id': 'bad id\twith junk' } });
+    const generated = await call(h.base, '/rid', {
+      headers: { ...bearer(key.secret), 'x-request-id': 'bad id\twith junk' },
+    });
     const id = generated.headers['x-request-id'] as string;
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     expect(h.backend.received.at(-1)!.headers['x-request-id']).toBe(id);
@@ -112,7 +133,17 @@ describe('proxy: forwarding', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     const got = h.backend.received.at(-1)!;
     expect(got.url).toBe('/api/v1/hop-in');
-    for (const name of ['x-hop-a', 'x-hop-b', 'keep-alive', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-connection', 'authorization', 'forwarded']) {
+    for (const name of [
+      'x-hop-a',
+      'x-hop-b',
+      'keep-alive',
+      'trailer',
+      'upgrade',
+      'proxy-authorization',
+      'proxy-connection',
+      'authorization',
+      'forwarded',
+    ]) {
       expect(got.headers[name]).toBeUndefined();
     }
     // The client accepts trailers: Tollgate asks the backend for them itself (CONTRACT section 11).
@@ -123,12 +154,20 @@ describe('proxy: forwarding', () => {
     expect(got.headers['x-forwarded-for']).toBe('127.0.0.1');
     expect(got.headers['x-forwarded-proto']).toBe('http');
     expect(got.headers['x-forwarded-host']).toBe('tollgate.test');
-    expect(got.headers.host).toBe(`127.0.0.1:${h.config.upstreamUrl.port}`);
+    expect(got.headers.host).toBe(`127.0.0.1:${h.config.upstreamUrl!.port}`);
   });
 
   it('passes the backend trailers to a client that sent TE: trailers, and only to it', async () => {
     const head = (te: string) =>
-      ['GET /trailers HTTP/1.1', 'Host: tollgate.test', `Authorization: Bearer ${key.secret}`, 'Connection: close', ...(te ? [`TE: ${te}`] : []), '', ''].join('\r\n');
+      [
+        'GET /trailers HTTP/1.1',
+        'Host: tollgate.test',
+        `Authorization: Bearer ${key.secret}`,
+        'Connection: close',
+        ...(te ? [`TE: ${te}`] : []),
+        '',
+        '',
+      ].join('\r\n');
     const wanted = await rawRequest(h.port, head('trailers'));
     expect(wanted).toMatch(/^HTTP\/1\.1 200 /);
     expect(wanted).toMatch(/\r\nTrailer: X-Checksum\r\n/i);
@@ -146,27 +185,17 @@ describe('proxy: forwarding', () => {
 
   it('sends 100 Continue only once the key is admitted; a refused client never sends its body', async () => {
     const exchange = (secret: string) =>
-      new Promise<{ first: string; final: string }>((resolve, reject) => {
-        const socket = connect(h.port, '127.0.0.1', () =>
-          socket.write(['POST /echo HTTP/1.1', 'Host: tollgate.test', `Authorization: Bearer ${secret}`, 'Content-Type: text/plain', 'Content-Length: 5', 'Expect: 100-continue', 'Connection: close', '', ''].join('\r\n')),
-        );
-        let first: string | undefined;
-        let text = '';
-        socket.on('data', (chunk: Buffer) => {
-          text += chunk.toString('latin1');
-          if (first === undefined) {
-            first = text;
-            // Only a 100 invites the body.
-            if (text.startsWith('HTTP/1.1 100')) {
-              text = '';
-              socket.write('hello');
-            }
-          }
-        });
-        socket.on('end', () => resolve({ first: first ?? '', final: text }));
-        socket.on('error', reject);
-        socket.setTimeout(10_000, () => socket.destroy(new Error('no answer')));
-      });
+      continueExchange(
+        h.port,
+        [
+          'POST /echo HTTP/1.1',
+          'Host: tollgate.test',
+          `Authorization: Bearer ${secret}`,
+          'Content-Type: text/plain',
+          'Content-Length: 5',
+        ],
+        'hello',
+      );
 
     const admitted = await exchange(key.secret);
     expect(admitted.first).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n/);
@@ -217,14 +246,18 @@ describe('proxy: forwarding', () => {
   it('streams a large body both ways unchanged (32 MiB, chunked upload)', async () => {
     const payload = randomBytes(32 * 1024 * 1024);
     const res = await new Promise<{ status: number; hash: string; size: number }>((resolve, reject) => {
-      const req = request(`${h.base}/echo`, { method: 'POST', headers: { ...bearer(key.secret), 'content-type': 'application/octet-stream' } }, (r) => {
-        const chunks: Buffer[] = [];
-        r.on('data', (c: Buffer) => chunks.push(c));
-        r.on('end', () => {
-          const all = Buffer.concat(chunks);
-          resolve({ status: r.statusCode!, hash: sha256(all), size: all.length });
-        });
-      });
+      const req = request(
+        `${h.base}/echo`,
+        { method: 'POST', headers: { ...bearer(key.secret), 'content-type': 'application/octet-stream' } },
+        (r) => {
+          const chunks: Buffer[] = [];
+          r.on('data', (c: Buffer) => chunks.push(c));
+          r.on('end', () => {
+            const all = Buffer.concat(chunks);
+            resolve({ status: r.statusCode!, hash: sha256(all), size: all.length });
+          });
+        },
+      );
       req.on('error', reject);
       for (let i = 0; i < payload.length; i += 1024 * 1024) req.write(payload.subarray(i, i + 1024 * 1024));
       req.end();
@@ -295,18 +328,32 @@ describe('proxy: forwarding', () => {
     await call(h.base, '/status/503', { headers });
     const usage = await h.usage(fresh.id);
     expect(usage).toMatchObject({ requests: 4, successful: 2, failed: 2, customers: { acme: 3 } });
+    // Each admitted request costs 1; what the client got by class, and the backend's 5xx as its outcome.
+    expect(usage).toMatchObject({
+      cost: 4,
+      statusClasses: { '2xx': 2, '3xx': 0, '4xx': 1, '5xx': 1 },
+      outcomes: { backendError: 1, backendUnreachable: 0, rateLimited: 0 },
+    });
     expect(usage.endpoints.sort()).toEqual(['/status/404', '/status/503', '/u/ok']);
   });
 
   it('routes the exact management paths to the management app and proxies everything else', async () => {
     const admin = { authorization: `Bearer ${h.rootToken}` };
     const before = h.backend.received.length;
-    expect((await call(h.base, '/consumer-api-key', { headers: admin })).json()).toEqual({ apiKeys: expect.any(Array) });
-    expect((await call(h.base, '/consumer-api-key/key_abc?x=1', { headers: admin })).json()).toMatchObject({ code: 'key_not_found' });
-    expect((await call(h.base, '/rate-limit/create', { method: 'POST', headers: admin })).json()).toMatchObject({ code: 'unsupported_media_type' });
+    expect((await call(h.base, '/consumer-api-key', { headers: admin })).json()).toEqual({
+      apiKeys: expect.any(Array),
+    });
+    expect((await call(h.base, '/consumer-api-key/key_abc?x=1', { headers: admin })).json()).toMatchObject({
+      code: 'key_not_found',
+    });
+    expect(
+      (await call(h.base, '/rate-limit/create', { method: 'POST', headers: admin })).json(),
+    ).toMatchObject({ code: 'unsupported_media_type' });
     expect((await call(h.base, '/consumer-api-key')).json()).toMatchObject({ code: 'unauthorized' });
     // Not exact: proxied, so a consumer key is required (the root token is none).
-    expect((await call(h.base, '/consumer-api-key/', { headers: admin })).json()).toMatchObject({ code: 'invalid_api_key' });
+    expect((await call(h.base, '/consumer-api-key/', { headers: admin })).json()).toMatchObject({
+      code: 'invalid_api_key',
+    });
     expect((await call(h.base, '/consumer-api-key/a/b')).json()).toMatchObject({ code: 'missing_api_key' });
     expect((await call(h.base, '/v1/consumer-api-key')).json()).toMatchObject({ code: 'missing_api_key' });
     expect(h.backend.received).toHaveLength(before);
@@ -336,7 +383,13 @@ describe('proxy: authentication', () => {
   it('answers 401 invalid_api_key for unknown, malformed and non-bearer credentials', async () => {
     const before = h.backend.received.length;
     const unknown = 'tg_' + randomBytes(32).toString('base64url');
-    for (const headers of [bearer(unknown), bearer('nonsense'), bearer(''), { 'x-api-key': 'short' }, { authorization: 'Basic Zm9vOmJhcg==' }]) {
+    for (const headers of [
+      bearer(unknown),
+      bearer('nonsense'),
+      bearer(''),
+      { 'x-api-key': 'short' },
+      { authorization: 'Basic Zm9vOmJhcg==' },
+    ]) {
       const res = await call(h.base, '/anything', { headers });
       expect(res.status).toBe(401);
       expect(res.json()).toEqual({ error: expect.any(String), code: 'invalid_api_key' });
@@ -361,16 +414,22 @@ describe('proxy: authentication', () => {
       expect((await call(h.base, '/x', { headers: bearer(unknown) })).status).toBe(401);
       expect((await call(h.base, '/x', { headers: bearer('tg_tooshort') })).status).toBe(401);
       // A secret it has not seen does reach the database.
-      expect((await call(h.base, '/x', { headers: bearer('tg_' + randomBytes(32).toString('base64url')) })).status).toBe(503);
+      expect(
+        (await call(h.base, '/x', { headers: bearer('tg_' + randomBytes(32).toString('base64url')) })).status,
+      ).toBe(503);
     });
   });
 
   it('answers a known key from memory: many first requests at once, and every later one without the database', async () => {
     const fresh = await h.createKey();
-    const first = await Promise.all(Array.from({ length: 20 }, () => call(h.base, '/x', { headers: bearer(fresh.secret) })));
+    const first = await Promise.all(
+      Array.from({ length: 20 }, () => call(h.base, '/x', { headers: bearer(fresh.secret) })),
+    );
     expect(first.map((a) => a.status)).toEqual(Array(20).fill(200));
     await withDatabaseDown(async () => {
-      const later = await Promise.all(Array.from({ length: 20 }, () => call(h.base, '/x', { headers: bearer(fresh.secret) })));
+      const later = await Promise.all(
+        Array.from({ length: 20 }, () => call(h.base, '/x', { headers: bearer(fresh.secret) })),
+      );
       expect(later.map((a) => a.status)).toEqual(Array(20).fill(200));
     });
   });
@@ -422,7 +481,9 @@ describe('proxy: rate limits', () => {
     const n = 40;
     const key = await h.createKey({ limit, period: 'hour' });
     const before = h.backend.received.length;
-    const answers = await Promise.all(Array.from({ length: n }, (_, i) => call(h.base, `/limited/${i}`, { headers: bearer(key.secret) })));
+    const answers = await Promise.all(
+      Array.from({ length: n }, (_, i) => call(h.base, `/limited/${i}`, { headers: bearer(key.secret) })),
+    );
     const ok = answers.filter((a) => a.status === 200);
     const limited = answers.filter((a) => a.status === 429);
     expect(ok).toHaveLength(limit);
@@ -431,8 +492,26 @@ describe('proxy: rate limits', () => {
 
     // The clock stands at 10:00:00.250 UTC: the hour window ends at 11:00:00, 3599.75 s away.
     for (const res of limited) {
-      expect(res.json()).toEqual({ error: 'Rate limit exceeded', limit: 5, period: 'hour', remaining: 0, resetTime: '2026-01-05T11:00:00Z', name: 'hour' });
-      expect(Object.keys(res.json() as object)).toEqual(['error', 'limit', 'period', 'remaining', 'resetTime', 'name']);
+      expect(res.json()).toEqual({
+        error: 'Rate limit exceeded',
+        code: 'rate_limit_exceeded',
+        limit: 5,
+        period: 'hour',
+        remaining: 0,
+        resetTime: '2026-01-05T11:00:00Z',
+        name: 'hour',
+        scope: 'key',
+      });
+      expect(Object.keys(res.json() as object)).toEqual([
+        'error',
+        'code',
+        'limit',
+        'period',
+        'remaining',
+        'resetTime',
+        'name',
+        'scope',
+      ]);
       expect(res.headers['retry-after']).toBe('3600');
       expect(res.headers['ratelimit-policy']).toBe('"hour";q=5;w=3600');
       expect(res.headers['ratelimit']).toBe('"hour";r=0;t=3600');
@@ -440,7 +519,9 @@ describe('proxy: rate limits', () => {
     }
     // Forwarded responses carry the headers too, with what remains after each admission.
     expect(ok.map((a) => a.headers['ratelimit-policy'])).toEqual(Array(limit).fill('"hour";q=5;w=3600'));
-    expect(ok.map((a) => a.headers['ratelimit']).sort()).toEqual([0, 1, 2, 3, 4].map((r) => `"hour";r=${r};t=3600`));
+    expect(ok.map((a) => a.headers['ratelimit']).sort()).toEqual(
+      [0, 1, 2, 3, 4].map((r) => `"hour";r=${r};t=3600`),
+    );
 
     const usage = await h.usage(key.id);
     expect(usage).toMatchObject({ requests: n, successful: limit, failed: n - limit });
@@ -473,7 +554,12 @@ describe('proxy: rate limits', () => {
   it('applies a newly bound plan as soon as the change is announced', async () => {
     const key = await h.createKey();
     expect((await call(h.base, '/p', { headers: bearer(key.secret) })).headers['ratelimit']).toBeUndefined();
-    await h.plans.insert({ rateLimitId: 'tiny', description: '', limits: [ruleOf({ limit: 1, period: 'day' })], createdAt: new Date() });
+    await h.plans.insert({
+      rateLimitId: 'tiny',
+      description: '',
+      limits: [ruleOf({ limit: 1, period: 'day' })],
+      createdAt: new Date(),
+    });
     await h.keys.bindPlan(key.id, 'tiny', new Date());
     await h.events.publish({ kind: 'key', keyId: key.id });
     const first = await call(h.base, '/p', { headers: bearer(key.secret) });
@@ -484,8 +570,11 @@ describe('proxy: rate limits', () => {
 
 describe('proxy: DEFAULT_RATE_LIMIT and limiter failures', () => {
   const failing: RateLimiter = {
-    consume: (): Promise<LimitDecision> => Promise.reject(new Error('redis down')),
+    consume: (): Promise<Decision> => Promise.reject(new Error('redis down')),
     peek: (): Promise<LimitState[]> => Promise.reject(new Error('redis down')),
+    peekBalances: () => Promise.reject(new Error('redis down')),
+    syncBalances: () => Promise.reject(new Error('redis down')),
+    spentBalances: () => [],
     close: () => Promise.resolve(),
   };
   const h = new ProxyHarness();
@@ -509,16 +598,31 @@ describe('proxy: a client that leaves while it is being admitted', () => {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   const slow: RateLimiter = {
-    consume: async (): Promise<LimitDecision> => {
+    consume: async (): Promise<Decision> => {
       admitting();
       await released;
-      return { allowed: true, rule: ruleOf({ limit: 100, period: 'second' }), remaining: 99, resetMs: Date.now() + 1_000 };
+      return {
+        allowed: true,
+        limit: {
+          scope: 'key',
+          rule: ruleOf({ limit: 100, period: 'second' }),
+          remaining: 99,
+          resetMs: Date.now() + 1_000,
+        },
+        balance: undefined,
+      };
     },
     peek: (): Promise<LimitState[]> => Promise.reject(new Error('not used')),
+    peekBalances: () => Promise.reject(new Error('not used')),
+    syncBalances: () => Promise.reject(new Error('not used')),
+    spentBalances: () => [],
     close: () => Promise.resolve(),
   };
   const h = new ProxyHarness();
-  beforeAll(() => h.start({ env: { DEFAULT_RATE_LIMIT: '100/second' }, limiter: slow, captureLogs: true }), START_MS);
+  beforeAll(
+    () => h.start({ env: { DEFAULT_RATE_LIMIT: '100/second' }, limiter: slow, captureLogs: true }),
+    START_MS,
+  );
   afterAll(() => h.stop());
 
   it('forwards nothing, counts the request as failed (499) and logs no warning', async () => {
@@ -537,7 +641,9 @@ describe('proxy: a client that leaves while it is being admitted', () => {
     expect(await h.usage(key.id)).toMatchObject({ requests: 1, successful: 0, failed: 1 });
     const lines = h.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
-    expect(lines).toContainEqual(expect.objectContaining({ msg: 'proxied request', reqId: 'left-1', status: 499 }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({ msg: 'proxied request', reqId: 'left-1', status: 499 }),
+    );
   });
 });
 
@@ -549,7 +655,8 @@ describe('proxy: DEFAULT_RATE_LIMIT', () => {
   it('limits keys without a plan by the default policy', async () => {
     const key = await h.createKey();
     const statuses = [];
-    for (let i = 0; i < 3; i++) statuses.push((await call(h.base, '/d', { headers: bearer(key.secret) })).status);
+    for (let i = 0; i < 3; i++)
+      statuses.push((await call(h.base, '/d', { headers: bearer(key.secret) })).status);
     expect(statuses).toEqual([200, 200, 429]);
   });
 });
@@ -563,11 +670,22 @@ describe('proxy: access log', () => {
     const key = await h.createKey();
     h.logLines.length = 0;
     await call(h.base, '/logged?token=x', { headers: { ...bearer(key.secret), 'x-request-id': 'log-1' } });
-    await call(h.base, '/logged', { headers: { 'x-api-key': 'tg_' + 'z'.repeat(43), 'x-request-id': 'log-2' } });
+    await call(h.base, '/logged', {
+      headers: { 'x-api-key': 'tg_' + 'z'.repeat(43), 'x-request-id': 'log-2' },
+    });
     // Background work (retention pruning at start) may log meanwhile: the access log is what counts.
-    const lines = h.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'proxied request');
+    const lines = h.logLines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === 'proxied request');
     expect(lines).toEqual([
-      expect.objectContaining({ level: 20, msg: 'proxied request', reqId: 'log-1', keyId: key.id, path: '/logged', status: 200 }),
+      expect.objectContaining({
+        level: 20,
+        msg: 'proxied request',
+        reqId: 'log-1',
+        keyId: key.id,
+        path: '/logged',
+        status: 200,
+      }),
       expect.objectContaining({ level: 20, msg: 'proxied request', reqId: 'log-2', status: 401 }),
     ]);
     expect(h.logLines.join('')).not.toContain(key.secret);
@@ -646,12 +764,15 @@ describe('proxy: failed-authentication throttle', () => {
 
   it('checks no more guesses than the budget when they all arrive at once', async () => {
     h.now += 60_000;
-    const misses = async () => Number(/ (\d+)$/.exec(await h.metric('tollgate_key_cache_requests_total{result="miss"}'))?.[1] ?? 0);
+    const misses = async () =>
+      Number(/ (\d+)$/.exec(await h.metric('tollgate_key_cache_requests_total{result="miss"}'))?.[1] ?? 0);
     const before = await misses();
     // Look-ups that take a while, as over a network: the guesses' look-ups overlap.
     h.databaseLatency(20);
     try {
-      const statuses = await Promise.all(Array.from({ length: 150 }, () => call(h.base, '/x', { headers: guess() }).then((r) => r.status)));
+      const statuses = await Promise.all(
+        Array.from({ length: 150 }, () => call(h.base, '/x', { headers: guess() }).then((r) => r.status)),
+      );
       expect(statuses.filter((s) => s === 401)).toHaveLength(100);
       expect(statuses.filter((s) => s === 429)).toHaveLength(50);
     } finally {
@@ -665,7 +786,11 @@ describe('proxy: failed-authentication throttle', () => {
     const fresh = await h.createKey();
     h.databaseLatency(20);
     try {
-      const statuses = await Promise.all(Array.from({ length: 300 }, () => call(h.base, '/x', { headers: bearer(fresh.secret) }).then((r) => r.status)));
+      const statuses = await Promise.all(
+        Array.from({ length: 300 }, () =>
+          call(h.base, '/x', { headers: bearer(fresh.secret) }).then((r) => r.status),
+        ),
+      );
       expect(statuses.filter((s) => s !== 200)).toEqual([]);
     } finally {
       h.databaseLatency(0);
@@ -685,7 +810,10 @@ describe('proxy: refused request targets', () => {
   afterAll(() => h.stop());
 
   const send = (target: string, host = '127.0.0.1') =>
-    rawRequest(h.port, `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${key.secret}\r\nConnection: close\r\n\r\n`);
+    rawRequest(
+      h.port,
+      `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${key.secret}\r\nConnection: close\r\n\r\n`,
+    );
 
   it.each([
     '/a/../b',
@@ -732,35 +860,55 @@ describe('proxy: refused request targets', () => {
 });
 
 describe('proxy: backend failures', () => {
-  it('answers 502 bad_gateway when the backend is unreachable, and counts the request as failed', async () => {
-    const h = await new ProxyHarness().start({ deadBackend: true });
-    try {
-      const key = await h.createKey();
-      const res = await call(h.base, '/x', { headers: bearer(key.secret) });
-      expect(res.status).toBe(502);
-      expect(res.json()).toEqual({ error: expect.any(String), code: 'bad_gateway' });
-      expect(res.headers['x-request-id']).toBeDefined();
-      expect(await h.usage(key.id)).toMatchObject({ requests: 1, successful: 0, failed: 1 });
-      expect(await h.metric('tollgate_proxy_requests_total{outcome="upstream_error"}')).toMatch(/ 1$/);
-    } finally {
-      await h.stop();
-    }
-  }, START_MS);
+  it(
+    'answers 502 bad_gateway when the backend is unreachable, and counts the request as failed',
+    async () => {
+      const h = await new ProxyHarness().start({ deadBackend: true });
+      try {
+        const key = await h.createKey();
+        const res = await call(h.base, '/x', { headers: bearer(key.secret) });
+        expect(res.status).toBe(502);
+        expect(res.json()).toEqual({ error: expect.any(String), code: 'bad_gateway' });
+        expect(res.headers['x-request-id']).toBeDefined();
+        expect(await h.usage(key.id)).toMatchObject({
+          requests: 1,
+          successful: 0,
+          failed: 1,
+          cost: 1,
+          statusClasses: { '5xx': 1 },
+          outcomes: { backendUnreachable: 1, backendError: 0 },
+        });
+        expect(await h.metric('tollgate_proxy_requests_total{outcome="upstream_error"}')).toMatch(/ 1$/);
+      } finally {
+        await h.stop();
+      }
+    },
+    START_MS,
+  );
 
-  it('answers 504 gateway_timeout when the backend does not answer within UPSTREAM_TIMEOUT_MS', async () => {
-    const h = await new ProxyHarness().start({ upstreamTimeoutMs: 300 });
-    try {
-      const key = await h.createKey();
-      const started = Date.now();
-      const res = await call(h.base, '/slow', { headers: bearer(key.secret) });
-      expect(res.status).toBe(504);
-      expect(res.json()).toEqual({ error: expect.any(String), code: 'gateway_timeout' });
-      expect(Date.now() - started).toBeLessThan(1_500);
-      expect(await h.usage(key.id)).toMatchObject({ requests: 1, failed: 1, endpoints: ['/slow'] });
-      // The proxy keeps serving after a timeout.
-      expect((await call(h.base, '/fine', { headers: bearer(key.secret) })).status).toBe(200);
-    } finally {
-      await h.stop();
-    }
-  }, START_MS);
+  it(
+    'answers 504 gateway_timeout when the backend does not answer within UPSTREAM_TIMEOUT_MS',
+    async () => {
+      const h = await new ProxyHarness().start({ upstreamTimeoutMs: 300 });
+      try {
+        const key = await h.createKey();
+        const started = Date.now();
+        const res = await call(h.base, '/slow', { headers: bearer(key.secret) });
+        expect(res.status).toBe(504);
+        expect(res.json()).toEqual({ error: expect.any(String), code: 'gateway_timeout' });
+        expect(Date.now() - started).toBeLessThan(1_500);
+        expect(await h.usage(key.id)).toMatchObject({
+          requests: 1,
+          failed: 1,
+          endpoints: ['/slow'],
+          outcomes: { backendUnreachable: 1 },
+        });
+        // The proxy keeps serving after a timeout.
+        expect((await call(h.base, '/fine', { headers: bearer(key.secret) })).status).toBe(200);
+      } finally {
+        await h.stop();
+      }
+    },
+    START_MS,
+  );
 });

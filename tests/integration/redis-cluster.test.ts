@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { Cluster } from 'ioredis';
 import type { KeyChange } from '../../src/keys/key-events.js';
 import { RedisKeyEvents } from '../../src/keys/redis-key-events.js';
+import type { Subject } from '../../src/plans/subject.js';
 import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
-import { windowAt } from '../../src/limits/window.js';
+import { windowAt } from '../../src/plans/window.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
@@ -19,7 +20,7 @@ import { load } from '../helpers/limiter-load.js';
 import { RedisCluster } from '../helpers/redis-cluster.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { pendingTotal } from '../helpers/pending.js';
-import { plan } from '../helpers/plans.js';
+import { keyOnly, plan } from '../helpers/plans.js';
 
 const logger = createLogger('silent');
 const metrics = new Metrics();
@@ -31,7 +32,9 @@ const replicas: RedisConnections[] = [];
 async function replica(): Promise<RedisConnections> {
   // A generous deadline: this suite is about routing and atomicity on a Cluster, and it shares a
   // small machine with the rest of the suite; deadlines are tested in redis-failover.
-  const r = connectRedis({ redisUrl: undefined, redisClusterNodes: cluster.nodes }, logger, { commandTimeoutMs: 5_000 });
+  const r = connectRedis({ redisUrl: undefined, redisClusterNodes: cluster.nodes }, logger, {
+    commandTimeoutMs: 5_000,
+  });
   replicas.push(r);
   expect(await r.ready(10_000)).toBe(true);
   return r;
@@ -48,40 +51,98 @@ afterAll(async () => {
 
 describe('on a three-master Redis Cluster', () => {
   it('spreads key ids over the masters and admits exactly the limit per key', async () => {
-    const limiters = await Promise.all([1, 2, 3].map(async () => new RedisRateLimiter((await replica()).client, prefix, metrics)));
+    const limiters = await Promise.all(
+      [1, 2, 3].map(async () => new RedisRateLimiter((await replica()).client, prefix, metrics)),
+    );
     const keyIds = Array.from({ length: 12 }, () => 'key_' + randomBytes(8).toString('base64url'));
     const limit = 25;
     const now = Date.now();
     const decisions = await Promise.all(
       keyIds.flatMap((keyId) =>
-        Array.from({ length: 80 }, (_, i) => Promise.resolve(limiters[i % 3]!.consume(keyId, plan({ limit, period: 'minute' }), now)).then((d) => ({ keyId, d }))),
+        Array.from({ length: 80 }, (_, i) =>
+          Promise.resolve(
+            limiters[i % 3]!.consume(keyOnly(keyId, plan({ limit, period: 'minute' })), 1, now),
+          ).then((d) => ({ keyId, d })),
+        ),
       ),
     );
     for (const keyId of keyIds) {
       expect(decisions.filter((x) => x.keyId === keyId && x.d.allowed)).toHaveLength(limit);
-      expect((await limiters[0]!.peek(keyId, plan({ limit, period: 'minute' }), now))[0]!.remaining).toBe(0);
+      expect(
+        (await limiters[0]!.peek(keyOnly(keyId, plan({ limit, period: 'minute' })), now))[0]!.remaining,
+      ).toBe(0);
     }
     // The counters really are spread: each master holds some of them.
     const client = replicas[0]!.client as Cluster;
-    const perMaster = await Promise.all(client.nodes('master').map((node) => node.keys(`${prefix}{*}:minute:${windowAt('minute', now).start}`)));
+    const perMaster = await Promise.all(
+      client.nodes('master').map((node) => node.keys(`${prefix}{*}:minute:${windowAt('minute', now).start}`)),
+    );
     expect(perMaster.map((keys) => keys.length).reduce((a, b) => a + b)).toBe(keyIds.length);
     expect(perMaster.filter((keys) => keys.length > 0).length).toBeGreaterThan(1);
   });
 
   it('leases places to a busy replica and gets them back over the Cluster when another needs them', async () => {
     const [a, b] = await Promise.all([replica(), replica()]);
-    const [holder, other] = [a!, b!].map((r) => new RedisRateLimiter(r.client, prefix, metrics, { subscriber: r.subscriber }));
+    const [holder, other] = [a!, b!].map(
+      (r) => new RedisRateLimiter(r.client, prefix, metrics, { subscriber: r.subscriber }),
+    );
     await Promise.all([holder!.ready(), other!.ready()]);
     const policy = plan({ limit: 2000, period: 'hour' });
     const keyId = 'key_' + randomBytes(8).toString('base64url');
     const counter = `${prefix}{${keyId}}:hour:${windowAt('hour', Date.now()).start}`;
-    const early = await load(holder!, keyId, policy, 50, 4);
+    const early = await load(holder!, keyOnly(keyId, policy), 50, 4);
     // The holder took places ahead of its requests, and sits on them.
     expect(Number(await a!.client.get(counter))).toBeGreaterThan(early.length);
-    const late = await load(other!, keyId, policy, 120, 20);
+    const late = await load(other!, keyOnly(keyId, policy), 120, 20);
     expect(early.length + late.filter((d) => d.allowed).length).toBe(policy.limits[0]!.limit);
     expect(await a!.client.get(counter)).toBe(String(policy.limits[0]!.limit));
     await Promise.all([holder!.close(), other!.close()]);
+  });
+
+  it('decides a key and its consumer in one call on the consumer’s slot, exactly across replicas', async () => {
+    const limiters = await Promise.all(
+      [1, 2, 3].map(async () => {
+        const r = await replica();
+        const limiter = new RedisRateLimiter(r.client, prefix, metrics, { subscriber: r.subscriber });
+        await limiter.ready();
+        return limiter;
+      }),
+    );
+    const consumer: Subject = {
+      scope: 'consumer',
+      id: 'con_' + randomBytes(8).toString('base64url'),
+      plan: plan({ limit: 60, period: 'minute' }),
+    };
+    const keys = Array.from({ length: 6 }, (): Subject[] => [
+      {
+        scope: 'key',
+        id: 'key_' + randomBytes(8).toString('base64url'),
+        plan: plan({ limit: 15, period: 'minute' }),
+      },
+      consumer,
+    ]);
+    const now = Date.now();
+    const decisions = await Promise.all(
+      keys.flatMap((subjects, k) =>
+        Array.from({ length: 30 }, (_, i) =>
+          Promise.resolve(limiters[(i + k) % 3]!.consume(subjects, 1, now)).then((d) => ({ k, d })),
+        ),
+      ),
+    );
+    expect(decisions.filter((x) => x.d.allowed)).toHaveLength(60);
+    for (let k = 0; k < keys.length; k++)
+      expect(decisions.filter((x) => x.k === k && x.d.allowed).length).toBeLessThanOrEqual(15);
+    // The consumer's count and its keys' counts are on one master, in one slot.
+    const client = replicas[0]!.client as Cluster;
+    const perMaster = await Promise.all(
+      client.nodes('master').map((node) => node.keys(`${prefix}{${consumer.id}}*`)),
+    );
+    const held = perMaster.filter((names) => names.length > 0);
+    expect(held).toHaveLength(1);
+    const slots = await Promise.all(held[0]!.map((name) => client.cluster('KEYSLOT', name)));
+    expect(new Set(slots).size).toBe(1);
+    expect(held[0]!.filter((name) => !name.endsWith(':lease'))).toHaveLength(1 + keys.length);
+    await Promise.all(limiters.map((l) => l.close()));
   });
 
   it('delivers key changes to every replica', async () => {
@@ -96,8 +157,13 @@ describe('on a three-master Redis Cluster', () => {
     const [a, b, c] = [await make(), await make(), await make()];
     await a.events.publish({ kind: 'key', keyId: 'key_gone' });
     const deadline = Date.now() + 1_000;
-    while ((b.heard.length === 0 || c.heard.length === 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    expect([a.heard, b.heard, c.heard]).toEqual([[{ kind: 'key', keyId: 'key_gone' }], [{ kind: 'key', keyId: 'key_gone' }], [{ kind: 'key', keyId: 'key_gone' }]]);
+    while ((b.heard.length === 0 || c.heard.length === 0) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 10));
+    expect([a.heard, b.heard, c.heard]).toEqual([
+      [{ kind: 'key', keyId: 'key_gone' }],
+      [{ kind: 'key', keyId: 'key_gone' }],
+      [{ kind: 'key', keyId: 'key_gone' }],
+    ]);
   });
 
   describe('usage', () => {
@@ -109,7 +175,13 @@ describe('on a three-master Redis Cluster', () => {
       await migrate(handle);
       const keys = new KeyRepository(handle.db);
       for (const id of ['key_u1', 'key_u2', 'key_u3']) {
-        await keys.insert({ id, name: id, secretHash: randomBytes(32), secretCiphertext: randomBytes(40), createdAt: new Date() });
+        await keys.insert({
+          id,
+          name: id,
+          secretHash: randomBytes(32),
+          secretCiphertext: randomBytes(40),
+          createdAt: new Date(),
+        });
       }
     });
     afterAll(async () => {
@@ -125,25 +197,48 @@ describe('on a three-master Redis Cluster', () => {
         const b = new Map();
         for (const keyId of ['key_u1', 'key_u2', 'key_u3']) {
           const u = emptyKeyUsage();
-          u.endpoints.set('/v1/things', { requests: 2, successful: 1, failed: 1, totalDurationMs: 7 });
+          u.endpoints.set('/v1/things', {
+            requests: 2,
+            successful: 1,
+            failed: 1,
+            totalDurationMs: 7,
+            cost: 0,
+          });
           u.customers.set('acme', { requests: 2, successful: 1, failed: 1 });
           b.set(keyId, u);
         }
         return b;
       };
       await Promise.all(sinks.map((s) => s.write(batch())));
-      const pending = await pendingTotal(new RedisPendingUsage(rs[1]!.client, prefix, logger, metrics), 'key_u2');
-      expect(pending?.endpoints.get('/v1/things')).toEqual({ requests: 4, successful: 2, failed: 2, totalDurationMs: 14 });
+      const pending = await pendingTotal(
+        new RedisPendingUsage(rs[1]!.client, prefix, logger, metrics),
+        'key_u2',
+      );
+      expect(pending?.endpoints.get('/v1/things')).toEqual({
+        requests: 4,
+        successful: 2,
+        failed: 2,
+        totalDurationMs: 14,
+        cost: 0,
+      });
 
       const flushers = rs.map((r) => new UsageFlusher(r.client, prefix, repository, logger, metrics));
       await Promise.all(flushers.map((f) => f.flush()));
       await flushers[0]!.flush();
       for (const keyId of ['key_u1', 'key_u2', 'key_u3']) {
         const stored = await repository.read(keyId);
-        expect(stored.endpoints.get('/v1/things')).toEqual({ requests: 4, successful: 2, failed: 2, totalDurationMs: 14 });
+        expect(stored.endpoints.get('/v1/things')).toEqual({
+          requests: 4,
+          successful: 2,
+          failed: 2,
+          totalDurationMs: 14,
+          cost: 0,
+        });
         expect(stored.customers.get('acme')).toEqual({ requests: 4, successful: 2, failed: 2 });
       }
-      expect(await pendingTotal(new RedisPendingUsage(rs[0]!.client, prefix, logger, metrics), 'key_u1')).toBeUndefined();
+      expect(
+        await pendingTotal(new RedisPendingUsage(rs[0]!.client, prefix, logger, metrics), 'key_u1'),
+      ).toBeUndefined();
     });
 
     it('routes limiter and usage commands issued in the same tick on one connection', async () => {
@@ -154,10 +249,12 @@ describe('on a three-master Redis Cluster', () => {
       const sink = new RedisUsageSink(r.client, prefix);
       const pending = new RedisPendingUsage(r.client, prefix, logger, metrics);
       const u = emptyKeyUsage();
-      u.endpoints.set('/mixed', { requests: 1, successful: 1, failed: 0, totalDurationMs: 1 });
+      u.endpoints.set('/mixed', { requests: 1, successful: 1, failed: 0, totalDurationMs: 1, cost: 0 });
       const now = Date.now();
       const results = await Promise.all([
-        ...Array.from({ length: 30 }, (_, i) => limiter.consume(`key_m${i}`, plan({ limit: 1, period: 'hour' }), now)),
+        ...Array.from({ length: 30 }, (_, i) =>
+          limiter.consume(keyOnly(`key_m${i}`, plan({ limit: 1, period: 'hour' })), 1, now),
+        ),
         sink.write(new Map([['key_u1', u]])),
         pending.pending('key_u1'),
       ]);

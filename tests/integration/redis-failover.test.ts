@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
 import { FailoverRateLimiter, LimiterUnavailableError } from '../../src/limits/failover-limiter.js';
+import type { Subject } from '../../src/plans/subject.js';
 import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
-import { windowAt } from '../../src/limits/window.js';
+import { windowAt } from '../../src/plans/window.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
@@ -10,7 +11,7 @@ import { RedisUsageSink } from '../../src/usage/redis/sink.js';
 import { emptyKeyUsage } from '../../src/usage/usage.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { pendingTotal } from '../helpers/pending.js';
-import { plan } from '../helpers/plans.js';
+import { keyOnly, plan } from '../helpers/plans.js';
 
 interface LogLine {
   level: number;
@@ -20,7 +21,9 @@ interface LogLine {
 /** A replica's limiter over its own connections to a private redis-server, with its logs and metrics. */
 async function replica(server: RedisServer, mode: 'open' | 'closed') {
   const lines: LogLine[] = [];
-  const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) });
+  const logger = createLogger('info', {
+    write: (line: string) => void lines.push(JSON.parse(line) as LogLine),
+  });
   const metrics = new Metrics();
   const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, logger);
   expect(await redis.ready(5_000)).toBe(true);
@@ -30,7 +33,8 @@ async function replica(server: RedisServer, mode: 'open' | 'closed') {
     metrics,
     { mode, probeIntervalMs: 100 },
   );
-  const degraded = async () => (await metrics.degraded.get()).values.find((v) => v.labels.dependency === 'redis')?.value;
+  const degraded = async () =>
+    (await metrics.degraded.get()).values.find((v) => v.labels.dependency === 'redis')?.value;
   const logged = (level: number) => lines.filter((l) => l.level === level).map((l) => l.msg);
   return { redis, limiter, metrics, degraded, logged };
 }
@@ -74,17 +78,21 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
     const r = await replica(server, 'open');
     current = r.redis;
     const now = Date.now();
-    for (let i = 0; i < 3; i++) expect((await r.limiter.consume('key_o', policy, now)).allowed).toBe(true);
+    for (let i = 0; i < 3; i++)
+      expect((await r.limiter.consume(keyOnly('key_o', policy), 1, now)).allowed).toBe(true);
     expect(await r.degraded()).toBe(0);
 
     await server.stop();
     // Every request is answered, fast; the in-process count starts afresh on this replica.
     const during = [];
-    for (let i = 0; i < 7; i++) during.push(await timed(() => r.limiter.consume('key_o', policy, now)));
+    for (let i = 0; i < 7; i++)
+      during.push(await timed(() => r.limiter.consume(keyOnly('key_o', policy), 1, now)));
     expect(during.every((d) => d.error === undefined && d.ms < 600)).toBe(true);
     expect(during.map((d) => d.value!.allowed)).toEqual([true, true, true, true, true, false, false]);
     expect(await r.degraded()).toBe(1);
-    expect(r.logged(WARN)).toEqual(['Redis unavailable: limiting in process on each replica until it answers again']);
+    expect(r.logged(WARN)).toEqual([
+      'Redis unavailable: limiting in process on each replica until it answers again',
+    ]);
 
     await server.restart(); // empty: no persistence
     await until(async () => (await r.degraded()) === 0);
@@ -92,7 +100,7 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
     // The replica puts back the 3 it had admitted through Redis in this window before the restart.
     const counter = `fo:{key_o}:hour:${windowAt('hour', now).start}`;
     await until(async () => (await r.redis.client.get(counter)) === '3');
-    expect((await r.limiter.consume('key_o', policy, now)).remaining).toBe(1);
+    expect((await r.limiter.consume(keyOnly('key_o', policy), 1, now)).limit!.remaining).toBe(1);
     expect(await r.redis.client.get(counter)).toBe('4');
     expect(r.logged(WARN)).toHaveLength(1);
     await r.limiter.close();
@@ -101,51 +109,55 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
   it('closed: refuses with LimiterUnavailableError during the outage, recovers by itself', async () => {
     const r = await replica(server, 'closed');
     current = r.redis;
-    expect((await r.limiter.consume('key_c', policy, Date.now())).allowed).toBe(true);
+    expect((await r.limiter.consume(keyOnly('key_c', policy), 1, Date.now())).allowed).toBe(true);
     await server.stop();
     for (let i = 0; i < 3; i++) {
-      const outcome = await timed(() => r.limiter.consume('key_c', policy, Date.now()));
+      const outcome = await timed(() => r.limiter.consume(keyOnly('key_c', policy), 1, Date.now()));
       expect(outcome.error).toBeInstanceOf(LimiterUnavailableError);
       expect(outcome.ms).toBeLessThan(600);
     }
-    await expect(r.limiter.peek('key_c', policy, Date.now())).rejects.toBeInstanceOf(LimiterUnavailableError);
+    await expect(r.limiter.peek(keyOnly('key_c', policy), Date.now())).rejects.toBeInstanceOf(
+      LimiterUnavailableError,
+    );
     expect(await r.degraded()).toBe(1);
     await server.restart();
     await until(async () => (await r.degraded()) === 0);
-    expect((await r.limiter.consume('key_c', policy, Date.now())).allowed).toBe(true);
+    expect((await r.limiter.consume(keyOnly('key_c', policy), 1, Date.now())).allowed).toBe(true);
     await r.limiter.close();
   });
 
   it('a Redis that hangs costs one command timeout, then requests stop waiting on it', async () => {
     const r = await replica(server, 'open');
     current = r.redis;
-    expect((await r.limiter.consume('key_h', policy, Date.now())).allowed).toBe(true);
+    expect((await r.limiter.consume(keyOnly('key_h', policy), 1, Date.now())).allowed).toBe(true);
     server.pause();
-    const slow = await timed(() => r.limiter.consume('key_h', policy, Date.now()));
+    const slow = await timed(() => r.limiter.consume(keyOnly('key_h', policy), 1, Date.now()));
     expect(slow.value?.allowed).toBe(true);
     expect(slow.ms).toBeGreaterThanOrEqual(450);
     expect(slow.ms).toBeLessThan(1_000);
     expect(await r.degraded()).toBe(1);
-    const next = await timed(() => r.limiter.consume('key_h', policy, Date.now()));
+    const next = await timed(() => r.limiter.consume(keyOnly('key_h', policy), 1, Date.now()));
     expect(next.ms).toBeLessThan(100);
-    expect((await r.metrics.redisErrors.get()).values.find((v) => v.labels.operation === 'consume')?.value).toBe(1);
+    expect(
+      (await r.metrics.redisErrors.get()).values.find((v) => v.labels.operation === 'consume')?.value,
+    ).toBe(1);
     server.resume();
     await until(async () => (await r.degraded()) === 0);
     // The decision that timed out was already on the wire, so Redis ran it on resuming; the one after
     // it never reached Redis.
-    expect((await r.limiter.peek('key_h', policy, Date.now()))[0]!.remaining).toBe(3);
+    expect((await r.limiter.peek(keyOnly('key_h', policy), Date.now()))[0]!.remaining).toBe(3);
     await r.limiter.close();
   });
 
   it('when the first call times out, calls already waiting on Redis take the fallback with it', async () => {
     const r = await replica(server, 'closed');
     current = r.redis;
-    expect((await r.limiter.consume('key_w1', policy, Date.now())).allowed).toBe(true);
+    expect((await r.limiter.consume(keyOnly('key_w1', policy), 1, Date.now())).allowed).toBe(true);
     server.pause();
-    const first = timed(() => r.limiter.consume('key_w1', policy, Date.now()));
+    const first = timed(() => r.limiter.consume(keyOnly('key_w1', policy), 1, Date.now()));
     await new Promise((resolve) => setTimeout(resolve, 200));
     // Another key, its own script call: without the breaker it would wait out its own timeout.
-    const second = await timed(() => r.limiter.consume('key_w2', policy, Date.now()));
+    const second = await timed(() => r.limiter.consume(keyOnly('key_w2', policy), 1, Date.now()));
     expect((await first).error).toBeInstanceOf(LimiterUnavailableError);
     expect(second.error).toBeInstanceOf(LimiterUnavailableError);
     expect(second.ms).toBeLessThan(400);
@@ -157,7 +169,7 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
   it('answers most of the first second of a hang: throughput falls for one command timeout only', async () => {
     const r = await replica(server, 'open');
     current = r.redis;
-    await r.limiter.consume('key_t0', policy, Date.now());
+    await r.limiter.consume(keyOnly('key_t0', policy), 1, Date.now());
     server.pause();
     const started = performance.now();
     let decided = 0;
@@ -167,7 +179,11 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
       Array.from({ length: 20 }, async (_, client) => {
         await new Promise((resolve) => setTimeout(resolve, client * 20));
         for (let i = 0; performance.now() - started < 1_000; i++) {
-          await r.limiter.consume(`key_t${client}_${i}`, plan({ limit: 1_000, period: 'hour' }), Date.now());
+          await r.limiter.consume(
+            keyOnly(`key_t${client}_${i}`, plan({ limit: 1_000, period: 'hour' })),
+            1,
+            Date.now(),
+          );
           if (i === 0) firstAnswers.push(performance.now() - started);
           decided++;
         }
@@ -176,7 +192,9 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
     // Every client's first request is answered when the first timeout opens the circuit (~500 ms),
     // not after a timeout of its own (up to ~900 ms for the last to join).
     expect(Math.max(...firstAnswers)).toBeLessThan(750);
-    console.log(`first second of a Redis hang: ${decided} decisions by 20 clients (one 500 ms command timeout, then in process)`);
+    console.log(
+      `first second of a Redis hang: ${decided} decisions by 20 clients (one 500 ms command timeout, then in process)`,
+    );
     // Waiting out a timeout per request, 20 clients would get 40 decisions in that second.
     expect(decided).toBeGreaterThan(400);
     server.resume();
@@ -202,7 +220,11 @@ describe('a Redis that restarts empty (no persistence)', () => {
 
   it('keeps the counts of the current windows: each replica puts back what it admitted', async () => {
     const limit = plan({ limit: 100, period: 'hour' });
-    const decide = (r: (typeof replicas)[number]) => Promise.resolve(r.limiter.consume('key_restart', limit, Date.now())).then((d) => d.allowed, () => false);
+    const decide = (r: (typeof replicas)[number]) =>
+      Promise.resolve(r.limiter.consume(keyOnly('key_restart', limit), 1, Date.now())).then(
+        (d) => d.allowed,
+        () => false,
+      );
     let admitted = 0;
     for (let i = 0; i < 30; i++) for (const r of replicas) if (await decide(r)) admitted++;
     expect(admitted).toBe(60);
@@ -215,13 +237,56 @@ describe('a Redis that restarts empty (no persistence)', () => {
     // Within a second both have noticed and put back their 30.
     await until(async () => (await replicas[0]!.redis.client.get(counter).catch(() => null)) === '60', 3_000);
     for (let i = 0; i < 60; i++) for (const r of replicas) if (await decide(r)) admitted++;
-    console.log(`Redis restarted empty mid-window: ${admitted} admitted in the window against a limit of 100`);
+    console.log(
+      `Redis restarted empty mid-window: ${admitted} admitted in the window against a limit of 100`,
+    );
+    expect(admitted).toBe(100);
+  });
+
+  it('keeps a consumer’s count too: each replica puts back what it admitted through any of the consumer’s keys', async () => {
+    const consumer: Subject = {
+      scope: 'consumer',
+      id: 'con_restart',
+      plan: plan({ limit: 100, period: 'hour' }),
+    };
+    // Keys with plans of their own (far from full) and without: the consumer's count follows either.
+    const keyOf = (k: number): Subject[] => [
+      {
+        scope: 'key',
+        id: `key_restart_${k}`,
+        plan: k === 0 ? plan() : plan({ limit: 1_000, period: 'hour' }),
+      },
+      consumer,
+    ];
+    const decide = (r: (typeof replicas)[number], k: number, cost: number) =>
+      Promise.resolve(r.limiter.consume(keyOf(k), cost, Date.now())).then(
+        (d) => (d.allowed ? cost : 0),
+        () => 0,
+      );
+    let admitted = 0;
+    // Three keys, costs 1 and 5, both replicas: 5 × (1 + 5) × 2 = 60 units.
+    for (let i = 0; i < 5; i++)
+      for (const [n, r] of replicas.entries())
+        admitted += (await decide(r, i % 3, 1)) + (await decide(r, (i + n) % 3, 5));
+    expect(admitted).toBe(60);
+    const counter = `fo:{con_restart}:consumer:hour:${windowAt('hour', Date.now()).start}`;
+    expect(await replicas[0]!.redis.client.get(counter)).toBe('60');
+
+    await server.stop();
+    await server.restart();
+    for (const r of replicas) await until(async () => (await r.degraded()) === 0, 10_000);
+    await until(async () => (await replicas[0]!.redis.client.get(counter).catch(() => null)) === '60', 3_000);
+    for (let i = 0; i < 60; i++)
+      for (const [n, r] of replicas.entries()) admitted += await decide(r, (i + n) % 3, 1);
     expect(admitted).toBe(100);
   });
 
   it('puts back what it admitted even when Redis stops answering while it checks: it finishes once Redis answers', async () => {
     const limit = plan({ limit: 100, period: 'hour' });
-    for (let i = 0; i < 10; i++) expect((await replicas[0]!.limiter.consume('key_restart_held', limit, Date.now())).allowed).toBe(true);
+    for (let i = 0; i < 10; i++)
+      expect(
+        (await replicas[0]!.limiter.consume(keyOnly('key_restart_held', limit), 1, Date.now())).allowed,
+      ).toBe(true);
     const counter = `fo:{key_restart_held}:hour:${windowAt('hour', Date.now()).start}`;
     const taken = await replicas[0]!.redis.client.get(counter);
     expect(Number(taken)).toBeGreaterThanOrEqual(10);
@@ -248,7 +313,10 @@ describe('a Redis that restarts empty (no persistence)', () => {
 describe('closing the connections while Redis is down', () => {
   it('stops both connections reconnecting (which would keep the process alive)', async () => {
     const server = await RedisServer.start();
-    const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'));
+    const redis = connectRedis(
+      { redisUrl: server.url, redisClusterNodes: undefined },
+      createLogger('silent'),
+    );
     const admin = new Redis(server.url, { lazyConnect: true });
     try {
       expect(await redis.ready(5_000)).toBe(true);
@@ -259,7 +327,9 @@ describe('closing the connections while Redis is down', () => {
       await server.restart();
       await new Promise((r) => setTimeout(r, 2_500));
       await admin.connect();
-      const clients = String(await admin.call('CLIENT', 'LIST')).trim().split('\n');
+      const clients = String(await admin.call('CLIENT', 'LIST'))
+        .trim()
+        .split('\n');
       expect(clients).toHaveLength(1);
     } finally {
       admin.disconnect();
@@ -273,7 +343,9 @@ describe('RedisUsageSink when Redis hangs mid-push', () => {
   let redis: RedisConnections;
   beforeAll(async () => {
     server = await RedisServer.start();
-    redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'), { commandTimeoutMs: 300 });
+    redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'), {
+      commandTimeoutMs: 300,
+    });
     expect(await redis.ready(5_000)).toBe(true);
   });
   afterAll(async () => {
@@ -284,11 +356,16 @@ describe('RedisUsageSink when Redis hangs mid-push', () => {
 
   const batch = (requests: number) => {
     const u = emptyKeyUsage();
-    u.endpoints.set('/p', { requests, successful: requests, failed: 0, totalDurationMs: requests });
+    u.endpoints.set('/p', { requests, successful: requests, failed: 0, totalDurationMs: requests, cost: 0 });
     return new Map([['key_p', u]]);
   };
   const counted = async (prefix: string) =>
-    (await pendingTotal(new RedisPendingUsage(redis.client, prefix, createLogger('silent'), new Metrics()), 'key_p'))?.endpoints.get('/p')?.requests;
+    (
+      await pendingTotal(
+        new RedisPendingUsage(redis.client, prefix, createLogger('silent'), new Metrics()),
+        'key_p',
+      )
+    )?.endpoints.get('/p')?.requests;
 
   it('keeps a push that timed out and sends it again as the same push: counted once', async () => {
     const prefix = 'hang1:';
@@ -334,7 +411,12 @@ describe('RedisUsageSink when Redis hangs mid-push', () => {
     expect(outcome.error).toBeInstanceOf(Error);
     expect(outcome.ms).toBeLessThan(100);
     // The key detail leaves out what Redis holds instead of failing.
-    expect(await pendingTotal(new RedisPendingUsage(redis.client, 'down:', createLogger('silent'), new Metrics()), 'key_p')).toBeUndefined();
+    expect(
+      await pendingTotal(
+        new RedisPendingUsage(redis.client, 'down:', createLogger('silent'), new Metrics()),
+        'key_p',
+      ),
+    ).toBeUndefined();
     await server.restart();
   });
 });

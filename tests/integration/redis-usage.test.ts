@@ -10,13 +10,14 @@ import { RedisPendingUsage } from '../../src/usage/redis/pending.js';
 import { SEAL_MAX_KEYS } from '../../src/usage/redis/seal-script.js';
 import { RedisUsageSink } from '../../src/usage/redis/sink.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
-import { emptyKeyUsage, type KeyUsage, type UsageBatch } from '../../src/usage/usage.js';
+import { emptyBucket, emptyKeyUsage, type KeyUsage, type UsageBatch } from '../../src/usage/usage.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { RedisMonitor } from '../helpers/redis-monitor.js';
 import { RedisServer, freePort } from '../helpers/redis-server.js';
 import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { pendingTotal } from '../helpers/pending.js';
+import { requestFacts } from '../helpers/request-facts.js';
 import { previousFlush, previousPush } from '../fixtures/usage-redis-previous.js';
 
 const logger = createLogger('silent');
@@ -28,7 +29,11 @@ let repository: UsageRepository;
 let deadHandle: DbHandle;
 const clients: Redis[] = [];
 const client = () => {
-  const c = new Redis(REDIS_URL, { enableAutoPipelining: true, enableOfflineQueue: false, lazyConnect: true });
+  const c = new Redis(REDIS_URL, {
+    enableAutoPipelining: true,
+    enableOfflineQueue: false,
+    lazyConnect: true,
+  });
   clients.push(c);
   return c;
 };
@@ -40,7 +45,13 @@ beforeAll(async () => {
   repository = new UsageRepository(handle.db);
   const keys = new KeyRepository(handle.db);
   for (const id of ['key_1', 'key_2', 'key_3']) {
-    await keys.insert({ id, name: id, secretHash: randomBytes(32), secretCiphertext: randomBytes(40), createdAt: new Date() });
+    await keys.insert({
+      id,
+      name: id,
+      secretHash: randomBytes(32),
+      secretCiphertext: randomBytes(40),
+      createdAt: new Date(),
+    });
   }
   deadHandle = await openPostgres(`postgres://postgres@127.0.0.1:${await freePort()}/none`);
 });
@@ -64,19 +75,28 @@ async function replica(prefix: string, repo: Pick<UsageRepository, 'applyBatch'>
   };
 }
 
-function usage(endpoints: Record<string, [number, number, number]>, customers: Record<string, [number, number]> = {}): KeyUsage {
+function usage(
+  endpoints: Record<string, [number, number, number]>,
+  customers: Record<string, [number, number]> = {},
+): KeyUsage {
   const u = emptyKeyUsage();
   for (const [e, [ok, failed, ms]] of Object.entries(endpoints)) {
-    u.endpoints.set(e, { requests: ok + failed, successful: ok, failed, totalDurationMs: ms });
+    u.endpoints.set(e, { requests: ok + failed, successful: ok, failed, totalDurationMs: ms, cost: 0 });
   }
-  for (const [c, [ok, failed]] of Object.entries(customers)) u.customers.set(c, { requests: ok + failed, successful: ok, failed });
+  for (const [c, [ok, failed]] of Object.entries(customers))
+    u.customers.set(c, { requests: ok + failed, successful: ok, failed });
   return u;
 }
 
 const batchOf = (entries: Record<string, KeyUsage>): UsageBatch => new Map(Object.entries(entries));
-const stored = (keyId: string) => repository.read(keyId);
+/** A key's stored totals, as the usage a batch carries for it (filed under no consumer). */
+const stored = async (keyId: string): Promise<KeyUsage> => ({
+  ...(await repository.read(keyId)),
+  consumers: new Map(),
+});
 /** What the deployment keeps in Redis, less the short-lived push markers. */
-const redisKeys = async (c: Redis, prefix: string) => (await c.keys(prefix + '*')).filter((k) => !k.includes('{usage}:push:'));
+const redisKeys = async (c: Redis, prefix: string) =>
+  (await c.keys(prefix + '*')).filter((k) => !k.includes('{usage}:push:'));
 
 describe('Redis usage: push, pending view, flush to Postgres', () => {
   afterEach(async () => {
@@ -90,7 +110,14 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
     const r = await replica(prefix);
     const minute = Date.UTC(2026, 10, 22, 23, 59);
     const u = usage({ '/a': [2, 1, 30] });
-    u.minutes.set(minute, { requests: 3, successful: 2, failed: 1, rateLimited: 1, totalDurationMs: 30 });
+    u.minutes.set(minute, {
+      ...emptyBucket(),
+      requests: 3,
+      successful: 2,
+      failed: 1,
+      rateLimited: 1,
+      totalDurationMs: 30,
+    });
     await r.sink.write(batchOf({ key_1: u }));
     expect((await pendingTotal(r.pending, 'key_1'))?.minutes).toEqual(u.minutes);
     await r.flusher.flush();
@@ -101,7 +128,15 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
       .where('key_id', '=', 'key_1')
       .orderBy('granularity')
       .execute();
-    expect(rows.map((row) => [row.granularity, row.start.toISOString(), Number(row.requests), Number(row.rate_limited), row.total_duration_ms])).toEqual([
+    expect(
+      rows.map((row) => [
+        row.granularity,
+        row.start.toISOString(),
+        Number(row.requests),
+        Number(row.rate_limited),
+        row.total_duration_ms,
+      ]),
+    ).toEqual([
       ['day', '2026-11-22T00:00:00.000Z', 3, 1, 30],
       ['hour', '2026-11-22T23:00:00.000Z', 3, 1, 30],
       ['minute', '2026-11-22T23:59:00.000Z', 3, 1, 30],
@@ -112,9 +147,13 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
   it('shows a push in the pending view, then moves it into Postgres and out of Redis', async () => {
     const prefix = testKeyPrefix();
     const r = await replica(prefix);
-    await r.sink.write(batchOf({ key_1: usage({ '/a|b': [2, 1, 30.5], '/c': [1, 0, 4] }, { acme: [2, 1] }) }));
+    await r.sink.write(
+      batchOf({ key_1: usage({ '/a|b': [2, 1, 30.5], '/c': [1, 0, 4] }, { acme: [2, 1] }) }),
+    );
 
-    expect(await pendingTotal(r.pending, 'key_1')).toEqual(usage({ '/a|b': [2, 1, 30.5], '/c': [1, 0, 4] }, { acme: [2, 1] }));
+    expect(await pendingTotal(r.pending, 'key_1')).toEqual(
+      usage({ '/a|b': [2, 1, 30.5], '/c': [1, 0, 4] }, { acme: [2, 1] }),
+    );
     expect(await pendingTotal(r.pending, 'key_2')).toBeUndefined();
 
     await r.flusher.flush();
@@ -141,9 +180,12 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
   it('pushes a key used by 50,000 customers in one second (one script of 200,000 arguments), and flushes it to Postgres capped', async () => {
     const prefix = testKeyPrefix();
     const r = await replica(prefix);
-    const customers = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`cust-${i}`, [1, 0] as [number, number]]));
+    const customers = Object.fromEntries(
+      Array.from({ length: 50_000 }, (_, i) => [`cust-${i}`, [1, 0] as [number, number]]),
+    );
     await r.sink.write(batchOf({ key_1: usage({ '/p': [50_000, 0, 7] }, customers) }));
-    const sumOf = (customers: Map<string, { requests: number }> | undefined) => [...(customers ?? new Map()).values()].reduce((n, c) => n + c.requests, 0);
+    const sumOf = (customers: Map<string, { requests: number }> | undefined) =>
+      [...(customers ?? new Map()).values()].reduce((n, c) => n + c.requests, 0);
     // Shown and stored with the per-key cap: 10,000 customers, the rest under "(other)", sums intact.
     const pending = await pendingTotal(r.pending, 'key_1');
     expect(pending?.customers.size).toBe(10_001);
@@ -154,7 +196,13 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
     const saved = await stored('key_1');
     expect(saved?.customers.size).toBe(10_001);
     expect(sumOf(saved?.customers)).toBe(50_000);
-    expect(saved?.endpoints.get('/p')).toEqual({ requests: 50_000, successful: 50_000, failed: 0, totalDurationMs: 7 });
+    expect(saved?.endpoints.get('/p')).toEqual({
+      requests: 50_000,
+      successful: 50_000,
+      failed: 0,
+      totalDurationMs: 7,
+      cost: 0,
+    });
     expect(await pendingTotal(r.pending, 'key_1')).toBeUndefined();
   });
 
@@ -166,7 +214,12 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
       // Every replica pushes and tries to flush at the same moment; the lock lets one through.
       await Promise.all(
         replicas.flatMap((r) => [
-          r.sink.write(batchOf({ key_2: usage({ '/x': [1, 1, 10] }, { c1: [1, 0] }), key_3: usage({ '/y': [1, 0, 2.25] }) })),
+          r.sink.write(
+            batchOf({
+              key_2: usage({ '/x': [1, 1, 10] }, { c1: [1, 0] }),
+              key_3: usage({ '/y': [1, 0, 2.25] }),
+            }),
+          ),
           r.flusher.flush(),
         ]),
       );
@@ -182,14 +235,17 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
     const prefix = testKeyPrefix();
     const down = await replica(prefix, new UsageRepository(deadHandle.db));
     const up = await replica(prefix);
-    const failuresBefore = (await metrics.usageFlushFailures.get()).values.find((v) => v.labels.stage === 'apply')?.value ?? 0;
+    const failuresBefore =
+      (await metrics.usageFlushFailures.get()).values.find((v) => v.labels.stage === 'apply')?.value ?? 0;
 
     await down.sink.write(batchOf({ key_1: usage({ '/a': [1, 0, 1] }) }));
     await down.flusher.flush();
     await down.sink.write(batchOf({ key_1: usage({ '/a': [1, 0, 1] }) }));
     await down.flusher.flush();
 
-    const failuresAfter = (await metrics.usageFlushFailures.get()).values.find((v) => v.labels.stage === 'apply')!.value;
+    const failuresAfter = (await metrics.usageFlushFailures.get()).values.find(
+      (v) => v.labels.stage === 'apply',
+    )!.value;
     expect(failuresAfter - failuresBefore).toBe(2);
     // The detail view still sees both requests: one sealed batch plus the live hash.
     expect(await pendingTotal(up.pending, 'key_1')).toEqual(usage({ '/a': [2, 0, 2] }));
@@ -268,12 +324,19 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
   it('shows pending requests under the paths Postgres holds, even when the pending parts together pass the 1,000-path cap', async () => {
     const prefix = testKeyPrefix();
     const r = await replica(prefix);
-    const paths = (name: string, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`/${name}${i}`, [1, 0, 1] as [number, number, number]]));
+    const paths = (name: string, n: number) =>
+      Object.fromEntries(
+        Array.from({ length: n }, (_, i) => [`/${name}${i}`, [1, 0, 1] as [number, number, number]]),
+      );
     await repository.applyBatch(undefined, batchOf({ key_3: usage(paths('held', 1_000)) }));
     // Another replica pushed 1,000 paths Postgres does not hold; this process has one it does.
     await r.sink.write(batchOf({ key_3: usage(paths('new', 1_000)) }));
-    const recorder = new UsageRecorder({ write: () => Promise.reject(new Error('not flushed in this test')), heldRequests: () => 0 }, logger, metrics);
-    recorder.record('key_3', '/held7', undefined, true, 1);
+    const recorder = new UsageRecorder(
+      { write: () => Promise.reject(new Error('not flushed in this test')), heldRequests: () => 0 },
+      logger,
+      metrics,
+    );
+    recorder.record(requestFacts('key_3', { endpoint: '/held7' }));
     const view = await new UsageReader(repository, [r.pending, recorder]).read('key_3');
     const requestsOf = (path: string) => view.endpoints.find((e) => e.endpoint === path)?.requests;
     expect(requestsOf('/held7')).toBe(2);
@@ -283,8 +346,15 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
   });
 
   it('rejects a push while Redis is unreachable, so the recorder keeps the batch', async () => {
-    const dead = new Redis({ port: await freePort(), lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null });
-    await expect(new RedisUsageSink(dead, testKeyPrefix()).write(batchOf({ key_1: usage({ '/a': [1, 0, 1] }) }))).rejects.toThrow();
+    const dead = new Redis({
+      port: await freePort(),
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
+    await expect(
+      new RedisUsageSink(dead, testKeyPrefix()).write(batchOf({ key_1: usage({ '/a': [1, 0, 1] }) })),
+    ).rejects.toThrow();
   });
 });
 
@@ -297,9 +367,18 @@ describe('Redis usage during a rolling upgrade: replicas of the previous version
   it('shows and flushes what replicas of the previous version push, each request once', async () => {
     const prefix = testKeyPrefix();
     const r = await replica(prefix);
-    await previousPush(r.client, prefix, batchOf({ key_1: usage({ '/v1|a': [2, 1, 30.5] }, { acme: [2, 1] }), key_2: usage({ '/b': [1, 0, 2] }) }));
+    await previousPush(
+      r.client,
+      prefix,
+      batchOf({
+        key_1: usage({ '/v1|a': [2, 1, 30.5] }, { acme: [2, 1] }),
+        key_2: usage({ '/b': [1, 0, 2] }),
+      }),
+    );
     await r.sink.write(batchOf({ key_1: usage({ '/v1|a': [1, 0, 4] }) }));
-    expect(await pendingTotal(r.pending, 'key_1')).toEqual(usage({ '/v1|a': [3, 1, 34.5] }, { acme: [2, 1] }));
+    expect(await pendingTotal(r.pending, 'key_1')).toEqual(
+      usage({ '/v1|a': [3, 1, 34.5] }, { acme: [2, 1] }),
+    );
     await r.flusher.flush();
     await previousPush(r.client, prefix, batchOf({ key_1: usage({ '/v1|a': [1, 0, 1] }) }));
     expect(await pendingTotal(r.pending, 'key_1')).toEqual(usage({ '/v1|a': [1, 0, 1] }));
@@ -318,7 +397,9 @@ describe('Redis usage during a rolling upgrade: replicas of the previous version
     expect(await stored('key_1')).toEqual(usage({ '/a': [2, 0, 3] }, { acme: [1, 1] }));
 
     await r.sink.write(batchOf({ key_1: usage({ '/a': [1, 0, 1] }) }));
-    await expect(previousFlush(r.client, prefix, () => Promise.reject(new Error('process killed')))).rejects.toThrow('process killed');
+    await expect(
+      previousFlush(r.client, prefix, () => Promise.reject(new Error('process killed'))),
+    ).rejects.toThrow('process killed');
     expect(await r.client.scard(prefix + '{usage}:batches')).toBe(1);
     expect(await pendingTotal(r.pending, 'key_1')).toEqual(usage({ '/a': [1, 0, 1] }));
     await r.flusher.flush();
@@ -347,7 +428,10 @@ describe('Redis usage: pushes of many keys', () => {
     await admin.flushall();
   });
 
-  const manyKeys = (n: number) => batchOf(Object.fromEntries(Array.from({ length: n }, (_, i) => [`key_m${i}`, usage({ '/p': [1, 0, 1] })])));
+  const manyKeys = (n: number) =>
+    batchOf(
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`key_m${i}`, usage({ '/p': [1, 0, 1] })])),
+    );
   /** Requests counted in Redis per key, from the live hashes. */
   async function countedPerKey(prefix: string, n: number): Promise<number[]> {
     const p = admin.pipeline();
@@ -381,24 +465,34 @@ describe('Redis usage: pushes of many keys', () => {
     const monitor = await RedisMonitor.start(server.url);
     const applied: UsageBatch[] = [];
     // Postgres is not what this is about: a store that takes every batch.
-    const flusher = new UsageFlusher(c, prefix, { applyBatch: (_id, batch) => Promise.resolve(applied.push(batch) > 0) }, logger, metrics);
+    const flusher = new UsageFlusher(
+      c,
+      prefix,
+      { applyBatch: (_id, batch) => Promise.resolve(applied.push(batch) > 0) },
+      logger,
+      metrics,
+    );
     await flusher.flush();
     await monitor.caughtUp(c);
     monitor.close();
     // Each script call names its keys; a seal names two per API key (its live and its batch hash).
-    const scripts = monitor.commands.filter((command) => command.args[0] === 'evalsha' || command.args[0] === 'eval');
+    const scripts = monitor.commands.filter(
+      (command) => command.args[0] === 'evalsha' || command.args[0] === 'eval',
+    );
     expect(scripts.length).toBeGreaterThanOrEqual(3 * 20);
     expect(Math.max(...scripts.map((command) => Number(command.args[2])))).toBe(3 + 2 * SEAL_MAX_KEYS);
     expect(applied.map((batch) => batch.size)).toEqual(Array(20).fill(SEAL_MAX_KEYS));
     expect(new Set(applied.flatMap((batch) => [...batch.keys()])).size).toBe(20_000);
-    expect(applied.every((batch) => [...batch.values()].every((u) => u.endpoints.get('/p')?.requests === 1))).toBe(true);
+    expect(
+      applied.every((batch) => [...batch.values()].every((u) => u.endpoints.get('/p')?.requests === 1)),
+    ).toBe(true);
     expect(await redisKeys(admin, prefix)).toEqual([prefix + '{usage}:flushed-at']);
   });
 
   it('when Redis refuses part-way, keeps only the keys whose pushes failed and counts every request once', async () => {
     const prefix = testKeyPrefix();
     const recorder = new UsageRecorder(new RedisUsageSink(c, prefix), logger, metrics);
-    for (let i = 0; i < 20_000; i++) recorder.record(`key_m${i}`, '/p', undefined, true, 1);
+    for (let i = 0; i < 20_000; i++) recorder.record(requestFacts(`key_m${i}`, { endpoint: '/p' }));
     // Room for some of the pushes, not all: Redis answers OOM to the rest.
     const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
     await admin.config('SET', 'maxmemory', String(used + 1_500_000));

@@ -16,7 +16,7 @@ afterAll(async () => {
 
 describe('the restore script', () => {
   it('adds the places put back to whatever the count holds by now, and sets its expiry', async () => {
-    const counter = counterKey(prefix, 'key_restored', 'hour', 0);
+    const counter = counterKey(`${prefix}{key_restored}`, 'hour', 0);
     const expiresAt = Date.now() + 60_000;
     await restore(counter, { places: 40, expiresAt, slot: -1 });
     expect(await client.get(counter)).toBe('40');
@@ -29,7 +29,7 @@ describe('the restore script', () => {
   });
 
   it('puts a sliding limit’s places back into the slot they were taken in', async () => {
-    const count = slidingKey(prefix, 'key_restored', 'minute');
+    const count = slidingKey(`${prefix}{key_restored}`, 'minute');
     const expiresAt = Date.now() + 60_000;
     await client.hset(count, '41', '2');
     await restore(count, { places: 5, expiresAt, slot: 41 });

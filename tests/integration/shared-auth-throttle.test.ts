@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createLogger } from '../../src/ops/logger.js';
 import type { AllowedAttempt, Attempt } from '../../src/proxy/auth-throttle.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
-import { SharedAuthThrottle } from '../../src/redis/shared-auth-throttle.js';
+import { SharedAuthThrottle } from '../../src/proxy/shared-auth-throttle.js';
 import { RedisServer } from '../helpers/redis-server.js';
 
 const policy = { limit: 20, period: 'minute' } as const;
@@ -38,8 +38,15 @@ afterAll(async () => {
 const now = () => Math.floor(Date.now() / 60_000) * 60_000 + 1_000;
 
 /** `n` attempts begun together, round-robin over `replicas`; each allowed one settles as a wrong credential once all have answered. */
-async function guessesAtOnce(replicas: readonly SharedAuthThrottle[], address: string, n: number, at: number): Promise<number> {
-  const answers: Attempt[] = await Promise.all(Array.from({ length: n }, (_, i) => replicas[i % replicas.length]!.attempt(address, at, `guess-${i}`)));
+async function guessesAtOnce(
+  replicas: readonly SharedAuthThrottle[],
+  address: string,
+  n: number,
+  at: number,
+): Promise<number> {
+  const answers: Attempt[] = await Promise.all(
+    Array.from({ length: n }, (_, i) => replicas[i % replicas.length]!.attempt(address, at, `guess-${i}`)),
+  );
   const allowed = answers.filter((a): a is AllowedAttempt => a.allowed);
   for (const a of allowed) a.settle(true);
   return allowed.length;
@@ -82,7 +89,9 @@ describe('SharedAuthThrottle', () => {
     const [a, b] = [await replica('st4:'), await replica('st4:')];
     const at = now();
     expect(await guessesAtOnce([a, b], '198.51.100.4', 1, at)).toBe(1);
-    const burst = await Promise.all(Array.from({ length: 300 }, () => a.attempt('198.51.100.4', at, 'one-new-key')));
+    const burst = await Promise.all(
+      Array.from({ length: 300 }, () => a.attempt('198.51.100.4', at, 'one-new-key')),
+    );
     expect(burst.every((attempt) => attempt.allowed)).toBe(true);
     for (const attempt of burst) if (attempt.allowed) attempt.settle(false);
     await new Promise((r) => setTimeout(r, 50)); // the give-back is sent without waiting

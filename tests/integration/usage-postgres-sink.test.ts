@@ -14,6 +14,7 @@ import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { requestsIn, type UsageBatch } from '../../src/usage/usage.js';
+import { refused, requestFacts } from '../helpers/request-facts.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
 
 const logger = createLogger('silent');
@@ -37,7 +38,13 @@ afterAll(async () => {
 
 async function newKey(): Promise<string> {
   const id = 'key_sink_' + randomBytes(6).toString('hex');
-  await keys.insert({ id, name: id, secretHash: randomBytes(32), secretCiphertext: randomBytes(40), createdAt: new Date() });
+  await keys.insert({
+    id,
+    name: id,
+    secretHash: randomBytes(32),
+    secretCiphertext: randomBytes(40),
+    createdAt: new Date(),
+  });
   return id;
 }
 
@@ -66,7 +73,18 @@ it('merges the batches handed over during an outage into one, and keeps the id o
 
   store.state.down = true;
   for (let second = 0; second < 30; second++) {
-    for (let i = 0; i <= second % 4; i++) recorder.record(keyId, `/v1/${second % 3}`, `customer-${second}`, true, 1);
+    for (let i = 0; i <= second % 4; i++) {
+      // Every other second the key belongs to a consumer; a limiter's 429 every fourth request charges nothing.
+      const consumerId = second % 2 === 0 ? 'con_even' : null;
+      recorder.record(
+        requestFacts(keyId, {
+          endpoint: `/v1/${second % 3}`,
+          customerId: `customer-${second}`,
+          consumerId,
+          ...(i === 3 ? refused('rateLimited') : {}),
+        }),
+      );
+    }
     await recorder.flush();
     // Held usage shows once in the detail, however the held batches merge.
     expect((await reader.read(keyId)).totalRequests).toBe(recordedUpTo(second));
@@ -82,7 +100,14 @@ it('merges the batches handed over during an outage into one, and keeps the id o
   expect(store.state.calls.map((c) => c.requests)).toEqual([1, recordedUpTo(29) - 1]);
   const stored = await repository.read(keyId);
   expect([...stored.endpoints.values()].reduce((n, e) => n + e.requests, 0)).toBe(recordedUpTo(29));
+  // Every fact once: 30 seconds of 1 to 4 requests, a 429 in the 7 seconds of four.
+  expect([...stored.endpoints.values()].reduce((n, e) => n + e.cost, 0)).toBe(recordedUpTo(29) - 7);
   expect(stored.customers.size).toBe(30);
+  const filed = (await repository.readBusiest({ consumerId: 'con_even' })).usage;
+  expect([...filed.endpoints.values()].reduce((n, e) => n + e.requests, 0)).toBe(
+    Array.from({ length: 15 }, (_, k) => ((2 * k) % 4) + 1).reduce((a, b) => a + b, 0),
+  );
+  expect([...filed.customers.keys()].every((c) => Number(c.split('-')[1]) % 2 === 0)).toBe(true);
   expect(sink.heldRequests()).toBe(0);
 });
 
@@ -92,10 +117,10 @@ it('applies a batch whose commit answer was lost once, however often it is sent 
   const sink = new PostgresUsageSink(store);
   const recorder = new UsageRecorder(sink, logger, new Metrics());
   store.state.answerLost = true;
-  recorder.record(keyId, '/v1/once', undefined, true, 1);
+  recorder.record(requestFacts(keyId, { endpoint: '/v1/once' }));
   await recorder.flush();
   // Handed over again meanwhile: it must not merge into the batch Postgres may already have.
-  recorder.record(keyId, '/v1/once', undefined, true, 1);
+  recorder.record(requestFacts(keyId, { endpoint: '/v1/once' }));
   await recorder.flush();
   store.state.answerLost = false;
   await recorder.flush();

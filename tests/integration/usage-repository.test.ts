@@ -12,17 +12,27 @@ import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { OTHER_ENDPOINT, type UsageBatch } from '../../src/usage/usage.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
 
-function batchOf(keyId: string, endpoints: Record<string, [number, number, number]>, customers: Record<string, number> = {}): UsageBatch {
+function batchOf(
+  keyId: string,
+  endpoints: Record<string, [number, number, number]>,
+  customers: Record<string, number> = {},
+): UsageBatch {
   return new Map([
     [
       keyId,
       {
         endpoints: new Map(
-          Object.entries(endpoints).map(([e, [ok, failed, ms]]) => [e, { requests: ok + failed, successful: ok, failed, totalDurationMs: ms }]),
+          Object.entries(endpoints).map(([e, [ok, failed, ms]]) => [
+            e,
+            { requests: ok + failed, successful: ok, failed, totalDurationMs: ms, cost: 0 },
+          ]),
         ),
-        customers: new Map(Object.entries(customers).map(([c, n]) => [c, { requests: n, successful: n, failed: 0 }])),
+        customers: new Map(
+          Object.entries(customers).map(([c, n]) => [c, { requests: n, successful: n, failed: 0 }]),
+        ),
         minutes: new Map(),
         days: new Map(),
+        consumers: new Map(),
       },
     ],
   ]);
@@ -37,7 +47,13 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
 
   async function newKey(): Promise<string> {
     const id = `key_usage_${kind}_${n++}`;
-    await keys.insert({ id, name: id, secretHash: hashSecret(id), secretCiphertext: Buffer.alloc(40), createdAt: new Date() });
+    await keys.insert({
+      id,
+      name: id,
+      secretHash: hashSecret(id),
+      secretCiphertext: Buffer.alloc(40),
+      createdAt: new Date(),
+    });
     return id;
   }
 
@@ -67,9 +83,10 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
       totalRequests: 7,
       successfulRequests: 5,
       failedRequests: 2,
+      cost: 0,
       endpoints: [
-        { endpoint: '/b', requests: 4, successful: 3, failed: 1, averageResponseTimeMs: 15 },
-        { endpoint: '/a', requests: 3, successful: 2, failed: 1, averageResponseTimeMs: 10 },
+        { endpoint: '/b', requests: 4, successful: 3, failed: 1, averageResponseTimeMs: 15, cost: 0 },
+        { endpoint: '/a', requests: 3, successful: 2, failed: 1, averageResponseTimeMs: 10, cost: 0 },
       ],
       usageByCustomer: [
         { customerId: 'globex', requests: 4, successful: 4, failed: 0 },
@@ -98,23 +115,44 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
 
   it('keeps at most 1000 paths per key and counts the rest under "(other)"', async () => {
     const keyId = await newKey();
-    const first = Object.fromEntries(Array.from({ length: 998 }, (_, i) => [`/p/${i}`, [1, 0, 1] as [number, number, number]]));
+    const first = Object.fromEntries(
+      Array.from({ length: 998 }, (_, i) => [`/p/${i}`, [1, 0, 1] as [number, number, number]]),
+    );
     await usage.applyBatch(undefined, batchOf(keyId, first));
-    await usage.applyBatch(undefined, batchOf(keyId, { '/p/0': [1, 0, 1], '/new/1': [1, 0, 1], '/new/2': [1, 0, 1], '/new/3': [2, 0, 2], '/new/4': [1, 1, 2] }));
+    await usage.applyBatch(
+      undefined,
+      batchOf(keyId, {
+        '/p/0': [1, 0, 1],
+        '/new/1': [1, 0, 1],
+        '/new/2': [1, 0, 1],
+        '/new/3': [2, 0, 2],
+        '/new/4': [1, 1, 2],
+      }),
+    );
     const stored = await usage.read(keyId);
     expect(stored.endpoints.size).toBe(1001);
     expect(stored.endpoints.get('/p/0')?.requests).toBe(2);
     expect(stored.endpoints.has('/new/2')).toBe(true);
-    expect(stored.endpoints.get(OTHER_ENDPOINT)).toEqual({ requests: 4, successful: 3, failed: 1, totalDurationMs: 4 });
+    expect(stored.endpoints.get(OTHER_ENDPOINT)).toEqual({
+      requests: 4,
+      successful: 3,
+      failed: 1,
+      totalDurationMs: 4,
+      cost: 0,
+    });
   });
 
   it('keeps at most 10,000 customers per key, the rest under "(other)", across batches, sums intact', async () => {
     const keyId = await newKey();
     const usage = new UsageRepository(handle.db);
-    const customers = (from: number, to: number) => Object.fromEntries(Array.from({ length: to - from }, (_, i) => [`c${from + i}`, 1]));
+    const customers = (from: number, to: number) =>
+      Object.fromEntries(Array.from({ length: to - from }, (_, i) => [`c${from + i}`, 1]));
     await usage.applyBatch(undefined, batchOf(keyId, { '/c': [9_990, 0, 1] }, customers(0, 9_990)));
     // 20 repeat customers and 60 new ones: 10 of the new fit, 50 go to "(other)".
-    await usage.applyBatch(undefined, batchOf(keyId, { '/c': [80, 0, 1] }, { ...customers(0, 20), ...customers(9_990, 10_050) }));
+    await usage.applyBatch(
+      undefined,
+      batchOf(keyId, { '/c': [80, 0, 1] }, { ...customers(0, 20), ...customers(9_990, 10_050) }),
+    );
     const stored = await usage.read(keyId);
     expect(stored.customers.size).toBe(10_001);
     expect(stored.customers.get('c0')?.requests).toBe(2);
@@ -133,7 +171,16 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
       const now = new Date();
       await handle.db
         .insertInto('api_keys')
-        .values(ids.slice(i, i + 1000).map((id) => ({ id, name: id, secret_hash: hashSecret(id), secret_ciphertext: Buffer.alloc(40), created_at: now, last_updated: now })))
+        .values(
+          ids.slice(i, i + 1000).map((id) => ({
+            id,
+            name: id,
+            secret_hash: hashSecret(id),
+            secret_ciphertext: Buffer.alloc(40),
+            created_at: now,
+            last_updated: now,
+          })),
+        )
         .execute();
     }
     return ids;
@@ -147,10 +194,22 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
     const batch: UsageBatch = new Map(ids.map((id) => [id, batchOf(id, { '/many': [1, 0, 2] }).get(id)!]));
     expect(await usage.applyBatch(`many-keys-${kind}`, batch)).toBe(true);
     const counted = await sql<{ keys: number; requests: number }>`
-      select cast(count(*) as integer) as keys, cast(sum(requests) as integer) as requests from usage_endpoints where endpoint = '/many'`.execute(handle.db);
+      select cast(count(*) as integer) as keys, cast(sum(requests) as integer) as requests from usage_endpoints where endpoint = '/many'`.execute(
+      handle.db,
+    );
     expect(counted.rows[0]).toEqual({ keys: 5_000, requests: 5_000 });
-    expect((await usage.read(live.at(-1)!)).endpoints.get('/many')).toEqual({ requests: 1, successful: 1, failed: 0, totalDurationMs: 2 });
-    const buckets = await sql<{ n: number }>`select cast(count(*) as integer) as n from usage_buckets where granularity = 'month' and key_id like ${`key_many_${kind}_%`}`.execute(handle.db);
+    expect((await usage.read(live.at(-1)!)).endpoints.get('/many')).toEqual({
+      requests: 1,
+      successful: 1,
+      failed: 0,
+      totalDurationMs: 2,
+      cost: 0,
+    });
+    const buckets = await sql<{
+      n: number;
+    }>`select cast(count(*) as integer) as n from usage_buckets where granularity = 'month' and key_id like ${`key_many_${kind}_%`}`.execute(
+      handle.db,
+    );
     expect(buckets.rows[0]!.n).toBe(5_000);
   }, 300_000);
 
@@ -168,7 +227,9 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
 
   it('prunes batch ids older than a day', async () => {
     const keyId = await newKey();
-    await sql`insert into usage_batches (batch_id, applied_at) values ('ancient-' || ${kind}, ${new Date(Date.now() - 2 * 86_400_000)})`.execute(handle.db);
+    await sql`insert into usage_batches (batch_id, applied_at) values ('ancient-' || ${kind}, ${new Date(Date.now() - 2 * 86_400_000)})`.execute(
+      handle.db,
+    );
     await new UsageRepository(handle.db).applyBatch('fresh-' + kind, batchOf(keyId, { '/z': [1, 0, 1] }));
     const ids = await handle.db.selectFrom('usage_batches').select('batch_id').execute();
     expect(ids.map((r) => r.batch_id)).toContain('fresh-' + kind);

@@ -16,12 +16,15 @@ const prefix = testKeyPrefix();
 const client = new Redis(REDIS_URL);
 let deployments = 0;
 /** A deployment of its own (a fresh set of names), and the push script on it. */
-const push = (layout = usageKeys(`${prefix}${deployments++}:`)) => ({ layout, run: definePushScript(client, layout) });
+const push = (layout = usageKeys(`${prefix}${deployments++}:`)) => ({
+  layout,
+  run: definePushScript(client, layout),
+});
 
 /** One key's usage as a push carries it: `requests` to `path`, all successful, `ms` in all. */
 const pushed = (keyId: string, path: string, requests: number, ms: number) => {
   const usage = emptyKeyUsage();
-  usage.endpoints.set(path, { requests, successful: requests, failed: 0, totalDurationMs: ms });
+  usage.endpoints.set(path, { requests, successful: requests, failed: 0, totalDurationMs: ms, cost: 0 });
   return { keyId, fields: encodeUsage(usage) };
 };
 const pushCall = (pushId: string, keys: PushCall['keys']): PushCall => ({ pushId, markerTtlS: 600, keys });
@@ -36,8 +39,33 @@ describe('the push script', () => {
   it('names the dirty set, the marker and each live hash in KEYS, and the pairs by kind in ARGV', () => {
     const layout = usageKeys('tg:');
     const call = pushCall('p1', [pushed('key_a', '/a', 2, 1.5), pushed('key_b', '/b', 1, 2)]);
-    expect(pushKeys(layout, call)).toEqual(['tg:{usage}:dirty', 'tg:{usage}:push:p1', 'tg:{usage}:live:key_a', 'tg:{usage}:live:key_b']);
-    expect(pushArgs(call)).toEqual([600, 'key_a', 2, 1, 'e|/a|r', 2, 'e|/a|s', 2, 'e|/a|d', 1.5, 'key_b', 2, 1, 'e|/b|r', 1, 'e|/b|s', 1, 'e|/b|d', 2]);
+    expect(pushKeys(layout, call)).toEqual([
+      'tg:{usage}:dirty',
+      'tg:{usage}:push:p1',
+      'tg:{usage}:live:key_a',
+      'tg:{usage}:live:key_b',
+    ]);
+    expect(pushArgs(call)).toEqual([
+      600,
+      'key_a',
+      2,
+      1,
+      'e|/a|r',
+      2,
+      'e|/a|s',
+      2,
+      'e|/a|d',
+      1.5,
+      'key_b',
+      2,
+      1,
+      'e|/b|r',
+      1,
+      'e|/b|s',
+      1,
+      'e|/b|d',
+      2,
+    ]);
   });
 
   it('adds a push to the live hashes and the dirty set once, however often it is sent', async () => {
@@ -45,8 +73,16 @@ describe('the push script', () => {
     const call = pushCall('p1', [pushed('key_a', '/a', 2, 1.25), pushed('key_b', '/b|x', 1, 3)]);
     expect(await run(call)).toBe(1);
     expect(await run(call)).toBe(0);
-    expect(await client.hgetall(layout.live('key_a'))).toEqual({ 'e|/a|r': '2', 'e|/a|s': '2', 'e|/a|d': '1.25' });
-    expect(await client.hgetall(layout.live('key_b'))).toEqual({ 'e|/b|x|r': '1', 'e|/b|x|s': '1', 'e|/b|x|d': '3' });
+    expect(await client.hgetall(layout.live('key_a'))).toEqual({
+      'e|/a|r': '2',
+      'e|/a|s': '2',
+      'e|/a|d': '1.25',
+    });
+    expect(await client.hgetall(layout.live('key_b'))).toEqual({
+      'e|/b|x|r': '1',
+      'e|/b|x|s': '1',
+      'e|/b|x|d': '3',
+    });
     expect((await client.smembers(layout.dirty)).sort()).toEqual(['key_a', 'key_b']);
     const ttl = await client.ttl(layout.marker('p1'));
     expect(ttl).toBeGreaterThan(590);
@@ -58,7 +94,11 @@ describe('the push script', () => {
     await run(pushCall('p1', [pushed('key_a', '/a', 2, 1.25)]));
     await run(pushCall('p2', [pushed('key_a', '/a', 3, 2)]));
     await run(pushCall('p3', [pushed('key_a', '/a', 1, 0.5)]));
-    expect(await client.hgetall(layout.live('key_a'))).toEqual({ 'e|/a|r': '6', 'e|/a|s': '6', 'e|/a|d': '3.75' });
+    expect(await client.hgetall(layout.live('key_a'))).toEqual({
+      'e|/a|r': '6',
+      'e|/a|s': '6',
+      'e|/a|d': '3.75',
+    });
   });
 });
 
@@ -117,21 +157,42 @@ describe('the read script', () => {
     await client.hset(layout.batchHash('b1', 'key_a'), 'e|/a|r', '2');
     const hashes = [layout.live('key_a'), layout.batchHash('b1', 'key_a')];
     // No batch yet: named none, read the live hash alone.
-    expect(await read({ set: layout.batches, members: [], hashes: [layout.live('key_a')] })).toEqual([1, ['e|/a|r', '1']]);
+    expect(await read({ set: layout.batches, members: [], hashes: [layout.live('key_a')] })).toEqual([
+      1,
+      ['e|/a|r', '1'],
+    ]);
     await client.sadd(layout.batches, 'b1');
-    expect(await read({ set: layout.batches, members: [], hashes: [layout.live('key_a')] })).toEqual([0, ['b1']]);
-    expect(await read({ set: layout.batches, members: ['b1'], hashes })).toEqual([1, ['e|/a|r', '1'], ['e|/a|r', '2']]);
+    expect(await read({ set: layout.batches, members: [], hashes: [layout.live('key_a')] })).toEqual([
+      0,
+      ['b1'],
+    ]);
+    expect(await read({ set: layout.batches, members: ['b1'], hashes })).toEqual([
+      1,
+      ['e|/a|r', '1'],
+      ['e|/a|r', '2'],
+    ]);
     await client.sadd(layout.batches, 'b2');
-    expect(await read({ set: layout.batches, members: ['b1', 'b9'], hashes })).toEqual([0, expect.arrayContaining(['b1', 'b2'])]);
+    expect(await read({ set: layout.batches, members: ['b1', 'b9'], hashes })).toEqual([
+      0,
+      expect.arrayContaining(['b1', 'b2']),
+    ]);
     // A hash that does not exist reads empty.
-    expect(await read({ set: layout.dirty, members: [], hashes: [layout.live('key_none')] })).toEqual([1, []]);
+    expect(await read({ set: layout.dirty, members: [], hashes: [layout.live('key_none')] })).toEqual([
+      1,
+      [],
+    ]);
   });
 });
 
 describe('the drop script', () => {
   it('names the batch hashes it deletes in KEYS', () => {
     const call = { batchId: 'b1', keyIds: ['key_a'], nowMs: 5 };
-    expect(dropKeys(usageKeys('tg:'), call)).toEqual(['tg:{usage}:batches', 'tg:{usage}:batch:b1', 'tg:{usage}:flushed-at', 'tg:{usage}:batch:b1:key_a']);
+    expect(dropKeys(usageKeys('tg:'), call)).toEqual([
+      'tg:{usage}:batches',
+      'tg:{usage}:batch:b1',
+      'tg:{usage}:flushed-at',
+      'tg:{usage}:batch:b1:key_a',
+    ]);
     expect(dropArgs(call)).toEqual(['b1', 5]);
   });
 
@@ -144,7 +205,13 @@ describe('the drop script', () => {
     await client.hset(layout.batchHash('b1', 'key_b'), 'e|/b|r', '1');
     await client.hset(layout.batchHash('b2', 'key_a'), 'e|/a|r', '1');
     await drop({ batchId: 'b1', keyIds: ['key_a', 'key_b'], nowMs: 1_234 });
-    expect(await client.exists(layout.batch('b1'), layout.batchHash('b1', 'key_a'), layout.batchHash('b1', 'key_b'))).toBe(0);
+    expect(
+      await client.exists(
+        layout.batch('b1'),
+        layout.batchHash('b1', 'key_a'),
+        layout.batchHash('b1', 'key_b'),
+      ),
+    ).toBe(0);
     expect(await client.smembers(layout.batches)).toEqual(['b2']);
     expect(await client.exists(layout.batchHash('b2', 'key_a'))).toBe(1);
     expect(await client.get(layout.flushedAt)).toBe('1234');
@@ -174,7 +241,10 @@ describe('every usage script', () => {
     monitor = await RedisMonitor.start(server.url);
   });
   const shown = () => monitor.caughtUp(own);
-  const scriptCalls = (from: number) => monitor.commands.slice(from).flatMap((c) => (c.args[0] === 'eval' || c.args[0] === 'evalsha' ? [c.args[0]] : []));
+  const scriptCalls = (from: number) =>
+    monitor.commands
+      .slice(from)
+      .flatMap((c) => (c.args[0] === 'eval' || c.args[0] === 'evalsha' ? [c.args[0]] : []));
 
   afterAll(async () => {
     monitor.close();
@@ -191,8 +261,16 @@ describe('every usage script', () => {
     await defineSealScript(own, layout)({ batchId: 'b1', keyIds });
     const read = defineReadScript(own);
     await read({ set: layout.batches, members: [], hashes: [layout.live('key_a')] });
-    await read({ set: layout.batches, members: ['b1'], hashes: [layout.live('key_a'), layout.batchHash('b1', 'key_a')] });
-    await read({ set: layout.batch('b1'), members: keyIds, hashes: keyIds.map((id) => layout.batchHash('b1', id)) });
+    await read({
+      set: layout.batches,
+      members: ['b1'],
+      hashes: [layout.live('key_a'), layout.batchHash('b1', 'key_a')],
+    });
+    await read({
+      set: layout.batch('b1'),
+      members: keyIds,
+      hashes: keyIds.map((id) => layout.batchHash('b1', id)),
+    });
     await defineDropScript(own, layout)({ batchId: 'b1', keyIds, nowMs: 1 });
     await own.set(layout.lock, 't');
     await defineUnlockScript(own)(layout.lock, 't');
@@ -202,7 +280,8 @@ describe('every usage script', () => {
     const calls: { declared: string[]; touched: string[] }[] = [];
     for (const { source, args } of monitor.commands) {
       if (source !== 'lua') {
-        if (args[0] === 'eval' || args[0] === 'evalsha') calls.push({ declared: args.slice(3, 3 + Number(args[2])), touched: [] });
+        if (args[0] === 'eval' || args[0] === 'evalsha')
+          calls.push({ declared: args.slice(3, 3 + Number(args[2])), touched: [] });
         continue;
       }
       // Every command these scripts run names its key first; RENAME names two.

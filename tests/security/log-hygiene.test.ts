@@ -26,8 +26,14 @@ const ROOT_TOKEN = 'root-' + randomBytes(16).toString('hex');
  * trigger in SQLite (which has no ALTER TABLE … ADD CONSTRAINT), each with its SQLSTATE.
  */
 const REFUSE_NEW_KEYS = {
-  postgres: { statement: sql`alter table api_keys add constraint refuse_all check (false) not valid`, code: '23514' },
-  embedded: { statement: sql`create trigger refuse_all before insert on api_keys begin select raise(abort, 'refuse_all'); end`, code: 'P0001' },
+  postgres: {
+    statement: sql`alter table api_keys add constraint refuse_all check (false) not valid`,
+    code: '23514',
+  },
+  embedded: {
+    statement: sql`create trigger refuse_all before insert on api_keys begin select raise(abort, 'refuse_all'); end`,
+    code: 'P0001',
+  },
 };
 
 describe.each(['embedded', 'postgres'] as const)('logs of a failed management write (%s)', (kind) => {
@@ -54,7 +60,14 @@ describe.each(['embedded', 'postgres'] as const)('logs of a failed management wr
     db = database ? await openPostgres(database.url) : await openEmbedded(dataDir);
     await migrate(db);
     const adapters = await buildAdapters(config, db, logger, metrics);
-    app = buildApp({ config, logger, metrics, adapters, rootToken: ROOT_TOKEN, encryptionKeys: [config.secretEncryptionKey!] });
+    app = buildApp({
+      config,
+      logger,
+      metrics,
+      adapters,
+      rootToken: ROOT_TOKEN,
+      encryptionKeys: [config.secretEncryptionKey!],
+    });
     url = `http://127.0.0.1:${(await app.listen()).port}`;
   }, 60_000);
 
@@ -71,12 +84,20 @@ describe.each(['embedded', 'postgres'] as const)('logs of a failed management wr
       headers: { authorization: `Bearer ${ROOT_TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'never stored' }),
     });
-    expect({ status: res.status, body: await res.json() }).toEqual({ status: 500, body: { error: 'Internal error', code: 'internal_error' } });
+    expect({ status: res.status, body: await res.json() }).toEqual({
+      status: 500,
+      body: { error: 'Internal error', code: 'internal_error' },
+    });
 
     const failure = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'management request failed');
     expect(failure).toBeDefined();
-    expect(failure.err).toMatchObject({ type: expect.any(String), message: expect.stringContaining('refuse_all'), code: REFUSE_NEW_KEYS[kind].code });
-    for (const property of Object.keys(failure.err)) expect(['type', 'message', 'code', 'stack', 'cause']).toContain(property);
+    expect(failure.err).toMatchObject({
+      type: expect.any(String),
+      message: expect.stringContaining('refuse_all'),
+      code: REFUSE_NEW_KEYS[kind].code,
+    });
+    for (const property of Object.keys(failure.err))
+      expect(['type', 'message', 'code', 'stack', 'cause']).toContain(property);
     const log = lines.join('\n');
     // No bytea value (a secret hash or ciphertext), no parameters, no failing row, no query text.
     expect(log).not.toMatch(/\\\\x[0-9a-f]{16}/);

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
-import { PERIODS } from '../../src/limits/window.js';
+import { PERIODS } from '../../src/plans/window.js';
 import { createManagementApp } from '../../src/management/app.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
@@ -248,7 +248,15 @@ beforeAll(async () => {
   const usageRepository = new UsageRepository(handle.db);
   const recorder = new UsageRecorder(new PostgresUsageSink(usageRepository), logger, metrics);
   limiter = new MemoryRateLimiter();
-  const app = createManagementApp(managementDeps(handle.db, { usage: new UsageReader(usageRepository, [recorder]), limiter, rootToken: ROOT_TOKEN, logger, metrics }));
+  const app = createManagementApp(
+    managementDeps(handle.db, {
+      usage: new UsageReader(usageRepository, [recorder]),
+      limiter,
+      rootToken: ROOT_TOKEN,
+      logger,
+      metrics,
+    }),
+  );
   // One listening server, one keep-alive agent for every request.
   server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -391,7 +399,13 @@ const LIFECYCLE_CALLS = [
     label: 'PATCH /consumer-api-key/{id}',
     method: 'PATCH',
     path: '/consumer-api-key/key_fuzz_missing',
-    body: bodyOf({ name: oddString, enabled: anyValue, expiresAt: fc.oneof(oddString, anyValue), externalId: oddString, metadata: anyValue }),
+    body: bodyOf({
+      name: oddString,
+      enabled: anyValue,
+      expiresAt: fc.oneof(oddString, anyValue),
+      externalId: oddString,
+      metadata: anyValue,
+    }),
     allowed: [400, 404],
   },
   {
@@ -405,7 +419,11 @@ const LIFECYCLE_CALLS = [
     label: 'PATCH /rate-limit/{id}',
     method: 'PATCH',
     path: '/rate-limit/fuzz-missing',
-    body: bodyOf({ description: oddString, limit: fc.oneof(oddNumber, anyValue), period: fc.oneof(oddString, fc.constantFrom(...PERIODS)) }),
+    body: bodyOf({
+      description: oddString,
+      limit: fc.oneof(oddNumber, anyValue),
+      period: fc.oneof(oddString, fc.constantFrom(...PERIODS)),
+    }),
     allowed: [400, 404],
   },
   {
@@ -419,7 +437,11 @@ const LIFECYCLE_CALLS = [
     label: 'POST /tollgate/admin-tokens',
     method: 'POST',
     path: '/tollgate/admin-tokens',
-    body: bodyOf({ name: oddString, scopes: fc.oneof(anyValue, fc.array(fc.oneof(oddString, fc.constantFrom('keys:read', 'tokens:write')))), expiresAt: fc.oneof(oddString, anyValue) }),
+    body: bodyOf({
+      name: oddString,
+      scopes: fc.oneof(anyValue, fc.array(fc.oneof(oddString, fc.constantFrom('keys:read', 'tokens:write')))),
+      expiresAt: fc.oneof(oddString, anyValue),
+    }),
     allowed: [400, 201],
   },
 ] as const;
@@ -431,7 +453,11 @@ describe.each(LIFECYCLE_CALLS)('$label with generated bodies', ({ label, method,
         const text = serialize(b);
         const res = await call(method, path, { body: text, type: 'application/json' });
         if (res.status === 201) return (allowed as readonly number[]).includes(201);
-        return judge(`${label} ${text.slice(0, 120)}`, res, Buffer.byteLength(text) > MAX_BODY ? [413] : allowed);
+        return judge(
+          `${label} ${text.slice(0, 120)}`,
+          res,
+          Buffer.byteLength(text) > MAX_BODY ? [413] : allowed,
+        );
       }),
       params,
     );

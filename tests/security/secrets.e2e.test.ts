@@ -11,7 +11,9 @@ import { resolve } from 'node:path';
 import pg from 'pg';
 import { startBackend, type Backend } from '../e2e/helpers/backend.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from '../e2e/helpers/tollgate.js';
+import { waitFor } from '../helpers/poll.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
+import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const OLD_KEY = randomBytes(32).toString('base64');
@@ -19,6 +21,8 @@ const NEW_KEY = randomBytes(32).toString('base64');
 
 let database: TestDatabase;
 let backend: Backend;
+/** A webhook's receiver: its signing secret is sealed like the keys' and rotated with them. */
+let receiver: WebhookReceiver;
 const running: Tollgate[] = [];
 const keys: { id: string; secret: string }[] = [];
 /** Output of processes startTollgate doesn't run (the rotate command): scanned here. */
@@ -111,11 +115,13 @@ function runRotate(env: Record<string, string>): Promise<{ code: number | null; 
 beforeAll(async () => {
   database = await createTestDatabase();
   backend = await startBackend();
+  receiver = await WebhookReceiver.start();
 }, 60_000);
 
 afterAll(async () => {
   for (const t of running) await t.stop();
   await backend?.close();
+  await receiver?.close();
   await database?.drop();
   // Every process this file started: the servers (via the helper) and the rotate command.
   expectNoSecretsLogged();
@@ -169,8 +175,15 @@ describe('secrets at rest, rotation and logs', () => {
         false,
       );
     }
+    const hook = await t.admin('POST', '/tollgate/webhooks', { url: receiver.url, events: ['key.created'] });
+    expect(hook.status).toBe(201);
+    receiver.secret = hook.body.secret;
+    const signingKey = receiver.secret.slice('whsec_'.length);
     const everything = await wholeDatabase();
     expect(keys.filter(({ secret }) => encodings(secret).some((e) => everything.includes(e)))).toEqual([]);
+    expect(
+      [signingKey, Buffer.from(signingKey, 'base64').toString('hex')].filter((e) => everything.includes(e)),
+    ).toEqual([]);
     ciphertextsBefore = stored.map((r) => Buffer.from(r.secret_ciphertext));
     expect(await t.stop()).toBe(0);
   });
@@ -191,7 +204,8 @@ describe('secrets at rest, rotation and logs', () => {
     });
     expect({ code, output: output.trim() }).toEqual({
       code: 0,
-      output: `re-encrypted ${keys.length} secrets with the new SECRET_ENCRYPTION_KEY`,
+      // Every key's secret and the webhook's signing secret.
+      output: `re-encrypted ${keys.length + 1} secrets with the new SECRET_ENCRYPTION_KEY`,
     });
     const after = await rows();
     for (const [i, row] of after.entries()) {
@@ -201,8 +215,21 @@ describe('secrets at rest, rotation and logs', () => {
     }
   });
 
-  it('a server with only the new key returns every secret, and every key still authenticates', async () => {
+  it('a server with only the new key returns every secret, every key still authenticates, and webhooks are signed with their secret', async () => {
     const t = await serve({ SECRET_ENCRYPTION_KEY: NEW_KEY });
+    const created = await t.admin('POST', '/consumer-api-key/create', { name: 'after rotation' });
+    await waitFor(
+      async () => receiver.events.size,
+      (n) => n === 1,
+      { timeoutMs: 15_000 },
+    );
+    expect([...receiver.events.values()]).toEqual([
+      expect.objectContaining({
+        type: 'key.created',
+        data: expect.objectContaining({ consumerApiKeyId: created.body.id }),
+      }),
+    ]);
+    expect(receiver.attempts.every((a) => a.verified)).toBe(true);
     for (const { id, secret } of keys) {
       const detail = await t.admin('GET', `/consumer-api-key/${id}`);
       expect(detail.status).toBe(200);

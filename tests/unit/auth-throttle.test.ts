@@ -10,7 +10,10 @@ describe('AuthThrottle', () => {
     const throttle = new AuthThrottle({ limit: 20, period: 'minute' });
     const attempts = Array.from({ length: 60 }, () => throttle.attempt('203.0.113.1', T0));
     expect(allowed(attempts)).toHaveLength(20);
-    expect(attempts.find((a) => !a.allowed)).toEqual({ allowed: false, retryAtMs: Date.UTC(2026, 0, 5, 10, 1, 0) });
+    expect(attempts.find((a) => !a.allowed)).toEqual({
+      allowed: false,
+      retryAtMs: Date.UTC(2026, 0, 5, 10, 1, 0),
+    });
     for (const a of allowed(attempts)) a.settle(true);
     expect(throttle.blockedUntil('203.0.113.1', T0)).toBe(Date.UTC(2026, 0, 5, 10, 1, 0));
     expect(throttle.attempt('203.0.113.1', T0).allowed).toBe(false);

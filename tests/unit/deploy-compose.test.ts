@@ -102,7 +102,7 @@ describe('docker-compose.yml', () => {
   test('the replicas reach services of this file: backend, postgres, redis', () => {
     for (const [, service] of replicas) {
       const config = loadConfig(replicaEnv(service));
-      for (const url of [config.upstreamUrl, new URL(config.databaseUrl!), new URL(config.redisUrl!)]) {
+      for (const url of [config.upstreamUrl!, new URL(config.databaseUrl!), new URL(config.redisUrl!)]) {
         expect(Object.keys(services)).toContain(url.hostname);
       }
       // The password in DATABASE_URL is the one Postgres is started with.

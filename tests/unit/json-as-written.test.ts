@@ -30,15 +30,24 @@ describe('membersAsWritten', () => {
 
   it('costs no stack for deep nesting', () => {
     const depth = 30_000;
-    expect(membersAsWritten(`{"m":${'['.repeat(depth)}${']'.repeat(depth)}}`).get('m')).toHaveLength(2 * depth);
+    expect(membersAsWritten(`{"m":${'['.repeat(depth)}${']'.repeat(depth)}}`).get('m')).toHaveLength(
+      2 * depth,
+    );
   });
 });
 
 describe('jsonText', () => {
   it('writes what JSON.stringify writes, with RawJson parts as their text', () => {
-    const body = { a: [1, 'x', null, { b: true }], c: undefined, d: new Date(0), raw: new RawJson('{"2":0,"1":0}') };
+    const body = {
+      a: [1, 'x', null, { b: true }],
+      c: undefined,
+      d: new Date(0),
+      raw: new RawJson('{"2":0,"1":0}'),
+    };
     const { raw: _raw, ...rest } = body;
     expect(jsonText(rest)).toBe(JSON.stringify(rest));
-    expect(jsonText(body)).toBe('{"a":[1,"x",null,{"b":true}],"d":"1970-01-01T00:00:00.000Z","raw":{"2":0,"1":0}}');
+    expect(jsonText(body)).toBe(
+      '{"a":[1,"x",null,{"b":true}],"d":"1970-01-01T00:00:00.000Z","raw":{"2":0,"1":0}}',
+    );
   });
 });

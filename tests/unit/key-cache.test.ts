@@ -3,10 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { KeyCache, type KeyCacheOptions } from '../../src/keys/key-cache.js';
+import { KeyCache, type KeyCacheOptions, type ResolvedKey } from '../../src/keys/key-cache.js';
+import type { Plan } from '../../src/plans/plan.js';
+import type { Scope } from '../../src/plans/subject.js';
 import { LocalKeyEvents } from '../../src/keys/key-events.js';
 import { encryptSecret, generateKeyId, generateSecret, hashSecret } from '../../src/keys/secret.js';
 import { Metrics } from '../../src/ops/metrics.js';
+import { ConsumerRepository } from '../../src/store/consumer-repository.js';
 import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
@@ -14,13 +17,32 @@ import { PlanRepository } from '../../src/store/plan-repository.js';
 import { plan } from '../helpers/plans.js';
 
 /** A plan of two limits, one sliding. */
-const SILVER = plan({ limit: 10, period: 'hour' }, { limit: 2, period: 'second', name: 'burst', algorithm: 'sliding' });
+const SILVER = plan(
+  { limit: 10, period: 'hour' },
+  { limit: 2, period: 'second', name: 'burst', algorithm: 'sliding' },
+);
+
+/** A key of no consumer, as the cache resolves it: its own plan (or the default) its one subject. */
+const keyAlone = (id: string, keyPlan: Plan | undefined): ResolvedKey => ({
+  id,
+  enabled: true,
+  expiresAtMs: null,
+  consumerId: undefined,
+  subjects: keyPlan === undefined ? undefined : [{ scope: 'key', id, plan: keyPlan }],
+  pricing: undefined,
+  allowedRouteIds: null,
+});
+
+/** The plan a resolved key is charged to for `scope` (its own, or its consumer's), as the limiter gets it. */
+const planOf = (key: ResolvedKey | undefined, scope: Scope) =>
+  key?.subjects?.find((subject) => subject.scope === scope)?.plan;
 
 describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
   let dir: string;
   let db: DbHandle;
   let keys: KeyRepository;
   let plans: PlanRepository;
+  let consumers: ConsumerRepository;
   const metrics = new Metrics();
   let events: LocalKeyEvents;
   let now: number;
@@ -35,8 +57,19 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     await migrate(db);
     keys = new KeyRepository(db.db);
     plans = new PlanRepository(db.db);
-    await plans.insert({ rateLimitId: 'gold', description: '', limits: plan({ limit: 100, period: 'minute' }).limits, createdAt: new Date() });
-    await plans.insert({ rateLimitId: 'silver', description: '', limits: SILVER.limits, createdAt: new Date() });
+    consumers = new ConsumerRepository(db.db);
+    await plans.insert({
+      rateLimitId: 'gold',
+      description: '',
+      limits: plan({ limit: 100, period: 'minute' }).limits,
+      createdAt: new Date(),
+    });
+    await plans.insert({
+      rateLimitId: 'silver',
+      description: '',
+      limits: SILVER.limits,
+      createdAt: new Date(),
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -69,10 +102,33 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     });
   }
 
-  async function newKey(plan?: string): Promise<{ id: string; secret: string }> {
+  async function newConsumer(rateLimitId: string | null): Promise<string> {
+    const id = 'con_' + randomBytes(16).toString('base64url');
+    await consumers.insert({
+      id,
+      name: 'c',
+      externalId: null,
+      metadata: '{}',
+      rateLimitId,
+      createdAt: new Date(),
+    });
+    return id;
+  }
+
+  async function newKey(
+    plan?: string,
+    consumerId: string | null = null,
+  ): Promise<{ id: string; secret: string }> {
     const id = generateKeyId();
     const secret = generateSecret();
-    await keys.insert({ id, name: 'k', secretHash: hashSecret(secret), secretCiphertext: encryptSecret(secret, randomBytes(32)), createdAt: new Date() });
+    await keys.insert({
+      id,
+      name: 'k',
+      secretHash: hashSecret(secret),
+      secretCiphertext: encryptSecret(secret, randomBytes(32)),
+      createdAt: new Date(),
+      consumerId,
+    });
     if (plan) await keys.bindPlan(id, plan, new Date());
     return { id, secret };
   }
@@ -80,17 +136,17 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
   it('resolves a key with its plan, then answers from memory without a query', async () => {
     const key = await newKey('gold');
     const c = cache();
-    expect(await c.resolve(key.secret)).toEqual({ id: key.id, plan: plan({ limit: 100, period: 'minute' }), enabled: true, expiresAtMs: null });
+    expect(await c.resolve(key.secret)).toEqual(keyAlone(key.id, plan({ limit: 100, period: 'minute' })));
     // A hit is synchronous: no promise, no query.
-    expect(c.resolve(key.secret)).toEqual({ id: key.id, plan: plan({ limit: 100, period: 'minute' }), enabled: true, expiresAtMs: null });
+    expect(c.resolve(key.secret)).toEqual(keyAlone(key.id, plan({ limit: 100, period: 'minute' })));
     expect(lookups).toBe(1);
   });
 
   it('applies the default plan to keys without a plan, and none when there is no default', async () => {
     const key = await newKey();
     const defaultRateLimit = plan({ limit: 5, period: 'second' });
-    expect(await cache({ defaultRateLimit }).resolve(key.secret)).toEqual({ id: key.id, plan: defaultRateLimit, enabled: true, expiresAtMs: null });
-    expect(await cache().resolve(key.secret)).toEqual({ id: key.id, plan: undefined, enabled: true, expiresAtMs: null });
+    expect(await cache({ defaultRateLimit }).resolve(key.secret)).toEqual(keyAlone(key.id, defaultRateLimit));
+    expect(await cache().resolve(key.secret)).toEqual(keyAlone(key.id, undefined));
   });
 
   it('shares one look-up among concurrent misses for one secret', async () => {
@@ -103,7 +159,8 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
 
   it('never queries for a string that cannot be a secret', () => {
     const c = cache();
-    for (const bad of ['', 'abc', 'tg_short', 'xx_' + 'a'.repeat(43), 'tg_' + 'a'.repeat(42) + '!']) expect(c.resolve(bad)).toBeUndefined();
+    for (const bad of ['', 'abc', 'tg_short', 'xx_' + 'a'.repeat(43), 'tg_' + 'a'.repeat(42) + '!'])
+      expect(c.resolve(bad)).toBeUndefined();
     expect(lookups).toBe(0);
   });
 
@@ -132,9 +189,11 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     await c.resolve(key.secret);
     await keys.bindPlan(key.id, 'silver', new Date());
     now += 29_999;
-    expect(c.resolve(key.secret)).toMatchObject({ plan: plan({ limit: 100, period: 'minute' }) });
+    expect(c.resolve(key.secret)).toMatchObject({
+      subjects: [{ plan: plan({ limit: 100, period: 'minute' }) }],
+    });
     now += 2;
-    expect(await c.resolve(key.secret)).toMatchObject({ plan: SILVER });
+    expect(await c.resolve(key.secret)).toMatchObject({ subjects: [{ plan: SILVER }] });
     expect(lookups).toBe(2);
   });
 
@@ -156,7 +215,7 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     await keys.bindPlan(b.id, 'silver', new Date());
     await events.publish({ kind: 'all' });
     expect(await c.resolve(a.secret)).toBeUndefined();
-    expect(await c.resolve(b.secret)).toEqual({ id: b.id, plan: SILVER, enabled: true, expiresAtMs: null });
+    expect(await c.resolve(b.secret)).toEqual(keyAlone(b.id, SILVER));
   });
 
   it('keeps serving cached keys after such a reconnect while the database is down too', async () => {
@@ -165,7 +224,7 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     await c.resolve(key.secret);
     failing = true;
     await events.publish({ kind: 'all' });
-    expect(await c.resolve(key.secret)).toEqual({ id: key.id, plan: plan({ limit: 100, period: 'minute' }), enabled: true, expiresAtMs: null });
+    expect(await c.resolve(key.secret)).toEqual(keyAlone(key.id, plan({ limit: 100, period: 'minute' })));
     expect(lookups).toBe(2);
   });
 
@@ -181,7 +240,7 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     // Most such changes were heard already: with the database down, the entry keeps its key working.
     failing = true;
     await events.publish({ kind: 'plan', rateLimitId: 'gold', recheck: true });
-    expect(await c.resolve(kept.secret)).toEqual({ id: kept.id, plan: plan({ limit: 100, period: 'minute' }), enabled: true, expiresAtMs: null });
+    expect(await c.resolve(kept.secret)).toEqual(keyAlone(kept.id, plan({ limit: 100, period: 'minute' })));
     expect(lookups).toBe(4);
   });
 
@@ -196,6 +255,77 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     await c.resolve(onGold.secret);
     await c.resolve(onSilver.secret);
     expect(lookups).toBe(1);
+  });
+
+  it("resolves a key with its consumer and the consumer's plan in the one look-up, beside the key's own plan", async () => {
+    const consumerId = await newConsumer('silver');
+    const [own, none] = [await newKey('gold', consumerId), await newKey(undefined, consumerId)];
+    const c = cache({ defaultRateLimit: plan({ limit: 1, period: 'second' }) });
+    expect(await c.resolve(own.secret)).toEqual({
+      id: own.id,
+      enabled: true,
+      expiresAtMs: null,
+      consumerId,
+      subjects: [
+        { scope: 'key', id: own.id, plan: plan({ limit: 100, period: 'minute' }) },
+        { scope: 'consumer', id: consumerId, plan: SILVER },
+      ],
+      pricing: undefined,
+      allowedRouteIds: null,
+    });
+    // The default applies to the key's own plan; the consumer's stays its own.
+    expect(planOf(await c.resolve(none.secret), 'key')).toEqual(plan({ limit: 1, period: 'second' }));
+    expect(lookups).toBe(2);
+    const alone = await c.resolve((await newKey()).secret);
+    expect(alone?.consumerId).toBeUndefined();
+    expect(alone?.subjects).toEqual([
+      { scope: 'key', id: alone?.id, plan: plan({ limit: 1, period: 'second' }) },
+    ]);
+    // A consumer without a plan limits nothing, but stays where the key's counts live.
+    const withoutPlan = await c.resolve((await newKey(undefined, await newConsumer(null))).secret);
+    expect(planOf(withoutPlan, 'consumer')?.limits).toEqual([]);
+  });
+
+  it('drops the keys of a consumer when the consumer changes, and only those: a new consumer plan is seen at once', async () => {
+    const [a, b] = [await newConsumer(null), await newConsumer(null)];
+    const [ofA, alsoOfA, ofB] = [
+      await newKey('gold', a),
+      await newKey(undefined, a),
+      await newKey('gold', b),
+    ];
+    const c = cache();
+    for (const key of [ofA, alsoOfA, ofB]) await c.resolve(key.secret);
+    lookups = 0;
+    await consumers.update(a, { rateLimitId: 'silver' }, new Date());
+    await events.publish({ kind: 'consumer', consumerId: a });
+    expect(planOf(await c.resolve(ofA.secret), 'consumer')).toEqual(SILVER);
+    expect(planOf(await c.resolve(alsoOfA.secret), 'consumer')).toEqual(SILVER);
+    expect(planOf(await c.resolve(ofB.secret), 'consumer')?.limits).toEqual([]);
+    expect(lookups).toBe(2);
+  });
+
+  it("drops the keys whose consumer holds a plan when that plan changes, whatever the key's own plan", async () => {
+    const holder = await newConsumer('silver');
+    const [ofHolder, elsewhere] = [await newKey('gold', holder), await newKey('gold')];
+    const c = cache();
+    await c.resolve(ofHolder.secret);
+    await c.resolve(elsewhere.secret);
+    lookups = 0;
+    await events.publish({ kind: 'plan', rateLimitId: 'silver' });
+    await c.resolve(ofHolder.secret);
+    await c.resolve(elsewhere.secret);
+    expect(lookups).toBe(1);
+  });
+
+  it("re-checks a consumer's keys when the change was read back from the record, and keeps them working while the database is down", async () => {
+    const consumerId = await newConsumer('silver');
+    const key = await newKey(undefined, consumerId);
+    const c = cache();
+    await c.resolve(key.secret);
+    failing = true;
+    await events.publish({ kind: 'consumer', consumerId, recheck: true });
+    expect(planOf(await c.resolve(key.secret), 'consumer')).toEqual(SILVER);
+    expect(lookups).toBe(2);
   });
 
   it('does not cache what a look-up read before a change announced during it', async () => {

@@ -38,10 +38,17 @@ describe('list cursors', () => {
 
   it('refuse any string that is not exactly an issued cursor', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.base64String(), position.map(encodeCursor).map((c) => c + 'A')), (text) => {
-        const decoded = decodeCursor(text);
-        return decoded === undefined || encodeCursor(decoded) === text;
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.base64String(),
+          position.map(encodeCursor).map((c) => c + 'A'),
+        ),
+        (text) => {
+          const decoded = decodeCursor(text);
+          return decoded === undefined || encodeCursor(decoded) === text;
+        },
+      ),
     );
   });
 });

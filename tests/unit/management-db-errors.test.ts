@@ -20,7 +20,6 @@ describe('isDatabaseUnavailable', () => {
     ['starting up', withCode('the database system is starting up', '57P03')],
     ['too many connections', withCode('sorry, too many clients already', '53300')],
     ['connection exception class 08', withCode('connection failure', '08006')],
-    ['closed PGlite', new Error('PGlite is closed')],
     ['destroyed Kysely', new Error('driver has already been destroyed')],
     ['wrapped cause', new Error('query failed', { cause: withCode('read ECONNRESET', 'ECONNRESET') })],
   ])('recognises %s', (_label, err) => {

@@ -28,36 +28,77 @@ describe('OpenAPI document', () => {
       '/admin/tollgate/admin-tokens',
       '/admin/tollgate/admin-tokens/{tokenId}',
       '/admin/tollgate/audit-log',
+      '/admin/tollgate/billing-exports',
+      '/admin/tollgate/billing-exports/{billingExportId}',
+      '/admin/tollgate/billing-exports/{billingExportId}/runs',
+      '/admin/tollgate/consumers',
+      '/admin/tollgate/consumers/{consumerId}',
+      '/admin/tollgate/consumers/{consumerId}/usage',
+      '/admin/tollgate/routes',
+      '/admin/tollgate/routes/{routeId}',
       '/admin/tollgate/usage',
+      '/admin/tollgate/webhooks',
+      '/admin/tollgate/webhooks/{webhookId}',
+      '/admin/tollgate/webhooks/{webhookId}/deliveries',
+      '/admin/tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry',
     ]);
   });
 
   it('documents every operation, each with the scope it needs', () => {
     const document = buildOpenApiDocument();
     const operations = Object.entries(document.paths).flatMap(([path, item]) =>
-      ['get', 'post', 'patch', 'put', 'delete'].filter((m) => m in item).map((m) => `${m.toUpperCase()} ${path}`),
+      ['get', 'post', 'patch', 'put', 'delete']
+        .filter((m) => m in item)
+        .map((m) => `${m.toUpperCase()} ${path}`),
     );
-    expect(operations.sort()).toEqual([
-      'DELETE /consumer-api-key/{consumerApiKeyId}',
-      'DELETE /rate-limit/{rateLimitId}',
-      'GET /consumer-api-key',
-      'GET /consumer-api-key/{consumerApiKeyId}',
-      'GET /rate-limit',
-      'GET /rate-limit/{rateLimitId}',
-      'PATCH /consumer-api-key/{consumerApiKeyId}',
-      'PATCH /rate-limit/{rateLimitId}',
-      'POST /api-keys/apply-rate-limit',
-      'POST /api-keys/remove-rate-limit',
-      'POST /consumer-api-key/create',
-      'POST /consumer-api-key/{consumerApiKeyId}/roll',
-      'POST /rate-limit/create',
-      'DELETE /tollgate/admin-tokens/{tokenId}',
-      'GET /tollgate/admin-tokens',
-      'GET /tollgate/audit-log',
-      'GET /consumer-api-key/{consumerApiKeyId}/usage',
-      'GET /tollgate/usage',
-      'POST /tollgate/admin-tokens',
-    ].sort());
+    expect(operations.sort()).toEqual(
+      [
+        'DELETE /consumer-api-key/{consumerApiKeyId}',
+        'DELETE /rate-limit/{rateLimitId}',
+        'GET /consumer-api-key',
+        'GET /consumer-api-key/{consumerApiKeyId}',
+        'GET /rate-limit',
+        'GET /rate-limit/{rateLimitId}',
+        'PATCH /consumer-api-key/{consumerApiKeyId}',
+        'PATCH /rate-limit/{rateLimitId}',
+        'PATCH /tollgate/billing-exports/{billingExportId}',
+        'POST /api-keys/apply-rate-limit',
+        'POST /api-keys/remove-rate-limit',
+        'POST /consumer-api-key/create',
+        'POST /consumer-api-key/{consumerApiKeyId}/roll',
+        'POST /rate-limit/create',
+        'DELETE /tollgate/admin-tokens/{tokenId}',
+        'DELETE /tollgate/billing-exports/{billingExportId}',
+        'GET /tollgate/admin-tokens',
+        'GET /tollgate/audit-log',
+        'GET /consumer-api-key/{consumerApiKeyId}/usage',
+        'GET /tollgate/usage',
+        'GET /tollgate/consumers/{consumerId}/usage',
+        'POST /tollgate/admin-tokens',
+        'POST /tollgate/consumers',
+        'GET /tollgate/consumers',
+        'GET /tollgate/consumers/{consumerId}',
+        'PATCH /tollgate/consumers/{consumerId}',
+        'DELETE /tollgate/consumers/{consumerId}',
+        'POST /tollgate/routes',
+        'GET /tollgate/routes',
+        'GET /tollgate/routes/{routeId}',
+        'PATCH /tollgate/routes/{routeId}',
+        'DELETE /tollgate/routes/{routeId}',
+        'GET /tollgate/billing-exports',
+        'GET /tollgate/billing-exports/{billingExportId}',
+        'GET /tollgate/billing-exports/{billingExportId}/runs',
+        'POST /tollgate/billing-exports',
+        'POST /tollgate/billing-exports/{billingExportId}/runs',
+        'GET /tollgate/webhooks',
+        'POST /tollgate/webhooks',
+        'GET /tollgate/webhooks/{webhookId}',
+        'PATCH /tollgate/webhooks/{webhookId}',
+        'DELETE /tollgate/webhooks/{webhookId}',
+        'GET /tollgate/webhooks/{webhookId}/deliveries',
+        'POST /tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry',
+      ].sort(),
+    );
     const scopes = Object.fromEntries(
       Object.entries(document.paths).flatMap(([path, item]) =>
         ['get', 'post', 'patch', 'delete']
@@ -77,15 +118,40 @@ describe('OpenAPI document', () => {
       'DELETE /rate-limit/{rateLimitId}': 'plans:write',
       'GET /tollgate/audit-log': 'audit:read',
       'POST /tollgate/admin-tokens': 'tokens:write',
+      'GET /tollgate/consumers': 'keys:read',
+      'GET /tollgate/consumers/{consumerId}': 'keys:read',
+      'POST /tollgate/consumers': 'keys:write',
+      'PATCH /tollgate/consumers/{consumerId}': 'keys:write',
+      'DELETE /tollgate/consumers/{consumerId}': 'keys:write',
+      'GET /tollgate/routes': 'routes:read',
+      'GET /tollgate/routes/{routeId}': 'routes:read',
+      'POST /tollgate/routes': 'routes:write',
+      'PATCH /tollgate/routes/{routeId}': 'routes:write',
+      'DELETE /tollgate/routes/{routeId}': 'routes:write',
+      'GET /tollgate/billing-exports/{billingExportId}/runs': 'billing:read',
+      'POST /tollgate/billing-exports/{billingExportId}/runs': 'billing:write',
+      'GET /tollgate/webhooks/{webhookId}/deliveries': 'webhooks:read',
+      'POST /tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry': 'webhooks:write',
     });
   });
 
   it('names the public listener in servers, not the ops port it is served on', () => {
     expect(buildOpenApiDocument({ publicListener: { host: '0.0.0.0', port: 8080 } }).servers).toEqual([
-      expect.objectContaining({ url: 'http://{host}:{port}', variables: { host: expect.objectContaining({ default: 'localhost' }), port: expect.objectContaining({ default: '8080' }) } }),
+      expect.objectContaining({
+        url: 'http://{host}:{port}',
+        variables: {
+          host: expect.objectContaining({ default: 'localhost' }),
+          port: expect.objectContaining({ default: '8080' }),
+        },
+      }),
     ]);
     expect(buildOpenApiDocument({ publicListener: { host: '10.1.2.3', port: 9000 } }).servers).toEqual([
-      expect.objectContaining({ variables: { host: expect.objectContaining({ default: '10.1.2.3' }), port: expect.objectContaining({ default: '9000' }) } }),
+      expect.objectContaining({
+        variables: {
+          host: expect.objectContaining({ default: '10.1.2.3' }),
+          port: expect.objectContaining({ default: '9000' }),
+        },
+      }),
     ]);
   });
 
@@ -107,6 +173,9 @@ describe('OpenAPI document', () => {
       '429',
       'x-api-key',
       '65536 bytes',
+      'webhook-id',
+      'whsec_',
+      'At least once',
     ]) {
       expect(description).toContain(phrase);
     }
@@ -130,6 +199,8 @@ describe('OpenApiChecker', () => {
     expiresAt: null,
     externalId: null,
     lastUsedAt: null,
+    consumerId: null,
+    allowedRouteIds: null,
     metadata: {},
   };
 
@@ -187,12 +258,30 @@ describe('OpenAPI document: usage series', () => {
     const answer = (series: object[]) => ({
       status: 200,
       headers: json,
-      body: { consumerApiKeyId: 'key_a', granularity: 'day', from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z', buckets: [], series },
+      body: {
+        consumerApiKeyId: 'key_a',
+        granularity: 'day',
+        from: '2026-01-01T00:00:00Z',
+        to: '2026-01-02T00:00:00Z',
+        buckets: [],
+        series,
+      },
     });
     const path = '/consumer-api-key/{consumerApiKeyId}/usage';
-    expect(checker.problems('get', path, answer([{ endpoint: '/v1', buckets: [] }, { endpoint: '/v2', buckets: [] }]))).toEqual([]);
+    expect(
+      checker.problems(
+        'get',
+        path,
+        answer([
+          { endpoint: '/v1', buckets: [] },
+          { endpoint: '/v2', buckets: [] },
+        ]),
+      ),
+    ).toEqual([]);
     expect(checker.problems('get', path, answer([{ customerId: 'c1', buckets: [] }]))).toEqual([]);
     expect(checker.problems('get', path, answer([{ buckets: [] }]))).not.toEqual([]);
-    expect(checker.problems('get', path, answer([{ endpoint: '/v1', customerId: 'c1', buckets: [] }]))).not.toEqual([]);
+    expect(
+      checker.problems('get', path, answer([{ endpoint: '/v1', customerId: 'c1', buckets: [] }])),
+    ).not.toEqual([]);
   });
 });

@@ -15,7 +15,10 @@ describe('ops listener errors', () => {
 
   it('404 for an unknown path', async () => {
     const res = await request(server).get('/nope');
-    expect({ status: res.status, body: res.body }).toEqual({ status: 404, body: { error: ERRORS.not_found.message, code: 'not_found' } });
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 404,
+      body: { error: ERRORS.not_found.message, code: 'not_found' },
+    });
   });
 
   it('405 with Allow for another method', async () => {
@@ -29,6 +32,9 @@ describe('ops listener errors', () => {
 
   it('500 internal_error when the scrape fails', async () => {
     const res = await request(server).get('/metrics');
-    expect({ status: res.status, body: res.body }).toEqual({ status: 500, body: { error: ERRORS.internal_error.message, code: 'internal_error' } });
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 500,
+      body: { error: ERRORS.internal_error.message, code: 'internal_error' },
+    });
   });
 });

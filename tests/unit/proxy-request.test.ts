@@ -1,13 +1,19 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { ruleOf } from '../../src/limits/plan.js';
+import { ruleOf } from '../../src/plans/plan.js';
 import { credentialOf } from '../../src/proxy/credential.js';
-import { backendHeaders, forwardedFacts, requestIdOf, responseHeaders } from '../../src/proxy/forwarding-headers.js';
+import {
+  backendHeaders,
+  forwardedFacts,
+  requestIdOf,
+  responseHeaders,
+} from '../../src/proxy/forwarding-headers.js';
 import { isoSeconds, rateLimitHeader, rateLimitPolicyHeader } from '../../src/proxy/rate-limit-headers.js';
 import { hasDotSegment, originForm, upstreamPrefix } from '../../src/proxy/request-target.js';
 import { isManagementPath } from '../../src/server.js';
-import { plan } from '../helpers/plans.js';
+import { keyOnly, plan } from '../helpers/plans.js';
+import type { Subject } from '../../src/plans/subject.js';
 
 describe('isManagementPath', () => {
   it.each([
@@ -59,7 +65,10 @@ describe('request targets', () => {
   });
 
   it('accepts absolute-form targets only for the request’s own host', () => {
-    expect(originForm('http://Tollgate.test:8080/a?b', 'tollgate.test:8080')).toEqual({ path: '/a', search: '?b' });
+    expect(originForm('http://Tollgate.test:8080/a?b', 'tollgate.test:8080')).toEqual({
+      path: '/a',
+      search: '?b',
+    });
     expect(originForm('https://tollgate.test', 'tollgate.test')).toEqual({ path: '/', search: '' });
     expect(originForm('http://tollgate.test?q=1', 'tollgate.test')).toEqual({ path: '/', search: '?q=1' });
     expect(originForm('http://evil.test/a', 'tollgate.test')).toBeUndefined();
@@ -71,7 +80,9 @@ describe('request targets', () => {
 
   const dotForms = ['..', '.', '%2e%2e', '%2E%2E', '.%2e', '%2e.', '%2e'];
   const separators = ['/', '\\', '%2f', '%2F', '%5c', '%5C'];
-  const safeSegment = fc.stringMatching(/^[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,8}$/).filter((s) => s !== '.' && s !== '..');
+  const safeSegment = fc
+    .stringMatching(/^[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,8}$/)
+    .filter((s) => s !== '.' && s !== '..');
 
   it('refuses any path with a dot segment, however it is spelt and wherever it sits', () => {
     fc.assert(
@@ -90,8 +101,14 @@ describe('request targets', () => {
   });
 
   it('accepts paths of ordinary segments, dots inside names included', () => {
-    fc.assert(fc.property(fc.array(safeSegment, { maxLength: 6 }), (segments) => !hasDotSegment('/' + segments.join('/'))));
-    for (const path of ['/a/b.json', '/a/..b', '/a/b..', '/.well-known/x', '/a/%2e%2ex', '/v1.2/x']) expect(hasDotSegment(path)).toBe(false);
+    fc.assert(
+      fc.property(
+        fc.array(safeSegment, { maxLength: 6 }),
+        (segments) => !hasDotSegment('/' + segments.join('/')),
+      ),
+    );
+    for (const path of ['/a/b.json', '/a/..b', '/a/b..', '/.well-known/x', '/a/%2e%2ex', '/v1.2/x'])
+      expect(hasDotSegment(path)).toBe(false);
     for (const path of ['/a/..;/b', '/a/%252e%252e/b', '/a/%252F']) expect(hasDotSegment(path)).toBe(true);
   });
 
@@ -120,10 +137,16 @@ describe('credentials', () => {
 });
 
 describe('forwarded facts and headers', () => {
-  const req = (peer: string, headers: Record<string, string>) => ({ socket: { remoteAddress: peer }, headers }) as unknown as IncomingMessage;
+  const req = (peer: string, headers: Record<string, string>) =>
+    ({ socket: { remoteAddress: peer }, headers }) as unknown as IncomingMessage;
 
   it('ignores X-Forwarded-* from an untrusted peer', () => {
-    expect(forwardedFacts(req('::ffff:10.0.0.9', { host: 'h', 'x-forwarded-for': '6.6.6.6', 'x-forwarded-proto': 'https' }), { hops: 0 })).toEqual({
+    expect(
+      forwardedFacts(
+        req('::ffff:10.0.0.9', { host: 'h', 'x-forwarded-for': '6.6.6.6', 'x-forwarded-proto': 'https' }),
+        { hops: 0 },
+      ),
+    ).toEqual({
       client: '10.0.0.9',
       forwardedFor: '10.0.0.9',
       forwardedProto: 'http',
@@ -132,15 +155,31 @@ describe('forwarded facts and headers', () => {
   });
 
   it('keeps as many X-Forwarded-For entries as there are trusted hops', () => {
-    const r = req('10.0.0.1', { host: 'h', 'x-forwarded-for': '6.6.6.6, 1.2.3.4, 10.0.0.2', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.example' });
-    expect(forwardedFacts(r, { hops: 1 })).toEqual({ client: '10.0.0.2', forwardedFor: '10.0.0.2, 10.0.0.1', forwardedProto: 'https', forwardedHost: 'api.example' });
-    expect(forwardedFacts(r, { hops: 2 })).toMatchObject({ client: '1.2.3.4', forwardedFor: '1.2.3.4, 10.0.0.2, 10.0.0.1' });
+    const r = req('10.0.0.1', {
+      host: 'h',
+      'x-forwarded-for': '6.6.6.6, 1.2.3.4, 10.0.0.2',
+      'x-forwarded-proto': 'https',
+      'x-forwarded-host': 'api.example',
+    });
+    expect(forwardedFacts(r, { hops: 1 })).toEqual({
+      client: '10.0.0.2',
+      forwardedFor: '10.0.0.2, 10.0.0.1',
+      forwardedProto: 'https',
+      forwardedHost: 'api.example',
+    });
+    expect(forwardedFacts(r, { hops: 2 })).toMatchObject({
+      client: '1.2.3.4',
+      forwardedFor: '1.2.3.4, 10.0.0.2, 10.0.0.1',
+    });
     expect(forwardedFacts(r, { hops: 10 }).forwardedFor).toBe('6.6.6.6, 1.2.3.4, 10.0.0.2, 10.0.0.1');
   });
 
   it('walks X-Forwarded-For through trusted addresses only', () => {
     const r = req('10.0.0.1', { host: 'h', 'x-forwarded-for': '6.6.6.6, 1.2.3.4, 10.0.0.2' });
-    expect(forwardedFacts(r, { addresses: ['10.0.0.1', '10.0.0.2'] })).toMatchObject({ client: '1.2.3.4', forwardedFor: '1.2.3.4, 10.0.0.2, 10.0.0.1' });
+    expect(forwardedFacts(r, { addresses: ['10.0.0.1', '10.0.0.2'] })).toMatchObject({
+      client: '1.2.3.4',
+      forwardedFor: '1.2.3.4, 10.0.0.2, 10.0.0.1',
+    });
     expect(forwardedFacts(r, { addresses: ['10.0.0.2'] }).forwardedFor).toBe('10.0.0.1');
   });
 
@@ -155,7 +194,14 @@ describe('forwarded facts and headers', () => {
         'set-cookie': ['a=1', 'b=2'],
         accept: 'application/json',
       },
-      { secret: 's', keyId: 'key_1', requestId: 'r', forwardedFor: '1.1.1.1', forwardedProto: 'http', forwardedHost: undefined },
+      {
+        secret: 's',
+        keyId: 'key_1',
+        requestId: 'r',
+        forwardedFor: '1.1.1.1',
+        forwardedProto: 'http',
+        forwardedHost: undefined,
+      },
     );
     const pairs: string[] = [];
     for (let i = 0; i < list.length; i += 2) pairs.push(`${list[i]}: ${list[i + 1]}`);
@@ -224,23 +270,63 @@ describe('forwarded facts and headers', () => {
 describe('RateLimit headers (draft-ietf-httpapi-ratelimit-headers structured fields)', () => {
   const now = Date.UTC(2026, 1, 10, 12, 30, 0, 500);
   it('states the quota and window of each limit, by name (the period unless named)', () => {
-    expect(rateLimitPolicyHeader(plan({ limit: 1000, period: 'hour' }), now)).toBe('"hour";q=1000;w=3600');
-    expect(rateLimitPolicyHeader(plan({ limit: 5, period: 'week' }), now)).toBe('"week";q=5;w=604800');
+    expect(rateLimitPolicyHeader(keyOnly('key_1', plan({ limit: 1000, period: 'hour' })), now)).toBe(
+      '"hour";q=1000;w=3600',
+    );
+    expect(rateLimitPolicyHeader(keyOnly('key_1', plan({ limit: 5, period: 'week' })), now)).toBe(
+      '"week";q=5;w=604800',
+    );
     // February 2026 has 28 days, 2026 has 365.
-    expect(rateLimitPolicyHeader(plan({ limit: 5, period: 'month' }), now)).toBe(`"month";q=5;w=${28 * 86400}`);
-    expect(rateLimitPolicyHeader(plan({ limit: 5, period: 'year' }), now)).toBe(`"year";q=5;w=${365 * 86400}`);
+    expect(rateLimitPolicyHeader(keyOnly('key_1', plan({ limit: 5, period: 'month' })), now)).toBe(
+      `"month";q=5;w=${28 * 86400}`,
+    );
+    expect(rateLimitPolicyHeader(keyOnly('key_1', plan({ limit: 5, period: 'year' })), now)).toBe(
+      `"year";q=5;w=${365 * 86400}`,
+    );
     expect(
       rateLimitPolicyHeader(
-        plan({ limit: 10, period: 'second', name: 'burst' }, { limit: 10_000, period: 'month', name: 'quota', algorithm: 'sliding' }),
+        keyOnly(
+          'key_1',
+          plan(
+            { limit: 10, period: 'second', name: 'burst' },
+            { limit: 10_000, period: 'month', name: 'quota', algorithm: 'sliding' },
+          ),
+        ),
         now,
       ),
     ).toBe(`"burst";q=10;w=1, "quota";q=10000;w=${30 * 86400}`);
   });
 
+  it('lists the key’s limits, then its consumer’s, named consumer.<name>', () => {
+    const subjects: Subject[] = [
+      { scope: 'key', id: 'key_1', plan: plan({ limit: 10, period: 'second', name: 'burst' }) },
+      {
+        scope: 'consumer',
+        id: 'con_1',
+        plan: plan({ limit: 600, period: 'minute' }, { limit: 100_000, period: 'month', name: 'quota' }),
+      },
+    ];
+    expect(rateLimitPolicyHeader(subjects, now)).toBe(
+      `"burst";q=10;w=1, "consumer.minute";q=600;w=60, "consumer.quota";q=100000;w=${28 * 86400}`,
+    );
+    // A consumer without a plan adds nothing.
+    expect(rateLimitPolicyHeader([subjects[0]!, { scope: 'consumer', id: 'con_2', plan: plan() }], now)).toBe(
+      '"burst";q=10;w=1',
+    );
+    const rule = ruleOf({ limit: 600, period: 'minute' });
+    expect(rateLimitHeader({ scope: 'consumer', rule, remaining: 12, resetMs: now + 29_500 }, now)).toBe(
+      '"consumer.minute";r=12;t=30',
+    );
+  });
+
   it('states what remains of the reported limit and whole seconds until its reset, at least 1', () => {
     const rule = ruleOf({ limit: 10, period: 'minute', name: 'per-minute' });
-    expect(rateLimitHeader({ allowed: true, rule, remaining: 7, resetMs: now + 29_500 }, now)).toBe('"per-minute";r=7;t=30');
-    expect(rateLimitHeader({ allowed: false, rule, remaining: 0, resetMs: now + 10 }, now)).toBe('"per-minute";r=0;t=1');
+    expect(rateLimitHeader({ scope: 'key', rule, remaining: 7, resetMs: now + 29_500 }, now)).toBe(
+      '"per-minute";r=7;t=30',
+    );
+    expect(rateLimitHeader({ scope: 'key', rule, remaining: 0, resetMs: now + 10 }, now)).toBe(
+      '"per-minute";r=0;t=1',
+    );
   });
 
   it('formats resetTime without fraction', () => {

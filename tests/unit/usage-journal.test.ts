@@ -3,34 +3,74 @@
  * did not take, under the batch ids, and what it drops when its reserved room cannot hold it all.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UsageJournal, type HeldBatch } from '../../src/usage/journal.js';
-import { emptyKeyUsage, requestsIn, type KeyUsage } from '../../src/usage/usage.js';
+import { binOf } from '../../src/usage/latency-histogram.js';
+import {
+  emptyBucket,
+  emptyFiledUsage,
+  emptyKeyUsage,
+  requestsIn,
+  type BucketCounts,
+  type FiledUsage,
+  type KeyUsage,
+} from '../../src/usage/usage.js';
 
 const DAY = Date.UTC(2026, 10, 22);
 const MINUTE = DAY + 10 * 60_000;
 
+/** `n` admitted requests of 2 ms each, answered 200: a bucket with all its facts. */
+const answered = (n: number): BucketCounts => ({
+  ...emptyBucket(),
+  requests: n,
+  successful: n,
+  totalDurationMs: n * 2,
+  cost: n,
+  status2xx: n,
+  latency: new Map([[binOf(2), n]]),
+});
+
 /** `requests` requests of one key, at one minute, spread over the given paths and customers. */
-function usage(requests: number, customers: readonly string[] = [], paths: readonly string[] = ['/v1/items']): KeyUsage {
-  const u = emptyKeyUsage();
+function filed<T extends FiledUsage>(
+  u: T,
+  requests: number,
+  customers: readonly string[],
+  paths: readonly string[],
+): T {
   const day = { endpoints: new Map(), customers: new Map() };
   u.days.set(DAY, day);
-  u.minutes.set(MINUTE, { requests, successful: requests, failed: 0, rateLimited: 0, totalDurationMs: requests * 2 });
+  u.minutes.set(MINUTE, answered(requests));
   paths.forEach((path, i) => {
     const n = Math.floor(requests / paths.length) + (i < requests % paths.length ? 1 : 0);
-    u.endpoints.set(path, { requests: n, successful: n, failed: 0, totalDurationMs: n * 2 });
-    day.endpoints.set(path, { requests: n, successful: n, failed: 0, rateLimited: 0, totalDurationMs: n * 2 });
+    u.endpoints.set(path, { requests: n, successful: n, failed: 0, totalDurationMs: n * 2, cost: n });
+    day.endpoints.set(path, answered(n));
   });
   for (const customer of customers) {
     u.customers.set(customer, { requests: 1, successful: 1, failed: 0 });
-    day.customers.set(customer, { requests: 1, successful: 1, failed: 0, rateLimited: 0, totalDurationMs: 2 });
+    day.customers.set(customer, answered(1));
   }
   return u;
 }
 
-const held = (keys: Record<string, KeyUsage>): HeldBatch => ({ batchId: randomUUID(), batch: new Map(Object.entries(keys)) });
+/** `requests` requests of one key, at one minute, spread over the given paths and customers; `consumerId`: all filed under it. */
+function usage(
+  requests: number,
+  customers: readonly string[] = [],
+  paths: readonly string[] = ['/v1/items'],
+  consumerId?: string,
+): KeyUsage {
+  const u = filed(emptyKeyUsage(), requests, customers, paths);
+  if (consumerId !== undefined)
+    u.consumers.set(consumerId, filed(emptyFiledUsage(), requests, customers, paths));
+  return u;
+}
+
+const held = (keys: Record<string, KeyUsage>): HeldBatch => ({
+  batchId: randomUUID(),
+  batch: new Map(Object.entries(keys)),
+});
 
 /** Folders made for journals (4 MiB each once reserved), removed after the tests. */
 const folders: string[] = [];
@@ -45,14 +85,17 @@ afterAll(() => {
 
 function journal(): UsageJournal {
   const j = new UsageJournal(join(folder(), 'usage-journal'));
-  expect(j.reserve()).toBe(true);
+  expect(j.reserve()).toEqual({ reservedBytes: 4 * 1024 * 1024, missingBytes: 0 });
   return j;
 }
 
 describe('UsageJournal', () => {
   it('keeps held batches under their ids, with their minutes and days, and gives them back once', () => {
     const j = journal();
-    const batches = [held({ k1: usage(3, ['acme']), k2: usage(1) }), held({ k1: usage(2, ['globex']) })];
+    const batches = [
+      held({ k1: usage(3, ['acme']), k2: usage(1, [], ['/v1/items'], 'con_1') }),
+      held({ k1: usage(2, ['globex']) }),
+    ];
     expect(j.save(batches)).toBe(0);
     expect(j.take()).toEqual(batches);
     j.clear();
@@ -61,25 +104,64 @@ describe('UsageJournal', () => {
 
   it('reads a journal written before minutes and days were kept: its usage comes back undated', () => {
     const file = join(folder(), 'usage-journal');
-    const body = Buffer.from(JSON.stringify([['old-batch', [['k1', [['/v1/a', [2, 1, 1, 30]]], [['acme', [2, 1, 1]]]]]]]));
+    const body = Buffer.from(
+      JSON.stringify([['old-batch', [['k1', [['/v1/a', [2, 1, 1, 30]]], [['acme', [2, 1, 1]]]]]]]),
+    );
     const header = Buffer.alloc(8);
     header.writeBigUInt64BE(BigInt(body.length));
     writeFileSync(file, Buffer.concat([header, body]));
     const [batch] = new UsageJournal(file).take();
     expect(batch!.batchId).toBe('old-batch');
     expect(batch!.batch.get('k1')).toEqual({
-      endpoints: new Map([['/v1/a', { requests: 2, successful: 1, failed: 1, totalDurationMs: 30 }]]),
+      endpoints: new Map([
+        ['/v1/a', { requests: 2, successful: 1, failed: 1, totalDurationMs: 30, cost: 0 }],
+      ]),
       customers: new Map([['acme', { requests: 2, successful: 1, failed: 1 }]]),
       minutes: new Map(),
       days: new Map(),
+      consumers: new Map(),
     });
+  });
+
+  it('reads a journal written before request facts: its buckets come back with their counts, and no cost, class, outcome or latency', () => {
+    const file = join(folder(), 'usage-journal');
+    const counts = [2, 1, 1, 1, 30];
+    const body = Buffer.from(
+      JSON.stringify([
+        [
+          'old-batch',
+          [['k1', [['/v1/a', [2, 1, 1, 30]]], [], [[MINUTE, counts]], [[DAY, [['/v1/a', counts]], []]]]],
+        ],
+      ]),
+    );
+    const header = Buffer.alloc(8);
+    header.writeBigUInt64BE(BigInt(body.length));
+    writeFileSync(file, Buffer.concat([header, body]));
+    const k1 = new UsageJournal(file).take()[0]!.batch.get('k1')!;
+    const bucket = {
+      ...emptyBucket(),
+      requests: 2,
+      successful: 1,
+      failed: 1,
+      rateLimited: 1,
+      totalDurationMs: 30,
+    };
+    expect(k1.minutes).toEqual(new Map([[MINUTE, bucket]]));
+    expect(k1.days.get(DAY)!.endpoints).toEqual(new Map([['/v1/a', bucket]]));
+    expect(k1.consumers).toEqual(new Map());
   });
 
   it('saves 1,200 held batches of 100 keys in one pass, within what SIGTERM leaves it, keeping what the room holds', () => {
     // 120,000 key entries are several times the reserved room. Re-encoding everything once per batch
     // that did not fit took 174 s here; the contract gives the whole shutdown SHUTDOWN_TIMEOUT_MS + 5 s.
     const j = journal();
-    const batches = Array.from({ length: 1_200 }, (_, b) => held(Object.fromEntries(Array.from({ length: 100 }, (_, k) => [`key_${b}_${k}`.padEnd(24, 'x'), usage(3)]))));
+    const batches = Array.from({ length: 1_200 }, (_, b) =>
+      held(
+        Object.fromEntries(
+          Array.from({ length: 100 }, (_, k) => [`key_${b}_${k}`.padEnd(24, 'x'), usage(3)]),
+        ),
+      ),
+    );
     const started = performance.now();
     const dropped = j.save(batches);
     expect(performance.now() - started).toBeLessThan(2_000);
@@ -90,20 +172,41 @@ describe('UsageJournal', () => {
     expect(keptRequests + dropped).toBe(360_000);
     // Kept whole per key, under the id of the batch it came from.
     const ids = new Map(batches.map((h) => [h.batchId, h.batch]));
-    expect(kept.flatMap(({ batchId, batch }) => [...batch.keys()].filter((keyId) => !ids.get(batchId)!.has(keyId)))).toEqual([]);
+    expect(
+      kept.flatMap(({ batchId, batch }) =>
+        [...batch.keys()].filter((keyId) => !ids.get(batchId)!.has(keyId)),
+      ),
+    ).toEqual([]);
     expect(kept[0]!.batch.get(kept[0]!.batch.keys().next().value!)).toEqual(usage(3));
   });
 
   it('when the room cannot hold everything, keeps the most requests: a key that sent a new customer id per request goes first', () => {
     const j = journal();
-    const spray = usage(12_000, Array.from({ length: 12_000 }, (_, i) => `customer-${i}`.padEnd(200, '.')));
-    const batches = [held({ spray, quiet: usage(5) }), held({ busy: usage(50_000, [], ['/v1/a', '/v1/b']), quiet: usage(1) })];
+    const spray = usage(
+      12_000,
+      Array.from({ length: 12_000 }, (_, i) => `customer-${i}`.padEnd(200, '.')),
+    );
+    const batches = [
+      held({ spray, quiet: usage(5) }),
+      held({ busy: usage(50_000, [], ['/v1/a', '/v1/b']), quiet: usage(1) }),
+    ];
     expect(j.save(batches)).toBe(12_000);
     const kept = j.take();
     expect(kept.map((h) => [h.batchId, [...h.batch.keys()]])).toEqual([
       [batches[0]!.batchId, ['quiet']],
       [batches[1]!.batchId, ['busy', 'quiet']],
     ]);
+  });
+
+  it('keeps no more than the room it could reserve: at exit the file never grows onto a disk that may be full', () => {
+    const file = join(folder(), 'usage-journal');
+    writeFileSync(file, Buffer.alloc(16 * 1024)); // all a nearly full disk could spare at start-up
+    const j = new UsageJournal(file);
+    const batches = Array.from({ length: 400 }, () => held({ ['key'.padEnd(40, 'x')]: usage(3) }));
+    const dropped = j.save(batches);
+    expect(statSync(file).size).toBe(16 * 1024);
+    expect(dropped).toBeGreaterThan(0);
+    expect(j.take().reduce((n, h) => n + requestsIn(h.batch), 0)).toBe(1_200 - dropped);
   });
 
   it('drops everything, and says so, when its file cannot be written', () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { parsePlan } from '../../src/limits/plan.js';
-import { PERIODS, secondsUntil, windowAt, type Period } from '../../src/limits/window.js';
+import { parsePlan } from '../../src/plans/plan.js';
+import { PERIODS, secondsUntil, windowAt, type Period } from '../../src/plans/window.js';
 
 const period = fc.constantFrom(...PERIODS);
 // 1970 to 2200, in milliseconds.
@@ -29,12 +29,17 @@ describe('windowAt', () => {
 
   it('gives the same window to every instant inside it', () => {
     fc.assert(
-      fc.property(period, instant, fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }), (p, now, f) => {
-        const w = windowAt(p, now);
-        const inside = w.start + Math.floor(f * (w.end - w.start));
-        const again = windowAt(p, inside);
-        return again.start === w.start && again.end === w.end;
-      }),
+      fc.property(
+        period,
+        instant,
+        fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+        (p, now, f) => {
+          const w = windowAt(p, now);
+          const inside = w.start + Math.floor(f * (w.end - w.start));
+          const again = windowAt(p, inside);
+          return again.start === w.start && again.end === w.end;
+        },
+      ),
     );
   });
 
@@ -64,7 +69,13 @@ describe('windowAt', () => {
         const d = new Date(start);
         const leap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
         const days = (end - start) / 86_400_000;
-        return d.getUTCMonth() === 0 && d.getUTCDate() === 1 && d.getUTCHours() === 0 && d.getUTCMilliseconds() === 0 && days === (leap(d.getUTCFullYear()) ? 366 : 365);
+        return (
+          d.getUTCMonth() === 0 &&
+          d.getUTCDate() === 1 &&
+          d.getUTCHours() === 0 &&
+          d.getUTCMilliseconds() === 0 &&
+          days === (leap(d.getUTCFullYear()) ? 366 : 365)
+        );
       }),
     );
   });
@@ -73,7 +84,9 @@ describe('windowAt', () => {
     fc.assert(
       fc.property(instant, (now) => {
         const d = new Date(windowAt('week', now).start);
-        return d.getUTCDay() === 1 && d.getUTCHours() === 0 && d.getUTCMinutes() === 0 && d.getUTCSeconds() === 0;
+        return (
+          d.getUTCDay() === 1 && d.getUTCHours() === 0 && d.getUTCMinutes() === 0 && d.getUTCSeconds() === 0
+        );
       }),
     );
   });
@@ -84,24 +97,48 @@ describe('secondsUntil', () => {
     expect(secondsUntil(10_000, 9_999)).toBe(1);
     expect(secondsUntil(10_000, 10_000)).toBe(1);
     expect(secondsUntil(10_000, 8_500)).toBe(2);
-    fc.assert(fc.property(instant, fc.integer({ min: 0, max: 1e9 }), (now, d) => secondsUntil(now + d, now) >= Math.max(1, d / 1000)));
+    fc.assert(
+      fc.property(
+        instant,
+        fc.integer({ min: 0, max: 1e9 }),
+        (now, d) => secondsUntil(now + d, now) >= Math.max(1, d / 1000),
+      ),
+    );
   });
 });
 
 describe('parsePlan (DEFAULT_RATE_LIMIT)', () => {
   it('reads limit/period as one fixed limit named after its period', () => {
-    expect(parsePlan('1000/hour')?.limits).toEqual([{ name: 'hour', limit: 1000, period: 'hour', algorithm: 'fixed' }]);
-    expect(parsePlan(' 5 / second ')?.limits).toEqual([{ name: 'second', limit: 5, period: 'second', algorithm: 'fixed' }]);
-    expect(parsePlan('3/year')?.limits).toEqual([{ name: 'year', limit: 3, period: 'year', algorithm: 'fixed' }]);
+    expect(parsePlan('1000/hour')?.limits).toEqual([
+      { name: 'hour', limit: 1000, period: 'hour', algorithm: 'fixed' },
+    ]);
+    expect(parsePlan(' 5 / second ')?.limits).toEqual([
+      { name: 'second', limit: 5, period: 'second', algorithm: 'fixed' },
+    ]);
+    expect(parsePlan('3/year')?.limits).toEqual([
+      { name: 'year', limit: 3, period: 'year', algorithm: 'fixed' },
+    ]);
   });
   it('reads up to four limits of different periods', () => {
-    expect(parsePlan('10/second, 10000/day')?.limits.map((l) => `${l.name}:${l.limit}`)).toEqual(['second:10', 'day:10000']);
+    expect(parsePlan('10/second, 10000/day')?.limits.map((l) => `${l.name}:${l.limit}`)).toEqual([
+      'second:10',
+      'day:10000',
+    ]);
     expect(parsePlan('1/second,2/minute,3/hour,4/day')?.limits).toHaveLength(4);
   });
-  it.each(['', '1000', 'hour', '0/hour', '-1/hour', '10/fortnight', '1.5/day', '99999999999999999/day', '1/hour,2/hour', '1/second,2/minute,3/hour,4/day,5/week', '1/hour,'])(
-    'refuses %j',
-    (text) => {
-      expect(parsePlan(text)).toBeUndefined();
-    },
-  );
+  it.each([
+    '',
+    '1000',
+    'hour',
+    '0/hour',
+    '-1/hour',
+    '10/fortnight',
+    '1.5/day',
+    '99999999999999999/day',
+    '1/hour,2/hour',
+    '1/second,2/minute,3/hour,4/day,5/week',
+    '1/hour,',
+  ])('refuses %j', (text) => {
+    expect(parsePlan(text)).toBeUndefined();
+  });
 });

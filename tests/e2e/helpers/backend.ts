@@ -30,11 +30,21 @@ export async function startBackend(port = 0): Promise<Backend> {
     const at = Date.now();
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ method: req.method!, url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks), at });
+      received.push({
+        method: req.method!,
+        url: req.url!,
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        body: Buffer.concat(chunks),
+        at,
+      });
       const status = /\/status\/(\d{3})/.exec(req.url!);
       const slow = /\/slow\/(\d+)/.exec(req.url!);
       const answer = () => {
-        res.writeHead(status ? Number(status[1]) : 200, { 'content-type': 'application/json', 'x-backend': 'yes' });
+        res.writeHead(status ? Number(status[1]) : 200, {
+          'content-type': 'application/json',
+          'x-backend': 'yes',
+        });
         res.end(JSON.stringify({ method: req.method, url: req.url }));
       };
       if (slow) setTimeout(answer, Number(slow[1]));

@@ -56,7 +56,18 @@ export class PostgresServer {
   /** Starts (again) and waits until it accepts connections. */
   async restart(): Promise<void> {
     const options = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
-    this.run('pg_ctl', ['-D', this.dataDir, '-o', options, '-l', join(this.dir, 'log'), '-w', '-t', '30', 'start']);
+    this.run('pg_ctl', [
+      '-D',
+      this.dataDir,
+      '-o',
+      options,
+      '-l',
+      join(this.dir, 'log'),
+      '-w',
+      '-t',
+      '30',
+      'start',
+    ]);
     this.running = true;
   }
 
@@ -78,7 +89,9 @@ export class PostgresServer {
     const argv = asRoot ? ['-u', 'postgres', '--', join(BIN, command), ...args] : args;
     const result = spawnSync(file, argv, { encoding: 'utf8', timeout: 60_000 });
     if (result.status !== 0) {
-      throw new Error(`${command} failed (${result.status ?? result.signal}): ${result.stderr}${result.stdout}`);
+      throw new Error(
+        `${command} failed (${result.status ?? result.signal}): ${result.stderr}${result.stdout}`,
+      );
     }
   }
 }

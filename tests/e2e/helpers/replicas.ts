@@ -23,7 +23,9 @@ export class Replicas {
 
   /** Starts `count` replicas together (they migrate the database concurrently, as a rollout does). */
   async start(count = 1, extraEnv: Record<string, string> = {}): Promise<Tollgate[]> {
-    const started = await Promise.all(Array.from({ length: count }, () => startTollgate({ ...this.env, ...extraEnv })));
+    const started = await Promise.all(
+      Array.from({ length: count }, () => startTollgate({ ...this.env, ...extraEnv })),
+    );
     this.all.push(...started);
     return started;
   }
@@ -53,7 +55,13 @@ export interface Fleet {
 
 export async function startFleet(count: number, env: Record<string, string> = {}): Promise<Fleet> {
   const [backend, database] = await Promise.all([startBackend(), createTestDatabase()]);
-  const replicas = new Replicas({ DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(), UPSTREAM_URL: backend.url, ...env });
+  const replicas = new Replicas({
+    DATABASE_URL: database.url,
+    REDIS_URL,
+    REDIS_KEY_PREFIX: testKeyPrefix(),
+    UPSTREAM_URL: backend.url,
+    ...env,
+  });
   const members = await replicas.start(count);
   return {
     backend,
@@ -75,7 +83,11 @@ export { sleep, waitFor } from '../../helpers/poll.js';
  * fetch with a 10 s deadline whose timer is cleared as soon as the answer is read (AbortSignal.timeout
  * would keep thousands of timers alive after the test, holding Jest's worker open).
  */
-export async function fetchWithin<T>(url: string, init: RequestInit, read: (res: Response) => Promise<T>): Promise<T> {
+export async function fetchWithin<T>(
+  url: string,
+  init: RequestInit,
+  read: (res: Response) => Promise<T>,
+): Promise<T> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error(`no answer from ${url} within 10 s`)), 10_000);
   try {
@@ -86,19 +98,33 @@ export async function fetchWithin<T>(url: string, init: RequestInit, read: (res:
 }
 
 /** A proxied request with a key; resolves the status, or 0 when the connection failed. */
-export async function hit(tollgate: Tollgate, secret: string, path = '/v1/items', headers: Record<string, string> = {}): Promise<number> {
+export async function hit(
+  tollgate: Tollgate,
+  secret: string,
+  path = '/v1/items',
+  headers: Record<string, string> = {},
+): Promise<number> {
   try {
-    return await fetchWithin(tollgate.url + path, { headers: { authorization: `Bearer ${secret}`, ...headers } }, async (res) => {
-      await res.arrayBuffer();
-      return res.status;
-    });
+    return await fetchWithin(
+      tollgate.url + path,
+      { headers: { authorization: `Bearer ${secret}`, ...headers } },
+      async (res) => {
+        await res.arrayBuffer();
+        return res.status;
+      },
+    );
   } catch {
     return 0;
   }
 }
 
 /** Clients sending requests at once until `until()` says stop; counts the 200s they got. */
-export function load(tollgate: Tollgate, secret: string, clients: number, until: () => boolean): { answered: () => number; done: Promise<void> } {
+export function load(
+  tollgate: Tollgate,
+  secret: string,
+  clients: number,
+  until: () => boolean,
+): { answered: () => number; done: Promise<void> } {
   let answered = 0;
   const client = async () => {
     while (!until()) {
@@ -108,13 +134,20 @@ export function load(tollgate: Tollgate, secret: string, clients: number, until:
       else if (status === 0) await sleep(20);
     }
   };
-  return { answered: () => answered, done: Promise.all(Array.from({ length: clients }, client)).then(() => {}) };
+  return {
+    answered: () => answered,
+    done: Promise.all(Array.from({ length: clients }, client)).then(() => {}),
+  };
 }
 
 /** The full response of a proxied request (status, headers, parsed body). */
 export async function hitFull(tollgate: Tollgate, secret: string, path = '/v1/items') {
   const started = performance.now();
-  const { res, text } = await fetchWithin(tollgate.url + path, { headers: { authorization: `Bearer ${secret}` } }, async (r) => ({ res: r, text: await r.text() }));
+  const { res, text } = await fetchWithin(
+    tollgate.url + path,
+    { headers: { authorization: `Bearer ${secret}` } },
+    async (r) => ({ res: r, text: await r.text() }),
+  );
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -126,20 +159,34 @@ export async function hitFull(tollgate: Tollgate, secret: string, path = '/v1/it
 }
 
 /** `n` requests spread round-robin over `replicas`, all in flight at once; resolves the statuses. */
-export function burst(replicas: readonly Tollgate[], secret: string, n: number, path = '/v1/items'): Promise<number[]> {
+export function burst(
+  replicas: readonly Tollgate[],
+  secret: string,
+  n: number,
+  path = '/v1/items',
+): Promise<number[]> {
   return Promise.all(Array.from({ length: n }, (_, i) => hit(replicas[i % replicas.length]!, secret, path)));
 }
 
 /** A key with a plan bound (created through `admin`); returns id and secret. */
-export async function keyWithPlan(admin: Tollgate, name: string, limit?: number, period = 'day'): Promise<{ id: string; secret: string }> {
+export async function keyWithPlan(
+  admin: Tollgate,
+  name: string,
+  limit?: number,
+  period = 'day',
+): Promise<{ id: string; secret: string }> {
   const created = await admin.admin('POST', '/consumer-api-key/create', { name });
-  if (created.status !== 201) throw new Error(`key create: ${created.status} ${JSON.stringify(created.body)}`);
+  if (created.status !== 201)
+    throw new Error(`key create: ${created.status} ${JSON.stringify(created.body)}`);
   const key = created.body as { id: string; secret: string };
   if (limit !== undefined) {
     const planId = `${name}-${randomBytes(4).toString('hex')}`;
     const plan = await admin.admin('POST', '/rate-limit/create', { rateLimitId: planId, limit, period });
     if (plan.status !== 201) throw new Error(`plan create: ${plan.status} ${JSON.stringify(plan.body)}`);
-    const bound = await admin.admin('POST', '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId });
+    const bound = await admin.admin('POST', '/api-keys/apply-rate-limit', {
+      consumerApiKeyId: key.id,
+      rateLimitId: planId,
+    });
     if (bound.status !== 200) throw new Error(`plan bind: ${bound.status} ${JSON.stringify(bound.body)}`);
   }
   return key;

@@ -55,7 +55,10 @@ export async function startTollgate(env: Record<string, string> = {}): Promise<T
   const output: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const ports = await new Promise<{ port: number; opsPort: number }>((resolvePorts, reject) => {
-    const timer = setTimeout(() => reject(new Error('Tollgate did not start in 90 s:\n' + output.join('\n'))), 90_000);
+    const timer = setTimeout(
+      () => reject(new Error('Tollgate did not start in 90 s:\n' + output.join('\n'))),
+      90_000,
+    );
     const onLine = (line: string) => {
       output.push(line);
       allOutput.push(line);
@@ -88,7 +91,10 @@ export async function startTollgate(env: Record<string, string> = {}): Promise<T
     async admin(method, path, body) {
       const res = await fetch(url + path, {
         method,
-        headers: { authorization: `Bearer ${rootToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${rootToken}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.text();
@@ -102,4 +108,29 @@ export async function startTollgate(env: Record<string, string> = {}): Promise<T
       return exited;
     },
   };
+}
+
+/**
+ * Runs a command of the built server (`rotate-secrets`, `upgrade-data-dir`) to its end, with only PATH
+ * and `env` in its environment; `main` is the built entry point to run. Its output counts as logged.
+ */
+export function runCommand(
+  command: string,
+  env: Record<string, string>,
+  main = MAIN,
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [main, command], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    child.on('exit', (code) => {
+      allOutput.push(...output.split('\n'));
+      done({ code, output });
+    });
+  });
 }

@@ -1,0 +1,109 @@
+/**
+ * Billing exports in the console, in Chromium against a built Tollgate: create a CloudEvents export with
+ * a credential (write-only: never shown again, only said to be stored), see it listed, run it by hand and
+ * read the run in its log, and delete it through a dialog that starts on Cancel. Checked through the API.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Tollgate } from '../e2e/helpers/tollgate.js';
+import {
+  consoleSuite,
+  rowWith,
+  seriousAccessibilityViolations,
+  signedInTab,
+  visit,
+} from './helpers/console-browser.js';
+
+let tollgate: Tollgate;
+/** A CloudEvents receiver that takes everything. */
+let receiver: Server;
+let receiverUrl: string;
+
+const suite = consoleSuite(async (started) => {
+  tollgate = started;
+  receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(202).end());
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/events`;
+});
+afterAll(() => new Promise((resolve) => receiver?.close(resolve)));
+const tab = signedInTab(suite, () => tollgate.rootToken);
+
+const CREDENTIAL = 'sk_test_console_only_once';
+
+it('creates an export with a write-only credential, runs it by hand, reads its runs and deletes it', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, 'billing-exports', 'Billing exports');
+  await page.getByText('No billing export yet.').waitFor();
+  await page.getByLabel('Service').selectOption('cloudevents');
+  await page.getByLabel('URL', { exact: true }).fill(receiverUrl);
+  await page.getByLabel('Event name').fill('api.requests');
+  await page.getByLabel('Buckets of one').selectOption('minute');
+  await page.getByLabel('Usage of each').selectOption('key');
+  await page.getByLabel('Credential').fill(CREDENTIAL);
+  await page.getByRole('button', { name: 'Create export' }).click();
+  await page.getByRole('status').filter({ hasText: 'The cloudevents export is created.' }).waitFor();
+  const [created] = (await tollgate.admin('GET', '/tollgate/billing-exports')).body.billingExports;
+  expect(created).toMatchObject({
+    type: 'cloudevents',
+    url: receiverUrl,
+    eventName: 'api.requests',
+    interval: 'minute',
+    subject: 'key',
+    hasCredential: true,
+  });
+  const row = rowWith(page, receiverUrl);
+  expect(await row.getByRole('cell').allInnerTexts()).toEqual(
+    expect.arrayContaining(['api.requests', 'per minute, each key', 'stored', 'working']),
+  );
+  // The credential went out once and is shown nowhere, not even in the emptied form.
+  expect(await page.getByLabel('Credential').inputValue()).toBe('');
+  expect(await page.content()).not.toContain(CREDENTIAL);
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+
+  await row.getByRole('link', { name: 'cloudevents' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Billing export runs' }).waitFor();
+  await page.getByText(receiverUrl).waitFor();
+  await page.getByRole('button', { name: 'Run now' }).click();
+  await page
+    .getByRole('status')
+    .filter({ hasText: /^The run sent \d+ of \d+ planned, 0 failed\.$/ })
+    .waitFor();
+  const runs = (await tollgate.admin('GET', `/tollgate/billing-exports/${created.id}/runs`)).body.runs as {
+    id: string;
+    startedBy: string;
+  }[];
+  expect(runs[0]).toMatchObject({ startedBy: 'manual' });
+  await page.locator(`tr[data-run-id="${runs[0]!.id}"]`).getByText('by hand').waitFor();
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+
+  await page.getByRole('link', { name: 'All billing exports' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Billing exports' }).waitFor();
+  await row.getByRole('button', { name: `Delete cloudevents export ${created.id}` }).click();
+  const dialog = page.getByRole('dialog', { name: 'Delete the cloudevents export?' });
+  await dialog.waitFor();
+  await page.waitForFunction(() => document.activeElement?.closest('dialog') !== null);
+  expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Cancel');
+  await page.keyboard.press('Enter');
+  await dialog.waitFor({ state: 'detached' });
+  expect((await tollgate.admin('GET', `/tollgate/billing-exports/${created.id}`)).status).toBe(200);
+  await row.getByRole('button', { name: `Delete cloudevents export ${created.id}` }).click();
+  await dialog.getByRole('button', { name: 'Delete export' }).click();
+  await page.getByRole('status').filter({ hasText: 'The cloudevents export is deleted.' }).waitFor();
+  await row.waitFor({ state: 'detached' });
+  expect((await tollgate.admin('GET', `/tollgate/billing-exports/${created.id}`)).status).toBe(404);
+});
+
+it('says in plain words that a Stripe export needs its credential, and keeps the form', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, 'billing-exports', 'Billing exports');
+  await page.getByLabel('Service').selectOption('stripe');
+  await page.getByLabel('URL', { exact: true }).fill('http://127.0.0.1:9');
+  await page.getByLabel('Event name').fill('api_requests');
+  await page.getByRole('button', { name: 'Create export' }).click();
+  await page.getByRole('alert').waitFor();
+  expect(await page.getByLabel('Event name').inputValue()).toBe('api_requests');
+  expect((await tollgate.admin('GET', '/tollgate/billing-exports')).body.billingExports).toEqual([]);
+});

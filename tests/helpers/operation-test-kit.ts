@@ -1,0 +1,366 @@
+/**
+ * The kit of the tests beside the management operations (src/management/operations/<resource>.test.ts).
+ * Each test file gives, per operation, a valid call and a table: every status the OpenAPI document lists
+ * for the operation, with each error code the document names under it and how to provoke it. The kit
+ * runs one `it` per status against an app on the embedded store (the 503s on Postgres too, whose
+ * drivers fail differently), checks every answer against the document, and fails when a documented
+ * status or code has no entry in the table, or the table has one the document lacks.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Express } from 'express';
+import { sql } from 'kysely';
+import request, { type Response } from 'supertest';
+import { createManagementApp, type ManagementDeps } from '../../src/management/app.js';
+import { buildOpenApiDocument, openApiPath } from '../../src/management/openapi.js';
+import type { Operation } from '../../src/management/operation.js';
+import { SCOPES, type Scope } from '../../src/management/scopes.js';
+import { AuthThrottle } from '../../src/proxy/auth-throttle.js';
+import { openPostgres, type Db } from '../../src/store/db.js';
+import { migrate } from '../../src/store/migrate.js';
+import { OpenApiChecker } from './management-openapi.js';
+import { managementDeps, STORAGES, type Storage } from './management-storage.js';
+
+const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
+type StorageKind = keyof typeof STORAGES;
+type Method = Operation['method'];
+
+/** Dependencies a test sets itself (the rest as production wires them, tests/helpers/management-storage.ts). */
+type Overrides = Partial<Omit<ManagementDeps, 'rootToken' | 'usage'>>;
+
+/** One running management app over a fresh, migrated store, and what tests make on it. */
+export interface Harness {
+  readonly app: Express;
+  /** Another app over the same database with other dependencies (a low throttle, a failing limiter). */
+  appWith(overrides: Overrides): Express;
+  /** A new key (`rateLimitId`: bound to that plan); its id. */
+  key(settings?: { rateLimitId?: string }): Promise<string>;
+  /** A new plan of one limit; its id. */
+  plan(): Promise<string>;
+  /** A new consumer; its id. */
+  consumer(): Promise<string>;
+  /** A new admin token with `scopes`. */
+  token(scopes: readonly Scope[], expiresAt?: string): Promise<{ id: string; secret: string }>;
+  /** `work` with an app over a database that is gone (an embedded store closed, a Postgres server down). */
+  whileDatabaseGone<T>(work: (app: Express) => Promise<T>): Promise<T>;
+  /** `work` with an app over this database while it refuses writes (read-only), reads going on. */
+  whileWritesRefused<T>(work: (app: Express) => Promise<T>): Promise<T>;
+}
+
+/** The inputs of one call; the path is the operation's with `params` filled in. */
+export interface Call {
+  readonly params?: Readonly<Record<string, string>>;
+  readonly query?: Readonly<Record<string, string>>;
+  readonly body?: unknown;
+}
+
+/** What to change in the valid call: `params` and `query` are merged into its own, `body` replaces its. */
+export interface Changes extends Call {
+  readonly app?: Express;
+  /** The path as sent, instead of the operation's with `params` filled in. */
+  readonly path?: string;
+  readonly method?: Method | 'put';
+  /** The body as text with its Content-Type, instead of `body` as JSON. */
+  readonly raw?: { readonly type: string; readonly text: string };
+  /** Bearer token; `null` sends no Authorization header. The root token by default. */
+  readonly token?: string | null;
+}
+
+/** A valid call made ready (the objects it needs exist), to send as it is or changed. */
+export interface Prepared {
+  send(changes?: Changes): Promise<Response>;
+}
+
+/** What a provoker gets: the operation, the embedded store's harness, and the operation's valid call. */
+export interface Attempt {
+  readonly operation: Operation;
+  readonly harness: Harness;
+  /** The valid call, prepared afresh on `on` (the embedded store's harness by default). */
+  prepare(on?: Harness): Promise<Prepared>;
+  /** The valid call prepared afresh and sent with `changes`. */
+  send(changes?: Changes): Promise<Response>;
+  /** The harness of a store of that kind, opened on first use. */
+  harnessOf(kind: StorageKind): Promise<Harness>;
+}
+
+/** Makes the operation answer one status (and code): every answer it returns is checked. */
+export type Provoke = (t: Attempt) => Promise<Response | Response[]>;
+
+export interface OperationTable {
+  /** A call that succeeds, on objects of its own (made with `harness`). */
+  readonly valid: (harness: Harness) => Call | Promise<Call>;
+  /** Per documented status: the success, or each code the document names under it. */
+  readonly statuses: Readonly<Record<number, Provoke | Readonly<Record<string, Provoke>>>>;
+}
+
+/** A fresh id, for objects a call creates under a name of its own. */
+export const uniqueId = (prefix: string): string => `${prefix}-${randomBytes(5).toString('hex')}`;
+
+function send(app: Express, method: Method | 'put', path: string, changes: Changes): Promise<Response> {
+  let req = request(app)[method](path);
+  if (changes.token !== null) req = req.set('Authorization', `Bearer ${changes.token ?? ROOT_TOKEN}`);
+  if (changes.query) req = req.query(changes.query);
+  if (changes.raw) return req.set('Content-Type', changes.raw.type).send(changes.raw.text);
+  return changes.body === undefined ? req : req.send(changes.body as object);
+}
+
+function expectCreated(res: Response): Record<string, string> {
+  expect({ status: res.status, body: res.body }).toMatchObject({ status: 201 });
+  return res.body as Record<string, string>;
+}
+
+async function openHarness(kind: StorageKind): Promise<{ harness: Harness; storage: Storage }> {
+  const storage = await STORAGES[kind]();
+  await migrate(storage.handle);
+  const appOver = (db: Db, overrides: Overrides = {}) =>
+    createManagementApp(managementDeps(db, { rootToken: ROOT_TOKEN, ...overrides }));
+  const app = appOver(storage.handle.db);
+  const create = (path: string, body: object) => send(app, 'post', path, { body }).then(expectCreated);
+  const harness: Harness = {
+    app,
+    appWith: (overrides) => appOver(storage.handle.db, overrides),
+    key: async (settings = {}) =>
+      (await create('/consumer-api-key/create', { name: 'a key', ...settings })).id!,
+    async plan() {
+      const rateLimitId = uniqueId('plan');
+      await create('/rate-limit/create', { rateLimitId, limit: 10, period: 'minute' });
+      return rateLimitId;
+    },
+    consumer: async () => (await create('/tollgate/consumers', { name: 'a consumer' })).consumerId!,
+    async token(scopes, expiresAt) {
+      const body = await create('/tollgate/admin-tokens', {
+        name: uniqueId('token'),
+        scopes,
+        ...(expiresAt && { expiresAt }),
+      });
+      return { id: body.id!, secret: body.secret! };
+    },
+    async whileDatabaseGone(work) {
+      if (kind === 'postgres') {
+        // Nothing listens on port 1: every connection is refused.
+        const down = await openPostgres('postgres://postgres@127.0.0.1:1/none');
+        try {
+          return await work(appOver(down.db));
+        } finally {
+          await down.close();
+        }
+      }
+      const gone = await STORAGES.embedded();
+      await migrate(gone.handle);
+      await gone.dispose();
+      return work(appOver(gone.handle.db));
+    },
+    async whileWritesRefused(work) {
+      if (kind === 'postgres') {
+        // A second connection to the same database whose transactions are read-only (a standby's answer).
+        const options = encodeURIComponent('-c default_transaction_read_only=on');
+        const readOnly = await openPostgres(`${storage.url!}?options=${options}`);
+        try {
+          return await work(appOver(readOnly.db));
+        } finally {
+          await readOnly.close();
+        }
+      }
+      // The embedded store is one connection: make it read-only for the call, then writable again.
+      await sql`pragma query_only = on`.execute(storage.handle.db);
+      try {
+        return await work(app);
+      } finally {
+        await sql`pragma query_only = off`.execute(storage.handle.db);
+      }
+    },
+  };
+  return { harness, storage };
+}
+
+const DOCUMENT = buildOpenApiDocument();
+
+interface DocumentedStatus {
+  /** The error codes the document names under the status (none for the success). */
+  readonly codes: string[];
+  readonly description: string;
+}
+
+/** The statuses the OpenAPI document lists for an operation. */
+function documentedStatuses(operation: Operation): Map<string, DocumentedStatus> {
+  type Responses = Record<string, { description: string; content?: Record<string, { examples?: object }> }>;
+  const item = DOCUMENT.paths[openApiPath(operation.path)]?.[operation.method] as
+    { responses: Responses } | undefined;
+  if (!item) throw new Error(`the document has no ${operation.method.toUpperCase()} ${operation.path}`);
+  const statuses = new Map<string, DocumentedStatus>();
+  for (const [status, { description, content }] of Object.entries(item.responses)) {
+    // `default` is 500 internal_error: only a bug answers it, so nothing from outside can provoke it.
+    if (status === 'default') continue;
+    statuses.set(status, { codes: Object.keys(content?.['application/json']?.examples ?? {}), description });
+  }
+  return statuses;
+}
+
+/**
+ * One `describe` per operation of `operations` (a resource file's list), named after its id, with one
+ * `it` per documented status; an operation without a table fails too.
+ */
+export function describeOperations(
+  operations: readonly Operation[],
+  tables: Readonly<Record<string, OperationTable>>,
+): void {
+  let checker: OpenApiChecker;
+  const opened = new Map<StorageKind, Promise<{ harness: Harness; storage: Storage }>>();
+  const harnessOf = async (kind: StorageKind) => {
+    if (!opened.has(kind)) opened.set(kind, openHarness(kind));
+    return (await opened.get(kind)!).harness;
+  };
+  let embedded: Harness;
+
+  beforeAll(async () => {
+    checker = await OpenApiChecker.create();
+    embedded = await harnessOf('embedded');
+  }, 60_000);
+  afterAll(async () => {
+    for (const pending of opened.values()) await (await pending).storage.dispose();
+  });
+
+  it('has a table for every operation of its file, and for nothing else', () => {
+    expect(Object.keys(tables).sort()).toEqual(operations.map((op) => op.id).sort());
+  });
+
+  for (const operation of operations) {
+    const table = tables[operation.id];
+    if (!table) continue;
+    const template = openApiPath(operation.path);
+    const documented = documentedStatuses(operation);
+    const attempt = (): Attempt => {
+      const prepare = async (on = embedded): Promise<Prepared> => {
+        const valid = await table.valid(on);
+        return {
+          send(changes = {}) {
+            const params = { ...valid.params, ...changes.params };
+            const path =
+              changes.path ??
+              operation.path.replace(/:([A-Za-z]+)/g, (_all, name: string) =>
+                encodeURIComponent(params[name] ?? ''),
+              );
+            const query = { ...valid.query, ...changes.query };
+            return send(changes.app ?? on.app, changes.method ?? operation.method, path, {
+              ...valid,
+              ...changes,
+              query,
+            });
+          },
+        };
+      };
+      return {
+        operation,
+        harness: embedded,
+        prepare,
+        send: async (changes) => (await prepare()).send(changes),
+        harnessOf,
+      };
+    };
+
+    describe(operation.id, () => {
+      const statuses = [...new Set([...documented.keys(), ...Object.keys(table.statuses)])].sort();
+      for (const status of statuses) {
+        const { codes, description } = documented.get(status) ?? { codes: [], description: 'not documented' };
+        it(`${status} ${codes.length > 0 ? codes.join(', ') : description}`, async () => {
+          const entry = table.statuses[Number(status)];
+          if (!documented.has(status))
+            throw new Error(
+              `the document lists no ${status} for ${operation.id}: remove its block, or document it`,
+            );
+          if (!entry)
+            throw new Error(
+              `the document lists ${status} for ${operation.id}, and its table has no block for it: add one`,
+            );
+          const cases = typeof entry === 'function' ? { '': entry } : entry;
+          expect(Object.keys(cases).length).toBeGreaterThan(0);
+          expect(Object.keys(cases).filter(Boolean).sort()).toEqual([...codes].sort());
+          for (const [code, provoke] of Object.entries(cases)) {
+            const answers = [await provoke(attempt())].flat();
+            expect(answers.length).toBeGreaterThan(0);
+            for (const res of answers) {
+              expect({ status: res.status, body: res.body }).toMatchObject({
+                status: Number(status),
+                ...(code && { body: { code } }),
+              });
+              expect(checker.problems(operation.method, template, res)).toEqual([]);
+            }
+          }
+        });
+      }
+    });
+  }
+}
+
+// How to provoke what every operation may answer, from its valid call.
+
+/** The valid call as it is. */
+export const succeeds: Provoke = (t) => t.send();
+
+/** Every provoker's answers, in turn: several ways to the same code. */
+export const all =
+  (...provokes: Provoke[]): Provoke =>
+  async (t) => {
+    const answers: Response[] = [];
+    for (const provoke of provokes) answers.push(...[await provoke(t)].flat());
+    return answers;
+  };
+
+/** No Authorization header, and a token that is not one. */
+export const withoutValidToken: Provoke = async (t) => [
+  await t.send({ token: null }),
+  await t.send({ token: 'not-a-token' }),
+];
+
+/** An admin token holding every scope but the one the operation needs. */
+export const withoutTheScope: Provoke = async (t) =>
+  t.send({ token: (await t.harness.token(SCOPES.filter((scope) => scope !== t.operation.scope))).secret });
+
+/** Every path parameter percent-encoded wrongly (`%E0` decodes to nothing): the path names nothing. */
+export const withAnUndecodableId: Provoke = (t) =>
+  t.send({ path: t.operation.path.replace(/:[A-Za-z]+/g, '%E0') });
+
+/** PUT: no management route has it. */
+export const withAnotherMethod: Provoke = (t) => t.send({ method: 'put' });
+
+/** Past a throttle of one wrong credential a minute, the root token itself is refused. */
+export const afterAFailedAttempt: Provoke = async (t) => {
+  const app = t.harness.appWith({ throttle: new AuthThrottle({ limit: 1, period: 'minute' }) });
+  const call = await t.prepare();
+  expect((await call.send({ app, token: 'not-a-token' })).status).toBe(401);
+  const throttled = await call.send({ app });
+  expect(Number(throttled.headers['retry-after'])).toBeGreaterThan(0);
+  return throttled;
+};
+
+export const withMalformedJson: Provoke = (t) =>
+  t.send({ raw: { type: 'application/json', text: '{"name": ' } });
+
+/** 65 KiB of valid JSON: one KiB over the limit. */
+export const withA65KiBBody: Provoke = (t) =>
+  t.send({ raw: { type: 'application/json', text: JSON.stringify({ name: 'x'.repeat(65 * 1024) }) } });
+
+export const withATextBody: Provoke = (t) => t.send({ raw: { type: 'text/plain', text: '{}' } });
+
+/** Each store's own way of being gone: an embedded store closed, a Postgres server refusing connections. */
+export const whileTheDatabaseIsGone: Provoke = async (t) => {
+  const answers: Response[] = [];
+  for (const kind of Object.keys(STORAGES) as StorageKind[]) {
+    const harness = await t.harnessOf(kind);
+    const call = await t.prepare(harness);
+    answers.push(await harness.whileDatabaseGone((app) => call.send({ app })));
+  }
+  return answers;
+};
+
+/** Each store refusing writes: the embedded store read-only, a Postgres connection read-only; with Retry-After. */
+export const whileWritesAreRefused: Provoke = async (t) => {
+  const answers: Response[] = [];
+  for (const kind of Object.keys(STORAGES) as StorageKind[]) {
+    const harness = await t.harnessOf(kind);
+    const call = await t.prepare(harness);
+    const res = await harness.whileWritesRefused((app) => call.send({ app }));
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    answers.push(res);
+  }
+  return answers;
+};
