@@ -4,19 +4,21 @@
 //
 //   npm run bench                 the comparison table (backend, nginx, HAProxy, Express, Fastify, Tollgate ×3)
 //   npm run bench -- scale        memory for 100k cached keys, 10k keys in rotation, replicas 1 → 2 → 4
-//   npm run bench -- cost         Redis commands per proxied request, Postgres writes per 10,000 requests
+//   npm run bench -- cost         Redis commands per proxied request, Postgres writes per 10,000 requests, and hot-consumer's table
+//   npm run bench -- hot-consumer limiter round trips per request of a consumer of 10 keys through 2 replicas' limiters
 //   npm run bench -- profile      --cpu-prof of one Tollgate process under load, top self-time functions
 //   npm run bench -- engines      undici Pool.stream against Pool.dispatch, forwarding alone
 //   npm run bench -- concurrency  CPU per request at wrk -c50, 13, 4, 1: Tollgate with and without a plan, a bare forwarder
 //   npm run bench -- embedded     the embedded default against Redis mode: time to ready, memory idle and under load, req/s, p99
 //   npm run bench -- detail       the key detail at both usage caps (1,000 endpoints, 10,000 customers), short and longest names: size and time
+//   npm run bench -- routes       the proxy with route tables of 1, 100 and 1,000 routes against none: req/s and CPU per request
 //   … --out FILE                  also write the result (markdown) to FILE; it is always printed
 //
 // Environment (all optional): BENCH_DURATION (s, default 10), BENCH_ROUNDS (3), BENCH_WARMUP (s, 3),
 // BENCH_CONNECTIONS (50), BENCH_TARGETS (comma-separated ids to run), BENCH_REDIS_URL
 // (redis://127.0.0.1:6379/15: the bench owns DB 15 and flushes it), BENCH_PG_URL
 // (postgres://postgres@127.0.0.1:5432), BENCH_PROFILE_MODE (redis | embedded), BENCH_SCALE_KEYS (100000), BENCH_ROTATION_KEYS (10000),
-// BENCH_REPLICAS (1,2,4), BENCH_REPLICA_WARMUP (s, 10), BENCH_CONCURRENCY (50,13,4,1), BENCH_PIN=1 (table: each target on the last CPU, wrk and backend on the others), BENCH_SKIP_BUILD=1,
+// BENCH_REPLICAS (1,2,4), BENCH_CONSUMER_RATES (16000,4000: hot-consumer's paced rows, req/s), BENCH_REPLICA_WARMUP (s, 10), BENCH_CONCURRENCY (50,13,4,1), BENCH_ROUTE_TABLES (1,100,1000), BENCH_PIN=1 (table: each target on the last CPU, wrk and backend on the others), BENCH_SKIP_BUILD=1,
 // BENCH_NICE (e.g. -10: every target and wrk run at that priority, so other work on a shared machine
 // takes less of the measured CPU; off by default because it slows everything else while it runs).
 // Everything started is stopped on exit, failure or Ctrl-C; a run killed with SIGKILL is cleaned up
@@ -32,12 +34,25 @@ import { cost } from './commands/cost.ts';
 import { detail } from './commands/detail.ts';
 import { embedded } from './commands/embedded.ts';
 import { engines } from './commands/engines.ts';
+import { hotConsumer } from './commands/hot-consumer.ts';
 import { profile } from './commands/profile.ts';
+import { routes } from './commands/routes.ts';
 import { scale } from './commands/scale.ts';
 import { table } from './commands/table.ts';
 
-const commands: Record<string, () => Promise<string>> = { table, scale, cost, profile, engines, concurrency, embedded, detail };
-const usage = `usage: npm run bench [-- table|scale|cost|profile|engines|concurrency|embedded|detail] [--out FILE]\n`;
+const commands: Record<string, () => Promise<string>> = {
+  table,
+  scale,
+  cost,
+  'hot-consumer': hotConsumer,
+  profile,
+  engines,
+  concurrency,
+  embedded,
+  detail,
+  routes,
+};
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes] [--out FILE]\n`;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
 try {

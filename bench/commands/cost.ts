@@ -3,11 +3,37 @@
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CONNECTIONS, DB_NAME, DURATION, PG_URL, PORT, REDIS_URL, TWO_LIMIT_PLAN_ID, WARMUP, env, log, positive, run } from '../lib/config.ts';
+import {
+  CONNECTIONS,
+  DB_NAME,
+  DURATION,
+  PG_URL,
+  PORT,
+  REDIS_URL,
+  TWO_LIMIT_PLAN_ID,
+  WARMUP,
+  env,
+  log,
+  positive,
+  run,
+} from '../lib/config.ts';
 import { stopProc } from '../lib/processes.ts';
 import { fmt, problemsNote } from '../lib/report.ts';
-import { buildTollgate, commandStats, createKey, ensurePlan, ensureTools, flushRedis, freshDatabase, privateRedis, startBackend, startTollgate, type TollgateOptions } from '../lib/services.ts';
+import {
+  buildTollgate,
+  commandStats,
+  createKey,
+  ensurePlan,
+  ensureTools,
+  flushRedis,
+  freshDatabase,
+  privateRedis,
+  startBackend,
+  startTollgate,
+  type TollgateOptions,
+} from '../lib/services.ts';
 import { wrk } from '../lib/wrk.ts';
+import { hotConsumerTable } from './hot-consumer.ts';
 
 function statsDelta(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
   const out = new Map<string, number>();
@@ -33,7 +59,11 @@ async function pgStats(): Promise<PgStats> {
       [DB_NAME],
     );
     const row = rows[0];
-    return { commits: Number(row?.xact_commit ?? 0), writes: Number(row?.writes ?? 0), reads: Number(row?.reads ?? 0) };
+    return {
+      commits: Number(row?.xact_commit ?? 0),
+      writes: Number(row?.writes ?? 0),
+      reads: Number(row?.reads ?? 0),
+    };
   } finally {
     await client.end();
   }
@@ -47,7 +77,10 @@ const SPREAD_SECONDS = 60;
  * Creates `count` keys, then sends one request with each, spread evenly over a minute; returns the
  * Postgres rows written during that minute and the 3 s after it (the service stopped on both sides).
  */
-async function keysOnceAMinute(options: TollgateOptions, count: number): Promise<{ writes: number; requests: number }> {
+async function keysOnceAMinute(
+  options: TollgateOptions,
+  count: number,
+): Promise<{ writes: number; requests: number }> {
   let tg = await startTollgate(options);
   const secrets: string[] = [];
   let next = 0;
@@ -71,7 +104,9 @@ async function keysOnceAMinute(options: TollgateOptions, count: number): Promise
         const i = sent++;
         const due = started + (i * SPREAD_SECONDS * 1000) / secrets.length;
         if (due > Date.now()) await sleep(due - Date.now());
-        const res = await fetch(`http://127.0.0.1:${options.port}/bench/item?id=${i}`, { headers: { authorization: `Bearer ${secrets[i]}` } });
+        const res = await fetch(`http://127.0.0.1:${options.port}/bench/item?id=${i}`, {
+          headers: { authorization: `Bearer ${secrets[i]}` },
+        });
         await res.arrayBuffer();
       }
     }),
@@ -136,7 +171,11 @@ export async function cost(): Promise<string> {
     monitor.disconnect();
     // The same load with a key whose plan holds a burst limit and a monthly quota.
     tg = await startTollgate(options);
-    const twoLimitLoad = await wrk({ url, seconds: DURATION, headers: { authorization: `Bearer ${twoLimitSecret}` } });
+    const twoLimitLoad = await wrk({
+      url,
+      seconds: DURATION,
+      headers: { authorization: `Bearer ${twoLimitSecret}` },
+    });
     await sleep(3000);
     await stopProc(tg);
     const r3 = await commandStats(redis);
@@ -150,47 +189,66 @@ export async function cost(): Promise<string> {
     idle.delete('monitor');
     const n = load.requests;
     const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-    const commands = [...new Set([...idle.keys(), ...loaded.keys()])].sort((a, b) => (loaded.get(b) ?? 0) - (loaded.get(a) ?? 0));
-    const net = (c: string) => (loaded.get(c) ?? 0) - (fromLua.get(c) ?? 0) - ((idle.get(c) ?? 0) - (idleLua.get(c) ?? 0));
+    const commands = [...new Set([...idle.keys(), ...loaded.keys()])].sort(
+      (a, b) => (loaded.get(b) ?? 0) - (loaded.get(a) ?? 0),
+    );
+    const net = (c: string) =>
+      (loaded.get(c) ?? 0) - (fromLua.get(c) ?? 0) - ((idle.get(c) ?? 0) - (idleLua.get(c) ?? 0));
     const roundTrips = commands.reduce((s, c) => s + net(c), 0);
     const per10k = (x: number) => fmt((x * 10_000) / n, 1);
     // Script calls (the limiter's, and the usage pushes') net of the idle run.
-    const scriptCalls = (delta: Map<string, number>) => (delta.get('evalsha') ?? 0) + (delta.get('eval') ?? 0) - (idle.get('evalsha') ?? 0) - (idle.get('eval') ?? 0);
+    const scriptCalls = (delta: Map<string, number>) =>
+      (delta.get('evalsha') ?? 0) +
+      (delta.get('eval') ?? 0) -
+      (idle.get('evalsha') ?? 0) -
+      (idle.get('eval') ?? 0);
     const twoLimits = statsDelta(r2, r3);
     const perSecond = (x: number) => fmt(x / loadSeconds, 1);
     const pgRow = (label: string, a: number, b: number, c: number, bold = false) => {
       const value = per10k(c - b - (b - a));
       return `| ${label} | ${fmt(c - b)} | ${fmt(b - a)} | ${bold ? `**${value}**` : value} | ${perSecond(c - b - (b - a))} |`;
     };
-    const body = [
-      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- cost\` (Tollgate Redis mode + Postgres, one process, one key bound to a huge plan; wrk -c${CONNECTIONS} for ${DURATION} s: ${fmt(n)} requests, ${fmt(load.rps)} req/s, non-2xx ${fmt(load.non2xx + load.socketErrors)}; Redis: ${run.redisUrl === REDIS_URL ? 'the shared server, so other suites may add noise' : 'a private redis-server, nothing else on it'}). Counted from \`INFO commandstats\` and \`pg_stat_database\` deltas over the load and the ${loadSeconds - DURATION} s after it. "Idle" is the same start, ${idleSeconds} s and stop with no traffic; "net" subtracts it. Commands run inside a Lua script (seen through MONITOR) are no round trip of their own.`,
-      '',
-      '| Redis command | calls under load | of them inside Lua | calls idle | net round trips per proxied request |',
-      '|---|--:|--:|--:|--:|',
-      ...commands.map((c) => `| ${c} | ${fmt(loaded.get(c) ?? 0)} | ${fmt(fromLua.get(c) ?? 0)} | ${fmt(idle.get(c) ?? 0)} | ${fmt(net(c) / n, 4)} |`),
-      `| **all** | ${fmt(sum(loaded))} | ${fmt(sum(fromLua))} | ${fmt(sum(idle))} | **${fmt(roundTrips / n, 4)}** |`,
-      '',
-      `Redis commands executed per proxied request, Lua included: ${fmt((sum(loaded) - sum(idle)) / n, 2)}.`,
-      '',
-      '| plan of the key (same process, same load) | requests | req/s | script calls net of idle | per proxied request |',
-      '|---|--:|--:|--:|--:|',
-      `| one limit (an hour) | ${fmt(n)} | ${fmt(load.rps)} | ${fmt(scriptCalls(loaded))} | **${fmt(scriptCalls(loaded) / n, 4)}** |`,
-      `| two limits (a second and a month) | ${fmt(twoLimitLoad.requests)} | ${fmt(twoLimitLoad.rps)} | ${fmt(scriptCalls(twoLimits))} | **${fmt(scriptCalls(twoLimits) / twoLimitLoad.requests, 4)}** |`,
-      '',
-      '| Postgres (database tollgate_bench) | under load | idle | net per 10,000 requests | net per second of load |',
-      '|---|--:|--:|--:|--:|',
-      pgRow('transactions committed (xact_commit)', pg0.commits, pg1.commits, pg2.commits),
-      pgRow('rows written (tup_inserted + tup_updated + tup_deleted)', pg0.writes, pg1.writes, pg2.writes, true),
-      pgRow('rows fetched (tup_fetched)', pg0.reads, pg1.reads, pg2.reads),
-      '',
-      'Usage is written per key and endpoint once per flush, not per request: the writes follow the seconds of traffic, so per 10,000 requests they fall as the request rate rises.',
-      '',
-      `| ${fmt(SPREAD_KEYS)} keys, each seen once in ${SPREAD_SECONDS} s | requests | Postgres rows written in the minute (net of idle) | per key |`,
-      '|---|--:|--:|--:|',
-      `| one request per key, spread evenly | ${fmt(spread.requests)} | ${fmt(spread.writes - spreadIdle)} | ${fmt((spread.writes - spreadIdle) / SPREAD_KEYS, 1)} |`,
-      '',
-      'Each key seen in a flush costs its totals, its minute, hour, day and month buckets, its endpoint by day and by month, and its last use: the rows per minute follow the keys seen, not the requests.',
-    ].join('\n') + problemsNote([tg]);
+    const body =
+      [
+        `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- cost\` (Tollgate Redis mode + Postgres, one process, one key bound to a huge plan; wrk -c${CONNECTIONS} for ${DURATION} s: ${fmt(n)} requests, ${fmt(load.rps)} req/s, non-2xx ${fmt(load.non2xx + load.socketErrors)}; Redis: ${run.redisUrl === REDIS_URL ? 'the shared server, so other suites may add noise' : 'a private redis-server, nothing else on it'}). Counted from \`INFO commandstats\` and \`pg_stat_database\` deltas over the load and the ${loadSeconds - DURATION} s after it. "Idle" is the same start, ${idleSeconds} s and stop with no traffic; "net" subtracts it. Commands run inside a Lua script (seen through MONITOR) are no round trip of their own.`,
+        '',
+        '| Redis command | calls under load | of them inside Lua | calls idle | net round trips per proxied request |',
+        '|---|--:|--:|--:|--:|',
+        ...commands.map(
+          (c) =>
+            `| ${c} | ${fmt(loaded.get(c) ?? 0)} | ${fmt(fromLua.get(c) ?? 0)} | ${fmt(idle.get(c) ?? 0)} | ${fmt(net(c) / n, 4)} |`,
+        ),
+        `| **all** | ${fmt(sum(loaded))} | ${fmt(sum(fromLua))} | ${fmt(sum(idle))} | **${fmt(roundTrips / n, 4)}** |`,
+        '',
+        `Redis commands executed per proxied request, Lua included: ${fmt((sum(loaded) - sum(idle)) / n, 2)}.`,
+        '',
+        '| plan of the key (same process, same load) | requests | req/s | script calls net of idle | per proxied request |',
+        '|---|--:|--:|--:|--:|',
+        `| one limit (an hour) | ${fmt(n)} | ${fmt(load.rps)} | ${fmt(scriptCalls(loaded))} | **${fmt(scriptCalls(loaded) / n, 4)}** |`,
+        `| two limits (a second and a month) | ${fmt(twoLimitLoad.requests)} | ${fmt(twoLimitLoad.rps)} | ${fmt(scriptCalls(twoLimits))} | **${fmt(scriptCalls(twoLimits) / twoLimitLoad.requests, 4)}** |`,
+        '',
+        '| Postgres (database tollgate_bench) | under load | idle | net per 10,000 requests | net per second of load |',
+        '|---|--:|--:|--:|--:|',
+        pgRow('transactions committed (xact_commit)', pg0.commits, pg1.commits, pg2.commits),
+        pgRow(
+          'rows written (tup_inserted + tup_updated + tup_deleted)',
+          pg0.writes,
+          pg1.writes,
+          pg2.writes,
+          true,
+        ),
+        pgRow('rows fetched (tup_fetched)', pg0.reads, pg1.reads, pg2.reads),
+        '',
+        'Usage is written per key and endpoint once per flush, not per request: the writes follow the seconds of traffic, so per 10,000 requests they fall as the request rate rises.',
+        '',
+        `| ${fmt(SPREAD_KEYS)} keys, each seen once in ${SPREAD_SECONDS} s | requests | Postgres rows written in the minute (net of idle) | per key |`,
+        '|---|--:|--:|--:|',
+        `| one request per key, spread evenly | ${fmt(spread.requests)} | ${fmt(spread.writes - spreadIdle)} | ${fmt((spread.writes - spreadIdle) / SPREAD_KEYS, 1)} |`,
+        '',
+        'Each key seen in a flush costs its totals, its minute, hour, day and month buckets, its endpoint by day and by month, and its last use: the rows per minute follow the keys seen, not the requests.',
+        '',
+        await hotConsumerTable(run.redisUrl),
+      ].join('\n') + problemsNote([tg]);
     return body;
   } finally {
     redis.disconnect();

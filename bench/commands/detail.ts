@@ -6,7 +6,16 @@ import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PORT, ROOT_TOKEN, log } from '../lib/config.ts';
 import { fmt, machine, median } from '../lib/report.ts';
-import { buildTollgate, ensurePlan, ensureTools, freshDatabase, management, runRedis, startBackend, startTollgate } from '../lib/services.ts';
+import {
+  buildTollgate,
+  ensurePlan,
+  ensureTools,
+  freshDatabase,
+  management,
+  runRedis,
+  startBackend,
+  startTollgate,
+} from '../lib/services.ts';
 
 const ENDPOINTS = 1_050;
 const CUSTOMERS = 10_500;
@@ -33,10 +42,13 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
 
 function proxied(port: number, path: string, secret: string, customer: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, agent, headers: { 'x-api-key': secret, 'x-customer-id': customer } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve());
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, path, agent, headers: { 'x-api-key': secret, 'x-customer-id': customer } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve());
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -61,11 +73,22 @@ async function measure(port: number, names: Names): Promise<string> {
   let shape = '';
   for (let i = 0; i < READS; i++) {
     const started = performance.now();
-    const res = await fetch(`http://127.0.0.1:${port}/consumer-api-key/${String(key.id)}`, { headers: { authorization: `Bearer ${ROOT_TOKEN}` } });
+    const res = await fetch(`http://127.0.0.1:${port}/consumer-api-key/${String(key.id)}`, {
+      headers: { authorization: `Bearer ${ROOT_TOKEN}` },
+    });
     const body = await res.text();
     ms.push(performance.now() - started);
     bytes = Buffer.byteLength(body);
-    const usage = (JSON.parse(body) as { usage: { totalRequests: number; endpoints: unknown[]; usageByCustomer: unknown[]; usageByCustomerNotListed?: { customers: number } } }).usage;
+    const usage = (
+      JSON.parse(body) as {
+        usage: {
+          totalRequests: number;
+          endpoints: unknown[];
+          usageByCustomer: unknown[];
+          usageByCustomerNotListed?: { customers: number };
+        };
+      }
+    ).usage;
     shape = `${fmt(usage.totalRequests)} requests, ${fmt(usage.endpoints.length)} endpoint entries, ${fmt(usage.usageByCustomer.length)} customers listed + ${fmt(usage.usageByCustomerNotListed?.customers ?? 0)} summed`;
   }
   ms.sort((a, b) => a - b);

@@ -6,7 +6,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CONNECTIONS, DURATION, PORT, ROUNDS, THREADS, WARMUP, log } from '../lib/config.ts';
 import { stopProc, treeRssKiB, type Proc } from '../lib/processes.ts';
 import { fmt, machine, median, problemsNote, ratio } from '../lib/report.ts';
-import { buildTollgate, createKey, ensurePlan, ensureTools, freshDatabase, runRedis, startBackend, startTollgate } from '../lib/services.ts';
+import {
+  buildTollgate,
+  createKey,
+  ensurePlan,
+  ensureTools,
+  freshDatabase,
+  runRedis,
+  startBackend,
+  startTollgate,
+} from '../lib/services.ts';
 import { wrk } from '../lib/wrk.ts';
 
 interface Round {
@@ -49,7 +58,12 @@ async function measure(mode: Mode, round: number, procs: Proc[]): Promise<Round>
     const pid = tg.child.pid as number;
     await sleep(2000);
     const idleKiB = treeRssKiB(pid);
-    const load = (seconds: number) => wrk({ url: `http://127.0.0.1:${port}/bench/item?id=42`, seconds, headers: { authorization: `Bearer ${secret}` } });
+    const load = (seconds: number) =>
+      wrk({
+        url: `http://127.0.0.1:${port}/bench/item?id=42`,
+        seconds,
+        headers: { authorization: `Bearer ${secret}` },
+      });
     await load(WARMUP);
     const [r, loadKiB] = await peakRssKiB(pid, load(DURATION));
     return { readyMs, idleKiB, loadKiB, rps: r.rps, p99: r.p99 };
@@ -69,7 +83,9 @@ export async function embedded(): Promise<string> {
     for (const mode of round % 2 === 0 ? MODES : [...MODES].reverse()) {
       const r = await measure(mode, round + 1, procs);
       rounds.get(mode)?.push(r);
-      log(`round ${round + 1}/${ROUNDS} ${mode}: ready ${fmt(r.readyMs)} ms, idle ${fmt(r.idleKiB / 1024)} MiB, under load ${fmt(r.loadKiB / 1024)} MiB, ${fmt(r.rps)} req/s, p99 ${fmt(r.p99, 2)} ms`);
+      log(
+        `round ${round + 1}/${ROUNDS} ${mode}: ready ${fmt(r.readyMs)} ms, idle ${fmt(r.idleKiB / 1024)} MiB, under load ${fmt(r.loadKiB / 1024)} MiB, ${fmt(r.rps)} req/s, p99 ${fmt(r.p99, 2)} ms`,
+      );
     }
   }
   const med = (mode: Mode, pick: (r: Round) => number) => median((rounds.get(mode) ?? []).map(pick));
@@ -80,18 +96,34 @@ export async function embedded(): Promise<string> {
     return `| ${label} | ${show(e)} | ${show(g)} | ${ratio(e, g)} | ${target} | ${perRound} |`;
   };
   const mib = (kib: number) => `${fmt(kib / 1024)} MiB`;
-  const body = [
-    `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- embedded\` (one process each, a first start on an empty database every round; ${ROUNDS} alternating rounds; wrk -t${THREADS} -c${CONNECTIONS}, ${DURATION} s after a ${WARMUP} s warm-up, one key bound to a plan that never refuses; ready = spawn to the first 200 from /readyz, polled every 100 ms; idle = 2 s after the key was created; under load = the highest of samples every 200 ms; medians of the rounds).`,
-    '',
-    machine(),
-    '',
-    '| figure | embedded (SQLite, in-process counters) | Redis mode (Postgres + Redis) | embedded ÷ Redis mode | target (issue 17) | embedded per round |',
-    '|---|--:|--:|--:|---|---|',
-    row('time to ready after a first start', (r) => r.readyMs, (n) => `${fmt(n / 1000, 2)} s`, '≤ 1 s'),
-    row('resident memory, idle', (r) => r.idleKiB, mib, '≤ 200 MB (191 MiB)'),
-    row('resident memory under load', (r) => r.loadKiB, mib, '≤ 250 MB (238 MiB)'),
-    row('req/s', (r) => r.rps, (n) => fmt(n), '≥ Redis mode'),
-    row('p99 ms', (r) => r.p99, (n) => fmt(n, 2), '≤ 1.2 × Redis mode'),
-  ].join('\n') + problemsNote(procs);
+  const body =
+    [
+      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- embedded\` (one process each, a first start on an empty database every round; ${ROUNDS} alternating rounds; wrk -t${THREADS} -c${CONNECTIONS}, ${DURATION} s after a ${WARMUP} s warm-up, one key bound to a plan that never refuses; ready = spawn to the first 200 from /readyz, polled every 100 ms; idle = 2 s after the key was created; under load = the highest of samples every 200 ms; medians of the rounds).`,
+      '',
+      machine(),
+      '',
+      '| figure | embedded (SQLite, in-process counters) | Redis mode (Postgres + Redis) | embedded ÷ Redis mode | target (issue 17) | embedded per round |',
+      '|---|--:|--:|--:|---|---|',
+      row(
+        'time to ready after a first start',
+        (r) => r.readyMs,
+        (n) => `${fmt(n / 1000, 2)} s`,
+        '≤ 1 s',
+      ),
+      row('resident memory, idle', (r) => r.idleKiB, mib, '≤ 200 MB (191 MiB)'),
+      row('resident memory under load', (r) => r.loadKiB, mib, '≤ 250 MB (238 MiB)'),
+      row(
+        'req/s',
+        (r) => r.rps,
+        (n) => fmt(n),
+        '≥ Redis mode',
+      ),
+      row(
+        'p99 ms',
+        (r) => r.p99,
+        (n) => fmt(n, 2),
+        '≤ 1.2 × Redis mode',
+      ),
+    ].join('\n') + problemsNote(procs);
   return body;
 }

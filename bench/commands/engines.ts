@@ -1,5 +1,15 @@
 // `npm run bench -- engines`: forwarding alone, undici Pool.stream against Pool.dispatch (no key, no limit).
-import { BACKEND_URL, CONNECTIONS, DURATION, NODE, PORT, ROUNDS, THREADS, WARMUP, log } from '../lib/config.ts';
+import {
+  BACKEND_URL,
+  CONNECTIONS,
+  DURATION,
+  NODE,
+  PORT,
+  ROUNDS,
+  THREADS,
+  WARMUP,
+  log,
+} from '../lib/config.ts';
 import { httpOk, startProc, waitFor } from '../lib/processes.ts';
 import { fmt, median, ratio } from '../lib/report.ts';
 import { ensureTools, startBackend } from '../lib/services.ts';
@@ -9,12 +19,20 @@ export async function engines(): Promise<string> {
   ensureTools();
   await startBackend();
   const variants = [
-    { id: 'stream', label: 'undici Pool.stream (the forwarding Tollgate used before dispatch)', port: PORT.replicaBase + 5 },
+    {
+      id: 'stream',
+      label: 'undici Pool.stream (the forwarding Tollgate used before dispatch)',
+      port: PORT.replicaBase + 5,
+    },
     { id: 'dispatch', label: 'undici Pool.dispatch, raw-header handler', port: PORT.replicaBase + 6 },
   ];
   const rounds = new Map<string, WrkResult[]>(variants.map((v) => [v.id, []]));
   for (const v of variants) {
-    const proc = startProc(`engine-${v.id}`, NODE, ['bench/peers/engine.ts'], { PORT: String(v.port), BACKEND_URL, ENGINE: v.id });
+    const proc = startProc(`engine-${v.id}`, NODE, ['bench/peers/engine.ts'], {
+      PORT: String(v.port),
+      BACKEND_URL,
+      ENGINE: v.id,
+    });
     await waitFor(proc, 'first forwarded request', httpOk(`http://127.0.0.1:${v.port}/`));
   }
   const url = (port: number) => `http://127.0.0.1:${port}/bench/item?id=42`;

@@ -5,7 +5,16 @@ import path from 'node:path';
 import { CONNECTIONS, DURATION, PORT, WARMUP, env, run } from '../lib/config.ts';
 import { stopProc } from '../lib/processes.ts';
 import { fmt, problemsNote } from '../lib/report.ts';
-import { buildTollgate, createKey, ensurePlan, ensureTools, freshDatabase, runRedis, startBackend, startTollgate } from '../lib/services.ts';
+import {
+  buildTollgate,
+  createKey,
+  ensurePlan,
+  ensureTools,
+  freshDatabase,
+  runRedis,
+  startBackend,
+  startTollgate,
+} from '../lib/services.ts';
 import { wrk } from '../lib/wrk.ts';
 
 interface ProfileNode {
@@ -51,7 +60,8 @@ function summariseProfile(file: string, fromUs: number, toUs: number, top = 25):
     at += delta;
     if (at >= fromUs && at <= toUs) selfUs.set(id, (selfUs.get(id) ?? 0) + delta);
   });
-  if (selfUs.size === 0) throw new Error(`no samples between ${fromUs} and ${toUs} µs (profile starts at ${prof.startTime})`);
+  if (selfUs.size === 0)
+    throw new Error(`no samples between ${fromUs} and ${toUs} µs (profile starts at ${prof.startTime})`);
   const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
   const idleIds = prof.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id);
   const idle = idleIds.reduce((s, id) => s + (selfUs.get(id) ?? 0), 0);
@@ -62,13 +72,15 @@ function summariseProfile(file: string, fromUs: number, toUs: number, top = 25):
     const node = byId.get(id);
     if (!node || idleIds.includes(id)) continue;
     const f = node.callFrame;
-    const name = `\`${f.functionName || '(anonymous)'}\` ${f.url ? `${shortUrl(f.url)}:${f.lineNumber + 1}` : ''}`.trim();
+    const name =
+      `\`${f.functionName || '(anonymous)'}\` ${f.url ? `${shortUrl(f.url)}:${f.lineNumber + 1}` : ''}`.trim();
     fn.set(name, (fn.get(name) ?? 0) + us);
     const o = f.url === '' && f.functionName.startsWith('(') ? f.functionName : origin(f.url);
     orig.set(o, (orig.get(o) ?? 0) + us);
   }
   const pct = (us: number) => `${((us * 100) / busy).toFixed(1)} %`;
-  const sorted = (m: Map<string, number>, n: number) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n);
+  const sorted = (m: Map<string, number>, n: number) =>
+    [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n);
   return [
     `Busy ${fmt(busy / 1000)} ms of ${fmt(total / 1000)} ms sampled (idle ${((idle * 100) / total).toFixed(0)} %). Shares below are of busy time.`,
     '',
@@ -91,7 +103,13 @@ export async function profile(): Promise<string> {
   const profDir = path.join(run.workDir, 'cpuprofile');
   const port = PORT.tollgateRedis;
   const mode = env.BENCH_PROFILE_MODE === 'embedded' ? 'embedded' : 'redis';
-  const tg = await startTollgate({ name: 'profile', port, mode, databaseUrl, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] });
+  const tg = await startTollgate({
+    name: 'profile',
+    port,
+    mode,
+    databaseUrl,
+    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`],
+  });
   await ensurePlan(port);
   const secret = await createKey(port, 'profile');
   const url = `http://127.0.0.1:${port}/bench/item?id=42`;
@@ -102,13 +120,15 @@ export async function profile(): Promise<string> {
   const toUs = monotonicUs();
   await stopProc(tg, 20_000); // the profile is written while the process exits
   const files = fs.existsSync(profDir) ? fs.readdirSync(profDir).map((f) => path.join(profDir, f)) : [];
-  if (files.length === 0) throw new Error('no .cpuprofile written: did Tollgate exit through process.exit on SIGTERM?');
+  if (files.length === 0)
+    throw new Error('no .cpuprofile written: did Tollgate exit through process.exit on SIGTERM?');
   // With several processes (a cluster), the busiest profile is the one that served the load.
   const biggest = files.sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0] as string;
-  const body = [
-    `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`${mode === 'embedded' ? 'BENCH_PROFILE_MODE=embedded ' : ''}npm run bench -- profile\` (Tollgate ${mode === 'embedded' ? 'embedded' : 'Redis mode + Postgres'}, one process, \`node --cpu-prof\`; wrk -c${CONNECTIONS} for ${DURATION} s after a ${WARMUP} s warm-up: ${fmt(load.rps)} req/s while profiling). Only the samples taken during the measured load are counted; the whole profile is kept as ${biggest} (open it in Chrome DevTools).`,
-    '',
-    summariseProfile(biggest, fromUs, toUs),
-  ].join('\n') + problemsNote([tg]);
+  const body =
+    [
+      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`${mode === 'embedded' ? 'BENCH_PROFILE_MODE=embedded ' : ''}npm run bench -- profile\` (Tollgate ${mode === 'embedded' ? 'embedded' : 'Redis mode + Postgres'}, one process, \`node --cpu-prof\`; wrk -c${CONNECTIONS} for ${DURATION} s after a ${WARMUP} s warm-up: ${fmt(load.rps)} req/s while profiling). Only the samples taken during the measured load are counted; the whole profile is kept as ${biggest} (open it in Chrome DevTools).`,
+      '',
+      summariseProfile(biggest, fromUs, toUs),
+    ].join('\n') + problemsNote([tg]);
   return body;
 }

@@ -2,14 +2,45 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BACKEND_URL, CLIENT_CPUS, CONNECTIONS, CPU_COUNT, DURATION, HUGE_LIMIT, NODE, PORT, REPLICA_WARMUP, ROOT, TARGET_CPUS, THREADS, WARMUP, env, log, positive, run } from '../lib/config.ts';
+import {
+  BACKEND_URL,
+  CLIENT_CPUS,
+  CONNECTIONS,
+  CPU_COUNT,
+  DURATION,
+  HUGE_LIMIT,
+  NODE,
+  PORT,
+  REPLICA_WARMUP,
+  ROOT,
+  TARGET_CPUS,
+  THREADS,
+  WARMUP,
+  env,
+  log,
+  positive,
+  run,
+} from '../lib/config.ts';
 import { httpOk, pinTree, startProc, stopProc, treeRssKiB, waitFor, type Proc } from '../lib/processes.ts';
 import { fmt, problemsNote } from '../lib/report.ts';
-import { buildTollgate, createKey, ensureTools, freshDatabase, have, runRedis, startBackend, startTollgate } from '../lib/services.ts';
+import {
+  buildTollgate,
+  createKey,
+  ensureTools,
+  freshDatabase,
+  have,
+  runRedis,
+  startBackend,
+  startTollgate,
+} from '../lib/services.ts';
 import { wrk } from '../lib/wrk.ts';
 
 // Concurrent workers over a list of jobs; returns when all are done.
-async function pooled<T>(items: T[], concurrency: number, work: (item: T, index: number) => Promise<void>): Promise<void> {
+async function pooled<T>(
+  items: T[],
+  concurrency: number,
+  work: (item: T, index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const step = Math.max(1, Math.floor(items.length / 10));
   const runners = Array.from({ length: concurrency }, async () => {
@@ -27,7 +58,10 @@ export async function scale(): Promise<string> {
   if (!buildTollgate()) throw new Error('Tollgate is not built');
   const keyCount = positive(env.BENCH_SCALE_KEYS, 100_000);
   const rotation = Math.min(positive(env.BENCH_ROTATION_KEYS, 10_000), keyCount);
-  const replicaCounts = (env.BENCH_REPLICAS ?? '1,2,4').split(',').map(Number).filter((n) => n > 0);
+  const replicaCounts = (env.BENCH_REPLICAS ?? '1,2,4')
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
   await runRedis();
   await startBackend();
   const databaseUrl = await freshDatabase();
@@ -52,7 +86,9 @@ export async function scale(): Promise<string> {
   started = Date.now();
   let failures = 0;
   await pooled(secrets, 50, async (secret) => {
-    const res = await fetch(`http://127.0.0.1:${port}/warm`, { headers: { authorization: `Bearer ${secret}` } });
+    const res = await fetch(`http://127.0.0.1:${port}/warm`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
     await res.arrayBuffer();
     if (res.status !== 200) failures++;
   });
@@ -65,7 +101,13 @@ export async function scale(): Promise<string> {
   const url = `http://127.0.0.1:${port}/bench/item?id=42`;
   await wrk({ url, seconds: WARMUP, headers: { authorization: `Bearer ${secrets[0]}` } });
   const oneKey = await wrk({ url, seconds: DURATION, headers: { authorization: `Bearer ${secrets[0]}` } });
-  const rotate = () => wrk({ url, seconds: DURATION, script: path.join(ROOT, 'bench/rotate-keys.lua'), scriptEnv: { KEYS_FILE: keysFile } });
+  const rotate = () =>
+    wrk({
+      url,
+      seconds: DURATION,
+      script: path.join(ROOT, 'bench/rotate-keys.lua'),
+      scriptEnv: { KEYS_FILE: keysFile },
+    });
   // First as the keys stand after the warm-up above, whose cache entries may have outlived the key
   // cache's TTL; then again right away, with every rotating key freshly cached by the first pass.
   const rotatingAfterTtl = await rotate();
@@ -81,7 +123,13 @@ export async function scale(): Promise<string> {
   // replicas (the last CPU, wrk on the others), so that adding replicas divides the same CPU instead
   // of adding processes that fight wrk for it.
   const control = 'control: bare forwarder (bench/peers/engine.ts) processes';
-  const series: { label: string; control?: boolean; noPlan?: boolean; replicaCpus?: string; clientCpus?: string }[] = [
+  const series: {
+    label: string;
+    control?: boolean;
+    noPlan?: boolean;
+    replicaCpus?: string;
+    clientCpus?: string;
+  }[] = [
     { label: 'placed by the scheduler' },
     { label: 'key without a plan (no limiter), placed by the scheduler', noPlan: true },
     { label: `${control} placed by the scheduler`, control: true },
@@ -104,11 +152,21 @@ export async function scale(): Promise<string> {
           const name = `${control ? 'engine' : noPlan ? 'replica-no-plan' : 'replica'}-${n}-${i}${replicaCpus === undefined ? '' : '-pinned'}`;
           let replica: Proc;
           if (control) {
-            replica = startProc(name, NODE, ['bench/peers/engine.ts'], { PORT: String(port), BACKEND_URL, ENGINE: 'dispatch' });
+            replica = startProc(name, NODE, ['bench/peers/engine.ts'], {
+              PORT: String(port),
+              BACKEND_URL,
+              ENGINE: 'dispatch',
+            });
             await waitFor(replica, 'first forwarded request', httpOk(`http://127.0.0.1:${port}/`));
           } else {
             // Without DEFAULT_RATE_LIMIT the keys have no plan: none was bound to them.
-            replica = await startTollgate({ name, port, mode: 'redis', databaseUrl, extraEnv: noPlan ? {} : extraEnv });
+            replica = await startTollgate({
+              name,
+              port,
+              mode: 'redis',
+              databaseUrl,
+              extraEnv: noPlan ? {} : extraEnv,
+            });
           }
           if (replicaCpus !== undefined) pinTree(replica.child.pid, replicaCpus);
           replicas.push(replica);
@@ -117,7 +175,18 @@ export async function scale(): Promise<string> {
         const urls = replicas.map((_p, i) => `http://127.0.0.1:${PORT.replicaBase + i}/bench/item?id=42`);
         // One wrk per replica, the connections split between them, so the client side stays the same size.
         const load = (seconds: number) =>
-          Promise.all(urls.map((u) => wrk({ url: u, seconds, headers, threads: n === 1 ? THREADS : 1, connections: Math.ceil(CONNECTIONS / n), cpus: clientCpus })));
+          Promise.all(
+            urls.map((u) =>
+              wrk({
+                url: u,
+                seconds,
+                headers,
+                threads: n === 1 ? THREADS : 1,
+                connections: Math.ceil(CONNECTIONS / n),
+                cpus: clientCpus,
+              }),
+            ),
+          );
         // Every replica gets the same warm-up CPU whatever n (they share the CPUs for it): a fresh
         // process is measured after its JIT has settled, as a replica that has run for a while would be.
         await load(REPLICA_WARMUP * n);
@@ -125,11 +194,15 @@ export async function scale(): Promise<string> {
         const sum = results.reduce((s, r) => s + r.rps, 0);
         const worstP99 = Math.max(...results.map((r) => r.p99));
         const non2xx = results.reduce((s, r) => s + r.non2xx + r.socketErrors, 0);
-        replicaRows.push(`| ${label} | ${n} | ${fmt(sum)} | ${results.map((r) => fmt(r.rps)).join(' + ')} | ${fmt(worstP99, 2)} | ${fmt(non2xx)} |`);
+        replicaRows.push(
+          `| ${label} | ${n} | ${fmt(sum)} | ${results.map((r) => fmt(r.rps)).join(' + ')} | ${fmt(worstP99, 2)} | ${fmt(non2xx)} |`,
+        );
         log(`${n} replica(s), ${label}: ${fmt(sum)} req/s`);
       } catch (err) {
         // One failed step leaves a row saying so; the figures already taken are still written.
-        replicaRows.push(`| ${label} | ${n} | failed: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]} | | | |`);
+        replicaRows.push(
+          `| ${label} | ${n} | failed: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]} | | | |`,
+        );
       } finally {
         await Promise.all(replicas.map((p) => stopProc(p)));
         allReplicas.push(...replicas);
@@ -138,25 +211,26 @@ export async function scale(): Promise<string> {
   }
 
   const mib = (kib: number) => `${fmt(kib / 1024)} MiB`;
-  const body = [
-    `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- scale\` (Tollgate Redis mode + Postgres, one process, \`DEFAULT_RATE_LIMIT\` ${HUGE_LIMIT}/hour so every key passes the limiter; wrk -c${CONNECTIONS}, ${DURATION} s per figure).`,
-    '',
-    `| figure | value |`,
-    `|---|--:|`,
-    `| resident memory, started, no keys | ${mib(rssStart)} |`,
-    `| after creating ${fmt(keyCount)} keys (${fmt(createRate)} keys/s through the API) | ${mib(rssCreated)} |`,
-    `| after one proxied request per key (${fmt(warmRate)} req/s, ${failures} not 200): ${fmt(keyCount)} cached keys | ${mib(rssWarm)} |`,
-    `| per cached key ((warm − created) ÷ keys) | ${fmt(((rssWarm - rssCreated) * 1024) / keyCount)} bytes |`,
-    `| after the load below | ${mib(rssAfterLoad)} |`,
-    `| req/s, one key | ${fmt(oneKey.rps)} (p99 ${fmt(oneKey.p99, 2)} ms) |`,
-    `| req/s, ${fmt(rotation)} distinct keys in rotation (bench/rotate-keys.lua), first pass: their entries cached minutes ago | ${fmt(rotatingAfterTtl.rps)} (p99 ${fmt(rotatingAfterTtl.p99, 2)} ms, non-2xx ${fmt(rotatingAfterTtl.non2xx + rotatingAfterTtl.socketErrors)}) |`,
-    `| req/s, ${fmt(rotation)} distinct keys in rotation, second pass right after | ${fmt(rotating.rps)} (p99 ${fmt(rotating.p99, 2)} ms, non-2xx ${fmt(rotating.non2xx + rotating.socketErrors)}) |`,
-    '',
-    `Replicas against one Redis (fresh processes for every row; one wrk per replica, connections split, req/s summed; a warm-up of ${REPLICA_WARMUP} s × the number of replicas first):`,
-    '',
-    '| CPUs | replicas | req/s total | per replica | worst p99 ms | non-2xx |',
-    '|---|--:|--:|---|--:|--:|',
-    ...replicaRows,
-  ].join('\n') + problemsNote([tg, ...allReplicas]);
+  const body =
+    [
+      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- scale\` (Tollgate Redis mode + Postgres, one process, \`DEFAULT_RATE_LIMIT\` ${HUGE_LIMIT}/hour so every key passes the limiter; wrk -c${CONNECTIONS}, ${DURATION} s per figure).`,
+      '',
+      `| figure | value |`,
+      `|---|--:|`,
+      `| resident memory, started, no keys | ${mib(rssStart)} |`,
+      `| after creating ${fmt(keyCount)} keys (${fmt(createRate)} keys/s through the API) | ${mib(rssCreated)} |`,
+      `| after one proxied request per key (${fmt(warmRate)} req/s, ${failures} not 200): ${fmt(keyCount)} cached keys | ${mib(rssWarm)} |`,
+      `| per cached key ((warm − created) ÷ keys) | ${fmt(((rssWarm - rssCreated) * 1024) / keyCount)} bytes |`,
+      `| after the load below | ${mib(rssAfterLoad)} |`,
+      `| req/s, one key | ${fmt(oneKey.rps)} (p99 ${fmt(oneKey.p99, 2)} ms) |`,
+      `| req/s, ${fmt(rotation)} distinct keys in rotation (bench/rotate-keys.lua), first pass: their entries cached minutes ago | ${fmt(rotatingAfterTtl.rps)} (p99 ${fmt(rotatingAfterTtl.p99, 2)} ms, non-2xx ${fmt(rotatingAfterTtl.non2xx + rotatingAfterTtl.socketErrors)}) |`,
+      `| req/s, ${fmt(rotation)} distinct keys in rotation, second pass right after | ${fmt(rotating.rps)} (p99 ${fmt(rotating.p99, 2)} ms, non-2xx ${fmt(rotating.non2xx + rotating.socketErrors)}) |`,
+      '',
+      `Replicas against one Redis (fresh processes for every row; one wrk per replica, connections split, req/s summed; a warm-up of ${REPLICA_WARMUP} s × the number of replicas first):`,
+      '',
+      '| CPUs | replicas | req/s total | per replica | worst p99 ms | non-2xx |',
+      '|---|--:|--:|---|--:|--:|',
+      ...replicaRows,
+    ].join('\n') + problemsNote([tg, ...allReplicas]);
   return body;
 }

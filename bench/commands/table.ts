@@ -2,10 +2,37 @@
 // alternating rounds on one machine.
 import fs from 'node:fs';
 import path from 'node:path';
-import { BACKEND_URL, CLIENT_CPUS, CONNECTIONS, DURATION, NODE, PEER_SECRET, PIN, PORT, ROUNDS, TARGET_CPUS, THREADS, TWO_LIMIT_PLAN_ID, WARMUP, env, log, run } from '../lib/config.ts';
+import {
+  BACKEND_URL,
+  CLIENT_CPUS,
+  CONNECTIONS,
+  DURATION,
+  NODE,
+  PEER_SECRET,
+  PIN,
+  PORT,
+  ROUNDS,
+  TARGET_CPUS,
+  THREADS,
+  TWO_LIMIT_PLAN_ID,
+  WARMUP,
+  env,
+  log,
+  run,
+} from '../lib/config.ts';
 import { pinTree, portFree, startProc, treeRssKiB, waitFor, httpOk, type Proc } from '../lib/processes.ts';
 import { fmt, loggedProblems, machine, median, ratio } from '../lib/report.ts';
-import { buildTollgate, createKey, ensurePlan, ensureTools, freshDatabase, renderConfig, runRedis, startBackend, startTollgate } from '../lib/services.ts';
+import {
+  buildTollgate,
+  createKey,
+  ensurePlan,
+  ensureTools,
+  freshDatabase,
+  renderConfig,
+  runRedis,
+  startBackend,
+  startTollgate,
+} from '../lib/services.ts';
 import { wrk, type WrkResult } from '../lib/wrk.ts';
 
 interface Target {
@@ -21,22 +48,50 @@ interface Target {
 
 async function startPeers(targets: Target[], wanted: (id: string) => boolean): Promise<void> {
   const redisEnv = { REDIS_URL: run.redisUrl, BACKEND_URL, SECRET: PEER_SECRET, PREFIX: 'bench:' };
-  const peer = (id: string, label: string, port: number): Target => ({ id, label, port, secret: PEER_SECRET, rounds: [] });
+  const peer = (id: string, label: string, port: number): Target => ({
+    id,
+    label,
+    port,
+    secret: PEER_SECRET,
+    rounds: [],
+  });
   if (wanted('nginx')) {
     const t = peer('nginx', 'nginx (map + limit_req)', PORT.nginx);
-    const conf = renderConfig('nginx-peer.conf', 'nginx-peer.conf', { DIR: run.workDir, PORT: t.port, BACKEND_PORT: PORT.backend, SECRET: PEER_SECRET });
-    t.proc = startProc('nginx', 'nginx', ['-c', conf, '-p', run.workDir, '-e', path.join(run.workDir, 'nginx-peer-error.log'), '-g', 'daemon off;']);
+    const conf = renderConfig('nginx-peer.conf', 'nginx-peer.conf', {
+      DIR: run.workDir,
+      PORT: t.port,
+      BACKEND_PORT: PORT.backend,
+      SECRET: PEER_SECRET,
+    });
+    t.proc = startProc('nginx', 'nginx', [
+      '-c',
+      conf,
+      '-p',
+      run.workDir,
+      '-e',
+      path.join(run.workDir, 'nginx-peer-error.log'),
+      '-g',
+      'daemon off;',
+    ]);
     targets.push(t);
   }
   if (wanted('haproxy')) {
     const t = peer('haproxy', 'HAProxy (map ACL + stick table)', PORT.haproxy);
     fs.writeFileSync(path.join(run.workDir, 'haproxy-keys.map'), `${PEER_SECRET} ${PEER_SECRET}\n`);
-    const conf = renderConfig('haproxy-peer.cfg', 'haproxy-peer.cfg', { DIR: run.workDir, PORT: t.port, BACKEND_PORT: PORT.backend });
+    const conf = renderConfig('haproxy-peer.cfg', 'haproxy-peer.cfg', {
+      DIR: run.workDir,
+      PORT: t.port,
+      BACKEND_PORT: PORT.backend,
+    });
     t.proc = startProc('haproxy', 'haproxy', ['-db', '-f', conf]);
     targets.push(t);
   }
   if (wanted('express')) {
-    const t = peer('express', 'Express 5 + express-rate-limit (Redis) + http-proxy-middleware 4', PORT.express);
+    const t = peer(
+      'express',
+      'Express 5 + express-rate-limit (Redis) + http-proxy-middleware 4',
+      PORT.express,
+    );
     t.proc = startProc('express', NODE, ['bench/peers/express.ts'], { ...redisEnv, PORT: String(t.port) });
     targets.push(t);
   }
@@ -46,15 +101,28 @@ async function startPeers(targets: Target[], wanted: (id: string) => boolean): P
     targets.push(t);
   }
   for (const t of targets) {
-    if (t.proc) await waitFor(t.proc, 'first proxied request', httpOk(`http://127.0.0.1:${t.port}/`, { authorization: `Bearer ${t.secret}` }));
+    if (t.proc)
+      await waitFor(
+        t.proc,
+        'first proxied request',
+        httpOk(`http://127.0.0.1:${t.port}/`, { authorization: `Bearer ${t.secret}` }),
+      );
   }
 }
 
 async function startTollgates(targets: Target[], wanted: (id: string) => boolean): Promise<void> {
-  const ids = ['tollgate-embedded', 'tollgate-redis', 'tollgate-redis-2limits', 'tollgate-redis-w2'].filter(wanted);
+  const ids = ['tollgate-embedded', 'tollgate-redis', 'tollgate-redis-2limits', 'tollgate-redis-w2'].filter(
+    wanted,
+  );
   if (ids.length === 0 || !buildTollgate()) return;
   if (wanted('tollgate-embedded')) {
-    const t: Target = { id: 'tollgate-embedded', label: 'Tollgate embedded (SQLite, in-process counters)', port: PORT.tollgateEmbedded, secret: '', rounds: [] };
+    const t: Target = {
+      id: 'tollgate-embedded',
+      label: 'Tollgate embedded (SQLite, in-process counters)',
+      port: PORT.tollgateEmbedded,
+      secret: '',
+      rounds: [],
+    };
     t.proc = await startTollgate({ name: t.id, port: t.port, mode: 'embedded' });
     await ensurePlan(t.port);
     t.secret = await createKey(t.port, 'bench');
@@ -68,7 +136,10 @@ async function startTollgates(targets: Target[], wanted: (id: string) => boolean
       ['tollgate-redis-w2', PORT.tollgateRedisW2, 2],
     ] as const) {
       if (!wanted(id)) continue;
-      const label = workers === 1 ? 'Tollgate Redis mode + Postgres, 1 process' : `Tollgate Redis mode + Postgres, WORKERS=${workers}`;
+      const label =
+        workers === 1
+          ? 'Tollgate Redis mode + Postgres, 1 process'
+          : `Tollgate Redis mode + Postgres, WORKERS=${workers}`;
       const t: Target = { id, label, port, secret: '', rounds: [] };
       t.proc = await startTollgate({ name: id, port, mode: 'redis', databaseUrl, workers });
       await ensurePlan(port);
@@ -79,7 +150,13 @@ async function startTollgates(targets: Target[], wanted: (id: string) => boolean
     const one = targets.find((t) => t.id === 'tollgate-redis');
     if (one && wanted('tollgate-redis-2limits')) {
       const secret = await createKey(one.port, 'two-limits', true, TWO_LIMIT_PLAN_ID);
-      targets.push({ id: 'tollgate-redis-2limits', label: 'Tollgate Redis mode, same process, a plan of two limits (second + month)', port: one.port, secret, rounds: [] });
+      targets.push({
+        id: 'tollgate-redis-2limits',
+        label: 'Tollgate Redis mode, same process, a plan of two limits (second + month)',
+        port: one.port,
+        secret,
+        rounds: [],
+      });
     }
   }
 }
@@ -88,13 +165,17 @@ async function startTollgates(targets: Target[], wanted: (id: string) => boolean
 // the client's Authorization did not. A target that skips part of the job is flagged in the table.
 async function checkJob(t: Target): Promise<void> {
   if (t.id === 'backend') return;
-  const res = await fetch(`http://127.0.0.1:${t.port}/check?x=1`, { headers: { authorization: `Bearer ${t.secret}` } });
+  const res = await fetch(`http://127.0.0.1:${t.port}/check?x=1`, {
+    headers: { authorization: `Bearer ${t.secret}` },
+  });
   await res.arrayBuffer();
   const problems: string[] = [];
   if (res.status !== 200) problems.push(`status ${res.status}`);
   if (res.headers.get('x-seen-api-key') !== t.secret) problems.push('x-api-key not forwarded');
   if (res.headers.get('x-seen-authorization')) problems.push('Authorization forwarded');
-  const denied = await fetch(`http://127.0.0.1:${t.port}/check`, { headers: { authorization: 'Bearer wrong-key' } });
+  const denied = await fetch(`http://127.0.0.1:${t.port}/check`, {
+    headers: { authorization: 'Bearer wrong-key' },
+  });
   await denied.arrayBuffer();
   if (denied.status !== 401) problems.push(`wrong key → ${denied.status}`);
   if (problems.length > 0) {
@@ -106,7 +187,14 @@ async function checkJob(t: Target): Promise<void> {
 function renderTable(targets: Target[]): string {
   const backend = targets.find((t) => t.id === 'backend');
   const tollgate = targets.find((t) => t.id === 'tollgate-redis');
-  const agg = (t: Target | undefined) => (t ? { rps: median(t.rounds.map((r) => r.rps)), p50: median(t.rounds.map((r) => r.p50)), p99: median(t.rounds.map((r) => r.p99)) } : undefined);
+  const agg = (t: Target | undefined) =>
+    t
+      ? {
+          rps: median(t.rounds.map((r) => r.rps)),
+          p50: median(t.rounds.map((r) => r.p50)),
+          p99: median(t.rounds.map((r) => r.p99)),
+        }
+      : undefined;
   const b = agg(backend);
   const g = agg(tollgate);
   const rows = [
@@ -125,16 +213,27 @@ function renderTable(targets: Target[]): string {
 }
 
 export async function table(): Promise<string> {
-  const only = env.BENCH_TARGETS?.split(',').map((s) => s.trim()).filter(Boolean);
+  const only = env.BENCH_TARGETS?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const wanted = (id: string): boolean => !only || only.includes(id);
   ensureTools();
   for (const port of Object.values(PORT)) {
-    if (port > 1000 && !(await portFree(port))) throw new Error(`port ${port} is in use: another bench still running?`);
+    if (port > 1000 && !(await portFree(port)))
+      throw new Error(`port ${port} is in use: another bench still running?`);
   }
   await runRedis();
   const targets: Target[] = [];
   const backendProc = await startBackend();
-  if (wanted('backend')) targets.push({ id: 'backend', label: 'backend direct (nginx, static JSON)', port: PORT.backend, secret: PEER_SECRET, proc: backendProc, rounds: [] });
+  if (wanted('backend'))
+    targets.push({
+      id: 'backend',
+      label: 'backend direct (nginx, static JSON)',
+      port: PORT.backend,
+      secret: PEER_SECRET,
+      proc: backendProc,
+      rounds: [],
+    });
   await startPeers(targets, wanted);
   await startTollgates(targets, wanted);
   for (const t of targets) await checkJob(t);
@@ -143,14 +242,22 @@ export async function table(): Promise<string> {
     pinTree(backendProc.child.pid, CLIENT_CPUS);
     for (const t of targets) {
       if (t.id === 'backend') continue;
-      if (t.id === 'tollgate-redis-w2') t.note = [t.note, 'not pinned: two workers'].filter(Boolean).join(', ');
+      if (t.id === 'tollgate-redis-w2')
+        t.note = [t.note, 'not pinned: two workers'].filter(Boolean).join(', ');
       else pinTree(t.proc?.child.pid, TARGET_CPUS);
     }
   }
 
   const load = (t: Target, seconds: number) =>
-    wrk({ url: `http://127.0.0.1:${t.port}/bench/item?id=42`, seconds, headers: { authorization: `Bearer ${t.secret}` }, cpus: PIN ? CLIENT_CPUS : undefined });
-  log(`warm-up ${WARMUP} s each (JIT, connection pools), then ${ROUNDS} rounds × ${DURATION} s, wrk -t${THREADS} -c${CONNECTIONS}`);
+    wrk({
+      url: `http://127.0.0.1:${t.port}/bench/item?id=42`,
+      seconds,
+      headers: { authorization: `Bearer ${t.secret}` },
+      cpus: PIN ? CLIENT_CPUS : undefined,
+    });
+  log(
+    `warm-up ${WARMUP} s each (JIT, connection pools), then ${ROUNDS} rounds × ${DURATION} s, wrk -t${THREADS} -c${CONNECTIONS}`,
+  );
   for (const t of targets) await load(t, WARMUP);
   for (let round = 0; round < ROUNDS; round++) {
     // Each round starts one target later, so no target always runs right after the same neighbour.
@@ -158,7 +265,9 @@ export async function table(): Promise<string> {
       const t = targets[(i + round) % targets.length] as Target;
       const r = await load(t, DURATION);
       t.rounds.push(r);
-      log(`round ${round + 1}/${ROUNDS} ${t.id}: ${fmt(r.rps)} req/s, p50 ${fmt(r.p50, 2)} ms, p99 ${fmt(r.p99, 2)} ms, non-2xx ${r.non2xx + r.socketErrors}`);
+      log(
+        `round ${round + 1}/${ROUNDS} ${t.id}: ${fmt(r.rps)} req/s, p50 ${fmt(r.p50, 2)} ms, p99 ${fmt(r.p99, 2)} ms, non-2xx ${r.non2xx + r.socketErrors}`,
+      );
     }
   }
   for (const t of targets) {

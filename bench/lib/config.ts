@@ -56,6 +56,7 @@ export const PORT = {
   tollgateRedis: 18086,
   tollgateRedisW2: 18087,
   replicaBase: 18090,
+  routes: 18120,
   opsOffset: 100,
 } as const;
 export const BACKEND_URL = `http://127.0.0.1:${PORT.backend}`;

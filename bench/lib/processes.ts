@@ -17,7 +17,9 @@ export interface Proc {
 const procs: Proc[] = [];
 
 function recordPids(): void {
-  const live = procs.filter((p) => !p.exited && p.child.pid !== undefined).map((p) => ({ pid: p.child.pid, marker: run.workDir }));
+  const live = procs
+    .filter((p) => !p.exited && p.child.pid !== undefined)
+    .map((p) => ({ pid: p.child.pid, marker: run.workDir }));
   fs.writeFileSync(path.join(STATE_DIR, 'pids.json'), JSON.stringify(live));
 }
 
@@ -55,7 +57,12 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-export function startProc(name: string, command: string, args: string[], extraEnv: Record<string, string> = {}): Proc {
+export function startProc(
+  name: string,
+  command: string,
+  args: string[],
+  extraEnv: Record<string, string> = {},
+): Proc {
   const logFile = path.join(run.workDir, `${name}.log`);
   const fd = fs.openSync(logFile, 'a');
   // BENCH_RUN_DIR marks the process as ours for reapPreviousRun, whatever its command line.
@@ -92,7 +99,13 @@ export function niceSession(pid: number | undefined): void {
 function baseEnv(): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) {
-    if (v === undefined || /^(PORT|OPS_PORT|HOST|DATABASE_URL|REDIS_URL|DATA_DIR|WORKERS|ROOT_TOKEN|UPSTREAM_URL|SECRET_ENCRYPTION_KEY|DEFAULT_RATE_LIMIT|LOG_LEVEL|NODE_OPTIONS)$/.test(k)) continue;
+    if (
+      v === undefined ||
+      /^(PORT|OPS_PORT|HOST|DATABASE_URL|REDIS_URL|DATA_DIR|WORKERS|ROOT_TOKEN|UPSTREAM_URL|SECRET_ENCRYPTION_KEY|DEFAULT_RATE_LIMIT|LOG_LEVEL|NODE_OPTIONS)$/.test(
+        k,
+      )
+    )
+      continue;
     out[k] = v;
   }
   return out;
@@ -120,15 +133,15 @@ export async function stopAll(): Promise<void> {
 
 /** Nothing outlives the run: on exit every group is killed, on a signal stopped gracefully first. */
 export function stopEverythingOnExit(): void {
-process.on('exit', () => {
-  for (const p of procs) if (!p.exited && p.child.pid !== undefined) killGroup(p.child.pid, 'SIGKILL');
-});
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.on(signal, () => {
-    log(`${signal}: stopping everything`);
-    void stopAll().finally(() => process.exit(130));
+  process.on('exit', () => {
+    for (const p of procs) if (!p.exited && p.child.pid !== undefined) killGroup(p.child.pid, 'SIGKILL');
   });
-}
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      log(`${signal}: stopping everything`);
+      void stopAll().finally(() => process.exit(130));
+    });
+  }
 }
 
 export function tail(file: string, lines = 15): string {
@@ -146,7 +159,12 @@ export async function portFree(port: number): Promise<boolean> {
   });
 }
 
-export async function waitFor(proc: Proc, what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+export async function waitFor(
+  proc: Proc,
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (proc.exited) throw new Error(`${proc.name} exited while starting:\n${tail(proc.logFile)}`);
@@ -193,7 +211,8 @@ export function treeRssKiB(rootPid: number): number {
 /** Every thread of a process and its descendants onto `cpus` (a taskset list). */
 export function pinTree(rootPid: number | undefined, cpus: string): void {
   if (rootPid === undefined) return;
-  for (const pid of processTree(rootPid)) execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+  for (const pid of processTree(rootPid))
+    execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
 }
 
 export function ensureWorkDir(): void {
@@ -204,7 +223,8 @@ export function ensureWorkDir(): void {
 
 /** CPU time (user + system, every thread) of a process and its descendants, in microseconds. */
 export function treeCpuUs(rootPid: number): number {
-  const tick = 1_000_000 / Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
+  const tick =
+    1_000_000 / Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
   let total = 0;
   for (const pid of processTree(rootPid)) {
     const stat = readFileOr(`/proc/${pid}/stat`, '');

@@ -7,7 +7,10 @@ import path from 'node:path';
 import { NICE, NODE, PG_URL, REDIS_URL, env, log, run } from './config.ts';
 import { readFileOr, type Proc } from './processes.ts';
 
-const loadAtStart = os.loadavg().map((l) => l.toFixed(2)).join(' ');
+const loadAtStart = os
+  .loadavg()
+  .map((l) => l.toFixed(2))
+  .join(' ');
 
 export function machine(): string {
   const cpu = /model name\s*:\s*(.+)/.exec(readFileOr('/proc/cpuinfo', ''))?.[1] ?? 'unknown';
@@ -17,7 +20,10 @@ export function machine(): string {
   };
   const nodeVersion = spawnSync(NODE, ['-v'], { encoding: 'utf8' }).stdout.trim();
   const lines = [
-    `- CPU: ${cpu}; \`nproc\`: ${sh('nproc')}; load average at start: ${loadAtStart}, at the end: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}${NICE === undefined ? '' : `; targets and wrk at nice ${NICE} (BENCH_NICE)`}`,
+    `- CPU: ${cpu}; \`nproc\`: ${sh('nproc')}; load average at start: ${loadAtStart}, at the end: ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}${NICE === undefined ? '' : `; targets and wrk at nice ${NICE} (BENCH_NICE)`}`,
     `- Memory (\`free -h\`): ${sh('free -h | awk \'/Mem:/ {print $2 " total, " $7 " available"}\'')}`,
     `- Node ${nodeVersion} (node_modules/.bin/node) for every Node program; ${sh('nginx -v 2>&1')}; ${sh('haproxy -v | head -1 | cut -d" " -f1-3')}; ${sh('wrk -v 2>&1 | head -1 | cut -d" " -f1-2')}`,
     `- Redis ${sh('redis-cli -v | cut -d" " -f2')} (${run.redisUrl === REDIS_URL ? `the shared server, ${REDIS_URL}` : 'a private redis-server started by the bench, at its priority'}) and PostgreSQL ${sh(`psql "${PG_URL}/postgres" -Atc "show server_version" 2>/dev/null`)} on 127.0.0.1`,
@@ -25,8 +31,12 @@ export function machine(): string {
   return lines.join('\n');
 }
 
-export const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—');
-export const ratio = (a: number, b: number | undefined): string => (b && Number.isFinite(a) && Number.isFinite(b) ? `${(a / b).toFixed(2)}×` : '—');
+export const fmt = (n: number, digits = 0): string =>
+  Number.isFinite(n)
+    ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : '—';
+export const ratio = (a: number, b: number | undefined): string =>
+  b && Number.isFinite(a) && Number.isFinite(b) ? `${(a / b).toFixed(2)}×` : '—';
 export const median = (xs: number[]): number => {
   const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
   if (s.length === 0) return NaN;

@@ -6,15 +6,34 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { BACKEND_URL, DB_NAME, HUGE_LIMIT, NICE, NODE, PG_URL, PLAN_ID, PORT, REDIS_URL, ROOT, ROOT_TOKEN, TOLLGATE_MAIN, TOLLGATE_NODE_ARGS, TWO_LIMIT_PLAN_ID, env, log, run } from './config.ts';
+import {
+  BACKEND_URL,
+  DB_NAME,
+  HUGE_LIMIT,
+  NICE,
+  NODE,
+  PG_URL,
+  PLAN_ID,
+  PORT,
+  REDIS_URL,
+  ROOT,
+  ROOT_TOKEN,
+  TOLLGATE_MAIN,
+  TOLLGATE_NODE_ARGS,
+  TWO_LIMIT_PLAN_ID,
+  env,
+  log,
+  run,
+} from './config.ts';
 import { httpOk, pinTree, startProc, waitFor, type Proc } from './processes.ts';
 
 export function have(tool: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status === 0;
 }
 
-export function ensureTools(): void {
-  const missing = ['nginx', 'haproxy', 'wrk'].filter((t) => !have(t));
+/** Installs from Debian the tools a command needs that are missing (by default every peer's). */
+export function ensureTools(tools: readonly string[] = ['nginx', 'haproxy', 'wrk']): void {
+  const missing = tools.filter((t) => !have(t));
   if (missing.length === 0) return;
   log(`installing ${missing.join(', ')} from Debian`);
   const aptEnv = { ...env, DEBIAN_FRONTEND: 'noninteractive' };
@@ -32,7 +51,16 @@ export function renderConfig(template: string, out: string, vars: Record<string,
 
 export async function startBackend(): Promise<Proc> {
   const conf = renderConfig('nginx-backend.conf', 'backend.conf', { DIR: run.workDir, PORT: PORT.backend });
-  const proc = startProc('backend', 'nginx', ['-c', conf, '-p', run.workDir, '-e', path.join(run.workDir, 'backend-error.log'), '-g', 'daemon off;']);
+  const proc = startProc('backend', 'nginx', [
+    '-c',
+    conf,
+    '-p',
+    run.workDir,
+    '-e',
+    path.join(run.workDir, 'backend-error.log'),
+    '-g',
+    'daemon off;',
+  ]);
   await waitFor(proc, 'backend', httpOk(`${BACKEND_URL}/`));
   return proc;
 }
@@ -111,7 +139,12 @@ export async function startTollgate(o: TollgateOptions): Promise<Proc> {
   return proc;
 }
 
-export async function management(port: number, route: string, body: unknown, accept: number[] = [200, 201]): Promise<Record<string, unknown>> {
+export async function management(
+  port: number,
+  route: string,
+  body: unknown,
+  accept: number[] = [200, 201],
+): Promise<Record<string, unknown>> {
   const res = await fetch(`http://127.0.0.1:${port}${route}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ROOT_TOKEN}`, 'content-type': 'application/json' },
@@ -123,7 +156,12 @@ export async function management(port: number, route: string, body: unknown, acc
 }
 
 export async function ensurePlan(port: number): Promise<void> {
-  await management(port, '/rate-limit/create', { rateLimitId: PLAN_ID, description: 'bench: never triggers', limit: HUGE_LIMIT, period: 'hour' }, [201, 409]);
+  await management(
+    port,
+    '/rate-limit/create',
+    { rateLimitId: PLAN_ID, description: 'bench: never triggers', limit: HUGE_LIMIT, period: 'hour' },
+    [201, 409],
+  );
   await management(
     port,
     '/rate-limit/create',
@@ -140,9 +178,15 @@ export async function ensurePlan(port: number): Promise<void> {
 }
 
 // A key bound to a huge plan (of one limit, or of two): the limiter runs on every request but never refuses.
-export async function createKey(port: number, name: string, applyPlan = true, planId = PLAN_ID): Promise<string> {
+export async function createKey(
+  port: number,
+  name: string,
+  applyPlan = true,
+  planId = PLAN_ID,
+): Promise<string> {
   const key = await management(port, '/consumer-api-key/create', { name });
-  if (applyPlan) await management(port, '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId });
+  if (applyPlan)
+    await management(port, '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId });
   return String(key.secret);
 }
 
@@ -162,7 +206,18 @@ export async function commandStats(redis: Redis): Promise<Map<string, number>> {
 export async function privateRedis(cpus?: string): Promise<string> {
   if (!have('redis-server')) return REDIS_URL;
   const port = 16379;
-  const proc = startProc('redis', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', run.workDir]);
+  const proc = startProc('redis', 'redis-server', [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    run.workDir,
+  ]);
   const url = `redis://127.0.0.1:${port}`;
   await waitFor(proc, 'PING', async () => {
     const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });

@@ -48,12 +48,25 @@ export interface WrkOptions {
 }
 
 export async function wrk(o: WrkOptions): Promise<WrkResult> {
-  const args = ['-t', String(o.threads ?? THREADS), '-c', String(o.connections ?? CONNECTIONS), '-d', `${o.seconds}s`, '--latency'];
+  const args = [
+    '-t',
+    String(o.threads ?? THREADS),
+    '-c',
+    String(o.connections ?? CONNECTIONS),
+    '-d',
+    `${o.seconds}s`,
+    '--latency',
+  ];
   for (const [k, v] of Object.entries(o.headers ?? {})) args.push('-H', `${k}: ${v}`);
   if (o.script) args.push('-s', o.script);
   args.push(o.url);
-  const [cmd, argv] = o.cpus === undefined ? niced('wrk', args) : niced('taskset', ['-c', o.cpus, 'wrk', ...args]);
-  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, ...o.scriptEnv }, detached: NICE !== undefined });
+  const [cmd, argv] =
+    o.cpus === undefined ? niced('wrk', args) : niced('taskset', ['-c', o.cpus, 'wrk', ...args]);
+  const child = spawn(cmd, argv, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...env, ...o.scriptEnv },
+    detached: NICE !== undefined,
+  });
   niceSession(child.pid);
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));

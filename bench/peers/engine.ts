@@ -75,7 +75,11 @@ class Exchange implements Dispatcher.DispatchHandler {
 }
 
 function forward(req: IncomingMessage, res: ServerResponse): void {
-  const opts = { path: req.url ?? '/', method: req.method as Dispatcher.HttpMethod, headers: requestHeaders(req) };
+  const opts = {
+    path: req.url ?? '/',
+    method: req.method as Dispatcher.HttpMethod,
+    headers: requestHeaders(req),
+  };
   if (engine === 'dispatch') {
     pool.dispatch(opts, new Exchange(res));
     return;

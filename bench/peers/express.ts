@@ -37,7 +37,8 @@ app.use(
     keyGenerator: (_req, res) => res.locals.apiKey as string,
     store: new RedisStore({
       prefix: `${env.PREFIX ?? 'bench:'}erl:`,
-      sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<RedisReply>,
+      sendCommand: (command: string, ...args: string[]) =>
+        redis.call(command, ...args) as Promise<RedisReply>,
     }),
   }),
 );

@@ -9,7 +9,10 @@ import { Redis } from 'ioredis';
 const env = process.env;
 const keys = new Set([env.SECRET ?? 'bench-secret']);
 // The plugin's documented settings for Redis: fail fast rather than queue behind a lost connection.
-const redis = new Redis(env.REDIS_URL ?? 'redis://127.0.0.1:6379', { connectTimeout: 500, maxRetriesPerRequest: 1 });
+const redis = new Redis(env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+  connectTimeout: 500,
+  maxRetriesPerRequest: 1,
+});
 
 const app = Fastify({ logger: false });
 app.decorateRequest('apiKey', '');
