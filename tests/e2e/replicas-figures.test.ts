@@ -161,6 +161,9 @@ it('measures Redis commands per proxied request and Postgres writes per 10,000 p
   expect(sent.evalsha ?? 0).toBeGreaterThan(0);
   expect(sent.evalsha ?? 0).toBeLessThanOrEqual(REQUESTS);
   expect(sum(sent) / REQUESTS).toBeLessThan(1.5);
-  // Usage reaches Postgres in per-second batches: far fewer writes than requests.
-  expect(writes).toBeLessThan(REQUESTS / 2);
+  // Usage reaches Postgres in per-second batches: the writes follow the seconds the run took, not its
+  // requests (a starved machine that serves 40 requests a second writes as much per second as one that
+  // serves 4,000). A batch of this run is about 20 tuples: totals, 5 endpoints by day and by month,
+  // buckets, last use, its batch id; the three replicas' last flushes at SIGTERM come on top.
+  expect(writes).toBeLessThan(40 * (seconds + 3));
 }, 180_000);
