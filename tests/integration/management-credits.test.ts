@@ -118,7 +118,9 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('credits on %s
       changes: { before: Record<string, unknown> | null; after: Record<string, unknown> | null };
     }[];
 
-  async function createKey(body: Record<string, unknown> = {}): Promise<{ id: string; secret: string }> {
+  async function createKey(
+    body: Record<string, unknown> = {},
+  ): Promise<{ id: string; secret: string; credits: unknown }> {
     const res = documented(
       'post',
       '/consumer-api-key/create',
@@ -127,7 +129,9 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('credits on %s
     expect(res.status).toBe(201);
     return res.body;
   }
-  async function createConsumer(body: Record<string, unknown> = {}): Promise<{ consumerId: string }> {
+  async function createConsumer(
+    body: Record<string, unknown> = {},
+  ): Promise<{ consumerId: string; credits: unknown }> {
     const res = documented(
       'post',
       '/tollgate/consumers',
