@@ -31,6 +31,13 @@ export function balanceOfInput(
   return balanceSet(previousEpoch, input.remaining, refill ?? null, input.lowAt ?? null, nowMs);
 }
 
+/**
+ * Whether a create's or a PATCH's `credits` changes the holder's balance: a set always does (a new
+ * count), removing one it does not hold does not.
+ */
+export const setsCredits = (held: Balance | null, input: CreditsInput | undefined): boolean =>
+  input !== undefined && !(input === null && held === null);
+
 /** A balance as the API shows it, holding `remaining`; a daily refill has no day of the month. */
 export function creditsView(balance: Balance, remaining: number): Credits {
   const { refill, lowAt } = balance;

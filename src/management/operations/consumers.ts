@@ -11,6 +11,7 @@ import {
   consumerCredits,
   consumerSubjects,
   recordedCredits,
+  setsCredits,
   syncCredits,
 } from '../credit-views.js';
 import { isUniqueViolation } from '../db-errors.js';
@@ -216,17 +217,16 @@ export const consumerOperations = [
           !(await plans.get(changes.rateLimitId))
         )
           throw new AppError('rate_limit_not_found');
-        // Setting what is already set changes nothing: no entry, and lastUpdated stays. A balance set is
-        // always a change (a new count); removing none is not.
-        const setsCredits = body.credits !== undefined && !(body.credits === null && before.balance === null);
+        // Setting what is already set changes nothing: no entry, and lastUpdated stays.
+        const settingCredits = setsCredits(before.balance, body.credits);
         if (
-          !setsCredits &&
+          !settingCredits &&
           Object.entries(changes).every(([field, value]) => before[field as keyof ConsumerSettings] === value)
         ) {
           return { result: { consumer: before, changed: false }, unchanged: true as const };
         }
         const now = ctx.now();
-        if (setsCredits) {
+        if (settingCredits) {
           const balance = balanceOfInput(body.credits!, before.creditsEpoch, now.getTime());
           await credits.set('consumer', consumerId, balance, balance?.epoch ?? before.creditsEpoch, now);
         }
@@ -237,8 +237,8 @@ export const consumerOperations = [
         const change = {
           action: 'consumer.update',
           target: { type: 'consumer', id: consumerId },
-          before: { ...consumerAudit(before), ...(setsCredits && { credits: creditsBefore ?? null }) },
-          after: { ...consumerAudit(after), ...(setsCredits && { credits: creditsAfter }) },
+          before: { ...consumerAudit(before), ...(settingCredits && { credits: creditsBefore ?? null }) },
+          after: { ...consumerAudit(after), ...(settingCredits && { credits: creditsAfter }) },
         };
         return { result: { consumer: after, changed: true }, ...change };
       });

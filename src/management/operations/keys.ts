@@ -10,8 +10,15 @@ import type { KeyRow, KeySettings } from '../../store/key-repository.js';
 import { keyAudit } from '../audit-views.js';
 import { callerOf } from '../authenticate.js';
 import type { ManagementContext } from '../context.js';
-import type { Credits, CreditsInput } from '../credit-schemas.js';
-import { balanceOfInput, heldCredits, keyCredits, recordedCredits, syncCredits } from '../credit-views.js';
+import type { Credits } from '../credit-schemas.js';
+import {
+  balanceOfInput,
+  heldCredits,
+  keyCredits,
+  recordedCredits,
+  setsCredits,
+  syncCredits,
+} from '../credit-views.js';
 import { metadataAsWritten } from '../json-body.js';
 import { RawJson, sendJson } from '../json-as-written.js';
 import { keySummary, keyView, keyState, type WithRawMetadata } from '../key-views.js';
@@ -100,10 +107,6 @@ function changesNothing(key: KeyRow, changes: Partial<KeySettings>): boolean {
     isDeepStrictEqual(key[field as keyof KeySettings], value),
   );
 }
-
-/** Whether a PATCH's `credits` changes anything: a set always does (a new count); removing none does not. */
-const changesCredits = (key: KeyRow, credits: CreditsInput | undefined): boolean =>
-  credits !== undefined && !(credits === null && key.balance === null);
 
 /** A key as its caller may see it, its balance holding `credits`: the secret only with `keys:secrets` (contract section 19). */
 function visibleKey(
@@ -280,11 +283,11 @@ export const keyOperations = [
         await checkRouteReferences([['allowedRouteIds', changes.allowedRouteIds]], routes);
         if (changes.consumerId !== before.consumerId) await checkConsumer(changes.consumerId, consumers);
         // Setting what is already set changes nothing: no entry, and lastUpdated stays.
-        const setsCredits = changesCredits(before, body.credits);
-        if (changesNothing(before, changes) && !setsCredits)
+        const settingCredits = setsCredits(before.balance, body.credits);
+        if (changesNothing(before, changes) && !settingCredits)
           return { result: { key: before, changed: false }, unchanged: true as const };
         const now = ctx.now();
-        if (setsCredits) {
+        if (settingCredits) {
           const balance = balanceOfInput(body.credits!, before.creditsEpoch, now.getTime());
           await credits.set('key', id, balance, balance?.epoch ?? before.creditsEpoch, now);
         }
@@ -294,8 +297,8 @@ export const keyOperations = [
           result: { key: after, changed: true },
           action: 'key.update',
           target: { type: 'key', id },
-          before: { ...keyAudit(before), ...(setsCredits && { credits: creditsBefore ?? null }) },
-          after: { ...keyAudit(after), ...(setsCredits && { credits: creditsAfter }) },
+          before: { ...keyAudit(before), ...(settingCredits && { credits: creditsBefore ?? null }) },
+          after: { ...keyAudit(after), ...(settingCredits && { credits: creditsAfter }) },
         };
       });
       if (changed) await ctx.announce({ kind: 'key', keyId: id });
