@@ -16,7 +16,7 @@ const LAYERS = [
   ['config'],
   ['redis'],
   ['store'],
-  ['keys', 'limits', 'usage'],
+  ['keys', 'limits', 'usage', 'credits'],
   ['routes'],
   ['proxy', 'billing', 'webhooks'],
   ['management'],

@@ -17,6 +17,11 @@ import { UsageRepository } from './usage/usage-repository.js';
  * second, which once a second was not (measured in docs/decisions/0019).
  */
 const EMBEDDED_FLUSH_INTERVAL_MS = 500;
+/**
+ * Counters in process hold what was spent of credit balances only in memory until it is saved: twice
+ * a second, so a SIGKILL gives back at most its last second of spending, like usage above.
+ */
+const IN_PROCESS_CREDIT_SAVE_INTERVAL_MS = 500;
 
 const mebibytes = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 
@@ -53,6 +58,7 @@ export async function buildAdapters(
       usageSink,
       // Single-node Postgres keeps the recorder's one second.
       ...(db.kind === 'embedded' && { usageFlushIntervalMs: EMBEDDED_FLUSH_INTERVAL_MS }),
+      creditSaveIntervalMs: IN_PROCESS_CREDIT_SAVE_INTERVAL_MS,
       // Batches handed over and not yet known applied; the reader asks Postgres which ones it has.
       pendingUsage: [usageSink],
       background: [],

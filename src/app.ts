@@ -10,6 +10,7 @@ import type { KeyEvents } from './keys/key-events.js';
 import type { RateLimiter } from './limits/rate-limiter.js';
 import type { RateLimitPolicy } from './plans/window.js';
 import { createConsoleHandler, loadConsoleFiles } from './console/console-files.js';
+import { SpentCredits } from './credits/spent-credits.js';
 import { ExpiryNotices } from './keys/expiry-notices.js';
 import { createManagementApp } from './management/app.js';
 import { keyExpiringData } from './management/change-events.js';
@@ -29,6 +30,7 @@ import type { DbHandle } from './store/db.js';
 import { AdminTokenRepository } from './store/admin-token-repository.js';
 import { AuditRepository } from './store/audit-repository.js';
 import { ConsumerRepository } from './store/consumer-repository.js';
+import { CreditRepository } from './store/credit-repository.js';
 import { pruneAuditLog } from './store/audit-retention.js';
 import { KeyRepository } from './store/key-repository.js';
 import { PlanRepository } from './store/plan-repository.js';
@@ -56,6 +58,12 @@ export interface Adapters {
    * recorded since the last handover plus the write in flight, which must stay within the last second.
    */
   readonly usageFlushIntervalMs?: number;
+  /**
+   * How often what was spent of credit balances is saved (absent: once a second). Where the limiter is
+   * the only other copy (in process), a SIGKILL loses what was spent since the last save plus the write
+   * in flight, which must stay within the last second.
+   */
+  readonly creditSaveIntervalMs?: number;
   /** Usage recorded elsewhere and not yet in Postgres (Redis hashes), beyond this process's own. */
   readonly pendingUsage: readonly PendingUsage[];
   /** Background work that must run while the app serves and finish on shutdown (the usage flusher, the recorded key changes). */
@@ -124,6 +132,12 @@ export function buildApp({
     pruneUsage(historyRepository, config.usageRetention, logger),
   );
   const lastUse = new LastUseTracker((times) => keys.markUsed(times), logger);
+  const spentCredits = new SpentCredits(
+    () => adapters.limiter.spentBalances(),
+    new CreditRepository(adapters.db.db),
+    logger,
+    adapters.creditSaveIntervalMs ?? 1_000,
+  );
   if (adapters.db.pool) metrics.watchPool(adapters.db.pool);
 
   const keyCache = new KeyCache({
@@ -244,6 +258,7 @@ export function buildApp({
     async listen() {
       recorder.start();
       lastUse.start();
+      spentCredits.start();
       auditRetention.start();
       usageRetention.start();
       billing.start();
@@ -276,6 +291,8 @@ export function buildApp({
         publicServer.closeAllConnections();
       }
       routeTable.stop();
+      // Nothing is charged any more: what was spent of credit balances goes to the database first, it is money.
+      await settledWithin(spentCredits.stop(), CLOSE_STEP_MS);
       await settledWithin(routing.close(), CLOSE_STEP_MS);
       // Usage gets the longest share: it is billing data.
       // A write attempt can overrun its deadline by a command timeout; the steps after it need a second.

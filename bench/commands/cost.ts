@@ -7,7 +7,9 @@ import {
   CONNECTIONS,
   DB_NAME,
   DURATION,
+  HUGE_LIMIT,
   PG_URL,
+  PLAN_ID,
   PORT,
   REDIS_URL,
   TWO_LIMIT_PLAN_ID,
@@ -27,6 +29,7 @@ import {
   ensureTools,
   flushRedis,
   freshDatabase,
+  management,
   privateRedis,
   startBackend,
   startTollgate,
@@ -133,10 +136,19 @@ export async function cost(): Promise<string> {
   await ensurePlan(port);
   const secret = await createKey(port, 'cost');
   const twoLimitSecret = await createKey(port, 'cost-two-limits', true, TWO_LIMIT_PLAN_ID);
+  // The one-limit plan and a balance too large to run out: a balance is never leased (a top-up must
+  // be in force for the next request), so each of its requests is decided in Redis.
+  const creditKey = await management(port, '/consumer-api-key/create', {
+    name: 'cost-credits',
+    rateLimitId: PLAN_ID,
+    credits: { remaining: HUGE_LIMIT },
+  });
+  const creditHeaders = { authorization: `Bearer ${String(creditKey.secret)}` };
   const url = `http://127.0.0.1:${port}/bench/item?id=42`;
   const headers = { authorization: `Bearer ${secret}` };
   await wrk({ url, seconds: WARMUP, headers });
   await wrk({ url, seconds: WARMUP, headers: { authorization: `Bearer ${twoLimitSecret}` } });
+  await wrk({ url, seconds: WARMUP, headers: creditHeaders });
   await stopProc(tg);
 
   const redis = new Redis(run.redisUrl);
@@ -179,6 +191,11 @@ export async function cost(): Promise<string> {
     await sleep(3000);
     await stopProc(tg);
     const r3 = await commandStats(redis);
+    tg = await startTollgate(options);
+    const creditLoad = await wrk({ url, seconds: DURATION, headers: creditHeaders });
+    await sleep(3000);
+    await stopProc(tg);
+    const r4 = await commandStats(redis);
     const spread = await keysOnceAMinute(options, SPREAD_KEYS);
     // The idle run's rows, scaled to the spread run's length, are not the keys'.
     const spreadIdle = ((pg1.writes - pg0.writes) * (SPREAD_SECONDS + 3)) / idleSeconds;
@@ -203,6 +220,7 @@ export async function cost(): Promise<string> {
       (idle.get('evalsha') ?? 0) -
       (idle.get('eval') ?? 0);
     const twoLimits = statsDelta(r2, r3);
+    const credits = statsDelta(r3, r4);
     const perSecond = (x: number) => fmt(x / loadSeconds, 1);
     const pgRow = (label: string, a: number, b: number, c: number, bold = false) => {
       const value = per10k(c - b - (b - a));
@@ -226,6 +244,9 @@ export async function cost(): Promise<string> {
         '|---|--:|--:|--:|--:|',
         `| one limit (an hour) | ${fmt(n)} | ${fmt(load.rps)} | ${fmt(scriptCalls(loaded))} | **${fmt(scriptCalls(loaded) / n, 4)}** |`,
         `| two limits (a second and a month) | ${fmt(twoLimitLoad.requests)} | ${fmt(twoLimitLoad.rps)} | ${fmt(scriptCalls(twoLimits))} | **${fmt(scriptCalls(twoLimits) / twoLimitLoad.requests, 4)}** |`,
+        `| one limit and a credit balance (never leased) | ${fmt(creditLoad.requests)} | ${fmt(creditLoad.rps)} | ${fmt(scriptCalls(credits))} | **${fmt(scriptCalls(credits) / creditLoad.requests, 4)}** |`,
+        '',
+        'A balance is never leased: every request of a key with credits is decided in Redis, in one script call with the requests of the same key that arrived in the same turn of the event loop (its limits and balances charged together). So its calls per request follow how many requests a turn carries, not the key count.',
         '',
         '| Postgres (database tollgate_bench) | under load | idle | net per 10,000 requests | net per second of load |',
         '|---|--:|--:|--:|--:|',

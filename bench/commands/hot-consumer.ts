@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import type * as Connect from '../../src/redis/connect.ts';
 import type * as Limiter from '../../src/limits/redis-limiter.ts';
 import type * as Plans from '../../src/plans/plan.ts';
+import type { Balance } from '../../src/plans/balance.ts';
 import type { Subject } from '../../src/plans/subject.ts';
 import type * as Logs from '../../src/ops/logger.ts';
 import type * as Metric from '../../src/ops/metrics.ts';
@@ -61,14 +62,22 @@ export async function hotConsumerTable(redisUrl: string): Promise<string> {
     }),
   );
   const huge = planOf([ruleOf({ limit: 1_000_000_000_000, period: 'hour' })]);
-  const shapes: [string, Plans.Plan][] = [
+  // A balance too large to run out: never leased, so each turn's requests go to Redis in one call.
+  const credits: Balance = { epoch: 1, window: 0, granted: 1e15, floor: 0, refill: null, lowAt: null };
+  const shapes: [string, Plans.Plan, Balance?][] = [
     ['the consumer’s plan alone', planOf([])],
     ['a plan on each key and on the consumer', planOf([ruleOf({ limit: 1_000_000_000_000, period: 'day' })])],
+    ['the consumer’s plan and a credit balance', planOf([]), credits],
   ];
   const rows: Row[] = [];
   try {
-    for (const [shape, keyPlan] of shapes) {
-      const consumer: Subject = { scope: 'consumer', id: `con_${rows.length}`, plan: huge };
+    for (const [shape, keyPlan, balance] of shapes) {
+      const consumer: Subject = {
+        scope: 'consumer',
+        id: `con_${rows.length}`,
+        plan: huge,
+        ...(balance && { balance }),
+      };
       const keys = Array.from({ length: KEYS }, (_, k): Subject[] => [
         { scope: 'key', id: `key_${rows.length}_${k}`, plan: keyPlan },
         consumer,

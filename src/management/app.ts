@@ -12,6 +12,7 @@ import { BillingExportRepository } from '../billing/export-repository.js';
 import { AdminTokenRepository } from '../store/admin-token-repository.js';
 import { AuditRepository, generateAuditId } from '../store/audit-repository.js';
 import { ConsumerRepository } from '../store/consumer-repository.js';
+import { CreditRepository } from '../store/credit-repository.js';
 import { KeyRepository } from '../store/key-repository.js';
 import { PlanRepository } from '../store/plan-repository.js';
 import { RouteRepository } from '../store/route-repository.js';
@@ -68,6 +69,7 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
           keys: new KeyRepository(trx),
           plans: new PlanRepository(trx),
           consumers: new ConsumerRepository(trx),
+          credits: new CreditRepository(trx),
           tokens: new AdminTokenRepository(trx),
           routes: new RouteRepository(trx),
           billingExports: new BillingExportRepository(trx),

@@ -12,6 +12,7 @@ import type { FailureThrottle } from '../proxy/auth-throttle.js';
 import type { AdminTokenRepository } from '../store/admin-token-repository.js';
 import type { AuditRepository } from '../store/audit-repository.js';
 import type { ConsumerRepository } from '../store/consumer-repository.js';
+import type { CreditRepository } from '../store/credit-repository.js';
 import type { Db } from '../store/db.js';
 import type { KeyRepository } from '../store/key-repository.js';
 import type { PlanRepository } from '../store/plan-repository.js';
@@ -54,7 +55,10 @@ export interface ManagementDeps {
     | 'topConsumers'
   >;
   readonly usageRetention: UsageRetentionSettings;
-  /** `peek()` gives `usage.rateLimits` without counting a request. */
+  /**
+   * `peek()` gives `usage.rateLimits` without counting a request, `peekBalances()` what balances hold;
+   * `syncBalances()` puts a balance just changed in force on every replica.
+   */
   readonly limiter: RateLimiter;
   /** Told about every key, plan and consumer change, so every replica's key cache drops what it held. */
   readonly keyEvents: KeyEvents;
@@ -83,6 +87,7 @@ export interface Repositories {
   readonly keys: KeyRepository;
   readonly plans: PlanRepository;
   readonly consumers: ConsumerRepository;
+  readonly credits: CreditRepository;
   readonly tokens: AdminTokenRepository;
   readonly routes: RouteRepository;
   readonly billingExports: BillingExportRepository;

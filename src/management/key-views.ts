@@ -1,6 +1,7 @@
 /** Keys as the management API shows them: list items, the detail's fields, the answer to a change. */
 import { decryptSecret } from '../keys/secret.js';
 import type { KeyRow } from '../store/key-repository.js';
+import type { Credits } from './credit-schemas.js';
 import type { KeyResponse, ListKeysResponse } from './schemas.js';
 import { RawJson } from './json-as-written.js';
 import { isoTimestamp } from './time-format.js';
@@ -38,8 +39,15 @@ export type WithRawMetadata<T extends { metadata: unknown }> = Omit<T, 'metadata
   readonly metadata: RawJson;
 };
 
-/** The detail less `usage`; opens the secret with whichever configured encryption key sealed it. */
-export function keyView(key: KeyRow, encryptionKeys: readonly Buffer[]): WithRawMetadata<KeyResponse> {
+/**
+ * The detail less `usage`, its balance holding `credits`; opens the secret with whichever configured
+ * encryption key sealed it.
+ */
+export function keyView(
+  key: KeyRow,
+  credits: Credits | null,
+  encryptionKeys: readonly Buffer[],
+): WithRawMetadata<KeyResponse> {
   return {
     consumerApiKeyId: key.id,
     name: key.name,
@@ -48,5 +56,6 @@ export function keyView(key: KeyRow, encryptionKeys: readonly Buffer[]): WithRaw
     lastUpdated: isoTimestamp(key.lastUpdated),
     ...keyState(key),
     metadata: new RawJson(key.metadata),
+    credits,
   };
 }

@@ -109,7 +109,7 @@ to a backend. This document covers the **management API** (root token) and descr
 - A consumer (\`con_…\`) is the account that holds keys; a key belongs to at most one (\`consumerId\`). A plan bound to a
   consumer is shared by all its keys, on top of each key's own plan (\`DEFAULT_RATE_LIMIT\` stands in only for a key's own
   plan, never for a consumer's). \`externalId\` is unique among consumers (409 \`consumer_exists\`); \`metadata\` is kept
-  as a key's. A consumer holds no credits yet: \`credits\` is \`null\`.
+  as a key's.
 - An unknown \`consumerId\` on a key is 404 \`consumer_not_found\`; one that is not of the \`con_…\` form is 400
   \`validation_failed\`. Deleting a consumer that holds keys is 409 \`consumer_has_keys\` (with \`keyCount\`) unless
   \`force=true\`, which detaches them: they keep working, alone. Deleting a plan consumers hold is 409
@@ -117,6 +117,23 @@ to a backend. This document covers the **management API** (root token) and descr
   consumer a forced delete changes gets an audit entry of its own (\`key.detach_consumer\`, \`consumer.remove_plan\`).
 - Every consumer change reaches every replica within 1 s, for all its keys. Consumer reads need \`keys:read\`, writes
   \`keys:write\`.
+
+## Credits
+- A key or a consumer may hold a prepaid balance (\`credits\`): every request it applies to spends its cost from it
+  (the first match of the key's plan's \`costs\`, else of its consumer's, else 1), decided and charged in the same
+  atomic step as the limits. A key of a consumer with a balance spends the consumer's; a key with a balance of its
+  own too spends both, and is refused unless both hold the cost. A balance never goes below 0 and never admits
+  more than it held, on any number of replicas.
+- \`credits\` on a create or a PATCH sets the balance afresh (\`remaining\`, what was spent before no longer counts)
+  with its \`refill\` (\`{amount, interval: "day" | "month", dayOfMonth}\`, \`dayOfMonth\` 1-31, default 1, the
+  month's last day when shorter) and \`lowAt\`; \`null\` removes it. A refill sets \`remaining\` to \`amount\` at
+  00:00 UTC (it does not add up). \`POST /tollgate/credits\` tops a balance up (\`add\`) or sets it (\`set\`), keeping
+  its refill. Every change is audited and in force for the next request on every replica.
+- \`credits.remaining\` in every answer is what the balance holds now, counted for all replicas; while the limiter
+  cannot be read (Redis unreachable, when no balance is spent), the last saved count, at most about a second behind.
+- Durability: the database holds every balance; each replica saves what its requests spent about once a second and
+  on shutdown. A replica killed with SIGKILL in embedded mode can give back at most what it spent in its last
+  second; with Redis, a Redis that restarts empty neither loses nor doubles a balance (docs/decisions/0051).
 
 ## Billing exports
 - \`/tollgate/billing-exports\` sends stored usage to Stripe meter events, OpenMeter, Lago or any CloudEvents receiver:
@@ -163,6 +180,10 @@ key's usage as failed).
   the refusing limit whose window ends last) and the headers \`Retry-After\` (whole seconds until \`resetTime\`, at
   least 1), \`RateLimit-Policy\` (every limit, by name) and \`RateLimit\` (the limit with the fewest left)
   (draft-ietf-httpapi-ratelimit-headers). Nothing is forwarded.
+- A balance that holds less than the request's cost: **429** \`credits_exhausted\` with \`{error, code, remaining,
+  cost, scope, resetTime}\` (\`scope\`: \`key\` when the key's own balance is short, else \`consumer\`; \`resetTime\`:
+  the next refill, then \`Retry-After\` until it, or null and no \`Retry-After\`). Nothing is forwarded or charged;
+  usage counts it as failed (outcome \`creditsExhausted\`).
 - Within the limit the backend receives \`x-api-key: <secret>\` and \`x-consumer-api-key-id: <id>\`; the consumer's
   \`Authorization\` and hop-by-hop headers are removed. The client receives the backend's answer plus \`RateLimit\`
   and \`RateLimit-Policy\` when a limit applies.
@@ -339,6 +360,7 @@ const TAGS = [
     name: 'Consumers',
     description: 'The accounts that hold keys: a plan bound to a consumer is shared by all its keys',
   },
+  { name: 'Credits', description: 'Prepaid balances of keys and consumers: top-ups and sets' },
   { name: 'Routes', description: 'Which backend a proxied request goes to: by host, path prefix and method' },
   { name: 'Usage', description: 'Usage over time, for billing and dashboards' },
   { name: 'Admin tokens and audit', description: 'Scoped credentials and the record of every change' },

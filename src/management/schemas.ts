@@ -6,6 +6,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { EVENT_TYPES, type EventType } from '../events/event-types.js';
 import { ALGORITHMS, MAX_COST, MAX_COSTS, MAX_LIMITS, MIN_COST, type Algorithm } from '../plans/plan.js';
 import { PERIODS, type Period } from '../plans/window.js';
+import { CreditsInput, CreditsOrNull } from './credit-schemas.js';
 import { RATE_LIMIT_ID_PATTERN, RequestMatchSchema, RouteId } from './request-match-schemas.js';
 import { SCOPES, type Scope } from './scopes.js';
 
@@ -192,6 +193,7 @@ const keySettings = {
     Type.Union([ConsumerId, Type.Null()], { description: 'The consumer the key belongs to; null: none' }),
   ),
   allowedRouteIds: Type.Optional(AllowedRouteIds),
+  credits: Type.Optional(CreditsInput),
 };
 
 export const CreateKeyRequest = Type.Object(
@@ -206,7 +208,7 @@ export const UpdateKeyRequest = Type.Object(
     minProperties: 1,
     title: 'UpdateKeyRequest',
     description:
-      'Any of the fields; null clears externalId, expiresAt, consumerId, allowedRouteIds (every route) and metadata (to `{}`)',
+      'Any of the fields; null clears externalId, expiresAt, consumerId, allowedRouteIds (every route), credits and metadata (to `{}`)',
   },
 );
 
@@ -347,6 +349,7 @@ export const CreateKeyResponse = Type.Object(
     createdAt: CreateTimestamp,
     ...keyStateFields,
     metadata: Metadata,
+    credits: CreditsOrNull,
   },
   { ...strict, title: 'CreateKeyResponse' },
 );
@@ -415,7 +418,7 @@ const usageTotalsFields = {
   cost: Type.Integer({
     minimum: 0,
     description:
-      'Units charged: 1 per admitted request, 0 per refused one (usage counted before the upgrade that added it: 0)',
+      "Units charged: the cost of each admitted request (its plans' `costs`, else 1), 0 per refused one (usage counted before the upgrade that added it: 0)",
   }),
   endpoints: Type.Array(EndpointUsage, { description: 'One entry per request path, most requests first' }),
   usageByCustomer: Type.Array(CustomerUsage, {
@@ -505,6 +508,7 @@ const keyFields = {
   lastUpdated: IsoTimestamp,
   ...keyStateFields,
   metadata: Metadata,
+  credits: CreditsOrNull,
 };
 
 export const KeyDetailResponse = Type.Object(
@@ -744,6 +748,10 @@ const consumerSettings = {
   rateLimitId: Type.Optional(
     Type.Union([RateLimitId, Type.Null()], { description: 'The plan all its keys share; null: none' }),
   ),
+  credits: Type.Optional({
+    ...CreditsInput,
+    description: `${CreditsInput.description}. Every key of the consumer spends it`,
+  }),
 };
 
 export const CreateConsumerRequest = Type.Object(
@@ -757,7 +765,8 @@ export const UpdateConsumerRequest = Type.Object(
     ...strict,
     minProperties: 1,
     title: 'UpdateConsumerRequest',
-    description: 'Any of the fields; null clears externalId and rateLimitId, and sets metadata to `{}`',
+    description:
+      'Any of the fields; null clears externalId, rateLimitId and credits, and sets metadata to `{}`',
   },
 );
 
@@ -794,7 +803,10 @@ const consumerFields = {
     description: 'The plan all its keys share, or null',
   }),
   keyCount: Type.Integer({ minimum: 0, description: 'Keys that belong to the consumer' }),
-  credits: Type.Null({ description: 'The credit balance of the consumer; null: it holds none' }),
+  credits: {
+    ...CreditsOrNull,
+    description: `${CreditsOrNull.description}. Every key of the consumer spends it`,
+  },
   createdAt: IsoTimestamp,
   lastUpdated: IsoTimestamp,
 };

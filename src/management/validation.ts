@@ -8,6 +8,7 @@ import { AppError } from '../errors.js';
 import { countsOwnRequests, ruleOf, type CostRule, type LimitInput, type LimitRule } from '../plans/plan.js';
 import type { RequestMatch } from '../plans/request-match.js';
 import { hasDotSegment } from '../proxy/request-target.js';
+import type { CreditsInput } from './credit-schemas.js';
 import type { BodySpec, Check as CheckOf, ParamsSpec, QuerySpec } from './operation.js';
 import {
   MAX_METADATA_BYTES,
@@ -121,18 +122,32 @@ function metadataProblems(metadata: unknown): ValidationDetail[] {
   return [];
 }
 
-/** Timestamps that name no real instant, and metadata over its bounds. */
+/** A day of the month given to a daily refill, which has none. */
+function creditProblems(credits: CreditsInput | undefined): ValidationDetail[] {
+  const refill = credits?.refill;
+  if (refill?.interval === 'day' && refill.dayOfMonth !== undefined)
+    return [{ field: 'credits.refill.dayOfMonth', message: 'applies to a monthly refill only' }];
+  return [];
+}
+
+/** Timestamps that name no real instant, metadata over its bounds, and credits that do not hold together. */
 export function keySettingProblems(value: {
   expiresAt?: string | null;
   metadata?: Record<string, unknown> | null;
+  credits?: CreditsInput;
 }): ValidationDetail[] {
-  return [...unrealTimestamps(value, ['expiresAt']), ...metadataProblems(value.metadata)];
+  return [
+    ...unrealTimestamps(value, ['expiresAt']),
+    ...metadataProblems(value.metadata),
+    ...creditProblems(value.credits),
+  ];
 }
 
-/** Metadata over its bounds, checked as a key's. */
+/** Metadata and credits, checked as a key's. */
 export const consumerSettingProblems = (value: {
   metadata?: Record<string, unknown> | null;
-}): ValidationDetail[] => metadataProblems(value.metadata);
+  credits?: CreditsInput;
+}): ValidationDetail[] => [...metadataProblems(value.metadata), ...creditProblems(value.credits)];
 
 /** A query's `from` and `to`: real instants. */
 export const rangeProblems = (query: { from?: string; to?: string }): ValidationDetail[] =>

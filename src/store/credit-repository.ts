@@ -5,7 +5,7 @@
  */
 import type { Balance } from '../plans/balance.js';
 import type { Scope } from '../plans/subject.js';
-import { balanceColumns } from './credit-columns.js';
+import { balanceColumns, creditColumns, creditsOfRow } from './credit-columns.js';
 import type { Db } from './db.js';
 
 /** What a replica saw spent of a balance in one of its periods. */
@@ -34,20 +34,41 @@ export class CreditRepository {
 
   /**
    * Raises each balance's saved spend to what was seen, where the balance is still in that period: a
-   * save that comes late (after a set or a refill) or lower than another replica's changes nothing.
+   * save that comes late (after a set) or lower than another replica's changes nothing. A spend in a
+   * later refill window of the same epoch (a refill came, and nothing changed the record since) moves
+   * the record to that window, granted the refill amount, so a restart does not give back what was
+   * spent since the refill.
    */
   async saveSpent(spends: readonly Spend[]): Promise<void> {
     if (spends.length === 0) return;
     await this.db.transaction().execute(async (trx) => {
       for (const { scope, id, epoch, window, spent } of spends) {
-        await trx
-          .updateTable(TABLES[scope])
+        const table = TABLES[scope];
+        const saved = await trx
+          .updateTable(table)
           .set({ credits_spent: spent })
           .where('id', '=', id)
           .where('credits_epoch', '=', epoch)
           .where('credits_window', '=', window)
           .where('credits_spent', '<', spent)
           .where('credits_granted', 'is not', null)
+          .executeTakeFirst();
+        if (saved.numUpdatedRows > 0n) continue;
+        const row = await trx
+          .selectFrom(table)
+          .select(creditColumns(table, 'c'))
+          .where('id', '=', id)
+          .where('credits_epoch', '=', epoch)
+          .where('credits_window', '<', window)
+          .executeTakeFirst();
+        const refill = row && creditsOfRow(row, 'c').balance?.refill;
+        if (!refill) continue;
+        await trx
+          .updateTable(table)
+          .set({ credits_window: window, credits_granted: refill.amount, credits_spent: spent })
+          .where('id', '=', id)
+          .where('credits_epoch', '=', epoch)
+          .where('credits_window', '<', window)
           .execute();
       }
     });

@@ -119,6 +119,7 @@ describe('the walk-throughs of the README and the guides', () => {
       admin: 'docs/guides/admin-tokens-and-audit.md',
       routes: 'docs/guides/routes.md',
       webhooks: 'docs/guides/webhooks.md',
+      credits: 'docs/guides/credits.md',
     });
   });
 
@@ -225,6 +226,49 @@ describe('the walk-throughs of the README and the guides', () => {
     ]);
     expect(lines[7]).toEqual({ routeId: 'search', message: 'Route search has been deleted' });
     expect(lines[8]).toMatchObject({ backend: 'demo', url: '/v1/search/items?q=tea' });
+  });
+
+  it("credits.md: a consumer's monthly balance spent by a search at 5 and a lookup at 1, refused with 429 credits_exhausted until the refill on the 15th, topped up", async () => {
+    const { stdout } = await run(walkthrough('credits'), tollgate.url);
+    const lines = stdout.trim().split('\n');
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      rateLimitId: 'pay-per-call',
+      costs: [
+        { match: { pathPrefix: '/v1/search' }, cost: 5 },
+        { match: { pathPrefix: '/v1/lookup' }, cost: 1 },
+      ],
+    });
+    const refill = { amount: 1000, interval: 'month', dayOfMonth: 15 };
+    const consumer = JSON.parse(lines[1]!) as { consumerId: string };
+    expect(consumer).toMatchObject({ name: 'Acme', credits: { remaining: 1000, refill, lowAt: null } });
+    // Forwarded (to the demo backend, or to the lookup backend after routes.md's walk-through).
+    expect(lines.slice(2, 4).map((line) => JSON.parse(line) as unknown)).toEqual([
+      expect.objectContaining({ url: '/v1/search?q=tea', apiKeyReceived: true }),
+      expect.objectContaining({ url: '/v1/lookup/42', apiKeyReceived: true }),
+    ]);
+    expect(JSON.parse(lines[4]!)).toEqual({ credits: { remaining: 994, refill, lowAt: null } });
+    expect(JSON.parse(lines[5]!)).toEqual({ consumerId: consumer.consumerId, remaining: 3 });
+
+    // The refusal: the balance's next refill, the 15th at 00:00 UTC, and Retry-After until it.
+    const now = new Date();
+    let refillAt = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 15);
+    if (refillAt <= now.getTime()) refillAt = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 15);
+    expect(stdout).toMatch(/^HTTP\/1\.1 429 Too Many Requests\r?$/m);
+    const retryAfter = Number(/^retry-after: (\d+)\r?$/im.exec(stdout)?.[1]);
+    expect(Math.abs(retryAfter - (refillAt - now.getTime()) / 1000)).toBeLessThan(60);
+    expect(JSON.parse(/^\{"error".*$/m.exec(stdout)![0])).toEqual({
+      error: 'The credit balance does not hold the cost of this request',
+      code: 'credits_exhausted',
+      remaining: 3,
+      cost: 5,
+      scope: 'consumer',
+      resetTime: new Date(refillAt).toISOString().slice(0, 19) + 'Z',
+    });
+    expect(lines.slice(-3)).toEqual([
+      'lookup: 200',
+      JSON.stringify({ consumerId: consumer.consumerId, remaining: 502 }),
+      'search: 200',
+    ]);
   });
 
   it('webhooks.md: a webhook for key.created, the demo receiver verifying the signed delivery, and the delivery log', async () => {

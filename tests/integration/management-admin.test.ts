@@ -214,6 +214,8 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
           return { path: `/tollgate/consumers/${await consumer()}` };
         case 'updateConsumer':
           return { path: `/tollgate/consumers/${await consumer()}`, body: { name: 'renamed' } };
+        case 'changeCredits':
+          return { path: '/tollgate/credits', body: { consumerApiKeyId: await key(), add: 10 } };
         case 'createBillingExport':
           return {
             path: '/tollgate/billing-exports',

@@ -243,12 +243,14 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('consumers on 
           externalId: '',
           metadata: [1],
           rateLimitId: 'no spaces',
-          credits: 5,
+          credits: { remaining: 5, refill: { amount: 5, interval: 'month', dayOfMonth: 32 } },
         }),
       );
       expectError(invalid, 400, 'validation_failed');
       expect([...new Set(invalid.body.details.map((d: { field: string }) => d.field))].sort()).toEqual([
         'credits',
+        'credits.refill',
+        'credits.refill.dayOfMonth',
         'externalId',
         'metadata',
         'name',

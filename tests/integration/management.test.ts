@@ -187,6 +187,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         consumerId: null,
         allowedRouteIds: null,
         metadata: {},
+        credits: null,
       });
       expect(res.body.secret).toMatch(/^tg_[A-Za-z0-9_-]{43}$/);
       expect(res.headers.location).toBe(`/consumer-api-key/${res.body.id}`);
@@ -538,6 +539,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         consumerId: null,
         allowedRouteIds: null,
         metadata: {},
+        credits: null,
         usage: {
           totalRequests: 0,
           successfulRequests: 0,

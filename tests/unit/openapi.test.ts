@@ -34,6 +34,7 @@ describe('OpenAPI document', () => {
       '/admin/tollgate/consumers',
       '/admin/tollgate/consumers/{consumerId}',
       '/admin/tollgate/consumers/{consumerId}/usage',
+      '/admin/tollgate/credits',
       '/admin/tollgate/routes',
       '/admin/tollgate/routes/{routeId}',
       '/admin/tollgate/usage',
@@ -80,6 +81,7 @@ describe('OpenAPI document', () => {
         'GET /tollgate/consumers/{consumerId}',
         'PATCH /tollgate/consumers/{consumerId}',
         'DELETE /tollgate/consumers/{consumerId}',
+        'POST /tollgate/credits',
         'POST /tollgate/routes',
         'GET /tollgate/routes',
         'GET /tollgate/routes/{routeId}',
@@ -123,6 +125,7 @@ describe('OpenAPI document', () => {
       'POST /tollgate/consumers': 'keys:write',
       'PATCH /tollgate/consumers/{consumerId}': 'keys:write',
       'DELETE /tollgate/consumers/{consumerId}': 'keys:write',
+      'POST /tollgate/credits': 'keys:write',
       'GET /tollgate/routes': 'routes:read',
       'GET /tollgate/routes/{routeId}': 'routes:read',
       'POST /tollgate/routes': 'routes:write',
@@ -202,6 +205,7 @@ describe('OpenApiChecker', () => {
     consumerId: null,
     allowedRouteIds: null,
     metadata: {},
+    credits: null,
   };
 
   it('accepts a body that matches the documented schema', () => {

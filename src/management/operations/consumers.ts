@@ -5,6 +5,15 @@ import type { Response } from 'express';
 import { AppError } from '../../errors.js';
 import type { ConsumerRow, ConsumerSettings } from '../../store/consumer-repository.js';
 import { consumerAudit, keyAudit } from '../audit-views.js';
+import type { Credits } from '../credit-schemas.js';
+import {
+  balanceOfInput,
+  consumerCredits,
+  consumerSubjects,
+  recordedCredits,
+  setsCredits,
+  syncCredits,
+} from '../credit-views.js';
 import { isUniqueViolation } from '../db-errors.js';
 import { RawJson, sendJson } from '../json-as-written.js';
 import { metadataAsWritten } from '../json-body.js';
@@ -60,8 +69,8 @@ async function withExternalId<T>(externalId: string | null | undefined, write: (
   }
 }
 
-/** A consumer as every answer shows it; it holds no credits until section 14 gives it a balance. */
-function consumerView(consumer: ConsumerRow): WithRawMetadata<ConsumerResponse> {
+/** A consumer as every answer shows it, its balance holding `credits`. */
+function consumerView(consumer: ConsumerRow, credits: Credits | null): WithRawMetadata<ConsumerResponse> {
   return {
     consumerId: consumer.id,
     name: consumer.name,
@@ -69,7 +78,7 @@ function consumerView(consumer: ConsumerRow): WithRawMetadata<ConsumerResponse> 
     metadata: new RawJson(consumer.metadata),
     rateLimitId: consumer.rateLimitId,
     keyCount: consumer.keyCount,
-    credits: null,
+    credits,
     createdAt: isoTimestamp(consumer.createdAt),
     lastUpdated: isoTimestamp(consumer.lastUpdated),
   };
@@ -84,7 +93,7 @@ export const consumerOperations = [
     tag: TAG,
     summary: 'Create a consumer, the account that holds keys',
     description:
-      "A plan bound to a consumer is shared by all its keys, exactly, across replicas, on top of each key's own plan. `externalId` is unique among consumers; `metadata` is kept as a key's.",
+      "A plan bound to a consumer is shared by all its keys, exactly, across replicas, on top of each key's own plan, and so are its `credits`. `externalId` is unique among consumers; `metadata` is kept as a key's.",
     body: { schema: CreateConsumerRequest, check: consumerSettingProblems },
     success: {
       status: 201,
@@ -102,22 +111,27 @@ export const consumerOperations = [
         name: body.name,
       };
       const id = generateConsumerId();
-      const consumer = await ctx.audited(res, async ({ consumers, plans }) => {
+      const createdAt = ctx.now();
+      const balance = body.credits ? balanceOfInput(body.credits, 0, createdAt.getTime()) : null;
+      const credits = balance && recordedCredits(balance, createdAt.getTime());
+      const consumer = await ctx.audited(res, async ({ consumers, plans, credits: balances }) => {
         if (settings.rateLimitId !== null && !(await plans.get(settings.rateLimitId)))
           throw new AppError('rate_limit_not_found');
-        await withExternalId(settings.externalId, () =>
-          consumers.insert({ ...settings, id, createdAt: ctx.now() }),
-        );
+        await withExternalId(settings.externalId, () => consumers.insert({ ...settings, id, createdAt }));
+        if (balance !== null) await balances.set('consumer', id, balance, balance.epoch, createdAt);
         const created = (await consumers.get(id))!;
         return {
           result: created,
           action: 'consumer.create',
           target: { type: 'consumer', id },
           before: null,
-          after: consumerAudit(created),
+          after: { ...consumerAudit(created), ...(credits && { credits }) },
         };
       });
-      sendJson(res.status(201).location(`${ctx.prefix}${CONSUMERS_PATH}/${id}`), consumerView(consumer));
+      sendJson(
+        res.status(201).location(`${ctx.prefix}${CONSUMERS_PATH}/${id}`),
+        consumerView(consumer, credits),
+      );
     },
   }),
 
@@ -134,7 +148,11 @@ export const consumerOperations = [
       const limit = query.limit ?? DEFAULT_PAGE_SIZE;
       const rows = await ctx.consumers.list(query, positionAfter(query.cursor), limit + 1);
       const { items, nextCursor } = pageOf(rows, limit, (c) => ({ at: c.createdAt.getTime(), id: c.id }));
-      sendJson(res, { consumers: items.map(consumerView), ...(nextCursor !== undefined && { nextCursor }) });
+      const credits = await Promise.all(items.map((consumer) => consumerCredits(consumer, ctx)));
+      sendJson(res, {
+        consumers: items.map((consumer, i) => consumerView(consumer, credits[i]!)),
+        ...(nextCursor !== undefined && { nextCursor }),
+      });
     },
   }),
 
@@ -144,9 +162,9 @@ export const consumerOperations = [
     path: CONSUMER_PATH,
     scope: 'keys:read',
     tag: TAG,
-    summary: 'Show a consumer with its usage and where its shared limits stand',
+    summary: 'Show a consumer with its usage, its credits and where its shared limits stand',
     description:
-      "`usage` is what its keys did while they belonged to it (a request shows within 2 s; moving a key moves none of its history). `usage.rateLimits` is read without consuming quota: the consumer's plan, counted over all its keys on every replica.",
+      "`usage` is what its keys did while they belonged to it (a request shows within 2 s; moving a key moves none of its history). `usage.rateLimits` and `credits` are read without consuming quota: the consumer's plan and balance, counted over all its keys on every replica.",
     params: consumerParams,
     success: { status: 200, description: 'The consumer', schema: ConsumerDetailResponse },
     errors: { ...CONSUMER_NOT_FOUND, limit_unavailable: 'The rate limiter is unavailable; retry later' },
@@ -154,13 +172,14 @@ export const consumerOperations = [
       const consumer = await ctx.consumers.get(params.consumerId);
       if (!consumer) throw new AppError('consumer_not_found');
       const plan = await boundPlan(consumer.rateLimitId, ctx);
-      const [totals, rateLimits] = await Promise.all([
+      const [totals, rateLimits, credits] = await Promise.all([
         ctx.keys.idsOfConsumer(consumer.id).then((keyIds) => ctx.usage.readConsumer(consumer.id, keyIds)),
         rateLimitsOf(plan && [{ scope: 'consumer', id: consumer.id, plan }], ctx),
+        consumerCredits(consumer, ctx),
       ]);
       const { usageByCustomerNotListed, ...listed } = totals;
       const body: WithRawMetadata<ConsumerDetailResponse> = {
-        ...consumerView(consumer),
+        ...consumerView(consumer, credits),
         usage: { ...listed, rateLimits, ...(usageByCustomerNotListed && { usageByCustomerNotListed }) },
       };
       sendJson(res, body);
@@ -173,9 +192,9 @@ export const consumerOperations = [
     path: CONSUMER_PATH,
     scope: 'keys:write',
     tag: TAG,
-    summary: 'Change a consumer: name, owner, metadata, plan',
+    summary: 'Change a consumer: name, owner, metadata, plan, credits',
     description:
-      'Any of the fields; `null` clears `externalId`, unbinds the plan (`rateLimitId`) and sets `metadata` to `{}`. A new plan takes effect for all its keys on every replica within 1 s, keeping what the current windows have spent; a body that sets only what the consumer already has changes nothing (no audit entry, `lastUpdated` stays).',
+      'Any of the fields; `null` clears `externalId`, unbinds the plan (`rateLimitId`), removes `credits` and sets `metadata` to `{}`. A new plan takes effect for all its keys on every replica within 1 s, keeping what the current windows have spent. `credits` sets the balance afresh (what was spent before no longer counts), in force for the next request of any of its keys on every replica; to add to it, use `POST /tollgate/credits`. A body that sets only what the consumer already has changes nothing (no audit entry, `lastUpdated` stays).',
     params: consumerParams,
     body: { schema: UpdateConsumerRequest, check: consumerSettingProblems },
     success: { status: 200, description: 'The consumer as it now is', schema: ConsumerResponse },
@@ -186,7 +205,10 @@ export const consumerOperations = [
     },
     async handle({ params: { consumerId }, body, res, ctx }) {
       const changes = settingsOf(body, res);
-      const { consumer, changed } = await ctx.audited(res, async ({ consumers, plans }) => {
+      // What the balance held, for the audit entry: read before the change (the limiter is not in the transaction).
+      const current = body.credits === undefined ? undefined : await ctx.consumers.get(consumerId);
+      const creditsBefore = current && (await consumerCredits(current, ctx));
+      const { consumer, changed } = await ctx.audited(res, async ({ consumers, plans, credits }) => {
         const before = await consumers.get(consumerId, 'update');
         if (!before) throw new AppError('consumer_not_found');
         if (
@@ -196,24 +218,33 @@ export const consumerOperations = [
         )
           throw new AppError('rate_limit_not_found');
         // Setting what is already set changes nothing: no entry, and lastUpdated stays.
+        const settingCredits = setsCredits(before.balance, body.credits);
         if (
+          !settingCredits &&
           Object.entries(changes).every(([field, value]) => before[field as keyof ConsumerSettings] === value)
         ) {
           return { result: { consumer: before, changed: false }, unchanged: true as const };
         }
+        const now = ctx.now();
+        if (settingCredits) {
+          const balance = balanceOfInput(body.credits!, before.creditsEpoch, now.getTime());
+          await credits.set('consumer', consumerId, balance, balance?.epoch ?? before.creditsEpoch, now);
+        }
         const after = (await withExternalId(changes.externalId, () =>
-          consumers.update(consumerId, changes, ctx.now()),
+          consumers.update(consumerId, changes, now),
         ))!;
+        const creditsAfter = after.balance && recordedCredits(after.balance, now.getTime());
         const change = {
           action: 'consumer.update',
           target: { type: 'consumer', id: consumerId },
-          before: consumerAudit(before),
-          after: consumerAudit(after),
+          before: { ...consumerAudit(before), ...(settingCredits && { credits: creditsBefore ?? null }) },
+          after: { ...consumerAudit(after), ...(settingCredits && { credits: creditsAfter }) },
         };
         return { result: { consumer: after, changed: true }, ...change };
       });
       if (changed) await ctx.announce({ kind: 'consumer', consumerId });
-      sendJson(res, consumerView(consumer));
+      if (changed && body.credits !== undefined) await syncCredits(ctx, consumerSubjects(consumer));
+      sendJson(res, consumerView(consumer, await consumerCredits(consumer, ctx)));
     },
   }),
 

@@ -7,6 +7,7 @@ import type { Operation } from '../operation.js';
 import { adminTokenOperations } from './admin-tokens.js';
 import { auditLogOperations } from './audit-log.js';
 import { consumerOperations } from './consumers.js';
+import { creditOperations } from './credits.js';
 import { billingExportOperations } from './billing-exports.js';
 import { keyOperations } from './keys.js';
 import { planOperations } from './plans.js';
@@ -18,6 +19,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...keyOperations,
   ...planOperations,
   ...consumerOperations,
+  ...creditOperations,
   ...routeOperations,
   ...usageOperations,
   ...adminTokenOperations,

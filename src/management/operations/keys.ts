@@ -10,6 +10,15 @@ import type { KeyRow, KeySettings } from '../../store/key-repository.js';
 import { keyAudit } from '../audit-views.js';
 import { callerOf } from '../authenticate.js';
 import type { ManagementContext } from '../context.js';
+import type { Credits } from '../credit-schemas.js';
+import {
+  balanceOfInput,
+  heldCredits,
+  keyCredits,
+  recordedCredits,
+  setsCredits,
+  syncCredits,
+} from '../credit-views.js';
 import { metadataAsWritten } from '../json-body.js';
 import { RawJson, sendJson } from '../json-as-written.js';
 import { keySummary, keyView, keyState, type WithRawMetadata } from '../key-views.js';
@@ -99,9 +108,14 @@ function changesNothing(key: KeyRow, changes: Partial<KeySettings>): boolean {
   );
 }
 
-/** A key as its caller may see it: the secret only with `keys:secrets` (contract section 19). */
-function visibleKey(key: KeyRow, res: Response, ctx: ManagementContext): WithRawMetadata<KeyResponse> {
-  const view = keyView(key, ctx.encryptionKeys);
+/** A key as its caller may see it, its balance holding `credits`: the secret only with `keys:secrets` (contract section 19). */
+function visibleKey(
+  key: KeyRow,
+  credits: Credits | null,
+  res: Response,
+  ctx: ManagementContext,
+): WithRawMetadata<KeyResponse> {
+  const view = keyView(key, credits, ctx.encryptionKeys);
   if (callerOf(res).scopes.has('keys:secrets')) return view;
   const { secret: _secret, ...withoutSecret } = view;
   return withoutSecret as WithRawMetadata<KeyResponse>;
@@ -115,7 +129,8 @@ export const keyOperations = [
     scope: 'keys:write',
     tag: TAG,
     summary: 'Create a consumer API key',
-    description: 'Generates the secret. `createdAt` is `YYYY-MM-DD HH:MM:SS` (UTC) in this response only.',
+    description:
+      'Generates the secret. `createdAt` is `YYYY-MM-DD HH:MM:SS` (UTC) in this response only. `credits` gives the key a prepaid balance of its own, which its requests spend besides any of its consumer.',
     body: { schema: CreateKeyRequest, check: keySettingProblems },
     success: {
       status: 201,
@@ -139,7 +154,9 @@ export const keyOperations = [
       const id = generateKeyId();
       const secret = generateSecret();
       const createdAt = ctx.now();
-      const key = await ctx.audited(res, async ({ keys, plans, consumers, routes }) => {
+      const balance = input.credits ? balanceOfInput(input.credits, 0, createdAt.getTime()) : null;
+      const credits = balance && recordedCredits(balance, createdAt.getTime());
+      const key = await ctx.audited(res, async ({ keys, plans, consumers, routes, credits: balances }) => {
         await checkRouteReferences([['allowedRouteIds', settings.allowedRouteIds]], routes);
         if (rateLimitId !== null && !(await plans.get(rateLimitId)))
           throw new AppError('rate_limit_not_found');
@@ -152,13 +169,14 @@ export const keyOperations = [
           rateLimitId,
           createdAt,
         });
+        if (balance !== null) await balances.set('key', id, balance, balance.epoch, createdAt);
         const created = (await keys.get(id))!;
         return {
           result: created,
           action: 'key.create',
           target: { type: 'key', id },
           before: null,
-          after: keyAudit(created),
+          after: { ...keyAudit(created), ...(credits && { credits }) },
         };
       });
       const body: WithRawMetadata<CreateKeyResponse> = {
@@ -168,6 +186,7 @@ export const keyOperations = [
         createdAt: createTimestamp(createdAt),
         ...keyState(key),
         metadata: new RawJson(key.metadata),
+        credits,
       };
       sendJson(res.status(201).location(`${ctx.prefix}${KEYS_PATH}/${id}`), body);
     },
@@ -201,21 +220,23 @@ export const keyOperations = [
     path: KEY_PATH,
     scope: 'keys:read',
     tag: TAG,
-    summary: 'Show a key with its usage (and its secret, with keys:secrets)',
+    summary: 'Show a key with its usage, its credits (and its secret, with keys:secrets)',
     description:
-      'Usage shows a proxied request within 2 s, whichever replica served it. `usage.rateLimits` is read without consuming quota. `secret` is present only for callers holding `keys:secrets`.',
+      "Usage shows a proxied request within 2 s, whichever replica served it. `usage.rateLimits` and `credits` are read without consuming quota; `credits` is the key's own balance (its consumer's shows on the consumer). `secret` is present only for callers holding `keys:secrets`.",
     params: keyParams,
     success: { status: 200, description: 'The key', schema: KeyDetailResponse },
     errors: { ...KEY_NOT_FOUND, limit_unavailable: 'The rate limiter is unavailable; retry later' },
     async handle({ params, res, ctx }) {
       const key = await ctx.keys.get(params.consumerApiKeyId);
       if (!key) throw new AppError('key_not_found');
-      const [totals, rateLimits] = await Promise.all([
+      const subjects = await keySubjects(key, ctx);
+      const [totals, rateLimits, credits] = await Promise.all([
         ctx.usage.read(key.id),
-        keySubjects(key, ctx).then((subjects) => rateLimitsOf(subjects, ctx)),
+        rateLimitsOf(subjects, ctx),
+        heldCredits(ctx, subjects, 'key'),
       ]);
       const body: WithRawMetadata<KeyDetailResponse> = {
-        ...visibleKey(key, res, ctx),
+        ...visibleKey(key, credits, res, ctx),
         usage: {
           totalRequests: totals.totalRequests,
           successfulRequests: totals.successfulRequests,
@@ -239,9 +260,9 @@ export const keyOperations = [
     path: KEY_PATH,
     scope: 'keys:write',
     tag: TAG,
-    summary: 'Change a key: name, owner, metadata, enabled, expiry, consumer, allowed routes',
+    summary: 'Change a key: name, owner, metadata, enabled, expiry, consumer, allowed routes, credits',
     description:
-      'Any of the fields; `null` clears `externalId`, `expiresAt`, `consumerId` and `allowedRouteIds` (every route), and sets `metadata` to `{}`. Moving a key to another consumer moves none of its history. Takes effect on every replica within 1 s and moves `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays). The answer carries `secret` only for callers holding `keys:secrets`.',
+      'Any of the fields; `null` clears `externalId`, `expiresAt`, `consumerId`, `allowedRouteIds` (every route) and `credits`, and sets `metadata` to `{}`. Moving a key to another consumer moves none of its history. `credits` sets the balance afresh (what was spent before no longer counts), in force for the next request on every replica; to add to it, use `POST /tollgate/credits`. Other changes take effect on every replica within 1 s and move `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays). The answer carries `secret` only for callers holding `keys:secrets`.',
     params: keyParams,
     body: { schema: UpdateKeyRequestSchema, check: keySettingProblems },
     success: {
@@ -253,25 +274,36 @@ export const keyOperations = [
     async handle({ params, body, res, ctx }) {
       const id = params.consumerApiKeyId;
       const changes = settingsOf(body, res);
-      const { key, changed } = await ctx.audited(res, async ({ keys, consumers, routes }) => {
+      // What the balance held, for the audit entry: read before the change (the limiter is not in the transaction).
+      const current = body.credits === undefined ? undefined : await ctx.keys.get(id);
+      const creditsBefore = current && (await keyCredits(current, ctx));
+      const { key, changed } = await ctx.audited(res, async ({ keys, consumers, routes, credits }) => {
         const before = await keys.get(id, true);
         if (!before) throw new AppError('key_not_found');
         await checkRouteReferences([['allowedRouteIds', changes.allowedRouteIds]], routes);
         if (changes.consumerId !== before.consumerId) await checkConsumer(changes.consumerId, consumers);
         // Setting what is already set changes nothing: no entry, and lastUpdated stays.
-        if (changesNothing(before, changes))
+        const settingCredits = setsCredits(before.balance, body.credits);
+        if (changesNothing(before, changes) && !settingCredits)
           return { result: { key: before, changed: false }, unchanged: true as const };
-        const after = (await keys.update(id, changes, ctx.now()))!;
+        const now = ctx.now();
+        if (settingCredits) {
+          const balance = balanceOfInput(body.credits!, before.creditsEpoch, now.getTime());
+          await credits.set('key', id, balance, balance?.epoch ?? before.creditsEpoch, now);
+        }
+        const after = (await keys.update(id, changes, now))!;
+        const creditsAfter = after.balance && recordedCredits(after.balance, now.getTime());
         return {
           result: { key: after, changed: true },
           action: 'key.update',
           target: { type: 'key', id },
-          before: keyAudit(before),
-          after: keyAudit(after),
+          before: { ...keyAudit(before), ...(settingCredits && { credits: creditsBefore ?? null }) },
+          after: { ...keyAudit(after), ...(settingCredits && { credits: creditsAfter }) },
         };
       });
       if (changed) await ctx.announce({ kind: 'key', keyId: id });
-      sendJson(res, visibleKey(key, res, ctx));
+      if (changed && body.credits !== undefined) await syncCredits(ctx, await keySubjects(key, ctx));
+      sendJson(res, visibleKey(key, await keyCredits(key, ctx), res, ctx));
     },
   }),
 

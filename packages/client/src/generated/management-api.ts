@@ -69,8 +69,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Show a key with its usage (and its secret, with keys:secrets)
-         * @description Usage shows a proxied request within 2 s, whichever replica served it. `usage.rateLimits` is read without consuming quota. `secret` is present only for callers holding `keys:secrets`.
+         * Show a key with its usage, its credits (and its secret, with keys:secrets)
+         * @description Usage shows a proxied request within 2 s, whichever replica served it. `usage.rateLimits` and `credits` are read without consuming quota; `credits` is the key's own balance (its consumer's shows on the consumer). `secret` is present only for callers holding `keys:secrets`.
          */
         get: operations["getConsumerApiKey"];
         put?: never;
@@ -80,8 +80,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a key: name, owner, metadata, enabled, expiry, consumer, allowed routes
-         * @description Any of the fields; `null` clears `externalId`, `expiresAt`, `consumerId` and `allowedRouteIds` (every route), and sets `metadata` to `{}`. Moving a key to another consumer moves none of its history. Takes effect on every replica within 1 s and moves `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays). The answer carries `secret` only for callers holding `keys:secrets`.
+         * Change a key: name, owner, metadata, enabled, expiry, consumer, allowed routes, credits
+         * @description Any of the fields; `null` clears `externalId`, `expiresAt`, `consumerId`, `allowedRouteIds` (every route) and `credits`, and sets `metadata` to `{}`. Moving a key to another consumer moves none of its history. `credits` sets the balance afresh (what was spent before no longer counts), in force for the next request on every replica; to add to it, use `POST /tollgate/credits`. Other changes take effect on every replica within 1 s and move `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays). The answer carries `secret` only for callers holding `keys:secrets`.
          */
         patch: operations["updateConsumerApiKey"];
         trace?: never;
@@ -137,7 +137,7 @@ export interface paths {
         put?: never;
         /**
          * Create a consumer API key
-         * @description Generates the secret. `createdAt` is `YYYY-MM-DD HH:MM:SS` (UTC) in this response only.
+         * @description Generates the secret. `createdAt` is `YYYY-MM-DD HH:MM:SS` (UTC) in this response only. `credits` gives the key a prepaid balance of its own, which its requests spend besides any of its consumer.
          */
         post: operations["createConsumerApiKey"];
         delete?: never;
@@ -345,7 +345,7 @@ export interface paths {
         put?: never;
         /**
          * Create a consumer, the account that holds keys
-         * @description A plan bound to a consumer is shared by all its keys, exactly, across replicas, on top of each key's own plan. `externalId` is unique among consumers; `metadata` is kept as a key's.
+         * @description A plan bound to a consumer is shared by all its keys, exactly, across replicas, on top of each key's own plan, and so are its `credits`. `externalId` is unique among consumers; `metadata` is kept as a key's.
          */
         post: operations["createConsumer"];
         delete?: never;
@@ -362,8 +362,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Show a consumer with its usage and where its shared limits stand
-         * @description `usage` is what its keys did while they belonged to it (a request shows within 2 s; moving a key moves none of its history). `usage.rateLimits` is read without consuming quota: the consumer's plan, counted over all its keys on every replica.
+         * Show a consumer with its usage, its credits and where its shared limits stand
+         * @description `usage` is what its keys did while they belonged to it (a request shows within 2 s; moving a key moves none of its history). `usage.rateLimits` and `credits` are read without consuming quota: the consumer's plan and balance, counted over all its keys on every replica.
          */
         get: operations["getConsumer"];
         put?: never;
@@ -376,8 +376,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a consumer: name, owner, metadata, plan
-         * @description Any of the fields; `null` clears `externalId`, unbinds the plan (`rateLimitId`) and sets `metadata` to `{}`. A new plan takes effect for all its keys on every replica within 1 s, keeping what the current windows have spent; a body that sets only what the consumer already has changes nothing (no audit entry, `lastUpdated` stays).
+         * Change a consumer: name, owner, metadata, plan, credits
+         * @description Any of the fields; `null` clears `externalId`, unbinds the plan (`rateLimitId`), removes `credits` and sets `metadata` to `{}`. A new plan takes effect for all its keys on every replica within 1 s, keeping what the current windows have spent. `credits` sets the balance afresh (what was spent before no longer counts), in force for the next request of any of its keys on every replica; to add to it, use `POST /tollgate/credits`. A body that sets only what the consumer already has changes nothing (no audit entry, `lastUpdated` stays).
          */
         patch: operations["updateConsumer"];
         trace?: never;
@@ -396,6 +396,26 @@ export interface paths {
         get: operations["getConsumerUsage"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tollgate/credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Top up or set a key's or a consumer's credit balance
+         * @description `add` tops the balance up: what it holds rises by `add`, its refill and `lowAt` stay (a refill still sets it back to the refill amount). `set` sets what it holds, counted afresh, keeping its refill and `lowAt`. A key or consumer without a balance gets one, with no refill. Atomic with every request that spends the balance, and in force for the next request on every replica. The answer is what the balance holds right after the change.
+         */
+        post: operations["changeCredits"];
         delete?: never;
         options?: never;
         head?: never;
@@ -737,8 +757,24 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
-            /** @description The credit balance of the consumer; null: it holds none */
-            credits: null;
+            /** @description The prepaid balance (contract section 14); null: it holds none. Every key of the consumer spends it */
+            credits: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt: number | null;
+                refill: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                remaining: number;
+            } | null;
             externalId: string | null;
             /** @description Keys that belong to the consumer */
             keyCount: number;
@@ -769,8 +805,24 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
-            /** @description The credit balance of the consumer; null: it holds none */
-            credits: null;
+            /** @description The prepaid balance (contract section 14); null: it holds none. Every key of the consumer spends it */
+            credits: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt: number | null;
+                refill: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                remaining: number;
+            } | null;
             externalId: string | null;
             /** @description Keys that belong to the consumer */
             keyCount: number;
@@ -789,7 +841,7 @@ export interface components {
             rateLimitId: string | null;
             /** @description What its keys did while they belonged to it (moving a key moves none of its history), and its shared limits */
             usage: {
-                /** @description Units charged: 1 per admitted request, 0 per refused one (usage counted before the upgrade that added it: 0) */
+                /** @description Units charged: the cost of each admitted request (its plans' `costs`, else 1), 0 per refused one (usage counted before the upgrade that added it: 0) */
                 cost: number;
                 /** @description One entry per request path, most requests first */
                 endpoints: {
@@ -1099,6 +1151,25 @@ export interface components {
         };
         /** CreateConsumerRequest */
         CreateConsumerRequest: {
+            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits. Every key of the consumer spends it */
+            credits?: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt?: number | null;
+                /** @description Absent or null: the balance is never refilled */
+                refill?: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description The balance, 0 to 2^53-1 */
+                remaining: number;
+            } | null;
             externalId?: string | null;
             /** @description A JSON object of at most 8192 bytes as serialised and 32 levels of nesting, returned as given; null: `{}` */
             metadata?: {
@@ -1115,6 +1186,25 @@ export interface components {
             allowedRouteIds?: string[] | null;
             /** @description The consumer the key belongs to; null: none */
             consumerId?: string | null;
+            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits */
+            credits?: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt?: number | null;
+                /** @description Absent or null: the balance is never refilled */
+                refill?: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description The balance, 0 to 2^53-1 */
+                remaining: number;
+            } | null;
             /** @description A disabled key is refused with 403 key_disabled, without consuming quota */
             enabled?: boolean;
             /** @description From this instant the key is refused with 401 key_expired; null: never */
@@ -1139,6 +1229,24 @@ export interface components {
              * @example 2026-11-21 14:23:02
              */
             createdAt: string;
+            /** @description The prepaid balance (contract section 14); null: it holds none */
+            credits: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt: number | null;
+                refill: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                remaining: number;
+            } | null;
             enabled: boolean;
             expiresAt: string | null;
             externalId: string | null;
@@ -1327,6 +1435,26 @@ export interface components {
              */
             secret: string;
             url: string;
+        };
+        /**
+         * CreditsChangeRequest
+         * @description One of `consumerApiKeyId` and `consumerId`, and one of `add` and `set`
+         */
+        CreditsChangeRequest: {
+            /** @description Tops the balance up by this many units (it keeps its refill); a holder without a balance gets one of this many, with no refill */
+            add?: number;
+            /**
+             * @description The key whose own balance changes
+             * @example key_3q2xR0f1bW8mT5nYk9Lp4A
+             */
+            consumerApiKeyId?: string;
+            /**
+             * @description The consumer whose balance changes
+             * @example con_Yc2xR0f1bW8mT5nYk9Lp4A
+             */
+            consumerId?: string;
+            /** @description Sets the balance to this many units, whatever was spent before (it keeps its refill and `lowAt`); a holder without a balance gets one, with no refill */
+            set?: number;
         };
         /** DeleteAdminTokenResponse */
         DeleteAdminTokenResponse: {
@@ -1546,6 +1674,24 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
+            /** @description The prepaid balance (contract section 14); null: it holds none */
+            credits: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt: number | null;
+                refill: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                remaining: number;
+            } | null;
             enabled: boolean;
             expiresAt: string | null;
             externalId: string | null;
@@ -1570,7 +1716,7 @@ export interface components {
              */
             secret?: string;
             usage: {
-                /** @description Units charged: 1 per admitted request, 0 per refused one (usage counted before the upgrade that added it: 0) */
+                /** @description Units charged: the cost of each admitted request (its plans' `costs`, else 1), 0 per refused one (usage counted before the upgrade that added it: 0) */
                 cost: number;
                 /** @description One entry per request path, most requests first */
                 endpoints: {
@@ -1664,6 +1810,24 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
+            /** @description The prepaid balance (contract section 14); null: it holds none */
+            credits: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt: number | null;
+                refill: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                remaining: number;
+            } | null;
             enabled: boolean;
             expiresAt: string | null;
             externalId: string | null;
@@ -2005,8 +2169,24 @@ export interface components {
                  * @example 2026-11-21T14:23:02Z
                  */
                 createdAt: string;
-                /** @description The credit balance of the consumer; null: it holds none */
-                credits: null;
+                /** @description The prepaid balance (contract section 14); null: it holds none. Every key of the consumer spends it */
+                credits: {
+                    /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                    lowAt: number | null;
+                    refill: {
+                        /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                        amount: number;
+                        /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                        dayOfMonth?: number;
+                        /**
+                         * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                         * @enum {string}
+                         */
+                        interval: "day" | "month";
+                    } | null;
+                    /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                    remaining: number;
+                } | null;
                 externalId: string | null;
                 /** @description Keys that belong to the consumer */
                 keyCount: number;
@@ -2521,9 +2701,28 @@ export interface components {
         };
         /**
          * UpdateConsumerRequest
-         * @description Any of the fields; null clears externalId and rateLimitId, and sets metadata to `{}`
+         * @description Any of the fields; null clears externalId, rateLimitId and credits, and sets metadata to `{}`
          */
         UpdateConsumerRequest: {
+            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits. Every key of the consumer spends it */
+            credits?: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt?: number | null;
+                /** @description Absent or null: the balance is never refilled */
+                refill?: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description The balance, 0 to 2^53-1 */
+                remaining: number;
+            } | null;
             externalId?: string | null;
             /** @description A JSON object of at most 8192 bytes as serialised and 32 levels of nesting, returned as given; null: `{}` */
             metadata?: {
@@ -2536,13 +2735,32 @@ export interface components {
         };
         /**
          * UpdateKeyRequest
-         * @description Any of the fields; null clears externalId, expiresAt, consumerId, allowedRouteIds (every route) and metadata (to `{}`)
+         * @description Any of the fields; null clears externalId, expiresAt, consumerId, allowedRouteIds (every route), credits and metadata (to `{}`)
          */
         UpdateKeyRequest: {
             /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
             allowedRouteIds?: string[] | null;
             /** @description The consumer the key belongs to; null: none */
             consumerId?: string | null;
+            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits */
+            credits?: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt?: number | null;
+                /** @description Absent or null: the balance is never refilled */
+                refill?: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description The balance, 0 to 2^53-1 */
+                remaining: number;
+            } | null;
             /** @description A disabled key is refused with 403 key_disabled, without consuming quota */
             enabled?: boolean;
             /** @description From this instant the key is refused with 401 key_expired; null: never */
@@ -6155,6 +6373,146 @@ export interface operations {
             /** @description The database is unavailable; retry later */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    changeCredits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreditsChangeRequest"];
+            };
+        };
+        responses: {
+            /** @description What the balance now holds */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Identifier of a consumer API key, as returned by create (`id`)
+                         * @example key_3q2xR0f1bW8mT5nYk9Lp4A
+                         */
+                        consumerApiKeyId: string;
+                        /** @description Units the balance holds now, after the change */
+                        remaining: number;
+                    } | {
+                        /**
+                         * @description Identifier of a consumer, as returned by its creation (`consumerId`)
+                         * @example con_Yc2xR0f1bW8mT5nYk9Lp4A
+                         */
+                        consumerId: string;
+                        /** @description Units the balance holds now, after the change */
+                        remaining: number;
+                    };
+                };
+            };
+            /** @description A body (or parameter) that does not match the schema: `details` names each field; Malformed or empty JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `consumerApiKeyId` names no key; `consumerId` names no consumer */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than 65536 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not application/json (or is compressed) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later; The database refuses writes (disk full, read-only); retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (5) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
