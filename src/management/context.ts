@@ -51,6 +51,7 @@ export interface ManagementDeps {
     | 'seriesForKey'
     | 'seriesForConsumer'
     | 'forFleet'
+    | 'seriesForFleet'
     | 'topConsumers'
   >;
   readonly usageRetention: UsageRetentionSettings;
