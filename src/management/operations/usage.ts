@@ -277,7 +277,7 @@ async function namedConsumers(
 const CSV_DESCRIPTION = `\`Accept: text/csv\` (any parameters, such as \`charset\`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] ${CSV_COLUMNS.map(([name]) => name).join(', ')}; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.`;
 /** What `groupBy=route` answers, for every scope. */
 const ROUTE_SERIES_DESCRIPTION =
-  '`groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all), filed under the day each request happened; a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)".';
+  '`groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)".';
 
 export const usageOperations = [
   defineOperation({
