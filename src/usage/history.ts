@@ -126,7 +126,7 @@ export class UsageHistory {
     return this.buckets({ consumerId, keyIds }, granularity, fromMs, toMs);
   }
 
-  /** How many series `seriesForKey` or `seriesForConsumer` answers, close enough to bound its size (what is stored; pending usage adds few). */
+  /** How many series `seriesForKey`, `seriesForConsumer` or `seriesForFleet` answers, close enough to bound its size (what is stored; pending usage adds few). */
   seriesCount(
     scope: HistoryScope,
     by: SeriesBy,
