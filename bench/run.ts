@@ -11,7 +11,8 @@
 //   npm run bench -- concurrency  CPU per request at wrk -c50, 13, 4, 1: Tollgate with and without a plan, a bare forwarder
 //   npm run bench -- embedded     the embedded default against Redis mode: time to ready, memory idle and under load, req/s, p99
 //   npm run bench -- detail       the key detail at both usage caps (1,000 endpoints, 10,000 customers), short and longest names: size and time
-//   npm run bench -- routes       the proxy with route tables of 1, 100 and 1,000 routes against none: req/s and CPU per request
+//   npm run bench -- routes       the proxy with route tables of 1, 100 and 1,000 routes against none, and a plan with a match and costs: req/s and CPU per request
+//   npm run bench -- record       the usage recorder's record() alone: ns per request
 //   … --out FILE                  also write the result (markdown) to FILE; it is always printed
 //
 // Environment (all optional): BENCH_DURATION (s, default 10), BENCH_ROUNDS (3), BENCH_WARMUP (s, 3),
@@ -36,6 +37,7 @@ import { embedded } from './commands/embedded.ts';
 import { engines } from './commands/engines.ts';
 import { hotConsumer } from './commands/hot-consumer.ts';
 import { profile } from './commands/profile.ts';
+import { record } from './commands/record.ts';
 import { routes } from './commands/routes.ts';
 import { scale } from './commands/scale.ts';
 import { table } from './commands/table.ts';
@@ -51,8 +53,9 @@ const commands: Record<string, () => Promise<string>> = {
   embedded,
   detail,
   routes,
+  record,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes] [--out FILE]\n`;
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record] [--out FILE]\n`;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
 try {

@@ -1,9 +1,11 @@
-// `npm run bench -- routes`: the hot-path cost of the route table. One embedded Tollgate with a key of
-// one limit, measured with no route (the catch-all) and with tables of 1, 100 and 1,000 routes through
-// which the request is routed. One process for every size, so they differ by their table alone (two
-// processes of the same build differ by more than a table: their heaps, their JIT); the sizes are
-// visited up and back down (0, 1, 100, 1000, 1000, 100, 1, 0) each round, so drift on a shared machine
-// falls on all of them alike. Reported as req/s and CPU per request against no route (issue 26: within 10 %).
+// `npm run bench -- routes`: the hot-path cost of the route table and of route-aware plans. One
+// embedded Tollgate with a key of one limit, measured with no route (the catch-all) and with tables of
+// 1, 100 and 1,000 routes through which the request is routed; then, on the largest table, a second
+// key whose plan's limit has a match and whose plan has costs (decision record 0034). One process for
+// every row, so they differ by their table and plan alone (two processes of the same build differ by
+// more than a table: their heaps, their JIT); the rows are visited up and back down (0, 1, 100, 1000,
+// plan, plan, 1000, 100, 1, 0) each round, so drift on a shared machine falls on all of them alike.
+// Reported as req/s and CPU per request against no route (issue 26: within 10 %).
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type * as RouteIndexModule from '../../src/routes/route-index.ts';
@@ -12,6 +14,7 @@ import {
   BACKEND_URL,
   CLIENT_CPUS,
   DURATION,
+  HUGE_LIMIT,
   PIN,
   PORT,
   ROOT,
@@ -42,7 +45,31 @@ const TABLES = (env.BENCH_ROUTE_TABLES ?? '1,100,1000')
   .map(Number)
   .filter((n) => n > 0);
 const SIZES = [0, ...TABLES];
+/** The row of the key with a route-aware plan, on the largest table. */
+const PLAN = 'plan';
+type Row = number | typeof PLAN;
+const ROWS: Row[] = [...SIZES, PLAN];
 const REQUEST_PATH = '/bench/item?id=42';
+/**
+ * A plan of one limit that counts only GETs of route `bench`, and costs: the request walks past a
+ * cost for another route and takes the second, 2 units (both never refuse).
+ */
+const ROUTE_AWARE_PLAN = {
+  rateLimitId: 'bench-route-aware',
+  description: 'bench: a limit with a match, and costs; never triggers',
+  limits: [
+    {
+      name: 'bench-gets',
+      limit: HUGE_LIMIT,
+      period: 'hour',
+      match: { routeIds: ['bench'], methods: ['GET'] },
+    },
+  ],
+  costs: [
+    { match: { routeIds: ['r1'] }, cost: 5 },
+    { match: { routeIds: ['bench'], pathPrefix: '/bench/item' }, cost: 2 },
+  ],
+};
 /** A change of the table is in force within this (contract section 15: 1 s on every replica). */
 const IN_FORCE_MS = 1_000;
 const MATCH_CALLS = 1_000_000;
@@ -66,6 +93,12 @@ function route(i: number): {
     { host: `*.w${i}.example.com`, pathPrefix: '/bench' },
   ][i % 3]!;
   return { routeId: `r${i}`, match, upstreamUrl: BACKEND_URL, ...(i % 2 === 0 && { stripPrefix: true }) };
+}
+
+/** A row's name in the log and the table. */
+function label(row: Row): string {
+  if (row === PLAN) return `${fmt(SIZES.at(-1)!)} routes, a plan with a match and costs`;
+  return row === 0 ? 'no route (UPSTREAM_URL)' : `${fmt(row)} route${row === 1 ? '' : 's'}`;
 }
 
 /** Eight at a time, as an operator's script would. */
@@ -134,54 +167,63 @@ export async function routes(): Promise<string> {
   if (PIN) pinTree(proc.child.pid, TARGET_CPUS);
   const pid = proc.child.pid as number;
   await ensurePlan(port);
-  const secret = await createKey(port, 'routes');
-  const load = (seconds: number) =>
+  const secrets = new Map<Row, string>([[0, await createKey(port, 'routes')]]);
+  const largest = SIZES.at(-1)!;
+  const load = (seconds: number, row: Row) =>
     wrk({
       url: `http://127.0.0.1:${port}${REQUEST_PATH}`,
       seconds,
-      headers: { authorization: `Bearer ${secret}` },
+      headers: { authorization: `Bearer ${secrets.get(row === PLAN ? PLAN : 0)}` },
       ...(PIN && { cpus: CLIENT_CPUS }),
     });
-  await load(WARMUP);
+  await load(WARMUP, 0);
 
-  /** Per round, per size: its samples (two: on the way up and on the way down). */
-  const rounds: Map<number, Sample[]>[] = [];
-  const rss = new Map<number, number>();
+  /** Per round, per row: its samples (two: on the way up and on the way down). */
+  const rounds: Map<Row, Sample[]>[] = [];
+  const rss = new Map<Row, number>();
   let size = 0;
+  let previous: Row = 0;
   for (let round = 0; round < ROUNDS; round++) {
-    const samples = new Map<number, Sample[]>(SIZES.map((s) => [s, []]));
-    for (const next of [...SIZES, ...[...SIZES].reverse()]) {
+    const samples = new Map<Row, Sample[]>(ROWS.map((s) => [s, []]));
+    for (const row of [...ROWS, ...[...ROWS].reverse()]) {
+      const next = row === PLAN ? largest : row;
       if (next !== size) {
         log(`round ${round + 1}/${ROUNDS}: ${fmt(size)} → ${fmt(next)} routes`);
         await resize(port, size, next);
         size = next;
-        // The JIT settles on the new table before it is measured.
-        await load(1);
       }
+      // The plan names routes of the table: created once they exist.
+      if (row === PLAN && !secrets.has(PLAN)) {
+        await management(port, '/rate-limit/create', ROUTE_AWARE_PLAN, [201, 409]);
+        secrets.set(PLAN, await createKey(port, 'route-aware', true, ROUTE_AWARE_PLAN.rateLimitId));
+      }
+      // The JIT settles on the new table, or the other key, before it is measured.
+      if (row !== previous) await load(1, row);
+      previous = row;
       const cpu0 = treeCpuUs(pid);
-      const r = await load(DURATION);
+      const r = await load(DURATION, row);
       if (r.non2xx > 0 || r.socketErrors > 0)
-        throw new Error(`${size} routes: ${r.non2xx} non-2xx answers, ${r.socketErrors} socket errors`);
-      samples.get(size)!.push({ rps: r.rps, cpuUs: (treeCpuUs(pid) - cpu0) / r.requests, p99: r.p99 });
-      rss.set(size, treeRssKiB(pid));
+        throw new Error(`${label(row)}: ${r.non2xx} non-2xx answers, ${r.socketErrors} socket errors`);
+      samples.get(row)!.push({ rps: r.rps, cpuUs: (treeCpuUs(pid) - cpu0) / r.requests, p99: r.p99 });
+      rss.set(row, treeRssKiB(pid));
       log(
-        `round ${round + 1}/${ROUNDS} ${fmt(size)} routes: ${fmt(r.rps)} req/s, ${fmt(samples.get(size)!.at(-1)!.cpuUs, 1)} µs CPU per request`,
+        `round ${round + 1}/${ROUNDS} ${label(row)}: ${fmt(r.rps)} req/s, ${fmt(samples.get(row)!.at(-1)!.cpuUs, 1)} µs CPU per request`,
       );
     }
     rounds.push(samples);
   }
 
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const of = (round: Map<number, Sample[]>, s: number, pick: (x: Sample) => number) =>
+  const of = (round: Map<Row, Sample[]>, s: Row, pick: (x: Sample) => number) =>
     mean(round.get(s)!.map(pick));
-  const all = (s: number, pick: (x: Sample) => number) =>
+  const all = (s: Row, pick: (x: Sample) => number) =>
     median(rounds.flatMap((round) => round.get(s)!.map(pick)));
   // Each round's ratio to no route in the same round, then the median over the rounds.
-  const ratio = (s: number, pick: (x: Sample) => number) =>
+  const ratio = (s: Row, pick: (x: Sample) => number) =>
     median(rounds.map((round) => of(round, s, pick) / of(round, 0, pick)));
-  const rows = SIZES.map(
+  const rows = ROWS.map(
     (s) =>
-      `| ${s === 0 ? 'no route (UPSTREAM_URL)' : `${fmt(s)} route${s === 1 ? '' : 's'}`} | ${fmt(all(s, (x) => x.rps))} | ${ratio(s, (x) => x.rps).toFixed(3)} | ${fmt(
+      `| ${label(s)} | ${fmt(all(s, (x) => x.rps))} | ${ratio(s, (x) => x.rps).toFixed(3)} | ${fmt(
         all(s, (x) => x.cpuUs),
         1,
       )} | ${ratio(s, (x) => x.cpuUs).toFixed(3)} | ${fmt(
@@ -199,11 +241,11 @@ export async function routes(): Promise<string> {
   const matching = await matchCost();
   return (
     [
-      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- routes\`: one embedded Tollgate with a key of one limit (never reached), \`GET ${REQUEST_PATH}\` to the nginx backend; with routes, the request takes route \`bench\` out of a table that also holds sibling prefixes, exact hosts and wildcard hosts. wrk -c${positive(env.BENCH_CONNECTIONS, 50)}; ${ROUNDS} rounds, each visiting the sizes up and back down (${[...SIZES, ...[...SIZES].reverse()].join(', ')}), ${DURATION} s per visit after a 1 s warm-up on each new table${PIN ? `; the target on CPU ${TARGET_CPUS}, wrk and nginx on CPU ${CLIENT_CPUS}` : ''}. Values are medians of the visits; the ratios are medians over the rounds of each round's ratio to no route. CPU is the process's user + system time over the requests wrk completed.`,
+      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- routes\`: one embedded Tollgate with a key of one limit (never reached), \`GET ${REQUEST_PATH}\` to the nginx backend; with routes, the request takes route \`bench\` out of a table that also holds sibling prefixes, exact hosts and wildcard hosts; the last row is another key of the same process on the ${fmt(largest)}-route table, its plan's one limit matching GETs of route \`bench\` and its costs giving the request 2 units after passing a cost for another route. wrk -c${positive(env.BENCH_CONNECTIONS, 50)}; ${ROUNDS} rounds, each visiting the rows up and back down (${[...ROWS, ...[...ROWS].reverse()].join(', ')}), ${DURATION} s per visit after a 1 s warm-up on each new table${PIN ? `; the target on CPU ${TARGET_CPUS}, wrk and nginx on CPU ${CLIENT_CPUS}` : ''}. Values are medians of the visits; the ratios are medians over the rounds of each round's ratio to no route. CPU is the process's user + system time over the requests wrk completed.`,
       '',
       machine(),
       '',
-      '| route table | req/s | × no route | CPU µs per request | × no route | p99 ms | RSS MiB | req/s per visit, by round |',
+      '| route table, key | req/s | × no route | CPU µs per request | × no route | p99 ms | RSS MiB | req/s per visit, by round |',
       '|---|--:|--:|--:|--:|--:|--:|---|',
       ...rows,
       '',

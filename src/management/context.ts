@@ -52,6 +52,7 @@ export interface ManagementDeps {
     | 'seriesForKey'
     | 'seriesForConsumer'
     | 'forFleet'
+    | 'seriesForFleet'
     | 'topConsumers'
   >;
   readonly usageRetention: UsageRetentionSettings;

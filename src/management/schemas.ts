@@ -605,17 +605,29 @@ export const KeyUsageQuery = Type.Object(
   {
     ...usageQueryFields,
     groupBy: Type.Optional(
-      Type.Unsafe<'endpoint' | 'customer'>({
+      Type.Unsafe<'endpoint' | 'customer' | 'route'>({
         type: 'string',
-        enum: ['endpoint', 'customer'],
-        description: 'Adds one series per endpoint or customer (day and month granularity only)',
+        enum: ['endpoint', 'customer', 'route'],
+        description: 'Adds one series per endpoint, customer or route (day and month granularity only)',
       }),
     ),
   },
   { ...strict, title: 'KeyUsageQuery' },
 );
 
-export const FleetUsageQuery = Type.Object(usageQueryFields, { ...strict, title: 'FleetUsageQuery' });
+export const FleetUsageQuery = Type.Object(
+  {
+    ...usageQueryFields,
+    groupBy: Type.Optional(
+      Type.Unsafe<'route'>({
+        type: 'string',
+        enum: ['route'],
+        description: 'Adds one series per route, summed over every key (day and month granularity only)',
+      }),
+    ),
+  },
+  { ...strict, title: 'FleetUsageQuery' },
+);
 
 const LatencyPercentile = Type.Union([Type.Number({ minimum: 0 }), Type.Null()]);
 
@@ -670,7 +682,7 @@ const usageRangeFields = {
   buckets: Type.Array(UsageBucket, { description: 'Every bucket of the range, oldest first, zero-filled' }),
 };
 
-/** A series names exactly one of its endpoint or its customer, as `groupBy` asked. */
+/** A series names exactly one of its endpoint, its customer or its route, as `groupBy` asked. */
 const EndpointSeries = Type.Object(
   { endpoint: Type.String(), buckets: Type.Array(UsageBucket) },
   { ...strict, description: 'groupBy=endpoint: one request path' },
@@ -678,6 +690,16 @@ const EndpointSeries = Type.Object(
 const CustomerSeries = Type.Object(
   { customerId: Type.String(), buckets: Type.Array(UsageBucket) },
   { ...strict, description: 'groupBy=customer: one customer' },
+);
+const RouteSeries = Type.Object(
+  {
+    routeId: Type.Union([Type.String(), Type.Null()], {
+      description:
+        'The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month',
+    }),
+    buckets: Type.Array(UsageBucket),
+  },
+  { ...strict, description: 'groupBy=route: one route' },
 );
 
 export const KeyUsageResponse = Type.Object(
@@ -687,11 +709,16 @@ export const KeyUsageResponse = Type.Object(
     series: Type.Optional(
       // The type stays the wider one the usage route builds (its name field is computed).
       Type.Array(
-        Type.Unsafe<{ endpoint?: string; customerId?: string; buckets: Static<typeof UsageBucket>[] }>({
-          oneOf: [EndpointSeries, CustomerSeries],
+        Type.Unsafe<{
+          endpoint?: string;
+          customerId?: string;
+          routeId?: string | null;
+          buckets: Static<typeof UsageBucket>[];
+        }>({
+          oneOf: [EndpointSeries, CustomerSeries, RouteSeries],
         }),
         {
-          description: 'With groupBy: one per endpoint (or customer), most requests first',
+          description: 'With groupBy: one per endpoint (or customer, or route), most requests first',
         },
       ),
     ),
@@ -718,6 +745,9 @@ export const FleetUsageResponse = Type.Object(
         maxItems: 10,
         description: 'The consumers with the most requests filed under them in the range, most first',
       },
+    ),
+    series: Type.Optional(
+      Type.Array(RouteSeries, { description: 'With groupBy=route: one per route, most requests first' }),
     ),
   },
   { ...strict, title: 'FleetUsageResponse' },

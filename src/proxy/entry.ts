@@ -198,6 +198,7 @@ export function finished(deps: EntryDeps, f: Finished): void {
     deps.metrics.routeRequests.inc(route.label, f.status);
     route.upstream.release();
   }
+  const routeId = route === undefined || route === NO_ROUTE ? null : route.routeId;
   if (f.key !== undefined && f.path !== undefined) {
     const now = deps.clock();
     deps.lastUse.used(f.key.id, now);
@@ -206,6 +207,7 @@ export function finished(deps: EntryDeps, f: Finished): void {
       // Filed under the consumer the key belonged to when the request was made (contract 13).
       consumerId: f.key.consumerId ?? null,
       endpoint: f.path,
+      routeId,
       customerId: customerIdOf(f.req.headers, deps.config.customerIdHeader),
       status: f.status,
       outcome: f.outcome,
@@ -222,7 +224,7 @@ export function finished(deps: EntryDeps, f: Finished): void {
         path: f.path,
         status: f.status,
         keyId: f.key?.id,
-        routeId: route === undefined || route === NO_ROUTE ? null : route.routeId,
+        routeId,
         durationMs,
       },
       'proxied request',

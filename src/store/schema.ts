@@ -120,6 +120,11 @@ export interface UsageCustomerBucketTable extends UsageBucketTable {
   customer_id: string;
 }
 
+export interface UsageRouteBucketTable extends UsageBucketTable {
+  /** '' for the catch-all or no route (`routeId: null` in the API). */
+  route_id: string;
+}
+
 export interface AdminTokenTable {
   id: string;
   name: string;
@@ -284,6 +289,7 @@ export interface Database {
   usage_buckets: UsageBucketTable;
   usage_endpoint_buckets: UsageEndpointBucketTable;
   usage_customer_buckets: UsageCustomerBucketTable;
+  usage_route_buckets: UsageRouteBucketTable;
   admin_tokens: AdminTokenTable;
   audit_log: AuditLogTable;
   routes: RouteTable;

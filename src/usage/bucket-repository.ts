@@ -73,13 +73,14 @@ function addedBucket(table: string, dialect: SqlDialect['name']): Record<string,
 
 /**
  * Adds one batch to usage over time, in the caller's transaction: per key and consumer a row per
- * minute, hour, day and month it touched, and its endpoints and customers for each day and month
- * they were used in.
+ * minute, hour, day and month it touched, and its endpoints, customers and routes for each day and
+ * month they were used in.
  */
 export async function addBuckets(trx: Db, keys: readonly KeyBatch[], nowMs: number): Promise<void> {
   const bucketRows = [];
   const endpointRows = [];
   const customerRows = [];
+  const routeRows = [];
   for (const { keyId, consumerId, usage, series } of keys) {
     const filed = { key_id: keyId, consumer_id: consumerId ?? '' };
     const buckets = new Map<string, { granularity: string; start: number; counts: BucketCounts }>();
@@ -95,7 +96,7 @@ export async function addBuckets(trx: Db, keys: readonly KeyBatch[], nowMs: numb
     }
     for (const { granularity, start, counts } of buckets.values())
       bucketRows.push({ ...filed, granularity, start: new Date(start), ...bucketRow(counts) });
-    for (const { granularity, start, endpoints, customers } of series) {
+    for (const { granularity, start, endpoints, customers, routes } of series) {
       for (const [endpoint, c] of endpoints)
         endpointRows.push({ ...filed, granularity, start: new Date(start), endpoint, ...bucketRow(c) });
       for (const [customer, c] of customers)
@@ -106,6 +107,8 @@ export async function addBuckets(trx: Db, keys: readonly KeyBatch[], nowMs: numb
           customer_id: customer,
           ...bucketRow(c),
         });
+      for (const [route, c] of routes)
+        routeRows.push({ ...filed, granularity, start: new Date(start), route_id: route, ...bucketRow(c) });
     }
   }
   const dialect = sqlDialectOf(trx).name;
@@ -139,6 +142,17 @@ export async function addBuckets(trx: Db, keys: readonly KeyBatch[], nowMs: numb
         oc
           .columns(['key_id', 'granularity', 'start', 'customer_id', 'consumer_id'])
           .doUpdateSet(addedBucket('usage_customer_buckets', dialect)),
+      )
+      .execute();
+  }
+  for (let i = 0; i < routeRows.length; i += CHUNK) {
+    await trx
+      .insertInto('usage_route_buckets')
+      .values(routeRows.slice(i, i + CHUNK))
+      .onConflict((oc) =>
+        oc
+          .columns(['key_id', 'granularity', 'start', 'route_id', 'consumer_id'])
+          .doUpdateSet(addedBucket('usage_route_buckets', dialect)),
       )
       .execute();
   }

@@ -32,7 +32,8 @@ function subtractFiled(from: FiledUsage, part: FiledUsage): void {
     if (held === undefined) continue;
     subtractEntries(held.endpoints, d.endpoints);
     subtractEntries(held.customers, d.customers);
-    if (held.endpoints.size + held.customers.size === 0) from.days.delete(day);
+    subtractEntries(held.routes, d.routes);
+    if (held.endpoints.size + held.customers.size + held.routes.size === 0) from.days.delete(day);
   }
 }
 

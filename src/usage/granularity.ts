@@ -39,18 +39,19 @@ export function bucketCount(granularity: Granularity, fromMs: number, toMs: numb
   return (to.getUTCFullYear() - from.getUTCFullYear()) * 12 + to.getUTCMonth() - from.getUTCMonth() + 1;
 }
 
-/** One day or month of a key's series: its endpoints and customers, by name. */
+/** One day or month of a key's series: its endpoints, customers and routes, by name. */
 export interface SeriesPeriod {
   readonly granularity: 'day' | 'month';
   readonly start: number;
   readonly endpoints: Map<string, BucketCounts>;
   readonly customers: Map<string, BucketCounts>;
+  readonly routes: Map<string, BucketCounts>;
 }
 
 /**
- * The days and months of a key's endpoint and customer series, each with its own names (capped
- * later, per period): every day the usage carries, and what it does not date (an earlier version's)
- * on the day of `nowMs`, like the minutes.
+ * The days and months of a key's endpoint, customer and route series, each with its own names
+ * (capped later, per period): every day the usage carries, and what it does not date (an earlier
+ * version's, which has no route either) on the day of `nowMs`, like the minutes.
  */
 export function seriesPeriods(usage: FiledUsage, nowMs: number): SeriesPeriod[] {
   const periods = new Map<string, SeriesPeriod>();
@@ -62,11 +63,13 @@ export function seriesPeriods(usage: FiledUsage, nowMs: number): SeriesPeriod[] 
         start,
         endpoints: new Map(),
         customers: new Map(),
+        routes: new Map(),
       }));
       for (const [endpoint, c] of counts.endpoints)
         addCounts(entryOf(period.endpoints, endpoint, emptyBucket), c);
       for (const [customer, c] of counts.customers)
         addCounts(entryOf(period.customers, customer, emptyBucket), c);
+      for (const [route, c] of counts.routes) addCounts(entryOf(period.routes, route, emptyBucket), c);
     }
   };
   for (const [day, counts] of usage.days) add(day, counts);

@@ -38,7 +38,10 @@ function scopeCondition(scope: HistoryScope): RawBuilder<unknown> {
 const SERIES = {
   endpoint: ['usage_endpoint_buckets', 'endpoint'],
   customer: ['usage_customer_buckets', 'customer_id'],
+  route: ['usage_route_buckets', 'route_id'],
 } as const;
+/** What a series is by: a key's endpoints, customers or routes. */
+export type SeriesBy = keyof typeof SERIES;
 
 /** Each number column summed over the rows of a group, under its own name. */
 const SUMMED_COLUMNS = NUMBER_COLUMNS.map((column) => sql`sum(${sql.ref(column)}) as ${sql.ref(column)}`);
@@ -143,7 +146,7 @@ export class UsageHistoryRepository {
   /** How many series `series` would answer for the same arguments (from what is stored). */
   async seriesCount(
     scope: HistoryScope,
-    by: 'endpoint' | 'customer',
+    by: SeriesBy,
     granularity: 'day' | 'month',
     fromMs: number,
     toMs: number,
@@ -157,10 +160,10 @@ export class UsageHistoryRepository {
     return Number(result.rows[0]?.n ?? 0);
   }
 
-  /** A scope's usage by endpoint or by customer, by day or month: one series per name. */
+  /** A scope's usage by endpoint, customer or route, by day or month: one series per name. */
   series(
     scope: HistoryScope,
-    by: 'endpoint' | 'customer',
+    by: SeriesBy,
     granularity: 'day' | 'month',
     fromMs: number,
     toMs: number,
@@ -216,7 +219,12 @@ export class UsageHistoryRepository {
   async prune(granularity: Granularity, before: Date, batch = 5_000): Promise<number> {
     const tables =
       granularity === 'day' || granularity === 'month'
-        ? (['usage_buckets', 'usage_endpoint_buckets', 'usage_customer_buckets'] as const)
+        ? ([
+            'usage_buckets',
+            'usage_endpoint_buckets',
+            'usage_customer_buckets',
+            'usage_route_buckets',
+          ] as const)
         : (['usage_buckets'] as const);
     let deleted = 0;
     for (const table of tables) {

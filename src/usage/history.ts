@@ -4,6 +4,7 @@ import {
   UsageHistoryRepository,
   type Buckets,
   type HistoryScope,
+  type SeriesBy,
   type TopConsumer,
   type TopKey,
 } from './history-repository.js';
@@ -12,6 +13,7 @@ import type { UsageReader } from './reader.js';
 import {
   MAX_CUSTOMERS_PER_KEY,
   MAX_ENDPOINTS_PER_KEY,
+  MAX_ROUTES_PER_KEY,
   OTHER_ENDPOINT,
   OUTCOMES,
   addCounts,
@@ -80,6 +82,21 @@ function addTo(buckets: Buckets, start: number, counts: BucketCounts): void {
   addCounts(entryOf(buckets, start, emptyBucket), counts);
 }
 
+/** Each series' names in a period of pending usage, and how many a key's period holds. */
+const PENDING_NAMES = {
+  endpoint: ['endpoints', MAX_ENDPOINTS_PER_KEY],
+  customer: ['customers', MAX_CUSTOMERS_PER_KEY],
+  route: ['routes', MAX_ROUTES_PER_KEY],
+} as const satisfies Record<SeriesBy, readonly [string, number]>;
+
+/** Every name's series zero-filled over the range, most requests first (then by name). */
+function sortedSeries(series: Map<string, Buckets>, starts: readonly number[]): SeriesView[] {
+  const total = (b: Buckets) => [...b.values()].reduce((n, c) => n + c.requests, 0);
+  return [...series]
+    .sort(([a, x], [b, y]) => total(y) - total(x) || (a < b ? -1 : 1))
+    .map(([name, buckets]) => ({ name, buckets: zeroFilled(starts, buckets) }));
+}
+
 const historyScope = (scope: Scope): HistoryScope =>
   'keyId' in scope ? { keyId: scope.keyId } : { consumerId: scope.consumerId };
 
@@ -109,10 +126,10 @@ export class UsageHistory {
     return this.buckets({ consumerId, keyIds }, granularity, fromMs, toMs);
   }
 
-  /** How many series `seriesForKey` or `seriesForConsumer` answers, close enough to bound its size (what is stored; pending usage adds few). */
+  /** How many series `seriesForKey`, `seriesForConsumer` or `seriesForFleet` answers, close enough to bound its size (what is stored; pending usage adds few). */
   seriesCount(
     scope: HistoryScope,
-    by: 'endpoint' | 'customer',
+    by: SeriesBy,
     granularity: 'day' | 'month',
     fromMs: number,
     toMs: number,
@@ -121,13 +138,13 @@ export class UsageHistory {
   }
 
   /**
-   * A key's usage by endpoint or customer, one zero-filled series per name, most requests first.
+   * A key's usage by endpoint, customer or route, one zero-filled series per name, most requests first.
    * Pending usage counts in the day and month it happened in, under the name the store will give it:
    * its own, or "(other)" once the period holds as many names as its cap.
    */
   seriesForKey(
     keyId: string,
-    by: 'endpoint' | 'customer',
+    by: SeriesBy,
     granularity: 'day' | 'month',
     fromMs: number,
     toMs: number,
@@ -136,11 +153,11 @@ export class UsageHistory {
     return this.series({ keyId }, by, granularity, fromMs, toMs, nowMs);
   }
 
-  /** A consumer's usage by endpoint or customer, as `seriesForKey`; `keyIds` as `forConsumer`. */
+  /** A consumer's usage by endpoint, customer or route, as `seriesForKey`; `keyIds` as `forConsumer`. */
   seriesForConsumer(
     consumerId: string,
     keyIds: readonly string[],
-    by: 'endpoint' | 'customer',
+    by: SeriesBy,
     granularity: 'day' | 'month',
     fromMs: number,
     toMs: number,
@@ -160,6 +177,17 @@ export class UsageHistory {
       this.repository.topKeys(granularity, fromMs, toMs, 10),
     ]);
     return { buckets: zeroFilled(bucketStarts(granularity, fromMs, toMs), buckets), topKeys };
+  }
+
+  /** Every key's usage by route, summed, one zero-filled series per route (stored usage: a second behind). */
+  async seriesForFleet(
+    by: 'route',
+    granularity: 'day' | 'month',
+    fromMs: number,
+    toMs: number,
+  ): Promise<SeriesView[]> {
+    const series = await this.repository.series('fleet', by, granularity, fromMs, toMs);
+    return sortedSeries(series, bucketStarts(granularity, fromMs, toMs));
   }
 
   /** The consumers with the most requests filed under them in the range (stored usage: a second behind). */
@@ -188,7 +216,7 @@ export class UsageHistory {
 
   private async series(
     scope: Scope,
-    by: 'endpoint' | 'customer',
+    by: SeriesBy,
     granularity: 'day' | 'month',
     fromMs: number,
     toMs: number,
@@ -197,7 +225,7 @@ export class UsageHistory {
     const { stored: series, pending } = await this.reader.snapshot(pendingKeys(scope), (db) =>
       new UsageHistoryRepository(db).series(historyScope(scope), by, granularity, fromMs, toMs),
     );
-    const max = by === 'endpoint' ? MAX_ENDPOINTS_PER_KEY : MAX_CUSTOMERS_PER_KEY;
+    const [names, max] = PENDING_NAMES[by];
     for (const part of pendingOf(scope, pending)) {
       for (const period of seriesPeriods(part, nowMs)) {
         if (period.granularity !== granularity || period.start < fromMs || period.start >= toMs) continue;
@@ -206,7 +234,7 @@ export class UsageHistory {
             name !== OTHER_ENDPOINT && buckets.has(period.start) ? [name] : [],
           ),
         );
-        for (const [name, counts] of by === 'endpoint' ? period.endpoints : period.customers) {
+        for (const [name, counts] of period[names]) {
           const counted = countedName(held, name, max);
           if (counted !== OTHER_ENDPOINT) held.add(counted);
           addTo(
@@ -217,11 +245,7 @@ export class UsageHistory {
         }
       }
     }
-    const starts = bucketStarts(granularity, fromMs, toMs);
-    const total = (b: Buckets) => [...b.values()].reduce((n, c) => n + c.requests, 0);
-    return [...series]
-      .sort(([a, x], [b, y]) => total(y) - total(x) || (a < b ? -1 : 1))
-      .map(([name, buckets]) => ({ name, buckets: zeroFilled(starts, buckets) }));
+    return sortedSeries(series, bucketStarts(granularity, fromMs, toMs));
   }
 }
 

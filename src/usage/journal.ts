@@ -34,8 +34,10 @@ const HEADER_BYTES = 8;
 /** A bucket's numbers in BUCKET_ORDER, then its latency bins flat (bin, count, ...). */
 type Counts = (number | number[])[];
 type Named = [string, Counts][];
+/** A day: its endpoints, its customers and (absent in older journals) its routes. */
+type SerialisedDay = [number, Named, Named, Named?];
 /** Totals by endpoint and customer, then (absent in older journals) minutes and days. */
-type SerialisedFiling = [Named, Named, [number, Counts][]?, [number, Named, Named][]?];
+type SerialisedFiling = [Named, Named, [number, Counts][]?, SerialisedDay[]?];
 /** A key's usage: its whole, then (absent in older journals) each consumer's part. */
 type SerialisedKey = [string, ...SerialisedFiling, [string, ...SerialisedFiling][]?];
 type Serialised = [string, SerialisedKey[]][];
@@ -79,7 +81,7 @@ function encodeFiled(u: FiledUsage): string {
     .join(',');
   const minutes = [...u.minutes].map(([minute, c]) => `[${minute},${counts(c)}]`).join(',');
   const days = [...u.days]
-    .map(([day, d]) => `[${day},[${named(d.endpoints)}],[${named(d.customers)}]]`)
+    .map(([day, d]) => `[${day},[${named(d.endpoints)}],[${named(d.customers)}],[${named(d.routes)}]]`)
     .join(',');
   return `[${endpoints}],[${customers}],[${minutes}],[${days}]`;
 }
@@ -123,9 +125,9 @@ function decodeFiled([endpoints, customers, minutes = [], days = []]: Serialised
     ),
     minutes: new Map(minutes.map(([minute, c]) => [minute, decodeBucket(c)])),
     days: new Map(
-      days.map(([day, e, c]): [number, DayUsage] => [
+      days.map(([day, e, c, r = []]): [number, DayUsage] => [
         day,
-        { endpoints: decodeNamed(e), customers: decodeNamed(c) },
+        { endpoints: decodeNamed(e), customers: decodeNamed(c), routes: decodeNamed(r) },
       ]),
     ),
   };
@@ -165,6 +167,7 @@ function filedBytes(u: FiledUsage): number {
     bytes += 40;
     for (const [name, c] of d.endpoints) bytes += name.length + bucketBytes(c);
     for (const [name, c] of d.customers) bytes += name.length + bucketBytes(c);
+    for (const [name, c] of d.routes) bytes += name.length + bucketBytes(c);
   }
   return bytes;
 }

@@ -5,6 +5,8 @@ import { binOf } from './latency-histogram.js';
 import {
   MAX_CUSTOMERS_PER_KEY,
   MAX_ENDPOINTS_PER_KEY,
+  MAX_ROUTES_PER_KEY,
+  NO_ROUTE_ID,
   countedName,
   countBucketRequest,
   countEndpointRequest,
@@ -76,6 +78,8 @@ export class UsageRecorder implements PendingUsage {
     const day = entryOf(usage.days, dayOf(facts.atMs), emptyDay);
     countEndpointRequest(entryOf(usage.endpoints, path, emptyEndpoint), facts);
     countBucketRequest(entryOf(day.endpoints, path, emptyBucket), facts, bin);
+    const route = countedName(day.routes, facts.routeId ?? NO_ROUTE_ID, MAX_ROUTES_PER_KEY);
+    countBucketRequest(entryOf(day.routes, route, emptyBucket), facts, bin);
     let customer = facts.customerId;
     if (customer === undefined) return;
     // The header is the client's to set: a bounded id keeps one request from bloating a row.

@@ -7,6 +7,7 @@ import { seriesPeriods, type SeriesPeriod } from './granularity.js';
 import {
   MAX_CUSTOMERS_PER_KEY,
   MAX_ENDPOINTS_PER_KEY,
+  MAX_ROUTES_PER_KEY,
   OTHER_ENDPOINT,
   addCounts,
   emptyBucket,
@@ -41,6 +42,7 @@ const NAMES = {
   customers: { table: 'usage_customers', column: 'customer_id', max: MAX_CUSTOMERS_PER_KEY },
   endpointSeries: { table: 'usage_endpoint_buckets', column: 'endpoint', max: MAX_ENDPOINTS_PER_KEY },
   customerSeries: { table: 'usage_customer_buckets', column: 'customer_id', max: MAX_CUSTOMERS_PER_KEY },
+  routeSeries: { table: 'usage_route_buckets', column: 'route_id', max: MAX_ROUTES_PER_KEY },
 } as const;
 type Names = (typeof NAMES)[keyof typeof NAMES];
 
@@ -148,12 +150,14 @@ export class UsageRepository {
           [...filings.values()].flatMap((parts) => parts.flatMap((f) => f.series.map((p) => p.start))),
         ),
       ];
-      const [endpointsHeld, customersHeld, endpointSeriesHeld, customerSeriesHeld] = await Promise.all([
-        this.heldCounts(trx, NAMES.endpoints, liveIds),
-        this.heldCounts(trx, NAMES.customers, liveIds),
-        this.heldCounts(trx, NAMES.endpointSeries, liveIds, starts),
-        this.heldCounts(trx, NAMES.customerSeries, liveIds, starts),
-      ]);
+      const [endpointsHeld, customersHeld, endpointSeriesHeld, customerSeriesHeld, routeSeriesHeld] =
+        await Promise.all([
+          this.heldCounts(trx, NAMES.endpoints, liveIds),
+          this.heldCounts(trx, NAMES.customers, liveIds),
+          this.heldCounts(trx, NAMES.endpointSeries, liveIds, starts),
+          this.heldCounts(trx, NAMES.customerSeries, liveIds, starts),
+          this.heldCounts(trx, NAMES.routeSeries, liveIds, starts),
+        ]);
 
       const endpointRows: {
         key_id: string;
@@ -191,7 +195,7 @@ export class UsageRepository {
           parts.flatMap((f) => [...f.usage.customers.keys()]),
           customersHeld,
         );
-        const periodNames = new Map<string, { endpoints: Naming; customers: Naming }>();
+        const periodNames = new Map<string, { endpoints: Naming; customers: Naming; routes: Naming }>();
         for (const period of new Map(
           parts.flatMap((f) => f.series.map((p) => [`${p.granularity}|${p.start}`, p] as const)),
         ).values()) {
@@ -213,6 +217,13 @@ export class UsageRepository {
               scope,
               inPeriod.flatMap((p) => [...p.customers.keys()]),
               customerSeriesHeld,
+            ),
+            routes: await this.naming(
+              trx,
+              NAMES.routeSeries,
+              scope,
+              inPeriod.flatMap((p) => [...p.routes.keys()]),
+              routeSeriesHeld,
             ),
           });
         }
@@ -244,6 +255,7 @@ export class UsageRepository {
               ...period,
               endpoints: renamed(period.endpoints, names.endpoints, emptyBucket),
               customers: renamed(period.customers, names.customers, emptyBucket),
+              routes: renamed(period.routes, names.routes, emptyBucket),
             };
           });
           overTime.push({ keyId: id, consumerId, usage, series: periods });

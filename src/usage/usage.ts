@@ -30,6 +30,8 @@ export interface RequestFacts {
   readonly consumerId: string | null;
   /** Request path without the query. */
   readonly endpoint: string;
+  /** The route it took: its id, or null for the catch-all (`UPSTREAM_URL`) and for no route at all. */
+  readonly routeId: string | null;
   /** The CUSTOMER_ID_HEADER value, if sent. */
   readonly customerId: string | undefined;
   /** What the client got (499: it left first); successful below 400. */
@@ -64,10 +66,15 @@ export interface BucketCounts extends EndpointUsage, Record<StatusField, number>
   readonly latency: LatencyHistogram;
 }
 
-/** One UTC day of a key's usage by endpoint and by customer: the source of their series. */
+/** One UTC day of a key's usage by endpoint, by customer and by route: the source of their series. */
 export interface DayUsage {
   readonly endpoints: Map<string, BucketCounts>;
   readonly customers: Map<string, BucketCounts>;
+  /**
+   * By route id (`NO_ROUTE_ID` for the catch-all or no route). Routes have no totals: a request
+   * counted by an earlier version has no route, and is in no route's series (decision record 0035).
+   */
+  readonly routes: Map<string, BucketCounts>;
 }
 
 /**
@@ -81,7 +88,7 @@ export interface FiledUsage {
   readonly customers: Map<string, UsageCounts>;
   /** Start of each UTC minute (epoch ms) → what the key did in it: the source of usage over time. */
   readonly minutes: Map<number, BucketCounts>;
-  /** Start of each UTC day (epoch ms) → its endpoints and customers. */
+  /** Start of each UTC day (epoch ms) → its endpoints, customers and routes. */
   readonly days: Map<number, DayUsage>;
 }
 
@@ -110,6 +117,16 @@ export const MAX_CUSTOMERS_PER_KEY = 10_000;
 export const MAX_ENDPOINT_LENGTH = 512;
 /** Longer `CUSTOMER_ID_HEADER` values are cut to this many characters. */
 export const MAX_CUSTOMER_ID_LENGTH = 200;
+/**
+ * Route ids a key's series hold per day and per month, the rest under "(other)": routes are an
+ * administrator's, and few, but ids deleted and created anew would otherwise add up for ever.
+ */
+export const MAX_ROUTES_PER_KEY = 1000;
+/**
+ * The name usage files a request of no route under (the catch-all, or none: 404 `route_not_found`),
+ * `routeId: null` in the API. Empty, so it is no route id, and a key column holds it (not null).
+ */
+export const NO_ROUTE_ID = '';
 
 /**
  * Where the recorder hands each batch: Postgres directly (single node) or Redis hashes (replicas).
@@ -173,7 +190,7 @@ export const emptyFiledUsage = (): FiledUsage => ({
 
 export const emptyKeyUsage = (): KeyUsage => ({ ...emptyFiledUsage(), consumers: new Map() });
 
-export const emptyDay = (): DayUsage => ({ endpoints: new Map(), customers: new Map() });
+export const emptyDay = (): DayUsage => ({ endpoints: new Map(), customers: new Map(), routes: new Map() });
 
 /**
  * The name under which `entries` counts `name`: its own while it is held or fewer than `max` names
@@ -320,8 +337,9 @@ export function mergeKeyUsage(into: KeyUsage, from: KeyUsage, capped = true): vo
 }
 
 /**
- * The minutes and days of `from` into `into`. Every name of a day is in the totals of `names`,
- * merged before: a name they fold into "(other)" folds here too.
+ * The minutes and days of `from` into `into`. Every path and customer of a day is in the totals of
+ * `names`, merged before: a name they fold into "(other)" folds here too. Routes have no totals: the
+ * recorder caps them per day, and the store per day and month.
  */
 function mergeDated(into: FiledUsage, from: FiledUsage, names: FiledUsage): void {
   for (const [minute, u] of from.minutes) addCounts(entryOf(into.minutes, minute, emptyBucket), u);
@@ -331,6 +349,7 @@ function mergeDated(into: FiledUsage, from: FiledUsage, names: FiledUsage): void
       addCounts(entryOf(target.endpoints, countedName(names.endpoints, endpoint, 0), emptyBucket), u);
     for (const [customer, u] of d.customers)
       addCounts(entryOf(target.customers, countedName(names.customers, customer, 0), emptyBucket), u);
+    for (const [route, u] of d.routes) addCounts(entryOf(target.routes, route, emptyBucket), u);
   }
 }
 

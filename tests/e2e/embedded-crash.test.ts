@@ -4,7 +4,8 @@
  * stays near a minute). The load is proxied requests and, at the same time, plans and keys bound to
  * them created one after another, so the kill can land in the middle of a write. Every key, plan and
  * binding whose creation was acknowledged is there after each restart, and a key's usage is short by
- * at most what the killed process answered in its last second, never more than was answered.
+ * at most what the killed process answered in its last second, never more than was answered; its
+ * series by route (the load takes route `crash`) counts exactly what its totals count.
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -44,6 +45,11 @@ it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs unde
   };
   for (let round = 0; round < KILLS; round++) {
     tollgate = await startTollgate({ DATA_DIR: dataDir, ROOT_TOKEN: rootToken, UPSTREAM_URL: backend.url });
+    if (round === 0) {
+      const route = { routeId: 'crash', match: { pathPrefix: '/v1/crash' }, upstreamUrl: backend.url };
+      expect((await tollgate.admin('POST', '/tollgate/routes', route)).status).toBe(201);
+      await sleep(1_000); // in force within a second
+    }
     // The writes of the round just killed here; all of them again at the end.
     await expectWritten(tollgate, written.slice(-1));
     // Everything acknowledged before is here, with its plan; usage short by at most the last second.
@@ -104,9 +110,20 @@ it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs unde
   await expectWritten(tollgate, written);
   // Every round wrote plans and keys while it was killed.
   expect(written.map((w) => w.filter((e) => e.keyId !== undefined).length)).not.toContain(0);
+  const from = new Date(Date.now() - 3_600_000).toISOString().slice(0, 19) + 'Z';
   for (const key of acknowledged) {
     const total = await totalOn(tollgate, key.id);
     expect(total).toBeLessThanOrEqual(key.answered);
     expect(total).toBeGreaterThanOrEqual(key.answered - key.lastSecond);
+    const byRoute = await tollgate.admin(
+      'GET',
+      `/consumer-api-key/${key.id}/usage?granularity=day&from=${from}&groupBy=route`,
+    );
+    expect(
+      (byRoute.body.series as { routeId: string | null; buckets: { requests: number }[] }[]).map((s) => [
+        s.routeId,
+        s.buckets.reduce((n, b) => n + b.requests, 0),
+      ]),
+    ).toEqual([['crash', total]]);
   }
 }, 300_000);

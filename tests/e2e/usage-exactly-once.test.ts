@@ -3,7 +3,8 @@
  * (SIGSTOP) for 3, 8, 20 and 60 seconds and resumed. However long the hang, the key's totals equal the
  * responses the clients received, exactly: pushes that timed out are sent again as the same push. So
  * do the facts the buckets carry with them: the units charged, what the clients got by status class
- * and why requests failed (one in five asks the backend for a 503).
+ * and why requests failed (one in five asks the backend for a 503), and the route each request took
+ * (route `billed`, or the catch-all for one in five).
  */
 import { RedisServer } from '../helpers/redis-server.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
@@ -26,6 +27,10 @@ beforeAll(async () => {
     UPSTREAM_URL: backend.url,
   });
   replicas = await deployment.start(2);
+  const route = { routeId: 'billed', match: { pathPrefix: '/v1/billed' }, upstreamUrl: backend.url };
+  expect((await replicas[0]!.admin('POST', '/tollgate/routes', route)).status).toBe(201);
+  // In force on every replica within a second (contract section 15).
+  await sleep(1_500);
 }, 60_000);
 
 afterAll(async () => {
@@ -62,13 +67,14 @@ it.each([3, 8, 20, 60])(
       backendError: 0,
       backendUnreachable: 0,
     };
+    const seenRoutes = { billed: 0, catchAll: 0 };
     const loop = async (t: Tollgate) => {
       for (let i = 0; running; i++) {
-        const res = await hitFull(t, key.secret, i % 5 === 0 ? '/v1/billed/status/503' : '/v1/billed').catch(
-          () => undefined,
-        );
+        const path = i % 5 === 0 ? '/v1/billed/status/503' : i % 5 === 1 ? '/v1/unrouted' : '/v1/billed';
+        const res = await hitFull(t, key.secret, path).catch(() => undefined);
         if (res !== undefined) {
           answered++;
+          seenRoutes[path === '/v1/unrouted' ? 'catchAll' : 'billed']++;
           if (res.status < 400) successful++;
           const code = (res.body as { code?: unknown } | undefined)?.code;
           seen.statusClasses[`${Math.floor(res.status / 100)}xx`]!++;
@@ -133,6 +139,16 @@ it.each([3, 8, 20, 60])(
       backendUnreachable: sum((b) => b.outcomes.backendUnreachable!),
     }).toEqual(seen);
     expect(buckets.every((b) => (b.requests === 0) === (b.latencyMs.p50 === null))).toBe(true);
+    // And each request once under the route it took.
+    const from = new Date(Date.now() - 3_600_000).toISOString().slice(0, 19) + 'Z';
+    const byRoute = await replicas[1]!.admin(
+      'GET',
+      `/consumer-api-key/${key.id}/usage?granularity=day&from=${from}&groupBy=route`,
+    );
+    const series = byRoute.body.series as { routeId: string | null; buckets: Bucket[] }[];
+    const routeTotal = (routeId: string | null) =>
+      series.find((s) => s.routeId === routeId)?.buckets.reduce((n, b) => n + b.requests, 0);
+    expect({ billed: routeTotal('billed'), catchAll: routeTotal(null) }).toEqual(seenRoutes);
   },
   150_000,
 );

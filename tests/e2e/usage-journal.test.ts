@@ -1,7 +1,8 @@
 /**
  * Single node on a private Postgres (initdb) stopped under load (two dozen clients at once): SIGTERM
  * keeps the usage it cannot write in DATA_DIR's journal; the next start applies it, once, when
- * Postgres answers again: the total equals, exactly, the responses clients received.
+ * Postgres answers again: the total equals, exactly, the responses clients received, and so does the
+ * series of the route they took.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -45,6 +46,9 @@ async function start(): Promise<Tollgate> {
 it('keeps the usage of a database stopped under load across SIGTERM and applies it once at the next start', async () => {
   let tollgate = await start();
   const { body: key } = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'journaled' });
+  const route = { routeId: 'loaded', match: { pathPrefix: '/v1/load' }, upstreamUrl: backend.url };
+  expect((await tollgate.admin('POST', '/tollgate/routes', route)).status).toBe(201);
+  await sleep(1_000); // in force within a second
   let stopping = false;
   const traffic = load(tollgate, key.secret, 24, () => stopping);
   await sleep(1_500); // under load, part of it written to Postgres
@@ -76,6 +80,17 @@ it('keeps the usage of a database stopped under load across SIGTERM and applies 
     { timeoutMs: 10_000 },
   );
   expect(counted.value).toBe(answered);
+  const from = new Date(Date.now() - 3_600_000).toISOString().slice(0, 19) + 'Z';
+  const byRoute = await tollgate.admin(
+    'GET',
+    `/consumer-api-key/${key.id}/usage?granularity=day&from=${from}&groupBy=route`,
+  );
+  expect(
+    (byRoute.body.series as { routeId: string | null; buckets: { requests: number }[] }[]).map((s) => [
+      s.routeId,
+      s.buckets.reduce((n, b) => n + b.requests, 0),
+    ]),
+  ).toEqual([['loaded', answered]]);
 
   // Applied once: another restart finds nothing left to apply.
   expect(await tollgate.stop()).toBe(0);

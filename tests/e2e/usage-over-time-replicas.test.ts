@@ -1,7 +1,8 @@
 /**
  * Usage over time across three replicas on Redis and Postgres, one of them SIGKILLed under load: the
  * totals miss at most what the killed replica answered in its last second, the key's buckets add up to
- * the totals at every granularity, and the fleet view counts the same requests.
+ * the totals at every granularity, its series by route too (each route missing at most that second),
+ * and the fleet view counts the same requests.
  */
 import { hit, keyWithPlan, sleep, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
 import type { Tollgate } from './helpers/tollgate.js';
@@ -17,14 +18,25 @@ afterAll(() => fleet?.stop(), 60_000);
 it('adds up to the totals after a replica is killed mid-run', async () => {
   const [a, b, c] = fleet.members as [Tollgate, Tollgate, Tollgate];
   const key = await keyWithPlan(a, 'billed', 10_000_000);
+  const route = { routeId: 'metered', match: { pathPrefix: '/v1/metered' }, upstreamUrl: fleet.backend.url };
+  expect((await a.admin('POST', '/tollgate/routes', route)).status).toBe(201);
+  // In force on every replica within a second (contract section 15).
+  await sleep(1_500);
   let answered = 0;
+  /** Answers by route: `metered`, or the catch-all (null). */
+  const answeredOn = new Map<string | null, number>([
+    ['metered', 0],
+    [null, 0],
+  ]);
   /** When the killed replica's answers arrived (performance.now()). */
   const answeredByKilled: number[] = [];
   let running = true;
   const loop = async (t: Tollgate) => {
-    while (running && t.process.exitCode === null && t.process.signalCode === null) {
-      if ((await hit(t, key.secret, '/v1/metered')) === 200) {
+    for (let i = 0; running && t.process.exitCode === null && t.process.signalCode === null; i++) {
+      const routeId = i % 3 === 0 ? null : 'metered';
+      if ((await hit(t, key.secret, routeId === null ? '/v1/free' : '/v1/metered')) === 200) {
         answered++;
+        answeredOn.set(routeId, answeredOn.get(routeId)! + 1);
         if (t === c) answeredByKilled.push(performance.now());
       }
     }
@@ -68,6 +80,23 @@ it('adds up to the totals after a replica is killed mid-run', async () => {
     expect((res.body.buckets as { requests: number }[]).reduce((n, bucket) => n + bucket.requests, 0)).toBe(
       settled,
     );
+  }
+  // By route: together the totals, each route short of what its clients got by at most that second.
+  const byRoute = await b.admin(
+    'GET',
+    `/consumer-api-key/${key.id}/usage?granularity=day&from=${new Date(Date.now() - 3_600_000).toISOString().slice(0, 19)}Z&groupBy=route`,
+  );
+  const routeTotals = new Map<string | null, number>(
+    (byRoute.body.series as { routeId: string | null; buckets: { requests: number }[] }[]).map((s) => [
+      s.routeId,
+      s.buckets.reduce((n, bucket) => n + bucket.requests, 0),
+    ]),
+  );
+  expect([...routeTotals.keys()].sort()).toEqual(['metered', null].sort());
+  expect([...routeTotals.values()].reduce((n, r) => n + r, 0)).toBe(settled);
+  for (const [routeId, total] of routeTotals) {
+    expect(total).toBeLessThanOrEqual(answeredOn.get(routeId)!);
+    expect(answeredOn.get(routeId)! - total).toBeLessThanOrEqual(lastSecond);
   }
   // The fleet view reads Postgres alone: it catches up once the usage still in Redis is flushed, which
   // takes until the lock expires when the killed replica was the one flushing.

@@ -189,7 +189,7 @@ describe('the walk-throughs of the README and the guides', () => {
     expect(lines[5]).toBe('401');
   });
 
-  it('routes.md: sends each request to the backend of its route, stripped where the route says, the rest to the catch-all', async () => {
+  it('routes.md: sends each request to the backend of its route, stripped where the route says, the rest to the catch-all, and counts usage by route', async () => {
     const { stdout } = await run(walkthrough('routes'), tollgate.url, {
       SEARCH_BACKEND: backends.search!.url,
       LOOKUP_BACKEND: backends.lookup!.url,
@@ -226,6 +226,14 @@ describe('the walk-throughs of the README and the guides', () => {
     ]);
     expect(lines[7]).toEqual({ routeId: 'search', message: 'Route search has been deleted' });
     expect(lines[8]).toMatchObject({ backend: 'demo', url: '/v1/search/items?q=tea' });
+    // Usage by route: the catch-all took three, each route one; the deleted route keeps its series.
+    const series = (lines[9] as { series: { routeId: string | null; buckets: { requests: number }[] }[] })
+      .series;
+    expect(series.map((s) => [s.routeId, s.buckets.reduce((n, b) => n + b.requests, 0)])).toEqual([
+      [null, 3],
+      ['lookup', 1],
+      ['search', 1],
+    ]);
   });
 
   it("credits.md: a consumer's monthly balance spent by a search at 5 and a lookup at 1, refused with 429 credits_exhausted until the refill on the 15th, topped up", async () => {

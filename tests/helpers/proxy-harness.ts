@@ -53,6 +53,8 @@ export interface UsageOfTheDay {
   readonly outcomes: Record<string, number>;
   readonly endpoints: string[];
   readonly customers: Record<string, number>;
+  /** The routes the requests took (null: the catch-all, or none) and their requests, most first. */
+  readonly routes: [string | null, number][];
 }
 
 /**
@@ -349,13 +351,19 @@ export class ProxyHarness {
       if (res.status !== 200) throw new Error(`usage of ${keyId}: ${res.status} ${await res.text()}`);
       return (await res.json()) as {
         buckets: Omit<UsageOfTheDay, 'endpoints' | 'customers'>[];
-        series?: { endpoint?: string; customerId?: string; buckets: { requests: number }[] }[];
+        series?: {
+          endpoint?: string;
+          customerId?: string;
+          routeId?: string | null;
+          buckets: { requests: number }[];
+        }[];
       };
     };
-    const [totals, byEndpoint, byCustomer] = await Promise.all([
+    const [totals, byEndpoint, byCustomer, byRoute] = await Promise.all([
       read(''),
       read('&groupBy=endpoint'),
       read('&groupBy=customer'),
+      read('&groupBy=route'),
     ]);
     const [bucket] = totals.buckets;
     return {
@@ -369,6 +377,7 @@ export class ProxyHarness {
       customers: Object.fromEntries(
         (byCustomer.series ?? []).map((s) => [s.customerId!, s.buckets[0]?.requests ?? 0]),
       ),
+      routes: (byRoute.series ?? []).map((s) => [s.routeId!, s.buckets[0]?.requests ?? 0]),
     };
   }
 

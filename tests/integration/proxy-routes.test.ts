@@ -265,6 +265,9 @@ describe('proxy: routes without a catch-all (UPSTREAM_URL="")', () => {
     const usage = await h.usage(key.id);
     expect(usage.failed).toBeGreaterThanOrEqual(2);
     expect(usage.successful).toBe(1);
+    // By route: the 404s under none (null), the answer and the 429 under the route that took them.
+    expect(usage.routes).toContainEqual(['v2', 2]);
+    expect(usage.routes.find(([routeId]) => routeId === null)?.[1]).toBe(usage.requests - 2);
     expect(await h.metric('tollgate_route_requests_total{route="none"')).toMatch(/status="4xx"\} [1-9]/);
     expect(await h.metric('tollgate_proxy_requests_total{outcome="no_route"}')).toMatch(/ [1-9]/);
   });
@@ -296,7 +299,7 @@ describe('proxy: plans that know the route (contract sections 14 and 15)', () =>
     return (await res.json()) as { id: string; secret: string };
   }
 
-  it('refuses a key on a route it is not allowed, and on the catch-all, with 403 route_not_allowed: not forwarded, not charged, counted as failed', async () => {
+  it('refuses a key on a route it is not allowed, and on the catch-all, with 403 route_not_allowed: not forwarded, not charged, counted as failed under the route it asked for', async () => {
     const key = await keyOf({ allowedRouteIds: ['priced-search'] });
     const refusals = await Promise.all(
       ['/v3/lookup/7', '/elsewhere'].map((path) => send(h.port, path, { secret: key.secret })),
@@ -312,6 +315,11 @@ describe('proxy: plans that know the route (contract sections 14 and 15)', () =>
     const usage = await h.usage(key.id);
     expect(usage).toMatchObject({ requests: 3, successful: 1, failed: 2, cost: 1 });
     expect(usage.outcomes.routeNotAllowed).toBe(2);
+    expect(usage.routes).toEqual([
+      [null, 1],
+      ['priced-lookup', 1],
+      ['priced-search', 1],
+    ]);
     expect(await h.metric('tollgate_proxy_requests_total{outcome="route_not_allowed"}')).toMatch(/ 2$/);
   });
 

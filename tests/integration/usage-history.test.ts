@@ -622,7 +622,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
     }
   });
 
-  it('deletes what is past retention at every granularity, in the key, endpoint and customer tables, in batches', async () => {
+  it('deletes what is past retention at every granularity, in the key, endpoint, customer and route tables, in batches', async () => {
     const id = await key();
     const settings = { minuteHours: 48, hourDays: 90, dayDays: 400, monthMonths: 60 };
     // Each just past one granularity's retention, and one an hour old that every granularity keeps.
@@ -637,7 +637,12 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
       await requests(id, [at], { endpoint: '/v1/kept', customer: 'acme' });
     const rows = async () => {
       const counted: Record<string, number> = {};
-      for (const table of ['usage_buckets', 'usage_endpoint_buckets', 'usage_customer_buckets'] as const) {
+      for (const table of [
+        'usage_buckets',
+        'usage_endpoint_buckets',
+        'usage_customer_buckets',
+        'usage_route_buckets',
+      ] as const) {
         const found = await storage.handle.db
           .selectFrom(table)
           .select('granularity')
@@ -657,6 +662,8 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
       'usage_endpoint_buckets.month': 4,
       'usage_customer_buckets.day': 5,
       'usage_customer_buckets.month': 4,
+      'usage_route_buckets.day': 5,
+      'usage_route_buckets.month': 4,
     });
     const history = new UsageHistoryRepository(storage.handle.db);
     if (kind === 'postgres') {
@@ -669,7 +676,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
         await other.query('begin');
         await other.query('select pg_advisory_xact_lock($1)', [ADVISORY_PRUNE_LOCK]);
         await pruneUsage(history, settings, logger, NOW);
-        expect(Object.values(await rows()).reduce((n, c) => n + c, 0)).toBe(37);
+        expect(Object.values(await rows()).reduce((n, c) => n + c, 0)).toBe(46);
         await other.query('commit');
       } finally {
         await other.end();
@@ -682,7 +689,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
         new Date(retainedSince(settings, granularity, NOW)),
         1,
       );
-      expect(deleted).toBeGreaterThanOrEqual({ minute: 4, hour: 3, day: 6, month: 3 }[granularity]);
+      expect(deleted).toBeGreaterThanOrEqual({ minute: 4, hour: 3, day: 8, month: 4 }[granularity]);
     }
     expect(await rows()).toEqual({
       'usage_buckets.minute': 1,
@@ -693,6 +700,8 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
       'usage_endpoint_buckets.month': 3,
       'usage_customer_buckets.day': 3,
       'usage_customer_buckets.month': 3,
+      'usage_route_buckets.day': 3,
+      'usage_route_buckets.month': 3,
     });
     // What is kept still answers: the hours of the last 60 days, the days of the last 399.
     expect(

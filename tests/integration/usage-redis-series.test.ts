@@ -1,5 +1,5 @@
 /**
- * Endpoint and customer series through Redis (replicas) into a real Postgres: each request is filed
+ * Endpoint, customer and route series through Redis (replicas) into a real Postgres: each request is filed
  * under the day and month it happened in, even when Redis holds a key's usage across midnight at a
  * month end because Postgres is down; usage pushed by a replica of the previous version (no days) is
  * filed under the day it is applied, and the key's buckets still add up to its totals.
@@ -12,7 +12,7 @@ import { openPostgres, type DbHandle } from '../../src/store/db.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { migrate } from '../../src/store/migrate.js';
 import { UsageHistory } from '../../src/usage/history.js';
-import { UsageHistoryRepository } from '../../src/usage/history-repository.js';
+import { UsageHistoryRepository, type SeriesBy } from '../../src/usage/history-repository.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageFlusher } from '../../src/usage/redis/flusher.js';
 import { RedisPendingUsage } from '../../src/usage/redis/pending.js';
@@ -72,7 +72,7 @@ async function newKey(): Promise<string> {
 }
 
 /** A key's series by name: [start (ISO day), requests, rate-limited] of each stored bucket. */
-async function stored(keyId: string, by: 'endpoint' | 'customer', granularity: 'day' | 'month') {
+async function stored(keyId: string, by: SeriesBy, granularity: 'day' | 'month') {
   const series = await history.series(
     { keyId },
     by,
@@ -96,13 +96,14 @@ it('files each request under its own day and month when Redis holds the key acro
   const sink: UsageSink = new RedisUsageSink(client, prefix);
   const recorder = new UsageRecorder(sink, logger, metrics);
   // Two pushes into one live hash, either side of midnight, Postgres down for the first flush.
-  const report = { endpoint: '/v1/report', customerId: 'acme' };
+  const report = { endpoint: '/v1/report', customerId: 'acme', routeId: 'reports' };
   recorder.record(requestFacts(keyId, { ...report, durationMs: 10, atMs: MIDNIGHT - 5_000 }));
   recorder.record(requestFacts(keyId, { ...report, durationMs: 30, atMs: MIDNIGHT - 4_000 }));
   await recorder.flush();
   recorder.record(
     requestFacts(keyId, { ...report, ...refused('rateLimited'), durationMs: 2, atMs: MIDNIGHT + 3_000 }),
   );
+  recorder.record(requestFacts(keyId, { ...report, routeId: null, durationMs: 2, atMs: MIDNIGHT + 4_000 }));
   await recorder.flush();
   await new UsageFlusher(client, prefix, new UsageRepository(deadHandle.db), logger, metrics).flush();
 
@@ -111,22 +112,44 @@ it('files each request under its own day and month when Redis holds the key acro
     history,
     new UsageReader(new UsageRepository(handle.db), [new RedisPendingUsage(client, prefix, logger, metrics)]),
   );
-  const view = await pending.seriesForKey(
-    keyId,
-    'customer',
-    'day',
-    Date.UTC(2026, 9, 31),
-    Date.UTC(2026, 10, 2),
-    MIDNIGHT + 3_600_000,
-  );
+  const view = (by: SeriesBy) =>
+    pending.seriesForKey(
+      keyId,
+      by,
+      'day',
+      Date.UTC(2026, 9, 31),
+      Date.UTC(2026, 10, 2),
+      MIDNIGHT + 3_600_000,
+    );
   expect(
-    view.map((s) => [s.name, s.buckets.map((b) => [b.requests, b.rateLimited, b.averageResponseTimeMs])]),
+    (await view('customer')).map((s) => [
+      s.name,
+      s.buckets.map((b) => [b.requests, b.rateLimited, b.averageResponseTimeMs]),
+    ]),
   ).toEqual([
     [
       'acme',
       [
         [2, 0, 20],
-        [1, 1, 2],
+        [2, 1, 2],
+      ],
+    ],
+  ]);
+  expect(
+    (await view('route')).map((s) => [s.name, s.buckets.map((b) => [b.requests, b.rateLimited])]),
+  ).toEqual([
+    [
+      'reports',
+      [
+        [2, 0],
+        [1, 1],
+      ],
+    ],
+    [
+      '',
+      [
+        [0, 0],
+        [1, 0],
       ],
     ],
   ]);
@@ -137,16 +160,30 @@ it('files each request under its own day and month when Redis holds the key acro
     expect(await stored(keyId, by, 'day')).toEqual({
       [name]: [
         ['2026-10-31', 2, 0],
-        ['2026-11-01', 1, 1],
+        ['2026-11-01', 2, 1],
       ],
     });
     expect(await stored(keyId, by, 'month')).toEqual({
       [name]: [
         ['2026-10-01', 2, 0],
-        ['2026-11-01', 1, 1],
+        ['2026-11-01', 2, 1],
       ],
     });
   }
+  expect(await stored(keyId, 'route', 'day')).toEqual({
+    reports: [
+      ['2026-10-31', 2, 0],
+      ['2026-11-01', 1, 1],
+    ],
+    '': [['2026-11-01', 1, 0]],
+  });
+  expect(await stored(keyId, 'route', 'month')).toEqual({
+    reports: [
+      ['2026-10-01', 2, 0],
+      ['2026-11-01', 1, 1],
+    ],
+    '': [['2026-11-01', 1, 0]],
+  });
 });
 
 it("files a previous version's push (no days) under the day it is applied, beside a new replica's in the same hash", async () => {
@@ -185,6 +222,8 @@ it("files a previous version's push (no days) under the day it is applied, besid
     ],
   });
   expect(await stored(keyId, 'endpoint', 'month')).toEqual({ '/v1/a': [['2026-11-01', 3, 0]] });
+  // It took no route that it knows of: only the new replica's request is in a route series.
+  expect(await stored(keyId, 'route', 'month')).toEqual({ '': [['2026-11-01', 1, 0]] });
   const buckets = await history.buckets({ keyId }, 'day', Date.UTC(2026, 9, 1), Date.UTC(2026, 11, 1));
   expect([...buckets.values()].reduce((n, b) => n + b.requests, 0)).toBe(3);
 });

@@ -3,13 +3,14 @@ import { binOf } from '../../src/usage/latency-histogram.js';
 import { decodeUsage, encodeUsage, parseField } from '../../src/usage/redis/field-codec.js';
 import {
   emptyBucket,
+  emptyDay,
   emptyFiledUsage,
   emptyKeyUsage,
   type BucketCounts,
   type FiledUsage,
   type KeyUsage,
 } from '../../src/usage/usage.js';
-import { previousReads } from '../fixtures/usage-redis-previous.js';
+import { previousReads, readsBeforeRoutes } from '../fixtures/usage-redis-previous.js';
 
 /** What Redis hands back after HINCRBY/HINCRBYFLOAT and HGETALL: the same pairs, values as strings. */
 const asStored = (usage: KeyUsage): string[] => {
@@ -108,6 +109,7 @@ describe('the usage field codec', () => {
       customers: new Map([
         ['acme', bucket({ requests: 2, successful: 1, failed: 1, rateLimited: 1, totalDurationMs: 4.5 })],
       ]),
+      routes: new Map(),
     });
     const encoded = encodeUsage(usage);
     expect(encoded).toEqual({
@@ -217,7 +219,16 @@ describe('the usage field codec', () => {
       endpoints: new Map([['/a', { requests: 2, successful: 1, failed: 1, totalDurationMs: 12, cost: 1 }]]),
       customers: new Map([['acme', { requests: 2, successful: 1, failed: 1 }]]),
       minutes: new Map([[minute, facts]]),
-      days: new Map([[day, { endpoints: new Map([['/a', facts]]), customers: new Map([['acme', facts]]) }]]),
+      days: new Map([
+        [
+          day,
+          {
+            endpoints: new Map([['/a', facts]]),
+            customers: new Map([['acme', facts]]),
+            routes: new Map([['search', facts]]),
+          },
+        ],
+      ]),
     };
     Object.assign(usage, whole);
     usage.consumers.set('con_1|x', whole);
@@ -245,6 +256,56 @@ describe('the usage field codec', () => {
     );
   });
 
+  it('writes each day by route as dr|<day>|<route id>|<metric> (empty: the catch-all), which the version before routes passes over', () => {
+    const day = 1_767_571_200_000;
+    const search = bucket({ requests: 3, successful: 3, totalDurationMs: 6, cost: 15, status2xx: 3 });
+    const catchAll = bucket({ requests: 1, failed: 1, totalDurationMs: 2, status4xx: 1, routeNotAllowed: 1 });
+    const whole = emptyFiledUsage();
+    whole.endpoints.set('/v1/search', {
+      requests: 4,
+      successful: 3,
+      failed: 1,
+      totalDurationMs: 8,
+      cost: 15,
+    });
+    whole.days.set(day, {
+      endpoints: new Map([
+        ['/v1/search', bucket({ requests: 4, successful: 3, failed: 1, totalDurationMs: 8 })],
+      ]),
+      customers: new Map(),
+      routes: new Map([
+        ['search', search],
+        ['', catchAll],
+      ]),
+    });
+    const usage: KeyUsage = { ...whole, consumers: new Map([['con_1', whole]]) };
+    const stored = asStored(usage);
+    expect(stored).toEqual(
+      expect.arrayContaining([
+        `dr|${day}|search|r`,
+        '3',
+        `dr|${day}|search|$`,
+        '15',
+        `dr|${day}||r`,
+        '1',
+        `dr|${day}||or`,
+        '1',
+        `p|con_1|dr|${day}|search|r`,
+        '3',
+      ]),
+    );
+    expect(decodeUsage(stored)).toEqual(usage);
+    // The version before routes reads everything but the routes: every request still counts once.
+    const read: string[] = [];
+    for (let i = 0; i < stored.length; i += 2)
+      if (readsBeforeRoutes(stored[i]!)) read.push(stored[i]!, stored[i + 1]!);
+    expect(read.filter((_, i) => i % 2 === 0 && read[i]!.includes('dr|'))).toEqual([]);
+    const previous = decodeUsage(read);
+    expect(previous.endpoints).toEqual(usage.endpoints);
+    expect(previous.days.get(day)).toEqual({ ...usage.days.get(day)!, routes: new Map() });
+    expect(previous.consumers.get('con_1')!.endpoints).toEqual(whole.endpoints);
+  });
+
   it('reads back any usage a recorder can hand over', () => {
     const counts = fc
       .nat({ max: 1_000_000 })
@@ -268,7 +329,7 @@ describe('the usage field codec', () => {
         days: fc.array(
           fc.tuple(
             fc.nat({ max: 30_000 }),
-            fc.boolean(),
+            fc.constantFrom('endpoints', 'customers', 'routes' as const),
             fc.string({ unit: 'binary', maxLength: 40 }),
             counts,
             fc.nat({ max: 10 }),
@@ -285,10 +346,10 @@ describe('the usage field codec', () => {
           for (const [name, c] of customers) u.customers.set(name, c);
           for (const [minute, c, limited, d] of minutes)
             u.minutes.set(minute * 60_000, factsOf(c, limited, d));
-          for (const [day, isEndpoint, name, c, limited, d] of days) {
-            const entry = u.days.get(day * 86_400_000) ?? { endpoints: new Map(), customers: new Map() };
+          for (const [day, entries, name, c, limited, d] of days) {
+            const entry = u.days.get(day * 86_400_000) ?? emptyDay();
             u.days.set(day * 86_400_000, entry);
-            (isEndpoint ? entry.endpoints : entry.customers).set(name, factsOf(c, limited, d));
+            entry[entries].set(name, factsOf(c, limited, d));
           }
           return u;
         };

@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { UsageJournal, type HeldBatch } from '../../src/usage/journal.js';
 import { binOf } from '../../src/usage/latency-histogram.js';
 import {
+  NO_ROUTE_ID,
   emptyBucket,
+  emptyDay,
   emptyFiledUsage,
   emptyKeyUsage,
   requestsIn,
@@ -32,16 +34,18 @@ const answered = (n: number): BucketCounts => ({
   latency: new Map([[binOf(2), n]]),
 });
 
-/** `requests` requests of one key, at one minute, spread over the given paths and customers. */
+/** `requests` requests of one key, at one minute, on one route, spread over the given paths and customers. */
 function filed<T extends FiledUsage>(
   u: T,
   requests: number,
   customers: readonly string[],
   paths: readonly string[],
+  route: string,
 ): T {
-  const day = { endpoints: new Map(), customers: new Map() };
+  const day = emptyDay();
   u.days.set(DAY, day);
   u.minutes.set(MINUTE, answered(requests));
+  day.routes.set(route, answered(requests));
   paths.forEach((path, i) => {
     const n = Math.floor(requests / paths.length) + (i < requests % paths.length ? 1 : 0);
     u.endpoints.set(path, { requests: n, successful: n, failed: 0, totalDurationMs: n * 2, cost: n });
@@ -54,16 +58,17 @@ function filed<T extends FiledUsage>(
   return u;
 }
 
-/** `requests` requests of one key, at one minute, spread over the given paths and customers; `consumerId`: all filed under it. */
+/** `requests` requests of one key, at one minute, on `route`, spread over the given paths and customers; `consumerId`: all filed under it. */
 function usage(
   requests: number,
   customers: readonly string[] = [],
   paths: readonly string[] = ['/v1/items'],
   consumerId?: string,
+  route = 'search',
 ): KeyUsage {
-  const u = filed(emptyKeyUsage(), requests, customers, paths);
+  const u = filed(emptyKeyUsage(), requests, customers, paths, route);
   if (consumerId !== undefined)
-    u.consumers.set(consumerId, filed(emptyFiledUsage(), requests, customers, paths));
+    u.consumers.set(consumerId, filed(emptyFiledUsage(), requests, customers, paths, route));
   return u;
 }
 
@@ -90,10 +95,10 @@ function journal(): UsageJournal {
 }
 
 describe('UsageJournal', () => {
-  it('keeps held batches under their ids, with their minutes and days, and gives them back once', () => {
+  it('keeps held batches under their ids, with their minutes, days and routes, and gives them back once', () => {
     const j = journal();
     const batches = [
-      held({ k1: usage(3, ['acme']), k2: usage(1, [], ['/v1/items'], 'con_1') }),
+      held({ k1: usage(3, ['acme']), k2: usage(1, [], ['/v1/items'], 'con_1', NO_ROUTE_ID) }),
       held({ k1: usage(2, ['globex']) }),
     ];
     expect(j.save(batches)).toBe(0);
@@ -123,7 +128,7 @@ describe('UsageJournal', () => {
     });
   });
 
-  it('reads a journal written before request facts: its buckets come back with their counts, and no cost, class, outcome or latency', () => {
+  it('reads a journal written before request facts and routes: its buckets come back with their counts, and no cost, class, outcome, latency or route', () => {
     const file = join(folder(), 'usage-journal');
     const counts = [2, 1, 1, 1, 30];
     const body = Buffer.from(
@@ -147,7 +152,11 @@ describe('UsageJournal', () => {
       totalDurationMs: 30,
     };
     expect(k1.minutes).toEqual(new Map([[MINUTE, bucket]]));
-    expect(k1.days.get(DAY)!.endpoints).toEqual(new Map([['/v1/a', bucket]]));
+    expect(k1.days.get(DAY)).toEqual({
+      endpoints: new Map([['/v1/a', bucket]]),
+      customers: new Map(),
+      routes: new Map(),
+    });
     expect(k1.consumers).toEqual(new Map());
   });
 

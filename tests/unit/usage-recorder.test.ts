@@ -3,8 +3,10 @@ import { Metrics } from '../../src/ops/metrics.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import {
   MAX_ENDPOINT_LENGTH,
+  NO_ROUTE_ID,
   OTHER_ENDPOINT,
   emptyBucket,
+  emptyDay,
   requestsIn,
   undatedUsage,
   type UsageBatch,
@@ -162,6 +164,7 @@ describe('UsageRecorder', () => {
     expect(k.days.get(midnight - 86_400_000)).toEqual({
       endpoints: new Map([['/a', admitted]]),
       customers: new Map([['acme', admitted]]),
+      routes: new Map([[NO_ROUTE_ID, admitted]]),
     });
     const november = k.days.get(midnight)!;
     const limited = {
@@ -180,7 +183,32 @@ describe('UsageRecorder', () => {
     expect(november.endpoints.get(OTHER_ENDPOINT)).toMatchObject({ requests: 1 });
     expect(k.endpoints.get(OTHER_ENDPOINT)).toMatchObject({ requests: 1 });
     // Every request is dated: the days add up to the totals, name by name.
-    expect(undatedUsage(k)).toEqual({ endpoints: new Map(), customers: new Map() });
+    expect(undatedUsage(k)).toEqual(emptyDay());
+  });
+
+  it("notes each request's route in its day (the catch-all under an empty id), at most 1,000 a day, in each consumer's part too", async () => {
+    const sink = new MemorySink();
+    const recorder = new UsageRecorder(sink, silent, new Metrics());
+    const noon = Date.UTC(2026, 10, 1, 12);
+    recorder.record(requestFacts('k', { routeId: 'search', cost: 5, atMs: noon }));
+    recorder.record(requestFacts('k', { routeId: 'search', cost: 5, consumerId: 'con_1', atMs: noon }));
+    recorder.record(requestFacts('k', { routeId: null, ...refused('rateLimited'), atMs: noon }));
+    for (let i = 0; i < 1_000; i++) recorder.record(requestFacts('k', { routeId: `r${i}`, atMs: noon + 1 }));
+    await recorder.flush();
+    const k = sink.written[0]!.get('k')!;
+    const routes = k.days.get(Date.UTC(2026, 10, 1))!.routes;
+    expect(routes.get('search')).toMatchObject({ requests: 2, successful: 2, cost: 10 });
+    expect(routes.get(NO_ROUTE_ID)).toMatchObject({ requests: 1, failed: 1, rateLimited: 1, cost: 0 });
+    // 1,000 routes a day: search, the catch-all and 998 more; the last two fold into "(other)".
+    expect(routes.size).toBe(1_001);
+    expect(routes.has('r997')).toBe(true);
+    expect(routes.has('r998')).toBe(false);
+    expect(routes.get(OTHER_ENDPOINT)).toMatchObject({ requests: 2 });
+    expect([...routes.values()].reduce((n, r) => n + r.requests, 0)).toBe(1_003);
+    // The consumer's part holds its own request's route.
+    expect([...k.consumers.get('con_1')!.days.get(Date.UTC(2026, 10, 1))!.routes]).toEqual([
+      ['search', expect.objectContaining({ requests: 1, cost: 5 })],
+    ]);
   });
 
   it('counts each fact of a request in its minute: cost, status class, outcome and latency', async () => {

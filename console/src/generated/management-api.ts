@@ -115,7 +115,7 @@ export interface paths {
         };
         /**
          * A key's usage over time
-         * @description Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint or customer, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests); an endpoint or customer id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula. Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).
+         * @description Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint, customer or route, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula. Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).
          */
         get: operations["getConsumerApiKeyUsage"];
         put?: never;
@@ -391,7 +391,7 @@ export interface paths {
         };
         /**
          * A consumer's usage over time: what its keys did while they belonged to it
-         * @description As a key's usage over time, summed over every key while it belonged to the consumer (moving a key moves none of its history). `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests); an endpoint or customer id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
+         * @description As a key's usage over time, summed over every key while it belonged to the consumer (moving a key moves none of its history). `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
          */
         get: operations["getConsumerUsage"];
         put?: never;
@@ -477,7 +477,7 @@ export interface paths {
         };
         /**
          * Every key's usage over time, and the busiest keys and consumers
-         * @description The buckets summed over all keys (from stored usage: about a second behind), `topKeys`: at most 10 keys with the most requests in the range, and `topConsumers`: at most 10 consumers. `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests); an endpoint or customer id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
+         * @description The buckets summed over all keys (from stored usage: about a second behind), `topKeys`: at most 10 keys with the most requests in the range, and `topConsumers`: at most 10 consumers. `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". The fleet's series sum every key's. `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
          */
         get: operations["getFleetUsage"];
         put?: never;
@@ -981,7 +981,7 @@ export interface components {
              * @enum {string}
              */
             granularity: "minute" | "hour" | "day" | "month";
-            /** @description With groupBy: one per endpoint (or customer), most requests first */
+            /** @description With groupBy: one per endpoint (or customer, or route), most requests first */
             series?: ({
                 buckets: {
                     averageResponseTimeMs: number;
@@ -1082,6 +1082,57 @@ export interface components {
                     successful: number;
                 }[];
                 customerId: string;
+            } | {
+                buckets: {
+                    averageResponseTimeMs: number;
+                    /** @description Units charged: 0 for a refused request */
+                    cost: number;
+                    /** @description The rest: successful + failed = requests */
+                    failed: number;
+                    /** @description Response-time percentiles (request received to response finished) from a histogram, within 5 % of the exact value; null in an empty bucket */
+                    latencyMs: {
+                        p50: number | null;
+                        p95: number | null;
+                        p99: number | null;
+                    };
+                    /** @description Why requests failed */
+                    outcomes: {
+                        /** @description The backend answered 5xx */
+                        backendError: number;
+                        /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
+                        backendUnreachable: number;
+                        /** @description Refused for want of credits (429 credits_exhausted) */
+                        creditsExhausted: number;
+                        /** @description Refused: the key is disabled */
+                        disabled: number;
+                        /** @description Refused: the key has expired */
+                        expired: number;
+                        /** @description Refused by the limiter (429) */
+                        rateLimited: number;
+                        /** @description Refused: the key may not use that route */
+                        routeNotAllowed: number;
+                    };
+                    /** @description Refused by the limiter (429): part of failed */
+                    rateLimited: number;
+                    requests: number;
+                    /**
+                     * Format: date-time
+                     * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
+                     * @example 2026-11-21T14:23:02Z
+                     */
+                    start: string;
+                    /** @description What the clients got, by class; they add up to requests (a WebSocket's 101 counts as 2xx, a client that left first as 4xx) */
+                    statusClasses: {
+                        "2xx": number;
+                        "3xx": number;
+                        "4xx": number;
+                        "5xx": number;
+                    };
+                    /** @description Answered by the backend below 400 */
+                    successful: number;
+                }[];
+                /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
+                routeId: string | null;
             })[];
             /**
              * Format: date-time
@@ -1632,6 +1683,59 @@ export interface components {
              * @enum {string}
              */
             granularity: "minute" | "hour" | "day" | "month";
+            /** @description With groupBy=route: one per route, most requests first */
+            series?: {
+                buckets: {
+                    averageResponseTimeMs: number;
+                    /** @description Units charged: 0 for a refused request */
+                    cost: number;
+                    /** @description The rest: successful + failed = requests */
+                    failed: number;
+                    /** @description Response-time percentiles (request received to response finished) from a histogram, within 5 % of the exact value; null in an empty bucket */
+                    latencyMs: {
+                        p50: number | null;
+                        p95: number | null;
+                        p99: number | null;
+                    };
+                    /** @description Why requests failed */
+                    outcomes: {
+                        /** @description The backend answered 5xx */
+                        backendError: number;
+                        /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
+                        backendUnreachable: number;
+                        /** @description Refused for want of credits (429 credits_exhausted) */
+                        creditsExhausted: number;
+                        /** @description Refused: the key is disabled */
+                        disabled: number;
+                        /** @description Refused: the key has expired */
+                        expired: number;
+                        /** @description Refused by the limiter (429) */
+                        rateLimited: number;
+                        /** @description Refused: the key may not use that route */
+                        routeNotAllowed: number;
+                    };
+                    /** @description Refused by the limiter (429): part of failed */
+                    rateLimited: number;
+                    requests: number;
+                    /**
+                     * Format: date-time
+                     * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
+                     * @example 2026-11-21T14:23:02Z
+                     */
+                    start: string;
+                    /** @description What the clients got, by class; they add up to requests (a WebSocket's 101 counts as 2xx, a client that left first as 4xx) */
+                    statusClasses: {
+                        "2xx": number;
+                        "3xx": number;
+                        "4xx": number;
+                        "5xx": number;
+                    };
+                    /** @description Answered by the backend below 400 */
+                    successful: number;
+                }[];
+                /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
+                routeId: string | null;
+            }[];
             /**
              * Format: date-time
              * @description End of the last bucket
@@ -1919,7 +2023,7 @@ export interface components {
              * @enum {string}
              */
             granularity: "minute" | "hour" | "day" | "month";
-            /** @description With groupBy: one per endpoint (or customer), most requests first */
+            /** @description With groupBy: one per endpoint (or customer, or route), most requests first */
             series?: ({
                 buckets: {
                     averageResponseTimeMs: number;
@@ -2020,6 +2124,57 @@ export interface components {
                     successful: number;
                 }[];
                 customerId: string;
+            } | {
+                buckets: {
+                    averageResponseTimeMs: number;
+                    /** @description Units charged: 0 for a refused request */
+                    cost: number;
+                    /** @description The rest: successful + failed = requests */
+                    failed: number;
+                    /** @description Response-time percentiles (request received to response finished) from a histogram, within 5 % of the exact value; null in an empty bucket */
+                    latencyMs: {
+                        p50: number | null;
+                        p95: number | null;
+                        p99: number | null;
+                    };
+                    /** @description Why requests failed */
+                    outcomes: {
+                        /** @description The backend answered 5xx */
+                        backendError: number;
+                        /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
+                        backendUnreachable: number;
+                        /** @description Refused for want of credits (429 credits_exhausted) */
+                        creditsExhausted: number;
+                        /** @description Refused: the key is disabled */
+                        disabled: number;
+                        /** @description Refused: the key has expired */
+                        expired: number;
+                        /** @description Refused by the limiter (429) */
+                        rateLimited: number;
+                        /** @description Refused: the key may not use that route */
+                        routeNotAllowed: number;
+                    };
+                    /** @description Refused by the limiter (429): part of failed */
+                    rateLimited: number;
+                    requests: number;
+                    /**
+                     * Format: date-time
+                     * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
+                     * @example 2026-11-21T14:23:02Z
+                     */
+                    start: string;
+                    /** @description What the clients got, by class; they add up to requests (a WebSocket's 101 counts as 2xx, a client that left first as 4xx) */
+                    statusClasses: {
+                        "2xx": number;
+                        "3xx": number;
+                        "4xx": number;
+                        "5xx": number;
+                    };
+                    /** @description Answered by the backend below 400 */
+                    successful: number;
+                }[];
+                /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
+                routeId: string | null;
             })[];
             /**
              * Format: date-time
@@ -3759,8 +3914,8 @@ export interface operations {
                 from?: string;
                 /** @description Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond */
                 granularity?: "minute" | "hour" | "day" | "month";
-                /** @description Adds one series per endpoint or customer (day and month granularity only) */
-                groupBy?: "endpoint" | "customer";
+                /** @description Adds one series per endpoint, customer or route (day and month granularity only) */
+                groupBy?: "endpoint" | "customer" | "route";
                 /** @description End of the range, exclusive (default: now); its last bucket must end by 9999-12-31T23:59:59Z */
                 to?: string;
             };
@@ -6284,8 +6439,8 @@ export interface operations {
                 from?: string;
                 /** @description Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond */
                 granularity?: "minute" | "hour" | "day" | "month";
-                /** @description Adds one series per endpoint or customer (day and month granularity only) */
-                groupBy?: "endpoint" | "customer";
+                /** @description Adds one series per endpoint, customer or route (day and month granularity only) */
+                groupBy?: "endpoint" | "customer" | "route";
                 /** @description End of the range, exclusive (default: now); its last bucket must end by 9999-12-31T23:59:59Z */
                 to?: string;
             };
@@ -7071,6 +7226,8 @@ export interface operations {
                 from?: string;
                 /** @description Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond */
                 granularity?: "minute" | "hour" | "day" | "month";
+                /** @description Adds one series per route, summed over every key (day and month granularity only) */
+                groupBy?: "route";
                 /** @description End of the range, exclusive (default: now); its last bucket must end by 9999-12-31T23:59:59Z */
                 to?: string;
             };

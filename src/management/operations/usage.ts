@@ -5,8 +5,8 @@ import Negotiator from 'negotiator';
 import { AppError } from '../../errors.js';
 import { bucketAt, bucketCount, type Granularity } from '../../usage/granularity.js';
 import type { BucketView, SeriesView } from '../../usage/history.js';
-import type { TopConsumer } from '../../usage/history-repository.js';
-import { OUTCOMES } from '../../usage/usage.js';
+import type { HistoryScope, SeriesBy, TopConsumer } from '../../usage/history-repository.js';
+import { NO_ROUTE_ID, OUTCOMES } from '../../usage/usage.js';
 import { retainedSince } from '../../usage/retention.js';
 import type { ManagementContext } from '../context.js';
 import { defineOperation } from '../operation.js';
@@ -83,6 +83,14 @@ function rangeOf(
 const bucketJson = (b: BucketView) => ({ ...b, start: isoTimestamp(b.start) });
 type BucketJson = ReturnType<typeof bucketJson>;
 
+/** Each `groupBy`'s field naming a series, and a stored name as that field shows it. */
+const SERIES_NAMES = {
+  endpoint: ['endpoint', (name: string) => name],
+  customer: ['customerId', (name: string) => name],
+  // The catch-all (and no route) is stored under an empty id: null, as the contract names it.
+  route: ['routeId', (name: string) => (name === NO_ROUTE_ID ? null : name)],
+} as const satisfies Record<SeriesBy, readonly [string, (name: string) => string | null]>;
+
 /**
  * A CSV field (RFC 4180). Paths and customer ids come from clients and the CSV goes into
  * spreadsheets, so (OWASP, CSV injection) a name is always quoted, and one that a spreadsheet would
@@ -112,7 +120,7 @@ const CSV_COLUMNS: readonly (readonly [string, (b: BucketJson) => number | null]
   ['latencyP99Ms', (b) => b.latencyMs.p99],
 ];
 
-/** The same answer as CSV, one row per bucket (per series and bucket with `groupBy`); a null percentile is an empty field. */
+/** The same answer as CSV, one row per bucket (per series and bucket with `groupBy`); a null percentile or route id is an empty field. */
 function sendCsv(res: Response, rows: { name?: string; bucket: BucketJson }[], nameColumn?: string): void {
   const header = [
     ...(nameColumn ? ['start', nameColumn] : ['start']),
@@ -143,6 +151,65 @@ type Subject =
   { readonly keyId: string } | { readonly consumerId: string; readonly keyIds: readonly string[] };
 
 /**
+ * Refuses (400 `range_too_large`) a grouped answer of more than MAX_SERIES_BUCKETS series buckets,
+ * counted from what is stored before anything is read (decision record 0020).
+ */
+async function checkSeriesBound(
+  ctx: ManagementContext,
+  scope: HistoryScope,
+  by: SeriesBy,
+  granularity: 'day' | 'month',
+  fromMs: number,
+  toMs: number,
+): Promise<void> {
+  const count = await ctx.history.seriesCount(scope, by, granularity, fromMs, toMs);
+  const width = bucketCount(granularity, fromMs, toMs);
+  if (count * width > MAX_SERIES_BUCKETS) {
+    throw new AppError(
+      'range_too_large',
+      `The answer would hold ${count} series of ${width} buckets, more than ${MAX_SERIES_BUCKETS.toLocaleString('en-US')} series buckets: narrow the range or use month granularity`,
+    );
+  }
+}
+
+/** `groupBy` needs day or month granularity (400 `validation_failed` otherwise). */
+function seriesGranularity(
+  groupBy: SeriesBy | undefined,
+  granularity: Granularity,
+): 'day' | 'month' | undefined {
+  if (groupBy === undefined) return undefined;
+  if (granularity !== 'day' && granularity !== 'month')
+    throw invalidField('groupBy', 'needs granularity day or month');
+  return granularity;
+}
+
+/** Series as JSON: each named by `groupBy`'s field. */
+const seriesJson = (by: SeriesBy, series: readonly SeriesView[]) => {
+  const [field, shown] = SERIES_NAMES[by];
+  return series.map((s) => ({ [field]: shown(s.name), buckets: s.buckets.map(bucketJson) }));
+};
+
+/** Buckets, or series with `groupBy`, as CSV: a series' name in `groupBy`'s column. */
+function sendSeriesCsv(
+  res: Response,
+  buckets: readonly BucketJson[],
+  by: SeriesBy | undefined,
+  series: readonly SeriesView[] | undefined,
+): void {
+  if (by === undefined || series === undefined)
+    return sendCsv(
+      res,
+      buckets.map((bucket) => ({ bucket })),
+    );
+  const [field, shown] = SERIES_NAMES[by];
+  sendCsv(
+    res,
+    series.flatMap((s) => s.buckets.map((b) => ({ name: shown(s.name) ?? '', bucket: bucketJson(b) }))),
+    field,
+  );
+}
+
+/**
  * A key's or a consumer's buckets over the query's range, with its series when `groupBy` asks; sent
  * as CSV to a caller that prefers it (then undefined), else returned for the JSON answer.
  */
@@ -154,8 +221,8 @@ async function usageOverTime(
   ctx: ManagementContext,
 ) {
   const { granularity, fromMs, toMs } = rangeOf(query, ctx);
-  if (query.groupBy !== undefined && granularity !== 'day' && granularity !== 'month')
-    throw invalidField('groupBy', 'needs granularity day or month');
+  const by = query.groupBy;
+  const seriesBy = seriesGranularity(by, granularity);
   const { history } = ctx;
   const buckets = (
     'keyId' in subject
@@ -163,43 +230,25 @@ async function usageOverTime(
       : await history.forConsumer(subject.consumerId, subject.keyIds, granularity, fromMs, toMs)
   ).map(bucketJson);
   let series: SeriesView[] | undefined;
-  if (query.groupBy !== undefined && (granularity === 'day' || granularity === 'month')) {
+  if (by !== undefined && seriesBy !== undefined) {
     const scope = 'keyId' in subject ? { keyId: subject.keyId } : { consumerId: subject.consumerId };
-    const count = await history.seriesCount(scope, query.groupBy, granularity, fromMs, toMs);
-    const width = bucketCount(granularity, fromMs, toMs);
-    if (count * width > MAX_SERIES_BUCKETS) {
-      throw new AppError(
-        'range_too_large',
-        `The answer would hold ${count} series of ${width} buckets, more than ${MAX_SERIES_BUCKETS.toLocaleString('en-US')} series buckets: narrow the range or use month granularity`,
-      );
-    }
+    await checkSeriesBound(ctx, scope, by, seriesBy, fromMs, toMs);
     const now = ctx.clock();
     series =
       'keyId' in subject
-        ? await history.seriesForKey(subject.keyId, query.groupBy, granularity, fromMs, toMs, now)
+        ? await history.seriesForKey(subject.keyId, by, seriesBy, fromMs, toMs, now)
         : await history.seriesForConsumer(
             subject.consumerId,
             subject.keyIds,
-            query.groupBy,
-            granularity,
+            by,
+            seriesBy,
             fromMs,
             toMs,
             now,
           );
   }
-  const nameField = query.groupBy === 'customer' ? 'customerId' : 'endpoint';
   if (wantsCsv(req)) {
-    if (series)
-      sendCsv(
-        res,
-        series.flatMap((s) => s.buckets.map((b) => ({ name: s.name, bucket: bucketJson(b) }))),
-        nameField,
-      );
-    else
-      sendCsv(
-        res,
-        buckets.map((bucket) => ({ bucket })),
-      );
+    sendSeriesCsv(res, buckets, by, series);
     return undefined;
   }
   return {
@@ -207,9 +256,7 @@ async function usageOverTime(
     from: isoTimestamp(fromMs),
     to: isoTimestamp(toMs),
     buckets,
-    ...(series && {
-      series: series.map((s) => ({ [nameField]: s.name, buckets: s.buckets.map(bucketJson) })),
-    }),
+    ...(by && series && { series: seriesJson(by, series) }),
   };
 }
 
@@ -227,7 +274,10 @@ async function namedConsumers(
   }));
 }
 
-const CSV_DESCRIPTION = `\`Accept: text/csv\` (any parameters, such as \`charset\`) answers the same as CSV (columns start, [endpoint|customerId,] ${CSV_COLUMNS.map(([name]) => name).join(', ')}; an empty latency field: no requests); an endpoint or customer id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.`;
+const CSV_DESCRIPTION = `\`Accept: text/csv\` (any parameters, such as \`charset\`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] ${CSV_COLUMNS.map(([name]) => name).join(', ')}; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.`;
+/** What `groupBy=route` answers, for every scope. */
+const ROUTE_SERIES_DESCRIPTION =
+  '`groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)".';
 
 export const usageOperations = [
   defineOperation({
@@ -237,7 +287,7 @@ export const usageOperations = [
     scope: 'usage:read',
     tag: TAG,
     summary: "A key's usage over time",
-    description: `Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. \`groupBy\` (day and month only) adds one series per endpoint or customer, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". ${CSV_DESCRIPTION} Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).`,
+    description: `Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. \`groupBy\` (day and month only) adds one series per endpoint, customer or route, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". ${ROUTE_SERIES_DESCRIPTION} ${CSV_DESCRIPTION} Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).`,
     params: {
       schema: Type.Object({
         consumerApiKeyId: { ...KeyId, description: 'The key id (`id` of the create response)' },
@@ -262,7 +312,7 @@ export const usageOperations = [
     scope: 'usage:read',
     tag: TAG,
     summary: "A consumer's usage over time: what its keys did while they belonged to it",
-    description: `As a key's usage over time, summed over every key while it belonged to the consumer (moving a key moves none of its history). ${CSV_DESCRIPTION}`,
+    description: `As a key's usage over time, summed over every key while it belonged to the consumer (moving a key moves none of its history). ${ROUTE_SERIES_DESCRIPTION} ${CSV_DESCRIPTION}`,
     params: {
       schema: Type.Object({ consumerId: { ...ConsumerId, description: 'The consumer id' } }),
       notFound: 'consumer_not_found',
@@ -290,7 +340,7 @@ export const usageOperations = [
     scope: 'usage:read',
     tag: TAG,
     summary: "Every key's usage over time, and the busiest keys and consumers",
-    description: `The buckets summed over all keys (from stored usage: about a second behind), \`topKeys\`: at most 10 keys with the most requests in the range, and \`topConsumers\`: at most 10 consumers. ${CSV_DESCRIPTION}`,
+    description: `The buckets summed over all keys (from stored usage: about a second behind), \`topKeys\`: at most 10 keys with the most requests in the range, and \`topConsumers\`: at most 10 consumers. ${ROUTE_SERIES_DESCRIPTION} The fleet's series sum every key's. ${CSV_DESCRIPTION}`,
     query: { schema: FleetUsageQuery, check: rangeProblems },
     success: {
       status: 200,
@@ -301,13 +351,17 @@ export const usageOperations = [
     errors: RANGE_ERRORS,
     async handle({ query, req, res, ctx }) {
       const { granularity, fromMs, toMs } = rangeOf(query, ctx);
+      const by = query.groupBy;
+      const seriesBy = seriesGranularity(by, granularity);
       const fleet = await ctx.history.forFleet(granularity, fromMs, toMs);
       const buckets = fleet.buckets.map(bucketJson);
+      let series: SeriesView[] | undefined;
+      if (by !== undefined && seriesBy !== undefined) {
+        await checkSeriesBound(ctx, 'fleet', by, seriesBy, fromMs, toMs);
+        series = await ctx.history.seriesForFleet(by, seriesBy, fromMs, toMs);
+      }
       if (wantsCsv(req)) {
-        sendCsv(
-          res,
-          buckets.map((bucket) => ({ bucket })),
-        );
+        sendSeriesCsv(res, buckets, by, series);
         return;
       }
       const body: FleetUsageResponse = {
@@ -322,6 +376,7 @@ export const usageOperations = [
           rateLimited: k.rateLimited,
         })),
         topConsumers: await namedConsumers(await ctx.history.topConsumers(granularity, fromMs, toMs), ctx),
+        ...(by && series && { series: seriesJson(by, series) as FleetUsageResponse['series'] }),
       };
       res.json(body);
     },

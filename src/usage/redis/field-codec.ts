@@ -8,6 +8,7 @@ import {
   emptyKeyUsage,
   entryOf,
   type BucketCounts,
+  type DayUsage,
   type FiledUsage,
   type KeyUsage,
 } from '../usage.js';
@@ -33,6 +34,10 @@ import {
  * that latency bin), on minutes and days. A key's part filed under a consumer repeats the fields
  * above behind `p|<consumer id, URI-encoded>|`, beside the key's whole: an earlier version passes the
  * parts over and still counts every request once, under no consumer.
+ *
+ * The route series (decision record 0035) add `dr|<day start>|<route id>|<metric>` (an empty id: the
+ * catch-all or no route), with a day's metrics. Earlier versions pass it over like any field of a
+ * section they do not know, and count the request in the totals, minutes and days as before.
  */
 
 type Metric =
@@ -85,12 +90,19 @@ export function parseField(field: string): { section: Section; name: string; met
   return known ? { section, name: field.slice(2, last), metric } : undefined;
 }
 
+/** A day's sections and the entries of a day each fills. */
+const DAY_SECTIONS = { de: 'endpoints', dc: 'customers', dr: 'routes' } as const satisfies Record<
+  string,
+  keyof DayUsage
+>;
+type DaySection = keyof typeof DAY_SECTIONS;
+
 /** The parts of a day field, or undefined for any other field. */
 function parseDayField(
   field: string,
-): { section: 'de' | 'dc'; day: number; name: string; metric: string } | undefined {
-  const section = field.slice(0, 2);
-  if ((section !== 'de' && section !== 'dc') || field[2] !== '|') return undefined;
+): { section: DaySection; day: number; name: string; metric: string } | undefined {
+  const section = field.slice(0, 2) as DaySection;
+  if (!Object.hasOwn(DAY_SECTIONS, section) || field[2] !== '|') return undefined;
   const bar = field.indexOf('|', 3);
   const last = field.lastIndexOf('|');
   const day = Number(field.slice(3, bar));
@@ -132,6 +144,7 @@ function encodeFiled(usage: FiledUsage, part: string, encoded: EncodedUsage): vo
   for (const [day, counts] of usage.days) {
     for (const [endpoint, c] of counts.endpoints) put(`de|${day}|${endpoint}`, METRICS.m, c);
     for (const [customer, c] of counts.customers) put(`dc|${day}|${customer}`, METRICS.m, c);
+    for (const [route, c] of counts.routes) put(`dr|${day}|${route}`, METRICS.m, c);
   }
 }
 
@@ -161,7 +174,7 @@ export function decodeUsage(flat: readonly string[]): KeyUsage {
     if (dated !== undefined) {
       const day = entryOf(into.days, dated.day, emptyDay);
       setMetric(
-        entryOf(dated.section === 'de' ? day.endpoints : day.customers, dated.name, emptyBucket),
+        entryOf(day[DAY_SECTIONS[dated.section]], dated.name, emptyBucket),
         dated.metric,
         flat[i + 1]!,
       );
