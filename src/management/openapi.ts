@@ -232,8 +232,13 @@ function reasonsOf(operation: Operation): Map<ErrorCode, string> {
     for (const [code, reason] of Object.entries(more) as [ErrorCode, string][])
       reasons.set(code, reasons.has(code) ? `${reasons.get(code)}; ${reason}` : reason);
   };
-  const { storage_unavailable: _writesOnly, ...shared } = SHARED_REASONS;
-  add(isWrite(operation.method) ? SHARED_REASONS : shared);
+  // A scope is refused only where one is needed; storage refusing writes only where one is made.
+  const { storage_unavailable: writes, insufficient_scope: scoped, ...anyCall } = SHARED_REASONS;
+  add({
+    ...anyCall,
+    ...(operation.scope !== null && { insufficient_scope: scoped }),
+    ...(isWrite(operation) && { storage_unavailable: writes }),
+  });
   if (operation.body) add(BODY_REASONS);
   if (operation.query && !operation.body) add(QUERY_REASONS);
   if (operation.query?.schema.properties.cursor)
@@ -327,8 +332,8 @@ function operationObject(operation: Operation, named: Map<string, TSchema>): Jso
       },
     }),
     responses: responsesOf(operation, named),
-    security: [{ rootToken: [] }, { adminToken: [operation.scope] }],
-    'x-required-scope': operation.scope,
+    security: [{ rootToken: [] }, { adminToken: operation.scope === null ? [] : [operation.scope] }],
+    ...(operation.scope !== null && { 'x-required-scope': operation.scope }),
   };
 }
 

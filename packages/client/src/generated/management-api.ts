@@ -49,8 +49,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List consumer API keys, oldest first
-         * @description Lists never carry secrets.
+         * List consumer API keys, oldest first or in the order `sort` names
+         * @description Lists never carry secrets. `name` finds keys by the start of their name whatever its case; `count=true` adds how many keys match.
          */
         get: operations["listConsumerApiKeys"];
         put?: never;
@@ -402,6 +402,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tollgate/keys/lookup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Find the key a secret belongs to
+         * @description The secret goes in the body, never in a URL; the answer is the key as the list shows it, without its secret, and whether the secret is its current one or the previous one of a roll. A secret that opens no key counts as a wrong credential from the client address: past 20 a minute every call from it gets 429 `too_many_failed_attempts` until the minute ends.
+         */
+        post: operations["lookupConsumerApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tollgate/routes": {
         parameters: {
             query?: never;
@@ -548,6 +568,26 @@ export interface paths {
          * @description Whatever its state: the next attempt is due at once, with the same `webhook-id`, so a receiver that dedupes still sees the event once. A delivery whose schedule had ended gets this one attempt.
          */
         post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tollgate/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed-in token: its type, name and scopes
+         * @description Needs no scope: every valid token may read what it may do itself.
+         */
+        get: operations["whoami"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2068,7 +2108,7 @@ export interface components {
         };
         /** ListKeysResponse */
         ListKeysResponse: {
-            /** @description Oldest first */
+            /** @description In the order `sort` names (oldest first by default) */
             apiKeys: {
                 /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
                 allowedRouteIds: string[] | null;
@@ -2102,6 +2142,12 @@ export interface components {
             }[];
             /** @description Present only when more keys remain: pass it as `cursor` for the next page */
             nextCursor?: string;
+            /** @description With `count=true`: how many keys match the filters */
+            total?: {
+                count: number;
+                /** @description false: more than `count` (10,000) keys match */
+                exact: boolean;
+            };
         };
         /** ListPlansResponse */
         ListPlansResponse: {
@@ -2282,6 +2328,57 @@ export interface components {
                 lastUpdated: string;
                 url: string;
             }[];
+        };
+        /** LookupKeyRequest */
+        LookupKeyRequest: {
+            /** @description A secret as create or roll answered it: `tg_` and 43 characters */
+            secret: string;
+        };
+        /** LookupKeyResponse */
+        LookupKeyResponse: {
+            /** KeySummary */
+            apiKey: {
+                /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
+                allowedRouteIds: string[] | null;
+                /**
+                 * @description Identifier of a consumer API key, as returned by create (`id`)
+                 * @example key_3q2xR0f1bW8mT5nYk9Lp4A
+                 */
+                consumerApiKeyId: string;
+                /** @description The consumer the key belongs to, or null */
+                consumerId: string | null;
+                /**
+                 * Format: date-time
+                 * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
+                 * @example 2026-11-21T14:23:02Z
+                 */
+                createdAt: string;
+                enabled: boolean;
+                expiresAt: string | null;
+                externalId: string | null;
+                /**
+                 * Format: date-time
+                 * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
+                 * @example 2026-11-21T14:23:02Z
+                 */
+                lastUpdated: string;
+                /** @description The last proxied request that presented the key (visible within 2 s), or null */
+                lastUsedAt: string | null;
+                name: string;
+                /** @description The bound plan, or null */
+                rateLimitId: string | null;
+            };
+            /**
+             * @description `current`: the key’s secret now; `previous`: the secret it had before its last roll (working until `previousSecretExpiresAt`)
+             * @enum {string}
+             */
+            matched: "current" | "previous";
+            /**
+             * Format: date-time
+             * @description With `previous`: when that secret stops (or stopped) working
+             * @example 2026-11-21T14:23:02Z
+             */
+            previousSecretExpiresAt?: string;
         };
         /** PlanResponse */
         PlanResponse: {
@@ -2711,6 +2808,22 @@ export interface components {
             lastUpdated: string;
             url: string;
         };
+        /** WhoamiResponse */
+        WhoamiResponse: {
+            /** @description When the token stops working; null: never */
+            expiresAt: string | null;
+            /** @description The admin token’s name; null for root */
+            name: string | null;
+            /** @description What the token may do, in the order of the scope table */
+            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
+            /** @description The admin token’s id; null for root */
+            tokenId: string | null;
+            /**
+             * @description `root`: the ROOT_TOKEN (every scope); `token`: an admin token
+             * @enum {string}
+             */
+            type: "root" | "token";
+        };
     };
     responses: {
         /** @description Proxied request over its limit (not forwarded) */
@@ -2989,6 +3102,8 @@ export interface operations {
             query?: {
                 /** @description Keys of this consumer */
                 consumerId?: string;
+                /** @description `true`: the answer carries `total`, how many keys match the filters (counted up to 10,000) */
+                count?: boolean;
                 /** @description The `nextCursor` of the previous page; opaque */
                 cursor?: string;
                 /** @description `true` or `false` */
@@ -2997,10 +3112,14 @@ export interface operations {
                 externalId?: string;
                 /** @description Page size, 1-1000 */
                 limit?: number;
+                /** @description Keys whose name starts with this text, ignoring case (every letter on Postgres; A-Z on the embedded store) */
+                name?: string;
                 /** @description Keys whose name starts with this text (case-sensitive) */
                 namePrefix?: string;
                 /** @description Chosen by the caller: 1-128 characters of A-Z a-z 0-9 . _ : - */
                 rateLimitId?: string;
+                /** @description `createdAt`: oldest first; `-createdAt`: newest first; `-lastUsedAt`: most recently used first, never-used last (`lastUsedAt`: the reverse); `-requests24h`: most requests in the last 24 hours (by whole hours, as the usage API counts them) first (`requests24h`: the reverse). Ties go by key id. A cursor continues the order it was issued for; a traffic order keeps the window of its first page */
+                sort?: "createdAt" | "-createdAt" | "lastUsedAt" | "-lastUsedAt" | "requests24h" | "-requests24h";
             };
             header?: never;
             path?: never;
@@ -6172,6 +6291,128 @@ export interface operations {
             };
         };
     };
+    lookupConsumerApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LookupKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key that secret opens */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LookupKeyResponse"];
+                };
+            };
+            /** @description A body (or parameter) that does not match the schema: `details` names each field; Malformed or empty JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No key has that secret (now, or as the previous secret of a roll) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than 65536 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not application/json (or is compressed) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listRoutes: {
         parameters: {
             query?: never;
@@ -7519,6 +7760,77 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying (5) */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    whoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WhoamiResponse"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
