@@ -293,11 +293,11 @@ it('is usable from the keyboard: skip link, navigation, visible focus, dialogs t
   expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).status).toBe(200);
 
   // An action end to end by keyboard: disable the key with Enter on the focused button.
-  await page.getByRole('button', { name: 'Disable' }).focus();
+  await page.getByRole('button', { name: 'Disable', exact: true }).focus();
   await page.keyboard.press('Enter');
   await page.locator('p.status-message').filter({ hasText: 'The key is disabled' }).waitFor();
   expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.enabled).toBe(false);
-  await page.getByRole('button', { name: 'Enable' }).focus();
+  await page.getByRole('button', { name: 'Enable', exact: true }).focus();
   await page.keyboard.press('Space');
   await page.locator('p.status-message').filter({ hasText: 'The key is enabled' }).waitFor();
   expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.enabled).toBe(true);
@@ -366,7 +366,7 @@ it('says when to try again once sign-in is throttled after too many wrong tokens
   const asked = Date.now();
   await page.getByRole('button', { name: 'Sign in' }).click();
   const alert = page.getByRole('alert');
-  await alert.getByText('Too many wrong tokens were tried from this address.').waitFor();
+  await alert.getByText('Too many wrong tokens or key secrets were tried from this address.').waitFor();
   const [, seconds, from] = /Try again in (\d+) seconds?, from (\S+ \S+) UTC\./.exec(
     await alert.innerText(),
   )!;
