@@ -433,6 +433,14 @@ it('creates a plan whose limit counts only some requests and whose costs price t
     ],
     costs: expected.costs,
   });
+  // Oldest first: the plans the tests before made come first.
+  const loaded = page.locator('nav[aria-label="Plans pages"][aria-busy="false"]');
+  await loaded.waitFor();
+  for (let n = 2; (await rowWith(page, 'priced').count()) === 0; n++) {
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByText(`Page ${n}`, { exact: true }).waitFor();
+    await loaded.waitFor();
+  }
   expect(
     await rowWith(page, 'priced').getByRole('cell').nth(1).getByRole('listitem').allInnerTexts(),
   ).toEqual([
