@@ -61,7 +61,8 @@ to a backend. This document covers the **management API** (root token) and descr
   \`Authorization: Bearer <admin token>\` (\`tga_…\`, its own scopes). Missing or wrong: 401 \`unauthorized\` with
   \`WWW-Authenticate: Bearer\` (\`error="invalid_token"\` when a wrong token was sent). A valid token without the scope
   an operation needs (each operation names it under \`security\` and \`x-required-scope\`): 403 \`insufficient_scope\`
-  with \`WWW-Authenticate: Bearer error="insufficient_scope", scope="…"\`. Wrong credentials from one client address
+  with \`WWW-Authenticate: Bearer error="insufficient_scope", scope="…"\`; \`GET /tollgate/whoami\` needs none: it
+  names the caller's own scopes. Wrong credentials from one client address
   are throttled: past 20 a minute every credential from that address gets 429 \`too_many_failed_attempts\` with
   \`Retry-After\` until the minute ends (counted across replicas where Redis is configured).
 - **Audit log:** every call that changes state writes one entry in the same transaction as the change (\`GET

@@ -12,8 +12,11 @@ import { consoleSuite, signedInTab, visit, type ConsoleSession } from './helpers
 const FLEET = 2_000;
 /** Keys created at once: enough to fill the fleet in seconds, not so many that the test's own host chokes. */
 const BATCH = 25;
-/** What an administrator waits at most for a page of the list (with its count) or a search, here. */
-const ACCEPTABLE_MS = 3_000;
+/**
+ * What an administrator waits at most for a page of the list (with its count) or a search. Generous:
+ * the 2 cores here run other suites at once (alone, each task takes under a second: docs/guides/console.md).
+ */
+const ACCEPTABLE_MS = 6_000;
 
 let tollgate: Tollgate;
 const keys: { id: string; name: string; secret: string }[] = [];
@@ -111,7 +114,7 @@ it('opens the key list with its count, then the sparklines of the 50 keys on scr
   await timed(
     '50 sparklines drawn',
     () => page.waitForFunction(() => document.querySelectorAll('td.sparkline-cell svg').length === 50).then(),
-    6_000,
+    10_000,
   );
   expect(await firstRowName(tab.session)).toBe(await apiFirst('sort=-createdAt&limit=1'));
   await timed('next page', async () => {

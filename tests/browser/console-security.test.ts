@@ -172,6 +172,8 @@ async function tour(s: ConsoleSession, check: (where: string) => Promise<void>):
   await check('plans');
   await visit(s, 'plans/new', 'Create a plan');
   await page.getByRole('button', { name: 'Add a limit' }).click();
+  await page.getByRole('group', { name: 'Limit 2' }).getByText('Counts only some requests').click();
+  await page.getByRole('button', { name: 'Add a cost' }).click();
   await check('plan form');
   await visit(s, 'plans/gold/edit', 'Edit the plan gold');
   await page.getByLabel('Description').waitFor();
@@ -179,6 +181,8 @@ async function tour(s: ConsoleSession, check: (where: string) => Promise<void>):
   await visit(s, 'audit', 'Audit log');
   await page.locator('tbody tr[data-audit-id]').first().getByText('Details').click();
   await check('audit log');
+  await visit(s, 'access', 'Your access');
+  await check('your access');
   await visit(s, 'nowhere', 'Page not found');
   await check('not found');
 }
@@ -191,7 +195,7 @@ it('stays on its origin, under its CSP, without a console error, on every page a
   await tour(session, async (where) => {
     visited.push(where);
   });
-  expect(visited).toHaveLength(18);
+  expect(visited).toHaveLength(19);
   const origin = new URL(tollgate.url).origin;
   expect(session.requests.length).toBeGreaterThan(20);
   expect(session.requests.filter((u) => new URL(u).origin !== origin)).toEqual([]);

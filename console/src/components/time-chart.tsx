@@ -106,7 +106,7 @@ export function TimeChart(props: TimeChartProps) {
               stroke: s.color,
               width: stacked ? 0 : 2,
               show: shown[i],
-              ...(bars && { paths: bars, fill: s.color }),
+              ...(bars && { paths: bars, fill: s.color, points: { show: false } }),
             })),
           ],
           // Room between the time labels for a whole date.
