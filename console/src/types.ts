@@ -8,7 +8,6 @@ type Schemas = components['schemas'];
 
 export type ErrorBody = Schemas['Error'];
 
-export type CreateKeyResponse = Schemas['CreateKeyResponse'];
 export type KeyDetail = Schemas['KeyDetailResponse'];
 export type ListKeysResponse = Schemas['ListKeysResponse'];
 export type KeySummary = ListKeysResponse['apiKeys'][number];
@@ -18,15 +17,12 @@ export type KeyLookup = Schemas['LookupKeyResponse'];
 export type LimitState = NonNullable<KeyDetail['usage']['rateLimits']>['limits'][number];
 
 export type KeyUsageResponse = Schemas['KeyUsageResponse'];
-export type ConsumerUsageResponse = Schemas['ConsumerUsageResponse'];
-export type FleetUsageResponse = Schemas['FleetUsageResponse'];
 export type UsageBucket = KeyUsageResponse['buckets'][number];
 
 export type AuditLogResponse = Schemas['AuditLogResponse'];
 export type AuditEntry = AuditLogResponse['auditLog'][number];
 
 export type Plan = Schemas['PlanResponse'];
-export type PlanList = Schemas['ListPlansResponse'];
 /** One limit of a plan as the API answers it: named (default: its period), fixed or sliding. */
 export type PlanLimit = Plan['limits'][number];
 export type Period = PlanLimit['period'];
@@ -45,22 +41,14 @@ export type PlanLimitInput = Pick<PlanLimit, 'limit' | 'period'> &
  */
 export type Consumer = Omit<Schemas['Consumer'], 'credits'>;
 export type ConsumerDetail = Omit<Schemas['ConsumerDetailResponse'], 'credits'>;
-export type ConsumerList = Schemas['ListConsumersResponse'];
 export type AdminToken = Schemas['ListAdminTokensResponse']['adminTokens'][number];
-export type AdminTokenList = Schemas['ListAdminTokensResponse'];
 export type CreatedAdminToken = Schemas['CreateAdminTokenResponse'];
 export type AdminScope = AdminToken['scopes'][number];
 export type Whoami = Schemas['WhoamiResponse'];
 export type GatewayRoute = Schemas['Route'];
-export type RouteList = Schemas['ListRoutesResponse'];
 export type RouteMethod = NonNullable<GatewayRoute['match']['methods']>[number];
 export type Webhook = Schemas['Webhook'];
-export type WebhookList = Schemas['ListWebhooksResponse'];
 export type CreatedWebhook = Schemas['CreateWebhookResponse'];
 export type WebhookEvent = Webhook['events'][number];
 export type Delivery = Schemas['Delivery'];
-export type DeliveryList = Schemas['ListDeliveriesResponse'];
 export type BillingExport = Schemas['BillingExport'];
-export type BillingExportList = Schemas['ListBillingExportsResponse'];
-export type BillingExportRun = Schemas['BillingExportRun'];
-export type BillingExportRunList = Schemas['ListBillingExportRunsResponse'];
