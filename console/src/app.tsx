@@ -1,9 +1,13 @@
 /** The console's frame: sign-in until a token is held, then the navigation and the page the URL names. */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { UNAUTHORIZED_EVENT } from './api';
+import { AccessContext, accessOf } from './access';
+import { api, ok, UNAUTHORIZED_EVENT } from './api';
 import { href, useRoute, type Route } from './route';
-import { useMissingScopes } from './scope-probe';
 import { forgetToken, storedToken } from './session';
+import type { AdminScope } from './types';
+import { useApi } from './use-api';
+import { ErrorMessage } from './components/error-message';
+import { AccessPage } from './pages/access';
 import { AdminTokensPage } from './pages/admin-tokens';
 import { AuditLogPage } from './pages/audit-log';
 import { BillingExportListPage } from './pages/billing-export-list';
@@ -23,17 +27,19 @@ import { SignInPage } from './pages/sign-in';
 import { WebhookDeliveriesPage } from './pages/webhook-deliveries';
 import { WebhookListPage } from './pages/webhook-list';
 
-const NAVIGATION = [
-  { section: '', label: 'Overview' },
-  { section: 'keys', label: 'Keys' },
-  { section: 'consumers', label: 'Consumers' },
-  { section: 'plans', label: 'Plans' },
-  { section: 'routes', label: 'Routes' },
-  { section: 'webhooks', label: 'Webhooks' },
-  { section: 'billing-exports', label: 'Billing exports' },
-  { section: 'audit', label: 'Audit log' },
-  { section: 'admin-tokens', label: 'Admin tokens' },
-] as const;
+/** Each section, and the scope its page reads with: a token without it sees so in the link. */
+const NAVIGATION: readonly { section: string; label: string; reads?: AdminScope }[] = [
+  { section: '', label: 'Overview', reads: 'usage:read' },
+  { section: 'keys', label: 'Keys', reads: 'keys:read' },
+  { section: 'consumers', label: 'Consumers', reads: 'keys:read' },
+  { section: 'plans', label: 'Plans', reads: 'plans:read' },
+  { section: 'routes', label: 'Routes', reads: 'routes:read' },
+  { section: 'webhooks', label: 'Webhooks', reads: 'webhooks:read' },
+  { section: 'billing-exports', label: 'Billing exports', reads: 'billing:read' },
+  { section: 'audit', label: 'Audit log', reads: 'audit:read' },
+  { section: 'admin-tokens', label: 'Admin tokens', reads: 'tokens:write' },
+  { section: 'access', label: 'Your access' },
+];
 
 function Page({ route }: { route: Route }) {
   const [section = '', id, action] = route.segments;
@@ -53,7 +59,7 @@ function Page({ route }: { route: Route }) {
       if (id === undefined) return <ConsumerListPage route={route} />;
       if (id === 'new') return <ConsumerFormPage />;
       if (action === 'edit') return <ConsumerFormPage consumerId={id} />;
-      return <ConsumerDetailPage consumerId={id} />;
+      return <ConsumerDetailPage consumerId={id} route={route} />;
     case 'routes':
       if (id === undefined) return <RouteListPage />;
       if (id === 'new') return <RouteFormPage />;
@@ -69,6 +75,8 @@ function Page({ route }: { route: Route }) {
       return <AuditLogPage route={route} />;
     case 'admin-tokens':
       return <AdminTokensPage />;
+    case 'access':
+      return <AccessPage />;
   }
   return (
     <>
@@ -84,7 +92,14 @@ export function App() {
   const [signedIn, setSignedIn] = useState(() => storedToken() !== null);
   const [notice, setNotice] = useState<string>();
   const route = useRoute();
-  const missingScopes = useMissingScopes(signedIn);
+  // What the token may do, asked again at each sign-in.
+  const whoami = useApi(
+    (signal) => (signedIn ? ok(api.GET('/tollgate/whoami', { signal })) : Promise.resolve(undefined)),
+    [signedIn],
+  );
+  // Pages wait for it: a control is drawn once, enabled or not, never enabled first.
+  const ready = signedIn && !whoami.loading && whoami.data !== undefined;
+  const access = accessOf(ready ? whoami.data : undefined);
   const main = useRef<HTMLElement>(null);
 
   useEffect(() => {
@@ -101,9 +116,9 @@ export function App() {
   const section = route.segments.slice(0, 3).join('/');
   const loaded = useRef(false);
   useEffect(() => {
-    if (loaded.current && signedIn) main.current?.querySelector<HTMLElement>('h1')?.focus();
-    loaded.current = true;
-  }, [section, signedIn]);
+    if (loaded.current && ready) main.current?.querySelector<HTMLElement>('h1')?.focus();
+    if (ready || !signedIn) loaded.current = true;
+  }, [section, ready]);
 
   if (!signedIn) {
     return (
@@ -140,8 +155,8 @@ export function App() {
                   aria-current={current === item.section ? 'page' : undefined}
                 >
                   {item.label}
-                  {missingScopes[item.section] && (
-                    <span class="nav-missing"> (needs {missingScopes[item.section]})</span>
+                  {item.reads && access.lacks(item.reads) && (
+                    <span class="nav-missing"> (needs {item.reads})</span>
                   )}
                 </a>
               </li>
@@ -162,7 +177,16 @@ export function App() {
       </header>
       <main id="main" ref={main}>
         {/* Each page starts afresh: what one key's page announced is not said on the next's. */}
-        <Page key={section} route={route} />
+        {ready ? (
+          <AccessContext.Provider value={access}>
+            <Page key={section} route={route} />
+          </AccessContext.Provider>
+        ) : (
+          <>
+            <ErrorMessage error={whoami.error} />
+            {!whoami.error && <p role="status">Loading…</p>}
+          </>
+        )}
       </main>
     </>
   );

@@ -40,15 +40,30 @@ const FIELDS: Readonly<Record<string, string>> = {
   credential: 'Credential',
   eventName: 'Event name',
   customerField: 'Customer field',
+  secret: 'Secret',
+  sort: 'Order',
+  costs: 'Costs',
+  cost: 'Units per request',
+  routeIds: 'Routes',
+  methods: 'Methods',
+  pathPrefix: 'Path prefix',
   '(body)': 'The request',
 };
 
-/** `limits.1.name` → `Limit 2, name`; `externalId` → `External ID`. */
+/** The numbered rows of a plan's form: `limits.1` is "Limit 2", `costs.0` "Cost 1". */
+const ROWS: Readonly<Record<string, string>> = { limits: 'Limit', costs: 'Cost' };
+
+/**
+ * `limits.1.name` → `Limit 2, name`; `costs.0.match.routeIds` → `Cost 1, routes`; `costs.0.match` →
+ * `Cost 1, match`; `externalId` → `External ID`.
+ */
 export function fieldLabel(field: string): string {
-  const [head = '', index, sub] = field.split('.');
-  if (head === 'limits' && index !== undefined && /^\d+$/.test(index)) {
-    const limit = `Limit ${Number(index) + 1}`;
-    return sub === undefined ? limit : `${limit}, ${(FIELDS[sub] ?? sub).toLowerCase()}`;
+  const [head = '', index, ...rest] = field.split('.');
+  const row = ROWS[head];
+  if (row !== undefined && index !== undefined && /^\d+$/.test(index)) {
+    const named = `${row} ${Number(index) + 1}`;
+    const last = rest.at(-1);
+    return last === undefined ? named : `${named}, ${(FIELDS[last] ?? last).toLowerCase()}`;
   }
   return FIELDS[head] ?? field;
 }
@@ -92,6 +107,10 @@ function plainProblem(message: string): string {
     [/^must NOT have fewer than (\d+) characters$/, (n) => `must be at least ${n} characters long`],
     [/^must NOT have more than (\d+) items$/, (n) => `can hold at most ${n}`],
     [/^must NOT have fewer than (\d+) items$/, (n) => `needs at least ${n}`],
+    [
+      /^must NOT have fewer than 1 properties$/,
+      () => 'needs at least one condition: routes, methods or a path prefix',
+    ],
     [
       /^must match pattern "(.*)"$/,
       (pattern) => {
@@ -142,7 +161,7 @@ export function plainMessage(error: ApiError, now = Date.now()): string {
     case 'too_many_failed_attempts': {
       const seconds = error.retryAfterSeconds ?? 60;
       return (
-        'Too many wrong tokens were tried from this address. Try again in ' +
+        'Too many wrong tokens or key secrets were tried from this address. Try again in ' +
         `${countOf(seconds, 'second')}, from ${formatTime(isoSeconds(now + seconds * 1000))}.`
       );
     }

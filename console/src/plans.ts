@@ -1,7 +1,8 @@
-/** Plans' limits as the console edits and shows them (contract section 7). */
-import type { Period, Plan, PlanLimit, PlanLimitInput } from './types';
+/** Plans' limits and costs as the console edits and shows them (contract sections 7, 14 and 15). */
+import type { Period, Plan, PlanLimit, PlanLimitInput, RequestMatch } from './types';
 
-export { ALGORITHMS, MAX_LIMITS } from '../../src/plans/plan.js';
+export { ALGORITHMS, MAX_COST, MAX_COSTS, MAX_LIMITS, MIN_COST } from '../../src/plans/plan.js';
+export { HTTP_METHODS } from '../../src/plans/route.js';
 
 /**
  * Every limit of a plan. A replica of the previous version (during a rolling upgrade) answers the
@@ -13,14 +14,15 @@ export function limitsOf(plan: Pick<Plan, 'limit' | 'period' | 'limits'>): reado
     : [{ name: plan.period, limit: plan.limit, period: plan.period, algorithm: 'fixed' }];
 }
 
-/** One fixed limit that carries its default name: what the seed's `{limit, period}` means. */
+/** One fixed limit of every request that carries its default name: what the seed's `{limit, period}` means. */
 function isSeedShaped(limits: readonly PlanLimitInput[]): boolean {
   const only = limits[0];
   return (
     limits.length === 1 &&
     only !== undefined &&
     (only.name ?? only.period) === only.period &&
-    (only.algorithm ?? 'fixed') === 'fixed'
+    (only.algorithm ?? 'fixed') === 'fixed' &&
+    only.match === undefined
   );
 }
 
@@ -43,12 +45,25 @@ export function limitsBody(
       limit: l.limit,
       period: l.period,
       ...(l.algorithm === 'sliding' ? { algorithm: l.algorithm } : {}),
+      ...(l.match ? { match: l.match } : {}),
     })),
   };
+}
+
+/** `routes search, reports; GET, POST; under /v1` */
+export function describeMatch(match: RequestMatch): string {
+  return [
+    match.routeIds && `route${match.routeIds.length === 1 ? '' : 's'} ${match.routeIds.join(', ')}`,
+    match.methods && match.methods.join(', '),
+    match.pathPrefix && `under ${match.pathPrefix}`,
+  ]
+    .filter(Boolean)
+    .join('; ');
 }
 
 export function describeLimit(limit: PlanLimitInput): string {
   const per = `${limit.limit.toLocaleString('en')} per ${limit.period}`;
   const sliding = limit.algorithm === 'sliding' ? ', sliding' : '';
-  return limit.name && limit.name !== limit.period ? `${limit.name}: ${per}${sliding}` : per + sliding;
+  const only = limit.match ? ` (only ${describeMatch(limit.match)})` : '';
+  return (limit.name && limit.name !== limit.period ? `${limit.name}: ${per}` : per) + sliding + only;
 }

@@ -1,72 +1,54 @@
 /**
- * The management API's shapes, taken from the schemas the server validates and documents with, so the
- * console cannot drift from the API. Types only: nothing of the server enters the bundle.
+ * The management API's shapes, from the OpenAPI document the server publishes (generated from the
+ * operations' one definition), so the console cannot drift from the API. Types only.
  */
-import type { Static } from '@sinclair/typebox';
-import type {
-  AuditLogResponse,
-  CreateKeyResponse,
-  ErrorResponse,
-  FleetUsageResponse,
-  KeyDetailResponse,
-  KeyUsageResponse,
-  ListKeysResponse,
-  ListPlansResponse,
-  PlanResponse,
-  RollKeyResponse,
-} from '../../src/management/schemas.js';
-import type { Period } from '../../src/plans/window.js';
 import type { components } from './generated/management-api';
 
-export type {
-  CreateKeyResponse,
-  FleetUsageResponse,
-  KeyDetailResponse,
-  KeyUsageResponse,
-  ListKeysResponse,
-  RollKeyResponse,
-  Period,
-};
+type Schemas = components['schemas'];
 
-export type ErrorBody = Static<typeof ErrorResponse>;
+export type ErrorBody = Schemas['Error'];
+
+export type KeyDetail = Schemas['KeyDetailResponse'];
+export type ListKeysResponse = Schemas['ListKeysResponse'];
 export type KeySummary = ListKeysResponse['apiKeys'][number];
-export type UsageBucket = KeyUsageResponse['buckets'][number];
-export type AuditEntry = AuditLogResponse['auditLog'][number];
-export type { AuditLogResponse };
-
-export type { Algorithm } from '../../src/plans/plan.js';
-
-export type Plan = PlanResponse;
-export type PlanList = ListPlansResponse;
-/** One limit of a plan as the API answers it: named (default: its period), fixed or sliding. */
-export type PlanLimit = Plan['limits'][number];
-/** One limit as the console sends it: name and algorithm may be left to their defaults. */
-export type PlanLimitInput = Pick<PlanLimit, 'limit' | 'period'> &
-  Partial<Pick<PlanLimit, 'name' | 'algorithm'>>;
-
-export type KeyDetail = KeyDetailResponse;
+export type RollKeyResponse = Schemas['RollKeyResponse'];
+export type KeyLookup = Schemas['LookupKeyResponse'];
 /** What is left of one limit of a key's plan now. */
 export type LimitState = NonNullable<KeyDetail['usage']['rateLimits']>['limits'][number];
 
-/** The shapes of the newer APIs, from the OpenAPI document the server publishes. */
-type Schemas = components['schemas'];
-export type Consumer = Schemas['Consumer'];
-export type ConsumerDetail = Schemas['ConsumerDetailResponse'];
-export type ConsumerList = Schemas['ListConsumersResponse'];
+export type KeyUsageResponse = Schemas['KeyUsageResponse'];
+export type UsageBucket = KeyUsageResponse['buckets'][number];
+
+export type AuditLogResponse = Schemas['AuditLogResponse'];
+export type AuditEntry = AuditLogResponse['auditLog'][number];
+
+export type Plan = Schemas['PlanResponse'];
+/** One limit of a plan as the API answers it: named (default: its period), fixed or sliding. */
+export type PlanLimit = Plan['limits'][number];
+export type Period = PlanLimit['period'];
+export type Algorithm = PlanLimit['algorithm'];
+/** One cost rule of a plan: what a matching request charges. */
+export type PlanCost = NonNullable<Plan['costs']>[number];
+/** Which requests a limit or a cost applies to. */
+export type RequestMatch = NonNullable<PlanLimit['match']>;
+/** One limit as the console sends it: name, algorithm and match may be left to their defaults. */
+export type PlanLimitInput = Pick<PlanLimit, 'limit' | 'period'> &
+  Partial<Pick<PlanLimit, 'name' | 'algorithm' | 'match'>>;
+
+/**
+ * `credits` is always null so far, and the client's typing (openapi-fetch's `Readable`) leaves out a
+ * property that can only be null: the console reads consumers without it.
+ */
+export type Consumer = Omit<Schemas['Consumer'], 'credits'>;
+export type ConsumerDetail = Omit<Schemas['ConsumerDetailResponse'], 'credits'>;
 export type AdminToken = Schemas['ListAdminTokensResponse']['adminTokens'][number];
-export type AdminTokenList = Schemas['ListAdminTokensResponse'];
 export type CreatedAdminToken = Schemas['CreateAdminTokenResponse'];
 export type AdminScope = AdminToken['scopes'][number];
+export type Whoami = Schemas['WhoamiResponse'];
 export type GatewayRoute = Schemas['Route'];
-export type RouteList = Schemas['ListRoutesResponse'];
 export type RouteMethod = NonNullable<GatewayRoute['match']['methods']>[number];
 export type Webhook = Schemas['Webhook'];
-export type WebhookList = Schemas['ListWebhooksResponse'];
 export type CreatedWebhook = Schemas['CreateWebhookResponse'];
 export type WebhookEvent = Webhook['events'][number];
 export type Delivery = Schemas['Delivery'];
-export type DeliveryList = Schemas['ListDeliveriesResponse'];
 export type BillingExport = Schemas['BillingExport'];
-export type BillingExportList = Schemas['ListBillingExportsResponse'];
-export type BillingExportRun = Schemas['BillingExportRun'];
-export type BillingExportRunList = Schemas['ListBillingExportRunsResponse'];

@@ -61,7 +61,8 @@ to a backend. This document covers the **management API** (root token) and descr
   \`Authorization: Bearer <admin token>\` (\`tga_…\`, its own scopes). Missing or wrong: 401 \`unauthorized\` with
   \`WWW-Authenticate: Bearer\` (\`error="invalid_token"\` when a wrong token was sent). A valid token without the scope
   an operation needs (each operation names it under \`security\` and \`x-required-scope\`): 403 \`insufficient_scope\`
-  with \`WWW-Authenticate: Bearer error="insufficient_scope", scope="…"\`. Wrong credentials from one client address
+  with \`WWW-Authenticate: Bearer error="insufficient_scope", scope="…"\`; \`GET /tollgate/whoami\` needs none: it
+  names the caller's own scopes. Wrong credentials from one client address
   are throttled: past 20 a minute every credential from that address gets 429 \`too_many_failed_attempts\` with
   \`Retry-After\` until the minute ends (counted across replicas where Redis is configured).
 - **Audit log:** every call that changes state writes one entry in the same transaction as the change (\`GET
@@ -253,8 +254,13 @@ function reasonsOf(operation: Operation): Map<ErrorCode, string> {
     for (const [code, reason] of Object.entries(more) as [ErrorCode, string][])
       reasons.set(code, reasons.has(code) ? `${reasons.get(code)}; ${reason}` : reason);
   };
-  const { storage_unavailable: _writesOnly, ...shared } = SHARED_REASONS;
-  add(isWrite(operation.method) ? SHARED_REASONS : shared);
+  // A scope is refused only where one is needed; storage refusing writes only where one is made.
+  const { storage_unavailable: writes, insufficient_scope: scoped, ...anyCall } = SHARED_REASONS;
+  add({
+    ...anyCall,
+    ...(operation.scope !== null && { insufficient_scope: scoped }),
+    ...(isWrite(operation) && { storage_unavailable: writes }),
+  });
   if (operation.body) add(BODY_REASONS);
   if (operation.query && !operation.body) add(QUERY_REASONS);
   if (operation.query?.schema.properties.cursor)
@@ -348,8 +354,8 @@ function operationObject(operation: Operation, named: Map<string, TSchema>): Jso
       },
     }),
     responses: responsesOf(operation, named),
-    security: [{ rootToken: [] }, { adminToken: [operation.scope] }],
-    'x-required-scope': operation.scope,
+    security: [{ rootToken: [] }, { adminToken: operation.scope === null ? [] : [operation.scope] }],
+    ...(operation.scope !== null && { 'x-required-scope': operation.scope }),
   };
 }
 

@@ -66,7 +66,13 @@ export interface Operation<
   readonly method: Method;
   /** Express style: `/consumer-api-key/:consumerApiKeyId`; exact, case-sensitive, no trailing slash. */
   readonly path: string;
-  readonly scope: Scope;
+  /** The scope a caller needs; null: any valid token (what the caller itself may do). */
+  readonly scope: Scope | null;
+  /**
+   * A POST that changes nothing: it takes a body only because what it reads (a secret) must never be
+   * in a URL. Documented as a read (no 503 `storage_unavailable`).
+   */
+  readonly readsOnly?: boolean;
   readonly tag: string;
   readonly summary: string;
   readonly description?: string;
@@ -90,5 +96,6 @@ export function defineOperation<P extends TObject, Q extends TObject, B extends 
   return operation as unknown as Operation;
 }
 
-/** A method changes state unless it reads: every such call is audited and needs writable storage. */
-export const isWrite = (method: Method): boolean => method !== 'get';
+/** An operation changes state unless it reads: every such call is audited and needs writable storage. */
+export const isWrite = (operation: Pick<Operation, 'method' | 'readsOnly'>): boolean =>
+  operation.method !== 'get' && operation.readsOnly !== true;

@@ -11,13 +11,22 @@ export function positionAfter(cursor: string | undefined, idPattern?: RegExp): L
   return position;
 }
 
-/** One page of `rows` fetched with one row more than `limit`. */
+/** One page of `rows` fetched with one row more than `limit`, its cursor made by `cursorOf` from its last row. */
+export function pageWithCursor<T>(
+  rows: T[],
+  limit: number,
+  cursorOf: (row: T) => string,
+): { items: T[]; nextCursor?: string } {
+  const items = rows.slice(0, limit);
+  const last = items.at(-1);
+  return rows.length > limit && last ? { items, nextCursor: cursorOf(last) } : { items };
+}
+
+/** One page of `rows` fetched with one row more than `limit`, ordered by creation time, then id. */
 export function pageOf<T>(
   rows: T[],
   limit: number,
   positionOf: (row: T) => ListPosition,
 ): { items: T[]; nextCursor?: string } {
-  const items = rows.slice(0, limit);
-  const last = items.at(-1);
-  return rows.length > limit && last ? { items, nextCursor: encodeCursor(positionOf(last)) } : { items };
+  return pageWithCursor(rows, limit, (row) => encodeCursor(positionOf(row)));
 }

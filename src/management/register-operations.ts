@@ -66,7 +66,8 @@ function handlersOf(operation: Operation, ctx: ManagementContext): RequestHandle
     // The validators were compiled from the operation's own schemas: the values have the types it states.
     await operation.handle(call as never);
   };
-  return [requires(operation.scope), checkParams, ...reader, handle];
+  const scope = operation.scope === null ? [] : [requires(operation.scope)];
+  return [...scope, checkParams, ...reader, handle];
 }
 
 /** Whether a requested path (under the router) falls under an operation's path: `:name` is one non-empty segment. */

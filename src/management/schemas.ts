@@ -8,6 +8,7 @@ import { ALGORITHMS, MAX_COST, MAX_COSTS, MAX_LIMITS, MIN_COST, type Algorithm }
 import { PERIODS, type Period } from '../plans/window.js';
 import { CreditsInput, CreditsOrNull } from './credit-schemas.js';
 import { RATE_LIMIT_ID_PATTERN, RequestMatchSchema, RouteId } from './request-match-schemas.js';
+import { KEY_SORTS, type KeySort } from './key-list-sort.js';
 import { SCOPES, type Scope } from './scopes.js';
 
 // Postgres text cannot hold U+0000; refusing it here keeps such input a 400 instead of a database error.
@@ -21,6 +22,8 @@ export const MAX_DESCRIPTION_LENGTH = 1000;
 export const MAX_KEY_ID_LENGTH = 128;
 export const MAX_PAGE_SIZE = 1000;
 export const DEFAULT_PAGE_SIZE = 100;
+/** The key list counts matching keys up to this many: a bound on the work of `count=true`. */
+export const MAX_COUNTED_KEYS = 10_000;
 
 export const IsoTimestamp = Type.String({
   format: 'date-time',
@@ -249,7 +252,26 @@ export const ListKeysQuery = Type.Object(
       ...Name,
       description: 'Keys whose name starts with this text (case-sensitive)',
     }),
+    name: Type.Optional({
+      ...Name,
+      description:
+        'Keys whose name starts with this text, ignoring case (every letter on Postgres; A-Z on the embedded store)',
+    }),
     consumerId: Type.Optional({ ...ConsumerId, description: 'Keys of this consumer' }),
+    sort: Type.Optional(
+      Type.Unsafe<KeySort>({
+        type: 'string',
+        enum: [...KEY_SORTS],
+        default: 'createdAt',
+        description:
+          '`createdAt`: oldest first; `-createdAt`: newest first; `-lastUsedAt`: most recently used first, never-used last (`lastUsedAt`: the reverse); `-requests24h`: most requests in the last 24 hours (by whole hours, as the usage API counts them) first (`requests24h`: the reverse). Ties go by key id. A cursor continues the order it was issued for; a traffic order keeps the window of its first page',
+      }),
+    ),
+    count: Type.Optional(
+      Type.Boolean({
+        description: `\`true\`: the answer carries \`total\`, how many keys match the filters (counted up to ${MAX_COUNTED_KEYS.toLocaleString('en-US')})`,
+      }),
+    ),
   },
   { ...strict, title: 'ListKeysQuery' },
 );
@@ -354,7 +376,7 @@ export const CreateKeyResponse = Type.Object(
   { ...strict, title: 'CreateKeyResponse' },
 );
 
-const KeySummary = Type.Object(
+export const KeySummary = Type.Object(
   {
     consumerApiKeyId: KeyId,
     name: Type.String(),
@@ -367,11 +389,22 @@ const KeySummary = Type.Object(
 
 export const ListKeysResponse = Type.Object(
   {
-    apiKeys: Type.Array(KeySummary, { description: 'Oldest first' }),
+    apiKeys: Type.Array(KeySummary, { description: 'In the order `sort` names (oldest first by default)' }),
     nextCursor: Type.Optional(
       Type.String({
         description: 'Present only when more keys remain: pass it as `cursor` for the next page',
       }),
+    ),
+    total: Type.Optional(
+      Type.Object(
+        {
+          count: Type.Integer({ minimum: 0, maximum: MAX_COUNTED_KEYS }),
+          exact: Type.Boolean({
+            description: `false: more than \`count\` (${MAX_COUNTED_KEYS.toLocaleString('en-US')}) keys match`,
+          }),
+        },
+        { ...strict, description: 'With `count=true`: how many keys match the filters' },
+      ),
     ),
   },
   { ...strict, title: 'ListKeysResponse' },
@@ -1032,7 +1065,7 @@ export type ListDeliveriesResponse = Static<typeof ListDeliveriesResponse>;
 
 // ---- admin tokens and the audit log ----
 
-const ScopeSchema = Type.Unsafe<Scope>({
+export const ScopeSchema = Type.Unsafe<Scope>({
   type: 'string',
   enum: [...SCOPES],
   description: 'What the token may do',

@@ -3,6 +3,7 @@ import type { Db } from './db.js';
 import type { Balance } from '../plans/balance.js';
 import type { CostRule, LimitRule } from '../plans/plan.js';
 import { creditColumns, creditsOfRow } from './credit-columns.js';
+import { afterPosition, orderBy, sortValue, type KeyOrder, type KeyPosition } from './key-list-order.js';
 import { costsOf, limitsOf } from './plan-columns.js';
 import { sqlDialectOf, type SqlDialect } from './sql-dialect.js';
 
@@ -95,7 +96,14 @@ export interface KeyFilter {
   readonly enabled?: boolean;
   readonly externalId?: string;
   readonly namePrefix?: string;
+  /** The name starts with this, ignoring case. */
+  readonly name?: string;
   readonly consumerId?: string;
+}
+
+/** A key of the list, with the value it is sorted by (see key-list-order.ts). */
+export interface ListedKey extends KeyRow {
+  readonly sortValue: number | null;
 }
 
 /** The consumer a key belongs to, with the limits of the consumer's plan. */
@@ -226,7 +234,6 @@ export class KeyRepository {
       .execute();
   }
 
-  /** Oldest first by creation time, then id; `after` is the last key of the previous page. */
   /** The ids of the keys a consumer holds now. */
   async idsOfConsumer(consumerId: string): Promise<string[]> {
     const rows = await this.db
@@ -237,18 +244,46 @@ export class KeyRepository {
     return rows.map((row) => row.id);
   }
 
-  async list(filter: KeyFilter, after: ListPosition | undefined, limit: number): Promise<KeyRow[]> {
-    let query = this.db.selectFrom('api_keys').select(keyColumns);
-    if (after !== undefined)
-      query = query.where(sql<boolean>`(created_at, id) > (${new Date(after.at)}, ${after.id})`);
+  /** The keys `filter` lets through. */
+  private filtered(filter: KeyFilter) {
+    let query = this.db.selectFrom('api_keys');
     if (filter.rateLimitId !== undefined) query = query.where('rate_limit_id', '=', filter.rateLimitId);
     if (filter.enabled !== undefined) query = query.where('enabled', '=', filter.enabled);
     if (filter.externalId !== undefined) query = query.where('external_id', '=', filter.externalId);
     if (filter.namePrefix !== undefined)
       query = query.where(this.dialect.startsWith('name', filter.namePrefix));
+    if (filter.name !== undefined)
+      query = query.where(this.dialect.startsWithIgnoringCase('name', filter.name));
     if (filter.consumerId !== undefined) query = query.where('consumer_id', '=', filter.consumerId);
-    const rows = await query.orderBy('created_at').orderBy('id').limit(limit).execute();
-    return rows.map(toKeyRow);
+    return query;
+  }
+
+  /** One page of the keys `filter` lets through, in `order`; `after` is the last key of the previous page. */
+  async list(
+    filter: KeyFilter,
+    order: KeyOrder,
+    after: KeyPosition | undefined,
+    limit: number,
+  ): Promise<ListedKey[]> {
+    let query = this.filtered(filter).select(keyColumns).select(sortValue(order).as('sortValue'));
+    if (after !== undefined) query = query.where(afterPosition(order, after));
+    const rows = await query.orderBy(orderBy(order)).limit(limit).execute();
+    return rows.map((row) => {
+      const value = row.sortValue as Date | number | string | null;
+      return {
+        ...toKeyRow(row),
+        sortValue: value === null ? null : value instanceof Date ? value.getTime() : Number(value),
+      };
+    });
+  }
+
+  /** How many keys `filter` lets through, counted up to `atMost` (a bound on the work, however many keys). */
+  async count(filter: KeyFilter, atMost: number): Promise<number> {
+    const row = await this.db
+      .selectFrom(this.filtered(filter).select(sql.lit(1).as('one')).limit(atMost).as('matching'))
+      .select((eb) => eb.fn.countAll().as('count'))
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
   }
 
   /** `forUpdate`: inside a transaction, hold the row until it ends (the state before a change). */

@@ -35,6 +35,12 @@ export class PostgresSql extends PostgresAdapter implements SqlDialect {
     return sql<boolean>`starts_with(${sql.ref(column)}, ${prefix})`;
   }
 
+  /** LIKE with a constant prefix: the planner turns it into a range of a `text_pattern_ops` index. */
+  startsWithIgnoringCase(column: string, prefix: string): RawBuilder<boolean> {
+    const escaped = prefix.replace(/[\\%_]/g, '\\$&');
+    return sql<boolean>`lower(${sql.ref(column)}) like lower(${escaped}) || '%'`;
+  }
+
   /** greatest() skips nulls. */
   later(a: RawBuilder<Date | null>, b: RawBuilder<Date>): RawBuilder<Date> {
     return sql<Date>`greatest(${a}, ${b})`;

@@ -37,6 +37,11 @@ export interface SqlDialect extends DialectAdapter {
   transactionLock(trx: Kysely<Database>, lockId: number, wait: boolean): Promise<boolean>;
   /** Whether the text `column` starts with `prefix`. */
   startsWith(column: string, prefix: string): RawBuilder<boolean>;
+  /**
+   * Whether `lower(column)` starts with `lower(prefix)`, as a range an index on `lower(column)` answers
+   * (sql/071_key_list_search.sql). Postgres lowers every letter its locale knows; SQLite A-Z only.
+   */
+  startsWithIgnoringCase(column: string, prefix: string): RawBuilder<boolean>;
   /** The later of two times, a null one counting as earlier than any. */
   later(a: RawBuilder<Date | null>, b: RawBuilder<Date>): RawBuilder<Date>;
   /** A table `alias` of columns `id` and `t` (a time), one row per id, in one or two parameters whatever the count. */

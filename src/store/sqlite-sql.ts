@@ -30,6 +30,12 @@ export class SqliteSql extends SqliteAdapter implements SqlDialect {
     return sql<boolean>`substr(${sql.ref(column)}, 1, length(${prefix})) = ${prefix}`;
   }
 
+  /** From the prefix up to the prefix followed by the last code point: every text that starts with it. */
+  startsWithIgnoringCase(column: string, prefix: string): RawBuilder<boolean> {
+    const folded = sql`lower(${sql.ref(column)})`;
+    return sql<boolean>`(${folded} >= lower(${prefix}) and ${folded} < lower(${prefix}) || char(1114111))`;
+  }
+
   /** max() of a null is null. */
   later(a: RawBuilder<Date | null>, b: RawBuilder<Date>): RawBuilder<Date> {
     return sql<Date>`max(coalesce(${a}, ${b}), ${b})`;

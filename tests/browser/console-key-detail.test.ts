@@ -221,7 +221,7 @@ it('disables and enables the key', async () => {
   const key = await newKey({ name: 'toggle-me' });
   await visit(tab.session, `keys/${key.id}`, 'toggle-me');
   const { page } = tab.session;
-  await page.getByRole('button', { name: 'Disable' }).click();
+  await page.getByRole('button', { name: 'Disable', exact: true }).click();
   await announced(tab.session, 'The key is disabled');
   expect((await keyDetail(key.id)).enabled).toBe(false);
   expect(await hit(tollgate, key.secret)).toBe(403);
@@ -230,7 +230,7 @@ it('disables and enables the key', async () => {
     .locator('..')
     .getByText('Disabled')
     .waitFor();
-  await page.getByRole('button', { name: 'Enable' }).click();
+  await page.getByRole('button', { name: 'Enable', exact: true }).click();
   await announced(tab.session, 'The key is enabled.');
   expect((await keyDetail(key.id)).enabled).toBe(true);
   expect(await hit(tollgate, key.secret)).toBe(200);

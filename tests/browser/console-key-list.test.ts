@@ -1,8 +1,8 @@
 /**
  * The key list and key creation in the console, in Chromium against a built Tollgate (Postgres, Redis,
- * a real backend): one page of keys at a time with sparklines fetched for the visible rows only (so
- * 100,000 keys cost what 50 do), the filters, and a new key whose secret is shown once and copied.
- * Every check compares what the page shows with what the management API answers.
+ * a real backend): one page of keys at a time, newest first, with sparklines fetched for the visible
+ * rows only (so 100,000 keys cost what 50 do), the filters, and a new key whose secret is shown once
+ * and copied. Every check compares what the page shows with what the management API answers.
  */
 import { hit } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
@@ -72,8 +72,8 @@ async function sparklinesDrawn(s: ConsoleSession, rows: number): Promise<void> {
 const usageRequests = (s: ConsoleSession) =>
   s.requests.filter((u) => /\/consumer-api-key\/[^/?]+\/usage\?/.test(u));
 
-it('shows one page of 50 keys at a time, oldest first, with sparklines fetched for the visible keys only', async () => {
-  const all = await tollgate.admin('GET', '/consumer-api-key?limit=1000');
+it('shows one page of 50 keys at a time, newest first, with sparklines fetched for the visible keys only', async () => {
+  const all = await tollgate.admin('GET', '/consumer-api-key?limit=1000&sort=-createdAt');
   const everyId = (all.body.apiKeys as { consumerApiKeyId: string }[]).map((k) => k.consumerApiKeyId);
   expect(everyId).toHaveLength(120);
 
@@ -81,8 +81,8 @@ it('shows one page of 50 keys at a time, oldest first, with sparklines fetched f
   await tab.session.page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
   const seen: string[] = [];
   for (const [page, size, count] of [
-    [1, 50, 'Keys 1–50 of more than 50'],
-    [2, 50, 'Keys 51–100 of more than 100'],
+    [1, 50, 'Keys 1–50 of 120'],
+    [2, 50, 'Keys 51–100 of 120'],
     [3, 20, 'Keys 101–120 of 120'],
   ] as const) {
     await tab.session.page.getByText(`Page ${page}`, { exact: true }).waitFor();
@@ -92,7 +92,7 @@ it('shows one page of 50 keys at a time, oldest first, with sparklines fetched f
       (n) => document.querySelectorAll('tbody tr[data-key-id]').length === n,
       size,
     );
-    // How many keys there are, as far as the pages read so far tell.
+    // How many keys there are, as the API counts them.
     await tab.session.page.getByText(count, { exact: true }).waitFor();
     await sparklinesDrawn(tab.session, size);
     const onPage = await listedIds(tab.session);
@@ -115,7 +115,7 @@ it('shows one page of 50 keys at a time, oldest first, with sparklines fetched f
   const listLimits = tab.session.requests
     .filter((u) => /\/consumer-api-key\?/.test(u))
     .map((u) => new URL(u).searchParams.get('limit'));
-  expect(new Set(listLimits)).toEqual(new Set(['1', '50']));
+  expect(new Set(listLimits)).toEqual(new Set(['50']));
 
   // The page is in the address: a reload stays on it, and Previous still goes back.
   expect(tab.session.page.url()).toMatch(/#\/keys\?cursors=[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
@@ -133,7 +133,8 @@ it('shows one page of 50 keys at a time, oldest first, with sparklines fetched f
 });
 
 it("shows each key's state, plan, owner, last use and 24-hour requests as the API reports them", async () => {
-  await visit(tab.session, 'keys', 'Keys');
+  // Oldest first: the named keys, created before the bulk, are on the first page.
+  await visit(tab.session, 'keys?sort=createdAt', 'Keys');
   await sparklinesDrawn(tab.session, 50);
   const detail = await tollgate.admin('GET', `/consumer-api-key/${ids['alpha-1']}`);
   const hourly = await tollgate.admin('GET', `/consumer-api-key/${ids['alpha-1']}/usage?granularity=hour`);
@@ -161,14 +162,14 @@ it("shows each key's state, plan, owner, last use and 24-hour requests as the AP
   expect(tab.session.page.url()).toBe(`${tab.session.consoleUrl}#/keys/${ids['alpha-1']}`);
 });
 
-it('filters by name prefix, state, plan and external id exactly as the API does', async () => {
+it('filters by name in any case, state, plan and external id exactly as the API does', async () => {
   await visit(tab.session, 'keys', 'Keys');
   const { page } = tab.session;
   const apply = async (fill: () => Promise<void>, query: string) => {
     await fill();
     await page.getByRole('button', { name: 'Search' }).click();
     const expected = (
-      (await tollgate.admin('GET', `/consumer-api-key?limit=50&${query}`)).body.apiKeys as {
+      (await tollgate.admin('GET', `/consumer-api-key?limit=50&sort=-createdAt&${query}`)).body.apiKeys as {
         consumerApiKeyId: string;
       }[]
     ).map((k) => k.consumerApiKeyId);
@@ -181,9 +182,9 @@ it('filters by name prefix, state, plan and external id exactly as the API does'
     );
     return expected;
   };
-  expect(await apply(() => page.getByLabel('Name starts with').fill('alpha'), 'namePrefix=alpha')).toEqual([
-    ids['alpha-1'],
+  expect(await apply(() => page.getByLabel('Name, key id or secret').fill('ALPHA'), 'name=alpha')).toEqual([
     ids['alpha-2'],
+    ids['alpha-1'],
   ]);
   expect(
     await apply(
@@ -192,10 +193,10 @@ it('filters by name prefix, state, plan and external id exactly as the API does'
           .getByLabel('State')
           .selectOption('false')
           .then(() => undefined),
-      'namePrefix=alpha&enabled=false',
+      'name=alpha&enabled=false',
     ),
   ).toEqual([ids['alpha-2']]);
-  expect(page.url()).toContain('#/keys?namePrefix=alpha&enabled=false');
+  expect(page.url()).toContain('#/keys?name=ALPHA&enabled=false');
   await page.getByRole('button', { name: 'Clear' }).click();
   await page.waitForFunction(() => document.querySelectorAll('tbody tr[data-key-id]').length === 50);
   expect(await apply(() => page.getByLabel('Plan').fill('gold'), 'rateLimitId=gold')).toEqual([
@@ -256,10 +257,11 @@ it('creates a key with its settings and opens its page, with the secret to copy'
   await page.reload();
   await page.getByRole('heading', { level: 1, name: 'mobile-app' }).waitFor();
   expect(await page.getByLabel('Secret of the new key').count()).toBe(0);
-  // The list, read afresh, holds it: on its last page (oldest first), and by its name at once.
+  // The list, read afresh, holds it where an administrator looks: first (newest first), and by its name.
   await page.getByRole('link', { name: 'Keys', exact: true }).click();
-  await page.getByText('Keys 1–50 of more than 50', { exact: true }).waitFor();
-  await page.getByLabel('Name starts with').fill('mobile-app');
+  await page.getByText('Keys 1–50 of 121', { exact: true }).waitFor();
+  expect(await page.locator('tbody tr[data-key-id]').first().getAttribute('data-key-id')).toBe(id);
+  await page.getByLabel('Name, key id or secret').fill('Mobile-App');
   await page.getByRole('button', { name: 'Search' }).click();
   await page.locator(`tbody tr[data-key-id="${id}"]`).waitFor();
   await page.getByText('1 key', { exact: true }).waitFor();

@@ -386,3 +386,93 @@ it('says in plain words, once, which limit the API refused and why', async () =>
   expect(await alert.innerText()).not.toContain(refused.body.error);
   expect((await plan('twice')).status).toBe(404);
 });
+
+it('creates a plan whose limit counts only some requests and whose costs price them, then edits its costs', async () => {
+  // Route ids are checked when a plan is written: the route exists first.
+  expect(
+    (
+      await tollgate.admin('POST', '/tollgate/routes', {
+        routeId: 'search',
+        match: { pathPrefix: '/search' },
+        upstreamUrl: 'http://127.0.0.1:9',
+      })
+    ).status,
+  ).toBe(201);
+  const { page } = tab.session;
+  await visit(tab.session, 'plans/new', 'Create a plan');
+  await page.getByLabel('Plan id').fill('priced');
+  await page.getByLabel('Requests').fill('1000');
+  await page.getByLabel('Per', { exact: true }).selectOption('day');
+  await page.getByRole('button', { name: 'Add a limit' }).click();
+  const second = page.getByRole('group', { name: 'Limit 2' });
+  await second.getByLabel('Requests').fill('10');
+  await second.getByLabel('Per', { exact: true }).selectOption('minute');
+  await second.getByText('Counts only some requests').click();
+  await second.getByLabel('Routes (ids)').fill('search');
+  await second.getByRole('group', { name: 'Methods' }).getByLabel('GET', { exact: true }).check();
+  await page.getByRole('button', { name: 'Add a cost' }).click();
+  const cost = page.getByRole('group', { name: 'Cost 1' });
+  await cost.getByLabel('Units per request').fill('5');
+  await cost.getByLabel('Path prefix').fill('/v1/reports');
+  await cost.getByRole('group', { name: 'Methods' }).getByLabel('POST', { exact: true }).check();
+  const sent = nextBody(tab.session, 'POST', '/rate-limit/create');
+  await page.getByRole('button', { name: 'Create plan' }).click();
+  const expected = {
+    limits: [
+      { limit: 1000, period: 'day' },
+      { limit: 10, period: 'minute', match: { routeIds: ['search'], methods: ['GET'] } },
+    ],
+    costs: [{ cost: 5, match: { methods: ['POST'], pathPrefix: '/v1/reports' } }],
+  };
+  expect(await sent).toEqual({ rateLimitId: 'priced', description: '', ...expected });
+  await page.getByRole('heading', { level: 1, name: 'Plans' }).waitFor();
+  expect((await plan('priced')).body).toMatchObject({
+    limits: [
+      { limit: 1000, period: 'day', name: 'day', algorithm: 'fixed' },
+      { limit: 10, period: 'minute', name: 'minute', match: { routeIds: ['search'], methods: ['GET'] } },
+    ],
+    costs: expected.costs,
+  });
+  // Oldest first: the plans the tests before made come first.
+  const loaded = page.locator('nav[aria-label="Plans pages"][aria-busy="false"]');
+  await loaded.waitFor();
+  for (let n = 2; (await rowWith(page, 'priced').count()) === 0; n++) {
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByText(`Page ${n}`, { exact: true }).waitFor();
+    await loaded.waitFor();
+  }
+  expect(
+    await rowWith(page, 'priced').getByRole('cell').nth(1).getByRole('listitem').allInnerTexts(),
+  ).toEqual([
+    '1,000 per day',
+    '10 per minute (only route search; GET)',
+    'costs 5 for POST; under /v1/reports',
+  ]);
+
+  // Editing shows the matches and costs as saved; a cost without a condition is refused in the form's words.
+  await rowWith(page, 'priced').getByRole('link', { name: 'Edit priced' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Edit the plan priced' }).waitFor();
+  expect(await page.getByRole('group', { name: 'Limit 2' }).getByLabel('Routes (ids)').inputValue()).toBe(
+    'search',
+  );
+  const first = page.getByRole('group', { name: 'Cost 1' });
+  expect(await first.getByLabel('Path prefix').inputValue()).toBe('/v1/reports');
+  await first.getByLabel('Units per request').fill('7');
+  await page.getByRole('button', { name: 'Add a cost' }).click();
+  await page.getByRole('group', { name: 'Cost 2' }).getByLabel('Units per request').fill('2');
+  await page.getByRole('button', { name: 'Save plan' }).click();
+  await page
+    .getByRole('alert')
+    .getByText('Cost 2, match: needs at least one condition: routes, methods or a path prefix.')
+    .waitFor();
+  await page.getByRole('button', { name: 'Remove cost 2' }).click();
+  const edited = nextBody(tab.session, 'PATCH', '/rate-limit/priced');
+  await page.getByRole('button', { name: 'Save plan' }).click();
+  expect(await edited).toMatchObject({
+    costs: [{ cost: 7, match: { methods: ['POST'], pathPrefix: '/v1/reports' } }],
+  });
+  await page.getByRole('status').filter({ hasText: 'The plan priced is saved.' }).waitFor();
+  expect((await plan('priced')).body.costs).toEqual([
+    { cost: 7, match: { methods: ['POST'], pathPrefix: '/v1/reports' } },
+  ]);
+});

@@ -1,19 +1,23 @@
 /**
  * The console guide's screenshots (docs/guides/console.md; the files are in docs/images/), taken from
- * a built Tollgate with a few keys, plans and some real traffic through a real backend: the key list,
- * a key's usage and the audit log.
- * Run by npm test like every other browser test, so the pictures show the console as it is built.
+ * a built Tollgate with a few keys, plans, a consumer, routes, a webhook, a billing export and some real
+ * traffic through a real backend: the key list, a key's usage, the fleet's failures and response times,
+ * a consumer with its usage, routes, webhooks, billing exports, admin tokens, a token's own access and
+ * the audit log. Run by npm test like every other browser test, so the pictures show the console as it
+ * is built.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { hit, sleep, waitFor } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
-import { consoleSuite, signedInTab, visit } from './helpers/console-browser.js';
+import { consoleSuite, openConsole, signedInTab, signIn, visit } from './helpers/console-browser.js';
 
 const IMAGES = resolve(import.meta.dirname, '../../docs/images');
 
 let tollgate: Tollgate;
 const keys: Record<string, { id: string; secret: string }> = {};
+let consumerId = '';
+let supportToken = '';
 
 const suite = consoleSuite(async (started) => {
   tollgate = started;
@@ -31,14 +35,52 @@ const suite = consoleSuite(async (started) => {
     period: 'minute',
   });
   const inAWeek = new Date(Date.now() + 7 * 86_400_000).toISOString().slice(0, 19) + 'Z';
+  consumerId = (
+    await admin('POST', '/tollgate/consumers', {
+      name: 'Acme Corporation',
+      externalId: 'cus_1001',
+      metadata: { plan: 'business', region: 'eu' },
+    })
+  ).body.consumerId;
+  await admin('POST', '/tollgate/consumers', { name: 'Globex', externalId: 'cus_3003' });
+  for (const [routeId, pathPrefix, methods] of [
+    ['search', '/v1/search', ['GET']],
+    ['reports', '/v1/reports', null],
+  ] as const) {
+    await admin('POST', '/tollgate/routes', {
+      routeId,
+      match: { pathPrefix, methods },
+      upstreamUrl: suite.fleet.backend.url,
+      timeoutMs: 5_000,
+    });
+  }
+  await admin('POST', '/tollgate/webhooks', {
+    url: 'http://127.0.0.1:9/hooks/billing-alerts',
+    description: 'Billing alerts',
+    events: ['key.created', 'key.expiring'],
+  });
+  await admin('POST', '/tollgate/billing-exports', {
+    type: 'cloudevents',
+    url: 'http://127.0.0.1:9/billing/events',
+    eventName: 'api.requests',
+    interval: 'hour',
+    subject: 'consumer',
+  });
+  supportToken = (
+    await admin('POST', '/tollgate/admin-tokens', {
+      name: 'support-desk',
+      scopes: ['keys:read', 'usage:read'],
+    })
+  ).body.secret;
   for (const body of [
     {
       name: 'mobile-app',
       rateLimitId: 'pro',
       externalId: 'cus_1001',
       metadata: { team: 'mobile', tier: 'pro' },
+      consumerId,
     },
-    { name: 'web-dashboard', rateLimitId: 'pro', externalId: 'cus_1001' },
+    { name: 'web-dashboard', rateLimitId: 'pro', externalId: 'cus_1001', consumerId },
     { name: 'partner-acme', rateLimitId: 'free', externalId: 'cus_2002' },
     { name: 'trial-globex', externalId: 'cus_3003', expiresAt: inAWeek },
     { name: 'legacy-batch' },
@@ -131,4 +173,72 @@ it('pictures the audit log', async () => {
   const file = join(IMAGES, 'console-audit-log.png');
   await tab.session.page.screenshot({ path: file, clip: { x: 0, y: 0, width: 1280, height: 760 } });
   expectPng(file);
+});
+
+it('pictures the fleet’s failures and response times', async () => {
+  await visit(tab.session, '?range=1h', 'Overview');
+  const { page } = tab.session;
+  await page
+    .getByRole('list', { name: 'Outcomes' })
+    .getByRole('button', { name: /^Rate limited: [1-9]/ })
+    .waitFor();
+  await page.getByRole('list', { name: 'Percentiles' }).waitFor();
+  const failures = page.locator('figure.chart').filter({ hasText: 'why requests failed' });
+  const latency = page.locator('figure.chart').filter({ hasText: 'response times' });
+  const top = (await failures.boundingBox())!;
+  const bottom = (await latency.boundingBox())!;
+  const file = join(IMAGES, 'console-failures-latency.png');
+  await page.screenshot({
+    path: file,
+    clip: { x: 0, y: top.y - 60, width: 1280, height: bottom.y + bottom.height - top.y + 70 },
+    fullPage: true,
+  });
+  expectPng(file);
+});
+
+it('pictures a consumer with its keys and usage', async () => {
+  await visit(tab.session, `consumers/${consumerId}?range=1h`, 'Acme Corporation');
+  const { page } = tab.session;
+  await page
+    .getByRole('region', { name: 'Usage over time' })
+    .getByRole('list', { name: 'Series' })
+    .getByRole('button', { name: 'Requests: 62' })
+    .waitFor();
+  const file = join(IMAGES, 'console-consumer.png');
+  await page.screenshot({ path: file, clip: { x: 0, y: 0, width: 1280, height: 1100 }, fullPage: true });
+  expectPng(file);
+});
+
+for (const [fragment, heading, ready, image] of [
+  ['consumers', 'Consumers', 'Globex', 'console-consumers.png'],
+  ['routes', 'Routes', 'reports', 'console-routes.png'],
+  ['webhooks', 'Webhooks', 'Billing alerts', 'console-webhooks.png'],
+  ['billing-exports', 'Billing exports', 'api.requests', 'console-billing-exports.png'],
+  ['admin-tokens', 'Admin tokens', 'support-desk', 'console-admin-tokens.png'],
+] as const) {
+  it(`pictures the ${heading.toLowerCase()}`, async () => {
+    await visit(tab.session, fragment, heading);
+    await tab.session.page.getByRole('cell', { name: ready }).first().waitFor();
+    const file = join(IMAGES, image);
+    await tab.session.page.screenshot({ path: file, clip: { x: 0, y: 0, width: 1280, height: 560 } });
+    expectPng(file);
+  });
+}
+
+it('pictures a token’s own access, and a key’s page as that token sees it', async () => {
+  const session = await openConsole(suite.browser, tollgate);
+  try {
+    await signIn(session, supportToken);
+    await visit(session, 'access', 'Your access');
+    let file = join(IMAGES, 'console-access.png');
+    await session.page.screenshot({ path: file, clip: { x: 0, y: 0, width: 1280, height: 720 } });
+    expectPng(file);
+    await visit(session, `keys/${keys['partner-acme']!.id}`, 'partner-acme');
+    await session.page.getByRole('button', { name: 'Delete… (needs keys:write)' }).waitFor();
+    file = join(IMAGES, 'console-key-read-only.png');
+    await session.page.screenshot({ path: file, clip: { x: 0, y: 0, width: 1280, height: 560 } });
+    expectPng(file);
+  } finally {
+    await session.context.close();
+  }
 });

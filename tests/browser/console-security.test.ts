@@ -172,6 +172,8 @@ async function tour(s: ConsoleSession, check: (where: string) => Promise<void>):
   await check('plans');
   await visit(s, 'plans/new', 'Create a plan');
   await page.getByRole('button', { name: 'Add a limit' }).click();
+  await page.getByRole('group', { name: 'Limit 2' }).getByText('Counts only some requests').click();
+  await page.getByRole('button', { name: 'Add a cost' }).click();
   await check('plan form');
   await visit(s, 'plans/gold/edit', 'Edit the plan gold');
   await page.getByLabel('Description').waitFor();
@@ -179,6 +181,8 @@ async function tour(s: ConsoleSession, check: (where: string) => Promise<void>):
   await visit(s, 'audit', 'Audit log');
   await page.locator('tbody tr[data-audit-id]').first().getByText('Details').click();
   await check('audit log');
+  await visit(s, 'access', 'Your access');
+  await check('your access');
   await visit(s, 'nowhere', 'Page not found');
   await check('not found');
 }
@@ -191,7 +195,7 @@ it('stays on its origin, under its CSP, without a console error, on every page a
   await tour(session, async (where) => {
     visited.push(where);
   });
-  expect(visited).toHaveLength(18);
+  expect(visited).toHaveLength(19);
   const origin = new URL(tollgate.url).origin;
   expect(session.requests.length).toBeGreaterThan(20);
   expect(session.requests.filter((u) => new URL(u).origin !== origin)).toEqual([]);
@@ -293,11 +297,11 @@ it('is usable from the keyboard: skip link, navigation, visible focus, dialogs t
   expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).status).toBe(200);
 
   // An action end to end by keyboard: disable the key with Enter on the focused button.
-  await page.getByRole('button', { name: 'Disable' }).focus();
+  await page.getByRole('button', { name: 'Disable', exact: true }).focus();
   await page.keyboard.press('Enter');
   await page.locator('p.status-message').filter({ hasText: 'The key is disabled' }).waitFor();
   expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.enabled).toBe(false);
-  await page.getByRole('button', { name: 'Enable' }).focus();
+  await page.getByRole('button', { name: 'Enable', exact: true }).focus();
   await page.keyboard.press('Space');
   await page.locator('p.status-message').filter({ hasText: 'The key is enabled' }).waitFor();
   expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.enabled).toBe(true);
@@ -366,7 +370,7 @@ it('says when to try again once sign-in is throttled after too many wrong tokens
   const asked = Date.now();
   await page.getByRole('button', { name: 'Sign in' }).click();
   const alert = page.getByRole('alert');
-  await alert.getByText('Too many wrong tokens were tried from this address.').waitFor();
+  await alert.getByText('Too many wrong tokens or key secrets were tried from this address.').waitFor();
   const [, seconds, from] = /Try again in (\d+) seconds?, from (\S+ \S+) UTC\./.exec(
     await alert.innerText(),
   )!;

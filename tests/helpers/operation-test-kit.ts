@@ -34,6 +34,8 @@ export interface Harness {
   appWith(overrides: Overrides): Express;
   /** A new key (`rateLimitId`: bound to that plan); its id. */
   key(settings?: { rateLimitId?: string }): Promise<string>;
+  /** A new key's secret. */
+  secret(): Promise<string>;
   /** A new plan of one limit; its id. */
   plan(): Promise<string>;
   /** A new consumer; its id. */
@@ -120,6 +122,7 @@ async function openHarness(kind: StorageKind): Promise<{ harness: Harness; stora
     appWith: (overrides) => appOver(storage.handle.db, overrides),
     key: async (settings = {}) =>
       (await create('/consumer-api-key/create', { name: 'a key', ...settings })).id!,
+    secret: async () => (await create('/consumer-api-key/create', { name: 'a key' })).secret!,
     async plan() {
       const rateLimitId = uniqueId('plan');
       await create('/rate-limit/create', { rateLimitId, limit: 10, period: 'minute' });

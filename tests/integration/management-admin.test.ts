@@ -8,6 +8,7 @@ import { sql } from 'kysely';
 import request from 'supertest';
 import { createManagementApp } from '../../src/management/app.js';
 import { openApiPath } from '../../src/management/openapi.js';
+import { isWrite, type Operation } from '../../src/management/operation.js';
 import { OPERATIONS } from '../../src/management/operations/index.js';
 import { SCOPES, type Scope } from '../../src/management/scopes.js';
 import { createLogger } from '../../src/ops/logger.js';
@@ -158,6 +159,11 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
           return { path: `/consumer-api-key/${await key()}` };
         case 'updateConsumerApiKey':
           return { path: `/consumer-api-key/${await key()}`, body: { name: 'renamed' } };
+        case 'lookupConsumerApiKey': {
+          const created = await call('post', '/consumer-api-key/create', ROOT_TOKEN, { name: 'found' });
+          secrets.push(created.body.secret);
+          return { path: '/tollgate/keys/lookup', body: { secret: created.body.secret } };
+        }
         case 'rollConsumerApiKey':
           return { path: `/consumer-api-key/${await key()}/roll`, body: { gracePeriodSeconds: 60 } };
         case 'createRateLimitPlan':
@@ -268,7 +274,10 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
       throw new Error(`no valid call written for ${operationId}: add one`);
     }
 
-    const operations = OPERATIONS.map((op) => [op.id, op.method, op.scope, openApiPath(op.path)] as const);
+    // Every operation that needs a scope (whoami needs none: any valid token reads itself).
+    const scoped = OPERATIONS.filter((op) => op.scope !== null);
+    const rowOf = (op: Operation) => [op.id, op.method, op.scope!, openApiPath(op.path)] as const;
+    const operations = scoped.map(rowOf);
 
     it.each(operations)(
       '%s (%s): 403 insufficient_scope without %s, success with exactly it',
@@ -299,7 +308,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
 
     // PGlite is one connection: it cannot be read-only for one app and writable for the other.
     if (kind === 'postgres') {
-      const writes = operations.filter(([, method]) => method !== 'get');
+      const writes = scoped.filter(isWrite).map(rowOf);
       it.each(writes)(
         '%s (%s): 503 storage_unavailable with Retry-After while the database refuses writes, as documented',
         async (operationId, method, _scope, template) => {

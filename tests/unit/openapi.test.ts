@@ -35,6 +35,7 @@ describe('OpenAPI document', () => {
       '/admin/tollgate/consumers/{consumerId}',
       '/admin/tollgate/consumers/{consumerId}/usage',
       '/admin/tollgate/credits',
+      '/admin/tollgate/keys/lookup',
       '/admin/tollgate/routes',
       '/admin/tollgate/routes/{routeId}',
       '/admin/tollgate/usage',
@@ -42,6 +43,7 @@ describe('OpenAPI document', () => {
       '/admin/tollgate/webhooks/{webhookId}',
       '/admin/tollgate/webhooks/{webhookId}/deliveries',
       '/admin/tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry',
+      '/admin/tollgate/whoami',
     ]);
   });
 
@@ -99,6 +101,8 @@ describe('OpenAPI document', () => {
         'DELETE /tollgate/webhooks/{webhookId}',
         'GET /tollgate/webhooks/{webhookId}/deliveries',
         'POST /tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry',
+        'POST /tollgate/keys/lookup',
+        'GET /tollgate/whoami',
       ].sort(),
     );
     const scopes = Object.fromEntries(
@@ -106,9 +110,10 @@ describe('OpenAPI document', () => {
         ['get', 'post', 'patch', 'delete']
           .filter((m) => m in item)
           .map((m) => {
-            const op = item[m] as { security: unknown; 'x-required-scope': string };
-            expect(op.security).toEqual([{ rootToken: [] }, { adminToken: [op['x-required-scope']] }]);
-            return [`${m.toUpperCase()} ${path}`, op['x-required-scope']];
+            const op = item[m] as { security: unknown; 'x-required-scope'?: string };
+            const scope = op['x-required-scope'];
+            expect(op.security).toEqual([{ rootToken: [] }, { adminToken: scope ? [scope] : [] }]);
+            return [`${m.toUpperCase()} ${path}`, scope ?? 'any valid token'];
           }),
       ),
     );
@@ -135,6 +140,8 @@ describe('OpenAPI document', () => {
       'POST /tollgate/billing-exports/{billingExportId}/runs': 'billing:write',
       'GET /tollgate/webhooks/{webhookId}/deliveries': 'webhooks:read',
       'POST /tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry': 'webhooks:write',
+      'POST /tollgate/keys/lookup': 'keys:read',
+      'GET /tollgate/whoami': 'any valid token',
     });
   });
 

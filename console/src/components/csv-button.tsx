@@ -1,30 +1,35 @@
 /** Downloads what a usage chart shows (the same range and granularity) as the API's CSV. */
-import type { Query } from '../api';
-import { downloadCsv } from '../download';
+import { ScopedButton } from '../access';
+import { saveCsv } from '../download';
 import { useAction } from '../use-api';
 import { ErrorMessage } from './error-message';
 
 export function CsvButton({
-  path,
-  query,
+  load,
+  range,
   name,
 }: {
-  path: string;
-  query: Query & { from: string; to: string };
+  /** The API's CSV of the range (a call with `AS_CSV`). */
+  load: () => Promise<Blob>;
+  range: { from: string; to: string };
   /** The file's name before its range: `usage-key_…`. */
   name: string;
 }) {
   const action = useAction();
   return (
     <>
-      <button
-        type="button"
+      <ScopedButton
+        scope="usage:read"
         class="secondary"
         disabled={action.busy}
-        onClick={() => void action.run(() => downloadCsv(path, query, name))}
+        onClick={() =>
+          void action.run(async () => {
+            saveCsv(await load(), name, range);
+          })
+        }
       >
         Download CSV
-      </button>
+      </ScopedButton>
       <ErrorMessage error={action.error} />
     </>
   );

@@ -1,8 +1,9 @@
 /** The consumer a key belongs to, as a link, and a form to give the key to another one or to none. */
 import { useState } from 'preact/hooks';
-import { call, segment } from '../api';
+import { ScopedButton } from '../access';
+import { api, ok } from '../api';
 import { href } from '../route';
-import type { ConsumerDetail, KeyDetail } from '../types';
+import type { KeyDetail } from '../types';
 import { useAction, useApi } from '../use-api';
 import { ErrorMessage } from './error-message';
 
@@ -18,18 +19,24 @@ export function KeyConsumer({
     (signal) =>
       current === null
         ? Promise.resolve(undefined)
-        : call<ConsumerDetail>('GET', `/tollgate/consumers/${segment(current)}`, { signal }).catch(
-            () => undefined,
-          ),
+        : ok(
+            api.GET('/tollgate/consumers/{consumerId}', {
+              params: { path: { consumerId: current } },
+              signal,
+            }),
+          ).catch(() => undefined),
     [current],
   );
   const [draft, setDraft] = useState(current ?? '');
   const action = useAction();
   const save = async (consumerId: string | null) => {
     const done = await action.run(() =>
-      call<KeyDetail>('PATCH', `/consumer-api-key/${segment(keyDetail.consumerApiKeyId)}`, {
-        body: { consumerId },
-      }),
+      ok(
+        api.PATCH('/consumer-api-key/{consumerApiKeyId}', {
+          params: { path: { consumerApiKeyId: keyDetail.consumerApiKeyId } },
+          body: { consumerId },
+        }),
+      ),
     );
     if (done) {
       setDraft(consumerId ?? '');
@@ -63,13 +70,18 @@ export function KeyConsumer({
           <input id="key-consumer-id" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
         </div>
         <div class="field-buttons">
-          <button type="submit" disabled={action.busy}>
+          <ScopedButton scope="keys:write" type="submit" disabled={action.busy}>
             Change consumer
-          </button>
+          </ScopedButton>
           {current !== null && (
-            <button type="button" class="secondary" disabled={action.busy} onClick={() => void save(null)}>
+            <ScopedButton
+              scope="keys:write"
+              class="secondary"
+              disabled={action.busy}
+              onClick={() => void save(null)}
+            >
               Detach from consumer
-            </button>
+            </ScopedButton>
           )}
         </div>
       </form>

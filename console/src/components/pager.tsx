@@ -3,7 +3,6 @@
  * screen live in the URL (`cursors=`), so a reload or a shared link stays on the page and "Previous"
  * needs no cursor going backwards. Nothing beyond the page on screen is ever loaded.
  */
-import { call, queryString, type Query } from '../api';
 import { formatNumber } from '../format';
 import { href, hrefWith, navigate, type Route } from '../route';
 import { useApi, type Loaded } from '../use-api';
@@ -38,47 +37,54 @@ export function useCursors(route: Route): Cursors {
   };
 }
 
-/** One page of a list the API pages with `cursor`, the page the route names. */
+/**
+ * One page of a list the API pages with `cursor`, the page the route names. `load` reads the page after
+ * `cursor` (undefined: the first); `key` names the list (its query): a new key starts at page 1.
+ */
 export function usePagedApi<T>(
-  path: string,
-  query: Query,
+  load: (cursor: string | undefined, signal: AbortSignal) => Promise<T>,
+  key: string,
   route: Route,
 ): { readonly cursors: Cursors; readonly page: Loaded<T> } {
-  const key = path + queryString(query);
   const cursors = useCursors(route);
-  const page = useApi(
-    (signal) => call<T>('GET', path, { query: { ...query, cursor: cursors.cursor }, signal }),
-    [key, cursors.cursor],
-  );
+  const page = useApi((signal) => load(cursors.cursor, signal), [key, cursors.cursor]);
   return { cursors, page };
 }
 
 /**
- * Which rows of the list are on screen and how many there are as far as is known: the API counts
- * nothing, so the total is known once the last page is reached ("51–100 of more than 100" until then).
+ * Which rows of the list are on screen and how many there are: as the API counted them (`total`, the
+ * key list's `count=true`: exact, or "more than" past its bound), or else as far as the pages read so
+ * far tell ("51–100 of more than 100" until the last page is reached).
  */
 export function ListCount({
   cursors,
   page,
   rows,
   size,
+  total,
   noun,
 }: {
   cursors: Cursors;
   page: Loaded<{ readonly nextCursor?: string }>;
   rows: number;
   size: number;
+  total?: { readonly count: number; readonly exact: boolean };
   noun: readonly [singular: string, plural: string];
 }) {
   if (page.loading || rows === 0) return null;
   const first = (cursors.pageNumber - 1) * size + 1;
   const last = first + rows - 1;
   const more = page.data?.nextCursor !== undefined;
+  const count =
+    total !== undefined
+      ? (total.exact ? '' : 'more than ') + formatNumber(total.count)
+      : more
+        ? `more than ${formatNumber(last)}`
+        : formatNumber(last);
   const text =
     first === 1 && !more
       ? `${formatNumber(rows)} ${rows === 1 ? noun[0] : noun[1]}`
-      : `${noun[1][0]!.toUpperCase() + noun[1].slice(1)} ${formatNumber(first)}–${formatNumber(last)} of ` +
-        (more ? `more than ${formatNumber(last)}` : formatNumber(last));
+      : `${noun[1][0]!.toUpperCase() + noun[1].slice(1)} ${formatNumber(first)}–${formatNumber(last)} of ${count}`;
   return <p class="list-count">{text}</p>;
 }
 

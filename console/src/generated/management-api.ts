@@ -49,8 +49,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List consumer API keys, oldest first
-         * @description Lists never carry secrets.
+         * List consumer API keys, oldest first or in the order `sort` names
+         * @description Lists never carry secrets. `name` finds keys by the start of their name whatever its case; `count=true` adds how many keys match.
          */
         get: operations["listConsumerApiKeys"];
         put?: never;
@@ -69,8 +69,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Show a key with its usage, its credits (and its secret, with keys:secrets)
-         * @description Usage shows a proxied request within 2 s, whichever replica served it. `usage.rateLimits` and `credits` are read without consuming quota; `credits` is the key's own balance (its consumer's shows on the consumer). `secret` is present only for callers holding `keys:secrets`.
+         * Show a key with its usage (and its secret, with keys:secrets)
+         * @description Usage shows a proxied request within 2 s, whichever replica served it. `usage.rateLimits` is read without consuming quota. `secret` is present only for callers holding `keys:secrets`.
          */
         get: operations["getConsumerApiKey"];
         put?: never;
@@ -80,8 +80,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a key: name, owner, metadata, enabled, expiry, consumer, allowed routes, credits
-         * @description Any of the fields; `null` clears `externalId`, `expiresAt`, `consumerId`, `allowedRouteIds` (every route) and `credits`, and sets `metadata` to `{}`. Moving a key to another consumer moves none of its history. `credits` sets the balance afresh (what was spent before no longer counts), in force for the next request on every replica; to add to it, use `POST /tollgate/credits`. Other changes take effect on every replica within 1 s and move `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays). The answer carries `secret` only for callers holding `keys:secrets`.
+         * Change a key: name, owner, metadata, enabled, expiry, consumer, allowed routes
+         * @description Any of the fields; `null` clears `externalId`, `expiresAt`, `consumerId` and `allowedRouteIds` (every route), and sets `metadata` to `{}`. Moving a key to another consumer moves none of its history. Takes effect on every replica within 1 s and moves `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays). The answer carries `secret` only for callers holding `keys:secrets`.
          */
         patch: operations["updateConsumerApiKey"];
         trace?: never;
@@ -115,7 +115,7 @@ export interface paths {
         };
         /**
          * A key's usage over time
-         * @description Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint, customer or route, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula. Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).
+         * @description Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint or customer, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests); an endpoint or customer id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula. Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).
          */
         get: operations["getConsumerApiKeyUsage"];
         put?: never;
@@ -137,7 +137,7 @@ export interface paths {
         put?: never;
         /**
          * Create a consumer API key
-         * @description Generates the secret. `createdAt` is `YYYY-MM-DD HH:MM:SS` (UTC) in this response only. `credits` gives the key a prepaid balance of its own, which its requests spend besides any of its consumer.
+         * @description Generates the secret. `createdAt` is `YYYY-MM-DD HH:MM:SS` (UTC) in this response only.
          */
         post: operations["createConsumerApiKey"];
         delete?: never;
@@ -345,7 +345,7 @@ export interface paths {
         put?: never;
         /**
          * Create a consumer, the account that holds keys
-         * @description A plan bound to a consumer is shared by all its keys, exactly, across replicas, on top of each key's own plan, and so are its `credits`. `externalId` is unique among consumers; `metadata` is kept as a key's.
+         * @description A plan bound to a consumer is shared by all its keys, exactly, across replicas, on top of each key's own plan. `externalId` is unique among consumers; `metadata` is kept as a key's.
          */
         post: operations["createConsumer"];
         delete?: never;
@@ -362,8 +362,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Show a consumer with its usage, its credits and where its shared limits stand
-         * @description `usage` is what its keys did while they belonged to it (a request shows within 2 s; moving a key moves none of its history). `usage.rateLimits` and `credits` are read without consuming quota: the consumer's plan and balance, counted over all its keys on every replica.
+         * Show a consumer with its usage and where its shared limits stand
+         * @description `usage` is what its keys did while they belonged to it (a request shows within 2 s; moving a key moves none of its history). `usage.rateLimits` is read without consuming quota: the consumer's plan, counted over all its keys on every replica.
          */
         get: operations["getConsumer"];
         put?: never;
@@ -376,8 +376,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a consumer: name, owner, metadata, plan, credits
-         * @description Any of the fields; `null` clears `externalId`, unbinds the plan (`rateLimitId`), removes `credits` and sets `metadata` to `{}`. A new plan takes effect for all its keys on every replica within 1 s, keeping what the current windows have spent. `credits` sets the balance afresh (what was spent before no longer counts), in force for the next request of any of its keys on every replica; to add to it, use `POST /tollgate/credits`. A body that sets only what the consumer already has changes nothing (no audit entry, `lastUpdated` stays).
+         * Change a consumer: name, owner, metadata, plan
+         * @description Any of the fields; `null` clears `externalId`, unbinds the plan (`rateLimitId`) and sets `metadata` to `{}`. A new plan takes effect for all its keys on every replica within 1 s, keeping what the current windows have spent; a body that sets only what the consumer already has changes nothing (no audit entry, `lastUpdated` stays).
          */
         patch: operations["updateConsumer"];
         trace?: never;
@@ -391,7 +391,7 @@ export interface paths {
         };
         /**
          * A consumer's usage over time: what its keys did while they belonged to it
-         * @description As a key's usage over time, summed over every key while it belonged to the consumer (moving a key moves none of its history). `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
+         * @description As a key's usage over time, summed over every key while it belonged to the consumer (moving a key moves none of its history). `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests); an endpoint or customer id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
          */
         get: operations["getConsumerUsage"];
         put?: never;
@@ -402,7 +402,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/tollgate/credits": {
+    "/tollgate/keys/lookup": {
         parameters: {
             query?: never;
             header?: never;
@@ -412,10 +412,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Top up or set a key's or a consumer's credit balance
-         * @description `add` tops the balance up: what it holds rises by `add`, its refill and `lowAt` stay (a refill still sets it back to the refill amount). `set` sets what it holds, counted afresh, keeping its refill and `lowAt`. A key or consumer without a balance gets one, with no refill. Atomic with every request that spends the balance, and in force for the next request on every replica. The answer is what the balance holds right after the change.
+         * Find the key a secret belongs to
+         * @description The secret goes in the body, never in a URL; the answer is the key as the list shows it, without its secret, and whether the secret is its current one or the previous one of a roll. A secret that opens no key counts as a wrong credential from the client address: past 20 a minute every call from it gets 429 `too_many_failed_attempts` until the minute ends.
          */
-        post: operations["changeCredits"];
+        post: operations["lookupConsumerApiKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -477,7 +477,7 @@ export interface paths {
         };
         /**
          * Every key's usage over time, and the busiest keys and consumers
-         * @description The buckets summed over all keys (from stored usage: about a second behind), `topKeys`: at most 10 keys with the most requests in the range, and `topConsumers`: at most 10 consumers. `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". The fleet's series sum every key's. `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
+         * @description The buckets summed over all keys (from stored usage: about a second behind), `topKeys`: at most 10 keys with the most requests in the range, and `topConsumers`: at most 10 consumers. `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests); an endpoint or customer id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
          */
         get: operations["getFleetUsage"];
         put?: never;
@@ -568,6 +568,26 @@ export interface paths {
          * @description Whatever its state: the next attempt is due at once, with the same `webhook-id`, so a receiver that dedupes still sees the event once. A delivery whose schedule had ended gets this one attempt.
          */
         post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tollgate/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed-in token: its type, name and scopes
+         * @description Needs no scope: every valid token may read what it may do itself.
+         */
+        get: operations["whoami"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -757,24 +777,8 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
-            /** @description The prepaid balance (contract section 14); null: it holds none. Every key of the consumer spends it */
-            credits: {
-                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
-                lowAt: number | null;
-                refill: {
-                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
-                    amount: number;
-                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
-                    dayOfMonth?: number;
-                    /**
-                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
-                     * @enum {string}
-                     */
-                    interval: "day" | "month";
-                } | null;
-                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
-                remaining: number;
-            } | null;
+            /** @description The credit balance of the consumer; null: it holds none */
+            credits: null;
             externalId: string | null;
             /** @description Keys that belong to the consumer */
             keyCount: number;
@@ -805,24 +809,8 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
-            /** @description The prepaid balance (contract section 14); null: it holds none. Every key of the consumer spends it */
-            credits: {
-                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
-                lowAt: number | null;
-                refill: {
-                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
-                    amount: number;
-                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
-                    dayOfMonth?: number;
-                    /**
-                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
-                     * @enum {string}
-                     */
-                    interval: "day" | "month";
-                } | null;
-                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
-                remaining: number;
-            } | null;
+            /** @description The credit balance of the consumer; null: it holds none */
+            credits: null;
             externalId: string | null;
             /** @description Keys that belong to the consumer */
             keyCount: number;
@@ -841,7 +829,7 @@ export interface components {
             rateLimitId: string | null;
             /** @description What its keys did while they belonged to it (moving a key moves none of its history), and its shared limits */
             usage: {
-                /** @description Units charged: the cost of each admitted request (its plans' `costs`, else 1), 0 per refused one (usage counted before the upgrade that added it: 0) */
+                /** @description Units charged: 1 per admitted request, 0 per refused one (usage counted before the upgrade that added it: 0) */
                 cost: number;
                 /** @description One entry per request path, most requests first */
                 endpoints: {
@@ -981,7 +969,7 @@ export interface components {
              * @enum {string}
              */
             granularity: "minute" | "hour" | "day" | "month";
-            /** @description With groupBy: one per endpoint (or customer, or route), most requests first */
+            /** @description With groupBy: one per endpoint (or customer), most requests first */
             series?: ({
                 buckets: {
                     averageResponseTimeMs: number;
@@ -1082,57 +1070,6 @@ export interface components {
                     successful: number;
                 }[];
                 customerId: string;
-            } | {
-                buckets: {
-                    averageResponseTimeMs: number;
-                    /** @description Units charged: 0 for a refused request */
-                    cost: number;
-                    /** @description The rest: successful + failed = requests */
-                    failed: number;
-                    /** @description Response-time percentiles (request received to response finished) from a histogram, within 5 % of the exact value; null in an empty bucket */
-                    latencyMs: {
-                        p50: number | null;
-                        p95: number | null;
-                        p99: number | null;
-                    };
-                    /** @description Why requests failed */
-                    outcomes: {
-                        /** @description The backend answered 5xx */
-                        backendError: number;
-                        /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
-                        backendUnreachable: number;
-                        /** @description Refused for want of credits (429 credits_exhausted) */
-                        creditsExhausted: number;
-                        /** @description Refused: the key is disabled */
-                        disabled: number;
-                        /** @description Refused: the key has expired */
-                        expired: number;
-                        /** @description Refused by the limiter (429) */
-                        rateLimited: number;
-                        /** @description Refused: the key may not use that route */
-                        routeNotAllowed: number;
-                    };
-                    /** @description Refused by the limiter (429): part of failed */
-                    rateLimited: number;
-                    requests: number;
-                    /**
-                     * Format: date-time
-                     * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
-                     * @example 2026-11-21T14:23:02Z
-                     */
-                    start: string;
-                    /** @description What the clients got, by class; they add up to requests (a WebSocket's 101 counts as 2xx, a client that left first as 4xx) */
-                    statusClasses: {
-                        "2xx": number;
-                        "3xx": number;
-                        "4xx": number;
-                        "5xx": number;
-                    };
-                    /** @description Answered by the backend below 400 */
-                    successful: number;
-                }[];
-                /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
-                routeId: string | null;
             })[];
             /**
              * Format: date-time
@@ -1202,25 +1139,6 @@ export interface components {
         };
         /** CreateConsumerRequest */
         CreateConsumerRequest: {
-            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits. Every key of the consumer spends it */
-            credits?: {
-                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
-                lowAt?: number | null;
-                /** @description Absent or null: the balance is never refilled */
-                refill?: {
-                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
-                    amount: number;
-                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
-                    dayOfMonth?: number;
-                    /**
-                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
-                     * @enum {string}
-                     */
-                    interval: "day" | "month";
-                } | null;
-                /** @description The balance, 0 to 2^53-1 */
-                remaining: number;
-            } | null;
             externalId?: string | null;
             /** @description A JSON object of at most 8192 bytes as serialised and 32 levels of nesting, returned as given; null: `{}` */
             metadata?: {
@@ -1237,25 +1155,6 @@ export interface components {
             allowedRouteIds?: string[] | null;
             /** @description The consumer the key belongs to; null: none */
             consumerId?: string | null;
-            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits */
-            credits?: {
-                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
-                lowAt?: number | null;
-                /** @description Absent or null: the balance is never refilled */
-                refill?: {
-                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
-                    amount: number;
-                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
-                    dayOfMonth?: number;
-                    /**
-                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
-                     * @enum {string}
-                     */
-                    interval: "day" | "month";
-                } | null;
-                /** @description The balance, 0 to 2^53-1 */
-                remaining: number;
-            } | null;
             /** @description A disabled key is refused with 403 key_disabled, without consuming quota */
             enabled?: boolean;
             /** @description From this instant the key is refused with 401 key_expired; null: never */
@@ -1280,24 +1179,6 @@ export interface components {
              * @example 2026-11-21 14:23:02
              */
             createdAt: string;
-            /** @description The prepaid balance (contract section 14); null: it holds none */
-            credits: {
-                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
-                lowAt: number | null;
-                refill: {
-                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
-                    amount: number;
-                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
-                    dayOfMonth?: number;
-                    /**
-                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
-                     * @enum {string}
-                     */
-                    interval: "day" | "month";
-                } | null;
-                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
-                remaining: number;
-            } | null;
             enabled: boolean;
             expiresAt: string | null;
             externalId: string | null;
@@ -1487,26 +1368,6 @@ export interface components {
             secret: string;
             url: string;
         };
-        /**
-         * CreditsChangeRequest
-         * @description One of `consumerApiKeyId` and `consumerId`, and one of `add` and `set`
-         */
-        CreditsChangeRequest: {
-            /** @description Tops the balance up by this many units (it keeps its refill); a holder without a balance gets one of this many, with no refill */
-            add?: number;
-            /**
-             * @description The key whose own balance changes
-             * @example key_3q2xR0f1bW8mT5nYk9Lp4A
-             */
-            consumerApiKeyId?: string;
-            /**
-             * @description The consumer whose balance changes
-             * @example con_Yc2xR0f1bW8mT5nYk9Lp4A
-             */
-            consumerId?: string;
-            /** @description Sets the balance to this many units, whatever was spent before (it keeps its refill and `lowAt`); a holder without a balance gets one, with no refill */
-            set?: number;
-        };
         /** DeleteAdminTokenResponse */
         DeleteAdminTokenResponse: {
             /**
@@ -1683,59 +1544,6 @@ export interface components {
              * @enum {string}
              */
             granularity: "minute" | "hour" | "day" | "month";
-            /** @description With groupBy=route: one per route, most requests first */
-            series?: {
-                buckets: {
-                    averageResponseTimeMs: number;
-                    /** @description Units charged: 0 for a refused request */
-                    cost: number;
-                    /** @description The rest: successful + failed = requests */
-                    failed: number;
-                    /** @description Response-time percentiles (request received to response finished) from a histogram, within 5 % of the exact value; null in an empty bucket */
-                    latencyMs: {
-                        p50: number | null;
-                        p95: number | null;
-                        p99: number | null;
-                    };
-                    /** @description Why requests failed */
-                    outcomes: {
-                        /** @description The backend answered 5xx */
-                        backendError: number;
-                        /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
-                        backendUnreachable: number;
-                        /** @description Refused for want of credits (429 credits_exhausted) */
-                        creditsExhausted: number;
-                        /** @description Refused: the key is disabled */
-                        disabled: number;
-                        /** @description Refused: the key has expired */
-                        expired: number;
-                        /** @description Refused by the limiter (429) */
-                        rateLimited: number;
-                        /** @description Refused: the key may not use that route */
-                        routeNotAllowed: number;
-                    };
-                    /** @description Refused by the limiter (429): part of failed */
-                    rateLimited: number;
-                    requests: number;
-                    /**
-                     * Format: date-time
-                     * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
-                     * @example 2026-11-21T14:23:02Z
-                     */
-                    start: string;
-                    /** @description What the clients got, by class; they add up to requests (a WebSocket's 101 counts as 2xx, a client that left first as 4xx) */
-                    statusClasses: {
-                        "2xx": number;
-                        "3xx": number;
-                        "4xx": number;
-                        "5xx": number;
-                    };
-                    /** @description Answered by the backend below 400 */
-                    successful: number;
-                }[];
-                /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
-                routeId: string | null;
-            }[];
             /**
              * Format: date-time
              * @description End of the last bucket
@@ -1778,24 +1586,6 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
-            /** @description The prepaid balance (contract section 14); null: it holds none */
-            credits: {
-                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
-                lowAt: number | null;
-                refill: {
-                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
-                    amount: number;
-                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
-                    dayOfMonth?: number;
-                    /**
-                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
-                     * @enum {string}
-                     */
-                    interval: "day" | "month";
-                } | null;
-                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
-                remaining: number;
-            } | null;
             enabled: boolean;
             expiresAt: string | null;
             externalId: string | null;
@@ -1820,7 +1610,7 @@ export interface components {
              */
             secret?: string;
             usage: {
-                /** @description Units charged: the cost of each admitted request (its plans' `costs`, else 1), 0 per refused one (usage counted before the upgrade that added it: 0) */
+                /** @description Units charged: 1 per admitted request, 0 per refused one (usage counted before the upgrade that added it: 0) */
                 cost: number;
                 /** @description One entry per request path, most requests first */
                 endpoints: {
@@ -1914,24 +1704,6 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
-            /** @description The prepaid balance (contract section 14); null: it holds none */
-            credits: {
-                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
-                lowAt: number | null;
-                refill: {
-                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
-                    amount: number;
-                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
-                    dayOfMonth?: number;
-                    /**
-                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
-                     * @enum {string}
-                     */
-                    interval: "day" | "month";
-                } | null;
-                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
-                remaining: number;
-            } | null;
             enabled: boolean;
             expiresAt: string | null;
             externalId: string | null;
@@ -2023,7 +1795,7 @@ export interface components {
              * @enum {string}
              */
             granularity: "minute" | "hour" | "day" | "month";
-            /** @description With groupBy: one per endpoint (or customer, or route), most requests first */
+            /** @description With groupBy: one per endpoint (or customer), most requests first */
             series?: ({
                 buckets: {
                     averageResponseTimeMs: number;
@@ -2124,57 +1896,6 @@ export interface components {
                     successful: number;
                 }[];
                 customerId: string;
-            } | {
-                buckets: {
-                    averageResponseTimeMs: number;
-                    /** @description Units charged: 0 for a refused request */
-                    cost: number;
-                    /** @description The rest: successful + failed = requests */
-                    failed: number;
-                    /** @description Response-time percentiles (request received to response finished) from a histogram, within 5 % of the exact value; null in an empty bucket */
-                    latencyMs: {
-                        p50: number | null;
-                        p95: number | null;
-                        p99: number | null;
-                    };
-                    /** @description Why requests failed */
-                    outcomes: {
-                        /** @description The backend answered 5xx */
-                        backendError: number;
-                        /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
-                        backendUnreachable: number;
-                        /** @description Refused for want of credits (429 credits_exhausted) */
-                        creditsExhausted: number;
-                        /** @description Refused: the key is disabled */
-                        disabled: number;
-                        /** @description Refused: the key has expired */
-                        expired: number;
-                        /** @description Refused by the limiter (429) */
-                        rateLimited: number;
-                        /** @description Refused: the key may not use that route */
-                        routeNotAllowed: number;
-                    };
-                    /** @description Refused by the limiter (429): part of failed */
-                    rateLimited: number;
-                    requests: number;
-                    /**
-                     * Format: date-time
-                     * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
-                     * @example 2026-11-21T14:23:02Z
-                     */
-                    start: string;
-                    /** @description What the clients got, by class; they add up to requests (a WebSocket's 101 counts as 2xx, a client that left first as 4xx) */
-                    statusClasses: {
-                        "2xx": number;
-                        "3xx": number;
-                        "4xx": number;
-                        "5xx": number;
-                    };
-                    /** @description Answered by the backend below 400 */
-                    successful: number;
-                }[];
-                /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
-                routeId: string | null;
             })[];
             /**
              * Format: date-time
@@ -2324,24 +2045,8 @@ export interface components {
                  * @example 2026-11-21T14:23:02Z
                  */
                 createdAt: string;
-                /** @description The prepaid balance (contract section 14); null: it holds none. Every key of the consumer spends it */
-                credits: {
-                    /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
-                    lowAt: number | null;
-                    refill: {
-                        /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
-                        amount: number;
-                        /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
-                        dayOfMonth?: number;
-                        /**
-                         * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
-                         * @enum {string}
-                         */
-                        interval: "day" | "month";
-                    } | null;
-                    /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
-                    remaining: number;
-                } | null;
+                /** @description The credit balance of the consumer; null: it holds none */
+                credits: null;
                 externalId: string | null;
                 /** @description Keys that belong to the consumer */
                 keyCount: number;
@@ -2403,7 +2108,7 @@ export interface components {
         };
         /** ListKeysResponse */
         ListKeysResponse: {
-            /** @description Oldest first */
+            /** @description In the order `sort` names (oldest first by default) */
             apiKeys: {
                 /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
                 allowedRouteIds: string[] | null;
@@ -2437,6 +2142,12 @@ export interface components {
             }[];
             /** @description Present only when more keys remain: pass it as `cursor` for the next page */
             nextCursor?: string;
+            /** @description With `count=true`: how many keys match the filters */
+            total?: {
+                count: number;
+                /** @description false: more than `count` (10,000) keys match */
+                exact: boolean;
+            };
         };
         /** ListPlansResponse */
         ListPlansResponse: {
@@ -2617,6 +2328,57 @@ export interface components {
                 lastUpdated: string;
                 url: string;
             }[];
+        };
+        /** LookupKeyRequest */
+        LookupKeyRequest: {
+            /** @description A secret as create or roll answered it: `tg_` and 43 characters */
+            secret: string;
+        };
+        /** LookupKeyResponse */
+        LookupKeyResponse: {
+            /** KeySummary */
+            apiKey: {
+                /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
+                allowedRouteIds: string[] | null;
+                /**
+                 * @description Identifier of a consumer API key, as returned by create (`id`)
+                 * @example key_3q2xR0f1bW8mT5nYk9Lp4A
+                 */
+                consumerApiKeyId: string;
+                /** @description The consumer the key belongs to, or null */
+                consumerId: string | null;
+                /**
+                 * Format: date-time
+                 * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
+                 * @example 2026-11-21T14:23:02Z
+                 */
+                createdAt: string;
+                enabled: boolean;
+                expiresAt: string | null;
+                externalId: string | null;
+                /**
+                 * Format: date-time
+                 * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
+                 * @example 2026-11-21T14:23:02Z
+                 */
+                lastUpdated: string;
+                /** @description The last proxied request that presented the key (visible within 2 s), or null */
+                lastUsedAt: string | null;
+                name: string;
+                /** @description The bound plan, or null */
+                rateLimitId: string | null;
+            };
+            /**
+             * @description `current`: the key’s secret now; `previous`: the secret it had before its last roll (working until `previousSecretExpiresAt`)
+             * @enum {string}
+             */
+            matched: "current" | "previous";
+            /**
+             * Format: date-time
+             * @description With `previous`: when that secret stops (or stopped) working
+             * @example 2026-11-21T14:23:02Z
+             */
+            previousSecretExpiresAt?: string;
         };
         /** PlanResponse */
         PlanResponse: {
@@ -2856,28 +2618,9 @@ export interface components {
         };
         /**
          * UpdateConsumerRequest
-         * @description Any of the fields; null clears externalId, rateLimitId and credits, and sets metadata to `{}`
+         * @description Any of the fields; null clears externalId and rateLimitId, and sets metadata to `{}`
          */
         UpdateConsumerRequest: {
-            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits. Every key of the consumer spends it */
-            credits?: {
-                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
-                lowAt?: number | null;
-                /** @description Absent or null: the balance is never refilled */
-                refill?: {
-                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
-                    amount: number;
-                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
-                    dayOfMonth?: number;
-                    /**
-                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
-                     * @enum {string}
-                     */
-                    interval: "day" | "month";
-                } | null;
-                /** @description The balance, 0 to 2^53-1 */
-                remaining: number;
-            } | null;
             externalId?: string | null;
             /** @description A JSON object of at most 8192 bytes as serialised and 32 levels of nesting, returned as given; null: `{}` */
             metadata?: {
@@ -2890,32 +2633,13 @@ export interface components {
         };
         /**
          * UpdateKeyRequest
-         * @description Any of the fields; null clears externalId, expiresAt, consumerId, allowedRouteIds (every route), credits and metadata (to `{}`)
+         * @description Any of the fields; null clears externalId, expiresAt, consumerId, allowedRouteIds (every route) and metadata (to `{}`)
          */
         UpdateKeyRequest: {
             /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
             allowedRouteIds?: string[] | null;
             /** @description The consumer the key belongs to; null: none */
             consumerId?: string | null;
-            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits */
-            credits?: {
-                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
-                lowAt?: number | null;
-                /** @description Absent or null: the balance is never refilled */
-                refill?: {
-                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
-                    amount: number;
-                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
-                    dayOfMonth?: number;
-                    /**
-                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
-                     * @enum {string}
-                     */
-                    interval: "day" | "month";
-                } | null;
-                /** @description The balance, 0 to 2^53-1 */
-                remaining: number;
-            } | null;
             /** @description A disabled key is refused with 403 key_disabled, without consuming quota */
             enabled?: boolean;
             /** @description From this instant the key is refused with 401 key_expired; null: never */
@@ -3083,6 +2807,22 @@ export interface components {
              */
             lastUpdated: string;
             url: string;
+        };
+        /** WhoamiResponse */
+        WhoamiResponse: {
+            /** @description When the token stops working; null: never */
+            expiresAt: string | null;
+            /** @description The admin token’s name; null for root */
+            name: string | null;
+            /** @description What the token may do, in the order of the scope table */
+            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
+            /** @description The admin token’s id; null for root */
+            tokenId: string | null;
+            /**
+             * @description `root`: the ROOT_TOKEN (every scope); `token`: an admin token
+             * @enum {string}
+             */
+            type: "root" | "token";
         };
     };
     responses: {
@@ -3362,6 +3102,8 @@ export interface operations {
             query?: {
                 /** @description Keys of this consumer */
                 consumerId?: string;
+                /** @description `true`: the answer carries `total`, how many keys match the filters (counted up to 10,000) */
+                count?: boolean;
                 /** @description The `nextCursor` of the previous page; opaque */
                 cursor?: string;
                 /** @description `true` or `false` */
@@ -3370,10 +3112,14 @@ export interface operations {
                 externalId?: string;
                 /** @description Page size, 1-1000 */
                 limit?: number;
+                /** @description Keys whose name starts with this text, ignoring case (every letter on Postgres; A-Z on the embedded store) */
+                name?: string;
                 /** @description Keys whose name starts with this text (case-sensitive) */
                 namePrefix?: string;
                 /** @description Chosen by the caller: 1-128 characters of A-Z a-z 0-9 . _ : - */
                 rateLimitId?: string;
+                /** @description `createdAt`: oldest first; `-createdAt`: newest first; `-lastUsedAt`: most recently used first, never-used last (`lastUsedAt`: the reverse); `-requests24h`: most requests in the last 24 hours (by whole hours, as the usage API counts them) first (`requests24h`: the reverse). Ties go by key id. A cursor continues the order it was issued for; a traffic order keeps the window of its first page */
+                sort?: "createdAt" | "-createdAt" | "lastUsedAt" | "-lastUsedAt" | "requests24h" | "-requests24h";
             };
             header?: never;
             path?: never;
@@ -3914,8 +3660,8 @@ export interface operations {
                 from?: string;
                 /** @description Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond */
                 granularity?: "minute" | "hour" | "day" | "month";
-                /** @description Adds one series per endpoint, customer or route (day and month granularity only) */
-                groupBy?: "endpoint" | "customer" | "route";
+                /** @description Adds one series per endpoint or customer (day and month granularity only) */
+                groupBy?: "endpoint" | "customer";
                 /** @description End of the range, exclusive (default: now); its last bucket must end by 9999-12-31T23:59:59Z */
                 to?: string;
             };
@@ -6439,8 +6185,8 @@ export interface operations {
                 from?: string;
                 /** @description Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond */
                 granularity?: "minute" | "hour" | "day" | "month";
-                /** @description Adds one series per endpoint, customer or route (day and month granularity only) */
-                groupBy?: "endpoint" | "customer" | "route";
+                /** @description Adds one series per endpoint or customer (day and month granularity only) */
+                groupBy?: "endpoint" | "customer";
                 /** @description End of the range, exclusive (default: now); its last bucket must end by 9999-12-31T23:59:59Z */
                 to?: string;
             };
@@ -6545,7 +6291,7 @@ export interface operations {
             };
         };
     };
-    changeCredits: {
+    lookupConsumerApiKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -6554,33 +6300,17 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreditsChangeRequest"];
+                "application/json": components["schemas"]["LookupKeyRequest"];
             };
         };
         responses: {
-            /** @description What the balance now holds */
+            /** @description The key that secret opens */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Identifier of a consumer API key, as returned by create (`id`)
-                         * @example key_3q2xR0f1bW8mT5nYk9Lp4A
-                         */
-                        consumerApiKeyId: string;
-                        /** @description Units the balance holds now, after the change */
-                        remaining: number;
-                    } | {
-                        /**
-                         * @description Identifier of a consumer, as returned by its creation (`consumerId`)
-                         * @example con_Yc2xR0f1bW8mT5nYk9Lp4A
-                         */
-                        consumerId: string;
-                        /** @description Units the balance holds now, after the change */
-                        remaining: number;
-                    };
+                    "application/json": components["schemas"]["LookupKeyResponse"];
                 };
             };
             /** @description A body (or parameter) that does not match the schema: `details` names each field; Malformed or empty JSON */
@@ -6614,7 +6344,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `consumerApiKeyId` names no key; `consumerId` names no consumer */
+            /** @description No key has that secret (now, or as the previous secret of a roll) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6663,11 +6393,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable; retry later; The database refuses writes (disk full, read-only); retry later */
+            /** @description The database is unavailable; retry later */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (5) */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7226,8 +6954,6 @@ export interface operations {
                 from?: string;
                 /** @description Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond */
                 granularity?: "minute" | "hour" | "day" | "month";
-                /** @description Adds one series per route, summed over every key (day and month granularity only) */
-                groupBy?: "route";
                 /** @description End of the range, exclusive (default: now); its last bucket must end by 9999-12-31T23:59:59Z */
                 to?: string;
             };
@@ -8034,6 +7760,77 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying (5) */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    whoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WhoamiResponse"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

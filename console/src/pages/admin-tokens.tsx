@@ -1,32 +1,16 @@
 /** Admin tokens: the list (never a secret), a new token with its scopes (its secret shown once), revoke. */
 import { useState } from 'preact/hooks';
-import { call, segment } from '../api';
+import { ScopedButton } from '../access';
+import { api, ok } from '../api';
 import { CheckboxGroup } from '../components/checkbox-group';
 import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
 import { SecretValue } from '../components/secret-value';
 import { formatTime } from '../format';
-import type { AdminScope, AdminToken, AdminTokenList, CreatedAdminToken } from '../types';
+import { SCOPES } from '../scopes';
+import type { AdminScope, AdminToken, CreatedAdminToken } from '../types';
 import { useAction, useApi } from '../use-api';
-
-/** Every scope the API knows, in the order of the contract's table. */
-const SCOPES: readonly AdminScope[] = [
-  'keys:read',
-  'keys:write',
-  'keys:secrets',
-  'plans:read',
-  'plans:write',
-  'routes:read',
-  'routes:write',
-  'usage:read',
-  'audit:read',
-  'tokens:write',
-  'webhooks:read',
-  'webhooks:write',
-  'billing:read',
-  'billing:write',
-];
 
 function CreateTokenForm({ onCreated }: { onCreated: (token: CreatedAdminToken) => void }) {
   const [name, setName] = useState('');
@@ -35,7 +19,7 @@ function CreateTokenForm({ onCreated }: { onCreated: (token: CreatedAdminToken) 
   const submit = async (event: Event) => {
     event.preventDefault();
     const created = await action.run(() =>
-      call<CreatedAdminToken>('POST', '/tollgate/admin-tokens', { body: { name: name.trim(), scopes } }),
+      ok(api.POST('/tollgate/admin-tokens', { body: { name: name.trim(), scopes: [...scopes] } })),
     );
     if (created) {
       setName('');
@@ -58,9 +42,9 @@ function CreateTokenForm({ onCreated }: { onCreated: (token: CreatedAdminToken) 
       <CheckboxGroup legend="Scopes" options={SCOPES} chosen={scopes} onChange={setScopes} />
       <ErrorMessage error={action.error} />
       <div class="form-buttons">
-        <button type="submit" disabled={action.busy}>
+        <ScopedButton scope="tokens:write" type="submit" disabled={action.busy}>
           Create token
-        </button>
+        </ScopedButton>
       </div>
     </form>
   );
@@ -78,7 +62,7 @@ function RevokeDialog({
   const action = useAction();
   const revoke = async () => {
     const done = await action.run(() =>
-      call<{ message: string }>('DELETE', `/tollgate/admin-tokens/${segment(token.id)}`),
+      ok(api.DELETE('/tollgate/admin-tokens/{tokenId}', { params: { path: { tokenId: token.id } } })),
     );
     if (done) onRevoked(`The token ${token.name} is revoked: it is refused from now on.`);
   };
@@ -95,7 +79,7 @@ function RevokeDialog({
 }
 
 export function AdminTokensPage() {
-  const tokens = useApi((signal) => call<AdminTokenList>('GET', '/tollgate/admin-tokens', { signal }), []);
+  const tokens = useApi((signal) => ok(api.GET('/tollgate/admin-tokens', { signal })), []);
   const [created, setCreated] = useState<CreatedAdminToken>();
   const [revoking, setRevoking] = useState<AdminToken>();
   const [message, setMessage] = useState('');
@@ -141,14 +125,14 @@ export function AdminTokensPage() {
                   <td data-label="Created">{formatTime(t.createdAt)}</td>
                   <td data-label="Expires">{t.expiresAt ? formatTime(t.expiresAt) : 'never'}</td>
                   <td class="row-actions">
-                    <button
-                      type="button"
+                    <ScopedButton
+                      scope="tokens:write"
                       class="link danger-text"
                       aria-label={`Revoke ${t.name}`}
                       onClick={() => setRevoking(t)}
                     >
                       Revoke
-                    </button>
+                    </ScopedButton>
                   </td>
                 </tr>
               ))}

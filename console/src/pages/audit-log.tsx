@@ -2,10 +2,11 @@
 import { useDraft } from '../use-draft';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
+import { api, ok } from '../api';
 import { ListCount, Pager, usePagedApi } from '../components/pager';
 import { formatTime, isoToUtcInput, utcInputToIso } from '../format';
 import { href, hrefWith, navigate, type Route } from '../route';
-import type { AuditEntry, AuditLogResponse } from '../types';
+import type { AuditEntry } from '../types';
 
 const PAGE_SIZE = 50;
 
@@ -154,9 +155,15 @@ function FilterForm({ filters }: { filters: Filters }) {
 
 export function AuditLogPage({ route }: { route: Route }) {
   const filters = filtersOf(route.query);
-  const { cursors, page: log } = usePagedApi<AuditLogResponse>(
-    '/tollgate/audit-log',
-    { ...filters, limit: PAGE_SIZE },
+  const { cursors, page: log } = usePagedApi(
+    (cursor, signal) =>
+      ok(
+        api.GET('/tollgate/audit-log', {
+          params: { query: { ...filters, limit: PAGE_SIZE, cursor } },
+          signal,
+        }),
+      ),
+    JSON.stringify(filters),
     route,
   );
   return (

@@ -1,12 +1,13 @@
 /** Billing exports: where closed usage buckets are sent (Stripe, OpenMeter, Lago, CloudEvents), create, delete. */
 import { useState } from 'preact/hooks';
-import { call, segment } from '../api';
+import { ScopedButton } from '../access';
+import { api, ok } from '../api';
 import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
 import { formatNumber } from '../format';
 import { href } from '../route';
-import type { BillingExport, BillingExportList } from '../types';
+import type { BillingExport } from '../types';
 import { useAction, useApi } from '../use-api';
 
 const TYPES: readonly BillingExport['type'][] = ['stripe', 'openmeter', 'lago', 'cloudevents'];
@@ -33,9 +34,7 @@ function CreateExportForm({ onCreated }: { onCreated: (created: BillingExport) =
       ...(credential !== '' && { credential }),
       ...(customerField.trim() !== '' && { customerField: customerField.trim() }),
     };
-    const created = await action.run(() =>
-      call<BillingExport>('POST', '/tollgate/billing-exports', { body }),
-    );
+    const created = await action.run(() => ok(api.POST('/tollgate/billing-exports', { body })));
     if (created) {
       setUrl('');
       setEventName('');
@@ -144,9 +143,9 @@ function CreateExportForm({ onCreated }: { onCreated: (created: BillingExport) =
       </div>
       <ErrorMessage error={action.error} />
       <div class="form-buttons">
-        <button type="submit" disabled={action.busy}>
+        <ScopedButton scope="billing:write" type="submit" disabled={action.busy}>
           Create export
-        </button>
+        </ScopedButton>
       </div>
     </form>
   );
@@ -164,7 +163,11 @@ function DeleteExportDialog({
   const action = useAction();
   const remove = async () => {
     const done = await action.run(() =>
-      call<{ message: string }>('DELETE', `/tollgate/billing-exports/${segment(billingExport.id)}`),
+      ok(
+        api.DELETE('/tollgate/billing-exports/{billingExportId}', {
+          params: { path: { billingExportId: billingExport.id } },
+        }),
+      ),
     );
     if (done) onDeleted(`The ${billingExport.type} export is deleted.`);
   };
@@ -184,10 +187,7 @@ function DeleteExportDialog({
 }
 
 export function BillingExportListPage() {
-  const exports = useApi(
-    (signal) => call<BillingExportList>('GET', '/tollgate/billing-exports', { signal }),
-    [],
-  );
+  const exports = useApi((signal) => ok(api.GET('/tollgate/billing-exports', { signal })), []);
   const [deleting, setDeleting] = useState<BillingExport>();
   const [message, setMessage] = useState('');
   return (
@@ -234,14 +234,14 @@ export function BillingExportListPage() {
                       : `${formatNumber(x.deliveryFailures)} failed runs in a row`}
                   </td>
                   <td class="row-actions">
-                    <button
-                      type="button"
+                    <ScopedButton
+                      scope="billing:write"
                       class="link danger-text"
                       aria-label={`Delete ${x.type} export ${x.id}`}
                       onClick={() => setDeleting(x)}
                     >
                       Delete
-                    </button>
+                    </ScopedButton>
                   </td>
                 </tr>
               ))}

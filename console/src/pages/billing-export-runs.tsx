@@ -1,31 +1,47 @@
 /** One billing export's runs, newest first: what each sent and what failed, and a run started by hand. */
 import { useState } from 'preact/hooks';
-import { call, segment } from '../api';
+import { ScopedButton } from '../access';
+import { api, ok } from '../api';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
 import { Pager, usePagedApi } from '../components/pager';
 import { formatNumber, formatTime } from '../format';
 import { href, type Route } from '../route';
-import type { BillingExport, BillingExportRun, BillingExportRunList } from '../types';
 import { useAction, useApi } from '../use-api';
 
 const PAGE_SIZE = 20;
 
 export function BillingExportRunsPage({ exportId, route }: { exportId: string; route: Route }) {
   const billingExport = useApi(
-    (signal) => call<BillingExport>('GET', `/tollgate/billing-exports/${segment(exportId)}`, { signal }),
+    (signal) =>
+      ok(
+        api.GET('/tollgate/billing-exports/{billingExportId}', {
+          params: { path: { billingExportId: exportId } },
+          signal,
+        }),
+      ),
     [exportId],
   );
-  const { cursors, page } = usePagedApi<BillingExportRunList>(
-    `/tollgate/billing-exports/${segment(exportId)}/runs`,
-    { limit: PAGE_SIZE },
+  const { cursors, page } = usePagedApi(
+    (cursor, signal) =>
+      ok(
+        api.GET('/tollgate/billing-exports/{billingExportId}/runs', {
+          params: { path: { billingExportId: exportId }, query: { limit: PAGE_SIZE, cursor } },
+          signal,
+        }),
+      ),
+    exportId,
     route,
   );
   const run = useAction();
   const [message, setMessage] = useState('');
   const runNow = async () => {
     const done = await run.run(() =>
-      call<BillingExportRun>('POST', `/tollgate/billing-exports/${segment(exportId)}/runs`),
+      ok(
+        api.POST('/tollgate/billing-exports/{billingExportId}/runs', {
+          params: { path: { billingExportId: exportId } },
+        }),
+      ),
     );
     if (done) {
       setMessage(
@@ -38,9 +54,9 @@ export function BillingExportRunsPage({ exportId, route }: { exportId: string; r
   return (
     <>
       <PageTitle title="Billing export runs">
-        <button type="button" disabled={run.busy} onClick={() => void runNow()}>
+        <ScopedButton scope="billing:write" disabled={run.busy} onClick={() => void runNow()}>
           Run now
-        </button>
+        </ScopedButton>
       </PageTitle>
       <p>
         {billingExport.data && (

@@ -1,13 +1,17 @@
-/** One consumer: its fields, what is left of its plan's limits, its keys, edit and delete. */
+/** One consumer: its fields, what is left of its plan's limits, its keys, its usage over time, edit and delete. */
 import { useState } from 'preact/hooks';
-import { call, segment } from '../api';
+import { NeedsScope, ScopedButton, ScopedLink, useAccess } from '../access';
+import { api, ok } from '../api';
 import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
+import { UsageCharts } from '../components/usage-chart';
+import { UsageToolbar, useUsageRange } from '../components/usage-toolbar';
+import { AS_CSV } from '../download';
 import { countOf, formatNumber, formatTime } from '../format';
 import { handOff, useHandoff } from '../handoff';
-import { href, navigate } from '../route';
-import type { ConsumerDetail, ListKeysResponse } from '../types';
+import { href, navigate, type Route } from '../route';
+import type { ConsumerDetail } from '../types';
 import { useAction, useApi } from '../use-api';
 
 /** At most this many of its keys are listed here; the key list shows them all. */
@@ -19,9 +23,14 @@ function DeleteConsumerDialog({ consumer, onClose }: { consumer: ConsumerDetail;
   const keyCount = (action.error?.code === 'consumer_has_keys' && action.error.keyCount) || consumer.keyCount;
   const remove = async () => {
     const done = await action.run(() =>
-      call<{ message: string }>('DELETE', `/tollgate/consumers/${segment(consumer.consumerId)}`, {
-        query: { force: keyCount > 0 || undefined },
-      }),
+      ok(
+        api.DELETE('/tollgate/consumers/{consumerId}', {
+          params: {
+            path: { consumerId: consumer.consumerId },
+            query: { force: keyCount > 0 || undefined },
+          },
+        }),
+      ),
     );
     if (done) {
       handOff({ message: `The consumer ${consumer.name} is deleted.` });
@@ -100,10 +109,7 @@ function ConsumerLimits({ consumer }: { consumer: ConsumerDetail }) {
 function ConsumerKeys({ consumerId }: { consumerId: string }) {
   const keys = useApi(
     (signal) =>
-      call<ListKeysResponse>('GET', '/consumer-api-key', {
-        query: { consumerId, limit: KEYS_SHOWN },
-        signal,
-      }),
+      ok(api.GET('/consumer-api-key', { params: { query: { consumerId, limit: KEYS_SHOWN } }, signal })),
     [consumerId],
   );
   return (
@@ -130,9 +136,43 @@ function ConsumerKeys({ consumerId }: { consumerId: string }) {
   );
 }
 
-export function ConsumerDetailPage({ consumerId }: { consumerId: string }) {
+/** What the consumer's keys did while they belonged to it, over a range, as charts and CSV. */
+function ConsumerUsage({ consumerId, route }: { consumerId: string; route: Route }) {
+  const usage = useUsageRange(route, ['consumers', consumerId]);
+  const { lacks } = useAccess();
+  const params = { path: { consumerId }, query: { ...usage.range, granularity: usage.granularity } };
+  const buckets = useApi(
+    (signal) =>
+      lacks('usage:read')
+        ? Promise.resolve(undefined)
+        : ok(api.GET('/tollgate/consumers/{consumerId}/usage', { params, signal })),
+    [consumerId, usage.range, usage.granularity, lacks('usage:read')],
+  );
+  return (
+    <section aria-labelledby="consumer-usage-title">
+      <h2 id="consumer-usage-title">Usage over time</h2>
+      <UsageToolbar
+        usage={usage}
+        csv={{
+          load: () => ok(api.GET('/tollgate/consumers/{consumerId}/usage', { params, ...AS_CSV })),
+          name: `usage-${consumerId}`,
+        }}
+      />
+      {lacks('usage:read') && <NeedsScope scope="usage:read" what="Usage over time" />}
+      <ErrorMessage error={buckets.error} />
+      {buckets.data && (
+        <UsageCharts
+          buckets={buckets.data.buckets}
+          caption={`This consumer, ${usage.preset.label.toLowerCase()}, per ${buckets.data.granularity}`}
+        />
+      )}
+    </section>
+  );
+}
+
+export function ConsumerDetailPage({ consumerId, route }: { consumerId: string; route: Route }) {
   const detail = useApi(
-    (signal) => call<ConsumerDetail>('GET', `/tollgate/consumers/${segment(consumerId)}`, { signal }),
+    (signal) => ok(api.GET('/tollgate/consumers/{consumerId}', { params: { path: { consumerId } }, signal })),
     [consumerId],
   );
   const { message } = useHandoff();
@@ -143,12 +183,12 @@ export function ConsumerDetailPage({ consumerId }: { consumerId: string }) {
       <PageTitle title={consumer?.name ?? 'Consumer'}>
         {consumer && (
           <>
-            <a class="button" href={href('consumers', consumerId, 'edit')}>
+            <ScopedLink scope="keys:write" href={href('consumers', consumerId, 'edit')}>
               Edit
-            </a>
-            <button type="button" class="danger" onClick={() => setDeleting(true)}>
+            </ScopedLink>
+            <ScopedButton scope="keys:write" class="danger" onClick={() => setDeleting(true)}>
               Delete
-            </button>
+            </ScopedButton>
           </>
         )}
       </PageTitle>
@@ -177,6 +217,7 @@ export function ConsumerDetailPage({ consumerId }: { consumerId: string }) {
             <ConsumerLimits consumer={consumer} />
           </div>
           <ConsumerKeys consumerId={consumerId} />
+          <ConsumerUsage consumerId={consumerId} route={route} />
           <section aria-labelledby="consumer-metadata-title">
             <h2 id="consumer-metadata-title">Metadata</h2>
             {Object.keys(consumer.metadata).length === 0 ? (

@@ -1,13 +1,14 @@
 /** A consumer created or edited: its name, owner id, plan (bound or unbound here) and metadata. */
 import { useState } from 'preact/hooks';
-import { call, segment } from '../api';
+import { ScopedButton } from '../access';
+import { api, ok } from '../api';
 import { ErrorMessage } from '../components/error-message';
 import { MetadataField } from '../components/metadata-field';
 import { PageTitle } from '../components/page-title';
 import { METADATA_HINT, parseJsonObject } from '../format';
 import { handOff } from '../handoff';
 import { href, navigate } from '../route';
-import type { Consumer, ConsumerDetail } from '../types';
+import type { Consumer } from '../types';
 import { useAction, useApi } from '../use-api';
 
 function ConsumerForm({ initial }: { initial?: Consumer }) {
@@ -33,8 +34,13 @@ function ConsumerForm({ initial }: { initial?: Consumer }) {
     };
     const saved = await action.run(() =>
       initial
-        ? call<Consumer>('PATCH', `/tollgate/consumers/${segment(initial.consumerId)}`, { body })
-        : call<Consumer>('POST', '/tollgate/consumers', { body }),
+        ? ok(
+            api.PATCH('/tollgate/consumers/{consumerId}', {
+              params: { path: { consumerId: initial.consumerId } },
+              body,
+            }),
+          )
+        : ok(api.POST('/tollgate/consumers', { body })),
     );
     if (saved) {
       handOff({ message: `The consumer ${saved.name} is ${initial ? 'saved' : 'created'}.` });
@@ -89,9 +95,9 @@ function ConsumerForm({ initial }: { initial?: Consumer }) {
       />
       <ErrorMessage error={action.error} />
       <div class="form-buttons">
-        <button type="submit" disabled={action.busy}>
+        <ScopedButton scope="keys:write" type="submit" disabled={action.busy}>
           {initial ? 'Save consumer' : 'Create consumer'}
-        </button>
+        </ScopedButton>
         <a href={initial ? href('consumers', initial.consumerId) : href('consumers')}>Cancel</a>
       </div>
     </form>
@@ -103,7 +109,7 @@ export function ConsumerFormPage({ consumerId }: { consumerId?: string }) {
     (signal) =>
       consumerId === undefined
         ? Promise.resolve(undefined)
-        : call<ConsumerDetail>('GET', `/tollgate/consumers/${segment(consumerId)}`, { signal }),
+        : ok(api.GET('/tollgate/consumers/{consumerId}', { params: { path: { consumerId } }, signal })),
     [consumerId],
   );
   return (

@@ -5,7 +5,8 @@ import { ListCount, Pager, usePagedApi } from '../components/pager';
 import { formatNumber, formatTime } from '../format';
 import { useHandoff } from '../handoff';
 import { href, hrefWith, navigate, type Route } from '../route';
-import type { ConsumerList } from '../types';
+import { ScopedLink } from '../access';
+import { api, ok } from '../api';
 import { useDraft } from '../use-draft';
 
 const PAGE_SIZE = 50;
@@ -13,18 +14,24 @@ const PAGE_SIZE = 50;
 export function ConsumerListPage({ route }: { route: Route }) {
   const namePrefix = route.query.get('namePrefix') ?? '';
   const { draft, field } = useDraft({ namePrefix });
-  const { cursors, page } = usePagedApi<ConsumerList>(
-    '/tollgate/consumers',
-    { limit: PAGE_SIZE, namePrefix },
+  const { cursors, page } = usePagedApi(
+    (cursor, signal) =>
+      ok(
+        api.GET('/tollgate/consumers', {
+          params: { query: { limit: PAGE_SIZE, namePrefix: namePrefix || undefined, cursor } },
+          signal,
+        }),
+      ),
+    namePrefix,
     route,
   );
   const { message } = useHandoff();
   return (
     <>
       <PageTitle title="Consumers">
-        <a class="button" href={href('consumers', 'new')}>
+        <ScopedLink scope="keys:write" href={href('consumers', 'new')}>
           Create consumer
-        </a>
+        </ScopedLink>
       </PageTitle>
       <p class="status-message" role="status">
         {message}

@@ -3,7 +3,8 @@
  * is found at once, whatever page of the list it lands on) with its secret ready to copy.
  */
 import { useState } from 'preact/hooks';
-import { call } from '../api';
+import { ScopedButton } from '../access';
+import { api, ok } from '../api';
 import { ErrorMessage } from '../components/error-message';
 import { ExpiryField } from '../components/expiry-field';
 import { KeyIdentityFields } from '../components/key-identity-fields';
@@ -12,7 +13,6 @@ import { PageTitle } from '../components/page-title';
 import { METADATA_HINT, parseJsonObject, utcInputToIso } from '../format';
 import { handOff } from '../handoff';
 import { href, navigate } from '../route';
-import type { CreateKeyResponse, PlanList } from '../types';
 import { useAction, useApi } from '../use-api';
 
 export function CreateKeyPage() {
@@ -25,7 +25,7 @@ export function CreateKeyPage() {
   const [metadataProblem, setMetadataProblem] = useState<string>();
   const plans = useApi(
     (signal) =>
-      call<PlanList>('GET', '/rate-limit', { query: { limit: 1000 }, signal }).catch(() => undefined),
+      ok(api.GET('/rate-limit', { params: { query: { limit: 1000 } }, signal })).catch(() => undefined),
     [],
   );
   const action = useAction();
@@ -45,9 +45,7 @@ export function CreateKeyPage() {
         ...(planId !== '' && { rateLimitId: planId }),
         ...(expiry && { expiresAt: expiry }),
       };
-      const key = await action.run(() =>
-        call<CreateKeyResponse>('POST', '/consumer-api-key/create', { body }),
-      );
+      const key = await action.run(() => ok(api.POST('/consumer-api-key/create', { body })));
       if (key) {
         handOff({
           message: 'The key is created. Copy its secret now and give it to its owner.',
@@ -104,9 +102,9 @@ export function CreateKeyPage() {
         />
         <ErrorMessage error={action.error} />
         <div class="form-buttons">
-          <button type="submit" disabled={action.busy}>
+          <ScopedButton scope="keys:write" type="submit" disabled={action.busy}>
             Create key
-          </button>
+          </ScopedButton>
           <a href={href('keys')}>Cancel</a>
         </div>
       </form>

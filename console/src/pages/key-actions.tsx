@@ -4,7 +4,8 @@
  * Each is one call of the management API; each failure shows the API's message in its dialog.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { call, segment } from '../api';
+import { ScopedButton } from '../access';
+import { api, ok } from '../api';
 import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { ExpiryField } from '../components/expiry-field';
@@ -12,7 +13,8 @@ import { KeyIdentityFields } from '../components/key-identity-fields';
 import { MetadataField } from '../components/metadata-field';
 import { SecretValue } from '../components/secret-value';
 import { formatTime, isoToUtcInput, METADATA_HINT, parseJsonObject, utcInputToIso } from '../format';
-import type { KeyDetail, PlanList, RollKeyResponse } from '../types';
+import type { components } from '../generated/management-api';
+import type { KeyDetail, RollKeyResponse } from '../types';
 import { useAction, useApi } from '../use-api';
 
 type Open = 'roll' | 'expiry' | 'plan' | 'edit' | 'delete' | null;
@@ -31,7 +33,12 @@ const GRACE_PRESETS = [
   { seconds: 604_800, label: '7 days' },
 ] as const;
 
-const keyPath = (id: string) => `/consumer-api-key/${segment(id)}`;
+/** The key's own path parameters. */
+const keyParams = (key: KeyDetail) => ({ path: { consumerApiKeyId: key.consumerApiKeyId } });
+
+/** Changes some of a key's settings (PATCH). */
+const patchKey = (key: KeyDetail, body: components['schemas']['UpdateKeyRequest']) =>
+  ok(api.PATCH('/consumer-api-key/{consumerApiKeyId}', { params: keyParams(key), body }));
 
 /** What each change dialog gets: the key, where to say what changed, and how to close. */
 interface ChangeDialogProps {
@@ -64,9 +71,12 @@ function RollDialog({
   const roll = async (event: Event) => {
     event.preventDefault();
     const result = await action.run(() =>
-      call<RollKeyResponse>('POST', `${keyPath(keyDetail.consumerApiKeyId)}/roll`, {
-        body: { gracePeriodSeconds: grace },
-      }),
+      ok(
+        api.POST('/consumer-api-key/{consumerApiKeyId}/roll', {
+          params: keyParams(keyDetail),
+          body: { gracePeriodSeconds: grace },
+        }),
+      ),
     );
     if (result) setRolled(result);
   };
@@ -116,9 +126,7 @@ function ExpiryDialog({ keyDetail, onDone, onClose }: ChangeDialogProps) {
   const [invalid, setInvalid] = useState(false);
   const action = useAction();
   const save = async (expiresAt: string | null) => {
-    const done = await action.run(() =>
-      call('PATCH', keyPath(keyDetail.consumerApiKeyId), { body: { expiresAt } }),
-    );
+    const done = await action.run(() => patchKey(keyDetail, { expiresAt }));
     if (done)
       onDone(
         expiresAt === null ? 'The key no longer expires.' : `The key expires at ${formatTime(expiresAt)}.`,
@@ -165,7 +173,7 @@ function ExpiryDialog({ keyDetail, onDone, onClose }: ChangeDialogProps) {
 function PlanDialog({ keyDetail, onDone, onClose }: ChangeDialogProps) {
   const [planId, setPlanId] = useState(keyDetail.rateLimitId ?? '');
   const plans = useApi(
-    (signal) => call<PlanList>('GET', '/rate-limit', { query: { limit: 1000 }, signal }),
+    (signal) => ok(api.GET('/rate-limit', { params: { query: { limit: 1000 } }, signal })),
     [],
   );
   const action = useAction();
@@ -173,15 +181,17 @@ function PlanDialog({ keyDetail, onDone, onClose }: ChangeDialogProps) {
   const bind = async (event: Event) => {
     event.preventDefault();
     const done = await action.run(() =>
-      call('POST', '/api-keys/apply-rate-limit', {
-        body: { consumerApiKeyId: id, rateLimitId: planId.trim() },
-      }),
+      ok(
+        api.POST('/api-keys/apply-rate-limit', {
+          body: { consumerApiKeyId: id, rateLimitId: planId.trim() },
+        }),
+      ),
     );
     if (done) onDone(`Plan ${planId.trim()} is bound to the key.`);
   };
   const unbind = async () => {
     const done = await action.run(() =>
-      call('POST', '/api-keys/remove-rate-limit', { body: { consumerApiKeyId: id } }),
+      ok(api.POST('/api-keys/remove-rate-limit', { body: { consumerApiKeyId: id } })),
     );
     if (done) onDone('The key has no plan now.');
   };
@@ -242,7 +252,7 @@ function EditDialog({ keyDetail, onDone, onClose }: ChangeDialogProps) {
     }
     setMetadataError(undefined);
     const body = { name, externalId: externalId.trim() === '' ? null : externalId.trim(), metadata: parsed };
-    const done = await action.run(() => call('PATCH', keyPath(keyDetail.consumerApiKeyId), { body }));
+    const done = await action.run(() => patchKey(keyDetail, body));
     if (done) onDone('The key is saved.');
   };
   return (
@@ -285,7 +295,9 @@ function DeleteDialog({
 }) {
   const action = useAction();
   const remove = async () => {
-    const done = await action.run(() => call('DELETE', keyPath(keyDetail.consumerApiKeyId)));
+    const done = await action.run(() =>
+      ok(api.DELETE('/consumer-api-key/{consumerApiKeyId}', { params: keyParams(keyDetail) })),
+    );
     if (done) onDeleted();
   };
   return (
@@ -312,33 +324,36 @@ export function KeyActions({ keyDetail, onChanged, onDeleted }: KeyActionsProps)
   };
   const setEnabled = async () => {
     const enabled = !keyDetail.enabled;
-    const result = await toggle.run(() =>
-      call('PATCH', keyPath(keyDetail.consumerApiKeyId), { body: { enabled } }),
-    );
+    const result = await toggle.run(() => patchKey(keyDetail, { enabled }));
     if (result)
       onChanged(enabled ? 'The key is enabled.' : 'The key is disabled: its requests are refused with 403.');
   };
   return (
     <>
       <div class="toolbar" role="toolbar" aria-label="Key actions">
-        <button type="button" class="secondary" disabled={toggle.busy} onClick={() => void setEnabled()}>
+        <ScopedButton
+          scope="keys:write"
+          class="secondary"
+          disabled={toggle.busy}
+          onClick={() => void setEnabled()}
+        >
           {keyDetail.enabled ? 'Disable' : 'Enable'}
-        </button>
-        <button type="button" class="secondary" onClick={() => setOpen('roll')}>
+        </ScopedButton>
+        <ScopedButton scope="keys:write" class="secondary" onClick={() => setOpen('roll')}>
           Roll secret…
-        </button>
-        <button type="button" class="secondary" onClick={() => setOpen('expiry')}>
+        </ScopedButton>
+        <ScopedButton scope="keys:write" class="secondary" onClick={() => setOpen('expiry')}>
           Expiry…
-        </button>
-        <button type="button" class="secondary" onClick={() => setOpen('plan')}>
+        </ScopedButton>
+        <ScopedButton scope="keys:write" class="secondary" onClick={() => setOpen('plan')}>
           Plan…
-        </button>
-        <button type="button" class="secondary" onClick={() => setOpen('edit')}>
+        </ScopedButton>
+        <ScopedButton scope="keys:write" class="secondary" onClick={() => setOpen('edit')}>
           Edit…
-        </button>
-        <button type="button" class="danger" onClick={() => setOpen('delete')}>
+        </ScopedButton>
+        <ScopedButton scope="keys:write" class="danger" onClick={() => setOpen('delete')}>
           Delete…
-        </button>
+        </ScopedButton>
       </div>
       <ErrorMessage error={toggle.error} />
       {open === 'roll' && (

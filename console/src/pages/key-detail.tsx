@@ -1,15 +1,17 @@
 /** One key: its state and secret, the limits of its plan and what is left, usage over time, metadata, actions. */
-import { call, segment } from '../api';
+import { NeedsScope } from '../access';
+import { api, ok } from '../api';
 import { ErrorMessage } from '../components/error-message';
 import { KeyConsumer } from '../components/key-consumer';
 import { KeyStatus } from '../components/key-status';
 import { PageTitle } from '../components/page-title';
+import { ProxyOrVerify } from '../components/proxy-or-verify';
 import { SecretValue } from '../components/secret-value';
 import { formatNumber, formatTime, relativeTime } from '../format';
 import { handOff, useHandoff } from '../handoff';
 import { limitsOf } from '../plans';
 import { href, navigate, type Route } from '../route';
-import type { KeyDetail, LimitState, Plan } from '../types';
+import type { KeyDetail, LimitState } from '../types';
 import { useApi } from '../use-api';
 import { KeyActions } from './key-actions';
 import { KeyUsage } from './key-usage';
@@ -25,7 +27,9 @@ function Limits({ keyDetail }: { keyDetail: KeyDetail }) {
     (signal) =>
       planId === null
         ? Promise.resolve(undefined)
-        : call<Plan>('GET', `/rate-limit/${segment(planId)}`, { signal }).catch(() => undefined),
+        : ok(
+            api.GET('/rate-limit/{rateLimitId}', { params: { path: { rateLimitId: planId } }, signal }),
+          ).catch(() => undefined),
     [planId],
   );
   const states = limitStates(keyDetail);
@@ -94,7 +98,13 @@ function Limits({ keyDetail }: { keyDetail: KeyDetail }) {
 
 export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route }) {
   const detail = useApi(
-    (signal) => call<KeyDetail>('GET', `/consumer-api-key/${segment(keyId)}`, { signal }),
+    (signal) =>
+      ok(
+        api.GET('/consumer-api-key/{consumerApiKeyId}', {
+          params: { path: { consumerApiKeyId: keyId } },
+          signal,
+        }),
+      ),
     [keyId],
   );
   // A key just created arrives with its secret to copy, and what to do with it.
@@ -135,7 +145,11 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
             <section aria-labelledby="details-title">
               <h2 id="details-title">Details</h2>
               {/* The API shows a secret only to a token holding keys:secrets. */}
-              {key.secret !== undefined && <SecretValue value={key.secret} label="Secret" masked />}
+              {key.secret !== undefined ? (
+                <SecretValue value={key.secret} label="Secret" masked />
+              ) : (
+                <NeedsScope scope="keys:secrets" what="Reading the secret" />
+              )}
               <dl class="details">
                 <dt>External ID</dt>
                 <dd>{key.externalId ?? '—'}</dd>
@@ -169,6 +183,7 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
             }}
           />
           <KeyUsage keyId={keyId} route={route} />
+          <ProxyOrVerify />
           <section aria-labelledby="metadata-title">
             <h2 id="metadata-title">Metadata</h2>
             {Object.keys(key.metadata).length === 0 ? (

@@ -4,16 +4,15 @@
  * The series count requests, successes and failures; they do not split out 429s, nor time customers'
  * requests, so the tables show only what they count.
  */
-import { useMemo, useState } from 'preact/hooks';
-import { call, segment } from '../api';
-import { ChoiceGroup } from '../components/choice-group';
-import { CsvButton } from '../components/csv-button';
+import { NeedsScope, useAccess } from '../access';
+import { api, ok } from '../api';
 import { ErrorMessage } from '../components/error-message';
-import { UsageChart } from '../components/usage-chart';
+import { UsageCharts } from '../components/usage-chart';
+import { UsageToolbar, useUsageRange } from '../components/usage-toolbar';
+import { AS_CSV } from '../download';
 import { formatNumber } from '../format';
-import { href, hrefWith, navigate, type Route } from '../route';
-import type { KeyUsageResponse } from '../types';
-import { GRANULARITIES, rangePreset, rangeQuery, RANGES, sumBuckets, type Granularity } from '../usage';
+import type { Route } from '../route';
+import { sumBuckets } from '../usage';
 import { useApi } from '../use-api';
 
 type Grouping = 'endpoint' | 'customer';
@@ -33,14 +32,16 @@ function GroupTable({
   const column = grouping === 'endpoint' ? 'Endpoint' : 'Customer';
   const usage = useApi(
     (signal) =>
-      call<KeyUsageResponse>('GET', `/consumer-api-key/${segment(keyId)}/usage`, {
-        query: { ...range, granularity, groupBy: grouping },
-        signal,
-      }),
+      ok(
+        api.GET('/consumer-api-key/{consumerApiKeyId}/usage', {
+          params: { path: { consumerApiKeyId: keyId }, query: { ...range, granularity, groupBy: grouping } },
+          signal,
+        }),
+      ),
     [keyId, grouping, range, granularity],
   );
   const rows = (usage.data?.series ?? []).map((s) => ({
-    name: (grouping === 'endpoint' ? s.endpoint : s.customerId) ?? '',
+    name: 'endpoint' in s ? s.endpoint : s.customerId,
     ...sumBuckets(s.buckets),
   }));
   return (
@@ -108,79 +109,52 @@ function GroupTable({
 }
 
 export function KeyUsage({ keyId, route }: { keyId: string; route: Route }) {
-  const preset = rangePreset(route.query.get('range'));
-  const chosen = route.query.get('granularity');
-  const granularity: Granularity = (GRANULARITIES as readonly string[]).includes(chosen ?? '')
-    ? (chosen as Granularity)
-    : preset.granularity;
-  // The range ends when it was chosen (or refreshed), not at every render.
-  const [refreshed, setRefreshed] = useState(0);
-  const range = useMemo(() => rangeQuery(preset), [preset.id, refreshed]);
-  const usage = useApi(
+  const usage = useUsageRange(route, ['keys', keyId]);
+  const { range, granularity } = usage;
+  const { lacks } = useAccess();
+  const query = { ...range, granularity };
+  const params = { path: { consumerApiKeyId: keyId }, query };
+  const buckets = useApi(
     (signal) =>
-      call<KeyUsageResponse>('GET', `/consumer-api-key/${segment(keyId)}/usage`, {
-        query: { ...range, granularity },
-        signal,
-      }),
-    [keyId, range, granularity],
+      lacks('usage:read')
+        ? Promise.resolve(undefined)
+        : ok(api.GET('/consumer-api-key/{consumerApiKeyId}/usage', { params, signal })),
+    [keyId, range, granularity, lacks('usage:read')],
   );
-  const show = (query: { range?: string; granularity?: string }) =>
-    navigate(hrefWith(href('keys', keyId), { range: preset.id, granularity: chosen, ...query }));
   return (
     <section aria-labelledby="usage-title">
       <h2 id="usage-title">Usage over time</h2>
-      <div class="toolbar">
-        {/* A new range starts at its own granularity; a granularity chosen here stays until then. */}
-        <ChoiceGroup
-          label="Range"
-          options={RANGES}
-          value={preset.id}
-          onChange={(id) => show({ range: id, granularity: undefined })}
-        />
-        <div class="field inline">
-          <label for="granularity">Granularity</label>
-          <select
-            id="granularity"
-            value={granularity}
-            onChange={(e) => show({ granularity: e.currentTarget.value })}
-          >
-            {GRANULARITIES.map((g) => (
-              <option key={g} value={g}>
-                {g[0]!.toUpperCase() + g.slice(1)}
-              </option>
-            ))}
-          </select>
-        </div>
-        <button type="button" class="secondary" onClick={() => setRefreshed(refreshed + 1)}>
-          Refresh
-        </button>
-        <CsvButton
-          path={`/consumer-api-key/${segment(keyId)}/usage`}
-          query={{ ...range, granularity }}
-          name={`usage-${keyId}-${granularity}`}
-        />
-      </div>
-      <ErrorMessage error={usage.error} />
-      {usage.data && (
-        <UsageChart
-          buckets={usage.data.buckets}
-          caption={`This key, ${preset.label.toLowerCase()}, per ${usage.data.granularity}`}
+      <UsageToolbar
+        usage={usage}
+        csv={{
+          load: () => ok(api.GET('/consumer-api-key/{consumerApiKeyId}/usage', { params, ...AS_CSV })),
+          name: `usage-${keyId}`,
+        }}
+      />
+      {lacks('usage:read') && <NeedsScope scope="usage:read" what="Usage over time" />}
+      <ErrorMessage error={buckets.error} />
+      {buckets.data && (
+        <UsageCharts
+          buckets={buckets.data.buckets}
+          caption={`This key, ${usage.preset.label.toLowerCase()}, per ${buckets.data.granularity}`}
         />
       )}
-      <div class="columns">
-        <GroupTable
-          keyId={keyId}
-          grouping="endpoint"
-          range={range}
-          granularity={granularity === 'month' ? 'month' : 'day'}
-        />
-        <GroupTable
-          keyId={keyId}
-          grouping="customer"
-          range={range}
-          granularity={granularity === 'month' ? 'month' : 'day'}
-        />
-      </div>
+      {!lacks('usage:read') && (
+        <div class="columns">
+          <GroupTable
+            keyId={keyId}
+            grouping="endpoint"
+            range={range}
+            granularity={granularity === 'month' ? 'month' : 'day'}
+          />
+          <GroupTable
+            keyId={keyId}
+            grouping="customer"
+            range={range}
+            granularity={granularity === 'month' ? 'month' : 'day'}
+          />
+        </div>
+      )}
     </section>
   );
 }

@@ -1,54 +1,48 @@
-/** The fleet's traffic over time (requests, 429s, errors) and the busiest keys of the range. */
-import { useMemo, useState } from 'preact/hooks';
-import { call } from '../api';
-import { ChoiceGroup } from '../components/choice-group';
-import { CsvButton } from '../components/csv-button';
+/**
+ * The fleet's traffic over time (requests, 429s, errors; why requests failed; response times) and the
+ * busiest keys of the range, after a word on the two ways Tollgate guards an API.
+ */
+import { NeedsScope, useAccess } from '../access';
+import { api, ok } from '../api';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
-import { errorsOf, UsageChart } from '../components/usage-chart';
+import { ProxyOrVerify } from '../components/proxy-or-verify';
+import { errorsOf, UsageCharts } from '../components/usage-chart';
+import { UsageToolbar, useUsageRange } from '../components/usage-toolbar';
+import { AS_CSV } from '../download';
 import { formatNumber } from '../format';
-import { href, hrefWith, navigate, type Route } from '../route';
-import type { FleetUsageResponse } from '../types';
-import { rangePreset, rangeQuery, RANGES, sumBuckets } from '../usage';
+import { href, type Route } from '../route';
+import { sumBuckets } from '../usage';
 import { useApi } from '../use-api';
 
 export function OverviewPage({ route }: { route: Route }) {
-  const preset = rangePreset(route.query.get('range'));
-  // The range ends when it was chosen (or refreshed), not at every render.
-  const [refreshed, setRefreshed] = useState(0);
-  const range = useMemo(() => rangeQuery(preset), [preset.id, refreshed]);
-  const usage = useApi(
+  const usage = useUsageRange(route, []);
+  const { lacks } = useAccess();
+  const query = { ...usage.range, granularity: usage.granularity };
+  const fleet = useApi(
     (signal) =>
-      call<FleetUsageResponse>('GET', '/tollgate/usage', {
-        query: { ...range, granularity: preset.granularity },
-        signal,
-      }),
-    [range],
+      lacks('usage:read')
+        ? Promise.resolve(undefined)
+        : ok(api.GET('/tollgate/usage', { params: { query }, signal })),
+    [usage.range, usage.granularity, lacks('usage:read')],
   );
-  const totals = usage.data && sumBuckets(usage.data.buckets);
-  const errors = usage.data ? usage.data.buckets.reduce((sum, b) => sum + errorsOf(b), 0) : 0;
+  const totals = fleet.data && sumBuckets(fleet.data.buckets);
+  const errors = fleet.data ? fleet.data.buckets.reduce((sum, b) => sum + errorsOf(b), 0) : 0;
   return (
     <>
       <PageTitle title="Overview" />
-      <div class="toolbar">
-        <ChoiceGroup
-          label="Range"
-          options={RANGES}
-          value={preset.id}
-          onChange={(id) => navigate(hrefWith(href(), { range: id }))}
-        />
-        <button type="button" class="secondary" onClick={() => setRefreshed(refreshed + 1)}>
-          Refresh
-        </button>
-        <CsvButton
-          path="/tollgate/usage"
-          query={{ ...range, granularity: preset.granularity }}
-          name={`usage-all-keys-${preset.granularity}`}
-        />
-      </div>
-      <ErrorMessage error={usage.error} />
-      {usage.loading && !usage.data && <p role="status">Loading…</p>}
-      {usage.data && totals && (
+      <ProxyOrVerify />
+      <UsageToolbar
+        usage={usage}
+        csv={{
+          load: () => ok(api.GET('/tollgate/usage', { params: { query }, ...AS_CSV })),
+          name: 'usage-all-keys',
+        }}
+      />
+      {lacks('usage:read') && <NeedsScope scope="usage:read" what="The fleet’s traffic" />}
+      <ErrorMessage error={fleet.error} />
+      {fleet.loading && !fleet.data && <p role="status">Loading…</p>}
+      {fleet.data && totals && (
         <>
           <dl class="stats" aria-label="Totals for the range">
             <div>
@@ -68,13 +62,13 @@ export function OverviewPage({ route }: { route: Route }) {
               <dd>{formatNumber(totals.successful)}</dd>
             </div>
           </dl>
-          <UsageChart
-            buckets={usage.data.buckets}
-            caption={`All keys, ${preset.label.toLowerCase()}, per ${usage.data.granularity}`}
+          <UsageCharts
+            buckets={fleet.data.buckets}
+            caption={`All keys, ${usage.preset.label.toLowerCase()}, per ${fleet.data.granularity}`}
           />
           <section aria-labelledby="top-keys">
             <h2 id="top-keys">Top keys</h2>
-            {usage.data.topKeys.length === 0 ? (
+            {fleet.data.topKeys.length === 0 ? (
               <p>No key was used in this range.</p>
             ) : (
               <table class="data">
@@ -90,7 +84,7 @@ export function OverviewPage({ route }: { route: Route }) {
                   </tr>
                 </thead>
                 <tbody>
-                  {usage.data.topKeys.map((k) => (
+                  {fleet.data.topKeys.map((k) => (
                     <tr key={k.consumerApiKeyId}>
                       <td data-label="Key">
                         <a href={href('keys', k.consumerApiKeyId)}>{k.name}</a>{' '}

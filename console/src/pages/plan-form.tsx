@@ -1,17 +1,20 @@
 /**
- * Creating or editing a plan: its description and one to four limits (name, requests, period,
- * algorithm). A plan of one unnamed fixed limit is sent as the seed's `{limit, period}`, any other
- * as `limits` (see `limitsBody`).
+ * Creating or editing a plan: its description, one to four limits (name, requests, period, algorithm,
+ * and optionally which requests it counts) and what requests cost (decision record 0034). A plan of
+ * one unnamed fixed limit of every request is sent as the seed's `{limit, period}`, any other as
+ * `limits` (see `limitsBody`).
  */
 import { useState } from 'preact/hooks';
 import { PERIODS } from '../../../src/plans/window.js';
-import { call, segment } from '../api';
+import { ScopedButton } from '../access';
+import { api, ok } from '../api';
 import { ErrorMessage } from '../components/error-message';
+import { draftOf, MatchFields, matchOf, NO_MATCH, type MatchDraft } from '../components/match-fields';
 import { PageTitle } from '../components/page-title';
 import { handOff } from '../handoff';
-import { ALGORITHMS, limitsBody, limitsOf, MAX_LIMITS } from '../plans';
+import { ALGORITHMS, limitsBody, limitsOf, MAX_COST, MAX_COSTS, MAX_LIMITS, MIN_COST } from '../plans';
 import { href, navigate } from '../route';
-import type { Algorithm, Period, Plan, PlanLimit, PlanLimitInput } from '../types';
+import type { Algorithm, Period, Plan, PlanCost, PlanLimit, PlanLimitInput } from '../types';
 import { useAction, useApi } from '../use-api';
 
 interface LimitRow {
@@ -19,9 +22,10 @@ interface LimitRow {
   readonly limit: string;
   readonly period: Period;
   readonly algorithm: Algorithm;
+  readonly match: MatchDraft;
 }
 
-const NEW_ROW: LimitRow = { name: '', limit: '100', period: 'minute', algorithm: 'fixed' };
+const NEW_ROW: LimitRow = { name: '', limit: '100', period: 'minute', algorithm: 'fixed', match: NO_MATCH };
 
 /** A limit named after its period carries the default name: the form shows it unnamed. */
 const rowOf = (l: PlanLimit): LimitRow => ({
@@ -29,18 +33,38 @@ const rowOf = (l: PlanLimit): LimitRow => ({
   limit: String(l.limit),
   period: l.period,
   algorithm: l.algorithm,
+  match: draftOf(l.match),
 });
+
+interface CostRow {
+  readonly cost: string;
+  readonly match: MatchDraft;
+}
+
+const costRowOf = (c: PlanCost): CostRow => ({ cost: String(c.cost), match: draftOf(c.match) });
+
+/** The costs as the API takes them; one without a condition is sent as such, for the API to name. */
+const costsOf = (rows: readonly CostRow[]): PlanCost[] =>
+  rows.map((c) => ({ cost: Number(c.cost), match: matchOf(c.match) ?? {} }));
+
+/** The route ids to suggest in the match fields; none without routes:read (any id may still be typed). */
+function useRouteIds(): readonly string[] {
+  const routes = useApi((signal) => ok(api.GET('/tollgate/routes', { signal })).catch(() => undefined), []);
+  return routes.data?.routes.map((r) => r.routeId) ?? [];
+}
 
 function LimitFields({
   row,
   index,
   count,
+  routes,
   onChange,
   onRemove,
 }: {
   row: LimitRow;
   index: number;
   count: number;
+  routes: readonly string[];
   onChange: (row: LimitRow) => void;
   onRemove: () => void;
 }) {
@@ -99,11 +123,66 @@ function LimitFields({
           onInput={(e) => onChange({ ...row, name: e.currentTarget.value })}
         />
       </div>
+      <details class="match" open={matchOf(row.match) !== undefined}>
+        <summary>Counts only some requests</summary>
+        <p class="help">Empty: the limit counts every request. Every condition given must hold.</p>
+        <MatchFields
+          idPrefix={id('match')}
+          draft={row.match}
+          routes={routes}
+          onChange={(match) => onChange({ ...row, match })}
+        />
+      </details>
       {count > 1 && (
         <button type="button" class="secondary" onClick={onRemove}>
           Remove limit {index + 1}
         </button>
       )}
+    </fieldset>
+  );
+}
+
+function CostFields({
+  row,
+  index,
+  routes,
+  onChange,
+  onRemove,
+}: {
+  row: CostRow;
+  index: number;
+  routes: readonly string[];
+  onChange: (row: CostRow) => void;
+  onRemove: () => void;
+}) {
+  const id = (field: string) => `cost-${index}-${field}`;
+  return (
+    <fieldset class="limit-row">
+      <legend>Cost {index + 1}</legend>
+      <div class="field">
+        <label for={id('cost')}>Units per request</label>
+        <input
+          id={id('cost')}
+          type="number"
+          inputMode="numeric"
+          min={MIN_COST}
+          max={MAX_COST}
+          step={1}
+          required
+          value={row.cost}
+          onInput={(e) => onChange({ ...row, cost: e.currentTarget.value })}
+        />
+      </div>
+      <p class="help">For the requests that match (at least one condition):</p>
+      <MatchFields
+        idPrefix={id('match')}
+        draft={row.match}
+        routes={routes}
+        onChange={(match) => onChange({ ...row, match })}
+      />
+      <button type="button" class="secondary" onClick={onRemove}>
+        Remove cost {index + 1}
+      </button>
     </fieldset>
   );
 }
@@ -114,21 +193,35 @@ function PlanForm({ planId, initial }: { planId?: string; initial?: Plan }) {
   const [id, setId] = useState('');
   const [description, setDescription] = useState(initial?.description ?? '');
   const [rows, setRows] = useState<readonly LimitRow[]>(initial ? limitsOf(initial).map(rowOf) : [NEW_ROW]);
+  const initialCosts = initial?.costs?.map(costRowOf) ?? [];
+  const [costs, setCosts] = useState<readonly CostRow[]>(initialCosts);
+  const routes = useRouteIds();
   const action = useAction();
 
   const submit = async (event: Event) => {
     event.preventDefault();
-    const limits: PlanLimitInput[] = rows.map((r) => ({
-      ...(r.name.trim() && { name: r.name.trim() }),
-      limit: Number(r.limit),
-      period: r.period,
-      algorithm: r.algorithm,
-    }));
-    const body = { description, ...limitsBody(limits, initial && limitsOf(initial)) };
+    const limits: PlanLimitInput[] = rows.map((r) => {
+      const match = matchOf(r.match);
+      return {
+        ...(r.name.trim() && { name: r.name.trim() }),
+        limit: Number(r.limit),
+        period: r.period,
+        algorithm: r.algorithm,
+        ...(match && { match }),
+      };
+    });
+    const costRules = costsOf(costs);
+    // Costs are sent when they differ from the plan's (editing replaces them all; [] removes them).
+    const costsChanged = JSON.stringify(costRules) !== JSON.stringify(costsOf(initialCosts));
+    const body = {
+      description,
+      ...limitsBody(limits, initial && limitsOf(initial)),
+      ...(costsChanged && { costs: costRules }),
+    };
     const saved = await action.run(() =>
       editing
-        ? call<Plan>('PATCH', `/rate-limit/${segment(planId)}`, { body })
-        : call<Plan>('POST', '/rate-limit/create', { body: { rateLimitId: id.trim(), ...body } }),
+        ? ok(api.PATCH('/rate-limit/{rateLimitId}', { params: { path: { rateLimitId: planId } }, body }))
+        : ok(api.POST('/rate-limit/create', { body: { rateLimitId: id.trim(), ...body } })),
     );
     if (saved) {
       handOff({ message: `The plan ${saved.rateLimitId} is ${editing ? 'saved' : 'created'}.` });
@@ -173,6 +266,7 @@ function PlanForm({ planId, initial }: { planId?: string; initial?: Plan }) {
           row={row}
           index={i}
           count={rows.length}
+          routes={routes}
           onChange={(next) => setRows(rows.map((r, j) => (j === i ? next : r)))}
           onRemove={() => setRows(rows.filter((_, j) => j !== i))}
         />
@@ -186,11 +280,35 @@ function PlanForm({ planId, initial }: { planId?: string; initial?: Plan }) {
           Add a limit
         </button>
       )}
+      <h2>Costs</h2>
+      <p class="help">
+        A request costs 1 unit of every limit unless a cost below matches it: the first that matches gives its
+        cost (a key’s plan is asked before its consumer’s).
+      </p>
+      {costs.map((row, i) => (
+        <CostFields
+          key={i}
+          row={row}
+          index={i}
+          routes={routes}
+          onChange={(next) => setCosts(costs.map((c, j) => (j === i ? next : c)))}
+          onRemove={() => setCosts(costs.filter((_, j) => j !== i))}
+        />
+      ))}
+      {costs.length < MAX_COSTS && (
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => setCosts([...costs, { cost: '10', match: NO_MATCH }])}
+        >
+          Add a cost
+        </button>
+      )}
       <ErrorMessage error={action.error} />
       <div class="form-buttons">
-        <button type="submit" disabled={action.busy}>
+        <ScopedButton scope="plans:write" type="submit" disabled={action.busy}>
           {editing ? 'Save plan' : 'Create plan'}
-        </button>
+        </ScopedButton>
         <a href={href('plans')}>Cancel</a>
       </div>
     </form>
@@ -202,7 +320,7 @@ export function PlanFormPage({ planId }: { planId?: string }) {
     (signal) =>
       planId === undefined
         ? Promise.resolve(undefined)
-        : call<Plan>('GET', `/rate-limit/${segment(planId)}`, { signal }),
+        : ok(api.GET('/rate-limit/{rateLimitId}', { params: { path: { rateLimitId: planId } }, signal })),
     [planId],
   );
   return (

@@ -1,15 +1,16 @@
 /** The plans, a page at a time: their limits, how many keys hold each, edit and delete (force when bound). */
 import { useState } from 'preact/hooks';
-import { call, segment } from '../api';
+import { ScopedButton, ScopedLink } from '../access';
+import { api, ok } from '../api';
 import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
 import { ListCount, Pager, usePagedApi } from '../components/pager';
 import { countOf, formatNumber, formatTime } from '../format';
 import { useHandoff } from '../handoff';
-import { describeLimit, limitsOf } from '../plans';
+import { describeLimit, describeMatch, limitsOf } from '../plans';
 import { href, hrefWith, type Route } from '../route';
-import type { Plan, PlanList } from '../types';
+import type { Plan } from '../types';
 import { useAction } from '../use-api';
 
 const PAGE_SIZE = 50;
@@ -28,9 +29,11 @@ function DeletePlanDialog({
   const keyCount = (action.error?.code === 'rate_limit_in_use' && action.error.keyCount) || plan.keyCount;
   const remove = async () => {
     const done = await action.run(() =>
-      call<{ message: string }>('DELETE', `/rate-limit/${segment(plan.rateLimitId)}`, {
-        query: { force: keyCount > 0 || undefined },
-      }),
+      ok(
+        api.DELETE('/rate-limit/{rateLimitId}', {
+          params: { path: { rateLimitId: plan.rateLimitId }, query: { force: keyCount > 0 || undefined } },
+        }),
+      ),
     );
     if (done) onDeleted(done.message);
   };
@@ -53,16 +56,21 @@ function DeletePlanDialog({
 }
 
 export function PlanListPage({ route }: { route: Route }) {
-  const { cursors, page: plans } = usePagedApi<PlanList>('/rate-limit', { limit: PAGE_SIZE }, route);
+  const { cursors, page: plans } = usePagedApi(
+    (cursor, signal) =>
+      ok(api.GET('/rate-limit', { params: { query: { limit: PAGE_SIZE, cursor } }, signal })),
+    '',
+    route,
+  );
   const [deleting, setDeleting] = useState<Plan>();
   // What the page before said as it came here (a plan saved).
   const { message, setMessage } = useHandoff();
   return (
     <>
       <PageTitle title="Plans">
-        <a class="button" href={href('plans', 'new')}>
+        <ScopedLink scope="plans:write" href={href('plans', 'new')}>
           Create plan
-        </a>
+        </ScopedLink>
       </PageTitle>
       <p class="status-message" role="status">
         {message}
@@ -106,6 +114,11 @@ export function PlanListPage({ route }: { route: Route }) {
                         {limitsOf(plan).map((l, i) => (
                           <li key={i}>{describeLimit(l)}</li>
                         ))}
+                        {(plan.costs ?? []).map((c, i) => (
+                          <li key={`cost-${i}`}>
+                            costs {formatNumber(c.cost)} for {describeMatch(c.match)}
+                          </li>
+                        ))}
                       </ul>
                     </td>
                     <td class="num" data-label="Keys">
@@ -118,20 +131,22 @@ export function PlanListPage({ route }: { route: Route }) {
                     </td>
                     <td data-label="Last changed">{formatTime(plan.lastUpdated)}</td>
                     <td class="row-actions">
-                      <a
+                      <ScopedLink
+                        scope="plans:write"
+                        class=""
                         href={href('plans', plan.rateLimitId, 'edit')}
-                        aria-label={`Edit ${plan.rateLimitId}`}
+                        label={`Edit ${plan.rateLimitId}`}
                       >
                         Edit
-                      </a>
-                      <button
-                        type="button"
+                      </ScopedLink>
+                      <ScopedButton
+                        scope="plans:write"
                         class="link danger-text"
                         aria-label={`Delete ${plan.rateLimitId}`}
                         onClick={() => setDeleting(plan)}
                       >
                         Delete
-                      </button>
+                      </ScopedButton>
                     </td>
                   </tr>
                 ))}

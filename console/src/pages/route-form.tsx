@@ -1,6 +1,7 @@
 /** A route created or edited: what it matches (host, path prefix, methods) and the backend it sends to. */
 import { useState } from 'preact/hooks';
-import { call, segment } from '../api';
+import { ScopedButton } from '../access';
+import { api, ok } from '../api';
 import { CheckboxGroup } from '../components/checkbox-group';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
@@ -29,15 +30,17 @@ function RouteForm({ initial }: { initial?: GatewayRoute }) {
       match: {
         host: host.trim() || null,
         pathPrefix: pathPrefix.trim(),
-        methods: methods.length > 0 ? methods : null,
+        methods: methods.length > 0 ? [...methods] : null,
       },
       stripPrefix,
       timeoutMs: timeout.trim() === '' ? null : Number(timeout),
     };
     const saved = await action.run(() =>
       initial
-        ? call<GatewayRoute>('PATCH', `/tollgate/routes/${segment(initial.routeId)}`, { body })
-        : call<GatewayRoute>('POST', '/tollgate/routes', { body: { routeId: routeId.trim(), ...body } }),
+        ? ok(
+            api.PATCH('/tollgate/routes/{routeId}', { params: { path: { routeId: initial.routeId } }, body }),
+          )
+        : ok(api.POST('/tollgate/routes', { body: { routeId: routeId.trim(), ...body } })),
     );
     if (saved) {
       handOff({ message: `The route ${saved.routeId} is ${initial ? 'saved' : 'created'}.` });
@@ -131,9 +134,9 @@ function RouteForm({ initial }: { initial?: GatewayRoute }) {
       </div>
       <ErrorMessage error={action.error} />
       <div class="form-buttons">
-        <button type="submit" disabled={action.busy}>
+        <ScopedButton scope="routes:write" type="submit" disabled={action.busy}>
           {initial ? 'Save route' : 'Create route'}
-        </button>
+        </ScopedButton>
         <a href={href('routes')}>Cancel</a>
       </div>
     </form>
@@ -145,7 +148,7 @@ export function RouteFormPage({ routeId }: { routeId?: string }) {
     (signal) =>
       routeId === undefined
         ? Promise.resolve(undefined)
-        : call<GatewayRoute>('GET', `/tollgate/routes/${segment(routeId)}`, { signal }),
+        : ok(api.GET('/tollgate/routes/{routeId}', { params: { path: { routeId } }, signal })),
     [routeId],
   );
   return (

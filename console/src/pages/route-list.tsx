@@ -1,13 +1,14 @@
 /** The routes to the backends, most specific first as the proxy matches them: create, edit, delete. */
 import { useState } from 'preact/hooks';
-import { call, segment } from '../api';
+import { ScopedButton, ScopedLink } from '../access';
+import { api, ok } from '../api';
 import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
 import { formatNumber } from '../format';
 import { useHandoff } from '../handoff';
 import { href } from '../route';
-import type { GatewayRoute, RouteList } from '../types';
+import type { GatewayRoute } from '../types';
 import { useAction, useApi } from '../use-api';
 
 function DeleteRouteDialog({
@@ -22,7 +23,7 @@ function DeleteRouteDialog({
   const action = useAction();
   const remove = async () => {
     const done = await action.run(() =>
-      call<{ message: string }>('DELETE', `/tollgate/routes/${segment(route.routeId)}`),
+      ok(api.DELETE('/tollgate/routes/{routeId}', { params: { path: { routeId: route.routeId } } })),
     );
     if (done) onDeleted(`The route ${route.routeId} is deleted: its requests go to the catch-all now.`);
   };
@@ -42,15 +43,15 @@ function DeleteRouteDialog({
 }
 
 export function RouteListPage() {
-  const routes = useApi((signal) => call<RouteList>('GET', '/tollgate/routes', { signal }), []);
+  const routes = useApi((signal) => ok(api.GET('/tollgate/routes', { signal })), []);
   const [deleting, setDeleting] = useState<GatewayRoute>();
   const { message, setMessage } = useHandoff();
   return (
     <>
       <PageTitle title="Routes">
-        <a class="button" href={href('routes', 'new')}>
+        <ScopedLink scope="routes:write" href={href('routes', 'new')}>
           Create route
-        </a>
+        </ScopedLink>
       </PageTitle>
       <p class="status-message" role="status">
         {message}
@@ -93,17 +94,22 @@ export function RouteListPage() {
                     {r.timeoutMs === null ? 'default' : `${formatNumber(r.timeoutMs)} ms`}
                   </td>
                   <td class="row-actions">
-                    <a href={href('routes', r.routeId, 'edit')} aria-label={`Edit ${r.routeId}`}>
+                    <ScopedLink
+                      scope="routes:write"
+                      class=""
+                      href={href('routes', r.routeId, 'edit')}
+                      label={`Edit ${r.routeId}`}
+                    >
                       Edit
-                    </a>
-                    <button
-                      type="button"
+                    </ScopedLink>
+                    <ScopedButton
+                      scope="routes:write"
                       class="link danger-text"
                       aria-label={`Delete ${r.routeId}`}
                       onClick={() => setDeleting(r)}
                     >
                       Delete
-                    </button>
+                    </ScopedButton>
                   </td>
                 </tr>
               ))}

@@ -1,9 +1,9 @@
 /**
- * Sign-in with the root token or an admin token. The token is checked with one read of the API (a
- * 403 still proves it valid: it only lacks that scope), then kept in this tab's session storage.
+ * Sign-in with the root token or an admin token. The token is checked by asking the API who it is
+ * (any valid token may, whatever its scopes), then kept in this tab's session storage.
  */
 import { useState } from 'preact/hooks';
-import { ApiError, call } from '../api';
+import { api, bearer, ok } from '../api';
 import { ErrorMessage } from '../components/error-message';
 import { storeToken } from '../session';
 import { useAction } from '../use-api';
@@ -14,14 +14,9 @@ export function SignInPage({ notice, onSignedIn }: { notice: string | undefined;
   const submit = async (event: Event) => {
     event.preventDefault();
     const candidate = token.trim();
-    const accepted = await action.run(async () => {
-      try {
-        await call('GET', '/consumer-api-key', { query: { limit: 1 }, token: candidate });
-      } catch (err) {
-        if (!(err instanceof ApiError && err.code === 'insufficient_scope')) throw err;
-      }
-      return true;
-    });
+    const accepted = await action.run(() =>
+      ok(api.GET('/tollgate/whoami', { headers: bearer(candidate) }), { session: false }),
+    );
     if (accepted) {
       storeToken(candidate);
       onSignedIn();

@@ -1,12 +1,13 @@
 /** One webhook's delivery log, a page at a time: each event's state and the receiver's answer, and a retry. */
 import { useState } from 'preact/hooks';
-import { call, segment } from '../api';
+import { ScopedButton } from '../access';
+import { api, ok } from '../api';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
 import { ListCount, Pager, usePagedApi } from '../components/pager';
 import { formatNumber, formatTime } from '../format';
 import { href, type Route } from '../route';
-import type { Delivery, DeliveryList, Webhook } from '../types';
+import type { Delivery } from '../types';
 import { useAction, useApi } from '../use-api';
 
 const PAGE_SIZE = 50;
@@ -19,19 +20,29 @@ function lastAnswer(d: Delivery): string {
 
 export function WebhookDeliveriesPage({ webhookId, route }: { webhookId: string; route: Route }) {
   const webhook = useApi(
-    (signal) => call<Webhook>('GET', `/tollgate/webhooks/${segment(webhookId)}`, { signal }),
+    (signal) => ok(api.GET('/tollgate/webhooks/{webhookId}', { params: { path: { webhookId } }, signal })),
     [webhookId],
   );
-  const { cursors, page } = usePagedApi<DeliveryList>(
-    `/tollgate/webhooks/${segment(webhookId)}/deliveries`,
-    { limit: PAGE_SIZE },
+  const { cursors, page } = usePagedApi(
+    (cursor, signal) =>
+      ok(
+        api.GET('/tollgate/webhooks/{webhookId}/deliveries', {
+          params: { path: { webhookId }, query: { limit: PAGE_SIZE, cursor } },
+          signal,
+        }),
+      ),
+    webhookId,
     route,
   );
   const retry = useAction();
   const [message, setMessage] = useState('');
   const retryNow = async (d: Delivery) => {
     const done = await retry.run(() =>
-      call<unknown>('POST', `/tollgate/webhooks/${segment(webhookId)}/deliveries/${segment(d.id)}/retry`),
+      ok(
+        api.POST('/tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry', {
+          params: { path: { webhookId, deliveryId: d.id } },
+        }),
+      ),
     );
     if (done) {
       setMessage(`The ${d.type} event is sent again now, with the same webhook-id.`);
@@ -95,15 +106,15 @@ export function WebhookDeliveriesPage({ webhookId, route }: { webhookId: string;
                     <td data-label="Last answer">{lastAnswer(d)}</td>
                     <td data-label="Created">{formatTime(d.createdAt)}</td>
                     <td class="row-actions">
-                      <button
-                        type="button"
+                      <ScopedButton
+                        scope="webhooks:write"
                         class="link"
                         disabled={retry.busy}
                         aria-label={`Retry now: ${d.type} ${d.id}`}
                         onClick={() => void retryNow(d)}
                       >
                         Retry now
-                      </button>
+                      </ScopedButton>
                     </td>
                   </tr>
                 ))}

@@ -1,6 +1,7 @@
 /** Webhooks: the endpoints and their events, a new one (its signing secret shown once), enable, delete. */
 import { useState } from 'preact/hooks';
-import { call, segment } from '../api';
+import { ScopedButton } from '../access';
+import { api, ok } from '../api';
 import { CheckboxGroup } from '../components/checkbox-group';
 import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
@@ -8,7 +9,7 @@ import { PageTitle } from '../components/page-title';
 import { SecretValue } from '../components/secret-value';
 import { formatTime } from '../format';
 import { href } from '../route';
-import type { CreatedWebhook, Webhook, WebhookEvent, WebhookList } from '../types';
+import type { CreatedWebhook, Webhook, WebhookEvent } from '../types';
 import { useAction, useApi } from '../use-api';
 
 /** Every event type of contract section 16, in its order. */
@@ -35,7 +36,7 @@ function CreateWebhookForm({ onCreated }: { onCreated: (webhook: CreatedWebhook)
   const submit = async (event: Event) => {
     event.preventDefault();
     const created = await action.run(() =>
-      call<CreatedWebhook>('POST', '/tollgate/webhooks', { body: { url: url.trim(), description, events } }),
+      ok(api.POST('/tollgate/webhooks', { body: { url: url.trim(), description, events: [...events] } })),
     );
     if (created) {
       setUrl('');
@@ -69,9 +70,9 @@ function CreateWebhookForm({ onCreated }: { onCreated: (webhook: CreatedWebhook)
       <CheckboxGroup legend="Events" options={EVENTS} chosen={events} onChange={setEvents} />
       <ErrorMessage error={action.error} />
       <div class="form-buttons">
-        <button type="submit" disabled={action.busy}>
+        <ScopedButton scope="webhooks:write" type="submit" disabled={action.busy}>
           Create webhook
-        </button>
+        </ScopedButton>
       </div>
     </form>
   );
@@ -89,7 +90,7 @@ function DeleteWebhookDialog({
   const action = useAction();
   const remove = async () => {
     const done = await action.run(() =>
-      call<{ message: string }>('DELETE', `/tollgate/webhooks/${segment(webhook.id)}`),
+      ok(api.DELETE('/tollgate/webhooks/{webhookId}', { params: { path: { webhookId: webhook.id } } })),
     );
     if (done) onDeleted(`The webhook to ${webhook.url} is deleted.`);
   };
@@ -109,14 +110,19 @@ function DeleteWebhookDialog({
 }
 
 export function WebhookListPage() {
-  const webhooks = useApi((signal) => call<WebhookList>('GET', '/tollgate/webhooks', { signal }), []);
+  const webhooks = useApi((signal) => ok(api.GET('/tollgate/webhooks', { signal })), []);
   const [created, setCreated] = useState<CreatedWebhook>();
   const [deleting, setDeleting] = useState<Webhook>();
   const [message, setMessage] = useState('');
   const toggle = useAction();
   const setEnabled = async (webhook: Webhook, enabled: boolean) => {
     const done = await toggle.run(() =>
-      call<Webhook>('PATCH', `/tollgate/webhooks/${segment(webhook.id)}`, { body: { enabled } }),
+      ok(
+        api.PATCH('/tollgate/webhooks/{webhookId}', {
+          params: { path: { webhookId: webhook.id } },
+          body: { enabled },
+        }),
+      ),
     );
     if (done) {
       setMessage(`The webhook to ${webhook.url} is ${enabled ? 'enabled' : 'disabled'}.`);
@@ -173,23 +179,23 @@ export function WebhookListPage() {
                         : 'disabled'}
                   </td>
                   <td class="row-actions">
-                    <button
-                      type="button"
+                    <ScopedButton
+                      scope="webhooks:write"
                       class="link"
                       disabled={toggle.busy}
                       aria-label={`${w.enabled ? 'Disable' : 'Enable'} ${w.url}`}
                       onClick={() => void setEnabled(w, !w.enabled)}
                     >
                       {w.enabled ? 'Disable' : 'Enable'}
-                    </button>
-                    <button
-                      type="button"
+                    </ScopedButton>
+                    <ScopedButton
+                      scope="webhooks:write"
                       class="link danger-text"
                       aria-label={`Delete ${w.url}`}
                       onClick={() => setDeleting(w)}
                     >
                       Delete
-                    </button>
+                    </ScopedButton>
                   </td>
                 </tr>
               ))}

@@ -9,20 +9,24 @@ import { auditLogOperations } from './audit-log.js';
 import { consumerOperations } from './consumers.js';
 import { creditOperations } from './credits.js';
 import { billingExportOperations } from './billing-exports.js';
+import { keyLookupOperations } from './key-lookup.js';
 import { keyOperations } from './keys.js';
 import { planOperations } from './plans.js';
 import { routeOperations } from './routes.js';
 import { usageOperations } from './usage.js';
 import { webhookOperations } from './webhooks.js';
+import { whoamiOperations } from './whoami.js';
 
 export const OPERATIONS: readonly Operation[] = [
   ...keyOperations,
+  ...keyLookupOperations,
   ...planOperations,
   ...consumerOperations,
   ...creditOperations,
   ...routeOperations,
   ...usageOperations,
   ...adminTokenOperations,
+  ...whoamiOperations,
   ...auditLogOperations,
   ...billingExportOperations,
   ...webhookOperations,

@@ -23,7 +23,8 @@ import { metadataAsWritten } from '../json-body.js';
 import { RawJson, sendJson } from '../json-as-written.js';
 import { keySummary, keyView, keyState, type WithRawMetadata } from '../key-views.js';
 import { defineOperation } from '../operation.js';
-import { pageOf, positionAfter } from '../pages.js';
+import { keyListCursor, keyListPage } from '../key-list-sort.js';
+import { pageWithCursor } from '../pages.js';
 import { checkRouteReferences } from '../route-references.js';
 import { keySubjects, rateLimitsOf } from '../rate-limit-views.js';
 import {
@@ -36,6 +37,7 @@ import {
   KeyResponse,
   ListKeysQuery,
   ListKeysResponse,
+  MAX_COUNTED_KEYS,
   RollKeyRequest,
   RollKeyResponse,
   type UpdateKeyRequest,
@@ -198,17 +200,26 @@ export const keyOperations = [
     path: KEYS_PATH,
     scope: 'keys:read',
     tag: TAG,
-    summary: 'List consumer API keys, oldest first',
-    description: 'Lists never carry secrets.',
+    summary: 'List consumer API keys, oldest first or in the order `sort` names',
+    description:
+      'Lists never carry secrets. `name` finds keys by the start of their name whatever its case; `count=true` adds how many keys match.',
     query: { schema: ListKeysQuery },
     success: { status: 200, description: 'One page of keys', schema: ListKeysResponse },
     async handle({ query, res, ctx }) {
       const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await ctx.keys.list(query, positionAfter(query.cursor), limit + 1);
-      const { items, nextCursor } = pageOf(rows, limit, (k) => ({ at: k.createdAt.getTime(), id: k.id }));
+      const sort = query.sort ?? 'createdAt';
+      const { order, after } = keyListPage(sort, query.cursor, ctx.clock());
+      const [rows, counted] = await Promise.all([
+        ctx.keys.list(query, order, after, limit + 1),
+        query.count ? ctx.keys.count(query, MAX_COUNTED_KEYS + 1) : undefined,
+      ]);
+      const { items, nextCursor } = pageWithCursor(rows, limit, (k) => keyListCursor(sort, order, k));
       const body: ListKeysResponse = {
         apiKeys: items.map(keySummary),
         ...(nextCursor !== undefined && { nextCursor }),
+        ...(counted !== undefined && {
+          total: { count: Math.min(counted, MAX_COUNTED_KEYS), exact: counted <= MAX_COUNTED_KEYS },
+        }),
       };
       res.json(body);
     },

@@ -174,14 +174,20 @@ export interface ConsoleSuite {
   readonly browser: Browser;
 }
 
-/** Registers the file's hooks: Tollgate and Chromium start before its tests (then `setup` runs) and stop after. */
-export function consoleSuite(setup: (tollgate: Tollgate) => Promise<void> = async () => {}): ConsoleSuite {
+/**
+ * Registers the file's hooks: Tollgate and Chromium start before its tests (then `setup` runs, within
+ * `setupMs` in all) and stop after.
+ */
+export function consoleSuite(
+  setup: (tollgate: Tollgate) => Promise<void> = async () => {},
+  setupMs = 120_000,
+): ConsoleSuite {
   const suite = {} as { fleet: Fleet; tollgate: Tollgate; browser: Browser };
   beforeAll(async () => {
     [suite.fleet, suite.browser] = await Promise.all([startFleet(1), launchChromium()]);
     suite.tollgate = suite.fleet.members[0]!;
     await setup(suite.tollgate);
-  }, 120_000);
+  }, setupMs);
   afterAll(async () => {
     await suite.browser?.close();
     await suite.fleet?.stop();

@@ -1,0 +1,206 @@
+/**
+ * Why requests failed and how fast they were (contract section 20), in the console's charts for a key,
+ * a consumer and the fleet, in Chromium against a built Tollgate and a real backend: requests refused
+ * by the limiter, by a disabled or expired key and by a route the key may not take, answered 5xx by the
+ * backend or 502 for a backend that cannot be reached, each counted as the usage API counts it; the
+ * status classes the clients got; p50, p95 and p99; and the consumer's usage as the API's CSV.
+ */
+import { readFileSync } from 'node:fs';
+import { hit, sleep, waitFor } from '../e2e/helpers/replicas.js';
+import type { Tollgate } from '../e2e/helpers/tollgate.js';
+import {
+  consoleSuite,
+  seriousAccessibilityViolations,
+  signedInTab,
+  visit,
+  type ConsoleSession,
+} from './helpers/console-browser.js';
+
+interface Bucket {
+  readonly requests: number;
+  readonly statusClasses: Record<'2xx' | '3xx' | '4xx' | '5xx', number>;
+  readonly outcomes: Record<string, number>;
+  readonly latencyMs: Record<'p50' | 'p95' | 'p99', number | null>;
+}
+
+let tollgate: Tollgate;
+let key: { id: string; secret: string };
+let consumerId = '';
+const REQUESTS = 13;
+
+const suite = consoleSuite(async (started) => {
+  tollgate = started;
+  const admin = tollgate.admin.bind(tollgate);
+  await admin('POST', '/rate-limit/create', { rateLimitId: 'tight', limit: 8, period: 'minute' });
+  consumerId = (await admin('POST', '/tollgate/consumers', { name: 'Acme' })).body.consumerId;
+  key = (
+    await admin('POST', '/consumer-api-key/create', { name: 'charts', rateLimitId: 'tight', consumerId })
+  ).body;
+  // A backend nothing listens for: Tollgate answers 502.
+  await admin('POST', '/tollgate/routes', {
+    routeId: 'dead',
+    match: { pathPrefix: '/dead' },
+    upstreamUrl: 'http://127.0.0.1:1',
+  });
+  // The route reaches every replica's table within a second.
+  await sleep(2_000);
+  // Everything the limiter counts within one minute window: 8 admitted (one to the dead backend), then 2 refused.
+  const leftOfMinute = 60_000 - (Date.now() % 60_000);
+  if (leftOfMinute < 20_000) await sleep(leftOfMinute + 100);
+  const statuses: number[] = [await hit(tollgate, key.secret, '/dead/x')];
+  for (const path of ['/v1/items', '/v1/items', '/v1/items', '/v1/status/503', '/v1/status/503'])
+    statuses.push(await hit(tollgate, key.secret, path));
+  for (let i = 0; i < 4; i++) statuses.push(await hit(tollgate, key.secret, '/v1/items'));
+  expect(statuses).toEqual([502, 200, 200, 200, 503, 503, 200, 200, 429, 429]);
+  // A route the key may not take, then a disabled key, then an expired one: refused before the limiter.
+  await admin('PATCH', `/consumer-api-key/${key.id}`, { allowedRouteIds: ['dead'] });
+  expect(await hit(tollgate, key.secret, '/v1/items')).toBe(403);
+  await admin('PATCH', `/consumer-api-key/${key.id}`, { allowedRouteIds: null, enabled: false });
+  expect(await hit(tollgate, key.secret, '/v1/items')).toBe(403);
+  await admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: true, expiresAt: '2020-01-01T00:00:00Z' });
+  expect(await hit(tollgate, key.secret, '/v1/items')).toBe(401);
+  await waitFor(
+    async () => (await admin('GET', `/consumer-api-key/${key.id}`)).body.usage.totalRequests,
+    (n) => n === REQUESTS,
+  );
+});
+const tab = signedInTab(suite, () => tollgate.rootToken);
+
+/** The buckets the usage API answers for `path` with the page's own query (the last it asked). */
+async function bucketsAsked(s: ConsoleSession, path: string): Promise<Bucket[]> {
+  const asked = s.requests
+    .filter((u) => new URL(u).pathname.endsWith(path) && !u.includes('groupBy'))
+    .at(-1)!;
+  const res = await fetch(asked, { headers: { authorization: `Bearer ${tollgate.rootToken}` } });
+  return ((await res.json()) as { buckets: Bucket[] }).buckets;
+}
+
+const total = (buckets: readonly Bucket[], value: (b: Bucket) => number) =>
+  buckets.reduce((sum, b) => sum + value(b), 0);
+const slowest = (buckets: readonly Bucket[], p: 'p50' | 'p95' | 'p99') =>
+  Math.max(...buckets.map((b) => b.latencyMs[p] ?? 0));
+/** As the console writes a time: one decimal under 10 ms, else whole milliseconds. */
+const ms = (value: number) => `${value < 10 ? value.toFixed(1) : Math.round(value).toLocaleString('en')} ms`;
+
+const OUTCOMES: [string, string][] = [
+  ['Rate limited', 'rateLimited'],
+  ['Credits exhausted', 'creditsExhausted'],
+  ['Disabled', 'disabled'],
+  ['Expired', 'expired'],
+  ['Route not allowed', 'routeNotAllowed'],
+  ['Backend 5xx', 'backendError'],
+  ['Backend unreachable', 'backendUnreachable'],
+];
+
+/** The outcome, status class and latency legends say what the API's buckets say. */
+async function chartsAgree(s: ConsoleSession, buckets: readonly Bucket[]): Promise<void> {
+  const { page } = s;
+  const outcomes = page.getByRole('list', { name: 'Outcomes' });
+  await outcomes.getByRole('button', { name: /^Rate limited: / }).waitFor();
+  expect(await outcomes.getByRole('button').allInnerTexts()).toEqual(
+    OUTCOMES.map(([label, field]) => `${label}: ${total(buckets, (b) => b.outcomes[field]!)}`),
+  );
+  await page
+    .getByRole('group', { name: 'Failures by' })
+    .getByRole('button', { name: 'Status classes' })
+    .click();
+  const classes = page.getByRole('list', { name: 'Status classes' });
+  await classes.getByRole('button', { name: /^2xx: / }).waitFor();
+  expect(await classes.getByRole('button').allInnerTexts()).toEqual(
+    (['2xx', '3xx', '4xx', '5xx'] as const).map((c) => `${c}: ${total(buckets, (b) => b.statusClasses[c])}`),
+  );
+  const latency = page.getByRole('list', { name: 'Percentiles' });
+  expect(await latency.getByRole('button').allInnerTexts()).toEqual(
+    (['p50', 'p95', 'p99'] as const).map((p) => `${p}: ${ms(slowest(buckets, p))}`),
+  );
+  await latency.getByText('The slowest bucket of the range').waitFor();
+  await page
+    .getByRole('group', { name: 'Failures by' })
+    .getByRole('button', { name: 'Why requests failed' })
+    .click();
+  await outcomes.waitFor();
+}
+
+it('charts why the key’s requests failed, what its clients got and how fast, as the usage API counts them', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, `keys/${key.id}?range=1h`, 'charts');
+  await page
+    .getByRole('list', { name: 'Series' })
+    .getByRole('button', { name: `Requests: ${REQUESTS}` })
+    .waitFor();
+  const buckets = await bucketsAsked(tab.session, `/consumer-api-key/${key.id}/usage`);
+  expect(total(buckets, (b) => b.requests)).toBe(REQUESTS);
+  // Each outcome happened as set up: the chart has something to show of each but credits.
+  expect(Object.fromEntries(OUTCOMES.map(([, f]) => [f, total(buckets, (b) => b.outcomes[f]!)]))).toEqual({
+    rateLimited: 2,
+    creditsExhausted: 0,
+    disabled: 1,
+    expired: 1,
+    routeNotAllowed: 1,
+    backendError: 2,
+    backendUnreachable: 1,
+  });
+  expect(slowest(buckets, 'p99')).toBeGreaterThan(0);
+  await chartsAgree(tab.session, buckets);
+  // Stacked bars and lines are drawn, and their figures are there as tables too.
+  expect(await page.locator('figure.chart canvas').count()).toBeGreaterThanOrEqual(3);
+  await page.getByRole('button', { name: 'Show the outcomes as a table' }).click();
+  const outcomeTable = page
+    .locator('figure.chart')
+    .filter({ hasText: 'why requests failed' })
+    .locator('tbody tr');
+  expect(await outcomeTable.count()).toBe(buckets.length);
+  await page.getByRole('button', { name: 'Show the response times as a table' }).click();
+  const latencyRows = page.locator('figure.chart').filter({ hasText: 'response times' }).locator('tbody tr');
+  expect(await latencyRows.count()).toBe(buckets.length);
+  // An empty bucket has no percentile: a dash, not 0 ms.
+  if (buckets.some((b) => b.latencyMs.p50 === null))
+    expect(await latencyRows.filter({ hasText: '—' }).count()).toBeGreaterThan(0);
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+});
+
+it('charts a consumer’s usage like a key’s, and downloads it as the API’s CSV', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, `consumers/${consumerId}?range=1h`, 'Acme');
+  const usage = page.getByRole('region', { name: 'Usage over time' });
+  await usage
+    .getByRole('list', { name: 'Series' })
+    .getByRole('button', { name: `Requests: ${REQUESTS}` })
+    .waitFor();
+  await page.getByText('This consumer, last hour, per minute', { exact: true }).waitFor();
+  const buckets = await bucketsAsked(tab.session, `/tollgate/consumers/${consumerId}/usage`);
+  await chartsAgree(tab.session, buckets);
+
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    usage.getByRole('button', { name: 'Download CSV' }).click(),
+  ]);
+  const asked = tab.session.requests
+    .filter((u) => u.includes(`/tollgate/consumers/${consumerId}/usage?`))
+    .at(-1)!;
+  const expected = await fetch(asked, {
+    headers: { authorization: `Bearer ${tollgate.rootToken}`, accept: 'text/csv' },
+  });
+  const file = readFileSync((await download.path())!, 'utf8');
+  expect(file).toBe(await expected.text());
+  expect(file.split('\r\n')[0]).toContain('status2xx');
+  expect(file.split('\r\n')[0]).toContain('latencyP99Ms');
+  const query = new URL(asked).searchParams;
+  const fileTime = (name: string) => query.get(name)!.replace(/[-:]/g, '');
+  expect(download.suggestedFilename()).toBe(
+    `usage-${consumerId}-minute-${fileTime('from')}-${fileTime('to')}.csv`,
+  );
+  expect(tab.session.requests.filter((u) => u.includes(tollgate.rootToken))).toEqual([]);
+});
+
+it('charts the fleet’s failures and response times on the overview', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, '?range=1h', 'Overview');
+  await page
+    .getByRole('list', { name: 'Series' })
+    .getByRole('button', { name: `Requests: ${REQUESTS}` })
+    .waitFor();
+  await chartsAgree(tab.session, await bucketsAsked(tab.session, '/tollgate/usage'));
+  await page.getByText('Proxy or verify?').click();
+  await page.getByText('docs/guides/verify-and-client.md').waitFor();
+});
