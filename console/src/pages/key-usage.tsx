@@ -41,7 +41,7 @@ function GroupTable({
     [keyId, grouping, range, granularity],
   );
   const rows = (usage.data?.series ?? []).map((s) => ({
-    name: 'endpoint' in s ? s.endpoint : s.customerId,
+    name: 'endpoint' in s ? s.endpoint : 'customerId' in s ? s.customerId : (s.routeId ?? '(catch-all)'),
     ...sumBuckets(s.buckets),
   }));
   return (

@@ -69,8 +69,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Show a key with its usage (and its secret, with keys:secrets)
-         * @description Usage shows a proxied request within 2 s, whichever replica served it. `usage.rateLimits` is read without consuming quota. `secret` is present only for callers holding `keys:secrets`.
+         * Show a key with its usage, its credits (and its secret, with keys:secrets)
+         * @description Usage shows a proxied request within 2 s, whichever replica served it. `usage.rateLimits` and `credits` are read without consuming quota; `credits` is the key's own balance (its consumer's shows on the consumer). `secret` is present only for callers holding `keys:secrets`.
          */
         get: operations["getConsumerApiKey"];
         put?: never;
@@ -80,8 +80,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a key: name, owner, metadata, enabled, expiry, consumer, allowed routes
-         * @description Any of the fields; `null` clears `externalId`, `expiresAt`, `consumerId` and `allowedRouteIds` (every route), and sets `metadata` to `{}`. Moving a key to another consumer moves none of its history. Takes effect on every replica within 1 s and moves `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays). The answer carries `secret` only for callers holding `keys:secrets`.
+         * Change a key: name, owner, metadata, enabled, expiry, consumer, allowed routes, credits
+         * @description Any of the fields; `null` clears `externalId`, `expiresAt`, `consumerId`, `allowedRouteIds` (every route) and `credits`, and sets `metadata` to `{}`. Moving a key to another consumer moves none of its history. `credits` sets the balance afresh (what was spent before no longer counts), in force for the next request on every replica; to add to it, use `POST /tollgate/credits`. Other changes take effect on every replica within 1 s and move `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays). The answer carries `secret` only for callers holding `keys:secrets`.
          */
         patch: operations["updateConsumerApiKey"];
         trace?: never;
@@ -115,7 +115,7 @@ export interface paths {
         };
         /**
          * A key's usage over time
-         * @description Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint or customer, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests); an endpoint or customer id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula. Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).
+         * @description Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint, customer or route, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula. Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).
          */
         get: operations["getConsumerApiKeyUsage"];
         put?: never;
@@ -137,7 +137,7 @@ export interface paths {
         put?: never;
         /**
          * Create a consumer API key
-         * @description Generates the secret. `createdAt` is `YYYY-MM-DD HH:MM:SS` (UTC) in this response only.
+         * @description Generates the secret. `createdAt` is `YYYY-MM-DD HH:MM:SS` (UTC) in this response only. `credits` gives the key a prepaid balance of its own, which its requests spend besides any of its consumer.
          */
         post: operations["createConsumerApiKey"];
         delete?: never;
@@ -345,7 +345,7 @@ export interface paths {
         put?: never;
         /**
          * Create a consumer, the account that holds keys
-         * @description A plan bound to a consumer is shared by all its keys, exactly, across replicas, on top of each key's own plan. `externalId` is unique among consumers; `metadata` is kept as a key's.
+         * @description A plan bound to a consumer is shared by all its keys, exactly, across replicas, on top of each key's own plan, and so are its `credits`. `externalId` is unique among consumers; `metadata` is kept as a key's.
          */
         post: operations["createConsumer"];
         delete?: never;
@@ -362,8 +362,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Show a consumer with its usage and where its shared limits stand
-         * @description `usage` is what its keys did while they belonged to it (a request shows within 2 s; moving a key moves none of its history). `usage.rateLimits` is read without consuming quota: the consumer's plan, counted over all its keys on every replica.
+         * Show a consumer with its usage, its credits and where its shared limits stand
+         * @description `usage` is what its keys did while they belonged to it (a request shows within 2 s; moving a key moves none of its history). `usage.rateLimits` and `credits` are read without consuming quota: the consumer's plan and balance, counted over all its keys on every replica.
          */
         get: operations["getConsumer"];
         put?: never;
@@ -376,8 +376,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a consumer: name, owner, metadata, plan
-         * @description Any of the fields; `null` clears `externalId`, unbinds the plan (`rateLimitId`) and sets `metadata` to `{}`. A new plan takes effect for all its keys on every replica within 1 s, keeping what the current windows have spent; a body that sets only what the consumer already has changes nothing (no audit entry, `lastUpdated` stays).
+         * Change a consumer: name, owner, metadata, plan, credits
+         * @description Any of the fields; `null` clears `externalId`, unbinds the plan (`rateLimitId`), removes `credits` and sets `metadata` to `{}`. A new plan takes effect for all its keys on every replica within 1 s, keeping what the current windows have spent. `credits` sets the balance afresh (what was spent before no longer counts), in force for the next request of any of its keys on every replica; to add to it, use `POST /tollgate/credits`. A body that sets only what the consumer already has changes nothing (no audit entry, `lastUpdated` stays).
          */
         patch: operations["updateConsumer"];
         trace?: never;
@@ -391,11 +391,31 @@ export interface paths {
         };
         /**
          * A consumer's usage over time: what its keys did while they belonged to it
-         * @description As a key's usage over time, summed over every key while it belonged to the consumer (moving a key moves none of its history). `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests); an endpoint or customer id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
+         * @description As a key's usage over time, summed over every key while it belonged to the consumer (moving a key moves none of its history). `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
          */
         get: operations["getConsumerUsage"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tollgate/credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Top up or set a key's or a consumer's credit balance
+         * @description `add` tops the balance up: what it holds rises by `add`, its refill and `lowAt` stay (a refill still sets it back to the refill amount). `set` sets what it holds, counted afresh, keeping its refill and `lowAt`. A key or consumer without a balance gets one, with no refill. Atomic with every request that spends the balance, and in force for the next request on every replica. The answer is what the balance holds right after the change.
+         */
+        post: operations["changeCredits"];
         delete?: never;
         options?: never;
         head?: never;
@@ -477,7 +497,7 @@ export interface paths {
         };
         /**
          * Every key's usage over time, and the busiest keys and consumers
-         * @description The buckets summed over all keys (from stored usage: about a second behind), `topKeys`: at most 10 keys with the most requests in the range, and `topConsumers`: at most 10 consumers. `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests); an endpoint or customer id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
+         * @description The buckets summed over all keys (from stored usage: about a second behind), `topKeys`: at most 10 keys with the most requests in the range, and `topConsumers`: at most 10 consumers. `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". The fleet's series sum every key's. `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
          */
         get: operations["getFleetUsage"];
         put?: never;
@@ -777,8 +797,24 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
-            /** @description The credit balance of the consumer; null: it holds none */
-            credits: null;
+            /** @description The prepaid balance (contract section 14); null: it holds none. Every key of the consumer spends it */
+            credits: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt: number | null;
+                refill: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                remaining: number;
+            } | null;
             externalId: string | null;
             /** @description Keys that belong to the consumer */
             keyCount: number;
@@ -809,8 +845,24 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
-            /** @description The credit balance of the consumer; null: it holds none */
-            credits: null;
+            /** @description The prepaid balance (contract section 14); null: it holds none. Every key of the consumer spends it */
+            credits: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt: number | null;
+                refill: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                remaining: number;
+            } | null;
             externalId: string | null;
             /** @description Keys that belong to the consumer */
             keyCount: number;
@@ -829,7 +881,7 @@ export interface components {
             rateLimitId: string | null;
             /** @description What its keys did while they belonged to it (moving a key moves none of its history), and its shared limits */
             usage: {
-                /** @description Units charged: 1 per admitted request, 0 per refused one (usage counted before the upgrade that added it: 0) */
+                /** @description Units charged: the cost of each admitted request (its plans' `costs`, else 1), 0 per refused one (usage counted before the upgrade that added it: 0) */
                 cost: number;
                 /** @description One entry per request path, most requests first */
                 endpoints: {
@@ -969,7 +1021,7 @@ export interface components {
              * @enum {string}
              */
             granularity: "minute" | "hour" | "day" | "month";
-            /** @description With groupBy: one per endpoint (or customer), most requests first */
+            /** @description With groupBy: one per endpoint (or customer, or route), most requests first */
             series?: ({
                 buckets: {
                     averageResponseTimeMs: number;
@@ -1070,6 +1122,57 @@ export interface components {
                     successful: number;
                 }[];
                 customerId: string;
+            } | {
+                buckets: {
+                    averageResponseTimeMs: number;
+                    /** @description Units charged: 0 for a refused request */
+                    cost: number;
+                    /** @description The rest: successful + failed = requests */
+                    failed: number;
+                    /** @description Response-time percentiles (request received to response finished) from a histogram, within 5 % of the exact value; null in an empty bucket */
+                    latencyMs: {
+                        p50: number | null;
+                        p95: number | null;
+                        p99: number | null;
+                    };
+                    /** @description Why requests failed */
+                    outcomes: {
+                        /** @description The backend answered 5xx */
+                        backendError: number;
+                        /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
+                        backendUnreachable: number;
+                        /** @description Refused for want of credits (429 credits_exhausted) */
+                        creditsExhausted: number;
+                        /** @description Refused: the key is disabled */
+                        disabled: number;
+                        /** @description Refused: the key has expired */
+                        expired: number;
+                        /** @description Refused by the limiter (429) */
+                        rateLimited: number;
+                        /** @description Refused: the key may not use that route */
+                        routeNotAllowed: number;
+                    };
+                    /** @description Refused by the limiter (429): part of failed */
+                    rateLimited: number;
+                    requests: number;
+                    /**
+                     * Format: date-time
+                     * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
+                     * @example 2026-11-21T14:23:02Z
+                     */
+                    start: string;
+                    /** @description What the clients got, by class; they add up to requests (a WebSocket's 101 counts as 2xx, a client that left first as 4xx) */
+                    statusClasses: {
+                        "2xx": number;
+                        "3xx": number;
+                        "4xx": number;
+                        "5xx": number;
+                    };
+                    /** @description Answered by the backend below 400 */
+                    successful: number;
+                }[];
+                /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
+                routeId: string | null;
             })[];
             /**
              * Format: date-time
@@ -1139,6 +1242,25 @@ export interface components {
         };
         /** CreateConsumerRequest */
         CreateConsumerRequest: {
+            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits. Every key of the consumer spends it */
+            credits?: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt?: number | null;
+                /** @description Absent or null: the balance is never refilled */
+                refill?: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description The balance, 0 to 2^53-1 */
+                remaining: number;
+            } | null;
             externalId?: string | null;
             /** @description A JSON object of at most 8192 bytes as serialised and 32 levels of nesting, returned as given; null: `{}` */
             metadata?: {
@@ -1155,6 +1277,25 @@ export interface components {
             allowedRouteIds?: string[] | null;
             /** @description The consumer the key belongs to; null: none */
             consumerId?: string | null;
+            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits */
+            credits?: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt?: number | null;
+                /** @description Absent or null: the balance is never refilled */
+                refill?: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description The balance, 0 to 2^53-1 */
+                remaining: number;
+            } | null;
             /** @description A disabled key is refused with 403 key_disabled, without consuming quota */
             enabled?: boolean;
             /** @description From this instant the key is refused with 401 key_expired; null: never */
@@ -1179,6 +1320,24 @@ export interface components {
              * @example 2026-11-21 14:23:02
              */
             createdAt: string;
+            /** @description The prepaid balance (contract section 14); null: it holds none */
+            credits: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt: number | null;
+                refill: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                remaining: number;
+            } | null;
             enabled: boolean;
             expiresAt: string | null;
             externalId: string | null;
@@ -1368,6 +1527,26 @@ export interface components {
             secret: string;
             url: string;
         };
+        /**
+         * CreditsChangeRequest
+         * @description One of `consumerApiKeyId` and `consumerId`, and one of `add` and `set`
+         */
+        CreditsChangeRequest: {
+            /** @description Tops the balance up by this many units (it keeps its refill); a holder without a balance gets one of this many, with no refill */
+            add?: number;
+            /**
+             * @description The key whose own balance changes
+             * @example key_3q2xR0f1bW8mT5nYk9Lp4A
+             */
+            consumerApiKeyId?: string;
+            /**
+             * @description The consumer whose balance changes
+             * @example con_Yc2xR0f1bW8mT5nYk9Lp4A
+             */
+            consumerId?: string;
+            /** @description Sets the balance to this many units, whatever was spent before (it keeps its refill and `lowAt`); a holder without a balance gets one, with no refill */
+            set?: number;
+        };
         /** DeleteAdminTokenResponse */
         DeleteAdminTokenResponse: {
             /**
@@ -1544,6 +1723,59 @@ export interface components {
              * @enum {string}
              */
             granularity: "minute" | "hour" | "day" | "month";
+            /** @description With groupBy=route: one per route, most requests first */
+            series?: {
+                buckets: {
+                    averageResponseTimeMs: number;
+                    /** @description Units charged: 0 for a refused request */
+                    cost: number;
+                    /** @description The rest: successful + failed = requests */
+                    failed: number;
+                    /** @description Response-time percentiles (request received to response finished) from a histogram, within 5 % of the exact value; null in an empty bucket */
+                    latencyMs: {
+                        p50: number | null;
+                        p95: number | null;
+                        p99: number | null;
+                    };
+                    /** @description Why requests failed */
+                    outcomes: {
+                        /** @description The backend answered 5xx */
+                        backendError: number;
+                        /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
+                        backendUnreachable: number;
+                        /** @description Refused for want of credits (429 credits_exhausted) */
+                        creditsExhausted: number;
+                        /** @description Refused: the key is disabled */
+                        disabled: number;
+                        /** @description Refused: the key has expired */
+                        expired: number;
+                        /** @description Refused by the limiter (429) */
+                        rateLimited: number;
+                        /** @description Refused: the key may not use that route */
+                        routeNotAllowed: number;
+                    };
+                    /** @description Refused by the limiter (429): part of failed */
+                    rateLimited: number;
+                    requests: number;
+                    /**
+                     * Format: date-time
+                     * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
+                     * @example 2026-11-21T14:23:02Z
+                     */
+                    start: string;
+                    /** @description What the clients got, by class; they add up to requests (a WebSocket's 101 counts as 2xx, a client that left first as 4xx) */
+                    statusClasses: {
+                        "2xx": number;
+                        "3xx": number;
+                        "4xx": number;
+                        "5xx": number;
+                    };
+                    /** @description Answered by the backend below 400 */
+                    successful: number;
+                }[];
+                /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
+                routeId: string | null;
+            }[];
             /**
              * Format: date-time
              * @description End of the last bucket
@@ -1586,6 +1818,24 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
+            /** @description The prepaid balance (contract section 14); null: it holds none */
+            credits: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt: number | null;
+                refill: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                remaining: number;
+            } | null;
             enabled: boolean;
             expiresAt: string | null;
             externalId: string | null;
@@ -1610,7 +1860,7 @@ export interface components {
              */
             secret?: string;
             usage: {
-                /** @description Units charged: 1 per admitted request, 0 per refused one (usage counted before the upgrade that added it: 0) */
+                /** @description Units charged: the cost of each admitted request (its plans' `costs`, else 1), 0 per refused one (usage counted before the upgrade that added it: 0) */
                 cost: number;
                 /** @description One entry per request path, most requests first */
                 endpoints: {
@@ -1704,6 +1954,24 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
+            /** @description The prepaid balance (contract section 14); null: it holds none */
+            credits: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt: number | null;
+                refill: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                remaining: number;
+            } | null;
             enabled: boolean;
             expiresAt: string | null;
             externalId: string | null;
@@ -1795,7 +2063,7 @@ export interface components {
              * @enum {string}
              */
             granularity: "minute" | "hour" | "day" | "month";
-            /** @description With groupBy: one per endpoint (or customer), most requests first */
+            /** @description With groupBy: one per endpoint (or customer, or route), most requests first */
             series?: ({
                 buckets: {
                     averageResponseTimeMs: number;
@@ -1896,6 +2164,57 @@ export interface components {
                     successful: number;
                 }[];
                 customerId: string;
+            } | {
+                buckets: {
+                    averageResponseTimeMs: number;
+                    /** @description Units charged: 0 for a refused request */
+                    cost: number;
+                    /** @description The rest: successful + failed = requests */
+                    failed: number;
+                    /** @description Response-time percentiles (request received to response finished) from a histogram, within 5 % of the exact value; null in an empty bucket */
+                    latencyMs: {
+                        p50: number | null;
+                        p95: number | null;
+                        p99: number | null;
+                    };
+                    /** @description Why requests failed */
+                    outcomes: {
+                        /** @description The backend answered 5xx */
+                        backendError: number;
+                        /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
+                        backendUnreachable: number;
+                        /** @description Refused for want of credits (429 credits_exhausted) */
+                        creditsExhausted: number;
+                        /** @description Refused: the key is disabled */
+                        disabled: number;
+                        /** @description Refused: the key has expired */
+                        expired: number;
+                        /** @description Refused by the limiter (429) */
+                        rateLimited: number;
+                        /** @description Refused: the key may not use that route */
+                        routeNotAllowed: number;
+                    };
+                    /** @description Refused by the limiter (429): part of failed */
+                    rateLimited: number;
+                    requests: number;
+                    /**
+                     * Format: date-time
+                     * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
+                     * @example 2026-11-21T14:23:02Z
+                     */
+                    start: string;
+                    /** @description What the clients got, by class; they add up to requests (a WebSocket's 101 counts as 2xx, a client that left first as 4xx) */
+                    statusClasses: {
+                        "2xx": number;
+                        "3xx": number;
+                        "4xx": number;
+                        "5xx": number;
+                    };
+                    /** @description Answered by the backend below 400 */
+                    successful: number;
+                }[];
+                /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
+                routeId: string | null;
             })[];
             /**
              * Format: date-time
@@ -2045,8 +2364,24 @@ export interface components {
                  * @example 2026-11-21T14:23:02Z
                  */
                 createdAt: string;
-                /** @description The credit balance of the consumer; null: it holds none */
-                credits: null;
+                /** @description The prepaid balance (contract section 14); null: it holds none. Every key of the consumer spends it */
+                credits: {
+                    /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                    lowAt: number | null;
+                    refill: {
+                        /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                        amount: number;
+                        /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                        dayOfMonth?: number;
+                        /**
+                         * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                         * @enum {string}
+                         */
+                        interval: "day" | "month";
+                    } | null;
+                    /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                    remaining: number;
+                } | null;
                 externalId: string | null;
                 /** @description Keys that belong to the consumer */
                 keyCount: number;
@@ -2618,9 +2953,28 @@ export interface components {
         };
         /**
          * UpdateConsumerRequest
-         * @description Any of the fields; null clears externalId and rateLimitId, and sets metadata to `{}`
+         * @description Any of the fields; null clears externalId, rateLimitId and credits, and sets metadata to `{}`
          */
         UpdateConsumerRequest: {
+            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits. Every key of the consumer spends it */
+            credits?: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt?: number | null;
+                /** @description Absent or null: the balance is never refilled */
+                refill?: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description The balance, 0 to 2^53-1 */
+                remaining: number;
+            } | null;
             externalId?: string | null;
             /** @description A JSON object of at most 8192 bytes as serialised and 32 levels of nesting, returned as given; null: `{}` */
             metadata?: {
@@ -2633,13 +2987,32 @@ export interface components {
         };
         /**
          * UpdateKeyRequest
-         * @description Any of the fields; null clears externalId, expiresAt, consumerId, allowedRouteIds (every route) and metadata (to `{}`)
+         * @description Any of the fields; null clears externalId, expiresAt, consumerId, allowedRouteIds (every route), credits and metadata (to `{}`)
          */
         UpdateKeyRequest: {
             /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
             allowedRouteIds?: string[] | null;
             /** @description The consumer the key belongs to; null: none */
             consumerId?: string | null;
+            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits */
+            credits?: {
+                /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
+                lowAt?: number | null;
+                /** @description Absent or null: the balance is never refilled */
+                refill?: {
+                    /** @description What `remaining` is set to at each refill (it does not add up), 0 to 2^53-1 */
+                    amount: number;
+                    /** @description Monthly refills only: the day of the month, 1-31 (default 1); in a shorter month, its last day */
+                    dayOfMonth?: number;
+                    /**
+                     * @description `day`: at 00:00 UTC every day; `month`: at 00:00 UTC on `dayOfMonth` every month
+                     * @enum {string}
+                     */
+                    interval: "day" | "month";
+                } | null;
+                /** @description The balance, 0 to 2^53-1 */
+                remaining: number;
+            } | null;
             /** @description A disabled key is refused with 403 key_disabled, without consuming quota */
             enabled?: boolean;
             /** @description From this instant the key is refused with 401 key_expired; null: never */
@@ -3660,8 +4033,8 @@ export interface operations {
                 from?: string;
                 /** @description Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond */
                 granularity?: "minute" | "hour" | "day" | "month";
-                /** @description Adds one series per endpoint or customer (day and month granularity only) */
-                groupBy?: "endpoint" | "customer";
+                /** @description Adds one series per endpoint, customer or route (day and month granularity only) */
+                groupBy?: "endpoint" | "customer" | "route";
                 /** @description End of the range, exclusive (default: now); its last bucket must end by 9999-12-31T23:59:59Z */
                 to?: string;
             };
@@ -6185,8 +6558,8 @@ export interface operations {
                 from?: string;
                 /** @description Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond */
                 granularity?: "minute" | "hour" | "day" | "month";
-                /** @description Adds one series per endpoint or customer (day and month granularity only) */
-                groupBy?: "endpoint" | "customer";
+                /** @description Adds one series per endpoint, customer or route (day and month granularity only) */
+                groupBy?: "endpoint" | "customer" | "route";
                 /** @description End of the range, exclusive (default: now); its last bucket must end by 9999-12-31T23:59:59Z */
                 to?: string;
             };
@@ -6274,6 +6647,146 @@ export interface operations {
             /** @description The database is unavailable; retry later */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    changeCredits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreditsChangeRequest"];
+            };
+        };
+        responses: {
+            /** @description What the balance now holds */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Identifier of a consumer API key, as returned by create (`id`)
+                         * @example key_3q2xR0f1bW8mT5nYk9Lp4A
+                         */
+                        consumerApiKeyId: string;
+                        /** @description Units the balance holds now, after the change */
+                        remaining: number;
+                    } | {
+                        /**
+                         * @description Identifier of a consumer, as returned by its creation (`consumerId`)
+                         * @example con_Yc2xR0f1bW8mT5nYk9Lp4A
+                         */
+                        consumerId: string;
+                        /** @description Units the balance holds now, after the change */
+                        remaining: number;
+                    };
+                };
+            };
+            /** @description A body (or parameter) that does not match the schema: `details` names each field; Malformed or empty JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `consumerApiKeyId` names no key; `consumerId` names no consumer */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than 65536 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not application/json (or is compressed) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later; The database refuses writes (disk full, read-only); retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (5) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6954,6 +7467,8 @@ export interface operations {
                 from?: string;
                 /** @description Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond */
                 granularity?: "minute" | "hour" | "day" | "month";
+                /** @description Adds one series per route, summed over every key (day and month granularity only) */
+                groupBy?: "route";
                 /** @description End of the range, exclusive (default: now); its last bucket must end by 9999-12-31T23:59:59Z */
                 to?: string;
             };
