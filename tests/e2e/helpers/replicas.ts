@@ -168,14 +168,15 @@ export function burst(
   return Promise.all(Array.from({ length: n }, (_, i) => hit(replicas[i % replicas.length]!, secret, path)));
 }
 
-/** A key with a plan bound (created through `admin`); returns id and secret. */
+/** A key with a plan bound (created through `admin`), of `consumerId` if given; returns id and secret. */
 export async function keyWithPlan(
   admin: Tollgate,
   name: string,
   limit?: number,
   period = 'day',
+  consumerId?: string,
 ): Promise<{ id: string; secret: string }> {
-  const created = await admin.admin('POST', '/consumer-api-key/create', { name });
+  const created = await admin.admin('POST', '/consumer-api-key/create', { name, consumerId });
   if (created.status !== 201)
     throw new Error(`key create: ${created.status} ${JSON.stringify(created.body)}`);
   const key = created.body as { id: string; secret: string };
