@@ -4,12 +4,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   BACKEND_URL,
+  BASELINE,
+  DB_NAME,
   CLIENT_CPUS,
   CONNECTIONS,
   DURATION,
   NODE,
   PEER_SECRET,
   PIN,
+  PLAN_ID,
   PORT,
   ROUNDS,
   TARGET_CPUS,
@@ -24,6 +27,7 @@ import { pinTree, portFree, startProc, treeRssKiB, waitFor, httpOk, type Proc } 
 import { fmt, loggedProblems, machine, median, ratio } from '../lib/report.ts';
 import {
   buildTollgate,
+  createConsumer,
   createKey,
   ensurePlan,
   ensureTools,
@@ -110,10 +114,49 @@ async function startPeers(targets: Target[], wanted: (id: string) => boolean): P
   }
 }
 
+/**
+ * Keys the one-limit key's process also serves, each a row: a plan of two limits (issue 15), and a key
+ * of a consumer with a plan on the consumer only, on the key only, and on both (issue 25), each within
+ * 10 % of the one-limit key. Every plan is huge: the limiter decides every request, refusing none.
+ */
+const SAME_PROCESS_ROWS: { id: string; label: string; key: (port: number) => Promise<string> }[] = [
+  {
+    id: 'tollgate-redis-2limits',
+    label: 'Tollgate Redis mode, same process, a plan of two limits (second + month)',
+    key: (port) => createKey(port, 'two-limits', true, TWO_LIMIT_PLAN_ID),
+  },
+  {
+    id: 'tollgate-redis-consumer-plan',
+    label: 'Tollgate Redis mode, same process, a key of a consumer: a plan on the consumer only',
+    key: async (port) =>
+      createKey(
+        port,
+        'of-a-consumer',
+        false,
+        undefined,
+        await createConsumer(port, 'consumer-plan', PLAN_ID),
+      ),
+  },
+  {
+    id: 'tollgate-redis-key-plan',
+    label: 'Tollgate Redis mode, same process, a key of a consumer: a plan on the key only',
+    key: async (port) => createKey(port, 'own-plan', true, PLAN_ID, await createConsumer(port, 'no-plan')),
+  },
+  {
+    id: 'tollgate-redis-both-plans',
+    label: 'Tollgate Redis mode, same process, a key of a consumer: a plan on each',
+    key: async (port) =>
+      createKey(port, 'both-plans', true, PLAN_ID, await createConsumer(port, 'both-plans', PLAN_ID)),
+  },
+];
+
 async function startTollgates(targets: Target[], wanted: (id: string) => boolean): Promise<void> {
-  const ids = ['tollgate-embedded', 'tollgate-redis', 'tollgate-redis-2limits', 'tollgate-redis-w2'].filter(
-    wanted,
-  );
+  const ids = [
+    'tollgate-embedded',
+    'tollgate-redis',
+    'tollgate-redis-w2',
+    ...SAME_PROCESS_ROWS.map((row) => row.id),
+  ].filter(wanted);
   if (ids.length === 0 || !buildTollgate()) return;
   if (wanted('tollgate-embedded')) {
     const t: Target = {
@@ -146,18 +189,61 @@ async function startTollgates(targets: Target[], wanted: (id: string) => boolean
       t.secret = await createKey(port, id);
       targets.push(t);
     }
-    // The same process, a key whose plan holds a burst limit and a monthly quota: the cost of a second limit.
+    // Other keys in the same process as the one-limit key: what their plans cost against it, in one run.
     const one = targets.find((t) => t.id === 'tollgate-redis');
-    if (one && wanted('tollgate-redis-2limits')) {
-      const secret = await createKey(one.port, 'two-limits', true, TWO_LIMIT_PLAN_ID);
+    for (const row of SAME_PROCESS_ROWS) {
+      if (!one || !wanted(row.id)) continue;
       targets.push({
-        id: 'tollgate-redis-2limits',
-        label: 'Tollgate Redis mode, same process, a plan of two limits (second + month)',
+        id: row.id,
+        label: row.label,
         port: one.port,
-        secret,
+        secret: await row.key(one.port),
         rounds: [],
       });
     }
+  }
+}
+
+/**
+ * BENCH_BASELINE's build, embedded and in Redis mode, beside this tree's: its own data folder, database
+ * and Redis key prefix, since an older build's schema and key layout may differ.
+ */
+async function startBaseline(targets: Target[], wanted: (id: string) => boolean): Promise<void> {
+  if (BASELINE === undefined) return;
+  const main = path.join(BASELINE, 'dist/src/main.js');
+  if (!fs.existsSync(main)) throw new Error(`BENCH_BASELINE: ${main} does not exist (build it there first)`);
+  const commit = /^[0-9a-f]{7,40}$/.exec(path.basename(BASELINE))?.[0] ?? path.basename(BASELINE);
+  const modes = [
+    [
+      'tollgate-embedded-baseline',
+      PORT.tollgateEmbeddedBaseline,
+      'embedded',
+      'embedded (SQLite, in-process counters)',
+    ],
+    ['tollgate-redis-baseline', PORT.tollgateRedisBaseline, 'redis', 'Redis mode + Postgres, 1 process'],
+  ] as const;
+  for (const [id, port, mode, label] of modes) {
+    if (!wanted(id)) continue;
+    const t: Target = {
+      id,
+      label: `Tollgate ${label}, baseline build (${commit})`,
+      port,
+      secret: '',
+      rounds: [],
+    };
+    t.proc = await startTollgate({
+      name: id,
+      port,
+      mode,
+      main,
+      ...(mode === 'redis' && {
+        databaseUrl: await freshDatabase(`${DB_NAME}_baseline`),
+        extraEnv: { REDIS_KEY_PREFIX: 'bench-baseline:' },
+      }),
+    });
+    await ensurePlan(port);
+    t.secret = await createKey(port, id);
+    targets.push(t);
   }
 }
 
@@ -236,6 +322,7 @@ export async function table(): Promise<string> {
     });
   await startPeers(targets, wanted);
   await startTollgates(targets, wanted);
+  await startBaseline(targets, wanted);
   for (const t of targets) await checkJob(t);
   if (PIN) {
     // WORKERS=2 is two processes: it keeps every CPU, and its row says so.
