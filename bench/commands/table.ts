@@ -23,7 +23,16 @@ import {
   log,
   run,
 } from '../lib/config.ts';
-import { pinTree, portFree, startProc, treeRssKiB, waitFor, httpOk, type Proc } from '../lib/processes.ts';
+import {
+  httpOk,
+  pinTree,
+  portFree,
+  startProc,
+  treeCpuUs,
+  treeRssKiB,
+  waitFor,
+  type Proc,
+} from '../lib/processes.ts';
 import { fmt, loggedProblems, machine, median, ratio } from '../lib/report.ts';
 import {
   buildTollgate,
@@ -45,7 +54,11 @@ interface Target {
   readonly port: number;
   secret: string;
   proc?: Proc;
+  /** The process whose CPU this row's load costs: its own, or the process it shares (same-process rows). */
+  cpuOf?: Proc;
   readonly rounds: WrkResult[];
+  /** CPU time its process spent per request answered, per round: what a busy machine does not distort. */
+  readonly cpuUsPerRequest: number[];
   rssKiB?: number;
   note?: string;
 }
@@ -58,6 +71,7 @@ async function startPeers(targets: Target[], wanted: (id: string) => boolean): P
     port,
     secret: PEER_SECRET,
     rounds: [],
+    cpuUsPerRequest: [],
   });
   if (wanted('nginx')) {
     const t = peer('nginx', 'nginx (map + limit_req)', PORT.nginx);
@@ -165,6 +179,7 @@ async function startTollgates(targets: Target[], wanted: (id: string) => boolean
       port: PORT.tollgateEmbedded,
       secret: '',
       rounds: [],
+      cpuUsPerRequest: [],
     };
     t.proc = await startTollgate({ name: t.id, port: t.port, mode: 'embedded' });
     await ensurePlan(t.port);
@@ -183,7 +198,7 @@ async function startTollgates(targets: Target[], wanted: (id: string) => boolean
         workers === 1
           ? 'Tollgate Redis mode + Postgres, 1 process'
           : `Tollgate Redis mode + Postgres, WORKERS=${workers}`;
-      const t: Target = { id, label, port, secret: '', rounds: [] };
+      const t: Target = { id, label, port, secret: '', rounds: [], cpuUsPerRequest: [] };
       t.proc = await startTollgate({ name: id, port, mode: 'redis', databaseUrl, workers });
       await ensurePlan(port);
       t.secret = await createKey(port, id);
@@ -198,7 +213,9 @@ async function startTollgates(targets: Target[], wanted: (id: string) => boolean
         label: row.label,
         port: one.port,
         secret: await row.key(one.port),
+        cpuOf: one.proc,
         rounds: [],
+        cpuUsPerRequest: [],
       });
     }
   }
@@ -230,6 +247,7 @@ async function startBaseline(targets: Target[], wanted: (id: string) => boolean)
       port,
       secret: '',
       rounds: [],
+      cpuUsPerRequest: [],
     };
     t.proc = await startTollgate({
       name: id,
@@ -279,20 +297,22 @@ function renderTable(targets: Target[]): string {
           rps: median(t.rounds.map((r) => r.rps)),
           p50: median(t.rounds.map((r) => r.p50)),
           p99: median(t.rounds.map((r) => r.p99)),
+          cpu: t.cpuUsPerRequest.length > 0 ? median(t.cpuUsPerRequest) : undefined,
         }
       : undefined;
   const b = agg(backend);
   const g = agg(tollgate);
   const rows = [
-    '| target | req/s | ÷ backend | ÷ Tollgate | p50 ms | ÷ backend | ÷ Tollgate | p99 ms | ÷ backend | ÷ Tollgate | non-2xx | req/s per round | RSS after |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|',
+    '| target | req/s | ÷ backend | ÷ Tollgate | p50 ms | ÷ backend | ÷ Tollgate | p99 ms | ÷ backend | ÷ Tollgate | CPU µs per request | ÷ Tollgate | non-2xx | req/s per round | RSS after |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|',
   ];
   for (const t of targets) {
-    const a = agg(t) as { rps: number; p50: number; p99: number };
+    const a = agg(t)!;
+    const cpu = a.cpu === undefined ? '— | —' : `${fmt(a.cpu, 1)} | ${ratio(a.cpu, g?.cpu)}`;
     const non2xx = t.rounds.reduce((s, r) => s + r.non2xx + r.socketErrors, 0);
     const label = t.note ? `${t.label} ⚠ ${t.note}` : t.label;
     rows.push(
-      `| ${label} | ${fmt(a.rps)} | ${ratio(a.rps, b?.rps)} | ${ratio(a.rps, g?.rps)} | ${fmt(a.p50, 2)} | ${ratio(a.p50, b?.p50)} | ${ratio(a.p50, g?.p50)} | ${fmt(a.p99, 2)} | ${ratio(a.p99, b?.p99)} | ${ratio(a.p99, g?.p99)} | ${fmt(non2xx)} | ${t.rounds.map((r) => fmt(r.rps)).join(' / ')} | ${t.rssKiB ? `${fmt(t.rssKiB / 1024)} MiB` : '—'} |`,
+      `| ${label} | ${fmt(a.rps)} | ${ratio(a.rps, b?.rps)} | ${ratio(a.rps, g?.rps)} | ${fmt(a.p50, 2)} | ${ratio(a.p50, b?.p50)} | ${ratio(a.p50, g?.p50)} | ${fmt(a.p99, 2)} | ${ratio(a.p99, b?.p99)} | ${ratio(a.p99, g?.p99)} | ${cpu} | ${fmt(non2xx)} | ${t.rounds.map((r) => fmt(r.rps)).join(' / ')} | ${t.rssKiB ? `${fmt(t.rssKiB / 1024)} MiB` : '—'} |`,
     );
   }
   return rows.join('\n');
@@ -319,6 +339,7 @@ export async function table(): Promise<string> {
       secret: PEER_SECRET,
       proc: backendProc,
       rounds: [],
+      cpuUsPerRequest: [],
     });
   await startPeers(targets, wanted);
   await startTollgates(targets, wanted);
@@ -350,8 +371,11 @@ export async function table(): Promise<string> {
     // Each round starts one target later, so no target always runs right after the same neighbour.
     for (let i = 0; i < targets.length; i++) {
       const t = targets[(i + round) % targets.length] as Target;
+      const pid = (t.cpuOf ?? t.proc)?.child.pid;
+      const cpuBefore = pid === undefined ? 0 : treeCpuUs(pid);
       const r = await load(t, DURATION);
       t.rounds.push(r);
+      if (pid !== undefined) t.cpuUsPerRequest.push((treeCpuUs(pid) - cpuBefore) / r.requests);
       log(
         `round ${round + 1}/${ROUNDS} ${t.id}: ${fmt(r.rps)} req/s, p50 ${fmt(r.p50, 2)} ms, p99 ${fmt(r.p99, 2)} ms, non-2xx ${r.non2xx + r.socketErrors}`,
       );
@@ -367,7 +391,7 @@ export async function table(): Promise<string> {
 
   const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
   const body = [
-    `Latest run: ${when} UTC, \`${PIN ? 'BENCH_PIN=1 ' : ''}npm run bench\` (wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} alternating rounds × ${DURATION} s after a ${WARMUP} s warm-up each; medians of the rounds; ratios are this row ÷ the backend row and ÷ the Tollgate Redis-mode one-process row; non-2xx includes socket errors${PIN ? `; every target pinned to CPU ${TARGET_CPUS}, wrk and the backend to CPU ${CLIENT_CPUS}` : ''}).`,
+    `Latest run: ${when} UTC, \`${PIN ? 'BENCH_PIN=1 ' : ''}npm run bench\` (wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} alternating rounds × ${DURATION} s after a ${WARMUP} s warm-up each; medians of the rounds; ratios are this row ÷ the backend row and ÷ the Tollgate Redis-mode one-process row; CPU µs per request is the user + system time of the target's process tree (for a same-process row, the process it shares) during its rounds ÷ the requests answered, which a busy machine distorts far less than req/s; non-2xx includes socket errors${PIN ? `; every target pinned to CPU ${TARGET_CPUS}, wrk and the backend to CPU ${CLIENT_CPUS}` : ''}).`,
     '',
     machine(),
     '',
