@@ -20,15 +20,22 @@
 // (redis://127.0.0.1:6379/15: the bench owns DB 15 and flushes it), BENCH_PG_URL
 // (postgres://postgres@127.0.0.1:5432), BENCH_PROFILE_MODE (redis | embedded), BENCH_SCALE_KEYS (100000), BENCH_ROTATION_KEYS (10000),
 // BENCH_REPLICAS (1,2,4), BENCH_CONSUMER_RATES (16000,4000: hot-consumer's paced rows, req/s), BENCH_REPLICA_WARMUP (s, 10), BENCH_CONCURRENCY (50,13,4,1), BENCH_ROUTE_TABLES (1,100,1000), BENCH_PIN=1 (table: each target on the last CPU, wrk and backend on the others), BENCH_SKIP_BUILD=1,
+// BENCH_BASELINE (table: the folder of another build, e.g. an older commit's, run beside this one in the same rounds),
 // BENCH_NICE (e.g. -10: every target and wrk run at that priority, so other work on a shared machine
 // takes less of the measured CPU; off by default because it slows everything else while it runs).
 // Everything started is stopped on exit, failure or Ctrl-C; a run killed with SIGKILL is cleaned up
-// by the next run (process groups recorded in /tmp/tollgate-bench/pids.json).
+// by the next run (process groups recorded in /tmp/tollgate-bench/pids-<runner pid>.json).
 import fs from 'node:fs';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { NICE, STATE_DIR, log, run } from './lib/config.ts';
-import { ensureWorkDir, niceSession, readFileOr, stopAll, stopEverythingOnExit } from './lib/processes.ts';
+import { NICE, log, run } from './lib/config.ts';
+import {
+  PIDS_FILE,
+  ensureWorkDir,
+  niceSession,
+  readFileOr,
+  stopAll,
+  stopEverythingOnExit,
+} from './lib/processes.ts';
 import { report } from './lib/report.ts';
 import { concurrency } from './commands/concurrency.ts';
 import { cost } from './commands/cost.ts';
@@ -83,7 +90,7 @@ try {
   process.exitCode = 1;
 } finally {
   await stopAll();
-  fs.rmSync(path.join(STATE_DIR, 'pids.json'), { force: true });
+  fs.rmSync(PIDS_FILE, { force: true });
   if (NICE !== undefined && callerNice !== undefined) fs.writeFileSync('/proc/self/autogroup', callerNice);
   log(`stopped everything; logs in ${run.workDir}`);
   // A Redis client left by a failure would keep reconnecting to a server that is gone.

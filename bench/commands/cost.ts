@@ -268,7 +268,7 @@ export async function cost(): Promise<string> {
         '',
         'Each key seen in a flush costs its totals, its minute, hour, day and month buckets, its endpoint by day and by month, and its last use: the rows per minute follow the keys seen, not the requests.',
         '',
-        await hotConsumerTable(run.redisUrl),
+        await hotConsumerTable(run.redisUrl, databaseUrl),
       ].join('\n') + problemsNote([tg]);
     return body;
   } finally {

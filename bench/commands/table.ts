@@ -4,12 +4,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   BACKEND_URL,
+  BASELINE,
+  DB_NAME,
   CLIENT_CPUS,
   CONNECTIONS,
   DURATION,
   NODE,
   PEER_SECRET,
   PIN,
+  PLAN_ID,
   PORT,
   ROUNDS,
   TARGET_CPUS,
@@ -20,10 +23,20 @@ import {
   log,
   run,
 } from '../lib/config.ts';
-import { pinTree, portFree, startProc, treeRssKiB, waitFor, httpOk, type Proc } from '../lib/processes.ts';
+import {
+  httpOk,
+  pinTree,
+  portFree,
+  startProc,
+  treeCpuUs,
+  treeRssKiB,
+  waitFor,
+  type Proc,
+} from '../lib/processes.ts';
 import { fmt, loggedProblems, machine, median, ratio } from '../lib/report.ts';
 import {
   buildTollgate,
+  createConsumer,
   createKey,
   ensurePlan,
   ensureTools,
@@ -41,7 +54,11 @@ interface Target {
   readonly port: number;
   secret: string;
   proc?: Proc;
+  /** The process whose CPU this row's load costs: its own, or the process it shares (same-process rows). */
+  cpuOf?: Proc;
   readonly rounds: WrkResult[];
+  /** CPU time its process spent per request answered, per round: what a busy machine does not distort. */
+  readonly cpuUsPerRequest: number[];
   rssKiB?: number;
   note?: string;
 }
@@ -54,6 +71,7 @@ async function startPeers(targets: Target[], wanted: (id: string) => boolean): P
     port,
     secret: PEER_SECRET,
     rounds: [],
+    cpuUsPerRequest: [],
   });
   if (wanted('nginx')) {
     const t = peer('nginx', 'nginx (map + limit_req)', PORT.nginx);
@@ -110,10 +128,49 @@ async function startPeers(targets: Target[], wanted: (id: string) => boolean): P
   }
 }
 
+/**
+ * Keys the one-limit key's process also serves, each a row: a plan of two limits (issue 15), and a key
+ * of a consumer with a plan on the consumer only, on the key only, and on both (issue 25), each within
+ * 10 % of the one-limit key. Every plan is huge: the limiter decides every request, refusing none.
+ */
+const SAME_PROCESS_ROWS: { id: string; label: string; key: (port: number) => Promise<string> }[] = [
+  {
+    id: 'tollgate-redis-2limits',
+    label: 'Tollgate Redis mode, same process, a plan of two limits (second + month)',
+    key: (port) => createKey(port, 'two-limits', true, TWO_LIMIT_PLAN_ID),
+  },
+  {
+    id: 'tollgate-redis-consumer-plan',
+    label: 'Tollgate Redis mode, same process, a key of a consumer: a plan on the consumer only',
+    key: async (port) =>
+      createKey(
+        port,
+        'of-a-consumer',
+        false,
+        undefined,
+        await createConsumer(port, 'consumer-plan', PLAN_ID),
+      ),
+  },
+  {
+    id: 'tollgate-redis-key-plan',
+    label: 'Tollgate Redis mode, same process, a key of a consumer: a plan on the key only',
+    key: async (port) => createKey(port, 'own-plan', true, PLAN_ID, await createConsumer(port, 'no-plan')),
+  },
+  {
+    id: 'tollgate-redis-both-plans',
+    label: 'Tollgate Redis mode, same process, a key of a consumer: a plan on each',
+    key: async (port) =>
+      createKey(port, 'both-plans', true, PLAN_ID, await createConsumer(port, 'both-plans', PLAN_ID)),
+  },
+];
+
 async function startTollgates(targets: Target[], wanted: (id: string) => boolean): Promise<void> {
-  const ids = ['tollgate-embedded', 'tollgate-redis', 'tollgate-redis-2limits', 'tollgate-redis-w2'].filter(
-    wanted,
-  );
+  const ids = [
+    'tollgate-embedded',
+    'tollgate-redis',
+    'tollgate-redis-w2',
+    ...SAME_PROCESS_ROWS.map((row) => row.id),
+  ].filter(wanted);
   if (ids.length === 0 || !buildTollgate()) return;
   if (wanted('tollgate-embedded')) {
     const t: Target = {
@@ -122,6 +179,7 @@ async function startTollgates(targets: Target[], wanted: (id: string) => boolean
       port: PORT.tollgateEmbedded,
       secret: '',
       rounds: [],
+      cpuUsPerRequest: [],
     };
     t.proc = await startTollgate({ name: t.id, port: t.port, mode: 'embedded' });
     await ensurePlan(t.port);
@@ -140,24 +198,70 @@ async function startTollgates(targets: Target[], wanted: (id: string) => boolean
         workers === 1
           ? 'Tollgate Redis mode + Postgres, 1 process'
           : `Tollgate Redis mode + Postgres, WORKERS=${workers}`;
-      const t: Target = { id, label, port, secret: '', rounds: [] };
+      const t: Target = { id, label, port, secret: '', rounds: [], cpuUsPerRequest: [] };
       t.proc = await startTollgate({ name: id, port, mode: 'redis', databaseUrl, workers });
       await ensurePlan(port);
       t.secret = await createKey(port, id);
       targets.push(t);
     }
-    // The same process, a key whose plan holds a burst limit and a monthly quota: the cost of a second limit.
+    // Other keys in the same process as the one-limit key: what their plans cost against it, in one run.
     const one = targets.find((t) => t.id === 'tollgate-redis');
-    if (one && wanted('tollgate-redis-2limits')) {
-      const secret = await createKey(one.port, 'two-limits', true, TWO_LIMIT_PLAN_ID);
+    for (const row of SAME_PROCESS_ROWS) {
+      if (!one || !wanted(row.id)) continue;
       targets.push({
-        id: 'tollgate-redis-2limits',
-        label: 'Tollgate Redis mode, same process, a plan of two limits (second + month)',
+        id: row.id,
+        label: row.label,
         port: one.port,
-        secret,
+        secret: await row.key(one.port),
+        cpuOf: one.proc,
         rounds: [],
+        cpuUsPerRequest: [],
       });
     }
+  }
+}
+
+/**
+ * BENCH_BASELINE's build, embedded and in Redis mode, beside this tree's: its own data folder, database
+ * and Redis key prefix, since an older build's schema and key layout may differ.
+ */
+async function startBaseline(targets: Target[], wanted: (id: string) => boolean): Promise<void> {
+  if (BASELINE === undefined) return;
+  const main = path.join(BASELINE, 'dist/src/main.js');
+  if (!fs.existsSync(main)) throw new Error(`BENCH_BASELINE: ${main} does not exist (build it there first)`);
+  const commit = /^[0-9a-f]{7,40}$/.exec(path.basename(BASELINE))?.[0] ?? path.basename(BASELINE);
+  const modes = [
+    [
+      'tollgate-embedded-baseline',
+      PORT.tollgateEmbeddedBaseline,
+      'embedded',
+      'embedded (SQLite, in-process counters)',
+    ],
+    ['tollgate-redis-baseline', PORT.tollgateRedisBaseline, 'redis', 'Redis mode + Postgres, 1 process'],
+  ] as const;
+  for (const [id, port, mode, label] of modes) {
+    if (!wanted(id)) continue;
+    const t: Target = {
+      id,
+      label: `Tollgate ${label}, baseline build (${commit})`,
+      port,
+      secret: '',
+      rounds: [],
+      cpuUsPerRequest: [],
+    };
+    t.proc = await startTollgate({
+      name: id,
+      port,
+      mode,
+      main,
+      ...(mode === 'redis' && {
+        databaseUrl: await freshDatabase(`${DB_NAME}_baseline`),
+        extraEnv: { REDIS_KEY_PREFIX: 'bench-baseline:' },
+      }),
+    });
+    await ensurePlan(port);
+    t.secret = await createKey(port, id);
+    targets.push(t);
   }
 }
 
@@ -193,20 +297,22 @@ function renderTable(targets: Target[]): string {
           rps: median(t.rounds.map((r) => r.rps)),
           p50: median(t.rounds.map((r) => r.p50)),
           p99: median(t.rounds.map((r) => r.p99)),
+          cpu: t.cpuUsPerRequest.length > 0 ? median(t.cpuUsPerRequest) : undefined,
         }
       : undefined;
   const b = agg(backend);
   const g = agg(tollgate);
   const rows = [
-    '| target | req/s | ÷ backend | ÷ Tollgate | p50 ms | ÷ backend | ÷ Tollgate | p99 ms | ÷ backend | ÷ Tollgate | non-2xx | req/s per round | RSS after |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|',
+    '| target | req/s | ÷ backend | ÷ Tollgate | p50 ms | ÷ backend | ÷ Tollgate | p99 ms | ÷ backend | ÷ Tollgate | CPU µs per request | ÷ Tollgate | non-2xx | req/s per round | RSS after |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|',
   ];
   for (const t of targets) {
-    const a = agg(t) as { rps: number; p50: number; p99: number };
+    const a = agg(t)!;
+    const cpu = a.cpu === undefined ? '— | —' : `${fmt(a.cpu, 1)} | ${ratio(a.cpu, g?.cpu)}`;
     const non2xx = t.rounds.reduce((s, r) => s + r.non2xx + r.socketErrors, 0);
     const label = t.note ? `${t.label} ⚠ ${t.note}` : t.label;
     rows.push(
-      `| ${label} | ${fmt(a.rps)} | ${ratio(a.rps, b?.rps)} | ${ratio(a.rps, g?.rps)} | ${fmt(a.p50, 2)} | ${ratio(a.p50, b?.p50)} | ${ratio(a.p50, g?.p50)} | ${fmt(a.p99, 2)} | ${ratio(a.p99, b?.p99)} | ${ratio(a.p99, g?.p99)} | ${fmt(non2xx)} | ${t.rounds.map((r) => fmt(r.rps)).join(' / ')} | ${t.rssKiB ? `${fmt(t.rssKiB / 1024)} MiB` : '—'} |`,
+      `| ${label} | ${fmt(a.rps)} | ${ratio(a.rps, b?.rps)} | ${ratio(a.rps, g?.rps)} | ${fmt(a.p50, 2)} | ${ratio(a.p50, b?.p50)} | ${ratio(a.p50, g?.p50)} | ${fmt(a.p99, 2)} | ${ratio(a.p99, b?.p99)} | ${ratio(a.p99, g?.p99)} | ${cpu} | ${fmt(non2xx)} | ${t.rounds.map((r) => fmt(r.rps)).join(' / ')} | ${t.rssKiB ? `${fmt(t.rssKiB / 1024)} MiB` : '—'} |`,
     );
   }
   return rows.join('\n');
@@ -233,9 +339,11 @@ export async function table(): Promise<string> {
       secret: PEER_SECRET,
       proc: backendProc,
       rounds: [],
+      cpuUsPerRequest: [],
     });
   await startPeers(targets, wanted);
   await startTollgates(targets, wanted);
+  await startBaseline(targets, wanted);
   for (const t of targets) await checkJob(t);
   if (PIN) {
     // WORKERS=2 is two processes: it keeps every CPU, and its row says so.
@@ -263,8 +371,11 @@ export async function table(): Promise<string> {
     // Each round starts one target later, so no target always runs right after the same neighbour.
     for (let i = 0; i < targets.length; i++) {
       const t = targets[(i + round) % targets.length] as Target;
+      const pid = (t.cpuOf ?? t.proc)?.child.pid;
+      const cpuBefore = pid === undefined ? 0 : treeCpuUs(pid);
       const r = await load(t, DURATION);
       t.rounds.push(r);
+      if (pid !== undefined) t.cpuUsPerRequest.push((treeCpuUs(pid) - cpuBefore) / r.requests);
       log(
         `round ${round + 1}/${ROUNDS} ${t.id}: ${fmt(r.rps)} req/s, p50 ${fmt(r.p50, 2)} ms, p99 ${fmt(r.p99, 2)} ms, non-2xx ${r.non2xx + r.socketErrors}`,
       );
@@ -280,7 +391,7 @@ export async function table(): Promise<string> {
 
   const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
   const body = [
-    `Latest run: ${when} UTC, \`${PIN ? 'BENCH_PIN=1 ' : ''}npm run bench\` (wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} alternating rounds × ${DURATION} s after a ${WARMUP} s warm-up each; medians of the rounds; ratios are this row ÷ the backend row and ÷ the Tollgate Redis-mode one-process row; non-2xx includes socket errors${PIN ? `; every target pinned to CPU ${TARGET_CPUS}, wrk and the backend to CPU ${CLIENT_CPUS}` : ''}).`,
+    `Latest run: ${when} UTC, \`${PIN ? 'BENCH_PIN=1 ' : ''}npm run bench\` (wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} alternating rounds × ${DURATION} s after a ${WARMUP} s warm-up each; medians of the rounds; ratios are this row ÷ the backend row and ÷ the Tollgate Redis-mode one-process row; CPU µs per request is the user + system time of the target's process tree (for a same-process row, the process it shares) during its rounds ÷ the requests answered, which a busy machine distorts far less than req/s; non-2xx includes socket errors${PIN ? `; every target pinned to CPU ${TARGET_CPUS}, wrk and the backend to CPU ${CLIENT_CPUS}` : ''}).`,
     '',
     machine(),
     '',

@@ -55,11 +55,20 @@ export const PORT = {
   tollgateEmbedded: 18085,
   tollgateRedis: 18086,
   tollgateRedisW2: 18087,
+  tollgateEmbeddedBaseline: 18088,
+  tollgateRedisBaseline: 18089,
   replicaBase: 18090,
   routes: 18120,
   opsOffset: 100,
 } as const;
 export const BACKEND_URL = `http://127.0.0.1:${PORT.backend}`;
+
+/**
+ * BENCH_BASELINE: the folder of another build of Tollgate (an older commit, built there): the table
+ * then runs it too, embedded and in Redis mode, in the same alternating rounds as this tree's build,
+ * so a before/after comparison is one run on one machine.
+ */
+export const BASELINE = env.BENCH_BASELINE ? path.resolve(env.BENCH_BASELINE) : undefined;
 
 /** What one run changes as it goes: its work directory and the Redis its targets use. */
 export const run = { workDir: '', redisUrl: REDIS_URL };

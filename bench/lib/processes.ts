@@ -1,5 +1,5 @@
 // Processes: each child leads its own process group, so nginx workers and Tollgate's cluster
-// workers stop with it. A run killed with SIGKILL is cleaned up by the next (pids.json).
+// workers stop with it. A run killed with SIGKILL is cleaned up by the next (pids-<runner pid>.json).
 import { spawn, execFileSync, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -16,29 +16,40 @@ export interface Proc {
 
 const procs: Proc[] = [];
 
+/** This run's record of the process groups it started: one file per runner, as runs may overlap. */
+export const PIDS_FILE = path.join(STATE_DIR, `pids-${process.pid}.json`);
+
 function recordPids(): void {
   const live = procs
     .filter((p) => !p.exited && p.child.pid !== undefined)
     .map((p) => ({ pid: p.child.pid, marker: run.workDir }));
-  fs.writeFileSync(path.join(STATE_DIR, 'pids.json'), JSON.stringify(live));
+  fs.writeFileSync(PIDS_FILE, JSON.stringify(live));
 }
 
-// A previous run killed with SIGKILL could not clean up; its groups are stopped here, but only
+/** Whether `pid` is a bench runner still running: its record belongs to a run in progress, not to us. */
+const isRunningBench = (pid: number): boolean =>
+  readFileOr(`/proc/${pid}/cmdline`, '').replaceAll('\0', ' ').includes('bench/run.ts');
+
+// A previous run killed with SIGKILL could not clean up; its groups are stopped here, but only those
+// of runners that are gone (another developer's run may be going on beside this one), and only
 // processes whose command line still names that run's work directory (a pid may have been reused).
-function reapPreviousRun(): void {
+function reapPreviousRuns(): void {
   fs.mkdirSync(STATE_DIR, { recursive: true });
-  const file = path.join(STATE_DIR, 'pids.json');
-  if (!fs.existsSync(file)) return;
-  const stale = JSON.parse(fs.readFileSync(file, 'utf8')) as { pid: number; marker: string }[];
-  for (const { pid, marker } of stale) {
-    const cmdline = readFileOr(`/proc/${pid}/cmdline`, '').replaceAll('\0', ' ');
-    const environ = readFileOr(`/proc/${pid}/environ`, '');
-    if (marker && (cmdline.includes(marker) || environ.includes(marker))) {
-      log(`stopping process group ${pid} left by an interrupted run`);
-      killGroup(pid, 'SIGKILL');
+  for (const name of fs.readdirSync(STATE_DIR)) {
+    const runner = /^pids-(\d+)\.json$/.exec(name)?.[1];
+    if (runner === undefined || isRunningBench(Number(runner))) continue;
+    const file = path.join(STATE_DIR, name);
+    const stale = JSON.parse(readFileOr(file, '[]')) as { pid: number; marker: string }[];
+    for (const { pid, marker } of stale) {
+      const cmdline = readFileOr(`/proc/${pid}/cmdline`, '').replaceAll('\0', ' ');
+      const environ = readFileOr(`/proc/${pid}/environ`, '');
+      if (marker && (cmdline.includes(marker) || environ.includes(marker))) {
+        log(`stopping process group ${pid} left by an interrupted run`);
+        killGroup(pid, 'SIGKILL');
+      }
     }
+    fs.rmSync(file, { force: true });
   }
-  fs.rmSync(file, { force: true });
 }
 
 export function readFileOr(file: string, fallback: string): string {
@@ -65,7 +76,7 @@ export function startProc(
 ): Proc {
   const logFile = path.join(run.workDir, `${name}.log`);
   const fd = fs.openSync(logFile, 'a');
-  // BENCH_RUN_DIR marks the process as ours for reapPreviousRun, whatever its command line.
+  // BENCH_RUN_DIR marks the process as ours for reapPreviousRuns, whatever its command line.
   const childEnv = { ...baseEnv(), ...extraEnv, BENCH_RUN_DIR: run.workDir };
   const [cmd, argv] = niced(command, args);
   const child = spawn(cmd, argv, { cwd: ROOT, detached: true, stdio: ['ignore', fd, fd], env: childEnv });
@@ -216,7 +227,7 @@ export function pinTree(rootPid: number | undefined, cpus: string): void {
 }
 
 export function ensureWorkDir(): void {
-  reapPreviousRun();
+  reapPreviousRuns();
   run.workDir = fs.mkdtempSync(path.join(STATE_DIR, 'run-'));
   log(`work directory ${run.workDir} (configs and logs)`);
 }

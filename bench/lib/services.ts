@@ -65,16 +65,16 @@ export async function startBackend(): Promise<Proc> {
   return proc;
 }
 
-export async function freshDatabase(): Promise<string> {
+export async function freshDatabase(name = DB_NAME): Promise<string> {
   const admin = new pg.Client({ connectionString: `${PG_URL}/postgres` });
   await admin.connect();
   try {
-    await admin.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
-    await admin.query(`CREATE DATABASE ${DB_NAME}`);
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${name}`);
   } finally {
     await admin.end();
   }
-  return `${PG_URL}/${DB_NAME}`;
+  return `${PG_URL}/${name}`;
 }
 
 export async function flushRedis(url: string): Promise<void> {
@@ -109,6 +109,8 @@ export interface TollgateOptions {
   readonly workers?: number;
   readonly nodeArgs?: string[];
   readonly extraEnv?: Record<string, string>;
+  /** Another build's entry point (BENCH_BASELINE's); this tree's by default. */
+  readonly main?: string;
 }
 
 export const encryptionKey = randomBytes(32).toString('base64');
@@ -134,7 +136,12 @@ export async function startTollgate(o: TollgateOptions): Promise<Proc> {
     vars.SECRET_ENCRYPTION_KEY = encryptionKey;
     vars.DATA_DIR = path.join(run.workDir, `${o.name}-data`);
   }
-  const proc = startProc(o.name, NODE, [...TOLLGATE_NODE_ARGS, ...(o.nodeArgs ?? []), TOLLGATE_MAIN], vars);
+  const proc = startProc(
+    o.name,
+    NODE,
+    [...TOLLGATE_NODE_ARGS, ...(o.nodeArgs ?? []), o.main ?? TOLLGATE_MAIN],
+    vars,
+  );
   await waitFor(proc, '/readyz', httpOk(`http://127.0.0.1:${opsPort}/readyz`));
   return proc;
 }
@@ -177,17 +184,25 @@ export async function ensurePlan(port: number): Promise<void> {
   );
 }
 
-// A key bound to a huge plan (of one limit, or of two): the limiter runs on every request but never refuses.
+// A key bound to a huge plan (of one limit, or of two): the limiter runs on every request but never
+// refuses. `consumerId`: a key of that consumer, whose plan (if any) is decided with the key's at once.
 export async function createKey(
   port: number,
   name: string,
   applyPlan = true,
   planId = PLAN_ID,
+  consumerId?: string,
 ): Promise<string> {
-  const key = await management(port, '/consumer-api-key/create', { name });
+  const key = await management(port, '/consumer-api-key/create', { name, consumerId });
   if (applyPlan)
     await management(port, '/api-keys/apply-rate-limit', { consumerApiKeyId: key.id, rateLimitId: planId });
   return String(key.secret);
+}
+
+// A consumer (an account holding keys), bound to `planId` when given; its id.
+export async function createConsumer(port: number, name: string, planId?: string): Promise<string> {
+  const consumer = await management(port, '/tollgate/consumers', { name, rateLimitId: planId });
+  return String(consumer.consumerId);
 }
 
 // ---------------------------------------------------------------------------------------------

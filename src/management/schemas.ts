@@ -7,6 +7,7 @@ import { EVENT_TYPES, type EventType } from '../events/event-types.js';
 import { ALGORITHMS, MAX_COST, MAX_COSTS, MAX_LIMITS, MIN_COST, type Algorithm } from '../plans/plan.js';
 import { PERIODS, type Period } from '../plans/window.js';
 import { CreditsInput, CreditsOrNull } from './credit-schemas.js';
+import { GRANULARITIES, type Granularity } from '../usage/granularity.js';
 import { RATE_LIMIT_ID_PATTERN, RequestMatchSchema, RouteId } from './request-match-schemas.js';
 import { KEY_SORTS, type KeySort } from './key-list-sort.js';
 import { SCOPES, type Scope } from './scopes.js';
@@ -610,9 +611,9 @@ export const RemovePlanResponse = Type.Object(
 
 // ---- usage over time ----
 
-export const GranularitySchema = Type.Unsafe<'minute' | 'hour' | 'day' | 'month'>({
+export const GranularitySchema = Type.Unsafe<Granularity>({
   type: 'string',
-  enum: ['minute', 'hour', 'day', 'month'],
+  enum: [...GRANULARITIES],
   description: 'Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond',
 });
 

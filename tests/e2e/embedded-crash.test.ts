@@ -1,10 +1,11 @@
 /**
  * The embedded default survives being killed (issue 17): SIGKILL under load at a random moment, then a
  * restart on the same DATA_DIR, fifteen times in a row (a start takes about a second, so the whole run
- * stays near a minute). The load is proxied requests and, at the same time, plans and keys bound to
- * them created one after another, so the kill can land in the middle of a write. Every key, plan and
- * binding whose creation was acknowledged is there after each restart, and a key's usage is short by
- * at most what the killed process answered in its last second, never more than was answered; its
+ * stays near a minute). The load is proxied requests with keys of one consumer (each key with a plan
+ * of its own, and the consumer's) and, at the same time, plans and keys bound to them created one after
+ * another, so the kill can land in the middle of a write. Every key, plan and binding whose creation
+ * was acknowledged is there after each restart, and a key's usage, and the consumer's, is short by at
+ * most what the killed processes answered in their last second, never more than was answered; a key's
  * series by route (the load takes route `crash`) counts exactly what its totals count.
  */
 import { randomBytes, randomInt } from 'node:crypto';
@@ -12,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBackend, type Backend } from './helpers/backend.js';
-import { hit, keyWithPlan, sleep, totalOn } from './helpers/replicas.js';
+import { consumerWithKeys, hit, keyWithPlan, sleep, totalOn, usageOn } from './helpers/replicas.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
 const KILLS = 15;
@@ -32,7 +33,7 @@ afterAll(async () => {
   expectNoSecretsLogged();
 }, 60_000);
 
-it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs under load`, async () => {
+it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs under load, and counts their consumer's usage at most once`, async () => {
   const acknowledged: { id: string; secret: string; answered: number; lastSecond: number }[] = [];
   /** Per round, the plans and keys bound to them whose creation was answered 201 while the load ran. */
   const written: { planId: string; keyId?: string }[][] = [];
@@ -43,6 +44,19 @@ it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs unde
         expect((await t.admin('GET', `/consumer-api-key/${keyId}`)).body.rateLimitId).toBe(planId);
     }
   };
+  let consumerId: string | undefined;
+  /** What the consumer's usage may show: what its keys were answered, less at most their last seconds. */
+  const consumerUsage = async (t: Tollgate) => {
+    const answered = acknowledged.reduce((n, key) => n + key.answered, 0);
+    const atRisk = acknowledged.reduce((n, key) => n + key.lastSecond, 0);
+    const { total } = (await usageOn(t, `/tollgate/consumers/${consumerId}`))!;
+    expect(total).toBeLessThanOrEqual(answered);
+    expect(total).toBeGreaterThanOrEqual(answered - atRisk);
+    // Each request once: the consumer's total is its keys' totals summed.
+    const keys = await Promise.all(acknowledged.map((key) => totalOn(t, key.id)));
+    expect(total).toBe(keys.reduce((n: number, k) => n + k!, 0));
+    return total;
+  };
   for (let round = 0; round < KILLS; round++) {
     tollgate = await startTollgate({ DATA_DIR: dataDir, ROOT_TOKEN: rootToken, UPSTREAM_URL: backend.url });
     if (round === 0) {
@@ -50,6 +64,9 @@ it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs unde
       expect((await tollgate.admin('POST', '/tollgate/routes', route)).status).toBe(201);
       await sleep(1_000); // in force within a second
     }
+    consumerId ??= (await consumerWithKeys(tollgate, 'crashing', { keys: 0, limit: 1_000_000_000 }))
+      .consumerId;
+    await consumerUsage(tollgate);
     // The writes of the round just killed here; all of them again at the end.
     await expectWritten(tollgate, written.slice(-1));
     // Everything acknowledged before is here, with its plan; usage short by at most the last second.
@@ -62,7 +79,11 @@ it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs unde
       expect(detail.body.usage.totalRequests).toBeLessThanOrEqual(key.answered);
       expect(detail.body.usage.totalRequests).toBeGreaterThanOrEqual(key.answered - key.lastSecond);
     }
-    const key = { ...(await keyWithPlan(tollgate, `crash-${round}`, 1_000_000)), answered: 0, lastSecond: 0 };
+    const key = {
+      ...(await keyWithPlan(tollgate, `crash-${round}`, 1_000_000, 'day', consumerId)),
+      answered: 0,
+      lastSecond: 0,
+    };
     acknowledged.push(key);
     const t = tollgate;
     const answeredAt: number[] = [];
@@ -126,4 +147,11 @@ it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs unde
       ]),
     ).toEqual([['crash', total]]);
   }
+  // The consumer's usage over time counts what its detail counts, once.
+  const total = await consumerUsage(tollgate);
+  const overTime = await tollgate.admin('GET', `/tollgate/consumers/${consumerId}/usage?granularity=hour`);
+  expect(overTime.body.buckets.reduce((n: number, b: { requests: number }) => n + b.requests, 0)).toBe(total);
+  console.log(
+    `${KILLS} SIGKILLs: the consumer's keys were answered ${acknowledged.reduce((n, k) => n + k.answered, 0)} requests, ${acknowledged.reduce((n, k) => n + k.lastSecond, 0)} of them in a last second; it counts ${total}`,
+  );
 }, 300_000);

@@ -1,11 +1,18 @@
-/** SIGTERM as the contract orders it: not ready, no new connections, in-flight requests finish, usage flushed, exit 0. */
+/**
+ * SIGTERM as the contract orders it: not ready, no new connections, in-flight requests finish, usage
+ * flushed, exit 0; under load, in both modes, every request a consumer's keys were answered is counted
+ * once, for each key and for the consumer.
+ */
 import { randomBytes } from 'node:crypto';
+import { get } from 'node:http';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RedisServer } from '../helpers/redis-server.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { startBackend, type Backend } from './helpers/backend.js';
+import { MODES, type Deployment } from './helpers/modes.js';
+import { consumerWithKeys, sleep, usageOn, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
 let backend: Backend;
@@ -46,6 +53,88 @@ it('drains: readiness turns 503, a request in flight finishes, new connections a
   expect(detail.body.usage.endpoints).toEqual([
     expect.objectContaining({ endpoint: '/slow/1500', requests: 1 }),
   ]);
+});
+
+/**
+ * A proxied request on a connection of its own, closed after the answer: its status, or 0 when the
+ * connection was refused or broke. (A client that keeps a busy connection open past SIGTERM holds the
+ * drain to SHUTDOWN_TIMEOUT_MS, which then cuts its request short: that is the other case.)
+ */
+const requestAlone = (t: Tollgate, secret: string): Promise<number> =>
+  new Promise((resolve) => {
+    const req = get(
+      `${t.url}/v1/drained`,
+      { agent: false, headers: { authorization: `Bearer ${secret}` } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+        res.on('error', () => resolve(0));
+      },
+    );
+    req.on('error', () => resolve(0));
+  });
+
+describe.each(MODES)('SIGTERM under load, $name', (mode) => {
+  let deployment: Deployment;
+  let running: Tollgate | undefined;
+
+  beforeAll(async () => {
+    deployment = await mode.deploy();
+  }, 60_000);
+
+  afterAll(async () => {
+    await running?.stop();
+    await deployment?.dispose();
+  });
+
+  it("counts once every request a consumer's keys were answered, before and during the drain", async () => {
+    const settings = { ...deployment.env, UPSTREAM_URL: backend.url, SHUTDOWN_TIMEOUT_MS: '5000' };
+    const first = await startTollgate(settings);
+    running = first;
+    const account = await consumerWithKeys(first, 'drained', {
+      keys: 3,
+      limit: 10_000_000,
+      keyLimit: 10_000_000,
+    });
+    const answered = account.keys.map(() => 0);
+    let exited = false;
+    // Each client goes round the keys until the process has exited; a refused connection answers nothing.
+    const loops = Array.from({ length: 6 }, async (_, n) => {
+      for (let i = n; !exited; i++) {
+        const k = i % account.keys.length;
+        if ((await requestAlone(first, account.keys[k]!.secret)) === 200) answered[k]!++;
+        else await sleep(10);
+      }
+    });
+    await sleep(1_500);
+    const exit = new Promise<number | null>((resolve) => first.process.once('exit', resolve));
+    first.process.kill('SIGTERM');
+    expect(await exit).toBe(0);
+    exited = true;
+    await Promise.all(loops);
+    const all = answered.reduce((a, b) => a + b, 0);
+    expect(answered.every((n) => n > 0)).toBe(true);
+
+    // The next process on the same storage shows each of them once: nothing lost, nothing twice.
+    running = await startTollgate({ ...settings, ROOT_TOKEN: first.rootToken });
+    const consumerPath = `/tollgate/consumers/${account.consumerId}`;
+    const { value: shown } = await waitFor(
+      () => usageOn(running!, consumerPath),
+      (u) => u?.total === all,
+      { timeoutMs: 5_000, everyMs: 200 },
+    );
+    console.log(
+      `SIGTERM under load, ${mode.name}: ${all} answered (keys ${answered.join(' + ')}), the consumer shows ${shown?.total}`,
+    );
+    expect(shown).toEqual({ total: all, successful: all });
+    for (const [k, key] of account.keys.entries())
+      expect(await usageOn(running, `/consumer-api-key/${key.id}`)).toEqual({
+        total: answered[k],
+        successful: answered[k],
+      });
+    const overTime = await running.admin('GET', `${consumerPath}/usage?granularity=hour`);
+    expect(overTime.body.buckets.reduce((n: number, b: { requests: number }) => n + b.requests, 0)).toBe(all);
+  }, 60_000);
 });
 
 it('never writes a secret to its logs', () => expectNoSecretsLogged());

@@ -53,6 +53,30 @@ function walkthrough(name: string): string {
   return block.script;
 }
 
+/**
+ * Waits out the last 30 s of a UTC month, so that a block's requests and the month it reads them back
+ * in (a monthly quota, this month's usage) are the same month.
+ */
+async function awayFromTheEndOfAMonth(): Promise<void> {
+  const now = new Date();
+  const nextMonth = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+  if (nextMonth - now.getTime() < 30_000)
+    await new Promise((r) => setTimeout(r, nextMonth - now.getTime() + 1_000));
+}
+
+/** The JSON objects among a block's output lines, in order. */
+const jsonLines = (stdout: string): Record<string, unknown>[] =>
+  stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+interface Bucket {
+  readonly requests: number;
+  readonly rateLimited: number;
+}
+const requestsIn = (buckets: readonly Bucket[]) => buckets.reduce((sum, b) => sum + b.requests, 0);
+
 /** A random root token, as the README has the reader make one; the blocks read it from the environment. */
 const ROOT_TOKEN = randomBytes(32).toString('hex');
 
@@ -120,6 +144,9 @@ describe('the walk-throughs of the README and the guides', () => {
       routes: 'docs/guides/routes.md',
       webhooks: 'docs/guides/webhooks.md',
       credits: 'docs/guides/credits.md',
+      consumers: 'docs/guides/consumers.md',
+      plans: 'docs/guides/plans.md',
+      usage: 'docs/guides/usage-and-billing.md',
     });
   });
 
@@ -308,5 +335,117 @@ describe('the walk-throughs of the README and the guides', () => {
         lastStatus: 204,
       }),
     ]);
+  });
+
+  it('consumers.md: two keys of one account share its monthly quota, and its usage counts both', async () => {
+    await awayFromTheEndOfAMonth();
+    const { stdout } = await run(walkthrough('consumers'), tollgate.url);
+    const [plan, consumer, refusal, detail, overTime] = jsonLines(stdout);
+    expect(plan).toMatchObject({
+      rateLimitId: 'acme-monthly',
+      limits: [{ name: 'quota', limit: 5, period: 'month' }],
+    });
+    expect(consumer).toMatchObject({
+      consumerId: expect.stringMatching(/^con_/),
+      name: 'Acme',
+      externalId: 'acct_acme',
+      rateLimitId: 'acme-monthly',
+      keyCount: 0,
+    });
+    // Three calls with the production key and two with the staging key pass; the sixth is refused.
+    expect(stdout.split('\n')[2]!.trim()).toBe('200 200 200 200 200');
+    expect(stdout).toMatch(/^HTTP\/1\.1 429 Too Many Requests\r?$/m);
+    expect(stdout).toMatch(/^ratelimit-policy: "consumer\.quota";q=5;w=\d+\r?$/im);
+    expect(stdout).toMatch(/^retry-after: \d+\r?$/im);
+    expect(refusal).toMatchObject({
+      code: 'rate_limit_exceeded',
+      limit: 5,
+      period: 'month',
+      remaining: 0,
+      name: 'consumer.quota',
+      scope: 'consumer',
+    });
+    expect(detail).toMatchObject({
+      consumerId: consumer!.consumerId,
+      keyCount: 2,
+      usage: {
+        totalRequests: 6,
+        successfulRequests: 5,
+        failedRequests: 1,
+        endpoints: [{ endpoint: '/v1/orders', requests: 6, successful: 5, failed: 1 }],
+        rateLimits: {
+          limit: 5,
+          remaining: 0,
+          limits: [{ name: 'consumer.quota', limit: 5, period: 'month', remaining: 0, scope: 'consumer' }],
+        },
+      },
+    });
+    const usage = overTime as {
+      granularity: string;
+      buckets: Bucket[];
+      series: { endpoint: string; buckets: Bucket[] }[];
+    };
+    expect(usage.granularity).toBe('day');
+    expect(requestsIn(usage.buckets)).toBe(6);
+    expect(usage.buckets.reduce((sum, b) => sum + b.rateLimited, 0)).toBe(1);
+    expect(usage.series.map((s) => [s.endpoint, requestsIn(s.buckets)])).toEqual([['/v1/orders', 6]]);
+  });
+
+  it('plans.md: a plan of a burst limit and a monthly quota reports both, and the burst limit refuses the eleventh call of a second', async () => {
+    await awayFromTheEndOfAMonth();
+    const { stdout } = await run(walkthrough('plans'), tollgate.url);
+    const [plan] = jsonLines(stdout);
+    expect(plan).toMatchObject({
+      rateLimitId: 'pro',
+      limits: [
+        { name: 'burst', limit: 10, period: 'second', algorithm: 'fixed' },
+        { name: 'monthly', limit: 10000, period: 'month', algorithm: 'fixed' },
+      ],
+    });
+    expect(stdout).toMatch(/^ratelimit-policy: "burst";q=10;w=1, "monthly";q=10000;w=\d+\r?$/im);
+    expect(stdout).toMatch(/^ratelimit: "burst";r=9;t=1\r?$/im);
+    const calls = stdout.split('\n').filter((line) => /^\d{3} /.test(line));
+    expect(calls).toEqual([
+      ...[9, 8, 7, 6, 5, 4, 3, 2, 1, 0].map((left) => `200 "burst";r=${left};t=1`),
+      '429 "burst";r=0;t=1',
+    ]);
+    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toMatchObject({
+      code: 'rate_limit_exceeded',
+      limit: 10,
+      period: 'second',
+      remaining: 0,
+      name: 'burst',
+      scope: 'key',
+    });
+  });
+
+  it("usage-and-billing.md: a key's month by day and by customer as CSV, by endpoint as JSON, and the fleet's busiest keys", async () => {
+    await awayFromTheEndOfAMonth();
+    const { stdout } = await run(walkthrough('usage'), tollgate.url);
+    const [byDay, byCustomer] = stdout
+      .split(/^(?=start,)/m)
+      .map((csv) => csv.split('\n').filter((line) => /^\d{4}-/.test(line)));
+    const now = new Date();
+    const daysInMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 0)).getUTCDate();
+    expect(byDay).toHaveLength(daysInMonth);
+    // Every day present, each with the header's 20 columns (an empty bucket's percentiles left empty).
+    expect(new Set(byDay!.map((row) => row.split(',').length))).toEqual(new Set([20]));
+    const requestsByDay = byDay!.map((row) => Number(row.split(',')[1]));
+    expect(requestsByDay.reduce((a, b) => a + b, 0)).toBe(4);
+    expect(requestsByDay[now.getUTCDate() - 1]).toBe(4);
+    expect(byCustomer!.map((row) => row.split(',').slice(1, 3))).toEqual([
+      ['"acme"', '3'],
+      ['"globex"', '1'],
+    ]);
+    const [byEndpoint, fleet] = jsonLines(stdout) as [
+      { series: { endpoint: string; buckets: Bucket[] }[] },
+      { topKeys: { name: string; requests: number }[]; topConsumers: unknown[] },
+    ];
+    expect(byEndpoint.series.map((s) => [s.endpoint, requestsIn(s.buckets)])).toEqual([
+      ['/v1/weather', 3],
+      ['/v1/forecast', 1],
+    ]);
+    expect(fleet.topKeys).toContainEqual(expect.objectContaining({ name: 'invoicing-demo', requests: 4 }));
+    expect(Array.isArray(fleet.topConsumers)).toBe(true);
   });
 });

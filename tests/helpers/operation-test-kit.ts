@@ -12,6 +12,7 @@ import { sql } from 'kysely';
 import request, { type Response } from 'supertest';
 import { createManagementApp, type ManagementDeps } from '../../src/management/app.js';
 import { buildOpenApiDocument, openApiPath } from '../../src/management/openapi.js';
+import type { RateLimiter } from '../../src/limits/rate-limiter.js';
 import type { Operation } from '../../src/management/operation.js';
 import { SCOPES, type Scope } from '../../src/management/scopes.js';
 import { AuthThrottle } from '../../src/proxy/auth-throttle.js';
@@ -30,16 +31,20 @@ type Overrides = Partial<Omit<ManagementDeps, 'rootToken' | 'usage'>>;
 /** One running management app over a fresh, migrated store, and what tests make on it. */
 export interface Harness {
   readonly app: Express;
+  /** The store's database, for what no management call makes (another replica's lease, a fan-out). */
+  readonly db: Db;
   /** Another app over the same database with other dependencies (a low throttle, a failing limiter). */
   appWith(overrides: Overrides): Express;
-  /** A new key (`rateLimitId`: bound to that plan); its id. */
-  key(settings?: { rateLimitId?: string }): Promise<string>;
+  /** A POST of `body` to `path` with the root token that must answer 201 (a route, a webhook…); its body. */
+  create(path: string, body: object): Promise<Record<string, string>>;
+  /** A new key (`rateLimitId`: bound to that plan; `consumerId`: held by that consumer); its id. */
+  key(settings?: { rateLimitId?: string; consumerId?: string }): Promise<string>;
   /** A new key's secret. */
   secret(): Promise<string>;
   /** A new plan of one limit; its id. */
   plan(): Promise<string>;
-  /** A new consumer; its id. */
-  consumer(): Promise<string>;
+  /** A new consumer (`rateLimitId`: bound to that plan; `externalId`: owned so); its id. */
+  consumer(settings?: { rateLimitId?: string; externalId?: string }): Promise<string>;
   /** A new admin token with `scopes`. */
   token(scopes: readonly Scope[], expiresAt?: string): Promise<{ id: string; secret: string }>;
   /** `work` with an app over a database that is gone (an embedded store closed, a Postgres server down). */
@@ -119,6 +124,8 @@ async function openHarness(kind: StorageKind): Promise<{ harness: Harness; stora
   const create = (path: string, body: object) => send(app, 'post', path, { body }).then(expectCreated);
   const harness: Harness = {
     app,
+    db: storage.handle.db,
+    create,
     appWith: (overrides) => appOver(storage.handle.db, overrides),
     key: async (settings = {}) =>
       (await create('/consumer-api-key/create', { name: 'a key', ...settings })).id!,
@@ -128,7 +135,8 @@ async function openHarness(kind: StorageKind): Promise<{ harness: Harness; stora
       await create('/rate-limit/create', { rateLimitId, limit: 10, period: 'minute' });
       return rateLimitId;
     },
-    consumer: async () => (await create('/tollgate/consumers', { name: 'a consumer' })).consumerId!,
+    consumer: async (settings = {}) =>
+      (await create('/tollgate/consumers', { name: 'a consumer', ...settings })).consumerId!,
     async token(scopes, expiresAt) {
       const body = await create('/tollgate/admin-tokens', {
         name: uniqueId('token'),
@@ -293,6 +301,16 @@ export function describeOperations(
     });
   }
 }
+
+/** A rate limiter that cannot be reached (Redis down): a detail cannot read where its limits stand. */
+export const limiterDown: RateLimiter = {
+  consume: () => Promise.reject(new Error('Redis is down')),
+  peek: () => Promise.reject(new Error('Redis is down')),
+  peekBalances: () => Promise.reject(new Error('Redis is down')),
+  syncBalances: () => Promise.reject(new Error('Redis is down')),
+  spentBalances: () => [],
+  close: async () => {},
+};
 
 // How to provoke what every operation may answer, from its valid call.
 

@@ -4,11 +4,11 @@
  * embedded store, checks each answer against the document, and fails when a documented status or code
  * has no block here.
  */
-import type { RateLimiter } from '../../limits/rate-limiter.js';
 import {
   afterAFailedAttempt,
   all,
   describeOperations,
+  limiterDown,
   succeeds,
   whileTheDatabaseIsGone,
   whileWritesAreRefused,
@@ -25,16 +25,6 @@ import { keyOperations } from './keys.js';
 const UNKNOWN_KEY = { consumerApiKeyId: 'key_unknown' };
 /** A well-formed consumer id that names no consumer. */
 const UNKNOWN_CONSUMER = 'con_' + 'A'.repeat(22);
-
-/** A rate limiter that cannot be reached (Redis down): the key detail cannot read its limits. */
-const limiterDown: RateLimiter = {
-  consume: () => Promise.reject(new Error('Redis is down')),
-  peek: () => Promise.reject(new Error('Redis is down')),
-  peekBalances: () => Promise.reject(new Error('Redis is down')),
-  syncBalances: () => Promise.reject(new Error('Redis is down')),
-  spentBalances: () => [],
-  close: async () => {},
-};
 
 describeOperations(keyOperations, {
   createConsumerApiKey: {

@@ -168,21 +168,20 @@ export function burst(
   return Promise.all(Array.from({ length: n }, (_, i) => hit(replicas[i % replicas.length]!, secret, path)));
 }
 
-/** A key with a plan bound (created through `admin`); returns id and secret. */
+/** A key with a plan bound (created through `admin`), of `consumerId` if given; returns id and secret. */
 export async function keyWithPlan(
   admin: Tollgate,
   name: string,
   limit?: number,
   period = 'day',
+  consumerId?: string,
 ): Promise<{ id: string; secret: string }> {
-  const created = await admin.admin('POST', '/consumer-api-key/create', { name });
+  const created = await admin.admin('POST', '/consumer-api-key/create', { name, consumerId });
   if (created.status !== 201)
     throw new Error(`key create: ${created.status} ${JSON.stringify(created.body)}`);
   const key = created.body as { id: string; secret: string };
   if (limit !== undefined) {
-    const planId = `${name}-${randomBytes(4).toString('hex')}`;
-    const plan = await admin.admin('POST', '/rate-limit/create', { rateLimitId: planId, limit, period });
-    if (plan.status !== 201) throw new Error(`plan create: ${plan.status} ${JSON.stringify(plan.body)}`);
+    const planId = await planOf(admin, name, limit, period);
     const bound = await admin.admin('POST', '/api-keys/apply-rate-limit', {
       consumerApiKeyId: key.id,
       rateLimitId: planId,
@@ -192,10 +191,68 @@ export async function keyWithPlan(
   return key;
 }
 
+/** A plan of one limit, created through `admin` under a fresh id; returns the id. */
+async function planOf(admin: Tollgate, name: string, limit: number, period: string): Promise<string> {
+  const planId = `${name}-${randomBytes(4).toString('hex')}`;
+  const plan = await admin.admin('POST', '/rate-limit/create', { rateLimitId: planId, limit, period });
+  if (plan.status !== 201) throw new Error(`plan create: ${plan.status} ${JSON.stringify(plan.body)}`);
+  return planId;
+}
+
+export interface Account {
+  readonly consumerId: string;
+  readonly keys: { readonly id: string; readonly secret: string }[];
+}
+
+/**
+ * A consumer and `keys` keys of it (created through `admin`). `limit` binds the consumer a plan of that
+ * many requests per `period`, shared by all its keys; `keyLimit` gives the first key a plan of its own
+ * too, so its requests are decided against both plans at once.
+ */
+export async function consumerWithKeys(
+  admin: Tollgate,
+  name: string,
+  settings: { keys: number; limit?: number; period?: string; keyLimit?: number },
+): Promise<Account> {
+  const { keys, limit, period = 'day', keyLimit } = settings;
+  const created = await admin.admin('POST', '/tollgate/consumers', {
+    name,
+    ...(limit !== undefined && { rateLimitId: await planOf(admin, name, limit, period) }),
+  });
+  if (created.status !== 201)
+    throw new Error(`consumer create: ${created.status} ${JSON.stringify(created.body)}`);
+  const consumerId = created.body.consumerId as string;
+  const ownPlan = keyLimit === undefined ? undefined : await planOf(admin, `${name}-key`, keyLimit, period);
+  const made: Account['keys'] = [];
+  for (let i = 0; i < keys; i++) {
+    const key = await admin.admin('POST', '/consumer-api-key/create', {
+      name: `${name}-${i}`,
+      consumerId,
+      ...(i === 0 && ownPlan !== undefined && { rateLimitId: ownPlan }),
+    });
+    if (key.status !== 201) throw new Error(`key create: ${key.status} ${JSON.stringify(key.body)}`);
+    made.push({ id: key.body.id as string, secret: key.body.secret as string });
+  }
+  return { consumerId, keys: made };
+}
+
 /** `totalRequests` of a key as one replica's detail response shows it (undefined if not 200). */
 export async function totalOn(tollgate: Tollgate, keyId: string): Promise<number | undefined> {
   const detail = await tollgate.admin('GET', `/consumer-api-key/${keyId}`).catch(() => undefined);
   return detail?.status === 200 ? (detail.body.usage.totalRequests as number) : undefined;
+}
+
+/**
+ * The totals of a key's or a consumer's detail (`/consumer-api-key/<id>`, `/tollgate/consumers/<id>`)
+ * as one replica shows them (undefined if not 200).
+ */
+export async function usageOn(
+  tollgate: Tollgate,
+  detailPath: string,
+): Promise<{ total: number; successful: number } | undefined> {
+  const detail = await tollgate.admin('GET', detailPath).catch(() => undefined);
+  if (detail?.status !== 200) return undefined;
+  return { total: detail.body.usage.totalRequests, successful: detail.body.usage.successfulRequests };
 }
 
 /** The value of one Prometheus sample line on a replica's /metrics (undefined when absent). */
