@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BillingExporter } from './billing/billing-exporter.js';
 import { BillingExportRepository } from './billing/export-repository.js';
@@ -107,6 +107,10 @@ const FAILED_ADMIN_AUTH_LIMIT = { limit: 20, period: 'minute' } as const;
 export const SHUTDOWN_GRACE_MS = 4_000;
 /** The most a closing step gets once usage is written. */
 const CLOSE_STEP_MS = 1_000;
+
+const closeAfterAnswer = (_req: IncomingMessage, res: ServerResponse): void => {
+  res.shouldKeepAlive = false;
+};
 
 export function buildApp({
   config,
@@ -278,6 +282,9 @@ export function buildApp({
       // SIGTERM ends within SHUTDOWN_TIMEOUT_MS + 5 s whatever Redis and the database do: the drain
       // takes at most the timeout, and every later step gets what is left of the grace.
       const mustEndBy = Date.now() + config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS;
+      // A keep-alive client would go on sending on its connection until the deadline cut it: every
+      // answer from now on says `Connection: close`, so clients go to another replica.
+      publicServer.prependListener('request', closeAfterAnswer);
       const closed = new Promise<void>((resolve) => publicServer.close(() => resolve()));
       // Idle keep-alive connections would hold close() open; busy ones finish their request first.
       publicServer.closeIdleConnections();

@@ -4,7 +4,7 @@
  * once, for each key and for the consumer.
  */
 import { randomBytes } from 'node:crypto';
-import { get } from 'node:http';
+import { Agent, get } from 'node:http';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,23 +56,61 @@ it('drains: readiness turns 503, a request in flight finishes, new connections a
 });
 
 /**
- * A proxied request on a connection of its own, closed after the answer: its status, or 0 when the
- * connection was refused or broke. (A client that keeps a busy connection open past SIGTERM holds the
- * drain to SHUTDOWN_TIMEOUT_MS, which then cuts its request short: that is the other case.)
+ * A proxied request, on a connection of its own (`agent` false) or on one of the agent's kept-alive
+ * ones: its status and its Connection header, or status 0 when the connection was refused or broke.
  */
-const requestAlone = (t: Tollgate, secret: string): Promise<number> =>
+const proxied = (
+  t: Tollgate,
+  secret: string,
+  agent: Agent | false = false,
+): Promise<{ status: number; connection: string | undefined }> =>
   new Promise((resolve) => {
+    const broke = () => resolve({ status: 0, connection: undefined });
     const req = get(
       `${t.url}/v1/drained`,
-      { agent: false, headers: { authorization: `Bearer ${secret}` } },
+      { agent, headers: { authorization: `Bearer ${secret}` } },
       (res) => {
         res.resume();
-        res.on('end', () => resolve(res.statusCode!));
-        res.on('error', () => resolve(0));
+        res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection }));
+        res.on('error', broke);
       },
     );
-    req.on('error', () => resolve(0));
+    req.on('error', broke);
   });
+
+const requestAlone = async (t: Tollgate, secret: string): Promise<number> =>
+  (await proxied(t, secret)).status;
+
+it('ends keep-alive connections busy with requests at SIGTERM by answering Connection: close, long before the drain deadline', async () => {
+  const { body: key } = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'kept alive' });
+  const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+  let exited = false;
+  const closing: string[] = [];
+  // Four clients that each send their next request on the same connection as soon as the last is answered.
+  const loops = Array.from({ length: 4 }, async () => {
+    while (!exited) {
+      const { status, connection } = await proxied(tollgate, key.secret, agent);
+      if (status === 0) await sleep(10);
+      else if (connection === 'close') closing.push(connection);
+    }
+  });
+  await sleep(500);
+  const started = performance.now();
+  const exit = new Promise<number | null>((resolve) => tollgate.process.once('exit', resolve));
+  tollgate.process.kill('SIGTERM');
+  expect(await exit).toBe(0);
+  const seconds = (performance.now() - started) / 1000;
+  exited = true;
+  await Promise.all(loops);
+  agent.destroy();
+  console.log(
+    `SIGTERM with 4 busy keep-alive connections: exited after ${seconds.toFixed(1)} s (drain deadline 5 s)`,
+  );
+  // Each connection was told to close with its next answer, so the drain did not wait for the deadline.
+  expect(closing.length).toBeGreaterThan(0);
+  expect(seconds).toBeLessThan(4);
+  tollgate = await startTollgate({ ...env, UPSTREAM_URL: backend.url, ROOT_TOKEN: tollgate.rootToken });
+});
 
 describe.each(MODES)('SIGTERM under load, $name', (mode) => {
   let deployment: Deployment;
