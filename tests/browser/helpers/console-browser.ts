@@ -184,7 +184,13 @@ export function consoleSuite(
 ): ConsoleSuite {
   const suite = {} as { fleet: Fleet; tollgate: Tollgate; browser: Browser };
   beforeAll(async () => {
-    [suite.fleet, suite.browser] = await Promise.all([startFleet(1), launchChromium()]);
+    // Both are kept as they start, so afterAll stops the one that started when the other failed
+    // (Chromium missing must not leave a Tollgate running).
+    const [fleet, browser] = await Promise.allSettled([
+      startFleet(1).then((f) => (suite.fleet = f)),
+      launchChromium().then((b) => (suite.browser = b)),
+    ]);
+    for (const started of [fleet, browser]) if (started.status === 'rejected') throw started.reason;
     suite.tollgate = suite.fleet.members[0]!;
     await setup(suite.tollgate);
   }, setupMs);
