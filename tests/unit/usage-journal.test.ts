@@ -160,20 +160,33 @@ describe('UsageJournal', () => {
     expect(k1.consumers).toEqual(new Map());
   });
 
-  it('saves 1,200 held batches of 100 keys in one pass, within what SIGTERM leaves it, keeping what the room holds', () => {
+  it('saves 1,200 held batches of 100 keys in one pass, in time that grows with them, keeping what the room holds', () => {
     // 120,000 key entries are several times the reserved room. Re-encoding everything once per batch
     // that did not fit took 174 s here; the contract gives the whole shutdown SHUTDOWN_TIMEOUT_MS + 5 s.
-    const j = journal();
-    const batches = Array.from({ length: 1_200 }, (_, b) =>
-      held(
-        Object.fromEntries(
-          Array.from({ length: 100 }, (_, k) => [`key_${b}_${k}`.padEnd(24, 'x'), usage(3)]),
+    // One pass is linear: ten times the batches take about ten times as long (quadratic: a hundred).
+    // Compared in one process, the best of three runs each, so a busy machine slows both alike.
+    const batchesOf = (count: number) =>
+      Array.from({ length: count }, (_, b) =>
+        held(
+          Object.fromEntries(
+            Array.from({ length: 100 }, (_, k) => [`key_${b}_${k}`.padEnd(24, 'x'), usage(3)]),
+          ),
         ),
-      ),
-    );
-    const started = performance.now();
+      );
+    const bestOf3 = (count: number) => {
+      const batches = batchesOf(count);
+      let best = Infinity;
+      for (let run = 0; run < 3; run++) {
+        const started = performance.now();
+        journal().save(batches);
+        best = Math.min(best, performance.now() - started);
+      }
+      return best;
+    };
+    expect(bestOf3(1_200) / bestOf3(120)).toBeLessThan(30);
+    const j = journal();
+    const batches = batchesOf(1_200);
     const dropped = j.save(batches);
-    expect(performance.now() - started).toBeLessThan(2_000);
     const kept = j.take();
     const keptRequests = kept.reduce((n, h) => n + requestsIn(h.batch), 0);
     expect(dropped).toBeGreaterThan(0);
