@@ -157,12 +157,14 @@ async function deliver(
     if (!(await deps.mayGoOn())) break;
     await Promise.all(
       sends.slice(i, i + PARALLEL_SENDS).map(async (send) => {
-        const outcome = await deps.receivers.send(target, usageSend(billingExport, send));
+        const usage = usageSend(billingExport, send);
+        const outcome = await deps.receivers.send(target, usage);
         deps.onOutcome?.(outcome);
         const at = clock();
         await ledger.recordAttempt(
           runId,
-          send,
+          billingExport,
+          usage,
           outcome,
           new Date(at),
           new Date(at + backoffMs(send.attempts + 1, deps.backoff)),
