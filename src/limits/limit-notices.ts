@@ -11,7 +11,7 @@ import type { LimitRule } from '../plans/plan.js';
 import { ID_FIELDS, type Scope } from '../plans/subject.js';
 import { isoSeconds, type Window } from '../plans/window.js';
 import type { NewEvent } from '../store/outbox.js';
-import type { QuotaThreshold } from './quota-watch.js';
+import type { QuotaThreshold } from './quota-thresholds.js';
 
 /**
  * A once-key is kept this long past the last moment its event can be noticed again (a window's end, a

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { LimitNotices } from '../../src/limits/limit-notices.js';
 import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
-import { thresholdCount } from '../../src/limits/quota-watch.js';
+import { thresholdCount } from '../../src/limits/quota-thresholds.js';
 import { slotMs } from '../../src/limits/sliding-window.js';
 import { balanceSet, balanceToppedUp, type Balance } from '../../src/plans/balance.js';
 import type { Plan } from '../../src/plans/plan.js';
