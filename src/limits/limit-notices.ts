@@ -21,6 +21,8 @@ import type { QuotaThreshold } from './quota-thresholds.js';
 const ONCE_MARGIN_MS = 60_000;
 /** A balance without refill keeps its period until it is set or topped up: its notices are kept a year. */
 const NO_REFILL_ONCE_MS = 366 * 86_400_000;
+/** Once-keys whose time passed are forgotten this often: the map holds a month's thresholds of every subject. */
+const PRUNE_EVERY_MS = 60_000;
 
 /** One period of a balance (plans/balance.ts): a set starts one (epoch), a refill one (window), a top-up one (granted). */
 export interface BalancePeriod {
@@ -33,6 +35,7 @@ export class LimitNotices {
   private pending: NewEvent[] = [];
   /** The once-keys this process noted, with the time (ms) after which they may be forgotten. */
   private readonly noted = new Map<string, number>();
+  private prunedAt = -Infinity;
 
   /** A limit of `scope`/`id` reached `threshold` % of `window` with a request charged at `atMs`. */
   quotaReached(
@@ -85,7 +88,10 @@ export class LimitNotices {
 
   /** The events noted since the last call, oldest first, for the outbox; forgets once-keys whose time passed. */
   take(nowMs: number): NewEvent[] {
-    for (const [key, until] of this.noted) if (until < nowMs) this.noted.delete(key);
+    if (nowMs - this.prunedAt >= PRUNE_EVERY_MS) {
+      this.prunedAt = nowMs;
+      for (const [key, until] of this.noted) if (until < nowMs) this.noted.delete(key);
+    }
     const taken = this.pending;
     this.pending = [];
     return taken;
