@@ -470,6 +470,22 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('webhooks on %
     ]);
   });
 
+  it('keeps a busy webhook’s four sends going between ticks: forty events in well under the ten ticks four a tick would take', async () => {
+    const { receiver } = await subscribed(['key.created']);
+    for (let i = 0; i < 40; i++) await createKey();
+    const started = performance.now();
+    startWorker({ intervalMs: 1_000 });
+    const { value, ms } = await waitFor(
+      async () => receiver.events.size,
+      (n) => n === 40,
+      { timeoutMs: 15_000, everyMs: 20 },
+    );
+    console.log(`40 events to one webhook in ${Math.round(performance.now() - started)} ms (ticks of 1 s)`);
+    expect(value).toBe(40);
+    expect(ms).toBeLessThan(5_000);
+    expect(receiver.attempts).toHaveLength(40);
+  });
+
   it('lets one worker at a time deliver, and another take over when it stops', async () => {
     const { receiver } = await subscribed(['key.created']);
     const first = startWorker();
