@@ -13,6 +13,7 @@
 //   npm run bench -- detail       the key detail at both usage caps (1,000 endpoints, 10,000 customers), short and longest names: size and time
 //   npm run bench -- routes       the proxy with route tables of 1, 100 and 1,000 routes against none, and a plan with a match and costs: req/s and CPU per request
 //   npm run bench -- record       the usage recorder's record() alone: ns per request
+//   npm run bench -- events       the proxy with a webhook and a billing export configured and busy against none: req/s and CPU per request
 //   … --out FILE                  also write the result (markdown) to FILE; it is always printed
 //
 // Environment (all optional): BENCH_DURATION (s, default 10), BENCH_ROUNDS (3), BENCH_WARMUP (s, 3),
@@ -42,6 +43,7 @@ import { cost } from './commands/cost.ts';
 import { detail } from './commands/detail.ts';
 import { embedded } from './commands/embedded.ts';
 import { engines } from './commands/engines.ts';
+import { events } from './commands/events.ts';
 import { hotConsumer } from './commands/hot-consumer.ts';
 import { profile } from './commands/profile.ts';
 import { record } from './commands/record.ts';
@@ -61,8 +63,9 @@ const commands: Record<string, () => Promise<string>> = {
   detail,
   routes,
   record,
+  events,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record] [--out FILE]\n`;
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events] [--out FILE]\n`;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
 try {

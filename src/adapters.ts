@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { Adapters } from './app.js';
 import type { Config } from './config.js';
 import { LocalKeyEvents } from './keys/key-events.js';
+import { LimitNotices } from './limits/limit-notices.js';
 import { MemoryRateLimiter } from './limits/memory-limiter.js';
 import type { Logger } from './ops/logger.js';
 import type { Metrics } from './ops/metrics.js';
@@ -50,9 +51,11 @@ export async function buildAdapters(
       );
     }
     const usageSink = new PostgresUsageSink(usageRepository, journal);
+    const limitNotices = new LimitNotices();
     return {
       db,
-      limiter: new MemoryRateLimiter(),
+      limiter: new MemoryRateLimiter({ notices: limitNotices }),
+      limitNotices,
       keyEvents: new LocalKeyEvents(),
       usageRepository,
       usageSink,

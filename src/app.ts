@@ -7,6 +7,8 @@ import type { Config } from './config.js';
 import { KeyCache } from './keys/key-cache.js';
 import { LastUseTracker } from './keys/last-use.js';
 import type { KeyEvents } from './keys/key-events.js';
+import type { LimitNotices } from './limits/limit-notices.js';
+import { NoticeWriter } from './limits/notice-writer.js';
 import type { RateLimiter } from './limits/rate-limiter.js';
 import type { RateLimitPolicy } from './plans/window.js';
 import { createConsoleHandler, loadConsoleFiles } from './console/console-files.js';
@@ -49,6 +51,8 @@ import { DeliveryWorker } from './webhooks/delivery-worker.js';
 export interface Adapters {
   readonly db: DbHandle;
   readonly limiter: RateLimiter;
+  /** What the limiter notices (quota thresholds, low and exhausted balances), for the outbox. */
+  readonly limitNotices: LimitNotices;
   readonly keyEvents: KeyEvents;
   readonly usageRepository: UsageRepository;
   /** Where the recorder's batches go: Postgres directly, or Redis hashes. */
@@ -215,6 +219,8 @@ export function buildApp({
     clock,
     expiryNotices: new ExpiryNotices(adapters.db.db, keyExpiringData),
   });
+  // Every replica writes what its limiter noticed; the outbox keeps one of each.
+  const noticeWriter = new NoticeWriter(adapters.db.db, adapters.limitNotices, logger, clock);
   let serveConsole: ReturnType<typeof createConsoleHandler> | undefined;
   if (config.console && consoleDirectory !== undefined) {
     const files = loadConsoleFiles(consoleDirectory);
@@ -269,6 +275,7 @@ export function buildApp({
       for (const task of adapters.background) task.start();
       await routeTable.start();
       webhookDeliveries.start();
+      noticeWriter.start();
       const opsPort = await listenOn(opsServer, config.opsPort);
       const port = await listenOn(publicServer, config.port);
       openApi = buildOpenApiDocument({
@@ -307,8 +314,9 @@ export function buildApp({
       await settledWithin(lastUse.stop(), CLOSE_STEP_MS / 2);
       auditRetention.stop();
       usageRetention.stop();
-      // A run cut short leaves its sends to the next run, under the same ids.
-      await settledWithin(billing.stop(), CLOSE_STEP_MS);
+      // A run cut short leaves its sends to the next run, under the same ids. Beside it, what the last
+      // requests noticed goes to the outbox; one lost here is noticed again by the next request above it.
+      await settledWithin(Promise.all([billing.stop(), noticeWriter.stop()]), CLOSE_STEP_MS);
       // A send cut short here is sent again by the next lease holder, with the same webhook-id.
       await settledWithin(webhookDeliveries.stop(), CLOSE_STEP_MS / 2);
       for (const task of adapters.background)

@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import { KeyChangeFeed } from './keys/key-change-feed.js';
 import { RedisKeyEvents } from './keys/redis-key-events.js';
 import { FailoverRateLimiter } from './limits/failover-limiter.js';
+import { LimitNotices } from './limits/limit-notices.js';
 import { RedisRateLimiter } from './limits/redis-limiter.js';
 import { settledWithin } from './ops/deadline.js';
 import type { Logger } from './ops/logger.js';
@@ -43,10 +44,18 @@ export async function buildRedisAdapters(
     (change) => keyEvents.receive(change),
     logger,
   );
-  const sharedLimiter = new RedisRateLimiter(redis.client, prefix, metrics, { subscriber: redis.subscriber });
+  const limitNotices = new LimitNotices();
+  const sharedLimiter = new RedisRateLimiter(redis.client, prefix, metrics, {
+    subscriber: redis.subscriber,
+    notices: limitNotices,
+  });
   const adapters: Adapters = {
     db,
-    limiter: new FailoverRateLimiter(sharedLimiter, logger, metrics, { mode: config.redisFailureMode }),
+    limiter: new FailoverRateLimiter(sharedLimiter, logger, metrics, {
+      mode: config.redisFailureMode,
+      notices: limitNotices,
+    }),
+    limitNotices,
     keyEvents,
     usageRepository,
     usageSink: new RedisUsageSink(redis.client, prefix),

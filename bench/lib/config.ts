@@ -59,6 +59,7 @@ export const PORT = {
   tollgateRedisBaseline: 18089,
   replicaBase: 18090,
   routes: 18120,
+  events: 18130,
   opsOffset: 100,
 } as const;
 export const BACKEND_URL = `http://127.0.0.1:${PORT.backend}`;

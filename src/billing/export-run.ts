@@ -11,7 +11,8 @@ import type { ExportTarget, UsageSend } from './usage-send.js';
 /**
  * How long after its bucket ended usage that reaches the store is still exported (as a correction). A
  * run reads the closed buckets of this span, so it bounds each run's read; usage that arrives later
- * still (a store that was down for longer) stays in the store and is not exported.
+ * still (a store that was down for longer) stays in the store and is not exported (kept on purpose:
+ * docs/decisions/0050, addendum).
  */
 export const LATE_USAGE_WINDOW_MS = 86_400_000;
 /** Sends one run makes at most; the rest wait for the next run. */
@@ -157,12 +158,14 @@ async function deliver(
     if (!(await deps.mayGoOn())) break;
     await Promise.all(
       sends.slice(i, i + PARALLEL_SENDS).map(async (send) => {
-        const outcome = await deps.receivers.send(target, usageSend(billingExport, send));
+        const usage = usageSend(billingExport, send);
+        const outcome = await deps.receivers.send(target, usage);
         deps.onOutcome?.(outcome);
         const at = clock();
         await ledger.recordAttempt(
           runId,
-          send,
+          billingExport,
+          usage,
           outcome,
           new Date(at),
           new Date(at + backoffMs(send.attempts + 1, deps.backoff)),

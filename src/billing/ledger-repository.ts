@@ -1,11 +1,14 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../store/db.js';
+import { Outbox } from '../store/outbox.js';
 import type { BillingExportRunTable } from '../store/schema.js';
 import type { BillingExport } from './billing-export.js';
 import { BillingExportRepository } from './export-repository.js';
 import { idempotencyId } from './idempotency-id.js';
 import type { SendOutcome } from './send-outcome.js';
 import type { BucketRange, SubjectUsageReader } from './subject-usage-repository.js';
+import { usageExportedEvent } from './usage-exported.js';
+import type { UsageSend } from './usage-send.js';
 
 /** Rows per INSERT: at most 9 parameters each, far below SQLite's 32,766 and Postgres' 65,535. */
 const CHUNK = 500;
@@ -185,12 +188,14 @@ export class LedgerRepository {
   }
 
   /**
-   * Records one attempt of a send in its run, and its outcome on the send in the same transaction:
-   * delivered, or tried once more (a refused send waits until `retryAt`).
+   * Records one attempt of a send of `billingExport` in its run, and its outcome on the send in the same
+   * transaction: delivered (the first to record it also writes `usage.exported` to the outbox), or tried
+   * once more (a refused send waits until `retryAt`).
    */
   async recordAttempt(
     runId: string,
-    send: StoredSend,
+    billingExport: BillingExport,
+    send: UsageSend,
     outcome: SendOutcome,
     at: Date,
     retryAt: Date,
@@ -216,8 +221,13 @@ export class LedgerRepository {
         .execute();
       const update = trx.updateTable('billing_export_sends').where('idempotency_id', '=', send.idempotencyId);
       if (outcome.kind === 'delivered') {
-        // Seam (issue 27, webhooks): emit `usage.exported` into the outbox here, in this transaction.
-        await update.set({ delivered_at: at }).execute();
+        // Two replicas may deliver one send (the lease does not make it exact): only the first is told.
+        const recorded = await update
+          .set({ delivered_at: at })
+          .where('delivered_at', 'is', null)
+          .executeTakeFirst();
+        if (recorded.numUpdatedRows > 0n)
+          await new Outbox(trx).add([usageExportedEvent(billingExport, send, at)]);
       } else {
         await update
           .set((eb) => ({

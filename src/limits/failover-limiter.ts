@@ -1,5 +1,6 @@
 import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
+import type { LimitNotices } from './limit-notices.js';
 import { MemoryRateLimiter } from './memory-limiter.js';
 import type { BalanceState, Decision, LimitState, RateLimiter, SpentBalance } from './rate-limiter.js';
 import type { Subject } from '../plans/subject.js';
@@ -16,6 +17,11 @@ export interface FailoverOptions {
   readonly mode: 'open' | 'closed';
   /** While degraded, how often Redis is asked whether it is back (requests never wait on it). */
   readonly probeIntervalMs?: number;
+  /**
+   * Where the in-process fallback tells quota thresholds: its counts start from zero, so a threshold it
+   * sees reached, the shared count reached too.
+   */
+  readonly notices?: LimitNotices;
 }
 
 /**
@@ -29,7 +35,7 @@ export interface FailoverOptions {
  * background probe (half-open: one call to Redis, never a request's) closes it as soon as Redis answers.
  */
 export class FailoverRateLimiter implements RateLimiter {
-  private readonly local = new MemoryRateLimiter();
+  private readonly local: MemoryRateLimiter;
   private probe: NodeJS.Timeout | undefined;
   private readonly mode: 'open' | 'closed';
   private readonly probeIntervalMs: number;
@@ -40,8 +46,9 @@ export class FailoverRateLimiter implements RateLimiter {
     private readonly shared: RateLimiter,
     private readonly logger: Logger,
     private readonly metrics: Metrics,
-    { mode, probeIntervalMs = 500 }: FailoverOptions,
+    { mode, probeIntervalMs = 500, notices }: FailoverOptions,
   ) {
+    this.local = new MemoryRateLimiter({ notices });
     this.mode = mode;
     this.probeIntervalMs = probeIntervalMs;
     metrics.degraded.set({ dependency: 'redis' }, 0);

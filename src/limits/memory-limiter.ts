@@ -13,6 +13,9 @@ import {
 } from './rate-limiter.js';
 import type { Scope, Subject } from '../plans/subject.js';
 import { oldestCounted, slidingResetAt, SLOTS, slotAt } from './sliding-window.js';
+import { CreditWatch } from './credit-watch.js';
+import type { LimitNotices } from './limit-notices.js';
+import { QuotaWatch } from './quota-watch.js';
 import { windowAt, type Period } from '../plans/window.js';
 
 /** One limit's count for one subject, in process. */
@@ -95,13 +98,19 @@ class SlidingCount implements Count {
   }
 }
 
+/** The counts of one selection of a subject's limits, and their thresholds (undefined: none watched). */
+interface Tally {
+  readonly counts: Count[];
+  watch: QuotaWatch | undefined;
+}
+
 /**
  * A subject's counts by kind (what a plan change keeps), and the counts of each selection of its limits
  * by plan tag (a key whose limits match requests alternates between selections).
  */
 interface SubjectCounts {
   readonly byKind: Map<string, Count>;
-  readonly byTag: Map<string, Count[]>;
+  readonly byTag: Map<string, Tally>;
 }
 
 /** Limits of one kind count the same requests: those with a match count their own, by name. */
@@ -117,7 +126,7 @@ export class MemoryRateLimiter implements RateLimiter {
   };
   private readonly sweeper: NodeJS.Timeout;
   /** Each subject's counts for the decision under way (scratch: consume fills and reads it at once). */
-  private readonly scratch: Count[][] = [];
+  private readonly scratch: Tally[] = [];
   /** Each subject's balance for the decision under way, likewise. */
   private readonly heldScratch: (HeldBalance | undefined)[] = [];
   /**
@@ -131,7 +140,19 @@ export class MemoryRateLimiter implements RateLimiter {
   /** The ids of the subjects whose balances were charged since the last `spentBalances`, by scope. */
   private readonly charged: Record<Scope, Set<string>> = { key: new Set(), consumer: new Set() };
 
-  constructor(sweepIntervalMs = 60_000) {
+  private readonly notices: LimitNotices | undefined;
+  private readonly creditWatch: CreditWatch | undefined;
+
+  /**
+   * `notices`: where quota thresholds and low or exhausted balances are told (absent: nowhere, at no
+   * cost); `sweepIntervalMs`: how often spent counts are dropped.
+   */
+  constructor({
+    notices,
+    sweepIntervalMs = 60_000,
+  }: { readonly notices?: LimitNotices; readonly sweepIntervalMs?: number } = {}) {
+    this.notices = notices;
+    this.creditWatch = notices && new CreditWatch(notices);
     // Spent counts are dropped in bulk so the maps hold only live subjects.
     this.sweeper = setInterval(() => this.sweep(Date.now()), sweepIntervalMs).unref();
   }
@@ -146,17 +167,19 @@ export class MemoryRateLimiter implements RateLimiter {
     for (let s = 0; s < subjects.length; s++) {
       const subject = subjects[s]!;
       const h = (held[s] = subject.balance && this.heldOf(subject, nowMs));
-      if (h !== undefined && short === undefined && remainingOf(h) < cost)
+      if (h !== undefined && short === undefined && remainingOf(h) < cost) {
         short = balanceStateOf(subject.scope, subject.balance!, remainingOf(h), nowMs);
+        this.creditWatch?.saw(subject.scope, subject.id, subject.balance!, h, remainingOf(h), true, nowMs);
+      }
     }
     let by: Subject | undefined;
     let at = 0;
     let left = 0;
     let resetMs = 0;
-    const countsOf = this.scratch;
+    const tallies = this.scratch;
     for (let s = 0; s < subjects.length; s++) {
       const subject = subjects[s]!;
-      const counts = (countsOf[s] = this.countsOf(subject));
+      const counts = (tallies[s] = this.tallyOf(subject, nowMs)).counts;
       const limits = subject.plan.limits;
       for (let i = 0; i < limits.length; i++) {
         const room = limits[i]!.limit - counts[i]!.used(nowMs);
@@ -183,11 +206,17 @@ export class MemoryRateLimiter implements RateLimiter {
     // Admitted: charged to every limit and balance; the limit and the balance with the fewest left are reported.
     for (let s = 0; s < subjects.length; s++) {
       const subject = subjects[s]!;
-      const counts = countsOf[s]!;
+      const tally = tallies[s]!;
+      const counts = tally.counts;
       const limits = subject.plan.limits;
+      let watch = tally.watch;
+      if (watch !== undefined && nowMs >= watch.renewAt)
+        watch = tally.watch = QuotaWatch.of(subject.scope, subject.id, limits, nowMs, this.notices);
       for (let i = 0; i < limits.length; i++) {
         counts[i]!.add(cost);
-        const remaining = limits[i]!.limit - counts[i]!.used(nowMs);
+        const used = counts[i]!.used(nowMs);
+        if (watch !== undefined && used >= watch.nextAt[i]!) watch.reached(i, used, nowMs);
+        const remaining = limits[i]!.limit - used;
         const until = counts[i]!.resetMs(nowMs);
         if (by !== undefined && !isTighter(remaining, until, left, resetMs)) continue;
         by = subject;
@@ -202,6 +231,15 @@ export class MemoryRateLimiter implements RateLimiter {
       if (h === undefined) continue;
       h.spent += cost;
       this.charged[subjects[s]!.scope].add(subjects[s]!.id);
+      this.creditWatch?.saw(
+        subjects[s]!.scope,
+        subjects[s]!.id,
+        subjects[s]!.balance!,
+        h,
+        remainingOf(h),
+        false,
+        nowMs,
+      );
       if (lowest === undefined || remainingOf(h) < lowest.remaining)
         lowest = balanceStateOf(subjects[s]!.scope, subjects[s]!.balance!, remainingOf(h), nowMs);
     }
@@ -258,7 +296,7 @@ export class MemoryRateLimiter implements RateLimiter {
   /** Every limit's state, subject by subject. */
   private report(subjects: readonly Subject[], nowMs: number, into: LimitState[]): void {
     for (const subject of subjects) {
-      const counts = this.countsOf(subject);
+      const { counts } = this.tallyOf(subject, nowMs);
       subject.plan.limits.forEach((rule, i) =>
         into.push({
           scope: subject.scope,
@@ -270,16 +308,22 @@ export class MemoryRateLimiter implements RateLimiter {
     }
   }
 
-  private countsOf({ scope, id, plan }: Subject): Count[] {
+  private tallyOf({ scope, id, plan }: Subject, nowMs: number): Tally {
     const bySubject = this.subjects[scope];
     let subject = bySubject.get(id);
     if (subject === undefined) {
       subject = { byKind: new Map(), byTag: new Map() };
       bySubject.set(id, subject);
     }
-    let counts = subject.byTag.get(plan.tag);
-    if (counts === undefined) subject.byTag.set(plan.tag, (counts = this.countsFor(subject, plan)));
-    return counts;
+    let tally = subject.byTag.get(plan.tag);
+    if (tally === undefined) {
+      tally = {
+        counts: this.countsFor(subject, plan),
+        watch: QuotaWatch.of(scope, id, plan.limits, nowMs, this.notices),
+      };
+      subject.byTag.set(plan.tag, tally);
+    }
+    return tally;
   }
 
   /** A changed plan keeps what the current windows have spent: counts are kept by kind. */

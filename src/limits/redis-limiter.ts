@@ -19,7 +19,9 @@ import {
 } from './consume-script.js';
 import { defineSyncBalanceScript, type BalanceTerms, type SyncBalanceScript } from './balance-lua.js';
 import { BalanceLedger } from './balance-ledger.js';
+import { CreditWatch } from './credit-watch.js';
 import { LeaseBook, type LeaseCall } from './lease-book.js';
+import type { LimitNotices } from './limit-notices.js';
 import { balanceKey, countsBase, hashTagOf, limitCountKey, reclaimChannel } from './limiter-keys.js';
 import { remainingOf, settle, windowOf, type Balance } from '../plans/balance.js';
 import type { LimitRule } from '../plans/plan.js';
@@ -36,6 +38,7 @@ import {
   type SpentBalance,
 } from './rate-limiter.js';
 import { isCharged, type Scope, type Subject } from '../plans/subject.js';
+import { QuotaWatch } from './quota-watch.js';
 import { slidingCount, slidingResetAt, slotAt, slotLeavesAt, slotMs } from './sliding-window.js';
 import { WindowLedger } from './window-ledger.js';
 import { windowAt } from '../plans/window.js';
@@ -83,6 +86,8 @@ interface Span {
   /** Each limit's LimitState.resetMs: a fixed window's end; for a sliding limit, set from each answer. */
   readonly resets: number[];
   readonly book: LeaseBook;
+  /** Its limits' quota thresholds in its windows (undefined: none watched, or nobody listens). */
+  readonly watch: QuotaWatch | undefined;
   /** The groups that charge it. */
   readonly groups: Set<Group>;
   /** Calls out that carry its book's terms. */
@@ -133,6 +138,8 @@ export interface RedisRateLimiterOptions {
    * the wall clock outside tests.
    */
   readonly clock?: () => number;
+  /** Where quota thresholds and low or exhausted balances are told (absent: nowhere, at no cost). */
+  readonly notices?: LimitNotices;
 }
 
 /**
@@ -182,6 +189,8 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly subscriber: RedisClient | undefined;
   private readonly subscribed: Promise<unknown> | undefined;
   private readonly clock: () => number;
+  private readonly notices: LimitNotices | undefined;
+  private readonly creditWatch: CreditWatch | undefined;
   /** Subscribed to the reclaim channel: other replicas can ask for leased units back. */
   private listening = false;
   private readonly sweeper: NodeJS.Timeout;
@@ -212,11 +221,13 @@ export class RedisRateLimiter implements RateLimiter {
     private readonly client: RedisClient,
     private readonly prefix: string,
     private readonly metrics: Metrics,
-    { subscriber, clock = Date.now }: RedisRateLimiterOptions = {},
+    { subscriber, clock = Date.now, notices }: RedisRateLimiterOptions = {},
   ) {
     this.consumeScript = defineConsumeScript(client);
     this.reclaimChannel = reclaimChannel(prefix);
     this.clock = clock;
+    this.notices = notices;
+    this.creditWatch = notices && new CreditWatch(notices);
     this.subscriber = subscriber;
     if (subscriber !== undefined) {
       subscriber.on('message', this.onReclaim);
@@ -256,7 +267,7 @@ export class RedisRateLimiter implements RateLimiter {
     let fits = true;
     for (let s = 0; s < spans.length; s++) if (!spans[s]!.book.offer(cost, nowMs)) fits = false;
     if (!fits) return this.ask(group, cost, states);
-    return this.takeLeased(group, cost, states);
+    return this.takeLeased(group, cost, states, nowMs);
   }
 
   /** The group of the latest decision for `subjects`, when it still spans `nowMs`. */
@@ -331,6 +342,8 @@ export class RedisRateLimiter implements RateLimiter {
         consumeLimits,
         resets,
         book: new LeaseBook(),
+        // A span's windows and slots stay the same: its watch is for them, from its start.
+        watch: QuotaWatch.of(subject.scope, subject.id, subject.plan.limits, startMs, this.notices),
         groups: new Set(),
         callsInFlight: 0,
       };
@@ -388,8 +401,8 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
-  /** A request every book of `group` holds the cost of: its units, taken from each lease. */
-  private takeLeased(group: Group, cost: number, states: LimitState[] | undefined): Decision {
+  /** A request every book of `group` holds the cost of, at `nowMs`: its units, taken from each lease. */
+  private takeLeased(group: Group, cost: number, states: LimitState[] | undefined, nowMs: number): Decision {
     const spans = group.spans;
     let wantsNext = false;
     for (let s = 0; s < spans.length; s++) {
@@ -401,7 +414,7 @@ export class RedisRateLimiter implements RateLimiter {
     // One call asks for a book's next lease: the other groups sharing the book (a consumer's keys) send none for it.
     if (wantsNext && this.schedule(group))
       for (const span of spans) if (span.book.wantsNext) span.book.nextDue();
-    return place(group, this.places, this.shifts, states, undefined);
+    return place(group, this.places, this.shifts, states, undefined, nowMs);
   }
 
   private ask(group: Group, cost: number, states: LimitState[] | undefined): Promise<Decision> {
@@ -576,13 +589,20 @@ export class RedisRateLimiter implements RateLimiter {
     // Per span: the place before its first admitted unit, and what its book learns; per balance, what
     // it held before the call's first admitted unit.
     const before = this.bases;
-    const balances: { span: Span; granted: number; spentBefore: number }[] = [];
+    const balances: CalledBalance[] = [];
     for (let s = 0, i = 0; s < spans.length; s++) {
       const span = spans[s]!;
       if (span.balanceKey !== undefined) {
         const b = balanceOf(reply, layout, balances.length);
         this.balanceLedger.note(span.scope, span.id, span.balanceKey, b.epoch, b.window, b.granted, b.spent);
-        balances.push({ span, granted: b.granted, spentBefore: b.spent - admittedUnits });
+        balances.push({
+          span,
+          epoch: b.epoch,
+          window: b.window,
+          granted: b.granted,
+          spentBefore: b.spent - admittedUnits,
+          refused: false,
+        });
       }
       if (span.limits.length === 0) continue;
       const first = i;
@@ -619,7 +639,7 @@ export class RedisRateLimiter implements RateLimiter {
           if (lowest === undefined || remaining < lowest.remaining)
             lowest = balanceStateOf(span.scope, span.balance!, remaining, now);
         }
-        waiter.resolve(place(group, this.places, this.shifts, waiter.states, lowest));
+        waiter.resolve(place(group, this.places, this.shifts, waiter.states, lowest, now));
       }
     }
     if (heldOf(reply)) {
@@ -638,6 +658,7 @@ export class RedisRateLimiter implements RateLimiter {
           const short = balances.find(
             ({ granted, spentBefore }) => granted - spentBefore - units < decidedCost,
           );
+          if (short !== undefined) short.refused = true;
           decision = short
             ? {
                 allowed: false,
@@ -656,6 +677,17 @@ export class RedisRateLimiter implements RateLimiter {
       }
       group.retryMs = FIRST_RETRY_MS;
     }
+    if (this.creditWatch !== undefined)
+      for (const b of balances)
+        this.creditWatch.saw(
+          b.span.scope,
+          b.span.id,
+          b.span.balance!,
+          b,
+          b.granted - b.spentBefore - units,
+          b.refused,
+          now,
+        );
   }
 
   /** After a call: requests that waited for a lease take its units, the rest ask Redis. */
@@ -673,7 +705,7 @@ export class RedisRateLimiter implements RateLimiter {
     while (group.balances === 0 && served < waiting.length) {
       const { cost, states } = waiting[served]!;
       if (!spans.every((span) => span.book.fits(cost, now))) break;
-      waiting[served++]!.resolve(this.takeLeased(group, cost, states));
+      waiting[served++]!.resolve(this.takeLeased(group, cost, states, now));
     }
     if (served > 0) group.waiting = waiting.slice(served);
     let settle = false;
@@ -729,6 +761,18 @@ export class RedisRateLimiter implements RateLimiter {
   }
 }
 
+/** A balance of a call, as Redis answered it. */
+interface CalledBalance {
+  readonly span: Span;
+  readonly epoch: number;
+  readonly window: number;
+  readonly granted: number;
+  /** Units spent before the call's first admitted unit. */
+  readonly spentBefore: number;
+  /** It refused a request of the call for want of credits. */
+  refused: boolean;
+}
+
 /** A span some call or request still needs. */
 function isBusy(span: Span): boolean {
   if (span.callsInFlight > 0) return true;
@@ -748,8 +792,9 @@ function runsOf(waiting: readonly Waiter[]): number[] {
 }
 
 /**
- * A request admitted at `places` (in each span's first limit; its others' by `shifts`), its balances
- * leaving `balance` the least; every limit's state goes to `states` when given.
+ * A request admitted at `places` (in each span's first limit; its others' by `shifts`) at `nowMs`, its
+ * balances leaving `balance` the least; every limit's state goes to `states` when given, and a place that
+ * reaches a quota threshold to the span's watch.
  */
 function place(
   group: Group,
@@ -757,6 +802,7 @@ function place(
   shifts: readonly (readonly number[])[],
   states: LimitState[] | undefined,
   balance: BalanceState | undefined,
+  nowMs: number,
 ): Decision {
   const spans = group.spans;
   let best: Span | undefined;
@@ -767,8 +813,12 @@ function place(
     const span = spans[s]!;
     const at = places[s]!;
     const shift = shifts[s]!;
+    const watch = span.watch;
     for (let j = 0; j < span.limits.length; j++) {
-      const remaining = span.limits[j]!.limit - at - shift[j]!;
+      // Its place in limit j's count: the unit that reaches a threshold is told as it is charged.
+      const count = at + shift[j]!;
+      if (watch !== undefined && count >= watch.nextAt[j]!) watch.reached(j, count, nowMs);
+      const remaining = span.limits[j]!.limit - count;
       if (states !== undefined)
         states.push({ scope: span.scope, rule: span.limits[j]!, remaining, resetMs: span.resets[j]! });
       if (best !== undefined && !isTighter(remaining, span.resets[j]!, bestRemaining, bestResetMs)) continue;

@@ -10,14 +10,15 @@
  * id under the name the API gives it; an update adds `previous`, the target before.
  */
 import { EVENT_TYPES, type EventType } from '../events/event-types.js';
+import { ID_FIELDS as SUBJECT_ID_FIELDS } from '../plans/subject.js';
 import type { NewEvent } from '../store/outbox.js';
 import type { KeyRow } from '../store/key-repository.js';
 import { keyAudit } from './audit-views.js';
 import type { AuditedChange } from './context.js';
 import { jsonText } from './json-as-written.js';
 
-/** The targets with events, and the name of their id in the API's answers. */
-const ID_FIELDS: Readonly<Record<string, string>> = { key: 'consumerApiKeyId', consumer: 'consumerId' };
+/** The targets with events (keys and consumers), and the name of their id in the API's answers. */
+const ID_FIELDS: Readonly<Record<string, string>> = SUBJECT_ID_FIELDS;
 const VERBS: Readonly<Record<string, string>> = { create: 'created', delete: 'deleted', roll: 'rolled' };
 
 export function eventOfChange(change: AuditedChange, at: Date): NewEvent | undefined {

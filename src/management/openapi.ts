@@ -147,10 +147,18 @@ to a backend. This document covers the **management API** (root token) and descr
 ## Webhooks (events)
 - **Events:** \`key.created\`, \`key.updated\` (a PATCH, a plan bound or removed), \`key.deleted\`, \`key.rolled\`,
   \`key.expiring\` (7 days and 1 day before \`expiresAt\`, once each), \`consumer.created\`, \`consumer.updated\`,
-  \`consumer.deleted\`; \`quota.threshold\`, \`credits.low\`, \`credits.exhausted\` and \`usage.exported\` may be subscribed to
-  and are delivered once their producers ship. \`data\` is the key (\`consumerApiKeyId\`) or consumer (\`consumerId\`) as
-  the audit log shows it, an update adding \`previous\`; \`key.expiring\` adds \`daysBefore\`. No event carries a secret,
-  token, hash or ciphertext.
+  \`consumer.deleted\` (\`data\`: the key, \`consumerApiKeyId\`, or consumer, \`consumerId\`, as the audit log shows it, an
+  update adding \`previous\`; \`key.expiring\` adds \`daysBefore\`); \`quota.threshold\`: a key's or consumer's limit of an hour
+  or longer reaching 80 % and 100 % of its window, told by the request whose units reach ⌈0.8 × limit⌉ and the limit (the
+  count as \`RateLimit\` shows it, which counts units other replicas leased ahead and have not used yet), once per limit,
+  window and threshold across all replicas (\`data\`: the subject's id, \`scope\`, \`limit\` {name, period, limit,
+  algorithm}, \`window\` {start, end}, \`threshold\`); a sliding limit's thresholds count toward the UTC window of its
+  period in which the request's slot began; \`credits.low\` (a balance below its \`lowAt\`, else a tenth of its refill)
+  and \`credits.exhausted\` (a request left it at 0, or it refused a request for want of credits), each once per balance
+  period: a set, a refill and a top-up each start one (\`data\`: the subject's id, \`scope\`, \`remaining\`, \`lowAt\` for
+  low, \`refill\`, \`resetTime\`); \`usage.exported\`: a billing receiver took one revision of one bucket (\`data\`:
+  \`exportId\`, \`exportType\`, \`eventName\`, \`interval\`, \`subject\` and its id, \`customer\`, \`bucket\` {start, end},
+  \`revision\`, \`value\`, \`idempotencyId\`). No event carries a secret, token, hash, ciphertext or credential.
 - **Outbox:** an event is stored in the transaction of the change that causes it (a change that fails sends
   nothing) and delivered afterwards by one replica at a time; events survive restarts of any replica, Redis or the
   database. A webhook receives the events of its types that happen after it is created.

@@ -4,6 +4,12 @@ import { planOf, type Plan } from './plan.js';
 /** Whose limits: the key's own plan, or the plan of the consumer that holds the key (contract 13). */
 export type Scope = 'key' | 'consumer';
 
+/** The name of a subject's id in the API's answers and in events. */
+export const ID_FIELDS = { key: 'consumerApiKeyId', consumer: 'consumerId' } as const satisfies Record<
+  Scope,
+  string
+>;
+
 /**
  * One holder of limits and credits a request is charged to. A subject whose plan holds no limits and
  * that holds no balance is charged nothing; a key's consumer is still passed then, since where the

@@ -54,3 +54,8 @@ export function windowSeconds(period: Period, nowMs: number): number {
   const { start, end } = windowAt(period, nowMs);
   return Math.round((end - start) / 1000);
 }
+
+/** `YYYY-MM-DDThh:mm:ssZ`, the contract's timestamp format (no fraction): headers, 429 bodies, events. */
+export function isoSeconds(epochMs: number): string {
+  return new Date(epochMs).toISOString().slice(0, 19) + 'Z';
+}

@@ -4,6 +4,8 @@ import type { Scope, Subject } from '../plans/subject.js';
 import { slidingPeriodMs } from '../limits/sliding-window.js';
 import { secondsUntil, windowSeconds } from '../plans/window.js';
 
+export { isoSeconds } from '../plans/window.js';
+
 /**
  * RateLimit header fields in the structured-field syntax of draft-ietf-httpapi-ratelimit-headers
  * (draft -08 onwards, current as of -11), each limit named by its `name` (by default its period), a
@@ -31,9 +33,4 @@ function policyItem(scope: Scope, rule: LimitRule, nowMs: number): string {
 
 export function rateLimitHeader(decision: LimitState, nowMs: number): string {
   return `"${limitName(decision.scope, decision.rule)}";r=${decision.remaining};t=${secondsUntil(decision.resetMs, nowMs)}`;
-}
-
-/** `YYYY-MM-DDThh:mm:ssZ`, the contract's timestamp format (no fraction). */
-export function isoSeconds(epochMs: number): string {
-  return new Date(epochMs).toISOString().slice(0, 19) + 'Z';
 }

@@ -78,6 +78,9 @@ export class DeliveryWorker {
   private lastPruneAt = -Infinity;
   private stopped = false;
   private stopping: Promise<void> | undefined;
+  /** A round of `sendDue` under way (one at a time), and whether another is wanted once it ends. */
+  private sending: Promise<void> | undefined;
+  private sendAgain = false;
   /** Logs once per run of failures, not once a second. */
   private failing = false;
 
@@ -162,7 +165,7 @@ export class DeliveryWorker {
         await this.prune(new Date(now));
         this.lastPruneAt = now;
       }
-      await this.sendDue(new Date(now));
+      await this.sendRound();
       if (this.failing) this.logger.info('webhook deliveries work again');
       this.failing = false;
     } catch (err) {
@@ -192,6 +195,30 @@ export class DeliveryWorker {
     if (events > 0) this.logger.info({ events }, 'pruned delivered events and their delivery logs');
   }
 
+  /**
+   * Rounds of `sendDue`, one at a time: on each tick, and whenever a send's outcome is recorded, so that
+   * a webhook with a backlog gets its next delivery as soon as one of its four is done rather than on
+   * the next tick (four a second). Asked for while one runs, it runs once more after it.
+   */
+  private sendRound(): Promise<void> {
+    if (this.sending !== undefined) {
+      this.sendAgain = true;
+      return this.sending;
+    }
+    this.sending = (async () => {
+      try {
+        do {
+          this.sendAgain = false;
+          if (this.stopped || !(await this.lease.acquire())) return;
+          await this.sendDue(new Date(this.clock()));
+        } while (this.sendAgain);
+      } finally {
+        this.sending = undefined;
+      }
+    })();
+    return this.sending;
+  }
+
   /** Claims the due deliveries there is room for and starts sending them. */
   private async sendDue(now: Date): Promise<void> {
     const { maxInFlight, maxInFlightPerWebhook, timeoutMs } = this.options;
@@ -207,7 +234,11 @@ export class DeliveryWorker {
       if (!(await deliveries.claim(delivery, now, new Date(now.getTime() + timeoutMs + CLAIM_MARGIN_MS))))
         continue;
       perWebhook.set(delivery.webhookId, busy + 1);
-      const done = this.attempt(delivery).finally(() => this.inFlight.delete(delivery.id));
+      const done = this.attempt(delivery).finally(() => {
+        this.inFlight.delete(delivery.id);
+        // A failure here (the database) waits for the next tick, which logs it.
+        this.sendRound().catch(() => {});
+      });
       this.inFlight.set(delivery.id, { webhookId: delivery.webhookId, done });
     }
   }

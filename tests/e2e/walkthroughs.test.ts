@@ -306,30 +306,48 @@ describe('the walk-throughs of the README and the guides', () => {
     ]);
   });
 
-  it('webhooks.md: a webhook for key.created, the demo receiver verifying the signed delivery, and the delivery log', async () => {
+  it('webhooks.md: a webhook for quota.threshold, a key driven past 80 % of its hourly limit, the demo receiver verifying the signed delivery, and the delivery log', async () => {
+    // Eight calls in one hour's window: not in its last half minute.
+    const intoHour = Date.now() % 3_600_000;
+    if (intoHour > 3_570_000) await new Promise((r) => setTimeout(r, 3_600_000 - intoHour + 1_000));
+
     const { stdout } = await run(walkthrough('webhooks'), tollgate.url, {
       RECEIVER_PORT: String(await freePort()),
     });
     const lines = stdout.trim().split('\n');
     expect(JSON.parse(lines[0]!)).toMatchObject({
       id: expect.stringMatching(/^whk_/),
-      events: ['key.created'],
+      events: ['quota.threshold'],
       secret: expect.stringMatching(/^whsec_/),
     });
     expect(stdout).toMatch(
       /^demo webhook receiver on http:\/\/127\.0\.0\.1:\d+, verifying with WEBHOOK_SECRET$/m,
     );
+    expect(stdout).toMatch(/^200 200 200 200 200 200 200 200 $/m);
     const id = /^ {2}webhook-id: (evt_[A-Za-z0-9_-]{22})$/m.exec(stdout)?.[1];
     expect(stdout).toMatch(/^ {2}webhook-signature: v1,[A-Za-z0-9+/]{43}=$/m);
-    expect(stdout).toMatch(
-      /^ {2}\{"type":"key\.created","timestamp":"[^"]+","data":\{"consumerApiKeyId":"key_[^"]+","name":"webhook-demo",.*"externalId":"cus_42"/m,
-    );
-    expect(stdout).toContain(`  verified key.created, handled ${id}`);
+    const body = /^ {2}(\{"type":"quota\.threshold".*)$/m.exec(stdout)?.[1];
+    const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000;
+    expect(JSON.parse(body!)).toEqual({
+      type: 'quota.threshold',
+      timestamp: expect.any(String),
+      data: {
+        consumerApiKeyId: expect.stringMatching(/^key_/),
+        scope: 'key',
+        limit: { name: 'hour', period: 'hour', limit: 10, algorithm: 'fixed' },
+        window: {
+          start: new Date(hour).toISOString().slice(0, 19) + 'Z',
+          end: new Date(hour + 3_600_000).toISOString().slice(0, 19) + 'Z',
+        },
+        threshold: 80,
+      },
+    });
+    expect(stdout).toContain(`  verified quota.threshold, handled ${id}`);
     const log = JSON.parse(lines.at(-1)!) as { deliveries: unknown[] };
     expect(log.deliveries).toEqual([
       expect.objectContaining({
         eventId: id,
-        type: 'key.created',
+        type: 'quota.threshold',
         state: 'delivered',
         attempts: 1,
         lastStatus: 204,

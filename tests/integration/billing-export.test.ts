@@ -371,6 +371,76 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
     expect(plans.map((p) => p!.planned).sort()).toEqual([0, 0, 0, 0, 1]);
   });
 
+  it('tells usage.exported once per delivered send, however many replicas record its delivery', async () => {
+    const start = freshWindow();
+    const target = await receiver('cloudevents');
+    const exportId = await createExport('cloudevents', target);
+    const k = await key('cus_told');
+    await store(k, start + MINUTE, 4);
+    now = start + 5 * MINUTE;
+    const ledger = new LedgerRepository(storage.handle.db);
+    await ledger.plan(
+      exportId,
+      SUBJECT_USAGE.key,
+      { fromMs: start, toMs: start + 4 * MINUTE },
+      new Date(now),
+    );
+    const [send] = await ledger.pending(exportId, new Date(now), true, 10);
+    const billingExport = (await new BillingExportRepository(storage.handle.db).get(exportId))!;
+    const usage = { ...send!, subject: 'key' as const, bucketEndMs: send!.bucketStartMs + MINUTE };
+    // Two replicas that both sent it record its delivery at once (each in a run of its own).
+    await Promise.all(
+      ['run_a', 'run_b'].map(async (id) => {
+        await ledger.startRun({
+          id,
+          exportId,
+          startedBy: 'manual',
+          startedAt: new Date(now),
+          closedBefore: new Date(now),
+        });
+        await ledger.recordAttempt(
+          id,
+          billingExport,
+          usage,
+          { kind: 'delivered', status: 202 },
+          new Date(now),
+          new Date(now),
+        );
+      }),
+    );
+    const told = await storage.handle.db
+      .selectFrom('outbox_events')
+      .select(['type', 'payload'])
+      .where('type', '=', 'usage.exported')
+      .execute();
+    const mine = told
+      .map((e) => JSON.parse(e.payload) as { data: { exportId: string } })
+      .filter((e) => e.data.exportId === exportId);
+    expect(mine).toEqual([
+      {
+        type: 'usage.exported',
+        timestamp: new Date(now).toISOString(),
+        data: {
+          exportId,
+          exportType: 'cloudevents',
+          eventName: billingExport.eventName,
+          interval: 'minute',
+          subject: 'key',
+          consumerApiKeyId: k,
+          customer: 'cus_told',
+          bucket: {
+            start: new Date(start + MINUTE).toISOString().slice(0, 19) + 'Z',
+            end: new Date(start + 2 * MINUTE).toISOString().slice(0, 19) + 'Z',
+          },
+          revision: 1,
+          value: 4,
+          idempotencyId: idempotencyId(exportId, k, start + MINUTE, 1),
+        },
+      },
+    ]);
+    expect(told.some((e) => credentials.some((c) => e.payload.includes(c)))).toBe(false);
+  });
+
   it('keeps a key without a customer id for later and names it; reads the customer from metadata with customerField', async () => {
     freshWindow();
     const target = await receiver('lago');

@@ -8,7 +8,12 @@ import type { Express } from 'express';
 import request from 'supertest';
 import { ExpiryNotices } from '../../src/keys/expiry-notices.js';
 import { createManagementApp } from '../../src/management/app.js';
+import { LimitNotices } from '../../src/limits/limit-notices.js';
+import { NoticeWriter } from '../../src/limits/notice-writer.js';
 import { keyExpiringData } from '../../src/management/change-events.js';
+import { balanceSet } from '../../src/plans/balance.js';
+import { ruleOf } from '../../src/plans/plan.js';
+import { isoSeconds, windowAt } from '../../src/plans/window.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { migrate } from '../../src/store/migrate.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../../src/webhooks/delivery-worker.js';
@@ -465,6 +470,22 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('webhooks on %
     ]);
   });
 
+  it('keeps a busy webhook’s four sends going between ticks: forty events in well under the ten ticks four a tick would take', async () => {
+    const { receiver } = await subscribed(['key.created']);
+    for (let i = 0; i < 40; i++) await createKey();
+    const started = performance.now();
+    startWorker({ intervalMs: 1_000 });
+    const { value, ms } = await waitFor(
+      async () => receiver.events.size,
+      (n) => n === 40,
+      { timeoutMs: 15_000, everyMs: 20 },
+    );
+    console.log(`40 events to one webhook in ${Math.round(performance.now() - started)} ms (ticks of 1 s)`);
+    expect(value).toBe(40);
+    expect(ms).toBeLessThan(5_000);
+    expect(receiver.attempts).toHaveLength(40);
+  });
+
   it('lets one worker at a time deliver, and another take over when it stops', async () => {
     const { receiver } = await subscribed(['key.created']);
     const first = startWorker();
@@ -484,6 +505,58 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('webhooks on %
     await second.settled();
     // Every event once: neither worker sent what the other had.
     expect(receiver.attempts).toHaveLength(10);
+  });
+
+  it('delivers once what three replicas’ limiters noticed, and what the database refused once it takes writes again', async () => {
+    const { receiver } = await subscribed(['quota.threshold', 'credits.low']);
+    startWorker();
+    // A webhook receives what happens after it is made: now.
+    const now = Date.now();
+    const rule = ruleOf({ limit: 1_000, period: 'hour', name: 'hourly' });
+    const window = windowAt('hour', now);
+    const balance = balanceSet(0, 100, { amount: 100, interval: 'day', dayOfMonth: 1 }, null, now);
+    // Each replica noticed the same two things (a limiter tells each once; replicas do not know of each other).
+    const replicas = [0, 1, 2].map(() => {
+      const notices = new LimitNotices();
+      notices.quotaReached('consumer', 'con_busy', rule, window, 80, now);
+      notices.creditsLow('key', 'key_low', balance, balance, 9, 10, now);
+      return { notices, writer: new NoticeWriter(storage.handle.db, notices, logger, () => now) };
+    });
+    // The first replica's write fails (the database refuses outbox writes); the others' succeed.
+    const allowWrites = await refuseWrites(storage.handle.db, 'no_outbox', 'outbox_events', 'insert');
+    await expect(replicas[0]!.writer.write()).rejects.toThrow(/no_outbox/);
+    await allowWrites();
+    await Promise.all(replicas.slice(1).map(({ writer }) => writer.write()));
+    await waitFor(
+      async () => receiver.events.size,
+      (n) => n === 2,
+    );
+    // The refused notices were kept and are written now: the outbox already holds them, so nothing new goes out.
+    await replicas[0]!.writer.write();
+    expect(replicas[0]!.notices.take(now)).toEqual([]);
+    await workers[0]!.runOnce();
+    await workers[0]!.settled();
+    expect(receiver.attempts.every((a) => a.verified)).toBe(true);
+    expect(new Set(receiver.attempts.map((a) => a.id)).size).toBe(2);
+    expect(receiver.ofType('quota.threshold').map((e) => e.data)).toEqual([
+      {
+        consumerId: 'con_busy',
+        scope: 'consumer',
+        limit: { name: 'hourly', period: 'hour', limit: 1_000, algorithm: 'fixed' },
+        window: { start: isoSeconds(window.start), end: isoSeconds(window.end) },
+        threshold: 80,
+      },
+    ]);
+    expect(receiver.ofType('credits.low').map((e) => e.data)).toEqual([
+      {
+        consumerApiKeyId: 'key_low',
+        scope: 'key',
+        remaining: 9,
+        lowAt: 10,
+        refill: { amount: 100, interval: 'day', dayOfMonth: 1 },
+        resetTime: isoSeconds(windowAt('day', now).end),
+      },
+    ]);
   });
 
   it('creates, lists, shows, changes and deletes webhooks, shows the secret once, and refuses what the contract refuses', async () => {

@@ -1,0 +1,155 @@
+/**
+ * `quota.threshold` exactly once per threshold across replicas (contract 16): three replicas of the
+ * built server on Postgres and a private Redis, clients on every replica hammering one consumer's
+ * limit through its keys (leases and reclaims at work), and the same again with Redis restarted empty
+ * between the two thresholds. A real receiver that verifies every delivery gets one 80 and one 100 for
+ * the window, whichever replicas saw the crossings and however often.
+ */
+import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
+import { RedisServer } from '../helpers/redis-server.js';
+import { WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { startBackend, type Backend } from './helpers/backend.js';
+import { hit, Replicas, sleep, waitFor } from './helpers/replicas.js';
+import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
+
+const LIMIT = 6_000;
+const DAY_MS = 86_400_000;
+
+let backend: Backend;
+let database: TestDatabase;
+let redis: RedisServer;
+let replicas: Replicas;
+let fleet: Tollgate[];
+let receiver: WebhookReceiver;
+
+beforeAll(async () => {
+  // One day's window for the whole file: not in the last five minutes of a UTC day.
+  const toMidnight = DAY_MS - (Date.now() % DAY_MS);
+  if (toMidnight < 300_000) await sleep(toMidnight + 1_000);
+  [backend, database, redis, receiver] = await Promise.all([
+    startBackend(),
+    createTestDatabase(),
+    RedisServer.start(),
+    WebhookReceiver.start(),
+  ]);
+  replicas = new Replicas({
+    DATABASE_URL: database.url,
+    REDIS_URL: redis.url,
+    REDIS_KEY_PREFIX: testKeyPrefix(),
+    UPSTREAM_URL: backend.url,
+  });
+  fleet = await replicas.start(3);
+  const hook = await fleet[0]!.admin('POST', '/tollgate/webhooks', {
+    url: receiver.url,
+    events: ['quota.threshold'],
+  });
+  expect(hook.status).toBe(201);
+  receiver.secret = hook.body.secret;
+}, 120_000);
+
+afterAll(async () => {
+  await replicas?.stopAll();
+  await Promise.all([backend?.close(), receiver?.close(), redis?.destroy(), database?.drop()]);
+  expectNoSecretsLogged();
+}, 60_000);
+
+/** A consumer bound to a plan of LIMIT a day, and three keys of it. */
+async function busyConsumer(name: string): Promise<{ id: string; secrets: string[] }> {
+  const admin = fleet[0]!;
+  const planId = `${name}-daily`;
+  expect(
+    (await admin.admin('POST', '/rate-limit/create', { rateLimitId: planId, limit: LIMIT, period: 'day' }))
+      .status,
+  ).toBe(201);
+  const consumer = await admin.admin('POST', '/tollgate/consumers', { name, rateLimitId: planId });
+  expect(consumer.status).toBe(201);
+  const secrets: string[] = [];
+  for (let k = 0; k < 3; k++) {
+    const key = await admin.admin('POST', '/consumer-api-key/create', {
+      name: `${name}-${k}`,
+      consumerId: consumer.body.consumerId,
+    });
+    expect(key.status).toBe(201);
+    secrets.push(key.body.secret);
+  }
+  return { id: consumer.body.consumerId, secrets };
+}
+
+/**
+ * Four clients per replica and key, all at once, each until `enough()` or its first 429; resolves
+ * the requests admitted.
+ */
+async function hammer(
+  secrets: readonly string[],
+  enough: () => boolean,
+  admitted = { n: 0 },
+): Promise<number> {
+  let full = false;
+  const client = async (t: Tollgate, secret: string) => {
+    while (!full && !enough()) {
+      const status = await hit(t, secret, '/v1/load');
+      if (status === 200) admitted.n++;
+      else if (status === 429) full = true;
+    }
+  };
+  await Promise.all(
+    fleet.flatMap((t) => secrets.flatMap((secret) => [0, 1, 2, 3].map(() => client(t, secret)))),
+  );
+  return admitted.n;
+}
+
+/** The thresholds told of `consumerId`, one line per event: `window start threshold`. */
+const told = (consumerId: string) =>
+  receiver
+    .ofType('quota.threshold')
+    .filter((e) => e.data.consumerId === consumerId)
+    .map((e) => `${(e.data.window as { start: string }).start} ${String(e.data.threshold)}`)
+    .sort();
+
+const today = () => new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS).toISOString().slice(0, 19) + 'Z';
+
+it('tells 80 % and 100 % once each while clients on three replicas fill a consumer’s limit', async () => {
+  const consumer = await busyConsumer('hammered');
+  const admitted = await hammer(consumer.secrets, () => false);
+  expect(admitted).toBeGreaterThanOrEqual(LIMIT); // exactly LIMIT unless a replica fell back to counting alone
+  await waitFor(
+    async () => told(consumer.id).length,
+    (n) => n === 2,
+    { timeoutMs: 15_000, everyMs: 200 },
+  );
+  await sleep(3_000); // what other replicas noticed has reached the outbox by now: nothing more goes out
+  expect(told(consumer.id)).toEqual([`${today()} 100`, `${today()} 80`]);
+  const [event] = receiver.ofType('quota.threshold');
+  expect(event!.data).toMatchObject({
+    scope: 'consumer',
+    limit: { name: 'day', period: 'day', limit: LIMIT, algorithm: 'fixed' },
+  });
+  expect(receiver.attempts.every((a) => a.verified)).toBe(true);
+}, 120_000);
+
+it('tells each once when Redis restarts empty between the two thresholds', async () => {
+  const consumer = await busyConsumer('restarted');
+  const admitted = { n: 0 };
+  await hammer(consumer.secrets, () => admitted.n >= 0.85 * LIMIT, admitted);
+  await waitFor(
+    async () => told(consumer.id),
+    (lines) => lines.length === 1,
+    { timeoutMs: 15_000, everyMs: 200 },
+  );
+  expect(told(consumer.id)).toEqual([`${today()} 80`]);
+  // Redis loses every count; the replicas put back what they had taken of the window, and notice 80 % again.
+  await redis.stop();
+  await redis.restart();
+  await hammer(consumer.secrets, () => false, admitted);
+  await waitFor(
+    async () => told(consumer.id).length,
+    (n) => n === 2,
+    { timeoutMs: 15_000, everyMs: 200 },
+  );
+  await sleep(3_000);
+  expect(told(consumer.id)).toEqual([`${today()} 100`, `${today()} 80`]);
+  // Beyond LIMIT: what each replica admitted alone while Redis was away (REDIS_FAILURE_MODE=open).
+  console.log(
+    `Redis restarted at 85 %: ${admitted.n} requests admitted for a limit of ${LIMIT}, one 80 % and one 100 % told`,
+  );
+}, 120_000);
