@@ -188,6 +188,8 @@ export function buildApp({
     billingExports: new BillingExportRepository(adapters.db.db),
     billingRuns: new LedgerRepository(adapters.db.db),
     billing,
+    // Verify decides with the proxy's own admission: one key cache, limiter, throttle and recorder.
+    verification: proxyDeps,
   });
   // The outbox is drained by one replica at a time under a lease in the database, in every mode alike.
   const webhookDeliveries = new DeliveryWorker({

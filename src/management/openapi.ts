@@ -233,7 +233,7 @@ function reasonsOf(operation: Operation): Map<ErrorCode, string> {
       reasons.set(code, reasons.has(code) ? `${reasons.get(code)}; ${reason}` : reason);
   };
   const { storage_unavailable: _writesOnly, ...shared } = SHARED_REASONS;
-  add(isWrite(operation.method) ? SHARED_REASONS : shared);
+  add(isWrite(operation) ? SHARED_REASONS : shared);
   if (operation.body) add(BODY_REASONS);
   if (operation.query && !operation.body) add(QUERY_REASONS);
   if (operation.query?.schema.properties.cursor)

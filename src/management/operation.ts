@@ -79,6 +79,8 @@ export interface Operation<
    * validation of what it reads, the database): each code with when it happens.
    */
   readonly errors?: Partial<Readonly<Record<ErrorCode, string>>>;
+  /** A call that changes no management state although it is no GET (verify): not audited, no write. */
+  readonly readOnly?: true;
   /** Writes the answer. Refusals are thrown as AppError. */
   readonly handle: (call: OperationCall<Static<P>, Static<Q>, Static<B>>) => Promise<void>;
 }
@@ -90,5 +92,6 @@ export function defineOperation<P extends TObject, Q extends TObject, B extends 
   return operation as unknown as Operation;
 }
 
-/** A method changes state unless it reads: every such call is audited and needs writable storage. */
-export const isWrite = (method: Method): boolean => method !== 'get';
+/** An operation changes state unless it reads: every such call is audited and needs writable storage. */
+export const isWrite = (operation: Pick<Operation, 'method' | 'readOnly'>): boolean =>
+  operation.method !== 'get' && operation.readOnly !== true;

@@ -37,6 +37,7 @@ describe('OpenAPI document', () => {
       '/admin/tollgate/routes',
       '/admin/tollgate/routes/{routeId}',
       '/admin/tollgate/usage',
+      '/admin/tollgate/verify',
       '/admin/tollgate/webhooks',
       '/admin/tollgate/webhooks/{webhookId}',
       '/admin/tollgate/webhooks/{webhookId}/deliveries',
@@ -97,6 +98,7 @@ describe('OpenAPI document', () => {
         'DELETE /tollgate/webhooks/{webhookId}',
         'GET /tollgate/webhooks/{webhookId}/deliveries',
         'POST /tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry',
+        'POST /tollgate/verify',
       ].sort(),
     );
     const scopes = Object.fromEntries(
@@ -132,6 +134,7 @@ describe('OpenAPI document', () => {
       'POST /tollgate/billing-exports/{billingExportId}/runs': 'billing:write',
       'GET /tollgate/webhooks/{webhookId}/deliveries': 'webhooks:read',
       'POST /tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry': 'webhooks:write',
+      'POST /tollgate/verify': 'keys:verify',
     });
   });
 

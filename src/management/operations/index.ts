@@ -12,10 +12,12 @@ import { keyOperations } from './keys.js';
 import { planOperations } from './plans.js';
 import { routeOperations } from './routes.js';
 import { usageOperations } from './usage.js';
+import { verifyOperations } from './verify.js';
 import { webhookOperations } from './webhooks.js';
 
 export const OPERATIONS: readonly Operation[] = [
   ...keyOperations,
+  ...verifyOperations,
   ...planOperations,
   ...consumerOperations,
   ...routeOperations,
