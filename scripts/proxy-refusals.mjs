@@ -5,10 +5,11 @@ export const PROXY_REFUSALS_FILE = 'packages/client/src/generated/proxy-refusals
 
 /**
  * The codes the middleware answers: missing_api_key (no key to verify) and every refusal verify
- * answers (contract 18; route_not_found too, for a path no route takes without a catch-all).
+ * answers (contract 18, and the proxy's refusals of a path: a dot segment, no route without a catch-all).
  */
 export const PROXY_REFUSAL_CODES = [
   'missing_api_key',
+  'invalid_request_target',
   'invalid_api_key',
   'key_expired',
   'key_disabled',

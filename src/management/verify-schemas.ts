@@ -2,7 +2,6 @@
 import { isIP } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_COST, MIN_COST } from '../plans/plan.js';
-import { hasDotSegment } from '../proxy/request-target.js';
 import {
   AlgorithmSchema,
   ConsumerId,
@@ -27,6 +26,7 @@ export const VERIFY_CODES = [
   'route_not_allowed',
   'too_many_failed_attempts',
   'route_not_found',
+  'invalid_request_target',
 ] as const;
 export type VerifyCode = (typeof VERIFY_CODES)[number];
 
@@ -45,7 +45,7 @@ export const VerifyRequest = Type.Object(
         maxLength: MAX_REQUEST_TEXT,
         pattern: '^/[^?#\\u0000-\\u0020\\u007f]*$',
         description:
-          'The request path as sent, without the query: the route the proxy would take, the limits and costs that match it, and the endpoint usage files the request under. Absent: usage files it under `(verify)`, and it takes no route (as the catch-all, also when `UPSTREAM_URL` is empty): only limits and costs without a `routeIds` or `pathPrefix` match apply, and a key limited to some routes is refused `route_not_allowed`. A `.` or `..` segment is refused (400), as the proxy refuses it',
+          'The request path as sent, without the query: the route the proxy would take, the limits and costs that match it, and the endpoint usage files the request under. Absent: usage files it under `(verify)`, and it takes no route (decided as the catch-all, also when `UPSTREAM_URL` is empty): limits and costs whose match names routes or a path prefix other than `/` do not apply, and a key limited to some routes is refused `route_not_allowed`. A path with a `.` or `..` segment is answered `invalid_request_target`, as the proxy answers it (400, nothing counted)',
         examples: ['/v1/reports'],
       }),
     ),
@@ -61,7 +61,7 @@ export const VerifyRequest = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 300,
-        pattern: '^[A-Za-z0-9._:\\[\\]-]+$',
+        pattern: '^[^\\u0000-\\u0020\\u007f]+$',
         description:
           "Not in contract 18: the request's Host header, for routes that match a host. Absent: only routes for every host match, as for a request without a Host header",
         examples: ['api.example.com'],
@@ -78,7 +78,7 @@ export const VerifyRequest = Type.Object(
       Type.String({
         maxLength: MAX_REQUEST_TEXT,
         description:
-          "The CUSTOMER_ID_HEADER value the request carried: usage by customer counts it. Empty: none, as the proxy reads an empty header",
+          'The CUSTOMER_ID_HEADER value the request carried: usage by customer counts it. Empty: none, as the proxy reads an empty header',
       }),
     ),
     clientAddress: Type.Optional(
@@ -94,15 +94,11 @@ export const VerifyRequest = Type.Object(
 );
 export type VerifyRequest = Static<typeof VerifyRequest>;
 
-/** Problems the schema cannot state: a dot segment, an address that is none. */
-export function verifyRequestProblems(body: VerifyRequest): ValidationDetail[] {
-  const problems: ValidationDetail[] = [];
-  if (body.path !== undefined && hasDotSegment(body.path))
-    problems.push({ field: 'path', message: 'must not contain a . or .. segment' });
-  if (body.clientAddress !== undefined && isIP(body.clientAddress) === 0)
-    problems.push({ field: 'clientAddress', message: 'must be an IPv4 or IPv6 address' });
-  return problems;
-}
+/** Problems the schema cannot state: an address that is none. */
+export const verifyRequestProblems = (body: VerifyRequest): ValidationDetail[] =>
+  body.clientAddress !== undefined && isIP(body.clientAddress) === 0
+    ? [{ field: 'clientAddress', message: 'must be an IPv4 or IPv6 address' }]
+    : [];
 
 const Scope = Type.Unsafe<'key' | 'consumer'>({ type: 'string', enum: ['key', 'consumer'] });
 const RetryTime = Type.Union([IsoTimestamp, Type.Null()]);
@@ -114,7 +110,7 @@ export const VerifyResponse = Type.Object(
       type: 'string',
       enum: [...VERIFY_CODES],
       description:
-        '`ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key and key_expired; 403 key_disabled and route_not_allowed; 404 route_not_found when no route takes `path` and UPSTREAM_URL is empty; 429 rate_limit_exceeded, credits_exhausted and too_many_failed_attempts)',
+        '`ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key and key_expired; 403 key_disabled and route_not_allowed; 404 route_not_found when no route takes `path` and UPSTREAM_URL is empty; 400 invalid_request_target for a path with a dot segment; 429 rate_limit_exceeded, credits_exhausted and too_many_failed_attempts)',
     }),
     consumerApiKeyId: Type.Optional({ ...KeyId, description: 'Present whenever the key is valid' }),
     consumerId: Type.Optional(
@@ -164,7 +160,7 @@ export const VerifyResponse = Type.Object(
     resetTime: Type.Optional({
       ...RetryTime,
       description:
-        'A refusal that passes: rate_limit_exceeded, the end of the refusing limit whose window ends last; credits_exhausted, the next refill (null: none); too_many_failed_attempts, the end of the address\'s window',
+        "A refusal that passes: rate_limit_exceeded, the end of the refusing limit whose window ends last; credits_exhausted, the next refill (null: none); too_many_failed_attempts, the end of the address's window",
     }),
     retryAfterSeconds: Type.Optional(
       Type.Integer({

@@ -182,6 +182,11 @@ export interface HarnessOptions {
   readonly deadBackend?: boolean;
   /** Log at debug into `logLines` instead of discarding logs. */
   readonly captureLogs?: boolean;
+  /**
+   * The database to run on instead of the file's embedded one (Postgres, for Redis mode with `env`
+   * naming REDIS_URL): migrated by the caller, closed by the caller.
+   */
+  readonly database?: DbHandle;
 }
 
 /** One embedded database per test file (module registries are per file). */
@@ -225,8 +230,8 @@ class DatabaseOutage implements KyselyPlugin {
 
 /**
  * Tollgate built as production builds it (buildAdapters, then buildApp: proxy, management API, auth
- * throttle, usage recorder and key cache as main.ts wires them), embedded mode, on the file's
- * database, in front of a recording backend, on a clock the test moves.
+ * throttle, usage recorder and key cache as main.ts wires them), embedded mode on the file's
+ * database unless told otherwise, in front of a recording backend, on a clock the test moves.
  */
 export class ProxyHarness {
   readonly backend = new RecordingBackend();
@@ -255,7 +260,7 @@ export class ProxyHarness {
   async start(options: HarnessOptions = {}): Promise<this> {
     if (options.captureLogs)
       this.logger = createLogger('debug', { write: (line: string) => void this.logLines.push(line) });
-    const shared = await database();
+    const shared = options.database ?? (await database());
     // The app's view of the file's database: it may be taken down, and closing it is the file's.
     this.db = { ...shared, db: shared.db.withPlugin(this.outage), close: () => Promise.resolve() };
     this.keys = new KeyRepository(shared.db);

@@ -8,18 +8,15 @@ import { AppError, ERRORS } from '../../errors.js';
 import type { LimitState } from '../../limits/rate-limiter.js';
 import { secondsUntil } from '../../plans/window.js';
 import { admit, type Admission } from '../../proxy/admission.js';
+import { plainAddress } from '../../proxy/forwarding-headers.js';
 import { countKeyUse, REFUSAL_OUTCOMES } from '../../proxy/key-use.js';
+import { hasDotSegment } from '../../proxy/request-target.js';
 import type { VerifyDeps } from '../context.js';
 import { RawJson, sendJson } from '../json-as-written.js';
 import { defineOperation } from '../operation.js';
 import { limitView } from '../rate-limit-views.js';
 import { isoTimestamp } from '../time-format.js';
-import {
-  VerifyRequest,
-  VerifyResponse,
-  verifyRequestProblems,
-  type VerifyCode,
-} from '../verify-schemas.js';
+import { VerifyRequest, VerifyResponse, verifyRequestProblems, type VerifyCode } from '../verify-schemas.js';
 
 /** Usage files a verify without `path` under this endpoint. */
 export const VERIFY_ENDPOINT = '(verify)';
@@ -101,23 +98,31 @@ export const verifyOperations = [
     body: { schema: VerifyRequest, check: verifyRequestProblems },
     success: {
       status: 200,
-      description: 'The decision: `valid` and `code`, the key, its limits after the decision, and when to retry',
+      description:
+        'The decision: `valid` and `code`, the key, its limits after the decision, and when to retry',
       schema: VerifyResponse,
     },
     errors: {
-      auth_unavailable: 'A key not in memory could not be looked up (the database is unavailable); retry later',
+      auth_unavailable:
+        'A key not in memory could not be looked up (the database is unavailable); retry later',
       limit_unavailable:
         'REDIS_FAILURE_MODE=closed while Redis is unreachable: no decision can be made (counted as failed, as the proxy counts its 503)',
     },
     async handle({ body, res, ctx }) {
       const receivedAt = performance.now();
       const deps = ctx.verification;
+      // Refused before its key is looked at, as the proxy refuses it: nothing is counted.
+      if (body.path !== undefined && hasDotSegment(body.path)) {
+        ctx.metrics.verifications.inc({ code: 'invalid_request_target' });
+        sendJson(res, { valid: false, code: 'invalid_request_target', limits: [] } satisfies VerifyAnswer);
+        return;
+      }
       const method = body.method?.toUpperCase() ?? '';
       const path = body.path ?? VERIFY_ENDPOINT;
       const states: LimitState[] = [];
       const admission = await admit(deps, {
         secret: body.key,
-        client: body.clientAddress,
+        client: body.clientAddress === undefined ? undefined : plainAddress(body.clientAddress),
         routeId: routeOf(deps, body, method),
         method,
         path,
