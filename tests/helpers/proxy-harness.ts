@@ -240,7 +240,9 @@ export class ProxyHarness {
   readonly logLines: string[] = [];
   /** Fixed so window arithmetic in assertions is exact: Monday 2026-01-05 10:00:00.250 UTC. */
   now = Date.UTC(2026, 0, 5, 10, 0, 0, 250);
-  readonly clock = (): number => this.now;
+  /** The real time instead of `now`, for what measures rates (leases) or outlives a frozen minute. */
+  realTime = false;
+  readonly clock = (): number => (this.realTime ? Date.now() : this.now);
   readonly encryptionKey = randomBytes(32);
   readonly rootToken = 'root-' + randomBytes(16).toString('hex');
   private readonly outage = new DatabaseOutage();
@@ -347,7 +349,7 @@ export class ProxyHarness {
    * needs no limiter: some tests give the app one that fails), recorded requests included.
    */
   async usage(keyId: string): Promise<UsageOfTheDay> {
-    const day = new Date(this.now).toISOString().slice(0, 10);
+    const day = new Date(this.clock()).toISOString().slice(0, 10);
     const range = `granularity=day&from=${day}T00:00:00Z&to=${day}T23:59:59Z`;
     const read = async (query: string) => {
       const res = await this.manage(`/consumer-api-key/${keyId}/usage?${range}${query}`);
