@@ -2727,7 +2727,7 @@ export interface components {
              */
             method?: string;
             /**
-             * @description The request path as sent, without the query: the route the proxy would take, the limits and costs that match it, and the endpoint usage files the request under. Absent: usage files it under `(verify)`, and it takes no route (as the catch-all, also when `UPSTREAM_URL` is empty): only limits and costs without a `routeIds` or `pathPrefix` match apply, and a key limited to some routes is refused `route_not_allowed`. A `.` or `..` segment is refused (400), as the proxy refuses it
+             * @description The request path as sent, without the query: the route the proxy would take, the limits and costs that match it, and the endpoint usage files the request under. Absent: usage files it under `(verify)`, and it takes no route (decided as the catch-all, also when `UPSTREAM_URL` is empty): limits and costs whose match names routes or a path prefix other than `/` do not apply, and a key limited to some routes is refused `route_not_allowed`. A path with a `.` or `..` segment is answered `invalid_request_target`, as the proxy answers it (400, nothing counted)
              * @example /v1/reports
              */
             path?: string;
@@ -2735,10 +2735,10 @@ export interface components {
         /** VerifyResponse */
         VerifyResponse: {
             /**
-             * @description `ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key and key_expired; 403 key_disabled and route_not_allowed; 404 route_not_found, with `path` when no route takes it and UPSTREAM_URL is empty; 429 rate_limit_exceeded, credits_exhausted and too_many_failed_attempts)
+             * @description `ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key and key_expired; 403 key_disabled and route_not_allowed; 404 route_not_found when no route takes `path` and UPSTREAM_URL is empty; 400 invalid_request_target for a path with a dot segment; 429 rate_limit_exceeded, credits_exhausted and too_many_failed_attempts)
              * @enum {string}
              */
-            code: "ok" | "invalid_api_key" | "key_disabled" | "key_expired" | "rate_limit_exceeded" | "credits_exhausted" | "route_not_allowed" | "too_many_failed_attempts" | "route_not_found";
+            code: "ok" | "invalid_api_key" | "key_disabled" | "key_expired" | "rate_limit_exceeded" | "credits_exhausted" | "route_not_allowed" | "too_many_failed_attempts" | "route_not_found" | "invalid_request_target";
             /**
              * @description Present whenever the key is valid
              * @example key_3q2xR0f1bW8mT5nYk9Lp4A
