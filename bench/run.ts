@@ -12,6 +12,7 @@
 //   npm run bench -- embedded     the embedded default against Redis mode: time to ready, memory idle and under load, req/s, p99
 //   npm run bench -- detail       the key detail at both usage caps (1,000 endpoints, 10,000 customers), short and longest names: size and time
 //   npm run bench -- routes       the proxy with route tables of 1, 100 and 1,000 routes against none: req/s and CPU per request
+//   npm run bench -- verify       POST /tollgate/verify against the proxy for the same key and plan: req/s, p99, Redis script calls per request
 //   … --out FILE                  also write the result (markdown) to FILE; it is always printed
 //
 // Environment (all optional): BENCH_DURATION (s, default 10), BENCH_ROUNDS (3), BENCH_WARMUP (s, 3),
@@ -39,6 +40,7 @@ import { profile } from './commands/profile.ts';
 import { routes } from './commands/routes.ts';
 import { scale } from './commands/scale.ts';
 import { table } from './commands/table.ts';
+import { verify } from './commands/verify.ts';
 
 const commands: Record<string, () => Promise<string>> = {
   table,
@@ -51,8 +53,9 @@ const commands: Record<string, () => Promise<string>> = {
   embedded,
   detail,
   routes,
+  verify,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes] [--out FILE]\n`;
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|verify] [--out FILE]\n`;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
 try {
