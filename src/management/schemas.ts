@@ -469,10 +469,9 @@ const RateLimitState = Type.Object(
     limit: Type.Integer({ minimum: 1, description: 'Of the limit with the fewest requests left' }),
     remaining: Count,
     resetTime,
-    limits: Type.Array(
-      Type.Object(limitStateFields, { ...strict, title: 'LimitState' }),
-      { description: "Every limit that applies: the key's plan in its order, then its consumer's" },
-    ),
+    limits: Type.Array(Type.Object(limitStateFields, { ...strict, title: 'LimitState' }), {
+      description: "Every limit that applies: the key's plan in its order, then its consumer's",
+    }),
   },
   { ...strict, title: 'RateLimitState' },
 );
