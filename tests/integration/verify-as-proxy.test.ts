@@ -397,13 +397,12 @@ describe.each(MODES)('$name', (mode) => {
         expect(verified.answer?.consumerApiKeyId).toBeUndefined();
         return;
       }
-      const usageOf = async (key: Key) =>
-        (
-          await waitFor(
-            () => h.usage(key.id),
-            (usage) => usage.requests >= row.usage!.requests,
-          )
-        ).value;
+      // The day's totals and its series are read apart: a flush may land between the reads, so wait for both.
+      const whole = (usage: UsageOfTheDay) =>
+        usage.requests >= row.usage!.requests &&
+        usage.endpoints.length > 0 &&
+        Object.values(usage.customers).reduce((a, b) => a + b, 0) >= row.usage!.requests;
+      const usageOf = async (key: Key) => (await waitFor(() => h.usage(key.id), whole)).value;
       const [ofProxy, ofVerify] = [await usageOf(forProxy!), await usageOf(forVerify!)];
       expect(ofVerify).toEqual(ofProxy);
       const { outcome, ...totals } = row.usage;
