@@ -2,8 +2,9 @@
 // Tollgate (Redis mode + Postgres, one process) and one run: req/s and p99 of each, alternating rounds,
 // and the Redis script calls (EVALSHA/EVAL, INFO commandstats of a private redis-server) per verify and
 // per proxied request of that hot key, net of an idle stretch of the same length (usage pushes, the
-// flusher). Verify is called with the root token, and once more with an admin token holding only
-// keys:verify (what a server would hold), which the management API checks against the database.
+// flusher), and Tollgate's CPU time per request (steadier than req/s on a shared machine). Verify is
+// called with the root token, and once more with an admin token holding only keys:verify (what a
+// server would hold), which the management API checks against the database on every call.
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -19,6 +20,7 @@ import {
   log,
   run,
 } from '../lib/config.ts';
+import { treeCpuUs } from '../lib/processes.ts';
 import { fmt, machine, median, problemsNote, ratio } from '../lib/report.ts';
 import {
   buildTollgate,
@@ -40,6 +42,8 @@ const VERIFY_SCRIPT = path.join(ROOT, 'bench/verify.lua');
 interface Measured {
   readonly rps: number[];
   readonly p99: number[];
+  /** Tollgate's CPU time (user + system, its process tree) per request answered, µs. */
+  readonly cpu: number[];
 }
 
 async function scriptCalls(redis: Redis): Promise<number> {
@@ -87,15 +91,21 @@ export async function verify(): Promise<string> {
     await verified(WARMUP);
     await verified(WARMUP, verifier);
     const results: Record<'proxy' | 'verify' | 'token', Measured> = {
-      proxy: { rps: [], p99: [] },
-      verify: { rps: [], p99: [] },
-      token: { rps: [], p99: [] },
+      proxy: { rps: [], p99: [], cpu: [] },
+      verify: { rps: [], p99: [], cpu: [] },
+      token: { rps: [], p99: [], cpu: [] },
     };
-    const note = (into: Measured, r: WrkResult) => {
+    const pid = tg.child.pid as number;
+    /** One load, noted with Tollgate's CPU time over it. */
+    const measure = async (into: Measured, load: (seconds: number) => Promise<WrkResult>) => {
+      const cpuBefore = treeCpuUs(pid);
+      const r = await load(DURATION);
+      into.cpu.push((treeCpuUs(pid) - cpuBefore) / r.requests);
       if (r.non2xx + r.socketErrors > 0)
         throw new Error(`${r.non2xx} non-2xx answers, ${r.socketErrors} socket errors`);
       into.rps.push(r.rps);
       into.p99.push(r.p99);
+      return r;
     };
     // Script calls: an idle stretch (background work alone), then one stretch of each load.
     const idleBefore = await scriptCalls(redis);
@@ -108,26 +118,24 @@ export async function verify(): Promise<string> {
       for (const target of order) {
         log(`round ${round + 1}/${ROUNDS}: ${target}`);
         const before = await scriptCalls(redis);
-        const r = target === 'proxy' ? await proxied(DURATION) : await verified(DURATION);
+        const r = await measure(results[target], target === 'proxy' ? proxied : verified);
         const calls = (await scriptCalls(redis)) - before;
-        note(results[target], r);
         if (round === 0) perRequest[target] = Math.max(0, calls - idle) / r.requests;
       }
       log(`round ${round + 1}/${ROUNDS}: verify with an admin token`);
-      note(results.token, await verified(DURATION, verifier));
+      await measure(results.token, (seconds) => verified(seconds, verifier));
     }
     const rps = (m: Measured) => median(m.rps);
-    const p99 = (m: Measured) => median(m.p99);
     const row = (label: string, m: Measured, calls?: number) =>
-      `| ${label} | ${fmt(rps(m))} | ${m.rps.map((x) => fmt(x)).join(' / ')} | ${fmt(p99(m), 2)} | ${ratio(rps(m), rps(results.proxy))} | ${calls === undefined ? '—' : `**${fmt(calls, 4)}**`} |`;
+      `| ${label} | ${fmt(rps(m))} | ${m.rps.map((x) => fmt(x)).join(' / ')} | ${fmt(median(m.p99), 2)} | ${fmt(median(m.cpu), 1)} | ${ratio(rps(m), rps(results.proxy))} | ${calls === undefined ? '—' : `**${fmt(calls, 4)}**`} |`;
     return (
       [
         `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- verify\`: one Tollgate (Redis mode + Postgres, one process, NODE_ENV=production), one key bound to a plan of one limit that never refuses (${PLAN_ID}, an hour); wrk -c${CONNECTIONS} for ${DURATION} s per load, ${ROUNDS} rounds alternating proxy and verify (median; every round listed). The proxy forwards \`GET /bench/item\` to nginx; verify answers \`POST /tollgate/verify {key, path: "/bench/item", method: "GET"}\` for the same key: the same admission, the same usage counting, no backend. Script calls: \`INFO commandstats\` (EVALSHA + EVAL) of a private redis-server during the first round's load, less an idle stretch of ${DURATION} s (${fmt(idle)} calls: usage pushes and the flusher).`,
         '',
         machine(),
         '',
-        '| load | req/s (median) | each round | p99 ms (median) | against the proxy | Redis script calls per request |',
-        '|---|--:|--:|--:|--:|--:|',
+        '| load | req/s (median) | each round | p99 ms (median) | Tollgate CPU µs per request (median) | req/s against the proxy | Redis script calls per request |',
+        '|---|--:|--:|--:|--:|--:|--:|',
         row('proxy: `GET /bench/item`, forwarded', results.proxy, perRequest.proxy),
         row('verify, root token', results.verify, perRequest.verify),
         row('verify, admin token holding `keys:verify`', results.token),
