@@ -2,7 +2,8 @@
 // Tollgate (Redis mode + Postgres, one process) and one run: req/s and p99 of each, alternating rounds,
 // and the Redis script calls (EVALSHA/EVAL, INFO commandstats of a private redis-server) per verify and
 // per proxied request of that hot key, net of an idle stretch of the same length (usage pushes, the
-// flusher), and Tollgate's CPU time per request (steadier than req/s on a shared machine). Verify is
+// flusher), and Tollgate's CPU time per request (steadier than req/s on a shared machine); then each
+// one request at a time (wrk -c1), where the proxy's hop to its backend shows in the latency. Verify is
 // called with the root token, and once more with an admin token holding only keys:verify (what a
 // server would hold), which the management API checks against the database on every call.
 import path from 'node:path';
@@ -72,16 +73,24 @@ export async function verify(): Promise<string> {
       .secret,
   );
   const base = `http://127.0.0.1:${port}`;
-  const proxied = (seconds: number) =>
-    wrk({ url: `${base}/bench/item?id=42`, seconds, headers: { authorization: `Bearer ${secret}` } });
+  /** wrk -c1: one request at a time, the time each takes to be answered. */
+  const ONE_AT_A_TIME = { connections: 1, threads: 1 } as const;
+  const proxied = (seconds: number, one = false) =>
+    wrk({
+      url: `${base}/bench/item?id=42`,
+      seconds,
+      headers: { authorization: `Bearer ${secret}` },
+      ...(one && ONE_AT_A_TIME),
+    });
   // The request the proxy gets above, as a server behind no proxy would ask about it.
-  const verified = (seconds: number, token = ROOT_TOKEN) =>
+  const verified = (seconds: number, token = ROOT_TOKEN, one = false) =>
     wrk({
       url: `${base}/tollgate/verify`,
       seconds,
       headers: { authorization: `Bearer ${token}` },
       script: VERIFY_SCRIPT,
       scriptEnv: { VERIFY_BODY: JSON.stringify({ key: secret, path: '/bench/item', method: 'GET' }) },
+      ...(one && ONE_AT_A_TIME),
     });
 
   const redis = new Redis(run.redisUrl);
@@ -125,6 +134,14 @@ export async function verify(): Promise<string> {
       log(`round ${round + 1}/${ROUNDS}: verify with an admin token`);
       await measure(results.token, (seconds) => verified(seconds, verifier));
     }
+    // How long one request takes to be answered, without a queue: the proxy's hop to the backend shows.
+    log('one request at a time: proxy, then verify');
+    const single = {
+      proxy: await proxied(DURATION, true),
+      verify: await verified(DURATION, ROOT_TOKEN, true),
+    };
+    const singleRow = (label: string, r: WrkResult) =>
+      `| ${label} | ${fmt(r.rps)} | ${fmt(r.p50, 3)} | ${fmt(r.p99, 3)} |`;
     const rps = (m: Measured) => median(m.rps);
     const row = (label: string, m: Measured, calls?: number) =>
       `| ${label} | ${fmt(rps(m))} | ${m.rps.map((x) => fmt(x)).join(' / ')} | ${fmt(median(m.p99), 2)} | ${fmt(median(m.cpu), 1)} | ${ratio(rps(m), rps(results.proxy))} | ${calls === undefined ? '—' : `**${fmt(calls, 4)}**`} |`;
@@ -139,6 +156,13 @@ export async function verify(): Promise<string> {
         row('proxy: `GET /bench/item`, forwarded', results.proxy, perRequest.proxy),
         row('verify, root token', results.verify, perRequest.verify),
         row('verify, admin token holding `keys:verify`', results.token),
+        '',
+        `One request at a time (wrk -t1 -c1, ${DURATION} s each, after the rounds):`,
+        '',
+        '| one connection | req/s | p50 ms | p99 ms |',
+        '|---|--:|--:|--:|',
+        singleRow('proxy, forwarded', single.proxy),
+        singleRow('verify, root token', single.verify),
       ].join('\n') + problemsNote([tg])
     );
   } finally {

@@ -41,6 +41,7 @@ export function createVerifyRoute(deps: ManagementDeps): VerifyRoute {
     headers['content-length'] = Buffer.byteLength(text);
     res.writeHead(status, headers);
     res.end(text);
+    deps.metrics.managementRequests.inc({ status: String(status) });
   };
   const refuse = (res: ServerResponse, headers: Headers, error: AppError): void => {
     const retryAfter = retryAfterOf(error.code);
@@ -51,7 +52,6 @@ export function createVerifyRoute(deps: ManagementDeps): VerifyRoute {
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const receivedAt = performance.now();
     const requestId = requestIdOf(req.headers);
-    res.once('finish', () => deps.metrics.managementRequests.inc({ status: String(res.statusCode) }));
     // Answers carry keys' names and metadata: no cache anywhere may keep them.
     const headers: Headers = { 'cache-control': 'no-store', 'x-request-id': requestId };
     try {
