@@ -14,6 +14,7 @@
 //   npm run bench -- routes       the proxy with route tables of 1, 100 and 1,000 routes against none, and a plan with a match and costs: req/s and CPU per request
 //   npm run bench -- record       the usage recorder's record() alone: ns per request
 //   npm run bench -- events       the proxy with a webhook and a billing export configured and busy against none: req/s and CPU per request
+//   npm run bench -- verify       POST /tollgate/verify against the proxy for the same key and plan: req/s, p99, Redis script calls per request
 //   … --out FILE                  also write the result (markdown) to FILE; it is always printed
 //
 // Environment (all optional): BENCH_DURATION (s, default 10), BENCH_ROUNDS (3), BENCH_WARMUP (s, 3),
@@ -50,6 +51,7 @@ import { record } from './commands/record.ts';
 import { routes } from './commands/routes.ts';
 import { scale } from './commands/scale.ts';
 import { table } from './commands/table.ts';
+import { verify } from './commands/verify.ts';
 
 const commands: Record<string, () => Promise<string>> = {
   table,
@@ -64,8 +66,9 @@ const commands: Record<string, () => Promise<string>> = {
   routes,
   record,
   events,
+  verify,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events] [--out FILE]\n`;
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify] [--out FILE]\n`;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
 try {

@@ -4,16 +4,19 @@
 export const PROXY_REFUSALS_FILE = 'packages/client/src/generated/proxy-refusals.ts';
 
 /**
- * The codes the middleware answers: missing_api_key (no key to verify) and every refusal verify can
- * answer today (contract 18). credits_exhausted joins when the proxy answers it.
+ * The codes the middleware answers: missing_api_key (no key to verify) and every refusal verify
+ * answers (contract 18, and the proxy's refusals of a path: a dot segment, no route without a catch-all).
  */
 export const PROXY_REFUSAL_CODES = [
   'missing_api_key',
+  'invalid_request_target',
   'invalid_api_key',
   'key_expired',
   'key_disabled',
   'route_not_allowed',
+  'route_not_found',
   'rate_limit_exceeded',
+  'credits_exhausted',
   'too_many_failed_attempts',
 ];
 

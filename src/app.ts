@@ -14,9 +14,10 @@ import type { RateLimitPolicy } from './plans/window.js';
 import { createConsoleHandler, loadConsoleFiles } from './console/console-files.js';
 import { SpentCredits } from './credits/spent-credits.js';
 import { ExpiryNotices } from './keys/expiry-notices.js';
-import { createManagementApp } from './management/app.js';
+import { createManagementApp, type ManagementDeps } from './management/app.js';
 import { keyExpiringData } from './management/change-events.js';
 import { buildOpenApiDocument } from './management/openapi.js';
+import { createVerifyRoute } from './management/verify-route.js';
 import type { Logger } from './ops/logger.js';
 import { settledWithin } from './ops/deadline.js';
 import type { Metrics } from './ops/metrics.js';
@@ -185,7 +186,7 @@ export function buildApp({
   const auditRetention = pruneHourly('audit retention', () =>
     pruneAuditLog(audit, config.auditRetentionDays, logger),
   );
-  const management = createManagementApp({
+  const managementDeps: ManagementDeps = {
     db: adapters.db.db,
     keys,
     plans,
@@ -210,7 +211,10 @@ export function buildApp({
     billingExports: new BillingExportRepository(adapters.db.db),
     billingRuns: new LedgerRepository(adapters.db.db),
     billing,
-  });
+    // Verify decides with the proxy's own admission: one key cache, limiter, throttle and recorder.
+    verification: proxyDeps,
+  };
+  const management = createManagementApp(managementDeps);
   // The outbox is drained by one replica at a time under a lease in the database, in every mode alike.
   const webhookDeliveries = new DeliveryWorker({
     db: adapters.db.db,
@@ -233,6 +237,7 @@ export function buildApp({
   }
   const publicServer = createPublicServer({
     managementApp: management,
+    verify: createVerifyRoute(managementDeps),
     proxy,
     upgrade,
     managementPrefix: config.managementPrefix,

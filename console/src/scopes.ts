@@ -9,6 +9,7 @@ export const SCOPE_TEXT = {
   'keys:read': 'List and read keys and consumers, find a key by its secret',
   'keys:write': 'Create, change, roll and delete keys and consumers; bind plans to keys',
   'keys:secrets': 'Read a key’s secret on its page',
+  'keys:verify': 'Verify requests for a server that cannot put Tollgate in front (POST /tollgate/verify)',
   'plans:read': 'List and read plans',
   'plans:write': 'Create, change and delete plans',
   'routes:read': 'List and read routes',

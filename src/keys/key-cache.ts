@@ -27,6 +27,16 @@ export interface ResolvedKey {
   readonly pricing: Pricing | undefined;
   /** The routes the key may take; null: every route. */
   readonly allowedRouteIds: ReadonlySet<string> | null;
+  /** What verify answers of the key besides its decision; the proxy never reads it. */
+  readonly identity: KeyIdentity;
+}
+
+/** A key's name and owner as the caller set them (contract section 18: verify answers them from memory). */
+export interface KeyIdentity {
+  readonly name: string;
+  readonly externalId: string | null;
+  /** The caller's JSON object as serialised, members in the order written. */
+  readonly metadata: string;
 }
 
 /** The database look-up by SHA-256 of the secret (`KeyRepository.findBySecretHash`). */
@@ -211,6 +221,7 @@ export class KeyCache {
       subjects: subjectsOf(row.id, key, consumer),
       pricing: Pricing.of(key, consumer),
       allowedRouteIds: row.allowedRouteIds === null ? null : new Set(row.allowedRouteIds),
+      identity: { name: row.name, externalId: row.externalId, metadata: row.metadata },
     };
   }
 

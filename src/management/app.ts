@@ -22,7 +22,7 @@ import { WebhookRepository } from '../store/webhook-repository.js';
 import { authenticate, callerOf } from './authenticate.js';
 import { eventOfChange } from './change-events.js';
 import type { AuditedChange, ManagementContext, ManagementDeps } from './context.js';
-import { isDatabaseUnavailable, isForeignKeyViolation, isStorageRefusingWrites } from './db-errors.js';
+import { appErrorOf } from './app-error-of.js';
 import { jsonText } from './json-as-written.js';
 import { OPERATIONS } from './operations/index.js';
 import { registerOperations } from './register-operations.js';
@@ -104,30 +104,12 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
   const router = express.Router({ caseSensitive: true, strict: true });
   registerOperations(router, OPERATIONS, ctx);
 
-  const toAppError = (err: unknown, method: string, path: string): AppError => {
-    if (err instanceof AppError) return err;
-    // The only foreign key a management write can break: a plan deleted while it was being bound (to a
-    // key or a consumer). A consumer being given a key is held (key share) until the key is stored.
-    if (isForeignKeyViolation(err)) return new AppError('rate_limit_not_found');
-    if (isDatabaseUnavailable(err)) {
-      logger.warn({ err: (err as Error).message, method, path }, 'database unavailable');
-      return new AppError('database_unavailable');
-    }
-    if (isStorageRefusingWrites(err)) {
-      logger.warn({ err: (err as Error).message, method, path }, 'database refuses writes');
-      deps.storageHealth?.refused((err as Error).message);
-      return new AppError('storage_unavailable');
-    }
-    logger.error({ err, method, path }, 'management request failed');
-    return new AppError('internal_error');
-  };
-
   const sendError: ErrorRequestHandler = (err, req, res, next) => {
     if (res.headersSent) {
       next(err);
       return;
     }
-    const error = toAppError(err, req.method, req.path);
+    const error = appErrorOf(err, deps, req.method, req.path);
     const retryAfter = retryAfterOf(error.code);
     if (retryAfter !== undefined) res.set('Retry-After', String(retryAfter));
     res.status(error.status).json(error.toBody());

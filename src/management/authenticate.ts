@@ -4,10 +4,11 @@
  * with the throttle's leave; past the budget an address gets 429 for every credential, the right one
  * included, so a guess that hits cannot be told from a miss.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import { AppError } from '../errors.js';
-import { constantTimeEqual, hashSecret } from '../keys/secret.js';
+import { hashSecret } from '../keys/secret.js';
 import { UNCOUNTED, type Attempt, type FailureThrottle } from '../proxy/auth-throttle.js';
 import { secondsUntil } from '../plans/window.js';
 import type { TrustProxy } from '../config.js';
@@ -50,13 +51,28 @@ export interface AuthenticateOptions {
 /** Admin tokens a replica remembers having seen valid (hashes, oldest forgotten first). */
 const MAX_VOUCHED_TOKENS = 1_000;
 
-export function authenticate(options: AuthenticateOptions): RequestHandler {
-  const refuse = (res: Response, presented: boolean, message: string): AppError => {
+/** A caller refused: the error, and the headers that go with it (a challenge, a Retry-After). */
+export interface Refusal {
+  readonly error: AppError;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/**
+ * Who is calling, from a request's headers and address (framework-free: the Express middleware below
+ * and verify's own route both use it): the caller, or the refusal to answer. Throws when the database
+ * could not say whether an admin token exists.
+ */
+export type IdentifyCaller = (req: IncomingMessage, requestId: string) => Promise<Caller | Refusal>;
+
+export function callerIdentifier(options: AuthenticateOptions): IdentifyCaller {
+  const refuse = (presented: boolean, message: string): Refusal => ({
+    error: new AppError('unauthorized', message),
     // RFC 6750 §3, as the contract writes it (no realm, which is optional): name the scheme, and say
     // "invalid_token" only when a token was actually presented.
-    res.set('WWW-Authenticate', presented ? 'Bearer error="invalid_token"' : 'Bearer');
-    return new AppError('unauthorized', message);
-  };
+    headers: { 'WWW-Authenticate': presented ? 'Bearer error="invalid_token"' : 'Bearer' },
+  });
+  // Compared by their hashes: in constant time whatever the lengths. The root token's is taken once.
+  const rootHash = hashSecret(options.rootToken);
   /**
    * Hashes of admin tokens seen valid on this replica. 256 random bits are never a guess, so such a
    * token is checked without reserving a guess from the shared budget (no Redis round trip), though
@@ -64,19 +80,14 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
    * and then forgotten.
    */
   const vouched = new Set<string>();
-  return async (req, res, next) => {
-    const requestId = requestIdOf(req.headers);
-    res.set('x-request-id', requestId);
+  return async (req, requestId) => {
     const clientAddress = forwardedFacts(req, options.trustProxy).client;
     const match = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '');
-    if (!match) {
-      next(refuse(res, false, 'Authorization: Bearer <ROOT_TOKEN or admin token> is required'));
-      return;
-    }
+    if (!match) return refuse(false, 'Authorization: Bearer <ROOT_TOKEN or admin token> is required');
     const now = options.clock();
     const presented = match[1]!;
-    const hash = ADMIN_TOKEN.test(presented) ? hashSecret(presented) : undefined;
-    const hashText = hash?.toString('hex');
+    const presentedHash = hashSecret(presented);
+    const hashText = ADMIN_TOKEN.test(presented) ? presentedHash.toString('hex') : undefined;
     let attempt: Attempt;
     if (hashText !== undefined && vouched.has(hashText)) {
       const blockedUntil = options.throttle.blockedUntil(clientAddress, now);
@@ -85,9 +96,10 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
       attempt = await options.throttle.attempt(clientAddress, now, presented);
     }
     if (!attempt.allowed) {
-      res.set('Retry-After', String(secondsUntil(attempt.retryAtMs, now)));
-      next(new AppError('too_many_failed_attempts'));
-      return;
+      return {
+        error: new AppError('too_many_failed_attempts'),
+        headers: { 'Retry-After': String(secondsUntil(attempt.retryAtMs, now)) },
+      };
     }
     const caller = (actor: Actor, scopes: ReadonlySet<Scope>, expiresAt: Date | null): Caller => ({
       actor,
@@ -96,19 +108,16 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
       requestId,
       clientAddress,
     });
-    if (constantTimeEqual(presented, options.rootToken)) {
+    if (timingSafeEqual(presentedHash, rootHash)) {
       attempt.settle(false);
-      res.locals.caller = caller({ type: 'root' }, ALL_SCOPES, null);
-      next();
-      return;
+      return caller({ type: 'root' }, ALL_SCOPES, null);
     }
     let token: AdminTokenRow | undefined;
     try {
-      token = hash === undefined ? undefined : await options.tokens.findByHash(hash);
+      token = hashText === undefined ? undefined : await options.tokens.findByHash(presentedHash);
     } catch (err) {
       attempt.settle(false);
-      next(err);
-      return;
+      throw err;
     }
     const valid = token !== undefined && (token.expiresAt === null || token.expiresAt.getTime() > now);
     attempt.settle(!valid);
@@ -116,18 +125,44 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
       if (!vouched.has(hashText!) && vouched.size >= MAX_VOUCHED_TOKENS)
         vouched.delete(vouched.values().next().value as string);
       vouched.add(hashText!);
-      res.locals.caller = caller(
+      return caller(
         { type: 'token', id: token.id, name: token.name },
         new Set(token.scopes as Scope[]),
         token.expiresAt,
       );
-      next();
-      return;
     }
     if (hashText !== undefined) vouched.delete(hashText);
-    next(refuse(res, true, 'The token is not valid'));
+    return refuse(true, 'The token is not valid');
   };
 }
+
+export const isRefusal = (found: Caller | Refusal): found is Refusal => 'error' in found;
+
+/** The caller, in `res.locals.caller` for the routes; a refusal goes to the error handler with its headers. */
+export function authenticate(options: AuthenticateOptions): RequestHandler {
+  const identify = callerIdentifier(options);
+  return async (req, res, next) => {
+    const requestId = requestIdOf(req.headers);
+    res.set('x-request-id', requestId);
+    let found: Caller | Refusal;
+    try {
+      found = await identify(req, requestId);
+    } catch (err) {
+      next(err);
+      return;
+    }
+    if (isRefusal(found)) {
+      res.set(found.headers);
+      next(found.error);
+      return;
+    }
+    res.locals.caller = found;
+    next();
+  };
+}
+
+/** The RFC 6750 challenge of a 403 insufficient_scope, naming the scope that is missing. */
+export const scopeChallenge = (scope: Scope): string => `Bearer error="insufficient_scope", scope="${scope}"`;
 
 /** 403 insufficient_scope, with the RFC 6750 challenge naming the scope that is missing. */
 export function insufficientScope(
@@ -135,7 +170,7 @@ export function insufficientScope(
   scope: Scope,
   message = `This call needs the scope ${scope}`,
 ): AppError {
-  res.set('WWW-Authenticate', `Bearer error="insufficient_scope", scope="${scope}"`);
+  res.set('WWW-Authenticate', scopeChallenge(scope));
   return new AppError('insufficient_scope', message);
 }
 

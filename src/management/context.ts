@@ -8,7 +8,10 @@ import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { Plan } from '../plans/plan.js';
 import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
+import type { AdmissionDeps } from '../proxy/admission.js';
 import type { FailureThrottle } from '../proxy/auth-throttle.js';
+import type { KeyUseDeps } from '../proxy/key-use.js';
+import type { Routing } from '../proxy/routing.js';
 import type { AdminTokenRepository } from '../store/admin-token-repository.js';
 import type { AuditRepository } from '../store/audit-repository.js';
 import type { ConsumerRepository } from '../store/consumer-repository.js';
@@ -28,6 +31,14 @@ export interface UsageTotalsReader {
   read(keyId: string): Promise<UsageTotals>;
   /** What a consumer's keys did while they belonged to it; `keyIds`: its keys now (their pending usage). */
   readConsumer(consumerId: string, keyIds: readonly string[]): Promise<UsageTotals>;
+}
+
+/**
+ * What verify decides and counts with (contract section 18): the proxy's own key cache, limiter,
+ * failed-key throttle, route table and usage recorder, so a key is decided and counted alike both ways.
+ */
+export interface VerifyDeps extends AdmissionDeps, KeyUseDeps {
+  readonly routing: Pick<Routing, 'routeIdOf'>;
 }
 
 export interface ManagementDeps {
@@ -79,6 +90,8 @@ export interface ManagementDeps {
   readonly billingRuns: Pick<LedgerRepository, 'runs'>;
   /** Starts a run of an export now (POST …/runs), as the schedule would. */
   readonly billing: Pick<BillingExporter, 'runNow'>;
+  /** `POST /tollgate/verify`: the proxy's admission and usage. */
+  readonly verification: VerifyDeps;
   /** Told when the database refuses a write, so readiness says so until it takes writes again. */
   readonly storageHealth?: Pick<StorageHealth, 'refused'>;
 }

@@ -3,7 +3,8 @@
  * so each failure has its own contract code. JSON.parse makes `__proto__` an ordinary own property
  * (it never reaches a prototype), and the schemas' `additionalProperties: false` then refuses it.
  */
-import express, { type RequestHandler, type Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../errors.js';
 import { membersAsWritten } from './json-as-written.js';
 
@@ -48,37 +49,45 @@ export function metadataAsWritten(metadata: Record<string, unknown> | null, res:
   return metadata === null ? '{}' : membersAsWritten(bodyTextOf(res)).get('metadata')!;
 }
 
+/** A JSON body read: the parsed (not yet validated) value and its text. */
+export interface JsonBody {
+  readonly value: unknown;
+  readonly text: string;
+}
+
+/**
+ * Reads a JSON request body (framework-free: the Express middleware below and verify's own route use
+ * it); refusals are thrown as AppError: 415 for another media type or a compressed body, 413 beyond
+ * 64 KiB, 400 invalid_json for what is not JSON in UTF-8.
+ */
+export async function readJsonBody(req: IncomingMessage, res: ServerResponse): Promise<JsonBody> {
+  if (!isJsonContentType(req.headers['content-type'])) throw new AppError('unsupported_media_type');
+  const raw = await new Promise<unknown>((resolve, reject) =>
+    readRaw(req as Request, res as Response, (err?: unknown) =>
+      err ? reject(bodyReadError(err)) : resolve((req as { body?: unknown }).body),
+    ),
+  );
+  let text: string;
+  try {
+    text = Buffer.isBuffer(raw) ? utf8.decode(raw) : '';
+  } catch {
+    throw new AppError('invalid_json', 'The request body is not UTF-8');
+  }
+  try {
+    return { value: JSON.parse(text) as unknown, text };
+  } catch {
+    throw new AppError(
+      'invalid_json',
+      text.trim() === '' ? 'The request body is empty; send a JSON object' : undefined,
+    );
+  }
+}
+
 /** Leaves the parsed (not yet validated) JSON value in `req.body`, and its text for `bodyTextOf`. */
 export const jsonBody: RequestHandler = (req, res, next) => {
-  if (!isJsonContentType(req.headers['content-type'])) {
-    next(new AppError('unsupported_media_type'));
-    return;
-  }
-  readRaw(req, res, (err?: unknown) => {
-    if (err) {
-      next(bodyReadError(err));
-      return;
-    }
-    const raw: unknown = req.body;
-    let text: string;
-    try {
-      text = Buffer.isBuffer(raw) ? utf8.decode(raw) : '';
-    } catch {
-      next(new AppError('invalid_json', 'The request body is not UTF-8'));
-      return;
-    }
-    try {
-      req.body = JSON.parse(text) as unknown;
-      res.locals.bodyText = text;
-    } catch {
-      next(
-        new AppError(
-          'invalid_json',
-          text.trim() === '' ? 'The request body is empty; send a JSON object' : undefined,
-        ),
-      );
-      return;
-    }
+  readJsonBody(req, res).then(({ value, text }) => {
+    req.body = value;
+    res.locals.bodyText = text;
     next();
-  });
+  }, next);
 };

@@ -68,11 +68,6 @@ export interface Operation<
   readonly path: string;
   /** The scope a caller needs; null: any valid token (what the caller itself may do). */
   readonly scope: Scope | null;
-  /**
-   * A POST that changes nothing: it takes a body only because what it reads (a secret) must never be
-   * in a URL. Documented as a read (no 503 `storage_unavailable`).
-   */
-  readonly readsOnly?: boolean;
   readonly tag: string;
   readonly summary: string;
   readonly description?: string;
@@ -85,6 +80,12 @@ export interface Operation<
    * validation of what it reads, the database): each code with when it happens.
    */
   readonly errors?: Partial<Readonly<Record<ErrorCode, string>>>;
+  /**
+   * A POST that changes no management state: it takes a body only because what it reads must never be
+   * in a URL (a secret: key lookup, verify). Not audited, documented as a read (no 503
+   * `storage_unavailable`).
+   */
+  readonly readOnly?: true;
   /** Writes the answer. Refusals are thrown as AppError. */
   readonly handle: (call: OperationCall<Static<P>, Static<Q>, Static<B>>) => Promise<void>;
 }
@@ -97,5 +98,5 @@ export function defineOperation<P extends TObject, Q extends TObject, B extends 
 }
 
 /** An operation changes state unless it reads: every such call is audited and needs writable storage. */
-export const isWrite = (operation: Pick<Operation, 'method' | 'readsOnly'>): boolean =>
-  operation.method !== 'get' && operation.readsOnly !== true;
+export const isWrite = (operation: Pick<Operation, 'method' | 'readOnly'>): boolean =>
+  operation.method !== 'get' && operation.readOnly !== true;

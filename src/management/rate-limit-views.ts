@@ -9,6 +9,7 @@ import type { KeyDetailResponse } from './schemas.js';
 import { isoTimestamp } from './time-format.js';
 
 export type RateLimitsView = KeyDetailResponse['usage']['rateLimits'];
+type LimitView = NonNullable<RateLimitsView>['limits'][number];
 
 /**
  * Where every limit of `subjects` stands (a key's and its consumer's, or a consumer's own), read
@@ -36,14 +37,19 @@ export async function rateLimitsOf(
     limit: fewest.rule.limit,
     remaining: fewest.remaining,
     resetTime: isoTimestamp(fewest.resetMs),
-    limits: states.map(({ scope, rule, remaining, resetMs }) => ({
-      name: limitName(scope, rule),
-      limit: rule.limit,
-      period: rule.period,
-      remaining,
-      resetTime: isoTimestamp(resetMs),
-      scope,
-    })),
+    limits: states.map(limitView),
+  };
+}
+
+/** One limit as the detail's `usage.rateLimits.limits` (and verify's `limits`) show it. */
+export function limitView({ scope, rule, remaining, resetMs }: LimitState): LimitView {
+  return {
+    name: limitName(scope, rule),
+    limit: rule.limit,
+    period: rule.period,
+    remaining,
+    resetTime: isoTimestamp(resetMs),
+    scope,
   };
 }
 

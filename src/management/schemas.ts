@@ -98,7 +98,7 @@ const LimitName = Type.String({
     'Names the limit in the RateLimit headers and the 429 body: 1-32 characters of A-Z a-z 0-9 _ -, unique within the plan. Default: the period',
   examples: ['burst', 'monthly-quota'],
 });
-const AlgorithmSchema = Type.Unsafe<Algorithm>({
+export const AlgorithmSchema = Type.Unsafe<Algorithm>({
   type: 'string',
   enum: [...ALGORITHMS],
   description:
@@ -168,13 +168,13 @@ const Secret = Type.String({
   examples: ['tg_3lB0sGm6yq0i3I2xJfN8m0rWbq2cQ8uYd5vZk1eHhTs'],
 });
 
-const ExternalId = Type.String({
+export const ExternalId = Type.String({
   minLength: 1,
   maxLength: MAX_NAME_LENGTH,
   pattern: NO_NUL,
   description: "The owner's id in the caller's system, 1-200 characters",
 });
-const Metadata = Type.Record(Type.String(), Type.Unknown(), {
+export const Metadata = Type.Record(Type.String(), Type.Unknown(), {
   description: `A JSON object of at most ${MAX_METADATA_BYTES} bytes as serialised and ${MAX_METADATA_DEPTH} levels of nesting, returned as given`,
 });
 const Enabled = Type.Boolean({
@@ -492,25 +492,23 @@ const ScopedLimitName = Type.String({
   description: "The limit's name; a consumer's limit is named `consumer.<name>`",
   examples: ['burst', 'consumer.monthly-quota'],
 });
+/** Where one limit stands: an entry of `usage.rateLimits.limits` (and of verify's `limits`). */
+export const limitStateFields = {
+  name: ScopedLimitName,
+  limit: PlanLimit,
+  period: PeriodSchema,
+  remaining: Count,
+  resetTime,
+  scope: LimitScope,
+};
 const RateLimitState = Type.Object(
   {
     limit: Type.Integer({ minimum: 1, description: 'Of the limit with the fewest requests left' }),
     remaining: Count,
     resetTime,
-    limits: Type.Array(
-      Type.Object(
-        {
-          name: ScopedLimitName,
-          limit: PlanLimit,
-          period: PeriodSchema,
-          remaining: Count,
-          resetTime,
-          scope: LimitScope,
-        },
-        { ...strict, title: 'LimitState' },
-      ),
-      { description: "Every limit that applies: the key's plan in its order, then its consumer's" },
-    ),
+    limits: Type.Array(Type.Object(limitStateFields, { ...strict, title: 'LimitState' }), {
+      description: "Every limit that applies: the key's plan in its order, then its consumer's",
+    }),
   },
   { ...strict, title: 'RateLimitState' },
 );

@@ -2,11 +2,13 @@
  * What an admin token may do (contract sections 9 and 19). The root token holds every scope.
  * `keys:secrets`: a key's secret in the answers that show a key (a roll answers its new secret to
  * anyone allowed to roll). `billing:read` and `billing:write`: billing exports and their runs (section 17).
+ * `keys:verify`: `POST /tollgate/verify`, a decision and its count, and nothing else (section 18).
  */
 export const SCOPES = [
   'keys:read',
   'keys:write',
   'keys:secrets',
+  'keys:verify',
   'plans:read',
   'plans:write',
   'routes:read',

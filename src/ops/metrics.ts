@@ -255,6 +255,12 @@ export class Metrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
+  readonly verifications = new RequestPathCounter<'code', string>(
+    this.registry,
+    'tollgate_verifications_total',
+    'Verify decisions (POST /tollgate/verify) by code: ok, or the refusal the proxy would answer',
+    'code',
+  );
   readonly managementRequests = new Counter({
     name: 'tollgate_management_requests_total',
     help: 'Management API requests by status code',

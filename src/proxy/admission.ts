@@ -63,6 +63,8 @@ export interface AdmissionRequest {
   readonly path: string;
   /** Units the request costs instead of its plans' costs (verify's `cost`). */
   readonly cost?: number;
+  /** Verify's: every limit's state after the decision is pushed here, as the limiter reports it. */
+  readonly states?: LimitState[];
 }
 
 export interface AdmissionDeps {
@@ -110,7 +112,7 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
     return { admitted: true, secret, key, limit: undefined, balance: undefined, cost };
   let decision: Decision;
   try {
-    const decided = deps.limiter.consume(subjects, cost, now);
+    const decided = deps.limiter.consume(subjects, cost, now, request.states);
     decision = decided instanceof Promise ? await decided : decided;
   } catch {
     return refused('limit_unavailable', key);

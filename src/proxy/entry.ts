@@ -5,8 +5,6 @@ import { errorResponse, type ErrorCode } from '../errors.js';
 import type { ResolvedKey } from '../keys/key-cache.js';
 import type { Logger } from '../ops/logger.js';
 import { NO_ROUTE_LABEL, type Metrics, type ProxyOutcome } from '../ops/metrics.js';
-import type { LastUseTracker } from '../keys/last-use.js';
-import type { UsageRecorder } from '../usage/recorder.js';
 import type { Outcome } from '../usage/usage.js';
 import {
   admit,
@@ -16,16 +14,15 @@ import {
   type RefusalResponse,
 } from './admission.js';
 import { credentialOf } from './credential.js';
+import { countKeyUse, REFUSAL_OUTCOMES, type KeyUseDeps } from './key-use.js';
 import { customerIdOf, forwardedFacts, type Forwarded } from './forwarding-headers.js';
 import { hasDotSegment, originForm } from './request-target.js';
 import type { RouteTarget, Routing } from './routing.js';
 
-export interface EntryDeps extends AdmissionDeps {
+export interface EntryDeps extends AdmissionDeps, KeyUseDeps {
   readonly metrics: Metrics;
   readonly routing: Pick<Routing, 'route'>;
   readonly config: Pick<Config, 'trustProxy' | 'customerIdHeader'>;
-  readonly recorder: Pick<UsageRecorder, 'record'>;
-  readonly lastUse: Pick<LastUseTracker, 'used'>;
   readonly logger: Logger;
 }
 
@@ -129,15 +126,6 @@ export async function enter(
 /** A request no route took (and no catch-all): answered 404 `route_not_found`. */
 export const NO_ROUTE: unique symbol = Symbol('no route');
 
-/** The outcome in usage of each refusal that has one (contract section 20). */
-const REFUSAL_OUTCOMES: Partial<Record<ErrorCode, Outcome>> = {
-  rate_limit_exceeded: 'rateLimited',
-  credits_exhausted: 'creditsExhausted',
-  key_disabled: 'disabled',
-  key_expired: 'expired',
-  route_not_allowed: 'routeNotAllowed',
-};
-
 /** How each refusal of the admission shows in the proxy's metrics, and the authentication failures among them. */
 const REFUSAL_METRICS: Partial<Record<ErrorCode, readonly [ProxyOutcome, AuthFailure?]>> = {
   missing_api_key: ['unauthorized', 'missing'],
@@ -200,21 +188,8 @@ export function finished(deps: EntryDeps, f: Finished): void {
   }
   const routeId = route === undefined || route === NO_ROUTE ? null : route.routeId;
   if (f.key !== undefined && f.path !== undefined) {
-    const now = deps.clock();
-    deps.lastUse.used(f.key.id, now);
-    deps.recorder.record({
-      keyId: f.key.id,
-      // Filed under the consumer the key belonged to when the request was made (contract 13).
-      consumerId: f.key.consumerId ?? null,
-      endpoint: f.path,
-      routeId,
-      customerId: customerIdOf(f.req.headers, deps.config.customerIdHeader),
-      status: f.status,
-      outcome: f.outcome,
-      cost: f.cost,
-      durationMs,
-      atMs: now,
-    });
+    const customerId = customerIdOf(f.req.headers, deps.config.customerIdHeader);
+    countKeyUse(deps, f.key, f.path, routeId, customerId, f.status, f.outcome, f.cost, durationMs);
   }
   if (deps.logger.isLevelEnabled('debug')) {
     deps.logger.debug(

@@ -151,8 +151,8 @@ export type Forwarded = Pick<ForwardedFacts, 'forwardedFor' | 'forwardedProto' |
   readonly client: string;
 };
 
-/** `::ffff:10.0.0.1` and `10.0.0.1` are the same peer. */
-function plainAddress(address: string): string {
+/** `::ffff:10.0.0.1` and `10.0.0.1` are the same peer (the failed-key throttle counts them as one). */
+export function plainAddress(address: string): string {
   return address.startsWith('::ffff:') ? address.slice(7) : address;
 }
 

@@ -66,6 +66,15 @@ export class Routing {
     return target;
   }
 
+  /**
+   * The route id a request would take, as `route` finds it, holding nothing (verify forwards nothing):
+   * null for the catch-all, undefined when none takes it. `host` is its Host header; without one only
+   * routes for every host match.
+   */
+  routeIdOf(host: string | undefined, method: string, path: string): string | null | undefined {
+    return this.index.match(host, method, path)?.routeId;
+  }
+
   /** After the server has drained. */
   close(): Promise<void> {
     return this.upstreams.close();

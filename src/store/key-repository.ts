@@ -120,10 +120,14 @@ export interface KeyConsumer {
 
 /**
  * What the proxy needs to admit a request presenting one secret: the key, its state, its plan, its
- * consumer and the consumer's plan, in one indexed query.
+ * consumer and the consumer's plan, in one indexed query; and what verify answers of the key besides.
  */
 export interface KeyWithPlan {
   readonly id: string;
+  readonly name: string;
+  readonly externalId: string | null;
+  /** The caller's JSON object as serialised. */
+  readonly metadata: string;
   readonly rateLimitId: string | null;
   /** The bound plan's limits; null without a plan. */
   readonly limits: readonly LimitRule[] | null;
@@ -303,6 +307,9 @@ export class KeyRepository {
       .leftJoin('rate_limit_plans as cp', 'cp.rate_limit_id', 'c.rate_limit_id')
       .select([
         'k.id as id',
+        'k.name as name',
+        'k.external_id as externalId',
+        'k.metadata as metadata',
         'k.rate_limit_id as rateLimitId',
         'p.limit as limit',
         'p.period as period',
@@ -330,6 +337,9 @@ export class KeyRepository {
     const isPrevious = !secretHash.equals(Buffer.from(row.secretHash));
     return {
       id: row.id,
+      name: row.name,
+      externalId: row.externalId,
+      metadata: row.metadata,
       rateLimitId: row.rateLimitId,
       limits: joinedLimits(row.limit, row.period, row.limits),
       costs: costsOf(row.costs),

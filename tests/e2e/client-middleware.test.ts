@@ -1,15 +1,12 @@
 /**
  * @tollgate/client's middleware answers a request as the proxy does: for the same refusal Express and
  * Fastify answer with the proxy's status, body and Tollgate headers (Retry-After, RateLimit-Policy,
- * RateLimit, WWW-Authenticate, Content-Type, Content-Length), byte for byte, compared with a real
- * Tollgate's proxy; an admitted request reaches the route with the verify answer and the proxy's
- * RateLimit headers.
- *
- * POST /tollgate/verify does not exist yet: the middleware asks the contract-verify-double
- * (tests/helpers), handed the answer contract 18 says verify gives for each key. Each case uses keys
- * whose state a real verify would answer the same way (refusals charge nothing; an admitted request
- * uses a fresh key per answerer). When verify lands, `verifyBaseUrl` below becomes `tollgate.url`; the
- * `double.answer(…)` fixtures then go, with the double.
+ * RateLimit, WWW-Authenticate, Content-Type, Content-Length), byte for byte, compared with the built
+ * Tollgate's proxy, the middleware asking that Tollgate's POST /tollgate/verify; an admitted request
+ * reaches the route with the verify answer and the proxy's RateLimit headers, and is counted in the
+ * key's usage as a proxied one. Refusals charge nothing, so one key serves the proxy and both
+ * middlewares; an admitted request uses a fresh key per answerer. Every case of admission is held to
+ * the proxy in tests/integration/verify-as-proxy.test.ts; this file holds Express and Fastify to it.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,20 +17,13 @@ import {
   tollgateExpress,
   tollgateFastify,
   type TollgateMiddlewareOptions,
-  type VerifyAnswer,
-  type VerifyLimit,
 } from '../../packages/client/src/index.js';
-import { secondsUntil, windowAt } from '../../src/plans/window.js';
-import { startContractVerifyDouble, type ContractVerifyDouble } from '../helpers/contract-verify-double.js';
-import { sleep } from '../helpers/poll.js';
+import { sleep, waitFor } from '../helpers/poll.js';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
 let backend: Backend;
 let tollgate: Tollgate;
-let double: ContractVerifyDouble;
-/** Where the middleware verifies. When POST /tollgate/verify lands: `() => tollgate.url`. */
-const verifyBaseUrl = () => double.url;
 
 let expressServer: Server;
 let fastify: FastifyInstance;
@@ -67,8 +57,7 @@ async function startApps(
 beforeAll(async () => {
   backend = await startBackend();
   tollgate = await startTollgate({ UPSTREAM_URL: backend.url });
-  double = await startContractVerifyDouble(tollgate.rootToken);
-  const apps = await startApps({ baseUrl: verifyBaseUrl(), token: tollgate.rootToken });
+  const apps = await startApps({ baseUrl: tollgate.url, token: tollgate.rootToken });
   ({ expressServer, fastify } = apps);
   Object.assign(answerers, apps.urls);
 });
@@ -76,7 +65,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await fastify?.close();
   await new Promise((resolve) => expressServer?.close(resolve));
-  await double?.close();
   await tollgate?.stop();
   await backend?.close();
   expectNoSecretsLogged();
@@ -131,13 +119,13 @@ async function createPlan(limit: number): Promise<string> {
   return rateLimitId;
 }
 
-/** The key's limits as verify answers them: the key detail's `usage.rateLimits.limits`, the key's own. */
-async function limitsOf(keyId: string): Promise<VerifyLimit[]> {
-  const detail = await tollgate.admin('GET', `/consumer-api-key/${keyId}`);
-  return (detail.body.usage.rateLimits?.limits ?? []).map((limit: Omit<VerifyLimit, 'scope'>) => ({
-    scope: 'key',
-    ...limit,
-  }));
+/** Verify decisions counted by the Tollgate so far (its /metrics), all codes. */
+async function verifications(): Promise<number> {
+  const text = await (await fetch(tollgate.opsUrl + '/metrics')).text();
+  return [...text.matchAll(/^tollgate_verifications_total\{[^}]*\} (\d+)$/gm)].reduce(
+    (sum, match) => sum + Number(match[1]),
+    0,
+  );
 }
 
 const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
@@ -145,10 +133,8 @@ const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
 /** The proxy's answer, then each middleware's, to the same refused request within one second. */
 async function refusalsTo(
   headers: Record<string, string>,
-  fixture?: () => void,
 ): Promise<{ proxy: Seen; express: Seen; fastify: Seen }> {
   await startOfSecond();
-  fixture?.();
   const proxy = await seen(tollgate.url + '/v1/items', headers);
   return {
     proxy,
@@ -173,9 +159,9 @@ function expectSameAsProxy(
 
 describe('the middleware answers a refused request as the proxy does', () => {
   it('401 missing_api_key without a credential, without asking verify', async () => {
-    const calls = double.calls.length;
+    const before = await verifications();
     expectSameAsProxy(await refusalsTo({}), 401, 'missing_api_key');
-    expect(double.calls.length).toBe(calls);
+    expect(await verifications()).toBe(before);
   });
 
   it('401 invalid_api_key for an unknown key, and for a credential of another scheme', async () => {
@@ -189,49 +175,31 @@ describe('the middleware answers a refused request as the proxy does', () => {
 
   it('403 key_disabled for a disabled key, presented as x-api-key', async () => {
     const key = await createKey({ enabled: false });
-    const answers = await refusalsTo({ 'x-api-key': key.secret }, () =>
-      double.answer(key.secret, {
-        valid: false,
-        code: 'key_disabled',
-        consumerApiKeyId: key.id,
-        name: key.name,
-        limits: [],
-      }),
-    );
-    expectSameAsProxy(answers, 403, 'key_disabled');
+    expectSameAsProxy(await refusalsTo({ 'x-api-key': key.secret }), 403, 'key_disabled');
   });
 
   it('401 key_expired for an expired key', async () => {
     const key = await createKey({ expiresAt: '2020-01-01T00:00:00Z' });
-    const answers = await refusalsTo(bearer(key.secret), () =>
-      double.answer(key.secret, {
-        valid: false,
-        code: 'key_expired',
-        consumerApiKeyId: key.id,
-        name: key.name,
-        limits: [],
-      }),
-    );
-    expectSameAsProxy(answers, 401, 'key_expired');
+    expectSameAsProxy(await refusalsTo(bearer(key.secret)), 401, 'key_expired');
+  });
+
+  it('403 route_not_allowed for a key limited to another route', async () => {
+    const routeId = 'client-' + randomBytes(3).toString('hex');
+    const route = await tollgate.admin('POST', '/tollgate/routes', {
+      routeId,
+      match: { pathPrefix: '/v9' },
+      upstreamUrl: backend.url,
+    });
+    expect(route.status).toBe(201);
+    const key = await createKey({ allowedRouteIds: [routeId] });
+    expectSameAsProxy(await refusalsTo(bearer(key.secret)), 403, 'route_not_allowed');
   });
 
   it('429 rate_limit_exceeded over the limit, with Retry-After, RateLimit-Policy and RateLimit', async () => {
     const key = await createKey({ rateLimitId: await createPlan(1) });
     expect((await fetch(tollgate.url + '/v1/items', { headers: bearer(key.secret) })).status).toBe(200);
-    const limits = await limitsOf(key.id);
-    const answers = await refusalsTo(bearer(key.secret), () => {
-      const resetTime = limits[0]!.resetTime;
-      const retryAfterSeconds = secondsUntil(Date.parse(resetTime), Date.now());
-      double.answer(key.secret, {
-        valid: false,
-        code: 'rate_limit_exceeded',
-        consumerApiKeyId: key.id,
-        name: key.name,
-        limits,
-        resetTime,
-        retryAfterSeconds,
-      });
-    });
+    // The proxy spent the key's quota: verify refuses the middlewares' requests for the same key.
+    const answers = await refusalsTo(bearer(key.secret));
     expectSameAsProxy(answers, 429, 'rate_limit_exceeded');
     expect(answers.proxy.headers).toMatchObject({
       'retry-after': expect.any(String),
@@ -252,67 +220,75 @@ describe('an admitted request', () => {
     await startOfSecond();
     const proxied = await fetch(tollgate.url + '/v1/items', { headers: bearer(viaProxy.secret) });
     expect(proxied.status).toBe(200);
-    // What verify answers for a key of this plan on its first request: the proxied key's state after its first.
-    const limits = await limitsOf(viaProxy.id);
+    // `t` counts the whole seconds to the window's end from when each answered: a later answer may say one less.
     const rateLimitHeaders = (res: Response) => ({
       policy: res.headers.get('ratelimit-policy'),
-      ratelimit: res.headers.get('ratelimit'),
+      ratelimit: res.headers.get('ratelimit')?.replace(/;t=\d+$/, ''),
+      t: Number(/;t=(\d+)$/.exec(res.headers.get('ratelimit') ?? '')?.[1]),
     });
+    const { t, ...asProxied } = rateLimitHeaders(proxied);
     for (const [answerer, key] of [
       ['express', viaExpress],
       ['fastify', viaFastify],
     ] as const) {
-      const answer: VerifyAnswer = {
-        valid: true,
-        code: 'ok',
-        consumerApiKeyId: key.id,
-        name: key.name,
-        limits,
-      };
-      double.answer(key.secret, answer);
       const res = await fetch(answerers[answerer] + '/v1/items', { headers: bearer(key.secret) });
-      expect({ answerer, status: res.status, ...rateLimitHeaders(res) }).toEqual({
-        answerer,
-        status: 200,
-        ...rateLimitHeaders(proxied),
-      });
+      const { t: seenT, ...seen } = rateLimitHeaders(res);
+      expect({ answerer, status: res.status, ...seen }).toEqual({ answerer, status: 200, ...asProxied });
+      expect([t, t - 1]).toContain(seenT);
       expect(await res.json()).toEqual({
         reached: true,
-        tollgate: expect.objectContaining({ valid: true, code: 'ok', consumerApiKeyId: key.id, limits }),
+        tollgate: {
+          valid: true,
+          code: 'ok',
+          consumerApiKeyId: key.id,
+          consumerId: null,
+          name: key.name,
+          externalId: null,
+          metadata: {},
+          limits: [
+            {
+              name: 'day',
+              limit: 10,
+              period: 'day',
+              remaining: 9,
+              resetTime: expect.stringMatching(/T00:00:00Z$/),
+              scope: 'key',
+              algorithm: 'fixed',
+            },
+          ],
+          cost: 1,
+        },
       });
     }
-    expect(rateLimitHeaders(proxied)).toEqual({
-      policy: '"day";q=10;w=86400',
-      ratelimit: expect.stringMatching(/^"day";r=9;t=\d+$/),
-    });
+    expect(asProxied).toEqual({ policy: '"day";q=10;w=86400', ratelimit: '"day";r=9' });
   });
 
-  // Inspects what the middleware sends, so it stays on the double; when verify lands it checks the
-  // key's usage instead (the path under `endpoints`, the customer under `usageByCustomer`).
-  it('is verified with its path (no query), method, customer id (UTF-8) and client address', async () => {
+  it('is counted under its path (no query), method, customer id (UTF-8) and client address, as a proxied one', async () => {
     const key = await createKey({});
-    double.answer(key.secret, { valid: true, code: 'ok', consumerApiKeyId: key.id, limits: [] });
     // Header bytes are UTF-8 on the wire; fetch takes them as Latin-1 characters, one per byte.
     const customer = Buffer.from('kunde-ü', 'utf8').toString('latin1');
-    for (const url of Object.values(answerers)) {
-      const res = await fetch(url + '/v1/orders/7?expand=lines', {
+    const send = (base: string) =>
+      fetch(base + '/v1/orders/7?expand=lines', {
         method: 'DELETE',
         headers: { ...bearer(key.secret), 'x-customer-id': customer },
       });
-      expect(res.status).toBe(200);
-      expect(double.calls.at(-1)).toEqual({
-        key: key.secret,
-        path: '/v1/orders/7',
-        method: 'DELETE',
-        customerId: 'kunde-ü',
-        clientAddress: '127.0.0.1',
-      });
-    }
+    for (const base of [tollgate.url, ...Object.values(answerers)])
+      expect((await send(base)).status).toBe(200);
+    const { value: usage } = await waitFor(
+      async () => (await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.usage,
+      (u) => u.totalRequests >= 3,
+    );
+    expect(usage).toMatchObject({
+      totalRequests: 3,
+      successfulRequests: 3,
+      endpoints: [expect.objectContaining({ endpoint: '/v1/orders/7', requests: 3 })],
+      usageByCustomer: [expect.objectContaining({ customerId: 'kunde-ü', requests: 3 })],
+    });
   });
 });
 
 it('a failing verify admits nothing: Express passes the error to next, Fastify answers 500', async () => {
-  const wrongToken = await startApps({ baseUrl: verifyBaseUrl(), token: 'not-the-token' });
+  const wrongToken = await startApps({ baseUrl: tollgate.url, token: 'not-the-token' });
   try {
     const key = await createKey({});
     for (const url of Object.values(wrongToken.urls)) {
@@ -331,19 +307,13 @@ it('429 too_many_failed_attempts from an address that sent too many wrong keys, 
   const wrongKey = () => bearer('tg_' + randomBytes(32).toString('base64url'));
   // The throttle counts per minute: start early enough in one to compare within it.
   if (Date.now() % 60_000 > 55_000) await sleep(60_000 - (Date.now() % 60_000) + 10);
+  // Half the wrong keys through the proxy, half through a middleware: verify throttles the end client's
+  // address (the middleware's req.ip), and the proxy and verify spend one budget.
   let status = 0;
-  for (let attempt = 0; attempt < 150 && status !== 429; attempt++)
-    status = (await fetch(tollgate.url + '/v1/items', { headers: wrongKey() })).status;
+  for (let attempt = 0; attempt < 150 && status !== 429; attempt++) {
+    const base = attempt % 2 === 0 ? tollgate.url : answerers.express;
+    status = (await fetch(base + '/v1/items', { headers: wrongKey() })).status;
+  }
   expect(status).toBe(429);
-  const headers = wrongKey();
-  const answers = await refusalsTo(headers, () => {
-    const now = Date.now();
-    double.answer(headers.authorization.slice(7), {
-      valid: false,
-      code: 'too_many_failed_attempts',
-      limits: [],
-      retryAfterSeconds: secondsUntil(windowAt('minute', now).end, now),
-    });
-  });
-  expectSameAsProxy(answers, 429, 'too_many_failed_attempts');
+  expectSameAsProxy(await refusalsTo(wrongKey()), 429, 'too_many_failed_attempts');
 });

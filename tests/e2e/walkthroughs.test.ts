@@ -147,6 +147,7 @@ describe('the walk-throughs of the README and the guides', () => {
       consumers: 'docs/guides/consumers.md',
       plans: 'docs/guides/plans.md',
       usage: 'docs/guides/usage-and-billing.md',
+      verify: 'docs/guides/verify-and-client.md',
     });
   });
 
@@ -303,6 +304,49 @@ describe('the walk-throughs of the README and the guides', () => {
       'lookup: 200',
       JSON.stringify({ consumerId: consumer.consumerId, remaining: 502 }),
       'search: 200',
+    ]);
+  });
+
+  it('verify-and-client.md: a token that may only verify decides two requests, refuses the third and an unknown key', async () => {
+    // The plan is per minute: start early in a minute so the three calls share one window.
+    const second = new Date().getUTCSeconds();
+    if (second > 45) await new Promise((r) => setTimeout(r, (61 - second) * 1000));
+
+    const { stdout } = await run(walkthrough('verify'), tollgate.url);
+    const answers = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const key = {
+      consumerApiKeyId: expect.stringMatching(/^key_/),
+      consumerId: null,
+      name: 'acme weather',
+      externalId: null,
+      metadata: { tier: 'pro' },
+    };
+    const minute = (remaining: number) => [
+      {
+        name: 'minute',
+        limit: 2,
+        period: 'minute',
+        remaining,
+        resetTime: expect.any(String),
+        scope: 'key',
+        algorithm: 'fixed',
+      },
+    ];
+    expect(answers).toEqual([
+      { valid: true, code: 'ok', ...key, limits: minute(1), cost: 1 },
+      { valid: true, code: 'ok', ...key, limits: minute(0), cost: 1 },
+      {
+        valid: false,
+        code: 'rate_limit_exceeded',
+        ...key,
+        limits: minute(0),
+        resetTime: expect.stringMatching(/:00Z$/),
+        retryAfterSeconds: expect.any(Number),
+      },
+      { valid: false, code: 'invalid_api_key', limits: [] },
     ]);
   });
 

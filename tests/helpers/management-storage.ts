@@ -10,15 +10,21 @@ import { sql } from 'kysely';
 import { BillingExporter } from '../../src/billing/billing-exporter.js';
 import { BillingExportRepository } from '../../src/billing/export-repository.js';
 import { LedgerRepository } from '../../src/billing/ledger-repository.js';
+import { KeyCache } from '../../src/keys/key-cache.js';
 import { LocalKeyEvents } from '../../src/keys/key-events.js';
+import { LastUseTracker } from '../../src/keys/last-use.js';
 import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
 import type { ManagementDeps } from '../../src/management/app.js';
+import type { VerifyDeps } from '../../src/management/context.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { AuthThrottle } from '../../src/proxy/auth-throttle.js';
+import { Routing } from '../../src/proxy/routing.js';
 import { UsageHistory } from '../../src/usage/history.js';
 import { UsageHistoryRepository } from '../../src/usage/history-repository.js';
+import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
+import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { AdminTokenRepository } from '../../src/store/admin-token-repository.js';
 import { AuditRepository } from '../../src/store/audit-repository.js';
@@ -90,18 +96,43 @@ export function managementDeps(
   overrides: Partial<Omit<ManagementDeps, 'usage'>> &
     Pick<ManagementDeps, 'rootToken'> & { usage?: UsageReader },
 ): ManagementDeps {
-  const usage = overrides.usage ?? new UsageReader(new UsageRepository(db), []);
   const encryptionKeys = overrides.encryptionKeys ?? [randomBytes(32)];
   const logger = overrides.logger ?? createLogger('silent');
   const metrics = overrides.metrics ?? new Metrics();
   const clock = overrides.clock ?? Date.now;
+  const limiter = overrides.limiter ?? new MemoryRateLimiter();
+  const keyEvents = overrides.keyEvents ?? new LocalKeyEvents();
+  const store = storeDeps(db);
+  // Verify counts in a recorder that is never started: what it counted stays pending, and reads show it.
+  const recorder = new UsageRecorder(new PostgresUsageSink(new UsageRepository(db)), logger, metrics);
+  const usage = overrides.usage ?? new UsageReader(new UsageRepository(db), [recorder]);
+  const verification: VerifyDeps = {
+    keyCache: new KeyCache({
+      lookup: (hash) => store.keys.findBySecretHash(hash),
+      events: keyEvents,
+      metrics,
+      defaultRateLimit: overrides.defaultRateLimit,
+      clock,
+    }),
+    limiter,
+    clock,
+    authThrottle: new AuthThrottle({ limit: 100, period: 'minute' }),
+    // No route table: every request takes the catch-all, which verify never forwards to.
+    routing: new Routing({
+      config: { upstreamUrl: new URL('http://127.0.0.1:9'), upstreamTimeoutMs: 1_000 },
+      metrics,
+    }),
+    recorder,
+    lastUse: new LastUseTracker((times) => store.keys.markUsed(times), logger),
+  };
   return {
-    ...storeDeps(db),
+    ...store,
     usage,
     history: new UsageHistory(new UsageHistoryRepository(db), usage),
     usageRetention: { minuteHours: 48, hourDays: 90, dayDays: 400, monthMonths: 60 },
-    limiter: new MemoryRateLimiter(),
-    keyEvents: new LocalKeyEvents(),
+    limiter,
+    keyEvents,
+    verification,
     encryptionKeys,
     defaultRateLimit: undefined,
     prefix: '',

@@ -184,6 +184,11 @@ export interface HarnessOptions {
   readonly deadBackend?: boolean;
   /** Log at debug into `logLines` instead of discarding logs. */
   readonly captureLogs?: boolean;
+  /**
+   * The database to run on instead of the file's embedded one (Postgres, for Redis mode with `env`
+   * naming REDIS_URL): migrated by the caller, closed by the caller.
+   */
+  readonly database?: DbHandle;
 }
 
 /** One embedded database per test file (module registries are per file). */
@@ -227,8 +232,8 @@ class DatabaseOutage implements KyselyPlugin {
 
 /**
  * Tollgate built as production builds it (buildAdapters, then buildApp: proxy, management API, auth
- * throttle, usage recorder and key cache as main.ts wires them), embedded mode, on the file's
- * database, in front of a recording backend, on a clock the test moves.
+ * throttle, usage recorder and key cache as main.ts wires them), embedded mode on the file's
+ * database unless told otherwise, in front of a recording backend, on a clock the test moves.
  */
 export class ProxyHarness {
   readonly backend = new RecordingBackend();
@@ -237,7 +242,9 @@ export class ProxyHarness {
   readonly logLines: string[] = [];
   /** Fixed so window arithmetic in assertions is exact: Monday 2026-01-05 10:00:00.250 UTC. */
   now = Date.UTC(2026, 0, 5, 10, 0, 0, 250);
-  readonly clock = (): number => this.now;
+  /** The real time instead of `now`, for what measures rates (leases) or outlives a frozen minute. */
+  realTime = false;
+  readonly clock = (): number => (this.realTime ? Date.now() : this.now);
   readonly encryptionKey = randomBytes(32);
   readonly rootToken = 'root-' + randomBytes(16).toString('hex');
   private readonly outage = new DatabaseOutage();
@@ -257,7 +264,7 @@ export class ProxyHarness {
   async start(options: HarnessOptions = {}): Promise<this> {
     if (options.captureLogs)
       this.logger = createLogger('debug', { write: (line: string) => void this.logLines.push(line) });
-    const shared = await database();
+    const shared = options.database ?? (await database());
     // The app's view of the file's database: it may be taken down, and closing it is the file's.
     this.db = { ...shared, db: shared.db.withPlugin(this.outage), close: () => Promise.resolve() };
     this.keys = new KeyRepository(shared.db);
@@ -344,7 +351,7 @@ export class ProxyHarness {
    * needs no limiter: some tests give the app one that fails), recorded requests included.
    */
   async usage(keyId: string): Promise<UsageOfTheDay> {
-    const day = new Date(this.now).toISOString().slice(0, 10);
+    const day = new Date(this.clock()).toISOString().slice(0, 10);
     const range = `granularity=day&from=${day}T00:00:00Z&to=${day}T23:59:59Z`;
     const read = async (query: string) => {
       const res = await this.manage(`/consumer-api-key/${keyId}/usage?${range}${query}`);

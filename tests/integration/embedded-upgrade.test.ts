@@ -136,6 +136,9 @@ it('serves the copied rows through the repositories as PGlite did', async () => 
     const { key } = written;
     expect(await keys.findBySecretHash(hashSecret(key.secret))).toEqual({
       id: key.id,
+      name: 'mobile-app',
+      externalId: 'cus_42',
+      metadata: '{"tier":"gold","n":1}',
       rateLimitId: written.planId,
       limits: GOLD_LIMITS,
       enabled: true,

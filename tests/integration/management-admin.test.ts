@@ -266,6 +266,9 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
         }
         case 'updateWebhook':
           return { path: `/tollgate/webhooks/${await webhook()}`, body: { description: 'changed' } };
+        // Answered 200 however it decides: an unknown key is `{valid: false}`.
+        case 'verifyKey':
+          return { path: '/tollgate/verify', body: { key: 'tg_' + randomBytes(32).toString('base64url') } };
         case 'retryWebhookDelivery': {
           const { webhookId, deliveryId } = await delivery();
           return { path: `/tollgate/webhooks/${webhookId}/deliveries/${deliveryId}/retry` };
@@ -331,6 +334,30 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
           }
         },
       );
+    }
+
+    if (kind === 'postgres') {
+      it('verifyKey, which writes nothing, decides while the database refuses writes', async () => {
+        const secret = (await call('post', '/consumer-api-key/create', ROOT_TOKEN, { name: 'k' })).body
+          .secret;
+        secrets.push(secret);
+        const readOnly = await openPostgres(
+          `${storage.url!}?options=${encodeURIComponent('-c default_transaction_read_only=on')}`,
+        );
+        try {
+          const refusing = createManagementApp(
+            managementDeps(readOnly.db, { rootToken: ROOT_TOKEN, logger }),
+          );
+          const res = await request(refusing)
+            .post('/tollgate/verify')
+            .set('Authorization', `Bearer ${ROOT_TOKEN}`)
+            .send({ key: secret });
+          expect([res.status, res.body.valid]).toEqual([200, true]);
+          expect(checker.problems('post', '/tollgate/verify', res)).toEqual([]);
+        } finally {
+          await readOnly.close();
+        }
+      });
     }
 
     it('creates a token shown once and stored as a hash, lists it without secret, grants no scope it lacks', async () => {

@@ -112,6 +112,9 @@ describe.each(['embedded', 'postgres'] as const)('migrate on %s', (kind) => {
       });
       expect(await keys.findBySecretHash(Buffer.alloc(32, 7))).toEqual({
         id: 'key_old',
+        name: 'old key',
+        externalId: null,
+        metadata: '{}',
         rateLimitId: 'gold',
         limits: [{ name: 'hour', limit: 100, period: 'hour', algorithm: 'fixed' }],
         enabled: true,

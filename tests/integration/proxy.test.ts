@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ruleOf } from '../../src/plans/plan.js';
 import type { Decision, LimitState, RateLimiter } from '../../src/limits/rate-limiter.js';
 import { continueExchange } from '../helpers/continue-exchange.js';
+import { FAILING_LIMITER } from '../helpers/failing-limiter.js';
 import { closeDatabase, ProxyHarness, rawRequest, sha256 } from '../helpers/proxy-harness.js';
 
 /** Starting servers is slow on a busy machine. */
@@ -569,16 +570,8 @@ describe('proxy: rate limits', () => {
 });
 
 describe('proxy: DEFAULT_RATE_LIMIT and limiter failures', () => {
-  const failing: RateLimiter = {
-    consume: (): Promise<Decision> => Promise.reject(new Error('redis down')),
-    peek: (): Promise<LimitState[]> => Promise.reject(new Error('redis down')),
-    peekBalances: () => Promise.reject(new Error('redis down')),
-    syncBalances: () => Promise.reject(new Error('redis down')),
-    spentBalances: () => [],
-    close: () => Promise.resolve(),
-  };
   const h = new ProxyHarness();
-  beforeAll(() => h.start({ env: { DEFAULT_RATE_LIMIT: '2/second' }, limiter: failing }), START_MS);
+  beforeAll(() => h.start({ env: { DEFAULT_RATE_LIMIT: '2/second' }, limiter: FAILING_LIMITER }), START_MS);
   afterAll(() => h.stop());
 
   it('answers 503 limit_unavailable when the limiter fails, forwards nothing, and counts the request as failed', async () => {

@@ -1,6 +1,7 @@
 // @tollgate/client's answers from verify answers, in the cases a live proxy is slow to reach: limits of
-// a key and its consumer, calendar months and years, sliding windows, and codes the package cannot
-// answer yet. tests/e2e/client-middleware.test.ts compares the common cases with a real proxy.
+// a key and its consumer, calendar months and years, sliding windows, and answers it cannot make sense
+// of. tests/e2e/client-middleware.test.ts and tests/integration/verify-as-proxy.test.ts compare the
+// others with a real proxy.
 import { admittedHeaders, missingKeyResponse, refusalOf } from '../../packages/client/src/proxy-answer.js';
 import type { VerifyAnswer, VerifyLimit } from '../../packages/client/src/verify-types.js';
 
@@ -10,6 +11,7 @@ const limit = (
   limit: 10,
   remaining: 5,
   scope: 'key',
+  algorithm: 'fixed',
   ...fields,
 });
 
@@ -79,9 +81,9 @@ describe('a refusal as the proxy answers it', () => {
       refusalOf(refused({ limits, resetTime: limits[0]!.resetTime, retryAfterSeconds: 1 })).headers[
         'ratelimit-policy'
       ];
-    const month = (resetTime: string, algorithm?: 'sliding') =>
+    const month = (resetTime: string, algorithm: VerifyLimit['algorithm'] = 'fixed') =>
       limit({ name: 'month', period: 'month', remaining: 0, resetTime, algorithm });
-    const year = (resetTime: string, algorithm?: 'sliding') =>
+    const year = (resetTime: string, algorithm: VerifyLimit['algorithm'] = 'fixed') =>
       limit({ name: 'year', period: 'year', remaining: 0, resetTime, algorithm });
     expect(policyOf([month('2025-03-01T00:00:00Z')])).toBe(`"month";q=10;w=${28 * 86_400}`);
     expect(policyOf([month('2024-03-01T00:00:00Z')])).toBe(`"month";q=10;w=${29 * 86_400}`);
@@ -111,8 +113,48 @@ describe('a refusal as the proxy answers it', () => {
     expect(missingKeyResponse().headers['www-authenticate']).toBe('Bearer');
   });
 
-  it('fails loudly on a code the proxy does not answer yet, rather than answering it wrong', () => {
-    expect(() => refusalOf(refused({ code: 'credits_exhausted' }))).toThrow(/credits_exhausted/);
+  it('answers credits_exhausted with the short balance and the cost, Retry-After only with a refill', () => {
+    const refilled = refusalOf(
+      refused({
+        code: 'credits_exhausted',
+        cost: 5,
+        credits: { remaining: 3, scope: 'consumer', resetTime: '2025-06-11T00:00:00Z' },
+        resetTime: '2025-06-11T00:00:00Z',
+        retryAfterSeconds: 43_200,
+      }),
+    );
+    expect(refilled).toEqual({
+      status: 429,
+      headers: {
+        'retry-after': '43200',
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': String(Buffer.byteLength(refilled.body)),
+      },
+      body: '{"error":"The credit balance does not hold the cost of this request","code":"credits_exhausted","remaining":3,"cost":5,"scope":"consumer","resetTime":"2025-06-11T00:00:00Z"}',
+    });
+    const spent = refusalOf(
+      refused({
+        code: 'credits_exhausted',
+        cost: 1,
+        credits: { remaining: 0, scope: 'key', resetTime: null },
+        resetTime: null,
+      }),
+    );
+    expect(spent.headers['retry-after']).toBeUndefined();
+    expect(JSON.parse(spent.body)).toMatchObject({ remaining: 0, cost: 1, scope: 'key', resetTime: null });
+  });
+
+  it('answers 404 route_not_found for a path no route takes, as the proxy without a catch-all', () => {
+    const nowhere = refusalOf(refused({ code: 'route_not_found' }));
+    expect([nowhere.status, JSON.parse(nowhere.body)]).toEqual([
+      404,
+      { error: 'No route found', code: 'route_not_found' },
+    ]);
+  });
+
+  it('fails loudly on an answer it cannot make the proxy answer of, rather than answering it wrong', () => {
+    expect(() => refusalOf(refused({ code: 'credits_exhausted' }))).toThrow(/credits and cost/);
+    expect(() => refusalOf(refused({ code: 'ok' as never }))).toThrow(/"ok"/);
     expect(() =>
       refusalOf(refused({ limits: [], resetTime: '2025-06-11T00:00:00Z', retryAfterSeconds: 5 })),
     ).toThrow(/resetTime/);

@@ -31,6 +31,7 @@ const keyAlone = (id: string, keyPlan: Plan | undefined): ResolvedKey => ({
   subjects: keyPlan === undefined ? undefined : [{ scope: 'key', id, plan: keyPlan }],
   pricing: undefined,
   allowedRouteIds: null,
+  identity: { name: 'k', externalId: null, metadata: '{}' },
 });
 
 /** The plan a resolved key is charged to for `scope` (its own, or its consumer's), as the limiter gets it. */
@@ -132,6 +133,26 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     if (plan) await keys.bindPlan(id, plan, new Date());
     return { id, secret };
   }
+
+  it("holds the key's name, externalId and metadata as stored, for verify to answer from memory", async () => {
+    const id = generateKeyId();
+    const secret = generateSecret();
+    const metadata = '{"tier":"gold","2":[1,{"b":null}]}';
+    await keys.insert({
+      id,
+      name: 'acme production',
+      secretHash: hashSecret(secret),
+      secretCiphertext: encryptSecret(secret, randomBytes(32)),
+      createdAt: new Date(),
+      externalId: 'cus_42',
+      metadata,
+    });
+    const c = cache();
+    const identity = { name: 'acme production', externalId: 'cus_42', metadata };
+    expect((await c.resolve(secret))?.identity).toEqual(identity);
+    expect(c.fresh(secret)?.identity).toEqual(identity);
+    expect(lookups).toBe(1);
+  });
 
   it('resolves a key with its plan, then answers from memory without a query', async () => {
     const key = await newKey('gold');
@@ -272,6 +293,7 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
       ],
       pricing: undefined,
       allowedRouteIds: null,
+      identity: { name: 'k', externalId: null, metadata: '{}' },
     });
     // The default applies to the key's own plan; the consumer's stays its own.
     expect(planOf(await c.resolve(none.secret), 'key')).toEqual(plan({ limit: 1, period: 'second' }));

@@ -39,6 +39,7 @@ describe('OpenAPI document', () => {
       '/admin/tollgate/routes',
       '/admin/tollgate/routes/{routeId}',
       '/admin/tollgate/usage',
+      '/admin/tollgate/verify',
       '/admin/tollgate/webhooks',
       '/admin/tollgate/webhooks/{webhookId}',
       '/admin/tollgate/webhooks/{webhookId}/deliveries',
@@ -103,6 +104,7 @@ describe('OpenAPI document', () => {
         'POST /tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry',
         'POST /tollgate/keys/lookup',
         'GET /tollgate/whoami',
+        'POST /tollgate/verify',
       ].sort(),
     );
     const scopes = Object.fromEntries(
@@ -142,6 +144,7 @@ describe('OpenAPI document', () => {
       'POST /tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry': 'webhooks:write',
       'POST /tollgate/keys/lookup': 'keys:read',
       'GET /tollgate/whoami': 'any valid token',
+      'POST /tollgate/verify': 'keys:verify',
     });
   });
 

@@ -508,6 +508,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tollgate/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decide a request as the proxy would, without forwarding it
+         * @description For servers the proxy does not stand in front of. The request is decided by the proxy's own admission, in its order: the key (unknown, disabled, expired), the route it would take (from `path`, `method` and `host`) and the key's routes, then the limits of the key and its consumer, the balances and the cost, all charged in one step, exactly across replicas, with the proxy's leases for a hot key. A known key is answered from memory (no database query). A refusal is an answer (`valid: false` and the proxy's `code`), not an error, and charges nothing. Each call is counted in the key's usage as the proxy counts a request: under `path` (default `(verify)`) and `customerId`, successful when admitted, else failed with the proxy's status and outcome. Wrong keys are throttled per `clientAddress` (the end client's), sharing the proxy's budget; without it, not at all. It changes no management state: no audit entry.
+         */
+        post: operations["verifyKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tollgate/webhooks": {
         parameters: {
             query?: never;
@@ -1188,7 +1208,7 @@ export interface components {
             /** @description Free label, 1-200 characters (U+0000 excluded) */
             name: string;
             /** @description At most the scopes the caller holds */
-            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
+            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "keys:verify" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
         };
         /** CreateAdminTokenResponse */
         CreateAdminTokenResponse: {
@@ -1205,7 +1225,7 @@ export interface components {
              */
             id: string;
             name: string;
-            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
+            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "keys:verify" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
             /**
              * @description The token: shown this once, stored only as a hash
              * @example tga_3lB0sGm6yq0i3I2xJfN8m0rWbq2cQ8uYd5vZk1eHhTs
@@ -2240,7 +2260,7 @@ export interface components {
                  */
                 id: string;
                 name: string;
-                scopes: ("keys:read" | "keys:write" | "keys:secrets" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
+                scopes: ("keys:read" | "keys:write" | "keys:secrets" | "keys:verify" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
             }[];
         };
         /** ListBillingExportRunsResponse */
@@ -3153,6 +3173,113 @@ export interface components {
              */
             url?: string;
         };
+        /** VerifyRequest */
+        VerifyRequest: {
+            /**
+             * @description The end client's IPv4 or IPv6 address, as the proxy would see it: wrong keys are throttled per this address, sharing the proxy's budget (100 a minute). Absent: no address throttle. Never the caller's own address
+             * @example 203.0.113.7
+             */
+            clientAddress?: string;
+            /** @description Units to charge (1-10000) instead of the cost the key's plans give the request */
+            cost?: number;
+            /** @description The CUSTOMER_ID_HEADER value the request carried: usage by customer counts it. Empty: none, as the proxy reads an empty header */
+            customerId?: string;
+            /**
+             * @description Not in contract 18: the request's Host header, for routes that match a host. Absent: only routes for every host match, as for a request without a Host header
+             * @example api.example.com
+             */
+            host?: string;
+            /** @description The secret the client presented (`Authorization: Bearer <secret>` or `x-api-key`). Anything that is not a key, the empty string included, is `invalid_api_key` */
+            key: string;
+            /**
+             * @description The request method, taken in upper case. Absent: only routes, limits and costs that take every method apply
+             * @example POST
+             */
+            method?: string;
+            /**
+             * @description The request path as sent, without the query: the route the proxy would take, the limits and costs that match it, and the endpoint usage files the request under. Absent: usage files it under `(verify)`, and it takes no route (decided as the catch-all, also when `UPSTREAM_URL` is empty): limits and costs whose match names routes or a path prefix other than `/` do not apply, and a key limited to some routes is refused `route_not_allowed`. A path with a `.` or `..` segment is answered `invalid_request_target`, as the proxy answers it (400, nothing counted)
+             * @example /v1/reports
+             */
+            path?: string;
+        };
+        /** VerifyResponse */
+        VerifyResponse: {
+            /**
+             * @description `ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key and key_expired; 403 key_disabled and route_not_allowed; 404 route_not_found when no route takes `path` and UPSTREAM_URL is empty; 400 invalid_request_target for a path with a dot segment; 429 rate_limit_exceeded, credits_exhausted and too_many_failed_attempts)
+             * @enum {string}
+             */
+            code: "ok" | "invalid_api_key" | "key_disabled" | "key_expired" | "rate_limit_exceeded" | "credits_exhausted" | "route_not_allowed" | "too_many_failed_attempts" | "route_not_found" | "invalid_request_target";
+            /**
+             * @description Present whenever the key is valid
+             * @example key_3q2xR0f1bW8mT5nYk9Lp4A
+             */
+            consumerApiKeyId?: string;
+            /** @description The consumer the key belongs to; null: none */
+            consumerId?: string | null;
+            /** @description Not in contract 18: the units charged to every limit and balance (admitted), or that the balance does not hold (credits_exhausted) */
+            cost?: number;
+            /**
+             * VerifyCredits
+             * @description Admitted: the balance with the fewest units left after the charge; credits_exhausted: the balance that does not hold the cost (the 429 body of the proxy). Absent when no balance applies
+             */
+            credits?: {
+                /** @description Units the balance holds */
+                remaining: number;
+                /** @description Its next refill; null: it has no refill */
+                resetTime: string | null;
+                /**
+                 * @description Whose balance: the key's own, or its consumer's
+                 * @enum {string}
+                 */
+                scope: "key" | "consumer";
+            };
+            externalId?: string | null;
+            /** @description The limits the request was decided by, the key's in its plan's order then its consumer's (the order of `RateLimit-Policy`); those with a match only when the request matches them. Empty when none applies, or when it was refused before its limits (an invalid, disabled or expired key, a route refused) */
+            limits: {
+                /**
+                 * @description `fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old (see docs/guides/plans.md)
+                 * @enum {string}
+                 */
+                algorithm: "fixed" | "sliding";
+                /** @description Requests allowed in one window, 1 to 2^53-1 */
+                limit: number;
+                /**
+                 * @description The limit's name; a consumer's limit is named `consumer.<name>`
+                 * @example burst
+                 * @example consumer.monthly-quota
+                 */
+                name: string;
+                /**
+                 * @description Window length. Fixed windows are aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00), year (from 1 January 00:00). A sliding month is 30 days, a sliding year 365
+                 * @enum {string}
+                 */
+                period: "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
+                remaining: number;
+                /**
+                 * Format: date-time
+                 * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting
+                 * @example 2026-11-21T14:23:02Z
+                 */
+                resetTime: string;
+                /**
+                 * @description Whose limit: the key's own plan, or the plan of the consumer that holds the key (shared by all its keys)
+                 * @enum {string}
+                 */
+                scope: "key" | "consumer";
+            }[];
+            /** @description A JSON object of at most 8192 bytes as serialised and 32 levels of nesting, returned as given */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** @description The key's name */
+            name?: string;
+            /** @description A refusal that passes: rate_limit_exceeded, the end of the refusing limit whose window ends last; credits_exhausted, the next refill (null: none); too_many_failed_attempts, the end of the address's window */
+            resetTime?: string | null;
+            /** @description The proxy's `Retry-After`: whole seconds until `resetTime`, at least 1 */
+            retryAfterSeconds?: number;
+            /** @description The proxy would forward the request: it was counted and charged */
+            valid: boolean;
+        };
         /** Webhook */
         Webhook: {
             /**
@@ -3188,7 +3315,7 @@ export interface components {
             /** @description The admin token’s name; null for root */
             name: string | null;
             /** @description What the token may do, in the order of the scope table */
-            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
+            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "keys:verify" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
             /** @description The admin token’s id; null for root */
             tokenId: string | null;
             /**
@@ -7542,6 +7669,119 @@ export interface operations {
                 };
             };
             /** @description The database is unavailable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    verifyKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VerifyRequest"];
+            };
+        };
+        responses: {
+            /** @description The decision: `valid` and `code`, the key, its limits after the decision, and when to retry */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerifyResponse"];
+                };
+            };
+            /** @description A body (or parameter) that does not match the schema: `details` names each field; Malformed or empty JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than 65536 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not application/json (or is compressed) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later; A key not in memory could not be looked up (the database is unavailable); retry later; REDIS_FAILURE_MODE=closed while Redis is unreachable: no decision can be made (counted as failed, as the proxy counts its 503) */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -43,10 +43,13 @@ export async function passGate(
     request.headers,
     (options.customerIdHeader ?? 'x-customer-id').toLowerCase(),
   );
+  const host = request.headers.host;
   const answer = await verifyKey(options, {
     key,
     path: pathOf(request.url),
     method: request.method,
+    // Routes may match a host: the one the request named, as the proxy would route it.
+    ...(host !== undefined && host !== '' && { host }),
     ...(customerId !== undefined && { customerId }),
     ...(request.clientAddress !== undefined && { clientAddress: request.clientAddress }),
   });

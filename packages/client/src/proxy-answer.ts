@@ -1,6 +1,6 @@
 /**
  * How the proxy answers, from a verify answer: the status, headers and body of a refusal (contract
- * sections 3, 7, 13 and 14), and the RateLimit headers of an admitted request. The one place the
+ * sections 3, 7, 13, 14 and 15), and the RateLimit headers of an admitted request. The one place the
  * middleware knows them. Mirrors src/proxy/admission.ts (refusalResponse) and
  * src/proxy/rate-limit-headers.ts; tests/e2e/client-middleware.test.ts holds both to the same bytes.
  */
@@ -30,6 +30,7 @@ export function missingKeyResponse(): ProxyResponse {
 export function refusalOf(answer: VerifyAnswer): ProxyResponse {
   const code = answer.code;
   if (code === 'rate_limit_exceeded') return rateLimited(answer);
+  if (code === 'credits_exhausted') return creditsExhausted(answer);
   if (code === 'ok' || !(code in PROXY_REFUSALS)) {
     throw new Error(
       `@tollgate/client cannot answer verify's "${code}" as the proxy does; update @tollgate/client`,
@@ -72,6 +73,27 @@ function rateLimited(answer: VerifyAnswer): ProxyResponse {
     scope: refusing.scope,
   });
   return withBody(PROXY_REFUSALS.rate_limit_exceeded.status, headers, body);
+}
+
+/**
+ * 429 for want of credits: the body names the balance that does not hold the cost, and `Retry-After`
+ * its next refill, when it has one.
+ */
+function creditsExhausted(answer: VerifyAnswer): ProxyResponse {
+  const { credits, cost } = answer;
+  if (credits === undefined || cost === undefined)
+    throw new TypeError('verify answered credits_exhausted without credits and cost');
+  const headers: Record<string, string> = {};
+  if (answer.retryAfterSeconds !== undefined) headers['retry-after'] = String(answer.retryAfterSeconds);
+  const body = JSON.stringify({
+    error: PROXY_REFUSALS.credits_exhausted.message,
+    code: 'credits_exhausted',
+    remaining: credits.remaining,
+    cost,
+    scope: credits.scope,
+    resetTime: credits.resetTime,
+  });
+  return withBody(PROXY_REFUSALS.credits_exhausted.status, headers, body);
 }
 
 /**

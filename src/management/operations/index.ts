@@ -14,12 +14,14 @@ import { keyOperations } from './keys.js';
 import { planOperations } from './plans.js';
 import { routeOperations } from './routes.js';
 import { usageOperations } from './usage.js';
+import { verifyOperations } from './verify.js';
 import { webhookOperations } from './webhooks.js';
 import { whoamiOperations } from './whoami.js';
 
 export const OPERATIONS: readonly Operation[] = [
   ...keyOperations,
   ...keyLookupOperations,
+  ...verifyOperations,
   ...planOperations,
   ...consumerOperations,
   ...creditOperations,

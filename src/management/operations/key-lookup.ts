@@ -53,7 +53,7 @@ export const keyLookupOperations = [
     method: 'post',
     path: '/tollgate/keys/lookup',
     scope: 'keys:read',
-    readsOnly: true,
+    readOnly: true,
     tag: 'Consumer API keys',
     summary: 'Find the key a secret belongs to',
     description:

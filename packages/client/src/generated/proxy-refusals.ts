@@ -4,11 +4,14 @@
 /** Status and message of each refusal the proxy answers a request with, by code. */
 export const PROXY_REFUSALS = {
   missing_api_key: { status: 401, message: "An API key is required (Authorization: Bearer <key> or x-api-key)" },
+  invalid_request_target: { status: 400, message: "The request target is not allowed (another host, or a dot segment)" },
   invalid_api_key: { status: 401, message: "The API key is not valid" },
   key_expired: { status: 401, message: "The API key has expired" },
   key_disabled: { status: 403, message: "The API key is disabled" },
   route_not_allowed: { status: 403, message: "The API key is not allowed on this route" },
+  route_not_found: { status: 404, message: "No route found" },
   rate_limit_exceeded: { status: 429, message: "Rate limit exceeded" },
+  credits_exhausted: { status: 429, message: "The credit balance does not hold the cost of this request" },
   too_many_failed_attempts: { status: 429, message: "Too many failed authentication attempts" },
 } as const;
 
