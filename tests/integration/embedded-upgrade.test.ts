@@ -76,6 +76,7 @@ const EMPTY_TABLES = [
   'billing_export_sends',
   'billing_export_runs',
   'billing_export_attempts',
+  'usage_route_buckets',
 ];
 
 let dataDir: string;
