@@ -31,6 +31,7 @@ import { RouteTable } from './routes/route-table.js';
 import { createPublicServer } from './server.js';
 import type { DbHandle } from './store/db.js';
 import { AdminTokenRepository } from './store/admin-token-repository.js';
+import { AdminTokenLookup } from './management/admin-token-lookup.js';
 import { AuditRepository } from './store/audit-repository.js';
 import { ConsumerRepository } from './store/consumer-repository.js';
 import { CreditRepository } from './store/credit-repository.js';
@@ -192,6 +193,7 @@ export function buildApp({
     plans,
     consumers: new ConsumerRepository(adapters.db.db),
     tokens: new AdminTokenRepository(adapters.db.db),
+    tokenLookup: new AdminTokenLookup(new AdminTokenRepository(adapters.db.db), clock),
     audit,
     throttle: adapters.failureThrottle('management', FAILED_ADMIN_AUTH_LIMIT),
     trustProxy: config.trustProxy,

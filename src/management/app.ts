@@ -124,7 +124,7 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
   app.use(
     authenticate({
       rootToken: deps.rootToken,
-      tokens: deps.tokens,
+      tokens: deps.tokenLookup,
       throttle: deps.throttle,
       trustProxy: deps.trustProxy,
       clock: deps.clock,

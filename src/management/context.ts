@@ -25,6 +25,7 @@ import type { UsageHistory } from '../usage/history.js';
 import type { DeliveryRepository } from '../store/delivery-repository.js';
 import type { WebhookRepository } from '../store/webhook-repository.js';
 import type { UsageTotals } from './schemas.js';
+import type { AdminTokenLookup } from './admin-token-lookup.js';
 
 /** Stored usage of one key (flushed and pending), without `rateLimits`, which the limiter knows. */
 export interface UsageTotalsReader {
@@ -48,6 +49,8 @@ export interface ManagementDeps {
   readonly plans: PlanRepository;
   readonly consumers: ConsumerRepository;
   readonly tokens: AdminTokenRepository;
+  /** Admin tokens of callers, as authentication reads them (recently read ones kept briefly). */
+  readonly tokenLookup: AdminTokenLookup;
   readonly audit: AuditRepository;
   /** Wrong management credentials per client address (shared across replicas with Redis). */
   readonly throttle: FailureThrottle;

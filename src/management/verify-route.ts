@@ -27,7 +27,7 @@ type Headers = Record<string, string | number>;
 export function createVerifyRoute(deps: ManagementDeps): VerifyRoute {
   const identify = callerIdentifier({
     rootToken: deps.rootToken,
-    tokens: deps.tokens,
+    tokens: deps.tokenLookup,
     throttle: deps.throttle,
     trustProxy: deps.trustProxy,
     clock: deps.clock,

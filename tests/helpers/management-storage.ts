@@ -27,6 +27,7 @@ import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { AdminTokenRepository } from '../../src/store/admin-token-repository.js';
+import { AdminTokenLookup } from '../../src/management/admin-token-lookup.js';
 import { AuditRepository } from '../../src/store/audit-repository.js';
 import { ConsumerRepository } from '../../src/store/consumer-repository.js';
 import { openEmbedded, openPostgres, type Db, type DbHandle } from '../../src/store/db.js';
@@ -80,6 +81,7 @@ export function storeDeps(db: Db, throttle = new AuthThrottle({ limit: 1_000_000
     plans: new PlanRepository(db),
     consumers: new ConsumerRepository(db),
     tokens: new AdminTokenRepository(db),
+    tokenLookup: new AdminTokenLookup(new AdminTokenRepository(db), Date.now),
     audit: new AuditRepository(db),
     throttle,
     trustProxy: { hops: 0 },

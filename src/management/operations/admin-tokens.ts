@@ -119,7 +119,7 @@ export const adminTokenOperations = [
     path: `${TOKENS_PATH}/:tokenId`,
     scope: 'tokens:write',
     tag: TAG,
-    summary: 'Delete an admin token: refused at once on every replica',
+    summary: 'Delete an admin token: refused at once on this replica, within 1 s on every other',
     description:
       'A token may delete only tokens whose scopes it holds all of: a narrower token cannot revoke a broader one (403 `insufficient_scope`).',
     params: {
@@ -150,7 +150,8 @@ export const adminTokenOperations = [
           after: null,
         };
       });
-      // Every replica reads tokens from the database on each management call: refused everywhere now.
+      // Refused here at once; every other replica reads the token again within ADMIN_TOKEN_RECHECK_MS.
+      ctx.tokenLookup.forget(id);
       const body: DeleteAdminTokenResponse = { id, message: `Admin token ${id} has been deleted` };
       res.json(body);
     },

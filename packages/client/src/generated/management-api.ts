@@ -240,7 +240,7 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Delete an admin token: refused at once on every replica
+         * Delete an admin token: refused at once on this replica, within 1 s on every other
          * @description A token may delete only tokens whose scopes it holds all of: a narrower token cannot revoke a broader one (403 `insufficient_scope`).
          */
         delete: operations["deleteAdminToken"];
