@@ -5,7 +5,7 @@
 // flusher), and Tollgate's CPU time per request (steadier than req/s on a shared machine); then each
 // one request at a time (wrk -c1), where the proxy's hop to its backend shows in the latency. Verify is
 // called with the root token, and once more with an admin token holding only keys:verify (what a
-// server would hold), which the management API checks against the database on every call.
+// server would hold), which each replica reads from the database at most every 500 ms.
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
