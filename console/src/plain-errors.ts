@@ -4,7 +4,7 @@
  * and says what to do.
  */
 import type { ApiError } from './api';
-import { countOf, formatTime, isoSeconds } from './format';
+import { countOf, formatNumber, formatTime, isoSeconds } from './format';
 
 /** The fields the management API validates, as the console's forms label them. */
 const FIELDS: Readonly<Record<string, string>> = {
@@ -47,6 +47,9 @@ const FIELDS: Readonly<Record<string, string>> = {
   routeIds: 'Routes',
   methods: 'Methods',
   pathPrefix: 'Path prefix',
+  credits: 'Credits',
+  add: 'Amount',
+  set: 'Amount',
   '(body)': 'The request',
 };
 
@@ -101,6 +104,11 @@ function plainProblem(message: string): string {
       /^repeats the period and algorithm of another limit \((\w+), (\w+)\)$/,
       (period, algorithm) =>
         `counts the same window as another limit (per ${period}, ${algorithm}): change its period or window`,
+    ],
+    [
+      /^would take the balance beyond (\d+) units$/,
+      (units) =>
+        `would take the balance beyond ${formatNumber(Number(units))} credits, the most it can hold: add less, or set it`,
     ],
     [/^must NOT have fewer than 1 characters$/, () => 'must not be empty'],
     [/^must NOT have more than (\d+) characters$/, (n) => `must be at most ${n} characters long`],

@@ -35,12 +35,11 @@ export type RequestMatch = NonNullable<PlanLimit['match']>;
 export type PlanLimitInput = Pick<PlanLimit, 'limit' | 'period'> &
   Partial<Pick<PlanLimit, 'name' | 'algorithm' | 'match'>>;
 
-/**
- * `credits` is always null so far, and the client's typing (openapi-fetch's `Readable`) leaves out a
- * property that can only be null: the console reads consumers without it.
- */
-export type Consumer = Omit<Schemas['Consumer'], 'credits'>;
-export type ConsumerDetail = Omit<Schemas['ConsumerDetailResponse'], 'credits'>;
+export type Consumer = Schemas['Consumer'];
+export type ConsumerDetail = Schemas['ConsumerDetailResponse'];
+/** A key's or a consumer's prepaid balance (contract section 14); `credits: null` where it holds none. */
+export type Credits = NonNullable<KeyDetail['credits']>;
+export type CreditRefill = NonNullable<Credits['refill']>;
 export type AdminToken = Schemas['ListAdminTokensResponse']['adminTokens'][number];
 export type CreatedAdminToken = Schemas['CreateAdminTokenResponse'];
 export type AdminScope = AdminToken['scopes'][number];

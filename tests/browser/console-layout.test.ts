@@ -3,8 +3,9 @@
  * external ids, customer ids and paths (the most the API takes or records in full) and a 128-character
  * plan id, on a phone (390 px), a laptop (1280 and 1440 px) and a wide screen (1920 px). On every page
  * nothing reaches past the viewport (no sideways scrolling), every table column stays on screen, the
- * full texts stay in the page, the key's Endpoints and Customers tables keep to their own columns, and
- * axe-core finds the page as accessible laid out at that width as at any other.
+ * full texts stay in the page (a balance of 2^53−1 credits too), the key's Endpoints and Customers
+ * tables keep to their own columns, the credits dialogs show entirely, and axe-core finds the page as
+ * accessible laid out at that width as at any other.
  */
 import { hit, sleep, waitFor } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
@@ -56,6 +57,7 @@ const suite = consoleSuite(async (started) => {
     name: WORDY_NAME,
     externalId: LONG_EXTERNAL_ID,
     rateLimitId: PLAN_ID,
+    credits: { remaining: 1000, refill: { amount: 1000, interval: 'month', dayOfMonth: 31 } },
   });
   expect(consumer.status).toBe(201);
   consumerId = consumer.body.consumerId;
@@ -102,6 +104,9 @@ const suite = consoleSuite(async (started) => {
   ];
   for (const [path, body] of sideResources)
     expect((await tollgate.admin('POST', path, body)).status).toBe(201);
+  // The most a balance holds, given after the traffic (which would have spent some).
+  const credits = { remaining: Number.MAX_SAFE_INTEGER, refill: null, lowAt: 1_000_000 };
+  expect((await tollgate.admin('PATCH', `/consumer-api-key/${keyId}`, { credits })).status).toBe(200);
 });
 const tab = signedInTab(suite, () => tollgate.rootToken);
 
@@ -192,6 +197,7 @@ describe.each([
     await expectWithinViewport(s);
     await visit(s, `consumers/${consumerId}`, WORDY_NAME);
     await shows(s, LONG_EXTERNAL_ID);
+    await shows(s, 'Refills to 1,000 on day 31 of each month, 00:00 UTC (a shorter month’s last day)');
     await expectWithinViewport(s);
     await visit(s, 'routes', 'Routes');
     await shows(s, LONG_URL);
@@ -214,6 +220,7 @@ describe.each([
     await endpoints.getByRole('cell', { name: LONG_PATH }).waitFor();
     await customers.getByRole('cell', { name: LONG_CUSTOMER }).waitFor();
     await shows(s, LONG_EXTERNAL_ID);
+    await shows(s, '9,007,199,254,740,991');
     await expectWithinViewport(s);
     const box = async (region: typeof endpoints, part: string) =>
       (await region.locator(part).first().boundingBox())!;
@@ -229,6 +236,30 @@ describe.each([
     const sideBySide = endpointRegion.x + endpointRegion.width <= customerRegion.x + 0.5;
     const stacked = endpointRegion.y + endpointRegion.height <= customerRegion.y + 0.5;
     expect(sideBySide || stacked).toBe(true);
+  });
+
+  it('shows the credits dialogs entirely', async () => {
+    const s = tab.session;
+    await visit(s, `consumers/${consumerId}`, WORDY_NAME);
+    for (const [button, title] of [
+      ['Top up…', 'Top up or set the balance'],
+      ['Balance and refill…', 'Balance and refill'],
+    ]) {
+      await s.page.getByRole('button', { name: button }).click();
+      const dialog = s.page.getByRole('dialog', { name: title });
+      await dialog.waitFor();
+      const fit = await dialog.evaluate((el) => {
+        const box = el.getBoundingClientRect();
+        return {
+          inside: box.left >= 0 && box.top >= 0 && box.right <= innerWidth && box.bottom <= innerHeight,
+          clipped: el.scrollWidth > el.clientWidth,
+        };
+      });
+      expect(fit).toEqual({ inside: true, clipped: false });
+      await expectWithinViewport(s);
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+    }
   });
 
   it('shows the roll dialog entirely, before and after the roll', async () => {

@@ -2,9 +2,9 @@
  * The console guide's screenshots (docs/guides/console.md; the files are in docs/images/), taken from
  * a built Tollgate with a few keys, plans, a consumer, routes, a webhook, a billing export and some real
  * traffic through a real backend: the key list, a key's usage, the fleet's failures and response times,
- * a consumer with its usage, routes, webhooks, billing exports, admin tokens, a token's own access and
- * the audit log. Run by npm test like every other browser test, so the pictures show the console as it
- * is built.
+ * a consumer with its credits and usage, routes, webhooks, billing exports, admin tokens, a token's
+ * own access and the audit log. Run by npm test like every other browser test, so the pictures show the
+ * console as it is built.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -40,6 +40,7 @@ const suite = consoleSuite(async (started) => {
       name: 'Acme Corporation',
       externalId: 'cus_1001',
       metadata: { plan: 'business', region: 'eu' },
+      credits: { remaining: 25_000, refill: { amount: 25_000, interval: 'month', dayOfMonth: 1 } },
     })
   ).body.consumerId;
   await admin('POST', '/tollgate/consumers', { name: 'Globex', externalId: 'cus_3003' });

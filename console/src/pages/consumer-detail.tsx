@@ -1,7 +1,8 @@
-/** One consumer: its fields, what is left of its plan's limits, its keys, its usage over time, edit and delete. */
+/** One consumer: its fields, what is left of its plan's limits, its credits, its keys, its usage over time, edit and delete. */
 import { useState } from 'preact/hooks';
 import { NeedsScope, ScopedButton, ScopedLink, useAccess } from '../access';
 import { api, ok } from '../api';
+import { CreditsPanel } from '../components/credits-panel';
 import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
@@ -175,7 +176,7 @@ export function ConsumerDetailPage({ consumerId, route }: { consumerId: string; 
     (signal) => ok(api.GET('/tollgate/consumers/{consumerId}', { params: { path: { consumerId } }, signal })),
     [consumerId],
   );
-  const { message } = useHandoff();
+  const { message, setMessage } = useHandoff();
   const [deleting, setDeleting] = useState(false);
   const consumer = detail.data;
   return (
@@ -216,6 +217,14 @@ export function ConsumerDetailPage({ consumerId, route }: { consumerId: string; 
             </section>
             <ConsumerLimits consumer={consumer} />
           </div>
+          <CreditsPanel
+            holder={{ kind: 'consumer', id: consumerId }}
+            credits={consumer.credits}
+            onChanged={(text) => {
+              setMessage(text);
+              detail.reload();
+            }}
+          />
           <ConsumerKeys consumerId={consumerId} />
           <ConsumerUsage consumerId={consumerId} route={route} />
           <section aria-labelledby="consumer-metadata-title">

@@ -1,6 +1,7 @@
-/** One key: its state and secret, the limits of its plan and what is left, usage over time, metadata, actions. */
+/** One key: its state and secret, the limits of its plan and what is left, its credits, usage over time, metadata, actions. */
 import { NeedsScope } from '../access';
 import { api, ok } from '../api';
+import { CreditsPanel } from '../components/credits-panel';
 import { ErrorMessage } from '../components/error-message';
 import { KeyConsumer } from '../components/key-consumer';
 import { KeyStatus } from '../components/key-status';
@@ -175,6 +176,14 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
             </section>
             <Limits keyDetail={key} />
           </div>
+          <CreditsPanel
+            holder={{ kind: 'key', id: keyId, consumerId: key.consumerId }}
+            credits={key.credits}
+            onChanged={(text) => {
+              setMessage(text);
+              detail.reload();
+            }}
+          />
           <KeyConsumer
             keyDetail={key}
             onChanged={(text) => {
