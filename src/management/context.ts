@@ -26,6 +26,7 @@ import type { DeliveryRepository } from '../store/delivery-repository.js';
 import type { WebhookRepository } from '../store/webhook-repository.js';
 import type { UsageTotals } from './schemas.js';
 import type { AdminTokenLookup } from './admin-token-lookup.js';
+import type { AuditAction } from '../store/audit-actions.js';
 
 /** Stored usage of one key (flushed and pending), without `rateLimits`, which the limiter knows. */
 export interface UsageTotalsReader {
@@ -117,7 +118,7 @@ export interface Repositories {
  * shows it, never with a secret, hash or ciphertext.
  */
 export interface AuditedChange {
-  readonly action: string;
+  readonly action: AuditAction;
   readonly target: { readonly type: string; readonly id: string };
   readonly before: unknown;
   readonly after: unknown;

@@ -6,6 +6,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { EVENT_TYPES, type EventType } from '../events/event-types.js';
 import { ALGORITHMS, MAX_COST, MAX_COSTS, MAX_LIMITS, MIN_COST, type Algorithm } from '../plans/plan.js';
 import { PERIODS, type Period } from '../plans/window.js';
+import { AUDIT_ACTIONS } from '../store/audit-actions.js';
 import { CreditsInput, CreditsOrNull } from './credit-schemas.js';
 import { GRANULARITIES, type Granularity } from '../usage/granularity.js';
 import { RATE_LIMIT_ID_PATTERN, RequestMatchSchema, RouteId } from './request-match-schemas.js';
@@ -1129,7 +1130,7 @@ export const AuditLogQuery = Type.Object(
         minLength: 1,
         maxLength: 64,
         pattern: NO_NUL,
-        description: 'Only this action, e.g. `key.update`',
+        description: `Only this action: ${AUDIT_ACTIONS.join(', ')}`,
       }),
     ),
     targetId: Type.Optional(
@@ -1172,10 +1173,10 @@ export const AuditEntry = Type.Object(
           'The root token, an admin token (its id and name), or Tollgate itself (`system`: a webhook it disabled after 3 days of failures)',
       },
     ),
-    action: Type.String({
-      description:
-        'key.create, key.update, key.roll, key.delete, key.apply_plan, key.remove_plan, key.detach_consumer, plan.create, plan.update, plan.delete, consumer.create, consumer.update, consumer.remove_plan, consumer.delete, route.create, route.update, route.delete, admin_token.create, admin_token.delete, webhook.create, webhook.update, webhook.delete, webhook.retry_delivery, webhook.disable (by `system`), billing_export.create, billing_export.update, billing_export.delete, billing_export.run',
-    }),
+    action: Type.Union(
+      AUDIT_ACTIONS.map((action) => Type.Literal(action)),
+      { description: 'What changed (`webhook.disable` is also written by `system`)' },
+    ),
     target: Type.Object(
       {
         type: Type.String({

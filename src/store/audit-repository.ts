@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
+import type { AuditAction } from './audit-actions.js';
 import type { Db } from './db.js';
 import type { ListPosition } from './key-repository.js';
 
@@ -19,7 +20,7 @@ export interface AuditEntry {
   readonly seq?: number;
   readonly time: Date;
   readonly actor: Actor;
-  readonly action: string;
+  readonly action: AuditAction;
   readonly target: { readonly type: string; readonly id: string };
   readonly requestId: string;
   readonly clientAddress: string;
@@ -95,7 +96,8 @@ export class AuditRepository {
         ...(r.actor_id !== null && { id: r.actor_id }),
         ...(r.actor_name !== null && { name: r.actor_name }),
       },
-      action: r.action,
+      // Written only as an `AuditAction`.
+      action: r.action as AuditAction,
       target: { type: r.target_type, id: r.target_id },
       requestId: r.request_id,
       clientAddress: r.client_address,

@@ -300,7 +300,7 @@ function disableEntry(change: { before: WebhookRow; after: WebhookRow }, at: Dat
     id: generateAuditId(),
     time: at,
     actor: { type: 'system' as const },
-    action: 'webhook.disable',
+    action: 'webhook.disable' as const,
     target: { type: 'webhook', id: change.after.id },
     requestId: '',
     clientAddress: '',

@@ -3,6 +3,7 @@
  * filtered by action, target, actor and time exactly as the API filters, each entry's before and after;
  * and what a token without the scope a page needs sees (the API's 403 message, explained).
  */
+import { AUDIT_ACTIONS } from '../../src/store/audit-actions.js';
 import { sleep } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
 import { consoleSuite, signedInTab, visit, type ConsoleSession } from './helpers/console-browser.js';
@@ -168,6 +169,35 @@ describe('signed in with the root token', () => {
     await page.getByLabel('Target id').fill('key_none');
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.getByText('No entry matches.').waitFor();
+  });
+
+  it('offers every action the API records, and a consumer top-up links to the consumer', async () => {
+    const { page } = tab.session;
+    const consumer = await tollgate.admin('POST', '/tollgate/consumers', { name: 'audited-team' });
+    expect(consumer.status).toBe(201);
+    const consumerId = consumer.body.consumerId as string;
+    const topUp = await tollgate.admin('POST', '/tollgate/credits', { consumerId, add: 250 });
+    expect(topUp.status).toBe(200);
+    await visit(tab.session, 'audit', 'Audit log');
+    const offered = await page
+      .getByLabel('Action')
+      .locator('option')
+      .evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value));
+    expect(offered.slice(1).sort()).toEqual([...AUDIT_ACTIONS].sort());
+
+    await page.getByLabel('Action').selectOption('consumer.credits_add');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    const expected = (await apiEntries('limit=50&action=consumer.credits_add')).auditLog;
+    expect(expected).toHaveLength(1);
+    await listing(
+      tab.session,
+      expected.map((e) => e.id),
+    );
+    const row = page.locator(`tr[data-audit-id="${expected[0]!.id}"]`);
+    expect((await row.getByRole('cell').allInnerTexts())[4]).toContain('→');
+    await row.getByRole('link', { name: 'audited-team' }).click();
+    await page.getByRole('heading', { level: 1, name: 'audited-team' }).waitFor();
+    expect(page.url()).toContain(`#/consumers/${consumerId}`);
   });
 });
 

@@ -145,7 +145,7 @@ export async function createPgliteDataDir(dataDir: string): Promise<PgliteDataDi
       tokenHash: hashSecret(adminToken),
     });
     const audit = new AuditRepository(handle.db);
-    for (const [n, action] of ['plan.create', 'key.create', 'token.create'].entries()) {
+    for (const [n, action] of (['plan.create', 'key.create', 'admin_token.create'] as const).entries()) {
       await audit.insert([
         {
           id: `aud_${n}`,

@@ -164,7 +164,7 @@ it('serves the copied rows through the repositories as PGlite did', async () => 
       (await new AdminTokenRepository(store.db).findByHash(hashSecret(written.adminToken)))?.scopes,
     ).toEqual(['keys:read', 'usage:read']);
     expect((await new AuditRepository(store.db).list({}, undefined, 10)).map((e) => e.action)).toEqual([
-      'token.create',
+      'admin_token.create',
       'key.create',
       'plan.create',
     ]);

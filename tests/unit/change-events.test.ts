@@ -3,6 +3,7 @@
  * them: which changes have an event, of which type, with which data.
  */
 import { eventOfChange } from '../../src/management/change-events.js';
+import type { AuditAction } from '../../src/store/audit-actions.js';
 import { RawJson } from '../../src/management/json-as-written.js';
 
 const at = new Date('2026-11-23T12:00:00.250Z');
@@ -14,13 +15,13 @@ const key = (name: string) => ({
   metadata: new RawJson('{"z":1,"a":2}'),
   rateLimitId: null,
 });
-const change = (action: string, type: string, before: unknown, after: unknown) => ({
+const change = (action: AuditAction, type: string, before: unknown, after: unknown) => ({
   action,
   target: { type, id: `${type}_1` },
   before,
   after,
 });
-const eventOf = (action: string, type: string, before: unknown, after: unknown) => {
+const eventOf = (action: AuditAction, type: string, before: unknown, after: unknown) => {
   const event = eventOfChange(change(action, type, before, after), at);
   return event && { type: event.type, data: JSON.parse(event.data) as unknown, text: event.data };
 };
@@ -29,7 +30,7 @@ it('names each key change: created, rolled and deleted by their action, every ot
   expect(eventOf('key.create', 'key', null, key('a'))?.type).toBe('key.created');
   expect(eventOf('key.roll', 'key', key('a'), { ...key('a'), secretRolled: true })?.type).toBe('key.rolled');
   expect(eventOf('key.delete', 'key', key('a'), null)?.type).toBe('key.deleted');
-  for (const action of ['key.update', 'key.apply_plan', 'key.remove_plan', 'key.detach_consumer'])
+  for (const action of ['key.update', 'key.apply_plan', 'key.remove_plan', 'key.detach_consumer'] as const)
     expect(eventOf(action, 'key', key('a'), key('b'))?.type).toBe('key.updated');
 });
 

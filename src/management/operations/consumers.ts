@@ -235,7 +235,7 @@ export const consumerOperations = [
         ))!;
         const creditsAfter = after.balance && recordedCredits(after.balance, now.getTime());
         const change = {
-          action: 'consumer.update',
+          action: 'consumer.update' as const,
           target: { type: 'consumer', id: consumerId },
           before: { ...consumerAudit(before), ...(settingCredits && { credits: creditsBefore ?? null }) },
           after: { ...consumerAudit(after), ...(settingCredits && { credits: creditsAfter }) },
@@ -281,7 +281,7 @@ export const consumerOperations = [
         const keys = await consumers.delete(consumerId, ctx.now());
         // Each key detached gets an entry of its own, so its trail (targetId=<key>) shows why its consumer went.
         const preceding = keys.map((key) => ({
-          action: 'key.detach_consumer',
+          action: 'key.detach_consumer' as const,
           target: { type: 'key', id: key.id },
           before: { ...keyAudit(key), consumerId },
           after: keyAudit(key),

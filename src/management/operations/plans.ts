@@ -230,13 +230,13 @@ export const planOperations = [
         // Each key and consumer unbound gets an entry of its own, so its trail (targetId=<id>) shows why its plan went.
         const preceding = [
           ...keys.map((key) => ({
-            action: 'key.remove_plan',
+            action: 'key.remove_plan' as const,
             target: { type: 'key', id: key.id },
             before: { ...keyAudit(key), rateLimitId },
             after: keyAudit(key),
           })),
           ...consumers.map((consumer) => ({
-            action: 'consumer.remove_plan',
+            action: 'consumer.remove_plan' as const,
             target: { type: 'consumer', id: consumer.id },
             before: { ...consumerAudit(consumer), rateLimitId },
             after: consumerAudit(consumer),

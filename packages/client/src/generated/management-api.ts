@@ -669,8 +669,8 @@ export interface components {
         AuditLogResponse: {
             /** @description Newest first */
             auditLog: {
-                /** @description key.create, key.update, key.roll, key.delete, key.apply_plan, key.remove_plan, key.detach_consumer, plan.create, plan.update, plan.delete, consumer.create, consumer.update, consumer.remove_plan, consumer.delete, route.create, route.update, route.delete, admin_token.create, admin_token.delete, webhook.create, webhook.update, webhook.delete, webhook.retry_delivery, webhook.disable (by `system`), billing_export.create, billing_export.update, billing_export.delete, billing_export.run */
-                action: string;
+                /** @description What changed (`webhook.disable` is also written by `system`) */
+                action: "key.create" | "key.update" | "key.roll" | "key.delete" | "key.apply_plan" | "key.remove_plan" | "key.detach_consumer" | "key.credits_add" | "key.credits_set" | "plan.create" | "plan.update" | "plan.delete" | "consumer.create" | "consumer.update" | "consumer.remove_plan" | "consumer.delete" | "consumer.credits_add" | "consumer.credits_set" | "route.create" | "route.update" | "route.delete" | "admin_token.create" | "admin_token.delete" | "webhook.create" | "webhook.update" | "webhook.delete" | "webhook.retry_delivery" | "webhook.disable" | "billing_export.create" | "billing_export.update" | "billing_export.delete" | "billing_export.run";
                 /** @description The root token, an admin token (its id and name), or Tollgate itself (`system`: a webhook it disabled after 3 days of failures) */
                 actor: {
                     /**
@@ -5246,7 +5246,7 @@ export interface operations {
     listAuditLog: {
         parameters: {
             query?: {
-                /** @description Only this action, e.g. `key.update` */
+                /** @description Only this action: key.create, key.update, key.roll, key.delete, key.apply_plan, key.remove_plan, key.detach_consumer, key.credits_add, key.credits_set, plan.create, plan.update, plan.delete, consumer.create, consumer.update, consumer.remove_plan, consumer.delete, consumer.credits_add, consumer.credits_set, route.create, route.update, route.delete, admin_token.create, admin_token.delete, webhook.create, webhook.update, webhook.delete, webhook.retry_delivery, webhook.disable, billing_export.create, billing_export.update, billing_export.delete, billing_export.run */
                 action?: string;
                 /** @description Only changes made with this admin token (its `id`); `root`: with the root token; `system`: by Tollgate itself */
                 actorId?: string;
