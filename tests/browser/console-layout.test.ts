@@ -7,6 +7,7 @@
  * tables keep to their own columns, the credits dialogs show entirely, and axe-core finds the page as
  * accessible laid out at that width as at any other.
  */
+import type { Locator } from 'playwright-core';
 import { hit, sleep, waitFor } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
 import {
@@ -152,6 +153,19 @@ async function expectWithinViewport(s: ConsoleSession): Promise<void> {
   expect(signOut!.x + signOut!.width).toBeLessThanOrEqual(found.width);
 }
 
+/** A dialog wholly inside the viewport, nothing in it cut off, and the page around it as above. */
+async function expectDialogEntirelyVisible(s: ConsoleSession, dialog: Locator): Promise<void> {
+  const fit = await dialog.evaluate((el) => {
+    const box = el.getBoundingClientRect();
+    return {
+      inside: box.left >= 0 && box.top >= 0 && box.right <= innerWidth && box.bottom <= innerHeight,
+      clipped: el.scrollWidth > el.clientWidth,
+    };
+  });
+  expect(fit).toEqual({ inside: true, clipped: false });
+  await expectWithinViewport(s);
+}
+
 /** The full text is in the page (wrapped, never cut). */
 const shows = (s: ConsoleSession, text: string) => s.page.getByText(text, { exact: true }).first().waitFor();
 
@@ -248,15 +262,7 @@ describe.each([
       await s.page.getByRole('button', { name: button }).click();
       const dialog = s.page.getByRole('dialog', { name: title });
       await dialog.waitFor();
-      const fit = await dialog.evaluate((el) => {
-        const box = el.getBoundingClientRect();
-        return {
-          inside: box.left >= 0 && box.top >= 0 && box.right <= innerWidth && box.bottom <= innerHeight,
-          clipped: el.scrollWidth > el.clientWidth,
-        };
-      });
-      expect(fit).toEqual({ inside: true, clipped: false });
-      await expectWithinViewport(s);
+      await expectDialogEntirelyVisible(s, dialog);
       await dialog.getByRole('button', { name: 'Cancel' }).click();
       await dialog.waitFor({ state: 'detached' });
     }
@@ -267,17 +273,7 @@ describe.each([
     await visit(s, `keys/${keyId}`, LONG_NAME);
     await s.page.getByRole('button', { name: 'Roll secret…' }).click();
     const dialog = s.page.getByRole('dialog', { name: 'Roll the secret' });
-    const entirelyVisible = async () => {
-      const fit = await dialog.evaluate((el) => {
-        const box = el.getBoundingClientRect();
-        return {
-          inside: box.left >= 0 && box.top >= 0 && box.right <= innerWidth && box.bottom <= innerHeight,
-          clipped: el.scrollWidth > el.clientWidth,
-        };
-      });
-      expect(fit).toEqual({ inside: true, clipped: false });
-      await expectWithinViewport(s);
-    };
+    const entirelyVisible = () => expectDialogEntirelyVisible(s, dialog);
     await entirelyVisible();
     await dialog.getByLabel('1 hour').check();
     await dialog.getByRole('button', { name: 'Roll secret' }).click();

@@ -103,6 +103,39 @@ function CountField({
   );
 }
 
+/** One choice of a few, as radio buttons under a legend. */
+function RadioFieldset<T extends string>({
+  legend,
+  name,
+  options,
+  value,
+  onChange,
+}: {
+  legend: string;
+  name: string;
+  options: readonly (readonly [T, string])[];
+  value: T;
+  onChange: (value: T) => void;
+}) {
+  return (
+    <fieldset>
+      <legend>{legend}</legend>
+      {options.map(([option, label]) => (
+        <label key={option} class="radio">
+          <input
+            type="radio"
+            name={name}
+            value={option}
+            checked={value === option}
+            onChange={() => onChange(option)}
+          />
+          {label}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
 function TopUpDialog({ holder, credits, onDone, onClose }: DialogProps) {
   const [mode, setMode] = useState<'add' | 'set'>('add');
   const [amount, setAmount] = useState('');
@@ -132,29 +165,16 @@ function TopUpDialog({ holder, credits, onDone, onClose }: DialogProps) {
             ? 'It holds no prepaid balance yet: this gives it one, with no refill.'
             : `It holds ${formatNumber(credits.remaining)} credits now. The change is in force for the next request, on every replica.`}
         </p>
-        <fieldset>
-          <legend>Change</legend>
-          <label class="radio">
-            <input
-              type="radio"
-              name="credits-mode"
-              value="add"
-              checked={mode === 'add'}
-              onChange={() => setMode('add')}
-            />
-            Add to what it holds
-          </label>
-          <label class="radio">
-            <input
-              type="radio"
-              name="credits-mode"
-              value="set"
-              checked={mode === 'set'}
-              onChange={() => setMode('set')}
-            />
-            Set to, whatever was spent
-          </label>
-        </fieldset>
+        <RadioFieldset
+          legend="Change"
+          name="credits-mode"
+          options={[
+            ['add', 'Add to what it holds'],
+            ['set', 'Set to, whatever was spent'],
+          ]}
+          value={mode}
+          onChange={setMode}
+        />
         <CountField
           id="credits-amount"
           label="Amount"
@@ -224,27 +244,17 @@ function RefillDialog({ holder, credits, onDone, onClose }: DialogProps) {
           help="Saving counts the balance afresh from this number: what was spent since this page was read no longer counts. To add to it, use Top up."
           autofocus
         />
-        <fieldset>
-          <legend>Refill, at 00:00 UTC</legend>
-          {(
-            [
-              ['none', 'No refill'],
-              ['day', 'Every day'],
-              ['month', 'Every month'],
-            ] as const
-          ).map(([value, label]) => (
-            <label key={value} class="radio">
-              <input
-                type="radio"
-                name="credits-refill"
-                value={value}
-                checked={kind === value}
-                onChange={() => setKind(value)}
-              />
-              {label}
-            </label>
-          ))}
-        </fieldset>
+        <RadioFieldset
+          legend="Refill, at 00:00 UTC"
+          name="credits-refill"
+          options={[
+            ['none', 'No refill'],
+            ['day', 'Every day'],
+            ['month', 'Every month'],
+          ]}
+          value={kind}
+          onChange={setKind}
+        />
         {kind !== 'none' && (
           <CountField
             id="credits-refill-amount"
