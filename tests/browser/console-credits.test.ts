@@ -130,6 +130,12 @@ it('shows a consumer’s balance and monthly refill, tops it up and sets it, and
   await dialog.waitFor({ state: 'detached' });
   expect(await consumerCredits()).toMatchObject({ remaining: 0 });
   await showsBalance(s, '0');
+
+  // The consumer list shows each balance too.
+  await visit(s, 'consumers', 'Consumers');
+  const listed = page.locator(`tr[data-consumer-id="${consumerId}"] td[data-credits]`);
+  await listed.waitFor();
+  expect(await listed.innerText()).toBe('0');
 });
 
 it('shows a credit spent through the proxy once the page is read again', async () => {
@@ -177,16 +183,22 @@ it('gives a key without a balance one by a top-up, edits its refill, and removes
   await refill.getByLabel('Every month').check();
   await refill.getByLabel('Refill to').fill('100');
   await refill.getByLabel('Day of the month').fill('32');
+  await refill.getByLabel('Alert when it falls below (optional)').fill('ten');
   const patches = s.requests.length;
   await refill.getByRole('button', { name: 'Save balance' }).click();
   await refill
     .getByRole('alert')
     .filter({ hasText: 'The day of the month must be a whole number from 1 to 31.' })
     .waitFor();
+  await refill
+    .getByRole('alert')
+    .filter({ hasText: 'The alert level must be a whole number of credits, such as 500: “ten” is not one.' })
+    .waitFor();
   expect(s.requests.length).toBe(patches);
   expect(await seriousAccessibilityViolations(page)).toEqual([]);
   await refill.getByLabel('Every day').check();
   await refill.getByLabel('Balance').fill('100');
+  await refill.getByLabel('Alert when it falls below (optional)').fill('25');
   await refill.getByRole('button', { name: 'Save balance' }).click();
   await page
     .getByRole('status')
@@ -194,10 +206,11 @@ it('gives a key without a balance one by a top-up, edits its refill, and removes
     .waitFor();
   await credits(s).getByText('Refills to 100 daily at 00:00 UTC').waitFor();
   await showsBalance(s, '100');
+  await credits(s).getByText('below 25 (credits.low)').waitFor();
   expect(await keyCredits(key.id)).toEqual({
     remaining: 100,
     refill: { amount: 100, interval: 'day' },
-    lowAt: null,
+    lowAt: 25,
   });
 
   // Removing it: the dialog starts on Cancel.

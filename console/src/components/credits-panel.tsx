@@ -202,7 +202,13 @@ function RefillDialog({ holder, credits, onDone, onClose }: DialogProps) {
   const [kind, setKind] = useState<RefillKind>(refill?.interval ?? 'none');
   const [amount, setAmount] = useState(refill === null ? '' : String(refill.amount));
   const [day, setDay] = useState(String(refill?.dayOfMonth ?? 1));
-  const [problems, setProblems] = useState<{ remaining?: string; amount?: string; day?: string }>({});
+  const [lowAt, setLowAt] = useState(credits?.lowAt == null ? '' : String(credits.lowAt));
+  const [problems, setProblems] = useState<{
+    remaining?: string;
+    amount?: string;
+    day?: string;
+    lowAt?: string;
+  }>({});
   const action = useAction();
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -213,8 +219,20 @@ function RefillDialog({ holder, credits, onDone, onClose }: DialogProps) {
       kind === 'month' && !(/^\d{1,2}$/.test(day.trim()) && dayOfMonth >= 1 && dayOfMonth <= 31)
         ? 'The day of the month must be a whole number from 1 to 31.'
         : undefined;
-    setProblems({ remaining: balance.problem, amount: refillAmount?.problem, day: dayProblem });
-    if (balance.value === undefined || refillAmount?.problem !== undefined || dayProblem) return;
+    const alertBelow = lowAt.trim() === '' ? undefined : parseCredits(lowAt, 'the alert level');
+    setProblems({
+      remaining: balance.problem,
+      amount: refillAmount?.problem,
+      day: dayProblem,
+      lowAt: alertBelow?.problem,
+    });
+    if (
+      balance.value === undefined ||
+      refillAmount?.problem !== undefined ||
+      dayProblem ||
+      alertBelow?.problem !== undefined
+    )
+      return;
     const body: CreditsInput = {
       remaining: balance.value,
       refill:
@@ -223,8 +241,7 @@ function RefillDialog({ holder, credits, onDone, onClose }: DialogProps) {
           : kind === 'day'
             ? { amount: refillAmount!.value!, interval: 'day' }
             : { amount: refillAmount!.value!, interval: 'month', dayOfMonth },
-      // The alert threshold stays as it was: this dialog does not show it.
-      lowAt: credits?.lowAt ?? null,
+      lowAt: alertBelow?.value ?? null,
     };
     const saved = await action.run(() => patchCredits(holder, body));
     if (saved)
@@ -275,6 +292,14 @@ function RefillDialog({ holder, credits, onDone, onClose }: DialogProps) {
             help="1 to 31; in a shorter month, its last day."
           />
         )}
+        <CountField
+          id="credits-low-at"
+          label="Alert when it falls below (optional)"
+          value={lowAt}
+          onInput={setLowAt}
+          problem={problems.lowAt}
+          help="The credits.low webhook event fires when the balance falls below this. Empty: below a tenth of the refill amount (never without a refill)."
+        />
         <DialogButtons error={action.error} onCancel={onClose}>
           <button type="submit" disabled={action.busy}>
             Save balance

@@ -77,6 +77,9 @@ export function ConsumerListPage({ route }: { route: Route }) {
                   <th scope="col" class="num">
                     Keys
                   </th>
+                  <th scope="col" class="num">
+                    Credits
+                  </th>
                   <th scope="col">Created</th>
                 </tr>
               </thead>
@@ -96,6 +99,9 @@ export function ConsumerListPage({ route }: { route: Route }) {
                     </td>
                     <td class="num" data-label="Keys">
                       {formatNumber(c.keyCount)}
+                    </td>
+                    <td class="num" data-label="Credits" data-credits>
+                      {c.credits === null ? '—' : formatNumber(c.credits.remaining)}
                     </td>
                     <td data-label="Created">{formatTime(c.createdAt)}</td>
                   </tr>
