@@ -133,8 +133,11 @@ it('deletes an unbound plan once confirmed; Enter, Enter on its dialog deletes n
   expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Cancel');
   await page.keyboard.press('Enter');
   await dialog.waitFor({ state: 'detached' });
+  // The focus goes back to the button that opened it (on a loaded machine, a moment after the close).
+  await page.waitForFunction((button) => button === document.activeElement, await opener.elementHandle());
   await page.keyboard.press('Enter');
   await dialog.waitFor();
+  await page.waitForFunction(() => document.activeElement?.closest('dialog') !== null);
   expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Cancel');
   await page.keyboard.press('Enter');
   await dialog.waitFor({ state: 'detached' });
