@@ -11,10 +11,11 @@ import { BillingExporter } from '../../src/billing/billing-exporter.js';
 import { BillingExportRepository } from '../../src/billing/export-repository.js';
 import { LedgerRepository } from '../../src/billing/ledger-repository.js';
 import { KeyCache } from '../../src/keys/key-cache.js';
-import { LocalKeyEvents } from '../../src/keys/key-events.js';
+import { LocalKeyEvents, type KeyChange } from '../../src/keys/key-events.js';
 import { LastUseTracker } from '../../src/keys/last-use.js';
 import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
-import type { ManagementDeps } from '../../src/management/app.js';
+import type { RateLimiter } from '../../src/limits/rate-limiter.js';
+import { createManagementApp, type ManagementDeps } from '../../src/management/app.js';
 import type { VerifyDeps } from '../../src/management/context.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
@@ -186,4 +187,24 @@ export async function refuseWrites(
     await sql`drop trigger ${trigger} on ${on}`.execute(db);
     await sql`drop function ${fn}()`.execute(db);
   };
+}
+
+/**
+ * The management app over `db` with the root token, and what a replica beside it would hold: a key
+ * cache that hears the same announcements, and every announcement in order in `announced`.
+ */
+export function managementWithKeyCache(db: Db, limiter: RateLimiter, rootToken: string, clock: () => number) {
+  const announced: KeyChange[] = [];
+  const events = new LocalKeyEvents();
+  events.subscribe((change) => announced.push(change));
+  const app = createManagementApp(managementDeps(db, { limiter, keyEvents: events, rootToken, clock }));
+  const keys = new KeyRepository(db);
+  const cache = new KeyCache({
+    lookup: (hash) => keys.findBySecretHash(hash),
+    events,
+    metrics: new Metrics(),
+    defaultRateLimit: undefined,
+    clock,
+  });
+  return { app, cache, announced };
 }

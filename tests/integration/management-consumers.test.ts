@@ -7,16 +7,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Express } from 'express';
 import request, { type Response } from 'supertest';
-import { KeyCache, type ResolvedKey } from '../../src/keys/key-cache.js';
+import type { KeyCache, ResolvedKey } from '../../src/keys/key-cache.js';
 import type { Scope } from '../../src/plans/subject.js';
-import { LocalKeyEvents, type KeyChange } from '../../src/keys/key-events.js';
+import type { KeyChange } from '../../src/keys/key-events.js';
 import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
-import { createManagementApp } from '../../src/management/app.js';
-import { Metrics } from '../../src/ops/metrics.js';
-import { KeyRepository } from '../../src/store/key-repository.js';
 import { migrate } from '../../src/store/migrate.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
-import { managementDeps, STORAGES, type Storage } from '../helpers/management-storage.js';
+import { managementWithKeyCache, STORAGES, type Storage } from '../helpers/management-storage.js';
 import { plan } from '../helpers/plans.js';
 
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
@@ -68,34 +65,15 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('consumers on 
   let storage: Storage;
   let app: Express;
   let limiter: MemoryRateLimiter;
-  let events: LocalKeyEvents;
   let cache: KeyCache;
   let now = START;
-  const announced: KeyChange[] = [];
+  let announced: KeyChange[] = [];
 
   beforeAll(async () => {
     storage = await STORAGES[kind]();
     await migrate(storage.handle);
     limiter = new MemoryRateLimiter();
-    events = new LocalKeyEvents();
-    events.subscribe((change) => announced.push(change));
-    app = createManagementApp(
-      managementDeps(storage.handle.db, {
-        limiter,
-        keyEvents: events,
-        rootToken: ROOT_TOKEN,
-        clock: () => now,
-      }),
-    );
-    // What a replica's proxy would hold: it hears the same announcements the management API makes.
-    const keys = new KeyRepository(storage.handle.db);
-    cache = new KeyCache({
-      lookup: (hash) => keys.findBySecretHash(hash),
-      events,
-      metrics: new Metrics(),
-      defaultRateLimit: undefined,
-      clock: () => now,
-    });
+    ({ app, cache, announced } = managementWithKeyCache(storage.handle.db, limiter, ROOT_TOKEN, () => now));
   }, 60_000);
 
   afterAll(async () => {

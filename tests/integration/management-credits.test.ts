@@ -10,20 +10,18 @@
 import { randomBytes } from 'node:crypto';
 import type { Express } from 'express';
 import request, { type Response } from 'supertest';
-import { KeyCache } from '../../src/keys/key-cache.js';
-import { LocalKeyEvents, type KeyChange } from '../../src/keys/key-events.js';
+import type { KeyCache } from '../../src/keys/key-cache.js';
+import type { KeyChange } from '../../src/keys/key-events.js';
 import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
 import type { RateLimiter } from '../../src/limits/rate-limiter.js';
 import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
-import { createManagementApp } from '../../src/management/app.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import type { Subject } from '../../src/plans/subject.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
-import { KeyRepository } from '../../src/store/key-repository.js';
 import { migrate } from '../../src/store/migrate.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
-import { managementDeps, STORAGES, type Storage } from '../helpers/management-storage.js';
+import { managementWithKeyCache, STORAGES, type Storage } from '../helpers/management-storage.js';
 import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
 
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
@@ -76,31 +74,13 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('credits on %s
   let limiter: RateLimiter;
   let cache: KeyCache;
   let now = START;
-  const announced: KeyChange[] = [];
+  let announced: KeyChange[] = [];
 
   beforeAll(async () => {
     storage = await STORAGES[kind]();
     await migrate(storage.handle);
     limiter = await MODES[kind](() => now);
-    const events = new LocalKeyEvents();
-    events.subscribe((change) => announced.push(change));
-    app = createManagementApp(
-      managementDeps(storage.handle.db, {
-        limiter,
-        keyEvents: events,
-        rootToken: ROOT_TOKEN,
-        clock: () => now,
-      }),
-    );
-    // What a replica's proxy holds: it hears the announcements the management API makes.
-    const keys = new KeyRepository(storage.handle.db);
-    cache = new KeyCache({
-      lookup: (hash) => keys.findBySecretHash(hash),
-      events,
-      metrics: new Metrics(),
-      defaultRateLimit: undefined,
-      clock: () => now,
-    });
+    ({ app, cache, announced } = managementWithKeyCache(storage.handle.db, limiter, ROOT_TOKEN, () => now));
   }, 60_000);
 
   afterAll(async () => {
