@@ -11,12 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { passGate, type GateOutcome } from '../../packages/client/src/gate.js';
 import { balanceSet, type Refill } from '../../src/plans/balance.js';
 import { CreditRepository } from '../../src/store/credit-repository.js';
-import { openPostgres, type DbHandle } from '../../src/store/db.js';
-import { migrate } from '../../src/store/migrate.js';
 import type { Scope } from '../../src/plans/subject.js';
+import { HARNESS_MODES } from '../helpers/harness-modes.js';
 import { sleep, waitFor } from '../helpers/poll.js';
 import { closeDatabase, ProxyHarness, type UsageOfTheDay } from '../helpers/proxy-harness.js';
-import { createTestDatabase, REDIS_URL, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 
 afterAll(closeDatabase);
 
@@ -280,41 +278,9 @@ const ROWS: readonly Row[] = [
 /** Waits for a fresh second: `Retry-After` and RateLimit's `t` count whole seconds. */
 const startOfSecond = () => sleep(1_000 - (Date.now() % 1_000) + 5);
 
-interface Mode {
-  readonly name: string;
-  start(h: ProxyHarness): Promise<() => Promise<void>>;
-}
-
 const HARNESS = { env: { TRUST_PROXY: '1' } } as const;
 
-const MODES: readonly Mode[] = [
-  {
-    name: 'embedded (SQLite, in-process counters)',
-    async start(h) {
-      await h.start(HARNESS);
-      return () => h.stop();
-    },
-  },
-  {
-    name: 'Redis + Postgres',
-    async start(h) {
-      const database: TestDatabase = await createTestDatabase();
-      const handle: DbHandle = await openPostgres(database.url);
-      await migrate(handle);
-      await h.start({
-        database: handle,
-        env: { ...HARNESS.env, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix() },
-      });
-      return async () => {
-        await h.stop();
-        await handle.close();
-        await database.drop();
-      };
-    },
-  },
-];
-
-describe.each(MODES)('$name', (mode) => {
+describe.each(HARNESS_MODES)('$name', (mode) => {
   const h = new ProxyHarness();
   let stop: () => Promise<void>;
   /** Each twin with what its usage must show, checked again once every flush has run. */
@@ -322,7 +288,7 @@ describe.each(MODES)('$name', (mode) => {
 
   beforeAll(async () => {
     h.now = Date.now();
-    stop = await mode.start(h);
+    stop = await mode.start(h, HARNESS);
     const backend = h.config.upstreamUrl!.toString();
     await api(h, 'POST', '/tollgate/routes', {
       routeId: 'reports',

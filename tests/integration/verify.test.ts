@@ -7,14 +7,13 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { openPostgres, type DbHandle } from '../../src/store/db.js';
-import { migrate } from '../../src/store/migrate.js';
 import { FAILING_LIMITER } from '../helpers/failing-limiter.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
+import { HARNESS_MODES } from '../helpers/harness-modes.js';
 import { sleep, waitFor } from '../helpers/poll.js';
-import { closeDatabase, ProxyHarness, type HarnessOptions } from '../helpers/proxy-harness.js';
+import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 import { RedisMonitor } from '../helpers/redis-monitor.js';
-import { createTestDatabase, REDIS_URL, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
+import { REDIS_URL } from '../helpers/services.js';
 
 afterAll(closeDatabase);
 
@@ -70,44 +69,7 @@ const newKey = async (
   created(h, '/consumer-api-key/create', { name: 'verified', ...settings });
 const unknownSecret = () => 'tg_' + randomBytes(32).toString('base64url');
 
-interface Mode {
-  readonly name: string;
-  readonly redis: boolean;
-  /** Starts `h` in the mode with `options`; resolves what stops it and throws its storage away. */
-  start(h: ProxyHarness, options?: HarnessOptions): Promise<() => Promise<void>>;
-}
-
-const MODES: readonly Mode[] = [
-  {
-    name: 'embedded (SQLite, in-process counters)',
-    redis: false,
-    async start(h, options = {}) {
-      await h.start(options);
-      return () => h.stop();
-    },
-  },
-  {
-    name: 'Redis + Postgres',
-    redis: true,
-    async start(h, options = {}) {
-      const database: TestDatabase = await createTestDatabase();
-      const handle: DbHandle = await openPostgres(database.url);
-      await migrate(handle);
-      await h.start({
-        ...options,
-        database: handle,
-        env: { ...options.env, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix() },
-      });
-      return async () => {
-        await h.stop();
-        await handle.close();
-        await database.drop();
-      };
-    },
-  },
-];
-
-describe.each(MODES)('$name', (mode) => {
+describe.each(HARNESS_MODES)('$name', (mode) => {
   const h = new ProxyHarness();
   let stop: () => Promise<void>;
 
