@@ -49,6 +49,8 @@ it('creates, lists, edits and deletes a route', async () => {
     timeoutMs: 2500,
   });
   const row = rowWith(page, 'search');
+  // The list is read after the page shows: wait for its row before reading its cells.
+  await row.getByRole('cell', { name: '2,500 ms', exact: true }).waitFor();
   expect(await row.getByRole('cell').allInnerTexts()).toEqual(
     expect.arrayContaining([
       'search',
@@ -86,6 +88,7 @@ it('creates, lists, edits and deletes a route', async () => {
     match: { host: null, methods: null },
     timeoutMs: null,
   });
+  await row.getByRole('cell', { name: 'default', exact: true }).waitFor();
   expect(await row.getByRole('cell').allInnerTexts()).toEqual(expect.arrayContaining(['any', 'default']));
 
   // Deleting starts on Cancel: Enter keeps the route.
