@@ -55,6 +55,8 @@ it('creates an export with a write-only credential, runs it by hand, reads its r
     hasCredential: true,
   });
   const row = rowWith(page, receiverUrl);
+  // The list is read again after the creation: wait for the new row before reading its cells.
+  await row.getByRole('cell', { name: 'api.requests', exact: true }).waitFor();
   expect(await row.getByRole('cell').allInnerTexts()).toEqual(
     expect.arrayContaining(['api.requests', 'per minute, each key', 'stored', 'working']),
   );
