@@ -45,7 +45,8 @@ beforeAll(async () => {
   });
   expect(hook.status).toBe(201);
   receiver.secret = hook.body.secret;
-}, 120_000);
+  // Up to five minutes of waiting for the next day, then the start.
+}, 420_000);
 
 afterAll(async () => {
   await replicas?.stopAll();
