@@ -28,9 +28,13 @@ export function rangePreset(id: string | null): RangePreset {
   return RANGES.find((r) => r.id === id) ?? RANGES[1]!;
 }
 
-/** The API query for a preset ending now. */
+/**
+ * The API query for a preset ending now. `to` is exclusive and whole seconds: rounded up, so that the
+ * requests of the current second are in the range (rounded down at a minute's first second, the
+ * minute's bucket was left out until the next refresh).
+ */
 export function rangeQuery(preset: RangePreset, now = Date.now()): { from: string; to: string } {
-  return { from: isoSeconds(now - preset.ms), to: isoSeconds(now) };
+  return { from: isoSeconds(now - preset.ms), to: isoSeconds(Math.ceil(now / 1000) * 1000) };
 }
 
 export interface UsageTotals {
