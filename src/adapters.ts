@@ -9,7 +9,7 @@ import type { Metrics } from './ops/metrics.js';
 import { AuthThrottle } from './proxy/auth-throttle.js';
 import type { DbHandle } from './store/db.js';
 import { LEFT_FREE_BYTES, UsageJournal } from './usage/journal.js';
-import { PostgresUsageSink } from './usage/postgres-sink.js';
+import { DatabaseUsageSink } from './usage/database-usage-sink.js';
 import { UsageRepository } from './usage/usage-repository.js';
 
 /**
@@ -50,7 +50,7 @@ export async function buildAdapters(
           'usage that cannot be written at exit and does not fit there is dropped; free space on that disk',
       );
     }
-    const usageSink = new PostgresUsageSink(usageRepository, journal);
+    const usageSink = new DatabaseUsageSink(usageRepository, journal);
     const limitNotices = new LimitNotices();
     return {
       db,
