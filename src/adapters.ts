@@ -13,9 +13,9 @@ import { DatabaseUsageSink } from './usage/database-usage-sink.js';
 import { UsageRepository } from './usage/usage-repository.js';
 
 /**
- * The embedded store commits locally, with no network round trip, so its usage is written twice a
- * second: a SIGKILL then loses at most half a second of it plus one commit, within the contract's last
- * second, which once a second was not (measured in docs/decisions/0019).
+ * The embedded store commits locally, with no network round trip, so its usage is written twice a second: a
+ * SIGKILL then loses at most half a second of it plus one commit, within the last second that
+ * docs/guides/operations.md promises, which once a second was not (measured in docs/decisions/0019).
  */
 const EMBEDDED_FLUSH_INTERVAL_MS = 500;
 /**
