@@ -1,12 +1,14 @@
 /**
  * The decision records cite only files and names that exist, so a reader can open what a record
- * talks about. What is checked (the convention is written down in docs/decisions/README.md):
+ * talks about; so do the architecture notes (docs/architecture.md and the READMEs that open folders of
+ * src/), which follow the same convention. What is checked (the convention is written down in docs/decisions/README.md):
  *
  * - a path from the repository's root in backticks or as a link target (`src/…`, `tests/…`, `docs/…`,
  *   `scripts/…`, `sql/…`, `packages/…`, `console/…`, `bench/…`, `k8s/…`, `ops/…`) names a file or a
  *   folder that exists; a `*` in it must match at least one file;
  * - a name cited with its file, as "`src/limits/rate-limiter.ts`'s `RateLimiter`", "`RateLimiter`
- *   (`src/limits/rate-limiter.ts`)" or "`RateLimiter` in `src/limits/rate-limiter.ts`", is declared at
+ *   (`src/limits/rate-limiter.ts`)", "`RateLimiter` in `src/limits/rate-limiter.ts`" or
+ *   "`src/limits/rate-limiter.ts` (`RateLimiter`)", is declared at
  *   the top level of that file (exported, or a config file's constant); a member after a dot
  *   (`RateLimiter.consume()`) appears in that file too.
  */
@@ -28,11 +30,12 @@ const ROOTS = ['src', 'tests', 'docs', 'scripts', 'sql', 'packages', 'console', 
 const PATH = new RegExp(`^(?:\\.\\./\\.\\./)?((?:${ROOTS.join('|')})/[^\\s#:]*)`);
 const NAME = String.raw`[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(\))?`;
 const CITED_PATH = String.raw`[a-z][\w./-]*\.[a-z]+`;
-/** The three ways a record names something in a file: the file's `name`, `name` (file), `name` in file. */
+/** The ways a record names something in a file: the file's `name`, `name` (file), `name` in file, file (`name`). */
 const NAMED_IN_FILE = [
   new RegExp(`\`(?<path>${CITED_PATH})\`'s \`(?<name>${NAME})\``, 'g'),
   new RegExp(`\`(?<name>${NAME})\` \\(\`(?<path>${CITED_PATH})\`\\)`, 'g'),
   new RegExp(`\`(?<name>${NAME})\` in \`(?<path>${CITED_PATH})\``, 'g'),
+  new RegExp(`\`(?<path>${CITED_PATH})\`\\*{0,2} \\(\`(?<name>${NAME})\`\\)`, 'g'),
 ];
 
 function filesUnder(dir: string): string[] {
@@ -100,9 +103,28 @@ it('reports a path and a name that do not exist', () => {
     'RateLimiter.noSuchMethod() in src/limits/rate-limiter.ts',
   ]);
   expect(missingPaths('[a](../../src/usage/*-repository.ts) `sql/*-none.sql`')).toEqual(['sql/*-none.sql']);
+  expect(missingNames('**`src/limits/rate-limiter.ts`** (`NoSuchPort`)')).toEqual([
+    'NoSuchPort in src/limits/rate-limiter.ts',
+  ]);
 });
 
 it.each(RECORDS.filter((r) => !NOT_YET_CHECKED.has(r)))('%s cites files and names that exist', (record) => {
   const markdown = readFileSync(join(DECISIONS, record), 'utf8');
+  expect({ paths: missingPaths(markdown), names: missingNames(markdown) }).toEqual({ paths: [], names: [] });
+});
+
+const ARCHITECTURE_NOTES = [
+  'docs/architecture.md',
+  ...readdirSync(join(ROOT, 'src'), { withFileTypes: true })
+    .filter((e) => e.isDirectory() && existsSync(join(ROOT, 'src', e.name, 'README.md')))
+    .map((e) => `src/${e.name}/README.md`),
+];
+
+it('finds the architecture notes', () => {
+  expect(ARCHITECTURE_NOTES).toEqual(expect.arrayContaining(['src/limits/README.md', 'src/usage/README.md']));
+});
+
+it.each(ARCHITECTURE_NOTES)('%s cites files and names that exist', (note) => {
+  const markdown = readFileSync(join(ROOT, note), 'utf8');
   expect({ paths: missingPaths(markdown), names: missingNames(markdown) }).toEqual({ paths: [], names: [] });
 });
