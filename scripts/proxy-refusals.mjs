@@ -4,8 +4,9 @@
 export const PROXY_REFUSALS_FILE = 'packages/client/src/generated/proxy-refusals.ts';
 
 /**
- * The codes the middleware answers: missing_api_key (no key to verify) and every refusal verify
- * answers (contract 18, and the proxy's refusals of a path: a dot segment, no route without a catch-all).
+ * The codes the middleware answers: missing_api_key (no key to verify) and every refusal verify answers
+ * (docs/guides/verify-and-client.md, and the proxy's refusals of a path: a dot segment, no route without a
+ * catch-all).
  */
 export const PROXY_REFUSAL_CODES = [
   'missing_api_key',

@@ -9,13 +9,13 @@ import type { Metrics } from './ops/metrics.js';
 import { AuthThrottle } from './proxy/auth-throttle.js';
 import type { DbHandle } from './store/db.js';
 import { LEFT_FREE_BYTES, UsageJournal } from './usage/journal.js';
-import { PostgresUsageSink } from './usage/postgres-sink.js';
+import { DatabaseUsageSink } from './usage/database-usage-sink.js';
 import { UsageRepository } from './usage/usage-repository.js';
 
 /**
- * The embedded store commits locally, with no network round trip, so its usage is written twice a
- * second: a SIGKILL then loses at most half a second of it plus one commit, within the contract's last
- * second, which once a second was not (measured in docs/decisions/0019).
+ * The embedded store commits locally, with no network round trip, so its usage is written twice a second: a
+ * SIGKILL then loses at most half a second of it plus one commit, within the last second that
+ * docs/guides/operations.md promises, which once a second was not (measured in docs/decisions/0019).
  */
 const EMBEDDED_FLUSH_INTERVAL_MS = 500;
 /**
@@ -50,7 +50,7 @@ export async function buildAdapters(
           'usage that cannot be written at exit and does not fit there is dropped; free space on that disk',
       );
     }
-    const usageSink = new PostgresUsageSink(usageRepository, journal);
+    const usageSink = new DatabaseUsageSink(usageRepository, journal);
     const limitNotices = new LimitNotices();
     return {
       db,

@@ -109,7 +109,7 @@ export interface App {
 const FAILED_AUTH_LIMIT = { limit: 100, period: 'minute' } as const;
 /** Wrong management credentials per client address: fewer than for keys, a root token may be weak. */
 const FAILED_ADMIN_AUTH_LIMIT = { limit: 20, period: 'minute' } as const;
-/** What shutdown may take beyond SHUTDOWN_TIMEOUT_MS (the contract allows 5 s; main.ts enforces it). */
+/** What shutdown may take beyond SHUTDOWN_TIMEOUT_MS (5 s in docs/guides/operations.md; main.ts enforces it). */
 export const SHUTDOWN_GRACE_MS = 4_000;
 /** The most a closing step gets once usage is written. */
 const CLOSE_STEP_MS = 1_000;

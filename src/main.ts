@@ -121,7 +121,7 @@ async function serve(config: Config): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'draining');
-    // The last word: whatever still waits (a hung server), the process ends within the contract's bound.
+    // The last word: whatever still waits (a hung server), the process ends within SHUTDOWN_TIMEOUT_MS + 5 s.
     setTimeout(() => {
       logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown did not finish in time; exiting');
       logOutput.exit(1);
@@ -187,8 +187,8 @@ async function rotate(config: Config): Promise<void> {
 }
 
 /**
- * Until issue 17 the embedded store was PGlite in DATA_DIR/pglite; this copies it into the SQLite store
- * once (src/store/upgrade-from-pglite.ts), with no server on DATA_DIR. A serving process never opens
+ * Before docs/decisions/0019 the embedded store was PGlite in DATA_DIR/pglite; this copies it into the SQLite
+ * store once (src/store/upgrade-from-pglite.ts), with no server on DATA_DIR. A serving process never opens
  * PGlite: a start on such a DATA_DIR is refused with this command's name (docs/decisions/0030).
  */
 async function upgradeDataDir(config: Config): Promise<void> {

@@ -79,10 +79,10 @@ function refuseUpgrade(socket: Duplex): void {
 }
 
 /**
- * `Expect: 100-continue` on a management route: the 100 goes out when the app starts reading the body,
- * which it does only once the caller is authenticated (and allowed, and the declared size fits), so a
- * refused caller never uploads, as on the proxy (contract section 11). A refusal sent before that closes
- * the connection: the client may still send the body it was not asked for.
+ * `Expect: 100-continue` on a management route: the 100 goes out when the app starts reading the body, which
+ * it does only once the caller is authenticated (and allowed, and the declared size fits), so a refused
+ * caller never uploads, as on the proxy (docs/guides/operations.md). A refusal sent before that closes the
+ * connection: the client may still send the body it was not asked for.
  */
 function continueOnRead(req: IncomingMessage, res: ServerResponse): void {
   res.setHeader('connection', 'close');

@@ -3,7 +3,7 @@ import { RepeatingTask } from '../ops/repeating-task.js';
 import type { CreditRepository, Spend } from '../store/credit-repository.js';
 
 /**
- * Keeps in the database what this replica's requests spent of each balance (contract 14: a balance
+ * Keeps in the database what this replica's requests spent of each balance (docs/guides/credits.md: a balance
  * lives in the database, whatever becomes of Redis or of the process). The limiter counts spending
  * on the request path; this takes what it saw (`RateLimiter.spentBalances`) every `intervalMs` and
  * once more at shutdown, after the proxy has drained, and raises each balance's saved spend to it. A

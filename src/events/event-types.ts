@@ -1,6 +1,6 @@
 /**
- * Every event type a webhook can subscribe to (contract section 16). A type is listed once its
- * contract exists, whether or not its producer is built yet: a webhook made today for
+ * Every event type a webhook can subscribe to (docs/guides/webhooks.md). A type is listed once it
+ * is documented there, whether or not its producer is built yet: a webhook made today for
  * `quota.threshold` receives those events as soon as the limiter emits them.
  */
 export const EVENT_TYPES = [

@@ -1,5 +1,5 @@
 /**
- * `key.expiring` (contract section 16): once per key and threshold, 7 days and 1 day before its
+ * `key.expiring` (docs/guides/webhooks.md): once per key and threshold, 7 days and 1 day before its
  * `expiresAt`. A key whose expiry is already nearer than 7 days when it is set gets only the nearest
  * notice still ahead of it (a key expiring in 12 hours: the 1-day one). Each notice is emitted under a
  * once-key naming the key, its expiry and the threshold, so it is emitted once across every replica and

@@ -31,7 +31,10 @@ export interface ResolvedKey {
   readonly identity: KeyIdentity;
 }
 
-/** A key's name and owner as the caller set them (contract section 18: verify answers them from memory). */
+/**
+ * A key's name and owner as the caller set them (verify answers them from memory:
+ * docs/guides/verify-and-client.md).
+ */
 export interface KeyIdentity {
   readonly name: string;
   readonly externalId: string | null;

@@ -1,5 +1,5 @@
 /**
- * Prepaid credits (contract section 14): a balance held by a key or a consumer, which every admitted
+ * Prepaid credits (docs/guides/credits.md): a balance held by a key or a consumer, which every admitted
  * request it applies to spends its cost from, and which a refill sets back to its amount each day or
  * month. Pure: the store keeps balances, the limiters count what is spent, and both read this.
  *

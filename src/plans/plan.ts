@@ -4,7 +4,7 @@ import { isPeriod, type Period } from './window.js';
 export const ALGORITHMS = ['fixed', 'sliding'] as const;
 export type Algorithm = (typeof ALGORITHMS)[number];
 
-/** A plan holds one to this many limits (contract section 7). */
+/** A plan holds one to this many limits (docs/guides/plans.md). */
 export const MAX_LIMITS = 4;
 
 /** One limit of a plan: at most `limit` admitted requests per `period`, in fixed UTC windows or sliding. */
@@ -14,11 +14,11 @@ export interface LimitRule {
   readonly limit: number;
   readonly period: Period;
   readonly algorithm: Algorithm;
-  /** Counts only the requests it matches (contract 15); absent: every request. */
+  /** Counts only the requests it matches (docs/decisions/0034); absent: every request. */
   readonly match?: RequestMatch;
 }
 
-/** The lowest and highest cost a plan may give a request (contract 14). */
+/** The lowest and highest cost a plan may give a request (docs/guides/credits.md). */
 export const MIN_COST = 1;
 export const MAX_COST = 10_000;
 /** A plan prices requests with at most this many costs. */

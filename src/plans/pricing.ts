@@ -1,8 +1,8 @@
 /**
- * A key whose plans depend on the request (contract sections 14 and 15): limits that count only the
- * requests they match, and costs. Built once per key when it is looked up; a request reads its matches
- * and finds the subjects of the limits it selects in a small cache, so the request path allocates
- * nothing once a selection has been seen.
+ * A key whose plans depend on the request (docs/decisions/0034-route-aware-plans.md): limits that count only
+ * the requests they match, and costs. Built once per key when it is looked up; a request reads its matches
+ * and finds the subjects of the limits it selects in a small cache, so the request path allocates nothing
+ * once a selection has been seen.
  */
 import { MAX_LIMITS, planOf, type Plan } from './plan.js';
 import { matches, type RequestFacts } from './request-match.js';

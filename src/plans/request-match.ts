@@ -1,6 +1,7 @@
 /**
- * Which requests a limit counts or a cost prices (contract section 15): a request matches when every
- * condition given holds. Pure: the management API validates matches, the admission reads them.
+ * Which requests a limit counts or a cost prices (docs/guides/credits.md, docs/decisions/0034): a request
+ * matches when every condition given holds. Pure: the management API validates matches, the admission reads
+ * them.
  */
 import type { HttpMethod } from './route.js';
 

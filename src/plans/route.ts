@@ -1,5 +1,5 @@
 /**
- * A route of the route table (contract section 15): which requests it takes (`match`) and where it
+ * A route of the route table (docs/guides/routes.md): which requests it takes (`match`) and where it
  * sends them. Pure: the management API validates and stores routes, the proxy matches them.
  */
 

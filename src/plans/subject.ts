@@ -1,7 +1,10 @@
 import type { Balance } from './balance.js';
 import { planOf, type Plan } from './plan.js';
 
-/** Whose limits: the key's own plan, or the plan of the consumer that holds the key (contract 13). */
+/**
+ * Whose limits: the key's own plan, or the plan of the consumer that holds the key
+ * (docs/guides/consumers.md).
+ */
 export type Scope = 'key' | 'consumer';
 
 /** The name of a subject's id in the API's answers and in events. */
@@ -19,7 +22,7 @@ export interface Subject {
   readonly scope: Scope;
   readonly id: string;
   readonly plan: Plan;
-  /** Its prepaid credits (contract 14); absent: none. */
+  /** Its prepaid credits (docs/guides/credits.md); absent: none. */
   readonly balance?: Balance;
 }
 

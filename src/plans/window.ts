@@ -55,7 +55,7 @@ export function windowSeconds(period: Period, nowMs: number): number {
   return Math.round((end - start) / 1000);
 }
 
-/** `YYYY-MM-DDThh:mm:ssZ`, the contract's timestamp format (no fraction): headers, 429 bodies, events. */
+/** `YYYY-MM-DDThh:mm:ssZ`, whole seconds in UTC, as Tollgate writes times in headers, 429 bodies, events. */
 export function isoSeconds(epochMs: number): string {
   return new Date(epochMs).toISOString().slice(0, 19) + 'Z';
 }

@@ -5,7 +5,7 @@ import type { Db } from './db.js';
 import { sqlDialectOf, type SqlDialect } from './sql-dialect.js';
 import { keyAuditColumns, withAllowedRoutes, type KeyAuditRow, type ListPosition } from './key-repository.js';
 
-/** A consumer (contract section 13): the account that holds keys and the plan they share. */
+/** A consumer (docs/guides/consumers.md): the account that holds keys and the plan they share. */
 export interface ConsumerRow {
   readonly id: string;
   readonly name: string;

@@ -1,6 +1,6 @@
 /**
- * Balances on keys and consumers (contract section 14, sql/061): set and topped up in the management
- * API's transactions, and what the replicas saw spent saved back, so that a balance lives in the
+ * Balances on keys and consumers (docs/guides/credits.md, sql/061_credits.sql): set and topped up in the
+ * management API's transactions, and what the replicas saw spent saved back, so that a balance lives in the
  * database whatever becomes of Redis.
  */
 import type { Balance } from '../plans/balance.js';

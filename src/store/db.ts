@@ -28,7 +28,8 @@ export interface DbHandle {
 /** Postgres through node-postgres, loaded only when DATABASE_URL is set. */
 export async function openPostgres(connectionString: string, max = 10): Promise<DbHandle> {
   const { default: pg } = await import('pg');
-  // bigint columns are counters: read them as JS numbers (exact up to 2^53, the contract's own cap).
+  // bigint columns are counters: read them as JS numbers (exact up to 2^53; the API caps limits and credits
+  // at 2^53−1).
   pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
   const pool = new pg.Pool({
     connectionString,

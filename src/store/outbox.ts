@@ -1,5 +1,5 @@
 /**
- * The outbox (contract section 16, docs/decisions/0028): the one way an event enters Tollgate. A
+ * The outbox (docs/decisions/0028): the one way an event enters Tollgate. A
  * producer adds its events with the repositories of its own transaction, so the change and its events
  * are stored together or not at all; the delivery worker (src/webhooks/) sends them afterwards. It is a
  * repository of the store, so that every concern above it can produce: the management API (key and

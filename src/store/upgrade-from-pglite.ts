@@ -87,12 +87,11 @@ async function copyInto(folder: string, file: string): Promise<Record<string, nu
 }
 
 /**
- * Until issue 17 the embedded store was PGlite in DATA_DIR/pglite. Such a DATA_DIR is upgraded once, by
- * the `upgrade-data-dir` command: its rows go into a new SQLite file, which is renamed into place once
- * complete (the commit point: a crash before it leaves PGlite's folder untouched, and the next run
- * begins again), then PGlite's folder is renamed aside. The generated encryption key and the usage
- * journal stay as they are: both keep their format. Returns what was done, or undefined when there was
- * nothing to do.
+ * Before docs/decisions/0019 the embedded store was PGlite in DATA_DIR/pglite. Such a DATA_DIR is upgraded
+ * once, by the `upgrade-data-dir` command: its rows go into a new SQLite file, which is renamed into place
+ * once complete (the commit point: a crash before it leaves PGlite's folder untouched, and the next run
+ * begins again), then PGlite's folder is renamed aside. The generated encryption key and the usage journal
+ * stay as they are: both keep their format. Returns what was done, or undefined when there was nothing to do.
  */
 export async function upgradeFromPglite(
   dataDir: string,

@@ -1,5 +1,5 @@
 /**
- * When a failed delivery is tried again (contract section 16): at these offsets after its first
+ * When a failed delivery is tried again (docs/guides/webhooks.md): at these offsets after its first
  * attempt, about 5 s, 30 s, 2 min, 10 min, 1 h, 4 h, 12 h and 24 h; after the last it has failed.
  */
 const SECOND = 1_000;

@@ -8,7 +8,7 @@
 import { Agent, request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 
-/** How long a receiver has to answer (contract section 16). */
+/** How long a receiver has to answer (docs/guides/webhooks.md). */
 export const DELIVERY_TIMEOUT_MS = 15_000;
 
 export interface AttemptResult {

@@ -23,7 +23,7 @@ import { AuthThrottle } from '../../src/proxy/auth-throttle.js';
 import { Routing } from '../../src/proxy/routing.js';
 import { UsageHistory } from '../../src/usage/history.js';
 import { UsageHistoryRepository } from '../../src/usage/history-repository.js';
-import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
+import { DatabaseUsageSink } from '../../src/usage/database-usage-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
@@ -107,7 +107,7 @@ export function managementDeps(
   const keyEvents = overrides.keyEvents ?? new LocalKeyEvents();
   const store = storeDeps(db);
   // Verify counts in a recorder that is never started: what it counted stays pending, and reads show it.
-  const recorder = new UsageRecorder(new PostgresUsageSink(new UsageRepository(db)), logger, metrics);
+  const recorder = new UsageRecorder(new DatabaseUsageSink(new UsageRepository(db)), logger, metrics);
   const usage = overrides.usage ?? new UsageReader(new UsageRepository(db), [recorder]);
   const verification: VerifyDeps = {
     keyCache: new KeyCache({

@@ -14,7 +14,7 @@ import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { migrate } from '../../src/store/migrate.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
-import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
+import { DatabaseUsageSink } from '../../src/usage/database-usage-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
@@ -62,7 +62,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
       await migrate(storage.handle);
       const metrics = new Metrics();
       const usageRepository = new UsageRepository(storage.handle.db);
-      const recorder = new UsageRecorder(new PostgresUsageSink(usageRepository), logger, metrics);
+      const recorder = new UsageRecorder(new DatabaseUsageSink(usageRepository), logger, metrics);
       limiter = new MemoryRateLimiter();
       const keyEvents = new LocalKeyEvents();
       keyEvents.subscribe((change) => events.push(change));

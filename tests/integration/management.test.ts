@@ -16,7 +16,7 @@ import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { openPostgres } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
+import { DatabaseUsageSink } from '../../src/usage/database-usage-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
@@ -72,7 +72,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
     await migrate(storage.handle);
     const metrics = new Metrics();
     const usageRepository = new UsageRepository(storage.handle.db);
-    recorder = new UsageRecorder(new PostgresUsageSink(usageRepository), logger, metrics);
+    recorder = new UsageRecorder(new DatabaseUsageSink(usageRepository), logger, metrics);
     limiter = new MemoryRateLimiter();
     const keyEvents = new LocalKeyEvents();
     keyEvents.subscribe((change) => events.push(change));

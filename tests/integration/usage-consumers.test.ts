@@ -12,7 +12,7 @@ import { KeyRepository } from '../../src/store/key-repository.js';
 import { migrate } from '../../src/store/migrate.js';
 import { UsageHistory, type BucketView } from '../../src/usage/history.js';
 import { UsageHistoryRepository } from '../../src/usage/history-repository.js';
-import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
+import { DatabaseUsageSink } from '../../src/usage/database-usage-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
@@ -45,7 +45,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
       storage = await STORAGES[kind]();
       await migrate(storage.handle);
       repository = new UsageRepository(storage.handle.db, () => NOW);
-      recorder = new UsageRecorder(new PostgresUsageSink(repository), logger, new Metrics());
+      recorder = new UsageRecorder(new DatabaseUsageSink(repository), logger, new Metrics());
       reader = new UsageReader(repository, [recorder]);
       history = new UsageHistory(new UsageHistoryRepository(storage.handle.db), reader);
       keys = new KeyRepository(storage.handle.db);

@@ -10,7 +10,7 @@ import { createManagementApp } from '../../src/management/app.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { migrate } from '../../src/store/migrate.js';
-import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
+import { DatabaseUsageSink } from '../../src/usage/database-usage-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
@@ -38,7 +38,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
       storage = await STORAGES[kind]();
       await migrate(storage.handle);
       const repository = new UsageRepository(storage.handle.db);
-      recorder = new UsageRecorder(new PostgresUsageSink(repository), logger, new Metrics());
+      recorder = new UsageRecorder(new DatabaseUsageSink(repository), logger, new Metrics());
       app = createManagementApp(
         managementDeps(storage.handle.db, {
           usage: new UsageReader(repository, [recorder]),

@@ -13,7 +13,7 @@ import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { migrate } from '../../src/store/migrate.js';
 import { ADVISORY_PRUNE_LOCK, UsageHistoryRepository } from '../../src/usage/history-repository.js';
-import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
+import { DatabaseUsageSink } from '../../src/usage/database-usage-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { pruneUsage, retainedSince } from '../../src/usage/retention.js';
@@ -82,7 +82,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
     storage = await STORAGES[kind]();
     await migrate(storage.handle);
     repository = new UsageRepository(storage.handle.db);
-    recorder = new UsageRecorder(new PostgresUsageSink(repository), logger, new Metrics());
+    recorder = new UsageRecorder(new DatabaseUsageSink(repository), logger, new Metrics());
     app = createManagementApp(
       managementDeps(storage.handle.db, {
         usage: new UsageReader(repository, [recorder]),
@@ -398,7 +398,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
     const id = await key();
     let down = true;
     const outage = new UsageRecorder(
-      new PostgresUsageSink({
+      new DatabaseUsageSink({
         applyBatch: (batchId, batch) =>
           down ? Promise.reject(new Error('database unreachable')) : repository.applyBatch(batchId, batch),
       }),

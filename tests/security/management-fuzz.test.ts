@@ -25,7 +25,7 @@ import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
+import { DatabaseUsageSink } from '../../src/usage/database-usage-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
@@ -246,7 +246,7 @@ beforeAll(async () => {
   await migrate(handle);
   const metrics = new Metrics();
   const usageRepository = new UsageRepository(handle.db);
-  const recorder = new UsageRecorder(new PostgresUsageSink(usageRepository), logger, metrics);
+  const recorder = new UsageRecorder(new DatabaseUsageSink(usageRepository), logger, metrics);
   limiter = new MemoryRateLimiter();
   const app = createManagementApp(
     managementDeps(handle.db, {

@@ -1,8 +1,9 @@
 /**
- * How the proxy answers, from a verify answer: the status, headers and body of a refusal (contract
- * sections 3, 7, 13, 14 and 15), and the RateLimit headers of an admitted request. The one place the
- * middleware knows them. Mirrors src/proxy/admission.ts (refusalResponse) and
- * src/proxy/rate-limit-headers.ts; tests/e2e/client-middleware.test.ts holds both to the same bytes.
+ * How the proxy answers, from a verify answer: the status, headers and body of a refusal (the proxy's answers
+ * in the OpenAPI document and docs/guides/plans.md, consumers.md, credits.md and routes.md), and the
+ * RateLimit headers of an admitted request. The one place the middleware knows them. Mirrors
+ * src/proxy/admission.ts (refusalResponse) and src/proxy/rate-limit-headers.ts;
+ * tests/e2e/client-middleware.test.ts holds both to the same bytes.
  */
 import { PROXY_REFUSALS, type ProxyRefusalCode } from './generated/proxy-refusals.js';
 import type { Period, VerifyAnswer, VerifyLimit } from './verify-types.js';

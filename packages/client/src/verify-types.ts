@@ -1,6 +1,6 @@
 /**
- * The verify call's request and answer (contract section 18), as the OpenAPI document states them:
- * generated with the management types (scripts/generate-api-types.mjs), named here.
+ * The verify call's request and answer (docs/guides/verify-and-client.md), as the OpenAPI document states
+ * them: generated with the management types (scripts/generate-api-types.mjs), named here.
  */
 import type { components } from './generated/management-api.js';
 

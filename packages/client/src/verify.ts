@@ -18,8 +18,8 @@ export class TollgateVerifyError extends Error {
 }
 
 /**
- * Decides a request exactly as the proxy would, without forwarding it (contract 18): an admitted one is
- * counted in the key's usage and limits. Refusals are answers (`valid: false`), not errors.
+ * Decides a request exactly as the proxy would, without forwarding it (docs/guides/verify-and-client.md): an
+ * admitted one is counted in the key's usage and limits. Refusals are answers (`valid: false`), not errors.
  */
 export async function verifyKey(
   connection: TollgateConnection,

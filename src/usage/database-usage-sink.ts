@@ -18,15 +18,15 @@ interface Held extends HeldBatch {
 }
 
 /**
- * Single node: each batch goes straight into Postgres (embedded or not) in one transaction, under a
- * batch id given when it is handed over. A commit whose answer was lost (a query timeout during
- * COMMIT) is applied again under the same id, which Postgres then skips.
+ * Single node: each batch goes straight into the database (Postgres, or SQLite when embedded) in one
+ * transaction, under a batch id given when it is handed over. A commit whose answer was lost (a query
+ * timeout during COMMIT) is applied again under the same id, which the database then skips.
  *
- * While Postgres refuses, the batches handed over meanwhile are merged into one: none of them has
+ * While the database refuses, the batches handed over meanwhile are merged into one: none of them has
  * been sent, so none can have been applied, and one id for their sum counts each request once. What
  * is held then grows with the keys, paths and customers seen, not with the seconds of the outage.
  */
-export class PostgresUsageSink implements UsageSink, PendingUsage {
+export class DatabaseUsageSink implements UsageSink, PendingUsage {
   private readonly held: Held[];
   /** The journal holds batches of an earlier process not yet applied. */
   private journalInUse: boolean;

@@ -9,7 +9,7 @@ import { Metrics } from '../../src/ops/metrics.js';
 import { openPostgres, type DbHandle } from '../../src/store/db.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { migrate } from '../../src/store/migrate.js';
-import { PostgresUsageSink } from '../../src/usage/postgres-sink.js';
+import { DatabaseUsageSink } from '../../src/usage/database-usage-sink.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
@@ -67,7 +67,7 @@ function flaky() {
 it('merges the batches handed over during an outage into one, and keeps the id of the one that was sent', async () => {
   const keyId = await newKey();
   const store = flaky();
-  const sink = new PostgresUsageSink(store);
+  const sink = new DatabaseUsageSink(store);
   const recorder = new UsageRecorder(sink, logger, new Metrics());
   const reader = new UsageReader(repository, [sink, recorder]);
 
@@ -114,7 +114,7 @@ it('merges the batches handed over during an outage into one, and keeps the id o
 it('applies a batch whose commit answer was lost once, however often it is sent again', async () => {
   const keyId = await newKey();
   const store = flaky();
-  const sink = new PostgresUsageSink(store);
+  const sink = new DatabaseUsageSink(store);
   const recorder = new UsageRecorder(sink, logger, new Metrics());
   store.state.answerLost = true;
   recorder.record(requestFacts(keyId, { endpoint: '/v1/once' }));
