@@ -65,7 +65,6 @@ export default tseslint.config(
       'data/**',
       'coverage/**',
       'bench/results/**',
-      'console/src/generated/**',
       'packages/*/dist/**',
       'packages/*/src/generated/**',
     ],
@@ -149,6 +148,12 @@ export default tseslint.config(
               group: ['**/src/management/*', '**/src/store/*', '**/src/proxy/*'],
               allowTypeImports: true,
               message: 'The console calls the public API; it imports only its types.',
+            },
+            {
+              group: ['**/packages/client/**'],
+              allowTypeImports: true,
+              message:
+                'The console reads the API types @tollgate/client generates (console/src/api-types.ts), nothing else of it.',
             },
           ],
         },
