@@ -15,7 +15,7 @@ import { appErrorOf } from './app-error-of.js';
 import { callerIdentifier, isRefusal, scopeChallenge } from './authenticate.js';
 import type { ManagementDeps } from './context.js';
 import { readJsonBody } from './json-body.js';
-import { VERIFY_PATH, verifiedText, verifyOperation } from './operations/verify.js';
+import { VERIFY_PATH, verifiedText, verifyOperation } from './resources/verify/operations.js';
 import { bodyValidator } from './validation.js';
 import type { VerifyRequest } from './verify-schemas.js';
 

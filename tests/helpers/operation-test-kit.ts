@@ -1,5 +1,5 @@
 /**
- * The kit of the tests beside the management operations (src/management/operations/<resource>.test.ts).
+ * The kit of the tests beside the management operations (src/management/resources/<resource>/operations.test.ts).
  * Each test file gives, per operation, a valid call and a table: every status the OpenAPI document lists
  * for the operation, with each error code the document names under it and how to provoke it. The kit
  * runs one `it` per status against an app on the embedded store (the 503s on Postgres too, whose

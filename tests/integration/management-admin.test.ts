@@ -9,7 +9,7 @@ import request from 'supertest';
 import { createManagementApp } from '../../src/management/app.js';
 import { openApiPath } from '../../src/management/openapi.js';
 import { isWrite, type Operation } from '../../src/management/operation.js';
-import { OPERATIONS } from '../../src/management/operations/index.js';
+import { OPERATIONS } from '../../src/management/resources/index.js';
 import { SCOPES, type Scope } from '../../src/management/scopes.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { AuthThrottle } from '../../src/proxy/auth-throttle.js';
