@@ -28,7 +28,7 @@ import { OPERATIONS } from './resources/index.js';
 import { registerOperations } from './register-operations.js';
 
 export type { ManagementDeps, UsageTotalsReader } from './context.js';
-export type { UsageTotals } from './schemas.js';
+export type { UsageTotals } from './resources/usage/schemas.js';
 
 function countAndNoStore(metrics: Metrics): RequestHandler {
   return (_req, res, next) => {

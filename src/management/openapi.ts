@@ -13,12 +13,12 @@ import { SCOPES } from './scopes.js';
 import {
   DEFAULT_PAGE_SIZE,
   ErrorResponse,
-  MAX_GRACE_PERIOD_SECONDS,
   MAX_METADATA_BYTES,
   MAX_METADATA_DEPTH,
   MAX_PAGE_SIZE,
-  RateLimitExceededResponse,
 } from './schemas.js';
+import { MAX_GRACE_PERIOD_SECONDS } from './resources/keys/schemas.js';
+import { RateLimitExceededResponse } from './resources/plans/schemas.js';
 
 type JsonObject = { [key: string]: unknown };
 

@@ -8,15 +8,10 @@ import { AppError } from '../errors.js';
 import { countsOwnRequests, ruleOf, type CostRule, type LimitInput, type LimitRule } from '../plans/plan.js';
 import type { RequestMatch } from '../plans/request-match.js';
 import { hasDotSegment } from '../proxy/request-target.js';
-import type { CreditsInput } from './credit-schemas.js';
+import type { CreditsInput } from './resources/credits/balance-schemas.js';
 import type { BodySpec, Check as CheckOf, ParamsSpec, QuerySpec } from './operation.js';
-import {
-  MAX_METADATA_BYTES,
-  MAX_METADATA_DEPTH,
-  type CreatePlanRequest,
-  type UpdatePlanRequest,
-  type ValidationDetail,
-} from './schemas.js';
+import { MAX_METADATA_BYTES, MAX_METADATA_DEPTH, type ValidationDetail } from './schemas.js';
+import { type CreatePlanRequest, type UpdatePlanRequest } from './resources/plans/schemas.js';
 
 // allErrors: name every offending field at once, not just the first.
 const bodyAjv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: false });

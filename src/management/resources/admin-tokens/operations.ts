@@ -15,7 +15,7 @@ import {
   DeleteAdminTokenResponse,
   ListAdminTokensResponse,
   type AdminTokenResponse,
-} from '../../schemas.js';
+} from './schemas.js';
 import type { Scope } from '../../scopes.js';
 import { isoTimestamp } from '../../time-format.js';
 import { keySettingProblems, parseTimestamp } from '../../validation.js';

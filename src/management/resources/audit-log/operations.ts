@@ -3,7 +3,8 @@ import type { AuditEntry } from '../../../store/audit-repository.js';
 import { RawJson, sendJson } from '../../json-as-written.js';
 import { defineOperation } from '../../operation.js';
 import { pageOf, positionAfter } from '../../pages.js';
-import { AuditLogQuery, AuditLogResponse, DEFAULT_PAGE_SIZE } from '../../schemas.js';
+import { AuditLogQuery, AuditLogResponse } from './schemas.js';
+import { DEFAULT_PAGE_SIZE } from '../../schemas.js';
 import { isoTimestamp } from '../../time-format.js';
 import { parseTimestamp, rangeProblems } from '../../validation.js';
 

@@ -17,7 +17,7 @@ import {
   ListBillingExportsQuery,
   ListBillingExportsResponse,
   UpdateBillingExportRequest,
-} from '../../billing-schemas.js';
+} from './schemas.js';
 import { defineOperation } from '../../operation.js';
 import { pageOf, positionAfter } from '../../pages.js';
 import { DEFAULT_PAGE_SIZE, type ValidationDetail } from '../../schemas.js';

@@ -5,7 +5,7 @@ import type { Response } from 'express';
 import { AppError } from '../../../errors.js';
 import type { ConsumerRow, ConsumerSettings } from '../../../store/consumer-repository.js';
 import { consumerAudit, keyAudit } from '../../audit-views.js';
-import type { Credits } from '../../credit-schemas.js';
+import type { Credits } from '../credits/balance-schemas.js';
 import {
   balanceOfInput,
   consumerCredits,
@@ -13,26 +13,25 @@ import {
   recordedCredits,
   setsCredits,
   syncCredits,
-} from '../../credit-views.js';
+} from '../credits/views.js';
 import { isUniqueViolation } from '../../db-errors.js';
 import { RawJson, sendJson } from '../../json-as-written.js';
 import { metadataAsWritten } from '../../json-body.js';
-import type { WithRawMetadata } from '../../key-views.js';
+import type { WithRawMetadata } from '../keys/views.js';
 import { defineOperation } from '../../operation.js';
 import { pageOf, positionAfter } from '../../pages.js';
-import { boundPlan, rateLimitsOf } from '../../rate-limit-views.js';
+import { boundPlan, rateLimitsOf } from '../plans/rate-limit-views.js';
 import {
   ConsumerDetailResponse,
-  ConsumerId,
   ConsumerResponse,
   CreateConsumerRequest,
-  DEFAULT_PAGE_SIZE,
   DeleteConsumerQuery,
   DeleteConsumerResponse,
   ListConsumersQuery,
   ListConsumersResponse,
   UpdateConsumerRequest,
-} from '../../schemas.js';
+} from './schemas.js';
+import { ConsumerId, DEFAULT_PAGE_SIZE } from '../../schemas.js';
 import { isoTimestamp } from '../../time-format.js';
 import { consumerSettingProblems } from '../../validation.js';
 

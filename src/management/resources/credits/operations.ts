@@ -7,11 +7,11 @@ import type { ConsumerRow } from '../../../store/consumer-repository.js';
 import type { KeyRow } from '../../../store/key-repository.js';
 import { consumerAudit, keyAudit } from '../../audit-views.js';
 import type { ManagementContext, Repositories } from '../../context.js';
-import { CreditsChangeRequest, CreditsChangeResponse, creditsChangeShape } from '../../credit-change-schemas.js';
-import type { Credits } from '../../credit-schemas.js';
-import { consumerSubjects, creditsView, heldCredits, syncCredits } from '../../credit-views.js';
+import { CreditsChangeRequest, CreditsChangeResponse, creditsChangeShape } from './schemas.js';
+import type { Credits } from './balance-schemas.js';
+import { consumerSubjects, creditsView, heldCredits, syncCredits } from './views.js';
 import { defineOperation } from '../../operation.js';
-import { keySubjects } from '../../rate-limit-views.js';
+import { keySubjects } from '../plans/rate-limit-views.js';
 import { invalid } from '../../validation.js';
 
 type HolderRow = KeyRow | ConsumerRow;

@@ -12,9 +12,10 @@ import { hashSecret } from '../../../keys/secret.js';
 import { secondsUntil } from '../../../plans/window.js';
 import type { KeyRow, KeyWithPlan } from '../../../store/key-repository.js';
 import { callerOf } from '../../authenticate.js';
-import { keySummary } from '../../key-views.js';
+import { keySummary } from '../keys/views.js';
 import { defineOperation } from '../../operation.js';
-import { IsoTimestamp, KeySummary } from '../../schemas.js';
+import { IsoTimestamp } from '../../schemas.js';
+import { KeySummary } from '../keys/schemas.js';
 import { isoTimestamp } from '../../time-format.js';
 
 /** A secret as create and roll hand them out. */

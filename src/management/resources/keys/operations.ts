@@ -10,7 +10,7 @@ import type { KeyRow, KeySettings } from '../../../store/key-repository.js';
 import { keyAudit } from '../../audit-views.js';
 import { callerOf } from '../../authenticate.js';
 import type { ManagementContext } from '../../context.js';
-import type { Credits } from '../../credit-schemas.js';
+import type { Credits } from '../credits/balance-schemas.js';
 import {
   balanceOfInput,
   heldCredits,
@@ -18,22 +18,20 @@ import {
   recordedCredits,
   setsCredits,
   syncCredits,
-} from '../../credit-views.js';
+} from '../credits/views.js';
 import { metadataAsWritten } from '../../json-body.js';
 import { RawJson, sendJson } from '../../json-as-written.js';
-import { keySummary, keyView, keyState, type WithRawMetadata } from '../../key-views.js';
+import { keySummary, keyView, keyState, type WithRawMetadata } from './views.js';
 import { defineOperation } from '../../operation.js';
-import { keyListCursor, keyListPage } from '../../key-list-sort.js';
+import { keyListCursor, keyListPage } from './list-sort.js';
 import { pageWithCursor } from '../../pages.js';
-import { checkRouteReferences } from '../../route-references.js';
-import { keySubjects, rateLimitsOf } from '../../rate-limit-views.js';
+import { checkRouteReferences } from '../routes/references.js';
+import { keySubjects, rateLimitsOf } from '../plans/rate-limit-views.js';
 import {
   CreateKeyRequest,
-  DEFAULT_PAGE_SIZE,
   CreateKeyResponse,
   DeleteKeyResponse,
   KeyDetailResponse,
-  KeyId,
   KeyResponse,
   ListKeysQuery,
   ListKeysResponse,
@@ -42,7 +40,8 @@ import {
   RollKeyResponse,
   type UpdateKeyRequest,
   UpdateKeyRequest as UpdateKeyRequestSchema,
-} from '../../schemas.js';
+} from './schemas.js';
+import { DEFAULT_PAGE_SIZE, KeyId } from '../../schemas.js';
 import { createTimestamp, isoTimestamp } from '../../time-format.js';
 import { keySettingProblems, parseTimestamp } from '../../validation.js';
 

@@ -8,22 +8,21 @@ import { consumerAudit, keyAudit, planAudit } from '../../audit-views.js';
 import { defineOperation } from '../../operation.js';
 import { pageOf, positionAfter } from '../../pages.js';
 import type { RequestMatchInput } from '../../request-match-schemas.js';
-import { checkRouteReferences, planRouteReferences } from '../../route-references.js';
+import { checkRouteReferences, planRouteReferences } from '../routes/references.js';
 import {
   ApplyPlanRequest,
   ApplyPlanResponse,
   CreatePlanRequest,
-  DEFAULT_PAGE_SIZE,
   DeletePlanQuery,
   DeletePlanResponse,
   ListPlansQuery,
   ListPlansResponse,
   PlanResponse,
-  RateLimitId,
   RemovePlanRequest,
   RemovePlanResponse,
   UpdatePlanRequest,
-} from '../../schemas.js';
+} from './schemas.js';
+import { DEFAULT_PAGE_SIZE, RateLimitId } from '../../schemas.js';
 import { isoTimestamp } from '../../time-format.js';
 import {
   createPlanProblems,

@@ -15,7 +15,7 @@ import {
   RouteResponse,
   UpdateRouteRequest,
   updateRouteProblems,
-} from '../../route-schemas.js';
+} from './schemas.js';
 import { isoTimestamp } from '../../time-format.js';
 
 const TAG = 'Routes';

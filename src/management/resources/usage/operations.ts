@@ -10,15 +10,14 @@ import { NO_ROUTE_ID, OUTCOMES } from '../../../usage/usage.js';
 import { retainedSince } from '../../../usage/retention.js';
 import type { ManagementContext } from '../../context.js';
 import { defineOperation } from '../../operation.js';
+import { ConsumerId, KeyId } from '../../schemas.js';
 import {
-  ConsumerId,
   ConsumerUsageResponse,
   FleetUsageQuery,
   FleetUsageResponse,
-  KeyId,
   KeyUsageQuery,
   KeyUsageResponse,
-} from '../../schemas.js';
+} from './schemas.js';
 import { isoTimestamp } from '../../time-format.js';
 import { parseTimestamp, rangeProblems } from '../../validation.js';
 

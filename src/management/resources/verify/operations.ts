@@ -15,9 +15,9 @@ import { hasDotSegment } from '../../../proxy/request-target.js';
 import type { VerifyDeps } from '../../context.js';
 import { RawJson } from '../../json-as-written.js';
 import { defineOperation } from '../../operation.js';
-import { limitView } from '../../rate-limit-views.js';
+import { limitView } from '../plans/rate-limit-views.js';
 import { isoTimestamp } from '../../time-format.js';
-import { VerifyRequest, VerifyResponse, verifyRequestProblems, type VerifyCode } from '../../verify-schemas.js';
+import { VerifyRequest, VerifyResponse, verifyRequestProblems, type VerifyCode } from './schemas.js';
 
 /** Usage files a verify without `path` under this endpoint. */
 export const VERIFY_ENDPOINT = '(verify)';

@@ -15,7 +15,6 @@ import { pageOf, positionAfter } from '../../pages.js';
 import {
   CreateWebhookRequest,
   CreateWebhookResponse,
-  DEFAULT_PAGE_SIZE,
   DeleteWebhookResponse,
   DeliveryId,
   DeliveryResponse,
@@ -25,8 +24,8 @@ import {
   UpdateWebhookRequest,
   WebhookId,
   WebhookResponse,
-  type ValidationDetail,
-} from '../../schemas.js';
+} from './schemas.js';
+import { DEFAULT_PAGE_SIZE, type ValidationDetail } from '../../schemas.js';
 import { isoTimestamp } from '../../time-format.js';
 
 const TAG = 'Webhooks';

@@ -5,7 +5,8 @@
 import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../authenticate.js';
 import { defineOperation } from '../../operation.js';
-import { AdminTokenId, IsoTimestamp, ScopeSchema } from '../../schemas.js';
+import { AdminTokenId, ScopeSchema } from '../admin-tokens/schemas.js';
+import { IsoTimestamp } from '../../schemas.js';
 import { SCOPES } from '../../scopes.js';
 import { isoTimestamp } from '../../time-format.js';
 

@@ -1,19 +1,18 @@
 /** The request and answer of `POST /tollgate/verify` (contract section 18). */
 import { isIP } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
-import { MAX_COST, MIN_COST } from '../plans/plan.js';
+import { MAX_COST, MIN_COST } from '../../../plans/plan.js';
+import { AlgorithmSchema, limitStateFields } from '../plans/schemas.js';
 import {
-  AlgorithmSchema,
   ConsumerId,
   Count,
   ExternalId,
   IsoTimestamp,
   KeyId,
   Metadata,
-  limitStateFields,
   strict,
   type ValidationDetail,
-} from './schemas.js';
+} from '../../schemas.js';
 
 /** What verify answers: `ok`, or the code of the refusal the proxy would answer the request with. */
 export const VERIFY_CODES = [

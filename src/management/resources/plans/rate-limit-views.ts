@@ -1,12 +1,12 @@
 /** `usage.rateLimits` of a key or consumer detail: where each limit of its plan stands (contract sections 7 and 13). */
-import { AppError } from '../errors.js';
-import { planOf, type Plan } from '../plans/plan.js';
-import { limitName, tightest, type LimitState } from '../limits/rate-limiter.js';
-import { subjectsOf, type Subject } from '../plans/subject.js';
-import type { KeyRow } from '../store/key-repository.js';
-import type { ManagementContext } from './context.js';
-import type { KeyDetailResponse } from './schemas.js';
-import { isoTimestamp } from './time-format.js';
+import { AppError } from '../../../errors.js';
+import { planOf, type Plan } from '../../../plans/plan.js';
+import { limitName, tightest, type LimitState } from '../../../limits/rate-limiter.js';
+import { subjectsOf, type Subject } from '../../../plans/subject.js';
+import type { KeyRow } from '../../../store/key-repository.js';
+import type { ManagementContext } from '../../context.js';
+import type { KeyDetailResponse } from '../keys/schemas.js';
+import { isoTimestamp } from '../../time-format.js';
 
 export type RateLimitsView = KeyDetailResponse['usage']['rateLimits'];
 type LimitView = NonNullable<RateLimitsView>['limits'][number];

@@ -3,14 +3,14 @@
  * PATCH or a top-up stores, what a balance holds now (the limiter's count, shared by every replica),
  * and a change put in force for the next request on every replica.
  */
-import { balanceSet, remainingOf, settle, type Balance } from '../plans/balance.js';
-import { planOf } from '../plans/plan.js';
-import type { Scope, Subject } from '../plans/subject.js';
-import type { ConsumerRow } from '../store/consumer-repository.js';
-import type { KeyRow } from '../store/key-repository.js';
-import type { ManagementContext } from './context.js';
-import type { Credits, CreditsInput } from './credit-schemas.js';
-import { keySubjects } from './rate-limit-views.js';
+import { balanceSet, remainingOf, settle, type Balance } from '../../../plans/balance.js';
+import { planOf } from '../../../plans/plan.js';
+import type { Scope, Subject } from '../../../plans/subject.js';
+import type { ConsumerRow } from '../../../store/consumer-repository.js';
+import type { KeyRow } from '../../../store/key-repository.js';
+import type { ManagementContext } from '../../context.js';
+import type { Credits, CreditsInput } from './balance-schemas.js';
+import { keySubjects } from '../plans/rate-limit-views.js';
 
 /** A monthly refill that names no day comes on the 1st. */
 const DEFAULT_DAY_OF_MONTH = 1;

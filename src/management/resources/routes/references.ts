@@ -3,8 +3,8 @@
  * are written (contract 15: 400 naming the field). A route deleted later is not refused for them: the
  * match then takes no request, and a key allowed only there is allowed nowhere.
  */
-import type { RouteRepository } from '../store/route-repository.js';
-import { invalid } from './validation.js';
+import type { RouteRepository } from '../../../store/route-repository.js';
+import { invalid } from '../../validation.js';
 
 /** Each field with the route ids it names. */
 export type RouteReferences = readonly (readonly [

@@ -9,15 +9,15 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { AppError, retryAfterOf } from '../errors.js';
-import { requestIdOf } from '../proxy/forwarding-headers.js';
-import { appErrorOf } from './app-error-of.js';
-import { callerIdentifier, isRefusal, scopeChallenge } from './authenticate.js';
-import type { ManagementDeps } from './context.js';
-import { readJsonBody } from './json-body.js';
-import { VERIFY_PATH, verifiedText, verifyOperation } from './resources/verify/operations.js';
-import { bodyValidator } from './validation.js';
-import type { VerifyRequest } from './verify-schemas.js';
+import { AppError, retryAfterOf } from '../../../errors.js';
+import { requestIdOf } from '../../../proxy/forwarding-headers.js';
+import { appErrorOf } from '../../app-error-of.js';
+import { callerIdentifier, isRefusal, scopeChallenge } from '../../authenticate.js';
+import type { ManagementDeps } from '../../context.js';
+import { readJsonBody } from '../../json-body.js';
+import { VERIFY_PATH, verifiedText, verifyOperation } from './operations.js';
+import { bodyValidator } from '../../validation.js';
+import type { VerifyRequest } from './schemas.js';
 
 /** Answers (and returns true) a verify call to `path` (the request's, without its query); else false. */
 export type VerifyRoute = (req: IncomingMessage, res: ServerResponse, path: string) => boolean;

@@ -1,10 +1,10 @@
 /** Keys as the management API shows them: list items, the detail's fields, the answer to a change. */
-import { decryptSecret } from '../keys/secret.js';
-import type { KeyRow } from '../store/key-repository.js';
-import type { Credits } from './credit-schemas.js';
+import { decryptSecret } from '../../../keys/secret.js';
+import type { KeyRow } from '../../../store/key-repository.js';
+import type { Credits } from '../credits/balance-schemas.js';
 import type { KeyResponse, ListKeysResponse } from './schemas.js';
-import { RawJson } from './json-as-written.js';
-import { isoTimestamp } from './time-format.js';
+import { RawJson } from '../../json-as-written.js';
+import { isoTimestamp } from '../../time-format.js';
 
 const isoOrNull = (instant: Date | null): string | null => (instant === null ? null : isoTimestamp(instant));
 

@@ -1,7 +1,7 @@
 /** The request and response schemas of billing exports (contract section 17). */
 import { Type, type Static } from '@sinclair/typebox';
-import { EXPORT_INTERVALS, EXPORT_SUBJECTS, EXPORT_TYPES } from '../billing/billing-export.js';
-import { Count, IsoTimestamp, NO_NUL, pageFields, strict } from './schemas.js';
+import { EXPORT_INTERVALS, EXPORT_SUBJECTS, EXPORT_TYPES } from '../../../billing/billing-export.js';
+import { Count, IsoTimestamp, NO_NUL, pageFields, strict } from '../../schemas.js';
 
 export const BillingExportId = Type.String({
   pattern: '^bex_[A-Za-z0-9_-]{22}$',

@@ -1,9 +1,9 @@
 /**
  * A prepaid balance as the management API takes it (create and PATCH of keys and consumers) and shows
- * it (contract section 14). Below schemas.ts, which puts these on keys and consumers.
+ * it (contract section 14). The key and consumer schemas put these on keys and consumers.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { REFILL_INTERVALS, type RefillInterval } from '../plans/balance.js';
+import { REFILL_INTERVALS, type RefillInterval } from '../../../plans/balance.js';
 
 const strict = { additionalProperties: false } as const;
 

@@ -1,12 +1,12 @@
 /**
  * The schemas of the route table's calls (contract section 15): the validators, the types and the
- * OpenAPI document's words for routes, as schemas.ts has them for keys and plans.
+ * OpenAPI document's words for routes, as resources/keys and resources/plans have theirs.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { RESERVED_ROUTE_LABELS } from '../ops/metrics.js';
-import { hasDotSegment } from '../proxy/request-target.js';
-import { Methods, PathPrefix, RouteId } from './request-match-schemas.js';
-import { IsoTimestamp, type ValidationDetail } from './schemas.js';
+import { RESERVED_ROUTE_LABELS } from '../../../ops/metrics.js';
+import { hasDotSegment } from '../../../proxy/request-target.js';
+import { Methods, PathPrefix, RouteId } from '../../request-match-schemas.js';
+import { IsoTimestamp, type ValidationDetail } from '../../schemas.js';
 
 const strict = { additionalProperties: false } as const;
 export const MAX_TIMEOUT_MS = 3_600_000;

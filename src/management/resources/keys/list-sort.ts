@@ -4,12 +4,12 @@
  * in base64url, which name their order: a cursor of one order given with another is refused, and a
  * traffic order keeps the window its first page counted (docs/decisions/0055-key-list-search-and-sort.md).
  */
-import { AppError } from '../errors.js';
-import type { KeyOrder, KeyPosition, KeySortField } from '../store/key-list-order.js';
-import type { ListedKey } from '../store/key-repository.js';
-import { windowAt } from '../plans/window.js';
-import { encodeCursor } from './cursor.js';
-import { positionAfter } from './pages.js';
+import { AppError } from '../../../errors.js';
+import type { KeyOrder, KeyPosition, KeySortField } from '../../../store/key-list-order.js';
+import type { ListedKey } from '../../../store/key-repository.js';
+import { windowAt } from '../../../plans/window.js';
+import { encodeCursor } from '../../cursor.js';
+import { positionAfter } from '../../pages.js';
 
 export const KEY_SORTS = [
   'createdAt',

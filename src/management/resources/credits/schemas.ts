@@ -1,6 +1,6 @@
 /** `POST /tollgate/credits`: a top-up or a set of a key's or consumer's balance (contract section 14). */
 import { Type, type Static } from '@sinclair/typebox';
-import { ConsumerId, KeyId, strict, type ValidationDetail } from './schemas.js';
+import { ConsumerId, KeyId, strict, type ValidationDetail } from '../../schemas.js';
 
 const Remaining = Type.Integer({
   minimum: 0,
