@@ -438,22 +438,21 @@ export const whileWritesAreRefused: Provoke = async (t) => {
  * them (src/management/openapi.ts), each provoked from the operation's valid call.
  */
 function sharedRefusals(operation: Operation): Statuses {
-  return {
+  const statuses: Record<number, Record<string, Provoke>> = {
     401: { unauthorized: withoutValidToken },
-    ...(operation.scope !== null && { 403: { insufficient_scope: withoutTheScope } }),
     405: { method_not_allowed: withAnotherMethod },
     429: { too_many_failed_attempts: afterAFailedAttempt },
-    503: {
-      database_unavailable: whileTheDatabaseIsGone,
-      ...(isWrite(operation) && { storage_unavailable: whileWritesAreRefused }),
-    },
-    ...(operation.body && {
-      400: { invalid_json: withMalformedJson },
-      413: { payload_too_large: withA65KiBBody },
-      415: { unsupported_media_type: withATextBody },
-    }),
-    ...(operation.params && { 404: { [operation.params.notFound]: withAnUndecodableId } }),
+    503: { database_unavailable: whileTheDatabaseIsGone },
   };
+  if (operation.scope !== null) statuses[403] = { insufficient_scope: withoutTheScope };
+  if (isWrite(operation)) statuses[503]!.storage_unavailable = whileWritesAreRefused;
+  if (operation.body) {
+    statuses[400] = { invalid_json: withMalformedJson };
+    statuses[413] = { payload_too_large: withA65KiBBody };
+    statuses[415] = { unsupported_media_type: withATextBody };
+  }
+  if (operation.params) statuses[404] = { [operation.params.notFound]: withAnUndecodableId };
+  return statuses;
 }
 
 const REPLACING = new WeakSet<Provoke>();

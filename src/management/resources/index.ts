@@ -1,7 +1,8 @@
 /**
- * Every management operation, in the order the OpenAPI document lists them. Adding an operation here
- * registers its route, its validators, its 405 answers, its scope and its place in the document and
- * in the console's typed client.
+ * Every management operation, resource by resource (each folder lists its own in operations.ts), in
+ * the order the OpenAPI document shows them: the one list the routes, validators, 405 answers, scope
+ * table, document and generated API types are derived from. An operation added to a resource's list
+ * is in all of them; a new resource adds one line here (docs/decisions/0067).
  */
 import type { Operation } from '../operation.js';
 import { adminTokenOperations } from './admin-tokens/operations.js';

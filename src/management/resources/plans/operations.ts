@@ -30,7 +30,7 @@ import {
   limitsOfUpdate,
   requiredLimitFields,
   updatePlanProblems,
-} from '../../validation.js';
+} from './problems.js';
 
 const TAG = 'Rate limit plans';
 const PLAN_PATH = '/rate-limit/:rateLimitId';
