@@ -2,11 +2,11 @@
  * The kit of the tests beside the management operations (src/management/resources/<resource>/operations.test.ts).
  * Each test file gives, per operation, a valid call and a table of the statuses that operation adds:
  * its success and each error code of its own, with how to provoke it. The refusals every operation
- * shares (token, scope, method, throttle, database, body) the kit derives from the operation's own
- * definition (`sharedRefusals`). It runs one `it` per status against an app on the embedded store
- * (the scope and the 503s on Postgres too, whose drivers fail differently), checks every answer
- * against the OpenAPI document, and fails when a documented status or code has no way to provoke it,
- * or one is provoked that the document lacks.
+ * shares (token, scope, method, throttle, database, body, page size and cursor) the kit derives from
+ * the operation's own definition (`sharedRefusals`). It runs one `it` per status against an app on
+ * the embedded store (the scope and the 503s on Postgres too, whose drivers fail differently), checks
+ * every answer against the OpenAPI document, and fails when a documented status or code has no way
+ * to provoke it, or one is provoked that the document lacks.
  */
 import { randomBytes } from 'node:crypto';
 import type { Express } from 'express';
@@ -14,6 +14,7 @@ import { sql } from 'kysely';
 import request, { type Response } from 'supertest';
 import { createManagementApp, type ManagementDeps } from '../../src/management/app.js';
 import { buildOpenApiDocument, openApiPath } from '../../src/management/openapi.js';
+import { pageFields } from '../../src/management/schemas.js';
 import type { RateLimiter } from '../../src/limits/rate-limiter.js';
 import { isWrite, type Operation } from '../../src/management/operation.js';
 import { SCOPES, type Scope } from '../../src/management/scopes.js';
@@ -371,6 +372,11 @@ export const withoutTheScope: Provoke = async (t) => {
 export const withAnUndecodableId: Provoke = (t) =>
   t.send({ path: t.operation.path.replace(/:[A-Za-z]+/g, '%E0') });
 
+/** A page of 0 items: below the page size's minimum. */
+export const withAPageOfNone: Provoke = (t) => t.send({ query: { limit: '0' } });
+
+export const withACursorNotIssuedHere: Provoke = (t) => t.send({ query: { cursor: 'not-issued-here' } });
+
 /** PUT: no management route has it. */
 export const withAnotherMethod: Provoke = (t) => t.send({ method: 'put' });
 
@@ -452,6 +458,9 @@ function sharedRefusals(operation: Operation): Statuses {
     statuses[415] = { unsupported_media_type: withATextBody };
   }
   if (operation.params) statuses[404] = { [operation.params.notFound]: withAnUndecodableId };
+  const query = operation.query?.schema.properties;
+  if (query?.limit === pageFields.limit) statuses[400] = { validation_failed: withAPageOfNone };
+  if (query?.cursor) statuses[400] = { ...statuses[400], invalid_cursor: withACursorNotIssuedHere };
   return statuses;
 }
 

@@ -60,10 +60,6 @@ describeOperations(billingExportOperations, {
     valid: () => ({}),
     statuses: {
       200: succeeds,
-      400: {
-        validation_failed: (t) => t.send({ query: { limit: '0' } }),
-        invalid_cursor: (t) => t.send({ query: { cursor: 'not-issued-here' } }),
-      },
     },
   },
 
@@ -104,10 +100,6 @@ describeOperations(billingExportOperations, {
     valid: exportParams,
     statuses: {
       200: succeeds,
-      400: {
-        validation_failed: (t) => t.send({ query: { limit: '0' } }),
-        invalid_cursor: (t) => t.send({ query: { cursor: 'not-issued-here' } }),
-      },
       404: {
         billing_export_not_found: (t) => t.send({ params: UNKNOWN_EXPORT }),
       },

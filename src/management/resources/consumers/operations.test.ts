@@ -41,10 +41,6 @@ describeOperations(consumerOperations, {
     valid: () => ({ query: { namePrefix: 'a ' } }),
     statuses: {
       200: succeeds,
-      400: {
-        validation_failed: (t) => t.send({ query: { limit: '0' } }),
-        invalid_cursor: (t) => t.send({ query: { cursor: 'not-issued-here' } }),
-      },
     },
   },
 

@@ -30,10 +30,6 @@ describeOperations(keyOperations, {
     valid: () => ({}),
     statuses: {
       200: succeeds,
-      400: {
-        validation_failed: (t) => t.send({ query: { limit: '0' } }),
-        invalid_cursor: (t) => t.send({ query: { cursor: 'not-issued-here' } }),
-      },
     },
   },
 

@@ -94,10 +94,6 @@ describeOperations(webhookOperations, {
         ]);
         return res;
       },
-      400: {
-        validation_failed: (t) => t.send({ query: { limit: '0' } }),
-        invalid_cursor: (t) => t.send({ query: { cursor: 'not-issued-here' } }),
-      },
       404: { webhook_not_found: (t) => t.send({ params: UNKNOWN_WEBHOOK }) },
     },
   },
