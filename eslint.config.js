@@ -31,13 +31,24 @@ const EXPRESS_FREE = {
   message: 'proxy/, limits/, keys/, usage/ and routes/ stay free of Express.',
 };
 
+/**
+ * Management resources live in src/management/resources/<resource>/ (docs/decisions/0067); one list
+ * assembles their operations, and nothing else imports a resource's operations.ts but the tests and
+ * files of its own folder.
+ */
+const OPERATIONS_LIST = 'src/management/resources/index.ts';
+const ANOTHER_FOLDERS_OPERATIONS = {
+  regex: '^(?!\\./operations\\.js$).*/operations\\.js$',
+  message: `A resource's operations are assembled in ${OPERATIONS_LIST} alone: import its schemas or views instead.`,
+};
+
 const pathOf = (name) => (FILES_OF_SRC.has(name) ? `src/${name}.ts` : `src/${name}/`);
 /** A relative import of `name` (a folder or a file of src/) from anywhere in src/. */
 const importOf = (name) => `^(\\./|(\\.\\./)+)${name}${FILES_OF_SRC.has(name) ? '\\.js$' : '/'}`;
 
 function layerRules() {
   return LAYERS.flatMap((layer, level) =>
-    layer.map((name) => {
+    layer.flatMap((name) => {
       const forbidden = [
         ...LAYERS.slice(level)
           .flat()
@@ -49,10 +60,13 @@ function layerRules() {
         message: `${pathOf(name)} must not import ${pathOf(other)}: ${layer.includes(other) ? 'they share a layer' : 'it is in a higher layer'} (LAYERS in eslint.config.js). Move what both need down a layer.`,
       }));
       if (HOT_PATH.has(name)) patterns.push(EXPRESS_FREE);
-      return {
-        files: [FILES_OF_SRC.has(name) ? pathOf(name) : `${pathOf(name)}**/*.ts`],
-        rules: { 'no-restricted-imports': ['error', { patterns }] },
-      };
+      const files = [FILES_OF_SRC.has(name) ? pathOf(name) : `${pathOf(name)}**/*.ts`];
+      const rule = (more) => ({ 'no-restricted-imports': ['error', { patterns: [...patterns, ...more] }] });
+      if (name !== 'management') return [{ files, rules: rule([]) }];
+      return [
+        { files, ignores: [OPERATIONS_LIST], rules: rule([ANOTHER_FOLDERS_OPERATIONS]) },
+        { files: [OPERATIONS_LIST], rules: rule([]) },
+      ];
     }),
   );
 }
@@ -65,7 +79,6 @@ export default tseslint.config(
       'data/**',
       'coverage/**',
       'bench/results/**',
-      'console/src/generated/**',
       'packages/*/dist/**',
       'packages/*/src/generated/**',
     ],
@@ -149,6 +162,12 @@ export default tseslint.config(
               group: ['**/src/management/*', '**/src/store/*', '**/src/proxy/*'],
               allowTypeImports: true,
               message: 'The console calls the public API; it imports only its types.',
+            },
+            {
+              group: ['**/packages/client/**'],
+              allowTypeImports: true,
+              message:
+                'The console reads the API types @tollgate/client generates (console/src/api-types.ts), nothing else of it.',
             },
           ],
         },

@@ -1,2 +1,2 @@
-export const API_TYPES_FILES: readonly string[];
+export const API_TYPES_FILE: string;
 export function apiTypesText(document: object): Promise<string>;

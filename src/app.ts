@@ -17,7 +17,7 @@ import { ExpiryNotices } from './keys/expiry-notices.js';
 import { createManagementApp, type ManagementDeps } from './management/app.js';
 import { keyExpiringData } from './management/change-events.js';
 import { buildOpenApiDocument } from './management/openapi.js';
-import { createVerifyRoute } from './management/verify-route.js';
+import { createVerifyRoute } from './management/resources/verify/route.js';
 import type { Logger } from './ops/logger.js';
 import { settledWithin } from './ops/deadline.js';
 import type { Metrics } from './ops/metrics.js';

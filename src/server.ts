@@ -6,7 +6,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { errorResponse } from './errors.js';
-import { MANAGEMENT_PATHS, TOLLGATE_ROOT } from './management/operations/index.js';
+import { MANAGEMENT_PATHS, TOLLGATE_ROOT } from './management/resources/index.js';
 import type { Duplex } from 'node:stream';
 import { originForm } from './proxy/request-target.js';
 

@@ -2,7 +2,7 @@
  * The management API's shapes, from the OpenAPI document the server publishes (generated from the
  * operations' one definition), so the console cannot drift from the API. Types only.
  */
-import type { components } from './generated/management-api';
+import type { components } from './api-types';
 
 type Schemas = components['schemas'];
 

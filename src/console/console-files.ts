@@ -11,7 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, relative, sep } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { errorResponse, type ErrorCode } from '../errors.js';
-import { TOLLGATE_ROOT } from '../management/operations/index.js';
+import { TOLLGATE_ROOT } from '../management/resources/index.js';
 
 /** Where the console lives, under MANAGEMENT_PREFIX. */
 export const CONSOLE_PATH = `${TOLLGATE_ROOT}/console`;

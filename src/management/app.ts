@@ -1,7 +1,7 @@
 /**
  * The management API: keys, plans, consumers and bindings behind the root token. Built from its dependencies and
  * never listening itself, so the server mounts it and tests run it in process. The operations live in
- * one file per resource (operations/); this file is what they share: authentication, errors and the
+ * one folder per resource (resources/<resource>/); this file is what they share: authentication, errors and the
  * announcements.
  */
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
@@ -24,11 +24,11 @@ import { eventOfChange } from './change-events.js';
 import type { AuditedChange, ManagementContext, ManagementDeps } from './context.js';
 import { appErrorOf } from './app-error-of.js';
 import { jsonText } from './json-as-written.js';
-import { OPERATIONS } from './operations/index.js';
+import { OPERATIONS } from './resources/index.js';
 import { registerOperations } from './register-operations.js';
 
 export type { ManagementDeps, UsageTotalsReader } from './context.js';
-export type { UsageTotals } from './schemas.js';
+export type { UsageTotals } from './resources/usage/schemas.js';
 
 function countAndNoStore(metrics: Metrics): RequestHandler {
   return (_req, res, next) => {

@@ -24,7 +24,7 @@ import type { StorageHealth } from '../store/storage-health.js';
 import type { UsageHistory } from '../usage/history.js';
 import type { DeliveryRepository } from '../store/delivery-repository.js';
 import type { WebhookRepository } from '../store/webhook-repository.js';
-import type { UsageTotals } from './schemas.js';
+import type { UsageTotals } from './resources/usage/schemas.js';
 import type { AdminTokenLookup } from './admin-token-lookup.js';
 import type { AuditAction } from '../store/audit-actions.js';
 

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI 3.1 document of the management API, derived from the operations (operations/index.ts):
+ * The OpenAPI 3.1 document of the management API, derived from the operations (resources/index.ts):
  * the same schemas the validators compile, the same paths, methods and scopes the routes enforce, so
  * the document cannot describe a request the service would refuse or vice versa.
  * The decisions the service spec leaves open are written down here, where API clients look.
@@ -8,17 +8,17 @@ import type { TObject, TSchema } from '@sinclair/typebox';
 import { ERRORS, type ErrorCode } from '../errors.js';
 import { MAX_BODY_BYTES } from './json-body.js';
 import { isWrite, type Operation } from './operation.js';
-import { OPERATIONS } from './operations/index.js';
+import { OPERATIONS } from './resources/index.js';
 import { SCOPES } from './scopes.js';
 import {
   DEFAULT_PAGE_SIZE,
   ErrorResponse,
-  MAX_GRACE_PERIOD_SECONDS,
   MAX_METADATA_BYTES,
   MAX_METADATA_DEPTH,
   MAX_PAGE_SIZE,
-  RateLimitExceededResponse,
 } from './schemas.js';
+import { MAX_GRACE_PERIOD_SECONDS } from './resources/keys/schemas.js';
+import { RateLimitExceededResponse } from './resources/plans/schemas.js';
 
 type JsonObject = { [key: string]: unknown };
 

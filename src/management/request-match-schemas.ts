@@ -1,7 +1,7 @@
 /**
  * The schemas a route and a request match share (contract section 15): a route's id, a path prefix of
- * whole segments, methods, and the match a plan's limit or cost applies to. Below schemas.ts and
- * route-schemas.ts, which both use them.
+ * whole segments, methods, and the match a plan's limit or cost applies to. Shared by the plan,
+ * route and key schemas (resources/plans, resources/routes, resources/keys).
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { RESERVED_ROUTE_LABELS } from '../ops/metrics.js';

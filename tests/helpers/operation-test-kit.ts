@@ -1,10 +1,12 @@
 /**
- * The kit of the tests beside the management operations (src/management/operations/<resource>.test.ts).
- * Each test file gives, per operation, a valid call and a table: every status the OpenAPI document lists
- * for the operation, with each error code the document names under it and how to provoke it. The kit
- * runs one `it` per status against an app on the embedded store (the 503s on Postgres too, whose
- * drivers fail differently), checks every answer against the document, and fails when a documented
- * status or code has no entry in the table, or the table has one the document lacks.
+ * The kit of the tests beside the management operations (src/management/resources/<resource>/operations.test.ts).
+ * Each test file gives, per operation, a valid call and a table of the statuses that operation adds:
+ * its success and each error code of its own, with how to provoke it. The refusals every operation
+ * shares (token, scope, method, throttle, database, body, page size and cursor) the kit derives from
+ * the operation's own definition (`sharedRefusals`). It runs one `it` per status against an app on
+ * the embedded store (the scope and the 503s on Postgres too, whose drivers fail differently), checks
+ * every answer against the OpenAPI document, and fails when a documented status or code has no way
+ * to provoke it, or one is provoked that the document lacks.
  */
 import { randomBytes } from 'node:crypto';
 import type { Express } from 'express';
@@ -12,9 +14,11 @@ import { sql } from 'kysely';
 import request, { type Response } from 'supertest';
 import { createManagementApp, type ManagementDeps } from '../../src/management/app.js';
 import { buildOpenApiDocument, openApiPath } from '../../src/management/openapi.js';
+import { pageFields } from '../../src/management/schemas.js';
 import type { RateLimiter } from '../../src/limits/rate-limiter.js';
-import type { Operation } from '../../src/management/operation.js';
+import { isWrite, type Operation } from '../../src/management/operation.js';
 import { SCOPES, type Scope } from '../../src/management/scopes.js';
+import { ERRORS } from '../../src/errors.js';
 import { AuthThrottle } from '../../src/proxy/auth-throttle.js';
 import { openPostgres, type Db } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
@@ -92,11 +96,17 @@ export interface Attempt {
 /** Makes the operation answer one status (and code): every answer it returns is checked. */
 export type Provoke = (t: Attempt) => Promise<Response | Response[]>;
 
+/** Per status: the success, or each error code with how to provoke it. */
+type Statuses = Readonly<Record<number, Provoke | Readonly<Record<string, Provoke>>>>;
+
 export interface OperationTable {
-  /** A call that succeeds, on objects of its own (made with `harness`). */
+  /** A call that succeeds, on objects of its own (made with `harness`), with a token of only its scope. */
   readonly valid: (harness: Harness) => Call | Promise<Call>;
-  /** Per documented status: the success, or each code the document names under it. */
-  readonly statuses: Readonly<Record<number, Provoke | Readonly<Record<string, Provoke>>>>;
+  /**
+   * The operation's own statuses: its success and the codes it adds to the shared refusals (a shared
+   * code listed here is provoked both ways).
+   */
+  readonly statuses: Statuses;
 }
 
 /** A fresh id, for objects a call creates under a name of its own. */
@@ -268,15 +278,16 @@ export function describeOperations(
       };
     };
 
+    const provokes = merged(sharedRefusals(operation), table.statuses);
     describe(operation.id, () => {
-      const statuses = [...new Set([...documented.keys(), ...Object.keys(table.statuses)])].sort();
+      const statuses = [...new Set([...documented.keys(), ...Object.keys(provokes)])].sort();
       for (const status of statuses) {
         const { codes, description } = documented.get(status) ?? { codes: [], description: 'not documented' };
         it(`${status} ${codes.length > 0 ? codes.join(', ') : description}`, async () => {
-          const entry = table.statuses[Number(status)];
+          const entry = provokes[Number(status)];
           if (!documented.has(status))
             throw new Error(
-              `the document lists no ${status} for ${operation.id}: remove its block, or document it`,
+              `the document lists no ${status} for ${operation.id}: remove its block (or the definition that derives it), or document it`,
             );
           if (!entry)
             throw new Error(
@@ -333,12 +344,38 @@ export const withoutValidToken: Provoke = async (t) => [
 ];
 
 /** An admin token holding every scope but the one the operation needs. */
-export const withoutTheScope: Provoke = async (t) =>
-  t.send({ token: (await t.harness.token(SCOPES.filter((scope) => scope !== t.operation.scope))).secret });
+/**
+ * On each store, an admin token holding every scope but the one the operation needs: refused with the
+ * challenge naming it; and a token holding only that scope makes the valid call.
+ */
+export const withoutTheScope: Provoke = async (t) => {
+  const scope = t.operation.scope!;
+  const answers: Response[] = [];
+  for (const kind of Object.keys(STORAGES) as StorageKind[]) {
+    const harness = await t.harnessOf(kind);
+    const without = await harness.token(SCOPES.filter((other) => other !== scope));
+    const refused = await (await t.prepare(harness)).send({ token: without.secret });
+    expect(refused.body).toEqual({ error: `This call needs the scope ${scope}`, code: 'insufficient_scope' });
+    // RFC 6750 §3: realm is optional, scope names what is missing.
+    expect(refused.headers['www-authenticate']).toBe(`Bearer error="insufficient_scope", scope="${scope}"`);
+    answers.push(refused);
+    const only = await harness.token([scope]);
+    const allowed = await (await t.prepare(harness)).send({ token: only.secret });
+    expect({ status: allowed.status, body: allowed.body }).toMatchObject({
+      status: t.operation.success.status,
+    });
+  }
+  return answers;
+};
 
 /** Every path parameter percent-encoded wrongly (`%E0` decodes to nothing): the path names nothing. */
 export const withAnUndecodableId: Provoke = (t) =>
   t.send({ path: t.operation.path.replace(/:[A-Za-z]+/g, '%E0') });
+
+/** A page of 0 items: below the page size's minimum. */
+export const withAPageOfNone: Provoke = (t) => t.send({ query: { limit: '0' } });
+
+export const withACursorNotIssuedHere: Provoke = (t) => t.send({ query: { cursor: 'not-issued-here' } });
 
 /** PUT: no management route has it. */
 export const withAnotherMethod: Provoke = (t) => t.send({ method: 'put' });
@@ -373,6 +410,21 @@ export const whileTheDatabaseIsGone: Provoke = async (t) => {
   return answers;
 };
 
+/**
+ * An admin token is checked against the database: on each store, one holding the operation's scope
+ * meets the database that is gone (the root token, which the kit's own way sends, needs none).
+ */
+export const anAdminTokenWhileTheDatabaseIsGone: Provoke = async (t) => {
+  const answers: Response[] = [];
+  for (const kind of Object.keys(STORAGES) as StorageKind[]) {
+    const harness = await t.harnessOf(kind);
+    const { secret } = await harness.token([t.operation.scope ?? 'keys:read']);
+    const call = await t.prepare(harness);
+    answers.push(await harness.whileDatabaseGone((app) => call.send({ app, token: secret })));
+  }
+  return answers;
+};
+
 /** Each store refusing writes: the embedded store read-only, a Postgres connection read-only; with Retry-After. */
 export const whileWritesAreRefused: Provoke = async (t) => {
   const answers: Response[] = [];
@@ -380,8 +432,63 @@ export const whileWritesAreRefused: Provoke = async (t) => {
     const harness = await t.harnessOf(kind);
     const call = await t.prepare(harness);
     const res = await harness.whileWritesRefused((app) => call.send({ app }));
-    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    expect(res.body).toEqual({ error: expect.any(String), code: 'storage_unavailable' });
+    expect(res.headers['retry-after']).toBe(String(ERRORS.storage_unavailable.retryAfterSeconds));
     answers.push(res);
   }
   return answers;
 };
+
+/**
+ * The refusals every operation shares, derived from its definition as the OpenAPI document derives
+ * them (src/management/openapi.ts), each provoked from the operation's valid call.
+ */
+function sharedRefusals(operation: Operation): Statuses {
+  const statuses: Record<number, Record<string, Provoke>> = {
+    401: { unauthorized: withoutValidToken },
+    405: { method_not_allowed: withAnotherMethod },
+    429: { too_many_failed_attempts: afterAFailedAttempt },
+    503: { database_unavailable: whileTheDatabaseIsGone },
+  };
+  if (operation.scope !== null) statuses[403] = { insufficient_scope: withoutTheScope };
+  if (isWrite(operation)) statuses[503]!.storage_unavailable = whileWritesAreRefused;
+  if (operation.body) {
+    statuses[400] = { invalid_json: withMalformedJson };
+    statuses[413] = { payload_too_large: withA65KiBBody };
+    statuses[415] = { unsupported_media_type: withATextBody };
+  }
+  if (operation.params) statuses[404] = { [operation.params.notFound]: withAnUndecodableId };
+  const query = operation.query?.schema.properties;
+  if (query?.limit === pageFields.limit) statuses[400] = { validation_failed: withAPageOfNone };
+  if (query?.cursor) statuses[400] = { ...statuses[400], invalid_cursor: withACursorNotIssuedHere };
+  return statuses;
+}
+
+const REPLACING = new WeakSet<Provoke>();
+
+/**
+ * A table's way to a shared code that replaces the kit's, for an operation that meets the code
+ * otherwise (whoami: the root token needs no database, so only an admin token meets one that is gone).
+ */
+export function instead(provoke: Provoke): Provoke {
+  const replacing: Provoke = (t) => provoke(t);
+  REPLACING.add(replacing);
+  return replacing;
+}
+
+/** The shared refusals with the table's statuses: a code in both is provoked both ways, unless `instead`. */
+function merged(shared: Statuses, own: Statuses): Statuses {
+  const statuses: Record<number, Provoke | Readonly<Record<string, Provoke>>> = { ...shared };
+  for (const [status, entry] of Object.entries(own)) {
+    const before = statuses[Number(status)];
+    if (before === undefined || typeof entry === 'function' || typeof before === 'function') {
+      statuses[Number(status)] = entry;
+      continue;
+    }
+    const codes: Record<string, Provoke> = { ...before };
+    for (const [code, provoke] of Object.entries(entry))
+      codes[code] = codes[code] && !REPLACING.has(provoke) ? all(codes[code], provoke) : provoke;
+    statuses[Number(status)] = codes;
+  }
+  return statuses;
+}

@@ -10,7 +10,7 @@ import type { Express } from 'express';
 import request, { type Response } from 'supertest';
 import { createManagementApp } from '../../src/management/app.js';
 import { createLogger } from '../../src/ops/logger.js';
-import { MAX_COUNTED_KEYS } from '../../src/management/schemas.js';
+import { MAX_COUNTED_KEYS } from '../../src/management/resources/keys/schemas.js';
 import { AuthThrottle } from '../../src/proxy/auth-throttle.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { migrate } from '../../src/store/migrate.js';

@@ -10,7 +10,7 @@ import request from 'supertest';
 import { createManagementApp } from '../../src/management/app.js';
 import { buildOpenApiDocument, openApiPath } from '../../src/management/openapi.js';
 import type { Operation } from '../../src/management/operation.js';
-import { OPERATIONS } from '../../src/management/operations/index.js';
+import { OPERATIONS } from '../../src/management/resources/index.js';
 import { allowedMethods } from '../../src/management/register-operations.js';
 import { isManagementPath } from '../../src/server.js';
 import { migrate } from '../../src/store/migrate.js';

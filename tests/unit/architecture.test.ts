@@ -97,3 +97,46 @@ describe('lint refuses an import from a higher layer', () => {
     expect(refusals).toEqual([expect.stringContaining(`must not import ${target}`)]);
   });
 });
+
+describe('lint lets only the list of operations import a resource’s operations', () => {
+  const eslint = new ESLint({ cwd: ROOT });
+  const refusals = async (file: string, line: string) => {
+    const [result] = await eslint.lintText(`${line}\nexport const all = list;\n`, {
+      filePath: join(ROOT, file),
+    });
+    return result!.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
+  };
+
+  it.each([
+    [
+      'src/management/resources/plans/operations.ts',
+      `import { keyOperations as list } from '../keys/operations.js';`,
+    ],
+    [
+      'src/management/openapi.ts',
+      `import { planOperations as list } from './resources/plans/operations.js';`,
+    ],
+  ])('%s: %s is refused', async (file, line) => {
+    expect(await refusals(file, line)).toEqual([
+      expect.stringContaining('assembled in src/management/resources/index.ts alone'),
+    ]);
+  });
+
+  it.each([
+    ['src/management/resources/index.ts', `import { keyOperations as list } from './keys/operations.js';`],
+    [
+      'src/management/resources/verify/route.ts',
+      `import { verifyOperations as list } from './operations.js';`,
+    ],
+    ['src/management/app.ts', `import { registerOperations as list } from './register-operations.js';`],
+  ])('%s: %s is allowed', async (file, line) => {
+    expect(await refusals(file, line)).toEqual([]);
+  });
+});
+
+it('assembles every resource folder in the one list of operations', () => {
+  const resources = join(SRC, 'management/resources');
+  const folders = readdirSync(resources, { withFileTypes: true }).filter((entry) => entry.isDirectory());
+  const list = readFileSync(join(resources, 'index.ts'), 'utf8');
+  for (const folder of folders) expect(list).toContain(`from './${folder.name}/operations.js'`);
+});

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { OPERATIONS } from '../../src/management/operations/index.js';
+import { OPERATIONS } from '../../src/management/resources/index.js';
 import { SCOPES, type Scope } from '../../src/management/scopes.js';
 
 const GUIDE = resolve(import.meta.dirname, '../../docs/guides/admin-tokens-and-audit.md');

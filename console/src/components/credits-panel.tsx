@@ -9,7 +9,7 @@ import { ScopedButton } from '../access';
 import { api, ok } from '../api';
 import { MAX_CREDITS, parseCredits, refillText } from '../credits';
 import { formatNumber } from '../format';
-import type { components } from '../generated/management-api';
+import type { components } from '../api-types';
 import type { Credits } from '../types';
 import { useAction } from '../use-api';
 import { Dialog, DialogButtons } from './dialog';

@@ -13,7 +13,7 @@ import { KeyIdentityFields } from '../components/key-identity-fields';
 import { MetadataField } from '../components/metadata-field';
 import { SecretValue } from '../components/secret-value';
 import { formatTime, isoToUtcInput, METADATA_HINT, parseJsonObject, utcInputToIso } from '../format';
-import type { components } from '../generated/management-api';
+import type { components } from '../api-types';
 import type { KeyDetail, RollKeyResponse } from '../types';
 import { useAction, useApi } from '../use-api';
 

@@ -16,7 +16,7 @@ import { Sparkline } from '../components/sparkline';
 import { formatTime, relativeTime } from '../format';
 import { handOff, useHandoff } from '../handoff';
 import { href, hrefWith, navigate, type Route } from '../route';
-import type { operations } from '../generated/management-api';
+import type { operations } from '../api-types';
 import type { KeyLookup, ListKeysResponse, UsageBucket } from '../types';
 import { useAction, useApi } from '../use-api';
 import { useDraft } from '../use-draft';

@@ -1,0 +1,78 @@
+/** `usage.rateLimits` of a key or consumer detail: where each limit of its plan stands (contract sections 7 and 13). */
+import { AppError } from '../../../errors.js';
+import { planOf, type Plan } from '../../../plans/plan.js';
+import { limitName, tightest, type LimitState } from '../../../limits/rate-limiter.js';
+import { subjectsOf, type Subject } from '../../../plans/subject.js';
+import type { KeyRow } from '../../../store/key-repository.js';
+import type { ManagementContext } from '../../context.js';
+import type { KeyDetailResponse } from '../keys/schemas.js';
+import { isoTimestamp } from '../../time-format.js';
+
+export type RateLimitsView = KeyDetailResponse['usage']['rateLimits'];
+type LimitView = NonNullable<RateLimitsView>['limits'][number];
+
+/**
+ * Where every limit of `subjects` stands (a key's and its consumer's, or a consumer's own), read
+ * without counting a request; null when none applies.
+ */
+export async function rateLimitsOf(
+  subjects: readonly Subject[] | undefined,
+  ctx: ManagementContext,
+): Promise<RateLimitsView> {
+  if (subjects === undefined) return null;
+  let states: LimitState[];
+  try {
+    states = await ctx.limiter.peek(subjects, ctx.clock());
+  } catch (err) {
+    ctx.logger.warn(
+      { subjects: subjects.map(({ scope, id }) => `${scope}:${id}`), err: (err as Error).message },
+      'rate limit state unavailable',
+    );
+    throw new AppError('limit_unavailable');
+  }
+  // The seed's fields report the limit with the fewest requests left; `limits` has them all.
+  if (states.length === 0) return null;
+  const fewest = tightest(states);
+  return {
+    limit: fewest.rule.limit,
+    remaining: fewest.remaining,
+    resetTime: isoTimestamp(fewest.resetMs),
+    limits: states.map(limitView),
+  };
+}
+
+/** One limit as the detail's `usage.rateLimits.limits` (and verify's `limits`) show it. */
+export function limitView({ scope, rule, remaining, resetMs }: LimitState): LimitView {
+  return {
+    name: limitName(scope, rule),
+    limit: rule.limit,
+    period: rule.period,
+    remaining,
+    resetTime: isoTimestamp(resetMs),
+    scope,
+  };
+}
+
+/** The plan a bound `rateLimitId` names, as the limiter takes it; undefined when none is bound (or it just went). */
+export async function boundPlan(
+  rateLimitId: string | null,
+  ctx: ManagementContext,
+): Promise<Plan | undefined> {
+  const bound = rateLimitId === null ? undefined : await ctx.plans.get(rateLimitId);
+  return bound && planOf(bound.limits);
+}
+
+/** The subjects a key's requests are charged to, as the proxy's key cache builds them. */
+export async function keySubjects(
+  key: Pick<KeyRow, 'id' | 'rateLimitId' | 'consumerId' | 'balance'>,
+  ctx: ManagementContext,
+): Promise<readonly Subject[] | undefined> {
+  const consumer = key.consumerId === null ? undefined : await ctx.consumers.get(key.consumerId);
+  const consumerTerms = consumer && {
+    id: consumer.id,
+    plan: await boundPlan(consumer.rateLimitId, ctx),
+    balance: consumer.balance ?? undefined,
+  };
+  const plan = (await boundPlan(key.rateLimitId, ctx)) ?? ctx.defaultRateLimit;
+  return subjectsOf(key.id, { plan, balance: key.balance ?? undefined }, consumerTerms);
+}

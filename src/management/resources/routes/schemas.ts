@@ -1,0 +1,160 @@
+/**
+ * The schemas of the route table's calls (contract section 15): the validators, the types and the
+ * OpenAPI document's words for routes, as resources/keys and resources/plans have theirs.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { RESERVED_ROUTE_LABELS } from '../../../ops/metrics.js';
+import { hasDotSegment } from '../../../proxy/request-target.js';
+import { Methods, PathPrefix, RouteId } from '../../request-match-schemas.js';
+import { IsoTimestamp, type ValidationDetail } from '../../schemas.js';
+
+const strict = { additionalProperties: false } as const;
+export const MAX_TIMEOUT_MS = 3_600_000;
+
+const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+const Host = Type.String({
+  maxLength: 253,
+  pattern: `^(?:\\*\\.)?${LABEL}(?:\\.${LABEL})*$`,
+  description:
+    'A host name, exact (`api.example.com`) or with one leading wildcard label (`*.example.com`: every host under example.com, not example.com itself); compared without case and port, answered in lower case. Absent or null: every host',
+  examples: ['api.example.com', '*.example.com'],
+});
+
+const UpstreamUrl = Type.String({
+  maxLength: 2048,
+  pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^?#]+$',
+  description:
+    "The route's backend: http or https, no query, fragment or credentials. Its path is prefixed to every forwarded path, as UPSTREAM_URL's",
+  examples: ['http://search.internal:8080'],
+});
+
+const StripPrefix = Type.Boolean({
+  description:
+    'Remove `pathPrefix` from the path forwarded: `/v1/items` reaches the backend as `/items` (`/v1` as `/`). Default false',
+});
+const TimeoutMs = Type.Integer({
+  minimum: 1,
+  maximum: MAX_TIMEOUT_MS,
+  description: 'Backend answer deadline for this route, 1-3600000 ms, then 504 gateway_timeout',
+});
+const timeoutInput = Type.Union([TimeoutMs, Type.Null()], {
+  description: `${TimeoutMs.description}; null: UPSTREAM_TIMEOUT_MS`,
+});
+
+const RouteMatchInput = Type.Object(
+  {
+    host: Type.Optional(Type.Union([Host, Type.Null()])),
+    pathPrefix: PathPrefix,
+    methods: Type.Optional(Type.Union([Methods, Type.Null()])),
+  },
+  { ...strict, title: 'RouteMatchInput' },
+);
+
+export const CreateRouteRequest = Type.Object(
+  {
+    routeId: RouteId,
+    match: RouteMatchInput,
+    upstreamUrl: UpstreamUrl,
+    stripPrefix: Type.Optional(StripPrefix),
+    timeoutMs: Type.Optional(timeoutInput),
+  },
+  { ...strict, title: 'CreateRouteRequest' },
+);
+
+export const UpdateRouteRequest = Type.Object(
+  {
+    match: Type.Optional(
+      Type.Object(
+        {
+          host: RouteMatchInput.properties.host,
+          pathPrefix: Type.Optional(PathPrefix),
+          methods: RouteMatchInput.properties.methods,
+        },
+        {
+          ...strict,
+          minProperties: 1,
+          title: 'RouteMatchUpdate',
+          description:
+            'The fields given replace theirs; null clears `host` and `methods` (every host, every method)',
+        },
+      ),
+    ),
+    upstreamUrl: Type.Optional(UpstreamUrl),
+    stripPrefix: Type.Optional(StripPrefix),
+    timeoutMs: Type.Optional(timeoutInput),
+  },
+  {
+    ...strict,
+    minProperties: 1,
+    title: 'UpdateRouteRequest',
+    description: 'Any of the fields; requests already routed finish on the route as it was',
+  },
+);
+
+export const RouteResponse = Type.Object(
+  {
+    routeId: RouteId,
+    match: Type.Object(
+      {
+        host: Type.Union([Host, Type.Null()]),
+        pathPrefix: PathPrefix,
+        methods: Type.Union([Methods, Type.Null()]),
+      },
+      { ...strict, title: 'RouteMatch', description: 'null host: every host; null methods: every method' },
+    ),
+    upstreamUrl: UpstreamUrl,
+    stripPrefix: StripPrefix,
+    timeoutMs: Type.Union([TimeoutMs, Type.Null()], { description: 'null: UPSTREAM_TIMEOUT_MS' }),
+    createdAt: IsoTimestamp,
+    lastUpdated: IsoTimestamp,
+  },
+  { ...strict, title: 'Route' },
+);
+
+export const ListRoutesResponse = Type.Object(
+  { routes: Type.Array(RouteResponse, { description: 'Every route, oldest first' }) },
+  { ...strict, title: 'ListRoutesResponse' },
+);
+
+export const DeleteRouteResponse = Type.Object(
+  { routeId: RouteId, message: Type.String() },
+  { ...strict, title: 'DeleteRouteResponse' },
+);
+
+export type CreateRouteRequest = Static<typeof CreateRouteRequest>;
+export type UpdateRouteRequest = Static<typeof UpdateRouteRequest>;
+export type RouteResponse = Static<typeof RouteResponse>;
+export type DeleteRouteResponse = Static<typeof DeleteRouteResponse>;
+
+/** What the patterns cannot say: a dot segment in the prefix, credentials in the URL. */
+function routeFieldProblems(body: {
+  match?: { pathPrefix?: string };
+  upstreamUrl?: string;
+}): ValidationDetail[] {
+  const details: ValidationDetail[] = [];
+  const prefix = body.match?.pathPrefix;
+  if (prefix !== undefined && hasDotSegment(prefix))
+    details.push({ field: 'match.pathPrefix', message: 'must not contain a . or .. segment' });
+  if (body.upstreamUrl !== undefined) {
+    const url = URL.parse(body.upstreamUrl);
+    if (url === null || url.hostname === '')
+      details.push({ field: 'upstreamUrl', message: 'must be a valid URL' });
+    else if (url.username !== '' || url.password !== '')
+      details.push({ field: 'upstreamUrl', message: 'must not carry credentials' });
+  }
+  return details;
+}
+
+export function createRouteProblems(body: CreateRouteRequest): ValidationDetail[] {
+  const reserved = RESERVED_ROUTE_LABELS.includes(body.routeId)
+    ? [
+        {
+          field: 'routeId',
+          message: `must not be ${RESERVED_ROUTE_LABELS.join(', ')}: the metrics name other things so`,
+        },
+      ]
+    : [];
+  return [...reserved, ...routeFieldProblems(body)];
+}
+
+export const updateRouteProblems = (body: UpdateRouteRequest): ValidationDetail[] => routeFieldProblems(body);

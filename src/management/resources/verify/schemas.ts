@@ -1,0 +1,173 @@
+/** The request and answer of `POST /tollgate/verify` (contract section 18). */
+import { isIP } from 'node:net';
+import { Type, type Static } from '@sinclair/typebox';
+import { MAX_COST, MIN_COST } from '../../../plans/plan.js';
+import { AlgorithmSchema, limitStateFields } from '../plans/schemas.js';
+import {
+  ConsumerId,
+  Count,
+  ExternalId,
+  IsoTimestamp,
+  KeyId,
+  Metadata,
+  strict,
+  type ValidationDetail,
+} from '../../schemas.js';
+
+/** What verify answers: `ok`, or the code of the refusal the proxy would answer the request with. */
+export const VERIFY_CODES = [
+  'ok',
+  'invalid_api_key',
+  'key_disabled',
+  'key_expired',
+  'rate_limit_exceeded',
+  'credits_exhausted',
+  'route_not_allowed',
+  'too_many_failed_attempts',
+  'route_not_found',
+  'invalid_request_target',
+] as const;
+export type VerifyCode = (typeof VERIFY_CODES)[number];
+
+/** As long as Node lets a request line or a header be (16 KiB in all). */
+const MAX_REQUEST_TEXT = 8192;
+
+export const VerifyRequest = Type.Object(
+  {
+    key: Type.String({
+      maxLength: MAX_REQUEST_TEXT,
+      description:
+        'The secret the client presented (`Authorization: Bearer <secret>` or `x-api-key`). Anything that is not a key, the empty string included, is `invalid_api_key`',
+    }),
+    path: Type.Optional(
+      Type.String({
+        maxLength: MAX_REQUEST_TEXT,
+        pattern: '^/[^?#\\u0000-\\u0020\\u007f]*$',
+        description:
+          'The request path as sent, without the query: the route the proxy would take, the limits and costs that match it, and the endpoint usage files the request under. Absent: usage files it under `(verify)`, and it takes no route (decided as the catch-all, also when `UPSTREAM_URL` is empty): limits and costs whose match names routes or a path prefix other than `/` do not apply, and a key limited to some routes is refused `route_not_allowed`. A path with a `.` or `..` segment is answered `invalid_request_target`, as the proxy answers it (400, nothing counted)',
+        examples: ['/v1/reports'],
+      }),
+    ),
+    method: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z][A-Za-z-]{0,31}$',
+        description:
+          'The request method, taken in upper case. Absent: only routes, limits and costs that take every method apply',
+        examples: ['POST'],
+      }),
+    ),
+    host: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 300,
+        pattern: '^[^\\u0000-\\u0020\\u007f]+$',
+        description:
+          "Not in contract 18: the request's Host header, for routes that match a host. Absent: only routes for every host match, as for a request without a Host header",
+        examples: ['api.example.com'],
+      }),
+    ),
+    cost: Type.Optional(
+      Type.Integer({
+        minimum: MIN_COST,
+        maximum: MAX_COST,
+        description: `Units to charge (${MIN_COST}-${MAX_COST}) instead of the cost the key's plans give the request`,
+      }),
+    ),
+    customerId: Type.Optional(
+      Type.String({
+        maxLength: MAX_REQUEST_TEXT,
+        description:
+          'The CUSTOMER_ID_HEADER value the request carried: usage by customer counts it. Empty: none, as the proxy reads an empty header',
+      }),
+    ),
+    clientAddress: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description:
+          "The end client's IPv4 or IPv6 address, as the proxy would see it: wrong keys are throttled per this address, sharing the proxy's budget (100 a minute). Absent: no address throttle. Never the caller's own address",
+        examples: ['203.0.113.7'],
+      }),
+    ),
+  },
+  { ...strict, title: 'VerifyRequest' },
+);
+export type VerifyRequest = Static<typeof VerifyRequest>;
+
+/** Problems the schema cannot state: an address that is none. */
+export const verifyRequestProblems = (body: VerifyRequest): ValidationDetail[] =>
+  body.clientAddress !== undefined && isIP(body.clientAddress) === 0
+    ? [{ field: 'clientAddress', message: 'must be an IPv4 or IPv6 address' }]
+    : [];
+
+const Scope = Type.Unsafe<'key' | 'consumer'>({ type: 'string', enum: ['key', 'consumer'] });
+const RetryTime = Type.Union([IsoTimestamp, Type.Null()]);
+
+export const VerifyResponse = Type.Object(
+  {
+    valid: Type.Boolean({ description: 'The proxy would forward the request: it was counted and charged' }),
+    code: Type.Unsafe<VerifyCode>({
+      type: 'string',
+      enum: [...VERIFY_CODES],
+      description:
+        '`ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key and key_expired; 403 key_disabled and route_not_allowed; 404 route_not_found when no route takes `path` and UPSTREAM_URL is empty; 400 invalid_request_target for a path with a dot segment; 429 rate_limit_exceeded, credits_exhausted and too_many_failed_attempts)',
+    }),
+    consumerApiKeyId: Type.Optional({ ...KeyId, description: 'Present whenever the key is valid' }),
+    consumerId: Type.Optional(
+      Type.Union([ConsumerId, Type.Null()], { description: 'The consumer the key belongs to; null: none' }),
+    ),
+    name: Type.Optional(Type.String({ description: "The key's name" })),
+    externalId: Type.Optional(Type.Union([ExternalId, Type.Null()])),
+    metadata: Type.Optional(Metadata),
+    limits: Type.Array(
+      Type.Object(
+        { ...limitStateFields, algorithm: AlgorithmSchema },
+        {
+          ...strict,
+          title: 'VerifyLimit',
+          description:
+            "A limit as the key detail's `usage.rateLimits.limits` shows it, after the decision, with its `algorithm` (not in contract 18; it sets the window a monthly or yearly limit announces in `RateLimit-Policy`)",
+        },
+      ),
+      {
+        description:
+          "The limits the request was decided by, the key's in its plan's order then its consumer's (the order of `RateLimit-Policy`); those with a match only when the request matches them. Empty when none applies, or when it was refused before its limits (an invalid, disabled or expired key, a route refused)",
+      },
+    ),
+    cost: Type.Optional(
+      Type.Integer({
+        minimum: MIN_COST,
+        maximum: MAX_COST,
+        description:
+          'Not in contract 18: the units charged to every limit and balance (admitted), or that the balance does not hold (credits_exhausted)',
+      }),
+    ),
+    credits: Type.Optional(
+      Type.Object(
+        {
+          remaining: { ...Count, description: 'Units the balance holds' },
+          scope: { ...Scope, description: "Whose balance: the key's own, or its consumer's" },
+          resetTime: { ...RetryTime, description: 'Its next refill; null: it has no refill' },
+        },
+        {
+          ...strict,
+          title: 'VerifyCredits',
+          description:
+            'Admitted: the balance with the fewest units left after the charge; credits_exhausted: the balance that does not hold the cost (the 429 body of the proxy). Absent when no balance applies',
+        },
+      ),
+    ),
+    resetTime: Type.Optional({
+      ...RetryTime,
+      description:
+        "A refusal that passes: rate_limit_exceeded, the end of the refusing limit whose window ends last; credits_exhausted, the next refill (null: none); too_many_failed_attempts, the end of the address's window",
+    }),
+    retryAfterSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description: "The proxy's `Retry-After`: whole seconds until `resetTime`, at least 1",
+      }),
+    ),
+  },
+  { ...strict, title: 'VerifyResponse' },
+);
+export type VerifyResponse = Static<typeof VerifyResponse>;
