@@ -441,6 +441,47 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
     expect(told.some((e) => credentials.some((c) => e.payload.includes(c)))).toBe(false);
   });
 
+  it.each(TYPES)(
+    '%s: a 409 for an id the receiver already holds is a delivery, told once by usage.exported',
+    async (type) => {
+      const start = freshWindow();
+      const target = await receiver(type);
+      target.duplicateStatus = 409;
+      const exportId = await createExport(type, target);
+      const k = await key('cus_conflict');
+      await store(k, start + MINUTE, 6);
+      now = start + 3 * MINUTE;
+      const id = idempotencyId(exportId, k, start + MINUTE, 1);
+      // The receiver takes the event and the connection drops before its answer: tried again.
+      target.fault = 'close-after-taking';
+      expect(await run(exportId)).toMatchObject({ planned: 1, delivered: 0, failed: 1 });
+      target.fault = 'none';
+      now += 5_000;
+      const retried = await run(exportId);
+      expect(retried).toMatchObject({ delivered: 1, failed: 0 });
+      expect(retried.sends).toEqual([
+        expect.objectContaining({ idempotencyId: id, status: 409, delivered: true, error: null }),
+      ]);
+      // Delivered: never sent again, the receiver holds it once, and usage.exported tells it once.
+      now += 5 * MINUTE;
+      expect(await run(exportId)).toMatchObject({ planned: 0, delivered: 0, sends: [] });
+      await exporter.runScheduled();
+      expect(target.requests.map((r) => r.id)).toEqual([id, id]);
+      expect(target.totals()).toEqual({ cus_conflict: 6 });
+      const told = await storage.handle.db
+        .selectFrom('outbox_events')
+        .select('payload')
+        .where('type', '=', 'usage.exported')
+        .execute();
+      expect(
+        told
+          .map((e) => (JSON.parse(e.payload) as { data: { exportId: string; value: number } }).data)
+          .filter((data) => data.exportId === exportId)
+          .map((data) => data.value),
+      ).toEqual([6]);
+    },
+  );
+
   it('keeps a key without a customer id for later and names it; reads the customer from metadata with customerField', async () => {
     freshWindow();
     const target = await receiver('lago');
