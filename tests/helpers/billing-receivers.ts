@@ -10,7 +10,8 @@
  * Faults, set through `fault`: `status-500` answers 500 without taking the event; `hang` never answers;
  * `close` drops the connection before taking it; `close-after-taking` takes it and then drops the
  * connection (the answer is lost, the sender must retry under the same id); `echo-credential` refuses
- * with a 400 whose body repeats the Authorization header, as a careless service might.
+ * with a 400 whose body repeats the Authorization header, as a careless service might (as it is, or as
+ * `echo` writes it: JSON-escaped, URL-encoded…).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -153,6 +154,8 @@ const PARSERS: Record<ReceiverType, (req: IncomingMessage, body: string) => Pars
 
 export class BillingReceiver {
   fault: ReceiverFault = 'none';
+  /** How `echo-credential` writes the Authorization header back; undefined: as it came. */
+  echo: ((authorization: string) => string) | undefined;
   /** 409: an id it already holds is answered 409 Conflict instead of the service's own answer. */
   duplicateStatus: 409 | undefined;
   /** How long it waits after taking an event before answering: a sender killed meanwhile never hears. */
@@ -258,7 +261,11 @@ export class BillingReceiver {
     if (fault === 'echo-credential') {
       res
         .writeHead(400, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ error: `bad request with ${req.headers.authorization}` }));
+        .end(
+          this.echo === undefined
+            ? JSON.stringify({ error: `bad request with ${req.headers.authorization}` })
+            : `{"error": "bad request with ${this.echo(req.headers.authorization ?? '')}"}`,
+        );
       return;
     }
     const reply = this.take(event, req.headers['idempotency-key']);

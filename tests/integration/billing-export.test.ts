@@ -673,6 +673,53 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
     for (const credential of credentials) expect(everything).not.toContain(credential);
   });
 
+  it('never shows a credential a receiver repeats escaped or encoded, in the run log or a log line', async () => {
+    freshWindow();
+    // Characters that each form writes its own way.
+    const credential = `sk_live/"quoted"\\back+plus space~${randomBytes(6).toString('hex')}`;
+    credentials.push(credential);
+    const target = await BillingReceiver.start('stripe', credential);
+    receivers.push(target);
+    const exportId = await createExport('stripe', target);
+    const k = await key('cus_escaped');
+    await store(k, now + MINUTE, 2);
+    now += 3 * MINUTE;
+    const unicodeEscaped = (text: string) =>
+      [...text].map((c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()).join('');
+    const forms: Record<string, (text: string) => string> = {
+      'JSON-escaped': (text) => JSON.stringify(text).slice(1, -1),
+      '\\/-escaped': (text) => JSON.stringify(text).slice(1, -1).replaceAll('/', '\\/'),
+      'URL-encoded': encodeURIComponent,
+      'URL-encoded, lower-case hex': (text) =>
+        encodeURIComponent(text).replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase()),
+      'form-encoded': (text) => new URLSearchParams({ t: text }).toString().slice(2),
+      'unicode-escaped': unicodeEscaped,
+      base64: (text) => Buffer.from(text.replace(/^Bearer /, '')).toString('base64'),
+    };
+    target.fault = 'echo-credential';
+    for (const [name, form] of Object.entries(forms)) {
+      target.echo = form;
+      const refused = await run(exportId);
+      expect({ name, ...refused.sends[0] }).toMatchObject({
+        name,
+        delivered: false,
+        status: 400,
+        error: expect.stringContaining('[credential]'),
+      });
+      expect({ name, error: refused.sends[0].error }).not.toEqual({
+        name,
+        error: expect.stringContaining(form(credential)),
+      });
+    }
+    const everything = [
+      JSON.stringify((await call('get', `/tollgate/billing-exports/${exportId}/runs`)).body),
+      ...logLines,
+      await storedText(storage.handle.db, 'billing_export_attempts'),
+    ].join('\n');
+    for (const form of [(text: string) => text, ...Object.values(forms)])
+      expect(everything).not.toContain(form(credential));
+  });
+
   it('rotate-secrets re-seals credentials: an export still sends with only the new key', async () => {
     freshWindow();
     const target = await receiver('lago');
