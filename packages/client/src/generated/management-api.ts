@@ -75,7 +75,7 @@ export interface paths {
         get: operations["getConsumerApiKey"];
         put?: never;
         post?: never;
-        /** Delete a key (and its usage) */
+        /** Delete a key (its usage stays, counted for its consumer, the fleet and billing) */
         delete: operations["deleteConsumerApiKey"];
         options?: never;
         head?: never;
