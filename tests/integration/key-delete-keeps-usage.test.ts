@@ -42,9 +42,9 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
       ...(body !== undefined && { body: JSON.stringify(body) }),
     });
     const text = await res.text();
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read response fields freely
     const reply = {
       status: res.status,
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read response fields freely
       body: JSON.parse(text) as any,
       headers: Object.fromEntries(res.headers),
     };
