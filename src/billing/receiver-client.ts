@@ -5,7 +5,7 @@ import type { ExportTarget, UsageSend } from './usage-send.js';
 
 /**
  * The most of a receiver's answer read: enough for an error message or a duplicate's code (and as much
- * again as a credential's longest form, which `redacted` drops from the end of an answer it was cut).
+ * again as a credential's longest form, which `redacted` drops from the end of an answer that was cut).
  */
 const MAX_BODY_BYTES = 4096;
 
