@@ -11,7 +11,7 @@ import tseslint from 'typescript-eslint';
  * (COMPOSITION_ROOT) sits above them all.
  */
 const LAYERS = [
-  ['plans', 'errors', 'events'],
+  ['plans', 'errors', 'events', 'net'],
   ['ops'],
   ['config'],
   ['redis'],

@@ -1,3 +1,4 @@
+import { canonicalAddress } from './net/canonical-address.js';
 import { parsePlan, type Plan } from './plans/plan.js';
 
 /** Every setting of the service, validated once at start-up and passed in; never read as a global. */
@@ -112,7 +113,8 @@ function trustProxy(raw: string | undefined): TrustProxy {
   if (addresses.some((a) => !/^[0-9a-fA-F:.]+$/.test(a))) {
     throw new ConfigError('TRUST_PROXY', 'must be a hop count or a comma-separated list of IP addresses');
   }
-  return { addresses };
+  // Compared with peers as the proxy spells them (src/net/canonical-address.ts).
+  return { addresses: addresses.map(canonicalAddress) };
 }
 
 export function loadConfig(env: Env): Config {

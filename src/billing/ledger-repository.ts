@@ -338,7 +338,8 @@ export class LedgerRepository {
 
   /**
    * Forgets what no run needs any more: runs started before `before` (with their attempts), delivered
-   * sends written before it, and the ledger of buckets that started before it (older than any run reads).
+   * sends written before it, the ledger of buckets that started before it (older than any run reads),
+   * and whom keys deleted before it were billed as (their buckets too are older than any run reads).
    */
   async prune(before: Date): Promise<void> {
     await this.db.deleteFrom('billing_export_runs').where('started_at', '<', before).execute();
@@ -348,5 +349,6 @@ export class LedgerRepository {
       .where('delivered_at', 'is not', null)
       .execute();
     await this.db.deleteFrom('billing_export_buckets').where('bucket_start', '<', before).execute();
+    await this.db.deleteFrom('deleted_keys').where('deleted_at', '<', before).execute();
   }
 }

@@ -1,9 +1,12 @@
 import { Agent, request } from 'undici';
 import { FORMATS } from './formats/index.js';
-import { outcomeOf, redacted, type SendOutcome } from './send-outcome.js';
+import { credentialSlack, outcomeOf, redacted, type SendOutcome } from './send-outcome.js';
 import type { ExportTarget, UsageSend } from './usage-send.js';
 
-/** The most of a receiver's answer read: enough for an error message or a duplicate's code. */
+/**
+ * The most of a receiver's answer read: enough for an error message or a duplicate's code (and as much
+ * again as a credential's longest form, which `redacted` drops from the end of an answer that was cut).
+ */
 const MAX_BODY_BYTES = 4096;
 
 /**
@@ -28,11 +31,11 @@ export class ReceiverClient {
     const { url, headers, body } = format.request(target, send);
     try {
       const res = await request(url, { method: 'POST', headers, body, dispatcher: this.agent });
-      const answer = await readSome(res.body);
+      const answer = await readSome(res.body, MAX_BODY_BYTES + credentialSlack(target.credential));
       return outcomeOf(
         res.statusCode,
-        redacted(answer, target.credential),
-        format.alreadyHeld?.(res.statusCode, answer) ?? false,
+        redacted(answer.text, target.credential, answer.cut),
+        format.alreadyHeld?.(res.statusCode, answer.text) ?? false,
       );
     } catch (err) {
       const { code, message } = err as { code?: string; message?: string };
@@ -49,15 +52,21 @@ export class ReceiverClient {
   }
 }
 
-/** The first bytes of a body as text; the rest is discarded so the connection can be reused. */
-async function readSome(body: AsyncIterable<Buffer> & { dump(): Promise<void> }): Promise<string> {
+/**
+ * The first `maxBytes` of a body as text, and whether there may be more (`cut`); the rest is discarded
+ * so the connection can be reused.
+ */
+async function readSome(
+  body: AsyncIterable<Buffer> & { dump(): Promise<void> },
+  maxBytes: number,
+): Promise<{ text: string; cut: boolean }> {
   const chunks: Buffer[] = [];
   let length = 0;
   for await (const chunk of body) {
     chunks.push(chunk);
     length += chunk.length;
-    if (length >= MAX_BODY_BYTES) break;
+    if (length >= maxBytes) break;
   }
   await body.dump().catch(() => {});
-  return Buffer.concat(chunks).subarray(0, MAX_BODY_BYTES).toString('utf8');
+  return { text: Buffer.concat(chunks).subarray(0, maxBytes).toString('utf8'), cut: length >= maxBytes };
 }

@@ -48,14 +48,23 @@ export function customerIn(metadata: string, field: string): string | undefined 
 }
 
 /**
+ * Who a subject is billed as: its id, externalId and metadata. A deleted key's usage stays (sql/072),
+ * so keys are those that exist and those deleted, as they were when deleted.
+ */
+function owners(trx: Db, subject: ExportSubject) {
+  const columns = ['id', 'external_id', 'metadata'] as const;
+  return subject === 'key'
+    ? trx.selectFrom('api_keys').select(columns).unionAll(trx.selectFrom('deleted_keys').select(columns))
+    : trx.selectFrom('consumers').select(columns);
+}
+
+/**
  * The closed buckets of one kind of subject (keys, or the consumers their keys belonged to), summed
  * over the rows a key's usage is split into by consumer, billed to the subject's `externalId` (or a
  * member of its metadata).
  */
 function unsentBuckets(subject: ExportSubject): SubjectUsageReader {
   const column = subject === 'key' ? 'key_id' : 'consumer_id';
-  // Typed as the keys' table: both tables read here have the same id, external_id and metadata columns.
-  const owners = (subject === 'key' ? 'api_keys' : 'consumers') as 'api_keys';
   return {
     async unsent(trx, billingExport, { fromMs, toMs }) {
       const sent = sql<number>`coalesce(x.units, 0)`;
@@ -71,7 +80,7 @@ function unsentBuckets(subject: ExportSubject): SubjectUsageReader {
         .as('b');
       const rows = await trx
         .selectFrom(buckets)
-        .innerJoin(`${owners} as o`, 'o.id', 'b.subject_id')
+        .innerJoin(owners(trx, subject).as('o'), 'o.id', 'b.subject_id')
         .leftJoin('billing_export_buckets as x', (join) =>
           join
             .on('x.export_id', '=', billingExport.id)

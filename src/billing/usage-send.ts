@@ -35,7 +35,10 @@ export interface ReceiverRequest {
 /** A service's request format: how one send becomes one request, as the service documents it. */
 export interface ExportFormat {
   request(target: ExportTarget, send: UsageSend): ReceiverRequest;
-  /** Whether a refusal says the receiver already holds this id (a retry whose first answer was lost). */
+  /**
+   * Whether a refusal other than 409 (which every receiver's answer counts as held, send-outcome.ts) says
+   * the receiver already holds this id (a retry whose first answer was lost).
+   */
   alreadyHeld?(status: number, body: string): boolean;
 }
 

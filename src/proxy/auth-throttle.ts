@@ -1,3 +1,4 @@
+import { canonicalAddress } from '../net/canonical-address.js';
 import { windowAt, type RateLimitPolicy } from '../plans/window.js';
 
 /** A credential from this address may be checked; `settle` says how the check went, exactly once. */
@@ -20,7 +21,8 @@ export type Attempt = AllowedAttempt | RefusedAttempt;
 export const UNCOUNTED: AllowedAttempt = { allowed: true, settle: () => undefined };
 
 /**
- * Failed authentications per client address: a budget of wrong credentials per window. A credential
+ * Failed authentications per client address: a budget of wrong credentials per window, counted per
+ * canonical address (src/net/canonical-address.ts: one address spelled two ways is one budget). A credential
  * whose answer memory does not already know is checked only after `attempt` allows it, so guesses
  * sent all at once cannot all be checked before the first failure is counted.
  */
@@ -71,7 +73,7 @@ export class AuthThrottle implements FailureThrottle {
   ) {}
 
   blockedUntil(address: string, nowMs: number): number | undefined {
-    const r = this.records.get(address);
+    const r = this.records.get(canonicalAddress(address));
     return r !== undefined && r.windowEnd > nowMs && r.failed >= this.policy.limit ? r.windowEnd : undefined;
   }
 
@@ -83,7 +85,8 @@ export class AuthThrottle implements FailureThrottle {
   }
 
   /** The address's record of the window at `nowMs`, empty when it has none yet. */
-  record(address: string, nowMs: number): AddressRecord {
+  record(spelling: string, nowMs: number): AddressRecord {
+    const address = canonicalAddress(spelling);
     const r = this.records.get(address);
     if (r !== undefined && r.windowEnd > nowMs) return r;
     if (r === undefined && this.records.size >= this.maxAddresses) {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { TrustProxy } from '../config.js';
+import { canonicalAddress } from '../net/canonical-address.js';
 
 /**
  * Headers that describe one connection, not the message (RFC 9110 §7.6.1), plus the ones Tollgate
@@ -151,11 +152,6 @@ export type Forwarded = Pick<ForwardedFacts, 'forwardedFor' | 'forwardedProto' |
   readonly client: string;
 };
 
-/** `::ffff:10.0.0.1` and `10.0.0.1` are the same peer (the failed-key throttle counts them as one). */
-export function plainAddress(address: string): string {
-  return address.startsWith('::ffff:') ? address.slice(7) : address;
-}
-
 function trusts(trust: TrustProxy, address: string, hop: number): boolean {
   return 'hops' in trust ? hop < trust.hops : trust.addresses.includes(address);
 }
@@ -166,7 +162,7 @@ function trusts(trust: TrustProxy, address: string, hop: number): boolean {
  * beyond them; the first entry is the client as far as Tollgate can tell.
  */
 export function forwardedFacts(req: IncomingMessage, trust: TrustProxy): Forwarded {
-  const peer = plainAddress(req.socket.remoteAddress ?? '');
+  const peer = canonicalAddress(req.socket.remoteAddress ?? '');
   const ownProto = (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
   const host = req.headers.host;
   if (!trusts(trust, peer, 0))
@@ -181,9 +177,9 @@ export function forwardedFacts(req: IncomingMessage, trust: TrustProxy): Forward
   while (first > 0 && trusts(trust, current, hop)) {
     first--;
     hop++;
-    current = plainAddress(chain[first]!.trim());
+    current = canonicalAddress(chain[first]!.trim());
   }
-  const vouched = chain.slice(first).map((a) => plainAddress(a.trim()));
+  const vouched = chain.slice(first).map((a) => canonicalAddress(a.trim()));
   vouched.push(peer);
 
   const proto = req.headers['x-forwarded-proto'];

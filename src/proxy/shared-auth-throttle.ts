@@ -6,6 +6,7 @@ import {
   type FailureThrottle,
 } from './auth-throttle.js';
 import { windowAt, type RateLimitPolicy, type Window } from '../plans/window.js';
+import { canonicalAddress } from '../net/canonical-address.js';
 import type { Logger } from '../ops/logger.js';
 import type { RedisClient } from '../redis/connect.js';
 
@@ -43,13 +44,16 @@ export class SharedAuthThrottle implements FailureThrottle {
     this.local = new AuthThrottle(policy, maxAddresses);
   }
 
-  blockedUntil(address: string, nowMs: number): number | undefined {
+  blockedUntil(spelling: string, nowMs: number): number | undefined {
+    const address = canonicalAddress(spelling);
     const shared = this.blocked.get(address);
     if (shared !== undefined && shared > nowMs) return shared;
     return this.local.blockedUntil(address, nowMs);
   }
 
-  attempt(address: string, nowMs: number, secret: string): Attempt | Promise<Attempt> {
+  attempt(spelling: string, nowMs: number, secret: string): Attempt | Promise<Attempt> {
+    // One address spelled two ways is one Redis counter, on every replica.
+    const address = canonicalAddress(spelling);
     const until = this.blockedUntil(address, nowMs);
     if (until !== undefined) return { allowed: false, retryAtMs: until };
     const guess = `${address} ${secret}`;

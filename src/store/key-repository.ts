@@ -410,8 +410,22 @@ export class KeyRepository {
     return result.numUpdatedRows > 0n;
   }
 
-  /** Returns whether a key was deleted (its usage rows go with it). */
-  async delete(id: string): Promise<boolean> {
+  /**
+   * Returns whether a key was deleted. Its usage stays (billing data, sql/072), and whom a billing
+   * export bills it to is kept in `deleted_keys`: call it in a transaction, so both or neither happen.
+   */
+  async delete(id: string, now = new Date()): Promise<boolean> {
+    const key = await this.db
+      .selectFrom('api_keys')
+      .select(['external_id', 'metadata'])
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (key === undefined) return false;
+    await this.db
+      .insertInto('deleted_keys')
+      .values({ id, external_id: key.external_id, metadata: key.metadata, deleted_at: now })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
     const result = await this.db.deleteFrom('api_keys').where('id', '=', id).executeTakeFirst();
     return result.numDeletedRows > 0n;
   }

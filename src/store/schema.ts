@@ -46,6 +46,14 @@ export interface CreditTableColumns {
   credits_low_at: ColumnType<string | number | null, number | null | undefined, number | null>;
 }
 
+/** Whom a billing export bills a deleted key's usage to, as the key was when deleted (sql/072). */
+export interface DeletedKeyTable {
+  id: string;
+  external_id: string | null;
+  metadata: string;
+  deleted_at: Date;
+}
+
 export interface ConsumerTable extends CreditTableColumns {
   id: string;
   name: string;
@@ -282,6 +290,7 @@ export interface LeaseTable {
 export interface Database {
   rate_limit_plans: RateLimitPlanTable;
   api_keys: ApiKeyTable;
+  deleted_keys: DeletedKeyTable;
   consumers: ConsumerTable;
   usage_endpoints: UsageEndpointTable;
   usage_customers: UsageCustomerTable;

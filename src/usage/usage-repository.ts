@@ -103,7 +103,8 @@ export class UsageRepository {
   /**
    * Adds a batch to the totals in one transaction. With a `batchId`, a batch already applied is
    * skipped (returns false), so a flusher that died after committing can safely apply it again.
-   * Usage of keys deleted meanwhile is dropped with them.
+   * Usage of a key deleted meanwhile is kept like any other: it was made while the key existed, and
+   * bills its consumer (sql/072).
    */
   async applyBatch(batchId: string | undefined, batch: UsageBatch): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
@@ -126,18 +127,8 @@ export class UsageRepository {
       const keyIds = [...batch.keys()];
       if (keyIds.length === 0) return true;
       const nowMs = this.clock();
-      const live: { id: string }[] = [];
-      for (const ids of slices(keyIds)) {
-        // FOR KEY SHARE: a concurrent delete waits for this batch, then removes its rows too.
-        live.push(
-          ...(await this.dialect
-            .lockRows(trx.selectFrom('api_keys').select('id').where('id', 'in', ids), 'key share')
-            .execute()),
-        );
-      }
-      const liveIds = live.map((k) => k.id);
       const filings = new Map(
-        liveIds.map((id) => [
+        keyIds.map((id) => [
           id,
           filingsOf(batch.get(id)!).map((filing) => ({
             ...filing,
@@ -152,11 +143,11 @@ export class UsageRepository {
       ];
       const [endpointsHeld, customersHeld, endpointSeriesHeld, customerSeriesHeld, routeSeriesHeld] =
         await Promise.all([
-          this.heldCounts(trx, NAMES.endpoints, liveIds),
-          this.heldCounts(trx, NAMES.customers, liveIds),
-          this.heldCounts(trx, NAMES.endpointSeries, liveIds, starts),
-          this.heldCounts(trx, NAMES.customerSeries, liveIds, starts),
-          this.heldCounts(trx, NAMES.routeSeries, liveIds, starts),
+          this.heldCounts(trx, NAMES.endpoints, keyIds),
+          this.heldCounts(trx, NAMES.customers, keyIds),
+          this.heldCounts(trx, NAMES.endpointSeries, keyIds, starts),
+          this.heldCounts(trx, NAMES.customerSeries, keyIds, starts),
+          this.heldCounts(trx, NAMES.routeSeries, keyIds, starts),
         ]);
 
       const endpointRows: {
@@ -178,7 +169,7 @@ export class UsageRepository {
         failed: number;
       }[] = [];
       const overTime: KeyBatch[] = [];
-      for (const id of liveIds) {
+      for (const id of keyIds) {
         const parts = filings.get(id)!;
         // A key's names are capped across all its consumers: every part uses the names the key counts.
         const endpointNames = await this.naming(

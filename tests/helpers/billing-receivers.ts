@@ -3,13 +3,15 @@
  * the format its service documents (anything else: 400, recorded in `formatErrors`) and deduplicating
  * as the service does: Stripe meter events by `identifier` (and replaying an `Idempotency-Key`'s first
  * answer), OpenMeter and CloudEvents by (`id`, `source`), Lago by `transaction_id` (a duplicate is a 422
- * `value_already_exist`). What they hold is summed by customer: after any fault, that sum must be the
+ * `value_already_exist`). `duplicateStatus` 409 makes a receiver answer a duplicate with 409 Conflict, as
+ * many CloudEvents receivers do. What they hold is summed by customer: after any fault, that sum must be the
  * usage Tollgate stored, exactly.
  *
  * Faults, set through `fault`: `status-500` answers 500 without taking the event; `hang` never answers;
  * `close` drops the connection before taking it; `close-after-taking` takes it and then drops the
  * connection (the answer is lost, the sender must retry under the same id); `echo-credential` refuses
- * with a 400 whose body repeats the Authorization header, as a careless service might.
+ * with a 400 whose body repeats the Authorization header, as a careless service might (as it is, or as
+ * `echo` writes it: JSON-escaped, URL-encoded…).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -152,6 +154,10 @@ const PARSERS: Record<ReceiverType, (req: IncomingMessage, body: string) => Pars
 
 export class BillingReceiver {
   fault: ReceiverFault = 'none';
+  /** How `echo-credential` writes the Authorization header back; undefined: as it came. */
+  echo: ((authorization: string) => string) | undefined;
+  /** 409: an id it already holds is answered 409 Conflict instead of the service's own answer. */
+  duplicateStatus: 409 | undefined;
   /** How long it waits after taking an event before answering: a sender killed meanwhile never hears. */
   answerDelayMs = 0;
   /** Events taken whose answer has not been written yet. */
@@ -255,7 +261,11 @@ export class BillingReceiver {
     if (fault === 'echo-credential') {
       res
         .writeHead(400, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ error: `bad request with ${req.headers.authorization}` }));
+        .end(
+          this.echo === undefined
+            ? JSON.stringify({ error: `bad request with ${req.headers.authorization}` })
+            : `{"error": "bad request with ${this.echo(req.headers.authorization ?? '')}"}`,
+        );
       return;
     }
     const reply = this.take(event, req.headers['idempotency-key']);
@@ -279,6 +289,8 @@ export class BillingReceiver {
     idempotencyKey: string | string[] | undefined,
   ): { status: number; body: string } {
     const duplicate = this.held.has(event.key);
+    if (duplicate && this.duplicateStatus === 409)
+      return { status: 409, body: JSON.stringify({ error: 'conflict', message: `${event.id} exists` }) };
     if (!duplicate)
       this.held.set(event.key, {
         id: event.id,

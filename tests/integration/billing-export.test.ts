@@ -441,6 +441,47 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
     expect(told.some((e) => credentials.some((c) => e.payload.includes(c)))).toBe(false);
   });
 
+  it.each(TYPES)(
+    '%s: a 409 for an id the receiver already holds is a delivery, told once by usage.exported',
+    async (type) => {
+      const start = freshWindow();
+      const target = await receiver(type);
+      target.duplicateStatus = 409;
+      const exportId = await createExport(type, target);
+      const k = await key('cus_conflict');
+      await store(k, start + MINUTE, 6);
+      now = start + 3 * MINUTE;
+      const id = idempotencyId(exportId, k, start + MINUTE, 1);
+      // The receiver takes the event and the connection drops before its answer: tried again.
+      target.fault = 'close-after-taking';
+      expect(await run(exportId)).toMatchObject({ planned: 1, delivered: 0, failed: 1 });
+      target.fault = 'none';
+      now += 5_000;
+      const retried = await run(exportId);
+      expect(retried).toMatchObject({ delivered: 1, failed: 0 });
+      expect(retried.sends).toEqual([
+        expect.objectContaining({ idempotencyId: id, status: 409, delivered: true, error: null }),
+      ]);
+      // Delivered: never sent again, the receiver holds it once, and usage.exported tells it once.
+      now += 5 * MINUTE;
+      expect(await run(exportId)).toMatchObject({ planned: 0, delivered: 0, sends: [] });
+      await exporter.runScheduled();
+      expect(target.requests.map((r) => r.id)).toEqual([id, id]);
+      expect(target.totals()).toEqual({ cus_conflict: 6 });
+      const told = await storage.handle.db
+        .selectFrom('outbox_events')
+        .select('payload')
+        .where('type', '=', 'usage.exported')
+        .execute();
+      expect(
+        told
+          .map((e) => (JSON.parse(e.payload) as { data: { exportId: string; value: number } }).data)
+          .filter((data) => data.exportId === exportId)
+          .map((data) => data.value),
+      ).toEqual([6]);
+    },
+  );
+
   it('keeps a key without a customer id for later and names it; reads the customer from metadata with customerField', async () => {
     freshWindow();
     const target = await receiver('lago');
@@ -630,6 +671,53 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
       await storedText(storage.handle.db, 'billing_export_attempts'),
     ].join('\n');
     for (const credential of credentials) expect(everything).not.toContain(credential);
+  });
+
+  it('never shows a credential a receiver repeats escaped or encoded, in the run log or a log line', async () => {
+    freshWindow();
+    // Characters that each form writes its own way.
+    const credential = `sk_live/"quoted"\\back+plus space~${randomBytes(6).toString('hex')}`;
+    credentials.push(credential);
+    const target = await BillingReceiver.start('stripe', credential);
+    receivers.push(target);
+    const exportId = await createExport('stripe', target);
+    const k = await key('cus_escaped');
+    await store(k, now + MINUTE, 2);
+    now += 3 * MINUTE;
+    const unicodeEscaped = (text: string) =>
+      [...text].map((c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()).join('');
+    const forms: Record<string, (text: string) => string> = {
+      'JSON-escaped': (text) => JSON.stringify(text).slice(1, -1),
+      '\\/-escaped': (text) => JSON.stringify(text).slice(1, -1).replaceAll('/', '\\/'),
+      'URL-encoded': encodeURIComponent,
+      'URL-encoded, lower-case hex': (text) =>
+        encodeURIComponent(text).replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase()),
+      'form-encoded': (text) => new URLSearchParams({ t: text }).toString().slice(2),
+      'unicode-escaped': unicodeEscaped,
+      base64: (text) => Buffer.from(text.replace(/^Bearer /, '')).toString('base64'),
+    };
+    target.fault = 'echo-credential';
+    for (const [name, form] of Object.entries(forms)) {
+      target.echo = form;
+      const refused = await run(exportId);
+      expect({ name, ...refused.sends[0] }).toMatchObject({
+        name,
+        delivered: false,
+        status: 400,
+        error: expect.stringContaining('[credential]'),
+      });
+      expect({ name, error: refused.sends[0].error }).not.toEqual({
+        name,
+        error: expect.stringContaining(form(credential)),
+      });
+    }
+    const everything = [
+      JSON.stringify((await call('get', `/tollgate/billing-exports/${exportId}/runs`)).body),
+      ...logLines,
+      await storedText(storage.handle.db, 'billing_export_attempts'),
+    ].join('\n');
+    for (const form of [(text: string) => text, ...Object.values(forms)])
+      expect(everything).not.toContain(form(credential));
   });
 
   it('rotate-secrets re-seals credentials: an export still sends with only the new key', async () => {

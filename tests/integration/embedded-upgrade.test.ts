@@ -72,6 +72,7 @@ const EMPTY_TABLES = [
   'webhook_deliveries',
   'leases',
   'billing_exports',
+  'deleted_keys',
   'billing_export_buckets',
   'billing_export_sends',
   'billing_export_runs',

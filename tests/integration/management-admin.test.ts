@@ -529,6 +529,24 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
       expect((await call('get', '/consumer-api-key', ROOT_TOKEN, undefined, address)).status).toBe(200);
     });
 
+    it('counts one address however the load balancer spells it', async () => {
+      const spellings = ['2001:DB8::7', '2001:db8:0:0:0:0:0:7', '::FFFF:198.51.100.17', '::ffff:c633:6411'];
+      // 10 wrong tokens from each spelling: 20 from each of the two addresses.
+      for (let i = 0; i < 40; i++)
+        expect(
+          (await call('get', '/consumer-api-key', `wrong-${i}`, undefined, spellings[i % 4])).status,
+        ).toBe(401);
+      for (const address of [...spellings, '2001:db8::7', '198.51.100.17']) {
+        const throttled = await call('get', '/consumer-api-key', ROOT_TOKEN, undefined, address);
+        expect([address, throttled.status, throttled.body.code]).toEqual([
+          address,
+          429,
+          'too_many_failed_attempts',
+        ]);
+      }
+      now += 60_000;
+    });
+
     it('checks no more than 20 wrong credentials when they all arrive at once', async () => {
       const address = '198.51.100.9';
       // Admin-token-shaped guesses are looked up in the database: their answers overlap.

@@ -103,13 +103,14 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
     expect((await usage.read(keyId)).endpoints.get('/once')?.requests).toBe(3);
   });
 
-  it('drops the usage of a key deleted before its batch arrives, and keeps the rest of the batch', async () => {
+  it('keeps the usage of a key deleted before its batch arrives (made while it existed), and the usage it had', async () => {
     const gone = await newKey();
     const kept = await newKey();
+    await usage.applyBatch(undefined, batchOf(gone, { '/x': [2, 0, 1] }));
     await keys.delete(gone);
     const batch = new Map([...batchOf(gone, { '/x': [1, 0, 1] }), ...batchOf(kept, { '/y': [1, 0, 1] })]);
     await usage.applyBatch(undefined, batch);
-    expect((await usage.read(gone)).endpoints.size).toBe(0);
+    expect((await usage.read(gone)).endpoints.get('/x')?.requests).toBe(3);
     expect((await usage.read(kept)).endpoints.get('/y')?.requests).toBe(1);
   });
 
@@ -186,9 +187,10 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
     return ids;
   }
 
-  it('applies a batch of 70,001 keys (more than one statement takes parameters): every live key counted, deleted ones dropped', async () => {
-    // 5,000 live keys (each of its statements in several slices) and 65,001 deleted meanwhile: the
-    // batch names 70,001 keys, as one held through a long outage does.
+  it('applies a batch of 70,001 keys (more than one statement takes parameters): every key counted, deleted ones too', async () => {
+    // 5,000 live keys (each of its statements in several slices) and 65,001 deleted meanwhile, whose
+    // usage stays (it was made while they existed): the batch names 70,001 keys, as one held through a
+    // long outage does.
     const live = await manyKeys(5_000);
     const ids = [...live, ...Array.from({ length: 65_001 }, (_, i) => `key_gone_${kind}_${i}`)];
     const batch: UsageBatch = new Map(ids.map((id) => [id, batchOf(id, { '/many': [1, 0, 2] }).get(id)!]));
@@ -197,7 +199,7 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
       select cast(count(*) as integer) as keys, cast(sum(requests) as integer) as requests from usage_endpoints where endpoint = '/many'`.execute(
       handle.db,
     );
-    expect(counted.rows[0]).toEqual({ keys: 5_000, requests: 5_000 });
+    expect(counted.rows[0]).toEqual({ keys: 70_001, requests: 70_001 });
     expect((await usage.read(live.at(-1)!)).endpoints.get('/many')).toEqual({
       requests: 1,
       successful: 1,
@@ -211,6 +213,12 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
       handle.db,
     );
     expect(buckets.rows[0]!.n).toBe(5_000);
+    const gone = await sql<{
+      n: number;
+    }>`select cast(count(*) as integer) as n from usage_buckets where granularity = 'month' and key_id like ${`key_gone_${kind}_%`}`.execute(
+      handle.db,
+    );
+    expect(gone.rows[0]!.n).toBe(65_001);
   }, 300_000);
 
   it('applies a key with 70,001 new customers in one batch: 10,000 kept, the rest under "(other)", sums intact', async () => {

@@ -396,6 +396,47 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
   }
 });
 
+describe.each(HARNESS_MODES)('$name, on a clock the test holds', (mode) => {
+  const h = new ProxyHarness();
+  let stop: () => Promise<void>;
+
+  beforeAll(async () => {
+    stop = await mode.start(h);
+  }, 60_000);
+
+  afterAll(async () => {
+    await stop?.();
+  });
+
+  it('throttles wrong keys per address however it is spelled: IPv6 canonically, IPv4-mapped as IPv4', async () => {
+    // Two addresses, each in two spellings: 100 wrong keys a minute per address, whichever spelling.
+    const addresses = [
+      ['2001:DB8::9', '2001:db8:0:0:0:0:0:9'],
+      ['::FFFF:203.0.113.9', '::ffff:cb00:7109'],
+    ];
+    for (const spellings of addresses)
+      for (let i = 0; i < 100; i++) {
+        const clientAddress = spellings[i % 2]!;
+        expect((await verify(h, { key: unknownSecret(), clientAddress })).body.code).toBe('invalid_api_key');
+      }
+    for (const clientAddress of [...addresses.flat(), '2001:db8::9', '203.0.113.9']) {
+      const { body } = await verify(h, { key: unknownSecret(), clientAddress });
+      expect({ clientAddress, ...body }).toEqual({
+        clientAddress,
+        valid: false,
+        code: 'too_many_failed_attempts',
+        limits: [],
+        resetTime: '2026-01-05T10:01:00Z',
+        retryAfterSeconds: 60,
+      });
+    }
+    // Another address has its own budget.
+    expect((await verify(h, { key: unknownSecret(), clientAddress: '2001:db8::a' })).body.code).toBe(
+      'invalid_api_key',
+    );
+  });
+});
+
 describe('embedded, where verify cannot decide as it would like', () => {
   it('answers route_not_found for a path no route takes without a catch-all, counted as failed', async () => {
     const h = new ProxyHarness();

@@ -49,4 +49,23 @@ describe('AuthThrottle', () => {
     expect(throttle.blockedUntil('a', T0 + 60_000)).toBeUndefined();
     expect(throttle.blockedUntil('c', T0)).toBeDefined();
   });
+
+  it('counts one address however it is spelled', () => {
+    const throttle = new AuthThrottle({ limit: 3, period: 'minute' });
+    const fail = (address: string) => {
+      const a = throttle.attempt(address, T0);
+      if (a.allowed) a.settle(true);
+    };
+    for (const spellings of [
+      ['2001:DB8::9', '2001:db8:0:0:0:0:0:9', '2001:db8::9'],
+      ['::FFFF:203.0.113.9', '::ffff:cb00:7109', '203.0.113.9'],
+    ]) {
+      fail(spellings[0]!);
+      fail(spellings[1]!);
+      expect(throttle.blockedUntil(spellings[2]!, T0)).toBeUndefined();
+      fail(spellings[2]!);
+      for (const spelling of spellings)
+        expect(throttle.blockedUntil(spelling, T0)).toBe(Date.UTC(2026, 0, 5, 10, 1, 0));
+    }
+  });
 });

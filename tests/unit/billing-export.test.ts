@@ -66,6 +66,8 @@ describe('a receiver’s answer', () => {
     [400, 'refused'],
     [401, 'refused'],
     [404, 'refused'],
+    // A conflict with the one id a send carries: the receiver holds it.
+    [409, 'delivered'],
     [408, 'unreachable'],
     [425, 'unreachable'],
     [429, 'unreachable'],
@@ -95,6 +97,19 @@ it('cuts the credential out of an error text, wherever it is, and shortens it', 
     'Invalid key [credential]; again [credential]',
   );
   expect(redacted('x'.repeat(1000), undefined)).toHaveLength(301);
+});
+
+it('cuts the credential out in any mix of escapes, and the start of one at the end of a cut answer', () => {
+  const credential = 'sk/"a\\b c';
+  expect(redacted('{"e": "sk\\/\\"a\\\\b c"} sk%2F%22a%5cb+c c2svImFcYiBj', credential)).toBe(
+    '{"e": "[credential]"} [credential] [credential]',
+  );
+  expect(redacted('key \\u0073\\U006B/"a\\b%20c.', credential)).toBe('key \\u0073\\U006B/"a\\b%20c.');
+  expect(redacted('key \\u0073\\u006B/"a\\b%20c.', credential)).toBe('key [credential].');
+  // An answer read only so far ends in the credential's first characters: that end is dropped.
+  const start = 'x'.repeat(200) + ' sk/"a';
+  expect(redacted(start, credential, true)).toBe('x'.repeat(start.length - 6 * credential.length) + '…');
+  expect(redacted(start, credential, false)).toBe(start);
 });
 
 it('doubles the backoff from its base up to its cap', () => {

@@ -75,7 +75,7 @@ export interface paths {
         get: operations["getConsumerApiKey"];
         put?: never;
         post?: never;
-        /** Delete a key (and its usage) */
+        /** Delete a key (its usage stays, counted for its consumer, the fleet and billing) */
         delete: operations["deleteConsumerApiKey"];
         options?: never;
         head?: never;
@@ -3176,7 +3176,7 @@ export interface components {
         /** VerifyRequest */
         VerifyRequest: {
             /**
-             * @description The end client's IPv4 or IPv6 address, as the proxy would see it: wrong keys are throttled per this address, sharing the proxy's budget (100 a minute). Absent: no address throttle. Never the caller's own address
+             * @description The end client's IPv4 or IPv6 address, as the proxy would see it: wrong keys are throttled per this address, sharing the proxy's budget (100 a minute), one budget however the address is written (IPv6 as RFC 5952 writes it, an IPv4-mapped IPv6 address as its IPv4 address). Absent: no address throttle. Never the caller's own address
              * @example 203.0.113.7
              */
             clientAddress?: string;

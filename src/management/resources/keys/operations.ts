@@ -323,7 +323,7 @@ export const keyOperations = [
     path: KEY_PATH,
     scope: 'keys:write',
     tag: TAG,
-    summary: 'Delete a key (and its usage)',
+    summary: 'Delete a key (its usage stays, counted for its consumer, the fleet and billing)',
     params: keyParams,
     success: { status: 200, description: 'Deleted', schema: DeleteKeyResponse },
     errors: KEY_NOT_FOUND,
@@ -331,7 +331,7 @@ export const keyOperations = [
       const id = params.consumerApiKeyId;
       await ctx.audited(res, async ({ keys }) => {
         const before = await keys.get(id, true);
-        if (!before || !(await keys.delete(id))) throw new AppError('key_not_found');
+        if (!before || !(await keys.delete(id, ctx.now()))) throw new AppError('key_not_found');
         return {
           result: undefined,
           action: 'key.delete',

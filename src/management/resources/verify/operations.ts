@@ -9,7 +9,7 @@ import type { LimitState } from '../../../limits/rate-limiter.js';
 import type { Metrics } from '../../../ops/metrics.js';
 import { secondsUntil } from '../../../plans/window.js';
 import { admit, type Admission } from '../../../proxy/admission.js';
-import { plainAddress } from '../../../proxy/forwarding-headers.js';
+import { canonicalAddress } from '../../../net/canonical-address.js';
 import { countKeyUse, REFUSAL_OUTCOMES } from '../../../proxy/key-use.js';
 import { hasDotSegment } from '../../../proxy/request-target.js';
 import type { VerifyDeps } from '../../context.js';
@@ -107,7 +107,7 @@ export async function verifiedText(
   const routeId = routeOf(deps, body, method);
   const admission = await admit(deps, {
     secret: body.key,
-    client: body.clientAddress === undefined ? undefined : plainAddress(body.clientAddress),
+    client: body.clientAddress === undefined ? undefined : canonicalAddress(body.clientAddress),
     routeId,
     method,
     path,

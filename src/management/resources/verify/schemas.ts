@@ -84,7 +84,7 @@ export const VerifyRequest = Type.Object(
       Type.String({
         maxLength: 64,
         description:
-          "The end client's IPv4 or IPv6 address, as the proxy would see it: wrong keys are throttled per this address, sharing the proxy's budget (100 a minute). Absent: no address throttle. Never the caller's own address",
+          "The end client's IPv4 or IPv6 address, as the proxy would see it: wrong keys are throttled per this address, sharing the proxy's budget (100 a minute), one budget however the address is written (IPv6 as RFC 5952 writes it, an IPv4-mapped IPv6 address as its IPv4 address). Absent: no address throttle. Never the caller's own address",
         examples: ['203.0.113.7'],
       }),
     ),
