@@ -92,9 +92,10 @@ class HostBucket<T> {
 
 export interface RouteIndex<T> {
   /**
-   * The value of the route for a request (its `Host` header as sent, its method, its path in normal
-   * form (plans/normalised-path.ts) without query): the longest path prefix of whole segments, then the most specific host (exact,
-   * then the longest wildcard, then routes for every host); else `fallback`.
+   * The value of the route for a request (its `Host` header as sent, its method, its path without
+   * query in normal form, plans/normalised-path.ts): the longest path prefix of whole segments, then
+   * the most specific host (exact, then the longest wildcard, then routes for every host); else
+   * `fallback`.
    */
   match(hostHeader: string | undefined, method: string, path: string): T | undefined;
 }
@@ -111,20 +112,20 @@ export function buildRouteIndex<T>(
   /** By suffix with its dot: `*.example.com` is under `.example.com`. */
   const wildcard = new Map<string, HostBucket<T>>();
   let anyHost: HostBucket<T> | undefined;
-  const treeOf = (map: Map<string, HostBucket<T>>, key: string) => {
-    let tree = map.get(key);
-    if (tree === undefined) map.set(key, (tree = new HostBucket()));
-    return tree;
+  const bucketOf = (map: Map<string, HostBucket<T>>, key: string) => {
+    let bucket = map.get(key);
+    if (bucket === undefined) map.set(key, (bucket = new HostBucket()));
+    return bucket;
   };
   for (const { match, value } of routes) {
     const host = match.host;
-    const tree =
+    const bucket =
       host === null
         ? (anyHost ??= new HostBucket())
         : isWildcardHost(host)
-          ? treeOf(wildcard, host.slice(1))
-          : treeOf(exact, host);
-    tree.add(match, value);
+          ? bucketOf(wildcard, host.slice(1))
+          : bucketOf(exact, host);
+    bucket.add(match, value);
   }
   const byHost = exact.size > 0 || wildcard.size > 0;
   // A match runs synchronously to its end: one scratch record serves every call.
