@@ -5,6 +5,7 @@ import { errorResponse, type ErrorCode } from '../errors.js';
 import type { ResolvedKey } from '../keys/key-cache.js';
 import type { Logger } from '../ops/logger.js';
 import { NO_ROUTE_LABEL, type Metrics, type ProxyOutcome } from '../ops/metrics.js';
+import { normalisedPath } from '../plans/normalised-path.js';
 import type { Outcome } from '../usage/usage.js';
 import {
   admit,
@@ -16,7 +17,6 @@ import {
 import { credentialOf } from './credential.js';
 import { countKeyUse, REFUSAL_OUTCOMES, type KeyUseDeps } from './key-use.js';
 import { customerIdOf, forwardedFacts, type Forwarded } from './forwarding-headers.js';
-import { normalisedPath } from '../plans/normalised-path.js';
 import { hasDotSegment, originForm } from './request-target.js';
 import type { RouteTarget, Routing } from './routing.js';
 
@@ -47,8 +47,8 @@ export interface NotEntered {
 
 /**
  * The steps before forwarding, the same for plain requests and WebSocket upgrades: the request target
- * (origin form, its path normalised, no dot segment), its route, the forwarded facts, authentication and limiting, and a
- * client that left meanwhile (499: quota spent, nobody to answer). What is not entered is already counted in the
+ * (origin form, its path normalised, no dot segment), its route, the forwarded facts, authentication
+ * and limiting, and a client that left meanwhile (499: quota spent, nobody to answer). What is not entered is already counted in the
  * metrics and in usage (a valid key's request); the caller only writes `refusal` its own way.
  */
 export async function enter(
