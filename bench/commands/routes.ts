@@ -136,7 +136,7 @@ async function matchCost(): Promise<[number, number][]> {
     const routes = Array.from({ length: size }, (_, i) => route(i));
     const index = buildRouteIndex(
       routes.map((r) => ({
-        match: { host: null, methods: null, ...r.match } as RouteMatch,
+        match: { host: null, methods: null, caseInsensitive: false, ...r.match } as RouteMatch,
         value: r.routeId,
       })),
       'catch-all',

@@ -55,7 +55,7 @@ export function describeMatch(match: RequestMatch): string {
   return [
     match.routeIds && `route${match.routeIds.length === 1 ? '' : 's'} ${match.routeIds.join(', ')}`,
     match.methods && match.methods.join(', '),
-    match.pathPrefix && `under ${match.pathPrefix}`,
+    match.pathPrefix && `under ${match.pathPrefix}${match.caseInsensitive ? ' (any case)' : ''}`,
   ]
     .filter(Boolean)
     .join('; ');

@@ -178,6 +178,9 @@ then the most specific host (exact, then the longest wildcard, then a route with
 its \`timeoutMs\`. No route: \`UPSTREAM_URL\` + path + query, the catch-all; with \`UPSTREAM_URL=""\` there is none, and the
 request is refused with 404 \`route_not_found\` once its key is checked (not forwarded, no quota spent, counted in the
 key's usage as failed).
+The path is first put in normal form, and routes, limits, costs, usage and the backend all see that form: a
+percent-encoded letter, digit, \`-\`, \`.\`, \`_\` or \`~\` decoded, any other escape with upper-case hex
+(\`/v1/%73earch\` is \`/v1/search\`; docs/guides/routes.md, "Paths").
 - Credential: \`Authorization: Bearer <secret>\` or \`x-api-key: <secret>\`. Missing: 401 \`missing_api_key\`;
   unknown, deleted, malformed or a rolled secret past its grace: 401 \`invalid_api_key\`; an expired key: 401
   \`key_expired\`; a disabled key: 403 \`key_disabled\`.

@@ -25,8 +25,13 @@ export const PathPrefix = Type.String({
   maxLength: 512,
   pattern: `^(?:/|(?:/${SEGMENT})+)$`,
   description:
-    '`/`, or whole path segments without a trailing slash: `/v1` takes `/v1`, `/v1/` and `/v1/items`, never `/v10`. Compared with the request path as sent, case-sensitive, not decoded',
+    '`/`, or whole path segments without a trailing slash: `/v1` takes `/v1`, `/v1/` and `/v1/items`, never `/v10`. Compared with the request path in normal form (docs/guides/routes.md): a percent-encoded letter, digit, `-`, `.`, `_` or `~` decoded (`/v1/%73earch` is `/v1/search`, and is forwarded so), any other escape with upper-case hex; the prefix is normalised the same way. Case-sensitive unless `caseInsensitive`',
   examples: ['/v1/search'],
+});
+
+export const CaseInsensitive = Type.Boolean({
+  description:
+    'Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false',
 });
 
 export const Methods = Type.Array(Type.Unsafe<HttpMethod>({ type: 'string', enum: [...HTTP_METHODS] }), {
@@ -52,6 +57,7 @@ export const RequestMatchSchema = Type.Object(
       ...PathPrefix,
       description: "The request path is this prefix or under it, in whole segments, as a route's",
     }),
+    caseInsensitive: Type.Optional(CaseInsensitive),
   },
   {
     ...strict,

@@ -14,6 +14,8 @@ export interface RouteMatch {
   readonly pathPrefix: string;
   /** null: every method. */
   readonly methods: readonly HttpMethod[] | null;
+  /** `pathPrefix` compared without regard to ASCII case (a backend that routes so, as Express does). */
+  readonly caseInsensitive: boolean;
 }
 
 export interface RouteConfig {
@@ -31,13 +33,31 @@ export interface RouteConfig {
 export const isWildcardHost = (host: string): boolean => host.startsWith('*.');
 
 /**
- * Two matches no request could tell apart: the same host (or both without one), the same path prefix,
- * and a method both take. The table refuses the second (409 `route_exists`).
+ * Two matches some request could take both: the same host (or both without one), the same path prefix
+ * (without regard to case when either's is), and a method both take. The table refuses the second
+ * (409 `route_exists`).
  */
 export function overlaps(a: RouteMatch, b: RouteMatch): boolean {
-  if (a.host !== b.host || a.pathPrefix !== b.pathPrefix) return false;
+  if (a.host !== b.host) return false;
+  const samePrefix =
+    a.caseInsensitive || b.caseInsensitive
+      ? asciiLowerCase(a.pathPrefix) === asciiLowerCase(b.pathPrefix)
+      : a.pathPrefix === b.pathPrefix;
+  if (!samePrefix) return false;
   if (a.methods === null || b.methods === null) return true;
   return a.methods.some((method) => b.methods!.includes(method));
+}
+
+/**
+ * `text` with A-Z lowered, nothing else: unlike `toLowerCase`, never a longer string (`İ`) nor a
+ * letter outside ASCII taken for one (`K`, the Kelvin sign, for `k`). The same string when it has no capital.
+ */
+export function asciiLowerCase(text: string): string {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 65 && code <= 90) return text.replace(/[A-Z]+/g, (capitals) => capitals.toLowerCase());
+  }
+  return text;
 }
 
 /**

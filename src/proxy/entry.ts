@@ -5,6 +5,7 @@ import { errorResponse, type ErrorCode } from '../errors.js';
 import type { ResolvedKey } from '../keys/key-cache.js';
 import type { Logger } from '../ops/logger.js';
 import { NO_ROUTE_LABEL, type Metrics, type ProxyOutcome } from '../ops/metrics.js';
+import { normalisedPath } from '../plans/normalised-path.js';
 import type { Outcome } from '../usage/usage.js';
 import {
   admit,
@@ -31,6 +32,7 @@ export interface Entered {
   readonly entered: true;
   /** Held until the request is finished: pass it to `finished`. */
   readonly route: RouteTarget;
+  /** In normal form (plans/normalised-path.ts): matched, counted and forwarded so. */
   readonly path: string;
   readonly search: string;
   readonly facts: Forwarded;
@@ -45,8 +47,8 @@ export interface NotEntered {
 
 /**
  * The steps before forwarding, the same for plain requests and WebSocket upgrades: the request target
- * (origin form, no dot segment), its route, the forwarded facts, authentication and limiting, and a
- * client that left meanwhile (499: quota spent, nobody to answer). What is not entered is already counted in the
+ * (origin form, its path normalised, no dot segment), its route, the forwarded facts, authentication
+ * and limiting, and a client that left meanwhile (499: quota spent, nobody to answer). What is not entered is already counted in the
  * metrics and in usage (a valid key's request); the caller only writes `refusal` its own way.
  */
 export async function enter(
@@ -58,7 +60,9 @@ export async function enter(
   client: { readonly destroyed: boolean },
 ): Promise<Entered | NotEntered> {
   const target = originForm(req.url ?? '/', req.headers.host);
-  if (target === undefined || hasDotSegment(target.path)) {
+  // One spelling per path: what routes and limits match is what the backend receives.
+  const path = target && normalisedPath(target.path);
+  if (target === undefined || path === undefined || hasDotSegment(path)) {
     deps.metrics.proxyRequests.inc({ outcome: 'bad_request' satisfies ProxyOutcome });
     finished(deps, {
       req,
@@ -76,14 +80,14 @@ export async function enter(
     };
   }
   // Routed before admission, so that the route a request is admitted for is the one it takes.
-  const route = deps.routing.route(req, target.path);
+  const route = deps.routing.route(req, path);
   const facts = forwardedFacts(req, deps.config.trustProxy);
   const admission = await admit(deps, {
     secret: credentialOf(req.headers),
     client: facts.client,
     routeId: route?.routeId,
     method: req.method!,
-    path: target.path,
+    path,
   });
   if (!admission.admitted) {
     countRefusal(deps.metrics, admission.code);
@@ -92,7 +96,7 @@ export async function enter(
       req,
       requestId,
       receivedAt,
-      path: target.path,
+      path,
       key: admission.key,
       status: refusal.status,
       outcome: REFUSAL_OUTCOMES[admission.code],
@@ -111,7 +115,7 @@ export async function enter(
       req,
       requestId,
       receivedAt,
-      path: target.path,
+      path,
       key: admission.key,
       status: 499,
       outcome: undefined,
@@ -120,7 +124,7 @@ export async function enter(
     });
     return { entered: false, refusal: undefined };
   }
-  return { entered: true, route: routed, path: target.path, search: target.search, facts, admission };
+  return { entered: true, route: routed, path, search: target.search, facts, admission };
 }
 
 /** A request no route took (and no catch-all): answered 404 `route_not_found`. */

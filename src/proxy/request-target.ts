@@ -1,7 +1,7 @@
 /**
- * The request target a client sent, reduced to the path the backend may see. Nothing here decodes
- * the path: it is forwarded byte for byte, so the checks work on the raw form and refuse anything a
- * backend might later decode into a dot segment.
+ * The request target a client sent, reduced to the path the backend may see. The path is forwarded in
+ * normal form (plans/normalised-path.ts), which decodes only unreserved characters: the checks here
+ * still refuse anything a backend might later decode into a dot segment, in any spelling.
  */
 
 /**
@@ -13,7 +13,7 @@ const DOT_SEGMENT = /(?:^|[/\\]|%2f|%5c)(?:\.|%2e){1,2}(?:$|[/\\;]|%2f|%5c)/i;
 const DOUBLE_ENCODED = /%25(?:2e|2f|5c)/i;
 
 export interface RequestTarget {
-  /** Path without query, as sent: the usage endpoint and the routing key. */
+  /** Path without query, as sent (the entry normalises it before anything reads it). */
   readonly path: string;
   /** `?…` or empty. */
   readonly search: string;

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config.js';
 import { CATCH_ALL_ROUTE_LABEL, type Metrics } from '../ops/metrics.js';
 import { buildRouteIndex, type RouteIndex } from '../routes/route-index.js';
+import { normalisedPath } from '../plans/normalised-path.js';
 import type { RouteConfig } from '../plans/route.js';
 import { upstreamPrefix } from './request-target.js';
 import { Upstreams, type Upstream } from './upstreams.js';
@@ -57,8 +58,8 @@ export class Routing {
   }
 
   /**
-   * The target of a request, held until the request is finished (release its upstream then);
-   * undefined when no route takes it and there is no catch-all.
+   * The target of a request (`path` in normal form, plans/normalised-path.ts), held until the request
+   * is finished (release its upstream then); undefined when no route takes it and there is no catch-all.
    */
   route(req: IncomingMessage, path: string): RouteTarget | undefined {
     const target = this.index.match(req.headers.host, req.method!, path);
@@ -88,17 +89,21 @@ export class Routing {
       ...urls.map((url) => url.origin),
       ...(catchAll ? [catchAll.origin] : []),
     ]);
-    const targets = routes.map((route, i) => ({
-      match: route.match,
-      value: {
-        routeId: route.routeId,
-        label: metrics.routeRequests.labelOf(route.routeId),
-        upstream: upstreams.get(urls[i]!.origin)!,
-        upstreamPath: upstreamPrefix(urls[i]!),
-        strip: route.stripPrefix && route.match.pathPrefix !== '/' ? route.match.pathPrefix.length : 0,
-        timeoutMs: route.timeoutMs ?? config.upstreamTimeoutMs,
-      },
-    }));
+    const targets = routes.map((route, i) => {
+      // Request paths are matched in normal form; a prefix stored before it was one may not be.
+      const match = { ...route.match, pathPrefix: normalisedPath(route.match.pathPrefix) };
+      return {
+        match,
+        value: {
+          routeId: route.routeId,
+          label: metrics.routeRequests.labelOf(route.routeId),
+          upstream: upstreams.get(urls[i]!.origin)!,
+          upstreamPath: upstreamPrefix(urls[i]!),
+          strip: route.stripPrefix && match.pathPrefix !== '/' ? match.pathPrefix.length : 0,
+          timeoutMs: route.timeoutMs ?? config.upstreamTimeoutMs,
+        },
+      };
+    });
     const fallback: RouteTarget | undefined = catchAll && {
       routeId: null,
       label: CATCH_ALL_ROUTE_LABEL,

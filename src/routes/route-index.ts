@@ -2,9 +2,10 @@
  * The route table as the hot path reads it: built once per change of the table, then asked once per
  * request. A match costs one map look-up per path segment in each host bucket the request's host can
  * fall in (its exact host, each wildcard suffix of it, the routes for every host), whatever the number
- * of routes: no scan per request.
+ * of routes: no scan per request. A bucket keeps its case-insensitive routes in a second tree, keyed in
+ * lower case, which a request walks with its path lowered: still one look-up per segment.
  */
-import { isWildcardHost, requestHost, type RouteMatch } from '../plans/route.js';
+import { asciiLowerCase, isWildcardHost, requestHost, type RouteMatch } from '../plans/route.js';
 
 /** One path segment of a prefix tree, with the routes whose prefix ends here. */
 interface Node<T> {
@@ -23,15 +24,15 @@ interface Best<T> {
 
 const node = <T>(): Node<T> => ({ children: undefined, any: undefined, byMethod: undefined });
 
-/** The routes of one host bucket, by path prefix, one tree level per segment. */
+/** Routes by path prefix, one tree level per segment. */
 class PrefixTree<T> {
   private readonly root: Node<T> = node();
 
-  /** Adds a route; of two that overlap (the table refuses them) the first added stays. */
-  add(match: RouteMatch, value: T): void {
+  /** `prefix`: the route's, in lower case for the case-insensitive tree. */
+  add(prefix: string, match: RouteMatch, value: T): void {
     let at = this.root;
-    if (match.pathPrefix !== '/') {
-      for (const segment of match.pathPrefix.slice(1).split('/')) {
+    if (prefix !== '/') {
+      for (const segment of prefix.slice(1).split('/')) {
         at.children ??= new Map();
         let child = at.children.get(segment);
         if (child === undefined) at.children.set(segment, (child = node()));
@@ -70,38 +71,61 @@ class PrefixTree<T> {
   }
 }
 
+/** The routes of one host bucket: those compared as written, and those compared without case. */
+class HostBucket<T> {
+  private readonly exact = new PrefixTree<T>();
+  private folded: PrefixTree<T> | undefined;
+
+  /** Adds a route; of two that overlap (the table refuses them) the first added stays. */
+  add(match: RouteMatch, value: T): void {
+    if (match.caseInsensitive)
+      (this.folded ??= new PrefixTree()).add(asciiLowerCase(match.pathPrefix), match, value);
+    else this.exact.add(match.pathPrefix, match, value);
+  }
+
+  /** Records in `best` the route of the longest prefix of `path` that takes `method`, if longer than best's. */
+  longest(path: string, method: string, best: Best<T>): void {
+    this.exact.longest(path, method, best);
+    this.folded?.longest(asciiLowerCase(path), method, best);
+  }
+}
+
 export interface RouteIndex<T> {
   /**
-   * The value of the route for a request (its `Host` header as sent, its method, its raw path
-   * without query): the longest path prefix of whole segments, then the most specific host (exact,
-   * then the longest wildcard, then routes for every host); else `fallback`.
+   * The value of the route for a request (its `Host` header as sent, its method, its path without
+   * query in normal form, plans/normalised-path.ts): the longest path prefix of whole segments, then
+   * the most specific host (exact, then the longest wildcard, then routes for every host); else
+   * `fallback`.
    */
   match(hostHeader: string | undefined, method: string, path: string): T | undefined;
 }
 
-/** The index of `routes` (oldest first: of two that overlap, the older wins), answering `fallback` when none matches. */
+/**
+ * The index of `routes` (oldest first: of two that overlap, the older wins; their prefixes in normal
+ * form), answering `fallback` when none matches.
+ */
 export function buildRouteIndex<T>(
   routes: readonly { readonly match: RouteMatch; readonly value: T }[],
   fallback: T | undefined,
 ): RouteIndex<T> {
-  const exact = new Map<string, PrefixTree<T>>();
+  const exact = new Map<string, HostBucket<T>>();
   /** By suffix with its dot: `*.example.com` is under `.example.com`. */
-  const wildcard = new Map<string, PrefixTree<T>>();
-  let anyHost: PrefixTree<T> | undefined;
-  const treeOf = (map: Map<string, PrefixTree<T>>, key: string) => {
-    let tree = map.get(key);
-    if (tree === undefined) map.set(key, (tree = new PrefixTree()));
-    return tree;
+  const wildcard = new Map<string, HostBucket<T>>();
+  let anyHost: HostBucket<T> | undefined;
+  const bucketOf = (map: Map<string, HostBucket<T>>, key: string) => {
+    let bucket = map.get(key);
+    if (bucket === undefined) map.set(key, (bucket = new HostBucket()));
+    return bucket;
   };
   for (const { match, value } of routes) {
     const host = match.host;
-    const tree =
+    const bucket =
       host === null
-        ? (anyHost ??= new PrefixTree())
+        ? (anyHost ??= new HostBucket())
         : isWildcardHost(host)
-          ? treeOf(wildcard, host.slice(1))
-          : treeOf(exact, host);
-    tree.add(match, value);
+          ? bucketOf(wildcard, host.slice(1))
+          : bucketOf(exact, host);
+    bucket.add(match, value);
   }
   const byHost = exact.size > 0 || wildcard.size > 0;
   // A match runs synchronously to its end: one scratch record serves every call.

@@ -1,4 +1,5 @@
 import { isSeedLimit, ruleOf, type CostRule, type LimitRule } from '../plans/plan.js';
+import { normalisedMatch } from '../plans/request-match.js';
 import type { Period } from '../plans/window.js';
 
 /**
@@ -13,13 +14,19 @@ export function limitColumns(limits: readonly LimitRule[]) {
   };
 }
 
-/** A plan's stored columns as its limits: the JSON when there is one, else the seed's one limit. */
+/**
+ * A plan's stored columns as its limits: the JSON when there is one, else the seed's one limit. Path
+ * prefixes come out in normal form, as request paths are compared (one stored earlier may not be).
+ */
 export function limitsOf(row: {
   limit: string | number;
   period: string;
   limits: string | null;
 }): LimitRule[] {
-  if (row.limits !== null) return JSON.parse(row.limits) as LimitRule[];
+  if (row.limits !== null)
+    return (JSON.parse(row.limits) as LimitRule[]).map((rule) =>
+      rule.match === undefined ? rule : { ...rule, match: normalisedMatch(rule.match) },
+    );
   return [ruleOf({ limit: Number(row.limit), period: row.period as Period })];
 }
 
@@ -27,6 +34,8 @@ export function limitsOf(row: {
 export const costsColumn = (costs: readonly CostRule[]): string | null =>
   costs.length === 0 ? null : JSON.stringify(costs);
 
-/** A plan's stored costs; none when the column is null (or the plan is a left join's missing row). */
+/** A plan's stored costs, their prefixes normalised; none when the column is null (or the plan is a left join's missing row). */
 export const costsOf = (column: string | null): CostRule[] =>
-  column === null ? [] : (JSON.parse(column) as CostRule[]);
+  column === null
+    ? []
+    : (JSON.parse(column) as CostRule[]).map((rule) => ({ ...rule, match: normalisedMatch(rule.match) }));

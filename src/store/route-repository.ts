@@ -1,6 +1,13 @@
+import { sql } from 'kysely';
 import type { Db } from './db.js';
 import { sqlDialectOf, type SqlDialect } from './sql-dialect.js';
-import { overlaps, type HttpMethod, type RouteConfig, type RouteMatch } from '../plans/route.js';
+import {
+  asciiLowerCase,
+  overlaps,
+  type HttpMethod,
+  type RouteConfig,
+  type RouteMatch,
+} from '../plans/route.js';
 
 /** A route as stored: its configuration and when it was created and last changed. */
 export interface RouteRow extends RouteConfig {
@@ -19,6 +26,7 @@ const columns = [
   'host',
   'path_prefix as pathPrefix',
   'methods',
+  'case_insensitive as caseInsensitive',
   'upstream_url as upstreamUrl',
   'strip_prefix as stripPrefix',
   'timeout_ms as timeoutMs',
@@ -31,6 +39,7 @@ interface StoredRoute {
   host: string | null;
   pathPrefix: string;
   methods: string | null;
+  caseInsensitive: boolean;
   upstreamUrl: string;
   stripPrefix: boolean;
   timeoutMs: number | null;
@@ -38,10 +47,15 @@ interface StoredRoute {
   lastUpdated: Date;
 }
 
-function toRoute({ host, pathPrefix, methods, timeoutMs, ...rest }: StoredRoute): RouteRow {
+function toRoute({ host, pathPrefix, methods, caseInsensitive, timeoutMs, ...rest }: StoredRoute): RouteRow {
   return {
     ...rest,
-    match: { host, pathPrefix, methods: methods === null ? null : (methods.split(' ') as HttpMethod[]) },
+    match: {
+      host,
+      pathPrefix,
+      methods: methods === null ? null : (methods.split(' ') as HttpMethod[]),
+      caseInsensitive,
+    },
     timeoutMs: timeoutMs === null ? null : Number(timeoutMs),
   };
 }
@@ -51,6 +65,7 @@ function matchColumns(match: RouteMatch) {
     host: match.host,
     path_prefix: match.pathPrefix,
     methods: match.methods === null ? null : match.methods.join(' '),
+    case_insensitive: match.caseInsensitive,
   };
 }
 
@@ -88,9 +103,16 @@ export class RouteRepository {
     return row && toRoute(row);
   }
 
-  /** The oldest route other than `exceptRouteId` that overlaps `match` (the same host and prefix, a method in common). */
+  /**
+   * The oldest route other than `exceptRouteId` that overlaps `match` (the same host, the same prefix
+   * or one differing in case only where either route ignores case, a method in common).
+   */
   async overlapping(match: RouteMatch, exceptRouteId?: string): Promise<RouteRow | undefined> {
-    let query = this.db.selectFrom('routes').select(columns).where('path_prefix', '=', match.pathPrefix);
+    // Prefixes are ASCII (the schema's pattern): SQLite's lower() and Postgres's agree on them.
+    let query = this.db
+      .selectFrom('routes')
+      .select(columns)
+      .where(sql<string>`lower(path_prefix)`, '=', asciiLowerCase(match.pathPrefix));
     query = match.host === null ? query.where('host', 'is', null) : query.where('host', '=', match.host);
     if (exceptRouteId !== undefined) query = query.where('route_id', '!=', exceptRouteId);
     const rows = await query.orderBy('created_at').orderBy('route_id').execute();

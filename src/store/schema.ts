@@ -158,7 +158,7 @@ export interface AuditLogTable {
   after_state: string | null;
 }
 
-/** The route table (sql/030). */
+/** The route table (sql/030, sql/080). */
 export interface RouteTable {
   route_id: string;
   host: string | null;
@@ -167,6 +167,8 @@ export interface RouteTable {
   methods: string | null;
   upstream_url: string;
   strip_prefix: ColumnType<boolean, boolean | undefined, boolean>;
+  /** sql/080: `path_prefix` compared without regard to case. */
+  case_insensitive: ColumnType<boolean, boolean | undefined, boolean>;
   timeout_ms: number | null;
   created_at: ColumnType<Date, Date, never>;
   last_updated: ColumnType<Date, Date, Date>;

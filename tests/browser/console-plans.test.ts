@@ -417,6 +417,7 @@ it('creates a plan whose limit counts only some requests and whose costs price t
   const cost = page.getByRole('group', { name: 'Cost 1' });
   await cost.getByLabel('Units per request').fill('5');
   await cost.getByLabel('Path prefix').fill('/v1/reports');
+  await cost.getByLabel('Ignore case').check();
   await cost.getByRole('group', { name: 'Methods' }).getByLabel('POST', { exact: true }).check();
   const sent = nextBody(tab.session, 'POST', '/rate-limit/create');
   await page.getByRole('button', { name: 'Create plan' }).click();
@@ -425,7 +426,7 @@ it('creates a plan whose limit counts only some requests and whose costs price t
       { limit: 1000, period: 'day' },
       { limit: 10, period: 'minute', match: { routeIds: ['search'], methods: ['GET'] } },
     ],
-    costs: [{ cost: 5, match: { methods: ['POST'], pathPrefix: '/v1/reports' } }],
+    costs: [{ cost: 5, match: { methods: ['POST'], pathPrefix: '/v1/reports', caseInsensitive: true } }],
   };
   expect(await sent).toEqual({ rateLimitId: 'priced', description: '', ...expected });
   await page.getByRole('heading', { level: 1, name: 'Plans' }).waitFor();
@@ -449,7 +450,7 @@ it('creates a plan whose limit counts only some requests and whose costs price t
   ).toEqual([
     '1,000 per day',
     '10 per minute (only route search; GET)',
-    'costs 5 for POST; under /v1/reports',
+    'costs 5 for POST; under /v1/reports (any case)',
   ]);
 
   // Editing shows the matches and costs as saved; a cost without a condition is refused in the form's words.
@@ -460,6 +461,7 @@ it('creates a plan whose limit counts only some requests and whose costs price t
   );
   const first = page.getByRole('group', { name: 'Cost 1' });
   expect(await first.getByLabel('Path prefix').inputValue()).toBe('/v1/reports');
+  expect(await first.getByLabel('Ignore case').isChecked()).toBe(true);
   await first.getByLabel('Units per request').fill('7');
   await page.getByRole('button', { name: 'Add a cost' }).click();
   await page.getByRole('group', { name: 'Cost 2' }).getByLabel('Units per request').fill('2');
@@ -472,10 +474,10 @@ it('creates a plan whose limit counts only some requests and whose costs price t
   const edited = nextBody(tab.session, 'PATCH', '/rate-limit/priced');
   await page.getByRole('button', { name: 'Save plan' }).click();
   expect(await edited).toMatchObject({
-    costs: [{ cost: 7, match: { methods: ['POST'], pathPrefix: '/v1/reports' } }],
+    costs: [{ cost: 7, match: { methods: ['POST'], pathPrefix: '/v1/reports', caseInsensitive: true } }],
   });
   await page.getByRole('status').filter({ hasText: 'The plan priced is saved.' }).waitFor();
   expect((await plan('priced')).body.costs).toEqual([
-    { cost: 7, match: { methods: ['POST'], pathPrefix: '/v1/reports' } },
+    { cost: 7, match: { methods: ['POST'], pathPrefix: '/v1/reports', caseInsensitive: true } },
   ]);
 });

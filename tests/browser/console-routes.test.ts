@@ -36,6 +36,7 @@ it('creates, lists, edits and deletes a route', async () => {
   const methods = page.getByRole('group', { name: 'Methods (none: every method)' });
   await methods.getByLabel('GET').check();
   await methods.getByLabel('POST').check();
+  await page.getByLabel('Ignore case in the path').check();
   await page.getByLabel('Remove the prefix before forwarding').check();
   await page.getByLabel('Timeout (ms)').fill('2500');
   await page.getByRole('button', { name: 'Create route' }).click();
@@ -44,7 +45,12 @@ it('creates, lists, edits and deletes a route', async () => {
   expect((await route('search')).body).toMatchObject({
     routeId: 'search',
     upstreamUrl: 'http://search.internal:8080',
-    match: { host: 'api.example.com', pathPrefix: '/v1/search', methods: ['GET', 'POST'] },
+    match: {
+      host: 'api.example.com',
+      pathPrefix: '/v1/search',
+      methods: ['GET', 'POST'],
+      caseInsensitive: true,
+    },
     stripPrefix: true,
     timeoutMs: 2500,
   });
@@ -65,6 +71,8 @@ it('creates, lists, edits and deletes a route', async () => {
   await row.getByRole('link', { name: 'Edit search' }).click();
   await page.getByRole('heading', { level: 1, name: 'Edit the route search' }).waitFor();
   expect(await page.getByLabel('Host').inputValue()).toBe('api.example.com');
+  expect(await page.getByLabel('Ignore case in the path').isChecked()).toBe(true);
+  await page.getByLabel('Ignore case in the path').uncheck();
   await page.getByLabel('Host').fill('');
   await methods.getByLabel('GET').uncheck();
   await methods.getByLabel('POST').uncheck();
@@ -78,7 +86,7 @@ it('creates, lists, edits and deletes a route', async () => {
   await page.getByRole('button', { name: 'Save route' }).click();
   expect(await sent).toEqual({
     upstreamUrl: 'http://search2.internal:8080',
-    match: { host: null, pathPrefix: '/v1/search', methods: null },
+    match: { host: null, pathPrefix: '/v1/search', methods: null, caseInsensitive: false },
     stripPrefix: true,
     timeoutMs: null,
   });

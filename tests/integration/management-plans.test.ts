@@ -375,7 +375,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
             name: 'writes',
             limit: 10,
             period: 'minute',
-            match: { methods: ['POST', 'PUT'], pathPrefix: '/v1' },
+            match: { methods: ['POST', 'PUT'], pathPrefix: '/v1', caseInsensitive: true },
           },
           { name: 'all', limit: 1000, period: 'minute' },
         ];
@@ -409,7 +409,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
         expect(events).toEqual([{ kind: 'plan', rateLimitId }]);
       });
 
-      it('refuses a cost outside 1-10,000, an empty match, an unknown route id and a dot segment, naming each field', async () => {
+      it('refuses a cost outside 1-10,000, an empty match, an unknown route id, a dot segment and caseInsensitive without a prefix, naming each field', async () => {
         const limit = { limit: 10, period: 'minute' };
         expectInvalid(
           await post('/rate-limit/create', {
@@ -435,8 +435,10 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
           await post('/rate-limit/create', {
             rateLimitId: newId(),
             limits: [{ ...limit, match: { pathPrefix: '/v1/../admin' } }],
+            // caseInsensitive qualifies a prefix: alone it would match every request.
+            costs: [{ match: { caseInsensitive: true }, cost: 2 }],
           }),
-          ['limits.0.match.pathPrefix'],
+          ['limits.0.match.pathPrefix', 'costs.0.match.caseInsensitive'],
         );
         const rateLimitId = newId();
         await post('/rate-limit/create', { rateLimitId, limits: [limit] });

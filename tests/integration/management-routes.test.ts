@@ -89,7 +89,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('the route tab
     expect(res.headers.location).toBe(`/tollgate/routes/${routeId}`);
     const route = {
       routeId,
-      match: { host: 'api.example.com', pathPrefix: '/v1/search', methods: null },
+      match: { host: 'api.example.com', pathPrefix: '/v1/search', methods: null, caseInsensitive: false },
       upstreamUrl: 'http://search.internal:8080/api',
       stripPrefix: false,
       timeoutMs: null,
@@ -140,7 +140,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('the route tab
     expect(res.body.routes).toContainEqual(
       expect.objectContaining({
         routeId: first,
-        match: { host: null, pathPrefix: `/${first}`, methods: ['GET', 'HEAD'] },
+        match: { host: null, pathPrefix: `/${first}`, methods: ['GET', 'HEAD'], caseInsensitive: false },
         stripPrefix: true,
         timeoutMs: 250,
       }),
@@ -185,6 +185,33 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('the route tab
     ]) {
       expect((await create({ routeId: id(), match, upstreamUrl: 'http://b.example' })).status).toBe(201);
     }
+  });
+
+  it('keeps a prefix in normal form, and takes prefixes differing in case for one where either route is caseInsensitive', async () => {
+    const routeId = id();
+    const created = await create({
+      routeId,
+      match: { pathPrefix: `/%76%31/${routeId}/A%2fb`, caseInsensitive: true },
+      upstreamUrl: 'http://a.example',
+    });
+    expect(created.status).toBe(201);
+    // Unreserved characters decoded, other escapes in upper case: the form request paths are matched in.
+    expect(created.body.match).toEqual({
+      host: null,
+      pathPrefix: `/v1/${routeId}/A%2Fb`,
+      methods: null,
+      caseInsensitive: true,
+    });
+    const shouting = { pathPrefix: `/V1/${routeId.toUpperCase()}/a%2fB` };
+    const clash = await create({ routeId: id(), match: shouting, upstreamUrl: 'http://b.example' });
+    expect(clash.status).toBe(409);
+    expect(clash.body.code).toBe('route_exists');
+    const changed = await call('patch', `/tollgate/routes/${routeId}`, { match: { caseInsensitive: false } });
+    expect(documented('patch', ROUTE, changed).body.match.caseInsensitive).toBe(false);
+    // Both compared as written now: a request can tell them apart.
+    expect((await create({ routeId: id(), match: shouting, upstreamUrl: 'http://b.example' })).status).toBe(
+      201,
+    );
   });
 
   it('lets only one of several overlapping routes created at once in', async () => {

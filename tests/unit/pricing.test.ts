@@ -1,7 +1,8 @@
 /** What a request of a key costs and which limits count it (contract sections 14 and 15). */
 import { planOf, ruleOf } from '../../src/plans/plan.js';
 import { Pricing } from '../../src/plans/pricing.js';
-import { isUnderPrefix, matches } from '../../src/plans/request-match.js';
+import fc from 'fast-check';
+import { isUnderPrefix, matches, normalisedMatch } from '../../src/plans/request-match.js';
 
 const request = (routeId: string | null, method: string, path: string) => ({ routeId, method, path });
 
@@ -20,6 +21,37 @@ describe('a request match', () => {
     expect(['/v1', '/v1/', '/v1/x'].map((p) => isUnderPrefix(p, '/v1'))).toEqual([true, true, true]);
     expect(['/v10', '/v', '/'].map((p) => isUnderPrefix(p, '/v1'))).toEqual([false, false, false]);
     expect(isUnderPrefix('/anything', '/')).toBe(true);
+  });
+
+  it('with caseInsensitive, takes the prefix in any ASCII case, in whole segments still', () => {
+    const match = { pathPrefix: '/v2/Search', caseInsensitive: true };
+    for (const path of ['/V2/SEARCH/q', '/v2/search', '/v2/sEaRcH/'])
+      expect(matches(match, request(null, 'GET', path))).toBe(true);
+    for (const path of ['/V2/SEARCHES', '/v2', '/v2/\u212aey'])
+      expect(matches(match, request(null, 'GET', path))).toBe(false);
+    expect(matches({ pathPrefix: '/v2/search' }, request(null, 'GET', '/V2/SEARCH/q'))).toBe(false);
+  });
+
+  it('with caseInsensitive, agrees with comparing both in lower case, for any path', () => {
+    const text = fc.string({ unit: fc.constantFrom(...'aAbB/%2fF\u212a\u00e9') });
+    fc.assert(
+      fc.property(text, text, (rest, prefix) => {
+        const path = '/' + rest;
+        const lower = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
+        const p = '/' + prefix.replace(/\/+$/, '');
+        expect(isUnderPrefix(path, p, true)).toBe(isUnderPrefix(lower(path), lower(p)));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('is read with its prefix in normal form', () => {
+    expect(normalisedMatch({ pathPrefix: '/%76%32/a%2fb', methods: ['GET' as const] })).toEqual({
+      pathPrefix: '/v2/a%2Fb',
+      methods: ['GET'],
+    });
+    const plain = { routeIds: ['search'] };
+    expect(normalisedMatch(plain)).toBe(plain);
   });
 });
 

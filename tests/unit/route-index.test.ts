@@ -13,7 +13,8 @@ const route = (
   pathPrefix: string,
   host: string | null = null,
   methods: HttpMethod[] | null = null,
-) => ({ match: { host, pathPrefix, methods }, value: id });
+  caseInsensitive = false,
+) => ({ match: { host, pathPrefix, methods, caseInsensitive }, value: id });
 
 describe('route matching', () => {
   it('matches whole segments only: /v1 takes /v1, /v1/ and /v1/x, never /v10', () => {
@@ -105,6 +106,21 @@ describe('route matching', () => {
     ).toBe('catch-all');
   });
 
+  it('compares a caseInsensitive route without regard to ASCII case, in whole segments still', () => {
+    const index = buildRouteIndex(
+      [route('search', '/v2/Search', null, null, true), route('exact', '/v3')],
+      'catch-all',
+    );
+    expect(index.match(undefined, 'GET', '/V2/SEARCH/q')).toBe('search');
+    expect(index.match(undefined, 'GET', '/v2/search')).toBe('search');
+    expect(index.match(undefined, 'GET', '/v2/searchx')).toBe('catch-all');
+    expect(index.match(undefined, 'GET', '/V3')).toBe('catch-all');
+    // Only A-Z fold: the Kelvin sign lowers to k in Unicode, but no backend reads it as one.
+    expect(
+      buildRouteIndex([route('k', '/k', null, null, true)], 'none').match(undefined, 'GET', '/\u212a'),
+    ).toBe('none');
+  });
+
   it('reads the request host without port, trailing dot or case, IPv6 literals whole', () => {
     expect(requestHost('API.example.com:8080')).toBe('api.example.com');
     expect(requestHost('api.example.com.')).toBe('api.example.com');
@@ -115,11 +131,12 @@ describe('route matching', () => {
 });
 
 describe('overlapping matches', () => {
-  const m = (host: string | null, pathPrefix: string, methods: HttpMethod[] | null): RouteMatch => ({
-    host,
-    pathPrefix,
-    methods,
-  });
+  const m = (
+    host: string | null,
+    pathPrefix: string,
+    methods: HttpMethod[] | null,
+    caseInsensitive = false,
+  ): RouteMatch => ({ host, pathPrefix, methods, caseInsensitive });
   it('overlap on the same host and prefix with a method in common, or either taking every method', () => {
     expect(overlaps(m(null, '/v1', null), m(null, '/v1', ['GET']))).toBe(true);
     expect(overlaps(m('a.com', '/v1', ['GET', 'POST']), m('a.com', '/v1', ['POST']))).toBe(true);
@@ -127,13 +144,19 @@ describe('overlapping matches', () => {
     expect(overlaps(m('a.com', '/v1', null), m(null, '/v1', null))).toBe(false);
     expect(overlaps(m(null, '/v1', null), m(null, '/v1/x', null))).toBe(false);
   });
+  it('overlap on prefixes differing in case only when either route is caseInsensitive', () => {
+    expect(overlaps(m(null, '/V1', null), m(null, '/v1', null))).toBe(false);
+    expect(overlaps(m(null, '/V1', null, true), m(null, '/v1', null))).toBe(true);
+    expect(overlaps(m(null, '/V1', null), m(null, '/v1', ['GET'], true))).toBe(true);
+    expect(overlaps(m(null, '/V1', ['POST']), m(null, '/v1', ['GET'], true))).toBe(false);
+  });
 });
 
 // ---- the index against the rule itself: a scan of every route, for any table and request ----
 
 const label = fc.constantFrom('a', 'eu', 'com');
 const hostName = fc.array(label, { minLength: 1, maxLength: 3 }).map((labels) => labels.join('.'));
-const segment = fc.constantFrom('v1', 'v10', 'x', 'search', 'V1');
+const segment = fc.constantFrom('v1', 'v10', 'x', 'search', 'V1', 'Search');
 const prefix = fc.array(segment, { maxLength: 3 }).map((segments) => '/' + segments.join('/'));
 const methods = fc.option(fc.uniqueArray(fc.constantFrom(...HTTP_METHODS), { minLength: 1, maxLength: 3 }), {
   nil: null,
@@ -145,7 +168,7 @@ const routeHost = fc.option(
   ),
   { nil: null },
 );
-const routeMatch = fc.record({ host: routeHost, pathPrefix: prefix, methods });
+const routeMatch = fc.record({ host: routeHost, pathPrefix: prefix, methods, caseInsensitive: fc.boolean() });
 const requestPath = fc
   .tuple(fc.array(segment, { maxLength: 4 }), fc.boolean())
   .map(([segments, slash]) => '/' + segments.join('/') + (slash && segments.length > 0 ? '/' : ''));
@@ -158,10 +181,11 @@ function byTheRule(
   path: string,
 ): number | undefined {
   const h = requestHost(host);
+  const under = (p: string, prefix: string) => prefix === '/' || p === prefix || p.startsWith(prefix + '/');
   const takes = (m: RouteMatch) =>
     (m.host === null ||
       (m.host.startsWith('*.') ? h !== undefined && h.endsWith(m.host.slice(1)) : m.host === h)) &&
-    (m.pathPrefix === '/' || path === m.pathPrefix || path.startsWith(m.pathPrefix + '/')) &&
+    (m.caseInsensitive ? under(path.toLowerCase(), m.pathPrefix.toLowerCase()) : under(path, m.pathPrefix)) &&
     (m.methods === null || m.methods.includes(method));
   const depth = (m: RouteMatch) => (m.pathPrefix === '/' ? 0 : m.pathPrefix.split('/').length - 1);
   const specificity = (m: RouteMatch) =>

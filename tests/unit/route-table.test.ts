@@ -7,7 +7,7 @@ import { RouteTable } from '../../src/routes/route-table.js';
 
 const route = (routeId: string): RouteConfig => ({
   routeId,
-  match: { host: null, pathPrefix: `/${routeId}`, methods: null },
+  match: { host: null, pathPrefix: `/${routeId}`, methods: null, caseInsensitive: false },
   upstreamUrl: 'http://127.0.0.1:1',
   stripPrefix: false,
   timeoutMs: null,

@@ -1,4 +1,10 @@
-/** The backend pools of the route table: one per origin, kept while a table names it, closed once unused and unheld. */
+/**
+ * The backend pools of the route table: one per origin, kept while a table names it, closed once unused and
+ * unheld; and the table as the proxy reads it.
+ */
+import type { IncomingMessage } from 'node:http';
+import { Metrics } from '../../src/ops/metrics.js';
+import { forwardedPath, Routing } from '../../src/proxy/routing.js';
 import { Upstreams } from '../../src/proxy/upstreams.js';
 
 const A = 'http://127.0.0.1:1';
@@ -40,5 +46,28 @@ describe('Upstreams', () => {
     upstream.hold();
     upstream.release();
     expect(upstream.pool.closed).toBe(false);
+  });
+});
+
+describe('Routing', () => {
+  it('matches and strips a prefix stored before prefixes were normalised, as the normalised paths it is given', async () => {
+    const routing = new Routing({
+      config: { upstreamUrl: undefined, upstreamTimeoutMs: 1_000 },
+      metrics: new Metrics(),
+    });
+    routing.apply([
+      {
+        routeId: 'old',
+        match: { host: null, pathPrefix: '/%76%31/a%2fb', methods: null, caseInsensitive: false },
+        upstreamUrl: A,
+        stripPrefix: true,
+        timeoutMs: null,
+      },
+    ]);
+    expect(routing.routeIdOf(undefined, 'GET', '/v1/a%2Fb/items')).toBe('old');
+    const target = routing.route({ headers: {}, method: 'GET' } as IncomingMessage, '/v1/a%2Fb/items')!;
+    expect(forwardedPath(target, '/v1/a%2Fb/items')).toBe('/items');
+    target.upstream.release();
+    await routing.close();
   });
 });

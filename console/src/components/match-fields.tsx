@@ -1,6 +1,6 @@
 /**
  * Which requests a plan's limit or cost applies to (decision record 0034): routes by id, methods, a
- * path prefix; every condition given must hold. As the form holds them (text as typed), and as the API
+ * path prefix (with or without regard to case); every condition given must hold. As the form holds them (text as typed), and as the API
  * takes them (`matchOf`: undefined when no condition is given).
  */
 import { HTTP_METHODS } from '../plans';
@@ -14,15 +14,18 @@ export interface MatchDraft {
   readonly routeIds: string;
   readonly methods: readonly Method[];
   readonly pathPrefix: string;
+  /** Sent only with a path prefix, the one thing it qualifies. */
+  readonly caseInsensitive: boolean;
 }
 
-export const NO_MATCH: MatchDraft = { routeIds: '', methods: [], pathPrefix: '' };
+export const NO_MATCH: MatchDraft = { routeIds: '', methods: [], pathPrefix: '', caseInsensitive: false };
 
 export function draftOf(match: RequestMatch | undefined): MatchDraft {
   return {
     routeIds: match?.routeIds?.join(', ') ?? '',
     methods: match?.methods ?? [],
     pathPrefix: match?.pathPrefix ?? '',
+    caseInsensitive: match?.caseInsensitive ?? false,
   };
 }
 
@@ -31,7 +34,10 @@ export function matchOf(draft: MatchDraft): RequestMatch | undefined {
   const match: RequestMatch = {
     ...(routeIds.length > 0 && { routeIds }),
     ...(draft.methods.length > 0 && { methods: [...draft.methods] }),
-    ...(draft.pathPrefix.trim() !== '' && { pathPrefix: draft.pathPrefix.trim() }),
+    ...(draft.pathPrefix.trim() !== '' && {
+      pathPrefix: draft.pathPrefix.trim(),
+      ...(draft.caseInsensitive && { caseInsensitive: true }),
+    }),
   };
   return Object.keys(match).length > 0 ? match : undefined;
 }
@@ -76,6 +82,15 @@ export function MatchFields({
           value={draft.pathPrefix}
           onInput={(e) => onChange({ ...draft, pathPrefix: e.currentTarget.value })}
         />
+        <label class="checkbox">
+          <input
+            id={id('case-insensitive')}
+            type="checkbox"
+            checked={draft.caseInsensitive}
+            onChange={(e) => onChange({ ...draft, caseInsensitive: e.currentTarget.checked })}
+          />
+          Ignore case
+        </label>
       </div>
       <CheckboxGroup
         legend="Methods"

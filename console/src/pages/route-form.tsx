@@ -18,6 +18,7 @@ function RouteForm({ initial }: { initial?: GatewayRoute }) {
   const [host, setHost] = useState(initial?.match.host ?? '');
   const [pathPrefix, setPathPrefix] = useState(initial?.match.pathPrefix ?? '/');
   const [methods, setMethods] = useState<readonly RouteMethod[]>(initial?.match.methods ?? []);
+  const [caseInsensitive, setCaseInsensitive] = useState(initial?.match.caseInsensitive ?? false);
   const [stripPrefix, setStripPrefix] = useState(initial?.stripPrefix ?? false);
   const [timeout, setTimeoutMs] = useState(initial?.timeoutMs?.toString() ?? '');
   const action = useAction();
@@ -31,6 +32,7 @@ function RouteForm({ initial }: { initial?: GatewayRoute }) {
         host: host.trim() || null,
         pathPrefix: pathPrefix.trim(),
         methods: methods.length > 0 ? [...methods] : null,
+        caseInsensitive,
       },
       stripPrefix,
       timeoutMs: timeout.trim() === '' ? null : Number(timeout),
@@ -103,6 +105,14 @@ function RouteForm({ initial }: { initial?: GatewayRoute }) {
           Whole path segments: /v1 takes /v1 and /v1/items, never /v10. The longest prefix wins.
         </p>
       </div>
+      <label class="checkbox">
+        <input
+          type="checkbox"
+          checked={caseInsensitive}
+          onChange={(e) => setCaseInsensitive(e.currentTarget.checked)}
+        />
+        Ignore case in the path (for a backend that does, as Express does)
+      </label>
       <CheckboxGroup
         legend="Methods (none: every method)"
         options={METHODS}

@@ -1395,6 +1395,8 @@ export interface components {
                  * @description Which requests: every condition given must hold; at least one
                  */
                 match: {
+                    /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
+                    caseInsensitive?: boolean;
                     /**
                      * @description The request has one of these methods
                      * @example [
@@ -1433,6 +1435,8 @@ export interface components {
                  * @description The limit counts only the requests it matches (every condition given must hold); absent: every request. A limit with a match counts in a count of its own
                  */
                 match?: {
+                    /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
+                    caseInsensitive?: boolean;
                     /**
                      * @description The request has one of these methods
                      * @example [
@@ -1476,10 +1480,12 @@ export interface components {
         CreateRouteRequest: {
             /** RouteMatchInput */
             match: {
+                /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
+                caseInsensitive?: boolean;
                 host?: string | null;
                 methods?: ("GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" | "TRACE")[] | null;
                 /**
-                 * @description `/`, or whole path segments without a trailing slash: `/v1` takes `/v1`, `/v1/` and `/v1/items`, never `/v10`. Compared with the request path as sent, case-sensitive, not decoded
+                 * @description `/`, or whole path segments without a trailing slash: `/v1` takes `/v1`, `/v1/` and `/v1/items`, never `/v10`. Compared with the request path in normal form (docs/guides/routes.md): a percent-encoded letter, digit, `-`, `.`, `_` or `~` decoded (`/v1/%73earch` is `/v1/search`, and is forwarded so), any other escape with upper-case hex; the prefix is normalised the same way. Case-sensitive unless `caseInsensitive`
                  * @example /v1/search
                  */
                 pathPrefix: string;
@@ -2521,6 +2527,8 @@ export interface components {
                      * @description Which requests: every condition given must hold; at least one
                      */
                     match: {
+                        /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
+                        caseInsensitive?: boolean;
                         /**
                          * @description The request has one of these methods
                          * @example [
@@ -2568,6 +2576,8 @@ export interface components {
                      * @description The limit counts only the requests it matches (every condition given must hold); absent: every request. A limit with a match counts in a count of its own
                      */
                     match?: {
+                        /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
+                        caseInsensitive?: boolean;
                         /**
                          * @description The request has one of these methods
                          * @example [
@@ -2629,10 +2639,12 @@ export interface components {
                  * @description null host: every host; null methods: every method
                  */
                 match: {
+                    /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
+                    caseInsensitive: boolean;
                     host: string | null;
                     methods: ("GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" | "TRACE")[] | null;
                     /**
-                     * @description `/`, or whole path segments without a trailing slash: `/v1` takes `/v1`, `/v1/` and `/v1/items`, never `/v10`. Compared with the request path as sent, case-sensitive, not decoded
+                     * @description `/`, or whole path segments without a trailing slash: `/v1` takes `/v1`, `/v1/` and `/v1/items`, never `/v10`. Compared with the request path in normal form (docs/guides/routes.md): a percent-encoded letter, digit, `-`, `.`, `_` or `~` decoded (`/v1/%73earch` is `/v1/search`, and is forwarded so), any other escape with upper-case hex; the prefix is normalised the same way. Case-sensitive unless `caseInsensitive`
                      * @example /v1/search
                      */
                     pathPrefix: string;
@@ -2748,6 +2760,8 @@ export interface components {
                  * @description Which requests: every condition given must hold; at least one
                  */
                 match: {
+                    /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
+                    caseInsensitive?: boolean;
                     /**
                      * @description The request has one of these methods
                      * @example [
@@ -2795,6 +2809,8 @@ export interface components {
                  * @description The limit counts only the requests it matches (every condition given must hold); absent: every request. A limit with a match counts in a count of its own
                  */
                 match?: {
+                    /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
+                    caseInsensitive?: boolean;
                     /**
                      * @description The request has one of these methods
                      * @example [
@@ -2932,10 +2948,12 @@ export interface components {
              * @description null host: every host; null methods: every method
              */
             match: {
+                /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
+                caseInsensitive: boolean;
                 host: string | null;
                 methods: ("GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" | "TRACE")[] | null;
                 /**
-                 * @description `/`, or whole path segments without a trailing slash: `/v1` takes `/v1`, `/v1/` and `/v1/items`, never `/v10`. Compared with the request path as sent, case-sensitive, not decoded
+                 * @description `/`, or whole path segments without a trailing slash: `/v1` takes `/v1`, `/v1/` and `/v1/items`, never `/v10`. Compared with the request path in normal form (docs/guides/routes.md): a percent-encoded letter, digit, `-`, `.`, `_` or `~` decoded (`/v1/%73earch` is `/v1/search`, and is forwarded so), any other escape with upper-case hex; the prefix is normalised the same way. Case-sensitive unless `caseInsensitive`
                  * @example /v1/search
                  */
                 pathPrefix: string;
@@ -3059,6 +3077,8 @@ export interface components {
                  * @description Which requests: every condition given must hold; at least one
                  */
                 match: {
+                    /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
+                    caseInsensitive?: boolean;
                     /**
                      * @description The request has one of these methods
                      * @example [
@@ -3094,6 +3114,8 @@ export interface components {
                  * @description The limit counts only the requests it matches (every condition given must hold); absent: every request. A limit with a match counts in a count of its own
                  */
                 match?: {
+                    /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
+                    caseInsensitive?: boolean;
                     /**
                      * @description The request has one of these methods
                      * @example [
@@ -3138,10 +3160,12 @@ export interface components {
              * @description The fields given replace theirs; null clears `host` and `methods` (every host, every method)
              */
             match?: {
+                /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
+                caseInsensitive?: boolean;
                 host?: string | null;
                 methods?: ("GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" | "TRACE")[] | null;
                 /**
-                 * @description `/`, or whole path segments without a trailing slash: `/v1` takes `/v1`, `/v1/` and `/v1/items`, never `/v10`. Compared with the request path as sent, case-sensitive, not decoded
+                 * @description `/`, or whole path segments without a trailing slash: `/v1` takes `/v1`, `/v1/` and `/v1/items`, never `/v10`. Compared with the request path in normal form (docs/guides/routes.md): a percent-encoded letter, digit, `-`, `.`, `_` or `~` decoded (`/v1/%73earch` is `/v1/search`, and is forwarded so), any other escape with upper-case hex; the prefix is normalised the same way. Case-sensitive unless `caseInsensitive`
                  * @example /v1/search
                  */
                 pathPrefix?: string;
@@ -3197,7 +3221,7 @@ export interface components {
              */
             method?: string;
             /**
-             * @description The request path as sent, without the query: the route the proxy would take, the limits and costs that match it, and the endpoint usage files the request under. Absent: usage files it under `(verify)`, and it takes no route (decided as the catch-all, also when `UPSTREAM_URL` is empty): limits and costs whose match names routes or a path prefix other than `/` do not apply, and a key limited to some routes is refused `route_not_allowed`. A path with a `.` or `..` segment is answered `invalid_request_target`, as the proxy answers it (400, nothing counted)
+             * @description The request path as sent, without the query, put in normal form as the proxy puts it (`/v1/%73earch` is `/v1/search`; docs/guides/routes.md): the route the proxy would take, the limits and costs that match it, and the endpoint usage files the request under. Absent: usage files it under `(verify)`, and it takes no route (decided as the catch-all, also when `UPSTREAM_URL` is empty): limits and costs whose match names routes or a path prefix other than `/` do not apply, and a key limited to some routes is refused `route_not_allowed`. A path with a `.` or `..` segment is answered `invalid_request_target`, as the proxy answers it (400, nothing counted)
              * @example /v1/reports
              */
             path?: string;
@@ -7201,7 +7225,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A route with that routeId exists (routes are not overwritten); or: Another route has the same host and path prefix and a method in common */
+            /** @description A route with that routeId exists (routes are not overwritten); or: Another route has the same host and path prefix (or one differing in case only, where either route is caseInsensitive) and a method in common */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7527,7 +7551,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Another route has the same host and path prefix and a method in common */
+            /** @description Another route has the same host and path prefix (or one differing in case only, where either route is caseInsensitive) and a method in common */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -41,10 +41,11 @@ const planParams = {
 const PLAN_NOT_FOUND = { rate_limit_not_found: 'No plan has that id' } as const;
 
 /** A stored match as the API shows it (the response type is mutable). */
-const copyOf = ({ routeIds, methods, pathPrefix }: RequestMatch): RequestMatchInput => ({
+const copyOf = ({ routeIds, methods, pathPrefix, caseInsensitive }: RequestMatch): RequestMatchInput => ({
   ...(routeIds !== undefined && { routeIds: [...routeIds] }),
   ...(methods !== undefined && { methods: [...methods] }),
   ...(pathPrefix !== undefined && { pathPrefix }),
+  ...(caseInsensitive !== undefined && { caseInsensitive }),
 });
 
 /** A plan in both shapes (the seed's `limit` and `period`, its first limit, and every limit), with what is bound to it. */

@@ -75,9 +75,16 @@ export function limitProblems({ limit, period, limits }: PlanLimitsInput): Valid
   return details;
 }
 
-/** A match's path prefix without a dot segment, as a route's (the proxy refuses such request paths). */
+/**
+ * A match's path prefix without a dot segment, as a route's (the proxy refuses such request paths);
+ * `caseInsensitive` only beside the prefix it qualifies.
+ */
 export function matchProblems(match: RequestMatch | undefined, field: string): ValidationDetail[] {
-  return match?.pathPrefix !== undefined && hasDotSegment(match.pathPrefix)
+  if (match?.pathPrefix === undefined)
+    return match?.caseInsensitive === undefined
+      ? []
+      : [{ field: `${field}.caseInsensitive`, message: 'needs a pathPrefix: it says how that is compared' }];
+  return hasDotSegment(match.pathPrefix)
     ? [{ field: `${field}.pathPrefix`, message: 'must not contain a . or .. segment' }]
     : [];
 }

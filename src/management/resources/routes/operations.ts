@@ -2,6 +2,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../../errors.js';
+import { normalisedPath } from '../../../plans/normalised-path.js';
 import type { RouteConfig, RouteMatch } from '../../../plans/route.js';
 import type { RouteRepository, RouteRow } from '../../../store/route-repository.js';
 import { routeAudit } from '../../audit-views.js';
@@ -26,7 +27,8 @@ const routeParams = {
   notFound: 'route_not_found',
 } as const;
 const ROUTE_NOT_FOUND = { route_not_found: 'No route has that id' } as const;
-const OVERLAP = 'Another route has the same host and path prefix and a method in common';
+const OVERLAP =
+  'Another route has the same host and path prefix (or one differing in case only, where either route is caseInsensitive) and a method in common';
 const TAKES_EFFECT =
   'Takes effect on every replica within 1 s; requests already routed finish on the route they started on.';
 
@@ -37,6 +39,7 @@ function routeView(route: RouteRow): RouteResponse {
       host: route.match.host,
       pathPrefix: route.match.pathPrefix,
       methods: route.match.methods === null ? null : [...route.match.methods],
+      caseInsensitive: route.match.caseInsensitive,
     },
     upstreamUrl: route.upstreamUrl,
     stripPrefix: route.stripPrefix,
@@ -49,18 +52,20 @@ function routeView(route: RouteRow): RouteResponse {
 /** A host as stored: in lower case; null for every host. */
 const hostOf = (host: string | null | undefined): string | null => host?.toLowerCase() ?? null;
 
-/** A match as stored: absent fields as null. */
+/** A match as stored: absent fields as null, the prefix in normal form as request paths are matched. */
 const matchOf = (match: CreateRouteRequest['match']): RouteMatch => ({
   host: hostOf(match.host),
-  pathPrefix: match.pathPrefix,
+  pathPrefix: normalisedPath(match.pathPrefix),
   methods: match.methods ?? null,
+  caseInsensitive: match.caseInsensitive ?? false,
 });
 
 /** A match with the fields a PATCH names replaced. */
 const changedMatch = (was: RouteMatch, change: NonNullable<UpdateRouteRequest['match']>): RouteMatch => ({
   host: change.host === undefined ? was.host : hostOf(change.host),
-  pathPrefix: change.pathPrefix ?? was.pathPrefix,
+  pathPrefix: change.pathPrefix === undefined ? was.pathPrefix : normalisedPath(change.pathPrefix),
   methods: change.methods === undefined ? was.methods : change.methods,
+  caseInsensitive: change.caseInsensitive ?? was.caseInsensitive,
 });
 
 /** Refuses a match another route already takes, as the table must never hold two such routes. */

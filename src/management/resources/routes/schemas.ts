@@ -5,7 +5,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { RESERVED_ROUTE_LABELS } from '../../../ops/metrics.js';
 import { hasDotSegment } from '../../../proxy/request-target.js';
-import { Methods, PathPrefix, RouteId } from '../../request-match-schemas.js';
+import { CaseInsensitive, Methods, PathPrefix, RouteId } from '../../request-match-schemas.js';
 import { IsoTimestamp, type ValidationDetail } from '../../schemas.js';
 
 const strict = { additionalProperties: false } as const;
@@ -46,6 +46,7 @@ const RouteMatchInput = Type.Object(
     host: Type.Optional(Type.Union([Host, Type.Null()])),
     pathPrefix: PathPrefix,
     methods: Type.Optional(Type.Union([Methods, Type.Null()])),
+    caseInsensitive: Type.Optional(CaseInsensitive),
   },
   { ...strict, title: 'RouteMatchInput' },
 );
@@ -69,6 +70,7 @@ export const UpdateRouteRequest = Type.Object(
           host: RouteMatchInput.properties.host,
           pathPrefix: Type.Optional(PathPrefix),
           methods: RouteMatchInput.properties.methods,
+          caseInsensitive: RouteMatchInput.properties.caseInsensitive,
         },
         {
           ...strict,
@@ -99,6 +101,7 @@ export const RouteResponse = Type.Object(
         host: Type.Union([Host, Type.Null()]),
         pathPrefix: PathPrefix,
         methods: Type.Union([Methods, Type.Null()]),
+        caseInsensitive: CaseInsensitive,
       },
       { ...strict, title: 'RouteMatch', description: 'null host: every host; null methods: every method' },
     ),

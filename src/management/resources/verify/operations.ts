@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { AppError, ERRORS } from '../../../errors.js';
 import type { LimitState } from '../../../limits/rate-limiter.js';
 import type { Metrics } from '../../../ops/metrics.js';
+import { normalisedPath } from '../../../plans/normalised-path.js';
 import { secondsUntil } from '../../../plans/window.js';
 import { admit, type Admission } from '../../../proxy/admission.js';
 import { canonicalAddress } from '../../../net/canonical-address.js';
@@ -29,8 +30,13 @@ type VerifyAnswer = Omit<VerifyResponse, 'metadata'> & { metadata?: RawJson };
  * The route a request takes: the proxy's, found in its route table for `path` (undefined: none, and
  * there is no catch-all). A request without a path takes none: it is decided as the catch-all's.
  */
-function routeOf(deps: VerifyDeps, body: VerifyRequest, method: string): string | null | undefined {
-  return body.path === undefined ? null : deps.routing.routeIdOf(body.host, method, body.path);
+function routeOf(
+  deps: VerifyDeps,
+  body: VerifyRequest,
+  method: string,
+  path: string | undefined,
+): string | null | undefined {
+  return path === undefined ? null : deps.routing.routeIdOf(body.host, method, path);
 }
 
 /** The decision in the terms of the verify answer (schema `VerifyResponse`). */
@@ -96,15 +102,17 @@ export async function verifiedText(
   body: VerifyRequest,
   receivedAt = performance.now(),
 ): Promise<string> {
+  // Normalised as the proxy normalises a request's, so that both match and count the same path.
+  const requestPath = body.path === undefined ? undefined : normalisedPath(body.path);
   // Refused before its key is looked at, as the proxy refuses it: nothing is counted.
-  if (body.path !== undefined && hasDotSegment(body.path)) {
+  if (requestPath !== undefined && hasDotSegment(requestPath)) {
     metrics.verifications.inc({ code: 'invalid_request_target' });
     return textOf({ valid: false, code: 'invalid_request_target', limits: [] });
   }
   const method = body.method?.toUpperCase() ?? '';
-  const path = body.path ?? VERIFY_ENDPOINT;
+  const path = requestPath ?? VERIFY_ENDPOINT;
   const states: LimitState[] = [];
-  const routeId = routeOf(deps, body, method);
+  const routeId = routeOf(deps, body, method, requestPath);
   const admission = await admit(deps, {
     secret: body.key,
     client: body.clientAddress === undefined ? undefined : canonicalAddress(body.clientAddress),

@@ -44,7 +44,7 @@ export const VerifyRequest = Type.Object(
         maxLength: MAX_REQUEST_TEXT,
         pattern: '^/[^?#\\u0000-\\u0020\\u007f]*$',
         description:
-          'The request path as sent, without the query: the route the proxy would take, the limits and costs that match it, and the endpoint usage files the request under. Absent: usage files it under `(verify)`, and it takes no route (decided as the catch-all, also when `UPSTREAM_URL` is empty): limits and costs whose match names routes or a path prefix other than `/` do not apply, and a key limited to some routes is refused `route_not_allowed`. A path with a `.` or `..` segment is answered `invalid_request_target`, as the proxy answers it (400, nothing counted)',
+          'The request path as sent, without the query, put in normal form as the proxy puts it (`/v1/%73earch` is `/v1/search`; docs/guides/routes.md): the route the proxy would take, the limits and costs that match it, and the endpoint usage files the request under. Absent: usage files it under `(verify)`, and it takes no route (decided as the catch-all, also when `UPSTREAM_URL` is empty): limits and costs whose match names routes or a path prefix other than `/` do not apply, and a key limited to some routes is refused `route_not_allowed`. A path with a `.` or `..` segment is answered `invalid_request_target`, as the proxy answers it (400, nothing counted)',
         examples: ['/v1/reports'],
       }),
     ),
