@@ -42,6 +42,18 @@ export function configVariables(): Set<string> {
   return names;
 }
 
+/** The objects `kubectl kustomize` renders for a folder of k8s/ (an overlay, or the base). */
+export function renderKustomization(
+  folder: string,
+): { apiVersion: string; kind: string; metadata?: { name?: string } }[] {
+  const output = execFileSync('kubectl', ['kustomize', join(ROOT, 'k8s', folder)], { encoding: 'utf8' });
+  return parseAllDocuments(output).map((doc) => {
+    if (doc.errors.length > 0)
+      throw new Error(`k8s/${folder}: ${doc.errors.map((e) => e.message).join('; ')}`);
+    return doc.toJS();
+  });
+}
+
 /** Runs a command and returns its exit code and combined output (never throws on a non-zero exit). */
 export function run(cmd: string, args: readonly string[], cwd = ROOT): { code: number; output: string } {
   try {
