@@ -5,36 +5,17 @@
 // the Job applies the ConfigMap's tollgate.yaml with the image's command.
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
-import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
-import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
-import { Job, type IJob } from 'kubernetes-models/batch/v1/Job';
-import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
-import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
-import { ConfigMap, type IConfigMap } from 'kubernetes-models/v1/ConfigMap';
-import { Namespace } from 'kubernetes-models/v1/Namespace';
-import { PersistentVolumeClaim } from 'kubernetes-models/v1/PersistentVolumeClaim';
-import { Secret, type ISecret } from 'kubernetes-models/v1/Secret';
-import { Service, type IService } from 'kubernetes-models/v1/Service';
+import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
+import type { IJob } from 'kubernetes-models/batch/v1/Job';
+import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import type { ISecret } from 'kubernetes-models/v1/Secret';
+import type { IService } from 'kubernetes-models/v1/Service';
 import { parseConfig } from '../../packages/client/src/config/load-config.js';
 import { validateConfig } from '../../packages/client/src/config/validate-config.js';
-import { readYaml, renderKustomization, unknownFields } from '../helpers/deploy-files.js';
+import { MODELS, readYaml, renderKustomization, unknownFields } from '../helpers/deploy-files.js';
 
 type Manifest = { apiVersion: string; kind: string; metadata?: { name?: string } };
 
-const MODELS: Record<string, new (data: never) => { validate(): void }> = {
-  'v1/Namespace': Namespace,
-  'v1/ConfigMap': ConfigMap,
-  'v1/Secret': Secret,
-  'v1/Service': Service,
-  'v1/PersistentVolumeClaim': PersistentVolumeClaim,
-  'apps/v1/Deployment': Deployment,
-  'batch/v1/Job': Job,
-  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
-  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
-  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
-  'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
-  'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule,
-};
 /** The Operator's CRDs allow fields they do not name; kubernetes-models' declarations do not. */
 const CORE = (object: Manifest) => !object.apiVersion.startsWith('monitoring.coreos.com/');
 

@@ -5,45 +5,26 @@
 // other overlays, the configuration Job and the Prometheus Operator objects.
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  HorizontalPodAutoscaler,
-  type IHorizontalPodAutoscaler,
-} from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
+import type { IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
 import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
-import { NetworkPolicy, type INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
-import {
-  PodDisruptionBudget,
-  type IPodDisruptionBudget,
-} from 'kubernetes-models/policy/v1/PodDisruptionBudget';
-import { Job } from 'kubernetes-models/batch/v1/Job';
-import { ConfigMap, type IConfigMap } from 'kubernetes-models/v1/ConfigMap';
-import { Namespace } from 'kubernetes-models/v1/Namespace';
-import { Secret, type ISecret } from 'kubernetes-models/v1/Secret';
-import { Service, type IService } from 'kubernetes-models/v1/Service';
+import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import type { ISecret } from 'kubernetes-models/v1/Secret';
+import type { IService } from 'kubernetes-models/v1/Service';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import {
   ROOT,
   configVariables,
   readText,
+  MODELS,
   readYaml,
   renderKustomization,
   unknownFields,
 } from '../helpers/deploy-files.js';
 
 type Manifest = { apiVersion: string; kind: string; metadata?: { name?: string } };
-
-const MODELS: Record<string, new (data: never) => { validate(): void }> = {
-  'v1/Namespace': Namespace,
-  'v1/ConfigMap': ConfigMap,
-  'v1/Secret': Secret,
-  'v1/Service': Service,
-  'apps/v1/Deployment': Deployment,
-  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
-  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
-  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
-  'batch/v1/Job': Job,
-};
 
 const kustomization = readYaml<{
   namespace: string;
