@@ -183,6 +183,26 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
     expect(await tollgate(['apply', '-f', file], env)).toMatchObject({ code: 0 });
   });
 
+  it('sends a credential again only with --rotate-credentials, and needs its variable only then', async () => {
+    const withoutSecret = { ...env } as Record<string, string>;
+    delete withoutSecret.STRIPE_KEY;
+    expect(await tollgate(['apply', '-f', file], withoutSecret)).toMatchObject({
+      code: 0,
+      stdout: 'No changes.\n',
+    });
+    const refused = await tollgate(['apply', '-f', file, '--rotate-credentials'], withoutSecret);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /tollgate\.yaml:\d+: billingExports\[0\]\.credential: \$\{STRIPE_KEY\} is not set/,
+    );
+    const before = await auditCount(service);
+    const rotated = await tollgate(['apply', '-f', file, '--rotate-credentials'], env);
+    expect(rotated).toMatchObject({ code: 0, stderr: '' });
+    expect(rotated.stdout).toContain('~ update billing export "stripe api_calls": credential');
+    expect(rotated.stdout).not.toContain(STRIPE_SECRET);
+    expect(await auditCount(service)).toBe(before + 1);
+  });
+
   it('exports a file that applies to a second service with no change left', async () => {
     const exported = await tollgate(['export'], env);
     expect(exported).toMatchObject({ code: 0, stderr: '' });
