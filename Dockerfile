@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # Tollgate image: compile in one stage, install production dependencies in another, and ship only
-# dist/src, dist/console, sql/, package.json and the production node_modules on a slim Node 24 runtime.
+# dist/src, dist/console, sql/, package.json, the `tollgate` command (packages/client: apply, export)
+# and the production node_modules on a slim Node 24 runtime.
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 
@@ -8,6 +9,7 @@ ARG NODE_IMAGE=node:24-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/client/package.json ./packages/client/
 # --ignore-scripts: every install script in the tree belongs to a devDependency the build does not
 # need (the `node` package would download a second Node binary; @swc/core is the test transform;
 # esbuild finds its binary in its platform package without its postinstall).
@@ -19,11 +21,17 @@ COPY console ./console
 COPY scripts/build-console.mjs ./scripts/build-console.mjs
 # The image's own Node runs tsc and esbuild; node_modules/.bin is not on PATH in a RUN step.
 RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json && node scripts/build-console.mjs
+# The `tollgate` command, which the Kubernetes Job of k8s/base runs to apply a configuration file.
+COPY packages/client/tsconfig.json packages/client/config-schema.json ./packages/client/
+COPY packages/client/src ./packages/client/src
+RUN node node_modules/typescript/bin/tsc -p packages/client/tsconfig.json
 
 # --- deps: production dependencies only -----------------------------------------------------
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The workspace's manifest, so its dependencies (the command's) are installed too.
+COPY packages/client/package.json ./packages/client/
 # No production dependency has an install script (package.json allowScripts lists only dev ones),
 # so --ignore-scripts changes nothing today and keeps a future one from running unreviewed.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
@@ -43,6 +51,8 @@ COPY package.json ./
 COPY sql ./sql
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/console ./dist/console
+COPY packages/client/package.json packages/client/config-schema.json ./packages/client/
+COPY --from=build /app/packages/client/dist ./packages/client/dist
 # DATA_DIR holds the embedded database and a generated encryption key when no DATABASE_URL is set;
 # it is the one path the service writes (mount a volume there to keep embedded data).
 RUN mkdir -p /var/lib/tollgate && chown 1000:1000 /var/lib/tollgate && chmod 0700 /var/lib/tollgate

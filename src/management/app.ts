@@ -23,6 +23,7 @@ import { authenticate, callerOf } from './authenticate.js';
 import { eventOfChange } from './change-events.js';
 import type { AuditedChange, ManagementContext, ManagementDeps } from './context.js';
 import { appErrorOf } from './app-error-of.js';
+import { buildConfigSchema } from './config-schema.js';
 import { jsonText } from './json-as-written.js';
 import { OPERATIONS } from './resources/index.js';
 import { registerOperations } from './register-operations.js';
@@ -121,6 +122,9 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
   app.use(countAndNoStore(deps.metrics));
+  // Before authentication: editors and CI fetch it without a token, and it holds no state.
+  const configSchema = buildConfigSchema();
+  app.get(`${deps.prefix}/tollgate/config-schema.json`, (_req, res) => void res.json(configSchema));
   app.use(
     authenticate({
       rootToken: deps.rootToken,

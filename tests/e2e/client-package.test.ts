@@ -2,7 +2,8 @@
  * @tollgate/client as a user gets it: `npm pack -w @tollgate/client` makes the tarball, `npm install`
  * puts it into an empty folder (with Express, its optional peer), and there TypeScript files that use
  * createClient and verifyKey, and the README's ten-line Express server, type-check against the
- * installed declarations and, run by Node, manage and verify keys on a real Tollgate.
+ * installed declarations and, run by Node, manage and verify keys on a real Tollgate; its `tollgate`
+ * command applies a configuration file there.
  */
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -143,6 +144,25 @@ it('installs from its tarball with the built files and their declarations, not t
   expect(existsSync(join(installed, 'dist/index.d.ts'))).toBe(true);
   expect(existsSync(join(installed, 'src'))).toBe(false);
   expect(existsSync(join(folder, 'node_modules/openapi-fetch'))).toBe(true);
+  expect(existsSync(join(installed, 'config-schema.json'))).toBe(true);
+});
+
+it('installs the tollgate command: npx tollgate apply makes a file true, and says so', async () => {
+  writeFileSync(
+    join(folder, 'tollgate.yaml'),
+    'plans:\n  - rateLimitId: from-the-tarball\n    limit: 5\n    period: minute\n',
+  );
+  const env = {
+    PATH: process.env.PATH ?? '',
+    TOLLGATE_URL: tollgate.url,
+    TOLLGATE_TOKEN: tollgate.rootToken,
+  };
+  const npx = (args: string[]) => run('npx', ['--no-install', 'tollgate', ...args], { cwd: folder, env });
+  const applied = await npx(['apply', '-f', 'tollgate.yaml']);
+  expect(applied.stdout).toBe('+ create plan "from-the-tarball"\n1 change(s) applied.\n');
+  expect((await tollgate.admin('GET', '/rate-limit/from-the-tarball')).body).toMatchObject({ limit: 5 });
+  expect((await npx(['apply', '-f', 'tollgate.yaml'])).stdout).toBe('No changes.\n');
+  expect((await npx(['export'])).stdout).toContain('rateLimitId: from-the-tarball');
 });
 
 it('types every management call from the OpenAPI document, as installed', async () => {

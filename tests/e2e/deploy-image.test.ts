@@ -1,14 +1,25 @@
 // The runtime image without Docker: the files the Dockerfile's runtime stage copies are laid out in a
 // temporary /app, and its CMD is run the way the container runs it (production mode, with Postgres and
 // Redis as in docker-compose.yml and k8s/). Shows that the copied files are enough to start, that the HEALTHCHECK command works,
-// that SIGTERM ends the process with 0, and that the process writes nothing under /app (read-only root).
+// that SIGTERM ends the process with 0, that the k8s Job's `tollgate apply` runs there, and that neither
+// writes anything under /app (read-only root).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DockerfileParser, type Copy } from 'dockerfile-ast';
-import { ROOT, readText } from '../helpers/deploy-files.js';
+import type { IJob } from 'kubernetes-models/batch/v1/Job';
+import { ROOT, readText, readYamlDocuments } from '../helpers/deploy-files.js';
 import { REDIS_URL, type TestDatabase, createTestDatabase, testKeyPrefix } from '../helpers/services.js';
 
 const instructions = DockerfileParser.parse(readText('Dockerfile')).getInstructions();
@@ -133,6 +144,31 @@ describe('runtime image layout', () => {
       status: consolePage.status,
       app: (await consolePage.text()).includes('<div id="app">'),
     }).toEqual({ status: 200, app: true });
+
+    // The Job of k8s/base/config-job.yaml: its command, run in the image, applies a configuration file.
+    const [job] = readYamlDocuments('k8s/base/config-job.yaml') as IJob[];
+    const command = job!.spec!.template.spec!.containers[0]!.command!;
+    const file = join(dir, 'tollgate.yaml');
+    writeFileSync(file, 'plans:\n  - { rateLimitId: from-the-job, limit: 5, period: minute }\n');
+    const applied = spawnSync(
+      process.execPath,
+      command.slice(1).map((arg) => (arg === '/etc/tollgate/tollgate.yaml' ? file : arg)),
+      {
+        cwd: app,
+        env: {
+          PATH: process.env.PATH,
+          TOLLGATE_URL: `http://127.0.0.1:${port}`,
+          TOLLGATE_TOKEN: 'image-test-root-token-0123456789',
+        },
+        encoding: 'utf8',
+        timeout: 30_000,
+      },
+    );
+    expect({ status: applied.status, stdout: applied.stdout, stderr: applied.stderr }).toEqual({
+      status: 0,
+      stdout: '+ create plan "from-the-job"\n1 change(s) applied.\n',
+      stderr: '',
+    });
 
     child.kill('SIGTERM');
     let timer: NodeJS.Timeout | undefined;

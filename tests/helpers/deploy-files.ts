@@ -3,6 +3,18 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
+import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
+import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
+import { Job } from 'kubernetes-models/batch/v1/Job';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { Namespace } from 'kubernetes-models/v1/Namespace';
+import { PersistentVolumeClaim } from 'kubernetes-models/v1/PersistentVolumeClaim';
+import { Secret } from 'kubernetes-models/v1/Secret';
+import { Service } from 'kubernetes-models/v1/Service';
 import { parseAllDocuments } from 'yaml';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -40,6 +52,41 @@ export function configVariables(): Set<string> {
     for (const m of source.matchAll(re)) names.add(m[1]!);
   }
   return names;
+}
+
+/**
+ * The schema of each kind k8s/ uses, by `apiVersion/kind`: kubernetes-models, and for the Prometheus
+ * Operator's kinds @kubernetes-models/prometheus-operator (generated from the Operator's CRDs).
+ */
+export const MODELS: Readonly<Record<string, new (data: never) => { validate(): void }>> = {
+  'v1/Namespace': Namespace,
+  'v1/ConfigMap': ConfigMap,
+  'v1/Secret': Secret,
+  'v1/Service': Service,
+  'v1/PersistentVolumeClaim': PersistentVolumeClaim,
+  'apps/v1/Deployment': Deployment,
+  'batch/v1/Job': Job,
+  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
+  'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
+  'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule,
+};
+
+/** The objects `kubectl kustomize` renders for a folder of k8s/ (an overlay, or the base). */
+export function renderKustomization(
+  folder: string,
+): { apiVersion: string; kind: string; metadata?: { name?: string } }[] {
+  // stderr kept from the test output: newer kubectl warns of the fields k8s/ keeps for kubectl 1.20.
+  const output = execFileSync('kubectl', ['kustomize', join(ROOT, 'k8s', folder)], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return parseAllDocuments(output).map((doc) => {
+    if (doc.errors.length > 0)
+      throw new Error(`k8s/${folder}: ${doc.errors.map((e) => e.message).join('; ')}`);
+    return doc.toJS();
+  });
 }
 
 /** Runs a command and returns its exit code and combined output (never throws on a non-zero exit). */

@@ -1,63 +1,52 @@
-// k8s/: every manifest against the Kubernetes schemas (kubernetes-models), strictly (no unknown
-// fields), then the cross-references a cluster would only reveal at run time: ports, selectors, probe
-// targets, env names against src/config.ts, and the shutdown budget.
+// k8s/overlays/replicated as `kubectl kustomize` renders it (the base with several replicas): every
+// manifest against the Kubernetes schemas (kubernetes-models), strictly (no unknown fields), then the
+// cross-references a cluster would only reveal at run time: ports, selectors, probe targets, env names
+// against src/config.ts, and the shutdown budget. tests/unit/deploy-k8s-overlays.test.ts covers the
+// other overlays, the configuration Job and the Prometheus Operator objects.
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  HorizontalPodAutoscaler,
-  type IHorizontalPodAutoscaler,
-} from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
+import type { IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
 import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
-import { NetworkPolicy, type INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
-import {
-  PodDisruptionBudget,
-  type IPodDisruptionBudget,
-} from 'kubernetes-models/policy/v1/PodDisruptionBudget';
-import { ConfigMap, type IConfigMap } from 'kubernetes-models/v1/ConfigMap';
-import { Namespace } from 'kubernetes-models/v1/Namespace';
-import { Secret, type ISecret } from 'kubernetes-models/v1/Secret';
-import { Service, type IService } from 'kubernetes-models/v1/Service';
+import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import type { ISecret } from 'kubernetes-models/v1/Secret';
+import type { IService } from 'kubernetes-models/v1/Service';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import {
   ROOT,
   configVariables,
   readText,
+  MODELS,
   readYaml,
-  readYamlDocuments,
+  renderKustomization,
   unknownFields,
 } from '../helpers/deploy-files.js';
 
 type Manifest = { apiVersion: string; kind: string; metadata?: { name?: string } };
 
-const MODELS: Record<string, new (data: never) => { validate(): void }> = {
-  'v1/Namespace': Namespace,
-  'v1/ConfigMap': ConfigMap,
-  'v1/Secret': Secret,
-  'v1/Service': Service,
-  'apps/v1/Deployment': Deployment,
-  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
-  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
-  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
-};
-
 const kustomization = readYaml<{
   namespace: string;
   resources: string[];
+  configMapGenerator: { files: string[] }[];
   images: { name: string; newName: string; newTag: string }[];
-}>('k8s/kustomization.yaml');
-const manifests: { file: string; object: Manifest }[] = kustomization.resources.flatMap((file) =>
-  readYamlDocuments(join('k8s', file)).map((object) => ({ file, object: object as Manifest })),
+}>('k8s/base/kustomization.yaml');
+const manifests: { file: string; object: Manifest }[] = renderKustomization('overlays/replicated').map(
+  (object) => ({ file: `${object.kind}/${object.metadata?.name}`, object }),
 );
-function only<T>(kind: string): T {
-  const found = manifests.filter((m) => m.object.kind === kind);
+function only<T>(kind: string, name?: string): T {
+  const found = manifests.filter(
+    (m) => m.object.kind === kind && (name === undefined || m.object.metadata?.name === name),
+  );
   expect(found).toHaveLength(1);
   return found[0]!.object as T;
 }
 
 const deployment = only<IDeployment>('Deployment');
-const configMap = only<IConfigMap>('ConfigMap');
-const secret = only<ISecret>('Secret');
+const configMap = only<IConfigMap>('ConfigMap', 'tollgate-config');
+const secret = only<ISecret>('Secret', 'tollgate-secrets');
+const datastores = only<ISecret>('Secret', 'tollgate-datastores');
 const service = only<IService>('Service');
 const hpa = only<IHorizontalPodAutoscaler>('HorizontalPodAutoscaler');
 const pdb = only<IPodDisruptionBudget>('PodDisruptionBudget');
@@ -89,12 +78,13 @@ const VALID_SECRETS: Record<string, string> = {
 };
 const podEnv = { ...configMap.data, ...VALID_SECRETS };
 
-describe('k8s manifests', () => {
-  test('kustomization lists every manifest in k8s/ and sets the image of the container', () => {
-    const files = readdirSync(join(ROOT, 'k8s')).filter(
+describe('k8s manifests (overlays/replicated)', () => {
+  test('the base kustomization lists every manifest of k8s/base and sets the image of the container', () => {
+    const files = readdirSync(join(ROOT, 'k8s/base')).filter(
       (f) => /\.ya?ml$/.test(f) && f !== 'kustomization.yaml',
     );
-    expect([...kustomization.resources].sort()).toEqual(files.sort());
+    const listed = [...kustomization.resources, ...kustomization.configMapGenerator.flatMap((g) => g.files)];
+    expect(listed.sort()).toEqual(files.sort());
     expect(kustomization.images.map((i) => i.name)).toContain(container.image!.split(':')[0]);
   });
 
@@ -229,22 +219,26 @@ describe('k8s manifests', () => {
     const used = [
       ...Object.keys(configMap.data ?? {}),
       ...Object.keys(secret.stringData ?? {}),
+      ...Object.keys(datastores.stringData ?? {}),
       ...(container.env ?? []).map((e) => e.name),
     ];
     expect(used.filter((name) => !known.has(name))).toEqual([]);
     const refs = (container.envFrom ?? []).map((e) => e.configMapRef?.name ?? e.secretRef?.name);
-    expect(refs.sort()).toEqual([configMap.metadata!.name, secret.metadata!.name].sort());
+    expect(refs.sort()).toEqual(
+      [configMap.metadata!.name, secret.metadata!.name, datastores.metadata!.name].sort(),
+    );
   });
 
-  test('the Secret template holds the four secrets, each a placeholder that start-up refuses', () => {
-    expect(Object.keys(secret.stringData!).sort()).toEqual([
+  test('the Secret templates hold the four secrets, each a placeholder that start-up refuses', () => {
+    const secrets = { ...secret.stringData, ...datastores.stringData };
+    expect(Object.keys(secrets).sort()).toEqual([
       'DATABASE_URL',
       'REDIS_URL',
       'ROOT_TOKEN',
       'SECRET_ENCRYPTION_KEY',
     ]);
     expect(() => loadConfig(podEnv)).not.toThrow();
-    for (const [name, placeholder] of Object.entries(secret.stringData!)) {
+    for (const [name, placeholder] of Object.entries(secrets)) {
       expect(placeholder).toMatch(/REPLACE/);
       let error: unknown;
       try {

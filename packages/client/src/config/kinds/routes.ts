@@ -1,0 +1,48 @@
+/** Routes, identified by `routeId`. */
+import type { components } from '../../generated/management-api.js';
+import { answerOf } from '../api-call.js';
+import type { RouteItem } from '../config-file.js';
+import type { Kind } from '../kind.js';
+import { changedSettings, matchSettings } from '../settings.js';
+
+type Route = components['schemas']['Route'];
+
+/** A route's settings with the defaults filled in as the service shows them. */
+function settingsOf(route: RouteItem | Route) {
+  return {
+    match: matchSettings({
+      ...route.match,
+      host: route.match.host ?? null,
+      methods: route.match.methods ?? null,
+    }),
+    upstreamUrl: route.upstreamUrl,
+    stripPrefix: route.stripPrefix ?? false,
+    timeoutMs: route.timeoutMs ?? null,
+  };
+}
+
+export const routes: Kind<RouteItem, Route> = {
+  section: 'routes',
+  noun: 'route',
+  list: async (client) => (await answerOf(client.GET('/tollgate/routes'))).routes,
+  identityOfItem: (item) => item.routeId,
+  identityOf: (route) => route.routeId,
+  differences: (item, route) => changedSettings(settingsOf(item), settingsOf(route)),
+  async create(client, item) {
+    await answerOf(client.POST('/tollgate/routes', { body: item }));
+  },
+  async update(client, route, patch) {
+    await answerOf(
+      client.PATCH('/tollgate/routes/{routeId}', {
+        params: { path: { routeId: route.routeId } },
+        body: patch,
+      }),
+    );
+  },
+  async remove(client, route) {
+    await answerOf(
+      client.DELETE('/tollgate/routes/{routeId}', { params: { path: { routeId: route.routeId } } }),
+    );
+  },
+  exported: (route) => ({ routeId: route.routeId, ...settingsOf(route) }),
+};

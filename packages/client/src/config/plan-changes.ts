@@ -1,0 +1,164 @@
+/**
+ * The difference between a file and the running service, as changes, and every reason not to make
+ * them, all found before any call that changes state: a reference to nothing, a field the API cannot
+ * change, a secret whose variable is not set, and (with --prune, without --force) what is still in use.
+ */
+import type { Change } from './change.js';
+import type { ConfigProblem } from './config-error.js';
+import { fieldName, type ConfigFile, type FieldPath, type Section } from './config-file.js';
+import { secretOf, type Environment } from './env-references.js';
+import type { AfterApply, ApplyOptions } from './kind.js';
+import { KINDS, type AnyKind } from './kinds/index.js';
+import type { ServiceState } from './read-state.js';
+
+export interface PlanOptions extends ApplyOptions {
+  /** Delete what the file does not name. */
+  readonly prune: boolean;
+  /** Delete what is in use too, as the API's `force` does. */
+  readonly force: boolean;
+}
+
+/** Changes of one kind: creations and updates, deletions. */
+export interface KindChanges {
+  readonly section: Section;
+  readonly upserts: readonly Change[];
+  readonly deletions: readonly Change[];
+}
+
+export interface ChangePlan {
+  readonly changes: readonly KindChanges[];
+  /** Faults of the file against the service (with line and field). */
+  readonly problems: readonly ConfigProblem[];
+  /** `--prune` without `--force`: what would be deleted but is in use, and why. */
+  readonly inUse: readonly string[];
+}
+
+function kindChanges(
+  kind: AnyKind,
+  items: readonly unknown[],
+  current: readonly unknown[],
+  options: PlanOptions,
+  after: AfterApply,
+  fault: (path: FieldPath, message: string) => void,
+  inUse: string[],
+): KindChanges {
+  const byIdentity = new Map(current.map((object) => [kind.identityOf(object), object]));
+  const named = (id: string) => `${kind.noun} "${id}"`;
+  const upserts = items.flatMap((item, i): Change[] => {
+    const id = kind.identityOfItem(item);
+    const object = byIdentity.get(id);
+    if (object === undefined) {
+      return [
+        {
+          action: 'create',
+          target: named(id),
+          fields: [],
+          secrets: kind.secretsOf?.(item) ?? [],
+          run: (client, env) => kind.create(client, item, env),
+        },
+      ];
+    }
+    const conflict = kind.conflict?.(item, object);
+    if (conflict !== undefined) fault([kind.section, i], conflict);
+    const patch = kind.differences(item, object, options);
+    if (Object.keys(patch).length === 0) return [];
+    return [
+      {
+        action: 'update',
+        target: named(id),
+        fields: Object.keys(patch),
+        secrets: kind.secretsOf?.(item, patch) ?? [],
+        run: (client, env) => kind.update(client, object, patch, env),
+      },
+    ];
+  });
+  const declared = new Set(items.map((item) => kind.identityOfItem(item)));
+  const deletions = !options.prune
+    ? []
+    : current.flatMap((object): Change[] => {
+        const id = kind.identityOf(object);
+        if (id === undefined || declared.has(id)) return [];
+        const reason = kind.inUse?.(object, after);
+        if (reason !== undefined && !options.force) inUse.push(`${named(id)}: ${reason}`);
+        const force = reason !== undefined;
+        return [
+          {
+            action: 'delete',
+            target: named(id),
+            fields: force ? ['force'] : [],
+            secrets: [],
+            run: (client) => kind.remove(client, object, force),
+          },
+        ];
+      });
+  return { section: kind.section, upserts, deletions };
+}
+
+/** The identities a file may refer to: what it declares, and what the service keeps of the rest. */
+function known(section: Section, config: ConfigFile, state: ServiceState, prune: boolean): Set<string> {
+  const kind = KINDS.find((k) => k.section === section)!;
+  const kept = prune ? [] : (state.get(section) ?? []).map((object) => kind.identityOf(object) ?? '');
+  return new Set([...(config[section] ?? []).map((item) => kind.identityOfItem(item)), ...kept]);
+}
+
+/** Each plan and route a file names, that neither it nor the service (after the apply) holds. */
+function dangling(config: ConfigFile, state: ServiceState, prune: boolean) {
+  const plans = known('plans', config, state, prune);
+  const routes = known('routes', config, state, prune);
+  const faults: [FieldPath, string][] = [];
+  (config.consumers ?? []).forEach((consumer, i) => {
+    const id = consumer.rateLimitId;
+    if (typeof id === 'string' && !plans.has(id))
+      faults.push([['consumers', i, 'rateLimitId'], `names no plan ("${id}")`]);
+  });
+  (config.plans ?? []).forEach((plan, i) => {
+    const matches: [FieldPath, { routeIds?: string[] } | undefined][] = [
+      ...(plan.limits ?? []).map((l, j): [FieldPath, typeof l.match] => [
+        ['plans', i, 'limits', j, 'match'],
+        l.match,
+      ]),
+      ...(plan.costs ?? []).map((c, j): [FieldPath, typeof c.match] => [
+        ['plans', i, 'costs', j, 'match'],
+        c.match,
+      ]),
+    ];
+    for (const [path, match] of matches)
+      (match?.routeIds ?? []).forEach((id, k) => {
+        if (!routes.has(id)) faults.push([[...path, 'routeIds', k], `names no route ("${id}")`]);
+      });
+  });
+  return faults;
+}
+
+export function planChanges(
+  config: ConfigFile,
+  state: ServiceState,
+  options: PlanOptions,
+  env: Environment,
+  lineOf: (path: FieldPath) => number,
+): ChangePlan {
+  const problems: ConfigProblem[] = [];
+  const fault = (path: FieldPath, message: string) =>
+    problems.push({ line: lineOf(path), field: fieldName(path), message });
+  const inUse: string[] = [];
+  const changes = KINDS.map((kind) =>
+    kindChanges(
+      kind,
+      config[kind.section] ?? [],
+      state.get(kind.section) ?? [],
+      options,
+      { config, state, prune: options.prune },
+      fault,
+      inUse,
+    ),
+  );
+  for (const [path, message] of dangling(config, state, options.prune)) fault(path, message);
+  (config.billingExports ?? []).forEach((item, i) => {
+    const { name, value } = item.credential ? secretOf(item.credential, env) : { name: '', value: '' };
+    const sent = changes.some((c) =>
+      c.upserts.some((change) => change.secrets.includes(item.credential ?? '')),
+    );
+    if (sent && value === undefined) fault(['billingExports', i, 'credential'], `\${${name}} is not set`);
+  });
+  return { changes, problems: problems.sort((a, b) => a.line - b.line), inUse };
+}

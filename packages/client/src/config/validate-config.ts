@@ -1,0 +1,82 @@
+/**
+ * Checks a file against packages/client/config-schema.json (the create bodies of the management API) and
+ * that no two items of a section share an identity; each fault with its line and field.
+ */
+import { readFileSync } from 'node:fs';
+import { Ajv, type ErrorObject } from 'ajv';
+import type { ConfigProblem } from './config-error.js';
+import { fieldName, type ConfigFile, type FieldPath, type Section } from './config-file.js';
+
+/** The schema ships beside dist/ and src/ alike, two folders above this file. */
+export const CONFIG_SCHEMA = JSON.parse(
+  readFileSync(new URL('../../config-schema.json', import.meta.url), 'utf8'),
+) as Record<string, unknown>;
+
+const validate = new Ajv({ allErrors: true, strict: false }).compile(CONFIG_SCHEMA);
+
+function pathOf(error: ErrorObject): FieldPath {
+  const path: (string | number)[] = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
+    .map((part) => (/^\d+$/.test(part) ? Number(part) : part));
+  if (error.keyword === 'required') path.push(String(error.params.missingProperty));
+  if (error.keyword === 'additionalProperties') path.push(String(error.params.additionalProperty));
+  return path;
+}
+
+function messageOf(error: ErrorObject): string {
+  if (error.keyword === 'required') return 'is required';
+  if (error.keyword === 'additionalProperties') return 'is not a known field';
+  if (error.keyword === 'enum')
+    return `must be one of ${(error.params.allowedValues as unknown[]).join(', ')}`;
+  return error.message ?? 'is invalid';
+}
+
+/** What identifies an item of each section in the running service. */
+export const IDENTITY: Readonly<Record<Section, { fields: readonly string[]; of(item: never): string }>> = {
+  plans: { fields: ['rateLimitId'], of: (item: { rateLimitId: string }) => item.rateLimitId },
+  routes: { fields: ['routeId'], of: (item: { routeId: string }) => item.routeId },
+  consumers: { fields: ['externalId'], of: (item: { externalId: string }) => item.externalId },
+  webhooks: { fields: ['url'], of: (item: { url: string }) => item.url },
+  billingExports: {
+    fields: ['type', 'eventName'],
+    of: (item: { type: string; eventName: string }) => `${item.type} ${item.eventName}`,
+  },
+};
+
+function duplicates(config: ConfigFile, lineOf: (path: FieldPath) => number): ConfigProblem[] {
+  return (Object.keys(IDENTITY) as Section[]).flatMap((section) => {
+    const identity = IDENTITY[section];
+    const seen = new Map<string, number>();
+    return (config[section] ?? []).flatMap((item, i) => {
+      const id = identity.of(item as never);
+      const first = seen.get(id);
+      if (first === undefined) {
+        seen.set(id, i);
+        return [];
+      }
+      const path = [section, i, identity.fields[0]!];
+      return [
+        { line: lineOf(path), field: fieldName(path), message: `repeats ${section}[${first}] ("${id}")` },
+      ];
+    });
+  });
+}
+
+/** The faults of `data` (resolved), one per field, in the file's order; none: it is a ConfigFile. */
+export function validateConfig(data: unknown, lineOf: (path: FieldPath) => number): ConfigProblem[] {
+  if (!validate(data)) {
+    const seen = new Set<string>();
+    const problems = (validate.errors ?? []).flatMap((error) => {
+      const path = pathOf(error);
+      const problem = { line: lineOf(path), field: fieldName(path), message: messageOf(error) };
+      const key = `${problem.field}\0${problem.message}`;
+      if (seen.has(key)) return [];
+      seen.add(key);
+      return [problem];
+    });
+    return problems.sort((a, b) => a.line - b.line);
+  }
+  return duplicates(data as ConfigFile, lineOf);
+}

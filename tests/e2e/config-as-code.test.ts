@@ -1,0 +1,341 @@
+/**
+ * `tollgate apply` and `tollgate export` (docs/guides/configuration-as-code.md) as a user runs them: the
+ * built command against the built server, in both modes. An empty service gets the whole file from one
+ * apply; a second apply makes no change and writes no audit entry; what a run changes, refuses or stops
+ * on is printed, and the exit codes are the guide's.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { MODES, type Deployment } from './helpers/modes.js';
+import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const COMMAND = join(ROOT, 'packages/client/dist/bin/tollgate.js');
+const STRIPE_SECRET = 'sk_test_' + 'c0nfig-as-code-secret';
+
+const FILE = `# The configuration of a test: every kind a file declares.
+routes:
+  - routeId: search
+    match: { pathPrefix: /v1/search, methods: [GET] }
+    upstreamUrl: \${SEARCH_UPSTREAM}
+plans:
+  - rateLimitId: gold
+    description: Paying customers
+    limits:
+      - { limit: 100, period: minute }
+      - { limit: 10000, period: month, name: searches, match: { routeIds: [search] } }
+    costs:
+      - { match: { pathPrefix: /v1/search }, cost: 5 }
+  - rateLimitId: free
+    limit: 10
+    period: minute
+consumers:
+  - name: Acme
+    externalId: acme
+    rateLimitId: gold
+    metadata: { tier: gold }
+    credits: { remaining: 500, refill: { amount: 500, interval: month } }
+  - name: Beta
+    externalId: beta
+    rateLimitId: free
+webhooks:
+  - url: http://127.0.0.1:9/hooks
+    events: [consumer.created, credits.low]
+billingExports:
+  - type: stripe
+    url: https://api.stripe.example
+    credential: \${STRIPE_KEY}
+    eventName: api_calls
+    interval: hour
+    subject: consumer
+`;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the installed command as CI would, with only PATH and `env` in its environment. */
+function tollgate(args: readonly string[], env: Record<string, string>): Promise<Run> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [COMMAND, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('exit', (code) => done({ code, stdout, stderr }));
+  });
+}
+
+describe.each(MODES)('tollgate apply and export, $name', (mode) => {
+  const deployments: Deployment[] = [];
+  let service: Tollgate;
+  let second: Tollgate;
+  let folder: string;
+  let file: string;
+  let env: Record<string, string>;
+
+  const write = (name: string, text: string) => {
+    const path = join(folder, name);
+    writeFileSync(path, text);
+    return path;
+  };
+  const auditCount = async (on: Tollgate) =>
+    (await on.admin('GET', '/tollgate/audit-log?limit=1000')).body.auditLog.length as number;
+  const consumer = async (on: Tollgate, externalId: string) =>
+    (await on.admin('GET', `/tollgate/consumers?externalId=${externalId}`)).body.consumers[0];
+
+  beforeAll(async () => {
+    const start = async () => {
+      const deployment = await mode.deploy();
+      deployments.push(deployment);
+      return startTollgate(deployment.env);
+    };
+    [service, second] = await Promise.all([start(), start()]);
+    folder = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
+    file = write('tollgate.yaml', FILE);
+    env = {
+      TOLLGATE_URL: service.url,
+      TOLLGATE_TOKEN: service.rootToken,
+      STRIPE_KEY: STRIPE_SECRET,
+      SEARCH_UPSTREAM: 'http://127.0.0.1:9/search',
+    };
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all([service?.stop(), second?.stop()]);
+    await Promise.all(deployments.map((d) => d.dispose()));
+    if (folder) rmSync(folder, { recursive: true, force: true });
+  }, 60_000);
+
+  it('serves the schema the command validates with, without a token', async () => {
+    const served = await fetch(`${service.url}/tollgate/config-schema.json`);
+    expect(served.status).toBe(200);
+    expect(await served.json()).toEqual(
+      JSON.parse(readFileSync(join(ROOT, 'packages/client/config-schema.json'), 'utf8')),
+    );
+  });
+
+  it('dry-runs an empty service: every creation listed, exit 2, nothing made', async () => {
+    const run = await tollgate(['apply', '-f', file, '--dry-run'], env);
+    expect(run).toMatchObject({ code: 2, stderr: '' });
+    expect(run.stdout.split('\n').filter((line) => line.startsWith('+ create'))).toEqual([
+      '+ create route "search"',
+      '+ create plan "gold"',
+      '+ create plan "free"',
+      '+ create consumer "acme"',
+      '+ create consumer "beta"',
+      '+ create webhook "http://127.0.0.1:9/hooks"',
+      '+ create billing export "stripe api_calls"',
+    ]);
+    expect((await service.admin('GET', '/tollgate/routes')).body.routes).toEqual([]);
+    expect(await auditCount(service)).toBe(0);
+  });
+
+  it('applies the whole file to an empty service in one run, and a second run changes nothing', async () => {
+    const first = await tollgate(['apply', '-f', file], env);
+    expect(first).toMatchObject({ code: 0, stderr: '' });
+    expect(first.stdout).toContain('7 change(s) applied.');
+    const route = (await service.admin('GET', '/tollgate/routes/search')).body;
+    expect(route.upstreamUrl).toBe('http://127.0.0.1:9/search');
+    const gold = (await service.admin('GET', '/rate-limit/gold')).body;
+    expect(gold.limits.map((l: { name: string }) => l.name)).toEqual(['minute', 'searches']);
+    expect(gold.consumerCount).toBe(1);
+    expect(await consumer(service, 'acme')).toMatchObject({
+      rateLimitId: 'gold',
+      credits: { remaining: 500 },
+    });
+    const exports = (await service.admin('GET', '/tollgate/billing-exports')).body.billingExports;
+    expect(exports).toMatchObject([{ type: 'stripe', hasCredential: true }]);
+    const audited = await auditCount(service);
+    expect(audited).toBe(7);
+
+    const again = await tollgate(['apply', '-f', file], env);
+    expect(again).toEqual({ code: 0, stdout: 'No changes.\n', stderr: '' });
+    expect(await tollgate(['apply', '-f', file, '--dry-run'], env)).toMatchObject({ code: 0 });
+    expect(await auditCount(service)).toBe(audited);
+    // The credential went to the service and nowhere else.
+    expect(first.stdout + again.stdout).not.toContain(STRIPE_SECRET);
+  });
+
+  it('never gives back spent credits: the balance is set only when it is created', async () => {
+    const acme = await consumer(service, 'acme');
+    const spent = await service.admin('POST', '/tollgate/credits', { consumerId: acme.consumerId, set: 123 });
+    expect(spent.status).toBe(200);
+    expect(await tollgate(['apply', '-f', file], env)).toMatchObject({ code: 0, stdout: 'No changes.\n' });
+    expect((await consumer(service, 'acme')).credits.remaining).toBe(123);
+
+    // A new refill changes the refill, not what is left.
+    const refilled = write('refilled.yaml', FILE.replace('refill: { amount: 500', 'refill: { amount: 900'));
+    const run = await tollgate(['apply', '-f', refilled], env);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout).toContain('~ update consumer "acme": credits');
+    expect((await consumer(service, 'acme')).credits).toMatchObject({
+      remaining: 123,
+      refill: { amount: 900, interval: 'month' },
+    });
+    expect(await tollgate(['apply', '-f', file], env)).toMatchObject({ code: 0 });
+  });
+
+  it('sends a credential again only with --rotate-credentials, and needs its variable only then', async () => {
+    const withoutSecret = { ...env } as Record<string, string>;
+    delete withoutSecret.STRIPE_KEY;
+    expect(await tollgate(['apply', '-f', file], withoutSecret)).toMatchObject({
+      code: 0,
+      stdout: 'No changes.\n',
+    });
+    const refused = await tollgate(['apply', '-f', file, '--rotate-credentials'], withoutSecret);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /tollgate\.yaml:\d+: billingExports\[0\]\.credential: \$\{STRIPE_KEY\} is not set/,
+    );
+    const before = await auditCount(service);
+    const rotated = await tollgate(['apply', '-f', file, '--rotate-credentials'], env);
+    expect(rotated).toMatchObject({ code: 0, stderr: '' });
+    expect(rotated.stdout).toContain('~ update billing export "stripe api_calls": credential');
+    expect(rotated.stdout).not.toContain(STRIPE_SECRET);
+    expect(await auditCount(service)).toBe(before + 1);
+  });
+
+  it('exports a file that applies to a second service with no change left', async () => {
+    const exported = await tollgate(['export'], env);
+    expect(exported).toMatchObject({ code: 0, stderr: '' });
+    expect(exported.stdout).toContain('credential: ${STRIPE_API_CALLS_CREDENTIAL}');
+    expect(exported.stdout).not.toContain(STRIPE_SECRET);
+    const copy = write('exported.yaml', exported.stdout);
+    expect(await tollgate(['apply', '-f', copy], env)).toMatchObject({ code: 0, stdout: 'No changes.\n' });
+
+    const secondEnv = {
+      TOLLGATE_URL: second.url,
+      TOLLGATE_TOKEN: second.rootToken,
+      STRIPE_API_CALLS_CREDENTIAL: STRIPE_SECRET,
+    };
+    const applied = await tollgate(['apply', '-f', copy], secondEnv);
+    expect(applied).toMatchObject({ code: 0, stderr: '' });
+    expect(applied.stdout).toContain('7 change(s) applied.');
+    expect(await tollgate(['apply', '-f', copy, '--dry-run'], secondEnv)).toMatchObject({ code: 0 });
+    const reexported = await tollgate(['export'], secondEnv);
+    const body = (text: string) => text.split('\n').filter((line) => !line.startsWith('#'));
+    expect(body(reexported.stdout)).toEqual(body(exported.stdout));
+  });
+
+  it('names the file, line and field of each fault, and changes nothing', async () => {
+    const bad = write(
+      'bad.yaml',
+      [
+        'plans:',
+        '  - rateLimitId: gold',
+        '    limit: 100',
+        '    period: fortnight',
+        'consumers:',
+        '  - name: Acme',
+        '    externalId: acme',
+        '    rateLimitId: platinum',
+        '    colour: red',
+        '  - name: Nobody',
+        '',
+      ].join('\n'),
+    );
+    const before = await auditCount(service);
+    const run = await tollgate(['apply', '-f', bad, '--prune'], env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`${bad}:4: plans[0].period: must be one of`);
+    expect(run.stderr).toContain(`${bad}:9: consumers[0].colour: is not a known field`);
+    expect(run.stderr).toContain(`${bad}:10: consumers[1].externalId: is required`);
+    expect(run.stdout).toBe('');
+
+    const dangling = write(
+      'dangling.yaml',
+      FILE.replace('rateLimitId: free\nwebhooks', 'rateLimitId: fre\nwebhooks'),
+    );
+    const refused = await tollgate(['apply', '-f', dangling], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /dangling\.yaml:\d+: consumers\[1\]\.rateLimitId: names no plan \("fre"\)/,
+    );
+
+    const missing = { ...env } as Record<string, string>;
+    delete missing.SEARCH_UPSTREAM;
+    const noVariable = await tollgate(['apply', '-f', file], missing);
+    expect(noVariable.code).toBe(1);
+    expect(noVariable.stderr).toContain(`${file}:5: routes[0].upstreamUrl: \${SEARCH_UPSTREAM} is not set`);
+    expect(await auditCount(service)).toBe(before);
+  });
+
+  it('stops at a call that fails and says what was applied and what was not', async () => {
+    // Two limits of the same period and algorithm without a match: the schema takes it, the API refuses it.
+    const failing = write(
+      'failing.yaml',
+      FILE.replace(
+        '  - rateLimitId: free',
+        '  - rateLimitId: twice\n    limits: [{ limit: 1, period: day }, { limit: 2, period: day, name: other }]\n  - rateLimitId: free',
+      )
+        .replace('upstreamUrl: ${SEARCH_UPSTREAM}', 'upstreamUrl: ${SEARCH_UPSTREAM}\n    timeoutMs: 5000')
+        .replace('  - name: Beta', '  - name: Gamma\n    externalId: gamma\n  - name: Beta'),
+    );
+    const run = await tollgate(['apply', '-f', failing], env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('failed: + create plan "twice": 400 validation_failed');
+    expect(run.stderr).toContain('stopped: 1 of 3 change(s) applied.');
+    expect(run.stderr).toContain('  applied: ~ update route "search": timeoutMs');
+    expect(run.stderr).toContain('  not applied: + create plan "twice"');
+    expect(run.stderr).toContain('  not applied: + create consumer "gamma"');
+    expect(run.stdout).toBe('~ update route "search": timeoutMs\n');
+    expect((await service.admin('GET', '/tollgate/routes/search')).body.timeoutMs).toBe(5000);
+    expect(await consumer(service, 'gamma')).toBeUndefined();
+  });
+
+  it('prunes: refuses before any change while keys use what it would delete, deletes it with --force', async () => {
+    const small = write('small.yaml', 'plans:\n  - rateLimitId: free\n    limit: 10\n    period: minute\n');
+    const beta = await consumer(service, 'beta');
+    const key = await service.admin('POST', '/consumer-api-key/create', {
+      name: 'beta-prod',
+      consumerId: beta.consumerId,
+    });
+    const keyOnGold = await service.admin('POST', '/consumer-api-key/create', { name: 'gold-key' });
+    await service.admin('POST', '/api-keys/apply-rate-limit', {
+      consumerApiKeyId: keyOnGold.body.id,
+      rateLimitId: 'gold',
+    });
+    const before = await auditCount(service);
+
+    const refused = await tollgate(['apply', '-f', small, '--prune'], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('Nothing changed: --prune would delete what is in use');
+    expect(refused.stderr).toContain('consumer "beta": 1 key(s) belong to it');
+    expect(refused.stderr).toContain('plan "gold": 1 key(s) and 0 consumer(s) use it');
+    expect(refused.stdout).toBe('');
+    expect(await auditCount(service)).toBe(before);
+
+    // Without --prune, what the file does not name is left alone.
+    expect(await tollgate(['apply', '-f', small], env)).toMatchObject({ code: 0, stdout: 'No changes.\n' });
+
+    const dryRun = await tollgate(['apply', '-f', small, '--prune', '--force', '--dry-run'], env);
+    expect(dryRun.code).toBe(2);
+    const forced = await tollgate(['apply', '-f', small, '--prune', '--force'], env);
+    expect(forced).toMatchObject({ code: 0, stderr: '' });
+    expect(forced.stdout.trim().split('\n')).toEqual([
+      ...dryRun.stdout.trim().split('\n').slice(0, -1),
+      expect.stringContaining('change(s) applied'),
+    ]);
+    expect(forced.stdout).toContain('- delete consumer "beta": force');
+    expect(forced.stdout).toContain('- delete plan "gold": force');
+    expect((await service.admin('GET', '/tollgate/routes')).body.routes).toEqual([]);
+    expect((await service.admin('GET', '/tollgate/billing-exports')).body.billingExports).toEqual([]);
+    // The keys keep working, alone.
+    const detail = (await service.admin('GET', `/consumer-api-key/${key.body.id}`)).body;
+    expect(detail).toMatchObject({ consumerApiKeyId: key.body.id, consumerId: null });
+    expect(await tollgate(['apply', '-f', small, '--prune'], env)).toMatchObject({
+      code: 0,
+      stdout: 'No changes.\n',
+    });
+  });
+});
+
+afterAll(() => expectNoSecretsLogged());

@@ -1,0 +1,98 @@
+/**
+ * The configuration file of `tollgate apply` (docs/guides/configuration-as-code.md): its JSON Schema as
+ * committed is the one the server builds from its create bodies, and a fault in a YAML or a JSON file
+ * is named by file, line and field.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { readConfigFile } from '../../packages/client/src/config/apply-config.js';
+import { buildConfigSchema } from '../../src/management/config-schema.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+let folder: string;
+
+beforeAll(() => (folder = mkdtempSync(join(tmpdir(), 'tollgate-config-file-'))));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+async function faultsOf(name: string, text: string, env: Record<string, string> = {}): Promise<string> {
+  const path = join(folder, name);
+  writeFileSync(path, text);
+  try {
+    await readConfigFile(path, env);
+  } catch (err) {
+    return (err as Error).message.replaceAll(`${path}:`, `${name}:`);
+  }
+  return '';
+}
+
+it('commits the schema the server builds (npm run build writes it)', () => {
+  const committed = JSON.parse(readFileSync(join(ROOT, 'packages/client/config-schema.json'), 'utf8'));
+  expect(committed).toEqual(buildConfigSchema());
+});
+
+it('names the line and field of a fault in a JSON file', async () => {
+  const text = JSON.stringify(
+    { routes: [{ routeId: 'a', match: { pathPrefix: 'v1' }, upstreamUrl: 'http://b' }] },
+    null,
+    2,
+  );
+  expect(await faultsOf('tollgate.json', text)).toBe(
+    'tollgate.json:6: routes[0].match.pathPrefix: must match pattern "^(?:/|(?:/(?:[A-Za-z0-9._~!$&\'()*+,;=:@-]|%[0-9A-Fa-f]{2})+)+)$"',
+  );
+});
+
+it('names an unknown section, a repeated identity and a credential written out', async () => {
+  const text = [
+    'plan: []',
+    'webhooks:',
+    '  - { url: "http://h/1", events: [key.created] }',
+    '  - { url: "http://h/1", events: [key.deleted] }',
+    'billingExports:',
+    '  - type: lago',
+    '    url: https://lago.example',
+    '    credential: lago-secret-in-git',
+    '    eventName: calls',
+    '    interval: day',
+    '    subject: key',
+  ].join('\n');
+  expect((await faultsOf('tollgate.yaml', text)).split('\n')).toEqual([
+    'tollgate.yaml:1: plan: is not a known field',
+    expect.stringMatching(/^tollgate\.yaml:8: billingExports\[0\]\.credential: must match pattern/),
+  ]);
+  const repeated = text.replace('plan: []', 'plans: []').replace('lago-secret-in-git', '${LAGO_KEY}');
+  expect(await faultsOf('tollgate.yaml', repeated)).toBe(
+    'tollgate.yaml:4: webhooks[1].url: repeats webhooks[0] ("http://h/1")',
+  );
+});
+
+it('resolves ${VAR} in any value, keeps secrets as references, and writes $${ for a literal ${', async () => {
+  const path = join(folder, 'env.yaml');
+  writeFileSync(
+    path,
+    [
+      'plans:',
+      '  - { rateLimitId: "${PLAN}", description: "costs $${PRICE}", limit: 5, period: day }',
+      'billingExports:',
+      '  - { type: lago, url: "${LAGO_URL}", credential: "${LAGO_KEY}", eventName: c, interval: day, subject: key }',
+    ].join('\n'),
+  );
+  const { config } = await readConfigFile(path, {
+    PLAN: 'gold',
+    LAGO_URL: 'https://lago.example',
+    LAGO_KEY: 'k',
+  });
+  expect(config.plans).toEqual([
+    { rateLimitId: 'gold', description: 'costs ${PRICE}', limit: 5, period: 'day' },
+  ]);
+  expect(config.billingExports?.[0]).toMatchObject({
+    url: 'https://lago.example',
+    credential: '${LAGO_KEY}',
+  });
+});
+
+it('names the line of a YAML syntax error', async () => {
+  expect(await faultsOf('broken.yaml', 'plans:\n  - rateLimitId: a\n    limit: 5\n  period: day\n')).toMatch(
+    /^broken\.yaml:4: /,
+  );
+});
