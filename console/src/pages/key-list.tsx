@@ -20,6 +20,7 @@ import type { operations } from '../generated/management-api';
 import type { KeyLookup, ListKeysResponse, UsageBucket } from '../types';
 import { useAction, useApi } from '../use-api';
 import { useDraft } from '../use-draft';
+import { pastedSecret } from '../pasted-secret';
 
 const PAGE_SIZES = [25, 50, 100] as const;
 /** Sparkline requests in flight at once: the page stays responsive and the API is not flooded. */
@@ -39,8 +40,8 @@ const SORTS: readonly { readonly id: Sort; readonly label: string }[] = [
 ];
 const DEFAULT_SORT: Sort = '-createdAt';
 
-/** A secret as create and roll hand them out: looked up by body, never filtered by in a URL. */
-const SECRET = /^tg_[A-Za-z0-9_-]{43}$/;
+const PARTIAL_SECRET =
+  'This looks like part of a secret (tg_ and 43 characters): paste the whole secret. It was not searched for, so it is in no address.';
 /** A key id as create hands them out. */
 const KEY_ID = /^key_[A-Za-z0-9_-]{1,64}$/;
 
@@ -135,11 +136,18 @@ function FilterForm({ filters, plans }: { filters: Filters; plans: readonly stri
   const submit = async (event: Event) => {
     event.preventDefault();
     const text = search.trim();
-    if (SECRET.test(text)) {
+    const pasted = pastedSecret(text);
+    if (pasted.kind === 'partial') {
+      // Part of a secret is as secret as the whole: it goes nowhere, and the field is emptied.
+      setSearch('');
+      finding.fail(PARTIAL_SECRET);
+      return;
+    }
+    if (pasted.kind === 'secret') {
       // A secret stays out of the address, the history and the field: it goes in a body, once.
       setSearch('');
       const found = await finding.run(() =>
-        ok(api.POST('/tollgate/keys/lookup', { body: { secret: text } })),
+        ok(api.POST('/tollgate/keys/lookup', { body: { secret: pasted.secret } })),
       );
       if (found) {
         handOff({ message: foundBy(found) });
@@ -179,8 +187,8 @@ function FilterForm({ filters, plans }: { filters: Filters; plans: readonly stri
           aria-describedby="f-search-help"
         />
         <p id="f-search-help" class="help">
-          A name matches from its start, in any case. A pasted secret finds its key without entering the
-          address.
+          A name matches from its start, in any case. A pasted secret, even with what surrounded it (Bearer,
+          quotes, a header’s name), finds its key without entering the address.
         </p>
       </div>
       <div class="field">
