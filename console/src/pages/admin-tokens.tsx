@@ -27,7 +27,7 @@ function CreateTokenForm({ onCreated }: { onCreated: (token: CreatedAdminToken) 
     }
   };
   return (
-    <form class="form" onSubmit={submit} aria-labelledby="new-token-title">
+    <form class="form" onSubmit={submit} onInput={action.clear} aria-labelledby="new-token-title">
       <h2 id="new-token-title">New token</h2>
       <div class="field">
         <label for="token-name">Name</label>

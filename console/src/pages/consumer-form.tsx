@@ -49,7 +49,7 @@ function ConsumerForm({ initial }: { initial?: Consumer }) {
   };
 
   return (
-    <form class="form" onSubmit={submit}>
+    <form class="form" onSubmit={submit} onInput={action.clear}>
       <div class="field">
         <label for="consumer-name">Name</label>
         <input

@@ -59,7 +59,7 @@ export function CreateKeyPage() {
   return (
     <>
       <PageTitle title="Create a key" />
-      <form class="form" onSubmit={submit}>
+      <form class="form" onSubmit={submit} onInput={action.clear}>
         <KeyIdentityFields
           idPrefix="key"
           name={name}

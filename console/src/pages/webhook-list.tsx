@@ -48,7 +48,7 @@ function CreateWebhookForm({ onCreated }: { onCreated: (webhook: CreatedWebhook)
     }
   };
   return (
-    <form class="form" onSubmit={submit} aria-labelledby="new-webhook-title">
+    <form class="form" onSubmit={submit} onInput={action.clear} aria-labelledby="new-webhook-title">
       <h2 id="new-webhook-title">New webhook</h2>
       <div class="field">
         <label for="webhook-url">URL</label>
