@@ -34,7 +34,7 @@ const EVENTS = Object.keys({
 function CreateWebhookForm({ onCreated }: { onCreated: (webhook: CreatedWebhook) => void }) {
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
-  const [events, setEvents] = useState<readonly WebhookEvent[]>(['quota.threshold']);
+  const [events, setEvents] = useState<readonly WebhookEvent[]>([]);
   const action = useAction();
   const submit = async (event: Event) => {
     event.preventDefault();
