@@ -108,7 +108,7 @@ it('says in plain words when the external id is taken, and keeps the form', asyn
   expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe('Second');
 });
 
-it('shows a key’s consumer as a link and changes it from the key’s page', async () => {
+it('shows a key’s consumer as a link and changes it from the key’s page, detaching it only once confirmed', async () => {
   const a = (await tollgate.admin('POST', '/tollgate/consumers', { name: 'Team A' })).body;
   const b = (await tollgate.admin('POST', '/tollgate/consumers', { name: 'Team B' })).body;
   const key = (
@@ -129,7 +129,19 @@ it('shows a key’s consumer as a link and changes it from the key’s page', as
   await section.getByRole('alert').waitFor();
   expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.consumerId).toBe(b.consumerId);
 
-  await section.getByRole('button', { name: 'Detach from consumer' }).click();
+  // Detaching takes the key out of the consumer's limits, credits and billing: asked first, on Cancel.
+  await section.getByRole('button', { name: 'Detach from consumer…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Detach the key from its consumer?' });
+  await dialog
+    .getByText(/shared limits no longer count it, its requests no longer spend the consumer’s credits/)
+    .waitFor();
+  await page.waitForFunction(() => document.activeElement?.closest('dialog') != null);
+  expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Cancel');
+  await page.keyboard.press('Enter');
+  await dialog.waitFor({ state: 'detached' });
+  expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.consumerId).toBe(b.consumerId);
+  await section.getByRole('button', { name: 'Detach from consumer…' }).click();
+  await dialog.getByRole('button', { name: 'Detach the key' }).click();
   await section.getByText('The key belongs to no consumer').waitFor();
   expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.consumerId).toBeNull();
   await section.getByRole('link', { name: 'Team B' }).waitFor({ state: 'detached' });
