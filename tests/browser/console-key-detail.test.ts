@@ -267,6 +267,14 @@ it('rolls the secret with a grace preset, shows the new one once with a copy but
     tab.session,
     `The secret was rolled. The previous secret keeps working until ${until} UTC.`,
   );
+  // And after a reload, from the key itself, as the API answers it.
+  await page.reload();
+  await page.getByRole('heading', { level: 1, name: 'rolling' }).waitFor();
+  const details = page.getByRole('region', { name: 'Details' });
+  await details
+    .getByText(new RegExp(`^works until ${until} UTC \\(in 5\\d min\\), the grace of the last roll$`))
+    .waitFor();
+  expect((await keyDetail(key.id)).previousSecretExpiresAt).toBe(until.replace(' ', 'T') + 'Z');
 
   await page.getByRole('button', { name: 'Roll secret…' }).click();
   await dialog.getByLabel('None: the previous secret stops working at once').check();

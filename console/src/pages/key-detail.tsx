@@ -181,6 +181,15 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
                 <dd>
                   {key.expiresAt ? `${formatTime(key.expiresAt)} (${relativeTime(key.expiresAt)})` : 'never'}
                 </dd>
+                {key.previousSecretExpiresAt !== undefined && (
+                  <>
+                    <dt>Previous secret</dt>
+                    <dd>
+                      works until {formatTime(key.previousSecretExpiresAt)} (
+                      {relativeTime(key.previousSecretExpiresAt)}), the grace of the last roll
+                    </dd>
+                  </>
+                )}
                 <dt>Requests, all time</dt>
                 <dd>
                   {formatNumber(key.usage.totalRequests)} ({formatNumber(key.usage.successfulRequests)}{' '}

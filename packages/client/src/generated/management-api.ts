@@ -1872,6 +1872,12 @@ export interface components {
                 [key: string]: unknown;
             };
             name: string;
+            /**
+             * Format: date-time
+             * @description Present after a roll while the previous secret still works: it is refused (401 invalid_api_key) from this instant, as the roll answered
+             * @example 2026-11-21T14:23:02Z
+             */
+            previousSecretExpiresAt?: string;
             /** @description The bound plan, or null */
             rateLimitId: string | null;
             /**
@@ -2008,6 +2014,12 @@ export interface components {
                 [key: string]: unknown;
             };
             name: string;
+            /**
+             * Format: date-time
+             * @description Present after a roll while the previous secret still works: it is refused (401 invalid_api_key) from this instant, as the roll answered
+             * @example 2026-11-21T14:23:02Z
+             */
+            previousSecretExpiresAt?: string;
             /** @description The bound plan, or null */
             rateLimitId: string | null;
             /**
