@@ -68,7 +68,7 @@ it('creates a consumer with a plan, finds it by name, shows its shared limits an
 
   await tollgate.admin('POST', '/tollgate/consumers', { name: 'Other' });
   await visit(tab.session, 'consumers', 'Consumers');
-  await page.getByLabel('Name starts with').fill('Acm');
+  await page.getByLabel('Name or external ID').fill('Acm');
   await page.getByRole('button', { name: 'Search' }).click();
   await page.waitForFunction(() => document.querySelectorAll('tbody tr[data-consumer-id]').length === 1);
   expect(await rowWith(page, 'Acme Corp').getByRole('cell').allInnerTexts()).toEqual(
@@ -145,6 +145,41 @@ it('shows a key’s consumer as a link and changes it from the key’s page, det
   await section.getByText('The key belongs to no consumer').waitFor();
   expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.consumerId).toBeNull();
   await section.getByRole('link', { name: 'Team B' }).waitFor({ state: 'detached' });
+});
+
+it('finds consumers by any part of their name or external id, in any case', async () => {
+  const made = await Promise.all(
+    [
+      { name: 'Globex Industries', externalId: 'cus_GLOBEX_9' },
+      { name: 'Initech', externalId: 'cus_initech' },
+      { name: 'globe trotters', externalId: null },
+    ].map(async (body) => (await tollgate.admin('POST', '/tollgate/consumers', body)).body.consumerId as string),
+  );
+  const [globex, initech, trotters] = made;
+  const { page } = tab.session;
+  const found = async (text: string, ids: readonly string[]) => {
+    await visit(tab.session, 'consumers', 'Consumers');
+    await page.getByLabel('Name or external ID').fill(text);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForFunction(
+      (want) =>
+        [...document.querySelectorAll('tbody tr[data-consumer-id]')]
+          .map((r) => r.getAttribute('data-consumer-id'))
+          .sort()
+          .join() === want,
+      [...ids].sort().join(),
+    );
+    const api = await tollgate.admin('GET', `/tollgate/consumers?search=${encodeURIComponent(text)}`);
+    expect(api.body.consumers.map((c: { consumerId: string }) => c.consumerId).sort()).toEqual([...ids].sort());
+  };
+  await found('GLOBE', [globex!, trotters!]); // any case, from the start
+  await found('industries', [globex!]); // inside the name
+  await found('globex_9', [globex!]); // the external id, in any case
+  await found('cus_initech', [initech!]);
+  await visit(tab.session, 'consumers', 'Consumers');
+  await page.getByLabel('Name or external ID').fill('nobody-here');
+  await page.getByRole('button', { name: 'Search' }).click();
+  await page.getByText('No consumer’s name or external ID holds that.').waitFor();
 });
 
 it('deletes a consumer with keys once confirmed: the dialog says how many and starts on Cancel', async () => {

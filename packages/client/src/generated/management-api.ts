@@ -6119,6 +6119,8 @@ export interface operations {
                 namePrefix?: string;
                 /** @description Consumers bound to this plan */
                 rateLimitId?: string;
+                /** @description Consumers whose name or external id holds this text anywhere, in any case (`acme` finds "ACME Corp" and the external id "cus_acme_1") */
+                search?: string;
             };
             header?: never;
             path?: never;
