@@ -1,7 +1,8 @@
 /**
  * The key list: one page of keys at a time (cursor pagination: 100,000 keys cost what 50 do), newest
- * first unless another order is chosen (last use, 24-hour traffic), filtered by the API and counted by
- * it, each with its state, plan, last use and a 24-hour sparkline fetched for the visible rows only.
+ * first unless another order is chosen (last use, 24-hour traffic; applied as it is chosen, as the page
+ * size is, with the filters already applied: never the search field's text), filtered by the API and
+ * counted by it, each with its state, plan, last use and a 24-hour sparkline fetched for the visible rows only.
  * The search field takes a name (any case), a key id, or a pasted secret: a secret is sent in a
  * request body to the API's lookup and never reaches the address bar.
  */
@@ -121,7 +122,7 @@ function foundBy(found: KeyLookup): string {
 }
 
 function FilterForm({ filters, plans }: { filters: Filters; plans: readonly string[] }) {
-  const { draft, setDraft, field } = useDraft(filters);
+  const { draft, field } = useDraft(filters);
   const [search, setSearch] = useState(filters.name);
   useEffect(() => setSearch(filters.name), [filters.name]);
   const finding = useAction();
@@ -214,7 +215,11 @@ function FilterForm({ filters, plans }: { filters: Filters; plans: readonly stri
       </div>
       <div class="field">
         <label for="f-sort">Order</label>
-        <select id="f-sort" value={draft.sort} onChange={field('sort')}>
+        <select
+          id="f-sort"
+          value={draft.sort}
+          onChange={(e) => apply({ ...filters, sort: e.currentTarget.value as Sort })}
+        >
           {SORTS.map((s) => (
             <option key={s.id} value={s.id}>
               {s.label}
@@ -227,7 +232,7 @@ function FilterForm({ filters, plans }: { filters: Filters; plans: readonly stri
         <select
           id="f-size"
           value={String(draft.size)}
-          onChange={(e) => setDraft({ ...draft, size: Number(e.currentTarget.value) })}
+          onChange={(e) => apply({ ...filters, size: Number(e.currentTarget.value) })}
         >
           {PAGE_SIZES.map((n) => (
             <option key={n} value={String(n)}>
