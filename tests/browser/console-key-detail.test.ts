@@ -569,3 +569,23 @@ it("shows the fleet's requests, 429s and errors and the busiest keys on the over
   await top.getByRole('link', { name: 'busiest' }).click();
   await page.getByRole('heading', { level: 1, name: 'busiest' }).waitFor();
 });
+
+it('masks a revealed secret again after 30 seconds', async () => {
+  const key = await newKey({ name: 'revealed' });
+  const { page } = tab.session;
+  // The page's own clock, moved on by the test: no wait for real seconds.
+  await page.clock.install();
+  await visit(tab.session, `keys/${key.id}`, 'revealed');
+  await page.reload();
+  await page.getByRole('heading', { level: 1, name: 'revealed' }).waitFor();
+  const field = page.getByLabel('Secret', { exact: true });
+  expect(await field.inputValue()).not.toBe(key.secret);
+  await page.getByRole('button', { name: 'Reveal' }).click();
+  expect(await field.inputValue()).toBe(key.secret);
+  await page.getByText('Masked again after 30 seconds.').waitFor();
+  await page.clock.fastForward(29_000);
+  expect(await field.inputValue()).toBe(key.secret);
+  await page.clock.fastForward(2_000);
+  await page.getByRole('button', { name: 'Reveal' }).waitFor();
+  expect(await field.inputValue()).toMatch(/^tg_•+.{4}$/);
+});
