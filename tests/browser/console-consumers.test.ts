@@ -153,7 +153,9 @@ it('finds consumers by any part of their name or external id, in any case', asyn
       { name: 'Globex Industries', externalId: 'cus_GLOBEX_9' },
       { name: 'Initech', externalId: 'cus_initech' },
       { name: 'globe trotters', externalId: null },
-    ].map(async (body) => (await tollgate.admin('POST', '/tollgate/consumers', body)).body.consumerId as string),
+    ].map(
+      async (body) => (await tollgate.admin('POST', '/tollgate/consumers', body)).body.consumerId as string,
+    ),
   );
   const [globex, initech, trotters] = made;
   const { page } = tab.session;
@@ -170,7 +172,9 @@ it('finds consumers by any part of their name or external id, in any case', asyn
       [...ids].sort().join(),
     );
     const api = await tollgate.admin('GET', `/tollgate/consumers?search=${encodeURIComponent(text)}`);
-    expect(api.body.consumers.map((c: { consumerId: string }) => c.consumerId).sort()).toEqual([...ids].sort());
+    expect(api.body.consumers.map((c: { consumerId: string }) => c.consumerId).sort()).toEqual(
+      [...ids].sort(),
+    );
   };
   await found('GLOBE', [globex!, trotters!]); // any case, from the start
   await found('industries', [globex!]); // inside the name
@@ -225,4 +229,21 @@ it('asks again, with the count, when a key joined the consumer after its page wa
   await dialog.getByRole('button', { name: 'Detach 1 key and delete' }).click();
   await page.getByRole('heading', { level: 1, name: 'Consumers' }).waitFor();
   expect((await consumer(c.consumerId)).status).toBe(404);
+});
+
+it('adds a key to a consumer from the consumer’s page', async () => {
+  const c = (await tollgate.admin('POST', '/tollgate/consumers', { name: 'Growing' })).body;
+  const { page } = tab.session;
+  await visit(tab.session, `consumers/${c.consumerId}`, 'Growing');
+  const keysSection = page.getByRole('region', { name: 'Keys' });
+  await keysSection.getByRole('link', { name: 'Add a key' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Add a key to a consumer' }).waitFor();
+  await page.getByRole('link', { name: 'Growing' }).waitFor();
+  await page.getByLabel('Name', { exact: true }).fill('growing-prod');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  await page.getByRole('heading', { level: 1, name: 'growing-prod' }).waitFor();
+  const id = new URL(page.url()).hash.split('/')[2]!;
+  expect((await tollgate.admin('GET', `/consumer-api-key/${id}`)).body.consumerId).toBe(c.consumerId);
+  await page.getByRole('region', { name: 'Consumer' }).getByRole('link', { name: 'Growing' }).waitFor();
+  expect((await consumer(c.consumerId)).body.keyCount).toBe(1);
 });
