@@ -59,7 +59,6 @@ export function keyView(
     ...keyState(key),
     metadata: new RawJson(key.metadata),
     credits,
-    ...(previous !== null &&
-      previous > now && { previousSecretExpiresAt: isoTimestamp(previous) }),
+    ...(previous !== null && previous > now && { previousSecretExpiresAt: isoTimestamp(previous) }),
   };
 }

@@ -169,15 +169,19 @@ async function expectDialogEntirelyVisible(s: ConsoleSession, dialog: Locator): 
 /** The full text is in the page (wrapped, never cut). */
 const shows = (s: ConsoleSession, text: string) => s.page.getByText(text, { exact: true }).first().waitFor();
 
+/** Each test of the enclosing describe sees the page at that size. */
+const sizedTo = (width: number, height: number) =>
+  beforeEach(async () => {
+    await tab.session.page.setViewportSize({ width, height });
+  });
+
 describe.each([
   [390, 844],
   [1280, 900],
   [1440, 900],
   [1920, 1080],
 ])('at %i × %i px', (width, height) => {
-  beforeEach(async () => {
-    await tab.session.page.setViewportSize({ width, height });
-  });
+  sizedTo(width, height);
 
   it('keeps the overview, the key list, the plans and the audit log within the viewport', async () => {
     const s = tab.session;
@@ -309,9 +313,7 @@ describe.each([
   [1280, 900],
   [1920, 1080],
 ])('at %i × %i px, beside 200-character names', (width, height) => {
-  beforeEach(async () => {
-    await tab.session.page.setViewportSize({ width, height });
-  });
+  sizedTo(width, height);
 
   it('keeps short words of table cells whole, and the page as wide as the screen allows', async () => {
     const s = tab.session;
