@@ -247,3 +247,30 @@ it('adds a key to a consumer from the consumer’s page', async () => {
   await page.getByRole('region', { name: 'Consumer' }).getByRole('link', { name: 'Growing' }).waitFor();
   expect((await consumer(c.consumerId)).body.keyCount).toBe(1);
 });
+
+it('offers the plans and consumers there are where their id is asked for', async () => {
+  const c = (
+    await tollgate.admin('POST', '/tollgate/consumers', { name: 'Picked', externalId: 'acct-picked' })
+  ).body;
+  const key = (await tollgate.admin('POST', '/consumer-api-key/create', { name: 'picking' })).body;
+  const { page } = tab.session;
+  /** The values and labels a field's list of suggestions offers. */
+  const offered = async (label: string) => {
+    const field = page.getByLabel(label, { exact: true });
+    const list = await field.getAttribute('list');
+    expect(list).not.toBeNull();
+    return page
+      .locator(`datalist[id="${list}"] option`)
+      .evaluateAll((options) => options.map((o) => `${(o as HTMLOptionElement).value} ${o.textContent}`));
+  };
+  await visit(tab.session, 'consumers/new', 'Create a consumer');
+  await page.waitForFunction(() => document.querySelectorAll('datalist option').length > 0);
+  expect(await offered('Plan id')).toContain('shared ');
+  await visit(tab.session, `keys/${key.id}`, 'picking');
+  await page.waitForFunction(() => document.querySelectorAll('datalist option').length > 0);
+  expect(await offered('Consumer id')).toContain(`${c.consumerId} Picked (acct-picked)`);
+  // Picking one gives the key to it.
+  await page.getByLabel('Consumer id', { exact: true }).fill(c.consumerId);
+  await page.getByRole('button', { name: 'Change consumer' }).click();
+  await page.getByRole('region', { name: 'Consumer' }).getByRole('link', { name: 'Picked' }).waitFor();
+});

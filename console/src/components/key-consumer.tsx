@@ -7,6 +7,7 @@ import type { KeyDetail } from '../types';
 import { useAction, useApi } from '../use-api';
 import { Dialog, DialogButtons } from './dialog';
 import { ErrorMessage } from './error-message';
+import { ConsumerOptions } from './id-options';
 
 export function KeyConsumer({
   keyDetail,
@@ -70,7 +71,14 @@ export function KeyConsumer({
       >
         <div class="field">
           <label for="key-consumer-id">Consumer id</label>
-          <input id="key-consumer-id" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
+          <input
+            id="key-consumer-id"
+            list="key-consumer-options"
+            autocomplete="off"
+            value={draft}
+            onInput={(e) => setDraft(e.currentTarget.value)}
+          />
+          <ConsumerOptions id="key-consumer-options" />
         </div>
         <div class="field-buttons">
           <ScopedButton scope="keys:write" type="submit" disabled={action.busy}>
