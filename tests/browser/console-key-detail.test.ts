@@ -397,11 +397,16 @@ it('labels the time axis of its chart in UTC, 24-hour and ISO order, as the cons
   // uPlot draws its labels on a canvas: every text drawn is recorded as it is drawn, from each new document on.
   await context.addInitScript(() => {
     const drawn: string[] = [];
-    (window as unknown as { drawnTexts: string[] }).drawnTexts = drawn;
+    const cut: string[] = [];
+    Object.assign(window, { drawnTexts: drawn, cutTexts: cut });
     const fillText = CanvasRenderingContext2D.prototype.fillText;
-    CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
+    CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
       drawn.push(String(text));
-      return fillText.call(this, text, ...rest);
+      // A text centred on x (as a time label is) that reaches past the canvas's edge is clipped.
+      const half = this.measureText(String(text)).width / 2;
+      if (this.textAlign === 'center' && (x - half < 0 || x + half > this.canvas.width))
+        cut.push(String(text));
+      return fillText.call(this, text, x, y, ...rest);
     };
   });
   const drawn = () => page.evaluate(() => (window as unknown as { drawnTexts: string[] }).drawnTexts);
@@ -420,7 +425,14 @@ it('labels the time axis of its chart in UTC, 24-hour and ISO order, as the cons
     );
     const labels = times(await drawn());
     expect(labels.length).toBeGreaterThan(1);
-    expect(labels.filter((t) => !form.test(t))).toEqual([]);
+    expect(labels.filter((t) => !form.test(t) && t !== 'Time (UTC)')).toEqual([]);
+    // The axis says its times are UTC, and no time label is cut at the chart's edge.
+    expect(await drawn()).toContain('Time (UTC)');
+    expect(
+      await page.evaluate(() =>
+        (window as unknown as { cutTexts: string[] }).cutTexts.filter((t) => /\d/.test(t)),
+      ),
+    ).toEqual([]);
   }
 });
 
