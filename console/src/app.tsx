@@ -48,7 +48,7 @@ function Page({ route }: { route: Route }) {
       return <OverviewPage route={route} />;
     case 'keys':
       if (id === undefined) return <KeyListPage route={route} />;
-      if (id === 'new') return <CreateKeyPage />;
+      if (id === 'new') return <CreateKeyPage route={route} />;
       return <KeyDetailPage keyId={id} route={route} />;
     case 'plans':
       if (id === undefined) return <PlanListPage route={route} />;

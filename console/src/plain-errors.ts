@@ -56,20 +56,36 @@ const FIELDS: Readonly<Record<string, string>> = {
 /** The numbered rows of a plan's form: `limits.1` is "Limit 2", `costs.0` "Cost 1". */
 const ROWS: Readonly<Record<string, string>> = { limits: 'Limit', costs: 'Cost' };
 
+/** Fields inside an object, as the route form labels them: `match.pathPrefix` is "Path prefix". */
+const NESTED: Readonly<Record<string, string>> = {
+  'match.host': 'Host',
+  'match.pathPrefix': 'Path prefix',
+  'match.methods': 'Methods',
+};
+
 /**
- * `limits.1.name` → `Limit 2, name`; `costs.0.match.routeIds` → `Cost 1, routes`; `costs.0.match` →
- * `Cost 1, match`; `externalId` → `External ID`.
+ * `limits.1.name` → `Limit 2, name`; `costs.0.match.routeIds` → `Cost 1, routes`; a list's item
+ * (`limits.1.match.routeIds.0`) is named by its list, `Limit 2, routes`; `costs.0.match` →
+ * `Cost 1, match`; `match.pathPrefix` → `Path prefix`; `externalId` → `External ID`.
  */
 export function fieldLabel(field: string): string {
   const [head = '', index, ...rest] = field.split('.');
   const row = ROWS[head];
   if (row !== undefined && index !== undefined && /^\d+$/.test(index)) {
     const named = `${row} ${Number(index) + 1}`;
-    const last = rest.at(-1);
+    const last = rest.filter((part) => !/^\d+$/.test(part)).at(-1);
     return last === undefined ? named : `${named}, ${(FIELDS[last] ?? last).toLowerCase()}`;
   }
-  return FIELDS[head] ?? field;
+  return NESTED[field] ?? FIELDS[head] ?? field;
 }
+
+/** What a field's pattern asks for, in words, where a list of allowed characters would not say it. */
+const PATTERNS: Readonly<Record<string, string>> = {
+  upstreamUrl:
+    'must be an http:// or https:// address, with no query or fragment, such as http://search.internal:8080',
+  pathPrefix: 'must start with a slash and name whole path segments, with no trailing slash: / or /v1/search',
+  host: 'must be a host name, such as api.example.com, or *.example.com for every host under it',
+};
 
 const TYPES: Readonly<Record<string, string>> = {
   string: 'text',
@@ -94,7 +110,7 @@ function allowedCharacters(pattern: string): string | undefined {
 }
 
 /** What is wrong with one field, in words (the API's own when no plainer ones are known). */
-function plainProblem(message: string): string {
+function plainProblem(field: string, message: string): string {
   const rules: readonly [RegExp, (...groups: string[]) => string][] = [
     [
       /^repeats the name "(.*)"$/,
@@ -122,10 +138,13 @@ function plainProblem(message: string): string {
     [
       /^must match pattern "(.*)"$/,
       (pattern) => {
+        const asked = PATTERNS[field.split('.').at(-1) ?? ''];
+        if (asked !== undefined) return asked;
         const allowed = allowedCharacters(pattern);
         return allowed ? `may hold only ${allowed}` : 'holds a character it may not';
       },
     ],
+    [/^names no route \("(.*)"\)$/, (id) => `no route has the id “${id}”: choose one of the routes offered`],
     [/^must be >= (\S+)$/, (n) => `must be at least ${n}`],
     [/^must be <= (\S+)$/, (n) => `must be at most ${n}`],
     [/^must be > (\S+)$/, (n) => `must be more than ${n}`],
@@ -143,7 +162,7 @@ function plainProblem(message: string): string {
 
 /** One offending field, as a line of the error: `Limit 2, name: “same” is the name of another limit too…`. */
 export function describeDetail(detail: { field: string; message: string }): string {
-  return `${fieldLabel(detail.field)}: ${plainProblem(detail.message)}.`;
+  return `${fieldLabel(detail.field)}: ${plainProblem(detail.field, detail.message)}.`;
 }
 
 /** The error's lead sentence: what went wrong and what to do, said once. */

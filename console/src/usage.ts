@@ -37,11 +37,15 @@ export function rangeQuery(preset: RangePreset, now = Date.now()): { from: strin
   return { from: isoSeconds(now - preset.ms), to: isoSeconds(Math.ceil(now / 1000) * 1000) };
 }
 
+/** Every 429 the clients got: the limiter's (`rateLimited`) and those for want of credits. */
+export const refusedOf = (b: UsageBucket): number => b.rateLimited + b.outcomes.creditsExhausted;
+
 export interface UsageTotals {
   readonly requests: number;
   readonly successful: number;
   readonly failed: number;
-  readonly rateLimited: number;
+  /** Refused with a 429: by the limiter or for want of credits. */
+  readonly refused: number;
   /** Weighted by requests over the buckets. */
   readonly averageResponseTimeMs: number;
 }
@@ -50,20 +54,20 @@ export function sumBuckets(buckets: readonly UsageBucket[]): UsageTotals {
   let requests = 0;
   let successful = 0;
   let failed = 0;
-  let rateLimited = 0;
+  let refused = 0;
   let time = 0;
   for (const b of buckets) {
     requests += b.requests;
     successful += b.successful;
     failed += b.failed;
-    rateLimited += b.rateLimited;
+    refused += refusedOf(b);
     time += b.averageResponseTimeMs * b.requests;
   }
   return {
     requests,
     successful,
     failed,
-    rateLimited,
+    refused,
     averageResponseTimeMs: requests === 0 ? 0 : time / requests,
   };
 }

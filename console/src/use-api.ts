@@ -49,6 +49,8 @@ export function useAction(): {
   readonly busy: boolean;
   readonly error: ApiError | undefined;
   run<T>(work: () => Promise<T>): Promise<T | undefined>;
+  /** Shows a refusal the console itself made, before any request. */
+  fail(message: string): void;
   clear(): void;
 } {
   const [busy, setBusy] = useState(false);
@@ -65,5 +67,6 @@ export function useAction(): {
       setBusy(false);
     }
   }, []);
-  return { busy, error, run, clear: useCallback(() => setError(undefined), []) };
+  const fail = useCallback((message: string) => setError(new ApiError(0, 'console_error', message)), []);
+  return { busy, error, run, fail, clear: useCallback(() => setError(undefined), []) };
 }

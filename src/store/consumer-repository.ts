@@ -36,6 +36,8 @@ export interface ConsumerSettings {
 export interface ConsumerFilter {
   readonly externalId?: string;
   readonly namePrefix?: string;
+  /** The name or the external id holds this, in any case. */
+  readonly search?: string;
   readonly rateLimitId?: string;
 }
 
@@ -112,6 +114,11 @@ export class ConsumerRepository {
     if (filter.rateLimitId !== undefined) query = query.where('c.rate_limit_id', '=', filter.rateLimitId);
     if (filter.namePrefix !== undefined)
       query = query.where(this.dialect.startsWith('name', filter.namePrefix));
+    if (filter.search !== undefined) {
+      const inName = this.dialect.containsIgnoringCase('c.name', filter.search);
+      const inExternalId = this.dialect.containsIgnoringCase('c.external_id', filter.search);
+      query = query.where(sql<boolean>`(${inName} or ${inExternalId})`);
+    }
     const rows = await query.orderBy('c.created_at').orderBy('c.id').limit(limit).execute();
     return rows.map(toConsumer);
   }

@@ -36,6 +36,8 @@ export interface KeyRow {
   readonly balance: Balance | null;
   /** Bumped by every set of its balance, kept when it holds none (src/plans/balance.ts). */
   readonly creditsEpoch: number;
+  /** After a roll: when its previous secret stops (or stopped) working; null: no previous secret. */
+  readonly previousSecretExpiresAt: Date | null;
 }
 
 /** The fields an administrator sets on a key (create and PATCH). */
@@ -161,6 +163,7 @@ const keyColumns = [
   'last_used_at as lastUsedAt',
   'consumer_id as consumerId',
   'allowed_route_ids as allowedRouteIds',
+  'previous_secret_expires_at as previousSecretExpiresAt',
   ...creditColumns('api_keys', 'credits'),
 ] as const;
 
@@ -197,6 +200,7 @@ function toKeyRow(
     seq: Number(row.seq),
     balance,
     creditsEpoch: epoch,
+    previousSecretExpiresAt: row.previousSecretExpiresAt,
   };
 }
 

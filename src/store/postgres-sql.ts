@@ -41,6 +41,10 @@ export class PostgresSql extends PostgresAdapter implements SqlDialect {
     return sql<boolean>`lower(${sql.ref(column)}) like lower(${escaped}) || '%'`;
   }
 
+  containsIgnoringCase(column: string, text: string): RawBuilder<boolean> {
+    return sql<boolean>`strpos(lower(${sql.ref(column)}), lower(${text})) > 0`;
+  }
+
   /** greatest() skips nulls. */
   later(a: RawBuilder<Date | null>, b: RawBuilder<Date>): RawBuilder<Date> {
     return sql<Date>`greatest(${a}, ${b})`;

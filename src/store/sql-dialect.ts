@@ -42,6 +42,8 @@ export interface SqlDialect extends DialectAdapter {
    * (sql/071_key_list_search.sql). Postgres lowers every letter its locale knows; SQLite A-Z only.
    */
   startsWithIgnoringCase(column: string, prefix: string): RawBuilder<boolean>;
+  /** Whether `lower(column)` holds `lower(text)` anywhere (a scan: for short lists, such as consumers). */
+  containsIgnoringCase(column: string, text: string): RawBuilder<boolean>;
   /** The later of two times, a null one counting as earlier than any. */
   later(a: RawBuilder<Date | null>, b: RawBuilder<Date>): RawBuilder<Date>;
   /** A table `alias` of columns `id` and `t` (a time), one row per id, in one or two parameters whatever the count. */

@@ -36,6 +36,10 @@ export class SqliteSql extends SqliteAdapter implements SqlDialect {
     return sql<boolean>`(${folded} >= lower(${prefix}) and ${folded} < lower(${prefix}) || char(1114111))`;
   }
 
+  containsIgnoringCase(column: string, text: string): RawBuilder<boolean> {
+    return sql<boolean>`instr(lower(${sql.ref(column)}), lower(${text})) > 0`;
+  }
+
   /** max() of a null is null. */
   later(a: RawBuilder<Date | null>, b: RawBuilder<Date>): RawBuilder<Date> {
     return sql<Date>`max(coalesce(${a}, ${b}), ${b})`;

@@ -28,6 +28,7 @@ const listed = async () =>
     id: string;
     name: string;
     scopes: string[];
+    expiresAt: string | null;
   }[];
 
 it('creates a token with its scopes, shows its secret once with a copy button, and revokes it', async () => {
@@ -36,7 +37,6 @@ it('creates a token with its scopes, shows its secret once with a copy button, a
   await page.getByText('No admin token yet').waitFor();
   await page.getByLabel('Name').fill('reporting');
   const scopes = page.getByRole('group', { name: 'Scopes' });
-  await scopes.getByLabel('keys:read').uncheck();
   await scopes.getByLabel('usage:read').check();
   await scopes.getByLabel('audit:read').check();
   await page.getByRole('button', { name: 'Create token' }).click();
@@ -93,7 +93,6 @@ it('says in plain words what is wrong when no scope is chosen', async () => {
   const { page } = tab.session;
   await visit(tab.session, 'admin-tokens', 'Admin tokens');
   await page.getByLabel('Name').fill('empty');
-  await page.getByRole('group', { name: 'Scopes' }).getByLabel('keys:read').uncheck();
   await page.getByRole('button', { name: 'Create token' }).click();
   await page.getByRole('alert').filter({ hasText: 'Scopes' }).waitFor();
   expect(await listed()).toEqual([]);
@@ -120,5 +119,33 @@ it('says in the navigation which sections a narrow token may not read, and the s
     expect(unexpectedErrors(session)).toEqual([]);
   } finally {
     await session.context.close();
+  }
+});
+
+it('starts with no scope ticked, so ticking keys:read makes a read-only token that opens Keys, expiring when typed', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, 'admin-tokens', 'Admin tokens');
+  const scopes = page.getByRole('group', { name: 'Scopes' });
+  expect(await scopes.getByRole('checkbox').count()).toBeGreaterThan(1);
+  expect(await scopes.getByRole('checkbox', { checked: true }).count()).toBe(0);
+  await page.getByLabel('Name').fill('read-only');
+  await scopes.getByLabel('keys:read').click();
+  const expiresAt = new Date(Date.now() + 7 * 86_400_000).toISOString().slice(0, 19) + 'Z';
+  await page.getByLabel('Expires (UTC, optional)').fill(expiresAt.slice(0, 19));
+  await page.getByRole('button', { name: 'Create token' }).click();
+  await page.getByRole('status').filter({ hasText: 'The token read-only is created.' }).waitFor();
+  const secret = await page.getByLabel('Secret of the token read-only').inputValue();
+  const made = (await listed()).find((t) => t.name === 'read-only');
+  expect(made).toMatchObject({ scopes: ['keys:read'], expiresAt });
+  await rowWith(page, 'read-only').getByText(expiresAt.replace('T', ' ').replace('Z', ' UTC')).waitFor();
+  // The token opens Keys in a console of its own.
+  const s = await openConsole(suite.browser, tollgate);
+  try {
+    await signIn(s, secret);
+    await visit(s, 'keys', 'Keys');
+    await s.page.getByText('No key matches.').waitFor();
+    expect(unexpectedErrors(s)).toEqual([]);
+  } finally {
+    await s.context.close();
   }
 });

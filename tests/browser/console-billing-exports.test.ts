@@ -1,10 +1,13 @@
 /**
  * Billing exports in the console, in Chromium against a built Tollgate: create a CloudEvents export with
  * a credential (write-only: never shown again, only said to be stored), see it listed, run it by hand and
- * read the run in its log, and delete it through a dialog that starts on Cancel. Checked through the API.
+ * read the run in its log, and delete it through a dialog that starts on Cancel; a run's sends (customer,
+ * key, bucket, units, answer) and the keys it skipped for want of a customer id, shown as the API answers
+ * them. Checked through the API.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { hit, waitFor } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
 import {
   consoleSuite,
@@ -19,15 +22,20 @@ let tollgate: Tollgate;
 let receiver: Server;
 let receiverUrl: string;
 
-const suite = consoleSuite(async (started) => {
-  tollgate = started;
-  receiver = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => res.writeHead(202).end());
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/events`;
-});
+// A minute's usage is sent as soon as the minute ends (no settling time): a run by hand sends it.
+const suite = consoleSuite(
+  async (started) => {
+    tollgate = started;
+    receiver = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(202).end());
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/events`;
+  },
+  120_000,
+  { BILLING_EXPORT_SETTLE_SECONDS: '0' },
+);
 afterAll(() => new Promise((resolve) => receiver?.close(resolve)));
 const tab = signedInTab(suite, () => tollgate.rootToken);
 
@@ -108,4 +116,64 @@ it('says in plain words that a Stripe export needs its credential, and keeps the
   await page.getByRole('alert').waitFor();
   expect(await page.getByLabel('Event name').inputValue()).toBe('api_requests');
   expect((await tollgate.admin('GET', '/tollgate/billing-exports')).body.billingExports).toEqual([]);
+});
+
+it('shows what each run sent, and the keys with usage it skipped for want of a customer id', async () => {
+  const { page } = tab.session;
+  const created = await tollgate.admin('POST', '/tollgate/billing-exports', {
+    type: 'cloudevents',
+    url: receiverUrl,
+    eventName: 'api.requests',
+    interval: 'minute',
+    subject: 'key',
+  });
+  expect(created.status).toBe(201);
+  const billed = await tollgate.admin('POST', '/consumer-api-key/create', {
+    name: 'billed',
+    externalId: 'cus_console',
+  });
+  const unbilled = await Promise.all(
+    ['no-customer-1', 'no-customer-2'].map((name) =>
+      tollgate.admin('POST', '/consumer-api-key/create', { name }),
+    ),
+  );
+  for (let i = 0; i < 3; i++) expect(await hit(tollgate, billed.body.secret)).toBe(200);
+  for (const key of unbilled) expect(await hit(tollgate, key.body.secret)).toBe(200);
+  // The minute of that traffic ends within 60 s; a run after it sends the billed key and skips the others.
+  type Run = { id: string; sends: { customer: string; value: number }[]; skippedSubjects: string[] };
+  const { value: runs } = await waitFor(
+    async () => {
+      await tollgate.admin('POST', `/tollgate/billing-exports/${created.body.id}/runs`);
+      return (await tollgate.admin('GET', `/tollgate/billing-exports/${created.body.id}/runs`)).body
+        .runs as Run[];
+    },
+    (all) => all.some((r) => r.sends.length > 0),
+    { timeoutMs: 90_000, everyMs: 2_000 },
+  );
+  const sent = runs.find((r) => r.sends.length > 0)!;
+  expect(sent.sends.map((s) => [s.customer, s.value])).toEqual([['cus_console', 3]]);
+  expect([...sent.skippedSubjects].sort()).toEqual(unbilled.map((k) => k.body.id as string).sort());
+
+  await visit(tab.session, `billing-exports/${created.body.id}`, 'Billing export runs');
+  const row = page.locator(`tr[data-run-id="${sent.id}"]`);
+  await row.getByText('2 keys with usage skipped: no customer id').waitFor();
+  await row.getByText('1 send, 2 skipped').click();
+  const send = row
+    .getByRole('table', { name: /^Sends of the run/ })
+    .getByRole('row')
+    .nth(1);
+  expect(await send.getByRole('cell').allInnerTexts()).toEqual([
+    'cus_console',
+    billed.body.id,
+    expect.stringMatching(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:00 UTC$/),
+    '3',
+    'delivered (202)',
+  ]);
+  const skipped = row.getByRole('list', { name: 'Skipped' });
+  for (const key of unbilled)
+    expect(await skipped.getByRole('link', { name: key.body.id }).getAttribute('href')).toBe(
+      `#/keys/${key.body.id}`,
+    );
+  await row.getByText('no external id').waitFor();
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
 });

@@ -68,7 +68,7 @@ it('creates a consumer with a plan, finds it by name, shows its shared limits an
 
   await tollgate.admin('POST', '/tollgate/consumers', { name: 'Other' });
   await visit(tab.session, 'consumers', 'Consumers');
-  await page.getByLabel('Name starts with').fill('Acm');
+  await page.getByLabel('Name or external ID').fill('Acm');
   await page.getByRole('button', { name: 'Search' }).click();
   await page.waitForFunction(() => document.querySelectorAll('tbody tr[data-consumer-id]').length === 1);
   expect(await rowWith(page, 'Acme Corp').getByRole('cell').allInnerTexts()).toEqual(
@@ -108,7 +108,7 @@ it('says in plain words when the external id is taken, and keeps the form', asyn
   expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe('Second');
 });
 
-it('shows a key’s consumer as a link and changes it from the key’s page', async () => {
+it('shows a key’s consumer as a link and changes it from the key’s page, detaching it only once confirmed', async () => {
   const a = (await tollgate.admin('POST', '/tollgate/consumers', { name: 'Team A' })).body;
   const b = (await tollgate.admin('POST', '/tollgate/consumers', { name: 'Team B' })).body;
   const key = (
@@ -129,10 +129,61 @@ it('shows a key’s consumer as a link and changes it from the key’s page', as
   await section.getByRole('alert').waitFor();
   expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.consumerId).toBe(b.consumerId);
 
-  await section.getByRole('button', { name: 'Detach from consumer' }).click();
+  // Detaching takes the key out of the consumer's limits, credits and billing: asked first, on Cancel.
+  await section.getByRole('button', { name: 'Detach from consumer…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Detach the key from its consumer?' });
+  await dialog
+    .getByText(/shared limits no longer count it, its requests no longer spend the consumer’s credits/)
+    .waitFor();
+  await page.waitForFunction(() => document.activeElement?.closest('dialog') != null);
+  expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Cancel');
+  await page.keyboard.press('Enter');
+  await dialog.waitFor({ state: 'detached' });
+  expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.consumerId).toBe(b.consumerId);
+  await section.getByRole('button', { name: 'Detach from consumer…' }).click();
+  await dialog.getByRole('button', { name: 'Detach the key' }).click();
   await section.getByText('The key belongs to no consumer').waitFor();
   expect((await tollgate.admin('GET', `/consumer-api-key/${key.id}`)).body.consumerId).toBeNull();
   await section.getByRole('link', { name: 'Team B' }).waitFor({ state: 'detached' });
+});
+
+it('finds consumers by any part of their name or external id, in any case', async () => {
+  const made = await Promise.all(
+    [
+      { name: 'Globex Industries', externalId: 'cus_GLOBEX_9' },
+      { name: 'Initech', externalId: 'cus_initech' },
+      { name: 'globe trotters', externalId: null },
+    ].map(
+      async (body) => (await tollgate.admin('POST', '/tollgate/consumers', body)).body.consumerId as string,
+    ),
+  );
+  const [globex, initech, trotters] = made;
+  const { page } = tab.session;
+  const found = async (text: string, ids: readonly string[]) => {
+    await visit(tab.session, 'consumers', 'Consumers');
+    await page.getByLabel('Name or external ID').fill(text);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForFunction(
+      (want) =>
+        [...document.querySelectorAll('tbody tr[data-consumer-id]')]
+          .map((r) => r.getAttribute('data-consumer-id'))
+          .sort()
+          .join() === want,
+      [...ids].sort().join(),
+    );
+    const api = await tollgate.admin('GET', `/tollgate/consumers?search=${encodeURIComponent(text)}`);
+    expect(api.body.consumers.map((c: { consumerId: string }) => c.consumerId).sort()).toEqual(
+      [...ids].sort(),
+    );
+  };
+  await found('GLOBE', [globex!, trotters!]); // any case, from the start
+  await found('industries', [globex!]); // inside the name
+  await found('globex_9', [globex!]); // the external id, in any case
+  await found('cus_initech', [initech!]);
+  await visit(tab.session, 'consumers', 'Consumers');
+  await page.getByLabel('Name or external ID').fill('nobody-here');
+  await page.getByRole('button', { name: 'Search' }).click();
+  await page.getByText('No consumer’s name or external ID holds that.').waitFor();
 });
 
 it('deletes a consumer with keys once confirmed: the dialog says how many and starts on Cancel', async () => {
@@ -178,4 +229,48 @@ it('asks again, with the count, when a key joined the consumer after its page wa
   await dialog.getByRole('button', { name: 'Detach 1 key and delete' }).click();
   await page.getByRole('heading', { level: 1, name: 'Consumers' }).waitFor();
   expect((await consumer(c.consumerId)).status).toBe(404);
+});
+
+it('adds a key to a consumer from the consumer’s page', async () => {
+  const c = (await tollgate.admin('POST', '/tollgate/consumers', { name: 'Growing' })).body;
+  const { page } = tab.session;
+  await visit(tab.session, `consumers/${c.consumerId}`, 'Growing');
+  const keysSection = page.getByRole('region', { name: 'Keys' });
+  await keysSection.getByRole('link', { name: 'Add a key' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Add a key to a consumer' }).waitFor();
+  await page.getByRole('link', { name: 'Growing' }).waitFor();
+  await page.getByLabel('Name', { exact: true }).fill('growing-prod');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  await page.getByRole('heading', { level: 1, name: 'growing-prod' }).waitFor();
+  const id = new URL(page.url()).hash.split('/')[2]!;
+  expect((await tollgate.admin('GET', `/consumer-api-key/${id}`)).body.consumerId).toBe(c.consumerId);
+  await page.getByRole('region', { name: 'Consumer' }).getByRole('link', { name: 'Growing' }).waitFor();
+  expect((await consumer(c.consumerId)).body.keyCount).toBe(1);
+});
+
+it('offers the plans and consumers there are where their id is asked for', async () => {
+  const c = (
+    await tollgate.admin('POST', '/tollgate/consumers', { name: 'Picked', externalId: 'acct-picked' })
+  ).body;
+  const key = (await tollgate.admin('POST', '/consumer-api-key/create', { name: 'picking' })).body;
+  const { page } = tab.session;
+  /** The values and labels a field's list of suggestions offers. */
+  const offered = async (label: string) => {
+    const field = page.getByLabel(label, { exact: true });
+    const list = await field.getAttribute('list');
+    expect(list).not.toBeNull();
+    return page
+      .locator(`datalist[id="${list}"] option`)
+      .evaluateAll((options) => options.map((o) => `${(o as HTMLOptionElement).value} ${o.textContent}`));
+  };
+  await visit(tab.session, 'consumers/new', 'Create a consumer');
+  await page.waitForFunction(() => document.querySelectorAll('datalist option').length > 0);
+  expect(await offered('Plan id')).toContain('shared ');
+  await visit(tab.session, `keys/${key.id}`, 'picking');
+  await page.waitForFunction(() => document.querySelectorAll('datalist option').length > 0);
+  expect(await offered('Consumer id')).toContain(`${c.consumerId} Picked (acct-picked)`);
+  // Picking one gives the key to it.
+  await page.getByLabel('Consumer id', { exact: true }).fill(c.consumerId);
+  await page.getByRole('button', { name: 'Change consumer' }).click();
+  await page.getByRole('region', { name: 'Consumer' }).getByRole('link', { name: 'Picked' }).waitFor();
 });

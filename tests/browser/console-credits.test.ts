@@ -153,12 +153,43 @@ it('shows a credit spent through the proxy once the page is read again', async (
   await s.page.getByRole('heading', { level: 1, name: 'Acme' }).waitFor();
   await showsBalance(s, '9');
   expect(await consumerCredits()).toMatchObject({ remaining: 9 });
-  // The key itself holds no balance of its own: its page says so, and where the consumer’s shows.
+  // The key holds no balance of its own: its page says that its consumer’s is spent, and how much is left.
   await visit(s, `keys/${consumerKey.id}`, 'acme-prod');
-  await credits(s).getByText('No prepaid balance').waitFor();
   await credits(s)
-    .getByText(/its consumer’s, if it has one, is spent too/)
+    .getByText('No balance of its own: its requests spend its consumer Acme’s balance, 9 credits now.')
     .waitFor();
+  expect(await credits(s).getByRole('link', { name: 'Acme' }).getAttribute('href')).toBe(
+    `#/consumers/${consumerId}`,
+  );
+  expect(await credits(s).getByText('requests are not charged credits').count()).toBe(0);
+});
+
+it('says that a key without a plan of its own is limited by its consumer’s plan when no default limit is set', async () => {
+  expect(
+    (
+      await tollgate.admin('POST', '/rate-limit/create', {
+        rateLimitId: 'acme-shared',
+        limits: [{ name: 'shared-hourly', limit: 50, period: 'hour' }],
+      })
+    ).status,
+  ).toBe(201);
+  expect(
+    (await tollgate.admin('PATCH', `/tollgate/consumers/${consumerId}`, { rateLimitId: 'acme-shared' }))
+      .status,
+  ).toBe(200);
+  const s = tab.session;
+  try {
+    await visit(s, `keys/${consumerKey.id}`, 'acme-prod');
+    const limits = s.page.getByRole('region', { name: 'Limits' });
+    await limits.getByText('No plan of its own and no default limit: its consumer’s limits apply.').waitFor();
+    await limits.getByRole('cell', { name: 'consumer.shared-hourly', exact: true }).waitFor();
+    expect(await limits.getByText('DEFAULT_RATE_LIMIT').count()).toBe(0);
+    const detail = (await tollgate.admin('GET', `/consumer-api-key/${consumerKey.id}`)).body;
+    expect(detail.rateLimitId).toBeNull();
+    expect(detail.usage.rateLimits.limits.map((l: { scope: string }) => l.scope)).toEqual(['consumer']);
+  } finally {
+    await tollgate.admin('PATCH', `/tollgate/consumers/${consumerId}`, { rateLimitId: null });
+  }
 });
 
 it('gives a key without a balance one by a top-up, edits its refill, and removes it once confirmed', async () => {

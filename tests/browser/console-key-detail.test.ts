@@ -267,6 +267,14 @@ it('rolls the secret with a grace preset, shows the new one once with a copy but
     tab.session,
     `The secret was rolled. The previous secret keeps working until ${until} UTC.`,
   );
+  // And after a reload, from the key itself, as the API answers it.
+  await page.reload();
+  await page.getByRole('heading', { level: 1, name: 'rolling' }).waitFor();
+  const details = page.getByRole('region', { name: 'Details' });
+  await details
+    .getByText(new RegExp(`^works until ${until} UTC \\(in 5\\d min\\), the grace of the last roll$`))
+    .waitFor();
+  expect((await keyDetail(key.id)).previousSecretExpiresAt).toBe(until.replace(' ', 'T') + 'Z');
 
   await page.getByRole('button', { name: 'Roll secret…' }).click();
   await dialog.getByLabel('None: the previous secret stops working at once').check();
@@ -389,11 +397,16 @@ it('labels the time axis of its chart in UTC, 24-hour and ISO order, as the cons
   // uPlot draws its labels on a canvas: every text drawn is recorded as it is drawn, from each new document on.
   await context.addInitScript(() => {
     const drawn: string[] = [];
-    (window as unknown as { drawnTexts: string[] }).drawnTexts = drawn;
+    const cut: string[] = [];
+    Object.assign(window, { drawnTexts: drawn, cutTexts: cut });
     const fillText = CanvasRenderingContext2D.prototype.fillText;
-    CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
+    CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
       drawn.push(String(text));
-      return fillText.call(this, text, ...rest);
+      // A text centred on x (as a time label is) that reaches past the canvas's edge is clipped.
+      const half = this.measureText(String(text)).width / 2;
+      if (this.textAlign === 'center' && (x - half < 0 || x + half > this.canvas.width))
+        cut.push(String(text));
+      return fillText.call(this, text, x, y, ...rest);
     };
   });
   const drawn = () => page.evaluate(() => (window as unknown as { drawnTexts: string[] }).drawnTexts);
@@ -412,7 +425,14 @@ it('labels the time axis of its chart in UTC, 24-hour and ISO order, as the cons
     );
     const labels = times(await drawn());
     expect(labels.length).toBeGreaterThan(1);
-    expect(labels.filter((t) => !form.test(t))).toEqual([]);
+    expect(labels.filter((t) => !form.test(t) && t !== 'Time (UTC)')).toEqual([]);
+    // The axis says its times are UTC, and no time label is cut at the chart's edge.
+    expect(await drawn()).toContain('Time (UTC)');
+    expect(
+      await page.evaluate(() =>
+        (window as unknown as { cutTexts: string[] }).cutTexts.filter((t) => /\d/.test(t)),
+      ),
+    ).toEqual([]);
   }
 });
 
@@ -560,4 +580,24 @@ it("shows the fleet's requests, 429s and errors and the busiest keys on the over
 
   await top.getByRole('link', { name: 'busiest' }).click();
   await page.getByRole('heading', { level: 1, name: 'busiest' }).waitFor();
+});
+
+it('masks a revealed secret again after 30 seconds', async () => {
+  const key = await newKey({ name: 'revealed' });
+  const { page } = tab.session;
+  // The page's own clock, moved on by the test: no wait for real seconds.
+  await page.clock.install();
+  await visit(tab.session, `keys/${key.id}`, 'revealed');
+  await page.reload();
+  await page.getByRole('heading', { level: 1, name: 'revealed' }).waitFor();
+  const field = page.getByLabel('Secret', { exact: true });
+  expect(await field.inputValue()).not.toBe(key.secret);
+  await page.getByRole('button', { name: 'Reveal' }).click();
+  expect(await field.inputValue()).toBe(key.secret);
+  await page.getByText('Masked again after 30 seconds.').waitFor();
+  await page.clock.fastForward(29_000);
+  expect(await field.inputValue()).toBe(key.secret);
+  await page.clock.fastForward(2_000);
+  await page.getByRole('button', { name: 'Reveal' }).waitFor();
+  expect(await field.inputValue()).toMatch(/^tg_•+.{4}$/);
 });

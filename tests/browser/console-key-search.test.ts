@@ -97,18 +97,17 @@ it('lists the newest key first, and says how many keys there are as the API coun
   expect(await seriousAccessibilityViolations(page)).toEqual([]);
 });
 
-it('sorts by last use and by traffic exactly as the API does, the order kept in the address', async () => {
+it('sorts by last use and by traffic exactly as the API does as soon as the order is chosen, kept in the address', async () => {
   const { page } = tab.session;
   await visit(tab.session, 'keys', 'Keys');
+  // The order applies as it is chosen, without pressing Search.
   await page.getByLabel('Order').selectOption({ label: 'Used most recently' });
-  await page.getByRole('button', { name: 'Search' }).click();
   const byUse = await apiOrder('sort=-lastUsedAt&limit=50');
   expect(byUse.slice(0, 3)).toEqual([keys['Alpha one']!.id, keys.alphabet!.id, keys.beta!.id]);
   await rowsAre(tab.session, byUse);
   expect(page.url()).toContain('#/keys?sort=-lastUsedAt');
 
   await page.getByLabel('Order').selectOption({ label: 'Most requests, 24 hours' });
-  await page.getByRole('button', { name: 'Search' }).click();
   const byTraffic = await apiOrder('sort=-requests24h&limit=50');
   expect(byTraffic.slice(0, 3)).toEqual([keys.beta!.id, keys.alphabet!.id, keys['Alpha one']!.id]);
   await rowsAre(tab.session, byTraffic);
@@ -194,4 +193,38 @@ it('finds a key by a pasted secret sent in a body, never in an address, current 
   expect(await page.evaluate(() => JSON.stringify({ ...sessionStorage, ...localStorage }))).not.toContain(
     'tg_',
   );
+});
+
+it('finds a key by a secret pasted with what surrounded it, and keeps part of a secret out of every address', async () => {
+  const { page } = tab.session;
+  const lookups: string[] = [];
+  page.on('request', (r) => {
+    if (r.method() === 'POST') lookups.push(r.postData() ?? '');
+  });
+  const secret = keys.alphabet!.secret;
+  for (const pasted of [`Bearer ${secret}`, `"${secret}"`, `x-api-key: ${secret}`]) {
+    await visit(tab.session, 'keys', 'Keys');
+    await page.getByLabel('Name, key id or secret').fill(pasted);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('heading', { level: 1, name: 'alphabet' }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: 'Found by its secret: the key alphabet, whose current secret it is.' })
+      .waitFor();
+  }
+  expect(lookups).toEqual(Array.from({ length: 3 }, () => JSON.stringify({ secret })));
+
+  // A secret cut short is searched for nowhere, and said to be one.
+  await visit(tab.session, 'keys', 'Keys');
+  const cut = `Bearer ${secret.slice(0, 30)}`;
+  await page.getByLabel('Name, key id or secret').fill(cut);
+  await page.getByRole('button', { name: 'Search' }).click();
+  await page.getByRole('alert').filter({ hasText: 'This looks like part of a secret' }).waitFor();
+  expect(await page.getByLabel('Name, key id or secret').inputValue()).toBe('');
+  expect(lookups.length).toBe(3);
+
+  const part = secret.slice(3, 30);
+  expect(tab.session.requests.filter((u) => decodeURIComponent(u).includes(part))).toEqual([]);
+  expect(tab.session.navigations.filter((u) => decodeURIComponent(u).includes(part))).toEqual([]);
+  expect(page.url()).not.toContain('name=');
 });

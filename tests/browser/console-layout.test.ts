@@ -169,15 +169,19 @@ async function expectDialogEntirelyVisible(s: ConsoleSession, dialog: Locator): 
 /** The full text is in the page (wrapped, never cut). */
 const shows = (s: ConsoleSession, text: string) => s.page.getByText(text, { exact: true }).first().waitFor();
 
+/** Each test of the enclosing describe sees the page at that size. */
+const sizedTo = (width: number, height: number) =>
+  beforeEach(async () => {
+    await tab.session.page.setViewportSize({ width, height });
+  });
+
 describe.each([
   [390, 844],
   [1280, 900],
   [1440, 900],
   [1920, 1080],
 ])('at %i × %i px', (width, height) => {
-  beforeEach(async () => {
-    await tab.session.page.setViewportSize({ width, height });
-  });
+  sizedTo(width, height);
 
   it('keeps the overview, the key list, the plans and the audit log within the viewport', async () => {
     const s = tab.session;
@@ -280,5 +284,48 @@ describe.each([
     await dialog.getByRole('button', { name: 'Done' }).waitFor();
     await entirelyVisible();
     await dialog.getByRole('button', { name: 'Done' }).click();
+  });
+});
+
+/** Words of table cells (up to 10 characters: a state, "never", an address, a date) drawn over two lines. */
+async function brokenShortWords(s: ConsoleSession): Promise<string[]> {
+  return s.page.evaluate(() => {
+    const broken: string[] = [];
+    for (const cell of document.querySelectorAll('table.data td')) {
+      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const text = node.textContent ?? '';
+        for (const word of text.matchAll(/\S+/g)) {
+          if (word[0].length > 10) continue;
+          const range = document.createRange();
+          range.setStart(node, word.index);
+          range.setEnd(node, word.index + word[0].length);
+          const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+          if (lines.size > 1) broken.push(word[0]);
+        }
+      }
+    }
+    return broken;
+  });
+}
+
+describe.each([
+  [1280, 900],
+  [1920, 1080],
+])('at %i × %i px, beside 200-character names', (width, height) => {
+  sizedTo(width, height);
+
+  it('keeps short words of table cells whole, and the page as wide as the screen allows', async () => {
+    const s = tab.session;
+    await visit(s, 'keys', 'Keys');
+    await shows(s, LONG_NAME);
+    await s.page.waitForFunction(() => document.querySelectorAll('td.sparkline-cell svg').length === 2);
+    expect(await brokenShortWords(s)).toEqual([]);
+    const main = await s.page.locator('main').boundingBox();
+    expect(main!.width).toBeGreaterThan(width - 100);
+    await visit(s, 'audit', 'Audit log');
+    await s.page.locator('tbody tr[data-audit-id]').nth(3).waitFor();
+    expect(await brokenShortWords(s)).toEqual([]);
+    await expectWithinViewport(s);
   });
 });

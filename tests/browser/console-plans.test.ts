@@ -481,3 +481,21 @@ it('creates a plan whose limit counts only some requests and whose costs price t
     { cost: 7, match: { methods: ['POST'], pathPrefix: '/v1/reports', caseInsensitive: true } },
   ]);
 });
+
+it('names the route a limit names that no route has, in the form’s words', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, 'plans/new', 'Create a plan');
+  await page.getByLabel('Plan id').fill('unrouted');
+  await page.getByRole('button', { name: 'Add a limit' }).click();
+  const second = page.getByRole('group', { name: 'Limit 2' });
+  await second.getByLabel('Requests').fill('10');
+  await second.getByText('Counts only some requests').click();
+  await second.getByLabel('Routes (ids)').fill('no-such-route');
+  await page.getByRole('button', { name: 'Create plan' }).click();
+  const alert = page.getByRole('alert');
+  await alert.getByText('Some values need a change:').waitFor();
+  expect(await alert.getByRole('listitem').allInnerTexts()).toEqual([
+    'Limit 2, routes: no route has the id “no-such-route”: choose one of the routes offered.',
+  ]);
+  expect((await plan('unrouted')).status).toBe(404);
+});

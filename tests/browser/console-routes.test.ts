@@ -132,3 +132,35 @@ it('refuses a route that overlaps another with the API’s reason, and keeps the
   expect(await page.getByLabel('Route id').inputValue()).toBe('lookup-2');
   expect((await route('lookup-2')).status).toBe(404);
 });
+
+it('says what a backend URL and a path prefix must be, and takes the error away once a field is corrected', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, 'routes/new', 'Create a route');
+  await page.getByLabel('Route id').fill('files');
+  await page.getByLabel('Backend URL').fill('ftp://files.internal');
+  await page.getByLabel('Path prefix').fill('v1/files');
+  await page.getByRole('button', { name: 'Create route' }).click();
+  const refused = await tollgate.admin('POST', '/tollgate/routes', {
+    routeId: 'files',
+    upstreamUrl: 'ftp://files.internal',
+    match: { pathPrefix: 'v1/files' },
+  });
+  expect(refused.status).toBe(400);
+  const alert = page.getByRole('alert');
+  await alert.getByText('Some values need a change:').waitFor();
+  expect((await alert.getByRole('listitem').allInnerTexts()).sort()).toEqual([
+    'Backend URL: must be an http:// or https:// address, with no query or fragment, such as http://search.internal:8080.',
+    'Path prefix: must start with a slash and name whole path segments, with no trailing slash: / or /v1/search.',
+  ]);
+  expect(await alert.innerText()).not.toContain('holds a character it may not');
+  // The error spoke of values no longer there: it goes as soon as one is changed.
+  await page.getByLabel('Path prefix').fill('/v1/files');
+  await alert.waitFor({ state: 'detached' });
+  await page.getByLabel('Backend URL').fill('http://files.internal');
+  await page.getByRole('button', { name: 'Create route' }).click();
+  await page.getByRole('status').filter({ hasText: 'The route files is created' }).waitFor();
+  expect((await route('files')).body).toMatchObject({
+    upstreamUrl: 'http://files.internal',
+    match: { pathPrefix: '/v1/files' },
+  });
+});

@@ -92,7 +92,7 @@ const OUTCOMES: [string, string][] = [
   ['Expired', 'expired'],
   ['Route not allowed', 'routeNotAllowed'],
   ['Backend 5xx', 'backendError'],
-  ['Backend unreachable', 'backendUnreachable'],
+  ['Backend unreachable or timed out (502, 504)', 'backendUnreachable'],
 ];
 
 /** The outcome, status class and latency legends say what the API's buckets say. */
@@ -210,4 +210,37 @@ it('charts the fleet’s failures and response times on the overview', async () 
   await chartsAgree(tab.session, await bucketsAsked(tab.session, '/tollgate/usage'));
   await page.getByText('Proxy or verify?').click();
   await page.getByText('docs/guides/verify-and-client.md').waitFor();
+});
+
+it('counts every 429 in the overview’s Refused card, those for want of credits too', async () => {
+  const broke = (
+    await tollgate.admin('POST', '/consumer-api-key/create', { name: 'broke', credits: { remaining: 0 } })
+  ).body;
+  expect(await hit(tollgate, broke.secret, '/v1/items')).toBe(429);
+  // The fleet's usage is read from stored usage, about a second behind: the refusal is in it first.
+  await waitFor(
+    async () =>
+      total(
+        (await tollgate.admin('GET', `/tollgate/usage?granularity=hour`)).body.buckets as Bucket[],
+        (b) => b.outcomes.creditsExhausted!,
+      ),
+    (n) => n === 1,
+  );
+  const { page } = tab.session;
+  await visit(tab.session, '?range=1h', 'Overview');
+  await page
+    .getByRole('list', { name: 'Series' })
+    .getByRole('button', { name: /^Requests: / })
+    .waitFor();
+  const buckets = await bucketsAsked(tab.session, '/tollgate/usage');
+  const limited = total(buckets, (b) => b.outcomes.rateLimited!);
+  const creditless = total(buckets, (b) => b.outcomes.creditsExhausted!);
+  expect(creditless).toBeGreaterThan(0);
+  expect(limited).toBeGreaterThan(0);
+  const refused = page.locator('dl.stats div').filter({ hasText: 'Refused (429)' }).getByRole('definition');
+  expect(await refused.innerText()).toBe(String(limited + creditless));
+  await page
+    .getByRole('list', { name: 'Series' })
+    .getByRole('button', { name: `429s: ${limited + creditless}` })
+    .waitFor();
 });

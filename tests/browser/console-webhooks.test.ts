@@ -44,7 +44,6 @@ it('creates a webhook, shows its delivery log, retries a failed delivery, disabl
   await page.getByLabel('URL', { exact: true }).fill(receiver.url);
   await page.getByLabel('Description').fill('Billing system');
   const events = page.getByRole('group', { name: 'Events' });
-  await events.getByLabel('quota.threshold').uncheck();
   await events.getByLabel('key.created').check();
   await page.getByRole('button', { name: 'Create webhook' }).click();
   await page
@@ -118,15 +117,51 @@ it('creates a webhook, shows its delivery log, retries a failed delivery, disabl
   expect((await tollgate.admin('GET', `/tollgate/webhooks/${webhook.id}`)).status).toBe(404);
 });
 
-it('says in plain words what is wrong when no event is chosen', async () => {
+it('starts with no event ticked, and says in plain words what is wrong when none is chosen', async () => {
   const { page } = tab.session;
   await visit(tab.session, 'webhooks', 'Webhooks');
   await page.getByLabel('URL', { exact: true }).fill('http://127.0.0.1:9/none');
-  await page.getByRole('group', { name: 'Events' }).getByLabel('quota.threshold').uncheck();
+  const events = page.getByRole('group', { name: 'Events' });
+  expect(await events.getByRole('checkbox').count()).toBeGreaterThan(1);
+  expect(await events.getByRole('checkbox', { checked: true }).count()).toBe(0);
   await page.getByRole('button', { name: 'Create webhook' }).click();
   await page.getByRole('alert').filter({ hasText: 'Events' }).waitFor();
   const urls = ((await tollgate.admin('GET', '/tollgate/webhooks')).body.webhooks as { url: string }[]).map(
     (w) => w.url,
   );
   expect(urls).not.toContain('http://127.0.0.1:9/none');
+});
+
+it('edits a webhook’s URL, description and events in place', async () => {
+  const made = await tollgate.admin('POST', '/tollgate/webhooks', {
+    url: 'http://127.0.0.1:9/before',
+    description: 'Before',
+    events: ['key.created'],
+  });
+  expect(made.status).toBe(201);
+  const { page } = tab.session;
+  await visit(tab.session, 'webhooks', 'Webhooks');
+  await page.getByRole('button', { name: 'Edit http://127.0.0.1:9/before' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Edit the webhook' });
+  await dialog.waitFor();
+  expect(await dialog.getByLabel('URL').inputValue()).toBe('http://127.0.0.1:9/before');
+  expect(await dialog.getByRole('group', { name: 'Events' }).getByLabel('key.created').isChecked()).toBe(
+    true,
+  );
+  await dialog.getByLabel('URL').fill('http://127.0.0.1:9/after');
+  await dialog.getByLabel('Description').fill('After');
+  await dialog.getByRole('group', { name: 'Events' }).getByLabel('key.deleted').check();
+  await dialog.getByRole('button', { name: 'Save webhook' }).click();
+  await page
+    .getByRole('status')
+    .filter({ hasText: 'The webhook to http://127.0.0.1:9/after is saved.' })
+    .waitFor();
+  await dialog.waitFor({ state: 'detached' });
+  const after = (await tollgate.admin('GET', `/tollgate/webhooks/${made.body.id}`)).body;
+  expect(after).toMatchObject({
+    url: 'http://127.0.0.1:9/after',
+    description: 'After',
+    events: ['key.created', 'key.deleted'],
+  });
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
 });

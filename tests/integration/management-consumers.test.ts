@@ -326,6 +326,32 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('consumers on 
         'validation_failed',
       );
     });
+
+    it('finds consumers by any part of their name or external id, in any case, with search', async () => {
+      const tag = suffix().toLowerCase();
+      // A second apart: the list is oldest first.
+      now += 1_000;
+      const globex = await createConsumer({
+        name: `Globex ${tag} Industries`,
+        externalId: `cus_GLOBEX_${tag}`,
+      });
+      now += 1_000;
+      const trotters = await createConsumer({ name: `globe trotters ${tag}` });
+      now += 1_000;
+      const initech = await createConsumer({ name: `Initech ${tag}`, externalId: `acct_${tag}_INI` });
+      const found = async (text: string) =>
+        (
+          documented('get', CONSUMERS, await call('get', `${CONSUMERS}?search=${encodeURIComponent(text)}`))
+            .body.consumers as { consumerId: string; name: string }[]
+        )
+          .filter((c) => c.name.includes(tag))
+          .map((c) => c.consumerId);
+      expect(await found(`GLOBE`)).toEqual([globex.consumerId, trotters.consumerId]);
+      expect(await found(`${tag.toUpperCase()} industries`)).toEqual([globex.consumerId]);
+      expect(await found(`globex_${tag}`)).toEqual([globex.consumerId]);
+      expect(await found(`_ini`)).toEqual([initech.consumerId]);
+      expect(await found(`%`)).toEqual([]);
+    });
   });
 
   describe('detail', () => {

@@ -13,6 +13,7 @@ import type { components } from '../api-types';
 import type { Credits } from '../types';
 import { useAction } from '../use-api';
 import { Dialog, DialogButtons } from './dialog';
+import { KeyWithoutBalance } from './key-without-balance';
 
 /** Whose balance: a key's own, or a consumer's (which every key of it spends). */
 export type CreditHolder =
@@ -353,7 +354,11 @@ export function CreditsPanel({
     <section aria-labelledby="credits-title">
       <h2 id="credits-title">Credits</h2>
       {credits === null ? (
-        <p>No prepaid balance: requests are not charged credits.</p>
+        holder.kind === 'key' ? (
+          <KeyWithoutBalance consumerId={holder.consumerId} />
+        ) : (
+          <p>No prepaid balance: requests are not charged credits.</p>
+        )
       ) : (
         <dl class="details">
           <dt>Balance</dt>
@@ -368,13 +373,15 @@ export function CreditsPanel({
           )}
         </dl>
       )}
-      <p class="help">
-        {holder.kind === 'consumer'
-          ? 'Every key of the consumer spends this balance.'
-          : holder.consumerId === null
-            ? 'The key’s own balance.'
-            : 'The key’s own balance; its consumer’s, if it has one, is spent too and shows on the consumer’s page.'}
-      </p>
+      {credits !== null && (
+        <p class="help">
+          {holder.kind === 'consumer'
+            ? 'Every key of the consumer spends this balance.'
+            : holder.consumerId === null
+              ? 'The key’s own balance.'
+              : 'The key’s own balance; its consumer’s, if it has one, is spent too and shows on the consumer’s page.'}
+        </p>
+      )}
       <div class="toolbar" role="toolbar" aria-label="Credit actions">
         <ScopedButton scope="keys:write" class="secondary" onClick={() => setOpen('top-up')}>
           Top up…

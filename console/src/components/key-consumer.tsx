@@ -5,7 +5,9 @@ import { api, ok } from '../api';
 import { href } from '../route';
 import type { KeyDetail } from '../types';
 import { useAction, useApi } from '../use-api';
+import { Dialog, DialogButtons } from './dialog';
 import { ErrorMessage } from './error-message';
+import { ConsumerOptions } from './id-options';
 
 export function KeyConsumer({
   keyDetail,
@@ -28,6 +30,7 @@ export function KeyConsumer({
     [current],
   );
   const [draft, setDraft] = useState(current ?? '');
+  const [detaching, setDetaching] = useState(false);
   const action = useAction();
   const save = async (consumerId: string | null) => {
     const done = await action.run(() =>
@@ -39,6 +42,7 @@ export function KeyConsumer({
       ),
     );
     if (done) {
+      setDetaching(false);
       setDraft(consumerId ?? '');
       onChanged(
         consumerId === null
@@ -67,7 +71,14 @@ export function KeyConsumer({
       >
         <div class="field">
           <label for="key-consumer-id">Consumer id</label>
-          <input id="key-consumer-id" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
+          <input
+            id="key-consumer-id"
+            list="key-consumer-options"
+            autocomplete="off"
+            value={draft}
+            onInput={(e) => setDraft(e.currentTarget.value)}
+          />
+          <ConsumerOptions id="key-consumer-options" />
         </div>
         <div class="field-buttons">
           <ScopedButton scope="keys:write" type="submit" disabled={action.busy}>
@@ -78,14 +89,31 @@ export function KeyConsumer({
               scope="keys:write"
               class="secondary"
               disabled={action.busy}
-              onClick={() => void save(null)}
+              onClick={() => {
+                action.clear();
+                setDetaching(true);
+              }}
             >
-              Detach from consumer
+              Detach from consumer…
             </ScopedButton>
           )}
         </div>
       </form>
-      <ErrorMessage error={action.error} />
+      {!detaching && <ErrorMessage error={action.error} />}
+      {detaching && current !== null && (
+        <Dialog open title="Detach the key from its consumer?" onClose={() => setDetaching(false)}>
+          <p>
+            From its next request the key leaves {consumer.data?.name ?? current}: the consumer’s shared
+            limits no longer count it, its requests no longer spend the consumer’s credits, and billing by
+            consumer no longer includes them. Its usage so far stays with the consumer.
+          </p>
+          <DialogButtons error={action.error} onCancel={() => setDetaching(false)} destructive>
+            <button type="button" class="danger" disabled={action.busy} onClick={() => void save(null)}>
+              Detach the key
+            </button>
+          </DialogButtons>
+        </Dialog>
+      )}
     </section>
   );
 }

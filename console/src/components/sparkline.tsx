@@ -1,13 +1,14 @@
 /** A key's requests over the last 24 hours, one point per hour, as a small SVG line with a text alternative. */
 import { formatNumber } from '../format';
 import type { UsageBucket } from '../types';
+import { refusedOf } from '../usage';
 
 const WIDTH = 120;
 const HEIGHT = 28;
 
 export function Sparkline({ buckets }: { buckets: readonly UsageBucket[] }) {
   const total = buckets.reduce((sum, b) => sum + b.requests, 0);
-  const refused = buckets.reduce((sum, b) => sum + b.rateLimited, 0);
+  const refused = buckets.reduce((sum, b) => sum + refusedOf(b), 0);
   const peak = Math.max(1, ...buckets.map((b) => b.requests));
   const step = buckets.length > 1 ? WIDTH / (buckets.length - 1) : 0;
   const points = buckets

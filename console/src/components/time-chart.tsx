@@ -111,7 +111,7 @@ export function TimeChart(props: TimeChartProps) {
           ],
           // Room between the time labels for a whole date.
           axes: [
-            { stroke: '#374151', values: timeLabels, space: 90 },
+            { stroke: '#374151', values: timeLabels, space: 90, label: 'Time (UTC)', labelSize: 24 },
             { stroke: '#374151', size: 60 },
           ],
           hooks: { setCursor: [(u) => setCursor(u.cursor.idx ?? null)] },

@@ -6,11 +6,12 @@
 import { useState } from 'preact/hooks';
 import { formatNumber } from '../format';
 import type { UsageBucket } from '../types';
+import { refusedOf } from '../usage';
 import { ChoiceGroup } from './choice-group';
 import { TimeChart, type Series } from './time-chart';
 
-/** Errors are the failed requests the limiter did not refuse: backend 4xx/5xx, 502, 504, disabled, expired. */
-export const errorsOf = (b: UsageBucket): number => b.failed - b.rateLimited;
+/** Errors are the failed requests not refused with a 429: backend 4xx/5xx, 502, 504, disabled, expired. */
+export const errorsOf = (b: UsageBucket): number => b.failed - refusedOf(b);
 
 /** A count per bucket, summed over the range. */
 function counted(label: string, className: string, color: string, value: (b: UsageBucket) => number): Series {
@@ -19,7 +20,7 @@ function counted(label: string, className: string, color: string, value: (b: Usa
 
 const TRAFFIC: readonly Series[] = [
   counted('Requests', 'series-requests', '#1d4ed8', (b) => b.requests),
-  counted('429s', 'series-limited', '#b45309', (b) => b.rateLimited),
+  counted('429s', 'series-limited', '#b45309', refusedOf),
   counted('Errors', 'series-errors', '#b91c1c', errorsOf),
 ];
 
@@ -30,7 +31,12 @@ const OUTCOMES: readonly Series[] = [
   counted('Expired', 'series-expired', '#a16207', (b) => b.outcomes.expired),
   counted('Route not allowed', 'series-route', '#0e7490', (b) => b.outcomes.routeNotAllowed),
   counted('Backend 5xx', 'series-errors', '#b91c1c', (b) => b.outcomes.backendError),
-  counted('Backend unreachable', 'series-unreachable', '#111827', (b) => b.outcomes.backendUnreachable),
+  counted(
+    'Backend unreachable or timed out (502, 504)',
+    'series-unreachable',
+    '#111827',
+    (b) => b.outcomes.backendUnreachable,
+  ),
 ];
 
 const STATUS_CLASSES: readonly Series[] = [

@@ -7,27 +7,40 @@ import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
 import { SecretValue } from '../components/secret-value';
-import { formatTime } from '../format';
+import { formatTime, utcInputToIso } from '../format';
 import { SCOPES } from '../scopes';
 import type { AdminScope, AdminToken, CreatedAdminToken } from '../types';
 import { useAction, useApi } from '../use-api';
 
 function CreateTokenForm({ onCreated }: { onCreated: (token: CreatedAdminToken) => void }) {
   const [name, setName] = useState('');
-  const [scopes, setScopes] = useState<readonly AdminScope[]>(['keys:read']);
+  // Nothing is ticked to start with: a box ticked for the administrator is one they untick by ticking it.
+  const [scopes, setScopes] = useState<readonly AdminScope[]>([]);
+  const [expiry, setExpiry] = useState('');
   const action = useAction();
   const submit = async (event: Event) => {
     event.preventDefault();
+    const expiresAt = expiry === '' ? null : utcInputToIso(expiry);
+    if (expiresAt === undefined) {
+      action.fail('The expiry must be a date and time (UTC), or empty for a token that never expires.');
+      return;
+    }
     const created = await action.run(() =>
-      ok(api.POST('/tollgate/admin-tokens', { body: { name: name.trim(), scopes: [...scopes] } })),
+      ok(
+        api.POST('/tollgate/admin-tokens', {
+          body: { name: name.trim(), scopes: [...scopes], ...(expiresAt !== null && { expiresAt }) },
+        }),
+      ),
     );
     if (created) {
       setName('');
+      setScopes([]);
+      setExpiry('');
       onCreated(created);
     }
   };
   return (
-    <form class="form" onSubmit={submit} aria-labelledby="new-token-title">
+    <form class="form" onSubmit={submit} onInput={action.clear} aria-labelledby="new-token-title">
       <h2 id="new-token-title">New token</h2>
       <div class="field">
         <label for="token-name">Name</label>
@@ -40,6 +53,20 @@ function CreateTokenForm({ onCreated }: { onCreated: (token: CreatedAdminToken) 
         />
       </div>
       <CheckboxGroup legend="Scopes" options={SCOPES} chosen={scopes} onChange={setScopes} />
+      <div class="field">
+        <label for="token-expiry">Expires (UTC, optional)</label>
+        <input
+          id="token-expiry"
+          type="datetime-local"
+          step="1"
+          value={expiry}
+          onInput={(e) => setExpiry(e.currentTarget.value)}
+          aria-describedby="token-expiry-help"
+        />
+        <p id="token-expiry-help" class="help">
+          Empty: the token works until it is revoked. A token that expires itself can still be revoked sooner.
+        </p>
+      </div>
       <ErrorMessage error={action.error} />
       <div class="form-buttons">
         <ScopedButton scope="tokens:write" type="submit" disabled={action.busy}>

@@ -44,7 +44,7 @@ function CreateExportForm({ onCreated }: { onCreated: (created: BillingExport) =
     }
   };
   return (
-    <form class="form" onSubmit={submit} aria-labelledby="new-export-title">
+    <form class="form" onSubmit={submit} onInput={action.clear} aria-labelledby="new-export-title">
       <h2 id="new-export-title">New export</h2>
       <div class="field">
         <label for="export-type">Service</label>

@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { ScopedButton } from '../access';
 import { api, ok } from '../api';
+import { BillingRunDetails, runProblem } from '../components/billing-run-details';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
 import { Pager, usePagedApi } from '../components/pager';
@@ -44,13 +45,16 @@ export function BillingExportRunsPage({ exportId, route }: { exportId: string; r
       ),
     );
     if (done) {
+      const skipped = done.skippedSubjects.length;
       setMessage(
         `The run sent ${formatNumber(done.delivered)} of ${formatNumber(done.planned)} planned, ` +
-          `${formatNumber(done.failed)} failed.`,
+          `${formatNumber(done.failed)} failed` +
+          (skipped > 0 ? `; ${formatNumber(skipped)} skipped for want of a customer id.` : '.'),
       );
       page.reload();
     }
   };
+  const subject = billingExport.data?.subject ?? 'key';
   return (
     <>
       <PageTitle title="Billing export runs">
@@ -93,6 +97,7 @@ export function BillingExportRunsPage({ exportId, route }: { exportId: string; r
                     Failed
                   </th>
                   <th scope="col">Problem</th>
+                  <th scope="col">What it sent</th>
                 </tr>
               </thead>
               <tbody>
@@ -110,8 +115,13 @@ export function BillingExportRunsPage({ exportId, route }: { exportId: string; r
                     <td class="num" data-label="Failed">
                       {formatNumber(r.failed)}
                     </td>
-                    <td data-label="Problem">
-                      {r.error ?? (r.finishedAt === null ? 'stopped mid-run: its sends are retried' : '—')}
+                    <td data-label="Problem">{runProblem(r, subject)}</td>
+                    <td data-label="What it sent">
+                      <BillingRunDetails
+                        run={r}
+                        subject={subject}
+                        customerField={billingExport.data?.customerField ?? null}
+                      />
                     </td>
                   </tr>
                 ))}

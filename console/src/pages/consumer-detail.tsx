@@ -11,7 +11,7 @@ import { UsageToolbar, useUsageRange } from '../components/usage-toolbar';
 import { AS_CSV } from '../download';
 import { countOf, formatNumber, formatTime } from '../format';
 import { handOff, useHandoff } from '../handoff';
-import { href, navigate, type Route } from '../route';
+import { href, hrefWith, navigate, type Route } from '../route';
 import type { ConsumerDetail } from '../types';
 import { useAction, useApi } from '../use-api';
 
@@ -116,10 +116,15 @@ function ConsumerKeys({ consumerId }: { consumerId: string }) {
   return (
     <section aria-labelledby="consumer-keys-title">
       <h2 id="consumer-keys-title">Keys</h2>
+      <p>
+        <ScopedLink scope="keys:write" href={hrefWith(href('keys', 'new'), { consumerId })}>
+          Add a key
+        </ScopedLink>
+      </p>
       <ErrorMessage error={keys.error} />
       {keys.data &&
         (keys.data.apiKeys.length === 0 ? (
-          <p>No key belongs to this consumer. Give a key to it on the key’s page.</p>
+          <p>No key belongs to this consumer yet. Add one, or give one to it on the key’s page.</p>
         ) : (
           <>
             <ul class="plain">

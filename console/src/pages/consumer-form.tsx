@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks';
 import { ScopedButton } from '../access';
 import { api, ok } from '../api';
 import { ErrorMessage } from '../components/error-message';
+import { PlanOptions } from '../components/id-options';
 import { MetadataField } from '../components/metadata-field';
 import { PageTitle } from '../components/page-title';
 import { METADATA_HINT, parseJsonObject } from '../format';
@@ -49,7 +50,7 @@ function ConsumerForm({ initial }: { initial?: Consumer }) {
   };
 
   return (
-    <form class="form" onSubmit={submit}>
+    <form class="form" onSubmit={submit} onInput={action.clear}>
       <div class="field">
         <label for="consumer-name">Name</label>
         <input
@@ -77,11 +78,14 @@ function ConsumerForm({ initial }: { initial?: Consumer }) {
         <label for="consumer-plan">Plan id</label>
         <input
           id="consumer-plan"
+          list="consumer-plan-options"
+          autocomplete="off"
           maxLength={128}
           value={planId}
           onInput={(e) => setPlanId(e.currentTarget.value)}
           aria-describedby="consumer-plan-help"
         />
+        <PlanOptions id="consumer-plan-options" />
         <p id="consumer-plan-help" class="help">
           The plan all the consumer’s keys share, on top of each key’s own; leave empty for none.
         </p>

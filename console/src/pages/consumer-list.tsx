@@ -1,4 +1,4 @@
-/** The consumers, a page at a time, found by the start of their name. */
+/** The consumers, a page at a time, found by any part of their name or external id, in any case. */
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
 import { ListCount, Pager, usePagedApi } from '../components/pager';
@@ -12,17 +12,17 @@ import { useDraft } from '../use-draft';
 const PAGE_SIZE = 50;
 
 export function ConsumerListPage({ route }: { route: Route }) {
-  const namePrefix = route.query.get('namePrefix') ?? '';
-  const { draft, field } = useDraft({ namePrefix });
+  const search = route.query.get('search') ?? '';
+  const { draft, field } = useDraft({ search });
   const { cursors, page } = usePagedApi(
     (cursor, signal) =>
       ok(
         api.GET('/tollgate/consumers', {
-          params: { query: { limit: PAGE_SIZE, namePrefix: namePrefix || undefined, cursor } },
+          params: { query: { limit: PAGE_SIZE, search: search || undefined, cursor } },
           signal,
         }),
       ),
-    namePrefix,
+    search,
     route,
   );
   const { message } = useHandoff();
@@ -42,12 +42,21 @@ export function ConsumerListPage({ route }: { route: Route }) {
         aria-label="Consumers"
         onSubmit={(event) => {
           event.preventDefault();
-          navigate(hrefWith(href('consumers'), { namePrefix: draft.namePrefix.trim() }));
+          navigate(hrefWith(href('consumers'), { search: draft.search.trim() }));
         }}
       >
         <div class="field">
-          <label for="consumer-name-prefix">Name starts with</label>
-          <input id="consumer-name-prefix" value={draft.namePrefix} onInput={field('namePrefix')} />
+          <label for="consumer-search">Name or external ID</label>
+          <input
+            id="consumer-search"
+            type="search"
+            value={draft.search}
+            onInput={field('search')}
+            aria-describedby="consumer-search-help"
+          />
+          <p id="consumer-search-help" class="help">
+            Any part of either, in any case.
+          </p>
         </div>
         <div class="field-buttons">
           <button type="submit">Search</button>
@@ -65,7 +74,7 @@ export function ConsumerListPage({ route }: { route: Route }) {
             noun={['consumer', 'consumers']}
           />
           {page.data.consumers.length === 0 ? (
-            <p>{namePrefix ? 'No consumer’s name starts with that.' : 'No consumer yet.'}</p>
+            <p>{search ? 'No consumer’s name or external ID holds that.' : 'No consumer yet.'}</p>
           ) : (
             <table class="data">
               <caption class="visually-hidden">Consumers, page {cursors.pageNumber}</caption>

@@ -1,5 +1,6 @@
 /**
- * A new key: name, owner, plan, expiry, state and metadata. Once created, its own page opens (where it
+ * A new key: name, owner, plan, consumer (the one whose page it was added from), expiry, state and
+ * metadata. Once created, its own page opens (where it
  * is found at once, whatever page of the list it lands on) with its secret ready to copy.
  */
 import { useState } from 'preact/hooks';
@@ -12,10 +13,18 @@ import { MetadataField } from '../components/metadata-field';
 import { PageTitle } from '../components/page-title';
 import { METADATA_HINT, parseJsonObject, utcInputToIso } from '../format';
 import { handOff } from '../handoff';
-import { href, navigate } from '../route';
+import { href, navigate, type Route } from '../route';
 import { useAction, useApi } from '../use-api';
 
-export function CreateKeyPage() {
+export function CreateKeyPage({ route }: { route: Route }) {
+  const consumerId = route.query.get('consumerId') ?? '';
+  const consumer = useApi(
+    (signal) =>
+      consumerId === ''
+        ? Promise.resolve(undefined)
+        : ok(api.GET('/tollgate/consumers/{consumerId}', { params: { path: { consumerId } }, signal })),
+    [consumerId],
+  );
   const [name, setName] = useState('');
   const [externalId, setExternalId] = useState('');
   const [planId, setPlanId] = useState('');
@@ -43,6 +52,7 @@ export function CreateKeyPage() {
         metadata: parsed,
         ...(externalId.trim() !== '' && { externalId: externalId.trim() }),
         ...(planId !== '' && { rateLimitId: planId }),
+        ...(consumerId !== '' && { consumerId }),
         ...(expiry && { expiresAt: expiry }),
       };
       const key = await action.run(() => ok(api.POST('/consumer-api-key/create', { body })));
@@ -58,8 +68,15 @@ export function CreateKeyPage() {
 
   return (
     <>
-      <PageTitle title="Create a key" />
-      <form class="form" onSubmit={submit}>
+      <PageTitle title={consumerId === '' ? 'Create a key' : 'Add a key to a consumer'} />
+      {consumerId !== '' && (
+        <p>
+          For the consumer <a href={href('consumers', consumerId)}>{consumer.data?.name ?? consumerId}</a>:
+          the key shares its plan’s limits and its credits with the consumer’s other keys.
+        </p>
+      )}
+      <ErrorMessage error={consumer.error} />
+      <form class="form" onSubmit={submit} onInput={action.clear}>
         <KeyIdentityFields
           idPrefix="key"
           name={name}
@@ -105,7 +122,7 @@ export function CreateKeyPage() {
           <ScopedButton scope="keys:write" type="submit" disabled={action.busy}>
             Create key
           </ScopedButton>
-          <a href={href('keys')}>Cancel</a>
+          <a href={consumerId === '' ? href('keys') : href('consumers', consumerId)}>Cancel</a>
         </div>
       </form>
     </>

@@ -22,6 +22,22 @@ function limitStates(key: KeyDetail): readonly LimitState[] {
   return key.usage.rateLimits?.limits ?? [];
 }
 
+/**
+ * What limits a key without a plan of its own: the API lists the default limit (DEFAULT_RATE_LIMIT) as
+ * the key's own when it is set, and its consumer's limits after, named `consumer.…`.
+ */
+function withoutPlan(key: KeyDetail, states: readonly LimitState[]): string {
+  const byDefault = states.some((s) => s.scope === 'key');
+  const byConsumer = states.some((s) => s.scope === 'consumer');
+  if (byDefault && byConsumer)
+    return 'No plan of its own: the default limit (DEFAULT_RATE_LIMIT) applies, and its consumer’s limits.';
+  if (byDefault) return 'No plan of its own: the default limit (DEFAULT_RATE_LIMIT) applies.';
+  if (byConsumer) return 'No plan of its own and no default limit: its consumer’s limits apply.';
+  return key.consumerId === null
+    ? 'No plan is bound and no default limit is set: requests are counted, not limited.'
+    : 'No plan of its own, none on its consumer and no default limit: requests are counted, not limited.';
+}
+
 function Limits({ keyDetail }: { keyDetail: KeyDetail }) {
   const planId = keyDetail.rateLimitId;
   const plan = useApi(
@@ -42,10 +58,8 @@ function Limits({ keyDetail }: { keyDetail: KeyDetail }) {
           Plan <a href={href('plans', planId, 'edit')}>{planId}</a>
           {plan.data?.description ? `: ${plan.data.description}` : ''}
         </p>
-      ) : states.length > 0 ? (
-        <p>No plan is bound: the default limit (DEFAULT_RATE_LIMIT) applies.</p>
       ) : (
-        <p>No plan is bound and no default limit is set: requests are counted, not limited.</p>
+        <p>{withoutPlan(keyDetail, states)}</p>
       )}
       {states.length > 0 && (
         <table class="data">
@@ -167,6 +181,15 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
                 <dd>
                   {key.expiresAt ? `${formatTime(key.expiresAt)} (${relativeTime(key.expiresAt)})` : 'never'}
                 </dd>
+                {key.previousSecretExpiresAt !== undefined && (
+                  <>
+                    <dt>Previous secret</dt>
+                    <dd>
+                      works until {formatTime(key.previousSecretExpiresAt)} (
+                      {relativeTime(key.previousSecretExpiresAt)}), the grace of the last roll
+                    </dd>
+                  </>
+                )}
                 <dt>Requests, all time</dt>
                 <dd>
                   {formatNumber(key.usage.totalRequests)} ({formatNumber(key.usage.successfulRequests)}{' '}

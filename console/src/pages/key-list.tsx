@@ -1,7 +1,8 @@
 /**
  * The key list: one page of keys at a time (cursor pagination: 100,000 keys cost what 50 do), newest
- * first unless another order is chosen (last use, 24-hour traffic), filtered by the API and counted by
- * it, each with its state, plan, last use and a 24-hour sparkline fetched for the visible rows only.
+ * first unless another order is chosen (last use, 24-hour traffic; applied as it is chosen, as the page
+ * size is, with the filters already applied: never the search field's text), filtered by the API and
+ * counted by it, each with its state, plan, last use and a 24-hour sparkline fetched for the visible rows only.
  * The search field takes a name (any case), a key id, or a pasted secret: a secret is sent in a
  * request body to the API's lookup and never reaches the address bar.
  */
@@ -20,6 +21,7 @@ import type { operations } from '../api-types';
 import type { KeyLookup, ListKeysResponse, UsageBucket } from '../types';
 import { useAction, useApi } from '../use-api';
 import { useDraft } from '../use-draft';
+import { pastedSecret } from '../pasted-secret';
 
 const PAGE_SIZES = [25, 50, 100] as const;
 /** Sparkline requests in flight at once: the page stays responsive and the API is not flooded. */
@@ -39,8 +41,8 @@ const SORTS: readonly { readonly id: Sort; readonly label: string }[] = [
 ];
 const DEFAULT_SORT: Sort = '-createdAt';
 
-/** A secret as create and roll hand them out: looked up by body, never filtered by in a URL. */
-const SECRET = /^tg_[A-Za-z0-9_-]{43}$/;
+const PARTIAL_SECRET =
+  'This looks like part of a secret (tg_ and 43 characters): paste the whole secret. It was not searched for, so it is in no address.';
 /** A key id as create hands them out. */
 const KEY_ID = /^key_[A-Za-z0-9_-]{1,64}$/;
 
@@ -120,7 +122,7 @@ function foundBy(found: KeyLookup): string {
 }
 
 function FilterForm({ filters, plans }: { filters: Filters; plans: readonly string[] }) {
-  const { draft, setDraft, field } = useDraft(filters);
+  const { draft, field } = useDraft(filters);
   const [search, setSearch] = useState(filters.name);
   useEffect(() => setSearch(filters.name), [filters.name]);
   const finding = useAction();
@@ -135,11 +137,18 @@ function FilterForm({ filters, plans }: { filters: Filters; plans: readonly stri
   const submit = async (event: Event) => {
     event.preventDefault();
     const text = search.trim();
-    if (SECRET.test(text)) {
+    const pasted = pastedSecret(text);
+    if (pasted.kind === 'partial') {
+      // Part of a secret is as secret as the whole: it goes nowhere, and the field is emptied.
+      setSearch('');
+      finding.fail(PARTIAL_SECRET);
+      return;
+    }
+    if (pasted.kind === 'secret') {
       // A secret stays out of the address, the history and the field: it goes in a body, once.
       setSearch('');
       const found = await finding.run(() =>
-        ok(api.POST('/tollgate/keys/lookup', { body: { secret: text } })),
+        ok(api.POST('/tollgate/keys/lookup', { body: { secret: pasted.secret } })),
       );
       if (found) {
         handOff({ message: foundBy(found) });
@@ -179,8 +188,8 @@ function FilterForm({ filters, plans }: { filters: Filters; plans: readonly stri
           aria-describedby="f-search-help"
         />
         <p id="f-search-help" class="help">
-          A name matches from its start, in any case. A pasted secret finds its key without entering the
-          address.
+          A name matches from its start, in any case. A pasted secret, even with what surrounded it (Bearer,
+          quotes, a header’s name), finds its key without entering the address.
         </p>
       </div>
       <div class="field">
@@ -206,7 +215,11 @@ function FilterForm({ filters, plans }: { filters: Filters; plans: readonly stri
       </div>
       <div class="field">
         <label for="f-sort">Order</label>
-        <select id="f-sort" value={draft.sort} onChange={field('sort')}>
+        <select
+          id="f-sort"
+          value={draft.sort}
+          onChange={(e) => apply({ ...filters, sort: e.currentTarget.value as Sort })}
+        >
           {SORTS.map((s) => (
             <option key={s.id} value={s.id}>
               {s.label}
@@ -219,7 +232,7 @@ function FilterForm({ filters, plans }: { filters: Filters; plans: readonly stri
         <select
           id="f-size"
           value={String(draft.size)}
-          onChange={(e) => setDraft({ ...draft, size: Number(e.currentTarget.value) })}
+          onChange={(e) => apply({ ...filters, size: Number(e.currentTarget.value) })}
         >
           {PAGE_SIZES.map((n) => (
             <option key={n} value={String(n)}>

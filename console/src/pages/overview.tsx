@@ -51,7 +51,7 @@ export function OverviewPage({ route }: { route: Route }) {
             </div>
             <div>
               <dt>Refused (429)</dt>
-              <dd>{formatNumber(totals.rateLimited)}</dd>
+              <dd>{formatNumber(totals.refused)}</dd>
             </div>
             <div>
               <dt>Errors</dt>
@@ -79,7 +79,7 @@ export function OverviewPage({ route }: { route: Route }) {
                       Requests
                     </th>
                     <th scope="col" class="num">
-                      Refused (429)
+                      Rate limited (429)
                     </th>
                   </tr>
                 </thead>
@@ -93,7 +93,7 @@ export function OverviewPage({ route }: { route: Route }) {
                       <td class="num" data-label="Requests">
                         {formatNumber(k.requests)}
                       </td>
-                      <td class="num" data-label="Refused (429)">
+                      <td class="num" data-label="Rate limited (429)">
                         {formatNumber(k.rateLimited)}
                       </td>
                     </tr>

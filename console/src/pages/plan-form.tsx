@@ -230,7 +230,7 @@ function PlanForm({ planId, initial }: { planId?: string; initial?: Plan }) {
   };
 
   return (
-    <form class="form" onSubmit={submit}>
+    <form class="form" onSubmit={submit} onInput={action.clear}>
       {!editing && (
         <div class="field">
           <label for="plan-id">Plan id</label>

@@ -51,7 +51,7 @@ function RouteForm({ initial }: { initial?: GatewayRoute }) {
   };
 
   return (
-    <form class="form" onSubmit={submit}>
+    <form class="form" onSubmit={submit} onInput={action.clear}>
       {!initial && (
         <div class="field">
           <label for="route-id">Route id</label>

@@ -175,19 +175,20 @@ export interface ConsoleSuite {
 }
 
 /**
- * Registers the file's hooks: Tollgate and Chromium start before its tests (then `setup` runs, within
- * `setupMs` in all) and stop after.
+ * Registers the file's hooks: Tollgate (with `env` beside the fleet's) and Chromium start before its
+ * tests (then `setup` runs, within `setupMs` in all) and stop after.
  */
 export function consoleSuite(
   setup: (tollgate: Tollgate) => Promise<void> = async () => {},
   setupMs = 120_000,
+  env: Record<string, string> = {},
 ): ConsoleSuite {
   const suite = {} as { fleet: Fleet; tollgate: Tollgate; browser: Browser };
   beforeAll(async () => {
     // Both are kept as they start, so afterAll stops the one that started when the other failed
     // (Chromium missing must not leave a Tollgate running).
     const [fleet, browser] = await Promise.allSettled([
-      startFleet(1).then((f) => (suite.fleet = f)),
+      startFleet(1, env).then((f) => (suite.fleet = f)),
       launchChromium().then((b) => (suite.browser = b)),
     ]);
     for (const started of [fleet, browser]) if (started.status === 'rejected') throw started.reason;

@@ -1878,6 +1878,12 @@ export interface components {
                 [key: string]: unknown;
             };
             name: string;
+            /**
+             * Format: date-time
+             * @description Present after a roll while the previous secret still works: it is refused (401 invalid_api_key) from this instant, as the roll answered
+             * @example 2026-11-21T14:23:02Z
+             */
+            previousSecretExpiresAt?: string;
             /** @description The bound plan, or null */
             rateLimitId: string | null;
             /**
@@ -2014,6 +2020,12 @@ export interface components {
                 [key: string]: unknown;
             };
             name: string;
+            /**
+             * Format: date-time
+             * @description Present after a roll while the previous secret still works: it is refused (401 invalid_api_key) from this instant, as the roll answered
+             * @example 2026-11-21T14:23:02Z
+             */
+            previousSecretExpiresAt?: string;
             /** @description The bound plan, or null */
             rateLimitId: string | null;
             /**
@@ -6131,6 +6143,8 @@ export interface operations {
                 namePrefix?: string;
                 /** @description Consumers bound to this plan */
                 rateLimitId?: string;
+                /** @description Consumers whose name or external id holds this text anywhere, in any case (`acme` finds "ACME Corp" and the external id "cus_acme_1") */
+                search?: string;
             };
             header?: never;
             path?: never;

@@ -60,6 +60,11 @@ export const ListConsumersQuery = Type.Object(
       ...Name,
       description: 'Consumers whose name starts with this text (case-sensitive)',
     }),
+    search: Type.Optional({
+      ...Name,
+      description:
+        'Consumers whose name or external id holds this text anywhere, in any case (`acme` finds "ACME Corp" and the external id "cus_acme_1")',
+    }),
     rateLimitId: Type.Optional({ ...RateLimitId, description: 'Consumers bound to this plan' }),
   },
   { ...strict, title: 'ListConsumersQuery' },

@@ -116,7 +116,7 @@ function visibleKey(
   res: Response,
   ctx: ManagementContext,
 ): WithRawMetadata<KeyResponse> {
-  const view = keyView(key, credits, ctx.encryptionKeys);
+  const view = keyView(key, credits, ctx.encryptionKeys, ctx.now());
   if (callerOf(res).scopes.has('keys:secrets')) return view;
   const { secret: _secret, ...withoutSecret } = view;
   return withoutSecret as WithRawMetadata<KeyResponse>;

@@ -203,6 +203,11 @@ const keyFields = {
   ...keyStateFields,
   metadata: Metadata,
   credits: CreditsOrNull,
+  previousSecretExpiresAt: Type.Optional({
+    ...IsoTimestamp,
+    description:
+      'Present after a roll while the previous secret still works: it is refused (401 invalid_api_key) from this instant, as the roll answered',
+  }),
 };
 
 export const KeyDetailResponse = Type.Object(

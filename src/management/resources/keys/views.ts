@@ -47,7 +47,9 @@ export function keyView(
   key: KeyRow,
   credits: Credits | null,
   encryptionKeys: readonly Buffer[],
+  now: Date,
 ): WithRawMetadata<KeyResponse> {
+  const previous = key.previousSecretExpiresAt;
   return {
     consumerApiKeyId: key.id,
     name: key.name,
@@ -57,5 +59,6 @@ export function keyView(
     ...keyState(key),
     metadata: new RawJson(key.metadata),
     credits,
+    ...(previous !== null && previous > now && { previousSecretExpiresAt: isoTimestamp(previous) }),
   };
 }
