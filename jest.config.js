@@ -10,9 +10,6 @@ const base = {
       { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } },
     ],
   },
-  // Generous: e2e files start several servers, and the upgrade tests run PGlite's initdb (seconds of
-  // CPU here); a hang still fails, it just takes this long.
-  testTimeout: 120_000,
 };
 
 /**
@@ -62,6 +59,9 @@ export default {
     { ...base, displayName: 'faults', testMatch: faults },
     { ...base, displayName: 'browser', testMatch: ['<rootDir>/tests/browser/**/*.test.ts'] },
   ],
+  // Generous: e2e files start several servers, and the upgrade tests run PGlite's initdb (seconds of
+  // CPU here); a hang still fails, it just takes this long. (A run-wide option: in a project it is ignored.)
+  testTimeout: 120_000,
   globalSetup: '<rootDir>/tests/global-setup.ts',
   globalTeardown: '<rootDir>/tests/global-teardown.ts',
   // Integration and e2e files own their databases and ports; two workers fit this 2-core machine.
