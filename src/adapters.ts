@@ -36,8 +36,9 @@ export async function buildAdapters(
   db: DbHandle,
   logger: Logger,
   metrics: Metrics,
+  clock: () => number = Date.now,
 ): Promise<Adapters> {
-  const usageRepository = new UsageRepository(db.db);
+  const usageRepository = new UsageRepository(db.db, clock);
   if (!config.redisUrl && !config.redisClusterNodes) {
     // Single node: usage that cannot reach the database before exit waits in DATA_DIR for the next start.
     const journal = new UsageJournal(join(config.dataDir, 'usage-journal'));
@@ -71,5 +72,5 @@ export async function buildAdapters(
     };
   }
   const { buildRedisAdapters } = await import('./redis-adapters.js');
-  return buildRedisAdapters(config, db, usageRepository, logger, metrics);
+  return buildRedisAdapters(config, db, usageRepository, logger, metrics, clock);
 }

@@ -139,7 +139,7 @@ export function buildApp({
   const pruneHourly = (name: string, work: () => Promise<void>) =>
     new RepeatingTask(name, 3_600_000, work, logger);
   const usageRetention = pruneHourly('usage retention', () =>
-    pruneUsage(historyRepository, config.usageRetention, logger),
+    pruneUsage(historyRepository, config.usageRetention, logger, clock()),
   );
   const lastUse = new LastUseTracker((times) => keys.markUsed(times), logger);
   const spentCredits = new SpentCredits(
@@ -185,7 +185,7 @@ export function buildApp({
     settleMs: config.billingExport.settleSeconds * 1000,
   });
   const auditRetention = pruneHourly('audit retention', () =>
-    pruneAuditLog(audit, config.auditRetentionDays, logger),
+    pruneAuditLog(audit, config.auditRetentionDays, logger, clock()),
   );
   const managementDeps: ManagementDeps = {
     db: adapters.db.db,

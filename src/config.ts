@@ -39,6 +39,8 @@ export interface Config {
   readonly production: boolean;
   /** Serve the web console under {managementPrefix}/tollgate/console/ (CONSOLE=off: not at all). */
   readonly console: boolean;
+  /** Tests only (TEST_CLOCK_FILE): the file whose offset moves this process's clock (src/ops/test-clock.ts). */
+  readonly testClockFile: string | undefined;
 }
 
 export type TrustProxy = { readonly hops: number } | { readonly addresses: readonly string[] };
@@ -192,6 +194,11 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError('CONSOLE', `must be "on" or "off", got "${consoleSetting}"`);
   }
 
+  const testClockFile = env.TEST_CLOCK_FILE || undefined;
+  if (testClockFile !== undefined && production) {
+    throw new ConfigError('TEST_CLOCK_FILE', 'a test clock is refused when NODE_ENV=production: unset it');
+  }
+
   const workers = integer(env, 'WORKERS', 1, 1, 64);
   if (workers > 1 && !redisUrl && !redisClusterNodes) {
     throw new ConfigError(
@@ -235,5 +242,6 @@ export function loadConfig(env: Env): Config {
     trustProxy: trustProxy(env.TRUST_PROXY),
     production,
     console: consoleSetting === 'on',
+    testClockFile,
   });
 }

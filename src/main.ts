@@ -18,6 +18,7 @@ import { LogDestination } from './ops/log-destination.js';
 import { createLogger } from './ops/logger.js';
 import { aggregateWorkerMetrics, workerScrape } from './ops/cluster-metrics.js';
 import { Metrics } from './ops/metrics.js';
+import { fileClock } from './ops/test-clock.js';
 import { openEmbedded, openPostgres, type DbHandle } from './store/db.js';
 import { holdDataDirLock } from './store/data-dir-lock.js';
 import { embeddedStartFailure } from './store/disk-space.js';
@@ -92,7 +93,10 @@ async function serve(config: Config): Promise<void> {
 
   const encryptionKeys = [currentKey, ...config.previousEncryptionKeys];
   await checkEncryptionKeys(db, encryptionKeys);
-  const adapters = await buildAdapters(config, db, logger, metrics);
+  // Windows, leases, exports and retention all read this one clock; tests move it (config.ts refuses a
+  // test clock in production).
+  const clock = config.testClockFile ? fileClock(config.testClockFile) : Date.now;
+  const adapters = await buildAdapters(config, db, logger, metrics, clock);
   const app = buildApp({
     config,
     logger,
@@ -100,6 +104,7 @@ async function serve(config: Config): Promise<void> {
     adapters,
     rootToken,
     encryptionKeys,
+    clock,
     ...(cluster.isWorker && { scrapeMetrics: workerScrape(metrics.registry) }),
     // scripts/build-console.mjs writes the console beside the compiled server: dist/console.
     consoleDirectory: fileURLToPath(new URL('../console', import.meta.url)),

@@ -31,6 +31,7 @@ export async function buildRedisAdapters(
   usageRepository: UsageRepository,
   logger: Logger,
   metrics: Metrics,
+  clock: () => number,
 ): Promise<Adapters> {
   const redis = connectRedis(config, logger);
   const reachable = await redis.ready(5_000);
@@ -48,6 +49,7 @@ export async function buildRedisAdapters(
   const sharedLimiter = new RedisRateLimiter(redis.client, prefix, metrics, {
     subscriber: redis.subscriber,
     notices: limitNotices,
+    clock,
   });
   const adapters: Adapters = {
     db,

@@ -4,17 +4,19 @@
  * credentials from one address share one budget across replicas instead of one each.
  */
 import { randomBytes } from 'node:crypto';
+import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 import { sleep, startFleet, type Fleet } from './helpers/replicas.js';
 import type { Tollgate } from './helpers/tollgate.js';
 
 let fleet: Fleet;
 let a: Tollgate;
 let b: Tollgate;
+const clock = new TestClock();
 
 beforeAll(async () => {
   // Each throttle test names its own client address (X-Forwarded-For through one trusted hop), so
   // it starts with a whole budget whatever the other tests spent.
-  fleet = await startFleet(2, { TRUST_PROXY: '1' });
+  fleet = await startFleet(2, { TRUST_PROXY: '1', ...clock.env });
   [a, b] = fleet.members as [Tollgate, Tollgate];
 }, 120_000);
 
@@ -39,21 +41,21 @@ it('refuses a token deleted on one replica there at once and on the other within
   expect(Date.now() - deletedAt).toBeLessThan(1_000);
   expect((await withToken(b, token, '/consumer-api-key')).status).toBe(401);
 
-  const expiresAtMs = (Math.floor(Date.now() / 1000) + 2) * 1000;
+  const expiresAtMs = (Math.floor(clock.now() / 1000) + 2) * 1000;
   const expiring = await a.admin('POST', '/tollgate/admin-tokens', {
     name: 'temp',
     scopes: ['keys:read'],
     expiresAt: new Date(expiresAtMs).toISOString().slice(0, 19) + 'Z',
   });
   expect((await withToken(b, expiring.body.secret, '/consumer-api-key')).status).toBe(200);
-  await sleep(expiresAtMs - Date.now() + 20);
+  clock.advance(expiresAtMs - clock.now() + 20);
   expect((await withToken(a, expiring.body.secret, '/consumer-api-key')).status).toBe(401);
   expect((await withToken(b, expiring.body.secret, '/consumer-api-key')).status).toBe(401);
 }, 30_000);
 
-/** Waits, if need be, so that a burst sent now falls in one minute (the throttles' window). */
-async function startOfAMinute(): Promise<void> {
-  if (new Date().getUTCSeconds() > 45) await sleep((61 - new Date().getUTCSeconds()) * 1000);
+/** Moves the replicas' clock to the start of a minute (the throttles' window), so a burst sent now falls in one. */
+function startOfAMinute(): void {
+  clock.after(MINUTE_MS, 0);
 }
 
 /**
@@ -84,7 +86,7 @@ const wrongKeys = (n: number) =>
 
 describe('wrong management credentials sent all at once share one budget of 20 a minute', () => {
   it('on one replica: 20 checked, the rest refused unchecked', async () => {
-    await startOfAMinute();
+    startOfAMinute();
     const guesses = [...wrongRootTokens(30), ...wrongAdminTokens(30)].sort(() => Math.random() - 0.5);
     const checked = await burstOfGuesses([a], guesses, '/consumer-api-key', '198.51.100.10');
     // One guess may be checked before the shared count is asked (an address with no failure yet).
@@ -94,7 +96,7 @@ describe('wrong management credentials sent all at once share one budget of 20 a
   }, 90_000);
 
   it('across two replicas: 20 checked in all, not 20 each', async () => {
-    await startOfAMinute();
+    startOfAMinute();
     const guesses = [...wrongRootTokens(40), ...wrongAdminTokens(40)].sort(() => Math.random() - 0.5);
     const checked = await burstOfGuesses([a, b], guesses, '/consumer-api-key', '198.51.100.20');
     expect(checked).toBeGreaterThanOrEqual(20);
@@ -108,7 +110,7 @@ describe('wrong management credentials sent all at once share one budget of 20 a
 
 describe('wrong API keys sent all at once share one budget of 100 a minute', () => {
   it('on one replica: 100 checked, the rest refused unchecked', async () => {
-    await startOfAMinute();
+    startOfAMinute();
     const checked = await burstOfGuesses([a], wrongKeys(200), '/v1/items', '198.51.100.30');
     expect(checked).toBeGreaterThanOrEqual(100);
     expect(checked).toBeLessThanOrEqual(101);
@@ -119,7 +121,7 @@ describe('wrong API keys sent all at once share one budget of 100 a minute', () 
     const key = await a.admin('POST', '/consumer-api-key/create', { name: 'behind the same NAT' });
     for (const t of [a, b])
       expect((await withToken(t, key.body.secret, '/v1/items', '198.51.100.40')).status).toBe(200);
-    await startOfAMinute();
+    startOfAMinute();
     const checked = await burstOfGuesses([a, b], wrongKeys(400), '/v1/items', '198.51.100.40');
     expect(checked).toBeGreaterThanOrEqual(100);
     expect(checked).toBeLessThanOrEqual(102);

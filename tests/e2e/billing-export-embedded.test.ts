@@ -5,13 +5,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { BillingReceiver } from '../helpers/billing-receivers.js';
+import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 import { startBackend, type Backend } from './helpers/backend.js';
-import { hit, sleep, totalOn, waitFor } from './helpers/replicas.js';
+import { hit, totalOn, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
 let backend: Backend;
 let receiver: BillingReceiver;
 let tollgate: Tollgate;
+const clock = new TestClock();
 
 beforeAll(async () => {
   backend = await startBackend();
@@ -23,6 +25,7 @@ beforeAll(async () => {
     UPSTREAM_URL: backend.url,
     BILLING_EXPORT_RUN_SECONDS: '1',
     BILLING_EXPORT_SETTLE_SECONDS: '1',
+    ...clock.env,
   });
 }, 60_000);
 
@@ -52,8 +55,8 @@ it('sends every closed minute of a key to the receiver, exactly as stored, and s
     (n) => n === 40,
   );
   expect(stored.value).toBe(40);
-  // The minute closes at its end plus 1 s; the next run sends it.
-  await sleep(60_000 - (Date.now() % 60_000) + 1_500);
+  // The minute closes at its end plus 1 s; the next run (every second) sends it.
+  clock.after(MINUTE_MS, 1_500);
   const exported = await waitFor(
     async () => receiver.totals(),
     (t) => t.cus_embedded === 40,

@@ -11,6 +11,7 @@ import pg from 'pg';
 import { BillingReceiver, type ReceiverType } from '../helpers/billing-receivers.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
+import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { load, Replicas, sleep, totalOn, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
@@ -25,6 +26,8 @@ let deployment: Replicas;
 let replicas: Tollgate[];
 let db: pg.Client;
 const receivers: BillingReceiver[] = [];
+/** Every replica's clock: moved to a minute's end rather than waiting for one. */
+const clock = new TestClock();
 
 beforeAll(async () => {
   [backend, redis, database] = await Promise.all([startBackend(), RedisServer.start(), createTestDatabase()]);
@@ -36,6 +39,7 @@ beforeAll(async () => {
     // Every second; a minute is closed 2 s after it ends.
     BILLING_EXPORT_RUN_SECONDS: '1',
     BILLING_EXPORT_SETTLE_SECONDS: '2',
+    ...clock.env,
   });
   replicas = await deployment.start(2);
   db = new pg.Client({ connectionString: database.url });
@@ -64,7 +68,7 @@ async function exportsToEveryType(
 ): Promise<{ targets: Map<ReceiverType, BillingReceiver>; fromMs: number; exportIds: string[] }> {
   const targets = new Map<ReceiverType, BillingReceiver>();
   const exportIds: string[] = [];
-  const fromMs = Math.floor(Date.now() / 60_000) * 60_000;
+  const fromMs = Math.floor(clock.now() / MINUTE_MS) * MINUTE_MS;
   for (const type of TYPES) {
     const credential = `secret-${type}-${randomBytes(12).toString('hex')}`;
     const target = await BillingReceiver.start(type, credential);
@@ -150,6 +154,8 @@ async function settle(
   );
   expect(flushed.value.stored).toBe(flushed.value.shown.reduce<number>((n, v) => n + v!, 0));
   const final = await stored(fromMs);
+  // The last minute of traffic closes 2 s after its end.
+  clock.after(MINUTE_MS, 2_500);
   await waitFor(
     async () => [...targets.values()].map((t) => sum(t.totals())),
     (sums) => sums.every((n) => n >= sum(final)),
@@ -165,9 +171,8 @@ it('Redis hangs 20 s across a minute’s end under load: every receiver holds ex
   let running = true;
   const loads = billed.flatMap((k) => replicas.map((t) => load(t, k.secret, 2, () => !running)));
   // Pause from :48 of a minute to :08 of the next: the minute closes (at :02) while its last seconds wait in the replicas.
-  let wait = (48 - new Date().getUTCSeconds() + 60) % 60;
-  if (wait < 5) wait += 60;
-  await sleep(wait * 1_000);
+  await sleep(5_000);
+  clock.before(MINUTE_MS, 12_000);
   redis.pause();
   await sleep(20_000);
   redis.resume();
@@ -200,8 +205,8 @@ it('the exporting replica is SIGKILLed mid-send: the other takes its lease over 
   let running = true;
   const loads = billed.flatMap((k) => replicas.map((t) => load(t, k.secret, 2, () => !running)));
   // Traffic across a minute's end, then the next minute's sends start.
-  const second = new Date().getUTCSeconds();
-  await sleep((63 - second) * 1_000);
+  clock.before(MINUTE_MS, 3_000);
+  await sleep(6_000);
   // The replica holding the lease of an export whose receiver has taken events and not answered yet.
   const sending = await waitFor(
     async () => {

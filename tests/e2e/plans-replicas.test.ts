@@ -3,18 +3,18 @@
  * (contract section 7): under bursts from all three, exactly the minute's limit reaches the backend in
  * the minute, and never more than the burst limit in any UTC second.
  */
-import { hitFull, sleep, startFleet, type Fleet } from './helpers/replicas.js';
+import { MINUTE_MS, SECOND_MS, TestClock } from '../helpers/test-clock.js';
+import { hitFull, startFleet, type Fleet } from './helpers/replicas.js';
 
 let fleet: Fleet;
+/** The replicas' clock: moved to each second rather than waiting for it. */
+const clock = new TestClock();
 
 beforeAll(async () => {
-  fleet = await startFleet(3);
+  fleet = await startFleet(3, clock.env);
 }, 120_000);
 
 afterAll(() => fleet?.stop(), 60_000);
-
-/** Sleeps until `offsetMs` past the next whole second. */
-const nextSecond = (offsetMs: number) => sleep(1_000 - (Date.now() % 1_000) + offsetMs);
 
 it('admits exactly 40 in the minute and at most 5 in any second, summed over three replicas', async () => {
   const [admin] = fleet.members;
@@ -30,17 +30,18 @@ it('admits exactly 40 in the minute and at most 5 in any second, summed over thr
   const key = (await admin!.admin('POST', '/consumer-api-key/create', { name: 'bursty', rateLimitId }))
     .body as { id: string; secret: string };
 
-  // Twelve bursts, one a second, all inside one minute: wait for a minute with room for them.
-  if (60_000 - (Date.now() % 60_000) < 16_000) await sleep(60_000 - (Date.now() % 60_000));
-  const minute = Math.floor(Date.now() / 60_000);
+  // Twelve bursts, one a second, all inside one minute: the start of one.
+  clock.after(MINUTE_MS, 0);
+  const minute = Math.floor(clock.now() / MINUTE_MS);
   /** Each answer with the span it was decided in: after it was sent, before it was answered. */
   const bursts: { status: number; name?: string; sent: number; answered: number }[][] = [];
   for (let s = 0; s < 12; s++) {
-    // Each burst in the middle of its second, 30 requests spread over the three replicas.
-    await nextSecond(300);
+    // Each burst at the start of its second (the clock is moved there, so no timer's lateness eats into
+    // it), 30 requests spread over the three replicas.
+    clock.after(SECOND_MS, 20);
     const answers = await Promise.all(
       Array.from({ length: 30 }, async (_, i) => {
-        const sent = Date.now();
+        const sent = clock.now();
         const a = await hitFull(fleet.members[i % 3]!, key.secret, `/v1/burst/${s}`);
         if (s === 0 && a.status === 200)
           expect(a.headers.get('ratelimit-policy')).toBe('"burst";q=5;w=1, "per-minute";q=40;w=60');
@@ -48,13 +49,13 @@ it('admits exactly 40 in the minute and at most 5 in any second, summed over thr
           status: a.status,
           name: a.status === 429 ? (a.body.name as string) : undefined,
           sent,
-          answered: Date.now(),
+          answered: clock.now(),
         };
       }),
     );
     bursts.push(answers);
   }
-  expect(Math.floor(Date.now() / 60_000)).toBe(minute);
+  expect(Math.floor(clock.now() / MINUTE_MS)).toBe(minute);
   const all = bursts.flat();
   expect(all.filter((a) => a.status !== 200 && a.status !== 429)).toEqual([]);
 
@@ -84,9 +85,9 @@ it('admits exactly 40 in the minute and at most 5 in any second, summed over thr
   );
 
   // One more in the same minute, by value: the minute refuses it, and says until when.
-  const sent = Date.now();
+  const sent = clock.now();
   const refused = await hitFull(fleet.members[1]!, key.secret, '/v1/after');
-  const answered = Date.now();
+  const answered = clock.now();
   expect(Math.floor(answered / 60_000)).toBe(minute);
   const end = (minute + 1) * 60_000;
   expect(refused.status).toBe(429);

@@ -7,8 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { request, type IncomingMessage } from 'node:http';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
+import { DAY_MS, SECOND_MS, TestClock } from '../helpers/test-clock.js';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
@@ -47,10 +48,13 @@ describe.each(modes)('one node, $name', (mode) => {
   let backend: Backend;
   let env: Record<string, string>;
   let tollgate: Tollgate;
+  // Days and half a second ahead of the wall clock: windows and reset times can only match it.
+  const clock = new TestClock();
+  clock.advance(3 * DAY_MS + 500);
 
   beforeAll(async () => {
     backend = await startBackend();
-    env = { ...(await mode.env()), UPSTREAM_URL: backend.url + '/base' };
+    env = { ...(await mode.env()), UPSTREAM_URL: backend.url + '/base', ...clock.env };
     tollgate = await startTollgate(env);
   });
 
@@ -134,7 +138,7 @@ describe.each(modes)('one node, $name', (mode) => {
     expect(backend.received.filter((r) => r.url === '/base/v1/burst')).toHaveLength(10);
   });
 
-  it('refuses over the limit of a real 1-second window with the contract 429, then admits again', async () => {
+  it('refuses over the limit of a 1-second window of its clock with the contract 429, then admits again', async () => {
     const { body: key } = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'per-second' });
     const planId = 'second-' + randomBytes(4).toString('hex');
     await tollgate.admin('POST', '/rate-limit/create', {
@@ -148,8 +152,8 @@ describe.each(modes)('one node, $name', (mode) => {
       rateLimitId: planId,
     });
 
-    // Start just after a second boundary so all three calls share one window.
-    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20));
+    // Just after a second boundary of the process's clock, so all three calls share one window.
+    const boundary = clock.after(SECOND_MS, 20);
     const first = await call(tollgate, '/v1/tick', key.secret);
     const second = await call(tollgate, '/v1/tick', key.secret);
     const third = await call(tollgate, '/v1/tick', key.secret);
@@ -172,10 +176,10 @@ describe.each(modes)('one node, $name', (mode) => {
       name: 'second',
       scope: 'key',
     });
-    expect(Date.parse(body.resetTime as string) % 1000).toBe(0);
+    expect(Date.parse(body.resetTime as string)).toBe(boundary + SECOND_MS);
     expect(third.headers.get('retry-after')).toBe('1');
 
-    await new Promise((r) => setTimeout(r, Date.parse(body.resetTime as string) - Date.now() + 20));
+    clock.advance(Date.parse(body.resetTime as string) - clock.now() + 20);
     expect((await call(tollgate, '/v1/tick', key.secret)).status).toBe(200);
   });
 
@@ -295,4 +299,21 @@ describe.each(modes)('one node, $name', (mode) => {
   });
 
   it('never writes a secret to its logs', () => expectNoSecretsLogged());
+});
+
+it('refuses a test clock in production: one line on stderr and a non-zero exit, before opening anything', () => {
+  const started = spawnSync(process.execPath, [resolve(import.meta.dirname, '../../dist/src/main.js')], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'production',
+      ROOT_TOKEN: 'root-' + randomBytes(16).toString('hex'),
+      TEST_CLOCK_FILE: new TestClock().file,
+    },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  expect({ status: started.status, stderr: started.stderr }).toEqual({
+    status: 1,
+    stderr: 'tollgate: TEST_CLOCK_FILE: a test clock is refused when NODE_ENV=production: unset it\n',
+  });
 });

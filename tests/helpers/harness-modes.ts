@@ -27,7 +27,7 @@ export const HARNESS_MODES: readonly HarnessMode[] = [
     name: 'Redis + Postgres',
     redis: true,
     async start(h, options = {}) {
-      const database: TestDatabase = await createTestDatabase();
+      const database: TestDatabase = await createTestDatabase({ migrated: true });
       const handle: DbHandle = await openPostgres(database.url);
       await migrate(handle);
       await h.start({

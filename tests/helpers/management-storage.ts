@@ -58,7 +58,7 @@ export const STORAGES: Record<'embedded' | 'postgres', () => Promise<Storage>> =
     };
   },
   async postgres() {
-    const database = await createTestDatabase();
+    const database = await createTestDatabase({ migrated: true });
     const handle = await openPostgres(database.url);
     return {
       handle,

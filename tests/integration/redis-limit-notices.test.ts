@@ -17,12 +17,14 @@ import { Metrics } from '../../src/ops/metrics.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import type { NewEvent } from '../../src/store/outbox.js';
 import { plan } from '../helpers/plans.js';
-import { sleep } from '../helpers/poll.js';
 import { RedisServer } from '../helpers/redis-server.js';
 
 const metrics = new Metrics();
 let server: RedisServer;
 const opened: { redis: RedisConnections; limiter: RedisRateLimiter }[] = [];
+/** The replicas' clock, for their windows and leases alike: moved to an hour's start, not waited for. */
+let offsetMs = 0;
+const clock = () => Date.now() + offsetMs;
 
 beforeAll(async () => {
   server = await RedisServer.start();
@@ -49,6 +51,7 @@ async function replica(): Promise<Replica> {
   const limiter = new RedisRateLimiter(redis.client, 'notices:', metrics, {
     subscriber: redis.subscriber,
     notices,
+    clock,
   });
   await limiter.ready();
   opened.push({ redis, limiter });
@@ -65,9 +68,9 @@ it('tells 80 % and 100 % of a consumer’s limit at the charges that reach them,
     { scope: 'key', id: `key_hot_${k}`, plan: plan() },
     consumer,
   ]);
-  // One window: not in the last half minute of an hour.
-  if (Date.now() % 3_600_000 > 3_570_000) await sleep(3_600_000 - (Date.now() % 3_600_000));
-  const start = Date.now();
+  // One window: a second into an hour.
+  offsetMs = 3_600_000 - (Date.now() % 3_600_000) + 1_000;
+  const start = clock();
   let atOnce = 0;
   /** Per replica: the turn in which it first admitted a request leaving ≤ 20 % (then none), and those in which it told 80. */
   const reached = replicas.map(() => ({
@@ -81,9 +84,7 @@ it('tells 80 % and 100 % of a consumer’s limit at the charges that reach them,
   await Promise.all(
     replicas.map(async ({ limiter, notices }, n) => {
       for (let turn = 0; ; turn++) {
-        const asked = Array.from({ length: 25 }, (_, i) =>
-          limiter.consume(keys[(i + n) % 6]!, 1, Date.now()),
-        );
+        const asked = Array.from({ length: 25 }, (_, i) => limiter.consume(keys[(i + n) % 6]!, 1, clock()));
         atOnce += asked.filter((d) => !(d instanceof Promise)).length;
         const decisions: Decision[] = await Promise.all(asked);
         const admitted = decisions.filter((d) => d.allowed);
@@ -91,7 +92,7 @@ it('tells 80 % and 100 % of a consumer’s limit at the charges that reach them,
         if (mine.firstAt80 < 0 && admitted.some((d) => d.limit!.remaining <= limit / 5))
           mine.firstAt80 = turn;
         if (mine.firstAtFull < 0 && admitted.some((d) => d.limit!.remaining === 0)) mine.firstAtFull = turn;
-        for (const event of notices.take(Date.now())) {
+        for (const event of notices.take(clock())) {
           told.push(event);
           (thresholdOf(event) === 80 ? mine.told80 : mine.told100).push(turn);
         }
@@ -117,7 +118,7 @@ it('tells 80 % and 100 % of a consumer’s limit at the charges that reach them,
 
 it('tells a shared balance low and exhausted from the state each call leaves, once per replica', async () => {
   const replicas = await Promise.all([replica(), replica()]);
-  const now = Date.now();
+  const now = clock();
   const balance = balanceSet(0, 200, { amount: 200, interval: 'month', dayOfMonth: 1 }, null, now);
   const consumer: Subject = { scope: 'consumer', id: 'con_credits', plan: plan(), balance };
   const keys = [0, 1].map((k): Subject[] => [
@@ -129,12 +130,12 @@ it('tells a shared balance low and exhausted from the state each call leaves, on
   // Cost 3: 200 = 66 × 3 + 2, so the balance ends at 2, unable to pay a request: exhausted by refusal.
   for (let round = 0; refused === 0; round++) {
     const decisions = await Promise.all(
-      replicas.map(({ limiter }, n) => limiter.consume(keys[n]!, 3, Date.now())),
+      replicas.map(({ limiter }, n) => limiter.consume(keys[n]!, 3, clock())),
     );
     refused += decisions.filter((d) => !d.allowed).length;
     replicas.forEach(({ notices }, n) =>
       told.push(
-        ...notices.take(Date.now()).map((e) => ({
+        ...notices.take(clock()).map((e) => ({
           replica: n,
           type: e.type,
           remaining: (JSON.parse(e.data) as { remaining: number }).remaining,

@@ -30,7 +30,7 @@ export const MODES: readonly Mode[] = [
   {
     name: 'Redis + Postgres',
     async deploy() {
-      const database = await createTestDatabase();
+      const database = await createTestDatabase({ migrated: true });
       return {
         env: {
           DATABASE_URL: database.url,

@@ -54,7 +54,7 @@ export interface Fleet {
 }
 
 export async function startFleet(count: number, env: Record<string, string> = {}): Promise<Fleet> {
-  const [backend, database] = await Promise.all([startBackend(), createTestDatabase()]);
+  const [backend, database] = await Promise.all([startBackend(), createTestDatabase({ migrated: true })]);
   const replicas = new Replicas({
     DATABASE_URL: database.url,
     REDIS_URL,
