@@ -170,13 +170,17 @@ end
 reply[1] = held
 for s = 1, subjects do reply[2 * n + 1 + s] = leased[s] end
 for k = 1, nb do
-  local e, w, g, s, b = balances[k][1], balances[k][2], balances[k][3], balances[k][4] + admitted, balances[k][5]
-  storeBalance(KEYS[2 * n + k], e, w, g, s, b)
+  local key = KEYS[2 * n + k]
+  local e, w, g, s, b = balances[k][1], balances[k][2], balances[k][3], balances[k][4], balances[k][5]
+  storeBalance(key, e, w, g, s, b)
+  if admitted > 0 then redis.call('HINCRBY', key, 's', admitted) end
+  -- As Redis holds them (strings): a client reads an integer reply near 2^53 through a double.
+  local held = redis.call('HMGET', key, 'g', 's')
   local at = 2 * n + 1 + subjects + 4 * (k - 1)
   reply[at + 1] = e
   reply[at + 2] = w
-  reply[at + 3] = g
-  reply[at + 4] = s
+  reply[at + 3] = held[1]
+  reply[at + 4] = held[2]
 end
 for r = 1, #fits do reply[2 * n + 1 + subjects + 4 * nb + r] = fits[r] end
 return reply
@@ -219,10 +223,11 @@ export interface ConsumeCall {
  * requests did not fit while leased units are being asked back (ask again shortly); per limit i, its
  * count after the call and, for a sliding limit, the oldest slot that still holds units (0 for a fixed
  * limit); per subject, the units leased to it (the last ones of each of its counts); per balance, its
- * epoch, window, units granted and units spent after the call; per run, how many of its requests were
+ * epoch, window, and units granted and spent after the call as decimal strings (exact up to 2^53 - 1,
+ * which an integer reply is not: ioredis parses it through a double); per run, how many of its requests were
  * admitted (its first ones).
  */
-export type ConsumeReply = readonly number[];
+export type ConsumeReply = readonly (number | string)[];
 
 /** How many limits, subjects and balances a call had: where each part of its reply is. */
 export interface ReplyLayout {
@@ -237,17 +242,17 @@ export function heldOf(reply: ConsumeReply): boolean {
 
 /** Limit i's count after the call (counting every limit of every subject, in KEYS order). */
 export function countOf(reply: ConsumeReply, i: number): number {
-  return reply[1 + 2 * i]!;
+  return reply[1 + 2 * i] as number;
 }
 
 /** Limit i's oldest slot holding units (sliding limits). */
 export function oldestSlotOf(reply: ConsumeReply, i: number): number {
-  return reply[2 + 2 * i]!;
+  return reply[2 + 2 * i] as number;
 }
 
 /** Units leased to subject s. */
 export function leasedOf(reply: ConsumeReply, layout: ReplyLayout, s: number): number {
-  return reply[1 + 2 * layout.limits + s]!;
+  return reply[1 + 2 * layout.limits + s] as number;
 }
 
 /** Balance k after the call (the balances of the call's subjects, in order). */
@@ -257,12 +262,17 @@ export function balanceOf(
   k: number,
 ): { epoch: number; window: number; granted: number; spent: number } {
   const at = 1 + 2 * layout.limits + layout.subjects + 4 * k;
-  return { epoch: reply[at]!, window: reply[at + 1]!, granted: reply[at + 2]!, spent: reply[at + 3]! };
+  return {
+    epoch: reply[at] as number,
+    window: reply[at + 1] as number,
+    granted: Number(reply[at + 2]),
+    spent: Number(reply[at + 3]),
+  };
 }
 
 /** Requests of run r admitted. */
 export function admittedOf(reply: ConsumeReply, layout: ReplyLayout, r: number): number {
-  return reply[1 + 2 * layout.limits + layout.subjects + 4 * layout.balances + r]!;
+  return reply[1 + 2 * layout.limits + layout.subjects + 4 * layout.balances + r] as number;
 }
 
 /** The shifts of a subject of one limit. */
