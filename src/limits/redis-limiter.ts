@@ -22,7 +22,15 @@ import { BalanceLedger } from './balance-ledger.js';
 import { CreditWatch } from './credit-watch.js';
 import { LeaseBook, type LeaseCall } from './lease-book.js';
 import type { LimitNotices } from './limit-notices.js';
-import { balanceKey, countsBase, hashTagOf, limitCountKey, reclaimChannel } from './limiter-keys.js';
+import { KeyHomes, movedCounts } from './key-homes.js';
+import {
+  balanceKey,
+  countsBase,
+  EXPIRY_GRACE_MS,
+  hashTagOf,
+  limitCountKey,
+  reclaimChannel,
+} from './limiter-keys.js';
 import { remainingOf, settle, windowOf, type Balance } from '../plans/balance.js';
 import type { LimitRule } from '../plans/plan.js';
 import {
@@ -43,12 +51,6 @@ import { slidingCount, slidingResetAt, slotAt, slotLeavesAt, slotMs } from './sl
 import { WindowLedger } from './window-ledger.js';
 import { windowAt } from '../plans/window.js';
 
-/**
- * Counters outlive their window by this much. The window start is in the key name, so a late key
- * is never reused; the grace only keeps a replica whose clock lags (NTP keeps it to milliseconds)
- * from finding the counter already gone and starting it again at zero.
- */
-const EXPIRY_GRACE_MS = 5_000;
 /** Requests waiting for a reclaim ask again after 1, 2, 4, … ms, then every 64 ms. */
 const FIRST_RETRY_MS = 1;
 const LAST_RETRY_MS = 64;
@@ -115,6 +117,8 @@ interface Group {
   readonly limits: readonly (readonly ConsumeLimit[])[];
   /** Forgotten with one of its spans: a first subject bound to it builds its group again. */
   forgotten: boolean;
+  /** Its key's own counts are being moved to its names (key-homes.ts): its decisions wait for that. */
+  moving: Promise<void> | undefined;
   waiting: Waiter[];
   /** Requests that did not fit while units were being reclaimed; they ask again after `retryMs`. */
   held: Waiter[];
@@ -199,6 +203,8 @@ export class RedisRateLimiter implements RateLimiter {
   /** What this replica saw spent of each balance: put back if Redis restarts empty, and saved. */
   private readonly balanceLedger: BalanceLedger;
   private readonly syncBalance: SyncBalanceScript;
+  /** Where each key's own counts are: they follow a key that moves between consumers. */
+  private readonly homes: KeyHomes;
   /**
    * The first read of Redis' restart marker, made with the first call rather than in the constructor:
    * on a Cluster a command issued while scripts are still being defined opens an auto-pipeline that
@@ -238,6 +244,7 @@ export class RedisRateLimiter implements RateLimiter {
         () => {},
       );
     }
+    this.homes = new KeyHomes(client, prefix);
     this.balanceLedger = new BalanceLedger(client);
     this.syncBalance = defineSyncBalanceScript(client);
     this.ledger = new WindowLedger(client, prefix, this.balanceLedger);
@@ -261,6 +268,8 @@ export class RedisRateLimiter implements RateLimiter {
   ): Decision | Promise<Decision> {
     checkCost(cost);
     const group = this.boundGroup(subjects, nowMs) ?? this.groupAt(subjects, nowMs);
+    if (group.moving !== undefined)
+      return group.moving.then(() => this.consume(subjects, cost, nowMs, states));
     if (group.balances > 0) return this.ask(group, cost, states);
     const spans = group.spans;
     // Every book sees the request (its demand sizes the next lease); it is decided here only when all hold its cost.
@@ -290,8 +299,37 @@ export class RedisRateLimiter implements RateLimiter {
       spans.push(span);
     }
     const group = this.groupOf(spans);
+    group.moving ??= this.moveHome(subjects, hashTag, group, nowMs);
     this.current.set(subjects, group);
     return group;
+  }
+
+  /**
+   * Moves the own counts of the key of `subjects` to the names under `hashTag` when they are elsewhere
+   * (key-homes.ts); undefined when they are there. Should Redis not answer, the group is dropped: the
+   * next decision builds it again, and tries again.
+   */
+  private moveHome(
+    subjects: readonly Subject[],
+    hashTag: string,
+    group: Group,
+    nowMs: number,
+  ): Promise<void> | undefined {
+    const key = subjects[0]!;
+    if (key.scope !== 'key' || !isCharged(key) || this.homes.isHome(key.id, hashTag)) return undefined;
+    return this.homes
+      .moveTo(key.id, hashTag, (from) => movedCounts(this.prefix, key, from, hashTag, nowMs))
+      .then(
+        () => {
+          group.moving = undefined;
+        },
+        (err: unknown) => {
+          this.groups.delete(group.name);
+          group.forgotten = true;
+          for (const span of group.spans) span.groups.delete(group);
+          throw err;
+        },
+      );
   }
 
   /** The span of `subject`'s limits and balance at `nowMs`, its counts under `hashTag`, made when first needed. */
@@ -374,6 +412,7 @@ export class RedisRateLimiter implements RateLimiter {
         keys: consumeKeys(one?.counts ?? spans.flatMap((span) => span.counts), balances),
         limits: spans.map((span) => span.consumeLimits),
         forgotten: false,
+        moving: undefined,
         waiting: [],
         held: [],
         retryMs: FIRST_RETRY_MS,

@@ -74,3 +74,56 @@ describe('balance arithmetic', () => {
     }
   });
 });
+
+describe('a key that moves between consumers', () => {
+  /** The subjects of key `key` under each consumer in turn (undefined: none), as a key cache builds them. */
+  const under = (key: Subject, consumer: Subject | undefined): Subject[] =>
+    consumer === undefined ? [{ ...key }] : [{ ...key }, consumer];
+  const consumerOf = (): Subject => ({
+    scope: 'consumer',
+    id: nextId('con'),
+    plan: plan({ limit: 100_000, period: 'hour' }),
+  });
+
+  /** Units admitted when `replicas` each send `rounds` requests of `cost` for `subjects`. */
+  async function spend(replicas: RedisRateLimiter[], subjects: Subject[], rounds: number, cost = 1) {
+    let admitted = 0;
+    for (let i = 0; i < rounds; i++)
+      for (const r of replicas) if ((await r.consume(subjects, cost, Date.now())).allowed) admitted += cost;
+    return admitted;
+  }
+
+  it('keeps what its own windows and balance have spent, across three replicas, one of them slow to hear of each move', async () => {
+    const [a, b, c] = [await replica(), await replica(), await replica()];
+    const key: Subject = {
+      scope: 'key',
+      id: nextId('key'),
+      plan: plan({ limit: 50, period: 'hour' }),
+    };
+    const [first, second] = [consumerOf(), consumerOf()];
+    let admitted = await spend([a, b, c], under(key, first), 4); // 12
+    // a and b hear of the move to the second consumer first; c still counts under the first.
+    admitted += await spend([a, b], under(key, second), 3); // 18
+    admitted += await spend([c], under(key, first), 3); // 21
+    admitted += await spend([c], under(key, second), 3); // 24
+    // Then a forced delete of the consumer: the key has none.
+    admitted += await spend([a, b, c], under(key, undefined), 3); // 33
+    // And it joins the first consumer again: 17 left of its 50.
+    admitted += await spend([a, b, c], under(key, first), 10);
+    expect(admitted).toBe(50);
+  });
+
+  it('keeps what its own balance has spent', async () => {
+    const [a, b, c] = [await replica(), await replica(), await replica()];
+    const key: Subject = { scope: 'key', id: nextId('key'), plan: plan(), balance: balanceOf(300) };
+    const [first, second] = [consumerOf(), consumerOf()];
+    let admitted = await spend([a, b, c], under(key, first), 3, 10); // 90
+    admitted += await spend([a, b], under(key, second), 3, 10); // 150
+    admitted += await spend([c], under(key, first), 2, 10); // 170
+    admitted += await spend([a, b, c], under(key, undefined), 2, 10); // 230
+    admitted += await spend([a, b, c], under(key, second), 5, 10);
+    expect(admitted).toBe(300);
+    const [held] = await a.peekBalances(under(key, second), Date.now());
+    expect(held!.remaining).toBe(0);
+  });
+});
