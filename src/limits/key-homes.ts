@@ -2,7 +2,14 @@ import type { Subject } from '../plans/subject.js';
 import { windowAt } from '../plans/window.js';
 import type { RedisClient } from '../redis/connect.js';
 import { defineKeyListScript, type ScriptRunner } from '../redis/script.js';
-import { balanceKey, countsBase, EXPIRY_GRACE_MS, keyHomeKey, limitCountKey } from './limiter-keys.js';
+import {
+  balanceKey,
+  countsBase,
+  EXPIRY_GRACE_MS,
+  keyHomeKey,
+  leaseBookKey,
+  limitCountKey,
+} from './limiter-keys.js';
 import { slotAt, slotLeavesAt } from './sliding-window.js';
 
 /**
@@ -19,25 +26,38 @@ import { slotAt, slotLeavesAt } from './sliding-window.js';
  * new names in another. The key's first decision under the new names waits for that. Moving again
  * changes nothing: what a move took is gone.
  */
+/**
+ * KEYS, in pairs: a count and its lease book, or a balance twice. Takes each count or balance and
+ * deletes it, and (when there was one) marks it moved (`m` in the book, or in the balance's hash) until its window ends
+ * (ARGV[i], epoch ms; 0: a balance, which does not end): a replica slow to hear of the move finds it
+ * below what it holds there, which is no loss (loss-detection.ts).
+ */
 const TAKE_LUA = `
 local taken = {}
-for i, key in ipairs(KEYS) do
+for i = 1, #KEYS, 2 do
+  local key, marker = KEYS[i], KEYS[i + 1]
   local kind = redis.call('TYPE', key).ok
   if kind == 'string' then
-    taken[i] = {'s', redis.call('GET', key)}
+    taken[#taken + 1] = {'s', redis.call('GET', key)}
   elseif kind == 'hash' then
-    taken[i] = {'h', unpack(redis.call('HGETALL', key))}
+    taken[#taken + 1] = {'h', unpack(redis.call('HGETALL', key))}
   else
-    taken[i] = {'-'}
+    taken[#taken + 1] = {'-'}
   end
-  redis.call('DEL', key)
+  if kind ~= 'none' then
+    redis.call('DEL', key)
+    redis.call('HSET', marker, 'm', 1)
+    local expiresAt = ARGV[(i + 1) / 2]
+    if expiresAt ~= '0' then redis.call('PEXPIREAT', marker, expiresAt) end
+  end
 end
 return taken
 `;
 
 /**
- * ARGV[i] is what was taken of KEYS[i] (JSON: a count's value, a sliding count's slots, or a balance's
- * fields), ARGV[#KEYS + i] when it expires (epoch ms; 0: never, a balance).
+ * KEYS as TAKE_LUA's, under the new names; ARGV[i] is what was taken of pair i (JSON: a count's value,
+ * a sliding count's slots, or a balance's fields), ARGV[pairs + i] when it expires (epoch ms; 0: a
+ * balance). Clears a mark of an earlier move away.
  */
 const ADD_LUA = `
 -- A balance is what was spent before its count (re)started, b, plus what it admitted since, s - b. Two
@@ -57,10 +77,11 @@ local function addBalance(key, t)
     redis.call('HSET', key, 'b', base)
   end
 end
-local n = #KEYS
-for i, key in ipairs(KEYS) do
-  local taken = cjson.decode(ARGV[i])
-  local expiresAt = ARGV[n + i]
+local n = #KEYS / 2
+for p = 1, n do
+  local key, marker = KEYS[2 * p - 1], KEYS[2 * p]
+  local taken = cjson.decode(ARGV[p])
+  local expiresAt = ARGV[n + p]
   if taken[1] == 's' then
     redis.call('INCRBY', key, taken[2])
     redis.call('PEXPIREAT', key, expiresAt)
@@ -70,8 +91,9 @@ for i, key in ipairs(KEYS) do
   elseif taken[1] == 'h' then
     local fields = {}
     for j = 2, #taken, 2 do fields[taken[j]] = taken[j + 1] end
-    addBalance(key, fields)
+    if fields.e then addBalance(key, fields) end
   end
+  redis.call('HDEL', marker, 'm')
 end
 return 1
 `;
@@ -93,6 +115,8 @@ export class KeyHomes {
   constructor(
     private readonly client: RedisClient,
     private readonly prefix: string,
+    /** Told of every move made, once made: what this replica holds under the old names is under the new. */
+    private readonly onMoved: (counts: readonly MovedCount[]) => void,
   ) {
     this.take = defineKeyListScript(client, TAKE_LUA);
     this.add = defineKeyListScript(client, ADD_LUA);
@@ -127,17 +151,21 @@ export class KeyHomes {
 
   private async move(counts: readonly MovedCount[]): Promise<void> {
     const taken = (await this.take(
-      counts.map((c) => c.from),
-      [],
+      counts.flatMap((c) => [c.from, markerOf(c, c.from)]),
+      counts.map((c) => c.expiresAt),
     )) as string[][];
-    const moved = counts.flatMap((c, i) => (taken[i]![0] === '-' ? [] : [{ ...c, taken: taken[i]! }]));
-    if (moved.length === 0) return;
-    await this.add(
-      moved.map((c) => c.to),
-      [...moved.map((c) => JSON.stringify(c.taken)), ...moved.map((c) => c.expiresAt)],
-    );
+    if (taken.some((t) => t[0] !== '-'))
+      await this.add(
+        counts.flatMap((c) => [c.to, markerOf(c, c.to)]),
+        [...taken.map((t) => JSON.stringify(t)), ...counts.map((c) => c.expiresAt)],
+      );
+    this.onMoved(counts);
   }
 }
+
+/** Where a move marks a count or balance moved away: a count's lease book, a balance's own hash. */
+const markerOf = (count: MovedCount, name: string): string =>
+  count.expiresAt === 0 ? name : leaseBookKey(name);
 
 /**
  * Key `key`'s counts in the windows of `nowMs`, and its balance, under hash tag `from` and under `to`.

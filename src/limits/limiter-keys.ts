@@ -72,3 +72,8 @@ export function reclaimChannel(prefix: string): string {
 export function keyHomeKey(prefix: string, keyId: string): string {
   return `${prefix}{${keyId}}:home`;
 }
+
+/** Where a replica that found keys lost (not all of Redis' data) tells the others (loss-detection.ts). */
+export function lossChannel(prefix: string): string {
+  return prefix + 'keys-lost';
+}

@@ -9,6 +9,7 @@ import {
   defineConsumeScript,
   heldOf,
   leasedOf,
+  lostOf,
   NO_SHIFTS,
   oldestSlotOf,
   shiftsOf,
@@ -49,6 +50,7 @@ import { isCharged, type Scope, type Subject } from '../plans/subject.js';
 import { QuotaWatch } from './quota-watch.js';
 import { slidingCount, slidingResetAt, slotAt, slotLeavesAt, slotMs } from './sliding-window.js';
 import { WindowLedger } from './window-ledger.js';
+import { LossDetection } from './loss-detection.js';
 import { windowAt } from '../plans/window.js';
 
 /** Requests waiting for a reclaim ask again after 1, 2, 4, … ms, then every 64 ms. */
@@ -94,6 +96,8 @@ interface Span {
   readonly groups: Set<Group>;
   /** Calls out that carry its book's terms. */
   callsInFlight: number;
+  /** Units those calls give back: not in its counts any more once they ran. */
+  returning: number;
 }
 
 /**
@@ -210,7 +214,9 @@ export class RedisRateLimiter implements RateLimiter {
    * on a Cluster a command issued while scripts are still being defined opens an auto-pipeline that
    * lacks them.
    */
-  private epochRead: Promise<number> | undefined;
+  private epochRead: Promise<boolean> | undefined;
+  /** Notices Redis losing keys while it stays up, and holds decisions until they are put back. */
+  private readonly losses: LossDetection;
   private readonly sendDue = (): void => {
     const due = this.due;
     this.due = [];
@@ -244,16 +250,21 @@ export class RedisRateLimiter implements RateLimiter {
         () => {},
       );
     }
-    this.homes = new KeyHomes(client, prefix);
+    this.homes = new KeyHomes(client, prefix, (moved) => {
+      for (const { from, to, expiresAt } of moved)
+        if (expiresAt === 0) this.balanceLedger.forget(from);
+        else this.ledger.move(from, to);
+    });
     this.balanceLedger = new BalanceLedger(client);
     this.syncBalance = defineSyncBalanceScript(client);
     this.ledger = new WindowLedger(client, prefix, this.balanceLedger);
+    this.losses = new LossDetection(client, subscriber, prefix, this.ledger, this.balanceLedger, this.clock);
     // A connection that becomes ready again may have reached a Redis that restarted empty.
     client.on('ready', this.checkLedger);
     this.sweeper = setInterval(() => this.sweep(this.clock()), SWEEP_MS).unref();
   }
 
-  private readonly checkLedger = (): Promise<number> => this.ledger.check(this.clock());
+  private readonly checkLedger = (): Promise<boolean> => this.losses.check(this.clock());
 
   /** Resolves once other replicas can ask this one for leased units back, and Redis' marker is known. */
   async ready(): Promise<void> {
@@ -384,6 +395,7 @@ export class RedisRateLimiter implements RateLimiter {
         watch: QuotaWatch.of(subject.scope, subject.id, subject.plan.limits, startMs, this.notices),
         groups: new Set(),
         callsInFlight: 0,
+        returning: 0,
       };
       this.spans.set(name, span);
       for (const count of counts) {
@@ -534,6 +546,7 @@ export class RedisRateLimiter implements RateLimiter {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     this.client.off('ready', this.checkLedger);
+    await this.losses.close();
     if (this.subscriber !== undefined) {
       this.subscriber.off('message', this.onReclaim);
       // A subscriber that is reconnecting would queue the command until it is back.
@@ -560,9 +573,15 @@ export class RedisRateLimiter implements RateLimiter {
    */
   private async send(group: Group): Promise<void> {
     this.epochRead ??= this.checkLedger();
+    const now = this.clock();
+    // Redis lost keys: until every replica has put back its own, its requests wait.
+    const hold = this.losses.holdMs();
+    if (hold > 0) {
+      this.holdFor(group, hold);
+      return;
+    }
     const waiting = group.waiting;
     group.waiting = [];
-    const now = this.clock();
     const canLease = group.balances === 0 && this.listening && this.subscriber!.status === 'ready';
     const spans = group.spans;
     const calls: LeaseCall[] = [];
@@ -575,9 +594,24 @@ export class RedisRateLimiter implements RateLimiter {
       if (call.settled > 0) settling = true;
     }
     if (waiting.length === 0 && !leasing && !settling) return; // nothing to ask or tell
+    const known = spans.flatMap((span) =>
+      span.counts.map((count, j) =>
+        Math.max(0, this.ledger.placesIn(count, span.consumeLimits[j]!.slot, now) - span.returning),
+      ),
+    );
+    const balances = spans.map(
+      (span) =>
+        span.balance && {
+          terms: balanceTerms(span.balance, now),
+          seen: this.balanceLedger.seenOf(span.balanceKey!),
+        },
+    );
     group.callsInFlight++;
     if (leasing) group.leaseCalls++;
-    for (const span of spans) span.callsInFlight++;
+    for (let s = 0; s < spans.length; s++) {
+      spans[s]!.callsInFlight++;
+      spans[s]!.returning += calls[s]!.returned;
+    }
     const runs = runsOf(waiting);
     let reply: ConsumeReply;
     try {
@@ -587,7 +621,8 @@ export class RedisRateLimiter implements RateLimiter {
           reclaimChannel: this.reclaimChannel,
           leases: calls,
           limits: group.limits,
-          balances: spans.map((span) => span.balance && balanceTerms(span.balance, now)),
+          known,
+          balances,
           runs,
         }),
       );
@@ -599,8 +634,27 @@ export class RedisRateLimiter implements RateLimiter {
       this.answered(group, calls, leasing);
       return;
     }
+    const lost = lostOf(reply, known.length);
+    if (lost !== undefined) {
+      // Nothing was decided: the requests ask again once what was lost is put back.
+      group.held.push(...waiting);
+      this.answered(group, calls, leasing);
+      const found = {
+        counts: lost.limits.map((i) => group.keys[2 * i]!),
+        balances: lost.balances.map((k) => group.keys[2 * known.length + k]!),
+      };
+      void this.losses.found(found, now).then(() => this.holdFor(group, this.losses.holdMs()));
+      return;
+    }
     this.decide(group, calls, waiting, runs, reply, now);
     this.answered(group, calls, leasing);
+  }
+
+  /** The group's requests wait `ms`, then ask again. */
+  private holdFor(group: Group, ms: number): void {
+    group.held.push(...group.waiting);
+    group.waiting = [];
+    setTimeout(() => this.retryHeld(group), ms);
   }
 
   /** Resolves, holds or refuses the requests of a call from Redis' reply, and tells each span's book. */
@@ -736,6 +790,7 @@ export class RedisRateLimiter implements RateLimiter {
     if (leasing) group.leaseCalls--;
     for (let s = 0; s < spans.length; s++) {
       spans[s]!.callsInFlight--;
+      spans[s]!.returning -= calls[s]!.returned;
       spans[s]!.book.ended(calls[s]!);
     }
     const waiting = group.waiting;
@@ -773,7 +828,7 @@ export class RedisRateLimiter implements RateLimiter {
    * reconnect would).
    */
   private sweep(nowMs: number): void {
-    if (this.ledger.unfinishedCheck) void this.checkLedger();
+    void this.checkLedger();
     for (const span of this.spans.values()) {
       if (isBusy(span)) continue;
       // Once every limit's window is over its units no longer matter. Until then (a longer window,

@@ -1,16 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/connect.js';
 import type { BalanceLedger } from './balance-ledger.js';
+import { COUNT_SURE_MS } from './consume-script.js';
 import { defineRestoreScript, type RestoreScript } from './restore-script.js';
 
 /**
  * What this replica has taken of each current window's count (admitted requests and leased places,
- * less the places it gave back), so that a Redis that restarts empty (no persistence) does not reset
- * the windows. Redis carries a marker, `<prefix>epoch`, set once by whichever replica finds it
- * missing; each replica reads it whenever its connection becomes ready, which a restart forces (it
- * drops every connection), so no request pays for the check. A marker that changed means Redis lost
- * its data: every replica then puts back what it had taken in the windows still running, so the
- * counts add up again, less only what replicas that died meanwhile had.
+ * less the places it gave back), so that a Redis that loses its data (a restart without persistence,
+ * `FLUSHALL`, `FLUSHDB`) does not reset the windows. Redis carries a marker, `<prefix>epoch`, set once by
+ * whichever replica finds it missing; each replica reads it
+ * whenever its connection becomes ready, which a restart forces (it drops every connection), and
+ * every second (loss-detection.ts), so no request pays for the check. A marker that changed means
+ * Redis lost its data: every replica then puts back what it had taken in the windows still running, so
+ * the counts add up again, less only what replicas that died meanwhile had.
  *
  * Conservative by a moment: places a replica takes between reconnecting and putting back (a round
  * trip or two) are in the new count and are put back too, so around a restart a window can admit
@@ -34,6 +36,8 @@ export class WindowLedger {
   private readonly owed = new Set<string>();
   /** The last check did not finish: Redis did not answer. */
   private unfinished = false;
+  /** How many times this replica found the marker changed. */
+  private changes = 0;
 
   constructor(
     private readonly client: RedisClient,
@@ -60,6 +64,42 @@ export class WindowLedger {
   /** Whether the last check did not finish (Redis stopped answering): the caller checks again soon. */
   get unfinishedCheck(): boolean {
     return this.unfinished;
+  }
+
+  /** How many times the marker was found changed: Redis lost its data. */
+  get losses(): number {
+    return this.changes;
+  }
+
+  /**
+   * The places this replica holds in `count` (in `slot` of it, or -1), while the count is sure to be
+   * there at `nowMs` (a second before its window or slot ends, for clocks a little apart); else 0.
+   */
+  placesIn(count: string, slot: number, nowMs: number): number {
+    const entry = this.taken.get(slot < 0 ? count : `${count}#${slot}`);
+    if (entry === undefined || nowMs >= entry.expiresAt - COUNT_SURE_MS) return 0;
+    return Math.max(0, entry.places);
+  }
+
+  /** What this replica took of `count` is under `to` now: a key's counts moved (key-homes.ts). */
+  move(count: string, to: string): void {
+    for (const [name, entry] of this.taken)
+      if (entry.count === count) {
+        this.taken.delete(name);
+        this.owed.delete(name);
+        this.add(to, entry.slot, entry.places, entry.expiresAt);
+      }
+  }
+
+  /** Puts back what this replica took of `count` (every slot of it), which Redis lost alone. */
+  async putBack(count: string, nowMs: number): Promise<number> {
+    let restored = 0;
+    for (const entry of this.taken.values())
+      if (entry.count === count && entry.places > 0 && entry.expiresAt > nowMs) {
+        await this.restore(entry.count, entry);
+        restored++;
+      }
+    return restored;
   }
 
   /**
@@ -90,6 +130,7 @@ export class WindowLedger {
       if (this.epoch !== undefined && current !== this.epoch) {
         for (const name of this.taken.keys()) this.owed.add(name);
         this.balances?.owe();
+        this.changes++;
       }
       this.epoch = current;
       let restored = 0;

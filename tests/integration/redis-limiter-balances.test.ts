@@ -127,3 +127,81 @@ describe('a key that moves between consumers', () => {
     expect(held!.remaining).toBe(0);
   });
 });
+
+describe('Redis losing keys while it stays up', () => {
+  /** A consumer of `consumerPlan` and `balance`, and three keys of it, each with its own subjects. */
+  function consumerWith(consumerPlan: Plan, balance?: Balance) {
+    const consumer: Subject = { scope: 'consumer', id: nextId('con'), plan: consumerPlan, balance };
+    const keys = [0, 1, 2].map((): Subject[] => [
+      { scope: 'key', id: nextId('key'), plan: plan() },
+      consumer,
+    ]);
+    return { consumer, keys };
+  }
+
+  /** Units admitted when each replica sends `rounds` requests of `cost`, through the keys in turn. */
+  async function spend(replicas: RedisRateLimiter[], keys: Subject[][], rounds: number, cost = 1) {
+    let admitted = 0;
+    for (let i = 0; i < rounds; i++)
+      for (const [n, r] of replicas.entries())
+        if ((await r.consume(keys[(i + n) % keys.length]!, cost, Date.now())).allowed) admitted += cost;
+    return admitted;
+  }
+
+  const losses: [string, (consumer: Subject) => Promise<unknown>][] = [
+    ['FLUSHALL', () => admin.flushall()],
+    ['FLUSHDB', () => admin.flushdb()],
+    [
+      'a deleted count',
+      async (consumer) => admin.del(...(await admin.keys(`${PREFIX}{${consumer.id}}:consumer:*`))),
+    ],
+  ];
+
+  it.each(losses)('admits no more than a consumer’s limits after %s mid-window', async (_, lose) => {
+    const replicas = [await replica(), await replica(), await replica()];
+    const { consumer, keys } = consumerWith(
+      plan({ limit: 300, period: 'hour' }, { limit: 3_000, period: 'day' }),
+    );
+    let admitted = await spend(replicas, keys, 40); // 120
+    await lose(consumer);
+    admitted += await spend(replicas, keys, 80);
+    expect(admitted).toBe(300);
+    const [hour] = await replicas[0]!.peek([consumer], Date.now());
+    expect(hour!.remaining).toBe(0);
+  });
+
+  it.each(losses.slice(0, 2))('admits no more than a consumer’s balance after %s', async (_, lose) => {
+    const replicas = [await replica(), await replica(), await replica()];
+    // The record the replicas hold says nothing was spent: it was saved before the spending.
+    const { consumer, keys } = consumerWith(plan(), balanceOf(1_000));
+    let admitted = await spend(replicas, keys, 20, 10); // 600
+    expect(admitted).toBe(600);
+    await lose(consumer);
+    admitted += await spend(replicas, keys, 20, 10);
+    expect(admitted).toBe(1_000);
+    const [after] = await replicas[2]!.peekBalances([consumer], Date.now());
+    expect(after!.remaining).toBe(0);
+  });
+
+  it('admits no more than a key’s balance after the balance alone is deleted', async () => {
+    const replicas = [await replica(), await replica(), await replica()];
+    const key: Subject[] = [{ scope: 'key', id: nextId('key'), plan: plan(), balance: balanceOf(2_000) }];
+    let admitted = await spend(replicas, [key], 24, 10); // 720
+    await admin.del(`${PREFIX}{${key[0]!.id}}:credits`);
+    admitted += await spend(replicas, [key], 60, 10);
+    expect(admitted).toBe(2_000);
+  });
+
+  it('puts the counts back within a second and a half of a flush, with no request asking', async () => {
+    const replicas = [await replica(), await replica()];
+    const { consumer, keys } = consumerWith(plan({ limit: 1_000, period: 'hour' }));
+    expect(await spend(replicas, keys, 30)).toBe(60);
+    const [count] = await admin.keys(`${PREFIX}{${consumer.id}}:consumer:hour:*`);
+    await admin.flushall();
+    const flushedAt = Date.now();
+    while ((await admin.get(count!)) !== '60') {
+      expect(Date.now() - flushedAt).toBeLessThan(1_500);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  });
+});
