@@ -34,6 +34,8 @@ interface LostKeys {
 export class LossDetection {
   /** Decisions wait until then (performance.now() ms). */
   private holdUntil = 0;
+  /** When this replica last put everything back (performance.now() ms). */
+  private everythingPutBackAt = -Infinity;
   /** Keys this replica put back after a loss of some keys only, and when. */
   private readonly putBack = new Map<string, number>();
   private readonly channel: string;
@@ -60,14 +62,17 @@ export class LossDetection {
 
   /**
    * Reads Redis' marker (each second, on reconnecting, and when a call found keys lost): when it
-   * changed, puts everything back and holds. Never rejects. Resolves whether the marker had changed.
+   * changed, puts everything back and holds. Never rejects. Resolves whether everything was put back
+   * within LOSS_HOLD_MS (a loss found meanwhile is that one: its keys are back already).
    */
   async check(nowMs: number): Promise<boolean> {
     const before = this.windows.losses;
     await this.windows.check(nowMs);
-    if (this.windows.losses === before) return false;
-    this.hold();
-    return true;
+    if (this.windows.losses !== before) {
+      this.hold();
+      this.everythingPutBackAt = performance.now();
+    }
+    return this.everythingPutBackAt + LOSS_HOLD_MS > performance.now();
   }
 
   /**
@@ -92,7 +97,7 @@ export class LossDetection {
   }
 
   private readonly onLost = (channel: string, message: string): void => {
-    if (channel !== this.channel) return;
+    if (channel !== this.channel || this.everythingPutBackAt + LOSS_HOLD_MS > performance.now()) return;
     void this.putBackKeys(JSON.parse(message) as LostKeys, this.clock());
   };
 

@@ -636,8 +636,9 @@ export class RedisRateLimiter implements RateLimiter {
     }
     const lost = lostOf(reply, known.length);
     if (lost !== undefined) {
-      // Nothing was decided: the requests ask again once what was lost is put back.
+      // Nothing was decided or settled: the requests ask again once what was lost is put back.
       group.held.push(...waiting);
+      for (let s = 0; s < spans.length; s++) spans[s]!.book.notRun(calls[s]!);
       this.answered(group, calls, leasing);
       const found = {
         counts: lost.limits.map((i) => group.keys[2 * i]!),

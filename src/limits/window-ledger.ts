@@ -31,7 +31,7 @@ export class WindowLedger {
   private readonly restore: RestoreScript;
   private readonly epochKey: string;
   private epoch: string | undefined;
-  private checking = false;
+  private checking: Promise<number> | undefined;
   /** Windows a restart emptied that are not put back yet (a check Redis stopped answering midway). */
   private readonly owed = new Set<string>();
   /** The last check did not finish: Redis did not answer. */
@@ -110,9 +110,13 @@ export class WindowLedger {
    * put-back timed out but ran is put back twice: it then admits fewer than its limit, never more; a
    * balance's put-back can be repeated without effect).
    */
-  async check(nowMs: number): Promise<number> {
-    if (this.checking) return 0;
-    this.checking = true;
+  check(nowMs: number): Promise<number> {
+    // One at a time: a caller that comes meanwhile waits for the check under way.
+    this.checking ??= this.checkNow(nowMs).finally(() => (this.checking = undefined));
+    return this.checking;
+  }
+
+  private async checkNow(nowMs: number): Promise<number> {
     try {
       for (const [name, entry] of this.taken) {
         if (entry.expiresAt > nowMs) continue;
@@ -148,8 +152,6 @@ export class WindowLedger {
     } catch {
       this.unfinished = true;
       return 0;
-    } finally {
-      this.checking = false;
     }
   }
 }

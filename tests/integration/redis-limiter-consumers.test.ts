@@ -215,6 +215,47 @@ describe('a key and its consumer, one decision', () => {
     expect(await admin.exists(keyCount(consumer, keys[1]!, 'hour'))).toBe(0);
   });
 
+  it('admits exactly the consumer’s limit when Redis is flushed mid-window, leases and all', async () => {
+    const replicas = await Promise.all([replica(), replica(), replica()]);
+    const { consumer, keys } = consumerOf(
+      plan({ limit: 20_000, period: 'hour' }),
+      Array.from({ length: 10 }, (_, k) =>
+        k % 2 === 0 ? plan({ limit: 1_000_000, period: 'hour' }) : plan(),
+      ),
+    );
+    const random = seeded(34);
+    const asked: number[][] = replicas.map(() => []);
+    let flushed: Promise<unknown> | undefined;
+    const decided = await Promise.all(
+      replicas.map((r, n) =>
+        load(
+          r,
+          (i) => {
+            // Halfway through: every count and lease book gone, Redis still up.
+            if (n === 0 && i === 2_000) flushed = admin.flushall();
+            const cost = random() < 0.3 ? 5 : 1;
+            asked[n]!.push(cost);
+            return [keys[(i + n) % 10]!, cost];
+          },
+          250,
+          20,
+        ),
+      ),
+    );
+    expect(await flushed).toBe('OK');
+    const admitted = decided.reduce(
+      (sum, decisions, n) => sum + decisions.reduce((s, d, i) => (d.allowed ? s + asked[n]![i]! : s), 0),
+      0,
+    );
+    expect(admitted).toBe(20_000);
+    const settled = await waitFor(
+      () => admin.get(consumerCount(consumer, 'hour')),
+      (count) => count === '20000',
+      { timeoutMs: 3_000, everyMs: 20 },
+    );
+    expect(settled.value).toBe('20000');
+  });
+
   it('decides most of a hot consumer’s requests without a call, spread over ten keys and two replicas', async () => {
     const replicas = await Promise.all([replica(), replica()]);
     const shapes = {
