@@ -4,44 +4,17 @@
  * and a key's own counts and balance when it moves between consumers. Replicas are limiters of their
  * own on one Redis, as the service runs them (command and subscriber connections each).
  */
-import { Redis } from 'ioredis';
-import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
+import type { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
 import { balanceSet, type Balance } from '../../src/plans/balance.js';
 import type { Plan } from '../../src/plans/plan.js';
 import type { Subject } from '../../src/plans/subject.js';
-import { createLogger } from '../../src/ops/logger.js';
-import { Metrics } from '../../src/ops/metrics.js';
-import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import { plan } from '../helpers/plans.js';
-import { RedisServer } from '../helpers/redis-server.js';
+import { limiterReplicasFor } from '../helpers/limiter-replicas.js';
 
 const PREFIX = 'bal:';
 const MAX = Number.MAX_SAFE_INTEGER;
-let server: RedisServer;
-let admin: Redis;
-const opened: { redis: RedisConnections; limiter: RedisRateLimiter }[] = [];
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-  admin = new Redis(server.url);
-});
-afterAll(async () => {
-  for (const { redis, limiter } of opened) {
-    await limiter.close();
-    await redis.close();
-  }
-  await admin.quit();
-  await server.destroy();
-});
-
-async function replica(): Promise<RedisRateLimiter> {
-  const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'));
-  expect(await redis.ready(5_000)).toBe(true);
-  const limiter = new RedisRateLimiter(redis.client, PREFIX, new Metrics(), { subscriber: redis.subscriber });
-  await limiter.ready();
-  opened.push({ redis, limiter });
-  return limiter;
-}
+const fleet = limiterReplicasFor(PREFIX);
+const replica = (): Promise<RedisRateLimiter> => fleet.replica();
 
 let ids = 0;
 const nextId = (kind: string) => `${kind}_${ids++}_${Date.now()}`;
@@ -149,11 +122,12 @@ describe('Redis losing keys while it stays up', () => {
   }
 
   const losses: [string, (consumer: Subject) => Promise<unknown>][] = [
-    ['FLUSHALL', () => admin.flushall()],
-    ['FLUSHDB', () => admin.flushdb()],
+    ['FLUSHALL', () => fleet.admin.flushall()],
+    ['FLUSHDB', () => fleet.admin.flushdb()],
     [
       'a deleted count',
-      async (consumer) => admin.del(...(await admin.keys(`${PREFIX}{${consumer.id}}:consumer:*`))),
+      async (consumer) =>
+        fleet.admin.del(...(await fleet.admin.keys(`${PREFIX}{${consumer.id}}:consumer:*`))),
     ],
   ];
 
@@ -187,7 +161,7 @@ describe('Redis losing keys while it stays up', () => {
     const replicas = [await replica(), await replica(), await replica()];
     const key: Subject[] = [{ scope: 'key', id: nextId('key'), plan: plan(), balance: balanceOf(2_000) }];
     let admitted = await spend(replicas, [key], 24, 10); // 720
-    await admin.del(`${PREFIX}{${key[0]!.id}}:credits`);
+    await fleet.admin.del(`${PREFIX}{${key[0]!.id}}:credits`);
     admitted += await spend(replicas, [key], 60, 10);
     expect(admitted).toBe(2_000);
   });
@@ -196,10 +170,10 @@ describe('Redis losing keys while it stays up', () => {
     const replicas = [await replica(), await replica()];
     const { consumer, keys } = consumerWith(plan({ limit: 1_000, period: 'hour' }));
     expect(await spend(replicas, keys, 30)).toBe(60);
-    const [count] = await admin.keys(`${PREFIX}{${consumer.id}}:consumer:hour:*`);
-    await admin.flushall();
+    const [count] = await fleet.admin.keys(`${PREFIX}{${consumer.id}}:consumer:hour:*`);
+    await fleet.admin.flushall();
     const flushedAt = Date.now();
-    while ((await admin.get(count!)) !== '60') {
+    while ((await fleet.admin.get(count!)) !== '60') {
       expect(Date.now() - flushedAt).toBeLessThan(1_500);
       await new Promise((r) => setTimeout(r, 20));
     }
