@@ -5,7 +5,7 @@ import { SETTLE_BALANCE_LUA } from './balance-lua.js';
 import type { SpentBalance } from './rate-limiter.js';
 
 /**
- * Puts back what a Redis that restarted empty lost of each balance (contract 12's rule for windows,
+ * Puts back what Redis lost of each balance (a restart empty, a flush, an eviction, a deletion) (contract 12's rule for windows,
  * applied to balances: only a replica that died meanwhile can make a balance admit more than it held).
  *
  * Every reply of the consume script tells the replica how much of a balance is spent in its period.
@@ -35,6 +35,13 @@ if e == ea and w == wa and seen > b then
 end
 return 0
 `;
+
+/** The most a replica saw spent of a balance, in the latest period it saw. */
+export interface BalanceSeen {
+  readonly epoch: number;
+  readonly window: number;
+  readonly spent: number;
+}
 
 interface Seen {
   readonly scope: Scope;
@@ -97,7 +104,24 @@ export class BalanceLedger {
     return spent;
   }
 
-  /** Redis restarted empty: every balance seen is to be put back. */
+  /** The most seen spent of balance `key` (undefined: not seen). */
+  seenOf(key: string): BalanceSeen | undefined {
+    return this.seen.get(key);
+  }
+
+  /** Balance `key` moved to another name (key-homes.ts): what was seen of it is no longer there. */
+  forget(key: string): void {
+    this.seen.delete(key);
+  }
+
+  /** Puts back what was seen spent of balance `key`, which Redis lost (alone): 1 when it changed it. */
+  async putBack(key: string): Promise<number> {
+    const entry = this.seen.get(key);
+    if (entry === undefined) return 0;
+    return Number(await this.restore([key], [entry.epoch, entry.window, entry.granted, entry.spent]));
+  }
+
+  /** Redis lost its data (a restart, a flush): every balance seen is to be put back. */
   owe(): void {
     this.owed = true;
   }
@@ -106,8 +130,7 @@ export class BalanceLedger {
   async repay(): Promise<number> {
     if (!this.owed) return 0;
     let restored = 0;
-    for (const { key, epoch, window, granted, spent } of this.seen.values())
-      restored += Number(await this.restore([key], [epoch, window, granted, spent]));
+    for (const key of this.seen.keys()) restored += await this.putBack(key);
     this.owed = false;
     return restored;
   }

@@ -6,7 +6,8 @@
  * for step, over the record the caller passes in ARGV.
  *
  * Numbers go to Redis as Lua numbers (never through string concatenation, which prints large numbers
- * in exponent form): Redis writes integers up to 2^53 exactly.
+ * in exponent form): Redis writes integers up to 2^53 exactly. They come back as the strings Redis
+ * holds, never as integer replies, which ioredis parses through a double (off by one near 2^53).
  */
 
 import type { RedisClient } from '../redis/connect.js';

@@ -1,7 +1,8 @@
 import { DIRECT_SCRIPTS, type RedisClient } from '../redis/connect.js';
 import { defineScript } from '../redis/script.js';
 import { balanceArgs, BALANCE_ARGS, SETTLE_BALANCE_LUA, type BalanceTerms } from './balance-lua.js';
-import { leaseBookKey } from './limiter-keys.js';
+import type { BalanceSeen } from './balance-ledger.js';
+import { EXPIRY_GRACE_MS, leaseBookKey } from './limiter-keys.js';
 import { SLOTS } from './sliding-window.js';
 
 /**
@@ -10,6 +11,15 @@ import { SLOTS } from './sliding-window.js';
  * bounds the wait, once per window, when a holder died.
  */
 export const RECLAIM_WAIT_MS = 1_000;
+
+/**
+ * A count is sure to be in Redis until this long before it expires: its grace (counts outlive their
+ * window by EXPIRY_GRACE_MS) and a second for clocks a little apart.
+ */
+export const COUNT_SURE_MS = EXPIRY_GRACE_MS + 1_000;
+
+/** Arguments per balance of a call: its record, then what the caller saw spent of it. */
+const CALL_BALANCE_ARGS = BALANCE_ARGS + 3;
 
 /**
  * Check and charge in one atomic step, across every limit and balance of every subject of a decision (a
@@ -31,8 +41,15 @@ export const RECLAIM_WAIT_MS = 1_000;
  * ARGV, as `consumeArgs` builds it: now, reclaimChannel, the number of subjects; per subject: its number
  * of limits, lease, settled, returned, 1 when it holds a balance (else 0); per limit: limit, expiresAt,
  * slot (-1 for a fixed limit; used as given for the field name, since Lua would print a large number in
- * exponent form); per balance, its record (balance-lua.ts); then the requests as runs of one cost:
- * requests, cost, requests, cost, … Few arguments: a key in rotation pays for every one, per request.
+ * exponent form), the places the caller knows it holds in the count (its slot); per balance, its record
+ * (balance-lua.ts) and the most the caller saw spent of it (epoch, window, spent); then the requests as
+ * runs of one cost: requests, cost, requests, cost, … Few arguments: a key in rotation pays for every
+ * one, per request.
+ *
+ * A count below the places the caller holds in it, or a balance below what the caller saw spent of
+ * it in its period (or gone), means Redis lost keys while it stayed up (a flush, an eviction, a
+ * deletion): the call decides and charges nothing and answers `lost` with the limits and balances
+ * found so (loss-detection.ts puts them back).
  *
  * When a request does not fit a limit while leased units of it are outstanding, the call says `held`
  * and publishes that limit's count key on the reclaim channel: holders give back what they have not
@@ -58,15 +75,47 @@ for s = 1, subjects do
     subjectOf[n] = s
   end
 end
--- Limit i's arguments start at ARGV[args + 3i]; the balances' after the last limit's; the runs after those.
-local args = 5 * subjects + 1
-local bargs = args + 3 * n + 3
+-- Limit i's arguments start at ARGV[args + 4i]; the balances' after the last limit's; the runs after those.
+local args = 5 * subjects
+local bargs = args + 4 * n + 4
+-- A count below what the caller itself holds in it, or a balance below what it saw spent of it (or
+-- gone), lost keys while Redis stayed up: nothing is decided or charged, the reply names them.
+local lost = {}
+for i = 1, n do
+  local known = tonumber(ARGV[args + 4 * i + 3])
+  if known > 0 then
+    local key = KEYS[2 * i - 1]
+    local field = ARGV[args + 4 * i + 2]
+    local held = tonumber(field) < 0 and redis.call('GET', key) or redis.call('HGET', key, field)
+    -- Below it and marked moved (key-homes.ts): the caller has not heard of the move yet, no loss;
+    -- nor when it is about to expire by Redis' clock (a caller's clock can be behind it).
+    if tonumber(held or '0') < known and not redis.call('HGET', KEYS[2 * i], 'm') then
+      local time = redis.call('TIME')
+      local expiresAt = tonumber(ARGV[args + 4 * i + 1])
+      if tonumber(time[1]) * 1000 < expiresAt - ${COUNT_SURE_MS} then lost[#lost + 1] = i end
+    end
+  end
+end
+for k = 1, nb do
+  local at = bargs + ${CALL_BALANCE_ARGS} * (k - 1) + ${BALANCE_ARGS}
+  local seen = tonumber(ARGV[at + 2])
+  if seen > 0 then
+    local h = redis.call('HMGET', KEYS[2 * n + k], 'e', 'w', 's', 'm')
+    local e, w = tonumber(h[1]), tonumber(h[2])
+    if h[4] then
+      -- Moved away (key-homes.ts): the caller has not heard of the move yet, no loss.
+    elseif e == nil or (e == tonumber(ARGV[at]) and w == tonumber(ARGV[at + 1]) and tonumber(h[3]) < seen) then
+      lost[#lost + 1] = n + k
+    end
+  end
+end
+if #lost > 0 then return {2, unpack(lost)} end
 local counts = {}
 local oldest = {}
 local room = nil
 for i = 1, n do
   local key = KEYS[2 * i - 1]
-  local field = ARGV[args + 3 * i + 2]
+  local field = ARGV[args + 4 * i + 2]
   local slot = tonumber(field)
   local back = returned[subjectOf[i]]
   local count = 0
@@ -94,19 +143,19 @@ for i = 1, n do
   end
   counts[i] = count
   oldest[i] = first
-  local free = tonumber(ARGV[args + 3 * i]) - count
+  local free = tonumber(ARGV[args + 4 * i]) - count
   if room == nil or free < room then room = free end
 end
 local balances = {}
 for k = 1, nb do
-  local e, w, g, s, b = settleBalance(KEYS[2 * n + k], bargs + ${BALANCE_ARGS} * (k - 1))
+  local e, w, g, s, b = settleBalance(KEYS[2 * n + k], bargs + ${CALL_BALANCE_ARGS} * (k - 1))
   balances[k] = {e, w, g, s, b}
   if room == nil or g - s < room then room = g - s end
 end
 local want = 0
 local admitted = 0
 local fits = {}
-for r = bargs + ${BALANCE_ARGS} * nb, #ARGV, 2 do
+for r = bargs + ${CALL_BALANCE_ARGS} * nb, #ARGV, 2 do
   local requests = tonumber(ARGV[r])
   local cost = tonumber(ARGV[r + 1])
   local fit = math.max(0, math.min(requests, math.floor((room - admitted) / cost)))
@@ -121,7 +170,7 @@ for s = 1, subjects do leased[s] = 0 end
 if not refused then
   for i = 1, n do
     local s = subjectOf[i]
-    local free = tonumber(ARGV[args + 3 * i]) - counts[i] - admitted
+    local free = tonumber(ARGV[args + 4 * i]) - counts[i] - admitted
     if spare[s] == nil or free < spare[s] then spare[s] = free end
   end
   for s = 1, subjects do
@@ -132,9 +181,9 @@ local held = 0
 local reply = {0}
 for i = 1, n do
   local key = KEYS[2 * i - 1]
-  local limit = tonumber(ARGV[args + 3 * i])
-  local expiresAt = ARGV[args + 3 * i + 1]
-  local field = ARGV[args + 3 * i + 2]
+  local limit = tonumber(ARGV[args + 4 * i])
+  local expiresAt = ARGV[args + 4 * i + 1]
+  local field = ARGV[args + 4 * i + 2]
   local s = subjectOf[i]
   local before = counts[i]
   local taken = admitted + leased[s]
@@ -170,13 +219,17 @@ end
 reply[1] = held
 for s = 1, subjects do reply[2 * n + 1 + s] = leased[s] end
 for k = 1, nb do
-  local e, w, g, s, b = balances[k][1], balances[k][2], balances[k][3], balances[k][4] + admitted, balances[k][5]
-  storeBalance(KEYS[2 * n + k], e, w, g, s, b)
+  local key = KEYS[2 * n + k]
+  local e, w, g, s, b = balances[k][1], balances[k][2], balances[k][3], balances[k][4], balances[k][5]
+  storeBalance(key, e, w, g, s, b)
+  if admitted > 0 then redis.call('HINCRBY', key, 's', admitted) end
+  -- As Redis holds them (strings): a client reads an integer reply near 2^53 through a double.
+  local held = redis.call('HMGET', key, 'g', 's')
   local at = 2 * n + 1 + subjects + 4 * (k - 1)
   reply[at + 1] = e
   reply[at + 2] = w
-  reply[at + 3] = g
-  reply[at + 4] = s
+  reply[at + 3] = held[1]
+  reply[at + 4] = held[2]
 end
 for r = 1, #fits do reply[2 * n + 1 + subjects + 4 * nb + r] = fits[r] end
 return reply
@@ -189,6 +242,12 @@ export interface ConsumeLimit {
   readonly expiresAt: number;
   /** The sliding slot the call counts in (sliding-window.ts), or -1 for a fixed window. */
   readonly slot: number;
+}
+
+/** A balance of a call: its record, and the most the caller saw spent of it (undefined: nothing yet). */
+export interface CallBalance {
+  readonly terms: BalanceTerms;
+  readonly seen: BalanceSeen | undefined;
 }
 
 /** What a call asks and settles for one subject's lease book (lease-book.ts' LeaseCall). */
@@ -209,20 +268,23 @@ export interface ConsumeCall {
   /** Per subject, in KEYS order: its lease terms, its limits and its balance (undefined: none). */
   readonly leases: readonly LeaseTerms[];
   readonly limits: readonly (readonly ConsumeLimit[])[];
-  readonly balances: readonly (BalanceTerms | undefined)[];
+  /** Per limit (every subject's, in KEYS order), the places the caller holds in its count or slot. */
+  readonly known: readonly number[];
+  readonly balances: readonly (CallBalance | undefined)[];
   /** The requests to decide, in arrival order, as runs of one cost: requests, cost, requests, cost, … */
   readonly runs: readonly number[];
 }
 
 /**
- * The script's reply as it comes, unparsed (one call per request for keys in rotation): 1 when
- * requests did not fit while leased units are being asked back (ask again shortly); per limit i, its
+ * The script's reply as it comes, unparsed (one call per request for keys in rotation): 2 and the
+ * lost limits and balances (1-based) when Redis lost keys of the call; else: 1 when requests did not fit while leased units are being asked back (ask again shortly); per limit i, its
  * count after the call and, for a sliding limit, the oldest slot that still holds units (0 for a fixed
  * limit); per subject, the units leased to it (the last ones of each of its counts); per balance, its
- * epoch, window, units granted and units spent after the call; per run, how many of its requests were
+ * epoch, window, and units granted and spent after the call as decimal strings (exact up to 2^53 - 1,
+ * which an integer reply is not: ioredis parses it through a double); per run, how many of its requests were
  * admitted (its first ones).
  */
-export type ConsumeReply = readonly number[];
+export type ConsumeReply = readonly (number | string)[];
 
 /** How many limits, subjects and balances a call had: where each part of its reply is. */
 export interface ReplyLayout {
@@ -235,19 +297,35 @@ export function heldOf(reply: ConsumeReply): boolean {
   return reply[0] === 1;
 }
 
+/**
+ * When Redis lost keys of the call (nothing was decided): the limits (their index in KEYS order) and
+ * the balances (the number of limits plus theirs) found lost; else undefined.
+ */
+export function lostOf(
+  reply: ConsumeReply,
+  limits: number,
+): { limits: number[]; balances: number[] } | undefined {
+  if (reply[0] !== 2) return undefined;
+  const lost = (reply.slice(1) as number[]).map((i) => i - 1);
+  return {
+    limits: lost.filter((i) => i < limits),
+    balances: lost.filter((i) => i >= limits).map((i) => i - limits),
+  };
+}
+
 /** Limit i's count after the call (counting every limit of every subject, in KEYS order). */
 export function countOf(reply: ConsumeReply, i: number): number {
-  return reply[1 + 2 * i]!;
+  return reply[1 + 2 * i] as number;
 }
 
 /** Limit i's oldest slot holding units (sliding limits). */
 export function oldestSlotOf(reply: ConsumeReply, i: number): number {
-  return reply[2 + 2 * i]!;
+  return reply[2 + 2 * i] as number;
 }
 
 /** Units leased to subject s. */
 export function leasedOf(reply: ConsumeReply, layout: ReplyLayout, s: number): number {
-  return reply[1 + 2 * layout.limits + s]!;
+  return reply[1 + 2 * layout.limits + s] as number;
 }
 
 /** Balance k after the call (the balances of the call's subjects, in order). */
@@ -257,12 +335,17 @@ export function balanceOf(
   k: number,
 ): { epoch: number; window: number; granted: number; spent: number } {
   const at = 1 + 2 * layout.limits + layout.subjects + 4 * k;
-  return { epoch: reply[at]!, window: reply[at + 1]!, granted: reply[at + 2]!, spent: reply[at + 3]! };
+  return {
+    epoch: reply[at] as number,
+    window: reply[at + 1] as number,
+    granted: Number(reply[at + 2]),
+    spent: Number(reply[at + 3]),
+  };
 }
 
 /** Requests of run r admitted. */
 export function admittedOf(reply: ConsumeReply, layout: ReplyLayout, r: number): number {
-  return reply[1 + 2 * layout.limits + layout.subjects + 4 * layout.balances + r]!;
+  return reply[1 + 2 * layout.limits + layout.subjects + 4 * layout.balances + r] as number;
 }
 
 /** The shifts of a subject of one limit. */
@@ -296,8 +379,14 @@ export function consumeArgs(call: ConsumeCall): (string | number)[] {
       call.balances[s] === undefined ? 0 : 1,
     );
   }
-  for (const limits of call.limits) for (const l of limits) args.push(l.limit, l.expiresAt, l.slot);
-  for (const balance of call.balances) if (balance !== undefined) args.push(...balanceArgs(balance));
+  let i = 0;
+  for (const limits of call.limits)
+    for (const l of limits) args.push(l.limit, l.expiresAt, l.slot, call.known[i++] ?? 0);
+  for (const balance of call.balances)
+    if (balance !== undefined) {
+      const seen = balance.seen;
+      args.push(...balanceArgs(balance.terms), seen?.epoch ?? 0, seen?.window ?? 0, seen?.spent ?? 0);
+    }
   for (const x of call.runs) args.push(x);
   return args;
 }

@@ -181,6 +181,12 @@ export class LeaseBook {
   }
 
   /** `call` is over, answered or failed: another lease may be asked for. */
+  /** Redis did not run `call` (it found keys lost): what it settled goes with the next call. */
+  notRun(call: LeaseCall): void {
+    this.settleable += call.settled;
+    this.toReturn += call.returned;
+  }
+
   ended(call: LeaseCall): void {
     if (call.lease > 0) this.leaseAsked = false;
   }

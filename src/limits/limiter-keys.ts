@@ -12,9 +12,17 @@ import type { Period } from '../plans/window.js';
  * `<prefix>{<consumerId>}:consumer`, and those of a key it holds `<prefix>{<consumerId>}:key:<keyId>`.
  * Each count's lease book sits beside it. A limit with a match counts only the requests it matches,
  * so its count is its own: the name of the period's count, then `:m:<limit name>`. A subject's balance
- * is `<base>:credits`: a key that moves to another consumer finds its balance under a new name, which
- * starts from the database's record of what it spent (at most a checkpoint behind).
+ * is `<base>:credits`. A key that moves to another consumer finds its counts and balance under new
+ * names: they are moved there (key-homes.ts), and its home, `<prefix>{<keyId>}:home`, says where
+ * they are while it has a consumer.
  */
+
+/**
+ * Counters outlive their window by this much. The window start is in the key name, so a late key
+ * is never reused; the grace only keeps a replica whose clock lags (NTP keeps it to milliseconds)
+ * from finding the counter already gone and starting it again at zero.
+ */
+export const EXPIRY_GRACE_MS = 5_000;
 
 /** The hash tag of a decision's counts: its consumer's id, else its (first) subject's. */
 export function hashTagOf(subjects: readonly Subject[]): string {
@@ -58,4 +66,14 @@ export function leaseBookKey(counter: string): string {
 /** Where a replica that needs leased units back asks for them; the message is the count's key. */
 export function reclaimChannel(prefix: string): string {
   return prefix + 'quota-reclaim';
+}
+
+/** The hash tag a key's own counts are under while it has a consumer (key-homes.ts), in the key's own slot. */
+export function keyHomeKey(prefix: string, keyId: string): string {
+  return `${prefix}{${keyId}}:home`;
+}
+
+/** Where a replica that found keys lost (not all of Redis' data) tells the others (loss-detection.ts). */
+export function lossChannel(prefix: string): string {
+  return prefix + 'keys-lost';
 }

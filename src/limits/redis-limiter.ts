@@ -9,6 +9,7 @@ import {
   defineConsumeScript,
   heldOf,
   leasedOf,
+  lostOf,
   NO_SHIFTS,
   oldestSlotOf,
   shiftsOf,
@@ -22,14 +23,20 @@ import { BalanceLedger } from './balance-ledger.js';
 import { CreditWatch } from './credit-watch.js';
 import { LeaseBook, type LeaseCall } from './lease-book.js';
 import type { LimitNotices } from './limit-notices.js';
-import { balanceKey, countsBase, hashTagOf, limitCountKey, reclaimChannel } from './limiter-keys.js';
+import { KeyHomes, movedCounts } from './key-homes.js';
+import {
+  balanceKey,
+  countsBase,
+  EXPIRY_GRACE_MS,
+  hashTagOf,
+  limitCountKey,
+  reclaimChannel,
+} from './limiter-keys.js';
 import { remainingOf, settle, windowOf, type Balance } from '../plans/balance.js';
-import type { LimitRule } from '../plans/plan.js';
 import {
   balanceStateOf,
   checkCost,
   checkSubjects,
-  isTighter,
   MAX_SUBJECTS,
   type BalanceState,
   type Decision,
@@ -37,93 +44,28 @@ import {
   type RateLimiter,
   type SpentBalance,
 } from './rate-limiter.js';
-import { isCharged, type Scope, type Subject } from '../plans/subject.js';
+import { isCharged, type Subject } from '../plans/subject.js';
 import { QuotaWatch } from './quota-watch.js';
 import { slidingCount, slidingResetAt, slotAt, slotLeavesAt, slotMs } from './sliding-window.js';
 import { WindowLedger } from './window-ledger.js';
+import { LossDetection } from './loss-detection.js';
+import {
+  countsAfter,
+  isBusy,
+  place,
+  refusal,
+  runsOf,
+  type Group,
+  type Span,
+  type Waiter,
+} from './limiter-groups.js';
 import { windowAt } from '../plans/window.js';
 
-/**
- * Counters outlive their window by this much. The window start is in the key name, so a late key
- * is never reused; the grace only keeps a replica whose clock lags (NTP keeps it to milliseconds)
- * from finding the counter already gone and starting it again at zero.
- */
-const EXPIRY_GRACE_MS = 5_000;
 /** Requests waiting for a reclaim ask again after 1, 2, 4, … ms, then every 64 ms. */
 const FIRST_RETRY_MS = 1;
 const LAST_RETRY_MS = 64;
 /** Idle spans are settled and forgotten this often. */
 const SWEEP_MS = 1_000;
-
-interface Waiter {
-  readonly cost: number;
-  /** Where every limit's state goes once decided, when asked for. */
-  readonly states: LimitState[] | undefined;
-  resolve(decision: Decision): void;
-  reject(err: unknown): void;
-}
-
-/**
- * One span of one subject's limits on this replica, the stretch in which the window (fixed) or slot
- * (sliding) of each of its limits stays the same: its counts in Redis and its lease book, which every
- * decision charging the subject shares.
- */
-interface Span {
-  readonly name: string;
-  readonly scope: Scope;
-  /** The subject's id, and its balance's hash in Redis (undefined: it holds none). */
-  readonly id: string;
-  readonly balanceKey: string | undefined;
-  /** The latest record of the balance this replica was given (the script takes the newest it meets). */
-  balance: Balance | undefined;
-  readonly startMs: number;
-  readonly endMs: number;
-  readonly limits: readonly LimitRule[];
-  /** Each limit's count key in Redis. */
-  readonly counts: readonly string[];
-  /** Each limit's limit, expiry and slot, as the script gets them. */
-  readonly consumeLimits: readonly ConsumeLimit[];
-  /** Each limit's LimitState.resetMs: a fixed window's end; for a sliding limit, set from each answer. */
-  readonly resets: number[];
-  readonly book: LeaseBook;
-  /** Its limits' quota thresholds in its windows (undefined: none watched, or nobody listens). */
-  readonly watch: QuotaWatch | undefined;
-  /** The groups that charge it. */
-  readonly groups: Set<Group>;
-  /** Calls out that carry its book's terms. */
-  callsInFlight: number;
-}
-
-/**
- * The spans of one decision (those of its subjects that hold limits or a balance, in the subjects'
- * order) and the requests waiting for Redis: a turn's requests for one group go as one call. The keys
- * of a consumer whose own plans hold no limit all share the consumer's group.
- */
-interface Group {
-  readonly name: string;
-  readonly spans: readonly Span[];
-  /**
-   * Some span holds a balance: then no request is decided from a lease (a top-up or a set must be in
-   * force for the next request, and a leased unit could outlive a set), each goes to Redis.
-   */
-  readonly balances: number;
-  /** Where every span's window and slot stay the same, epoch ms. */
-  readonly startMs: number;
-  readonly endMs: number;
-  /** The script's KEYS and each span's limits. */
-  readonly keys: readonly string[];
-  readonly limits: readonly (readonly ConsumeLimit[])[];
-  /** Forgotten with one of its spans: a first subject bound to it builds its group again. */
-  forgotten: boolean;
-  waiting: Waiter[];
-  /** Requests that did not fit while units were being reclaimed; they ask again after `retryMs`. */
-  held: Waiter[];
-  retryMs: number;
-  scheduled: boolean;
-  callsInFlight: number;
-  /** Of those, calls asking for a lease: requests that find no room meanwhile wait for it. */
-  leaseCalls: number;
-}
 
 export interface RedisRateLimiterOptions {
   /**
@@ -199,12 +141,16 @@ export class RedisRateLimiter implements RateLimiter {
   /** What this replica saw spent of each balance: put back if Redis restarts empty, and saved. */
   private readonly balanceLedger: BalanceLedger;
   private readonly syncBalance: SyncBalanceScript;
+  /** Where each key's own counts are: they follow a key that moves between consumers. */
+  private readonly homes: KeyHomes;
   /**
    * The first read of Redis' restart marker, made with the first call rather than in the constructor:
    * on a Cluster a command issued while scripts are still being defined opens an auto-pipeline that
    * lacks them.
    */
-  private epochRead: Promise<number> | undefined;
+  private epochRead: Promise<boolean> | undefined;
+  /** Notices Redis losing keys while it stays up, and holds decisions until they are put back. */
+  private readonly losses: LossDetection;
   private readonly sendDue = (): void => {
     const due = this.due;
     this.due = [];
@@ -238,15 +184,21 @@ export class RedisRateLimiter implements RateLimiter {
         () => {},
       );
     }
+    this.homes = new KeyHomes(client, prefix, (moved) => {
+      for (const { from, to, expiresAt } of moved)
+        if (expiresAt === 0) this.balanceLedger.forget(from);
+        else this.ledger.move(from, to);
+    });
     this.balanceLedger = new BalanceLedger(client);
     this.syncBalance = defineSyncBalanceScript(client);
     this.ledger = new WindowLedger(client, prefix, this.balanceLedger);
+    this.losses = new LossDetection(client, subscriber, prefix, this.ledger, this.balanceLedger, this.clock);
     // A connection that becomes ready again may have reached a Redis that restarted empty.
     client.on('ready', this.checkLedger);
     this.sweeper = setInterval(() => this.sweep(this.clock()), SWEEP_MS).unref();
   }
 
-  private readonly checkLedger = (): Promise<number> => this.ledger.check(this.clock());
+  private readonly checkLedger = (): Promise<boolean> => this.losses.check(this.clock());
 
   /** Resolves once other replicas can ask this one for leased units back, and Redis' marker is known. */
   async ready(): Promise<void> {
@@ -261,6 +213,8 @@ export class RedisRateLimiter implements RateLimiter {
   ): Decision | Promise<Decision> {
     checkCost(cost);
     const group = this.boundGroup(subjects, nowMs) ?? this.groupAt(subjects, nowMs);
+    if (group.moving !== undefined)
+      return group.moving.then(() => this.consume(subjects, cost, nowMs, states));
     if (group.balances > 0) return this.ask(group, cost, states);
     const spans = group.spans;
     // Every book sees the request (its demand sizes the next lease); it is decided here only when all hold its cost.
@@ -290,8 +244,37 @@ export class RedisRateLimiter implements RateLimiter {
       spans.push(span);
     }
     const group = this.groupOf(spans);
+    group.moving ??= this.moveHome(subjects, hashTag, group, nowMs);
     this.current.set(subjects, group);
     return group;
+  }
+
+  /**
+   * Moves the own counts of the key of `subjects` to the names under `hashTag` when they are elsewhere
+   * (key-homes.ts); undefined when they are there. Should Redis not answer, the group is dropped: the
+   * next decision builds it again, and tries again.
+   */
+  private moveHome(
+    subjects: readonly Subject[],
+    hashTag: string,
+    group: Group,
+    nowMs: number,
+  ): Promise<void> | undefined {
+    const key = subjects[0]!;
+    if (key.scope !== 'key' || !isCharged(key) || this.homes.isHome(key.id, hashTag)) return undefined;
+    return this.homes
+      .moveTo(key.id, hashTag, (from) => movedCounts(this.prefix, key, from, hashTag, nowMs))
+      .then(
+        () => {
+          group.moving = undefined;
+        },
+        (err: unknown) => {
+          this.groups.delete(group.name);
+          group.forgotten = true;
+          for (const span of group.spans) span.groups.delete(group);
+          throw err;
+        },
+      );
   }
 
   /** The span of `subject`'s limits and balance at `nowMs`, its counts under `hashTag`, made when first needed. */
@@ -346,6 +329,7 @@ export class RedisRateLimiter implements RateLimiter {
         watch: QuotaWatch.of(subject.scope, subject.id, subject.plan.limits, startMs, this.notices),
         groups: new Set(),
         callsInFlight: 0,
+        returning: 0,
       };
       this.spans.set(name, span);
       for (const count of counts) {
@@ -374,6 +358,7 @@ export class RedisRateLimiter implements RateLimiter {
         keys: consumeKeys(one?.counts ?? spans.flatMap((span) => span.counts), balances),
         limits: spans.map((span) => span.consumeLimits),
         forgotten: false,
+        moving: undefined,
         waiting: [],
         held: [],
         retryMs: FIRST_RETRY_MS,
@@ -495,6 +480,7 @@ export class RedisRateLimiter implements RateLimiter {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     this.client.off('ready', this.checkLedger);
+    await this.losses.close();
     if (this.subscriber !== undefined) {
       this.subscriber.off('message', this.onReclaim);
       // A subscriber that is reconnecting would queue the command until it is back.
@@ -521,9 +507,15 @@ export class RedisRateLimiter implements RateLimiter {
    */
   private async send(group: Group): Promise<void> {
     this.epochRead ??= this.checkLedger();
+    const now = this.clock();
+    // Redis lost keys: until every replica has put back its own, its requests wait.
+    const hold = this.losses.holdMs();
+    if (hold > 0) {
+      this.holdFor(group, hold);
+      return;
+    }
     const waiting = group.waiting;
     group.waiting = [];
-    const now = this.clock();
     const canLease = group.balances === 0 && this.listening && this.subscriber!.status === 'ready';
     const spans = group.spans;
     const calls: LeaseCall[] = [];
@@ -536,9 +528,24 @@ export class RedisRateLimiter implements RateLimiter {
       if (call.settled > 0) settling = true;
     }
     if (waiting.length === 0 && !leasing && !settling) return; // nothing to ask or tell
+    const known = spans.flatMap((span) =>
+      span.counts.map((count, j) =>
+        Math.max(0, this.ledger.placesIn(count, span.consumeLimits[j]!.slot, now) - span.returning),
+      ),
+    );
+    const balances = spans.map(
+      (span) =>
+        span.balance && {
+          terms: balanceTerms(span.balance, now),
+          seen: this.balanceLedger.seenOf(span.balanceKey!),
+        },
+    );
     group.callsInFlight++;
     if (leasing) group.leaseCalls++;
-    for (const span of spans) span.callsInFlight++;
+    for (let s = 0; s < spans.length; s++) {
+      spans[s]!.callsInFlight++;
+      spans[s]!.returning += calls[s]!.returned;
+    }
     const runs = runsOf(waiting);
     let reply: ConsumeReply;
     try {
@@ -548,7 +555,8 @@ export class RedisRateLimiter implements RateLimiter {
           reclaimChannel: this.reclaimChannel,
           leases: calls,
           limits: group.limits,
-          balances: spans.map((span) => span.balance && balanceTerms(span.balance, now)),
+          known,
+          balances,
           runs,
         }),
       );
@@ -560,8 +568,28 @@ export class RedisRateLimiter implements RateLimiter {
       this.answered(group, calls, leasing);
       return;
     }
+    const lost = lostOf(reply, known.length);
+    if (lost !== undefined) {
+      // Nothing was decided or settled: the requests ask again once what was lost is put back.
+      group.held.push(...waiting);
+      for (let s = 0; s < spans.length; s++) spans[s]!.book.notRun(calls[s]!);
+      this.answered(group, calls, leasing);
+      const found = {
+        counts: lost.limits.map((i) => group.keys[2 * i]!),
+        balances: lost.balances.map((k) => group.keys[2 * known.length + k]!),
+      };
+      void this.losses.found(found, now).then(() => this.holdFor(group, this.losses.holdMs()));
+      return;
+    }
     this.decide(group, calls, waiting, runs, reply, now);
     this.answered(group, calls, leasing);
+  }
+
+  /** The group's requests wait `ms`, then ask again. */
+  private holdFor(group: Group, ms: number): void {
+    group.held.push(...group.waiting);
+    group.waiting = [];
+    setTimeout(() => this.retryHeld(group), ms);
   }
 
   /** Resolves, holds or refuses the requests of a call from Redis' reply, and tells each span's book. */
@@ -697,6 +725,7 @@ export class RedisRateLimiter implements RateLimiter {
     if (leasing) group.leaseCalls--;
     for (let s = 0; s < spans.length; s++) {
       spans[s]!.callsInFlight--;
+      spans[s]!.returning -= calls[s]!.returned;
       spans[s]!.book.ended(calls[s]!);
     }
     const waiting = group.waiting;
@@ -734,7 +763,7 @@ export class RedisRateLimiter implements RateLimiter {
    * reconnect would).
    */
   private sweep(nowMs: number): void {
-    if (this.ledger.unfinishedCheck) void this.checkLedger();
+    void this.checkLedger();
     for (const span of this.spans.values()) {
       if (isBusy(span)) continue;
       // Once every limit's window is over its units no longer matter. Until then (a longer window,
@@ -771,110 +800,6 @@ interface CalledBalance {
   readonly spentBefore: number;
   /** It refused a request of the call for want of credits. */
   refused: boolean;
-}
-
-/** A span some call or request still needs. */
-function isBusy(span: Span): boolean {
-  if (span.callsInFlight > 0) return true;
-  for (const g of span.groups)
-    if (g.scheduled || g.callsInFlight > 0 || g.waiting.length > 0 || g.held.length > 0) return true;
-  return false;
-}
-
-/** The requests of a call in arrival order as runs of one cost: requests, cost, requests, cost, … */
-function runsOf(waiting: readonly Waiter[]): number[] {
-  const runs: number[] = [];
-  for (const { cost } of waiting) {
-    if (runs.length > 0 && runs[runs.length - 1] === cost) runs[runs.length - 2]!++;
-    else runs.push(1, cost);
-  }
-  return runs;
-}
-
-/**
- * A request admitted at `places` (in each span's first limit; its others' by `shifts`) at `nowMs`, its
- * balances leaving `balance` the least; every limit's state goes to `states` when given, and a place that
- * reaches a quota threshold to the span's watch.
- */
-function place(
-  group: Group,
-  places: readonly number[],
-  shifts: readonly (readonly number[])[],
-  states: LimitState[] | undefined,
-  balance: BalanceState | undefined,
-  nowMs: number,
-): Decision {
-  const spans = group.spans;
-  let best: Span | undefined;
-  let bestAt = 0;
-  let bestRemaining = 0;
-  let bestResetMs = 0;
-  for (let s = 0; s < spans.length; s++) {
-    const span = spans[s]!;
-    const at = places[s]!;
-    const shift = shifts[s]!;
-    const watch = span.watch;
-    for (let j = 0; j < span.limits.length; j++) {
-      // Its place in limit j's count: the unit that reaches a threshold is told as it is charged.
-      const count = at + shift[j]!;
-      if (watch !== undefined && count >= watch.nextAt[j]!) watch.reached(j, count, nowMs);
-      const remaining = span.limits[j]!.limit - count;
-      if (states !== undefined)
-        states.push({ scope: span.scope, rule: span.limits[j]!, remaining, resetMs: span.resets[j]! });
-      if (best !== undefined && !isTighter(remaining, span.resets[j]!, bestRemaining, bestResetMs)) continue;
-      best = span;
-      bestAt = j;
-      bestRemaining = remaining;
-      bestResetMs = span.resets[j]!;
-    }
-  }
-  return {
-    allowed: true,
-    limit: best && {
-      scope: best.scope,
-      rule: best.limits[bestAt]!,
-      remaining: bestRemaining,
-      resetMs: bestResetMs,
-    },
-    balance,
-  };
-}
-
-/** Every limit's state after a call, from its count in the reply. */
-function countsAfter(group: Group, reply: ConsumeReply, into: LimitState[]): void {
-  let i = 0;
-  for (const span of group.spans)
-    span.limits.forEach((rule, j) =>
-      into.push({
-        scope: span.scope,
-        rule,
-        remaining: Math.max(0, rule.limit - countOf(reply, i++)),
-        resetMs: span.resets[j]!,
-      }),
-    );
-}
-
-/** A request of `cost` that did not fit: of the limits without room for it, the one whose window ends last refused it. */
-function refusal(group: Group, reply: ConsumeReply, cost: number): LimitState {
-  let by: Span | undefined;
-  let at = 0;
-  let left = 0;
-  for (let s = 0, i = 0; s < group.spans.length; s++) {
-    const span = group.spans[s]!;
-    for (let j = 0; j < span.limits.length; j++, i++) {
-      const room = span.limits[j]!.limit - countOf(reply, i);
-      if (room >= cost || (by !== undefined && span.resets[j]! <= by.resets[at]!)) continue;
-      by = span;
-      at = j;
-      left = room;
-    }
-  }
-  return {
-    scope: by!.scope,
-    rule: by!.limits[at]!,
-    remaining: Math.max(0, left),
-    resetMs: by!.resets[at]!,
-  };
 }
 
 /** What a call passes of a balance's record at `now`. */

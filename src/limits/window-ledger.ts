@@ -1,16 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/connect.js';
 import type { BalanceLedger } from './balance-ledger.js';
+import { COUNT_SURE_MS } from './consume-script.js';
 import { defineRestoreScript, type RestoreScript } from './restore-script.js';
 
 /**
  * What this replica has taken of each current window's count (admitted requests and leased places,
- * less the places it gave back), so that a Redis that restarts empty (no persistence) does not reset
- * the windows. Redis carries a marker, `<prefix>epoch`, set once by whichever replica finds it
- * missing; each replica reads it whenever its connection becomes ready, which a restart forces (it
- * drops every connection), so no request pays for the check. A marker that changed means Redis lost
- * its data: every replica then puts back what it had taken in the windows still running, so the
- * counts add up again, less only what replicas that died meanwhile had.
+ * less the places it gave back), so that a Redis that loses its data (a restart without persistence,
+ * `FLUSHALL`, `FLUSHDB`) does not reset the windows. Redis carries a marker, `<prefix>epoch`, set once by
+ * whichever replica finds it missing; each replica reads it
+ * whenever its connection becomes ready, which a restart forces (it drops every connection), and
+ * every second (loss-detection.ts), so no request pays for the check. A marker that changed means
+ * Redis lost its data: every replica then puts back what it had taken in the windows still running, so
+ * the counts add up again, less only what replicas that died meanwhile had.
  *
  * Conservative by a moment: places a replica takes between reconnecting and putting back (a round
  * trip or two) are in the new count and are put back too, so around a restart a window can admit
@@ -29,11 +31,13 @@ export class WindowLedger {
   private readonly restore: RestoreScript;
   private readonly epochKey: string;
   private epoch: string | undefined;
-  private checking = false;
+  private checking: Promise<number> | undefined;
   /** Windows a restart emptied that are not put back yet (a check Redis stopped answering midway). */
   private readonly owed = new Set<string>();
   /** The last check did not finish: Redis did not answer. */
   private unfinished = false;
+  /** How many times this replica found the marker changed. */
+  private changes = 0;
 
   constructor(
     private readonly client: RedisClient,
@@ -62,6 +66,42 @@ export class WindowLedger {
     return this.unfinished;
   }
 
+  /** How many times the marker was found changed: Redis lost its data. */
+  get losses(): number {
+    return this.changes;
+  }
+
+  /**
+   * The places this replica holds in `count` (in `slot` of it, or -1), while the count is sure to be
+   * there at `nowMs` (a second before its window or slot ends, for clocks a little apart); else 0.
+   */
+  placesIn(count: string, slot: number, nowMs: number): number {
+    const entry = this.taken.get(slot < 0 ? count : `${count}#${slot}`);
+    if (entry === undefined || nowMs >= entry.expiresAt - COUNT_SURE_MS) return 0;
+    return Math.max(0, entry.places);
+  }
+
+  /** What this replica took of `count` is under `to` now: a key's counts moved (key-homes.ts). */
+  move(count: string, to: string): void {
+    for (const [name, entry] of this.taken)
+      if (entry.count === count) {
+        this.taken.delete(name);
+        this.owed.delete(name);
+        this.add(to, entry.slot, entry.places, entry.expiresAt);
+      }
+  }
+
+  /** Puts back what this replica took of `count` (every slot of it), which Redis lost alone. */
+  async putBack(count: string, nowMs: number): Promise<number> {
+    let restored = 0;
+    for (const entry of this.taken.values())
+      if (entry.count === count && entry.places > 0 && entry.expiresAt > nowMs) {
+        await this.restore(entry.count, entry);
+        restored++;
+      }
+    return restored;
+  }
+
   /**
    * Reads the marker; when Redis restarted empty since the last read, puts back what this replica had
    * taken in every window still running, and what an unfinished check still owed, and the balances it
@@ -70,9 +110,13 @@ export class WindowLedger {
    * put-back timed out but ran is put back twice: it then admits fewer than its limit, never more; a
    * balance's put-back can be repeated without effect).
    */
-  async check(nowMs: number): Promise<number> {
-    if (this.checking) return 0;
-    this.checking = true;
+  check(nowMs: number): Promise<number> {
+    // One at a time: a caller that comes meanwhile waits for the check under way.
+    this.checking ??= this.checkNow(nowMs).finally(() => (this.checking = undefined));
+    return this.checking;
+  }
+
+  private async checkNow(nowMs: number): Promise<number> {
     try {
       for (const [name, entry] of this.taken) {
         if (entry.expiresAt > nowMs) continue;
@@ -90,6 +134,7 @@ export class WindowLedger {
       if (this.epoch !== undefined && current !== this.epoch) {
         for (const name of this.taken.keys()) this.owed.add(name);
         this.balances?.owe();
+        this.changes++;
       }
       this.epoch = current;
       let restored = 0;
@@ -107,8 +152,6 @@ export class WindowLedger {
     } catch {
       this.unfinished = true;
       return 0;
-    } finally {
-      this.checking = false;
     }
   }
 }

@@ -60,6 +60,7 @@ function call(requests: number, over: Partial<ConsumeCall> = {}): ConsumeCall {
     reclaimChannel: channel,
     leases,
     limits: [[limit()]],
+    known: [],
     balances: leases.map(() => undefined),
     runs: requests > 0 ? [requests, 1] : [],
     ...over,
@@ -105,9 +106,11 @@ describe('the consume script, one fixed limit', () => {
     const two = call(3, {
       leases: [terms({ lease: 4 }), terms({ settled: 2, returned: 1 })],
       limits: [[limit()], [limit({ limit: 5, slot: 42 })]],
+      known: [7, 0],
       runs: [2, 1, 1, 5],
     });
-    // Per subject: its number of limits, its lease terms, and whether it holds a balance (0: none).
+    // Per subject: its number of limits, its lease terms, and whether it holds a balance (0: none);
+    // per limit: its limit, expiry, slot and the places the caller holds in it.
     expect(consumeArgs(two)).toEqual([
       now,
       channel,
@@ -125,9 +128,11 @@ describe('the consume script, one fixed limit', () => {
       10,
       expiresAt,
       -1,
+      7,
       5,
       expiresAt,
       42,
+      0,
       2,
       1,
       1,

@@ -331,6 +331,25 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('credits on %s
     });
   });
 
+  it('tops a balance up to exactly 2^53 - 1 units, whatever the period granted before, and counts it exactly after', async () => {
+    const key = await createKey({ credits: { remaining: MAX } });
+    const subjects = await subjectsOf(key.secret);
+    expect(await spend(subjects, 5)).toBe(5);
+    expect(await keyCredits(key.id)).toMatchObject({ remaining: MAX - 5 });
+    // What remains is what is limited: the period had granted 2^53 - 1 and spent 5.
+    const topped = await change({ consumerApiKeyId: key.id, add: 5 });
+    expect(topped.status).toBe(200);
+    expect(topped.body).toEqual({ consumerApiKeyId: key.id, remaining: MAX });
+    const after = await subjectsOf(key.secret);
+    for (let left = MAX - 1; left > MAX - 4; left--)
+      expect((await limiter.consume(after, 1, now)).balance?.remaining).toBe(left);
+    expect(await keyCredits(key.id)).toMatchObject({ remaining: MAX - 3 });
+    expect((await change({ consumerApiKeyId: key.id, add: 4 })).body.details).toEqual([
+      { field: 'add', message: `would take the balance beyond ${MAX} units` },
+    ]);
+    expect((await change({ consumerApiKeyId: key.id, add: 3 })).body.remaining).toBe(MAX);
+  });
+
   it('refuses bad input naming the field and unknown holders with 404, changing nothing', async () => {
     const key = await createKey({ credits: { remaining: MAX - 1 } });
     expectInvalid(await change({}), ['consumerApiKeyId', 'add']);

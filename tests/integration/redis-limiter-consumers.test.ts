@@ -3,50 +3,20 @@
  * private redis-server: replicas as the service runs them (command and subscriber connections each),
  * so a busy consumer gets leases on every replica and replicas ask each other for leased units back.
  */
-import { Redis } from 'ioredis';
 import { counterKey } from '../../src/limits/limiter-keys.js';
 import type { Plan } from '../../src/plans/plan.js';
 import type { Decision } from '../../src/limits/rate-limiter.js';
 import type { Subject } from '../../src/plans/subject.js';
-import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
+import type { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
 import { windowAt } from '../../src/plans/window.js';
-import { createLogger } from '../../src/ops/logger.js';
-import { Metrics } from '../../src/ops/metrics.js';
-import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import { load } from '../helpers/limiter-load.js';
 import { plan } from '../helpers/plans.js';
 import { waitFor } from '../helpers/poll.js';
-import { RedisServer } from '../helpers/redis-server.js';
+import { limiterReplicasFor } from '../helpers/limiter-replicas.js';
 
 const PREFIX = 'con:';
-const metrics = new Metrics();
-let server: RedisServer;
-let admin: Redis;
-const opened: { redis: RedisConnections; limiter: RedisRateLimiter }[] = [];
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-  admin = new Redis(server.url);
-});
-afterAll(async () => {
-  await Promise.all(
-    opened.map(async ({ redis, limiter }) => {
-      await limiter.close();
-      await redis.close();
-    }),
-  );
-  await admin.quit();
-  await server.destroy();
-});
-
-async function replica(): Promise<RedisRateLimiter> {
-  const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'));
-  expect(await redis.ready(5_000)).toBe(true);
-  const limiter = new RedisRateLimiter(redis.client, PREFIX, metrics, { subscriber: redis.subscriber });
-  await limiter.ready();
-  opened.push({ redis, limiter });
-  return limiter;
-}
+const fleet = limiterReplicasFor(PREFIX);
+const replica = (): Promise<RedisRateLimiter> => fleet.replica();
 
 let consumers = 0;
 /** A consumer of `plan` and `keys` keys, each with its own plan (none: `plan()`): each key's subjects. */
@@ -66,7 +36,7 @@ const keyCount = (consumer: Subject, key: Subject[], period: 'hour' | 'minute') 
 
 /** Script calls Redis ran since the last RESETSTAT. */
 async function scriptCalls(): Promise<number> {
-  const info = await admin.info('commandstats');
+  const info = await fleet.admin.info('commandstats');
   return (
     Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0) +
     Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0)
@@ -104,7 +74,7 @@ describe('a key and its consumer, one decision', () => {
         rule: first[0]!.plan.limits[0],
       },
     });
-    expect(await admin.get(consumerCount(consumer, 'hour'))).toBe('10');
+    expect(await fleet.admin.get(consumerCount(consumer, 'hour'))).toBe('10');
     for (const r of [a, b, a]) expect((await r.consume(second, 5, now)).allowed).toBe(true);
     // The consumer holds 0: a request its key has room for is refused, and charges the key nothing.
     const byConsumer = await b.consume(second, 1, now);
@@ -116,9 +86,9 @@ describe('a key and its consumer, one decision', () => {
         rule: consumer.plan.limits[0],
       },
     });
-    expect(await admin.get(keyCount(consumer, second, 'hour'))).toBe('15');
-    expect(await admin.get(keyCount(consumer, first, 'hour'))).toBe('10');
-    expect(await admin.get(consumerCount(consumer, 'hour'))).toBe('25');
+    expect(await fleet.admin.get(keyCount(consumer, second, 'hour'))).toBe('15');
+    expect(await fleet.admin.get(keyCount(consumer, first, 'hour'))).toBe('10');
+    expect(await fleet.admin.get(consumerCount(consumer, 'hour'))).toBe('25');
     expect(await a.peek(second, now)).toEqual([
       { scope: 'key', rule: second[0]!.plan.limits[0], remaining: 85, resetMs: windowAt('hour', now).end },
       { scope: 'consumer', rule: consumer.plan.limits[0], remaining: 0, resetMs: windowAt('hour', now).end },
@@ -141,7 +111,7 @@ describe('a key and its consumer, one decision', () => {
       },
       balance: undefined,
     });
-    await admin.incrby(consumerCount(consumer, 'minute'), 40);
+    await fleet.admin.incrby(consumerCount(consumer, 'minute'), 40);
     expect(await limiter.consume(keys[0]!, 1, now)).toEqual({
       allowed: true,
       limit: {
@@ -198,7 +168,7 @@ describe('a key and its consumer, one decision', () => {
     );
     // Leased units nobody used come back: the counts are what was admitted, the consumer's and each key's.
     const settled = await waitFor(
-      () => admin.get(consumerCount(consumer, 'hour')),
+      () => fleet.admin.get(consumerCount(consumer, 'hour')),
       (count) => count === '20000',
       { timeoutMs: 3_000, everyMs: 20 },
     );
@@ -206,13 +176,54 @@ describe('a key and its consumer, one decision', () => {
     for (let k = 0; k < 10; k += 2) {
       const throughKey = decided.reduce((sum, decisions, n) => sum + units(decisions, n, k), 0);
       const count = await waitFor(
-        () => admin.get(keyCount(consumer, keys[k]!, 'hour')),
+        () => fleet.admin.get(keyCount(consumer, keys[k]!, 'hour')),
         (c) => c === String(throughKey),
         { timeoutMs: 3_000, everyMs: 20 },
       );
       expect(count.value).toBe(String(throughKey));
     }
-    expect(await admin.exists(keyCount(consumer, keys[1]!, 'hour'))).toBe(0);
+    expect(await fleet.admin.exists(keyCount(consumer, keys[1]!, 'hour'))).toBe(0);
+  });
+
+  it('admits exactly the consumer’s limit when Redis is flushed mid-window, leases and all', async () => {
+    const replicas = await Promise.all([replica(), replica(), replica()]);
+    const { consumer, keys } = consumerOf(
+      plan({ limit: 20_000, period: 'hour' }),
+      Array.from({ length: 10 }, (_, k) =>
+        k % 2 === 0 ? plan({ limit: 1_000_000, period: 'hour' }) : plan(),
+      ),
+    );
+    const random = seeded(34);
+    const asked: number[][] = replicas.map(() => []);
+    let flushed: Promise<unknown> | undefined;
+    const decided = await Promise.all(
+      replicas.map((r, n) =>
+        load(
+          r,
+          (i) => {
+            // Halfway through: every count and lease book gone, Redis still up.
+            if (n === 0 && i === 2_000) flushed = fleet.admin.flushall();
+            const cost = random() < 0.3 ? 5 : 1;
+            asked[n]!.push(cost);
+            return [keys[(i + n) % 10]!, cost];
+          },
+          250,
+          20,
+        ),
+      ),
+    );
+    expect(await flushed).toBe('OK');
+    const admitted = decided.reduce(
+      (sum, decisions, n) => sum + decisions.reduce((s, d, i) => (d.allowed ? s + asked[n]![i]! : s), 0),
+      0,
+    );
+    expect(admitted).toBe(20_000);
+    const settled = await waitFor(
+      () => fleet.admin.get(consumerCount(consumer, 'hour')),
+      (count) => count === '20000',
+      { timeoutMs: 3_000, everyMs: 20 },
+    );
+    expect(settled.value).toBe('20000');
   });
 
   it('decides most of a hot consumer’s requests without a call, spread over ten keys and two replicas', async () => {
@@ -228,7 +239,7 @@ describe('a key and its consumer, one decision', () => {
       ),
     };
     for (const [shape, { keys }] of Object.entries(shapes)) {
-      await admin.config('RESETSTAT');
+      await fleet.admin.config('RESETSTAT');
       const decisions = (
         await Promise.all(replicas.map((r, n) => load(r, (i) => [keys[(i + n) % 10]!, 1], 200, 20)))
       ).flat();

@@ -3,51 +3,21 @@
  * replicas as the service runs them (command and subscriber connections each), so busy keys get
  * leases across every limit of their plan and replicas ask each other for leased places back.
  */
-import { Redis } from 'ioredis';
 import { counterKey, slidingKey } from '../../src/limits/limiter-keys.js';
 import { planOf, ruleOf, type Plan } from '../../src/plans/plan.js';
 import { Pricing } from '../../src/plans/pricing.js';
 import type { Decision, LimitState } from '../../src/limits/rate-limiter.js';
-import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
+import type { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
 import { SLOTS, slotMs } from '../../src/limits/sliding-window.js';
 import { windowAt, type Period } from '../../src/plans/window.js';
-import { createLogger } from '../../src/ops/logger.js';
-import { Metrics } from '../../src/ops/metrics.js';
-import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import { load } from '../helpers/limiter-load.js';
 import { keyOnly, plan } from '../helpers/plans.js';
 import { waitFor } from '../helpers/poll.js';
-import { RedisServer } from '../helpers/redis-server.js';
+import { limiterReplicasFor } from '../helpers/limiter-replicas.js';
 
 const PREFIX = 'plans:';
-const metrics = new Metrics();
-let server: RedisServer;
-let admin: Redis;
-const opened: { redis: RedisConnections; limiter: RedisRateLimiter }[] = [];
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-  admin = new Redis(server.url);
-});
-afterAll(async () => {
-  await Promise.all(
-    opened.map(async ({ redis, limiter }) => {
-      await limiter.close();
-      await redis.close();
-    }),
-  );
-  await admin.quit();
-  await server.destroy();
-});
-
-async function replica(): Promise<RedisRateLimiter> {
-  const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'));
-  expect(await redis.ready(5_000)).toBe(true);
-  const limiter = new RedisRateLimiter(redis.client, PREFIX, metrics, { subscriber: redis.subscriber });
-  await limiter.ready();
-  opened.push({ redis, limiter });
-  return limiter;
-}
+const fleet = limiterReplicasFor(PREFIX);
+const replica = (): Promise<RedisRateLimiter> => fleet.replica();
 
 /** Where a key without a consumer counts: the names every version used. */
 const base = (keyId: string) => `${PREFIX}{${keyId}}`;
@@ -89,10 +59,10 @@ describe('a plan of several limits', () => {
     const byInstant = await burst(replicas, keyId, p, seconds, 60);
     expect([...byInstant.values()].reduce((a, b) => a + b, 0)).toBe(40);
     expect(Math.max(...byInstant.values())).toBeLessThanOrEqual(7);
-    expect(await admin.get(counterKey(base(keyId), 'minute', minute))).toBe('40');
+    expect(await fleet.admin.get(counterKey(base(keyId), 'minute', minute))).toBe('40');
     // Refusals do not count: each second's count is what it admitted.
     for (const [at, n] of byInstant)
-      expect(await admin.get(counterKey(base(keyId), 'second', windowAt('second', at).start))).toBe(
+      expect(await fleet.admin.get(counterKey(base(keyId), 'second', windowAt('second', at).start))).toBe(
         String(n),
       );
   });
@@ -101,12 +71,12 @@ describe('a plan of several limits', () => {
     const limiter = await replica();
     const keyId = newKey();
     const p = plan({ limit: 1_000_000, period: 'hour' }, { limit: 5_000_000, period: 'day' });
-    await admin.config('RESETSTAT');
+    await fleet.admin.config('RESETSTAT');
     const decisions = await load(limiter, keyOnly(keyId, p), 200, 5);
     expect(admitted(decisions)).toBe(1_000);
-    expect(Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1])).toBeLessThan(
-      40,
-    );
+    expect(
+      Number(/cmdstat_evalsha:calls=(\d+)/.exec(await fleet.admin.info('commandstats'))?.[1]),
+    ).toBeLessThan(40);
     // Each request has its own place in both counts: the hour, with fewer left, is reported.
     expect(decisions.map((d) => d.limit!.rule.period).every((period) => period === 'hour')).toBe(true);
     expect(decisions.map((d) => d.limit!.remaining).sort((a, b) => b - a)).toEqual(
@@ -114,7 +84,7 @@ describe('a plan of several limits', () => {
     );
     for (const period of ['hour', 'day'] as const) {
       const settled = await waitFor(
-        () => admin.get(count(keyId, period)),
+        () => fleet.admin.get(count(keyId, period)),
         (n) => n === '1000',
         { timeoutMs: 3_000, everyMs: 20 },
       );
@@ -127,11 +97,11 @@ describe('a plan of several limits', () => {
     const keyId = newKey();
     const p = plan({ limit: 9_000, period: 'hour' }, { limit: 20_000, period: 'day' });
     // The day's window already spent 16,000 under an earlier plan: the day holds 4,000, the hour 9,000.
-    await admin.set(count(keyId, 'day'), '16000', 'PX', 86_400_000);
+    await fleet.admin.set(count(keyId, 'day'), '16000', 'PX', 86_400_000);
     const decisions = (await Promise.all(replicas.map((r) => load(r, keyOnly(keyId, p), 150, 13)))).flat();
     expect(admitted(decisions)).toBe(4_000);
-    expect(await admin.get(count(keyId, 'day'))).toBe('20000');
-    expect(await admin.get(count(keyId, 'hour'))).toBe('4000');
+    expect(await fleet.admin.get(count(keyId, 'day'))).toBe('20000');
+    expect(await fleet.admin.get(count(keyId, 'hour'))).toBe('4000');
     // Every refusal names the full limit.
     expect(
       decisions
@@ -204,7 +174,7 @@ describe('a sliding limit', () => {
       { scope: 'key', rule: p.limits[0], remaining: 0, resetMs: t0 + (SLOTS + 1) * slot },
     ]);
     expect((await limiter.consume(keyOnly(keyId, p), 1, t0 + (SLOTS + 1) * slot)).allowed).toBe(true);
-    expect(await admin.hgetall(slidingKey(base(keyId), 'minute'))).toEqual({
+    expect(await fleet.admin.hgetall(slidingKey(base(keyId), 'minute'))).toEqual({
       [String(t0 / slot + 5)]: '2',
       [String(t0 / slot + SLOTS + 1)]: '1',
     });
@@ -247,12 +217,12 @@ describe('a sliding limit', () => {
     const decisions = (await Promise.all(replicas.map((r) => load(r, keyOnly(keyId, p), 150, 20)))).flat();
     expect(admitted(decisions)).toBe(6_000);
     const slots = await waitFor(
-      () => admin.hvals(slidingKey(base(keyId), 'hour')),
+      () => fleet.admin.hvals(slidingKey(base(keyId), 'hour')),
       (values) => values.reduce((a, v) => a + Number(v), 0) === 6_000,
       { timeoutMs: 3_000, everyMs: 20 },
     );
     expect(slots.value.reduce((a, v) => a + Number(v), 0)).toBe(6_000);
-    expect(await admin.get(count(keyId, 'day'))).toBe('6000');
+    expect(await fleet.admin.get(count(keyId, 'day'))).toBe('6000');
   });
 });
 
@@ -283,8 +253,10 @@ describe('limits that match requests (contract 15)', () => {
     // `searches` holds 20 searches of 5 units; lookups are not its to count.
     expect(admittedOf(search)).toBe(20);
     expect(admittedOf(lookup)).toBe(60);
-    expect(await admin.get(`${counterKey(base(keyId), 'minute', minute - 500)}:m:searches`)).toBe('100');
-    expect(await admin.get(counterKey(base(keyId), 'minute', minute - 500))).toBe(String(20 * 5 + 60));
+    expect(await fleet.admin.get(`${counterKey(base(keyId), 'minute', minute - 500)}:m:searches`)).toBe(
+      '100',
+    );
+    expect(await fleet.admin.get(counterKey(base(keyId), 'minute', minute - 500))).toBe(String(20 * 5 + 60));
   });
 });
 

@@ -82,7 +82,7 @@ export const creditOperations = [
         const before = await kind.read(repositories, id, true);
         if (!before) throw new AppError(kind.notFound);
         const now = ctx.now();
-        const balance = changedBalance(before, body, now.getTime());
+        const balance = changedBalance(before, body, held?.remaining ?? 0, now.getTime());
         await repositories.credits.set(scope, id, balance, balance.epoch, now);
         const after = (await kind.read(repositories, id, false))!;
         const creditsAfter: Credits = creditsView(balance, body.set ?? (held?.remaining ?? 0) + body.add!);
@@ -104,23 +104,25 @@ export const creditOperations = [
   }),
 ];
 
-/** The balance a holder has after `add` or `set` at `nowMs`; 400 naming `add` beyond 2^53-1 units. */
+/**
+ * The balance a holder that holds `remaining` has after `add` or `set` at `nowMs`; 400 naming `add`
+ * when it would hold more than 2^53-1 units. A top-up counts against what remains, not against what
+ * the period granted: one that would take the grant past 2^53-1 (where it could no longer be counted
+ * exactly) starts the period afresh at what it then holds, as a set does (docs/decisions/0061).
+ */
 function changedBalance(
   holder: HolderRow,
   change: Pick<CreditsChangeRequest, 'add' | 'set'>,
+  remaining: number,
   nowMs: number,
 ): Balance {
   const balance = holder.balance;
-  if (change.set !== undefined)
-    return balanceSet(
-      holder.creditsEpoch,
-      change.set,
-      balance?.refill ?? null,
-      balance?.lowAt ?? null,
-      nowMs,
-    );
-  const topped = balanceToppedUp(balance, holder.creditsEpoch, change.add!, nowMs);
-  if (topped.granted > MAX_UNITS)
+  const set = (units: number) =>
+    balanceSet(holder.creditsEpoch, units, balance?.refill ?? null, balance?.lowAt ?? null, nowMs);
+  if (change.set !== undefined) return set(change.set);
+  const add = change.add!;
+  if (remaining + add > MAX_UNITS)
     throw invalid([{ field: 'add', message: `would take the balance beyond ${MAX_UNITS} units` }]);
-  return topped;
+  const topped = balanceToppedUp(balance, holder.creditsEpoch, add, nowMs);
+  return topped.granted > MAX_UNITS ? set(remaining + add) : topped;
 }
