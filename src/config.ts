@@ -1,4 +1,5 @@
 import { parsePlan, type Plan } from './plans/plan.js';
+import { tracingSettings, TracingSettingError, type TracingSettings } from './tracing/tracing-settings.js';
 
 /** Every setting of the service, validated once at start-up and passed in; never read as a global. */
 export interface Config {
@@ -38,6 +39,8 @@ export interface Config {
   readonly production: boolean;
   /** Serve the web console under {managementPrefix}/tollgate/console/ (CONSOLE=off: not at all). */
   readonly console: boolean;
+  /** OpenTelemetry traces (the standard OTEL_* variables); undefined: off, and the SDK never loaded. */
+  readonly tracing: TracingSettings | undefined;
 }
 
 export type TrustProxy = { readonly hops: number } | { readonly addresses: readonly string[] };
@@ -113,6 +116,15 @@ function trustProxy(raw: string | undefined): TrustProxy {
     throw new ConfigError('TRUST_PROXY', 'must be a hop count or a comma-separated list of IP addresses');
   }
   return { addresses };
+}
+
+function tracing(env: Env): TracingSettings | undefined {
+  try {
+    return tracingSettings(env);
+  } catch (err) {
+    if (err instanceof TracingSettingError) throw new ConfigError(err.variable, err.problem);
+    throw err;
+  }
 }
 
 export function loadConfig(env: Env): Config {
@@ -233,5 +245,6 @@ export function loadConfig(env: Env): Config {
     trustProxy: trustProxy(env.TRUST_PROXY),
     production,
     console: consoleSetting === 'on',
+    tracing: tracing(env),
   });
 }

@@ -8,6 +8,7 @@ import express, { type ErrorRequestHandler, type RequestHandler } from 'express'
 import { AppError, retryAfterOf } from '../errors.js';
 import type { KeyChange } from '../keys/key-events.js';
 import type { Metrics } from '../ops/metrics.js';
+import { tracer } from '../tracing/tracer.js';
 import { BillingExportRepository } from '../billing/export-repository.js';
 import { AdminTokenRepository } from '../store/admin-token-repository.js';
 import { AuditRepository, generateAuditId } from '../store/audit-repository.js';
@@ -121,6 +122,7 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
   app.use(countAndNoStore(deps.metrics));
+  if (tracer !== undefined) app.use(tracer.management(deps.prefix));
   app.use(
     authenticate({
       rootToken: deps.rootToken,

@@ -12,6 +12,7 @@ import {
 import type { RequestFacts } from '../plans/request-match.js';
 import type { Subject } from '../plans/subject.js';
 import { secondsUntil } from '../plans/window.js';
+import { tracer } from '../tracing/tracer.js';
 import type { AllowedAttempt, FailureThrottle } from './auth-throttle.js';
 import { isoSeconds, rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
 
@@ -113,7 +114,10 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
   let decision: Decision;
   try {
     const decided = deps.limiter.consume(subjects, cost, now, request.states);
-    decision = decided instanceof Promise ? await decided : decided;
+    // A decision that waits (on Redis) is a span of its own in a traced request.
+    if (decided instanceof Promise)
+      decision = await (tracer === undefined ? decided : tracer.limiterWait(decided));
+    else decision = decided;
   } catch {
     return refused('limit_unavailable', key);
   }

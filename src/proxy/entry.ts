@@ -5,6 +5,7 @@ import { errorResponse, type ErrorCode } from '../errors.js';
 import type { ResolvedKey } from '../keys/key-cache.js';
 import type { Logger } from '../ops/logger.js';
 import { NO_ROUTE_LABEL, type Metrics, type ProxyOutcome } from '../ops/metrics.js';
+import { tracer } from '../tracing/tracer.js';
 import type { Outcome } from '../usage/usage.js';
 import {
   admit,
@@ -69,6 +70,7 @@ export async function enter(
       status: 400,
       outcome: undefined,
       cost: 0,
+      code: 'invalid_request_target',
     });
     return {
       entered: false,
@@ -98,6 +100,7 @@ export async function enter(
       outcome: REFUSAL_OUTCOMES[admission.code],
       cost: 0,
       route: route ?? NO_ROUTE,
+      code: admission.code,
     });
     return { entered: false, refusal };
   }
@@ -171,6 +174,8 @@ export interface Finished {
   readonly cost: number;
   /** The request's route, released here; unset for a request target refused before routing. */
   readonly route?: RouteTarget | typeof NO_ROUTE;
+  /** The code of Tollgate's own answer (a refusal, a 502 or 504); unset when the backend answered. */
+  readonly code?: ErrorCode;
 }
 
 /**
@@ -191,6 +196,17 @@ export function finished(deps: EntryDeps, f: Finished): void {
     const customerId = customerIdOf(f.req.headers, deps.config.customerIdHeader);
     countKeyUse(deps, f.key, f.path, routeId, customerId, f.status, f.outcome, f.cost, durationMs);
   }
+  if (tracer !== undefined)
+    tracer.finished({
+      req: f.req,
+      status: f.status,
+      path: f.path,
+      keyId: f.key?.id,
+      consumerId: f.key?.consumerId,
+      routeId,
+      cost: f.cost,
+      code: f.code,
+    });
   if (deps.logger.isLevelEnabled('debug')) {
     deps.logger.debug(
       {
