@@ -196,17 +196,6 @@ export function finished(deps: EntryDeps, f: Finished): void {
     const customerId = customerIdOf(f.req.headers, deps.config.customerIdHeader);
     countKeyUse(deps, f.key, f.path, routeId, customerId, f.status, f.outcome, f.cost, durationMs);
   }
-  if (tracer !== undefined)
-    tracer.finished({
-      req: f.req,
-      status: f.status,
-      path: f.path,
-      keyId: f.key?.id,
-      consumerId: f.key?.consumerId,
-      routeId,
-      cost: f.cost,
-      code: f.code,
-    });
   if (deps.logger.isLevelEnabled('debug')) {
     deps.logger.debug(
       {
@@ -221,4 +210,16 @@ export function finished(deps: EntryDeps, f: Finished): void {
       'proxied request',
     );
   }
+  // Last: the log lines above carry the request's trace.
+  if (tracer !== undefined)
+    tracer.finished({
+      req: f.req,
+      status: f.status,
+      path: f.path,
+      keyId: f.key?.id,
+      consumerId: f.key?.consumerId,
+      routeId,
+      cost: f.cost,
+      code: f.code,
+    });
 }
