@@ -32,6 +32,9 @@ export interface ReceivedSpan {
   /** Status code of the proto: 0 unset, 1 ok, 2 error. */
   readonly statusCode: number;
   readonly resource: Readonly<Record<string, string | number | boolean>>;
+  /** Epoch milliseconds, with the fraction the nanoseconds give. */
+  readonly startMs: number;
+  readonly endMs: number;
 }
 
 export interface OtlpReceiver {
@@ -61,6 +64,8 @@ interface DecodedSpan {
   kind?: number;
   attributes?: KeyValue[];
   status?: { code?: number };
+  startTimeUnixNano?: string;
+  endTimeUnixNano?: string;
 }
 interface DecodedRequest {
   resourceSpans?: {
@@ -153,6 +158,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               attributes: plain(span.attributes),
               statusCode: span.status?.code ?? 0,
               resource,
+              startMs: Number(BigInt(span.startTimeUnixNano ?? '0') / 1000n) / 1000,
+              endMs: Number(BigInt(span.endTimeUnixNano ?? '0') / 1000n) / 1000,
             });
       }
       res
