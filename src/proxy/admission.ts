@@ -1,4 +1,4 @@
-import type { OutgoingHttpHeaders } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { ERRORS, errorBody, type ErrorCode } from '../errors.js';
 import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
 import {
@@ -66,6 +66,8 @@ export interface AdmissionRequest {
   readonly cost?: number;
   /** Verify's: every limit's state after the decision is pushed here, as the limiter reports it. */
   readonly states?: LimitState[];
+  /** The proxied request itself: when traced, a wait on the limiter is a span of its trace. */
+  readonly incoming?: IncomingMessage;
 }
 
 export interface AdmissionDeps {
@@ -116,7 +118,7 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
     const decided = deps.limiter.consume(subjects, cost, now, request.states);
     // A decision that waits (on Redis) is a span of its own in a traced request.
     if (decided instanceof Promise)
-      decision = await (tracer === undefined ? decided : tracer.limiterWait(decided));
+      decision = await (tracer === undefined ? decided : tracer.limiterWait(decided, request.incoming));
     else decision = decided;
   } catch {
     return refused('limit_unavailable', key);

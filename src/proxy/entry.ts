@@ -86,6 +86,7 @@ export async function enter(
     routeId: route?.routeId,
     method: req.method!,
     path: target.path,
+    incoming: req,
   });
   if (!admission.admitted) {
     countRefusal(deps.metrics, admission.code);

@@ -194,8 +194,8 @@ async function handle(proxy: ProxyDeps, req: IncomingMessage, res: ServerRespons
   const receivedAt = performance.now();
   const requestId = requestIdOf(req.headers);
   try {
-    if (tracer === undefined) await serve(proxy, req, res, requestId, receivedAt);
-    else await tracer.proxied(req, requestId, () => serve(proxy, req, res, requestId, receivedAt));
+    if (tracer !== undefined) tracer.proxied(req, requestId);
+    await serve(proxy, req, res, requestId, receivedAt);
   } catch (err) {
     // A bug, not a backend failure (those arrive in Exchange.onError): answer 500 and keep serving.
     proxy.logger.error({ err, reqId: requestId }, 'proxy failure');

@@ -97,42 +97,48 @@ export class OtelTracing implements Tracing {
     private readonly close: (timeoutMs: number) => Promise<void>,
   ) {}
 
-  proxied(req: IncomingMessage, requestId: string, serve: () => Promise<void>): Promise<void> {
+  proxied(req: IncomingMessage, requestId: string): void {
     const parent = this.propagator.extract(ROOT_CONTEXT, req.headers, headerGetter);
-    const server = this.otel.startSpan(
-      req.method!,
-      { kind: SpanKind.SERVER, attributes: serverAttributes(req) },
-      parent,
-    );
-    const spanContext = trace.setSpan(parent, server);
-    this.byRequest.set(req, { server, context: spanContext, requestId, backend: undefined });
+    const server = this.otel.startSpan(req.method!, { kind: SpanKind.SERVER }, parent);
+    // The samplers decide without attributes: a request not sampled never has them gathered.
+    if (server.isRecording()) server.setAttributes(serverAttributes(req));
+    // No async context is entered: the proxy's hooks pass the request, and its log lines its id.
+    this.byRequest.set(req, {
+      server,
+      context: trace.setSpan(parent, server),
+      requestId,
+      backend: undefined,
+    });
     if (isSampled(server)) this.byRequestId.set(requestId, server);
-    return context.with(spanContext, serve);
   }
 
   forwarding(req: IncomingMessage, headers: string[], url: string): void {
     const spans = this.byRequest.get(req);
     if (spans === undefined) return;
-    const backend = this.otel.startSpan(
-      req.method!,
-      {
-        kind: SpanKind.CLIENT,
-        attributes: { 'http.request.method': req.method, 'url.full': url.split('?', 1)[0] },
-      },
-      spans.context,
-    );
-    spans.backend = backend;
+    let sent = spans.context;
+    // A trace not sampled gets no CLIENT span: the backend is told of the SERVER span, unsampled.
+    if (spans.server.isRecording()) {
+      spans.backend = this.otel.startSpan(
+        req.method!,
+        {
+          kind: SpanKind.CLIENT,
+          attributes: { 'http.request.method': req.method, 'url.full': url.split('?', 1)[0] },
+        },
+        spans.context,
+      );
+      sent = trace.setSpan(spans.context, spans.backend);
+    }
     for (let i = headers.length - 2; i >= 0; i -= 2)
       if (PROPAGATED.has(headers[i]!.toLowerCase())) headers.splice(i, 2);
     const carrier: Record<string, string> = {};
-    this.propagator.inject(trace.setSpan(spans.context, backend), carrier, recordSetter);
+    this.propagator.inject(sent, carrier, recordSetter);
     for (const name in carrier) headers.push(name, carrier[name]!);
   }
 
-  limiterWait<T>(decided: Promise<T>): Promise<T> {
-    const parent = context.active();
-    if (trace.getSpan(parent) === undefined) return decided;
-    const span = this.otel.startSpan('rate limit decision', { kind: SpanKind.INTERNAL }, parent);
+  limiterWait<T>(decided: Promise<T>, req: IncomingMessage | undefined): Promise<T> {
+    const spans = req === undefined ? undefined : this.byRequest.get(req);
+    if (spans === undefined || !spans.server.isRecording()) return decided;
+    const span = this.otel.startSpan('rate limit decision', { kind: SpanKind.INTERNAL }, spans.context);
     return decided.then(
       (decision) => {
         span.end();

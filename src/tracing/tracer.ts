@@ -30,12 +30,12 @@ export interface ClientCall {
 }
 
 export interface Tracing {
-  /** Runs `serve` as a proxied request's SERVER span, the incoming `traceparent` its parent. */
-  proxied(req: IncomingMessage, requestId: string, serve: () => Promise<void>): Promise<void>;
+  /** A proxied request arrives: its SERVER span starts, the incoming `traceparent` its parent. */
+  proxied(req: IncomingMessage, requestId: string): void;
   /** The backend call starts: its CLIENT span, and `traceparent` naming it pushed onto `headers`. */
   forwarding(req: IncomingMessage, headers: string[], url: string): void;
-  /** The admission's decision waits on the shared counters (Redis): an INTERNAL span around the wait. */
-  limiterWait<T>(decided: Promise<T>): Promise<T>;
+  /** The decision on `req` waits on the shared counters (Redis): an INTERNAL span around the wait. */
+  limiterWait<T>(decided: Promise<T>, req: IncomingMessage | undefined): Promise<T>;
   /** Ends the request's spans; every proxied request comes here once. */
   finished(end: TracedRequestEnd): void;
   /** Express-style middleware: a management call as a SERVER span named by its path template under `prefix`. */
