@@ -212,3 +212,50 @@ describe('a collector that hangs', () => {
     expect(performance.now() - stopping).toBeLessThan(10_000 + 5_000);
   });
 });
+
+describe('a request the sampler leaves out', () => {
+  let backend: Backend;
+  let receiver: OtlpReceiver;
+  let tollgate: Tollgate;
+
+  beforeAll(async () => {
+    backend = await startBackend();
+    receiver = await startOtlpReceiver();
+    tollgate = await startTollgate({
+      UPSTREAM_URL: backend.url,
+      LOG_LEVEL: 'debug',
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_TRACES_SAMPLER: 'always_off',
+      ...FAST_EXPORT,
+    });
+  });
+
+  afterAll(async () => {
+    await tollgate?.stop();
+    await receiver?.close();
+    await backend?.close();
+  });
+
+  it('still carries its trace to the backend, unsampled, and exports nothing', async () => {
+    const created = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'unsampled' });
+    const res = await fetch(`${tollgate.url}/v1/quiet`, {
+      headers: {
+        authorization: `Bearer ${(created.body as { secret: string }).secret}`,
+        traceparent: `00-${INCOMING_TRACE}-${INCOMING_SPAN}-00`,
+        'x-request-id': 'unsampled',
+      },
+    });
+    expect(res.status).toBe(200);
+    const sent = backend.received.at(-1)!.headers.traceparent as string;
+    expect(sent).toMatch(new RegExp(`^00-${INCOMING_TRACE}-[0-9a-f]{16}-00$`));
+    expect(sent).not.toContain(INCOMING_SPAN);
+    const { value: line } = await waitFor(
+      async () => tollgate.output.find((l) => l.includes('"reqId":"unsampled"')),
+      (found) => found !== undefined,
+    );
+    expect(JSON.parse(line!)).not.toHaveProperty('traceId');
+    // SIGTERM sends whatever is queued: nothing was.
+    expect(await tollgate.stop()).toBe(0);
+    expect(receiver.exports).toEqual([]);
+  });
+});
