@@ -27,6 +27,9 @@ interface RequestSpans {
   backend: Span | undefined;
 }
 
+const SPANS = Symbol('tollgate trace spans');
+type Traced = IncomingMessage & { [SPANS]?: RequestSpans | undefined };
+
 const headerGetter = {
   keys: (carrier: IncomingMessage['headers']) => Object.keys(carrier),
   get: (carrier: IncomingMessage['headers'], key: string) => carrier[key],
@@ -87,7 +90,12 @@ function endWithStatus(span: Span, status: number, code: string | undefined): vo
 const isSampled = (span: Span): boolean => (span.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0;
 
 export class OtelTracing implements Tracing {
-  private readonly byRequest = new WeakMap<IncomingMessage, RequestSpans>();
+  /** A request's spans ride on the request itself: cheaper than a WeakMap entry per request. */
+  private readonly byRequest = {
+    get: (req: IncomingMessage): RequestSpans | undefined => (req as Traced)[SPANS],
+    set: (req: IncomingMessage, spans: RequestSpans): void => void ((req as Traced)[SPANS] = spans),
+    delete: (req: IncomingMessage): void => void ((req as Traced)[SPANS] = undefined),
+  };
   /** The requests under way by request id: their log lines name only that. */
   private readonly byRequestId = new Map<string, Span>();
 

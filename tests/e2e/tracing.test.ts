@@ -8,7 +8,12 @@
 import { MODES, type Deployment } from './helpers/modes.js';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
+import {
+  startOtlpReceiver,
+  type CollectorAnswer,
+  type OtlpReceiver,
+  type ReceivedSpan,
+} from '../helpers/otlp-receiver.js';
 import { waitFor } from '../helpers/poll.js';
 
 const SERVER = 2;
@@ -167,32 +172,33 @@ describe.each(CASES)('traces, $mode.name, $protocol', ({ mode, protocol }) => {
   });
 });
 
-describe('a collector that hangs', () => {
-  let backend: Backend;
-  let receiver: OtlpReceiver;
-  let tollgate: Tollgate;
-
+/** An embedded Tollgate exporting to a receiver of its own, in front of a backend of its own, for one describe. */
+function tracedTollgate(env: Record<string, string>, answer: CollectorAnswer = 200) {
+  const set = {} as { backend: Backend; receiver: OtlpReceiver; tollgate: Tollgate };
   beforeAll(async () => {
-    backend = await startBackend();
-    receiver = await startOtlpReceiver();
-    receiver.answer = 'hang';
-    tollgate = await startTollgate({
-      UPSTREAM_URL: backend.url,
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-      OTEL_BSP_MAX_QUEUE_SIZE: '4',
-      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2',
+    set.backend = await startBackend();
+    set.receiver = await startOtlpReceiver();
+    set.receiver.answer = answer;
+    set.tollgate = await startTollgate({
+      UPSTREAM_URL: set.backend.url,
+      OTEL_EXPORTER_OTLP_ENDPOINT: set.receiver.url,
       ...FAST_EXPORT,
+      ...env,
     });
   });
-
   afterAll(async () => {
-    await tollgate?.stop();
-    await receiver?.close();
-    await backend?.close();
-    expectNoSecretsLogged();
+    await set.tollgate?.stop();
+    await set.receiver?.close();
+    await set.backend?.close();
   });
+  return set;
+}
+
+describe('a collector that hangs', () => {
+  const set = tracedTollgate({ OTEL_BSP_MAX_QUEUE_SIZE: '4', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2' }, 'hang');
 
   it('answers every request, counts the spans it could not keep, and still stops on SIGTERM', async () => {
+    const { receiver, tollgate } = set;
     const created = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'hung collector' });
     const secret = (created.body as { secret: string }).secret;
     for (let i = 0; i < 20; i++) {
@@ -214,29 +220,10 @@ describe('a collector that hangs', () => {
 });
 
 describe('a request the sampler leaves out', () => {
-  let backend: Backend;
-  let receiver: OtlpReceiver;
-  let tollgate: Tollgate;
-
-  beforeAll(async () => {
-    backend = await startBackend();
-    receiver = await startOtlpReceiver();
-    tollgate = await startTollgate({
-      UPSTREAM_URL: backend.url,
-      LOG_LEVEL: 'debug',
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-      OTEL_TRACES_SAMPLER: 'always_off',
-      ...FAST_EXPORT,
-    });
-  });
-
-  afterAll(async () => {
-    await tollgate?.stop();
-    await receiver?.close();
-    await backend?.close();
-  });
+  const set = tracedTollgate({ LOG_LEVEL: 'debug', OTEL_TRACES_SAMPLER: 'always_off' });
 
   it('still carries its trace to the backend, unsampled, and exports nothing', async () => {
+    const { backend, receiver, tollgate } = set;
     const created = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'unsampled' });
     const res = await fetch(`${tollgate.url}/v1/quiet`, {
       headers: {
@@ -259,3 +246,5 @@ describe('a request the sampler leaves out', () => {
     expect(receiver.exports).toEqual([]);
   });
 });
+
+afterAll(() => expectNoSecretsLogged());
