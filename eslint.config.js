@@ -13,6 +13,7 @@ import tseslint from 'typescript-eslint';
 const LAYERS = [
   ['plans', 'errors', 'events', 'net'],
   ['ops'],
+  ['tracing'],
   ['config'],
   ['redis'],
   ['store'],

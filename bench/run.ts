@@ -15,6 +15,7 @@
 //   npm run bench -- record       the usage recorder's record() alone: ns per request
 //   npm run bench -- events       the proxy with a webhook and a billing export configured and busy against none: req/s and CPU per request
 //   npm run bench -- verify       POST /tollgate/verify against the proxy for the same key and plan: req/s, p99, Redis script calls per request
+//   npm run bench -- tracing      OpenTelemetry traces off, every request sampled, a 0.01 ratio, and both to a collector that hangs: req/s and CPU per request against off
 //   … --out FILE                  also write the result (markdown) to FILE; it is always printed
 //
 // Environment (all optional): BENCH_DURATION (s, default 10), BENCH_ROUNDS (3), BENCH_WARMUP (s, 3),
@@ -51,6 +52,7 @@ import { record } from './commands/record.ts';
 import { routes } from './commands/routes.ts';
 import { scale } from './commands/scale.ts';
 import { table } from './commands/table.ts';
+import { tracing } from './commands/tracing.ts';
 import { verify } from './commands/verify.ts';
 
 const commands: Record<string, () => Promise<string>> = {
@@ -67,8 +69,9 @@ const commands: Record<string, () => Promise<string>> = {
   record,
   events,
   verify,
+  tracing,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify] [--out FILE]\n`;
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify|tracing] [--out FILE]\n`;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
 try {

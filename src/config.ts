@@ -1,5 +1,6 @@
 import { canonicalAddress } from './net/canonical-address.js';
 import { parsePlan, type Plan } from './plans/plan.js';
+import { tracingSettings, TracingSettingError, type TracingSettings } from './tracing/tracing-settings.js';
 
 /** Every setting of the service, validated once at start-up and passed in; never read as a global. */
 export interface Config {
@@ -41,6 +42,8 @@ export interface Config {
   readonly console: boolean;
   /** Tests only (TEST_CLOCK_FILE): the file whose offset moves this process's clock (src/ops/test-clock.ts). */
   readonly testClockFile: string | undefined;
+  /** OpenTelemetry traces (the standard OTEL_* variables); undefined: off, and the SDK never loaded. */
+  readonly tracing: TracingSettings | undefined;
 }
 
 export type TrustProxy = { readonly hops: number } | { readonly addresses: readonly string[] };
@@ -117,6 +120,15 @@ function trustProxy(raw: string | undefined): TrustProxy {
   }
   // Compared with peers as the proxy spells them (src/net/canonical-address.ts).
   return { addresses: addresses.map(canonicalAddress) };
+}
+
+function tracing(env: Env): TracingSettings | undefined {
+  try {
+    return tracingSettings(env);
+  } catch (err) {
+    if (err instanceof TracingSettingError) throw new ConfigError(err.variable, err.problem);
+    throw err;
+  }
 }
 
 export function loadConfig(env: Env): Config {
@@ -243,5 +255,6 @@ export function loadConfig(env: Env): Config {
     production,
     console: consoleSetting === 'on',
     testClockFile,
+    tracing: tracing(env),
   });
 }

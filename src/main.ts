@@ -22,11 +22,15 @@ import { fileClock } from './ops/test-clock.js';
 import { openEmbedded, openPostgres, type DbHandle } from './store/db.js';
 import { holdDataDirLock } from './store/data-dir-lock.js';
 import { embeddedStartFailure } from './store/disk-space.js';
+import { startTracing } from './tracing/start-tracing.js';
 import { migrate } from './store/migrate.js';
 import { KeyRepository } from './store/key-repository.js';
 import { rotateSecrets } from './keys/rotate-secrets.js';
 import { upgradeFromPglite } from './store/upgrade-from-pglite.js';
 import { WebhookRepository } from './store/webhook-repository.js';
+
+/** The most the last spans may take to reach the collector when the process stops. */
+const TRACES_FLUSH_MS = 1000;
 
 function fail(message: string): never {
   process.stderr.write(`tollgate: ${message}\n`);
@@ -75,8 +79,10 @@ async function checkEncryptionKeys(db: DbHandle, keys: readonly Buffer[]): Promi
 
 async function serve(config: Config): Promise<void> {
   const logOutput = new LogDestination();
-  const logger = createLogger(config.logLevel, logOutput);
   const metrics = new Metrics();
+  // Before anything logs or serves: the log lines of a traced request carry its trace and span ids.
+  const tracing = config.tracing && (await startTracing(config.tracing, metrics));
+  const logger = createLogger(config.logLevel, logOutput, tracing?.logFields.bind(tracing));
   if (!config.databaseUrl) holdDataDirLock(config.dataDir);
   // First: a DATA_DIR that cannot be opened is the one line a failed start prints.
   const db = await openDatabase(config);
@@ -126,21 +132,29 @@ async function serve(config: Config): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'draining');
+    const mustEndBy = Date.now() + config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS;
     // The last word: whatever still waits (a hung server), the process ends within SHUTDOWN_TIMEOUT_MS + 5 s.
     setTimeout(() => {
       logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown did not finish in time; exiting');
       logOutput.exit(1);
     }, config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS).unref();
-    app.shutdown().then(
-      () => {
-        logger.info('stopped');
-        logOutput.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        logOutput.exit(1);
-      },
-    );
+    app
+      .shutdown()
+      // The last spans go to the collector in what is left of the grace, a second at most: a collector
+      // that hangs never holds the process.
+      .then(() =>
+        tracing?.shutdown(Math.max(0, Math.min(TRACES_FLUSH_MS, mustEndBy - Date.now() - TRACES_FLUSH_MS))),
+      )
+      .then(
+        () => {
+          logger.info('stopped');
+          logOutput.exit(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, 'shutdown failed');
+          logOutput.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

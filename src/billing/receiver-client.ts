@@ -1,4 +1,5 @@
 import { Agent, request } from 'undici';
+import { tracer } from '../tracing/tracer.js';
 import { FORMATS } from './formats/index.js';
 import { credentialSlack, outcomeOf, redacted, type SendOutcome } from './send-outcome.js';
 import type { ExportTarget, UsageSend } from './usage-send.js';
@@ -29,8 +30,18 @@ export class ReceiverClient {
   async send(target: ExportTarget, send: UsageSend): Promise<SendOutcome> {
     const format = FORMATS[target.type];
     const { url, headers, body } = format.request(target, send);
+    const span = tracer?.client(`billing export ${target.exportId}`, url, {
+      'tollgate.billing_export.id': target.exportId,
+      'tollgate.billing_export.type': target.type,
+    });
     try {
-      const res = await request(url, { method: 'POST', headers, body, dispatcher: this.agent });
+      const res = await request(url, {
+        method: 'POST',
+        headers: span === undefined ? headers : { ...headers, ...span.headers },
+        body,
+        dispatcher: this.agent,
+      });
+      span?.end(res.statusCode);
       const answer = await readSome(res.body, MAX_BODY_BYTES + credentialSlack(target.credential));
       return outcomeOf(
         res.statusCode,
@@ -39,6 +50,7 @@ export class ReceiverClient {
       );
     } catch (err) {
       const { code, message } = err as { code?: string; message?: string };
+      span?.end(null, code ?? 'unreachable');
       return {
         kind: 'unreachable',
         status: null,

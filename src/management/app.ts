@@ -8,6 +8,7 @@ import express, { type ErrorRequestHandler, type RequestHandler } from 'express'
 import { AppError, retryAfterOf } from '../errors.js';
 import type { KeyChange } from '../keys/key-events.js';
 import type { Metrics } from '../ops/metrics.js';
+import { tracer } from '../tracing/tracer.js';
 import { BillingExportRepository } from '../billing/export-repository.js';
 import { AdminTokenRepository } from '../store/admin-token-repository.js';
 import { AuditRepository, generateAuditId } from '../store/audit-repository.js';
@@ -125,6 +126,7 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
   // Before authentication: editors and CI fetch it without a token, and it holds no state.
   const configSchema = buildConfigSchema();
   app.get(`${deps.prefix}/tollgate/config-schema.json`, (_req, res) => void res.json(configSchema));
+  if (tracer !== undefined) app.use(tracer.management(deps.prefix));
   app.use(
     authenticate({
       rootToken: deps.rootToken,

@@ -39,9 +39,15 @@ export function loggableError(err: unknown, depth = 0): LoggedError | string {
  * object carrying them is logged, errors are logged through `loggableError`, and the code logs key
  * ids, never secrets. Lines go to stdout through a LogDestination, which no reader of stdout can stall.
  */
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+export function createLogger(
+  level: string,
+  destination?: pino.DestinationStream,
+  /** Fields added to every line from its own (src/tracing: a traced request's `traceId` and `spanId`). */
+  mixin?: (line: object) => object,
+): Logger {
   return pino(
     {
+      ...(mixin !== undefined && { mixin }),
       level,
       base: { service: 'tollgate', pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,

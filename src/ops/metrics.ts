@@ -267,6 +267,12 @@ export class Metrics {
     labelNames: ['status'] as const,
     registers: [this.registry],
   });
+  readonly traceSpansDropped = new Counter({
+    name: 'tollgate_trace_spans_dropped_total',
+    help: 'Spans never delivered to the OpenTelemetry collector, by reason: queue_full (the bounded queue was full), export_failed (the collector was down, refused or timed out)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_' });

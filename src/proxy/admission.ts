@@ -1,4 +1,4 @@
-import type { OutgoingHttpHeaders } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { ERRORS, errorBody, type ErrorCode } from '../errors.js';
 import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
 import {
@@ -12,6 +12,7 @@ import {
 import type { RequestFacts } from '../plans/request-match.js';
 import type { Subject } from '../plans/subject.js';
 import { secondsUntil } from '../plans/window.js';
+import { tracer } from '../tracing/tracer.js';
 import type { AllowedAttempt, FailureThrottle } from './auth-throttle.js';
 import { isoSeconds, rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
 
@@ -65,6 +66,8 @@ export interface AdmissionRequest {
   readonly cost?: number;
   /** Verify's: every limit's state after the decision is pushed here, as the limiter reports it. */
   readonly states?: LimitState[];
+  /** The proxied request itself: when traced, a wait on the limiter is a span of its trace. */
+  readonly incoming?: IncomingMessage;
 }
 
 export interface AdmissionDeps {
@@ -113,7 +116,10 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
   let decision: Decision;
   try {
     const decided = deps.limiter.consume(subjects, cost, now, request.states);
-    decision = decided instanceof Promise ? await decided : decided;
+    // A decision that waits (on Redis) is a span of its own in a traced request.
+    if (decided instanceof Promise)
+      decision = await (tracer === undefined ? decided : tracer.limiterWait(decided, request.incoming));
+    else decision = decided;
   } catch {
     return refused('limit_unavailable', key);
   }

@@ -6,6 +6,7 @@ import type { ResolvedKey } from '../keys/key-cache.js';
 import type { Logger } from '../ops/logger.js';
 import { NO_ROUTE_LABEL, type Metrics, type ProxyOutcome } from '../ops/metrics.js';
 import { normalisedPath } from '../plans/normalised-path.js';
+import { tracer } from '../tracing/tracer.js';
 import type { Outcome } from '../usage/usage.js';
 import {
   admit,
@@ -73,6 +74,7 @@ export async function enter(
       status: 400,
       outcome: undefined,
       cost: 0,
+      code: 'invalid_request_target',
     });
     return {
       entered: false,
@@ -88,6 +90,7 @@ export async function enter(
     routeId: route?.routeId,
     method: req.method!,
     path,
+    incoming: req,
   });
   if (!admission.admitted) {
     countRefusal(deps.metrics, admission.code);
@@ -102,6 +105,7 @@ export async function enter(
       outcome: REFUSAL_OUTCOMES[admission.code],
       cost: 0,
       route: route ?? NO_ROUTE,
+      code: admission.code,
     });
     return { entered: false, refusal };
   }
@@ -175,6 +179,8 @@ export interface Finished {
   readonly cost: number;
   /** The request's route, released here; unset for a request target refused before routing. */
   readonly route?: RouteTarget | typeof NO_ROUTE;
+  /** The code of Tollgate's own answer (a refusal, a 502 or 504); unset when the backend answered. */
+  readonly code?: ErrorCode;
 }
 
 /**
@@ -209,4 +215,16 @@ export function finished(deps: EntryDeps, f: Finished): void {
       'proxied request',
     );
   }
+  // Last: the log lines above carry the request's trace.
+  if (tracer !== undefined)
+    tracer.finished({
+      req: f.req,
+      status: f.status,
+      path: f.path,
+      keyId: f.key?.id,
+      consumerId: f.key?.consumerId,
+      routeId,
+      cost: f.cost,
+      code: f.code,
+    });
 }

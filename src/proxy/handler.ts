@@ -8,6 +8,7 @@ import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { Logger } from '../ops/logger.js';
 import type { Metrics, ProxyOutcome } from '../ops/metrics.js';
 import type { LastUseTracker } from '../keys/last-use.js';
+import { tracer } from '../tracing/tracer.js';
 import type { UsageRecorder } from '../usage/recorder.js';
 import type { FailureThrottle } from './auth-throttle.js';
 import type { Admitted } from './admission.js';
@@ -137,6 +138,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     let outcome: ProxyOutcome = 'forwarded';
     let status = this.status;
     let usageOutcome = backendOutcome(status);
+    let answered: ErrorCode | undefined;
     if (err !== null) {
       usageOutcome = undefined;
       if (this.clientGone || (res.destroyed && !res.writableFinished)) {
@@ -147,10 +149,10 @@ class Exchange implements Dispatcher.DispatchHandler {
         const code = (err as { code?: string }).code;
         const timedOut = code === 'UND_ERR_HEADERS_TIMEOUT';
         outcome = timedOut ? 'upstream_timeout' : 'upstream_error';
+        answered = timedOut ? 'gateway_timeout' : 'bad_gateway';
         if (!res.headersSent) {
-          const error: ErrorCode = timedOut ? 'gateway_timeout' : 'bad_gateway';
           status = timedOut ? 504 : 502;
-          sendError(res, error, { 'x-request-id': this.requestId });
+          sendError(res, answered, { 'x-request-id': this.requestId });
         } else {
           // The body broke off mid-stream: the client sees a truncated response, never a wrong one.
           res.destroy();
@@ -171,6 +173,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       outcome: usageOutcome,
       cost: this.admission.cost,
       route: this.route,
+      code: answered,
     });
   }
 }
@@ -191,6 +194,7 @@ async function handle(proxy: ProxyDeps, req: IncomingMessage, res: ServerRespons
   const receivedAt = performance.now();
   const requestId = requestIdOf(req.headers);
   try {
+    if (tracer !== undefined) tracer.proxied(req, requestId);
     await serve(proxy, req, res, requestId, receivedAt);
   } catch (err) {
     // A bug, not a backend failure (those arrive in Exchange.onError): answer 500 and keep serving.
@@ -228,6 +232,8 @@ async function serve(
   });
   const trailers = acceptsTrailers(req.headers);
   if (trailers) headers.push('te', 'trailers');
+  const path = forwardedPath(route, entry.path);
+  if (tracer !== undefined) tracer.forwarding(req, headers, route.upstream.origin + path);
   // Authenticated and within its limit: now the client may send its body.
   if (continues) res.writeContinue();
   const exchange = new Exchange(
@@ -245,7 +251,7 @@ async function serve(
   proxy.metrics.proxyOverhead.observe((exchange.upstreamStartedAt - receivedAt) / 1000);
   route.upstream.pool.dispatch(
     {
-      path: forwardedPath(route, entry.path) + entry.search,
+      path: path + entry.search,
       method: req.method as Dispatcher.HttpMethod,
       headers,
       body: hasBody(req) ? req : null,

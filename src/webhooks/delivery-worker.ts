@@ -249,7 +249,8 @@ export class DeliveryWorker {
     let result: AttemptResult;
     try {
       const secret = decryptSecret(delivery.secretCiphertext, this.deps.encryptionKeys);
-      result = await this.sender.send(delivery.url, secret, delivery.eventId, delivery.payload, at);
+      const { url, eventId, payload, webhookId } = delivery;
+      result = await this.sender.send(url, secret, eventId, payload, at, webhookId);
     } catch (err) {
       result = { delivered: false, status: null, error: (err as Error).message };
     }

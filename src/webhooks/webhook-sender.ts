@@ -7,6 +7,7 @@
  */
 import { Agent, request } from 'undici';
 import { Webhook } from 'standardwebhooks';
+import { tracer } from '../tracing/tracer.js';
 
 /** How long a receiver has to answer (docs/guides/webhooks.md). */
 export const DELIVERY_TIMEOUT_MS = 15_000;
@@ -47,13 +48,25 @@ export class WebhookSender {
   }
 
   /** Sends `payload` to `url` signed with `secret` (`whsec_…`) as message `id` at `now`; never throws. */
-  async send(url: string, secret: string, id: string, payload: string, now: Date): Promise<AttemptResult> {
+  async send(
+    url: string,
+    secret: string,
+    id: string,
+    payload: string,
+    now: Date,
+    /** Names the webhook in the delivery's span, when traced. */
+    webhookId = '',
+  ): Promise<AttemptResult> {
     const controller = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
       controller.abort();
     }, this.timeoutMs);
+    const span = tracer?.client(`webhook ${webhookId}`, url, {
+      'tollgate.webhook.id': webhookId,
+      'tollgate.webhook.message_id': id,
+    });
     try {
       const answer = await request(url, {
         dispatcher: this.agent,
@@ -65,15 +78,19 @@ export class WebhookSender {
           'webhook-id': id,
           'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
           'webhook-signature': new Webhook(secret).sign(id, now, payload),
+          ...span?.headers,
         },
         body: payload,
       });
       // The status decides; the rest of the answer is read (within the same deadline) only to free the connection.
       await answer.body.dump({ limit: ANSWER_BYTES }).catch(() => {});
       const delivered = answer.statusCode >= 200 && answer.statusCode < 300;
+      span?.end(answer.statusCode);
       return { delivered, status: answer.statusCode, error: null };
     } catch (err) {
-      return { delivered: false, status: null, error: describe(err, timedOut, this.timeoutMs) };
+      const error = describe(err, timedOut, this.timeoutMs);
+      span?.end(null, error);
+      return { delivered: false, status: null, error };
     } finally {
       clearTimeout(timer);
     }

@@ -1,0 +1,84 @@
+/**
+ * The OpenTelemetry SDK put together from the OTEL_* settings: the sampler, the W3C propagators, the
+ * OTLP exporter of the chosen encoding behind a bounded batch queue, and the async context that lets
+ * a span's children and log lines find it. Loaded by `startTracing` alone.
+ */
+import { context, type TextMapPropagator } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+  type Sampler,
+} from '@opentelemetry/sdk-trace';
+import { CountedSpanProcessor, type DropReason } from './counted-span-processor.js';
+import { OtelTracing } from './otel-tracing.js';
+import type { TracingSettings } from './tracing-settings.js';
+
+function samplerOf(settings: TracingSettings): Sampler {
+  const root = (name: string): Sampler =>
+    name.endsWith('always_on')
+      ? new AlwaysOnSampler()
+      : name.endsWith('always_off')
+        ? new AlwaysOffSampler()
+        : new TraceIdRatioBasedSampler(settings.samplerRatio);
+  const name = settings.sampler;
+  return name.startsWith('parentbased_') ? new ParentBasedSampler({ root: root(name) }) : root(name);
+}
+
+function propagatorOf(settings: TracingSettings): TextMapPropagator {
+  return new CompositePropagator({
+    propagators: settings.propagators.map((name) =>
+      name === 'tracecontext' ? new W3CTraceContextPropagator() : new W3CBaggagePropagator(),
+    ),
+  });
+}
+
+export function otelTracing(
+  settings: TracingSettings,
+  dropped: (reason: DropReason, count: number) => void,
+): OtelTracing {
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  const exporterOptions = {
+    url: settings.endpoint,
+    headers: { ...settings.headers },
+    timeoutMillis: settings.exportTimeoutMs,
+  };
+  const exporter =
+    settings.protocol === 'http/json'
+      ? new JsonExporter(exporterOptions)
+      : new ProtobufExporter(exporterOptions);
+  const provider = new TracerProvider({
+    sampler: samplerOf(settings),
+    resource: resourceFromAttributes({
+      ...settings.resourceAttributes,
+      'service.name': settings.serviceName,
+    }),
+    spanProcessors: [
+      new CountedSpanProcessor(
+        exporter,
+        {
+          maxQueueSize: settings.maxQueueSize,
+          maxExportBatchSize: settings.maxExportBatchSize,
+          scheduledDelayMillis: settings.scheduleDelayMs,
+          exportTimeoutMillis: settings.batchExportTimeoutMs,
+        },
+        dropped,
+      ),
+    ],
+  });
+  const close = async (timeoutMs: number): Promise<void> => {
+    let timer: NodeJS.Timeout | undefined;
+    const givenUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    // A collector that hangs costs at most `timeoutMs` of the shutdown; its spans are then lost.
+    await Promise.race([provider.shutdown().catch(() => {}), givenUp]);
+    clearTimeout(timer);
+  };
+  return new OtelTracing(provider.getTracer('tollgate'), propagatorOf(settings), close);
+}

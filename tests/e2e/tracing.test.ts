@@ -1,0 +1,250 @@
+/**
+ * Traces as an operator's OpenTelemetry backend receives them: the built server exports to a real
+ * OTLP receiver that decodes both encodings with the official proto definitions, in front of a real
+ * backend that records the `traceparent` it is sent; embedded and with Redis + Postgres. Then a
+ * collector that hangs: requests are answered all the same, the lost spans are counted, and SIGTERM
+ * still ends the process.
+ */
+import { MODES, type Deployment } from './helpers/modes.js';
+import { startBackend, type Backend } from './helpers/backend.js';
+import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
+import {
+  startOtlpReceiver,
+  type CollectorAnswer,
+  type OtlpReceiver,
+  type ReceivedSpan,
+} from '../helpers/otlp-receiver.js';
+import { waitFor } from '../helpers/poll.js';
+
+const SERVER = 2;
+const CLIENT = 3;
+const INTERNAL = 1;
+const ERROR = 2;
+
+const INCOMING_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
+const INCOMING_SPAN = '00f067aa0ba902b7';
+
+/** Exports within a tenth of a second, so a test waits for its spans briefly. */
+const FAST_EXPORT = { OTEL_BSP_SCHEDULE_DELAY: '100' };
+
+const CASES = MODES.flatMap((mode) =>
+  (['http/protobuf', 'http/json'] as const).map((protocol) => ({ mode, protocol })),
+);
+
+async function spansOf(receiver: OtlpReceiver, traceId: string, count: number): Promise<ReceivedSpan[]> {
+  const { value } = await waitFor(
+    async () => receiver.spans.filter((s) => s.traceId === traceId),
+    (spans) => spans.length >= count,
+  );
+  return value;
+}
+
+describe.each(CASES)('traces, $mode.name, $protocol', ({ mode, protocol }) => {
+  const redis = mode.name.startsWith('Redis');
+  let deployment: Deployment;
+  let backend: Backend;
+  let receiver: OtlpReceiver;
+  let tollgate: Tollgate;
+  let key: { id: string; secret: string };
+
+  beforeAll(async () => {
+    deployment = await mode.deploy();
+    backend = await startBackend();
+    receiver = await startOtlpReceiver();
+    tollgate = await startTollgate({
+      ...deployment.env,
+      UPSTREAM_URL: backend.url,
+      DEFAULT_RATE_LIMIT: '1000/hour',
+      LOG_LEVEL: 'debug',
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+      OTEL_SERVICE_NAME: 'gateway-under-test',
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test',
+      ...FAST_EXPORT,
+    });
+    const created = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'traced' });
+    key = created.body as { id: string; secret: string };
+  });
+
+  afterAll(async () => {
+    await tollgate?.stop();
+    await receiver?.close();
+    await backend?.close();
+    await deployment?.dispose();
+  });
+
+  it('makes a forwarded request a SERVER span under the incoming traceparent, its backend call a CLIENT child the backend is told of', async () => {
+    backend.received.length = 0;
+    const res = await fetch(`${tollgate.url}/v1/items/7?color=red&token=hidden`, {
+      headers: {
+        authorization: `Bearer ${key.secret}`,
+        traceparent: `00-${INCOMING_TRACE}-${INCOMING_SPAN}-01`,
+        'user-agent': 'trace-test/1',
+        'x-request-id': `traced-${protocol}`,
+      },
+    });
+    expect(res.status).toBe(200);
+
+    const spans = await spansOf(receiver, INCOMING_TRACE, redis ? 3 : 2);
+    const server = spans.find((s) => s.kind === SERVER)!;
+    const client = spans.find((s) => s.kind === CLIENT)!;
+    expect(server.parentSpanId).toBe(INCOMING_SPAN);
+    expect(client.parentSpanId).toBe(server.spanId);
+    // The backend is told of the CLIENT span, so its own spans join the trace.
+    expect(backend.received[0]!.headers.traceparent).toBe(`00-${INCOMING_TRACE}-${client.spanId}-01`);
+    expect(server.attributes).toEqual(
+      expect.objectContaining({
+        'http.request.method': 'GET',
+        'url.path': '/v1/items/7',
+        'url.scheme': 'http',
+        'server.address': '127.0.0.1',
+        'client.address': '127.0.0.1',
+        'user_agent.original': 'trace-test/1',
+        'http.response.status_code': 200,
+        'tollgate.key.id': key.id,
+        'tollgate.outcome': 'ok',
+        'tollgate.cost': 1,
+      }),
+    );
+    expect(client.attributes['url.full']).toBe(`${backend.url}/v1/items/7`);
+    expect(server.resource).toEqual(
+      expect.objectContaining({ 'service.name': 'gateway-under-test', 'deployment.environment': 'test' }),
+    );
+    // With Redis the decision waited on it: an INTERNAL span of the SERVER span; embedded, none.
+    const waits = spans.filter((s) => s.kind === INTERNAL);
+    expect(waits.map((s) => [s.name, s.parentSpanId])).toEqual(
+      redis ? [['rate limit decision', server.spanId]] : [],
+    );
+    // No secret, token or query string in anything exported.
+    const exported = Buffer.concat(receiver.exports.map((e) => e.body)).toString('latin1');
+    for (const leak of [key.secret, tollgate.rootToken, 'color=red', 'hidden'])
+      expect(exported.includes(leak)).toBe(false);
+    expect(new Set(receiver.exports.map((e) => e.contentType.split(';')[0]))).toEqual(
+      new Set([protocol === 'http/json' ? 'application/json' : 'application/x-protobuf']),
+    );
+
+    // The request's log line names its trace and SERVER span.
+    const line = tollgate.output
+      .filter((l) => l.includes(`"reqId":"traced-${protocol}"`))
+      .map((l) => JSON.parse(l) as { traceId?: string; spanId?: string })[0];
+    expect(line).toEqual(expect.objectContaining({ traceId: INCOMING_TRACE, spanId: server.spanId }));
+  });
+
+  it("marks Tollgate's own refusal and a backend's 5xx as the answer they were", async () => {
+    const refused = await fetch(`${tollgate.url}/v1/items`, { headers: { 'x-request-id': 'refused' } });
+    expect(refused.status).toBe(401);
+    const failing = await fetch(`${tollgate.url}/status/503`, {
+      headers: { authorization: `Bearer ${key.secret}` },
+    });
+    expect(failing.status).toBe(503);
+
+    const { value } = await waitFor(
+      async () => receiver.spans.filter((s) => s.kind === SERVER && s.attributes['url.path'] !== undefined),
+      (spans) =>
+        spans.some((s) => s.attributes['tollgate.outcome'] === 'missing_api_key') &&
+        spans.some((s) => s.attributes['url.path'] === '/status/503'),
+    );
+    const refusal = value.find((s) => s.attributes['tollgate.outcome'] === 'missing_api_key')!;
+    expect(refusal.attributes['http.response.status_code']).toBe(401);
+    expect(refusal.statusCode).not.toBe(ERROR);
+    const backendError = value.find((s) => s.attributes['url.path'] === '/status/503')!;
+    expect(backendError.attributes).toEqual(
+      expect.objectContaining({
+        'http.response.status_code': 503,
+        'error.type': '503',
+        'tollgate.outcome': 'ok',
+      }),
+    );
+    expect(backendError.statusCode).toBe(ERROR);
+  });
+
+  it('makes a management call a SERVER span named by its path template', async () => {
+    const res = await tollgate.admin('GET', `/consumer-api-key/${key.id}`);
+    expect(res.status).toBe(200);
+    const { value } = await waitFor(
+      async () => receiver.spans.filter((s) => s.kind === SERVER && s.attributes['http.route'] !== undefined),
+      (spans) => spans.some((s) => s.attributes['url.path'] === `/consumer-api-key/${key.id}`),
+    );
+    const span = value.find((s) => s.attributes['url.path'] === `/consumer-api-key/${key.id}`)!;
+    expect(span.name).toBe(`GET ${span.attributes['http.route']}`);
+    expect(span.attributes['http.route']).not.toContain(key.id);
+    expect(span.attributes['http.response.status_code']).toBe(200);
+  });
+});
+
+/** An embedded Tollgate exporting to a receiver of its own, in front of a backend of its own, for one describe. */
+function tracedTollgate(env: Record<string, string>, answer: CollectorAnswer = 200) {
+  const set = {} as { backend: Backend; receiver: OtlpReceiver; tollgate: Tollgate };
+  beforeAll(async () => {
+    set.backend = await startBackend();
+    set.receiver = await startOtlpReceiver();
+    set.receiver.answer = answer;
+    set.tollgate = await startTollgate({
+      UPSTREAM_URL: set.backend.url,
+      OTEL_EXPORTER_OTLP_ENDPOINT: set.receiver.url,
+      ...FAST_EXPORT,
+      ...env,
+    });
+  });
+  afterAll(async () => {
+    await set.tollgate?.stop();
+    await set.receiver?.close();
+    await set.backend?.close();
+  });
+  return set;
+}
+
+describe('a collector that hangs', () => {
+  const set = tracedTollgate({ OTEL_BSP_MAX_QUEUE_SIZE: '4', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2' }, 'hang');
+
+  it('answers every request, counts the spans it could not keep, and still stops on SIGTERM', async () => {
+    const { receiver, tollgate } = set;
+    const created = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'hung collector' });
+    const secret = (created.body as { secret: string }).secret;
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(`${tollgate.url}/v1/n/${i}`, {
+        headers: { authorization: `Bearer ${secret}` },
+      });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    expect(receiver.exports.length).toBeGreaterThan(0);
+    const metrics = await (await fetch(`${tollgate.opsUrl}/metrics`)).text();
+    const dropped = /^tollgate_trace_spans_dropped_total\{reason="queue_full"\} (\d+)$/m.exec(metrics);
+    expect(Number(dropped?.[1])).toBeGreaterThan(0);
+
+    const stopping = performance.now();
+    expect(await tollgate.stop()).toBe(0);
+    expect(performance.now() - stopping).toBeLessThan(10_000 + 5_000);
+  });
+});
+
+describe('a request the sampler leaves out', () => {
+  const set = tracedTollgate({ LOG_LEVEL: 'debug', OTEL_TRACES_SAMPLER: 'always_off' });
+
+  it('still carries its trace to the backend, unsampled, and exports nothing', async () => {
+    const { backend, receiver, tollgate } = set;
+    const created = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'unsampled' });
+    const res = await fetch(`${tollgate.url}/v1/quiet`, {
+      headers: {
+        authorization: `Bearer ${(created.body as { secret: string }).secret}`,
+        traceparent: `00-${INCOMING_TRACE}-${INCOMING_SPAN}-00`,
+        'x-request-id': 'unsampled',
+      },
+    });
+    expect(res.status).toBe(200);
+    const sent = backend.received.at(-1)!.headers.traceparent as string;
+    expect(sent).toMatch(new RegExp(`^00-${INCOMING_TRACE}-[0-9a-f]{16}-00$`));
+    expect(sent).not.toContain(INCOMING_SPAN);
+    const { value: line } = await waitFor(
+      async () => tollgate.output.find((l) => l.includes('"reqId":"unsampled"')),
+      (found) => found !== undefined,
+    );
+    expect(JSON.parse(line!)).not.toHaveProperty('traceId');
+    // SIGTERM sends whatever is queued: nothing was.
+    expect(await tollgate.stop()).toBe(0);
+    expect(receiver.exports).toEqual([]);
+  });
+});
+
+afterAll(() => expectNoSecretsLogged());
