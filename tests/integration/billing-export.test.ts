@@ -398,12 +398,10 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
           startedAt: new Date(now),
           closedBefore: new Date(now),
         });
-        await ledger.recordAttempt(
+        await ledger.recordAttempts(
           id,
           billingExport,
-          usage,
-          { kind: 'delivered', status: 202 },
-          new Date(now),
+          [{ send: usage, outcome: { kind: 'delivered', status: 202 }, retryAt: new Date(now) }],
           new Date(now),
         );
       }),

@@ -17,6 +17,7 @@ const exportOf = (interval: BillingExport['interval'], createdAt = T - 3 * 86_40
   id: 'bex_x',
   type: 'stripe',
   url: 'https://api.stripe.com',
+  streamUrl: null,
   credentialCiphertext: null,
   eventName: 'e',
   interval,
@@ -26,6 +27,7 @@ const exportOf = (interval: BillingExport['interval'], createdAt = T - 3 * 86_40
   lastUpdated: new Date(createdAt),
   deliverAfter: null,
   deliveryFailures: 0,
+  retryAfter: null,
 });
 
 describe('closedRange', () => {
@@ -108,19 +110,22 @@ it('writes Stripe’s meter event form with the same id as identifier and Idempo
       exportId: 'bex_1',
       type: 'stripe',
       url: 'https://api.stripe.com/',
+      streamUrl: 'https://api.stripe.com/',
       eventName: 'api_requests',
       credential: 'sk_test_1',
     },
-    {
-      idempotencyId: 'id-1',
-      subject: 'key',
-      subjectId: 'key_1',
-      customer: 'cus_1',
-      bucketStartMs: T,
-      bucketEndMs: T + MINUTE,
-      revision: 1,
-      units: 42,
-    },
+    [
+      {
+        idempotencyId: 'id-1',
+        subject: 'key',
+        subjectId: 'key_1',
+        customer: 'cus_1',
+        bucketStartMs: T,
+        bucketEndMs: T + MINUTE,
+        revision: 1,
+        units: 42,
+      },
+    ],
   );
   expect(request.url).toBe('https://api.stripe.com/v1/billing/meter_events');
   expect(request.headers).toEqual({
