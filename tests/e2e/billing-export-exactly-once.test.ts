@@ -1,6 +1,6 @@
 /**
  * Billing exports are billing data: two built replicas on a private redis-server and Postgres export
- * usage by the minute to real Stripe, OpenMeter, Lago and CloudEvents receivers while clients send
+ * usage by the minute to real Stripe (v1 and v2 stream), Metronome, OpenMeter, Lago and CloudEvents receivers while clients send
  * requests. Redis hangs for 20 s across a minute's end (the replicas' usage waits, the export closes the
  * minute without it, then sends the rest as a correction); the replica that is exporting is SIGKILLed
  * in the middle of its sends (the other takes the lease over and sends them again under the same ids).
@@ -15,7 +15,14 @@ import { startBackend, type Backend } from './helpers/backend.js';
 import { load, Replicas, sleep, totalOn, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
 
-const TYPES: readonly ReceiverType[] = ['stripe', 'openmeter', 'lago', 'cloudevents'];
+const TYPES: readonly ReceiverType[] = [
+  'stripe',
+  'stripe-v2',
+  'metronome',
+  'openmeter',
+  'lago',
+  'cloudevents',
+];
 const SECRET_PATTERN = /secret-[a-z]+-[0-9a-f]{24}/;
 
 let backend: Backend;
