@@ -447,6 +447,9 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
       );
       expect(bySubject).toEqual({ [good]: true, [bad]: false, [other]: true });
       expect(target.totals()).toEqual({ cus_good: 3, cus_other: 5 });
+      // Lago names the refused event: the two others go again at once, together. Metronome names none:
+      // each event is tried alone.
+      expect(target.requests.map((r) => r.ids.length)).toEqual(type === 'lago' ? [3, 2] : [3, 1, 1, 1]);
       // Once the receiver knows the customer, the refused event goes, under its own id, and only it.
       target.refusedCustomers.clear();
       now += 5 * MINUTE;
@@ -476,6 +479,9 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
       streamUrl: 'https://x.test/?a=1',
     });
     expect(query.status).toBe(400);
+    expect(query.body.details).toEqual([
+      { field: 'streamUrl', message: 'must not carry a query string or fragment' },
+    ]);
     const ok = await call('patch', `/tollgate/billing-exports/${id}`, {
       streamUrl: 'https://meter-events.test',
     });

@@ -47,14 +47,14 @@ function urlProblems(url: string | undefined | null, field = 'url'): ValidationD
   try {
     parsed = new URL(url);
   } catch {
-    return [{ field: 'url', message: 'must be an absolute URL' }];
+    return [{ field, message: 'must be an absolute URL' }];
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
-    return [{ field: 'url', message: 'must use http or https' }];
+    return [{ field, message: 'must use http or https' }];
   if (parsed.username !== '' || parsed.password !== '')
-    return [{ field: 'url', message: 'must not carry a user or password: send it as credential' }];
+    return [{ field, message: 'must not carry a user or password: send it as credential' }];
   if (parsed.search !== '' || parsed.hash !== '')
-    return [{ field: 'url', message: 'must not carry a query string or fragment' }];
+    return [{ field, message: 'must not carry a query string or fragment' }];
   return [];
 }
 
