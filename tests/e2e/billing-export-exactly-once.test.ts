@@ -8,6 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { EXPORT_TYPES } from '../../src/billing/billing-export.js';
 import { BillingReceiver, type ReceiverType } from '../helpers/billing-receivers.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
@@ -15,14 +16,7 @@ import { startBackend, type Backend } from './helpers/backend.js';
 import { load, Replicas, sleep, totalOn, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
 
-const TYPES: readonly ReceiverType[] = [
-  'stripe',
-  'stripe-v2',
-  'metronome',
-  'openmeter',
-  'lago',
-  'cloudevents',
-];
+const TYPES: readonly ReceiverType[] = EXPORT_TYPES;
 const SECRET_PATTERN = /secret-[a-z]+-[0-9a-f]{24}/;
 
 let backend: Backend;

@@ -21,8 +21,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo, Socket } from 'node:net';
+import type { ExportType } from '../../src/billing/billing-export.js';
 
-export type ReceiverType = 'stripe' | 'stripe-v2' | 'metronome' | 'openmeter' | 'lago' | 'cloudevents';
+/** A receiver for each export type. */
+export type ReceiverType = ExportType;
 export type ReceiverFault =
   | 'none'
   | 'status-500'

@@ -9,6 +9,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Express } from 'express';
 import request from 'supertest';
+import { EXPORT_TYPES } from '../../src/billing/billing-export.js';
 import { BillingExporter, type BillingExporterOptions } from '../../src/billing/billing-exporter.js';
 import { BillingExportRepository } from '../../src/billing/export-repository.js';
 import { idempotencyId } from '../../src/billing/idempotency-id.js';
@@ -27,14 +28,7 @@ import { managementDeps, storedText, STORAGES, type Storage } from '../helpers/m
 
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
 const MINUTE = 60_000;
-const TYPES: readonly ReceiverType[] = [
-  'stripe',
-  'stripe-v2',
-  'metronome',
-  'openmeter',
-  'lago',
-  'cloudevents',
-];
+const TYPES: readonly ReceiverType[] = EXPORT_TYPES;
 /** The types whose service takes 100 events a request. */
 const BATCHED: readonly ReceiverType[] = ['stripe-v2', 'metronome', 'openmeter', 'lago'];
 const FAULTS: readonly ReceiverFault[] = ['status-500', 'hang', 'close', 'close-after-taking'];
