@@ -1,7 +1,8 @@
 /**
  * Billing exports in the console, in Chromium against a built Tollgate: create a CloudEvents export with
  * a credential (write-only: never shown again, only said to be stored), see it listed, run it by hand and
- * read the run in its log, and delete it through a dialog that starts on Cancel. Checked through the API.
+ * read the run in its log, and delete it through a dialog that starts on Cancel; a stripe-v2 export's
+ * stream URL, asked only for that type. Checked through the API.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -108,4 +109,29 @@ it('says in plain words that a Stripe export needs its credential, and keeps the
   await page.getByRole('alert').waitFor();
   expect(await page.getByLabel('Event name').inputValue()).toBe('api_requests');
   expect((await tollgate.admin('GET', '/tollgate/billing-exports')).body.billingExports).toEqual([]);
+});
+
+it('asks for a stream URL only for Stripe’s v2 stream, sends it, and shows it on the runs page', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, 'billing-exports', 'Billing exports');
+  await page.getByLabel('Service').selectOption('metronome');
+  expect(await page.getByLabel('Stream URL').count()).toBe(0);
+  await page.getByLabel('Service').selectOption('stripe-v2');
+  await page.getByLabel('URL', { exact: true }).fill('http://127.0.0.1:9');
+  await page.getByLabel('Stream URL').fill('http://127.0.0.1:10');
+  await page.getByLabel('Event name').fill('api_requests');
+  await page.getByLabel('Credential').fill(CREDENTIAL);
+  await page.getByRole('button', { name: 'Create export' }).click();
+  await page.getByRole('status').filter({ hasText: 'The stripe-v2 export is created.' }).waitFor();
+  const exports = (await tollgate.admin('GET', '/tollgate/billing-exports')).body.billingExports as {
+    id: string;
+    type: string;
+  }[];
+  const created = exports.find((e) => e.type === 'stripe-v2')!;
+  expect(created).toMatchObject({ url: 'http://127.0.0.1:9', streamUrl: 'http://127.0.0.1:10' });
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+  await rowWith(page, 'http://127.0.0.1:9').getByRole('link', { name: 'stripe-v2' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Billing export runs' }).waitFor();
+  await page.getByText('http://127.0.0.1:10').waitFor();
+  expect((await tollgate.admin('DELETE', `/tollgate/billing-exports/${created.id}`)).status).toBe(200);
 });
