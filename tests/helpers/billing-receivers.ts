@@ -270,6 +270,7 @@ export class BillingReceiver {
   private readonly replies = new Map<string, string>();
   private readonly sockets = new Set<Socket>();
   private readonly server: Server;
+  /** fail-half: whether the next request fails (the first does). */
   private failNext = true;
 
   private constructor(
@@ -313,6 +314,16 @@ export class BillingReceiver {
   totals(): Record<string, number> {
     const totals: Record<string, number> = {};
     for (const e of this.held.values()) totals[e.customer] = (totals[e.customer] ?? 0) + e.value;
+    return totals;
+  }
+
+  /** The units held, by customer and the instant each event is dated at (its bucket's start). */
+  totalsByBucket(): Record<string, number> {
+    const totals: Record<string, number> = {};
+    for (const e of this.held.values()) {
+      const at = `${e.customer} ${new Date(e.timeMs).toISOString()}`;
+      totals[at] = (totals[at] ?? 0) + e.value;
+    }
     return totals;
   }
 
@@ -378,7 +389,8 @@ export class BillingReceiver {
       req.socket.destroy();
       return;
     }
-    const failHalf = fault === 'fail-half' && (this.failNext = !this.failNext);
+    const failHalf = fault === 'fail-half' && this.failNext;
+    if (fault === 'fail-half') this.failNext = !this.failNext;
     if (fault === 'status-500' || failHalf) {
       this.answer(res, 500, { error: 'internal' });
       return;
