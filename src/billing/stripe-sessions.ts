@@ -30,6 +30,8 @@ interface Session {
  */
 export class StripeSessions {
   private readonly sessions = new Map<string, Session>();
+  /** Sessions being opened: requests in flight together wait for one session rather than each opening one. */
+  private readonly opening = new Map<string, Promise<Session | PostResult>>();
 
   constructor(private readonly post: (request: ReceiverRequest) => Promise<PostResult>) {}
 
@@ -43,7 +45,8 @@ export class StripeSessions {
     }
     const answer = await this.post(requestWith(session.token));
     if (answer.kind !== 'answer' || answer.status !== 401) return answer;
-    this.sessions.delete(target.exportId);
+    // Forget the refused token, unless a request beside this one has replaced it already.
+    if (this.sessions.get(target.exportId) === session) this.sessions.delete(target.exportId);
     if (made) return answer;
     const renewed = await this.open(target);
     return 'token' in renewed ? this.post(requestWith(renewed.token)) : renewed;
@@ -58,8 +61,19 @@ export class StripeSessions {
     return usable ? session : undefined;
   }
 
-  /** A new session, kept for the export; or the answer that refused one. */
-  private async open(target: ExportTarget): Promise<Session | PostResult> {
+  /** A new session, kept for the export (or the one being opened); or the answer that refused one. */
+  private open(target: ExportTarget): Promise<Session | PostResult> {
+    const fresh = this.current(target);
+    if (fresh) return Promise.resolve(fresh);
+    let opening = this.opening.get(target.exportId);
+    if (opening === undefined) {
+      opening = this.request(target).finally(() => this.opening.delete(target.exportId));
+      this.opening.set(target.exportId, opening);
+    }
+    return opening;
+  }
+
+  private async request(target: ExportTarget): Promise<Session | PostResult> {
     const answer = await this.post({
       url: servicePath(target.url, '/v2/billing/meter_event_session'),
       headers: {
