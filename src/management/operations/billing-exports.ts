@@ -212,7 +212,7 @@ export const billingExportOperations = [
     path: EXPORT_PATH,
     scope: 'billing:write',
     tag: TAG,
-    summary: 'Change where and as what an export sends: url, credential, eventName, customerField',
+    summary: 'Change where and as what an export sends: url, streamUrl, credential, eventName, customerField',
     description:
       'The next run sends with the new settings; what was sent stays sent. `type`, `interval` and `subject` are fixed.',
     params: exportParams,

@@ -306,7 +306,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change where and as what an export sends: url, credential, eventName, customerField
+         * Change where and as what an export sends: url, streamUrl, credential, eventName, customerField
          * @description The next run sends with the new settings; what was sent stays sent. `type`, `interval` and `subject` are fixed.
          */
         patch: operations["updateBillingExport"];
