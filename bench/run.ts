@@ -14,6 +14,7 @@
 //   npm run bench -- routes       the proxy with route tables of 1, 100 and 1,000 routes against none, and a plan with a match and costs: req/s and CPU per request
 //   npm run bench -- record       the usage recorder's record() alone: ns per request
 //   npm run bench -- events       the proxy with a webhook and a billing export configured and busy against none: req/s and CPU per request
+//   npm run bench -- billing-export an hour of 10,000 keys exported by each export type to a local receiver: requests, seconds
 //   npm run bench -- verify       POST /tollgate/verify against the proxy for the same key and plan: req/s, p99, Redis script calls per request
 //   npm run bench -- tracing      OpenTelemetry traces off, every request sampled, a 0.01 ratio, and both to a collector that hangs: req/s and CPU per request against off
 //   … --out FILE                  also write the result (markdown) to FILE; it is always printed
@@ -40,6 +41,7 @@ import {
   stopEverythingOnExit,
 } from './lib/processes.ts';
 import { report } from './lib/report.ts';
+import { billingExport } from './commands/billing-export.ts';
 import { concurrency } from './commands/concurrency.ts';
 import { cost } from './commands/cost.ts';
 import { detail } from './commands/detail.ts';
@@ -70,8 +72,9 @@ const commands: Record<string, () => Promise<string>> = {
   events,
   verify,
   tracing,
+  'billing-export': billingExport,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify|tracing] [--out FILE]\n`;
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify|tracing|billing-export] [--out FILE]\n`;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
 try {

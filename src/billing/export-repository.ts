@@ -13,6 +13,7 @@ const columns = [
   'id',
   'type',
   'url',
+  'stream_url as streamUrl',
   'credential_ciphertext as credentialCiphertext',
   'event_name as eventName',
   'granularity as interval',
@@ -22,6 +23,7 @@ const columns = [
   'last_updated as lastUpdated',
   'deliver_after as deliverAfter',
   'delivery_failures as deliveryFailures',
+  'retry_after as retryAfter',
 ] as const;
 
 type Row = Omit<BillingExport, 'type' | 'interval' | 'subject' | 'deliveryFailures'> & {
@@ -48,13 +50,16 @@ export class BillingExportRepository {
     this.dialect = sqlDialectOf(db);
   }
 
-  async insert(e: Omit<BillingExport, 'lastUpdated' | 'deliverAfter' | 'deliveryFailures'>): Promise<void> {
+  async insert(
+    e: Omit<BillingExport, 'lastUpdated' | 'deliverAfter' | 'deliveryFailures' | 'retryAfter'>,
+  ): Promise<void> {
     await this.db
       .insertInto('billing_exports')
       .values({
         id: e.id,
         type: e.type,
         url: e.url,
+        stream_url: e.streamUrl,
         credential_ciphertext: e.credentialCiphertext,
         event_name: e.eventName,
         granularity: e.interval,
@@ -105,6 +110,7 @@ export class BillingExportRepository {
       .updateTable('billing_exports')
       .set({
         ...(changes.url !== undefined && { url: changes.url }),
+        ...(changes.streamUrl !== undefined && { stream_url: changes.streamUrl }),
         ...(changes.credentialCiphertext !== undefined && {
           credential_ciphertext: changes.credentialCiphertext,
         }),
@@ -152,11 +158,19 @@ export class BillingExportRepository {
       .execute();
   }
 
-  /** The receiver failed again: scheduled runs send nothing before `deliverAfter`. */
-  async deliveryFailed(id: string, failures: number, deliverAfter: Date): Promise<void> {
+  /**
+   * The receiver failed again: scheduled runs send nothing before `deliverAfter`, and no run at all
+   * before `retryAfter` (the receiver's Retry-After; null: it named none).
+   */
+  async deliveryFailed(
+    id: string,
+    failures: number,
+    deliverAfter: Date,
+    retryAfter: Date | null,
+  ): Promise<void> {
     await this.db
       .updateTable('billing_exports')
-      .set({ delivery_failures: failures, deliver_after: deliverAfter })
+      .set({ delivery_failures: failures, deliver_after: deliverAfter, retry_after: retryAfter })
       .where('id', '=', id)
       .execute();
   }
@@ -164,7 +178,7 @@ export class BillingExportRepository {
   async deliveryWorked(id: string): Promise<void> {
     await this.db
       .updateTable('billing_exports')
-      .set({ delivery_failures: 0, deliver_after: null })
+      .set({ delivery_failures: 0, deliver_after: null, retry_after: null })
       .where('id', '=', id)
       .where('delivery_failures', '>', 0)
       .execute();

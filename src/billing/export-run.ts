@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { decryptSecret } from '../keys/secret.js';
-import { windowAt } from '../plans/window.js';
+import { isoSeconds, windowAt } from '../plans/window.js';
 import type { BillingExport } from './billing-export.js';
 import type { BillingExportRepository } from './export-repository.js';
+import { FORMATS } from './formats/index.js';
 import type { LedgerRepository, RunResult, StoredSend } from './ledger-repository.js';
+import type { BatchResult } from './receiver-client.js';
 import type { SendOutcome } from './send-outcome.js';
 import { SUBJECT_USAGE } from './subject-usage-repository.js';
 import type { ExportTarget, UsageSend } from './usage-send.js';
@@ -15,10 +17,11 @@ import type { ExportTarget, UsageSend } from './usage-send.js';
  * docs/decisions/0050, addendum).
  */
 export const LATE_USAGE_WINDOW_MS = 86_400_000;
-/** Sends one run makes at most; the rest wait for the next run. */
-export const MAX_SENDS_PER_RUN = 5_000;
-/** Sends in flight at once, to one receiver. */
-const PARALLEL_SENDS = 4;
+/** Requests one run makes at most, and sends it reads at most; the rest wait for the next run. */
+export const MAX_REQUESTS_PER_RUN = 5_000;
+export const MAX_SENDS_PER_RUN = 20_000;
+/** Requests in flight at once, to one receiver. */
+const PARALLEL_REQUESTS = 4;
 
 export interface Backoff {
   readonly baseMs: number;
@@ -32,7 +35,7 @@ export const backoffMs = (failures: number, { baseMs, maxMs }: Backoff): number 
 export interface RunDeps {
   readonly exports: BillingExportRepository;
   readonly ledger: LedgerRepository;
-  readonly receivers: { send(target: ExportTarget, send: UsageSend): Promise<SendOutcome> };
+  readonly receivers: { send(target: ExportTarget, sends: readonly UsageSend[]): Promise<BatchResult> };
   /** [current, ...previous] SECRET_ENCRYPTION_KEY: opens the credential. */
   readonly encryptionKeys: readonly Buffer[];
   readonly clock: () => number;
@@ -117,7 +120,14 @@ export async function runExport(
     const billingExport = plan.billingExport;
     result = { ...result, planned: plan.planned, skippedSubjects: plan.skippedSubjects };
     const waiting = billingExport.deliverAfter !== null && billingExport.deliverAfter.getTime() > now;
-    if (startedBy === 'manual' || !waiting) {
+    // The receiver named when to come back (Retry-After): no run sends before, not even one started by hand.
+    const asked = billingExport.retryAfter !== null && billingExport.retryAfter.getTime() > now;
+    if (asked && startedBy === 'manual')
+      result = {
+        ...result,
+        error: `the receiver asked to wait until ${isoSeconds(billingExport.retryAfter!.getTime())} (Retry-After): nothing sent`,
+      };
+    if (!asked && (startedBy === 'manual' || !waiting)) {
       const delivery = await deliver(deps, billingExport, runId, startedBy === 'manual');
       result = { ...result, delivered: delivery.delivered, failed: delivery.failed };
       unreachable = delivery.unreachable;
@@ -139,49 +149,64 @@ async function deliver(
   all: boolean,
 ): Promise<{ delivered: number; failed: number; unreachable: Unreachable | undefined }> {
   const { exports, ledger, clock } = deps;
-  const sends = await ledger.pending(billingExport.id, new Date(clock()), all, MAX_SENDS_PER_RUN);
+  const { batchSize } = FORMATS[billingExport.type];
+  const limit = Math.min(MAX_SENDS_PER_RUN, MAX_REQUESTS_PER_RUN * batchSize);
+  const sends = await ledger.pending(billingExport.id, new Date(clock()), all, limit);
   if (sends.length === 0) return { delivered: 0, failed: 0, unreachable: undefined };
   const target: ExportTarget = {
     exportId: billingExport.id,
     type: billingExport.type,
     url: billingExport.url,
+    streamUrl: billingExport.streamUrl ?? billingExport.url,
     eventName: billingExport.eventName,
     credential:
       billingExport.credentialCiphertext === null
         ? undefined
         : decryptSecret(billingExport.credentialCiphertext, deps.encryptionKeys),
   };
+  const batches: StoredSend[][] = [];
+  for (let i = 0; i < sends.length; i += batchSize) batches.push(sends.slice(i, i + batchSize));
   let delivered = 0;
   let failed = 0;
   let unreachable: Unreachable | undefined;
-  for (let i = 0; i < sends.length && unreachable === undefined; i += PARALLEL_SENDS) {
+  let retryAfterMs: number | undefined;
+  for (let i = 0; i < batches.length && unreachable === undefined; i += PARALLEL_REQUESTS) {
     if (!(await deps.mayGoOn())) break;
     await Promise.all(
-      sends.slice(i, i + PARALLEL_SENDS).map(async (send) => {
-        const usage = usageSend(billingExport, send);
-        const outcome = await deps.receivers.send(target, usage);
-        deps.onOutcome?.(outcome);
+      batches.slice(i, i + PARALLEL_REQUESTS).map(async (batch) => {
+        const usages = batch.map((send) => usageSend(billingExport, send));
+        const result = await deps.receivers.send(target, usages);
         const at = clock();
-        await ledger.recordAttempt(
+        await ledger.recordAttempts(
           runId,
           billingExport,
-          usage,
-          outcome,
+          usages.map((usage, j) => ({
+            send: usage,
+            outcome: result.outcomes[j]!,
+            retryAt: new Date(at + backoffMs(batch[j]!.attempts + 1, deps.backoff)),
+          })),
           new Date(at),
-          new Date(at + backoffMs(send.attempts + 1, deps.backoff)),
         );
-        if (outcome.kind === 'delivered') delivered++;
-        else failed++;
-        if (outcome.kind === 'unreachable') unreachable ??= outcome;
+        for (const outcome of result.outcomes) {
+          deps.onOutcome?.(outcome);
+          if (outcome.kind === 'delivered') delivered++;
+          else failed++;
+          if (outcome.kind === 'unreachable') unreachable ??= outcome;
+        }
+        if (result.retryAfterMs !== undefined)
+          retryAfterMs = Math.max(retryAfterMs ?? 0, result.retryAfterMs);
       }),
     );
   }
   if (unreachable) {
     const failures = billingExport.deliveryFailures + 1;
+    const now = clock();
+    const retryAfter = retryAfterMs === undefined ? null : new Date(now + retryAfterMs);
     await exports.deliveryFailed(
       billingExport.id,
       failures,
-      new Date(clock() + backoffMs(failures, deps.backoff)),
+      new Date(now + Math.max(backoffMs(failures, deps.backoff), retryAfterMs ?? 0)),
+      retryAfter,
     );
   } else if (delivered > 0) {
     await exports.deliveryWorked(billingExport.id);

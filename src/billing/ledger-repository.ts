@@ -188,53 +188,46 @@ export class LedgerRepository {
   }
 
   /**
-   * Records one attempt of a send of `billingExport` in its run, and its outcome on the send in the same
-   * transaction: delivered (the first to record it also writes `usage.exported` to the outbox), or tried
-   * once more (a refused send waits until `retryAt`).
+   * Records the attempts of one request in its run, and each outcome on its send, in one transaction:
+   * delivered (the first to record it also writes `usage.exported` to the outbox), or tried once more (a
+   * refused send waits until its `retryAt`).
    */
-  async recordAttempt(
+  async recordAttempts(
     runId: string,
     billingExport: BillingExport,
-    send: UsageSend,
-    outcome: SendOutcome,
+    attempts: readonly { send: UsageSend; outcome: SendOutcome; retryAt: Date }[],
     at: Date,
-    retryAt: Date,
   ): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('billing_export_attempts')
-        .values({
-          run_id: runId,
-          idempotency_id: send.idempotencyId,
-          at,
-          status: outcome.status,
-          error: outcome.kind === 'delivered' ? null : outcome.error,
-        })
-        // A run that tries a send twice (never expected) keeps the last answer.
-        .onConflict((oc) =>
-          oc.columns(['run_id', 'idempotency_id']).doUpdateSet({
-            at,
-            status: outcome.status,
-            error: outcome.kind === 'delivered' ? null : outcome.error,
-          }),
-        )
-        .execute();
-      const update = trx.updateTable('billing_export_sends').where('idempotency_id', '=', send.idempotencyId);
-      if (outcome.kind === 'delivered') {
-        // Two replicas may deliver one send (the lease does not make it exact): only the first is told.
-        const recorded = await update
-          .set({ delivered_at: at })
-          .where('delivered_at', 'is', null)
-          .executeTakeFirst();
-        if (recorded.numUpdatedRows > 0n)
-          await new Outbox(trx).add([usageExportedEvent(billingExport, send, at)]);
-      } else {
-        await update
-          .set((eb) => ({
-            attempts: eb('attempts', '+', 1),
-            ...(outcome.kind === 'refused' && { next_attempt_at: retryAt }),
-          }))
+      for (const { send, outcome, retryAt } of attempts) {
+        const error = outcome.kind === 'delivered' ? null : outcome.error;
+        await trx
+          .insertInto('billing_export_attempts')
+          .values({ run_id: runId, idempotency_id: send.idempotencyId, at, status: outcome.status, error })
+          // A run that tries a send twice (never expected) keeps the last answer.
+          .onConflict((oc) =>
+            oc.columns(['run_id', 'idempotency_id']).doUpdateSet({ at, status: outcome.status, error }),
+          )
           .execute();
+        const update = trx
+          .updateTable('billing_export_sends')
+          .where('idempotency_id', '=', send.idempotencyId);
+        if (outcome.kind === 'delivered') {
+          // Two replicas may deliver one send (the lease does not make it exact): only the first is told.
+          const recorded = await update
+            .set({ delivered_at: at })
+            .where('delivered_at', 'is', null)
+            .executeTakeFirst();
+          if (recorded.numUpdatedRows > 0n)
+            await new Outbox(trx).add([usageExportedEvent(billingExport, send, at)]);
+        } else {
+          await update
+            .set((eb) => ({
+              attempts: eb('attempts', '+', 1),
+              ...(outcome.kind === 'refused' && { next_attempt_at: retryAt }),
+            }))
+            .execute();
+        }
       }
     });
   }

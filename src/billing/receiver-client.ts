@@ -1,8 +1,10 @@
 import { Agent, request } from 'undici';
 import { tracer } from '../tracing/tracer.js';
 import { FORMATS } from './formats/index.js';
+import { retryAfterMs } from './retry-after.js';
 import { credentialSlack, outcomeOf, redacted, type SendOutcome } from './send-outcome.js';
-import type { ExportTarget, UsageSend } from './usage-send.js';
+import { StripeSessions, type PostResult } from './stripe-sessions.js';
+import type { ExportFormat, ExportTarget, ReceiverRequest, UsageSend } from './usage-send.js';
 
 /**
  * The most of a receiver's answer read: enough for an error message or a duplicate's code (and as much
@@ -10,13 +12,23 @@ import type { ExportTarget, UsageSend } from './usage-send.js';
  */
 const MAX_BODY_BYTES = 4096;
 
+/** What one batch of sends came to. */
+export interface BatchResult {
+  /** One per send of the batch, in its order. */
+  readonly outcomes: readonly SendOutcome[];
+  /** The receiver asked to wait this long before the next request (Retry-After of a 429 or 5xx). */
+  readonly retryAfterMs: number | undefined;
+}
+
 /**
  * Sends usage to receivers over HTTP, apart from the proxy's connections: its own pool, a deadline on
  * every request (a receiver that hangs costs one timeout, never a stuck run), and answers read only as
- * far as an error message needs.
+ * far as an error message needs. A batch is one request; a receiver that refuses part of it has each of
+ * its events judged on its own (docs/decisions/0078-billing-export-batches.md).
  */
 export class ReceiverClient {
   private readonly agent: Agent;
+  private readonly sessions: StripeSessions;
 
   constructor(private readonly timeoutMs: number) {
     this.agent = new Agent({
@@ -25,11 +37,93 @@ export class ReceiverClient {
       bodyTimeout: timeoutMs,
       connections: 8,
     });
+    this.sessions = new StripeSessions((req, target) => this.post(req, target));
   }
 
-  async send(target: ExportTarget, send: UsageSend): Promise<SendOutcome> {
+  /** Sends `sends` (at most the format's batch size) as one request. */
+  async send(target: ExportTarget, sends: readonly UsageSend[]): Promise<BatchResult> {
     const format = FORMATS[target.type];
-    const { url, headers, body } = format.request(target, send);
+    const answer = await this.request(target, format, sends);
+    if (answer.kind === 'failed') {
+      const outcome: SendOutcome = {
+        kind: 'unreachable',
+        status: null,
+        error: redacted(answer.error, target.credential),
+      };
+      return { outcomes: sends.map(() => outcome), retryAfterMs: undefined };
+    }
+    const { status, text, cut } = answer;
+    const partial = await this.partly(target, format, sends, status, text);
+    if (partial) return partial;
+    const outcome = outcomeOf(
+      status,
+      redacted(text, target.credential, cut),
+      format.alreadyHeld?.(status, text) ?? false,
+      sends.length,
+    );
+    // A batch refused as a whole, naming no event: each is tried alone, so one bad event holds back no other.
+    if (outcome.kind === 'refused' && sends.length > 1) return this.oneByOne(target, sends);
+    return {
+      outcomes: sends.map(() => outcome),
+      retryAfterMs: outcome.kind === 'unreachable' ? retryAfterMs(answer.retryAfter, Date.now()) : undefined,
+    };
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+
+  /**
+   * A refusal that judges each event (Lago's): those held are delivered, those refused refused, and
+   * those not taken sent again without the others; undefined when the answer judges none.
+   */
+  private async partly(
+    target: ExportTarget,
+    format: ExportFormat,
+    sends: readonly UsageSend[],
+    status: number,
+    text: string,
+  ): Promise<BatchResult | undefined> {
+    if (status < 400 || status >= 500) return undefined;
+    const verdicts = format.verdicts?.(status, text, sends.length);
+    if (!verdicts || verdicts.every((v) => v.kind === 'untaken')) return undefined;
+    const untaken = sends.filter((_, i) => verdicts[i]!.kind === 'untaken');
+    const again = untaken.length > 0 ? await this.send(target, untaken) : undefined;
+    let next = 0;
+    const outcomes = verdicts.map((v): SendOutcome => {
+      if (v.kind === 'held') return { kind: 'delivered', status };
+      if (v.kind === 'refused')
+        return { kind: 'refused', status, error: redacted(v.error, target.credential) };
+      return again!.outcomes[next++]!;
+    });
+    return { outcomes, retryAfterMs: again?.retryAfterMs };
+  }
+
+  private async oneByOne(target: ExportTarget, sends: readonly UsageSend[]): Promise<BatchResult> {
+    const outcomes: SendOutcome[] = [];
+    for (const [i, send] of sends.entries()) {
+      const result = await this.send(target, [send]);
+      outcomes.push(result.outcomes[0]!);
+      // The receiver fails now: the rest wait with it.
+      if (result.outcomes[0]!.kind === 'unreachable') {
+        outcomes.push(...sends.slice(i + 1).map(() => result.outcomes[0]!));
+        return { outcomes, retryAfterMs: result.retryAfterMs };
+      }
+    }
+    return { outcomes, retryAfterMs: undefined };
+  }
+
+  private request(
+    target: ExportTarget,
+    format: ExportFormat,
+    sends: readonly UsageSend[],
+  ): Promise<PostResult> {
+    if (target.type === 'stripe-v2')
+      return this.sessions.send(target, (token) => format.request(target, sends, token));
+    return this.post(format.request(target, sends), target);
+  }
+
+  private async post({ url, headers, body }: ReceiverRequest, target: ExportTarget): Promise<PostResult> {
     const span = tracer?.client(`billing export ${target.exportId}`, url, {
       'tollgate.billing_export.id': target.exportId,
       'tollgate.billing_export.type': target.type,
@@ -42,25 +136,13 @@ export class ReceiverClient {
         dispatcher: this.agent,
       });
       span?.end(res.statusCode);
-      const answer = await readSome(res.body, MAX_BODY_BYTES + credentialSlack(target.credential));
-      return outcomeOf(
-        res.statusCode,
-        redacted(answer.text, target.credential, answer.cut),
-        format.alreadyHeld?.(res.statusCode, answer.text) ?? false,
-      );
+      const { text, cut } = await readSome(res.body, MAX_BODY_BYTES + credentialSlack(target.credential));
+      return { kind: 'answer', status: res.statusCode, text, cut, retryAfter: res.headers['retry-after'] };
     } catch (err) {
       const { code, message } = err as { code?: string; message?: string };
       span?.end(null, code ?? 'unreachable');
-      return {
-        kind: 'unreachable',
-        status: null,
-        error: redacted(code ? `${code}: ${message}` : String(message ?? err), target.credential),
-      };
+      return { kind: 'failed', error: code ? `${code}: ${message}` : String(message ?? err) };
     }
-  }
-
-  close(): Promise<void> {
-    return this.agent.close();
   }
 }
 

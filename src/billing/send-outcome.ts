@@ -2,8 +2,9 @@ import { credentialPattern, LONGEST_FORM_PER_BYTE } from './credential-forms.js'
 
 /**
  * What one request to a receiver came to:
- * - `delivered`: a 2xx, or a refusal that says the receiver already holds the id: a 409 Conflict (a
- *   request carries one id, so a conflict is with that id), or a format's own answer (Lago's 422);
+ * - `delivered`: a 2xx, or a refusal that says the receiver already holds the id: a 409 Conflict to a
+ *   request of one event (a batch's 409 does not say which id conflicts, so its events are sent again
+ *   one by one), or a format's own answer (Lago's 422);
  * - `refused`: the receiver answered and will not take this send as it is (a 4xx): it alone waits and
  *   is tried again, the others go on;
  * - `unreachable`: no answer, a timeout, 408, 425, 429 or a 5xx: the receiver is failing, so the run
@@ -18,8 +19,8 @@ const RETRY_LATER = new Set([408, 425, 429]);
 /** Conflict: the receiver holds the event's id already (a retry whose first answer was lost). */
 const ALREADY_HELD = 409;
 
-export function outcomeOf(status: number, body: string, alreadyHeld: boolean): SendOutcome {
-  if ((status >= 200 && status < 300) || status === ALREADY_HELD || alreadyHeld)
+export function outcomeOf(status: number, body: string, alreadyHeld: boolean, events = 1): SendOutcome {
+  if ((status >= 200 && status < 300) || (status === ALREADY_HELD && events === 1) || alreadyHeld)
     return { kind: 'delivered', status };
   const error = `HTTP ${status}${body === '' ? '' : `: ${body}`}`;
   if (status >= 500 || RETRY_LATER.has(status)) return { kind: 'unreachable', status, error };

@@ -190,6 +190,8 @@ export interface BillingExportTable {
   lease_taken_at: ColumnType<Date | null, never, Date | null>;
   delivery_failures: ColumnType<number, never, number>;
   deliver_after: ColumnType<Date | null, never, Date | null>;
+  stream_url: ColumnType<string | null, string | null | undefined, string | null>;
+  retry_after: ColumnType<Date | null, never, Date | null>;
 }
 
 export interface BillingExportBucketTable {

@@ -3,7 +3,7 @@
  * a credential (write-only: never shown again, only said to be stored), see it listed, run it by hand and
  * read the run in its log, and delete it through a dialog that starts on Cancel; a run's sends (customer,
  * key, bucket, units, answer) and the keys it skipped for want of a customer id, shown as the API answers
- * them. Checked through the API.
+ * them; a stripe-v2 export's stream URL, asked only for that type. Checked through the API.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -176,4 +176,29 @@ it('shows what each run sent, and the keys with usage it skipped for want of a c
     );
   await row.getByText('no external id').waitFor();
   expect(await seriousAccessibilityViolations(page)).toEqual([]);
+});
+
+it('asks for a stream URL only for Stripe’s v2 stream, sends it, and shows it on the runs page', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, 'billing-exports', 'Billing exports');
+  await page.getByLabel('Service').selectOption('metronome');
+  expect(await page.getByLabel('Stream URL').count()).toBe(0);
+  await page.getByLabel('Service').selectOption('stripe-v2');
+  await page.getByLabel('URL', { exact: true }).fill('http://127.0.0.1:9');
+  await page.getByLabel('Stream URL').fill('http://127.0.0.1:10');
+  await page.getByLabel('Event name').fill('api_requests');
+  await page.getByLabel('Credential').fill(CREDENTIAL);
+  await page.getByRole('button', { name: 'Create export' }).click();
+  await page.getByRole('status').filter({ hasText: 'The stripe-v2 export is created.' }).waitFor();
+  const exports = (await tollgate.admin('GET', '/tollgate/billing-exports')).body.billingExports as {
+    id: string;
+    type: string;
+  }[];
+  const created = exports.find((e) => e.type === 'stripe-v2')!;
+  expect(created).toMatchObject({ url: 'http://127.0.0.1:9', streamUrl: 'http://127.0.0.1:10' });
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+  await rowWith(page, 'http://127.0.0.1:9').getByRole('link', { name: 'stripe-v2' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Billing export runs' }).waitFor();
+  await page.getByText('http://127.0.0.1:10').waitFor();
+  expect((await tollgate.admin('DELETE', `/tollgate/billing-exports/${created.id}`)).status).toBe(200);
 });

@@ -1,6 +1,6 @@
 /**
  * Billing exports are billing data: two built replicas on a private redis-server and Postgres export
- * usage by the minute to real Stripe, OpenMeter, Lago and CloudEvents receivers while clients send
+ * usage by the minute to real Stripe (v1 and v2 stream), Metronome, OpenMeter, Lago and CloudEvents receivers while clients send
  * requests. Redis hangs for 20 s across a minute's end (the replicas' usage waits, the export closes the
  * minute without it, then sends the rest as a correction); the replica that is exporting is SIGKILLed
  * in the middle of its sends (the other takes the lease over and sends them again under the same ids).
@@ -8,6 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { EXPORT_TYPES } from '../../src/billing/billing-export.js';
 import { BillingReceiver, type ReceiverType } from '../helpers/billing-receivers.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
@@ -16,7 +17,7 @@ import { startBackend, type Backend } from './helpers/backend.js';
 import { load, Replicas, sleep, totalOn, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
 
-const TYPES: readonly ReceiverType[] = ['stripe', 'openmeter', 'lago', 'cloudevents'];
+const TYPES: readonly ReceiverType[] = EXPORT_TYPES;
 const SECRET_PATTERN = /secret-[a-z]+-[0-9a-f]{24}/;
 
 let backend: Backend;

@@ -9,6 +9,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Express } from 'express';
 import request from 'supertest';
+import { EXPORT_TYPES } from '../../src/billing/billing-export.js';
 import { BillingExporter, type BillingExporterOptions } from '../../src/billing/billing-exporter.js';
 import { BillingExportRepository } from '../../src/billing/export-repository.js';
 import { idempotencyId } from '../../src/billing/idempotency-id.js';
@@ -27,7 +28,9 @@ import { managementDeps, storedText, STORAGES, type Storage } from '../helpers/m
 
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
 const MINUTE = 60_000;
-const TYPES: readonly ReceiverType[] = ['stripe', 'openmeter', 'lago', 'cloudevents'];
+const TYPES: readonly ReceiverType[] = EXPORT_TYPES;
+/** The types whose service takes 100 events a request. */
+const BATCHED: readonly ReceiverType[] = ['stripe-v2', 'metronome', 'openmeter', 'lago'];
 const FAULTS: readonly ReceiverFault[] = ['status-500', 'hang', 'close', 'close-after-taking'];
 /** Quick timeouts and backoff: the faults play out in seconds. */
 const OPTIONS: BillingExporterOptions = {
@@ -293,7 +296,11 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
       expect(detail.body.deliverAfter).not.toBeNull();
 
       target.fault = 'none';
-      for (let i = 0; i < 10 && target.total() < 73; i++) {
+      // Until the receiver holds it all and the export knows it works again (a batch may have been
+      // taken whole while its answer was lost: its resend is what tells).
+      const failures = async () =>
+        (await call('get', `/tollgate/billing-exports/${exportId}`)).body.deliveryFailures as number;
+      for (let i = 0; i < 10 && (target.total() < 73 || (await failures()) > 0); i++) {
         now += 5_000;
         await exporter.runScheduled();
       }
@@ -304,13 +311,190 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
         [1, 2, 3].map((m) => idempotencyId(exportId, k, start + m * MINUTE, 1)),
       );
       planned.push(idempotencyId(exportId, x, start + 3 * MINUTE, 2));
-      expect(new Set(target.requests.map((r) => r.id))).toEqual(new Set(planned));
+      expect(target.ids()).toEqual(new Set(planned));
       expect(target.formatErrors).toEqual([]);
       const after = await call('get', `/tollgate/billing-exports/${exportId}`);
       expect(after.body).toMatchObject({ deliveryFailures: 0, deliverAfter: null });
     },
     30_000,
   );
+
+  it.each(BATCHED)(
+    '%s: sends 100 events a request at most, one id per event, and the receiver holds exactly the stored usage',
+    async (type) => {
+      const start = freshWindow();
+      const target = await receiver(type);
+      const exportId = await createExport(type, target);
+      const customers: Record<string, string> = {};
+      for (let i = 0; i < 130; i++) customers[await key(`cus_batch_${i}`)] = `cus_batch_${i}`;
+      for (const [i, k] of Object.keys(customers).entries()) await store(k, start + MINUTE, 1 + (i % 3));
+      now = start + 3 * MINUTE;
+      const result = await run(exportId);
+      expect(result).toMatchObject({ planned: 130, delivered: 130, failed: 0 });
+      expect(target.requests.map((r) => r.ids.length).sort((a, b) => b - a)).toEqual([100, 30]);
+      expect(target.totals()).toEqual(await stored(customers, start));
+      expect(target.formatErrors).toEqual([]);
+    },
+    60_000,
+  );
+
+  it.each(BATCHED)(
+    '%s: a receiver that fails every other request ends holding exactly the stored usage per customer and bucket, every retry under the same ids',
+    async (type) => {
+      const start = freshWindow();
+      const target = await receiver(type);
+      const exportId = await createExport(type, target);
+      const customers: Record<string, string> = {};
+      for (let i = 0; i < 3; i++) customers[await key(`cus_half_${i}`)] = `cus_half_${i}`;
+      target.fault = 'fail-half';
+      // A minute of usage at a time, each closing before the next run: one batch a run. Runs by hand
+      // (they run this export alone, whatever earlier tests left; the schedule is the fault matrix's).
+      for (let m = 1; m <= 6; m++) {
+        for (const [i, k] of Object.keys(customers).entries()) await store(k, start + m * MINUTE, m + i);
+        now = start + (m + 1) * MINUTE + 10_000;
+        await run(exportId);
+      }
+      for (let i = 0; i < 10 && target.total() < 81; i++) await run(exportId);
+      const byBucket: Record<string, number> = {};
+      for (const [k, customer] of Object.entries(customers))
+        for (let m = 1; m <= 6; m++)
+          byBucket[`${customer} ${new Date(start + m * MINUTE).toISOString()}`] =
+            m + Object.keys(customers).indexOf(k);
+      expect(target.totalsByBucket()).toEqual(byBucket);
+      expect(target.totals()).toEqual(await stored(customers, start));
+      // Half the requests failed, and what they carried went again under the same ids.
+      expect(target.requests.length).toBeGreaterThanOrEqual(4);
+      expect(target.repeats()).toBeGreaterThan(0);
+      expect(target.ids()).toEqual(
+        new Set(
+          Object.keys(customers).flatMap((k) =>
+            [1, 2, 3, 4, 5, 6].map((m) => idempotencyId(exportId, k, start + m * MINUTE, 1)),
+          ),
+        ),
+      );
+      expect(target.formatErrors).toEqual([]);
+    },
+    60_000,
+  );
+
+  it.each(BATCHED)(
+    '%s: a 429 with Retry-After holds back every run, a manual one too, until it has passed',
+    async (type) => {
+      const start = freshWindow();
+      const target = await receiver(type);
+      const exportId = await createExport(type, target);
+      const k = await key('cus_slow');
+      await store(k, start + MINUTE, 4);
+      now = start + 3 * MINUTE;
+      target.fault = 'status-429';
+      target.retryAfterSeconds = 120;
+      const refused = await run(exportId);
+      expect(refused).toMatchObject({ delivered: 0, failed: 1 });
+      expect(refused.sends[0]).toMatchObject({ status: 429, delivered: false });
+      target.fault = 'none';
+      const asked = target.requests.length;
+      // 60 s later: still inside the 120 s asked for, so neither a manual nor a scheduled run sends.
+      now += 60_000;
+      const early = await run(exportId);
+      expect(early).toMatchObject({ delivered: 0, sends: [], error: expect.stringContaining('Retry-After') });
+      await exporter.runScheduled();
+      expect(target.requests.length).toBe(asked);
+      now += 61_000;
+      expect(await run(exportId)).toMatchObject({ delivered: 1, error: null });
+      expect(target.totals()).toEqual({ cus_slow: 4 });
+    },
+  );
+
+  it('stripe-v2: a session token that expires mid-run is renewed and the refused batch sent again under the same ids', async () => {
+    const start = freshWindow();
+    const target = await receiver('stripe-v2');
+    const exportId = await createExport('stripe-v2', target, { streamUrl: target.url });
+    const customers = { [await key('cus_tok_a')]: 'cus_tok_a', [await key('cus_tok_b')]: 'cus_tok_b' };
+    const [a, b] = Object.keys(customers) as [string, string];
+    await store(a, start + MINUTE, 2);
+    now = start + 3 * MINUTE;
+    expect(await run(exportId)).toMatchObject({ delivered: 1 });
+    expect(target.sessionsOpened).toBe(1);
+    // Stripe's token lapses: the stream refuses it with 401 billing_meter_event_session_expired.
+    target.expireSessions();
+    await store(b, start + 2 * MINUTE, 5);
+    now = start + 4 * MINUTE;
+    expect(await run(exportId)).toMatchObject({ delivered: 1, failed: 0 });
+    expect(target.sessionsOpened).toBe(2);
+    expect(target.repeats()).toBe(1);
+    expect(target.totals()).toEqual(await stored(customers, start));
+    // The secret key refused: nothing is delivered, the run log says why, and the key is not in it.
+    const patched = await call('patch', `/tollgate/billing-exports/${exportId}`, { credential: 'sk_wrong' });
+    expect(patched.status).toBe(200);
+    await store(a, start + 3 * MINUTE, 1);
+    now = start + 5 * MINUTE;
+    const refused = await run(exportId);
+    expect(refused).toMatchObject({ delivered: 0, failed: 1 });
+    expect(refused.sends[0]).toMatchObject({ status: 401, delivered: false });
+    expect(JSON.stringify(refused)).not.toContain('sk_wrong');
+  });
+
+  it.each(['lago', 'metronome'] as const)(
+    '%s: an event the receiver refuses in a batch is not marked delivered; the others of the batch are',
+    async (type) => {
+      const start = freshWindow();
+      const target = await receiver(type);
+      const exportId = await createExport(type, target);
+      const good = await key('cus_good');
+      const bad = await key('cus_unknown');
+      const other = await key('cus_other');
+      await store(good, start + MINUTE, 3);
+      await store(bad, start + MINUTE, 4);
+      await store(other, start + MINUTE, 5);
+      target.refusedCustomers.add('cus_unknown');
+      now = start + 3 * MINUTE;
+      const result = await run(exportId);
+      expect(result).toMatchObject({ planned: 3, delivered: 2, failed: 1 });
+      const bySubject = Object.fromEntries(
+        result.sends.map((s: { subject: string; delivered: boolean }) => [s.subject, s.delivered]),
+      );
+      expect(bySubject).toEqual({ [good]: true, [bad]: false, [other]: true });
+      expect(target.totals()).toEqual({ cus_good: 3, cus_other: 5 });
+      // Lago names the refused event: the two others go again at once, together. Metronome names none:
+      // each event is tried alone.
+      expect(target.requests.map((r) => r.ids.length)).toEqual(type === 'lago' ? [3, 2] : [3, 1, 1, 1]);
+      // Once the receiver knows the customer, the refused event goes, under its own id, and only it.
+      target.refusedCustomers.clear();
+      now += 5 * MINUTE;
+      expect(await run(exportId)).toMatchObject({ delivered: 1, failed: 0 });
+      expect(target.totals()).toEqual({ cus_good: 3, cus_unknown: 4, cus_other: 5 });
+      expect(target.formatErrors).toEqual([]);
+    },
+  );
+
+  it('stream URL: only for stripe-v2, checked like url, answered for stripe-v2 only', async () => {
+    const target = await receiver('stripe-v2');
+    const bad = await call('post', '/tollgate/billing-exports', {
+      type: 'metronome',
+      url: target.url,
+      streamUrl: target.url,
+      credential: 'x',
+      eventName: 'e',
+      interval: 'minute',
+      subject: 'key',
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.details).toEqual([{ field: 'streamUrl', message: 'is only for stripe-v2 exports' }]);
+    const id = await createExport('stripe-v2', target);
+    const detail = await call('get', `/tollgate/billing-exports/${id}`);
+    expect(detail.body.streamUrl).toBeNull();
+    const query = await call('patch', `/tollgate/billing-exports/${id}`, {
+      streamUrl: 'https://x.test/?a=1',
+    });
+    expect(query.status).toBe(400);
+    expect(query.body.details).toEqual([
+      { field: 'streamUrl', message: 'must not carry a query string or fragment' },
+    ]);
+    const ok = await call('patch', `/tollgate/billing-exports/${id}`, {
+      streamUrl: 'https://meter-events.test',
+    });
+    expect(ok.body.streamUrl).toBe('https://meter-events.test');
+  });
 
   it('runs on two replicas at once without sending any bucket twice; a manual run meets another replica’s lease with 409', async () => {
     const start = freshWindow();
@@ -398,12 +582,10 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
           startedAt: new Date(now),
           closedBefore: new Date(now),
         });
-        await ledger.recordAttempt(
+        await ledger.recordAttempts(
           id,
           billingExport,
-          usage,
-          { kind: 'delivered', status: 202 },
-          new Date(now),
+          [{ send: usage, outcome: { kind: 'delivered', status: 202 }, retryAt: new Date(now) }],
           new Date(now),
         );
       }),
@@ -466,7 +648,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
       now += 5 * MINUTE;
       expect(await run(exportId)).toMatchObject({ planned: 0, delivered: 0, sends: [] });
       await exporter.runScheduled();
-      expect(target.requests.map((r) => r.id)).toEqual([id, id]);
+      expect(target.requests.map((r) => r.ids)).toEqual([[id], [id]]);
       expect(target.totals()).toEqual({ cus_conflict: 6 });
       const told = await storage.handle.db
         .selectFrom('outbox_events')

@@ -17,6 +17,7 @@ const exportOf = (interval: BillingExport['interval'], createdAt = T - 3 * 86_40
   id: 'bex_x',
   type: 'stripe',
   url: 'https://api.stripe.com',
+  streamUrl: null,
   credentialCiphertext: null,
   eventName: 'e',
   interval,
@@ -26,6 +27,7 @@ const exportOf = (interval: BillingExport['interval'], createdAt = T - 3 * 86_40
   lastUpdated: new Date(createdAt),
   deliverAfter: null,
   deliveryFailures: 0,
+  retryAfter: null,
 });
 
 describe('closedRange', () => {
@@ -77,18 +79,26 @@ describe('a receiver’s answer', () => {
     expect(outcomeOf(status, '', false).kind).toBe(kind);
   });
 
-  it('takes Lago’s 422 for a transaction_id it holds as delivered, and no other 422', () => {
-    const held = JSON.stringify({
+  it('reads Lago’s 422 of a batch by index: held, refused, or not taken because of another', () => {
+    const answer = JSON.stringify({
       status: 422,
       error: 'Unprocessable Entity',
       code: 'validation_errors',
-      error_details: { transaction_id: ['value_already_exist'] },
+      error_details: {
+        '0': { transaction_id: ['value_already_exist'] },
+        '2': { external_subscription_id: ['subscription_not_found'] },
+      },
     });
-    expect(lagoFormat.alreadyHeld!(422, held)).toBe(true);
+    expect(lagoFormat.verdicts!(422, answer, 3)).toEqual([
+      { kind: 'held' },
+      { kind: 'untaken' },
+      { kind: 'refused', error: 'HTTP 422: {"external_subscription_id":["subscription_not_found"]}' },
+    ]);
+    // Details that name no event of the batch, or another status: the batch is judged as a whole.
     expect(
-      lagoFormat.alreadyHeld!(422, JSON.stringify({ error_details: { code: ['value_is_mandatory'] } })),
-    ).toBe(false);
-    expect(outcomeOf(422, held, true).kind).toBe('delivered');
+      lagoFormat.verdicts!(422, JSON.stringify({ error_details: { code: ['value_is_mandatory'] } }), 3),
+    ).toBeUndefined();
+    expect(lagoFormat.verdicts!(400, answer, 3)).toBeUndefined();
   });
 });
 
@@ -123,19 +133,22 @@ it('writes Stripe’s meter event form with the same id as identifier and Idempo
       exportId: 'bex_1',
       type: 'stripe',
       url: 'https://api.stripe.com/',
+      streamUrl: 'https://api.stripe.com/',
       eventName: 'api_requests',
       credential: 'sk_test_1',
     },
-    {
-      idempotencyId: 'id-1',
-      subject: 'key',
-      subjectId: 'key_1',
-      customer: 'cus_1',
-      bucketStartMs: T,
-      bucketEndMs: T + MINUTE,
-      revision: 1,
-      units: 42,
-    },
+    [
+      {
+        idempotencyId: 'id-1',
+        subject: 'key',
+        subjectId: 'key_1',
+        customer: 'cus_1',
+        bucketStartMs: T,
+        bucketEndMs: T + MINUTE,
+        revision: 1,
+        units: 42,
+      },
+    ],
   );
   expect(request.url).toBe('https://api.stripe.com/v1/billing/meter_events');
   expect(request.headers).toEqual({

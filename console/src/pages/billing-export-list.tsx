@@ -10,13 +10,21 @@ import { href } from '../route';
 import type { BillingExport } from '../types';
 import { useAction, useApi } from '../use-api';
 
-const TYPES: readonly BillingExport['type'][] = ['stripe', 'openmeter', 'lago', 'cloudevents'];
+const TYPES: readonly BillingExport['type'][] = [
+  'stripe',
+  'stripe-v2',
+  'metronome',
+  'openmeter',
+  'lago',
+  'cloudevents',
+];
 const INTERVALS: readonly BillingExport['interval'][] = ['hour', 'day', 'minute'];
 const SUBJECTS: readonly BillingExport['subject'][] = ['consumer', 'key'];
 
 function CreateExportForm({ onCreated }: { onCreated: (created: BillingExport) => void }) {
   const [type, setType] = useState<BillingExport['type']>('stripe');
   const [url, setUrl] = useState('');
+  const [streamUrl, setStreamUrl] = useState('');
   const [eventName, setEventName] = useState('');
   const [interval, setInterval] = useState<BillingExport['interval']>('hour');
   const [subject, setSubject] = useState<BillingExport['subject']>('consumer');
@@ -28,6 +36,7 @@ function CreateExportForm({ onCreated }: { onCreated: (created: BillingExport) =
     const body = {
       type,
       url: url.trim(),
+      ...(type === 'stripe-v2' && streamUrl.trim() !== '' && { streamUrl: streamUrl.trim() }),
       eventName: eventName.trim(),
       interval,
       subject,
@@ -37,6 +46,7 @@ function CreateExportForm({ onCreated }: { onCreated: (created: BillingExport) =
     const created = await action.run(() => ok(api.POST('/tollgate/billing-exports', { body })));
     if (created) {
       setUrl('');
+      setStreamUrl('');
       setEventName('');
       setCredential('');
       setCustomerField('');
@@ -71,9 +81,26 @@ function CreateExportForm({ onCreated }: { onCreated: (created: BillingExport) =
           aria-describedby="export-url-help"
         />
         <p id="export-url-help" class="help">
-          The service’s base URL (https://api.stripe.com), or the full endpoint for CloudEvents.
+          The service’s base URL (https://api.stripe.com, https://api.metronome.com), or the full endpoint for
+          CloudEvents.
         </p>
       </div>
+      {type === 'stripe-v2' && (
+        <div class="field">
+          <label for="export-stream-url">Stream URL</label>
+          <input
+            id="export-stream-url"
+            type="url"
+            value={streamUrl}
+            onInput={(e) => setStreamUrl(e.currentTarget.value)}
+            aria-describedby="export-stream-url-help"
+          />
+          <p id="export-stream-url-help" class="help">
+            Where Stripe serves the meter event stream (https://meter-events.stripe.com); empty: the URL
+            above.
+          </p>
+        </div>
+      )}
       <div class="field">
         <label for="export-event">Event name</label>
         <input
@@ -84,7 +111,8 @@ function CreateExportForm({ onCreated }: { onCreated: (created: BillingExport) =
           aria-describedby="export-event-help"
         />
         <p id="export-event-help" class="help">
-          Stripe: the meter’s event name; Lago: the billable metric’s code; otherwise the event type.
+          Stripe: the meter’s event name; Metronome: the event type; Lago: the billable metric’s code;
+          otherwise the event type.
         </p>
       </div>
       <div class="field">
@@ -126,7 +154,8 @@ function CreateExportForm({ onCreated }: { onCreated: (created: BillingExport) =
           aria-describedby="export-credential-help"
         />
         <p id="export-credential-help" class="help">
-          Stripe secret key, Lago API key or OpenMeter token: stored encrypted and never shown again.
+          Stripe secret key, Metronome API token, Lago API key or OpenMeter token: stored encrypted and never
+          shown again.
         </p>
       </div>
       <div class="field">

@@ -65,7 +65,14 @@ export function BillingExportRunsPage({ exportId, route }: { exportId: string; r
       <p>
         {billingExport.data && (
           <>
-            {billingExport.data.type} to <span class="mono">{billingExport.data.url}</span>.{' '}
+            {billingExport.data.type} to <span class="mono">{billingExport.data.url}</span>
+            {billingExport.data.streamUrl && (
+              <>
+                {' '}
+                (stream <span class="mono">{billingExport.data.streamUrl}</span>)
+              </>
+            )}
+            .{' '}
           </>
         )}
         <a href={href('billing-exports')}>All billing exports</a>

@@ -1,4 +1,4 @@
-import { bearer, type ExportFormat, type ExportTarget, type UsageSend } from '../usage-send.js';
+import { bearer, single, type ExportFormat, type ExportTarget, type UsageSend } from '../usage-send.js';
 
 export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json';
 
@@ -27,9 +27,10 @@ export function cloudEvent(target: ExportTarget, send: UsageSend): Record<string
 
 /** Plain CloudEvents over HTTP: one structured event POSTed to the configured URL as it is. */
 export const cloudEventsFormat: ExportFormat = {
-  request: (target, send) => ({
+  batchSize: 1,
+  request: (target, sends) => ({
     url: target.url,
     headers: { 'content-type': CLOUDEVENTS_CONTENT_TYPE, ...bearer(target.credential) },
-    body: JSON.stringify(cloudEvent(target, send)),
+    body: JSON.stringify(cloudEvent(target, single(sends))),
   }),
 };

@@ -280,7 +280,7 @@ export interface paths {
         get: operations["listBillingExports"];
         put?: never;
         /**
-         * Export usage to Stripe, OpenMeter, Lago or a CloudEvents receiver
+         * Export usage to Stripe, Metronome, OpenMeter, Lago or a CloudEvents receiver
          * @description From the bucket it is created in, every closed bucket of `interval` with usage is sent once per subject to the customer named by its `externalId` (or its metadata member `customerField`): the value is its units; usage that arrives after its bucket was sent is sent as a correction (the next revision). `credential` is stored encrypted and never answered.
          */
         post: operations["createBillingExport"];
@@ -306,7 +306,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change where and as what an export sends: url, credential, eventName, customerField
+         * Change where and as what an export sends: url, streamUrl, credential, eventName, customerField
          * @description The next run sends with the new settings; what was sent stays sent. `type`, `interval` and `subject` are fixed.
          */
         patch: operations["updateBillingExport"];
@@ -719,7 +719,7 @@ export interface components {
             customerField: string | null;
             /** @description While the receiver fails: scheduled runs send nothing before this instant (backoff) */
             deliverAfter: string | null;
-            /** @description Runs in a row whose receiver did not answer or answered 408, 425, 429 or 5xx; 0 when it works */
+            /** @description Runs in a row whose receiver did not answer or answered 408, 425, 429 or 5xx; 0 when it works. A Retry-After with a 429 or 5xx holds back every run, manual ones too, until then */
             deliveryFailures: number;
             eventName: string;
             /** @description Whether a credential is stored (it is never answered) */
@@ -740,16 +740,18 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             lastUpdated: string;
+            /** @description stripe-v2 only: the meter event stream's base URL; null: `url` */
+            streamUrl?: string | null;
             /**
              * @description Whose usage a bucket is: each key, or each consumer
              * @enum {string}
              */
             subject: "consumer" | "key";
             /**
-             * @description stripe: meter events; openmeter: CloudEvents to OpenMeter; lago: usage events; cloudevents: CloudEvents 1.0 to any URL
+             * @description stripe: Stripe's v1 meter events, one a request; stripe-v2: Stripe's v2 meter event stream, 100 a request; metronome: Metronome's ingest API, 100 a request; openmeter: CloudEvents to OpenMeter, 100 a request; lago: Lago's batch endpoint, 100 a request; cloudevents: CloudEvents 1.0 to any URL, one a request
              * @enum {string}
              */
-            type: "stripe" | "openmeter" | "lago" | "cloudevents";
+            type: "stripe" | "stripe-v2" | "metronome" | "openmeter" | "lago" | "cloudevents";
             url: string;
         };
         /** BillingExportRun */
@@ -783,7 +785,7 @@ export interface components {
                 delivered: boolean;
                 /** @description Why it failed; it is retried under the same idempotencyId */
                 error: string | null;
-                /** @description Stripe's identifier, Lago's transaction_id, the CloudEvent's id: the same on every retry */
+                /** @description Stripe's identifier, Metronome's and Lago's transaction_id, the CloudEvent's id: the same on every retry */
                 idempotencyId: string;
                 /** @description 1: the bucket; 2 and up: corrections for usage that arrived after it was sent */
                 revision: number;
@@ -1234,28 +1236,29 @@ export interface components {
         };
         /** CreateBillingExportRequest */
         CreateBillingExportRequest: {
-            /** @description Sent as `Authorization: Bearer`: Stripe secret key, Lago API key, OpenMeter token. Write-only: stored encrypted, never answered. Required for stripe and lago */
+            /** @description Sent as `Authorization: Bearer`: Stripe secret key (stripe-v2: it opens the meter event sessions whose token the stream takes), Metronome API token, Lago API key, OpenMeter token. Write-only: stored encrypted, never answered. Required for stripe, stripe-v2, metronome and lago */
             credential?: string;
             customerField?: string | null;
-            /** @description Stripe: the meter's event_name; Lago: the billable metric's code; OpenMeter and CloudEvents: the event type */
+            /** @description Stripe: the meter's event_name; Metronome: the event_type; Lago: the billable metric's code; OpenMeter and CloudEvents: the event type */
             eventName: string;
             /**
              * @description The size of the buckets sent (UTC-aligned)
              * @enum {string}
              */
             interval: "minute" | "hour" | "day";
+            streamUrl?: string | null;
             /**
              * @description Whose usage a bucket is: each key, or each consumer
              * @enum {string}
              */
             subject: "consumer" | "key";
             /**
-             * @description stripe: meter events; openmeter: CloudEvents to OpenMeter; lago: usage events; cloudevents: CloudEvents 1.0 to any URL
+             * @description stripe: Stripe's v1 meter events, one a request; stripe-v2: Stripe's v2 meter event stream, 100 a request; metronome: Metronome's ingest API, 100 a request; openmeter: CloudEvents to OpenMeter, 100 a request; lago: Lago's batch endpoint, 100 a request; cloudevents: CloudEvents 1.0 to any URL, one a request
              * @enum {string}
              */
-            type: "stripe" | "openmeter" | "lago" | "cloudevents";
+            type: "stripe" | "stripe-v2" | "metronome" | "openmeter" | "lago" | "cloudevents";
             /**
-             * @description http or https, without user, password, query or fragment: the service base URL (stripe, openmeter, lago: the documented path is appended), or the full endpoint (cloudevents)
+             * @description http or https, without user, password, query or fragment: the service base URL (stripe, stripe-v2, metronome, openmeter, lago: the documented path is appended), or the full endpoint (cloudevents)
              * @example https://api.stripe.com
              */
             url: string;
@@ -2316,7 +2319,7 @@ export interface components {
                     delivered: boolean;
                     /** @description Why it failed; it is retried under the same idempotencyId */
                     error: string | null;
-                    /** @description Stripe's identifier, Lago's transaction_id, the CloudEvent's id: the same on every retry */
+                    /** @description Stripe's identifier, Metronome's and Lago's transaction_id, the CloudEvent's id: the same on every retry */
                     idempotencyId: string;
                     /** @description 1: the bucket; 2 and up: corrections for usage that arrived after it was sent */
                     revision: number;
@@ -2351,7 +2354,7 @@ export interface components {
                 customerField: string | null;
                 /** @description While the receiver fails: scheduled runs send nothing before this instant (backoff) */
                 deliverAfter: string | null;
-                /** @description Runs in a row whose receiver did not answer or answered 408, 425, 429 or 5xx; 0 when it works */
+                /** @description Runs in a row whose receiver did not answer or answered 408, 425, 429 or 5xx; 0 when it works. A Retry-After with a 429 or 5xx holds back every run, manual ones too, until then */
                 deliveryFailures: number;
                 eventName: string;
                 /** @description Whether a credential is stored (it is never answered) */
@@ -2372,16 +2375,18 @@ export interface components {
                  * @example 2026-11-21T14:23:02Z
                  */
                 lastUpdated: string;
+                /** @description stripe-v2 only: the meter event stream's base URL; null: `url` */
+                streamUrl?: string | null;
                 /**
                  * @description Whose usage a bucket is: each key, or each consumer
                  * @enum {string}
                  */
                 subject: "consumer" | "key";
                 /**
-                 * @description stripe: meter events; openmeter: CloudEvents to OpenMeter; lago: usage events; cloudevents: CloudEvents 1.0 to any URL
+                 * @description stripe: Stripe's v1 meter events, one a request; stripe-v2: Stripe's v2 meter event stream, 100 a request; metronome: Metronome's ingest API, 100 a request; openmeter: CloudEvents to OpenMeter, 100 a request; lago: Lago's batch endpoint, 100 a request; cloudevents: CloudEvents 1.0 to any URL, one a request
                  * @enum {string}
                  */
-                type: "stripe" | "openmeter" | "lago" | "cloudevents";
+                type: "stripe" | "stripe-v2" | "metronome" | "openmeter" | "lago" | "cloudevents";
                 url: string;
             }[];
             /** @description Present when more exports remain */
@@ -2990,13 +2995,14 @@ export interface components {
          * @description Any of the fields; type, interval and subject are fixed (create another export to change them)
          */
         UpdateBillingExportRequest: {
-            /** @description Sent as `Authorization: Bearer`: Stripe secret key, Lago API key, OpenMeter token. Write-only: stored encrypted, never answered; null: none (not for stripe or lago) */
+            /** @description Sent as `Authorization: Bearer`: Stripe secret key (stripe-v2: it opens the meter event sessions whose token the stream takes), Metronome API token, Lago API key, OpenMeter token. Write-only: stored encrypted, never answered; null: none (not for stripe, stripe-v2, metronome or lago) */
             credential?: string | null;
             customerField?: string | null;
-            /** @description Stripe: the meter's event_name; Lago: the billable metric's code; OpenMeter and CloudEvents: the event type */
+            /** @description Stripe: the meter's event_name; Metronome: the event_type; Lago: the billable metric's code; OpenMeter and CloudEvents: the event type */
             eventName?: string;
+            streamUrl?: string | null;
             /**
-             * @description http or https, without user, password, query or fragment: the service base URL (stripe, openmeter, lago: the documented path is appended), or the full endpoint (cloudevents)
+             * @description http or https, without user, password, query or fragment: the service base URL (stripe, stripe-v2, metronome, openmeter, lago: the documented path is appended), or the full endpoint (cloudevents)
              * @example https://api.stripe.com
              */
             url?: string;

@@ -41,22 +41,28 @@ const RUN_SEQUENCE = /^[0-9]{1,16}$/;
  * A URL an export may send to: http or https, with nothing in it that is a secret or that the
  * documented path could not follow (user, password, query, fragment); the URL is answered and logged.
  */
-function urlProblems(url: string | undefined): ValidationDetail[] {
-  if (url === undefined) return [];
+function urlProblems(url: string | undefined | null, field = 'url'): ValidationDetail[] {
+  if (url === undefined || url === null) return [];
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    return [{ field: 'url', message: 'must be an absolute URL' }];
+    return [{ field, message: 'must be an absolute URL' }];
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
-    return [{ field: 'url', message: 'must use http or https' }];
+    return [{ field, message: 'must use http or https' }];
   if (parsed.username !== '' || parsed.password !== '')
-    return [{ field: 'url', message: 'must not carry a user or password: send it as credential' }];
+    return [{ field, message: 'must not carry a user or password: send it as credential' }];
   if (parsed.search !== '' || parsed.hash !== '')
-    return [{ field: 'url', message: 'must not carry a query string or fragment' }];
+    return [{ field, message: 'must not carry a query string or fragment' }];
   return [];
 }
+
+/** Only Stripe's v2 stream is served from a host of its own. */
+const streamUrlProblems = (type: ExportType, streamUrl: string | null | undefined): ValidationDetail[] =>
+  streamUrl !== undefined && streamUrl !== null && type !== 'stripe-v2'
+    ? [{ field: 'streamUrl', message: 'is only for stripe-v2 exports' }]
+    : urlProblems(streamUrl, 'streamUrl');
 
 const credentialMissing = (type: ExportType): ValidationDetail => ({
   field: 'credential',
@@ -68,6 +74,7 @@ function exportView(e: BillingExport): BillingExportResponse {
     id: e.id,
     type: e.type,
     url: e.url,
+    ...(e.type === 'stripe-v2' && { streamUrl: e.streamUrl }),
     eventName: e.eventName,
     interval: e.interval,
     subject: e.subject,
@@ -113,13 +120,14 @@ export const billingExportOperations = [
     path: EXPORTS_PATH,
     scope: 'billing:write',
     tag: TAG,
-    summary: 'Export usage to Stripe, OpenMeter, Lago or a CloudEvents receiver',
+    summary: 'Export usage to Stripe, Metronome, OpenMeter, Lago or a CloudEvents receiver',
     description:
       'From the bucket it is created in, every closed bucket of `interval` with usage is sent once per subject to the customer named by its `externalId` (or its metadata member `customerField`): the value is its units; usage that arrives after its bucket was sent is sent as a correction (the next revision). `credential` is stored encrypted and never answered.',
     body: {
       schema: CreateBillingExportRequest,
       check: (body) => [
         ...urlProblems(body.url),
+        ...streamUrlProblems(body.type, body.streamUrl),
         ...(CREDENTIAL_REQUIRED.has(body.type) && body.credential === undefined
           ? [credentialMissing(body.type)]
           : []),
@@ -138,6 +146,7 @@ export const billingExportOperations = [
           id,
           type: body.type,
           url: body.url,
+          streamUrl: body.streamUrl ?? null,
           credentialCiphertext:
             body.credential === undefined ? null : encryptSecret(body.credential, ctx.sealingKey),
           eventName: body.eventName,
@@ -203,11 +212,14 @@ export const billingExportOperations = [
     path: EXPORT_PATH,
     scope: 'billing:write',
     tag: TAG,
-    summary: 'Change where and as what an export sends: url, credential, eventName, customerField',
+    summary: 'Change where and as what an export sends: url, streamUrl, credential, eventName, customerField',
     description:
       'The next run sends with the new settings; what was sent stays sent. `type`, `interval` and `subject` are fixed.',
     params: exportParams,
-    body: { schema: UpdateBillingExportRequest, check: (body) => urlProblems(body.url) },
+    body: {
+      schema: UpdateBillingExportRequest,
+      check: (body) => [...urlProblems(body.url), ...urlProblems(body.streamUrl, 'streamUrl')],
+    },
     success: { status: 200, description: 'The export as it now is', schema: BillingExportResponse },
     errors: NOT_FOUND,
     async handle({ params, body, res, ctx }) {
@@ -215,6 +227,13 @@ export const billingExportOperations = [
       const updated = await ctx.audited(res, async ({ billingExports }) => {
         const before = await billingExports.get(id, true);
         if (!before) throw new AppError('billing_export_not_found');
+        const [streamUrlProblem] = streamUrlProblems(before.type, body.streamUrl);
+        if (streamUrlProblem)
+          throw new AppError(
+            'validation_failed',
+            `The request is not valid: streamUrl ${streamUrlProblem.message}`,
+            [streamUrlProblem],
+          );
         if (body.credential === null && CREDENTIAL_REQUIRED.has(before.type)) {
           const detail = credentialMissing(before.type);
           throw new AppError('validation_failed', `The request is not valid: credential ${detail.message}`, [
@@ -225,6 +244,7 @@ export const billingExportOperations = [
           id,
           {
             ...(body.url !== undefined && { url: body.url }),
+            ...(body.streamUrl !== undefined && { streamUrl: body.streamUrl }),
             ...(body.credential !== undefined && {
               credentialCiphertext:
                 body.credential === null ? null : encryptSecret(body.credential, ctx.sealingKey),

@@ -13,7 +13,7 @@ const ExportType = Type.Unsafe<(typeof EXPORT_TYPES)[number]>({
   type: 'string',
   enum: [...EXPORT_TYPES],
   description:
-    'stripe: meter events; openmeter: CloudEvents to OpenMeter; lago: usage events; cloudevents: CloudEvents 1.0 to any URL',
+    "stripe: Stripe's v1 meter events, one a request; stripe-v2: Stripe's v2 meter event stream, 100 a request; metronome: Metronome's ingest API, 100 a request; openmeter: CloudEvents to OpenMeter, 100 a request; lago: Lago's batch endpoint, 100 a request; cloudevents: CloudEvents 1.0 to any URL, one a request",
 });
 const Interval = Type.Unsafe<(typeof EXPORT_INTERVALS)[number]>({
   type: 'string',
@@ -30,22 +30,28 @@ const Url = Type.String({
   maxLength: 2048,
   pattern: NO_NUL,
   description:
-    'http or https, without user, password, query or fragment: the service base URL (stripe, openmeter, lago: the documented path is appended), or the full endpoint (cloudevents)',
+    'http or https, without user, password, query or fragment: the service base URL (stripe, stripe-v2, metronome, openmeter, lago: the documented path is appended), or the full endpoint (cloudevents)',
   examples: ['https://api.stripe.com'],
+});
+const StreamUrl = Type.String({
+  ...Url,
+  description:
+    "stripe-v2 only: the base URL of Stripe's meter event stream (Stripe serves it from another host than the sessions); absent or null: `url`",
+  examples: ['https://meter-events.stripe.com'],
 });
 const Credential = Type.String({
   minLength: 1,
   maxLength: 4096,
   pattern: NO_NUL,
   description:
-    'Sent as `Authorization: Bearer`: Stripe secret key, Lago API key, OpenMeter token. Write-only: stored encrypted, never answered',
+    'Sent as `Authorization: Bearer`: Stripe secret key (stripe-v2: it opens the meter event sessions whose token the stream takes), Metronome API token, Lago API key, OpenMeter token. Write-only: stored encrypted, never answered',
 });
 const EventName = Type.String({
   minLength: 1,
   maxLength: 100,
   pattern: NO_NUL,
   description:
-    "Stripe: the meter's event_name; Lago: the billable metric's code; OpenMeter and CloudEvents: the event type",
+    "Stripe: the meter's event_name; Metronome: the event_type; Lago: the billable metric's code; OpenMeter and CloudEvents: the event type",
 });
 const CustomerField = Type.String({
   minLength: 1,
@@ -59,9 +65,10 @@ export const CreateBillingExportRequest = Type.Object(
   {
     type: ExportType,
     url: Url,
+    streamUrl: Type.Optional(Type.Union([StreamUrl, Type.Null()])),
     credential: Type.Optional({
       ...Credential,
-      description: `${Credential.description}. Required for stripe and lago`,
+      description: `${Credential.description}. Required for stripe, stripe-v2, metronome and lago`,
     }),
     eventName: EventName,
     interval: Interval,
@@ -74,9 +81,10 @@ export const CreateBillingExportRequest = Type.Object(
 export const UpdateBillingExportRequest = Type.Object(
   {
     url: Type.Optional(Url),
+    streamUrl: Type.Optional(Type.Union([StreamUrl, Type.Null()])),
     credential: Type.Optional(
       Type.Union([Credential, Type.Null()], {
-        description: `${Credential.description}; null: none (not for stripe or lago)`,
+        description: `${Credential.description}; null: none (not for stripe, stripe-v2, metronome or lago)`,
       }),
     ),
     eventName: Type.Optional(EventName),
@@ -96,6 +104,11 @@ export const BillingExportResponse = Type.Object(
     id: BillingExportId,
     type: ExportType,
     url: Type.String(),
+    streamUrl: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], {
+        description: "stripe-v2 only: the meter event stream's base URL; null: `url`",
+      }),
+    ),
     eventName: Type.String(),
     interval: Interval,
     subject: Subject,
@@ -104,7 +117,7 @@ export const BillingExportResponse = Type.Object(
     deliveryFailures: {
       ...Count,
       description:
-        'Runs in a row whose receiver did not answer or answered 408, 425, 429 or 5xx; 0 when it works',
+        'Runs in a row whose receiver did not answer or answered 408, 425, 429 or 5xx; 0 when it works. A Retry-After with a 429 or 5xx holds back every run, manual ones too, until then',
     },
     deliverAfter: Type.Union([IsoTimestamp, Type.Null()], {
       description: 'While the receiver fails: scheduled runs send nothing before this instant (backoff)',
@@ -144,7 +157,8 @@ const RunSend = Type.Object(
     }),
     value: Type.Integer({ minimum: 1, description: 'The units this revision adds' }),
     idempotencyId: Type.String({
-      description: "Stripe's identifier, Lago's transaction_id, the CloudEvent's id: the same on every retry",
+      description:
+        "Stripe's identifier, Metronome's and Lago's transaction_id, the CloudEvent's id: the same on every retry",
     }),
     status: Type.Union([Type.Integer(), Type.Null()], {
       description: "The receiver's HTTP status; null: no answer (timeout, refused or closed connection)",
