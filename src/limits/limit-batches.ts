@@ -1,0 +1,380 @@
+import { corkedWrites, type RedisClient } from '../redis/connect.js';
+import {
+  admittedOf,
+  balanceOf,
+  countOf,
+  defineConsumeScript,
+  heldOf,
+  leasedOf,
+  lostOf,
+  NO_SHIFTS,
+  oldestSlotOf,
+  shiftsOf,
+  type ConsumeReply,
+  type ConsumeScript,
+  type ReplyLayout,
+} from './consume-script.js';
+import type { BalanceLedger } from './balance-ledger.js';
+import type { CreditWatch } from './credit-watch.js';
+import type { LeaseCall } from './lease-book.js';
+import type { LeaseReclaim } from './lease-reclaim.js';
+import type { LimitWatches } from './limit-watches.js';
+import {
+  balanceStateOf,
+  MAX_SUBJECTS,
+  type BalanceState,
+  type Decision,
+  type LimitState,
+} from './rate-limiter.js';
+import { balanceTerms } from './redis-balances.js';
+import { slidingResetAt } from './sliding-window.js';
+import type { WindowLedger } from './window-ledger.js';
+import type { WindowRestore } from './window-restore.js';
+import { countsAfter, place, refusal, runsOf, type Group, type Span, type Waiter } from './limiter-groups.js';
+
+/** Requests waiting for a reclaim ask again after 1, 2, 4, … ms, then every 64 ms. */
+export const FIRST_RETRY_MS = 1;
+const LAST_RETRY_MS = 64;
+
+/**
+ * The calls of the Redis limiter (redis-limiter.ts): a turn's requests for one group go to Redis as
+ * one consume script call (consume-script.ts), sent at the end of the turn with every other group's
+ * in one write (a corked socket on a single Redis, per-node auto-pipelines on a Cluster); the reply
+ * decides them, and a request whose every span's lease holds its cost is decided without a call.
+ */
+export class LimitBatches {
+  private readonly consumeScript: ConsumeScript;
+  /** Groups with a call to send at the end of this turn. */
+  private due: Group[] = [];
+  /**
+   * Scratch, filled and read at once, per span of the decision under way: its place (in the span's
+   * first limit's count), its shifts, and where a call's admitted units start.
+   */
+  private readonly places: number[] = Array.from({ length: MAX_SUBJECTS }, () => 0);
+  private readonly shifts: (readonly number[])[] = Array.from({ length: MAX_SUBJECTS }, () => NO_SHIFTS);
+  private readonly bases: number[] = Array.from({ length: MAX_SUBJECTS }, () => 0);
+  private readonly ledger: WindowLedger;
+  private readonly balanceLedger: BalanceLedger;
+  private readonly creditWatch: CreditWatch | undefined;
+  private readonly sendDue = (): void => {
+    const due = this.due;
+    this.due = [];
+    // send() never rejects: a failed call rejects its waiters instead.
+    corkedWrites(this.client, () => {
+      for (const group of due) {
+        group.scheduled = false;
+        void this.send(group);
+      }
+    });
+  };
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly clock: () => number,
+    private readonly reclaim: LeaseReclaim,
+    private readonly restore: WindowRestore,
+    private readonly watches: LimitWatches,
+  ) {
+    this.consumeScript = defineConsumeScript(client);
+    this.ledger = restore.ledger;
+    this.balanceLedger = restore.balanceLedger;
+    this.creditWatch = watches.credits;
+  }
+
+  /** A request every book of `group` holds the cost of, at `nowMs`: its units, taken from each lease. */
+  takeLeased(group: Group, cost: number, states: LimitState[] | undefined, nowMs: number): Decision {
+    const spans = group.spans;
+    let wantsNext = false;
+    for (let s = 0; s < spans.length; s++) {
+      const book = spans[s]!.book;
+      this.places[s] = book.take(cost);
+      this.shifts[s] = book.shifts;
+      if (book.wantsNext) wantsNext = true;
+    }
+    // One call asks for a book's next lease: the other groups sharing the book (a consumer's keys) send none for it.
+    if (wantsNext && this.schedule(group))
+      for (const span of spans) if (span.book.wantsNext) span.book.nextDue();
+    return place(group, this.places, this.shifts, states, undefined, nowMs);
+  }
+
+  /** A request decided by Redis, in the group's next call. */
+  ask(group: Group, cost: number, states: LimitState[] | undefined): Promise<Decision> {
+    return new Promise((resolve, reject) => {
+      group.waiting.push({ cost, states, resolve, reject });
+      this.schedule(group);
+    });
+  }
+
+  /** Whether a call of `group` is due at the end of this turn (made so when it can be). */
+  schedule(group: Group): boolean {
+    if (group.scheduled) return true;
+    // Requests arriving while others wait for a reclaim, or for a lease, go with them.
+    if (group.leaseCalls > 0 || group.held.length > 0) return false;
+    group.scheduled = true;
+    // setImmediate runs once the loop has read every socket that was ready: all of this turn's requests.
+    if (this.due.length === 0) setImmediate(this.sendDue);
+    this.due.push(group);
+    return true;
+  }
+
+  /**
+   * One script call for the group's waiting requests, with what this replica settles for each of its
+   * spans (leases it is done with, their unused units) and, for busy ones, new leases.
+   */
+  private async send(group: Group): Promise<void> {
+    void this.restore.firstCheck();
+    const now = this.clock();
+    // Redis lost keys: until every replica has put back its own, its requests wait.
+    const hold = this.restore.losses.holdMs();
+    if (hold > 0) {
+      this.holdFor(group, hold);
+      return;
+    }
+    const waiting = group.waiting;
+    group.waiting = [];
+    const canLease = group.balances === 0 && this.reclaim.canLease();
+    const spans = group.spans;
+    const calls: LeaseCall[] = [];
+    let leasing = false;
+    let settling = false;
+    for (const span of spans) {
+      const call = span.book.startCall(now, canLease);
+      calls.push(call);
+      if (call.lease > 0) leasing = true;
+      if (call.settled > 0) settling = true;
+    }
+    if (waiting.length === 0 && !leasing && !settling) return; // nothing to ask or tell
+    const known = spans.flatMap((span) =>
+      span.counts.map((count, j) =>
+        Math.max(0, this.ledger.placesIn(count, span.consumeLimits[j]!.slot, now) - span.returning),
+      ),
+    );
+    const balances = spans.map(
+      (span) =>
+        span.balance && {
+          terms: balanceTerms(span.balance, now),
+          seen: this.balanceLedger.seenOf(span.balanceKey!),
+        },
+    );
+    group.callsInFlight++;
+    if (leasing) group.leaseCalls++;
+    for (let s = 0; s < spans.length; s++) {
+      spans[s]!.callsInFlight++;
+      spans[s]!.returning += calls[s]!.returned;
+    }
+    const runs = runsOf(waiting);
+    let reply: ConsumeReply;
+    try {
+      reply = await this.watches.measure('consume', () =>
+        this.consumeScript(group.keys, {
+          now,
+          reclaimChannel: this.reclaim.channel,
+          leases: calls,
+          limits: group.limits,
+          known,
+          balances,
+          runs,
+        }),
+      );
+    } catch (err) {
+      // The call may still have run (a timeout): settling or returning again could count units
+      // twice, so they are dropped: unsettled units only make others wait up to RECLAIM_WAIT_MS
+      // longer, and units not given back are counted as used.
+      for (const w of waiting) w.reject(err);
+      this.answered(group, calls, leasing);
+      return;
+    }
+    const lost = lostOf(reply, known.length);
+    if (lost !== undefined) {
+      // Nothing was decided or settled: the requests ask again once what was lost is put back.
+      group.held.push(...waiting);
+      for (let s = 0; s < spans.length; s++) spans[s]!.book.notRun(calls[s]!);
+      this.answered(group, calls, leasing);
+      const found = {
+        counts: lost.limits.map((i) => group.keys[2 * i]!),
+        balances: lost.balances.map((k) => group.keys[2 * known.length + k]!),
+      };
+      void this.restore.losses
+        .found(found, now)
+        .then(() => this.holdFor(group, this.restore.losses.holdMs()));
+      return;
+    }
+    this.decide(group, calls, waiting, runs, reply, now);
+    this.answered(group, calls, leasing);
+  }
+
+  /** The group's requests wait `ms`, then ask again. */
+  private holdFor(group: Group, ms: number): void {
+    group.held.push(...group.waiting);
+    group.waiting = [];
+    setTimeout(() => this.retryHeld(group), ms);
+  }
+
+  /** Resolves, holds or refuses the requests of a call from Redis' reply, and tells each span's book. */
+  private decide(
+    group: Group,
+    calls: readonly LeaseCall[],
+    waiting: readonly Waiter[],
+    runs: readonly number[],
+    reply: ConsumeReply,
+    now: number,
+  ): void {
+    const spans = group.spans;
+    const layout: ReplyLayout = {
+      limits: (group.keys.length - group.balances) / 2,
+      subjects: spans.length,
+      balances: group.balances,
+    };
+    let admittedUnits = 0;
+    let largestRefused = 0;
+    for (let r = 0; r < runs.length; r += 2) {
+      const admitted = admittedOf(reply, layout, r / 2);
+      admittedUnits += admitted * runs[r + 1]!;
+      if (admitted < runs[r]!) largestRefused = Math.max(largestRefused, runs[r + 1]!);
+    }
+    // Per span: the place before its first admitted unit, and what its book learns; per balance, what
+    // it held before the call's first admitted unit.
+    const before = this.bases;
+    const balances: CalledBalance[] = [];
+    for (let s = 0, i = 0; s < spans.length; s++) {
+      const span = spans[s]!;
+      if (span.balanceKey !== undefined) {
+        const b = balanceOf(reply, layout, balances.length);
+        this.balanceLedger.note(span.scope, span.id, span.balanceKey, b.epoch, b.window, b.granted, b.spent);
+        balances.push({
+          span,
+          epoch: b.epoch,
+          window: b.window,
+          granted: b.granted,
+          spentBefore: b.spent - admittedUnits,
+          refused: false,
+        });
+      }
+      if (span.limits.length === 0) continue;
+      const first = i;
+      const leased = leasedOf(reply, layout, s);
+      let room = Infinity;
+      for (let j = 0; j < span.limits.length; j++, i++) {
+        const { slot, expiresAt } = span.consumeLimits[j]!;
+        if (slot >= 0) span.resets[j] = slidingResetAt(span.limits[j]!.period, oldestSlotOf(reply, i));
+        this.ledger.add(span.counts[j]!, slot, admittedUnits + leased - calls[s]!.returned, expiresAt);
+        room = Math.min(room, span.limits[j]!.limit - countOf(reply, i));
+      }
+      const count = countOf(reply, first);
+      const shifts = shiftsOf(reply, first, span.limits.length);
+      this.shifts[s] = shifts;
+      before[s] = count - leased - admittedUnits;
+      span.book.answered(calls[s]!, { leased, count, shifts, short: room < largestRefused });
+    }
+    // The first requests of each run are in, with the units after those of the requests before them.
+    const refused: Waiter[] = [];
+    let units = 0;
+    for (let r = 0, w = 0; r < runs.length; r += 2) {
+      const admitted = admittedOf(reply, layout, r / 2);
+      for (let k = 0; k < runs[r]!; k++) {
+        const waiter = waiting[w++]!;
+        if (k >= admitted) {
+          refused.push(waiter);
+          continue;
+        }
+        units += runs[r + 1]!;
+        for (let s = 0; s < spans.length; s++) this.places[s] = before[s]! + units;
+        let lowest: BalanceState | undefined;
+        for (const { span, granted, spentBefore } of balances) {
+          const remaining = granted - spentBefore - units;
+          if (lowest === undefined || remaining < lowest.remaining)
+            lowest = balanceStateOf(span.scope, span.balance!, remaining, now);
+        }
+        waiter.resolve(place(group, this.places, this.shifts, waiter.states, lowest, now));
+      }
+    }
+    if (heldOf(reply)) {
+      // Units leased elsewhere are on their way back: these ask again shortly, in arrival order.
+      group.held.push(...refused);
+      const retryMs = group.retryMs;
+      group.retryMs = Math.min(2 * retryMs, LAST_RETRY_MS);
+      setTimeout(() => this.retryHeld(group), retryMs);
+    } else {
+      let decision: Decision | undefined;
+      let decidedCost = 0;
+      for (const waiter of refused) {
+        if (waiter.cost !== decidedCost) {
+          decidedCost = waiter.cost;
+          // A balance that does not hold the cost refuses it (the key's first), else a limit does.
+          const short = balances.find(
+            ({ granted, spentBefore }) => granted - spentBefore - units < decidedCost,
+          );
+          if (short !== undefined) short.refused = true;
+          decision = short
+            ? {
+                allowed: false,
+                limit: undefined,
+                balance: balanceStateOf(
+                  short.span.scope,
+                  short.span.balance!,
+                  Math.max(0, short.granted - short.spentBefore - units),
+                  now,
+                ),
+              }
+            : { allowed: false, limit: refusal(group, reply, decidedCost), balance: undefined };
+        }
+        if (waiter.states !== undefined) countsAfter(group, reply, waiter.states);
+        waiter.resolve(decision!);
+      }
+      group.retryMs = FIRST_RETRY_MS;
+    }
+    if (this.creditWatch !== undefined)
+      for (const b of balances)
+        this.creditWatch.saw(
+          b.span.scope,
+          b.span.id,
+          b.span.balance!,
+          b,
+          b.granted - b.spentBefore - units,
+          b.refused,
+          now,
+        );
+  }
+
+  /** After a call: requests that waited for a lease take its units, the rest ask Redis. */
+  private answered(group: Group, calls: readonly LeaseCall[], leasing: boolean): void {
+    const spans = group.spans;
+    group.callsInFlight--;
+    if (leasing) group.leaseCalls--;
+    for (let s = 0; s < spans.length; s++) {
+      spans[s]!.callsInFlight--;
+      spans[s]!.returning -= calls[s]!.returned;
+      spans[s]!.book.ended(calls[s]!);
+    }
+    const waiting = group.waiting;
+    const now = this.clock();
+    let served = 0;
+    while (group.balances === 0 && served < waiting.length) {
+      const { cost, states } = waiting[served]!;
+      if (!spans.every((span) => span.book.fits(cost, now))) break;
+      waiting[served++]!.resolve(this.takeLeased(group, cost, states, now));
+    }
+    if (served > 0) group.waiting = waiting.slice(served);
+    let settle = false;
+    for (const span of spans) if (span.book.settleIfExhausted()) settle = true;
+    if (settle || group.waiting.length > 0) this.schedule(group);
+  }
+
+  private retryHeld(group: Group): void {
+    group.waiting = group.held.concat(group.waiting);
+    group.held = [];
+    this.schedule(group);
+  }
+}
+
+/** A balance of a call, as Redis answered it. */
+interface CalledBalance {
+  readonly span: Span;
+  readonly epoch: number;
+  readonly window: number;
+  readonly granted: number;
+  /** Units spent before the call's first admitted unit. */
+  readonly spentBefore: number;
+  /** It refused a request of the call for want of credits. */
+  refused: boolean;
+}

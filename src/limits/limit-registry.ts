@@ -1,0 +1,249 @@
+import type { RedisClient } from '../redis/connect.js';
+import { windowAt } from '../plans/window.js';
+import { isCharged, type Subject } from '../plans/subject.js';
+import { consumeKeys, type ConsumeLimit } from './consume-script.js';
+import { KeyHomes, movedCounts } from './key-homes.js';
+import { LeaseBook } from './lease-book.js';
+import type { ReclaimedCounts } from './lease-reclaim.js';
+import { FIRST_RETRY_MS, type LimitBatches } from './limit-batches.js';
+import type { LimitWatches } from './limit-watches.js';
+import { isBusy, type Group, type Span } from './limiter-groups.js';
+import { balanceKey, countsBase, EXPIRY_GRACE_MS, hashTagOf, limitCountKey } from './limiter-keys.js';
+import { checkSubjects } from './rate-limiter.js';
+import { slidingResetAt, slotAt, slotLeavesAt, slotMs } from './sliding-window.js';
+import type { WindowRestore } from './window-restore.js';
+
+/** Idle spans are settled and forgotten this often. */
+const SWEEP_MS = 1_000;
+
+/**
+ * The limits of the Redis limiter (redis-limiter.ts) on this replica: every span and group with
+ * something left to do, found by a decision's subjects or a reclaimed count, and the sweep that
+ * settles the leases of those gone quiet and forgets them.
+ */
+export class LimitRegistry implements ReclaimedCounts {
+  /** Every span with something left to do, by name. */
+  private readonly spans = new Map<string, Span>();
+  /** Every group of those spans, by name. */
+  private readonly groups = new Map<string, Group>();
+  /**
+   * The latest group of each list of subjects (the key cache keeps one list per key and selection of
+   * its limits): a request in its span finds it without building a name.
+   */
+  private readonly current = new WeakMap<readonly Subject[], Group>();
+  /** Count key → the spans counting in it, which a reclaim of that key asks. */
+  private readonly byCount = new Map<string, Set<Span>>();
+  /** Where each key's own counts are: they follow a key that moves between consumers. */
+  private readonly homes: KeyHomes;
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    client: RedisClient,
+    private readonly prefix: string,
+    clock: () => number,
+    private readonly batches: LimitBatches,
+    private readonly restore: WindowRestore,
+    private readonly watches: LimitWatches,
+  ) {
+    this.homes = new KeyHomes(client, prefix, (moved) => {
+      for (const { from, to, expiresAt } of moved)
+        if (expiresAt === 0) restore.balanceLedger.forget(from);
+        else restore.ledger.move(from, to);
+    });
+    this.sweeper = setInterval(() => this.sweep(clock()), SWEEP_MS).unref();
+  }
+
+  /** The group of the latest decision for `subjects`, when it still spans `nowMs`. */
+  boundGroup(subjects: readonly Subject[], nowMs: number): Group | undefined {
+    const group = this.current.get(subjects);
+    if (group === undefined || group.forgotten || nowMs >= group.endMs || nowMs < group.startMs)
+      return undefined;
+    return group;
+  }
+
+  /** The group of `subjects` at `nowMs`, made when first needed, and bound to them. */
+  groupAt(subjects: readonly Subject[], nowMs: number): Group {
+    checkSubjects(subjects);
+    const hashTag = hashTagOf(subjects);
+    const spans: Span[] = [];
+    for (const subject of subjects) {
+      if (!isCharged(subject)) continue;
+      const span = this.spanAt(subject, hashTag, nowMs);
+      span.balance = subject.balance;
+      spans.push(span);
+    }
+    const group = this.groupOf(spans);
+    group.moving ??= this.moveHome(subjects, hashTag, group, nowMs);
+    this.current.set(subjects, group);
+    return group;
+  }
+
+  /**
+   * Moves the own counts of the key of `subjects` to the names under `hashTag` when they are elsewhere
+   * (key-homes.ts); undefined when they are there. Should Redis not answer, the group is dropped: the
+   * next decision builds it again, and tries again.
+   */
+  private moveHome(
+    subjects: readonly Subject[],
+    hashTag: string,
+    group: Group,
+    nowMs: number,
+  ): Promise<void> | undefined {
+    const key = subjects[0]!;
+    if (key.scope !== 'key' || !isCharged(key) || this.homes.isHome(key.id, hashTag)) return undefined;
+    return this.homes
+      .moveTo(key.id, hashTag, (from) => movedCounts(this.prefix, key, from, hashTag, nowMs))
+      .then(
+        () => {
+          group.moving = undefined;
+        },
+        (err: unknown) => {
+          this.groups.delete(group.name);
+          group.forgotten = true;
+          for (const span of group.spans) span.groups.delete(group);
+          throw err;
+        },
+      );
+  }
+
+  /** The span of `subject`'s limits and balance at `nowMs`, its counts under `hashTag`, made when first needed. */
+  private spanAt(subject: Subject, hashTag: string, nowMs: number): Span {
+    const base = countsBase(this.prefix, subject, hashTag);
+    const balance = subject.balance === undefined ? undefined : balanceKey(base);
+    let startMs = -Infinity;
+    let endMs = Infinity;
+    const counts: string[] = [];
+    const consumeLimits: ConsumeLimit[] = [];
+    const resets: number[] = [];
+    for (const rule of subject.plan.limits) {
+      let start: number;
+      let end: number;
+      if (rule.algorithm === 'fixed') {
+        ({ start, end } = windowAt(rule.period, nowMs));
+        counts.push(limitCountKey(base, rule, start));
+        consumeLimits.push({ limit: rule.limit, expiresAt: end + EXPIRY_GRACE_MS, slot: -1 });
+        resets.push(end);
+      } else {
+        const slot = slotAt(rule.period, nowMs);
+        start = slot * slotMs(rule.period);
+        end = start + slotMs(rule.period);
+        counts.push(limitCountKey(base, rule, start));
+        consumeLimits.push({
+          limit: rule.limit,
+          expiresAt: slotLeavesAt(rule.period, slot) + EXPIRY_GRACE_MS,
+          slot,
+        });
+        resets.push(slidingResetAt(rule.period, slot));
+      }
+      startMs = Math.max(startMs, start);
+      endMs = Math.min(endMs, end);
+    }
+    const name = `${base}|${subject.plan.tag}|${startMs}${balance === undefined ? '' : '|credits'}`;
+    let span = this.spans.get(name);
+    if (span === undefined) {
+      span = {
+        name,
+        scope: subject.scope,
+        id: subject.id,
+        balanceKey: balance,
+        balance: subject.balance,
+        startMs,
+        endMs,
+        limits: subject.plan.limits,
+        counts,
+        consumeLimits,
+        resets,
+        book: new LeaseBook(),
+        // A span's windows and slots stay the same: its watch is for them, from its start.
+        watch: this.watches.quotaWatch(subject, startMs),
+        groups: new Set(),
+        callsInFlight: 0,
+        returning: 0,
+      };
+      this.spans.set(name, span);
+      for (const count of counts) {
+        let spans = this.byCount.get(count);
+        if (spans === undefined) this.byCount.set(count, (spans = new Set()));
+        spans.add(span);
+      }
+    }
+    return span;
+  }
+
+  /** The group of `spans`, made when first needed. */
+  private groupOf(spans: readonly Span[]): Group {
+    // One span, a key without a consumer, is the common case: its group is built without a name of its own.
+    const one = spans.length === 1 ? spans[0]! : undefined;
+    const name = one?.name ?? spans.map((span) => span.name).join('&');
+    let group = this.groups.get(name);
+    if (group === undefined) {
+      const balances = spans.flatMap((span) => (span.balanceKey === undefined ? [] : [span.balanceKey]));
+      group = {
+        name,
+        spans,
+        balances: balances.length,
+        startMs: one?.startMs ?? Math.max(...spans.map((span) => span.startMs)),
+        endMs: one?.endMs ?? Math.min(...spans.map((span) => span.endMs)),
+        keys: consumeKeys(one?.counts ?? spans.flatMap((span) => span.counts), balances),
+        limits: spans.map((span) => span.consumeLimits),
+        forgotten: false,
+        moving: undefined,
+        waiting: [],
+        held: [],
+        retryMs: FIRST_RETRY_MS,
+        scheduled: false,
+        callsInFlight: 0,
+        leaseCalls: 0,
+      };
+      this.groups.set(name, group);
+      for (const span of spans) span.groups.add(group);
+    }
+    return group;
+  }
+
+  private forget(span: Span): void {
+    this.spans.delete(span.name);
+    for (const count of span.counts) {
+      const spans = this.byCount.get(count);
+      spans?.delete(span);
+      if (spans?.size === 0) this.byCount.delete(count);
+    }
+    for (const group of span.groups) {
+      this.groups.delete(group.name);
+      group.forgotten = true;
+      for (const other of group.spans) if (other !== span) other.groups.delete(group);
+    }
+  }
+
+  /** Another replica needs units of this count: every span counting in it gives back what it has not used. */
+  reclaimed(count: string): void {
+    for (const span of this.byCount.get(count) ?? []) {
+      span.book.reclaim();
+      if (span.book.owes) this.batches.schedule(this.groupOf([span]));
+    }
+  }
+
+  /**
+   * Settles the leases of spans gone quiet, forgets spans with nothing left to do (and their groups),
+   * and finishes a check of Redis' restart marker that Redis stopped answering (else only the next
+   * reconnect would).
+   */
+  private sweep(nowMs: number): void {
+    void this.restore.check();
+    for (const span of this.spans.values()) {
+      if (isBusy(span)) continue;
+      // Once every limit's window is over its units no longer matter. Until then (a longer window,
+      // or a sliding limit's slot, still counts them) unused units are given back first.
+      if (span.consumeLimits.every((l, j) => l.slot < 0 && span.resets[j]! <= nowMs)) {
+        this.forget(span);
+      } else if (span.book.endIfQuiet(nowMs)) {
+        if (span.book.owes) this.batches.schedule(this.groupOf([span]));
+        else this.forget(span);
+      }
+    }
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+  }
+}
