@@ -1,6 +1,6 @@
 /**
  * Hostile input to every management endpoint, generated with fast-check, in process over embedded
- * PGlite: every bad request gets the contract's 4xx as a JSON error envelope (never a 5xx), and the
+ * PGlite: every bad request gets the documented 4xx as a JSON error envelope (never a 5xx), and the
  * stored keys and plans are byte-for-byte the same afterwards. The counts are printed for the report.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -200,7 +200,7 @@ function bodyOf(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<unk
   );
 }
 
-// Independent of the server's validators: the contract's rules, so accidental valid bodies are skipped.
+// Independent of the server's validators: the OpenAPI document's rules, so accidental valid bodies are skipped.
 const isPlain = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 const only = (v: Record<string, unknown>, allowed: string[]) =>
@@ -447,7 +447,7 @@ const LIFECYCLE_CALLS = [
 ] as const;
 
 describe.each(LIFECYCLE_CALLS)('$label with generated bodies', ({ label, method, path, body, allowed }) => {
-  it('answers within the contract, never 5xx, storing nothing it should not', async () => {
+  it('answers as documented, never 5xx, storing nothing it should not', async () => {
     await fc.assert(
       fc.asyncProperty(body, async (b) => {
         const text = serialize(b);
@@ -477,7 +477,7 @@ describe.each(ENDPOINTS)('POST $path with generated bad bodies', ({ path, body, 
             if (code === 'validation_failed' && !Array.isArray((res.body as { details?: unknown }).details))
               return false;
           }
-          // Generated huge strings can push a body past 64 KiB: then 413 is the contract's answer.
+          // Generated huge strings can push a body past 64 KiB: then 413 is the documented answer.
           return judge(
             `${path} ${text.slice(0, 120)}`,
             res,
