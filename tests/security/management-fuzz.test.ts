@@ -390,7 +390,7 @@ const ENDPOINTS = [
 ] as const;
 
 /**
- * The lifecycle calls (contract sections 6, 7, 9) with generated bodies, valid or not. Aimed at ids
+ * The lifecycle calls (docs/guides/keys.md, plans.md, admin-tokens-and-audit.md) with generated bodies, valid or not. Aimed at ids
  * that do not exist, a valid body is answered 404 and an invalid one 400: either way nothing is
  * stored, nothing crashes. Admin tokens have no target: a valid body creates one (201).
  */
@@ -793,7 +793,7 @@ describe('identifiers in paths', () => {
 // ---------------------------------------------------------------- afterwards
 
 describe('afterwards', () => {
-  it('no generated bad input was answered 5xx or outside the contract', () => {
+  it('no generated bad input was answered 5xx or outside what the OpenAPI document allows', () => {
     expect(tally.unexpected).toEqual([]);
     expect(tally.answers5xx).toBe(0);
     expect(tally.badInputsTried).toBeGreaterThan(1_000);
