@@ -1,7 +1,7 @@
 // `npm run bench -- embedded`: the embedded default (SQLite, in-process counters) against Redis mode
 // (Postgres + Redis), same machine, same backend, alternating rounds, each round a first start on an
 // empty database: time to ready, resident memory idle and under load, throughput and p99, set against
-// the targets of issue 17.
+// the targets of docs/decisions/0007.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CONNECTIONS, DURATION, PORT, ROUNDS, THREADS, WARMUP, log } from '../lib/config.ts';
 import { stopProc, treeRssKiB, type Proc } from '../lib/processes.ts';
@@ -102,7 +102,7 @@ export async function embedded(): Promise<string> {
       '',
       machine(),
       '',
-      '| figure | embedded (SQLite, in-process counters) | Redis mode (Postgres + Redis) | embedded ÷ Redis mode | target (issue 17) | embedded per round |',
+      '| figure | embedded (SQLite, in-process counters) | Redis mode (Postgres + Redis) | embedded ÷ Redis mode | target (docs/decisions/0007) | embedded per round |',
       '|---|--:|--:|--:|---|---|',
       row(
         'time to ready after a first start',

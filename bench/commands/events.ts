@@ -1,4 +1,4 @@
-// `npm run bench -- events`: what webhooks and a billing export cost the proxy (issue 27: within 5 %).
+// `npm run bench -- events`: what webhooks and a billing export cost the proxy (docs/performance.md, "Events and exports configured and busy": within 5 %).
 // One Tollgate in Redis mode (a private redis-server, a fresh Postgres database), one process for both
 // states so they differ by their configuration alone: visits alternate between none configured and a
 // webhook for every event type plus a CloudEvents export of every key's minutes, both sending to a

@@ -1,5 +1,5 @@
 // `npm run bench -- hot-consumer` (also the last table of `cost`): limiter round trips per request of a
-// hot consumer whose traffic is spread over its 10 keys and 2 replicas (issue 25: at most 0.05). Two
+// hot consumer whose traffic is spread over its 10 keys and 2 replicas (docs/decisions/0025: at most 0.05). Two
 // Tollgate replicas in Redis mode on one database; one wrk per replica, each sending every key in turn
 // (bench/rotate-keys.lua). A replica counts its limiter's round trips itself: the `consume` operation
 // of tollgate_redis_command_duration_seconds, one per script call (the limiter makes no other call on a

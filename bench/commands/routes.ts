@@ -5,7 +5,7 @@
 // every row, so they differ by their table and plan alone (two processes of the same build differ by
 // more than a table: their heaps, their JIT); the rows are visited up and back down (0, 1, 100, 1000,
 // plan, plan, 1000, 100, 1, 0) each round, so drift on a shared machine falls on all of them alike.
-// Reported as req/s and CPU per request against no route (issue 26: within 10 %).
+// Reported as req/s and CPU per request against no route (docs/performance.md, "Route tables and route-aware plans": within 10 %).
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type * as RouteIndexModule from '../../src/routes/route-index.ts';
@@ -70,7 +70,7 @@ const ROUTE_AWARE_PLAN = {
     { match: { routeIds: ['bench'], pathPrefix: '/bench/item' }, cost: 2 },
   ],
 };
-/** A change of the table is in force within this (contract section 15: 1 s on every replica). */
+/** A change of the table is in force within this (docs/guides/routes.md: 1 s on every replica). */
 const IN_FORCE_MS = 1_000;
 const MATCH_CALLS = 1_000_000;
 

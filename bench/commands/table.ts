@@ -129,8 +129,8 @@ async function startPeers(targets: Target[], wanted: (id: string) => boolean): P
 }
 
 /**
- * Keys the one-limit key's process also serves, each a row: a plan of two limits (issue 15), and a key
- * of a consumer with a plan on the consumer only, on the key only, and on both (issue 25), each within
+ * Keys the one-limit key's process also serves, each a row: a plan of two limits (docs/decisions/0018), and a key
+ * of a consumer with a plan on the consumer only, on the key only, and on both (docs/decisions/0025), each within
  * 10 % of the one-limit key. Every plan is huge: the limiter decides every request, refusing none.
  */
 const SAME_PROCESS_ROWS: { id: string; label: string; key: (port: number) => Promise<string> }[] = [

@@ -1,5 +1,5 @@
 /**
- * A prepaid balance in an administrator's words (contract section 14): what its refill does, and a
+ * A prepaid balance in an administrator's words (docs/guides/credits.md): what its refill does, and a
  * number of credits as typed, checked before anything is sent.
  */
 import { formatNumber } from './format';

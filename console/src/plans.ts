@@ -1,4 +1,4 @@
-/** Plans' limits and costs as the console edits and shows them (contract sections 7, 14 and 15). */
+/** Plans' limits and costs as the console edits and shows them (docs/guides/plans.md, docs/guides/credits.md). */
 import type { Period, Plan, PlanLimit, PlanLimitInput, RequestMatch } from './types';
 
 export { ALGORITHMS, MAX_COST, MAX_COSTS, MAX_LIMITS, MIN_COST } from '../../src/plans/plan.js';

@@ -1,6 +1,6 @@
 /**
- * What each scope of an admin token allows (contract sections 9 and 19), in the order of the
- * contract's table. Typed against the API's own list: a scope added there fails the console's
+ * What each scope of an admin token allows (docs/guides/admin-tokens-and-audit.md, Scopes), in the order of that
+ * guide's table. Typed against the API's own list: a scope added there fails the console's
  * typecheck until it is described here.
  */
 import type { AdminScope } from './types';

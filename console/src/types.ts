@@ -37,7 +37,7 @@ export type PlanLimitInput = Pick<PlanLimit, 'limit' | 'period'> &
 
 export type Consumer = Schemas['Consumer'];
 export type ConsumerDetail = Schemas['ConsumerDetailResponse'];
-/** A key's or a consumer's prepaid balance (contract section 14); `credits: null` where it holds none. */
+/** A key's or a consumer's prepaid balance (docs/guides/credits.md); `credits: null` where it holds none. */
 export type Credits = NonNullable<KeyDetail['credits']>;
 export type CreditRefill = NonNullable<Credits['refill']>;
 export type AdminToken = Schemas['ListAdminTokensResponse']['adminTokens'][number];

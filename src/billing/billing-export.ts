@@ -1,4 +1,4 @@
-/** A billing export as configured (contract section 17): where closed usage buckets go, and how. */
+/** A billing export as configured (docs/guides/billing-export.md): where closed usage buckets go, and how. */
 
 export const EXPORT_TYPES = ['stripe', 'stripe-v2', 'metronome', 'openmeter', 'lago', 'cloudevents'] as const;
 export type ExportType = (typeof EXPORT_TYPES)[number];

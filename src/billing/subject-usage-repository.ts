@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../store/db.js';
 import type { BillingExport, ExportSubject } from './billing-export.js';
 
-/** The units a bucket bills: the cost units its requests were charged (contract sections 14 and 17). */
+/** The units a bucket bills: the cost units its requests were charged (docs/guides/billing-export.md, docs/guides/credits.md). */
 function billedUnits(): RawBuilder<number> {
   return sql<number>`sum(cost)`;
 }

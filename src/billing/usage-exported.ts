@@ -1,5 +1,5 @@
 /**
- * `usage.exported` (contract 16 and 17): one revision of one bucket taken by the receiver, written to
+ * `usage.exported` (docs/guides/webhooks.md, docs/guides/billing-export.md): one revision of one bucket taken by the receiver, written to
  * the outbox in the transaction that records the delivery, so a send delivered is told once. `data`
  * names what was exported and never the export's credential.
  */

@@ -5,7 +5,7 @@ import { SETTLE_BALANCE_LUA } from './balance-lua.js';
 import type { SpentBalance } from './rate-limiter.js';
 
 /**
- * Puts back what Redis lost of each balance (a restart empty, a flush, an eviction, a deletion) (contract 12's rule for windows,
+ * Puts back what Redis lost of each balance (a restart empty, a flush, an eviction, a deletion) (the rule for windows in docs/guides/operations.md, Faults,
  * applied to balances: only a replica that died meanwhile can make a balance admit more than it held).
  *
  * Every reply of the consume script tells the replica how much of a balance is spent in its period.

@@ -1,5 +1,5 @@
 /**
- * A balance in Redis (contract 14): one hash per balance, `<base>:credits` beside its subject's counts,
+ * A balance in Redis (docs/guides/credits.md): one hash per balance, `<base>:credits` beside its subject's counts,
  * with `e` (epoch), `w` (refill window start), `g` (units granted), `s` (units spent) and `b` (what `s`
  * was last restarted from). The Lua below is shared by every script that touches balances, so there is
  * one definition of how a balance is brought up to date: it is `settle` of src/plans/balance.ts, step

@@ -1,5 +1,5 @@
 /**
- * `credits.low` and `credits.exhausted` as the limiters charge balances (contract 16,
+ * `credits.low` and `credits.exhausted` as the limiters charge balances (docs/guides/webhooks.md,
  * docs/decisions/0052). A balance is low once it holds less than its `lowAt` (else a tenth of its
  * refill amount: lowThresholdOf), and exhausted once it can pay no more: a charge left it at 0, or it
  * refused a request for want of credits. Each is told once per balance period (a set, a refill and a

@@ -105,7 +105,7 @@ export class FailoverRateLimiter implements RateLimiter {
 
   /**
    * A balance is never decided in process, whatever the mode: each replica would spend all of it
-   * (contract 14: a balance never admits more than it held, on any number of replicas).
+   * (docs/guides/credits.md: a balance never admits more than it held, on any number of replicas).
    */
   private fallback(
     subjects: readonly Subject[],

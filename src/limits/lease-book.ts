@@ -7,7 +7,7 @@ const LEASE_HORIZON_MS = 20;
 /**
  * …or, for a subject less busy, up to this many units it would use within LEASE_MS: a decision needs
  * every book of its subjects to hold its cost, and a consumer's keys, each busy in part, would each
- * call Redis every 20 ms / 2 or so (issue 25: at most 0.05 calls per request for a consumer of 10 keys
+ * call Redis every 20 ms / 2 or so (docs/decisions/0025: at most 0.05 calls per request for a consumer of 10 keys
  * on 2 replicas). 64 is a sixteenth of the 1,024 units a count must hold to lease at all.
  */
 const MIN_BUSY_LEASE = 64;

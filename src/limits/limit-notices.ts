@@ -1,5 +1,5 @@
 /**
- * What the limiters noticed for the outbox (contract 16, docs/decisions/0052): `quota.threshold`,
+ * What the limiters noticed for the outbox (docs/guides/webhooks.md, docs/decisions/0052): `quota.threshold`,
  * `credits.low`, `credits.exhausted`. The request path only notes them here, in memory; a background
  * task (notice-writer.ts) takes them to the outbox every second. Each carries a once-key naming its
  * subject, limit or balance period, and threshold, so however many replicas notice the same thing, and

@@ -1,5 +1,5 @@
 /**
- * The thresholds of `quota.threshold` (contract 16, docs/decisions/0052): which limits have them, the
+ * The thresholds of `quota.threshold` (docs/guides/webhooks.md, docs/decisions/0052): which limits have them, the
  * counts at which they are reached, and the window a charge counts toward. Pure.
  */
 import type { LimitRule } from '../plans/plan.js';

@@ -1,5 +1,5 @@
 /**
- * `quota.threshold` as the limiters charge (contract 16, docs/decisions/0052): a key's or consumer's
+ * `quota.threshold` as the limiters charge (docs/guides/webhooks.md, docs/decisions/0052): a key's or consumer's
  * limit of an hour or longer reaching 80 % and 100 % of its window. A watch sits beside the counts of
  * one subject's limits and knows, per limit, the count at which the next threshold is reached: the
  * request path compares each admitted request's place in a count with that number and does nothing

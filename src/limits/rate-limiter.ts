@@ -18,7 +18,7 @@ export interface LimitState {
   readonly resetMs: number;
 }
 
-/** Where one balance of a subject stands (contract 14). */
+/** Where one balance of a subject stands (docs/guides/credits.md). */
 export interface BalanceState {
   readonly scope: Scope;
   /** Units it holds. */

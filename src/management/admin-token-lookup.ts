@@ -1,6 +1,6 @@
 import type { AdminTokenRepository, AdminTokenRow } from '../store/admin-token-repository.js';
 
-/** How long a replica trusts an admin token it read, before reading it again (contract section 9: within 1 s). */
+/** How long a replica trusts an admin token it read, before reading it again (docs/guides/admin-tokens-and-audit.md: within 1 s). */
 export const ADMIN_TOKEN_RECHECK_MS = 500;
 
 /** Tokens a replica keeps read at once (the oldest read is forgotten first). */

@@ -67,7 +67,7 @@ export type IdentifyCaller = (req: IncomingMessage, requestId: string) => Promis
 export function callerIdentifier(options: AuthenticateOptions): IdentifyCaller {
   const refuse = (presented: boolean, message: string): Refusal => ({
     error: new AppError('unauthorized', message),
-    // RFC 6750 §3, as the contract writes it (no realm, which is optional): name the scheme, and say
+    // RFC 6750 §3, as the OpenAPI document writes it (no realm, which is optional): name the scheme, and say
     // "invalid_token" only when a token was actually presented.
     headers: { 'WWW-Authenticate': presented ? 'Bearer error="invalid_token"' : 'Bearer' },
   });

@@ -1,5 +1,5 @@
 /**
- * The events of management changes (contract section 16), derived from what the audit log records of
+ * The events of management changes (docs/guides/webhooks.md, Events), derived from what the audit log records of
  * them, so that a change, its audit entry and its event leave from the one place (`ctx.audited`) in
  * one transaction. A key's or consumer's change is its `key.*` or `consumer.*` event: `create`,
  * `delete` and `roll` are `created`, `deleted` and `rolled`; every other action on it (a PATCH, a plan

@@ -36,7 +36,7 @@ export interface UsageTotalsReader {
 }
 
 /**
- * What verify decides and counts with (contract section 18): the proxy's own key cache, limiter,
+ * What verify decides and counts with (docs/guides/verify-and-client.md): the proxy's own key cache, limiter,
  * failed-key throttle, route table and usage recorder, so a key is decided and counted alike both ways.
  */
 export interface VerifyDeps extends AdmissionDeps, KeyUseDeps {

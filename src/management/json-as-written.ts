@@ -1,6 +1,6 @@
 /**
  * JSON whose object members keep the order the caller wrote them in. JavaScript objects put
- * integer-like names first (`{"b":1,"2":0}` parses to `{2:0,b:1}`), so a value the contract returns
+ * integer-like names first (`{"b":1,"2":0}` parses to `{2:0,b:1}`), so a value the API returns
  * "as given" (a key's `metadata`) is read from the request text and travels as text: stored, and
  * written into responses and audit entries without passing through an object again.
  */

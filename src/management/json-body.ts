@@ -1,6 +1,6 @@
 /**
  * Reads a management request body: JSON only, at most 64 KiB, parsed here rather than by express.json
- * so each failure has its own contract code. JSON.parse makes `__proto__` an ordinary own property
+ * so each failure has its own error code in the OpenAPI document. JSON.parse makes `__proto__` an ordinary own property
  * (it never reaches a prototype), and the schemas' `additionalProperties: false` then refuses it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -1,5 +1,5 @@
 /**
- * The schemas a route and a request match share (contract section 15): a route's id, a path prefix of
+ * The schemas a route and a request match share (docs/guides/plans.md, Limits and costs for some requests only): a route's id, a path prefix of
  * whole segments, methods, and the match a plan's limit or cost applies to. Shared by the plan,
  * route and key schemas (resources/plans, resources/routes, resources/keys).
  */

@@ -1,8 +1,8 @@
 /**
- * What an admin token may do (contract sections 9 and 19). The root token holds every scope.
+ * What an admin token may do (docs/guides/admin-tokens-and-audit.md, Scopes). The root token holds every scope.
  * `keys:secrets`: a key's secret in the answers that show a key (a roll answers its new secret to
- * anyone allowed to roll). `billing:read` and `billing:write`: billing exports and their runs (section 17).
- * `keys:verify`: `POST /tollgate/verify`, a decision and its count, and nothing else (section 18).
+ * anyone allowed to roll). `billing:read` and `billing:write`: billing exports and their runs (docs/guides/billing-export.md).
+ * `keys:verify`: `POST /tollgate/verify`, a decision and its count, and nothing else (docs/guides/verify-and-client.md).
  */
 export const SCOPES = [
   'keys:read',

@@ -1,5 +1,5 @@
 /**
- * The two timestamp shapes of the contract, both UTC and truncated to whole seconds. Stored times keep
+ * The two timestamp shapes of the OpenAPI document, both UTC and truncated to whole seconds. Stored times keep
  * their milliseconds; only the rendering drops them, so the same instant always prints the same way.
  */
 

@@ -50,7 +50,7 @@ export type Admission = Admitted | Refused;
 
 /**
  * What the admission reads of a request: the proxy builds it from the HTTP request, verify from its
- * body (contract section 18), so both decide the same way.
+ * body (docs/guides/verify-and-client.md), so both decide the same way.
  */
 export interface AdmissionRequest {
   /** The credential presented; undefined: none. */
@@ -173,9 +173,9 @@ export interface RefusalResponse {
 }
 
 /**
- * The answer to a refused request. The 429 body of a limit is the contract's `{error, limit, period,
+ * The answer to a refused request. The 429 body of a limit is the documented `{error, limit, period,
  * remaining: 0, resetTime}` plus the refusing limit's `name`, its `scope` and the `code`; that of a
- * balance `{error, code, remaining, cost, scope, resetTime}` (contract 14); every other refusal is the
+ * balance `{error, code, remaining, cost, scope, resetTime}` (docs/guides/credits.md); every other refusal is the
  * JSON error envelope.
  */
 export function refusalResponse(refusal: Refused, requestId: string, nowMs: number): RefusalResponse {

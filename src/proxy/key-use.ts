@@ -1,6 +1,6 @@
 /**
  * How a request that presented a valid key is counted: its usage and the key's last use. The proxy
- * counts every request it finishes this way, and verify (contract section 18) each decision, so a key
+ * counts every request it finishes this way, and verify (docs/guides/verify-and-client.md) each decision, so a key
  * used both ways is counted alike.
  */
 import type { ErrorCode } from '../errors.js';
@@ -16,7 +16,7 @@ export interface KeyUseDeps {
   readonly clock: () => number;
 }
 
-/** The outcome in usage of each refusal that has one (contract section 20). */
+/** The outcome in usage of each refusal that has one (docs/decisions/0026). */
 export const REFUSAL_OUTCOMES: Partial<Record<ErrorCode, Outcome>> = {
   rate_limit_exceeded: 'rateLimited',
   credits_exhausted: 'creditsExhausted',
@@ -45,7 +45,7 @@ export function countKeyUse(
   deps.lastUse.used(key.id, now);
   deps.recorder.record({
     keyId: key.id,
-    // Filed under the consumer the key belonged to when the request was made (contract 13).
+    // Filed under the consumer the key belonged to when the request was made (docs/guides/consumers.md).
     consumerId: key.consumerId ?? null,
     endpoint,
     routeId,

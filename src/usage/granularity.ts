@@ -1,4 +1,4 @@
-/** The granularities of usage over time and their UTC-aligned buckets (contract section 8). */
+/** The granularities of usage over time and their UTC-aligned buckets (docs/guides/usage-and-billing.md). */
 import { windowAt } from '../plans/window.js';
 import {
   addCounts,

@@ -1,4 +1,4 @@
-/** Usage over time as the API shows it (contract sections 8, 13, 14 and 20): zero-filled buckets, stored plus pending. */
+/** Usage over time as the API shows it (docs/guides/usage-and-billing.md): zero-filled buckets, stored plus pending. */
 import { bucketAt, bucketStarts, seriesPeriods, type Granularity } from './granularity.js';
 import {
   UsageHistoryRepository,

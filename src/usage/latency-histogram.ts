@@ -1,5 +1,5 @@
 /**
- * Response times as a mergeable histogram (contract section 20, decision record 0026): fixed bins
+ * Response times as a mergeable histogram (docs/guides/usage-and-billing.md, docs/decisions/0026): fixed bins
  * whose bounds grow by GROWTH, so any value is reported within RELATIVE_ERROR of itself, however
  * many histograms of buckets, keys or replicas are added up. A histogram is sparse: bin → count,
  * only the bins that hold something. Adding two is adding their counts bin by bin, which Redis

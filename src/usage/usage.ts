@@ -2,14 +2,14 @@
 import { addToBin, mergeHistogram, subtractHistogram, type LatencyHistogram } from './latency-histogram.js';
 
 /**
- * What the client got, by class (contract section 20). A WebSocket upgrade's 101 counts with 2xx (it
+ * What the client got, by class (docs/guides/usage-and-billing.md, docs/decisions/0026). A WebSocket upgrade's 101 counts with 2xx (it
  * is its success), a client that left before its answer (499) with 4xx: every request in one class.
  */
 export const STATUS_FIELDS = ['status2xx', 'status3xx', 'status4xx', 'status5xx'] as const;
 export type StatusField = (typeof STATUS_FIELDS)[number];
 
 /**
- * Why a request failed (contract section 20), at most one per request: `rateLimited` (the limiter's
+ * Why a request failed (docs/decisions/0026), at most one per request: `rateLimited` (the limiter's
  * 429), `backendError` (the backend answered 5xx), `backendUnreachable` (Tollgate answered 502 or 504).
  */
 export const OUTCOMES = [

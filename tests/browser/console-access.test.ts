@@ -1,5 +1,5 @@
 /**
- * What a token may do, in the console (contract sections 19 and 20), in Chromium against a built
+ * What a token may do, in the console (docs/guides/console.md, Your access), in Chromium against a built
  * Tollgate: the signed-in token's own page names its scopes as `GET /tollgate/whoami` does; every
  * control that needs a scope the token lacks is shown disabled with that scope before anyone clicks it,
  * writes included, on every page; and without keys:secrets no secret reaches the key's page at all.

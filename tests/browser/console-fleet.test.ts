@@ -1,5 +1,5 @@
 /**
- * The daily tasks of contract sections 10 and 20 on a fleet of 2,000 keys, in Chromium against a built
+ * The daily tasks of docs/guides/console.md on a fleet of 2,000 keys, in Chromium against a built
  * Tollgate with real traffic: the key list with its count and sparklines, sorted by traffic and by last
  * use, a name found in any case, a key opened by its id and by its secret, and paging, each in a time an
  * administrator accepts, at 390 and 1920 px without a page wider than the screen. The figures are

@@ -1,5 +1,5 @@
 /**
- * Finding keys in the console (contract section 20), in Chromium against a built Tollgate with real
+ * Finding keys in the console (docs/guides/console.md, docs/guides/keys.md), in Chromium against a built Tollgate with real
  * traffic through a real backend: newest first by default with the API's count, sorted by last use and
  * by 24-hour traffic exactly as the API sorts, a name found in any case, a key opened by its id, and a
  * key found by a pasted secret that goes in a request body and never into an address.

@@ -1,5 +1,5 @@
 /**
- * The console's files as the public listener serves them (contract section 10), over plain HTTP
+ * The console's files as the public listener serves them (docs/guides/console.md), over plain HTTP
  * against a built Tollgate: the page and its hashed assets with their cache headers, a strict
  * Content-Security-Policy and security headers on every answer (404s and redirects included), 404 for
  * everything the build did not produce (path traversal in every spelling), MANAGEMENT_PREFIX, and

@@ -1,5 +1,5 @@
 /**
- * Why requests failed and how fast they were (contract section 20), in the console's charts for a key,
+ * Why requests failed and how fast they were (docs/guides/console.md, docs/decisions/0026), in the console's charts for a key,
  * a consumer and the fleet, in Chromium against a built Tollgate and a real backend: requests refused
  * by the limiter, by a disabled or expired key and by a route the key may not take, answered 5xx by the
  * backend or 502 for a backend that cannot be reached, each counted as the usage API counts it; the

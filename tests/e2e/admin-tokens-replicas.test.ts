@@ -1,6 +1,5 @@
 /**
- * Admin tokens and failed-credential throttles across two replicas on Redis and Postgres (contract
- * section 9): a token deleted is refused by the other replica within 1 s, an expired one at its instant, and wrong
+ * Admin tokens and failed-credential throttles across two replicas on Redis and Postgres (docs/guides/admin-tokens-and-audit.md): a token deleted is refused by the other replica within 1 s, an expired one at its instant, and wrong
  * credentials from one address share one budget across replicas instead of one each.
  */
 import { randomBytes } from 'node:crypto';

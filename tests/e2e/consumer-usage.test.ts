@@ -1,5 +1,5 @@
 /**
- * A consumer's usage as a client of the management API reads it (contract sections 8 and 13), from
+ * A consumer's usage as a client of the management API reads it (docs/guides/consumers.md, docs/guides/usage-and-billing.md), from
  * the built server in both modes: usage over time grouped by endpoint and by customer, as JSON and as
  * CSV; the consumers in the fleet's usage (`topConsumers`); and a key's detail listing the key's own
  * limits and its consumer's, each with its scope.

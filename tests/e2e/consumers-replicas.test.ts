@@ -1,5 +1,5 @@
 /**
- * Consumer changes across three replicas on Redis and Postgres (contract section 13): binding a plan to
+ * Consumer changes across three replicas on Redis and Postgres (docs/guides/consumers.md): binding a plan to
  * a consumer, and deleting it with force, made on one replica reach every replica's key cache within
  * 1 s, for every key of the consumer. A replica's cache shows it in its metrics: the key's next request
  * after the change is a look-up (a miss), where before it was answered from memory.

@@ -1,7 +1,6 @@
 /**
- * A consumer's limit shared by its keys across three replicas on Redis and Postgres (contract section
- * 13): with a fixed window, exactly the limit is admitted over all its keys and replicas (a month's, and
- * 600 a minute minute after minute, issue 25's figure), the 429 names the consumer's limit, and the
+ * A consumer's limit shared by its keys across three replicas on Redis and Postgres (docs/guides/consumers.md): with a fixed window, exactly the limit is admitted over all its keys and replicas (a month's, and
+ * 600 a minute minute after minute, the figure of docs/decisions/0025), the 429 names the consumer's limit, and the
  * consumer's usage is what its keys did while they belonged to it.
  */
 import { randomBytes } from 'node:crypto';

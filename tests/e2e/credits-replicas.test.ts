@@ -1,6 +1,6 @@
 /**
  * One consumer's balance of 1,000 credits spent through three built replicas (Redis + Postgres) by
- * several keys at once, searches costing 5 and lookups 1 (contract 14), while the private
+ * several keys at once, searches costing 5 and lookups 1 (docs/guides/credits.md), while the private
  * redis-server is killed and restarted empty halfway: exactly 1,000 units reach the backend, the
  * balance ends at 0 (below the smallest cost) and never reports less, every replica shows the same,
  * and the database keeps it. A Redis that lost everything neither gives the balance back (more than

@@ -1,5 +1,5 @@
 /**
- * The embedded default survives being killed (issue 17): SIGKILL under load at a random moment, then a
+ * The embedded default survives being killed (docs/decisions/0019): SIGKILL under load at a random moment, then a
  * restart on the same DATA_DIR, fifteen times in a row (a start takes about a second, so the whole run
  * stays near a minute). The load is proxied requests with keys of one consumer (each key with a plan
  * of its own, and the consumer's) and, at the same time, plans and keys bound to them created one after

@@ -1,5 +1,5 @@
 /**
- * Key and plan changes across three replicas on Redis and Postgres (contract sections 6 and 7): each
+ * Key and plan changes across three replicas on Redis and Postgres (docs/guides/keys.md, docs/guides/plans.md): each
  * change made on one replica is observed on the other two within 1 s; a rolled secret works on every
  * replica until the end of its grace and on none after; an expiry takes effect at its instant
  * everywhere with no message; lastUsedAt shows within 2 s on any replica.
@@ -20,7 +20,7 @@ beforeAll(async () => {
 
 afterAll(() => fleet?.stop(), 60_000);
 
-/** How long until every other replica answers `secret` with `status` (ms; > 1000 fails the contract). */
+/** How long until every other replica answers `secret` with `status` (ms; > 1000 breaks the promise of docs/guides/keys.md). */
 async function seenByOthers(secret: string, status: number): Promise<number> {
   const times = await Promise.all(
     others.map(async (t) =>

@@ -1,5 +1,5 @@
 /**
- * Contract section 11 on the management routes: a request that sends `Expect: 100-continue` is
+ * docs/guides/operations.md (Bodies and transfers) on the management routes: a request that sends `Expect: 100-continue` is
  * authenticated before `100 Continue` is sent, so a caller without a valid token never uploads its
  * body; an authenticated one gets the 100, sends the body and its answer.
  */

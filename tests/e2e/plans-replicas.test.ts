@@ -1,6 +1,6 @@
 /**
  * A plan of a burst limit and a per-minute quota across three built replicas on Redis and Postgres
- * (contract section 7): under bursts from all three, exactly the minute's limit reaches the backend in
+ * (docs/guides/plans.md): under bursts from all three, exactly the minute's limit reaches the backend in
  * the minute, and never more than the burst limit in any UTC second.
  */
 import { MINUTE_MS, SECOND_MS, TestClock } from '../helpers/test-clock.js';

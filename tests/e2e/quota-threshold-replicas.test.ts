@@ -1,5 +1,5 @@
 /**
- * `quota.threshold` exactly once per threshold across replicas (contract 16): three replicas of the
+ * `quota.threshold` exactly once per threshold across replicas (docs/guides/webhooks.md): three replicas of the
  * built server on Postgres and a private Redis, clients on every replica hammering one consumer's
  * limit through its keys (leases and reclaims at work), and the same again with Redis restarted empty
  * between the two thresholds. A real receiver that verifies every delivery gets one 80 and one 100 for

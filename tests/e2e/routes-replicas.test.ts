@@ -1,5 +1,5 @@
 /**
- * The route table at run time (contract section 15) on the built service: a route created, changed or
+ * The route table at run time (docs/guides/routes.md) on the built service: a route created, changed or
  * deleted through one replica is in force on all three (Redis and Postgres) within 1 s; the embedded
  * single node uses its own at once.
  */

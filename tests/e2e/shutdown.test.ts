@@ -1,5 +1,5 @@
 /**
- * SIGTERM as the contract orders it: not ready, no new connections, in-flight requests finish, usage
+ * SIGTERM as docs/guides/operations.md orders it: not ready, no new connections, in-flight requests finish, usage
  * flushed, exit 0; under load, in both modes, every request a consumer's keys were answered is counted
  * once, for each key and for the consumer.
  */

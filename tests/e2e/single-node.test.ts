@@ -138,7 +138,7 @@ describe.each(modes)('one node, $name', (mode) => {
     expect(backend.received.filter((r) => r.url === '/base/v1/burst')).toHaveLength(10);
   });
 
-  it('refuses over the limit of a 1-second window of its clock with the contract 429, then admits again', async () => {
+  it('refuses over the limit of a 1-second window of its clock with the documented 429, then admits again', async () => {
     const { body: key } = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'per-second' });
     const planId = 'second-' + randomBytes(4).toString('hex');
     await tollgate.admin('POST', '/rate-limit/create', {

@@ -31,7 +31,7 @@ beforeAll(async () => {
   replicas = await deployment.start(2);
   const route = { routeId: 'billed', match: { pathPrefix: '/v1/billed' }, upstreamUrl: backend.url };
   expect((await replicas[0]!.admin('POST', '/tollgate/routes', route)).status).toBe(201);
-  // In force on every replica within a second (contract section 15).
+  // In force on every replica within a second (docs/guides/routes.md).
   await sleep(1_500);
 }, 60_000);
 

@@ -20,7 +20,7 @@ it('adds up to the totals after a replica is killed mid-run', async () => {
   const key = await keyWithPlan(a, 'billed', 10_000_000);
   const route = { routeId: 'metered', match: { pathPrefix: '/v1/metered' }, upstreamUrl: fleet.backend.url };
   expect((await a.admin('POST', '/tollgate/routes', route)).status).toBe(201);
-  // In force on every replica within a second (contract section 15).
+  // In force on every replica within a second (docs/guides/routes.md).
   await sleep(1_500);
   let answered = 0;
   /** Answers by route: `metered`, or the catch-all (null). */
@@ -64,7 +64,7 @@ it('adds up to the totals after a replica is killed mid-run', async () => {
     { timeoutMs: 15_000, everyMs: 1_500 },
   );
   if (settled === undefined) throw new Error('the total never stopped moving');
-  // At most the killed replica's last second is missing (contract section 12): what it answered in the
+  // At most the killed replica's last second is missing (docs/guides/operations.md, Faults): what it answered in the
   // second before the kill, give or take how late its once-a-second flush timer ran under this load.
   const TIMER_LATENESS_MS = 100;
   const lastSecond = answeredByKilled.filter((at) => at > killedAt - 1_000 - TIMER_LATENESS_MS).length;

@@ -1,5 +1,5 @@
 /**
- * Webhooks while Redis hangs (contract 12 and 16): two replicas of the built server on Postgres and a
+ * Webhooks while Redis hangs (docs/guides/operations.md, Faults; docs/guides/webhooks.md): two replicas of the built server on Postgres and a
  * private redis-server that is SIGSTOPped for 20 s while traffic flows through both. The outbox and its
  * delivery lease live in the database, so events of changes made during the hang, and quota thresholds
  * noticed by a replica limiting in process meanwhile, are delivered signed before Redis answers again.

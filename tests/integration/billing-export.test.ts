@@ -1,5 +1,5 @@
 /**
- * Billing exports (contract section 17) through the management API in process, on the embedded SQLite
+ * Billing exports (docs/guides/billing-export.md) through the management API in process, on the embedded SQLite
  * store and a real Postgres, against real HTTP receivers on 127.0.0.1 that take each service's
  * documented format and dedupe as it does (tests/helpers/billing-receivers.ts). Whatever the receiver
  * does (answers 500 for a while, hangs, drops the connection before or after taking an event), it ends

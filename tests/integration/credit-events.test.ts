@@ -1,5 +1,5 @@
 /**
- * `credits.low` and `credits.exhausted` (contract 16) from Tollgate as production builds it (buildAdapters,
+ * `credits.low` and `credits.exhausted` (docs/guides/webhooks.md) from Tollgate as production builds it (buildAdapters,
  * buildApp) in process, in both modes: the embedded store with in-process counters, and Postgres with
  * the Redis limiter. A key holds a balance (written to its record before its first request, as the
  * credits API will write it); proxied requests spend it, and a real receiver that verifies with the

@@ -1,5 +1,5 @@
 /**
- * Admin tokens, scopes and the audit log (contract section 9) through the management API in process,
+ * Admin tokens, scopes and the audit log (docs/guides/admin-tokens-and-audit.md) through the management API in process,
  * on the embedded SQLite store and a real Postgres.
  */
 import { randomBytes } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * Consumers (contract section 13) through the management API in process, over the embedded SQLite store
+ * Consumers (docs/guides/consumers.md) through the management API in process, over the embedded SQLite store
  * and a real Postgres: every operation and the refusals it documents, keys joining and leaving a
  * consumer, plans held by consumers, the audit trail of each change, and what a replica's key cache
  * learns of each. Every response is checked against the OpenAPI document.

@@ -1,5 +1,5 @@
 /**
- * Credits (contract section 14) through the management API in process, over the embedded SQLite store
+ * Credits (docs/guides/credits.md) through the management API in process, over the embedded SQLite store
  * with in-process counters and over a real Postgres with Redis counters, as each mode runs: balances
  * set on create and PATCH, shown as the limiter holds them, topped up and set through
  * `/tollgate/credits`, each change audited, announced and in force for the next request a replica

@@ -1,5 +1,5 @@
 /**
- * Management defects found by hostile probing (issue 24), each as a user meets it, on both stores.
+ * Management defects found by hostile probing, each as a user meets it, on both stores.
  */
 import { randomBytes } from 'node:crypto';
 import type { Express } from 'express';

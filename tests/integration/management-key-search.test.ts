@@ -1,5 +1,5 @@
 /**
- * Finding keys (contract section 20) through the management API in process, over the embedded SQLite
+ * Finding keys (docs/guides/keys.md, Finding keys) through the management API in process, over the embedded SQLite
  * store and a real Postgres: the list sorted by creation, last use and 24-hour traffic with cursors
  * that walk every key once; a case-insensitive name search; how many keys match; a key found by its
  * secret sent in a body; and the signed-in token's own scopes. Every answer is checked against the

@@ -1,5 +1,5 @@
 /**
- * Keys and plans through their whole life (contract sections 6 and 7), through the management API in
+ * Keys and plans through their whole life (docs/guides/keys.md, docs/guides/plans.md), through the management API in
  * process over embedded PGlite and a real Postgres; every documented response is checked against the
  * OpenAPI document.
  */

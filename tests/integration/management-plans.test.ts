@@ -1,5 +1,5 @@
 /**
- * Plans with several limits (contract section 7) through the management API in process, over the
+ * Plans with several limits (docs/guides/plans.md) through the management API in process, over the
  * embedded store and a real Postgres; every documented response is checked against the OpenAPI document.
  */
 import { randomBytes } from 'node:crypto';
@@ -353,7 +353,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
       now = START;
     });
 
-    describe('limits that match requests, costs and allowed routes (contract 14, 15)', () => {
+    describe('limits that match requests, costs and allowed routes', () => {
       beforeAll(async () => {
         for (const routeId of ['search', 'lookup'])
           expect(

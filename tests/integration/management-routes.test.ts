@@ -1,5 +1,5 @@
 /**
- * The route table's calls (contract section 15) through the management API in process, over the
+ * The route table's calls (docs/guides/routes.md) through the management API in process, over the
  * embedded store and a real Postgres: every operation and status, checked against the OpenAPI
  * document; every change audited and announced to the replicas.
  */

@@ -1,5 +1,5 @@
 /**
- * Prepaid credits through the proxy (contract section 14), built as production builds it, with the
+ * Prepaid credits through the proxy (docs/guides/credits.md), built as production builds it, with the
  * in-process counters of a single node and with Redis: a balance pays each admitted request's cost
  * (a plan's `costs` by path), 429 credits_exhausted with its body and Retry-After once it holds less
  * (not forwarded, not charged, counted as failed), refills, a consumer's balance shared by its keys and

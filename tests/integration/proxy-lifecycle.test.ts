@@ -1,5 +1,5 @@
 /**
- * What the proxy does with a key's lifecycle (contract section 6): disabled and expired keys are refused
+ * What the proxy does with a key's lifecycle (docs/guides/keys.md): disabled and expired keys are refused
  * without reaching the backend or spending quota and still count in usage; a rolled key's previous
  * secret opens the same key until its grace ends, then never again, with no message needed; and
  * every presented key's last use reaches the database.

@@ -1,5 +1,5 @@
 /**
- * Plans of several limits and sliding windows through the proxy (contract section 7): which limit the
+ * Plans of several limits and sliding windows through the proxy (docs/guides/plans.md): which limit the
  * 429 body, Retry-After and the RateLimit headers name, by value, on an injected clock.
  */
 import { request, type IncomingHttpHeaders } from 'node:http';

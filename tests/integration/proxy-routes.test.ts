@@ -1,5 +1,5 @@
 /**
- * Proxied requests through the route table (contract section 15), with real backends on 127.0.0.1:
+ * Proxied requests through the route table (docs/guides/routes.md), with real backends on 127.0.0.1:
  * each route's backend, its prefix stripped, its timeout; hosts and methods; the catch-all or 404
  * route_not_found; changes at run time; WebSocket upgrades; the `route` label of the metrics.
  */
@@ -273,7 +273,7 @@ describe('proxy: routes without a catch-all (UPSTREAM_URL="")', () => {
   });
 });
 
-describe('proxy: plans that know the route (contract sections 14 and 15)', () => {
+describe('proxy: plans that know the route', () => {
   const h = new RoutedHarness();
   beforeAll(async () => {
     await h.startRouted();

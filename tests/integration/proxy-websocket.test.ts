@@ -95,7 +95,7 @@ describe('proxy: WebSocket upgrades', () => {
     expect(raw).toContain('"code":"missing_api_key"');
   });
 
-  it('limits upgrades like any request: over the limit, 429 with the contract body and headers', async () => {
+  it('limits upgrades like any request: over the limit, 429 with the documented body and headers', async () => {
     const key = await h.createKey({ limit: 1, period: 'day' });
     const first = await open(`ws://127.0.0.1:${h.port}/socket`, { authorization: `Bearer ${key.secret}` });
     expect('ws' in first).toBe(true);

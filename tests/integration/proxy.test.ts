@@ -147,7 +147,7 @@ describe('proxy: forwarding', () => {
     ]) {
       expect(got.headers[name]).toBeUndefined();
     }
-    // The client accepts trailers: Tollgate asks the backend for them itself (CONTRACT section 11).
+    // The client accepts trailers: Tollgate asks the backend for them itself (docs/guides/operations.md, Bodies and transfers).
     expect(got.headers.te).toBe('trailers');
     expect(got.headers.connection).not.toMatch(/hop/i);
     expect(got.headers['x-end-to-end']).toBe('kept');

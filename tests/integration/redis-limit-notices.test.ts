@@ -1,5 +1,5 @@
 /**
- * What the Redis limiter tells the outbox as it charges (contract 16, docs/decisions/0052), against a
+ * What the Redis limiter tells the outbox as it charges (docs/guides/webhooks.md, docs/decisions/0052), against a
  * private redis-server with replicas as the service runs them (leases, reclaims): `quota.threshold` is
  * told by the request whose place in the count reaches the threshold, on the replica that charged it,
  * whether the place came from a lease or from a call; `credits.low` and `credits.exhausted` from the

@@ -1,5 +1,5 @@
 /**
- * The Redis limiter deciding a key and its consumer in one step (contract 13 and 14), against a
+ * The Redis limiter deciding a key and its consumer in one step (docs/guides/consumers.md, docs/guides/credits.md), against a
  * private redis-server: replicas as the service runs them (command and subscriber connections each),
  * so a busy consumer gets leases on every replica and replicas ask each other for leased units back.
  */

@@ -226,7 +226,7 @@ describe('a sliding limit', () => {
   });
 });
 
-describe('limits that match requests (contract 15)', () => {
+describe('limits that match requests', () => {
   it('counts a limit with a match in a count of its own, costs in units, exactly across replicas', async () => {
     const replicas = await Promise.all([replica(), replica()]);
     const keyId = newKey();

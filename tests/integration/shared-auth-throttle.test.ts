@@ -1,6 +1,6 @@
 /**
- * The failed-credential throttle shared through Redis (contract section 9: "a shared counter, not N
- * times the budget"): two replicas' throttles over a private redis-server, guesses arriving all at
+ * The failed-credential throttle shared through Redis (docs/guides/admin-tokens-and-audit.md: a shared counter, not N
+ * times the budget): two replicas' throttles over a private redis-server, guesses arriving all at
  * once, valid credentials, and Redis gone.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';

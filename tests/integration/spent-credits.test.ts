@@ -1,5 +1,5 @@
 /**
- * What replicas spent of credit balances, kept in the database (contract 14: a balance lives there
+ * What replicas spent of credit balances, kept in the database (docs/guides/credits.md: a balance lives there
  * whatever becomes of Redis or of a process), over the embedded SQLite store and a real Postgres: a
  * save raises the record only within its period and only upwards, a save after a refill moves the
  * record to the refill's window, and the saving task keeps what a failed save held for the next.

@@ -1,6 +1,6 @@
 /**
  * Request facts through the single-node pipeline (recorder → sink → store, exactly once) on the
- * embedded SQLite store and a real Postgres (contract sections 13, 14 and 20): usage filed under the
+ * embedded SQLite store and a real Postgres (docs/guides/consumers.md, docs/guides/usage-and-billing.md): usage filed under the
  * consumer its key belonged to at the time, a key's own reads summing across its consumers, a
  * consumer's buckets adding up to its totals, and every bucket's cost, status classes, outcomes and
  * latency percentiles, stored and pending alike.

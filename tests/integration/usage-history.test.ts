@@ -1,5 +1,5 @@
 /**
- * Usage over time (contract section 8), on the embedded SQLite store and a real Postgres: buckets written with
+ * Usage over time (docs/guides/usage-and-billing.md), on the embedded SQLite store and a real Postgres: buckets written with
  * each batch, exactly once, adding up to the totals; the API's zero-filled, aligned buckets, defaults,
  * groupBy (series of the buckets' shape, filed under the day each request happened, capped per day
  * and month), CSV (safe to open in a spreadsheet), range errors and pending usage; the fleet view with

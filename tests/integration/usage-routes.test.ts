@@ -1,5 +1,5 @@
 /**
- * Usage by route (contract section 15, decision record 0035) on the embedded SQLite store and a real
+ * Usage by route (docs/guides/routes.md, docs/decisions/0035) on the embedded SQLite store and a real
  * Postgres: `groupBy=route` for a key, a consumer and the fleet, by day and by month, in JSON and
  * CSV, with `routeId` null for the catch-all; a deleted route's series kept under its id; at most
  * 1,000 routes a key per day and per month, the rest under "(other)"; pending usage shown under its

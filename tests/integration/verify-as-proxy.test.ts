@@ -1,5 +1,5 @@
 /**
- * Verify decides and counts a request as the proxy does (contract section 18): one table of the cases
+ * Verify decides and counts a request as the proxy does (docs/guides/verify-and-client.md): one table of the cases
  * the proxy's tests cover, each run through the proxy with one key and through verify with its twin (a
  * key made the same way), in both modes. Verify is asked as @tollgate/client's middleware asks it
  * (`passGate`), so what is compared is what an end client gets: the same status, body and Tollgate
@@ -300,7 +300,7 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
       match: { host: 'tenant.example.com', pathPrefix: '/' },
       upstreamUrl: backend,
     });
-    // In force on the proxy within 1 s (contract 15).
+    // In force on the proxy within 1 s (docs/guides/routes.md).
     await sleep(1_100);
   }, 60_000);
 

@@ -1,5 +1,5 @@
 /**
- * Events and webhooks (contract section 16) on the embedded SQLite store and a real Postgres: the
+ * Events and webhooks (docs/guides/webhooks.md) on the embedded SQLite store and a real Postgres: the
  * management API in process, the delivery worker with a short retry schedule, and real receivers on
  * 127.0.0.1 that verify every delivery with the Standard Webhooks library and dedupe by webhook-id.
  */
@@ -559,7 +559,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('webhooks on %
     ]);
   });
 
-  it('creates, lists, shows, changes and deletes webhooks, shows the secret once, and refuses what the contract refuses', async () => {
+  it('creates, lists, shows, changes and deletes webhooks, shows the secret once, and refuses what the API documents as refused', async () => {
     const created = await call('post', '/tollgate/webhooks', {
       url: 'http://10.0.0.7:8080/tollgate',
       events: ['key.created', 'quota.threshold'],

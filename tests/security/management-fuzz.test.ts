@@ -1,6 +1,6 @@
 /**
  * Hostile input to every management endpoint, generated with fast-check, in process over embedded
- * PGlite: every bad request gets the contract's 4xx as a JSON error envelope (never a 5xx), and the
+ * PGlite: every bad request gets the documented 4xx as a JSON error envelope (never a 5xx), and the
  * stored keys and plans are byte-for-byte the same afterwards. The counts are printed for the report.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -200,7 +200,7 @@ function bodyOf(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<unk
   );
 }
 
-// Independent of the server's validators: the contract's rules, so accidental valid bodies are skipped.
+// Independent of the server's validators: the OpenAPI document's rules, so accidental valid bodies are skipped.
 const isPlain = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 const only = (v: Record<string, unknown>, allowed: string[]) =>
@@ -390,7 +390,7 @@ const ENDPOINTS = [
 ] as const;
 
 /**
- * The lifecycle calls (contract sections 6, 7, 9) with generated bodies, valid or not. Aimed at ids
+ * The lifecycle calls (docs/guides/keys.md, plans.md, admin-tokens-and-audit.md) with generated bodies, valid or not. Aimed at ids
  * that do not exist, a valid body is answered 404 and an invalid one 400: either way nothing is
  * stored, nothing crashes. Admin tokens have no target: a valid body creates one (201).
  */
@@ -447,7 +447,7 @@ const LIFECYCLE_CALLS = [
 ] as const;
 
 describe.each(LIFECYCLE_CALLS)('$label with generated bodies', ({ label, method, path, body, allowed }) => {
-  it('answers within the contract, never 5xx, storing nothing it should not', async () => {
+  it('answers as documented, never 5xx, storing nothing it should not', async () => {
     await fc.assert(
       fc.asyncProperty(body, async (b) => {
         const text = serialize(b);
@@ -477,7 +477,7 @@ describe.each(ENDPOINTS)('POST $path with generated bad bodies', ({ path, body, 
             if (code === 'validation_failed' && !Array.isArray((res.body as { details?: unknown }).details))
               return false;
           }
-          // Generated huge strings can push a body past 64 KiB: then 413 is the contract's answer.
+          // Generated huge strings can push a body past 64 KiB: then 413 is the documented answer.
           return judge(
             `${path} ${text.slice(0, 120)}`,
             res,
@@ -793,7 +793,7 @@ describe('identifiers in paths', () => {
 // ---------------------------------------------------------------- afterwards
 
 describe('afterwards', () => {
-  it('no generated bad input was answered 5xx or outside the contract', () => {
+  it('no generated bad input was answered 5xx or outside what the OpenAPI document allows', () => {
     expect(tally.unexpected).toEqual([]);
     expect(tally.answers5xx).toBe(0);
     expect(tally.badInputsTried).toBeGreaterThan(1_000);

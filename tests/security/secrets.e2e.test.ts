@@ -155,7 +155,7 @@ describe('secrets at rest, rotation and logs', () => {
     expect(
       (await fetch(`${t.url}/x`, { headers: { authorization: `Bearer tg_${'A'.repeat(43)}` } })).status,
     ).toBe(401);
-    // The backend got each secret in x-api-key, as the contract says.
+    // The backend got each secret in x-api-key, as docs/guides/keys.md says.
     expect(backend.received.filter((r) => keys.some((k) => k.secret === r.headers['x-api-key'])).length).toBe(
       10,
     );

@@ -2,7 +2,7 @@
  * Imports in src/ run downward only (docs/decisions/0031). Lint refuses an import from a higher layer
  * (LAYERS in eslint.config.js); what it cannot see is a circle, so this walks every import of src/
  * (types and dynamic imports included) and fails on any. It also checks that lint does refuse the
- * upward imports issue 23 removed, so that the rules cannot quietly stop applying.
+ * upward imports once removed, so that the rules cannot quietly stop applying.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';

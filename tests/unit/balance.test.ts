@@ -1,5 +1,5 @@
 /**
- * Prepaid balances (contract 14), pure: refill windows (daily at 00:00 UTC; monthly on a day of the
+ * Prepaid balances (docs/guides/credits.md), pure: refill windows (daily at 00:00 UTC; monthly on a day of the
  * month, the month's last day when it is shorter), and how a held count is brought up to the
  * database's record. Properties hold for all instants, days and counts (fast-check).
  */

@@ -1,5 +1,5 @@
 /**
- * The events of management changes (contract section 16), derived from what the audit log records of
+ * The events of management changes (docs/guides/webhooks.md, Events), derived from what the audit log records of
  * them: which changes have an event, of which type, with which data.
  */
 import { eventOfChange } from '../../src/management/change-events.js';

@@ -1,4 +1,4 @@
-/** UPSTREAM_URL: the catch-all backend, the default one when unset, none when set empty (contract section 15). */
+/** UPSTREAM_URL: the catch-all backend, the default one when unset, none when set empty (docs/guides/routes.md). */
 import { ConfigError, loadConfig } from '../../src/config.js';
 
 describe('UPSTREAM_URL', () => {

@@ -205,7 +205,7 @@ describe('k8s manifests (overlays/replicated)', () => {
 
   test('every env name in the ConfigMap, Secret and Deployment is a variable src/config.ts reads', () => {
     const known = configVariables();
-    // The parser must find the contract's variables, or this test would pass on an empty set.
+    // The parser must find the documented variables, or this test would pass on an empty set.
     for (const name of [
       'PORT',
       'OPS_PORT',

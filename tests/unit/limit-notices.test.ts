@@ -1,5 +1,5 @@
 /**
- * What the in-process limiter tells the outbox as it charges (contract 16, docs/decisions/0052):
+ * What the in-process limiter tells the outbox as it charges (docs/guides/webhooks.md, docs/decisions/0052):
  * `quota.threshold` at the request that reaches 80 % and 100 % of a limit of an hour or longer, once
  * per limit, window and threshold; `credits.low` and `credits.exhausted` once per balance period.
  */

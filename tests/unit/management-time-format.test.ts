@@ -11,7 +11,7 @@ describe('isoTimestamp', () => {
     expect(isoTimestamp(0)).toBe('1970-01-01T00:00:00Z');
   });
 
-  it('always has the contract shape and names the instant truncated to its second', () => {
+  it('always has the documented shape and names the instant truncated to its second', () => {
     fc.assert(
       fc.property(instant, (ms) => {
         const text = isoTimestamp(ms);

@@ -1,4 +1,4 @@
-/** What a request of a key costs and which limits count it (contract sections 14 and 15). */
+/** What a request of a key costs and which limits count it (docs/guides/credits.md, docs/guides/plans.md). */
 import { planOf, ruleOf } from '../../src/plans/plan.js';
 import { Pricing } from '../../src/plans/pricing.js';
 import fc from 'fast-check';

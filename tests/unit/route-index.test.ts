@@ -173,7 +173,7 @@ const requestPath = fc
   .tuple(fc.array(segment, { maxLength: 4 }), fc.boolean())
   .map(([segments, slash]) => '/' + segments.join('/') + (slash && segments.length > 0 ? '/' : ''));
 
-/** What section 15 says, as a scan: the longest prefix, then the most specific host, then the oldest. */
+/** What docs/guides/routes.md says, as a scan: the longest prefix, then the most specific host, then the oldest. */
 function byTheRule(
   table: readonly RouteMatch[],
   host: string | undefined,

@@ -162,7 +162,7 @@ describe('UsageJournal', () => {
 
   it('saves 1,200 held batches of 100 keys in one pass, in time that grows with them, keeping what the room holds', () => {
     // 120,000 key entries are several times the reserved room. Re-encoding everything once per batch
-    // that did not fit took 174 s here; the contract gives the whole shutdown SHUTDOWN_TIMEOUT_MS + 5 s.
+    // that did not fit took 174 s here; docs/guides/operations.md gives the whole shutdown SHUTDOWN_TIMEOUT_MS + 5 s.
     // One pass is linear: ten times the batches take about ten times as long (quadratic: a hundred).
     // Compared in one process, the best of three runs each, so a busy machine slows both alike.
     const batchesOf = (count: number) =>

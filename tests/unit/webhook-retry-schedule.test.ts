@@ -1,4 +1,4 @@
-/** When a failed webhook delivery is tried again (contract section 16). */
+/** When a failed webhook delivery is tried again (docs/guides/webhooks.md). */
 import { nextAttemptAt, RETRY_SCHEDULE_MS } from '../../src/webhooks/retry-schedule.js';
 
 const S = 1_000;

@@ -1,5 +1,5 @@
 /**
- * A key's or a consumer's prepaid balance (contract section 14): what it holds and how it refills, and
+ * A key's or a consumer's prepaid balance (docs/guides/credits.md): what it holds and how it refills, and
  * what an administrator does to it: top it up or set it (`POST /tollgate/credits`), set it afresh with
  * its refill (PATCH `credits`), or remove it (PATCH `credits: null`). Every action needs keys:write;
  * each amount is checked before anything is sent.

@@ -1,5 +1,5 @@
 /**
- * The charts of a range of usage buckets (contract sections 8 and 20), the same for a key, a consumer
+ * The charts of a range of usage buckets (docs/guides/usage-and-billing.md, docs/guides/console.md), the same for a key, a consumer
  * and the fleet: requests, 429s and errors; why requests failed (or what the clients got, by status
  * class), stacked; and how fast they were answered (p50, p95, p99).
  */

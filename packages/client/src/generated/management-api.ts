@@ -199,7 +199,7 @@ export interface paths {
         put?: never;
         /**
          * Create a rate limit plan under a caller-chosen id
-         * @description One limit as `limit` and `period` (the seed's body), or one to four as `limits`. Every plan response carries both shapes: `limit` and `period` are the first of `limits`. A limit with a `match` counts only the requests it matches; `costs` give requests their cost (contract sections 14 and 15). Route ids in matches must name routes.
+         * @description One limit as `limit` and `period` (the seed's body), or one to four as `limits`. Every plan response carries both shapes: `limit` and `period` are the first of `limits`. A limit with a `match` counts only the requests it matches; `costs` give requests their cost (docs/guides/plans.md, docs/guides/credits.md). Route ids in matches must name routes.
          */
         post: operations["createRateLimitPlan"];
         delete?: never;
@@ -819,7 +819,7 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
-            /** @description The prepaid balance (contract section 14); null: it holds none. Every key of the consumer spends it */
+            /** @description The prepaid balance (docs/guides/credits.md); null: it holds none. Every key of the consumer spends it */
             credits: {
                 /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
                 lowAt: number | null;
@@ -867,7 +867,7 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
-            /** @description The prepaid balance (contract section 14); null: it holds none. Every key of the consumer spends it */
+            /** @description The prepaid balance (docs/guides/credits.md); null: it holds none. Every key of the consumer spends it */
             credits: {
                 /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
                 lowAt: number | null;
@@ -1343,7 +1343,7 @@ export interface components {
              * @example 2026-11-21 14:23:02
              */
             createdAt: string;
-            /** @description The prepaid balance (contract section 14); null: it holds none */
+            /** @description The prepaid balance (docs/guides/credits.md); null: it holds none */
             credits: {
                 /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
                 lowAt: number | null;
@@ -1668,7 +1668,7 @@ export interface components {
              */
             state: "pending" | "delivered" | "failed";
             /**
-             * @description An event type (contract section 16)
+             * @description An event type (docs/guides/webhooks.md, Events)
              * @enum {string}
              */
             type: "key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported";
@@ -1847,7 +1847,7 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
-            /** @description The prepaid balance (contract section 14); null: it holds none */
+            /** @description The prepaid balance (docs/guides/credits.md); null: it holds none */
             credits: {
                 /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
                 lowAt: number | null;
@@ -1989,7 +1989,7 @@ export interface components {
              * @example 2026-11-21T14:23:02Z
              */
             createdAt: string;
-            /** @description The prepaid balance (contract section 14); null: it holds none */
+            /** @description The prepaid balance (docs/guides/credits.md); null: it holds none */
             credits: {
                 /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
                 lowAt: number | null;
@@ -2407,7 +2407,7 @@ export interface components {
                  * @example 2026-11-21T14:23:02Z
                  */
                 createdAt: string;
-                /** @description The prepaid balance (contract section 14); null: it holds none. Every key of the consumer spends it */
+                /** @description The prepaid balance (docs/guides/credits.md); null: it holds none. Every key of the consumer spends it */
                 credits: {
                     /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
                     lowAt: number | null;
@@ -2476,7 +2476,7 @@ export interface components {
                  */
                 state: "pending" | "delivered" | "failed";
                 /**
-                 * @description An event type (contract section 16)
+                 * @description An event type (docs/guides/webhooks.md, Events)
                  * @enum {string}
                  */
                 type: "key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported";
@@ -3227,7 +3227,7 @@ export interface components {
             /** @description The CUSTOMER_ID_HEADER value the request carried: usage by customer counts it. Empty: none, as the proxy reads an empty header */
             customerId?: string;
             /**
-             * @description Not in contract 18: the request's Host header, for routes that match a host. Absent: only routes for every host match, as for a request without a Host header
+             * @description The request's Host header, for routes that match a host. Absent: only routes for every host match, as for a request without a Host header
              * @example api.example.com
              */
             host?: string;
@@ -3258,7 +3258,7 @@ export interface components {
             consumerApiKeyId?: string;
             /** @description The consumer the key belongs to; null: none */
             consumerId?: string | null;
-            /** @description Not in contract 18: the units charged to every limit and balance (admitted), or that the balance does not hold (credits_exhausted) */
+            /** @description The units charged to every limit and balance (admitted), or that the balance does not hold (credits_exhausted) */
             cost?: number;
             /**
              * VerifyCredits

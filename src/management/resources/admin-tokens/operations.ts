@@ -1,4 +1,4 @@
-/** Admin tokens: scoped credentials for scripts, CI and support tools (contract section 9). */
+/** Admin tokens: scoped credentials for scripts, CI and support tools (docs/guides/admin-tokens-and-audit.md). */
 import { randomBytes } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { Response } from 'express';
@@ -34,7 +34,7 @@ function tokenView(token: AdminTokenRow): AdminTokenResponse {
 }
 
 /**
- * What a caller may hand out (contract section 9: "a token grants only scopes it holds itself"): a
+ * What a caller may hand out (a token grants only scopes it holds itself): a
  * token whose scopes it holds all of, expiring in the future and no later than itself.
  */
 function checkGrant(

@@ -1,4 +1,4 @@
-/** The audit log, newest first (contract section 9). */
+/** The audit log, newest first (docs/guides/admin-tokens-and-audit.md). */
 import type { AuditEntry } from '../../../store/audit-repository.js';
 import { RawJson, sendJson } from '../../json-as-written.js';
 import { defineOperation } from '../../operation.js';

@@ -1,4 +1,4 @@
-/** Billing exports: usage sent to Stripe, OpenMeter, Lago or CloudEvents, exactly once to the unit (contract section 17). */
+/** Billing exports: usage sent to Stripe, OpenMeter, Lago or CloudEvents, exactly once to the unit (docs/guides/billing-export.md). */
 import { randomBytes } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import { CREDENTIAL_REQUIRED, type BillingExport, type ExportType } from '../../../billing/billing-export.js';

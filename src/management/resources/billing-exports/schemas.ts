@@ -1,4 +1,4 @@
-/** The request and response schemas of billing exports (contract section 17). */
+/** The request and response schemas of billing exports (docs/guides/billing-export.md). */
 import { Type, type Static } from '@sinclair/typebox';
 import { EXPORT_INTERVALS, EXPORT_SUBJECTS, EXPORT_TYPES } from '../../../billing/billing-export.js';
 import { Count, IsoTimestamp, NO_NUL, pageFields, strict } from '../../schemas.js';

@@ -1,4 +1,4 @@
-/** Consumers: the accounts that hold keys and share one plan among them (contract section 13). */
+/** Consumers: the accounts that hold keys and share one plan among them (docs/guides/consumers.md). */
 import { randomBytes } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { Response } from 'express';

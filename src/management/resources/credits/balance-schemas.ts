@@ -1,6 +1,6 @@
 /**
  * A prepaid balance as the management API takes it (create and PATCH of keys and consumers) and shows
- * it (contract section 14). The key and consumer schemas put these on keys and consumers.
+ * it (docs/guides/credits.md). The key and consumer schemas put these on keys and consumers.
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { REFILL_INTERVALS, type RefillInterval } from '../../../plans/balance.js';
@@ -73,7 +73,7 @@ export const Credits = Type.Object(
 );
 
 export const CreditsOrNull = Type.Union([Credits, Type.Null()], {
-  description: 'The prepaid balance (contract section 14); null: it holds none',
+  description: 'The prepaid balance (docs/guides/credits.md); null: it holds none',
 });
 
 export type CreditsInput = Static<typeof CreditsInput>;

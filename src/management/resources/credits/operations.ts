@@ -1,4 +1,4 @@
-/** Top-ups and sets of a key's or a consumer's prepaid balance (contract section 14). */
+/** Top-ups and sets of a key's or a consumer's prepaid balance (docs/guides/credits.md). */
 import { AppError } from '../../../errors.js';
 import type { KeyChange } from '../../../keys/key-events.js';
 import { balanceSet, balanceToppedUp, type Balance } from '../../../plans/balance.js';

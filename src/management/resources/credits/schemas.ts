@@ -1,4 +1,4 @@
-/** `POST /tollgate/credits`: a top-up or a set of a key's or consumer's balance (contract section 14). */
+/** `POST /tollgate/credits`: a top-up or a set of a key's or consumer's balance (docs/guides/credits.md). */
 import { Type, type Static } from '@sinclair/typebox';
 import { ConsumerId, KeyId, strict, type ValidationDetail } from '../../schemas.js';
 

@@ -1,5 +1,5 @@
 /**
- * Credits as the management API takes and shows them (contract section 14): the balance a create, a
+ * Credits as the management API takes and shows them (docs/guides/credits.md): the balance a create, a
  * PATCH or a top-up stores, what a balance holds now (the limiter's count, shared by every replica),
  * and a change put in force for the next request on every replica.
  */

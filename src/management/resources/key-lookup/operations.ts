@@ -1,5 +1,5 @@
 /**
- * Finding a key by its secret (contract section 20): the secret travels in a body, never in a URL that
+ * Finding a key by its secret (docs/guides/keys.md, Finding keys): the secret travels in a body, never in a URL that
  * logs and histories keep, and the answer never carries a secret. Each lookup is a guess at a secret
  * as much as a wrong credential is, so a miss counts against the same per-address budget as a wrong
  * management token, and past it every call from the address is refused until the window ends. Nothing

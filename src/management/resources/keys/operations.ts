@@ -1,4 +1,4 @@
-/** Consumer API keys: create, list, show, change, roll, delete (contract sections 2, 6 and 19). */
+/** Consumer API keys: create, list, show, change, roll, delete (docs/guides/keys.md). */
 import { isDeepStrictEqual } from 'node:util';
 import { Type } from '@sinclair/typebox';
 import type { Response } from 'express';
@@ -109,7 +109,7 @@ function changesNothing(key: KeyRow, changes: Partial<KeySettings>): boolean {
   );
 }
 
-/** A key as its caller may see it, its balance holding `credits`: the secret only with `keys:secrets` (contract section 19). */
+/** A key as its caller may see it, its balance holding `credits`: the secret only with `keys:secrets` (docs/guides/admin-tokens-and-audit.md, Scopes). */
 function visibleKey(
   key: KeyRow,
   credits: Credits | null,

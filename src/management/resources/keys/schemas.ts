@@ -36,7 +36,7 @@ const AllowedRouteIds = Type.Union(
     Type.Array(RouteId, {
       maxItems: 100,
       uniqueItems: true,
-      description: 'Route ids (contract section 15)',
+      description: 'Route ids (docs/guides/routes.md)',
     }),
     Type.Null(),
   ],

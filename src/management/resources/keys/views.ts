@@ -8,7 +8,7 @@ import { isoTimestamp } from '../../time-format.js';
 
 const isoOrNull = (instant: Date | null): string | null => (instant === null ? null : isoTimestamp(instant));
 
-/** The lifecycle fields every key answer carries (contract sections 6, 13 and 15). */
+/** The lifecycle fields every key answer carries (docs/guides/keys.md, How keys behave). */
 type KeyStateFields =
   'rateLimitId' | 'enabled' | 'expiresAt' | 'externalId' | 'lastUsedAt' | 'consumerId' | 'allowedRouteIds';
 

@@ -1,4 +1,4 @@
-/** Rate limit plans and their bindings to keys (contract sections 2 and 7). */
+/** Rate limit plans and their bindings to keys (docs/guides/plans.md). */
 import { isDeepStrictEqual } from 'node:util';
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../../errors.js';
@@ -80,7 +80,7 @@ export const planOperations = [
     tag: TAG,
     summary: 'Create a rate limit plan under a caller-chosen id',
     description:
-      "One limit as `limit` and `period` (the seed's body), or one to four as `limits`. Every plan response carries both shapes: `limit` and `period` are the first of `limits`. A limit with a `match` counts only the requests it matches; `costs` give requests their cost (contract sections 14 and 15). Route ids in matches must name routes.",
+      "One limit as `limit` and `period` (the seed's body), or one to four as `limits`. Every plan response carries both shapes: `limit` and `period` are the first of `limits`. A limit with a `match` counts only the requests it matches; `costs` give requests their cost (docs/guides/plans.md, docs/guides/credits.md). Route ids in matches must name routes.",
     body: { schema: CreatePlanRequest, check: createPlanProblems, required: requiredLimitFields },
     success: {
       status: 201,

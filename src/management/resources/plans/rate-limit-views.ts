@@ -1,4 +1,4 @@
-/** `usage.rateLimits` of a key or consumer detail: where each limit of its plan stands (contract sections 7 and 13). */
+/** `usage.rateLimits` of a key or consumer detail: where each limit of its plan stands (docs/guides/plans.md, docs/guides/consumers.md). */
 import { AppError } from '../../../errors.js';
 import { planOf, type Plan } from '../../../plans/plan.js';
 import { limitName, tightest, type LimitState } from '../../../limits/rate-limiter.js';

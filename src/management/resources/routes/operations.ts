@@ -1,4 +1,4 @@
-/** The route table: which requests go to which backend (contract section 15). */
+/** The route table: which requests go to which backend (docs/guides/routes.md). */
 import { isDeepStrictEqual } from 'node:util';
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../../errors.js';

@@ -1,6 +1,6 @@
 /**
  * Route ids a key's `allowedRouteIds` or a plan's matches name must be routes of the table when they
- * are written (contract 15: 400 naming the field). A route deleted later is not refused for them: the
+ * are written (docs/guides/routes.md: 400 naming the field). A route deleted later is not refused for them: the
  * match then takes no request, and a key allowed only there is allowed nowhere.
  */
 import type { RouteRepository } from '../../../store/route-repository.js';

@@ -1,5 +1,5 @@
 /**
- * The schemas of the route table's calls (contract section 15): the validators, the types and the
+ * The schemas of the route table's calls (docs/guides/routes.md): the validators, the types and the
  * OpenAPI document's words for routes, as resources/keys and resources/plans have theirs.
  */
 import { Type, type Static } from '@sinclair/typebox';

@@ -1,4 +1,4 @@
-/** Usage over time: one key's, and the fleet's with its busiest keys (contract section 8). */
+/** Usage over time: one key's, and the fleet's with its busiest keys (docs/guides/usage-and-billing.md). */
 import { Type, type Static } from '@sinclair/typebox';
 import type { Request, Response } from 'express';
 import Negotiator from 'negotiator';
@@ -86,7 +86,7 @@ type BucketJson = ReturnType<typeof bucketJson>;
 const SERIES_NAMES = {
   endpoint: ['endpoint', (name: string) => name],
   customer: ['customerId', (name: string) => name],
-  // The catch-all (and no route) is stored under an empty id: null, as the contract names it.
+  // The catch-all (and no route) is stored under an empty id: null, as the OpenAPI document names it.
   route: ['routeId', (name: string) => (name === NO_ROUTE_ID ? null : name)],
 } as const satisfies Record<SeriesBy, readonly [string, (name: string) => string | null]>;
 
@@ -101,7 +101,7 @@ function csvField(value: string | number, name = false): string {
   return name || /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
-/** The CSV columns after the start (and the name) and each one's value: a bucket's fields, flat (contract section 20). */
+/** The CSV columns after the start (and the name) and each one's value: a bucket's fields, flat (docs/guides/usage-and-billing.md). */
 const CSV_COLUMNS: readonly (readonly [string, (b: BucketJson) => number | null])[] = [
   ['requests', (b) => b.requests],
   ['successful', (b) => b.successful],

@@ -64,7 +64,7 @@ const usageTotalsFields = {
   ),
 };
 
-/** What the usage reader returns: the contract's usage object less `rateLimits`, which the limiter knows. */
+/** What the usage reader returns: the OpenAPI document's usage object less `rateLimits`, which the limiter knows. */
 export const UsageTotals = Type.Object(usageTotalsFields, { ...strict, title: 'UsageTotals' });
 export type UsageTotals = Static<typeof UsageTotals>;
 

@@ -1,5 +1,5 @@
 /**
- * Verify without proxying (contract section 18): a request decided by the proxy's own admission
+ * Verify without proxying (docs/guides/verify-and-client.md): a request decided by the proxy's own admission
  * (`admit`, with its key cache, limiter, failed-key throttle and route table) and counted in usage as
  * the proxy counts it, without forwarding anything. It changes no management state: no audit entry.
  */

@@ -1,7 +1,7 @@
 /**
  * `POST {MANAGEMENT_PREFIX}/tollgate/verify` served by the public server itself, not through Express:
  * verify sits on the request path of every server that uses it, and must answer faster than the proxy
- * forwards (contract section 18). It takes the management API's own steps, framework-free: the caller
+ * forwards (docs/guides/verify-and-client.md). It takes the management API's own steps, framework-free: the caller
  * and its throttle (`callerIdentifier`), the operation's scope, the body read (`readJsonBody`) and
  * validated by the operation's own schema, the answer (`verifiedText`), the error envelope
  * (`appErrorOf`), `Cache-Control: no-store`, `x-request-id` and the management metrics. Any other

@@ -1,4 +1,4 @@
-/** The request and answer of `POST /tollgate/verify` (contract section 18). */
+/** The request and answer of `POST /tollgate/verify` (docs/guides/verify-and-client.md). */
 import { isIP } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_COST, MIN_COST } from '../../../plans/plan.js';
@@ -62,7 +62,7 @@ export const VerifyRequest = Type.Object(
         maxLength: 300,
         pattern: '^[^\\u0000-\\u0020\\u007f]+$',
         description:
-          "Not in contract 18: the request's Host header, for routes that match a host. Absent: only routes for every host match, as for a request without a Host header",
+          "The request's Host header, for routes that match a host. Absent: only routes for every host match, as for a request without a Host header",
         examples: ['api.example.com'],
       }),
     ),
@@ -125,7 +125,7 @@ export const VerifyResponse = Type.Object(
           ...strict,
           title: 'VerifyLimit',
           description:
-            "A limit as the key detail's `usage.rateLimits.limits` shows it, after the decision, with its `algorithm` (not in contract 18; it sets the window a monthly or yearly limit announces in `RateLimit-Policy`)",
+            "A limit as the key detail's `usage.rateLimits.limits` shows it, after the decision, with its `algorithm` (it sets the window a monthly or yearly limit announces in `RateLimit-Policy`)",
         },
       ),
       {
@@ -138,7 +138,7 @@ export const VerifyResponse = Type.Object(
         minimum: MIN_COST,
         maximum: MAX_COST,
         description:
-          'Not in contract 18: the units charged to every limit and balance (admitted), or that the balance does not hold (credits_exhausted)',
+          'The units charged to every limit and balance (admitted), or that the balance does not hold (credits_exhausted)',
       }),
     ),
     credits: Type.Optional(

@@ -1,6 +1,6 @@
 /**
  * Webhooks: endpoints that receive Tollgate's events, their delivery logs and manual retries
- * (contract section 16). Deliveries are made and sent by src/webhooks/delivery-worker.ts.
+ * (docs/guides/webhooks.md). Deliveries are made and sent by src/webhooks/delivery-worker.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
@@ -77,7 +77,7 @@ const deliveryAudit = (delivery: DeliveryRow) => ({
 });
 
 /**
- * Only http: and https: (contract section 16), to any host, private and loopback included. No user or
+ * Only http: and https: (docs/guides/webhooks.md), to any host, private and loopback included. No user or
  * password: the URL is shown to every reader of webhooks and kept in the audit log, where no secret goes.
  */
 function urlProblems(body: { url?: string }): ValidationDetail[] {

@@ -34,7 +34,7 @@ const WebhookUrl = Type.String({
 const EventTypeSchema = Type.Unsafe<EventType>({
   type: 'string',
   enum: [...EVENT_TYPES],
-  description: 'An event type (contract section 16)',
+  description: 'An event type (docs/guides/webhooks.md, Events)',
 });
 const Events = Type.Array(EventTypeSchema, {
   minItems: 1,

@@ -1,5 +1,5 @@
 /**
- * The caller itself (contract section 20): which token is signed in and what it may do, so a console
+ * The caller itself (docs/guides/console.md, Your access): which token is signed in and what it may do, so a console
  * or a script can show what it cannot do before trying. Any valid token may ask; it needs no scope.
  */
 import { Type } from '@sinclair/typebox';
