@@ -55,6 +55,8 @@ const ZERO = {
     disabled: 0,
     expired: 0,
     routeNotAllowed: 0,
+    originNotAllowed: 0,
+    addressNotAllowed: 0,
     backendError: 0,
     backendUnreachable: 0,
   },
@@ -251,7 +253,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
     expect(csv.headers['content-type']).toMatch(/^text\/csv/);
     const lines = csv.text.trim().split('\r\n');
     const columns =
-      'requests,successful,failed,rateLimited,averageResponseTimeMs,cost,status2xx,status3xx,status4xx,status5xx,creditsExhausted,disabled,expired,routeNotAllowed,backendError,backendUnreachable,latencyP50Ms,latencyP95Ms,latencyP99Ms';
+      'requests,successful,failed,rateLimited,averageResponseTimeMs,cost,status2xx,status3xx,status4xx,status5xx,creditsExhausted,disabled,expired,routeNotAllowed,originNotAllowed,addressNotAllowed,backendError,backendUnreachable,latencyP50Ms,latencyP95Ms,latencyP99Ms';
     expect(lines[0]).toBe(`start,${columns}`);
     type Bucket = typeof ZERO & {
       start: string;
