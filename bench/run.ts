@@ -15,6 +15,7 @@
 //   npm run bench -- record       the usage recorder's record() alone: ns per request
 //   npm run bench -- events       the proxy with a webhook and a billing export configured and busy against none: req/s and CPU per request
 //   npm run bench -- verify       POST /tollgate/verify against the proxy for the same key and plan: req/s, p99, Redis script calls per request
+//   npm run bench -- cors         CORS preflights answered by Tollgate against requests without a key (401): req/s, p99
 //   … --out FILE                  also write the result (markdown) to FILE; it is always printed
 //
 // Environment (all optional): BENCH_DURATION (s, default 10), BENCH_ROUNDS (3), BENCH_WARMUP (s, 3),
@@ -40,6 +41,7 @@ import {
 } from './lib/processes.ts';
 import { report } from './lib/report.ts';
 import { concurrency } from './commands/concurrency.ts';
+import { cors } from './commands/cors.ts';
 import { cost } from './commands/cost.ts';
 import { detail } from './commands/detail.ts';
 import { embedded } from './commands/embedded.ts';
@@ -67,8 +69,9 @@ const commands: Record<string, () => Promise<string>> = {
   record,
   events,
   verify,
+  cors,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify] [--out FILE]\n`;
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify|cors] [--out FILE]\n`;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
 try {
