@@ -23,7 +23,7 @@ import type { RouteTarget, Routing } from './routing.js';
 
 export interface EntryDeps extends AdmissionDeps, KeyUseDeps {
   readonly metrics: Metrics;
-  readonly routing: Pick<Routing, 'route' | 'unroutedCors'>;
+  readonly routing: Pick<Routing, 'route' | 'unroutedCors' | 'corsOf'>;
   readonly config: Pick<Config, 'trustProxy' | 'customerIdHeader'>;
   readonly logger: Logger;
 }
@@ -82,25 +82,27 @@ export async function enter(
       refusal: errorResponse('invalid_request_target', { 'x-request-id': requestId }),
     };
   }
-  // Routed before admission, so that the route a request is admitted for is the one it takes.
-  const route = deps.routing.route(req, path);
   // A request from a web page names its origin: the only header a request without one pays for.
   const origin = req.headers.origin;
+  if (origin !== undefined && isPreflight(req.method, req.headers)) {
+    // The policy of the route the page's request will take: answered here, no key asked for, nothing
+    // forwarded, charged or counted in usage. Without a policy, a preflight goes on as any request.
+    const requested = String(req.headers['access-control-request-method']).toUpperCase();
+    const rule = deps.routing.corsOf(req.headers.host, requested, path);
+    if (rule !== undefined) {
+      const answer = preflightAnswer(rule, origin, requestId);
+      deps.metrics.corsPreflights.inc({
+        origin: answer.headers['access-control-allow-origin'] === undefined ? 'refused' : 'allowed',
+      });
+      return { entered: false, refusal: answer };
+    }
+  }
+  // Routed before admission, so that the route a request is admitted for is the one it takes.
+  const route = deps.routing.route(req, path);
   let cors: string[] | undefined;
   if (origin !== undefined) {
     const rule = route === undefined ? deps.routing.unroutedCors : route.cors;
-    if (rule !== undefined) {
-      if (isPreflight(req.method, req.headers)) {
-        // Answered here: no key asked for, nothing forwarded, charged or counted in usage.
-        route?.upstream.release();
-        const answer = preflightAnswer(rule, origin, requestId);
-        deps.metrics.corsPreflights.inc({
-          origin: answer.headers['access-control-allow-origin'] === undefined ? 'refused' : 'allowed',
-        });
-        return { entered: false, refusal: answer };
-      }
-      cors = corsHeaders(rule, origin);
-    }
+    if (rule !== undefined) cors = corsHeaders(rule, origin);
   }
   const facts = forwardedFacts(req, deps.config.trustProxy);
   const admission = await admit(deps, {

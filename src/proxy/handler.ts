@@ -20,7 +20,7 @@ import { forwardedPath, type RouteTarget, type Routing } from './routing.js';
 export interface ProxyDeps {
   readonly config: Pick<Config, 'trustProxy' | 'customerIdHeader'>;
   /** The route table and the backend pools; shared by the HTTP and upgrade handlers, closed by its owner. */
-  readonly routing: Pick<Routing, 'route' | 'unroutedCors'>;
+  readonly routing: Pick<Routing, 'route' | 'unroutedCors' | 'corsOf'>;
   readonly keyCache: KeyCache;
   readonly limiter: RateLimiter;
   readonly recorder: Pick<UsageRecorder, 'record'>;

@@ -93,6 +93,15 @@ export class Routing {
     return this.index.match(host, method, path)?.routeId;
   }
 
+  /**
+   * The CORS policy for a request of `method` (a preflight's requested method: the route that will take
+   * the page's request, not the OPTIONS before it), holding nothing; the catch-all's when no route takes it.
+   */
+  corsOf(host: string | undefined, method: string, path: string): CorsRule | undefined {
+    const target = this.index.match(host, method, path);
+    return target === undefined ? this.unroutedCors : target.cors;
+  }
+
   /** After the server has drained. */
   close(): Promise<void> {
     return this.upstreams.close();

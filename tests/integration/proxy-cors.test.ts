@@ -95,6 +95,12 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
       },
       { routeId: 'plain', match: { pathPrefix: '/plain' }, upstreamUrl: `http://127.0.0.1:${apiPort}` },
       {
+        routeId: 'reads',
+        match: { pathPrefix: '/reads', methods: ['GET', 'HEAD'] },
+        upstreamUrl: `http://127.0.0.1:${apiPort}`,
+        cors: { allowedOrigins: [PAGE], allowCredentials: true, maxAgeSeconds: 0 },
+      },
+      {
         routeId: 'gone',
         match: { pathPrefix: '/gone' },
         upstreamUrl: 'http://127.0.0.1:9',
@@ -173,6 +179,19 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     expect(catchAll.status).toBe(204);
     expect(catchAll.headers['access-control-allow-origin']).toBe('https://catch-all.example.com');
     expect(h.backend.received).toEqual([]);
+  });
+
+  it("answers a preflight by the policy of the route its requested method takes, not OPTIONS", async () => {
+    await policyInForce('/reads/x');
+    const answer = await send(h.port, '/reads/x', 'OPTIONS', {
+      origin: PAGE,
+      'access-control-request-method': 'GET',
+    });
+    expect(answer.status).toBe(204);
+    expect(answer.headers['access-control-allow-origin']).toBe(PAGE);
+    expect(answer.headers['access-control-allow-methods']).toBe('GET, HEAD');
+    expect(answer.headers['access-control-allow-credentials']).toBe('true');
+    expect(answer.headers['access-control-max-age']).toBe('0');
   });
 
   it('treats a preflight on a route without a policy as any other request (401 without a key)', async () => {
