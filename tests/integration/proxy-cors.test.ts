@@ -181,7 +181,7 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     expect(h.backend.received).toEqual([]);
   });
 
-  it("answers a preflight by the policy of the route its requested method takes, not OPTIONS", async () => {
+  it('answers a preflight by the policy of the route its requested method takes, not OPTIONS', async () => {
     await policyInForce('/reads/x');
     const answer = await send(h.port, '/reads/x', 'OPTIONS', {
       origin: PAGE,
