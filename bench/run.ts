@@ -17,6 +17,7 @@
 //   npm run bench -- billing-export an hour of 10,000 keys exported by each export type to a local receiver: requests, seconds
 //   npm run bench -- verify       POST /tollgate/verify against the proxy for the same key and plan: req/s, p99, Redis script calls per request
 //   npm run bench -- tracing      OpenTelemetry traces off, every request sampled, a 0.01 ratio, and both to a collector that hangs: req/s and CPU per request against off
+//   npm run bench -- cors         CORS preflights answered by Tollgate against requests without a key (401): req/s, p99
 //   … --out FILE                  also write the result (markdown) to FILE; it is always printed
 //
 // Environment (all optional): BENCH_DURATION (s, default 10), BENCH_ROUNDS (3), BENCH_WARMUP (s, 3),
@@ -43,6 +44,7 @@ import {
 import { report } from './lib/report.ts';
 import { billingExport } from './commands/billing-export.ts';
 import { concurrency } from './commands/concurrency.ts';
+import { cors } from './commands/cors.ts';
 import { cost } from './commands/cost.ts';
 import { detail } from './commands/detail.ts';
 import { embedded } from './commands/embedded.ts';
@@ -73,8 +75,9 @@ const commands: Record<string, () => Promise<string>> = {
   verify,
   tracing,
   'billing-export': billingExport,
+  cors,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify|tracing|billing-export] [--out FILE]\n`;
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify|tracing|billing-export|cors] [--out FILE]\n`;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
 try {

@@ -15,6 +15,8 @@ export const PROXY_REFUSAL_CODES = [
   'key_expired',
   'key_disabled',
   'route_not_allowed',
+  'origin_not_allowed',
+  'address_not_allowed',
   'route_not_found',
   'rate_limit_exceeded',
   'credits_exhausted',

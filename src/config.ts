@@ -1,4 +1,5 @@
 import { canonicalAddress } from './net/canonical-address.js';
+import { ORIGIN_PATTERN } from './plans/origins.js';
 import { parsePlan, type Plan } from './plans/plan.js';
 import { tracingSettings, TracingSettingError, type TracingSettings } from './tracing/tracing-settings.js';
 
@@ -23,6 +24,8 @@ export interface Config {
   readonly opsPort: number;
   readonly defaultRateLimit: Plan | undefined;
   readonly customerIdHeader: string;
+  /** The catch-all's CORS policy (CORS_ALLOWED_ORIGINS, docs/guides/browser.md); empty: none. */
+  readonly corsAllowedOrigins: readonly string[];
   readonly managementPrefix: string;
   readonly redisFailureMode: 'open' | 'closed';
   readonly upstreamTimeoutMs: number;
@@ -179,6 +182,19 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError('CUSTOMER_ID_HEADER', 'must be a valid HTTP header name');
   }
 
+  const corsAllowedOrigins = (env.CORS_ALLOWED_ORIGINS ?? '')
+    .split(',')
+    .map((origin) => origin.trim().toLowerCase())
+    .filter((origin) => origin !== '');
+  const origin = new RegExp(ORIGIN_PATTERN);
+  const wrongOrigin = corsAllowedOrigins.find((o) => o !== '*' && !origin.test(o));
+  if (wrongOrigin !== undefined) {
+    throw new ConfigError(
+      'CORS_ALLOWED_ORIGINS',
+      `"${wrongOrigin}" is not *, an origin such as https://app.example.com or a wildcard such as https://*.example.com`,
+    );
+  }
+
   const managementPrefix = (env.MANAGEMENT_PREFIX ?? '').replace(/\/+$/, '');
   if (managementPrefix !== '' && !/^(\/[A-Za-z0-9._~-]+)+$/.test(managementPrefix)) {
     throw new ConfigError('MANAGEMENT_PREFIX', 'must be empty or a path such as /admin');
@@ -234,6 +250,7 @@ export function loadConfig(env: Env): Config {
     opsPort: integer(env, 'OPS_PORT', 9090, 0, 65535),
     defaultRateLimit,
     customerIdHeader,
+    corsAllowedOrigins,
     managementPrefix,
     redisFailureMode,
     upstreamTimeoutMs: integer(env, 'UPSTREAM_TIMEOUT_MS', 30000, 1, 3_600_000),

@@ -11,6 +11,8 @@ export const ERRORS = {
   key_expired: { status: 401, message: 'The API key has expired' },
   key_disabled: { status: 403, message: 'The API key is disabled' },
   route_not_allowed: { status: 403, message: 'The API key is not allowed on this route' },
+  origin_not_allowed: { status: 403, message: 'The API key is not allowed from this origin' },
+  address_not_allowed: { status: 403, message: 'The API key is not allowed from this client address' },
   insufficient_scope: { status: 403, message: 'The token does not hold the scope this call needs' },
   token_outlives_caller: {
     status: 403,

@@ -4,6 +4,7 @@ import { subjectsOf, type Subject } from '../plans/subject.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { KeyWithPlan } from '../store/key-repository.js';
 import type { KeyChange, KeyEvents } from './key-events.js';
+import { restrictionsOf, type KeyRestrictions } from './restrictions.js';
 import { hashSecret, looksLikeSecret } from './secret.js';
 
 /**
@@ -27,6 +28,8 @@ export interface ResolvedKey {
   readonly pricing: Pricing | undefined;
   /** The routes the key may take; null: every route. */
   readonly allowedRouteIds: ReadonlySet<string> | null;
+  /** The origins and client addresses it may be used from; undefined: anywhere (src/keys/restrictions.ts). */
+  readonly restrictions: KeyRestrictions | undefined;
   /** What verify answers of the key besides its decision; the proxy never reads it. */
   readonly identity: KeyIdentity;
 }
@@ -224,6 +227,7 @@ export class KeyCache {
       subjects: subjectsOf(row.id, key, consumer),
       pricing: Pricing.of(key, consumer),
       allowedRouteIds: row.allowedRouteIds === null ? null : new Set(row.allowedRouteIds),
+      restrictions: restrictionsOf(row),
       identity: { name: row.name, externalId: row.externalId, metadata: row.metadata },
     };
   }

@@ -24,6 +24,8 @@ export function keyAudit(key: Omit<KeyAuditRow, 'id'>): Record<string, unknown> 
     rateLimitId: key.rateLimitId,
     consumerId: key.consumerId,
     allowedRouteIds: key.allowedRouteIds,
+    allowedOrigins: key.allowedOrigins,
+    allowedAddresses: key.allowedAddresses,
   };
 }
 
@@ -58,8 +60,9 @@ export function routeAudit({
   upstreamUrl,
   stripPrefix,
   timeoutMs,
+  cors,
 }: RouteConfig): Record<string, unknown> {
-  return { routeId, match, upstreamUrl, stripPrefix, timeoutMs };
+  return { routeId, match, upstreamUrl, stripPrefix, timeoutMs, cors };
 }
 
 /** An export's settings: whether a credential is set, never the credential. */

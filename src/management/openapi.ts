@@ -184,6 +184,13 @@ percent-encoded letter, digit, \`-\`, \`.\`, \`_\` or \`~\` decoded, any other e
 - Credential: \`Authorization: Bearer <secret>\` or \`x-api-key: <secret>\`. Missing: 401 \`missing_api_key\`;
   unknown, deleted, malformed or a rolled secret past its grace: 401 \`invalid_api_key\`; an expired key: 401
   \`key_expired\`; a disabled key: 403 \`key_disabled\`.
+- Keys in a browser (docs/guides/browser.md): a route's \`cors\` policy (\`CORS_ALLOWED_ORIGINS\` for the catch-all)
+  makes Tollgate answer preflights itself (204, no key, never forwarded, charged to nobody) and lets a page of an
+  allowed origin read every answer, Tollgate's own included, \`RateLimit\`, \`RateLimit-Policy\`, \`Retry-After\` and
+  \`x-request-id\` exposed; the backend's own \`Access-Control-*\` headers are replaced. A key with
+  \`allowedOrigins\` refuses a request whose \`Origin\` (else \`Referer\`'s origin) matches none: 403
+  \`origin_not_allowed\`; with \`allowedAddresses\`, a client address outside them: 403 \`address_not_allowed\`.
+  Neither is forwarded or charged; usage counts them as failed (\`originNotAllowed\`, \`addressNotAllowed\`).
 - A plan holds one to four limits (\`limits\`), each fixed or sliding. Fixed windows are aligned to UTC (second,
   minute, hour, day from 00:00, week from Monday 00:00, month from the 1st 00:00, year from 1 January 00:00); a
   sliding limit never admits more than \`limit\` in any span of one period. A request is admitted only when every

@@ -2,6 +2,7 @@
  * ajv validators for the management requests, compiled once per operation at start-up, never per
  * request. Errors become the `details` of a 400 `validation_failed`: one entry per offending field.
  */
+import { parseAddressBlock } from '../net/address-blocks.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { AppError } from '../errors.js';
@@ -126,13 +127,29 @@ export function keySettingProblems(value: {
   expiresAt?: string | null;
   metadata?: Record<string, unknown> | null;
   credits?: CreditsInput;
+  allowedAddresses?: string[] | null;
 }): ValidationDetail[] {
   return [
     ...unrealTimestamps(value, ['expiresAt']),
     ...metadataProblems(value.metadata),
     ...creditProblems(value.credits),
+    ...addressProblems(value.allowedAddresses),
   ];
 }
+
+/** Each of a key's `allowedAddresses` an IPv4 or IPv6 address or CIDR block. */
+const addressProblems = (addresses: string[] | null | undefined): ValidationDetail[] =>
+  (addresses ?? []).flatMap((address, i) =>
+    parseAddressBlock(address) === undefined
+      ? [
+          {
+            field: `allowedAddresses[${i}]`,
+            message:
+              'must be an IPv4 or IPv6 address, or a CIDR block such as 203.0.113.0/24 or 2001:db8::/32',
+          },
+        ]
+      : [],
+  );
 
 /** Metadata and credits, checked as a key's. */
 export const consumerSettingProblems = (value: {

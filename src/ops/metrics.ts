@@ -12,6 +12,8 @@ export type ProxyOutcome =
   | 'bad_request'
   | 'no_route'
   | 'route_not_allowed'
+  | 'origin_not_allowed'
+  | 'address_not_allowed'
   | 'credits_exhausted';
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -176,6 +178,13 @@ export class Metrics {
     'outcome',
   );
   readonly routeRequests = new RouteRequestCounter(this.registry);
+  /** CORS preflights Tollgate answered itself (src/proxy/cors.ts), by whether their origin was allowed. */
+  readonly corsPreflights = new RequestPathCounter<'origin', 'allowed' | 'refused'>(
+    this.registry,
+    'tollgate_cors_preflights_total',
+    'CORS preflights answered by Tollgate (never forwarded, charged to nobody), by whether the origin was allowed',
+    'origin',
+  );
   readonly rateLimited = new Counter({
     name: 'tollgate_rate_limited_total',
     help: 'Proxied requests refused with 429 because the key is over its limit',

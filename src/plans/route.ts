@@ -1,3 +1,5 @@
+import type { CorsPolicy } from './cors-policy.js';
+
 /**
  * A route of the route table (docs/guides/routes.md): which requests it takes (`match`) and where it
  * sends them. Pure: the management API validates and stores routes, the proxy matches them.
@@ -27,6 +29,8 @@ export interface RouteConfig {
   readonly stripPrefix: boolean;
   /** Backend answer deadline; null: UPSTREAM_TIMEOUT_MS. */
   readonly timeoutMs: number | null;
+  /** Which web pages may read its answers; null: no policy (a preflight is forwarded like any request). */
+  readonly cors: CorsPolicy | null;
 }
 
 /** `*.example.com`: a wildcard host, matching any host that ends in `.example.com`. */

@@ -1,6 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { ERRORS, errorBody, type ErrorCode } from '../errors.js';
 import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
+import { restrictionRefusal } from '../keys/restrictions.js';
 import {
   limitName,
   refusedForCredits,
@@ -55,8 +56,15 @@ export type Admission = Admitted | Refused;
 export interface AdmissionRequest {
   /** The credential presented; undefined: none. */
   readonly secret: string | undefined;
-  /** Where failed attempts are counted (the client's address); undefined: not throttled. */
+  /**
+   * The client's address, canonical: where failed attempts are counted, and what a key's
+   * `allowedAddresses` hold; undefined: not throttled, and refused by a key restricted to addresses.
+   */
   readonly client: string | undefined;
+  /** Its `Origin`: the page that sent it; undefined: none. */
+  readonly origin: string | undefined;
+  /** Its `Referer`, whose origin stands for a missing `Origin` (read only for a key restricted to origins). */
+  readonly referer?: string;
   /** The route the request takes, null for the catch-all; undefined: none takes it and there is no catch-all. */
   readonly routeId: string | null | undefined;
   readonly method: string;
@@ -107,6 +115,10 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
   const allowed = key.allowedRouteIds;
   if (allowed !== null && (routeId === null || !allowed.has(routeId)))
     return refused('route_not_allowed', key);
+  if (key.restrictions !== undefined) {
+    const refusal = restrictionRefusal(key.restrictions, request, request.client);
+    if (refusal !== undefined) return refused(refusal, key);
+  }
   // The key's limits and its consumer's, decided and charged in one step.
   const pricing = key.pricing;
   const subjects = pricing === undefined ? key.subjects : pricing.subjectsFor(request as RequestFacts);

@@ -15,6 +15,7 @@ import {
   type AdmissionDeps,
   type RefusalResponse,
 } from './admission.js';
+import { addHeaders, corsHeaders, isPreflight, preflightAnswer } from './cors.js';
 import { credentialOf } from './credential.js';
 import { countKeyUse, REFUSAL_OUTCOMES, type KeyUseDeps } from './key-use.js';
 import { customerIdOf, forwardedFacts, type Forwarded } from './forwarding-headers.js';
@@ -23,7 +24,7 @@ import type { RouteTarget, Routing } from './routing.js';
 
 export interface EntryDeps extends AdmissionDeps, KeyUseDeps {
   readonly metrics: Metrics;
-  readonly routing: Pick<Routing, 'route'>;
+  readonly routing: Pick<Routing, 'route' | 'unroutedCors' | 'corsOf'>;
   readonly config: Pick<Config, 'trustProxy' | 'customerIdHeader'>;
   readonly logger: Logger;
 }
@@ -38,6 +39,8 @@ export interface Entered {
   readonly search: string;
   readonly facts: Forwarded;
   readonly admission: Admitted;
+  /** The route's CORS headers for the request's origin (src/proxy/cors.ts); undefined: no Origin, or no policy. */
+  readonly cors: string[] | undefined;
 }
 
 /** A request answered by Tollgate itself (`refusal`), or whose client left while it was admitted. */
@@ -81,12 +84,34 @@ export async function enter(
       refusal: errorResponse('invalid_request_target', { 'x-request-id': requestId }),
     };
   }
+  // A request from a web page names its origin: the only header a request without one pays for.
+  const origin = req.headers.origin;
+  if (origin !== undefined && isPreflight(req.method, req.headers)) {
+    // The policy of the route the page's request will take: answered here, no key asked for, nothing
+    // forwarded, charged or counted in usage. Without a policy, a preflight goes on as any request.
+    const requested = String(req.headers['access-control-request-method']).toUpperCase();
+    const rule = deps.routing.corsOf(req.headers.host, requested, path);
+    if (rule !== undefined) {
+      const answer = preflightAnswer(rule, origin, requestId);
+      deps.metrics.corsPreflights.inc({
+        origin: answer.headers['access-control-allow-origin'] === undefined ? 'refused' : 'allowed',
+      });
+      return { entered: false, refusal: answer };
+    }
+  }
   // Routed before admission, so that the route a request is admitted for is the one it takes.
   const route = deps.routing.route(req, path);
+  let cors: string[] | undefined;
+  if (origin !== undefined) {
+    const rule = route === undefined ? deps.routing.unroutedCors : route.cors;
+    if (rule !== undefined) cors = corsHeaders(rule, origin);
+  }
   const facts = forwardedFacts(req, deps.config.trustProxy);
   const admission = await admit(deps, {
     secret: credentialOf(req.headers),
     client: facts.client,
+    origin,
+    referer: req.headers.referer,
     routeId: route?.routeId,
     method: req.method!,
     path,
@@ -95,6 +120,7 @@ export async function enter(
   if (!admission.admitted) {
     countRefusal(deps.metrics, admission.code);
     const refusal = refusalResponse(admission, requestId, deps.clock());
+    if (cors !== undefined) addHeaders(refusal.headers, cors);
     finished(deps, {
       req,
       requestId,
@@ -128,7 +154,7 @@ export async function enter(
     });
     return { entered: false, refusal: undefined };
   }
-  return { entered: true, route: routed, path, search: target.search, facts, admission };
+  return { entered: true, route: routed, path, search: target.search, facts, admission, cors };
 }
 
 /** A request no route took (and no catch-all): answered 404 `route_not_found`. */
@@ -145,6 +171,8 @@ const REFUSAL_METRICS: Partial<Record<ErrorCode, readonly [ProxyOutcome, AuthFai
   limit_unavailable: ['unavailable'],
   route_not_found: ['no_route'],
   route_not_allowed: ['route_not_allowed'],
+  origin_not_allowed: ['origin_not_allowed'],
+  address_not_allowed: ['address_not_allowed'],
   rate_limit_exceeded: ['limited'],
   credits_exhausted: ['credits_exhausted'],
 };

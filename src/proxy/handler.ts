@@ -12,6 +12,7 @@ import { tracer } from '../tracing/tracer.js';
 import type { UsageRecorder } from '../usage/recorder.js';
 import type { FailureThrottle } from './auth-throttle.js';
 import type { Admitted } from './admission.js';
+import { addHeaders, withoutBackendCors } from './cors.js';
 import { backendOutcome, enter, finished } from './entry.js';
 import { acceptsTrailers, backendHeaders, requestIdOf, responseHeaders } from './forwarding-headers.js';
 import { rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
@@ -20,7 +21,7 @@ import { forwardedPath, type RouteTarget, type Routing } from './routing.js';
 export interface ProxyDeps {
   readonly config: Pick<Config, 'trustProxy' | 'customerIdHeader'>;
   /** The route table and the backend pools; shared by the HTTP and upgrade handlers, closed by its owner. */
-  readonly routing: Pick<Routing, 'route'>;
+  readonly routing: Pick<Routing, 'route' | 'unroutedCors' | 'corsOf'>;
   readonly keyCache: KeyCache;
   readonly limiter: RateLimiter;
   readonly recorder: Pick<UsageRecorder, 'record'>;
@@ -73,6 +74,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     readonly admission: Admitted,
     /** The client sent `TE: trailers`: the backend's trailers are passed on. */
     readonly trailers: boolean,
+    /** The route's CORS headers for the request's origin, replacing the backend's; undefined: none. */
+    readonly cors: string[] | undefined,
   ) {}
 
   onConnect(abort: (err?: Error) => void): void {
@@ -89,6 +92,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const limit = this.admission.limit;
     const headers = responseHeaders(raw, limit !== undefined, this.trailers);
     headers.push('x-request-id', this.requestId);
+    if (this.cors !== undefined) withoutBackendCors(headers).push(...this.cors);
     if (limit !== undefined) {
       const now = proxy.clock();
       headers.push(
@@ -152,7 +156,9 @@ class Exchange implements Dispatcher.DispatchHandler {
         answered = timedOut ? 'gateway_timeout' : 'bad_gateway';
         if (!res.headersSent) {
           status = timedOut ? 504 : 502;
-          sendError(res, answered, { 'x-request-id': this.requestId });
+          const own: Record<string, string> = { 'x-request-id': this.requestId };
+          if (this.cors !== undefined) addHeaders(own, this.cors);
+          sendError(res, answered, own);
         } else {
           // The body broke off mid-stream: the client sees a truncated response, never a wrong one.
           res.destroy();
@@ -246,6 +252,7 @@ async function serve(
     route,
     admission,
     trailers,
+    entry.cors,
   );
   res.on('close', exchange.onClientClose);
   proxy.metrics.proxyOverhead.observe((exchange.upstreamStartedAt - receivedAt) / 1000);

@@ -23,6 +23,8 @@ export const REFUSAL_OUTCOMES: Partial<Record<ErrorCode, Outcome>> = {
   key_disabled: 'disabled',
   key_expired: 'expired',
   route_not_allowed: 'routeNotAllowed',
+  origin_not_allowed: 'originNotAllowed',
+  address_not_allowed: 'addressNotAllowed',
 };
 
 /**

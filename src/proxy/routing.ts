@@ -3,7 +3,9 @@ import type { Config } from '../config.js';
 import { CATCH_ALL_ROUTE_LABEL, type Metrics } from '../ops/metrics.js';
 import { buildRouteIndex, type RouteIndex } from '../routes/route-index.js';
 import { normalisedPath } from '../plans/normalised-path.js';
+import { corsPolicyOf } from '../plans/cors-policy.js';
 import type { RouteConfig } from '../plans/route.js';
+import { corsRuleOf, type CorsRule } from './cors.js';
 import { upstreamPrefix } from './request-target.js';
 import { Upstreams, type Upstream } from './upstreams.js';
 
@@ -22,6 +24,8 @@ export interface RouteTarget {
   /** How many characters of the request path are not forwarded: the route's prefix with `stripPrefix`, else 0. */
   readonly strip: number;
   readonly timeoutMs: number;
+  /** Its CORS policy; undefined: none (a preflight is forwarded like any request). */
+  readonly cors: CorsRule | undefined;
 }
 
 /** The path the backend receives (without the query): the upstream's path, then the request's, less a stripped prefix. */
@@ -30,7 +34,10 @@ export function forwardedPath(target: RouteTarget, path: string): string {
 }
 
 export interface RoutingOptions {
-  readonly config: Pick<Config, 'upstreamUrl' | 'upstreamTimeoutMs'>;
+  readonly config: Pick<
+    Config,
+    'upstreamUrl' | 'upstreamTimeoutMs' | 'corsAllowedOrigins' | 'customerIdHeader'
+  >;
   readonly metrics: Metrics;
   /** Most keep-alive connections to each backend origin (default 128); further requests queue. */
   readonly connections?: number;
@@ -42,6 +49,11 @@ export interface RoutingOptions {
  */
 export class Routing {
   private index: RouteIndex<RouteTarget>;
+  /**
+   * The catch-all's policy (CORS_ALLOWED_ORIGINS), for the requests no route takes: it answers their
+   * preflights, and lets a page read their 404 when there is no catch-all.
+   */
+  readonly unroutedCors: CorsRule | undefined;
   private readonly upstreams: Upstreams;
 
   constructor(private readonly options: RoutingOptions) {
@@ -49,6 +61,11 @@ export class Routing {
       connections: options.connections ?? 128,
       timeoutMs: options.config.upstreamTimeoutMs,
     });
+    const { corsAllowedOrigins, customerIdHeader } = options.config;
+    this.unroutedCors =
+      corsAllowedOrigins.length === 0
+        ? undefined
+        : corsRuleOf(corsPolicyOf({ allowedOrigins: corsAllowedOrigins }), null, customerIdHeader);
     this.index = this.indexOf([]);
   }
 
@@ -76,6 +93,15 @@ export class Routing {
     return this.index.match(host, method, path)?.routeId;
   }
 
+  /**
+   * The CORS policy for a request of `method` (a preflight's requested method: the route that will take
+   * the page's request, not the OPTIONS before it), holding nothing; the catch-all's when no route takes it.
+   */
+  corsOf(host: string | undefined, method: string, path: string): CorsRule | undefined {
+    const target = this.index.match(host, method, path);
+    return target === undefined ? this.unroutedCors : target.cors;
+  }
+
   /** After the server has drained. */
   close(): Promise<void> {
     return this.upstreams.close();
@@ -101,6 +127,10 @@ export class Routing {
           upstreamPath: upstreamPrefix(urls[i]!),
           strip: route.stripPrefix && match.pathPrefix !== '/' ? match.pathPrefix.length : 0,
           timeoutMs: route.timeoutMs ?? config.upstreamTimeoutMs,
+          cors:
+            route.cors === null
+              ? undefined
+              : corsRuleOf(route.cors, route.match.methods, config.customerIdHeader),
         },
       };
     });
@@ -111,6 +141,7 @@ export class Routing {
       upstreamPath: upstreamPrefix(catchAll),
       strip: 0,
       timeoutMs: config.upstreamTimeoutMs,
+      cors: this.unroutedCors,
     };
     return buildRouteIndex(targets, fallback);
   }

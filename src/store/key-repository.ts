@@ -32,6 +32,10 @@ export interface KeyRow {
   readonly consumerId: string | null;
   /** The routes the key may take; null: every route. */
   readonly allowedRouteIds: readonly string[] | null;
+  /** The origins it may be used from (src/plans/origins.ts); null: any. */
+  readonly allowedOrigins: readonly string[] | null;
+  /** The client addresses and CIDR blocks it may be used from; null: any. */
+  readonly allowedAddresses: readonly string[] | null;
   /** Its prepaid credits; null: none. */
   readonly balance: Balance | null;
   /** Bumped by every set of its balance, kept when it holds none (src/plans/balance.ts). */
@@ -50,6 +54,8 @@ export interface KeySettings {
   readonly metadata: string;
   readonly consumerId: string | null;
   readonly allowedRouteIds: readonly string[] | null;
+  readonly allowedOrigins: readonly string[] | null;
+  readonly allowedAddresses: readonly string[] | null;
 }
 
 /** A key as its audit entries show it: what a change that touches many keys at once returns of each. */
@@ -64,6 +70,8 @@ export type KeyAuditRow = Pick<
   | 'rateLimitId'
   | 'consumerId'
   | 'allowedRouteIds'
+  | 'allowedOrigins'
+  | 'allowedAddresses'
 >;
 
 /** The columns of a KeyAuditRow, for the `returning` of an update of many keys (read through `withAllowedRoutes`). */
@@ -77,19 +85,31 @@ export const keyAuditColumns = [
   'rate_limit_id as rateLimitId',
   'consumer_id as consumerId',
   'allowed_route_ids as allowedRouteIds',
+  'allowed_origins as allowedOrigins',
+  'allowed_addresses as allowedAddresses',
 ] as const;
 
-/** The routes a key may take, as stored (sql/060): a JSON array, or null for every route. */
-export const allowedRoutesColumn = (ids: readonly string[] | null): string | null =>
-  ids === null ? null : JSON.stringify(ids);
-const allowedRoutesOf = (column: string | null): string[] | null =>
+/**
+ * A key's allowed routes (sql/060), origins or addresses (sql/082) as stored: a JSON array, or null
+ * for any.
+ */
+export const allowedListColumn = (items: readonly string[] | null): string | null =>
+  items === null ? null : JSON.stringify(items);
+const allowedListOf = (column: string | null): string[] | null =>
   column === null ? null : (JSON.parse(column) as string[]);
 
-/** A row read with `allowed_route_ids as allowedRouteIds`, its routes parsed. */
-export function withAllowedRoutes<T extends { allowedRouteIds: string | null }>(
+type AllowedLists = 'allowedRouteIds' | 'allowedOrigins' | 'allowedAddresses';
+
+/** A row read with the columns of `keyAuditColumns`, its allowed routes, origins and addresses parsed. */
+export function withAllowedRoutes<T extends Record<AllowedLists, string | null>>(
   row: T,
-): Omit<T, 'allowedRouteIds'> & { allowedRouteIds: string[] | null } {
-  return { ...row, allowedRouteIds: allowedRoutesOf(row.allowedRouteIds) };
+): Omit<T, AllowedLists> & Record<AllowedLists, string[] | null> {
+  return {
+    ...row,
+    allowedRouteIds: allowedListOf(row.allowedRouteIds),
+    allowedOrigins: allowedListOf(row.allowedOrigins),
+    allowedAddresses: allowedListOf(row.allowedAddresses),
+  };
 }
 
 /** Filters of the key list; absent fields do not filter. */
@@ -144,6 +164,10 @@ export interface KeyWithPlan {
   readonly consumer: KeyConsumer | null;
   /** The routes the key may take; null: every route. */
   readonly allowedRouteIds: readonly string[] | null;
+  /** The origins the key may be used from; null: any. */
+  readonly allowedOrigins: readonly string[] | null;
+  /** The client addresses and CIDR blocks the key may be used from; null: any. */
+  readonly allowedAddresses: readonly string[] | null;
   /** The key's own prepaid credits; null: none. */
   readonly balance: Balance | null;
 }
@@ -164,6 +188,8 @@ const keyColumns = [
   'consumer_id as consumerId',
   'allowed_route_ids as allowedRouteIds',
   'previous_secret_expires_at as previousSecretExpiresAt',
+  'allowed_origins as allowedOrigins',
+  'allowed_addresses as allowedAddresses',
   ...creditColumns('api_keys', 'credits'),
 ] as const;
 
@@ -177,12 +203,11 @@ function joinedLimits(
 }
 
 function toKeyRow(
-  row: { seq: string | number; allowedRouteIds: string | null } & Omit<
-    KeyRow,
-    'seq' | 'allowedRouteIds' | 'balance' | 'creditsEpoch'
-  >,
+  row: { seq: string | number } & Record<AllowedLists, string | null> &
+    Omit<KeyRow, 'seq' | AllowedLists | 'balance' | 'creditsEpoch'>,
 ): KeyRow {
   const { balance, epoch } = creditsOfRow(row, 'credits');
+  const allowed = withAllowedRoutes(row);
   return {
     id: row.id,
     name: row.name,
@@ -196,7 +221,9 @@ function toKeyRow(
     metadata: row.metadata,
     lastUsedAt: row.lastUsedAt,
     consumerId: row.consumerId,
-    allowedRouteIds: withAllowedRoutes(row).allowedRouteIds,
+    allowedRouteIds: allowed.allowedRouteIds,
+    allowedOrigins: allowed.allowedOrigins,
+    allowedAddresses: allowed.allowedAddresses,
     seq: Number(row.seq),
     balance,
     creditsEpoch: epoch,
@@ -237,7 +264,9 @@ export class KeyRepository {
         external_id: key.externalId ?? null,
         metadata: key.metadata ?? '{}',
         consumer_id: key.consumerId ?? null,
-        allowed_route_ids: allowedRoutesColumn(key.allowedRouteIds ?? null),
+        allowed_route_ids: allowedListColumn(key.allowedRouteIds ?? null),
+        allowed_origins: allowedListColumn(key.allowedOrigins ?? null),
+        allowed_addresses: allowedListColumn(key.allowedAddresses ?? null),
       })
       .execute();
   }
@@ -330,6 +359,8 @@ export class KeyRepository {
         'cp.limits as consumerLimits',
         'cp.costs as consumerCosts',
         'k.allowed_route_ids as allowedRouteIds',
+        'k.allowed_origins as allowedOrigins',
+        'k.allowed_addresses as allowedAddresses',
         ...creditColumns('k', 'credits'),
         ...creditColumns('c', 'consumerCredits'),
       ])
@@ -361,7 +392,9 @@ export class KeyRepository {
               costs: costsOf(row.consumerCosts),
               balance: creditsOfRow(row, 'consumerCredits').balance,
             },
-      allowedRouteIds: allowedRoutesOf(row.allowedRouteIds),
+      allowedRouteIds: allowedListOf(row.allowedRouteIds),
+      allowedOrigins: allowedListOf(row.allowedOrigins),
+      allowedAddresses: allowedListOf(row.allowedAddresses),
       balance: creditsOfRow(row, 'credits').balance,
     };
   }
@@ -378,7 +411,13 @@ export class KeyRepository {
         ...(changes.metadata !== undefined && { metadata: changes.metadata }),
         ...(changes.consumerId !== undefined && { consumer_id: changes.consumerId }),
         ...(changes.allowedRouteIds !== undefined && {
-          allowed_route_ids: allowedRoutesColumn(changes.allowedRouteIds),
+          allowed_route_ids: allowedListColumn(changes.allowedRouteIds),
+        }),
+        ...(changes.allowedOrigins !== undefined && {
+          allowed_origins: allowedListColumn(changes.allowedOrigins),
+        }),
+        ...(changes.allowedAddresses !== undefined && {
+          allowed_addresses: allowedListColumn(changes.allowedAddresses),
         }),
         last_updated: now,
       })

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from './db.js';
 import { sqlDialectOf, type SqlDialect } from './sql-dialect.js';
+import type { CorsPolicy } from '../plans/cors-policy.js';
 import {
   asciiLowerCase,
   overlaps,
@@ -30,6 +31,7 @@ const columns = [
   'upstream_url as upstreamUrl',
   'strip_prefix as stripPrefix',
   'timeout_ms as timeoutMs',
+  'cors',
   'created_at as createdAt',
   'last_updated as lastUpdated',
 ] as const;
@@ -43,13 +45,24 @@ interface StoredRoute {
   upstreamUrl: string;
   stripPrefix: boolean;
   timeoutMs: number | null;
+  /** JSON, null: no policy (sql/082). */
+  cors: string | null;
   createdAt: Date;
   lastUpdated: Date;
 }
 
-function toRoute({ host, pathPrefix, methods, caseInsensitive, timeoutMs, ...rest }: StoredRoute): RouteRow {
+function toRoute({
+  host,
+  pathPrefix,
+  methods,
+  caseInsensitive,
+  timeoutMs,
+  cors,
+  ...rest
+}: StoredRoute): RouteRow {
   return {
     ...rest,
+    cors: cors === null ? null : (JSON.parse(cors) as CorsPolicy),
     match: {
       host,
       pathPrefix,
@@ -68,6 +81,8 @@ function matchColumns(match: RouteMatch) {
     case_insensitive: match.caseInsensitive,
   };
 }
+
+const corsColumn = (cors: CorsPolicy | null): string | null => (cors === null ? null : JSON.stringify(cors));
 
 export class RouteRepository {
   private readonly dialect: SqlDialect;
@@ -129,6 +144,7 @@ export class RouteRepository {
         upstream_url: route.upstreamUrl,
         strip_prefix: route.stripPrefix,
         timeout_ms: route.timeoutMs,
+        cors: corsColumn(route.cors),
         created_at: now,
         last_updated: now,
       })
@@ -146,6 +162,7 @@ export class RouteRepository {
         ...(changes.upstreamUrl !== undefined && { upstream_url: changes.upstreamUrl }),
         ...(changes.stripPrefix !== undefined && { strip_prefix: changes.stripPrefix }),
         ...(changes.timeoutMs !== undefined && { timeout_ms: changes.timeoutMs }),
+        ...(changes.cors !== undefined && { cors: corsColumn(changes.cors) }),
         last_updated: now,
       })
       .where('route_id', '=', routeId)

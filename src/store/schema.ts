@@ -34,6 +34,9 @@ export interface ApiKeyTable extends CreditTableColumns {
   consumer_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** JSON array of route ids, or null: every route (sql/060). */
   allowed_route_ids: ColumnType<string | null, string | null | undefined, string | null>;
+  /** JSON arrays of origins and of addresses or CIDR blocks, or null: any (sql/082). */
+  allowed_origins: ColumnType<string | null, string | null | undefined, string | null>;
+  allowed_addresses: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** A key's or consumer's balance (sql/061, store/credit-columns.ts); Postgres' bigints arrive as text. */
@@ -114,6 +117,9 @@ export interface UsageBucketTable {
   disabled: Counter;
   expired: Counter;
   route_not_allowed: Counter;
+  /** sql/082 */
+  origin_not_allowed: Counter;
+  address_not_allowed: Counter;
   backend_error: Counter;
   backend_unreachable: Counter;
   /** The latency histogram: a JSON object of bin → requests (src/usage/latency-histogram.ts). */
@@ -169,6 +175,8 @@ export interface RouteTable {
   strip_prefix: ColumnType<boolean, boolean | undefined, boolean>;
   /** sql/080: `path_prefix` compared without regard to case. */
   case_insensitive: ColumnType<boolean, boolean | undefined, boolean>;
+  /** sql/082: the route's CORS policy as JSON; null: none. */
+  cors: ColumnType<string | null, string | null | undefined, string | null>;
   timeout_ms: number | null;
   created_at: ColumnType<Date, Date, never>;
   last_updated: ColumnType<Date, Date, Date>;

@@ -20,6 +20,8 @@ export const BUCKET_COLUMNS = {
   disabled: 'disabled',
   expired: 'expired',
   routeNotAllowed: 'route_not_allowed',
+  originNotAllowed: 'origin_not_allowed',
+  addressNotAllowed: 'address_not_allowed',
   backendError: 'backend_error',
   backendUnreachable: 'backend_unreachable',
 } as const satisfies Record<Measure, string>;

@@ -18,6 +18,8 @@ export const OUTCOMES = [
   'disabled',
   'expired',
   'routeNotAllowed',
+  'originNotAllowed',
+  'addressNotAllowed',
   'backendError',
   'backendUnreachable',
 ] as const;
@@ -247,6 +249,8 @@ export const emptyBucket = (): BucketCounts => ({
   disabled: 0,
   expired: 0,
   routeNotAllowed: 0,
+  originNotAllowed: 0,
+  addressNotAllowed: 0,
   backendError: 0,
   backendUnreachable: 0,
   latency: new Map(),

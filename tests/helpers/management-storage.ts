@@ -122,7 +122,12 @@ export function managementDeps(
     authThrottle: new AuthThrottle({ limit: 100, period: 'minute' }),
     // No route table: every request takes the catch-all, which verify never forwards to.
     routing: new Routing({
-      config: { upstreamUrl: new URL('http://127.0.0.1:9'), upstreamTimeoutMs: 1_000 },
+      config: {
+        upstreamUrl: new URL('http://127.0.0.1:9'),
+        upstreamTimeoutMs: 1_000,
+        corsAllowedOrigins: [],
+        customerIdHeader: 'x-customer-id',
+      },
       metrics,
     }),
     recorder,

@@ -149,6 +149,8 @@ it('serves the copied rows through the repositories as PGlite did', async () => 
       consumer: null,
       costs: [],
       allowedRouteIds: null,
+      allowedOrigins: null,
+      allowedAddresses: null,
       balance: null,
     });
     expect((await keys.findBySecretHash(hashSecret(key.previousSecret)))?.secretValidUntilMs).toBe(

@@ -123,6 +123,8 @@ describe.each(['embedded', 'postgres'] as const)('migrate on %s', (kind) => {
         consumer: null,
         costs: [],
         allowedRouteIds: null,
+        allowedOrigins: null,
+        allowedAddresses: null,
         balance: null,
       });
       expect(await new PlanRepository(handle.db).get('gold')).toMatchObject({

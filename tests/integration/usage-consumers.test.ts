@@ -260,6 +260,8 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
           disabled: 3,
           expired: 2,
           routeNotAllowed: 0,
+          originNotAllowed: 0,
+          addressNotAllowed: 0,
           backendError: 20,
           backendUnreachable: 1,
         },

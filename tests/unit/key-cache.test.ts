@@ -31,6 +31,7 @@ const keyAlone = (id: string, keyPlan: Plan | undefined): ResolvedKey => ({
   subjects: keyPlan === undefined ? undefined : [{ scope: 'key', id, plan: keyPlan }],
   pricing: undefined,
   allowedRouteIds: null,
+  restrictions: undefined,
   identity: { name: 'k', externalId: null, metadata: '{}' },
 });
 

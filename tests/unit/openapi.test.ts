@@ -214,6 +214,8 @@ describe('OpenApiChecker', () => {
     lastUsedAt: null,
     consumerId: null,
     allowedRouteIds: null,
+    allowedOrigins: null,
+    allowedAddresses: null,
     metadata: {},
     credits: null,
   };

@@ -11,6 +11,7 @@ const route = (routeId: string): RouteConfig => ({
   upstreamUrl: 'http://127.0.0.1:1',
   stripPrefix: false,
   timeoutMs: null,
+  cors: null,
 });
 
 /** A table whose reads the test answers one at a time. */

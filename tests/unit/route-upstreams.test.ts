@@ -52,7 +52,12 @@ describe('Upstreams', () => {
 describe('Routing', () => {
   it('matches and strips a prefix stored before prefixes were normalised, as the normalised paths it is given', async () => {
     const routing = new Routing({
-      config: { upstreamUrl: undefined, upstreamTimeoutMs: 1_000 },
+      config: {
+        upstreamUrl: undefined,
+        upstreamTimeoutMs: 1_000,
+        corsAllowedOrigins: [],
+        customerIdHeader: 'x-customer-id',
+      },
       metrics: new Metrics(),
     });
     routing.apply([
@@ -62,6 +67,7 @@ describe('Routing', () => {
         upstreamUrl: A,
         stripPrefix: true,
         timeoutMs: null,
+        cors: null,
       },
     ]);
     expect(routing.routeIdOf(undefined, 'GET', '/v1/a%2Fb/items')).toBe('old');

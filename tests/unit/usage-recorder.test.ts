@@ -246,6 +246,8 @@ describe('UsageRecorder', () => {
       backendUnreachable: 1,
       creditsExhausted: 0,
       routeNotAllowed: 0,
+      originNotAllowed: 0,
+      addressNotAllowed: 0,
     });
     expect([...minute.latency.values()].reduce((a, b) => a + b, 0)).toBe(10);
     expect(minute.latency.get(binOf(1_000))).toBe(1);

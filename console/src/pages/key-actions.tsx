@@ -10,6 +10,7 @@ import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { ExpiryField } from '../components/expiry-field';
 import { KeyIdentityFields } from '../components/key-identity-fields';
+import { KeyRestrictionFields, linesOf, listOfLines } from '../components/key-restriction-fields';
 import { MetadataField } from '../components/metadata-field';
 import { SecretValue } from '../components/secret-value';
 import { formatTime, isoToUtcInput, METADATA_HINT, parseJsonObject, utcInputToIso } from '../format';
@@ -241,6 +242,8 @@ function EditDialog({ keyDetail, onDone, onClose }: ChangeDialogProps) {
   const [name, setName] = useState(keyDetail.name);
   const [externalId, setExternalId] = useState(keyDetail.externalId ?? '');
   const [metadata, setMetadata] = useState(JSON.stringify(keyDetail.metadata, null, 2));
+  const [origins, setOrigins] = useState(linesOf(keyDetail.allowedOrigins));
+  const [addresses, setAddresses] = useState(linesOf(keyDetail.allowedAddresses));
   const [metadataError, setMetadataError] = useState<string>();
   const action = useAction();
   const save = async (event: Event) => {
@@ -251,7 +254,13 @@ function EditDialog({ keyDetail, onDone, onClose }: ChangeDialogProps) {
       return;
     }
     setMetadataError(undefined);
-    const body = { name, externalId: externalId.trim() === '' ? null : externalId.trim(), metadata: parsed };
+    const body = {
+      name,
+      externalId: externalId.trim() === '' ? null : externalId.trim(),
+      metadata: parsed,
+      allowedOrigins: listOfLines(origins),
+      allowedAddresses: listOfLines(addresses),
+    };
     const done = await action.run(() => patchKey(keyDetail, body));
     if (done) onDone('The key is saved.');
   };
@@ -266,6 +275,13 @@ function EditDialog({ keyDetail, onDone, onClose }: ChangeDialogProps) {
           onExternalId={setExternalId}
           externalLabel="External ID"
           externalHelp="The owner's id in your own system; empty clears it."
+        />
+        <KeyRestrictionFields
+          idPrefix="edit"
+          origins={origins}
+          addresses={addresses}
+          onOrigins={setOrigins}
+          onAddresses={setAddresses}
         />
         <MetadataField
           id="edit-metadata"

@@ -168,6 +168,10 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
               <dl class="details">
                 <dt>External ID</dt>
                 <dd>{key.externalId ?? '—'}</dd>
+                <dt>Allowed origins</dt>
+                <dd>{key.allowedOrigins?.join(', ') ?? 'any'}</dd>
+                <dt>Allowed addresses</dt>
+                <dd>{key.allowedAddresses?.join(', ') ?? 'any'}</dd>
                 <dt>Created</dt>
                 <dd>{formatTime(key.createdAt)}</dd>
                 <dt>Last changed</dt>

@@ -41,7 +41,24 @@ import {
  */
 
 type Metric =
-  'r' | 's' | 'f' | 'l' | 'd' | '$' | '2' | '3' | '4' | '5' | 'oc' | 'od' | 'oe' | 'or' | 'ob' | 'ou';
+  | 'r'
+  | 's'
+  | 'f'
+  | 'l'
+  | 'd'
+  | '$'
+  | '2'
+  | '3'
+  | '4'
+  | '5'
+  | 'oc'
+  | 'od'
+  | 'oe'
+  | 'or'
+  | 'oo'
+  | 'oa'
+  | 'ob'
+  | 'ou';
 type Section = 'e' | 'c' | 'm';
 type Measure = Exclude<keyof BucketCounts, 'latency'>;
 
@@ -60,6 +77,8 @@ const PROPERTY: Record<Metric, Measure> = {
   od: 'disabled',
   oe: 'expired',
   or: 'routeNotAllowed',
+  oo: 'originNotAllowed',
+  oa: 'addressNotAllowed',
   ob: 'backendError',
   ou: 'backendUnreachable',
 };

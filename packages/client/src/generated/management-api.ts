@@ -81,7 +81,7 @@ export interface paths {
         head?: never;
         /**
          * Change a key: name, owner, metadata, enabled, expiry, consumer, allowed routes, credits
-         * @description Any of the fields; `null` clears `externalId`, `expiresAt`, `consumerId`, `allowedRouteIds` (every route) and `credits`, and sets `metadata` to `{}`. Moving a key to another consumer moves none of its history. `credits` sets the balance afresh (what was spent before no longer counts), in force for the next request on every replica; to add to it, use `POST /tollgate/credits`. Other changes take effect on every replica within 1 s and move `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays). The answer carries `secret` only for callers holding `keys:secrets`.
+         * @description Any of the fields; `null` clears `externalId`, `expiresAt`, `consumerId`, `allowedRouteIds` (every route), `allowedOrigins` and `allowedAddresses` (anywhere) and `credits`, and sets `metadata` to `{}`. Moving a key to another consumer moves none of its history. `credits` sets the balance afresh (what was spent before no longer counts), in force for the next request on every replica; to add to it, use `POST /tollgate/credits`. Other changes take effect on every replica within 1 s and move `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays). The answer carries `secret` only for callers holding `keys:secrets`.
          */
         patch: operations["updateConsumerApiKey"];
         trace?: never;
@@ -115,7 +115,7 @@ export interface paths {
         };
         /**
          * A key's usage over time
-         * @description Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint, customer or route, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula. Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).
+         * @description Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint, customer or route, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, originNotAllowed, addressNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula. Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).
          */
         get: operations["getConsumerApiKeyUsage"];
         put?: never;
@@ -391,7 +391,7 @@ export interface paths {
         };
         /**
          * A consumer's usage over time: what its keys did while they belonged to it
-         * @description As a key's usage over time, summed over every key while it belonged to the consumer (moving a key moves none of its history). `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
+         * @description As a key's usage over time, summed over every key while it belonged to the consumer (moving a key moves none of its history). `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, originNotAllowed, addressNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
          */
         get: operations["getConsumerUsage"];
         put?: never;
@@ -482,7 +482,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a route's match, backend, prefix stripping or timeout
+         * Change a route's match, backend, prefix stripping, timeout or CORS policy
          * @description Fields of `match` left out keep their values. A body that sets only what the route already has changes nothing (no audit entry, `lastUpdated` stays). Takes effect on every replica within 1 s; requests already routed finish on the route they started on.
          */
         patch: operations["updateRoute"];
@@ -497,7 +497,7 @@ export interface paths {
         };
         /**
          * Every key's usage over time, and the busiest keys and consumers
-         * @description The buckets summed over all keys (from stored usage: about a second behind), `topKeys`: at most 10 keys with the most requests in the range, and `topConsumers`: at most 10 consumers. `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". The fleet's series sum every key's. `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
+         * @description The buckets summed over all keys (from stored usage: about a second behind), `topKeys`: at most 10 keys with the most requests in the range, and `topConsumers`: at most 10 consumers. `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". The fleet's series sum every key's. `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, originNotAllowed, addressNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
          */
         get: operations["getFleetUsage"];
         put?: never;
@@ -997,6 +997,8 @@ export interface components {
                 };
                 /** @description Why requests failed */
                 outcomes: {
+                    /** @description Refused: the client address is outside the key's allowedAddresses (403 address_not_allowed) */
+                    addressNotAllowed: number;
                     /** @description The backend answered 5xx */
                     backendError: number;
                     /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
@@ -1007,6 +1009,8 @@ export interface components {
                     disabled: number;
                     /** @description Refused: the key has expired */
                     expired: number;
+                    /** @description Refused: the request came from an origin the key is not allowed from (403 origin_not_allowed) */
+                    originNotAllowed: number;
                     /** @description Refused by the limiter (429) */
                     rateLimited: number;
                     /** @description Refused: the key may not use that route */
@@ -1059,6 +1063,8 @@ export interface components {
                     };
                     /** @description Why requests failed */
                     outcomes: {
+                        /** @description Refused: the client address is outside the key's allowedAddresses (403 address_not_allowed) */
+                        addressNotAllowed: number;
                         /** @description The backend answered 5xx */
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
@@ -1069,6 +1075,8 @@ export interface components {
                         disabled: number;
                         /** @description Refused: the key has expired */
                         expired: number;
+                        /** @description Refused: the request came from an origin the key is not allowed from (403 origin_not_allowed) */
+                        originNotAllowed: number;
                         /** @description Refused by the limiter (429) */
                         rateLimited: number;
                         /** @description Refused: the key may not use that route */
@@ -1109,6 +1117,8 @@ export interface components {
                     };
                     /** @description Why requests failed */
                     outcomes: {
+                        /** @description Refused: the client address is outside the key's allowedAddresses (403 address_not_allowed) */
+                        addressNotAllowed: number;
                         /** @description The backend answered 5xx */
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
@@ -1119,6 +1129,8 @@ export interface components {
                         disabled: number;
                         /** @description Refused: the key has expired */
                         expired: number;
+                        /** @description Refused: the request came from an origin the key is not allowed from (403 origin_not_allowed) */
+                        originNotAllowed: number;
                         /** @description Refused by the limiter (429) */
                         rateLimited: number;
                         /** @description Refused: the key may not use that route */
@@ -1159,6 +1171,8 @@ export interface components {
                     };
                     /** @description Why requests failed */
                     outcomes: {
+                        /** @description Refused: the client address is outside the key's allowedAddresses (403 address_not_allowed) */
+                        addressNotAllowed: number;
                         /** @description The backend answered 5xx */
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
@@ -1169,6 +1183,8 @@ export interface components {
                         disabled: number;
                         /** @description Refused: the key has expired */
                         expired: number;
+                        /** @description Refused: the request came from an origin the key is not allowed from (403 origin_not_allowed) */
+                        originNotAllowed: number;
                         /** @description Refused by the limiter (429) */
                         rateLimited: number;
                         /** @description Refused: the key may not use that route */
@@ -1296,6 +1312,10 @@ export interface components {
         };
         /** CreateKeyRequest */
         CreateKeyRequest: {
+            /** @description The client addresses the key may be used from (the client as TRUST_PROXY decides, see the README): a request from any other is refused with 403 `address_not_allowed`, not forwarded and not charged. null: any */
+            allowedAddresses?: string[] | null;
+            /** @description The web pages the key may be used from (docs/guides/browser.md): a request whose `Origin` (or, without one, whose `Referer`'s origin) matches none, or that names none, is refused with 403 `origin_not_allowed`, not forwarded and not charged. null: any */
+            allowedOrigins?: string[] | null;
             /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
             allowedRouteIds?: string[] | null;
             /** @description The consumer the key belongs to; null: none */
@@ -1334,6 +1354,10 @@ export interface components {
         };
         /** CreateKeyResponse */
         CreateKeyResponse: {
+            /** @description The client addresses the key may be used from (the client as TRUST_PROXY decides, see the README): a request from any other is refused with 403 `address_not_allowed`, not forwarded and not charged. null: any */
+            allowedAddresses: string[] | null;
+            /** @description The web pages the key may be used from (docs/guides/browser.md): a request whose `Origin` (or, without one, whose `Referer`'s origin) matches none, or that names none, is refused with 403 `origin_not_allowed`, not forwarded and not charged. null: any */
+            allowedOrigins: string[] | null;
             /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
             allowedRouteIds: string[] | null;
             /** @description The consumer the key belongs to, or null */
@@ -1481,6 +1505,25 @@ export interface components {
         };
         /** CreateRouteRequest */
         CreateRouteRequest: {
+            /** @description The route's CORS policy (docs/guides/browser.md): Tollgate answers preflights itself (no key needed, never forwarded, charged to nobody), and every answer to an allowed origin, the backend's or Tollgate's own (401, 403, 404, 429, 502, 504), carries `Access-Control-Allow-Origin`; the backend's own `Access-Control-*` headers are replaced. null or absent: none (a preflight is forwarded like any request) */
+            cors?: {
+                /** @description Pages may send cookies (`Access-Control-Allow-Credentials: true`); with `*`, each page is answered its own origin. Default false */
+                allowCredentials?: boolean;
+                /** @description Request headers a page may send besides those always allowed: `authorization`, `x-api-key`, `content-type` and CUSTOMER_ID_HEADER */
+                allowedHeaders?: string[];
+                /**
+                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case
+                 * @example [
+                 *       "https://app.example.com",
+                 *       "https://*.example.com"
+                 *     ]
+                 */
+                allowedOrigins: string[];
+                /** @description Response headers a page may read besides those always exposed: `RateLimit`, `RateLimit-Policy`, `Retry-After` and `x-request-id` */
+                exposedHeaders?: string[];
+                /** @description How long a browser may keep a preflight answer, 0-86400 s. Default 600 */
+                maxAgeSeconds?: number;
+            } | null;
             /** RouteMatchInput */
             match: {
                 /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
@@ -1707,6 +1750,8 @@ export interface components {
                 };
                 /** @description Why requests failed */
                 outcomes: {
+                    /** @description Refused: the client address is outside the key's allowedAddresses (403 address_not_allowed) */
+                    addressNotAllowed: number;
                     /** @description The backend answered 5xx */
                     backendError: number;
                     /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
@@ -1717,6 +1762,8 @@ export interface components {
                     disabled: number;
                     /** @description Refused: the key has expired */
                     expired: number;
+                    /** @description Refused: the request came from an origin the key is not allowed from (403 origin_not_allowed) */
+                    originNotAllowed: number;
                     /** @description Refused by the limiter (429) */
                     rateLimited: number;
                     /** @description Refused: the key may not use that route */
@@ -1768,6 +1815,8 @@ export interface components {
                     };
                     /** @description Why requests failed */
                     outcomes: {
+                        /** @description Refused: the client address is outside the key's allowedAddresses (403 address_not_allowed) */
+                        addressNotAllowed: number;
                         /** @description The backend answered 5xx */
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
@@ -1778,6 +1827,8 @@ export interface components {
                         disabled: number;
                         /** @description Refused: the key has expired */
                         expired: number;
+                        /** @description Refused: the request came from an origin the key is not allowed from (403 origin_not_allowed) */
+                        originNotAllowed: number;
                         /** @description Refused by the limiter (429) */
                         rateLimited: number;
                         /** @description Refused: the key may not use that route */
@@ -1832,6 +1883,10 @@ export interface components {
         };
         /** KeyDetailResponse */
         KeyDetailResponse: {
+            /** @description The client addresses the key may be used from (the client as TRUST_PROXY decides, see the README): a request from any other is refused with 403 `address_not_allowed`, not forwarded and not charged. null: any */
+            allowedAddresses: string[] | null;
+            /** @description The web pages the key may be used from (docs/guides/browser.md): a request whose `Origin` (or, without one, whose `Referer`'s origin) matches none, or that names none, is refused with 403 `origin_not_allowed`, not forwarded and not charged. null: any */
+            allowedOrigins: string[] | null;
             /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
             allowedRouteIds: string[] | null;
             /**
@@ -1974,6 +2029,10 @@ export interface components {
         };
         /** KeyResponse */
         KeyResponse: {
+            /** @description The client addresses the key may be used from (the client as TRUST_PROXY decides, see the README): a request from any other is refused with 403 `address_not_allowed`, not forwarded and not charged. null: any */
+            allowedAddresses: string[] | null;
+            /** @description The web pages the key may be used from (docs/guides/browser.md): a request whose `Origin` (or, without one, whose `Referer`'s origin) matches none, or that names none, is refused with 403 `origin_not_allowed`, not forwarded and not charged. null: any */
+            allowedOrigins: string[] | null;
             /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
             allowedRouteIds: string[] | null;
             /**
@@ -2054,6 +2113,8 @@ export interface components {
                 };
                 /** @description Why requests failed */
                 outcomes: {
+                    /** @description Refused: the client address is outside the key's allowedAddresses (403 address_not_allowed) */
+                    addressNotAllowed: number;
                     /** @description The backend answered 5xx */
                     backendError: number;
                     /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
@@ -2064,6 +2125,8 @@ export interface components {
                     disabled: number;
                     /** @description Refused: the key has expired */
                     expired: number;
+                    /** @description Refused: the request came from an origin the key is not allowed from (403 origin_not_allowed) */
+                    originNotAllowed: number;
                     /** @description Refused by the limiter (429) */
                     rateLimited: number;
                     /** @description Refused: the key may not use that route */
@@ -2120,6 +2183,8 @@ export interface components {
                     };
                     /** @description Why requests failed */
                     outcomes: {
+                        /** @description Refused: the client address is outside the key's allowedAddresses (403 address_not_allowed) */
+                        addressNotAllowed: number;
                         /** @description The backend answered 5xx */
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
@@ -2130,6 +2195,8 @@ export interface components {
                         disabled: number;
                         /** @description Refused: the key has expired */
                         expired: number;
+                        /** @description Refused: the request came from an origin the key is not allowed from (403 origin_not_allowed) */
+                        originNotAllowed: number;
                         /** @description Refused by the limiter (429) */
                         rateLimited: number;
                         /** @description Refused: the key may not use that route */
@@ -2170,6 +2237,8 @@ export interface components {
                     };
                     /** @description Why requests failed */
                     outcomes: {
+                        /** @description Refused: the client address is outside the key's allowedAddresses (403 address_not_allowed) */
+                        addressNotAllowed: number;
                         /** @description The backend answered 5xx */
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
@@ -2180,6 +2249,8 @@ export interface components {
                         disabled: number;
                         /** @description Refused: the key has expired */
                         expired: number;
+                        /** @description Refused: the request came from an origin the key is not allowed from (403 origin_not_allowed) */
+                        originNotAllowed: number;
                         /** @description Refused by the limiter (429) */
                         rateLimited: number;
                         /** @description Refused: the key may not use that route */
@@ -2220,6 +2291,8 @@ export interface components {
                     };
                     /** @description Why requests failed */
                     outcomes: {
+                        /** @description Refused: the client address is outside the key's allowedAddresses (403 address_not_allowed) */
+                        addressNotAllowed: number;
                         /** @description The backend answered 5xx */
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
@@ -2230,6 +2303,8 @@ export interface components {
                         disabled: number;
                         /** @description Refused: the key has expired */
                         expired: number;
+                        /** @description Refused: the request came from an origin the key is not allowed from (403 origin_not_allowed) */
+                        originNotAllowed: number;
                         /** @description Refused by the limiter (429) */
                         rateLimited: number;
                         /** @description Refused: the key may not use that route */
@@ -2488,6 +2563,10 @@ export interface components {
         ListKeysResponse: {
             /** @description In the order `sort` names (oldest first by default) */
             apiKeys: {
+                /** @description The client addresses the key may be used from (the client as TRUST_PROXY decides, see the README): a request from any other is refused with 403 `address_not_allowed`, not forwarded and not charged. null: any */
+                allowedAddresses: string[] | null;
+                /** @description The web pages the key may be used from (docs/guides/browser.md): a request whose `Origin` (or, without one, whose `Referer`'s origin) matches none, or that names none, is refused with 403 `origin_not_allowed`, not forwarded and not charged. null: any */
+                allowedOrigins: string[] | null;
                 /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
                 allowedRouteIds: string[] | null;
                 /**
@@ -2639,6 +2718,25 @@ export interface components {
         ListRoutesResponse: {
             /** @description Every route, oldest first */
             routes: {
+                /** @description The route's CORS policy (docs/guides/browser.md): Tollgate answers preflights itself (no key needed, never forwarded, charged to nobody), and every answer to an allowed origin, the backend's or Tollgate's own (401, 403, 404, 429, 502, 504), carries `Access-Control-Allow-Origin`; the backend's own `Access-Control-*` headers are replaced; its defaults filled in. null: none */
+                cors: {
+                    /** @description Pages may send cookies (`Access-Control-Allow-Credentials: true`); with `*`, each page is answered its own origin. Default false */
+                    allowCredentials: boolean;
+                    /** @description Request headers a page may send besides those always allowed: `authorization`, `x-api-key`, `content-type` and CUSTOMER_ID_HEADER */
+                    allowedHeaders: string[];
+                    /**
+                     * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case
+                     * @example [
+                     *       "https://app.example.com",
+                     *       "https://*.example.com"
+                     *     ]
+                     */
+                    allowedOrigins: string[];
+                    /** @description Response headers a page may read besides those always exposed: `RateLimit`, `RateLimit-Policy`, `Retry-After` and `x-request-id` */
+                    exposedHeaders: string[];
+                    /** @description How long a browser may keep a preflight answer, 0-86400 s. Default 600 */
+                    maxAgeSeconds: number;
+                } | null;
                 /**
                  * Format: date-time
                  * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
@@ -2722,6 +2820,10 @@ export interface components {
         LookupKeyResponse: {
             /** KeySummary */
             apiKey: {
+                /** @description The client addresses the key may be used from (the client as TRUST_PROXY decides, see the README): a request from any other is refused with 403 `address_not_allowed`, not forwarded and not charged. null: any */
+                allowedAddresses: string[] | null;
+                /** @description The web pages the key may be used from (docs/guides/browser.md): a request whose `Origin` (or, without one, whose `Referer`'s origin) matches none, or that names none, is refused with 403 `origin_not_allowed`, not forwarded and not charged. null: any */
+                allowedOrigins: string[] | null;
                 /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
                 allowedRouteIds: string[] | null;
                 /**
@@ -2948,6 +3050,25 @@ export interface components {
         };
         /** Route */
         Route: {
+            /** @description The route's CORS policy (docs/guides/browser.md): Tollgate answers preflights itself (no key needed, never forwarded, charged to nobody), and every answer to an allowed origin, the backend's or Tollgate's own (401, 403, 404, 429, 502, 504), carries `Access-Control-Allow-Origin`; the backend's own `Access-Control-*` headers are replaced; its defaults filled in. null: none */
+            cors: {
+                /** @description Pages may send cookies (`Access-Control-Allow-Credentials: true`); with `*`, each page is answered its own origin. Default false */
+                allowCredentials: boolean;
+                /** @description Request headers a page may send besides those always allowed: `authorization`, `x-api-key`, `content-type` and CUSTOMER_ID_HEADER */
+                allowedHeaders: string[];
+                /**
+                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case
+                 * @example [
+                 *       "https://app.example.com",
+                 *       "https://*.example.com"
+                 *     ]
+                 */
+                allowedOrigins: string[];
+                /** @description Response headers a page may read besides those always exposed: `RateLimit`, `RateLimit-Policy`, `Retry-After` and `x-request-id` */
+                exposedHeaders: string[];
+                /** @description How long a browser may keep a preflight answer, 0-86400 s. Default 600 */
+                maxAgeSeconds: number;
+            } | null;
             /**
              * Format: date-time
              * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
@@ -3043,9 +3164,13 @@ export interface components {
         };
         /**
          * UpdateKeyRequest
-         * @description Any of the fields; null clears externalId, expiresAt, consumerId, allowedRouteIds (every route), credits and metadata (to `{}`)
+         * @description Any of the fields; null clears externalId, expiresAt, consumerId, allowedRouteIds (every route), allowedOrigins and allowedAddresses (anywhere), credits and metadata (to `{}`)
          */
         UpdateKeyRequest: {
+            /** @description The client addresses the key may be used from (the client as TRUST_PROXY decides, see the README): a request from any other is refused with 403 `address_not_allowed`, not forwarded and not charged. null: any */
+            allowedAddresses?: string[] | null;
+            /** @description The web pages the key may be used from (docs/guides/browser.md): a request whose `Origin` (or, without one, whose `Referer`'s origin) matches none, or that names none, is refused with 403 `origin_not_allowed`, not forwarded and not charged. null: any */
+            allowedOrigins?: string[] | null;
             /** @description The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route */
             allowedRouteIds?: string[] | null;
             /** @description The consumer the key belongs to; null: none */
@@ -3173,6 +3298,25 @@ export interface components {
          * @description Any of the fields; requests already routed finish on the route as it was
          */
         UpdateRouteRequest: {
+            /** @description The route's CORS policy (docs/guides/browser.md): Tollgate answers preflights itself (no key needed, never forwarded, charged to nobody), and every answer to an allowed origin, the backend's or Tollgate's own (401, 403, 404, 429, 502, 504), carries `Access-Control-Allow-Origin`; the backend's own `Access-Control-*` headers are replaced. null or absent: none (a preflight is forwarded like any request) */
+            cors?: {
+                /** @description Pages may send cookies (`Access-Control-Allow-Credentials: true`); with `*`, each page is answered its own origin. Default false */
+                allowCredentials?: boolean;
+                /** @description Request headers a page may send besides those always allowed: `authorization`, `x-api-key`, `content-type` and CUSTOMER_ID_HEADER */
+                allowedHeaders?: string[];
+                /**
+                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case
+                 * @example [
+                 *       "https://app.example.com",
+                 *       "https://*.example.com"
+                 *     ]
+                 */
+                allowedOrigins: string[];
+                /** @description Response headers a page may read besides those always exposed: `RateLimit`, `RateLimit-Policy`, `Retry-After` and `x-request-id` */
+                exposedHeaders?: string[];
+                /** @description How long a browser may keep a preflight answer, 0-86400 s. Default 600 */
+                maxAgeSeconds?: number;
+            } | null;
             /**
              * RouteMatchUpdate
              * @description The fields given replace theirs; null clears `host` and `methods` (every host, every method)
@@ -3218,7 +3362,7 @@ export interface components {
         /** VerifyRequest */
         VerifyRequest: {
             /**
-             * @description The end client's IPv4 or IPv6 address, as the proxy would see it: wrong keys are throttled per this address, sharing the proxy's budget (100 a minute), one budget however the address is written (IPv6 as RFC 5952 writes it, an IPv4-mapped IPv6 address as its IPv4 address). Absent: no address throttle. Never the caller's own address
+             * @description The end client's IPv4 or IPv6 address, as the proxy would see it: wrong keys are throttled per this address, sharing the proxy's budget (100 a minute), one budget however the address is written (IPv6 as RFC 5952 writes it, an IPv4-mapped IPv6 address as its IPv4 address). Absent: no address throttle, and a key with `allowedAddresses` is refused `address_not_allowed`. Never the caller's own address
              * @example 203.0.113.7
              */
             clientAddress?: string;
@@ -3239,6 +3383,11 @@ export interface components {
              */
             method?: string;
             /**
+             * @description The request's `Origin` (or its `Referer`'s origin), for a key with `allowedOrigins` (docs/guides/browser.md). Absent: a key with `allowedOrigins` is refused `origin_not_allowed`
+             * @example https://app.example.com
+             */
+            origin?: string;
+            /**
              * @description The request path as sent, without the query, put in normal form as the proxy puts it (`/v1/%73earch` is `/v1/search`; docs/guides/routes.md): the route the proxy would take, the limits and costs that match it, and the endpoint usage files the request under. Absent: usage files it under `(verify)`, and it takes no route (decided as the catch-all, also when `UPSTREAM_URL` is empty): limits and costs whose match names routes or a path prefix other than `/` do not apply, and a key limited to some routes is refused `route_not_allowed`. A path with a `.` or `..` segment is answered `invalid_request_target`, as the proxy answers it (400, nothing counted)
              * @example /v1/reports
              */
@@ -3247,10 +3396,10 @@ export interface components {
         /** VerifyResponse */
         VerifyResponse: {
             /**
-             * @description `ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key and key_expired; 403 key_disabled and route_not_allowed; 404 route_not_found when no route takes `path` and UPSTREAM_URL is empty; 400 invalid_request_target for a path with a dot segment; 429 rate_limit_exceeded, credits_exhausted and too_many_failed_attempts)
+             * @description `ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key and key_expired; 403 key_disabled, route_not_allowed, origin_not_allowed and address_not_allowed; 404 route_not_found when no route takes `path` and UPSTREAM_URL is empty; 400 invalid_request_target for a path with a dot segment; 429 rate_limit_exceeded, credits_exhausted and too_many_failed_attempts)
              * @enum {string}
              */
-            code: "ok" | "invalid_api_key" | "key_disabled" | "key_expired" | "rate_limit_exceeded" | "credits_exhausted" | "route_not_allowed" | "too_many_failed_attempts" | "route_not_found" | "invalid_request_target";
+            code: "ok" | "invalid_api_key" | "key_disabled" | "key_expired" | "rate_limit_exceeded" | "credits_exhausted" | "route_not_allowed" | "origin_not_allowed" | "address_not_allowed" | "too_many_failed_attempts" | "route_not_found" | "invalid_request_target";
             /**
              * @description Present whenever the key is valid
              * @example key_3q2xR0f1bW8mT5nYk9Lp4A

@@ -9,6 +9,8 @@ export const PROXY_REFUSALS = {
   key_expired: { status: 401, message: "The API key has expired" },
   key_disabled: { status: 403, message: "The API key is disabled" },
   route_not_allowed: { status: 403, message: "The API key is not allowed on this route" },
+  origin_not_allowed: { status: 403, message: "The API key is not allowed from this origin" },
+  address_not_allowed: { status: 403, message: "The API key is not allowed from this client address" },
   route_not_found: { status: 404, message: "No route found" },
   rate_limit_exceeded: { status: 429, message: "Rate limit exceeded" },
   credits_exhausted: { status: 429, message: "The credit balance does not hold the cost of this request" },

@@ -70,6 +70,8 @@ function settingsOf(input: UpdateKeyRequest, res: Response): Partial<KeySettings
     }),
     ...(input.consumerId !== undefined && { consumerId: input.consumerId }),
     ...(input.allowedRouteIds !== undefined && { allowedRouteIds: input.allowedRouteIds }),
+    ...(input.allowedOrigins !== undefined && { allowedOrigins: input.allowedOrigins }),
+    ...(input.allowedAddresses !== undefined && { allowedAddresses: input.allowedAddresses }),
   };
 }
 
@@ -149,6 +151,8 @@ export const keyOperations = [
         expiresAt: null,
         consumerId: null,
         allowedRouteIds: null,
+        allowedOrigins: null,
+        allowedAddresses: null,
         ...settingsOf(input, res),
         name: input.name,
       };
@@ -272,7 +276,7 @@ export const keyOperations = [
     tag: TAG,
     summary: 'Change a key: name, owner, metadata, enabled, expiry, consumer, allowed routes, credits',
     description:
-      'Any of the fields; `null` clears `externalId`, `expiresAt`, `consumerId`, `allowedRouteIds` (every route) and `credits`, and sets `metadata` to `{}`. Moving a key to another consumer moves none of its history. `credits` sets the balance afresh (what was spent before no longer counts), in force for the next request on every replica; to add to it, use `POST /tollgate/credits`. Other changes take effect on every replica within 1 s and move `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays). The answer carries `secret` only for callers holding `keys:secrets`.',
+      'Any of the fields; `null` clears `externalId`, `expiresAt`, `consumerId`, `allowedRouteIds` (every route), `allowedOrigins` and `allowedAddresses` (anywhere) and `credits`, and sets `metadata` to `{}`. Moving a key to another consumer moves none of its history. `credits` sets the balance afresh (what was spent before no longer counts), in force for the next request on every replica; to add to it, use `POST /tollgate/credits`. Other changes take effect on every replica within 1 s and move `lastUpdated`; a body that sets only what the key already has changes nothing (no audit entry, `lastUpdated` stays). The answer carries `secret` only for callers holding `keys:secrets`.',
     params: keyParams,
     body: { schema: UpdateKeyRequestSchema, check: keySettingProblems },
     success: {

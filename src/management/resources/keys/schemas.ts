@@ -1,4 +1,5 @@
 /** The requests and answers of the consumer API key operations. */
+import { ORIGIN_PATTERN } from '../../../plans/origins.js';
 import { type Static, Type } from '@sinclair/typebox';
 import { RouteId } from '../../request-match-schemas.js';
 import { CreditsInput, CreditsOrNull } from '../credits/balance-schemas.js';
@@ -45,6 +46,37 @@ const AllowedRouteIds = Type.Union(
       'The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route',
   },
 );
+const AllowedOrigins = Type.Union(
+  [
+    Type.Array(Type.String({ maxLength: 300, pattern: ORIGIN_PATTERN }), {
+      minItems: 1,
+      maxItems: 50,
+      uniqueItems: true,
+      description:
+        'Exact origins (`https://app.example.com`, `http://localhost:5173`) or wildcard subdomains (`https://*.example.com`), in lower case; `*` is not one',
+    }),
+    Type.Null(),
+  ],
+  {
+    description:
+      "The web pages the key may be used from (docs/guides/browser.md): a request whose `Origin` (or, without one, whose `Referer`'s origin) matches none, or that names none, is refused with 403 `origin_not_allowed`, not forwarded and not charged. null: any",
+  },
+);
+const AllowedAddresses = Type.Union(
+  [
+    Type.Array(Type.String({ minLength: 2, maxLength: 50 }), {
+      minItems: 1,
+      maxItems: 100,
+      uniqueItems: true,
+      description: 'IPv4 or IPv6 addresses or CIDR blocks: `203.0.113.7`, `203.0.113.0/24`, `2001:db8::/32`',
+    }),
+    Type.Null(),
+  ],
+  {
+    description:
+      'The client addresses the key may be used from (the client as TRUST_PROXY decides, see the README): a request from any other is refused with 403 `address_not_allowed`, not forwarded and not charged. null: any',
+  },
+);
 const Secret = Type.String({
   description: 'The consumer API key itself (`Authorization: Bearer <secret>` or `x-api-key: <secret>`)',
   examples: ['tg_3lB0sGm6yq0i3I2xJfN8m0rWbq2cQ8uYd5vZk1eHhTs'],
@@ -66,6 +98,8 @@ const keySettings = {
     Type.Union([ConsumerId, Type.Null()], { description: 'The consumer the key belongs to; null: none' }),
   ),
   allowedRouteIds: Type.Optional(AllowedRouteIds),
+  allowedOrigins: Type.Optional(AllowedOrigins),
+  allowedAddresses: Type.Optional(AllowedAddresses),
   credits: Type.Optional(CreditsInput),
 };
 
@@ -81,7 +115,7 @@ export const UpdateKeyRequest = Type.Object(
     minProperties: 1,
     title: 'UpdateKeyRequest',
     description:
-      'Any of the fields; null clears externalId, expiresAt, consumerId, allowedRouteIds (every route), credits and metadata (to `{}`)',
+      'Any of the fields; null clears externalId, expiresAt, consumerId, allowedRouteIds (every route), allowedOrigins and allowedAddresses (anywhere), credits and metadata (to `{}`)',
   },
 );
 
@@ -146,6 +180,8 @@ const keyStateFields = {
     description: 'The consumer the key belongs to, or null',
   }),
   allowedRouteIds: AllowedRouteIds,
+  allowedOrigins: AllowedOrigins,
+  allowedAddresses: AllowedAddresses,
 };
 
 export const CreateKeyResponse = Type.Object(

@@ -10,7 +10,15 @@ const isoOrNull = (instant: Date | null): string | null => (instant === null ? n
 
 /** The lifecycle fields every key answer carries (docs/guides/keys.md, How keys behave). */
 type KeyStateFields =
-  'rateLimitId' | 'enabled' | 'expiresAt' | 'externalId' | 'lastUsedAt' | 'consumerId' | 'allowedRouteIds';
+  | 'rateLimitId'
+  | 'enabled'
+  | 'expiresAt'
+  | 'externalId'
+  | 'lastUsedAt'
+  | 'consumerId'
+  | 'allowedRouteIds'
+  | 'allowedOrigins'
+  | 'allowedAddresses';
 
 export function keyState(key: Pick<KeyRow, KeyStateFields>): Pick<KeyResponse, KeyStateFields> {
   return {
@@ -21,6 +29,8 @@ export function keyState(key: Pick<KeyRow, KeyStateFields>): Pick<KeyResponse, K
     lastUsedAt: isoOrNull(key.lastUsedAt),
     consumerId: key.consumerId,
     allowedRouteIds: key.allowedRouteIds === null ? null : [...key.allowedRouteIds],
+    allowedOrigins: key.allowedOrigins === null ? null : [...key.allowedOrigins],
+    allowedAddresses: key.allowedAddresses === null ? null : [...key.allowedAddresses],
   };
 }
 

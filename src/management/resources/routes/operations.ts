@@ -3,6 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../../errors.js';
 import { normalisedPath } from '../../../plans/normalised-path.js';
+import { corsPolicyOf, type CorsPolicy } from '../../../plans/cors-policy.js';
 import type { RouteConfig, RouteMatch } from '../../../plans/route.js';
 import type { RouteRepository, RouteRow } from '../../../store/route-repository.js';
 import { routeAudit } from '../../audit-views.js';
@@ -44,10 +45,24 @@ function routeView(route: RouteRow): RouteResponse {
     upstreamUrl: route.upstreamUrl,
     stripPrefix: route.stripPrefix,
     timeoutMs: route.timeoutMs,
+    cors: route.cors === null ? null : corsView(route.cors),
     createdAt: isoTimestamp(route.createdAt),
     lastUpdated: isoTimestamp(route.lastUpdated),
   };
 }
+
+/** A policy as stored: its defaults filled in, origins in lower case as they are compared. */
+const corsOf = (input: CreateRouteRequest['cors']): CorsPolicy | null =>
+  input == null
+    ? null
+    : corsPolicyOf({ ...input, allowedOrigins: input.allowedOrigins.map((o) => o.toLowerCase()) });
+const corsView = (cors: CorsPolicy): NonNullable<RouteResponse['cors']> => ({
+  allowedOrigins: [...cors.allowedOrigins],
+  allowedHeaders: [...cors.allowedHeaders],
+  exposedHeaders: [...cors.exposedHeaders],
+  allowCredentials: cors.allowCredentials,
+  maxAgeSeconds: cors.maxAgeSeconds,
+});
 
 /** A host as stored: in lower case; null for every host. */
 const hostOf = (host: string | null | undefined): string | null => host?.toLowerCase() ?? null;
@@ -102,6 +117,7 @@ export const routeOperations = [
         upstreamUrl: body.upstreamUrl,
         stripPrefix: body.stripPrefix ?? false,
         timeoutMs: body.timeoutMs ?? null,
+        cors: corsOf(body.cors),
       };
       const now = ctx.now();
       await ctx.audited(res, async ({ routes }) => {
@@ -161,7 +177,7 @@ export const routeOperations = [
     path: ROUTE_PATH,
     scope: 'routes:write',
     tag: TAG,
-    summary: "Change a route's match, backend, prefix stripping or timeout",
+    summary: "Change a route's match, backend, prefix stripping, timeout or CORS policy",
     description: `Fields of \`match\` left out keep their values. A body that sets only what the route already has changes nothing (no audit entry, \`lastUpdated\` stays). ${TAKES_EFFECT}`,
     params: routeParams,
     body: { schema: UpdateRouteRequest, check: updateRouteProblems },
@@ -179,6 +195,7 @@ export const routeOperations = [
           ...(body.upstreamUrl !== undefined && { upstreamUrl: body.upstreamUrl }),
           ...(body.stripPrefix !== undefined && { stripPrefix: body.stripPrefix }),
           ...(body.timeoutMs !== undefined && { timeoutMs: body.timeoutMs }),
+          ...(body.cors !== undefined && { cors: corsOf(body.cors) }),
         };
         if (isDeepStrictEqual(after, was))
           return { result: { route: before, changed: false }, unchanged: true as const };

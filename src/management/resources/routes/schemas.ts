@@ -4,6 +4,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { RESERVED_ROUTE_LABELS } from '../../../ops/metrics.js';
+import { ORIGIN_PATTERN } from '../../../plans/origins.js';
 import { hasDotSegment } from '../../../proxy/request-target.js';
 import { CaseInsensitive, Methods, PathPrefix, RouteId } from '../../request-match-schemas.js';
 import { IsoTimestamp, type ValidationDetail } from '../../schemas.js';
@@ -41,6 +42,51 @@ const timeoutInput = Type.Union([TimeoutMs, Type.Null()], {
   description: `${TimeoutMs.description}; null: UPSTREAM_TIMEOUT_MS`,
 });
 
+const HeaderName = Type.String({ maxLength: 100, pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$" });
+const HeaderNames = (description: string) =>
+  Type.Array(HeaderName, { maxItems: 50, uniqueItems: true, description });
+
+const CorsFields = {
+  allowedOrigins: Type.Array(Type.String({ maxLength: 300, pattern: `${ORIGIN_PATTERN}|^\\*$` }), {
+    minItems: 1,
+    maxItems: 100,
+    uniqueItems: true,
+    description:
+      'The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case',
+    examples: [['https://app.example.com', 'https://*.example.com']],
+  }),
+  allowedHeaders: HeaderNames(
+    'Request headers a page may send besides those always allowed: `authorization`, `x-api-key`, `content-type` and CUSTOMER_ID_HEADER',
+  ),
+  exposedHeaders: HeaderNames(
+    'Response headers a page may read besides those always exposed: `RateLimit`, `RateLimit-Policy`, `Retry-After` and `x-request-id`',
+  ),
+  allowCredentials: Type.Boolean({
+    description:
+      'Pages may send cookies (`Access-Control-Allow-Credentials: true`); with `*`, each page is answered its own origin. Default false',
+  }),
+  maxAgeSeconds: Type.Integer({
+    minimum: 0,
+    maximum: 86_400,
+    description: 'How long a browser may keep a preflight answer, 0-86400 s. Default 600',
+  }),
+};
+const CORS_DESCRIPTION =
+  "The route's CORS policy (docs/guides/browser.md): Tollgate answers preflights itself (no key needed, never forwarded, charged to nobody), and every answer to an allowed origin, the backend's or Tollgate's own (401, 403, 404, 429, 502, 504), carries `Access-Control-Allow-Origin`; the backend's own `Access-Control-*` headers are replaced";
+const CorsInput = Type.Object(
+  {
+    allowedOrigins: CorsFields.allowedOrigins,
+    allowedHeaders: Type.Optional(CorsFields.allowedHeaders),
+    exposedHeaders: Type.Optional(CorsFields.exposedHeaders),
+    allowCredentials: Type.Optional(CorsFields.allowCredentials),
+    maxAgeSeconds: Type.Optional(CorsFields.maxAgeSeconds),
+  },
+  { ...strict, title: 'CorsPolicyInput' },
+);
+const corsInput = Type.Union([CorsInput, Type.Null()], {
+  description: `${CORS_DESCRIPTION}. null or absent: none (a preflight is forwarded like any request)`,
+});
+
 const RouteMatchInput = Type.Object(
   {
     host: Type.Optional(Type.Union([Host, Type.Null()])),
@@ -58,6 +104,7 @@ export const CreateRouteRequest = Type.Object(
     upstreamUrl: UpstreamUrl,
     stripPrefix: Type.Optional(StripPrefix),
     timeoutMs: Type.Optional(timeoutInput),
+    cors: Type.Optional(corsInput),
   },
   { ...strict, title: 'CreateRouteRequest' },
 );
@@ -84,6 +131,7 @@ export const UpdateRouteRequest = Type.Object(
     upstreamUrl: Type.Optional(UpstreamUrl),
     stripPrefix: Type.Optional(StripPrefix),
     timeoutMs: Type.Optional(timeoutInput),
+    cors: Type.Optional(corsInput),
   },
   {
     ...strict,
@@ -108,6 +156,9 @@ export const RouteResponse = Type.Object(
     upstreamUrl: UpstreamUrl,
     stripPrefix: StripPrefix,
     timeoutMs: Type.Union([TimeoutMs, Type.Null()], { description: 'null: UPSTREAM_TIMEOUT_MS' }),
+    cors: Type.Union([Type.Object(CorsFields, { ...strict, title: 'CorsPolicy' }), Type.Null()], {
+      description: `${CORS_DESCRIPTION}; its defaults filled in. null: none`,
+    }),
     createdAt: IsoTimestamp,
     lastUpdated: IsoTimestamp,
   },

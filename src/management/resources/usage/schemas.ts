@@ -162,6 +162,16 @@ const UsageBucket = Type.Object(
         disabled: { ...Count, description: 'Refused: the key is disabled' },
         expired: { ...Count, description: 'Refused: the key has expired' },
         routeNotAllowed: { ...Count, description: 'Refused: the key may not use that route' },
+        originNotAllowed: {
+          ...Count,
+          description:
+            'Refused: the request came from an origin the key is not allowed from (403 origin_not_allowed)',
+        },
+        addressNotAllowed: {
+          ...Count,
+          description:
+            "Refused: the client address is outside the key's allowedAddresses (403 address_not_allowed)",
+        },
         backendError: { ...Count, description: 'The backend answered 5xx' },
         backendUnreachable: {
           ...Count,

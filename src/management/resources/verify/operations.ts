@@ -116,6 +116,7 @@ export async function verifiedText(
   const admission = await admit(deps, {
     secret: body.key,
     client: body.clientAddress === undefined ? undefined : canonicalAddress(body.clientAddress),
+    origin: body.origin,
     routeId,
     method,
     path,

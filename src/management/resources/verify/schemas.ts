@@ -23,6 +23,8 @@ export const VERIFY_CODES = [
   'rate_limit_exceeded',
   'credits_exhausted',
   'route_not_allowed',
+  'origin_not_allowed',
+  'address_not_allowed',
   'too_many_failed_attempts',
   'route_not_found',
   'invalid_request_target',
@@ -84,8 +86,16 @@ export const VerifyRequest = Type.Object(
       Type.String({
         maxLength: 64,
         description:
-          "The end client's IPv4 or IPv6 address, as the proxy would see it: wrong keys are throttled per this address, sharing the proxy's budget (100 a minute), one budget however the address is written (IPv6 as RFC 5952 writes it, an IPv4-mapped IPv6 address as its IPv4 address). Absent: no address throttle. Never the caller's own address",
+          "The end client's IPv4 or IPv6 address, as the proxy would see it: wrong keys are throttled per this address, sharing the proxy's budget (100 a minute), one budget however the address is written (IPv6 as RFC 5952 writes it, an IPv4-mapped IPv6 address as its IPv4 address). Absent: no address throttle, and a key with `allowedAddresses` is refused `address_not_allowed`. Never the caller's own address",
         examples: ['203.0.113.7'],
+      }),
+    ),
+    origin: Type.Optional(
+      Type.String({
+        maxLength: 300,
+        description:
+          "The request's `Origin` (or its `Referer`'s origin), for a key with `allowedOrigins` (docs/guides/browser.md). Absent: a key with `allowedOrigins` is refused `origin_not_allowed`",
+        examples: ['https://app.example.com'],
       }),
     ),
   },
@@ -109,7 +119,7 @@ export const VerifyResponse = Type.Object(
       type: 'string',
       enum: [...VERIFY_CODES],
       description:
-        '`ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key and key_expired; 403 key_disabled and route_not_allowed; 404 route_not_found when no route takes `path` and UPSTREAM_URL is empty; 400 invalid_request_target for a path with a dot segment; 429 rate_limit_exceeded, credits_exhausted and too_many_failed_attempts)',
+        '`ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key and key_expired; 403 key_disabled, route_not_allowed, origin_not_allowed and address_not_allowed; 404 route_not_found when no route takes `path` and UPSTREAM_URL is empty; 400 invalid_request_target for a path with a dot segment; 429 rate_limit_exceeded, credits_exhausted and too_many_failed_attempts)',
     }),
     consumerApiKeyId: Type.Optional({ ...KeyId, description: 'Present whenever the key is valid' }),
     consumerId: Type.Optional(

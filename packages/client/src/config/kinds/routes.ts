@@ -18,6 +18,17 @@ function settingsOf(route: RouteItem | Route) {
     upstreamUrl: route.upstreamUrl,
     stripPrefix: route.stripPrefix ?? false,
     timeoutMs: route.timeoutMs ?? null,
+    // The service fills in a policy's defaults (docs/guides/routes.md): compared so.
+    cors:
+      route.cors == null
+        ? null
+        : {
+            allowedHeaders: [],
+            exposedHeaders: [],
+            allowCredentials: false,
+            maxAgeSeconds: 600,
+            ...route.cors,
+          },
   };
 }
 
