@@ -13,9 +13,10 @@ import {
   type Admitted,
   type AdmissionDeps,
   type RefusalResponse,
+  type Refused,
 } from './admission.js';
 import { credentialOf } from './credential.js';
-import { countKeyUse, REFUSAL_OUTCOMES, type KeyUseDeps } from './key-use.js';
+import { countKeyUse, failureFacts, REFUSAL_OUTCOMES, type KeyUseDeps } from './key-use.js';
 import { customerIdOf, forwardedFacts, type Forwarded } from './forwarding-headers.js';
 import { hasDotSegment, originForm } from './request-target.js';
 import type { RouteTarget, Routing } from './routing.js';
@@ -102,6 +103,7 @@ export async function enter(
       outcome: REFUSAL_OUTCOMES[admission.code],
       cost: 0,
       route: route ?? NO_ROUTE,
+      refusal: admission,
     });
     return { entered: false, refusal };
   }
@@ -175,6 +177,8 @@ export interface Finished {
   readonly cost: number;
   /** The request's route, released here; unset for a request target refused before routing. */
   readonly route?: RouteTarget | typeof NO_ROUTE;
+  /** Set when admission refused it: its code and limit go into the failure log. */
+  readonly refusal?: Pick<Refused, 'code' | 'limit'>;
 }
 
 /**
@@ -193,7 +197,15 @@ export function finished(deps: EntryDeps, f: Finished): void {
   const routeId = route === undefined || route === NO_ROUTE ? null : route.routeId;
   if (f.key !== undefined && f.path !== undefined) {
     const customerId = customerIdOf(f.req.headers, deps.config.customerIdHeader);
-    countKeyUse(deps, f.key, f.path, routeId, customerId, f.status, f.outcome, f.cost, durationMs);
+    const failure =
+      f.status < 400
+        ? undefined
+        : failureFacts(f.status, f.outcome, f.refusal, {
+            requestId: f.requestId,
+            method: f.req.method ?? '',
+            clientAddress: forwardedFacts(f.req, deps.config.trustProxy).client,
+          });
+    countKeyUse(deps, f.key, f.path, routeId, customerId, f.status, f.outcome, f.cost, durationMs, failure);
   }
   if (deps.logger.isLevelEnabled('debug')) {
     deps.logger.debug(
