@@ -29,14 +29,6 @@ export interface StoredFailure extends FailureEntry {
   readonly keyId: string;
 }
 
-export interface FailurePage {
-  readonly failures: StoredFailure[];
-  /** Set when more entries follow the page. */
-  readonly more: boolean;
-  /** Failures of the range (and code) not kept: past the per-key-per-minute bound. */
-  readonly leftOut: number;
-}
-
 /**
  * Adds the failure logs a batch carries, inside `applyBatch`'s transaction: a batch applied once adds
  * its entries once (docs/decisions/0084-failure-log.md).
@@ -92,7 +84,8 @@ export async function addFailures(trx: Db, batch: UsageBatch): Promise<void> {
 export class FailureLogRepository {
   constructor(private readonly db: Db) {}
 
-  async list(q: FailureQuery): Promise<FailurePage> {
+  /** At most `limit` entries, newest first. */
+  async list(q: FailureQuery): Promise<StoredFailure[]> {
     let query = this.db
       .selectFrom('failure_log')
       .selectAll()
@@ -110,13 +103,8 @@ export class FailureLogRepository {
           eb.and([eb('at_ms', '=', after.at), eb('seq', '<', Number(after.id))]),
         ]),
       );
-    const rows = await query
-      .orderBy('at_ms', 'desc')
-      .orderBy('seq', 'desc')
-      .limit(q.limit + 1)
-      .execute();
-    return {
-      failures: rows.slice(0, q.limit).map((r) => ({
+    const rows = await query.orderBy('at_ms', 'desc').orderBy('seq', 'desc').limit(q.limit).execute();
+    return rows.map((r) => ({
         seq: String(r.seq),
         keyId: r.key_id,
         atMs: Number(r.at_ms),
@@ -131,14 +119,11 @@ export class FailureLogRepository {
         clientAddress: r.client_address,
         customerId: r.customer_id,
         durationMs: Number(r.duration_ms),
-      })),
-      more: rows.length > q.limit,
-      leftOut: await this.leftOut(q),
-    };
+    }));
   }
 
-  /** Failures left out in the minutes the range overlaps. */
-  private async leftOut(q: FailureQuery): Promise<number> {
+  /** Failures of the range (and code) not kept, past the per-key-per-minute bound: in the minutes it overlaps. */
+  async leftOut(q: Omit<FailureQuery, 'limit' | 'after' | 'requestId'>): Promise<number> {
     let query = this.db
       .selectFrom('failure_left_out')
       .select((eb) => eb.fn.sum<string | number | null>('left_out').as('n'))
