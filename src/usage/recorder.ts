@@ -59,7 +59,8 @@ export class UsageRecorder implements PendingUsage {
   private failures = new Map<string, FailureLog>();
   /** Entries kept per key in its latest minute: the bound on the log, across hand-overs. */
   private readonly keptInMinute = new Map<string, { minuteMs: number; kept: number }>();
-  private latestFailureMinute = 0;
+  /** The minutes failures were recorded in since the last hand-over. */
+  private failureMinutes = new Set<number>();
   private readonly writes: RepeatingTask;
   private lastSuccess = Date.now();
 
@@ -109,7 +110,7 @@ export class UsageRecorder implements PendingUsage {
     const failure = facts.failure!;
     const log = entryOf(this.failures, facts.keyId, emptyFailureLog);
     const minuteMs = minuteOf(facts.atMs);
-    this.latestFailureMinute = Math.max(this.latestFailureMinute, minuteMs);
+    this.failureMinutes.add(minuteMs);
     let kept = this.keptInMinute.get(facts.keyId);
     if (kept === undefined || kept.minuteMs !== minuteMs)
       this.keptInMinute.set(facts.keyId, (kept = { minuteMs, kept: 0 }));
@@ -187,10 +188,11 @@ export class UsageRecorder implements PendingUsage {
       batch.set(keyId, { ...keyUsageOf(parts), failures: this.failures.get(keyId) });
     this.current = new Map();
     this.failures = new Map();
-    // A key's count of kept entries matters only in the latest minute (of the recorder's clock, the
-    // requests'): older ones go.
+    // A count matters while its key fails in its minute: one of a minute no failure came in since the
+    // last hand-over goes (a key that reached the bound and still fails keeps its minute seen).
     for (const [keyId, kept] of this.keptInMinute)
-      if (kept.minuteMs < this.latestFailureMinute) this.keptInMinute.delete(keyId);
+      if (!this.failureMinutes.has(kept.minuteMs)) this.keptInMinute.delete(keyId);
+    this.failureMinutes = new Set();
     try {
       await this.sink.write(batch);
       this.lastSuccess = Date.now();
