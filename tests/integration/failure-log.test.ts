@@ -100,7 +100,10 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
       (reply) => reply.status !== 200,
     );
     expect(tooMany.status).toBe(429);
-    const backend = await proxied(key.secret, '/status/503?api_key=query-secret');
+    const backend = await proxied(key.secret, '/status/503?api_key=query-secret', {
+      'x-private-note': 'private-header-value',
+      cookie: 'session=cookie-secret',
+    });
     const notFound = await proxied(key.secret, '/status/404');
     const timeout = await proxied(key.secret, '/slow', { 'x-request-id': 'support-ticket-42' });
     expect([backend.status, notFound.status, timeout.status]).toEqual([503, 404, 504]);
@@ -128,8 +131,18 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
     expect(log.failures[0]!.requestId).toBe('support-ticket-42');
     expect(log.failures[0]!.durationMs).toBeGreaterThanOrEqual(250);
     expect(log.leftOut).toBe(0);
-    const everything = JSON.stringify([limitedLog, log]);
-    for (const secret of [limited.secret, key.secret, 'query-secret', 'Bearer']) expect(everything).not.toContain(secret);
+    // Neither the answers nor the stored rows hold a credential, a query or another header's value.
+    const stored = await h.db.db.selectFrom('failure_log').selectAll().execute();
+    const everything = JSON.stringify([limitedLog, log, stored]);
+    for (const secret of [
+      limited.secret,
+      key.secret,
+      'query-secret',
+      'Bearer',
+      'private-header-value',
+      'cookie-secret',
+    ])
+      expect(everything).not.toContain(secret);
 
     // The fleet finds a request by its id; a code filters.
     const fleet = await failures('/tollgate/failures', `?requestId=${tooMany.requestId}`);
