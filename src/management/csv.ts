@@ -23,4 +23,3 @@ export function wantsCsv(req: Request): boolean {
     .find((type) => /^(text\/(csv|\*)|application\/(json|\*)|\*\/\*)$/.test(type));
   return preferred === 'text/csv' || preferred === 'text/*';
 }
-

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
-import { sqlDialectOf } from '../store/sql-dialect.js';
-import { ADVISORY_PRUNE_LOCK } from './history-repository.js';
+import { deleteInSlices } from './history-repository.js';
 import { parseLeftOutKey, type FailedLimit, type FailureEntry } from './failure-log.js';
 import type { UsageBatch } from './usage.js';
 
@@ -67,7 +66,10 @@ export async function addFailures(trx: Db, batch: UsageBatch): Promise<void> {
     }
   }
   for (let i = 0; i < rows.length; i += CHUNK)
-    await trx.insertInto('failure_log').values(rows.slice(i, i + CHUNK)).execute();
+    await trx
+      .insertInto('failure_log')
+      .values(rows.slice(i, i + CHUNK))
+      .execute();
   for (let i = 0; i < leftOut.length; i += CHUNK)
     await trx
       .insertInto('failure_left_out')
@@ -105,20 +107,20 @@ export class FailureLogRepository {
       );
     const rows = await query.orderBy('at_ms', 'desc').orderBy('seq', 'desc').limit(q.limit).execute();
     return rows.map((r) => ({
-        seq: String(r.seq),
-        keyId: r.key_id,
-        atMs: Number(r.at_ms),
-        requestId: r.request_id,
-        consumerId: r.consumer_id === '' ? null : r.consumer_id,
-        method: r.method,
-        path: r.path,
-        routeId: r.route_id,
-        status: Number(r.status),
-        code: r.code,
-        limit: r.limit_rule === null ? null : (JSON.parse(r.limit_rule) as FailedLimit),
-        clientAddress: r.client_address,
-        customerId: r.customer_id,
-        durationMs: Number(r.duration_ms),
+      seq: String(r.seq),
+      keyId: r.key_id,
+      atMs: Number(r.at_ms),
+      requestId: r.request_id,
+      consumerId: r.consumer_id === '' ? null : r.consumer_id,
+      method: r.method,
+      path: r.path,
+      routeId: r.route_id,
+      status: Number(r.status),
+      code: r.code,
+      limit: r.limit_rule === null ? null : (JSON.parse(r.limit_rule) as FailedLimit),
+      clientAddress: r.client_address,
+      customerId: r.customer_id,
+      durationMs: Number(r.duration_ms),
     }));
   }
 
@@ -138,27 +140,9 @@ export class FailureLogRepository {
 
   /** Deletes what is older than `beforeMs`, a slice at a time, under the prune lock; returns the rows deleted. */
   async prune(beforeMs: number, batch = 5_000): Promise<number> {
-    let deleted = 0;
-    for (const [table, column] of [
-      ['failure_log', 'at_ms'],
-      ['failure_left_out', 'minute_ms'],
-    ] as const) {
-      for (;;) {
-        const n = await this.db.transaction().execute(async (trx) => {
-          const dialect = sqlDialectOf(trx);
-          if (!(await dialect.transactionLock(trx, ADVISORY_PRUNE_LOCK, false))) return 0;
-          const { rowId } = dialect;
-          const result = await sql`
-            delete from ${sql.table(table)} where ${rowId} in (
-              select ${rowId} from ${sql.table(table)} where ${sql.ref(column)} < ${beforeMs} limit ${batch})`.execute(
-            trx,
-          );
-          return Number(result.numAffectedRows ?? 0n);
-        });
-        deleted += n;
-        if (n < batch) break;
-      }
-    }
-    return deleted;
+    return (
+      (await deleteInSlices(this.db, 'failure_log', sql`at_ms < ${beforeMs}`, batch)) +
+      (await deleteInSlices(this.db, 'failure_left_out', sql`minute_ms < ${beforeMs}`, batch))
+    );
   }
 }

@@ -42,12 +42,7 @@ type SerialisedFiling = [Named, Named, [number, Counts][]?, SerialisedDay[]?];
 /** A key's failure log: its entries, and its left-out counts by name (src/usage/failure-log.ts). */
 type SerialisedFailures = [FailureEntry[], [string, number][]];
 /** A key's usage: its whole, then (absent in older journals) each consumer's part and its failures. */
-type SerialisedKey = [
-  string,
-  ...SerialisedFiling,
-  [string, ...SerialisedFiling][]?,
-  SerialisedFailures?,
-];
+type SerialisedKey = [string, ...SerialisedFiling, [string, ...SerialisedFiling][]?, SerialisedFailures?];
 type Serialised = [string, SerialisedKey[]][];
 
 /**

@@ -6,11 +6,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { failureEntry } from '../helpers/failure-entry.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
 import { HARNESS_MODES } from '../helpers/harness-modes.js';
 import { waitFor } from '../helpers/poll.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
-import { emptyFailureLog } from '../../src/usage/failure-log.js';
+import { createLogger } from '../../src/ops/logger.js';
+import { emptyFailureLog, leftOutKey } from '../../src/usage/failure-log.js';
+import { FailureLogRepository } from '../../src/usage/failure-log-repository.js';
+import { pruneFailureLog } from '../../src/usage/retention.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { emptyKeyUsage, emptyEndpoint, type UsageBatch } from '../../src/usage/usage.js';
 
@@ -68,11 +72,15 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
     expect(res.status).toBe(200);
     const body = JSON.parse(text) as Page;
     expect(
-      checker.problems('get', path.replace(/^\/consumer-api-key\/[^/]+/, '/consumer-api-key/{consumerApiKeyId}'), {
-        status: res.status,
-        body,
-        headers: Object.fromEntries(res.headers),
-      }),
+      checker.problems(
+        'get',
+        path.replace(/^\/consumer-api-key\/[^/]+/, '/consumer-api-key/{consumerApiKeyId}'),
+        {
+          status: res.status,
+          body,
+          headers: Object.fromEntries(res.headers),
+        },
+      ),
     ).toEqual([]);
     return body;
   }
@@ -213,25 +221,32 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
     const usage = emptyKeyUsage();
     usage.endpoints.set('/x', { ...emptyEndpoint(), requests: 1, failed: 1 });
     const log = emptyFailureLog();
-    log.entries.push({
-      atMs: h.now,
-      requestId: 'retried-' + keyId,
-      consumerId: null,
-      method: 'GET',
-      path: '/x',
-      routeId: null,
-      status: 500,
-      code: 'backend_error',
-      limit: null,
-      clientAddress: '127.0.0.1',
-      customerId: null,
-      durationMs: 3,
-    });
+    log.entries.push(failureEntry({ atMs: h.now, requestId: 'retried-' + keyId, path: '/x' }));
     const batch: UsageBatch = new Map([[keyId, { ...usage, failures: log }]]);
     const batchId = 'batch-' + keyId;
     expect(await repository.applyBatch(batchId, batch)).toBe(true);
     expect(await repository.applyBatch(batchId, batch)).toBe(false);
     const found = await failures('/tollgate/failures', `?requestId=retried-${keyId}`);
     expect(found.failures).toHaveLength(1);
+  });
+
+  it('prunes entries and left-out counts older than FAILURE_LOG_RETENTION_DAYS', async () => {
+    const repository = new UsageRepository(h.db.db, () => h.now);
+    const keyId = 'key_' + randomBytes(8).toString('hex');
+    const usage = emptyKeyUsage();
+    usage.endpoints.set('/x', { ...emptyEndpoint(), requests: 2, failed: 2 });
+    const log = emptyFailureLog();
+    const old = h.now - 8 * 86_400_000;
+    log.entries.push(failureEntry({ atMs: old, requestId: 'old-' + keyId }));
+    log.entries.push(failureEntry({ atMs: h.now, requestId: 'new-' + keyId }));
+    log.leftOut.set(leftOutKey(old - (old % 60_000), null, 'backend_error'), 3);
+    await repository.applyBatch('prune-' + keyId, new Map([[keyId, { ...usage, failures: log }]]));
+    const kept = new FailureLogRepository(h.db.db);
+    const all = { scope: { keyId }, fromMs: 0, toMs: Number.MAX_SAFE_INTEGER };
+    expect(await kept.leftOut(all)).toBe(3);
+    await pruneFailureLog(kept, h.config.failureLogRetentionDays, createLogger('silent'), h.now);
+    const left = await kept.list({ ...all, limit: 10 });
+    expect(left.map((f) => f.requestId)).toEqual(['new-' + keyId]);
+    expect(await kept.leftOut(all)).toBe(0);
   });
 });

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { defineDropScript, dropArgs, dropKeys } from '../../src/usage/redis/drop-script.js';
-import { emptyFailureLog, leftOutKey, type FailureEntry } from '../../src/usage/failure-log.js';
+import { emptyFailureLog, leftOutKey } from '../../src/usage/failure-log.js';
 import { decodeUsage, encodeUsage } from '../../src/usage/redis/field-codec.js';
 import { usageKeys } from '../../src/usage/redis/key-layout.js';
 import { definePushScript, pushArgs, pushKeys, type PushCall } from '../../src/usage/redis/push-script.js';
@@ -8,6 +8,7 @@ import { defineReadScript, readArgs, readKeys } from '../../src/usage/redis/read
 import { defineSealScript, sealArgs, sealKeys } from '../../src/usage/redis/seal-script.js';
 import { defineUnlockScript } from '../../src/usage/redis/unlock-script.js';
 import { emptyKeyUsage } from '../../src/usage/usage.js';
+import { failureEntry } from '../helpers/failure-entry.js';
 import { RedisMonitor } from '../helpers/redis-monitor.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
@@ -29,21 +30,6 @@ const pushed = (keyId: string, path: string, requests: number, ms: number) => {
   return { keyId, fields: encodeUsage(usage) };
 };
 const pushCall = (pushId: string, keys: PushCall['keys']): PushCall => ({ pushId, markerTtlS: 600, keys });
-/** A failure log entry, as the recorder makes it. */
-const ENTRY: FailureEntry = {
-  atMs: Date.UTC(2026, 10, 22, 10, 0),
-  requestId: 'r',
-  consumerId: null,
-  method: 'GET',
-  path: '/a',
-  routeId: null,
-  status: 500,
-  code: 'backend_error',
-  limit: null,
-  clientAddress: '127.0.0.1',
-  customerId: null,
-  durationMs: 1,
-};
 
 afterAll(async () => {
   const keys = await client.keys(prefix + '*');
@@ -113,8 +99,9 @@ describe('the push script', () => {
       const usage = emptyKeyUsage();
       usage.endpoints.set('/a', { requests: 1, successful: 0, failed: 1, totalDurationMs: 1, cost: 0 });
       const failures = emptyFailureLog();
-      failures.entries.push({ ...ENTRY, requestId });
-      failures.leftOut.set(leftOutKey(ENTRY.atMs, null, 'backend_error'), 2);
+      const entry = failureEntry({ requestId });
+      failures.entries.push(entry);
+      failures.leftOut.set(leftOutKey(entry.atMs, null, 'backend_error'), 2);
       return { keyId: 'key_a', fields: encodeUsage({ ...usage, failures }) };
     };
     const first = pushCall('p1', [failing('r1')]);

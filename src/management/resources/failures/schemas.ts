@@ -38,13 +38,15 @@ export const Failure = Type.Object(
     requestId: Type.String({ description: 'The `x-request-id` the client got' }),
     consumerApiKeyId: Type.String({ description: 'The key the request presented' }),
     consumerId: Nullable(Type.String(), 'The consumer the key belonged to then; null: none'),
-    method: Type.String({ description: 'The request method (for verify: the `method` asked about, or empty)' }),
+    method: Type.String({
+      description: 'The request method (for verify: the `method` asked about, or empty)',
+    }),
     path: Type.String({ description: 'The request path, never its query' }),
     routeId: Nullable(Type.String(), 'The route it took; null: the catch-all, or none'),
     status: Type.Integer({ description: 'What the client got' }),
     code: Type.String({
       description:
-        'The refusal\'s code (`rate_limit_exceeded`, `credits_exhausted`, `key_disabled`, …), or what the backend did: `backend_error` (it answered 5xx), `backend_client_error` (it answered 4xx), `backend_unreachable` (502), `gateway_timeout` (504: its deadline, UPSTREAM_TIMEOUT_MS or the route\'s `timeoutMs`, passed), `client_closed` (499: the client left first)',
+        "The refusal's code (`rate_limit_exceeded`, `credits_exhausted`, `key_disabled`, …), or what the backend did: `backend_error` (it answered 5xx), `backend_client_error` (it answered 4xx), `backend_unreachable` (502), `gateway_timeout` (504: its deadline, UPSTREAM_TIMEOUT_MS or the route's `timeoutMs`, passed), `client_closed` (499: the client left first)",
     }),
     limit: Type.Union(
       [

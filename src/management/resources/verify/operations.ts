@@ -182,7 +182,15 @@ export const verifyOperation = defineOperation({
   async handle({ body, res, ctx }) {
     res
       .type('application/json')
-      .send(await verifiedText(ctx.verification, ctx.metrics, body, undefined, String(res.get('x-request-id') ?? '')));
+      .send(
+        await verifiedText(
+          ctx.verification,
+          ctx.metrics,
+          body,
+          undefined,
+          String(res.get('x-request-id') ?? ''),
+        ),
+      );
   },
 });
 
