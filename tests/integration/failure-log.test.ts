@@ -160,6 +160,42 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
     h.realTime = false;
   });
 
+  it('logs a verify call refused for a valid key, under the request id of the call', async () => {
+    h.realTime = true;
+    const key = await h.createKey({ limit: 1, period: 'hour', name: 'hourly' });
+    const verify = () =>
+      fetch(`${h.base}/tollgate/verify`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${h.rootToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          key: key.secret,
+          path: '/v1/search',
+          method: 'post',
+          clientAddress: '203.0.113.7',
+        }),
+      });
+    expect(((await (await verify()).json()) as { valid: boolean }).valid).toBe(true);
+    const { value: refused } = await waitFor(
+      async () => {
+        const res = await verify();
+        return { requestId: res.headers.get('x-request-id'), body: (await res.json()) as { code: string } };
+      },
+      (reply) => reply.body.code !== 'ok',
+    );
+    expect(refused.body.code).toBe('rate_limit_exceeded');
+    const [entry] = (await logged(key.id, 1)).failures;
+    expect(entry).toMatchObject({
+      requestId: refused.requestId,
+      method: 'POST',
+      path: '/v1/search',
+      status: 429,
+      code: 'rate_limit_exceeded',
+      limit: { name: 'hourly', scope: 'key', limit: 1 },
+      clientAddress: '203.0.113.7',
+    });
+    h.realTime = false;
+  });
+
   it('keeps 100 failures per key per minute and counts the rest in leftOut, by minute and code', async () => {
     const key = await h.createKey();
     for (let i = 0; i < 105; i++) expect((await proxied(key.secret, '/status/500')).status).toBe(500);
