@@ -56,9 +56,13 @@ const CSV_COLUMNS: readonly (readonly [string, (f: Failure) => string | number |
   ['durationMs', (f) => f.durationMs],
 ];
 
-/** One page of a scope's failures, as JSON or (when the caller prefers it) CSV. */
+/**
+ * One page of a scope's failures, as JSON or (when the caller prefers it) CSV; `exists` (when given)
+ * refuses a scope that is not there, after the query's own problems (a cursor of no page: 400).
+ */
 async function sendFailures(
   scope: FailureScope,
+  exists: (() => Promise<void>) | undefined,
   query: FailuresQuery,
   req: Request,
   res: Response,
@@ -73,6 +77,7 @@ async function sendFailures(
     ...(query.code !== undefined && { code: query.code }),
   };
   const after = positionAfter(query.cursor, SEQUENCE);
+  await exists?.();
   const [rows, leftOut] = await Promise.all([
     ctx.failureLog.list({
       ...range,
@@ -121,8 +126,10 @@ export const failureOperations = [
     success: { status: 200, description: 'One page of failures', schema: FailuresResponse, csv: true },
     errors: { key_not_found: 'No key has that id' },
     async handle({ params: { consumerApiKeyId: keyId }, query, req, res, ctx }) {
-      if (!(await ctx.keys.get(keyId))) throw new AppError('key_not_found');
-      await sendFailures({ keyId }, query, req, res, ctx);
+      const exists = async () => {
+        if (!(await ctx.keys.get(keyId))) throw new AppError('key_not_found');
+      };
+      await sendFailures({ keyId }, exists, query, req, res, ctx);
     },
   }),
 
@@ -142,8 +149,10 @@ export const failureOperations = [
     success: { status: 200, description: 'One page of failures', schema: FailuresResponse, csv: true },
     errors: { consumer_not_found: 'No consumer has that id' },
     async handle({ params: { consumerId }, query, req, res, ctx }) {
-      if (!(await ctx.consumers.get(consumerId))) throw new AppError('consumer_not_found');
-      await sendFailures({ consumerId }, query, req, res, ctx);
+      const exists = async () => {
+        if (!(await ctx.consumers.get(consumerId))) throw new AppError('consumer_not_found');
+      };
+      await sendFailures({ consumerId }, exists, query, req, res, ctx);
     },
   }),
 
@@ -158,7 +167,7 @@ export const failureOperations = [
     query: { schema: FailuresQuery, check: rangeProblems },
     success: { status: 200, description: 'One page of failures', schema: FailuresResponse, csv: true },
     async handle({ query, req, res, ctx }) {
-      await sendFailures({}, query, req, res, ctx);
+      await sendFailures({}, undefined, query, req, res, ctx);
     },
   }),
 ];
