@@ -78,6 +78,15 @@ async function replica(prefix: string, repo: Pick<UsageRepository, 'applyBatch'>
   };
 }
 
+/** A replica whose flusher dies (throws) right after Postgres committed its batch. */
+const replicaDyingAfterCommit = (prefix: string) =>
+  replica(prefix, {
+    applyBatch: async (id, batch) => {
+      await repository.applyBatch(id, batch);
+      throw new Error('process killed after commit');
+    },
+  });
+
 function usage(
   endpoints: Record<string, [number, number, number]>,
   customers: Record<string, [number, number]> = {},
@@ -282,12 +291,7 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
 
   it('does not count a batch twice when the flusher dies after the Postgres commit, before removing it', async () => {
     const prefix = testKeyPrefix();
-    const dying = await replica(prefix, {
-      applyBatch: async (id, batch) => {
-        await repository.applyBatch(id, batch);
-        throw new Error('process killed after commit');
-      },
-    });
+    const dying = await replicaDyingAfterCommit(prefix);
     const next = await replica(prefix);
     await dying.sink.write(batchOf({ key_1: usage({ '/twice': [3, 1, 8] }) }));
     await dying.flusher.flush();
@@ -301,12 +305,7 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
 
   it("applies a batch's failure log entries once when the flusher dies after the Postgres commit and the batch is applied again", async () => {
     const prefix = testKeyPrefix();
-    const dying = await replica(prefix, {
-      applyBatch: async (id, batch) => {
-        await repository.applyBatch(id, batch);
-        throw new Error('process killed after commit');
-      },
-    });
+    const dying = await replicaDyingAfterCommit(prefix);
     const next = await replica(prefix);
     const keyId = 'key_failing_' + prefix.slice(-7, -1);
     const failing = usage({ '/a': [0, 2, 4] });
