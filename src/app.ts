@@ -43,7 +43,8 @@ import { StorageHealth } from './store/storage-health.js';
 import { UsageHistory } from './usage/history.js';
 import { UsageHistoryRepository } from './usage/history-repository.js';
 import { UsageReader } from './usage/reader.js';
-import { pruneUsage } from './usage/retention.js';
+import { pruneFailureLog, pruneUsage } from './usage/retention.js';
+import { FailureLogRepository } from './usage/failure-log-repository.js';
 import { UsageRecorder } from './usage/recorder.js';
 import type { UsageRepository } from './usage/usage-repository.js';
 import type { PendingUsage, UsageSink } from './usage/usage.js';
@@ -138,9 +139,11 @@ export function buildApp({
   /** Retention is counted in days: pruning hourly keeps within an hour of it. */
   const pruneHourly = (name: string, work: () => Promise<void>) =>
     new RepeatingTask(name, 3_600_000, work, logger);
-  const usageRetention = pruneHourly('usage retention', () =>
-    pruneUsage(historyRepository, config.usageRetention, logger, clock()),
-  );
+  const failureLog = new FailureLogRepository(adapters.db.db);
+  const usageRetention = pruneHourly('usage retention', async () => {
+    await pruneUsage(historyRepository, config.usageRetention, logger, clock());
+    await pruneFailureLog(failureLog, config.failureLogRetentionDays, logger, clock());
+  });
   const lastUse = new LastUseTracker((times) => keys.markUsed(times), logger);
   const spentCredits = new SpentCredits(
     () => adapters.limiter.spentBalances(),

@@ -34,6 +34,8 @@ export interface Config {
   readonly auditRetentionDays: number;
   /** How long usage over time is kept at each granularity (USAGE_RETENTION_*). */
   readonly usageRetention: UsageRetentionSettings;
+  /** How long the failure log keeps an entry, days (FAILURE_LOG_RETENTION_DAYS). */
+  readonly failureLogRetentionDays: number;
   /** When billing exports run and when a bucket is closed (BILLING_EXPORT_*). */
   readonly billingExport: BillingExportSettings;
   readonly logLevel: string;
@@ -262,6 +264,7 @@ export function loadConfig(env: Env): Config {
       dayDays: integer(env, 'USAGE_RETENTION_DAY_DAYS', 400, 1, 36_500),
       monthMonths: integer(env, 'USAGE_RETENTION_MONTH_MONTHS', 60, 1, 1_200),
     },
+    failureLogRetentionDays: integer(env, 'FAILURE_LOG_RETENTION_DAYS', 7, 1, 3_650),
     billingExport: {
       runEverySeconds: integer(env, 'BILLING_EXPORT_RUN_SECONDS', 60, 1, 86_400),
       settleSeconds: integer(env, 'BILLING_EXPORT_SETTLE_SECONDS', 60, 0, 86_400),

@@ -16,6 +16,7 @@ import { ConsumerRepository } from '../store/consumer-repository.js';
 import { CreditRepository } from '../store/credit-repository.js';
 import { KeyRepository } from '../store/key-repository.js';
 import { PlanRepository } from '../store/plan-repository.js';
+import { FailureLogRepository } from '../usage/failure-log-repository.js';
 import { RouteRepository } from '../store/route-repository.js';
 import { Outbox, type NewEvent } from '../store/outbox.js';
 import { DeliveryRepository } from '../store/delivery-repository.js';
@@ -52,6 +53,7 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
     ...deps,
     sealingKey,
     routes: new RouteRepository(deps.db),
+    failureLog: new FailureLogRepository(deps.db),
     webhooks: new WebhookRepository(deps.db),
     deliveries: new DeliveryRepository(deps.db),
     now: () => new Date(deps.clock()),

@@ -17,6 +17,7 @@ import type { AuditRepository } from '../store/audit-repository.js';
 import type { ConsumerRepository } from '../store/consumer-repository.js';
 import type { CreditRepository } from '../store/credit-repository.js';
 import type { Db } from '../store/db.js';
+import type { FailureLogRepository } from '../usage/failure-log-repository.js';
 import type { KeyRepository } from '../store/key-repository.js';
 import type { PlanRepository } from '../store/plan-repository.js';
 import type { RouteRepository } from '../store/route-repository.js';
@@ -139,6 +140,8 @@ export interface ManagementContext extends ManagementDeps {
   readonly sealingKey: Buffer;
   /** The route table, over `db`. */
   readonly routes: RouteRepository;
+  /** The failure log, over `db`. */
+  readonly failureLog: FailureLogRepository;
   /** Webhooks and their delivery logs, read outside a change. */
   readonly webhooks: WebhookRepository;
   readonly deliveries: DeliveryRepository;

@@ -14,10 +14,11 @@ import {
   type Admitted,
   type AdmissionDeps,
   type RefusalResponse,
+  type Refused,
 } from './admission.js';
 import { addHeaders, corsHeaders, isPreflight, preflightAnswer } from './cors.js';
 import { credentialOf } from './credential.js';
-import { countKeyUse, REFUSAL_OUTCOMES, type KeyUseDeps } from './key-use.js';
+import { countKeyUse, failureFacts, REFUSAL_OUTCOMES, type KeyUseDeps } from './key-use.js';
 import { customerIdOf, forwardedFacts, type Forwarded } from './forwarding-headers.js';
 import { hasDotSegment, originForm } from './request-target.js';
 import type { RouteTarget, Routing } from './routing.js';
@@ -132,6 +133,7 @@ export async function enter(
       cost: 0,
       route: route ?? NO_ROUTE,
       code: admission.code,
+      refusal: admission,
     });
     return { entered: false, refusal };
   }
@@ -209,6 +211,8 @@ export interface Finished {
   readonly route?: RouteTarget | typeof NO_ROUTE;
   /** The code of Tollgate's own answer (a refusal, a 502 or 504); unset when the backend answered. */
   readonly code?: ErrorCode;
+  /** Set when admission refused it: its code and limit go into the failure log. */
+  readonly refusal?: Pick<Refused, 'code' | 'limit'>;
 }
 
 /**
@@ -227,7 +231,15 @@ export function finished(deps: EntryDeps, f: Finished): void {
   const routeId = route === undefined || route === NO_ROUTE ? null : route.routeId;
   if (f.key !== undefined && f.path !== undefined) {
     const customerId = customerIdOf(f.req.headers, deps.config.customerIdHeader);
-    countKeyUse(deps, f.key, f.path, routeId, customerId, f.status, f.outcome, f.cost, durationMs);
+    const failure =
+      f.status < 400
+        ? undefined
+        : failureFacts(f.status, f.outcome, f.refusal, {
+            requestId: f.requestId,
+            method: f.req.method ?? '',
+            clientAddress: forwardedFacts(f.req, deps.config.trustProxy).client,
+          });
+    countKeyUse(deps, f.key, f.path, routeId, customerId, f.status, f.outcome, f.cost, durationMs, failure);
   }
   if (deps.logger.isLevelEnabled('debug')) {
     deps.logger.debug(

@@ -6,8 +6,10 @@
 import type { ErrorCode } from '../errors.js';
 import type { LastUseTracker } from '../keys/last-use.js';
 import type { ResolvedKey } from '../keys/key-cache.js';
+import { limitName } from '../limits/rate-limiter.js';
 import type { UsageRecorder } from '../usage/recorder.js';
-import type { Outcome } from '../usage/usage.js';
+import type { FailureFacts, Outcome } from '../usage/usage.js';
+import type { Refused } from './admission.js';
 
 export interface KeyUseDeps {
   readonly recorder: Pick<UsageRecorder, 'record'>;
@@ -42,6 +44,8 @@ export function countKeyUse(
   outcome: Outcome | undefined,
   cost: number,
   durationMs: number,
+  /** For the failure log, when the request failed (`failureFacts`). */
+  failure?: FailureFacts,
 ): void {
   const now = deps.clock();
   deps.lastUse.used(key.id, now);
@@ -57,5 +61,40 @@ export function countKeyUse(
     cost,
     durationMs,
     atMs: now,
+    failure,
   });
+}
+
+/**
+ * What the failure log keeps of a request beyond its usage, or undefined when it did not fail: the
+ * refusal's code and limit, else what the backend did (docs/guides/failures.md).
+ */
+export function failureFacts(
+  status: number,
+  outcome: Outcome | undefined,
+  refusal: Pick<Refused, 'code' | 'limit'> | undefined,
+  request: { readonly requestId: string; readonly method: string; readonly clientAddress: string | null },
+): FailureFacts | undefined {
+  if (status < 400) return undefined;
+  const rule = refusal?.code === 'rate_limit_exceeded' ? refusal.limit?.decision : undefined;
+  return {
+    ...request,
+    code: refusal?.code ?? backendFailureCode(status, outcome),
+    limit:
+      rule === undefined
+        ? null
+        : {
+            name: limitName(rule.scope, rule.rule),
+            period: rule.rule.period,
+            scope: rule.scope,
+            limit: rule.rule.limit,
+          },
+  };
+}
+
+/** The failure log's code of a request the backend failed, or whose client left (499). */
+function backendFailureCode(status: number, outcome: Outcome | undefined): string {
+  if (status === 499) return 'client_closed';
+  if (outcome === 'backendUnreachable') return status === 504 ? 'gateway_timeout' : 'backend_unreachable';
+  return status >= 500 ? 'backend_error' : 'backend_client_error';
 }

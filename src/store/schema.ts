@@ -299,7 +299,37 @@ export interface LeaseTable {
   expires_at: Date;
 }
 
+/** sql/086: one failed request (src/usage/failure-log.ts); bigints arrive as text from Postgres. */
+export interface FailureLogTable {
+  seq: ColumnType<string | number, never, never>;
+  at_ms: ColumnType<string | number, number, number>;
+  request_id: string;
+  key_id: string;
+  consumer_id: FiledUnder;
+  method: string;
+  path: string;
+  route_id: string | null;
+  status: number;
+  code: string;
+  /** The refusing limit as JSON, for a 429 of a limit. */
+  limit_rule: string | null;
+  client_address: string | null;
+  customer_id: string | null;
+  duration_ms: number;
+}
+
+/** sql/086: failures past the per-key-per-minute bound, counted. */
+export interface FailureLeftOutTable {
+  key_id: string;
+  consumer_id: FiledUnder;
+  minute_ms: ColumnType<string | number, number, number>;
+  code: string;
+  left_out: ColumnType<string | number, number, number>;
+}
+
 export interface Database {
+  failure_log: FailureLogTable;
+  failure_left_out: FailureLeftOutTable;
   rate_limit_plans: RateLimitPlanTable;
   api_keys: ApiKeyTable;
   deleted_keys: DeletedKeyTable;

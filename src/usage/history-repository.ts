@@ -227,23 +227,39 @@ export class UsageHistoryRepository {
           ] as const)
         : (['usage_buckets'] as const);
     let deleted = 0;
-    for (const table of tables) {
-      for (;;) {
-        const n = await this.db.transaction().execute(async (trx) => {
-          const dialect = sqlDialectOf(trx);
-          if (!(await dialect.transactionLock(trx, ADVISORY_PRUNE_LOCK, false))) return 0;
-          const { rowId } = dialect;
-          const result = await sql`
-            delete from ${sql.table(table)} where ${rowId} in (
-              select ${rowId} from ${sql.table(table)} where granularity = ${granularity} and start < ${before} limit ${batch})`.execute(
-            trx,
-          );
-          return Number(result.numAffectedRows ?? 0n);
-        });
-        deleted += n;
-        if (n < batch) break;
-      }
-    }
+    for (const table of tables)
+      deleted += await deleteInSlices(
+        this.db,
+        table,
+        sql`granularity = ${granularity} and start < ${before}`,
+        batch,
+      );
     return deleted;
+  }
+}
+
+/**
+ * Deletes the rows of `table` that `where` selects, `batch` at a time, each slice in a transaction of
+ * its own under the prune lock (none while another replica prunes); returns the rows deleted.
+ */
+export async function deleteInSlices(
+  db: Db,
+  table: string,
+  where: RawBuilder<unknown>,
+  batch: number,
+): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const n = await db.transaction().execute(async (trx) => {
+      const dialect = sqlDialectOf(trx);
+      if (!(await dialect.transactionLock(trx, ADVISORY_PRUNE_LOCK, false))) return 0;
+      const { rowId } = dialect;
+      const result = await sql`
+        delete from ${sql.table(table)} where ${rowId} in (
+          select ${rowId} from ${sql.table(table)} where ${where} limit ${batch})`.execute(trx);
+      return Number(result.numAffectedRows ?? 0n);
+    });
+    deleted += n;
+    if (n < batch) return deleted;
   }
 }

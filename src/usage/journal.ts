@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { freeBytes } from '../store/disk-space.js';
+import type { FailureEntry } from './failure-log.js';
 import { addToBin } from './latency-histogram.js';
 import {
   OUTCOMES,
@@ -38,8 +39,10 @@ type Named = [string, Counts][];
 type SerialisedDay = [number, Named, Named, Named?];
 /** Totals by endpoint and customer, then (absent in older journals) minutes and days. */
 type SerialisedFiling = [Named, Named, [number, Counts][]?, SerialisedDay[]?];
-/** A key's usage: its whole, then (absent in older journals) each consumer's part. */
-type SerialisedKey = [string, ...SerialisedFiling, [string, ...SerialisedFiling][]?];
+/** A key's failure log: its entries, and its left-out counts by name (src/usage/failure-log.ts). */
+type SerialisedFailures = [FailureEntry[], [string, number][]];
+/** A key's usage: its whole, then (absent in older journals) each consumer's part and its failures. */
+type SerialisedKey = [string, ...SerialisedFiling, [string, ...SerialisedFiling][]?, SerialisedFailures?];
 type Serialised = [string, SerialisedKey[]][];
 
 /**
@@ -94,7 +97,9 @@ function encodeKey(keyId: string, u: KeyUsage): string {
   const parts = [...u.consumers]
     .map(([consumerId, part]) => `[${JSON.stringify(consumerId)},${encodeFiled(part)}]`)
     .join(',');
-  return `[${JSON.stringify(keyId)},${encodeFiled(u)},[${parts}]]`;
+  const failures =
+    u.failures === undefined ? '' : `,${JSON.stringify([u.failures.entries, [...u.failures.leftOut]])}`;
+  return `[${JSON.stringify(keyId)},${encodeFiled(u)},[${parts}]${failures}]`;
 }
 
 function decodeBucket(c: Counts): BucketCounts {
@@ -137,11 +142,14 @@ function decode(data: Serialised): HeldBatch[] {
   return data.map(([batchId, keys]) => ({
     batchId,
     batch: new Map(
-      keys.map(([keyId, endpoints, customers, minutes, days, parts = []]): [string, KeyUsage] => [
+      keys.map(([keyId, endpoints, customers, minutes, days, parts = [], failures]): [string, KeyUsage] => [
         keyId,
         {
           ...decodeFiled([endpoints, customers, minutes, days]),
           consumers: new Map(parts.map(([consumerId, ...filing]) => [consumerId, decodeFiled(filing)])),
+          ...(failures !== undefined && {
+            failures: { entries: failures[0], leftOut: new Map(failures[1]) },
+          }),
         },
       ]),
     ),
@@ -152,6 +160,8 @@ function decode(data: Serialised): HeldBatch[] {
 function estimatedBytes(keyId: string, u: KeyUsage): number {
   let bytes = keyId.length + 16 + filedBytes(u);
   for (const [consumerId, part] of u.consumers) bytes += consumerId.length + 16 + filedBytes(part);
+  // A failure entry is a few hundred bytes of JSON, its texts cut (failure-log.ts).
+  if (u.failures !== undefined) bytes += u.failures.entries.length * 400 + u.failures.leftOut.size * 80;
   return bytes;
 }
 

@@ -31,6 +31,13 @@ import {
   type UsageSink,
 } from './usage.js';
 import { cutCustomerId, cutEndpoint } from './name-cuts.js';
+import {
+  MAX_FAILURES_PER_KEY_MINUTE,
+  cutText,
+  emptyFailureLog,
+  leftOutKey,
+  type FailureLog,
+} from './failure-log.js';
 
 /** What a key did since the last hand-over, by the consumer it was filed under (null: none). */
 type Recorded = Map<string | null, FiledUsage>;
@@ -48,6 +55,12 @@ const STOP_RETRY_MS = 250;
  */
 export class UsageRecorder implements PendingUsage {
   private current = new Map<string, Recorded>();
+  /** Each key's failures since the last hand-over (failure-log.ts). */
+  private failures = new Map<string, FailureLog>();
+  /** Entries kept per key in its latest minute: the bound on the log, across hand-overs. */
+  private readonly keptInMinute = new Map<string, { minuteMs: number; kept: number }>();
+  /** The minutes failures were recorded in since the last hand-over. */
+  private failureMinutes = new Set<number>();
   private readonly writes: RepeatingTask;
   private lastSuccess = Date.now();
 
@@ -80,12 +93,47 @@ export class UsageRecorder implements PendingUsage {
     countBucketRequest(entryOf(day.endpoints, path, emptyBucket), facts, bin);
     const route = countedName(day.routes, facts.routeId ?? NO_ROUTE_ID, MAX_ROUTES_PER_KEY);
     countBucketRequest(entryOf(day.routes, route, emptyBucket), facts, bin);
+    if (facts.failure !== undefined && facts.status >= 400) this.recordFailure(facts);
     let customer = facts.customerId;
     if (customer === undefined) return;
     // The header is the client's to set: a bounded id keeps one request from bloating a row.
     customer = countedName(usage.customers, cutCustomerId(customer), MAX_CUSTOMERS_PER_KEY);
     countRequest(entryOf(usage.customers, customer, emptyCounts), facts);
     countBucketRequest(entryOf(day.customers, customer, emptyBucket), facts, bin);
+  }
+
+  /**
+   * A failed request into its key's failure log: kept while the key has fewer than
+   * MAX_FAILURES_PER_KEY_MINUTE entries in its minute, else counted as left out by minute and code.
+   */
+  private recordFailure(facts: RequestFacts): void {
+    const failure = facts.failure!;
+    const log = entryOf(this.failures, facts.keyId, emptyFailureLog);
+    const minuteMs = minuteOf(facts.atMs);
+    this.failureMinutes.add(minuteMs);
+    let kept = this.keptInMinute.get(facts.keyId);
+    if (kept === undefined || kept.minuteMs !== minuteMs)
+      this.keptInMinute.set(facts.keyId, (kept = { minuteMs, kept: 0 }));
+    if (kept.kept >= MAX_FAILURES_PER_KEY_MINUTE) {
+      const name = leftOutKey(minuteMs, facts.consumerId, failure.code);
+      log.leftOut.set(name, (log.leftOut.get(name) ?? 0) + 1);
+      return;
+    }
+    kept.kept++;
+    log.entries.push({
+      atMs: facts.atMs,
+      requestId: cutText(failure.requestId),
+      consumerId: facts.consumerId,
+      method: cutText(failure.method),
+      path: cutEndpoint(facts.endpoint),
+      routeId: facts.routeId,
+      status: facts.status,
+      code: failure.code,
+      limit: failure.limit,
+      clientAddress: failure.clientAddress === null ? null : cutText(failure.clientAddress),
+      customerId: facts.customerId === undefined ? null : cutCustomerId(facts.customerId),
+      durationMs: facts.durationMs,
+    });
   }
 
   /** Writes what was recorded every `writeIntervalMs`. */
@@ -136,8 +184,15 @@ export class UsageRecorder implements PendingUsage {
       return;
     }
     const batch: UsageBatch = new Map();
-    for (const [keyId, parts] of this.current) batch.set(keyId, keyUsageOf(parts));
+    for (const [keyId, parts] of this.current)
+      batch.set(keyId, { ...keyUsageOf(parts), failures: this.failures.get(keyId) });
     this.current = new Map();
+    this.failures = new Map();
+    // A count matters while its key fails in its minute: one of a minute no failure came in since the
+    // last hand-over goes (a key that reached the bound and still fails keeps its minute seen).
+    for (const [keyId, kept] of this.keptInMinute)
+      if (!this.failureMinutes.has(kept.minuteMs)) this.keptInMinute.delete(keyId);
+    this.failureMinutes = new Set();
     try {
       await this.sink.write(batch);
       this.lastSuccess = Date.now();

@@ -1,6 +1,7 @@
 import type { UsageRetentionSettings } from '../config.js';
 import type { Logger } from '../ops/logger.js';
 import { GRANULARITIES, type Granularity } from './granularity.js';
+import type { FailureLogRepository } from './failure-log-repository.js';
 import type { UsageHistoryRepository } from './history-repository.js';
 
 const HOUR_MS = 3_600_000;
@@ -43,4 +44,15 @@ export async function pruneUsage(
     );
     if (deleted > 0) logger.info({ granularity, deleted }, 'usage buckets past retention deleted');
   }
+}
+
+/** Deletes failure log entries (and left-out counts) older than FAILURE_LOG_RETENTION_DAYS. */
+export async function pruneFailureLog(
+  repository: Pick<FailureLogRepository, 'prune'>,
+  retentionDays: number,
+  logger: Logger,
+  nowMs = Date.now(),
+): Promise<void> {
+  const deleted = await repository.prune(nowMs - retentionDays * DAY_MS);
+  if (deleted > 0) logger.info({ deleted }, 'failure log entries past retention deleted');
 }

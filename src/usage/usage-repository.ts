@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
 import { sqlDialectOf, type SqlDialect } from '../store/sql-dialect.js';
 import { addBuckets, type KeyBatch } from './bucket-repository.js';
+import { addFailures } from './failure-log-repository.js';
 import { filingsOf } from './filings.js';
 import { seriesPeriods, type SeriesPeriod } from './granularity.js';
 import {
@@ -253,6 +254,7 @@ export class UsageRepository {
         }
       }
       await addBuckets(trx, overTime, nowMs);
+      await addFailures(trx, batch);
       for (let i = 0; i < endpointRows.length; i += CHUNK) {
         await trx
           .insertInto('usage_endpoints')

@@ -1,4 +1,5 @@
 /** Usage figures, aggregated in memory and added to the stored totals in batches. */
+import { emptyFailureLog, mergeFailureLog, type FailedLimit, type FailureLog } from './failure-log.js';
 import { addToBin, mergeHistogram, subtractHistogram, type LatencyHistogram } from './latency-histogram.js';
 
 /**
@@ -45,6 +46,17 @@ export interface RequestFacts {
   readonly durationMs: number;
   /** When it arrived, epoch ms: its minute and day of usage over time. */
   readonly atMs: number;
+  /** For the failure log, when the request failed (status 400 and above). */
+  readonly failure?: FailureFacts;
+}
+
+/** What the failure log keeps of a failed request beyond what usage counts (src/usage/failure-log.ts). */
+export interface FailureFacts {
+  readonly requestId: string;
+  readonly method: string;
+  readonly code: string;
+  readonly limit: FailedLimit | null;
+  readonly clientAddress: string | null;
 }
 
 export interface UsageCounts {
@@ -102,6 +114,8 @@ export interface FiledUsage {
  */
 export interface KeyUsage extends FiledUsage {
   readonly consumers: Map<string, FiledUsage>;
+  /** The key's failed requests, for the failure log: with the whole only, each entry names its consumer. */
+  readonly failures?: FailureLog;
 }
 
 /** keyId → what that key did since the previous batch. */
@@ -191,6 +205,12 @@ export const emptyFiledUsage = (): FiledUsage => ({
 });
 
 export const emptyKeyUsage = (): KeyUsage => ({ ...emptyFiledUsage(), consumers: new Map() });
+
+/** The failure log a key's usage carries, created when absent. */
+export function failuresOf(usage: KeyUsage): FailureLog {
+  if (usage.failures === undefined) (usage as { failures?: FailureLog }).failures = emptyFailureLog();
+  return usage.failures!;
+}
 
 export const emptyDay = (): DayUsage => ({ endpoints: new Map(), customers: new Map(), routes: new Map() });
 
@@ -330,6 +350,7 @@ export function mergeFiledUsage(into: FiledUsage, from: FiledUsage, capped = tru
 /** `mergeFiledUsage`, and each consumer's part under the names the whole counts it by. */
 export function mergeKeyUsage(into: KeyUsage, from: KeyUsage, capped = true): void {
   mergeFiledUsage(into, from, capped);
+  if (from.failures !== undefined) mergeFailureLog(failuresOf(into), from.failures);
   for (const [consumerId, part] of from.consumers) {
     const target = entryOf(into.consumers, consumerId, emptyFiledUsage);
     for (const [endpoint, u] of part.endpoints)

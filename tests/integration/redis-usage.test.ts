@@ -1,3 +1,6 @@
+import { emptyFailureLog, leftOutKey } from '../../src/usage/failure-log.js';
+import { FailureLogRepository } from '../../src/usage/failure-log-repository.js';
+import { failureEntry } from '../helpers/failure-entry.js';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createLogger } from '../../src/ops/logger.js';
@@ -74,6 +77,15 @@ async function replica(prefix: string, repo: Pick<UsageRepository, 'applyBatch'>
     flusher: new UsageFlusher(c, prefix, repo, logger, metrics),
   };
 }
+
+/** A replica whose flusher dies (throws) right after Postgres committed its batch. */
+const replicaDyingAfterCommit = (prefix: string) =>
+  replica(prefix, {
+    applyBatch: async (id, batch) => {
+      await repository.applyBatch(id, batch);
+      throw new Error('process killed after commit');
+    },
+  });
 
 function usage(
   endpoints: Record<string, [number, number, number]>,
@@ -279,12 +291,7 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
 
   it('does not count a batch twice when the flusher dies after the Postgres commit, before removing it', async () => {
     const prefix = testKeyPrefix();
-    const dying = await replica(prefix, {
-      applyBatch: async (id, batch) => {
-        await repository.applyBatch(id, batch);
-        throw new Error('process killed after commit');
-      },
-    });
+    const dying = await replicaDyingAfterCommit(prefix);
     const next = await replica(prefix);
     await dying.sink.write(batchOf({ key_1: usage({ '/twice': [3, 1, 8] }) }));
     await dying.flusher.flush();
@@ -294,6 +301,27 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
     await next.flusher.flush();
     expect(await stored('key_1')).toEqual(usage({ '/twice': [3, 1, 8] }));
     expect(await pendingTotal(next.pending, 'key_1')).toBeUndefined();
+  });
+
+  it("applies a batch's failure log entries once when the flusher dies after the Postgres commit and the batch is applied again", async () => {
+    const prefix = testKeyPrefix();
+    const dying = await replicaDyingAfterCommit(prefix);
+    const next = await replica(prefix);
+    const keyId = 'key_failing_' + prefix.slice(-7, -1);
+    const failing = usage({ '/a': [0, 2, 4] });
+    const failures = emptyFailureLog();
+    failures.entries.push(failureEntry({ requestId: 'once-1' }), failureEntry({ requestId: 'once-2' }));
+    failures.leftOut.set(leftOutKey(failureEntry().atMs, null, 'backend_error'), 5);
+    await dying.sink.write(batchOf({ [keyId]: { ...failing, failures } }));
+    await dying.flusher.flush();
+    await next.flusher.flush();
+    const log = new FailureLogRepository(handle.db);
+    const all = { scope: { keyId }, fromMs: 0, toMs: Number.MAX_SAFE_INTEGER };
+    expect((await log.list({ ...all, limit: 10 })).map((f) => f.requestId).sort()).toEqual([
+      'once-1',
+      'once-2',
+    ]);
+    expect(await log.leftOut(all)).toBe(5);
   });
 
   it('lets only one replica flush at a time', async () => {

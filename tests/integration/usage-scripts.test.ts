@@ -1,12 +1,14 @@
 import { Redis } from 'ioredis';
 import { defineDropScript, dropArgs, dropKeys } from '../../src/usage/redis/drop-script.js';
-import { encodeUsage } from '../../src/usage/redis/field-codec.js';
+import { emptyFailureLog, leftOutKey } from '../../src/usage/failure-log.js';
+import { decodeUsage, encodeUsage } from '../../src/usage/redis/field-codec.js';
 import { usageKeys } from '../../src/usage/redis/key-layout.js';
 import { definePushScript, pushArgs, pushKeys, type PushCall } from '../../src/usage/redis/push-script.js';
 import { defineReadScript, readArgs, readKeys } from '../../src/usage/redis/read-script.js';
 import { defineSealScript, sealArgs, sealKeys } from '../../src/usage/redis/seal-script.js';
 import { defineUnlockScript } from '../../src/usage/redis/unlock-script.js';
 import { emptyKeyUsage } from '../../src/usage/usage.js';
+import { failureEntry } from '../helpers/failure-entry.js';
 import { RedisMonitor } from '../helpers/redis-monitor.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
@@ -50,6 +52,7 @@ describe('the push script', () => {
       'key_a',
       2,
       1,
+      0,
       'e|/a|r',
       2,
       'e|/a|s',
@@ -59,6 +62,7 @@ describe('the push script', () => {
       'key_b',
       2,
       1,
+      0,
       'e|/b|r',
       1,
       'e|/b|s',
@@ -87,6 +91,28 @@ describe('the push script', () => {
     const ttl = await client.ttl(layout.marker('p1'));
     expect(ttl).toBeGreaterThan(590);
     expect(ttl).toBeLessThanOrEqual(600);
+  });
+
+  it("sets a push's failure log entries once, however often it is sent, beside those of other pushes", async () => {
+    const { layout, run } = push();
+    const failing = (requestId: string) => {
+      const usage = emptyKeyUsage();
+      usage.endpoints.set('/a', { requests: 1, successful: 0, failed: 1, totalDurationMs: 1, cost: 0 });
+      const failures = emptyFailureLog();
+      const entry = failureEntry({ requestId });
+      failures.entries.push(entry);
+      failures.leftOut.set(leftOutKey(entry.atMs, null, 'backend_error'), 2);
+      return { keyId: 'key_a', fields: encodeUsage({ ...usage, failures }) };
+    };
+    const first = pushCall('p1', [failing('r1')]);
+    expect(await run(first)).toBe(1);
+    // Resent after a lost answer (a Redis hang): the marker makes it a no-op.
+    expect(await run(first)).toBe(0);
+    await run(pushCall('p2', [failing('r2')]));
+    const decoded = decodeUsage(Object.entries(await client.hgetall(layout.live('key_a'))).flat());
+    expect(decoded.failures!.entries.map((e) => e.requestId).sort()).toEqual(['r1', 'r2']);
+    expect([...decoded.failures!.leftOut.values()]).toEqual([4]);
+    expect(decoded.endpoints.get('/a')!.requests).toBe(2);
   });
 
   it('adds to what earlier pushes left: counts as integers, summed times as fractions', async () => {

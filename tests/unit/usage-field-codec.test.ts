@@ -1,5 +1,7 @@
 import fc from 'fast-check';
+import { emptyFailureLog, leftOutKey, parseLeftOutKey } from '../../src/usage/failure-log.js';
 import { binOf } from '../../src/usage/latency-histogram.js';
+import { failureEntry } from '../helpers/failure-entry.js';
 import { decodeUsage, encodeUsage, parseField } from '../../src/usage/redis/field-codec.js';
 import {
   emptyBucket,
@@ -78,6 +80,7 @@ describe('the usage field codec', () => {
         1,
       ],
       sums: ['e|/a|d', 30.5, 'm|1767607200000|d', 30.5],
+      sets: [],
     });
   });
 
@@ -132,6 +135,7 @@ describe('the usage field codec', () => {
         1,
       ],
       sums: [`de|${day}|/a|b|d`, 4.5, `dc|${day}|acme|d`, 4.5],
+      sets: [],
     });
     expect(encoded.counts.filter((f) => typeof f === 'string').map((f) => parseField(f as string))).toEqual(
       Array(8).fill(undefined),
@@ -145,7 +149,29 @@ describe('the usage field codec', () => {
 
   it('reads an empty hash as no usage', () => {
     expect(decodeUsage([])).toEqual(emptyKeyUsage());
-    expect(encodeUsage(emptyKeyUsage())).toEqual({ counts: [], sums: [] });
+    expect(encodeUsage(emptyKeyUsage())).toEqual({ counts: [], sums: [], sets: [] });
+  });
+
+  it('writes a failure log entry as one HSET field of a random id, and left-out counts as xl| counts; reads both back', () => {
+    const usage = emptyKeyUsage();
+    const failures = emptyFailureLog();
+    const entry = failureEntry({
+      requestId: 'req-1',
+      limit: { name: 'hour', period: 'hour', scope: 'key', limit: 5 },
+    });
+    failures.entries.push(entry);
+    failures.leftOut.set(leftOutKey(entry.atMs, 'con_a|b', 'rate_limit_exceeded'), 7);
+    const encoded = encodeUsage({ ...usage, failures });
+    expect(encoded.sets).toHaveLength(2);
+    expect(encoded.sets[0]).toMatch(/^xf\|[A-Za-z0-9_-]{16}$/);
+    expect(encoded.counts).toEqual([`xl|${entry.atMs}|con_a|b|rate_limit_exceeded`, 7]);
+    const decoded = decodeUsage([...encoded.sets, ...encoded.counts.map(String)]);
+    expect(decoded.failures!.entries).toEqual([entry]);
+    expect(parseLeftOutKey([...decoded.failures!.leftOut.keys()][0]!)).toEqual({
+      minuteMs: entry.atMs,
+      consumerId: 'con_a|b',
+      code: 'rate_limit_exceeded',
+    });
   });
 
   it('passes over fields of no known section or metric, and minutes that are not a start in ms', () => {

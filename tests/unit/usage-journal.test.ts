@@ -2,6 +2,8 @@
  * The single-node journal (DATA_DIR/usage-journal): what it keeps at exit of the usage the database
  * did not take, under the batch ids, and what it drops when its reserved room cannot hold it all.
  */
+import { emptyFailureLog, leftOutKey } from '../../src/usage/failure-log.js';
+import { failureEntry } from '../helpers/failure-entry.js';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -105,6 +107,17 @@ describe('UsageJournal', () => {
     expect(j.take()).toEqual(batches);
     j.clear();
     expect(j.take()).toEqual([]);
+  });
+
+  it("keeps a key's failure log entries and left-out counts with its usage", () => {
+    const j = journal();
+    const failures = emptyFailureLog();
+    failures.entries.push(failureEntry({ requestId: 'kept-1' }));
+    failures.leftOut.set(leftOutKey(failureEntry().atMs, null, 'backend_error'), 4);
+    const batches = [held({ k1: { ...usage(3), failures } })];
+    expect(j.save(batches)).toBe(0);
+    const [back] = j.take();
+    expect(back!.batch.get('k1')!.failures).toEqual(failures);
   });
 
   it('reads a journal written before minutes and days were kept: its usage comes back undated', () => {

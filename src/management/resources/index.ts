@@ -9,6 +9,7 @@ import { adminTokenOperations } from './admin-tokens/operations.js';
 import { auditLogOperations } from './audit-log/operations.js';
 import { consumerOperations } from './consumers/operations.js';
 import { creditOperations } from './credits/operations.js';
+import { failureOperations } from './failures/operations.js';
 import { billingExportOperations } from './billing-exports/operations.js';
 import { keyLookupOperations } from './key-lookup/operations.js';
 import { keyOperations } from './keys/operations.js';
@@ -28,6 +29,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...creditOperations,
   ...routeOperations,
   ...usageOperations,
+  ...failureOperations,
   ...adminTokenOperations,
   ...whoamiOperations,
   ...auditLogOperations,

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { decodeEntry, encodeEntry } from '../failure-log.js';
 import { addBinText } from '../latency-histogram.js';
 import {
   emptyBucket,
@@ -7,6 +9,7 @@ import {
   emptyFiledUsage,
   emptyKeyUsage,
   entryOf,
+  failuresOf,
   type BucketCounts,
   type DayUsage,
   type FiledUsage,
@@ -38,6 +41,11 @@ import {
  * The route series (decision record 0035) add `dr|<day start>|<route id>|<metric>` (an empty id: the
  * catch-all or no route), with a day's metrics. Earlier versions pass it over like any field of a
  * section they do not know, and count the request in the totals, minutes and days as before.
+ *
+ * The failure log (docs/decisions/0084-failure-log.md) adds `xf|<random id>`, one entry's JSON set
+ * with HSET (the id, made once per push, keeps entries of different pushes apart), and
+ * `xl|<minute>|<consumer id>|<code>`, failures left out, added with HINCRBY. Earlier versions pass
+ * both over (no section `x`).
  */
 
 type Metric =
@@ -94,6 +102,9 @@ const SUM: Metric = 'd';
 const BIN = 'h';
 /** The prefix of a consumer's part. */
 const PART = 'p|';
+/** The prefixes of a failure log entry and of a left-out count. */
+const FAILURE_ENTRY = 'xf|';
+const FAILURES_LEFT_OUT = 'xl|';
 
 /** A bucket's metric: a known one, or a latency bin. */
 const isBucketMetric = (metric: string): boolean =>
@@ -131,17 +142,26 @@ function parseDayField(
   return { section, day, name: field.slice(bar + 1, last), metric };
 }
 
-/** A key's usage as field/value pairs, zeros left out: `counts` for HINCRBY, `sums` for HINCRBYFLOAT. */
+/**
+ * A key's usage as field/value pairs, zeros left out: `counts` for HINCRBY, `sums` for HINCRBYFLOAT,
+ * `sets` (failure log entries) for HSET.
+ */
 export interface EncodedUsage {
   readonly counts: (string | number)[];
   readonly sums: (string | number)[];
+  readonly sets: string[];
 }
 
 export function encodeUsage(usage: KeyUsage): EncodedUsage {
-  const encoded: EncodedUsage = { counts: [], sums: [] };
+  const encoded: EncodedUsage = { counts: [], sums: [], sets: [] };
   encodeFiled(usage, '', encoded);
   for (const [consumerId, part] of usage.consumers)
     encodeFiled(part, `${PART}${encodeURIComponent(consumerId)}|`, encoded);
+  if (usage.failures !== undefined) {
+    for (const entry of usage.failures.entries)
+      encoded.sets.push(FAILURE_ENTRY + randomBytes(12).toString('base64url'), encodeEntry(entry));
+    for (const [name, n] of usage.failures.leftOut) encoded.counts.push(FAILURES_LEFT_OUT + name, n);
+  }
   return encoded;
 }
 
@@ -176,6 +196,7 @@ export function decodeUsage(flat: readonly string[]): KeyUsage {
   const usage = emptyKeyUsage();
   for (let i = 0; i + 1 < flat.length; i += 2) {
     let field = flat[i]!;
+    if (decodeFailure(usage, field, flat[i + 1]!)) continue;
     let into: FiledUsage = usage;
     if (field.startsWith(PART)) {
       const bar = field.indexOf('|', PART.length);
@@ -205,6 +226,18 @@ export function decodeUsage(flat: readonly string[]): KeyUsage {
     if (entry !== undefined) setMetric(entry, parsed.metric, flat[i + 1]!);
   }
   return usage;
+}
+
+/** A failure log field into `usage`'s failures; false for a field of any other kind. */
+function decodeFailure(usage: KeyUsage, field: string, value: string): boolean {
+  if (field.startsWith(FAILURE_ENTRY)) {
+    const entry = decodeEntry(value);
+    if (entry !== undefined) failuresOf(usage).entries.push(entry);
+    return true;
+  }
+  if (!field.startsWith(FAILURES_LEFT_OUT)) return false;
+  failuresOf(usage).leftOut.set(field.slice(FAILURES_LEFT_OUT.length), Number(value));
+  return true;
 }
 
 /** Sets one metric of an entry (a latency bin adds its count to the entry's histogram). */

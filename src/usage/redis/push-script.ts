@@ -9,7 +9,8 @@ import type { UsageKeys } from './key-layout.js';
  *
  * KEYS, as `pushKeys` lists them: the dirty set, the push's marker, then each key's live hash.
  * ARGV, as `pushArgs` builds it: the marker's time to live (s), then per key, in the order of KEYS:
- * its id, c, s, then c field/value pairs to add with HINCRBY and s with HINCRBYFLOAT.
+ * its id, c, s, h, then c field/value pairs to add with HINCRBY, s with HINCRBYFLOAT and h to set with
+ * HSET (failure log entries, field-codec.ts).
  * Returns PushReply.
  */
 const PUSH_LUA = `
@@ -19,13 +20,18 @@ for k = 3, #KEYS do
   redis.call('SADD', KEYS[1], ARGV[a])
   local counts = tonumber(ARGV[a + 1])
   local sums = tonumber(ARGV[a + 2])
-  a = a + 3
+  local sets = tonumber(ARGV[a + 3])
+  a = a + 4
   for _ = 1, counts do
     redis.call('HINCRBY', KEYS[k], ARGV[a], ARGV[a + 1])
     a = a + 2
   end
   for _ = 1, sums do
     redis.call('HINCRBYFLOAT', KEYS[k], ARGV[a], ARGV[a + 1])
+    a = a + 2
+  end
+  for _ = 1, sets do
+    redis.call('HSET', KEYS[k], ARGV[a], ARGV[a + 1])
     a = a + 2
   end
 end
@@ -60,15 +66,17 @@ export function pushKeys(layout: UsageKeys, call: PushCall): string[] {
 export function pushArgs(call: PushCall): (string | number)[] {
   const args: (string | number)[] = [call.markerTtlS];
   for (const { keyId, fields } of call.keys) {
-    args.push(keyId, fields.counts.length / 2, fields.sums.length / 2);
+    args.push(keyId, fields.counts.length / 2, fields.sums.length / 2, fields.sets.length / 2);
     for (const value of fields.counts) args.push(value);
     for (const value of fields.sums) args.push(value);
+    for (const value of fields.sets) args.push(value);
   }
   return args;
 }
 
-/** ARGV a key adds to a push: its id, the two pair counts and its pairs. */
-export const pushArgCount = (fields: EncodedUsage): number => 3 + fields.counts.length + fields.sums.length;
+/** ARGV a key adds to a push: its id, the three pair counts and its pairs. */
+export const pushArgCount = (fields: EncodedUsage): number =>
+  4 + fields.counts.length + fields.sums.length + fields.sets.length;
 
 export type PushScript = (call: PushCall) => Promise<PushReply>;
 

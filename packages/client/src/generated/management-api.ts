@@ -86,6 +86,26 @@ export interface paths {
         patch: operations["updateConsumerApiKey"];
         trace?: never;
     };
+    "/consumer-api-key/{consumerApiKeyId}/failures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A key's failed requests: which, when and why
+         * @description Every request that counts as failed in the key's usage (a refusal of a valid key, a backend's 4xx or 5xx, a backend unreachable or too slow, a client that left first), verify calls included, newest first; it shows within about 2 s (with replicas, on every replica within 5 s). At most 100 failures per key per minute are kept; the rest are counted in `leftOut`. Entries are kept FAILURE_LOG_RETENTION_DAYS (default 7). An entry holds no secret, header value or query string. `Accept: text/csv` answers the page as CSV (columns time, requestId, consumerApiKeyId, consumerId, method, path, routeId, status, code, limitName, limitPeriod, limitScope, limit, clientAddress, customerId, durationMs; texts quoted, and one starting with = + - @, a tab or a carriage return prefixed with ') with the next cursor in the `X-Next-Cursor` header and `leftOut` in `X-Left-Out`.
+         */
+        get: operations["listConsumerApiKeyFailures"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/consumer-api-key/{consumerApiKeyId}/roll": {
         parameters: {
             query?: never;
@@ -382,6 +402,26 @@ export interface paths {
         patch: operations["updateConsumer"];
         trace?: never;
     };
+    "/tollgate/consumers/{consumerId}/failures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A consumer's failed requests: those of its keys while they belonged to it
+         * @description Every request that counts as failed in the key's usage (a refusal of a valid key, a backend's 4xx or 5xx, a backend unreachable or too slow, a client that left first), verify calls included, newest first; it shows within about 2 s (with replicas, on every replica within 5 s). At most 100 failures per key per minute are kept; the rest are counted in `leftOut`. Entries are kept FAILURE_LOG_RETENTION_DAYS (default 7). An entry holds no secret, header value or query string. `Accept: text/csv` answers the page as CSV (columns time, requestId, consumerApiKeyId, consumerId, method, path, routeId, status, code, limitName, limitPeriod, limitScope, limit, clientAddress, customerId, durationMs; texts quoted, and one starting with = + - @, a tab or a carriage return prefixed with ') with the next cursor in the `X-Next-Cursor` header and `leftOut` in `X-Left-Out`.
+         */
+        get: operations["listConsumerFailures"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tollgate/consumers/{consumerId}/usage": {
         parameters: {
             query?: never;
@@ -416,6 +456,26 @@ export interface paths {
          * @description `add` tops the balance up: what it holds rises by `add`, its refill and `lowAt` stay (a refill still sets it back to the refill amount). `set` sets what it holds, counted afresh, keeping its refill and `lowAt`. A key or consumer without a balance gets one, with no refill. Atomic with every request that spends the balance, and in force for the next request on every replica. The answer is what the balance holds right after the change.
          */
         post: operations["changeCredits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tollgate/failures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every key's failed requests; `requestId` finds one
+         * @description Every request that counts as failed in the key's usage (a refusal of a valid key, a backend's 4xx or 5xx, a backend unreachable or too slow, a client that left first), verify calls included, newest first; it shows within about 2 s (with replicas, on every replica within 5 s). At most 100 failures per key per minute are kept; the rest are counted in `leftOut`. Entries are kept FAILURE_LOG_RETENTION_DAYS (default 7). An entry holds no secret, header value or query string. `Accept: text/csv` answers the page as CSV (columns time, requestId, consumerApiKeyId, consumerId, method, path, routeId, status, code, limitName, limitPeriod, limitScope, limit, clientAddress, customerId, durationMs; texts quoted, and one starting with = + - @, a tab or a carriage return prefixed with ') with the next cursor in the `X-Next-Cursor` header and `leftOut` in `X-Left-Out`.
+         */
+        get: operations["listFleetFailures"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1732,6 +1792,51 @@ export interface components {
             error: string;
             /** @description rate_limit_in_use: keys bound to the plan; consumer_has_keys: keys the consumer holds */
             keyCount?: number;
+        };
+        /** FailuresResponse */
+        FailuresResponse: {
+            /** @description Newest first */
+            failures: {
+                /** @description The client's address (verify: `clientAddress`, if sent) */
+                clientAddress: string | null;
+                /** @description The refusal's code (`rate_limit_exceeded`, `credits_exhausted`, `key_disabled`, …), or what the backend did: `backend_error` (it answered 5xx), `backend_client_error` (it answered 4xx), `backend_unreachable` (502), `gateway_timeout` (504: its deadline, UPSTREAM_TIMEOUT_MS or the route's `timeoutMs`, passed), `client_closed` (499: the client left first) */
+                code: string;
+                /** @description The key the request presented */
+                consumerApiKeyId: string;
+                /** @description The consumer the key belonged to then; null: none */
+                consumerId: string | null;
+                /** @description The CUSTOMER_ID_HEADER value, if sent */
+                customerId: string | null;
+                /** @description Request received to response finished */
+                durationMs: number;
+                /** @description The refusing limit of a 429 `rate_limit_exceeded`; null otherwise */
+                limit: {
+                    limit: number;
+                    name: string;
+                    period: string;
+                    /** @description `key` or `consumer` */
+                    scope: string;
+                } | null;
+                /** @description The request method (for verify: the `method` asked about, or empty) */
+                method: string;
+                /** @description The request path, never its query */
+                path: string;
+                /** @description The `x-request-id` the client got */
+                requestId: string;
+                /** @description The route it took; null: the catch-all, or none */
+                routeId: string | null;
+                /** @description What the client got */
+                status: number;
+                /**
+                 * Format: date-time
+                 * @description When the request arrived: UTC with milliseconds, YYYY-MM-DDThh:mm:ss.sssZ
+                 */
+                time: string;
+            }[];
+            /** @description Failures of the range (and `code`) that were not kept: past 100 per key per minute, counted by the minutes the range overlaps */
+            leftOut: number;
+            /** @description Present only when more keys remain: pass it as `cursor` for the next page */
+            nextCursor?: string;
         };
         /** FleetUsageResponse */
         FleetUsageResponse: {
@@ -4200,6 +4305,123 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying (5) */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listConsumerApiKeyFailures: {
+        parameters: {
+            query?: {
+                /** @description Only failures with this code (`rate_limit_exceeded`, `backend_error`, …) */
+                code?: string;
+                /** @description The `nextCursor` of the previous page; opaque */
+                cursor?: string;
+                /** @description Failures at or after this instant */
+                from?: string;
+                /** @description Page size, 1-1000 */
+                limit?: number;
+                /** @description Only the failure of this request (the `x-request-id` the client got) */
+                requestId?: string;
+                /** @description Failures before this instant */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The key id (`id` of the create response) */
+                consumerApiKeyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of failures */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FailuresResponse"];
+                    "text/csv": string;
+                };
+            };
+            /** @description A query parameter that does not match its schema, or an unknown one: `details` names each; A `cursor` this service did not issue */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No key has that id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -6871,6 +7093,123 @@ export interface operations {
             };
         };
     };
+    listConsumerFailures: {
+        parameters: {
+            query?: {
+                /** @description Only failures with this code (`rate_limit_exceeded`, `backend_error`, …) */
+                code?: string;
+                /** @description The `nextCursor` of the previous page; opaque */
+                cursor?: string;
+                /** @description Failures at or after this instant */
+                from?: string;
+                /** @description Page size, 1-1000 */
+                limit?: number;
+                /** @description Only the failure of this request (the `x-request-id` the client got) */
+                requestId?: string;
+                /** @description Failures before this instant */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The consumer id */
+                consumerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of failures */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FailuresResponse"];
+                    "text/csv": string;
+                };
+            };
+            /** @description A query parameter that does not match its schema, or an unknown one: `details` names each; A `cursor` this service did not issue */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No consumer has that id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getConsumerUsage: {
         parameters: {
             query?: {
@@ -7107,6 +7446,111 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying (5) */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listFleetFailures: {
+        parameters: {
+            query?: {
+                /** @description Only failures with this code (`rate_limit_exceeded`, `backend_error`, …) */
+                code?: string;
+                /** @description The `nextCursor` of the previous page; opaque */
+                cursor?: string;
+                /** @description Failures at or after this instant */
+                from?: string;
+                /** @description Page size, 1-1000 */
+                limit?: number;
+                /** @description Only the failure of this request (the `x-request-id` the client got) */
+                requestId?: string;
+                /** @description Failures before this instant */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of failures */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FailuresResponse"];
+                    "text/csv": string;
+                };
+            };
+            /** @description A query parameter that does not match its schema, or an unknown one: `details` names each; A `cursor` this service did not issue */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

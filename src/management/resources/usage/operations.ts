@@ -1,7 +1,6 @@
 /** Usage over time: one key's, and the fleet's with its busiest keys (docs/guides/usage-and-billing.md). */
 import { Type, type Static } from '@sinclair/typebox';
 import type { Request, Response } from 'express';
-import Negotiator from 'negotiator';
 import { AppError } from '../../../errors.js';
 import { bucketAt, bucketCount, type Granularity } from '../../../usage/granularity.js';
 import type { BucketView, SeriesView } from '../../../usage/history.js';
@@ -9,6 +8,7 @@ import type { HistoryScope, SeriesBy, TopConsumer } from '../../../usage/history
 import { NO_ROUTE_ID, OUTCOMES } from '../../../usage/usage.js';
 import { retainedSince } from '../../../usage/retention.js';
 import type { ManagementContext } from '../../context.js';
+import { csvField, wantsCsv } from '../../csv.js';
 import { defineOperation } from '../../operation.js';
 import { ConsumerId, KeyId } from '../../schemas.js';
 import {
@@ -90,17 +90,6 @@ const SERIES_NAMES = {
   route: ['routeId', (name: string) => (name === NO_ROUTE_ID ? null : name)],
 } as const satisfies Record<SeriesBy, readonly [string, (name: string) => string | null]>;
 
-/**
- * A CSV field (RFC 4180). Paths and customer ids come from clients and the CSV goes into
- * spreadsheets, so (OWASP, CSV injection) a name is always quoted, and one that a spreadsheet would
- * read as a formula (starting with =, +, -, @, a tab or a carriage return) starts with a `'`.
- */
-function csvField(value: string | number, name = false): string {
-  let text = String(value);
-  if (name && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return name || /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-}
-
 /** The CSV columns after the start (and the name) and each one's value: a bucket's fields, flat (docs/guides/usage-and-billing.md). */
 const CSV_COLUMNS: readonly (readonly [string, (b: BucketJson) => number | null])[] = [
   ['requests', (b) => b.requests],
@@ -133,17 +122,6 @@ function sendCsv(res: Response, rows: { name?: string; bucket: BucketJson }[], n
     ].join(','),
   );
   res.type('text/csv; charset=utf-8').send([header, ...lines].join('\r\n') + '\r\n');
-}
-
-/**
- * Whether the caller prefers CSV: the first of its accepted types (by quality, parameters such as
- * `charset` set aside) that names either answer decides; JSON when none does.
- */
-function wantsCsv(req: Request): boolean {
-  const preferred = new Negotiator(req)
-    .mediaTypes()
-    .find((type) => /^(text\/(csv|\*)|application\/(json|\*)|\*\/\*)$/.test(type));
-  return preferred === 'text/csv' || preferred === 'text/*';
 }
 
 type Subject =

@@ -11,7 +11,7 @@ import { normalisedPath } from '../../../plans/normalised-path.js';
 import { secondsUntil } from '../../../plans/window.js';
 import { admit, type Admission } from '../../../proxy/admission.js';
 import { canonicalAddress } from '../../../net/canonical-address.js';
-import { countKeyUse, REFUSAL_OUTCOMES } from '../../../proxy/key-use.js';
+import { countKeyUse, failureFacts, REFUSAL_OUTCOMES } from '../../../proxy/key-use.js';
 import { hasDotSegment } from '../../../proxy/request-target.js';
 import type { VerifyDeps } from '../../context.js';
 import { RawJson } from '../../json-as-written.js';
@@ -101,6 +101,8 @@ export async function verifiedText(
   metrics: Pick<Metrics, 'verifications'>,
   body: VerifyRequest,
   receivedAt = performance.now(),
+  /** The call's `x-request-id`, for the failure log. */
+  requestId = '',
 ): Promise<string> {
   // Normalised as the proxy normalises a request's, so that both match and count the same path.
   const requestPath = body.path === undefined ? undefined : normalisedPath(body.path);
@@ -126,16 +128,23 @@ export async function verifiedText(
   const code = admission.admitted ? 'ok' : admission.code;
   metrics.verifications.inc({ code });
   if (admission.key !== undefined) {
+    const status = admission.admitted ? 200 : ERRORS[admission.code].status;
+    const outcome = admission.admitted ? undefined : REFUSAL_OUTCOMES[admission.code];
     countKeyUse(
       deps,
       admission.key,
       path,
       routeId ?? null,
       body.customerId || undefined,
-      admission.admitted ? 200 : ERRORS[admission.code].status,
-      admission.admitted ? undefined : REFUSAL_OUTCOMES[admission.code],
+      status,
+      outcome,
       admission.admitted ? admission.cost : 0,
       performance.now() - receivedAt,
+      failureFacts(status, outcome, admission.admitted ? undefined : admission, {
+        requestId,
+        method,
+        clientAddress: body.clientAddress ?? null,
+      }),
     );
   }
   if (code === 'limit_unavailable' || code === 'auth_unavailable') throw new AppError(code);
@@ -172,7 +181,17 @@ export const verifyOperation = defineOperation({
       'REDIS_FAILURE_MODE=closed while Redis is unreachable: no decision can be made (counted as failed, as the proxy counts its 503)',
   },
   async handle({ body, res, ctx }) {
-    res.type('application/json').send(await verifiedText(ctx.verification, ctx.metrics, body));
+    res
+      .type('application/json')
+      .send(
+        await verifiedText(
+          ctx.verification,
+          ctx.metrics,
+          body,
+          undefined,
+          String(res.get('x-request-id') ?? ''),
+        ),
+      );
   },
 });
 

@@ -62,7 +62,12 @@ export function createVerifyRoute(deps: ManagementDeps): VerifyRoute {
         return refuse(res, headers, new AppError('insufficient_scope', `This call needs the scope ${scope}`));
       }
       const body = validate((await readJsonBody(req, res)).value) as VerifyRequest;
-      answer(res, 200, headers, await verifiedText(deps.verification, deps.metrics, body, receivedAt));
+      answer(
+        res,
+        200,
+        headers,
+        await verifiedText(deps.verification, deps.metrics, body, receivedAt, requestId),
+      );
     } catch (err) {
       if (res.headersSent) return void res.destroy();
       refuse(res, headers, appErrorOf(err, deps, 'POST', routePath));
