@@ -494,8 +494,8 @@ describe('the walk-throughs of the README and the guides', () => {
     const now = new Date();
     const daysInMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 0)).getUTCDate();
     expect(byDay).toHaveLength(daysInMonth);
-    // Every day present, each with the header's 20 columns (an empty bucket's percentiles left empty).
-    expect(new Set(byDay!.map((row) => row.split(',').length))).toEqual(new Set([20]));
+    // Every day present, each with the header's 22 columns (an empty bucket's percentiles left empty).
+    expect(new Set(byDay!.map((row) => row.split(',').length))).toEqual(new Set([22]));
     const requestsByDay = byDay!.map((row) => Number(row.split(',')[1]));
     expect(requestsByDay.reduce((a, b) => a + b, 0)).toBe(4);
     expect(requestsByDay[now.getUTCDate() - 1]).toBe(4);

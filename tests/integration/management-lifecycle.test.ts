@@ -180,10 +180,10 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
         const audit = await get(`/tollgate/audit-log?targetId=${created.body.id}`);
         documented('get', '/tollgate/audit-log', audit);
         expect(audit.text).toContain(
-          `"after":{"name":"ordered","enabled":true,"expiresAt":null,"externalId":null,"metadata":${changed},"rateLimitId":null,"consumerId":null,"allowedRouteIds":null}`,
+          `"after":{"name":"ordered","enabled":true,"expiresAt":null,"externalId":null,"metadata":${changed},"rateLimitId":null,"consumerId":null,"allowedRouteIds":null,"allowedOrigins":null,"allowedAddresses":null}`,
         );
         expect(audit.text).toContain(
-          `"before":null,"after":{"name":"ordered","enabled":true,"expiresAt":null,"externalId":null,"metadata":${expected},"rateLimitId":null,"consumerId":null,"allowedRouteIds":null}`,
+          `"before":null,"after":{"name":"ordered","enabled":true,"expiresAt":null,"externalId":null,"metadata":${expected},"rateLimitId":null,"consumerId":null,"allowedRouteIds":null,"allowedOrigins":null,"allowedAddresses":null}`,
         );
 
         // A name written twice keeps its first place and its last value, as JSON.parse reads it.

@@ -95,6 +95,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('the route tab
       timeoutMs: null,
       createdAt: '2026-11-21T14:23:02Z',
       lastUpdated: '2026-11-21T14:23:02Z',
+      cors: null,
     };
     expect(res.body).toEqual(route);
     expect(documented('get', ROUTE, await call('get', `/tollgate/routes/${routeId}`)).body).toEqual(route);

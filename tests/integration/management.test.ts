@@ -186,6 +186,8 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         lastUsedAt: null,
         consumerId: null,
         allowedRouteIds: null,
+        allowedOrigins: null,
+        allowedAddresses: null,
         metadata: {},
         credits: null,
       });
@@ -415,6 +417,8 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         lastUsedAt: null,
         consumerId: null,
         allowedRouteIds: null,
+        allowedOrigins: null,
+        allowedAddresses: null,
       });
       for (const item of listed) expect(item.createdAt).toMatch(ISO);
 
@@ -538,6 +542,8 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         lastUsedAt: null,
         consumerId: null,
         allowedRouteIds: null,
+        allowedOrigins: null,
+        allowedAddresses: null,
         metadata: {},
         credits: null,
         usage: {

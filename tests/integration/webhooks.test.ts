@@ -177,6 +177,8 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('webhooks on %
       rateLimitId: null,
       consumerId: null,
       allowedRouteIds: null,
+      allowedOrigins: null,
+      allowedAddresses: null,
     });
     // Metadata keeps the order it was written in, as every answer of the API does.
     expect(receiver.attempts.find((a) => a.body.includes(`"consumerApiKeyId":"${key.id}"`))!.body).toContain(
