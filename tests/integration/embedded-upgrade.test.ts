@@ -77,6 +77,8 @@ const EMPTY_TABLES = [
   'billing_export_sends',
   'billing_export_runs',
   'billing_export_attempts',
+  'failure_log',
+  'failure_left_out',
   'usage_route_buckets',
 ];
 
