@@ -1,11 +1,10 @@
 /** A webhook changed in place: its URL, description and events (what PATCH takes); its deliveries stay. */
 import { useState } from 'preact/hooks';
 import { api, ok } from '../api';
-import { CheckboxGroup } from '../components/checkbox-group';
 import { Dialog, DialogButtons } from '../components/dialog';
-import type { Webhook, WebhookEvent } from '../types';
+import { WebhookFields, type WebhookFieldValues } from '../components/webhook-fields';
+import type { Webhook } from '../types';
 import { useAction } from '../use-api';
-import { WEBHOOK_EVENTS } from '../webhook-events';
 
 export function EditWebhookDialog({
   webhook,
@@ -16,9 +15,12 @@ export function EditWebhookDialog({
   onSaved: (message: string) => void;
   onClose: () => void;
 }) {
-  const [url, setUrl] = useState(webhook.url);
-  const [description, setDescription] = useState(webhook.description);
-  const [events, setEvents] = useState<readonly WebhookEvent[]>(webhook.events);
+  const [values, setValues] = useState<WebhookFieldValues>({
+    url: webhook.url,
+    description: webhook.description,
+    events: webhook.events,
+  });
+  const { url, description, events } = values;
   const action = useAction();
   const save = async (event: Event) => {
     event.preventDefault();
@@ -35,27 +37,7 @@ export function EditWebhookDialog({
   return (
     <Dialog open title="Edit the webhook" onClose={onClose}>
       <form method="dialog" onSubmit={save} onInput={action.clear}>
-        <div class="field">
-          <label for="edit-webhook-url">URL</label>
-          <input
-            id="edit-webhook-url"
-            type="url"
-            required
-            maxLength={2048}
-            value={url}
-            onInput={(e) => setUrl(e.currentTarget.value)}
-          />
-        </div>
-        <div class="field">
-          <label for="edit-webhook-description">Description</label>
-          <input
-            id="edit-webhook-description"
-            maxLength={1000}
-            value={description}
-            onInput={(e) => setDescription(e.currentTarget.value)}
-          />
-        </div>
-        <CheckboxGroup legend="Events" options={WEBHOOK_EVENTS} chosen={events} onChange={setEvents} />
+        <WebhookFields idPrefix="edit-webhook" values={values} onChange={setValues} />
         <p class="help">Its signing secret stays as it is.</p>
         <DialogButtons error={action.error} onCancel={onClose}>
           <button type="submit" disabled={action.busy}>

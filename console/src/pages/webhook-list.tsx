@@ -2,22 +2,22 @@
 import { useState } from 'preact/hooks';
 import { ScopedButton } from '../access';
 import { api, ok } from '../api';
-import { CheckboxGroup } from '../components/checkbox-group';
 import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { PageTitle } from '../components/page-title';
 import { SecretValue } from '../components/secret-value';
+import { WebhookFields, type WebhookFieldValues } from '../components/webhook-fields';
 import { formatTime } from '../format';
 import { href } from '../route';
-import type { CreatedWebhook, Webhook, WebhookEvent } from '../types';
-import { WEBHOOK_EVENTS as EVENTS } from '../webhook-events';
+import type { CreatedWebhook, Webhook } from '../types';
 import { EditWebhookDialog } from './webhook-edit-dialog';
 import { useAction, useApi } from '../use-api';
 
+const EMPTY_WEBHOOK: WebhookFieldValues = { url: '', description: '', events: [] };
+
 function CreateWebhookForm({ onCreated }: { onCreated: (webhook: CreatedWebhook) => void }) {
-  const [url, setUrl] = useState('');
-  const [description, setDescription] = useState('');
-  const [events, setEvents] = useState<readonly WebhookEvent[]>([]);
+  const [values, setValues] = useState<WebhookFieldValues>(EMPTY_WEBHOOK);
+  const { url, description, events } = values;
   const action = useAction();
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -25,35 +25,14 @@ function CreateWebhookForm({ onCreated }: { onCreated: (webhook: CreatedWebhook)
       ok(api.POST('/tollgate/webhooks', { body: { url: url.trim(), description, events: [...events] } })),
     );
     if (created) {
-      setUrl('');
-      setDescription('');
+      setValues({ ...values, url: '', description: '' });
       onCreated(created);
     }
   };
   return (
     <form class="form" onSubmit={submit} onInput={action.clear} aria-labelledby="new-webhook-title">
       <h2 id="new-webhook-title">New webhook</h2>
-      <div class="field">
-        <label for="webhook-url">URL</label>
-        <input
-          id="webhook-url"
-          type="url"
-          required
-          maxLength={2048}
-          value={url}
-          onInput={(e) => setUrl(e.currentTarget.value)}
-        />
-      </div>
-      <div class="field">
-        <label for="webhook-description">Description</label>
-        <input
-          id="webhook-description"
-          maxLength={1000}
-          value={description}
-          onInput={(e) => setDescription(e.currentTarget.value)}
-        />
-      </div>
-      <CheckboxGroup legend="Events" options={EVENTS} chosen={events} onChange={setEvents} />
+      <WebhookFields idPrefix="webhook" values={values} onChange={setValues} />
       <ErrorMessage error={action.error} />
       <div class="form-buttons">
         <ScopedButton scope="webhooks:write" type="submit" disabled={action.busy}>
