@@ -79,7 +79,7 @@ function throughProxy(h: ProxyHarness, sent: Sent): Promise<Answer> {
 /** The request verified as the middleware verifies it. */
 function throughVerify(h: ProxyHarness, sent: Sent): Promise<GateOutcome> {
   return passGate(
-    { baseUrl: h.base, token: h.rootToken },
+    { baseUrl: h.base, token: h.rootToken, clock: () => h.now },
     { headers: sent.headers, method: sent.method, url: sent.path, clientAddress: sent.clientAddress },
   );
 }
@@ -275,8 +275,12 @@ const ROWS: readonly Row[] = [
   },
 ];
 
-/** Waits for a fresh second: `Retry-After` and RateLimit's `t` count whole seconds. */
-const startOfSecond = () => sleep(1_000 - (Date.now() % 1_000) + 5);
+/**
+ * The start of the app clock's next second, never behind the wall clock: `Retry-After` and RateLimit's
+ * `t` count whole seconds, and each row starts a second of its own. The proxy, verify and the middleware
+ * all read `h.now`, so nothing waits for the wall clock.
+ */
+const nextSecond = (h: ProxyHarness) => Math.ceil((Math.max(Date.now(), h.now) + 1) / 1_000) * 1_000 + 5;
 
 const HARNESS = { env: { TRUST_PROXY: '1' } } as const;
 
@@ -330,9 +334,8 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
           clientAddress: row.address,
         };
       };
-      await startOfSecond();
       // Frozen for the row: both sides decide at the same instant.
-      h.now = Date.now();
+      h.now = nextSecond(h);
       if (row.spentFirst) {
         expect((await throughProxy(h, sent(forProxy))).status).toBe(200);
         expect((await throughVerify(h, sent(forVerify))).admitted).toBe(true);

@@ -12,6 +12,8 @@ import type { VerifyAnswer } from './verify-types.js';
 export interface TollgateMiddlewareOptions extends TollgateConnection {
   /** The header that names the end customer, Tollgate's CUSTOMER_ID_HEADER; default `x-customer-id`. */
   readonly customerIdHeader?: string;
+  /** Milliseconds since the epoch, for the RateLimit header's seconds to reset; default `Date.now`. */
+  readonly clock?: () => number;
 }
 
 /** The request as the middleware sees it. */
@@ -54,5 +56,5 @@ export async function passGate(
     ...(request.clientAddress !== undefined && { clientAddress: request.clientAddress }),
   });
   if (!answer.valid) return { admitted: false, answer, response: refusalOf(answer) };
-  return { admitted: true, answer, headers: admittedHeaders(answer, Date.now()) };
+  return { admitted: true, answer, headers: admittedHeaders(answer, (options.clock ?? Date.now)()) };
 }
