@@ -18,12 +18,14 @@ import {
   tollgateFastify,
   type TollgateMiddlewareOptions,
 } from '../../packages/client/src/index.js';
-import { sleep, waitFor } from '../helpers/poll.js';
+import { waitFor } from '../helpers/poll.js';
+import { MINUTE_MS, SECOND_MS, TestClock } from '../helpers/test-clock.js';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
 let backend: Backend;
 let tollgate: Tollgate;
+const clock = new TestClock();
 
 let expressServer: Server;
 let fastify: FastifyInstance;
@@ -56,8 +58,12 @@ async function startApps(
 
 beforeAll(async () => {
   backend = await startBackend();
-  tollgate = await startTollgate({ UPSTREAM_URL: backend.url });
-  const apps = await startApps({ baseUrl: tollgate.url, token: tollgate.rootToken });
+  tollgate = await startTollgate({ UPSTREAM_URL: backend.url, ...clock.env });
+  const apps = await startApps({
+    baseUrl: tollgate.url,
+    token: tollgate.rootToken,
+    clock: () => clock.now(),
+  });
   ({ expressServer, fastify } = apps);
   Object.assign(answerers, apps.urls);
 });
@@ -95,9 +101,12 @@ async function seen(url: string, headers: Record<string, string>): Promise<Seen>
   };
 }
 
-/** Waits for a fresh second: Retry-After and RateLimit's `t` count whole seconds, so compared answers share one. */
-async function startOfSecond(): Promise<void> {
-  await sleep(1_000 - (Date.now() % 1_000) + 5);
+/**
+ * Tollgate's and the middlewares' clock moved to a fresh second: Retry-After and RateLimit's `t` count
+ * whole seconds, so compared answers share one.
+ */
+function startOfSecond(): void {
+  clock.after(SECOND_MS, 5);
 }
 
 async function createKey(
@@ -134,7 +143,7 @@ const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
 async function refusalsTo(
   headers: Record<string, string>,
 ): Promise<{ proxy: Seen; express: Seen; fastify: Seen }> {
-  await startOfSecond();
+  startOfSecond();
   const proxy = await seen(tollgate.url + '/v1/items', headers);
   return {
     proxy,
@@ -217,7 +226,7 @@ describe('an admitted request', () => {
       await createKey({ rateLimitId: plan }),
       await createKey({ rateLimitId: plan }),
     ];
-    await startOfSecond();
+    startOfSecond();
     const proxied = await fetch(tollgate.url + '/v1/items', { headers: bearer(viaProxy.secret) });
     expect(proxied.status).toBe(200);
     // `t` counts the whole seconds to the window's end from when each answered: a later answer may say one less.
@@ -305,8 +314,8 @@ it('a failing verify admits nothing: Express passes the error to next, Fastify a
 // Last: it leaves 127.0.0.1 throttled for the rest of the minute (the proxy allows 100 wrong keys a minute).
 it('429 too_many_failed_attempts from an address that sent too many wrong keys, as the proxy answers it', async () => {
   const wrongKey = () => bearer('tg_' + randomBytes(32).toString('base64url'));
-  // The throttle counts per minute: start early enough in one to compare within it.
-  if (Date.now() % 60_000 > 55_000) await sleep(60_000 - (Date.now() % 60_000) + 10);
+  // The throttle counts per minute: start at the beginning of one to compare within it.
+  clock.after(MINUTE_MS, 10);
   // Half the wrong keys through the proxy, half through a middleware: verify throttles the end client's
   // address (the middleware's req.ip), and the proxy and verify spend one budget.
   let status = 0;
