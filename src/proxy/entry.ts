@@ -132,7 +132,6 @@ export async function enter(
       outcome: REFUSAL_OUTCOMES[admission.code],
       cost: 0,
       route: route ?? NO_ROUTE,
-      code: admission.code,
       refusal: admission,
     });
     return { entered: false, refusal };
@@ -209,7 +208,7 @@ export interface Finished {
   readonly cost: number;
   /** The request's route, released here; unset for a request target refused before routing. */
   readonly route?: RouteTarget | typeof NO_ROUTE;
-  /** The code of Tollgate's own answer (a refusal, a 502 or 504); unset when the backend answered. */
+  /** The code of Tollgate's own 502 or 504 (a refusal's is in `refusal`); unset when the backend answered. */
   readonly code?: ErrorCode;
   /** Set when admission refused it: its code and limit go into the failure log. */
   readonly refusal?: Pick<Refused, 'code' | 'limit'>;
@@ -265,6 +264,6 @@ export function finished(deps: EntryDeps, f: Finished): void {
       consumerId: f.key?.consumerId,
       routeId,
       cost: f.cost,
-      code: f.code,
+      code: f.code ?? f.refusal?.code,
     });
 }
