@@ -11,7 +11,7 @@ import tseslint from 'typescript-eslint';
  * (COMPOSITION_ROOT) sits above them all.
  */
 const LAYERS = [
-  ['plans', 'errors', 'events', 'net'],
+  ['plans', 'errors', 'events', 'net', 'web'],
   ['ops'],
   ['tracing'],
   ['config'],
@@ -21,7 +21,7 @@ const LAYERS = [
   ['routes'],
   ['proxy', 'billing', 'webhooks'],
   ['management'],
-  ['console'],
+  ['console', 'portal'],
 ];
 const COMPOSITION_ROOT = ['main', 'app', 'adapters', 'redis-adapters', 'server'];
 const FILES_OF_SRC = new Set(['config', 'errors', ...COMPOSITION_ROOT]);
@@ -149,9 +149,9 @@ export default tseslint.config(
     },
   },
   {
-    // The console runs in the browser: nothing of Node, and from the server's code only types and the
-    // pure modules it shares (plan periods), never the management stack.
-    files: ['console/**/*.ts', 'console/**/*.tsx'],
+    // The console and the portal's pages run in the browser: nothing of Node, and from the server's code
+    // only types and the pure modules it shares (plan periods), never the management stack.
+    files: ['console/**/*.ts', 'console/**/*.tsx', 'portal/**/*.ts', 'portal/**/*.tsx'],
     rules: {
       'no-restricted-imports': 'off',
       '@typescript-eslint/no-restricted-imports': [

@@ -19,7 +19,9 @@ const base = {
  */
 const faults = [
   'tests/e2e/billing-export-exactly-once.test.ts',
+  'tests/e2e/concurrency-replica-death.test.ts',
   'tests/e2e/embedded-crash.test.ts',
+  'tests/e2e/failure-log-exactly-once.test.ts',
   'tests/e2e/full-disk-start.test.ts',
   'tests/e2e/full-disk.test.ts',
   'tests/e2e/outage.test.ts',
@@ -57,8 +59,17 @@ export default {
       testPathIgnorePatterns: ['/node_modules/', ...faults.map(escaped)],
     },
     { ...base, displayName: 'faults', testMatch: faults },
-    { ...base, displayName: 'browser', testMatch: ['<rootDir>/tests/browser/**/*.test.ts'] },
+    {
+      ...base,
+      displayName: 'browser',
+      testMatch: ['<rootDir>/tests/browser/**/*.test.ts'],
+      // One Chromium for the run, each file connecting to it (tests/browser/global-setup.ts).
+      globalSetup: '<rootDir>/tests/browser/global-setup.ts',
+      globalTeardown: '<rootDir>/tests/browser/global-teardown.ts',
+    },
   ],
+  // Longest files first, from tests/durations.json where Jest's cache has no figure (a fresh clone).
+  testSequencer: '<rootDir>/tests/sequencer.js',
   // Generous: e2e files start several servers, and the upgrade tests run PGlite's initdb (seconds of
   // CPU here); a hang still fails, it just takes this long. (A run-wide option: in a project it is ignored.)
   testTimeout: 120_000,

@@ -17,7 +17,11 @@
 //   npm run bench -- billing-export an hour of 10,000 keys exported by each export type to a local receiver: requests, seconds
 //   npm run bench -- verify       POST /tollgate/verify against the proxy for the same key and plan: req/s, p99, Redis script calls per request
 //   npm run bench -- tracing      OpenTelemetry traces off, every request sampled, a 0.01 ratio, and both to a collector that hangs: req/s and CPU per request against off
+//   npm run bench -- tracing-hooks the tracing hooks alone, in process: CPU ns per request, every request sampled and a 0.01 ratio
 //   npm run bench -- cors         CORS preflights answered by Tollgate against requests without a key (401): req/s, p99
+//   npm run bench -- visitors     a limit per visitor and a token against a plain key (req/s, Redis calls), and 150,000 visitors' memory
+//   npm run bench -- buckets      a hot key on a token bucket and on a concurrency limit against the one-limit key: req/s, p99, Redis round trips per request
+//   npm run bench -- portal       the developer portal with 10 keys and 90 days of usage in Chromium: ms to the keys page and the usage charts, against the console's overview
 //   … --out FILE                  also write the result (markdown) to FILE; it is always printed
 //
 // Environment (all optional): BENCH_DURATION (s, default 10), BENCH_ROUNDS (3), BENCH_WARMUP (s, 3),
@@ -43,8 +47,11 @@ import {
 } from './lib/processes.ts';
 import { report } from './lib/report.ts';
 import { billingExport } from './commands/billing-export.ts';
+import { buckets } from './commands/buckets.ts';
 import { concurrency } from './commands/concurrency.ts';
 import { cors } from './commands/cors.ts';
+import { portal } from './commands/portal.ts';
+import { visitors } from './commands/visitors.ts';
 import { cost } from './commands/cost.ts';
 import { detail } from './commands/detail.ts';
 import { embedded } from './commands/embedded.ts';
@@ -57,6 +64,7 @@ import { routes } from './commands/routes.ts';
 import { scale } from './commands/scale.ts';
 import { table } from './commands/table.ts';
 import { tracing } from './commands/tracing.ts';
+import { tracingHooks } from './commands/tracing-hooks.ts';
 import { verify } from './commands/verify.ts';
 
 const commands: Record<string, () => Promise<string>> = {
@@ -74,10 +82,15 @@ const commands: Record<string, () => Promise<string>> = {
   events,
   verify,
   tracing,
+  'tracing-hooks': tracingHooks,
   'billing-export': billingExport,
   cors,
+  visitors,
+  buckets,
+  portal,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify|tracing|billing-export|cors] [--out FILE]\n`;
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify|tracing|tracing-hooks|billing-export|cors|visitors|buckets|portal] [--out FILE]
+`;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
 try {

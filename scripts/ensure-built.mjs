@@ -1,6 +1,6 @@
 // `npm start` runs the built server; build first when dist/ is missing or older than any source file:
 // the server from src/ (tsc), the console from console/ (scripts/build-console.mjs; it takes a list of
-// periods from src/ too).
+// periods from src/ too), the portal from portal/ (scripts/build-portal.mjs; it shares console/'s parts).
 import { execFileSync } from 'node:child_process';
 import { readdirSync, statSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,4 +20,7 @@ if (stale('dist/src/main.js', 'src')) {
 }
 if (stale('dist/console/index.html', 'console', 'src')) {
   execFileSync(process.execPath, ['scripts/build-console.mjs'], { stdio: 'inherit' });
+}
+if (stale('dist/portal/index.html', 'portal', 'console', 'src')) {
+  execFileSync(process.execPath, ['scripts/build-portal.mjs'], { stdio: 'inherit' });
 }

@@ -55,7 +55,7 @@ export async function buildAdapters(
     const limitNotices = new LimitNotices();
     return {
       db,
-      limiter: new MemoryRateLimiter({ notices: limitNotices }),
+      limiter: new MemoryRateLimiter({ notices: limitNotices, clock }),
       limitNotices,
       keyEvents: new LocalKeyEvents(),
       usageRepository,

@@ -4,6 +4,7 @@ import { BillingExporter } from './billing/billing-exporter.js';
 import { BillingExportRepository } from './billing/export-repository.js';
 import { LedgerRepository } from './billing/ledger-repository.js';
 import type { Config } from './config.js';
+import { decryptSecret } from './keys/secret.js';
 import { KeyCache } from './keys/key-cache.js';
 import { LastUseTracker } from './keys/last-use.js';
 import type { KeyEvents } from './keys/key-events.js';
@@ -12,9 +13,12 @@ import { NoticeWriter } from './limits/notice-writer.js';
 import type { RateLimiter } from './limits/rate-limiter.js';
 import type { RateLimitPolicy } from './plans/window.js';
 import { createConsoleHandler, loadConsoleFiles } from './console/console-files.js';
+import { createPortalPagesHandler } from './portal/pages/portal-pages.js';
+import { loadBuiltFiles } from './web/built-files.js';
 import { SpentCredits } from './credits/spent-credits.js';
 import { ExpiryNotices } from './keys/expiry-notices.js';
-import { createManagementApp, type ManagementDeps } from './management/app.js';
+import { createManagementApp, createManagementContext, type ManagementDeps } from './management/app.js';
+import { createPortalHandler } from './portal/app.js';
 import { keyExpiringData } from './management/change-events.js';
 import { buildOpenApiDocument } from './management/openapi.js';
 import { createVerifyRoute } from './management/resources/verify/route.js';
@@ -38,6 +42,7 @@ import { CreditRepository } from './store/credit-repository.js';
 import { pruneAuditLog } from './store/audit-retention.js';
 import { KeyRepository } from './store/key-repository.js';
 import { PlanRepository } from './store/plan-repository.js';
+import { PortalSessionRepository } from './store/portal-session-repository.js';
 import { RouteRepository } from './store/route-repository.js';
 import { StorageHealth } from './store/storage-health.js';
 import { UsageHistory } from './usage/history.js';
@@ -96,6 +101,8 @@ export interface AppOptions {
   readonly scrapeMetrics?: () => Promise<string>;
   /** The built console (dist/console); without it no console is served, whatever CONSOLE says. */
   readonly consoleDirectory?: string;
+  /** Where scripts/build-portal.mjs wrote the developer portal's pages (dist/portal). */
+  readonly portalDirectory?: string;
 }
 
 export interface App {
@@ -129,6 +136,7 @@ export function buildApp({
   clock = Date.now,
   scrapeMetrics = () => metrics.registry.metrics(),
   consoleDirectory,
+  portalDirectory,
 }: AppOptions): App {
   const keys = new KeyRepository(adapters.db.db);
   const storageHealth = new StorageHealth(adapters.db.db);
@@ -155,6 +163,19 @@ export function buildApp({
 
   const keyCache = new KeyCache({
     lookup: (hash) => keys.findBySecretHash(hash),
+    lookupForToken: async (id) => {
+      const found = await keys.findForToken(id);
+      return (
+        found && {
+          key: found.key,
+          secret: decryptSecret(found.secretCiphertext, encryptionKeys),
+          previous: found.previous && {
+            secret: decryptSecret(found.previous.ciphertext, encryptionKeys),
+            untilMs: found.previous.untilMs,
+          },
+        }
+      );
+    },
     events: adapters.keyEvents,
     metrics,
     defaultRateLimit: config.defaultRateLimit,
@@ -190,6 +211,11 @@ export function buildApp({
   const auditRetention = pruneHourly('audit retention', () =>
     pruneAuditLog(audit, config.auditRetentionDays, logger, clock()),
   );
+  // An ended portal session is refused by its expiry alone; its row goes within the hour.
+  const portalSessions = new PortalSessionRepository(adapters.db.db);
+  const endedSessions = pruneHourly('ended portal sessions', () =>
+    portalSessions.pruneEnded(new Date(clock())),
+  );
   const managementDeps: ManagementDeps = {
     db: adapters.db.db,
     keys,
@@ -220,6 +246,18 @@ export function buildApp({
     verification: proxyDeps,
   };
   const management = createManagementApp(managementDeps);
+  const portalFiles = portalDirectory === undefined ? undefined : loadBuiltFiles(portalDirectory);
+  if (portalDirectory !== undefined && !portalFiles)
+    logger.warn(
+      { directory: portalDirectory },
+      'the portal is not built (npm run build): its pages answer 404',
+    );
+  const portal = createPortalHandler({
+    ctx: createManagementContext(managementDeps),
+    // Wrong sign-in codes per client address, as many as wrong admin credentials.
+    signInThrottle: adapters.failureThrottle('portal', FAILED_ADMIN_AUTH_LIMIT),
+    pages: createPortalPagesHandler(config.managementPrefix, portalFiles),
+  });
   // The outbox is drained by one replica at a time under a lease in the database, in every mode alike.
   const webhookDeliveries = new DeliveryWorker({
     db: adapters.db.db,
@@ -246,6 +284,7 @@ export function buildApp({
     proxy,
     upgrade,
     managementPrefix: config.managementPrefix,
+    portal,
     ...(serveConsole && { console: serveConsole }),
   });
 
@@ -281,6 +320,7 @@ export function buildApp({
       spentCredits.start();
       auditRetention.start();
       usageRetention.start();
+      endedSessions.start();
       billing.start();
       for (const task of adapters.background) task.start();
       await routeTable.start();
@@ -324,6 +364,7 @@ export function buildApp({
       await settledWithin(lastUse.stop(), CLOSE_STEP_MS / 2);
       auditRetention.stop();
       usageRetention.stop();
+      endedSessions.stop();
       // A run cut short leaves its sends to the next run, under the same ids. Beside it, what the last
       // requests noticed goes to the outbox; one lost here is noticed again by the next request above it.
       await settledWithin(Promise.all([billing.stop(), noticeWriter.stop()]), CLOSE_STEP_MS);

@@ -36,6 +36,8 @@ export interface Config {
   readonly usageRetention: UsageRetentionSettings;
   /** How long the failure log keeps an entry, days (FAILURE_LOG_RETENTION_DAYS). */
   readonly failureLogRetentionDays: number;
+  /** How soon a replica that died gives back its places of concurrency limits, seconds (CONCURRENCY_LEASE_SECONDS). */
+  readonly concurrencyLeaseSeconds: number;
   /** When billing exports run and when a bucket is closed (BILLING_EXPORT_*). */
   readonly billingExport: BillingExportSettings;
   readonly logLevel: string;
@@ -265,6 +267,7 @@ export function loadConfig(env: Env): Config {
       monthMonths: integer(env, 'USAGE_RETENTION_MONTH_MONTHS', 60, 1, 1_200),
     },
     failureLogRetentionDays: integer(env, 'FAILURE_LOG_RETENTION_DAYS', 7, 1, 3_650),
+    concurrencyLeaseSeconds: integer(env, 'CONCURRENCY_LEASE_SECONDS', 30, 1, 3_600),
     billingExport: {
       runEverySeconds: integer(env, 'BILLING_EXPORT_RUN_SECONDS', 60, 1, 86_400),
       settleSeconds: integer(env, 'BILLING_EXPORT_SETTLE_SECONDS', 60, 0, 86_400),

@@ -9,6 +9,7 @@ export const ERRORS = {
   },
   invalid_api_key: { status: 401, message: 'The API key is not valid' },
   key_expired: { status: 401, message: 'The API key has expired' },
+  token_expired: { status: 401, message: 'The token has expired' },
   key_disabled: { status: 403, message: 'The API key is disabled' },
   route_not_allowed: { status: 403, message: 'The API key is not allowed on this route' },
   origin_not_allowed: { status: 403, message: 'The API key is not allowed from this origin' },
@@ -38,7 +39,28 @@ export const ERRORS = {
   billing_export_not_found: { status: 404, message: 'No billing export has that id' },
   webhook_not_found: { status: 404, message: 'No webhook has that id' },
   delivery_not_found: { status: 404, message: 'The webhook has no delivery with that id' },
+  session_not_found: { status: 404, message: 'No active portal session has that id' },
   not_found: { status: 404, message: 'No such route' },
+  not_signed_in: {
+    status: 401,
+    message: 'Sign in to the portal first (the session cookie is missing or ended)',
+  },
+  cross_site_request: {
+    status: 403,
+    message: 'A portal change must come from the portal page itself (its Origin and its CSRF token)',
+  },
+  key_limit_reached: {
+    status: 409,
+    message: 'The consumer holds as many keys as the portal allows (maxKeysPerConsumer)',
+  },
+  portal_disabled: {
+    status: 409,
+    message: 'The developer portal is off (PATCH /tollgate/portal/settings enabled=true)',
+  },
+  sign_in_link_invalid: {
+    status: 400,
+    message: 'The sign-in link is not valid: used already, expired, or ended; ask for a new one',
+  },
   method_not_allowed: { status: 405, message: 'Method not allowed on this route' },
   rate_limit_exists: { status: 409, message: 'A rate limit plan with that id already exists' },
   rate_limit_in_use: {
@@ -66,6 +88,7 @@ export const ERRORS = {
   payload_too_large: { status: 413, message: 'The request body is larger than 64 KiB' },
   unsupported_media_type: { status: 415, message: 'The request body must be application/json' },
   rate_limit_exceeded: { status: 429, message: 'Rate limit exceeded' },
+  concurrency_limit_exceeded: { status: 429, message: 'Too many requests of this key in flight' },
   credits_exhausted: { status: 429, message: 'The credit balance does not hold the cost of this request' },
   too_many_failed_attempts: { status: 429, message: 'Too many failed authentication attempts' },
   internal_error: { status: 500, message: 'Internal error' },

@@ -114,6 +114,7 @@ async function serve(config: Config): Promise<void> {
     ...(cluster.isWorker && { scrapeMetrics: workerScrape(metrics.registry) }),
     // scripts/build-console.mjs writes the console beside the compiled server: dist/console.
     consoleDirectory: fileURLToPath(new URL('../console', import.meta.url)),
+    portalDirectory: fileURLToPath(new URL('../portal', import.meta.url)),
   });
   const { port, opsPort } = await app.listen();
   logger.info(

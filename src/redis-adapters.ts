@@ -50,12 +50,14 @@ export async function buildRedisAdapters(
     subscriber: redis.subscriber,
     notices: limitNotices,
     clock,
+    concurrencyLeaseMs: config.concurrencyLeaseSeconds * 1_000,
   });
   const adapters: Adapters = {
     db,
     limiter: new FailoverRateLimiter(sharedLimiter, logger, metrics, {
       mode: config.redisFailureMode,
       notices: limitNotices,
+      clock,
     }),
     limitNotices,
     keyEvents,

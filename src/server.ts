@@ -47,6 +47,8 @@ export interface PublicServerOptions {
   readonly proxy: (req: IncomingMessage, res: ServerResponse) => void;
   /** Verify's own route, outside the management app (its hot path): answers (and returns true) for it. */
   readonly verify?: (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
+  /** The developer portal (src/portal/): answers (and returns true) for its sign-in, API and pages. */
+  readonly portal?: (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
   /** The web console: answers (and returns true) for the paths under it; absent with CONSOLE=off. */
   readonly console?: (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
   /** WebSocket upgrades on proxied paths; without it, upgrade requests are proxied as plain HTTP. */
@@ -99,12 +101,14 @@ function continueOnRead(req: IncomingMessage, res: ServerResponse): void {
  * it) and `/x/..%2fconsumer-api-key` is a proxied one (the proxy refuses it): nothing is decoded twice.
  */
 export function createPublicServer(options: PublicServerOptions): Server {
-  const { managementApp, proxy, upgrade, managementPrefix, console: serveConsole, verify } = options;
+  const { managementApp, proxy, upgrade, managementPrefix, console: serveConsole, verify, portal } = options;
   const route = (req: IncomingMessage, res: ServerResponse, expectsContinue = false): void => {
     const path = routingPath(req);
     if (path !== undefined && serveConsole?.(req, res, path)) return;
     if (path !== undefined && isManagementPath(path, managementPrefix)) {
       if (expectsContinue) continueOnRead(req, res);
+      // The portal's paths are under /tollgate/: a proxied request never asks the portal.
+      if (portal?.(req, res, path)) return;
       if (!verify?.(req, res, path)) managementApp(req, res);
     } else proxy(req, res);
   };

@@ -1,5 +1,5 @@
 // `npm run bench -- profile`: --cpu-prof of one Tollgate process under load, the top functions by self
-// time during the measured load only.
+// time during the measured load only. OTEL_* variables set for the bench are handed to Tollgate.
 import fs from 'node:fs';
 import path from 'node:path';
 import { CONNECTIONS, DURATION, PORT, WARMUP, env, run } from '../lib/config.ts';
@@ -109,6 +109,12 @@ export async function profile(): Promise<string> {
     mode,
     databaseUrl,
     nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`],
+    // OTEL_* set for the bench reach the profiled process: what a traced request costs, by function.
+    extraEnv: Object.fromEntries(
+      Object.entries(env).filter(
+        (e): e is [string, string] => e[0].startsWith('OTEL_') && e[1] !== undefined,
+      ),
+    ),
   });
   await ensurePlan(port);
   const secret = await createKey(port, 'profile');

@@ -10,53 +10,16 @@ import createClient from 'openapi-fetch';
 import type { paths } from './api-types';
 import { forgetToken, storedToken } from './session';
 import type { ErrorBody } from './types';
+import { ApiError } from './api-error';
+import { queryString, segment, type Query } from './query-string';
+
+export { ApiError, queryString, segment, type Query };
 
 /** MANAGEMENT_PREFIX: whatever precedes the console's own path. */
 export const API_BASE = location.pathname.replace(/\/tollgate\/console(\/.*)?$/, '');
 
 /** Fired on window when the API refused the token: the app shows the sign-in form again. */
 export const UNAUTHORIZED_EVENT = 'tollgate:unauthorized';
-
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    /** insufficient_scope: the scope the call needs (from WWW-Authenticate). */
-    readonly scope?: string,
-    /** rate_limit_in_use: the keys bound to the plan. */
-    readonly keyCount?: number,
-    /** validation_failed: each offending field and what is wrong with it. */
-    readonly details?: ErrorBody['details'],
-    /** too_many_failed_attempts: seconds until a retry can succeed (Retry-After). */
-    readonly retryAfterSeconds?: number,
-  ) {
-    super(message);
-    this.name = 'ApiError';
-  }
-}
-
-export type Query = Record<string, string | number | boolean | undefined | null>;
-
-/** `?a=1&b=x`, leaving out what is not set (an empty filter field filters nothing). */
-export function queryString(query: Query = {}): string {
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(query)) {
-    if (value !== undefined && value !== null && value !== '') params.set(name, String(value));
-  }
-  const text = params.toString();
-  return text === '' ? '' : '?' + text;
-}
-
-/**
- * Path segments are ids the API handed out; encoded all the same. A dot segment would not name an id
- * at all (the browser resolves `/consumer-api-key/..` to `/`, which is the proxy): it never leaves.
- */
-export function segment(id: string): string {
-  if (id === '' || id === '.' || id === '..')
-    throw new ApiError(0, 'invalid_id', `Nothing has the id “${id}”: it cannot be an id.`);
-  return encodeURIComponent(id);
-}
 
 /**
  * The management API, typed by path: `api.GET('/consumer-api-key/{consumerApiKeyId}', { params })`.

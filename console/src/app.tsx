@@ -21,6 +21,7 @@ import { KeyListPage } from './pages/key-list';
 import { OverviewPage } from './pages/overview';
 import { PlanFormPage } from './pages/plan-form';
 import { PlanListPage } from './pages/plan-list';
+import { PortalPage } from './pages/portal';
 import { RouteFormPage } from './pages/route-form';
 import { RouteListPage } from './pages/route-list';
 import { SignInPage } from './pages/sign-in';
@@ -36,6 +37,7 @@ const NAVIGATION: readonly { section: string; label: string; reads?: AdminScope 
   { section: 'routes', label: 'Routes', reads: 'routes:read' },
   { section: 'webhooks', label: 'Webhooks', reads: 'webhooks:read' },
   { section: 'billing-exports', label: 'Billing exports', reads: 'billing:read' },
+  { section: 'portal', label: 'Portal', reads: 'portal:read' },
   { section: 'audit', label: 'Audit log', reads: 'audit:read' },
   { section: 'admin-tokens', label: 'Admin tokens', reads: 'tokens:write' },
   { section: 'access', label: 'Your access' },
@@ -71,6 +73,8 @@ function Page({ route }: { route: Route }) {
     case 'billing-exports':
       if (id === undefined) return <BillingExportListPage />;
       return <BillingExportRunsPage exportId={id} route={route} />;
+    case 'portal':
+      return <PortalPage />;
     case 'audit':
       return <AuditLogPage route={route} />;
     case 'admin-tokens':

@@ -6,11 +6,11 @@
 /** `2026-11-21T14:00:00Z` → `20261121T140000Z`: no colons, which some file systems refuse. */
 const fileTime = (iso: string) => iso.replace(/[-:]/g, '');
 
-/** Saves `blob` as `<name>-<from>-<to>.csv`. */
-export function saveCsv(blob: Blob, name: string, range: { from: string; to: string }): void {
+/** Saves `blob` as `<name>-<from>-<to>.csv`, or `<name>.csv` for what has no range. */
+export function saveCsv(blob: Blob, name: string, range?: { from: string; to: string }): void {
   const link = document.createElement('a');
   link.href = URL.createObjectURL(blob);
-  link.download = `${name}-${fileTime(range.from)}-${fileTime(range.to)}.csv`;
+  link.download = range ? `${name}-${fileTime(range.from)}-${fileTime(range.to)}.csv` : `${name}.csv`;
   link.click();
   // The download reads the blob once started: a minute later it is no longer needed.
   setTimeout(() => URL.revokeObjectURL(link.href), 60_000);

@@ -5,6 +5,11 @@
  */
 import type { ApiError } from './api';
 import { countOf, formatNumber, formatTime, isoSeconds } from './format';
+import { VISITOR_LABELS } from './plans';
+
+/** Whom a limit counts for, as the plan form's “Counted for” names it. */
+const countedFor = (per: string): string =>
+  per in VISITOR_LABELS ? `each ${VISITOR_LABELS[per as keyof typeof VISITOR_LABELS]}` : 'the whole key';
 
 /** The fields the management API validates, as the console's forms label them. */
 const FIELDS: Readonly<Record<string, string>> = {
@@ -117,9 +122,9 @@ function plainProblem(field: string, message: string): string {
       (name) => `“${name}” is the name of another limit too: give each limit its own`,
     ],
     [
-      /^repeats the period and algorithm of another limit \((\w+), (\w+)\)$/,
-      (period, algorithm) =>
-        `counts the same window as another limit (per ${period}, ${algorithm}): change its period or window`,
+      /^repeats the period, algorithm and per of another limit without a match \((\w+), (\w+), (\w+)\)$/,
+      (period, algorithm, per) =>
+        `counts the same requests as another limit (${period === 'none' ? '' : `per ${period}, `}${algorithm}, ${countedFor(per)}): change its period, window or “Counted for”, or make one count only some requests`,
     ],
     [
       /^would take the balance beyond (\d+) units$/,

@@ -1,7 +1,15 @@
 /** Plans' limits and costs as the console edits and shows them (docs/guides/plans.md, docs/guides/credits.md). */
-import type { Period, Plan, PlanLimit, PlanLimitInput, RequestMatch } from './types';
+import type { Per, Period, Plan, PlanLimit, PlanLimitInput, RequestMatch } from './types';
 
-export { ALGORITHMS, MAX_COST, MAX_COSTS, MAX_LIMITS, MIN_COST } from '../../src/plans/plan.js';
+export {
+  ALGORITHMS,
+  BUCKET_PERIODS,
+  MAX_COST,
+  MAX_COSTS,
+  MAX_LIMITS,
+  MIN_COST,
+  PERS,
+} from '../../src/plans/plan.js';
 export { HTTP_METHODS } from '../../src/plans/route.js';
 
 /**
@@ -11,7 +19,15 @@ export { HTTP_METHODS } from '../../src/plans/route.js';
 export function limitsOf(plan: Pick<Plan, 'limit' | 'period' | 'limits'>): readonly PlanLimit[] {
   return plan.limits?.length
     ? plan.limits
-    : [{ name: plan.period, limit: plan.limit, period: plan.period, algorithm: 'fixed' }];
+    : [
+        {
+          name: plan.period ?? 'concurrency',
+          limit: plan.limit,
+          period: plan.period,
+          algorithm: 'fixed',
+          per: 'key',
+        },
+      ];
 }
 
 /** One fixed limit of every request that carries its default name: what the seed's `{limit, period}` means. */
@@ -22,7 +38,8 @@ function isSeedShaped(limits: readonly PlanLimitInput[]): boolean {
     only !== undefined &&
     (only.name ?? only.period) === only.period &&
     (only.algorithm ?? 'fixed') === 'fixed' &&
-    only.match === undefined
+    only.match === undefined &&
+    (only.per ?? 'key') === 'key'
   );
 }
 
@@ -37,18 +54,32 @@ export function limitsBody(
   current?: readonly PlanLimitInput[],
 ): { limit: number; period: Period } | { limits: PlanLimitInput[] } {
   const only = limits[0];
-  if (only && isSeedShaped(limits) && (current === undefined || isSeedShaped(current)))
+  if (
+    only &&
+    only.period !== null &&
+    isSeedShaped(limits) &&
+    (current === undefined || isSeedShaped(current))
+  )
     return { limit: only.limit, period: only.period };
   return {
     limits: limits.map((l) => ({
-      ...(l.name && l.name !== l.period ? { name: l.name } : {}),
+      ...(l.name && l.name !== (l.period ?? 'concurrency') ? { name: l.name } : {}),
       limit: l.limit,
-      period: l.period,
-      ...(l.algorithm === 'sliding' ? { algorithm: l.algorithm } : {}),
+      // A concurrency limit has no period.
+      period: l.algorithm === 'concurrency' ? null : l.period,
+      ...(l.algorithm && l.algorithm !== 'fixed' ? { algorithm: l.algorithm } : {}),
+      ...(l.algorithm === 'tokenBucket' && l.burst !== undefined ? { burst: l.burst } : {}),
       ...(l.match ? { match: l.match } : {}),
+      ...(l.per && l.per !== 'key' ? { per: l.per } : {}),
     })),
   };
 }
+
+/** Whom a limit per visitor counts, as the console names it. */
+export const VISITOR_LABELS = { clientAddress: 'client address', customer: 'customer id' } as const;
+
+/** What a limit per visitor shows for "left now": each visitor has a count of its own, none is the key's. */
+export const eachVisitor = (per: Per): string => (per === 'key' ? '' : `each ${VISITOR_LABELS[per]} apart`);
 
 /** `routes search, reports; GET, POST; under /v1` */
 export function describeMatch(match: RequestMatch): string {
@@ -61,9 +92,18 @@ export function describeMatch(match: RequestMatch): string {
     .join('; ');
 }
 
+/** `burst: 10 per second, sliding`, `5 per second, bursts of 20`, `4 in flight`. */
 export function describeLimit(limit: PlanLimitInput): string {
-  const per = `${limit.limit.toLocaleString('en')} per ${limit.period}`;
-  const sliding = limit.algorithm === 'sliding' ? ', sliding' : '';
+  const count = limit.limit.toLocaleString('en');
+  const per = limit.period === null ? `${count} in flight` : `${count} per ${limit.period}`;
+  const how =
+    limit.algorithm === 'sliding'
+      ? ', sliding'
+      : limit.algorithm === 'tokenBucket'
+        ? `, bursts of ${(limit.burst ?? limit.limit).toLocaleString('en')}`
+        : '';
   const only = limit.match ? ` (only ${describeMatch(limit.match)})` : '';
-  return (limit.name && limit.name !== limit.period ? `${limit.name}: ${per}` : per) + sliding + only;
+  const visitor = limit.per && limit.per !== 'key' ? `, each ${VISITOR_LABELS[limit.per]}` : '';
+  const named = limit.name && limit.name !== (limit.period ?? 'concurrency');
+  return (named ? `${limit.name}: ${per}` : per) + how + visitor + only;
 }

@@ -3,7 +3,7 @@
  * any other path under the console is a 404, and back, forward and bookmarks work. Never a token here.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { queryString, type Query } from './api';
+import { queryString, type Query } from './query-string';
 
 export interface Route {
   /** Decoded path segments: `#/keys/key_1` → ['keys', 'key_1']. */

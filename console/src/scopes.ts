@@ -21,6 +21,9 @@ export const SCOPE_TEXT = {
   'webhooks:write': 'Create, change and delete webhooks; send a delivery again',
   'billing:read': 'List billing exports and their runs',
   'billing:write': 'Create, change and delete billing exports; start a run',
+  'portal:read': 'Read the developer portal’s settings',
+  'portal:write': 'Change the developer portal’s settings (branding, public plans, sign-in)',
+  'portal:sessions': 'Send customers sign-in links to the portal; list and end their sessions',
 } as const satisfies Record<AdminScope, string>;
 
 export const SCOPES = Object.keys(SCOPE_TEXT) as AdminScope[];

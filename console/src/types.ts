@@ -19,21 +19,26 @@ export type LimitState = NonNullable<KeyDetail['usage']['rateLimits']>['limits']
 export type KeyUsageResponse = Schemas['KeyUsageResponse'];
 export type UsageBucket = KeyUsageResponse['buckets'][number];
 
+/** One entry of the failure log. */
+export type Failure = Schemas['FailuresResponse']['failures'][number];
+
 export type AuditLogResponse = Schemas['AuditLogResponse'];
 export type AuditEntry = AuditLogResponse['auditLog'][number];
 
 export type Plan = Schemas['PlanResponse'];
-/** One limit of a plan as the API answers it: named (default: its period), fixed or sliding. */
+/** One limit of a plan as the API answers it: named (default: its period), and its algorithm. */
 export type PlanLimit = Plan['limits'][number];
-export type Period = PlanLimit['period'];
+/** A limit's period (a concurrency limit has none: null). */
+export type Period = NonNullable<PlanLimit['period']>;
 export type Algorithm = PlanLimit['algorithm'];
+export type Per = PlanLimit['per'];
 /** One cost rule of a plan: what a matching request charges. */
 export type PlanCost = NonNullable<Plan['costs']>[number];
 /** Which requests a limit or a cost applies to. */
 export type RequestMatch = NonNullable<PlanLimit['match']>;
-/** One limit as the console sends it: name, algorithm and match may be left to their defaults. */
+/** One limit as the console sends it: name, algorithm, burst, match and per may be left to their defaults. */
 export type PlanLimitInput = Pick<PlanLimit, 'limit' | 'period'> &
-  Partial<Pick<PlanLimit, 'name' | 'algorithm' | 'match'>>;
+  Partial<Pick<PlanLimit, 'name' | 'algorithm' | 'burst' | 'match' | 'per'>>;
 
 export type Consumer = Schemas['Consumer'];
 export type ConsumerDetail = Schemas['ConsumerDetailResponse'];
@@ -51,3 +56,7 @@ export type CreatedWebhook = Schemas['CreateWebhookResponse'];
 export type WebhookEvent = Webhook['events'][number];
 export type Delivery = Schemas['Delivery'];
 export type BillingExport = Schemas['BillingExport'];
+export type PortalSettings = Schemas['PortalSettings'];
+export type UpdatePortalSettings = Schemas['UpdatePortalSettingsRequest'];
+export type PortalSession = Schemas['ListPortalSessionsResponse']['sessions'][number];
+export type CreatedPortalSession = Schemas['CreatePortalSessionResponse'];

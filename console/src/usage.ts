@@ -37,14 +37,15 @@ export function rangeQuery(preset: RangePreset, now = Date.now()): { from: strin
   return { from: isoSeconds(now - preset.ms), to: isoSeconds(Math.ceil(now / 1000) * 1000) };
 }
 
-/** Every 429 the clients got: the limiter's (`rateLimited`) and those for want of credits. */
-export const refusedOf = (b: UsageBucket): number => b.rateLimited + b.outcomes.creditsExhausted;
+/** Every 429 the clients got: the limiter's (`rateLimited`), those for want of credits and those of a concurrency limit. */
+export const refusedOf = (b: UsageBucket): number =>
+  b.rateLimited + b.outcomes.creditsExhausted + b.outcomes.concurrencyLimited;
 
 export interface UsageTotals {
   readonly requests: number;
   readonly successful: number;
   readonly failed: number;
-  /** Refused with a 429: by the limiter or for want of credits. */
+  /** Refused with a 429: by the limiter, for want of credits or of a place in flight. */
   readonly refused: number;
   /** Weighted by requests over the buckets. */
   readonly averageResponseTimeMs: number;

@@ -1,6 +1,6 @@
 /** Loading what a page shows: the data, the API's error, and a reload after a change. */
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { ApiError } from './api';
+import { ApiError } from './api-error';
 
 export interface Loaded<T> {
   readonly data: T | undefined;

@@ -5,13 +5,10 @@
  * to traverse. Every answer carries the console's Content-Security-Policy and security headers
  * (docs/decisions/0017-web-console.md).
  */
-import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { extname, join, relative, sep } from 'node:path';
-import { gzipSync } from 'node:zlib';
 import { errorResponse, type ErrorCode } from '../errors.js';
 import { TOLLGATE_ROOT } from '../management/resources/index.js';
+import { loadBuiltFiles, sendBuiltFile, type BuiltFiles } from '../web/built-files.js';
 
 /** Where the console lives, under MANAGEMENT_PREFIX. */
 export const CONSOLE_PATH = `${TOLLGATE_ROOT}/console`;
@@ -42,55 +39,11 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'cross-origin-resource-policy': 'same-origin',
 };
 
-const CONTENT_TYPES: Readonly<Record<string, string>> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.svg': 'image/svg+xml',
-};
-
-/** The build names every file under assets/ by its content hash; index.html keeps its name. */
-const IMMUTABLE = 'public, max-age=31536000, immutable';
-const REVALIDATE = 'no-cache';
-
-interface ConsoleFile {
-  readonly body: Buffer;
-  readonly gzipped: Buffer;
-  readonly type: string;
-  readonly cacheControl: string;
-  readonly etag: string;
-}
-
 /** The built files by their path below the console root (`index.html`, `assets/app-XXXXXXXX.js`). */
-export type ConsoleFiles = ReadonlyMap<string, ConsoleFile>;
+export type ConsoleFiles = BuiltFiles;
 
 /** Reads the build's output; `undefined` when there is none (the console was not built). */
-export function loadConsoleFiles(directory: string): ConsoleFiles | undefined {
-  if (!existsSync(join(directory, 'index.html'))) return undefined;
-  const files = new Map<string, ConsoleFile>();
-  for (const entry of readdirSync(directory, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const type = CONTENT_TYPES[extname(entry.name)];
-    if (type === undefined) continue;
-    const full = join(entry.parentPath, entry.name);
-    const name = relative(directory, full).split(sep).join('/');
-    const body = readFileSync(full);
-    files.set(name, {
-      body,
-      gzipped: gzipSync(body, { level: 9 }),
-      type,
-      cacheControl: name.startsWith('assets/') ? IMMUTABLE : REVALIDATE,
-      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
-    });
-  }
-  return files;
-}
-
-/** Whether an Accept-Encoding header takes gzip (`gzip;q=0` refuses it). */
-function acceptsGzip(header: string | undefined): boolean {
-  const gzip = header?.split(',').find((part) => part.trim().split(';')[0]!.trim().toLowerCase() === 'gzip');
-  return gzip !== undefined && !/;\s*q=0(\.0*)?\s*$/.test(gzip);
-}
+export const loadConsoleFiles: (directory: string) => ConsoleFiles | undefined = loadBuiltFiles;
 
 /**
  * The console's request handler for the public listener: answers and returns true for a path under
@@ -134,26 +87,7 @@ export function createConsoleHandler(
       fail(res, 'not_found');
       return true;
     }
-    const headers: Record<string, string | number> = {
-      ...SECURITY_HEADERS,
-      'content-type': file.type,
-      'cache-control': file.cacheControl,
-      etag: file.etag,
-      vary: 'accept-encoding',
-    };
-    if (req.headers['if-none-match'] === file.etag) {
-      res.writeHead(304, headers);
-      res.end();
-      return true;
-    }
-    const gzip = acceptsGzip(req.headers['accept-encoding']);
-    const body = gzip ? file.gzipped : file.body;
-    res.writeHead(200, {
-      ...headers,
-      ...(gzip && { 'content-encoding': 'gzip' }),
-      'content-length': body.length,
-    });
-    res.end(req.method === 'HEAD' ? undefined : body);
+    sendBuiltFile(req, res, file, SECURITY_HEADERS);
     return true;
   };
 }

@@ -5,7 +5,8 @@ import type { Metrics } from '../ops/metrics.js';
 import type { KeyWithPlan } from '../store/key-repository.js';
 import type { KeyChange, KeyEvents } from './key-events.js';
 import { restrictionsOf, type KeyRestrictions } from './restrictions.js';
-import { hashSecret, looksLikeSecret } from './secret.js';
+import { hashSecret, looksLikeKeyId, looksLikeSecret } from './secret.js';
+import { signingKeyOf } from './token.js';
 
 /**
  * What the proxy needs to admit a request: the key id, its state, the consumer it belongs to, if any,
@@ -32,6 +33,25 @@ export interface ResolvedKey {
   readonly restrictions: KeyRestrictions | undefined;
   /** What verify answers of the key besides its decision; the proxy never reads it. */
   readonly identity: KeyIdentity;
+  /** What checks its tokens: set on the entry a token's `kid` found (`resolveToken`), else undefined. */
+  readonly signing?: TokenSigning;
+}
+
+/**
+ * A key's secret and the keys its tokens are signed with (keys/token.ts), derived once when it enters
+ * the cache: the current secret's, and a rolled one's until its grace ends.
+ */
+export interface TokenSigning {
+  /** The key's own secret: the backend gets it in `x-api-key` for a request that carried a token. */
+  readonly secret: string;
+  readonly keys: readonly { readonly signingKey: Buffer; readonly untilMs: number }[];
+}
+
+/** A key found by id, with its secrets opened (`KeyRepository.findForToken`, then decrypted). */
+export interface KeyWithSecrets {
+  readonly key: KeyWithPlan;
+  readonly secret: string;
+  readonly previous: { readonly secret: string; readonly untilMs: number } | null;
 }
 
 /**
@@ -47,9 +67,13 @@ export interface KeyIdentity {
 
 /** The database look-up by SHA-256 of the secret (`KeyRepository.findBySecretHash`). */
 export type KeyLookup = (secretHash: Buffer) => Promise<KeyWithPlan | undefined>;
+/** The database look-up of the key a token names by id, its secrets opened. */
+export type TokenKeyLookup = (keyId: string) => Promise<KeyWithSecrets | undefined>;
 
 export interface KeyCacheOptions {
   readonly lookup: KeyLookup;
+  /** Absent: tokens are refused as unknown keys. */
+  readonly lookupForToken?: TokenKeyLookup;
   readonly events: KeyEvents;
   readonly metrics: Pick<Metrics, 'keyCache'>;
   /** Applies to keys with no plan bound (`DEFAULT_RATE_LIMIT`). */
@@ -61,6 +85,15 @@ export interface KeyCacheOptions {
   readonly negativeTtlMs?: number;
   readonly maxNegativeEntries?: number;
 }
+
+/** What a look-up found: the key's row, and for a key found by id its signing keys. */
+interface Found {
+  readonly row: KeyWithPlan;
+  readonly signing?: TokenSigning;
+}
+
+/** Entries of keys found by a token's `kid` are held under this and the id: no secret starts so. */
+const TOKEN_ENTRY = 'kid:';
 
 /** How long an expired entry is trusted again after a failed refresh, before the next attempt. */
 const STALE_GRACE_MS = 5_000;
@@ -95,6 +128,7 @@ export class KeyCache {
   private generation = 0;
 
   private readonly lookup: KeyLookup;
+  private readonly lookupForToken: TokenKeyLookup | undefined;
   private readonly metrics: Pick<Metrics, 'keyCache'>;
   private readonly defaultRateLimit: Plan | undefined;
   private readonly clock: () => number;
@@ -105,6 +139,7 @@ export class KeyCache {
 
   constructor(options: KeyCacheOptions) {
     this.lookup = options.lookup;
+    this.lookupForToken = options.lookupForToken;
     this.metrics = options.metrics;
     this.defaultRateLimit = options.defaultRateLimit;
     this.clock = options.clock ?? Date.now;
@@ -125,11 +160,38 @@ export class KeyCache {
 
   /** The key a secret belongs to, or `undefined` for an unknown, deleted or malformed secret. */
   resolve(secret: string): ResolvedKey | undefined | Promise<ResolvedKey | undefined> {
+    return this.resolveEntry(secret, looksLikeSecret(secret), (stale) =>
+      this.load(secret, stale, this.bySecret),
+    );
+  }
+
+  /**
+   * The key a token names (its `kid`), with its signing keys; `undefined` for an unknown or deleted
+   * key. Cached as a secret is, under a name no secret has, so a token costs one look-up per key, not
+   * per token, and a change of the key drops it as it drops the key's secrets.
+   */
+  resolveToken(kid: string): ResolvedKey | undefined | Promise<ResolvedKey | undefined> {
+    const name = TOKEN_ENTRY + kid;
+    return this.resolveEntry(name, this.lookupForToken !== undefined && looksLikeKeyId(kid), (stale) =>
+      this.load(name, stale, this.byId(kid)),
+    );
+  }
+
+  /** Whether memory holds the key a token names, or a look-up of it is under way (as `knows`). */
+  knowsToken(kid: string): boolean {
+    return this.knows(TOKEN_ENTRY + kid);
+  }
+
+  private resolveEntry(
+    secret: string,
+    wellFormed: boolean,
+    load: (stale: Entry | undefined) => Promise<ResolvedKey | undefined>,
+  ): ResolvedKey | undefined | Promise<ResolvedKey | undefined> {
     const hit = this.fresh(secret);
     if (hit !== undefined) return hit;
     const now = this.clock();
     const entry = this.entries.get(secret);
-    if (!looksLikeSecret(secret)) {
+    if (!wellFormed) {
       this.metrics.keyCache.inc({ result: 'negative' });
       return undefined;
     }
@@ -144,7 +206,7 @@ export class KeyCache {
     this.metrics.keyCache.inc({ result: 'miss' });
     let pending = this.inFlight.get(secret);
     if (pending === undefined) {
-      pending = this.load(secret, entry);
+      pending = load(entry);
       this.inFlight.set(secret, pending);
     }
     return pending;
@@ -174,11 +236,34 @@ export class KeyCache {
     if (entry !== undefined) this.entries.set(secret, { ...entry, expiresAt: 0 });
   }
 
-  private async load(secret: string, stale: Entry | undefined): Promise<ResolvedKey | undefined> {
+  /** A key by its secret: the row's `secretValidUntilMs` says until when that secret opens it. */
+  private readonly bySecret = async (secret: string): Promise<Found | undefined> => {
+    const row = await this.lookup(hashSecret(secret));
+    return row && { row };
+  };
+
+  /** A key by id, for its tokens: its signing keys derived here, once per entry. */
+  private byId(kid: string): (name: string) => Promise<Found | undefined> {
+    return async () => {
+      const found = await this.lookupForToken!(kid);
+      if (found === undefined) return undefined;
+      const { key: row, secret, previous } = found;
+      const keys = [{ signingKey: signingKeyOf(secret), untilMs: Infinity }];
+      if (previous !== null)
+        keys.push({ signingKey: signingKeyOf(previous.secret), untilMs: previous.untilMs });
+      return { row, signing: { secret, keys } };
+    };
+  }
+
+  private async load(
+    secret: string,
+    stale: Entry | undefined,
+    find: (secret: string) => Promise<Found | undefined>,
+  ): Promise<ResolvedKey | undefined> {
     const generation = this.generation;
-    let row: KeyWithPlan | undefined;
+    let found: Found | undefined;
     try {
-      row = await this.lookup(hashSecret(secret));
+      found = await find(secret);
     } catch (err) {
       if (generation === this.generation) this.inFlight.delete(secret);
       const now = this.clock();
@@ -187,9 +272,12 @@ export class KeyCache {
       this.entries.set(secret, { ...stale, expiresAt: Math.min(now + STALE_GRACE_MS, stale.notAfter) });
       return stale.key;
     }
+    const row = found?.row;
     // A change announced during the look-up may have made `row` stale: answer it once, keep nothing.
     if (generation !== this.generation)
-      return row && (row.secretValidUntilMs ?? Infinity) > this.clock() ? this.toKey(row) : undefined;
+      return row && (row.secretValidUntilMs ?? Infinity) > this.clock()
+        ? this.toKey(row, found!.signing)
+        : undefined;
     this.inFlight.delete(secret);
     const now = this.clock();
     const notAfter = row?.secretValidUntilMs ?? Infinity;
@@ -198,14 +286,14 @@ export class KeyCache {
       this.rememberUnknown(secret, now);
       return undefined;
     }
-    const key = this.toKey(row);
+    const key = this.toKey(row, found!.signing);
     // A rolled secret's entry ends with its grace: every replica refuses it from then on, unprompted.
     const rateLimitIds = [row.rateLimitId, row.consumer?.rateLimitId ?? null].filter((id) => id !== null);
     this.store(secret, { key, rateLimitIds, expiresAt: Math.min(now + this.ttlMs, notAfter), notAfter });
     return key;
   }
 
-  private toKey(row: KeyWithPlan): ResolvedKey {
+  private toKey(row: KeyWithPlan, signing: TokenSigning | undefined): ResolvedKey {
     const key = {
       id: row.id,
       plan: row.limits !== null ? planOf(row.limits, row.costs) : this.defaultRateLimit,
@@ -229,6 +317,7 @@ export class KeyCache {
       allowedRouteIds: row.allowedRouteIds === null ? null : new Set(row.allowedRouteIds),
       restrictions: restrictionsOf(row),
       identity: { name: row.name, externalId: row.externalId, metadata: row.metadata },
+      ...(signing !== undefined && { signing }),
     };
   }
 

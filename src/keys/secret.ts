@@ -3,6 +3,8 @@ import { createCipheriv, createDecipheriv, hash, randomBytes } from 'node:crypto
 /** Recognisable in logs, configs and secret scanners; 32 random bytes (256 bits) follow. */
 export const SECRET_PREFIX = 'tg_';
 const SECRET_PATTERN = /^tg_[A-Za-z0-9_-]{43}$/;
+/** A key id as the management API takes one (generated, or given when keys are imported). */
+const KEY_ID_PATTERN = /^[A-Za-z0-9._~:-]{1,128}$/;
 
 export function generateSecret(): string {
   return SECRET_PREFIX + randomBytes(32).toString('base64url');
@@ -11,6 +13,11 @@ export function generateSecret(): string {
 /** Key ids are public (they appear in URLs and in `x-consumer-api-key-id`), so they carry no secret. */
 export function generateKeyId(): string {
   return 'key_' + randomBytes(16).toString('base64url');
+}
+
+/** Cheap shape check: a token's `kid` that can't be a key id never reaches the database. */
+export function looksLikeKeyId(candidate: string): boolean {
+  return KEY_ID_PATTERN.test(candidate);
 }
 
 /** Cheap shape check: a credential that can't be a secret never reaches a cache or the database. */

@@ -4,6 +4,8 @@ import { balanceArgs, BALANCE_ARGS, SETTLE_BALANCE_LUA, type BalanceTerms } from
 import type { BalanceSeen } from './balance-ledger.js';
 import { EXPIRY_GRACE_MS, leaseBookKey } from './limiter-keys.js';
 import { SLOTS } from './sliding-window.js';
+import { BUCKET_LUA, bucketPeriodMs } from './token-bucket.js';
+import type { LimitRule } from '../plans/plan.js';
 
 /**
  * How long requests that do not fit wait, from the first reclaim in a window, for leased places to
@@ -46,6 +48,13 @@ const CALL_BALANCE_ARGS = BALANCE_ARGS + 3;
  * runs of one cost: requests, cost, requests, cost, … Few arguments: a key in rotation pays for every
  * one, per request.
  *
+ * A token bucket (token-bucket.ts, docs/decisions/0095) is a hash {u units, p parts, a at}, brought up
+ * to `now` by BUCKET_LUA and written back only when it admits; its count is what it lacks of its
+ * burst (its `limit` argument) and its reply's second number its parts. A concurrency limit
+ * (docs/decisions/0096) is a hash of places per replica, `p:<replica>`, each replica's expiring at
+ * `x:<replica>` unless renewed (concurrency-places.ts); expired ones are dropped as they are met; it
+ * counts places, one per admitted request. Neither has a lease book, nor is ever leased.
+ *
  * A count below the places the caller holds in it, or a balance below what the caller saw spent of
  * it in its period (or gone), means Redis lost keys while it stayed up (a flush, an eviction, a
  * deletion): the call decides and charges nothing and answers `lost` with the limits and balances
@@ -60,6 +69,7 @@ const CALL_BALANCE_ARGS = BALANCE_ARGS + 3;
  */
 const CONSUME_LUA = `
 ${SETTLE_BALANCE_LUA}
+${BUCKET_LUA}
 local now = tonumber(ARGV[1])
 local subjects = tonumber(ARGV[3])
 local lease, settled, returned, subjectOf = {}, {}, {}, {}
@@ -112,18 +122,50 @@ end
 if #lost > 0 then return {2, unpack(lost)} end
 local counts = {}
 local oldest = {}
-local room = nil
+local buckets = {}
+local room = math.huge
+local placeRoom = math.huge
 for i = 1, n do
   local key = KEYS[2 * i - 1]
   local field = ARGV[args + 4 * i + 2]
-  local slot = tonumber(field)
+  local kind = string.sub(field, 1, 1)
   local back = returned[subjectOf[i]]
   local count = 0
   local first = 0
-  if slot < 0 then
+  if kind == 'b' then
+    local limit, periodMs = string.match(field, '^b(%d+):(%d+)$')
+    limit, periodMs = tonumber(limit), tonumber(periodMs)
+    local burst = tonumber(ARGV[args + 4 * i])
+    local h = redis.call('HMGET', key, 'u', 'p', 'a')
+    local u, p, a = burst, 0, now
+    if h[1] then u, p, a = refill(tonumber(h[1]), tonumber(h[2]), tonumber(h[3]), now, limit, burst, periodMs) end
+    u = math.min(u, burst)
+    buckets[i] = {u, p, a, limit, periodMs}
+    count = burst - u
+    first = p
+  elseif kind == 'c' then
+    -- Places in flight, per replica: 'p:<replica>' places, 'x:<replica>' when they expire unless
+    -- the replica's heartbeat renews them (a replica that died gives its places back so).
+    local fields = redis.call('HGETALL', key)
+    local places, expiry = {}, {}
+    for j = 1, #fields, 2 do
+      local name = fields[j]
+      local tag = string.sub(name, 1, 2)
+      if tag == 'p:' then places[string.sub(name, 3)] = tonumber(fields[j + 1])
+      elseif tag == 'x:' then expiry[string.sub(name, 3)] = tonumber(fields[j + 1]) end
+    end
+    for replica, held in pairs(places) do
+      if tonumber(expiry[replica] or '0') < now then
+        redis.call('HDEL', key, 'p:' .. replica, 'x:' .. replica)
+      else
+        count = count + held
+      end
+    end
+  elseif tonumber(field) < 0 then
     count = tonumber(redis.call('GET', key) or '0')
     if back > 0 and count > 0 then count = redis.call('DECRBY', key, math.min(back, count)) end
   else
+    local slot = tonumber(field)
     if back > 0 then
       local mine = tonumber(redis.call('HGET', key, field) or '0')
       if mine > 0 then redis.call('HINCRBY', key, field, -math.min(back, mine)) end
@@ -144,23 +186,28 @@ for i = 1, n do
   counts[i] = count
   oldest[i] = first
   local free = tonumber(ARGV[args + 4 * i]) - count
-  if room == nil or free < room then room = free end
+  if kind == 'c' then
+    if free < placeRoom then placeRoom = free end
+  elseif free < room then room = free end
 end
 local balances = {}
 for k = 1, nb do
   local e, w, g, s, b = settleBalance(KEYS[2 * n + k], bargs + ${CALL_BALANCE_ARGS} * (k - 1))
   balances[k] = {e, w, g, s, b}
-  if room == nil or g - s < room then room = g - s end
+  if g - s < room then room = g - s end
 end
 local want = 0
 local admitted = 0
+-- Requests admitted: a concurrency limit counts places, one a request whatever its cost.
+local requestsIn = 0
 local fits = {}
 for r = bargs + ${CALL_BALANCE_ARGS} * nb, #ARGV, 2 do
   local requests = tonumber(ARGV[r])
   local cost = tonumber(ARGV[r + 1])
-  local fit = math.max(0, math.min(requests, math.floor((room - admitted) / cost)))
+  local fit = math.max(0, math.min(requests, math.floor((room - admitted) / cost), placeRoom - requestsIn))
   want = want + requests * cost
   admitted = admitted + fit * cost
+  requestsIn = requestsIn + fit
   fits[#fits + 1] = fit
 end
 local refused = admitted < want
@@ -187,7 +234,28 @@ for i = 1, n do
   local s = subjectOf[i]
   local before = counts[i]
   local taken = admitted + leased[s]
-  if taken > 0 then
+  local kind = string.sub(field, 1, 1)
+  if kind == 'b' then
+    local u, p, a, rate, periodMs = unpack(buckets[i])
+    if admitted > 0 then
+      u = u - admitted
+      -- Kept until it would be full again, and its grace (by the callers' clock, as every count).
+      local fullAt = a + math.ceil(((limit - u) * periodMs - p) / rate) + ${EXPIRY_GRACE_MS}
+      redis.call('HSET', key, 'u', string.format('%.0f', u), 'p', string.format('%.0f', p), 'a', string.format('%.0f', a))
+      redis.call('PEXPIREAT', key, string.format('%.0f', fullAt))
+    end
+    taken = admitted
+  elseif kind == 'c' then
+    taken = requestsIn
+    if taken > 0 then
+      local leaseMs, replica = string.match(field, '^c(%d+):(.+)$')
+      local deadline = now + tonumber(leaseMs)
+      local latest = math.max(deadline, tonumber(redis.call('HGET', key, 'e') or '0'))
+      redis.call('HINCRBY', key, 'p:' .. replica, taken)
+      redis.call('HSET', key, 'x:' .. replica, string.format('%.0f', deadline), 'e', string.format('%.0f', latest))
+      redis.call('PEXPIREAT', key, string.format('%.0f', latest + ${EXPIRY_GRACE_MS}))
+    end
+  elseif taken > 0 then
     if tonumber(field) < 0 then
       if redis.call('INCRBY', key, taken) == taken then redis.call('PEXPIREAT', key, expiresAt) end
     else
@@ -195,7 +263,7 @@ for i = 1, n do
       redis.call('PEXPIREAT', key, expiresAt)
     end
   end
-  if leased[s] ~= settled[s] or refused then
+  if (kind ~= 'b' and kind ~= 'c') and (leased[s] ~= settled[s] or refused) then
     local bookKey = KEYS[2 * i]
     local book = redis.call('HMGET', bookKey, 'p', 'r')
     local outstanding = math.max(0, tonumber(book[1] or '0') + leased[s] - settled[s])
@@ -237,12 +305,27 @@ return reply
 
 /** One limit of a call. */
 export interface ConsumeLimit {
+  /** Its capacity: a token bucket's burst (capacityOf). */
   readonly limit: number;
-  /** When its count and lease book expire, epoch ms. */
+  /** When its count and lease book expire, epoch ms (unused by token buckets and concurrency limits). */
   readonly expiresAt: number;
-  /** The sliding slot the call counts in (sliding-window.ts), or -1 for a fixed window. */
-  readonly slot: number;
+  /**
+   * The sliding slot the call counts in (sliding-window.ts), or -1 for a fixed window; for a token
+   * bucket `b<limit>:<periodMs>`, for a concurrency limit `c<leaseMs>:<replica>` (limitField).
+   */
+  readonly slot: number | string;
 }
+
+/** The slot argument of a token bucket or a concurrency limit held by `replica` for `leaseMs` (ConsumeLimit.slot). */
+export function limitField(rule: LimitRule, replica: string, leaseMs: number): string | undefined {
+  if (rule.algorithm === 'tokenBucket') return `b${rule.limit}:${bucketPeriodMs(rule)}`;
+  if (rule.algorithm === 'concurrency') return `c${leaseMs}:${replica}`;
+  return undefined;
+}
+
+/** Whether a limit of a call counts in windows (fixed or sliding): those alone are leased and kept in the ledger. */
+export const inWindows = (l: ConsumeLimit): l is ConsumeLimit & { readonly slot: number } =>
+  typeof l.slot === 'number';
 
 /** A balance of a call: its record, and the most the caller saw spent of it (undefined: nothing yet). */
 export interface CallBalance {

@@ -4,6 +4,7 @@ import type { LimitNotices } from './limit-notices.js';
 import { MemoryRateLimiter } from './memory-limiter.js';
 import type { BalanceState, Decision, LimitState, RateLimiter, SpentBalance } from './rate-limiter.js';
 import type { Subject } from '../plans/subject.js';
+import type { Visitor } from './visitor.js';
 
 /** Redis cannot be reached and `REDIS_FAILURE_MODE=closed`: the proxy answers 503 `limit_unavailable`. */
 export class LimiterUnavailableError extends Error {
@@ -22,6 +23,8 @@ export interface FailoverOptions {
    * sees reached, the shared count reached too.
    */
   readonly notices?: LimitNotices;
+  /** The app's clock (callers' `nowMs` come from it): the fallback's sweep and the probe's reads follow it. */
+  readonly clock?: () => number;
 }
 
 /**
@@ -41,14 +44,16 @@ export class FailoverRateLimiter implements RateLimiter {
   private readonly probeIntervalMs: number;
   /** Decisions waiting on Redis: when the circuit opens they take the fallback at once. */
   private readonly waiting = new Set<() => void>();
+  private readonly clock: () => number;
 
   constructor(
     private readonly shared: RateLimiter,
     private readonly logger: Logger,
     private readonly metrics: Metrics,
-    { mode, probeIntervalMs = 500, notices }: FailoverOptions,
+    { mode, probeIntervalMs = 500, notices, clock = Date.now }: FailoverOptions,
   ) {
-    this.local = new MemoryRateLimiter({ notices });
+    this.local = new MemoryRateLimiter({ notices, clock });
+    this.clock = clock;
     this.mode = mode;
     this.probeIntervalMs = probeIntervalMs;
     metrics.degraded.set({ dependency: 'redis' }, 0);
@@ -63,11 +68,12 @@ export class FailoverRateLimiter implements RateLimiter {
     cost: number,
     nowMs: number,
     states?: LimitState[],
+    visitor?: Visitor,
   ): Decision | Promise<Decision> {
-    if (this.degraded) return this.fallback(subjects, cost, nowMs, states);
+    if (this.degraded) return this.fallback(subjects, cost, nowMs, states, visitor);
     // Redis' states go to a list of their own: a decision that took the fallback must not get them too.
     const sharedStates = states && [];
-    const decided = this.shared.consume(subjects, cost, nowMs, sharedStates);
+    const decided = this.shared.consume(subjects, cost, nowMs, sharedStates, visitor);
     if (!(decided instanceof Promise)) {
       if (states !== undefined) states.push(...sharedStates!);
       return decided;
@@ -79,7 +85,7 @@ export class FailoverRateLimiter implements RateLimiter {
         if (settled) return;
         settled = true;
         try {
-          resolve(this.fallback(subjects, cost, nowMs, states));
+          resolve(this.fallback(subjects, cost, nowMs, states, visitor));
         } catch (err) {
           reject(err);
         }
@@ -89,7 +95,8 @@ export class FailoverRateLimiter implements RateLimiter {
       decided.then(
         (decision) => {
           this.waiting.delete(takeFallback);
-          if (settled) return;
+          // Decided by the fallback meanwhile: places Redis gave this late answer go back.
+          if (settled) return decision.release?.();
           settled = true;
           if (states !== undefined) states.push(...sharedStates!);
           resolve(decision);
@@ -112,10 +119,11 @@ export class FailoverRateLimiter implements RateLimiter {
     cost: number,
     nowMs: number,
     states: LimitState[] | undefined,
+    visitor: Visitor | undefined,
   ): Decision {
     if (this.mode === 'closed' || subjects.some((s) => s.balance !== undefined))
       throw new LimiterUnavailableError();
-    return this.local.consume(subjects, cost, nowMs, states);
+    return this.local.consume(subjects, cost, nowMs, states, visitor);
   }
 
   peekBalances(subjects: readonly Subject[], nowMs: number): Promise<BalanceState[]> {
@@ -168,7 +176,7 @@ export class FailoverRateLimiter implements RateLimiter {
       if (probing) return;
       probing = true;
       this.shared
-        .peek(subjects, Date.now())
+        .peek(subjects, this.clock())
         .then(() => this.leaveDegraded())
         .catch(() => {})
         .finally(() => (probing = false));

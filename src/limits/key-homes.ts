@@ -1,3 +1,4 @@
+import type { LimitRule } from '../plans/plan.js';
 import type { Subject } from '../plans/subject.js';
 import { windowAt } from '../plans/window.js';
 import type { RedisClient } from '../redis/connect.js';
@@ -168,6 +169,24 @@ const markerOf = (count: MovedCount, name: string): string =>
   count.expiresAt === 0 ? name : leaseBookKey(name);
 
 /**
+ * Until when a count moved at `nowMs` must last: its window's end, its slot's; a token bucket's or a
+ * concurrency limit's, which have no window, a day (their next decision sets their own expiry).
+ */
+const DAY_MS = 86_400_000;
+
+function movedUntil(rule: LimitRule, nowMs: number): number {
+  switch (rule.algorithm) {
+    case 'fixed':
+      return windowAt(rule.period, nowMs).end;
+    case 'sliding':
+      return slotLeavesAt(rule.period, slotAt(rule.period, nowMs));
+    case 'tokenBucket':
+    case 'concurrency':
+      return nowMs + DAY_MS;
+  }
+}
+
+/**
  * Key `key`'s counts in the windows of `nowMs`, and its balance, under hash tag `from` and under `to`.
  * A balance is moved whether or not the key holds one now: one left behind would be found stale should
  * the key come back.
@@ -185,10 +204,7 @@ export function movedCounts(
     return {
       from: limitCountKey(base, rule, start),
       to: limitCountKey(toBase, rule, start),
-      expiresAt:
-        (rule.algorithm === 'fixed'
-          ? windowAt(rule.period, nowMs).end
-          : slotLeavesAt(rule.period, slotAt(rule.period, nowMs))) + EXPIRY_GRACE_MS,
+      expiresAt: movedUntil(rule, nowMs) + EXPIRY_GRACE_MS,
     };
   });
   moved.push({ from: balanceKey(base), to: balanceKey(toBase), expiresAt: 0 });

@@ -5,6 +5,7 @@ import {
   countOf,
   defineConsumeScript,
   heldOf,
+  inWindows,
   leasedOf,
   lostOf,
   NO_SHIFTS,
@@ -22,6 +23,7 @@ import type { LimitWatches } from './limit-watches.js';
 import {
   balanceStateOf,
   MAX_SUBJECTS,
+  PLACE_RETRY_MS,
   type BalanceState,
   type Decision,
   type LimitState,
@@ -30,7 +32,18 @@ import { balanceTerms } from './redis-balances.js';
 import { slidingResetAt } from './sliding-window.js';
 import type { WindowLedger } from './window-ledger.js';
 import type { WindowRestore } from './window-restore.js';
-import { countsAfter, place, refusal, runsOf, type Group, type Span, type Waiter } from './limiter-groups.js';
+import {
+  bucketOf,
+  countsAfter,
+  place,
+  refusal,
+  runsOf,
+  type Group,
+  type Span,
+  type Waiter,
+} from './limiter-groups.js';
+import { isConcurrency } from '../plans/plan.js';
+import { holdsAt } from './token-bucket.js';
 
 /** Requests waiting for a reclaim ask again after 1, 2, 4, … ms, then every 64 ms. */
 export const FIRST_RETRY_MS = 1;
@@ -132,7 +145,7 @@ export class LimitBatches {
     }
     const waiting = group.waiting;
     group.waiting = [];
-    const canLease = group.balances === 0 && this.reclaim.canLease();
+    const canLease = group.leases && this.reclaim.canLease();
     const spans = group.spans;
     const calls: LeaseCall[] = [];
     let leasing = false;
@@ -145,9 +158,12 @@ export class LimitBatches {
     }
     if (waiting.length === 0 && !leasing && !settling) return; // nothing to ask or tell
     const known = spans.flatMap((span) =>
-      span.counts.map((count, j) =>
-        Math.max(0, this.ledger.placesIn(count, span.consumeLimits[j]!.slot, now) - span.returning),
-      ),
+      span.counts.map((count, j) => {
+        const limit = span.consumeLimits[j]!;
+        return inWindows(limit)
+          ? Math.max(0, this.ledger.placesIn(count, limit.slot, now) - span.returning)
+          : 0;
+      }),
     );
     const balances = spans.map(
       (span) =>
@@ -255,10 +271,23 @@ export class LimitBatches {
       const leased = leasedOf(reply, layout, s);
       let room = Infinity;
       for (let j = 0; j < span.limits.length; j++, i++) {
-        const { slot, expiresAt } = span.consumeLimits[j]!;
-        if (slot >= 0) span.resets[j] = slidingResetAt(span.limits[j]!.period, oldestSlotOf(reply, i));
-        this.ledger.add(span.counts[j]!, slot, admittedUnits + leased - calls[s]!.returned, expiresAt);
-        room = Math.min(room, span.limits[j]!.limit - countOf(reply, i));
+        const limit = span.consumeLimits[j]!;
+        const rule = span.limits[j]!;
+        if (inWindows(limit)) {
+          if (limit.slot >= 0) span.resets[j] = slidingResetAt(rule.period, oldestSlotOf(reply, i));
+          this.ledger.add(
+            span.counts[j]!,
+            limit.slot,
+            admittedUnits + leased - calls[s]!.returned,
+            limit.expiresAt,
+          );
+        } else if (isConcurrency(rule)) {
+          span.placesAfter[j] = countOf(reply, i);
+          span.resets[j] = now + PLACE_RETRY_MS;
+        } else {
+          span.resets[j] = holdsAt(bucketOf(rule, countOf(reply, i), oldestSlotOf(reply, i), now), rule, 1);
+        }
+        room = Math.min(room, limit.limit - countOf(reply, i));
       }
       const count = countOf(reply, first);
       const shifts = shiftsOf(reply, first, span.limits.length);
@@ -316,7 +345,7 @@ export class LimitBatches {
                   now,
                 ),
               }
-            : { allowed: false, limit: refusal(group, reply, decidedCost), balance: undefined };
+            : { allowed: false, limit: refusal(group, reply, decidedCost, now), balance: undefined };
         }
         if (waiter.states !== undefined) countsAfter(group, reply, waiter.states);
         waiter.resolve(decision!);
@@ -349,7 +378,7 @@ export class LimitBatches {
     const waiting = group.waiting;
     const now = this.clock();
     let served = 0;
-    while (group.balances === 0 && served < waiting.length) {
+    while (group.leases && served < waiting.length) {
       const { cost, states } = waiting[served]!;
       if (!spans.every((span) => span.book.fits(cost, now))) break;
       waiting[served++]!.resolve(this.takeLeased(group, cost, states, now));

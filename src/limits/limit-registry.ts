@@ -1,7 +1,9 @@
 import type { RedisClient } from '../redis/connect.js';
 import { windowAt } from '../plans/window.js';
 import { isCharged, type Subject } from '../plans/subject.js';
-import { consumeKeys, type ConsumeLimit } from './consume-script.js';
+import { consumeKeys, inWindows, limitField, type ConsumeLimit } from './consume-script.js';
+import type { ConcurrencyPlaces } from './concurrency-places.js';
+import { capacityOf, isConcurrency } from '../plans/plan.js';
 import { KeyHomes, movedCounts } from './key-homes.js';
 import { LeaseBook } from './lease-book.js';
 import type { ReclaimedCounts } from './lease-reclaim.js';
@@ -12,6 +14,7 @@ import { balanceKey, countsBase, EXPIRY_GRACE_MS, hashTagOf, limitCountKey } fro
 import { checkSubjects } from './rate-limiter.js';
 import { slidingResetAt, slotAt, slotLeavesAt, slotMs } from './sliding-window.js';
 import type { WindowRestore } from './window-restore.js';
+import type { Visitor } from './visitor.js';
 
 /** Idle spans are settled and forgotten this often. */
 const SWEEP_MS = 1_000;
@@ -44,6 +47,7 @@ export class LimitRegistry implements ReclaimedCounts {
     private readonly batches: LimitBatches,
     private readonly restore: WindowRestore,
     private readonly watches: LimitWatches,
+    private readonly places: ConcurrencyPlaces,
   ) {
     this.homes = new KeyHomes(client, prefix, (moved) => {
       for (const { from, to, expiresAt } of moved)
@@ -53,26 +57,27 @@ export class LimitRegistry implements ReclaimedCounts {
     this.sweeper = setInterval(() => this.sweep(clock()), SWEEP_MS).unref();
   }
 
-  /** The group of the latest decision for `subjects`, when it still spans `nowMs`. */
-  boundGroup(subjects: readonly Subject[], nowMs: number): Group | undefined {
+  /** The group of the latest decision for `subjects` (and `visitor`), when it still spans `nowMs`. */
+  boundGroup(subjects: readonly Subject[], nowMs: number, visitor: Visitor | undefined): Group | undefined {
     const group = this.current.get(subjects);
     if (group === undefined || group.forgotten || nowMs >= group.endMs || nowMs < group.startMs)
       return undefined;
+    if (group.visitor !== '' && group.visitor !== visitor?.name) return undefined;
     return group;
   }
 
-  /** The group of `subjects` at `nowMs`, made when first needed, and bound to them. */
-  groupAt(subjects: readonly Subject[], nowMs: number): Group {
+  /** The group of `subjects` (and `visitor`) at `nowMs`, made when first needed, and bound to them. */
+  groupAt(subjects: readonly Subject[], nowMs: number, visitor: Visitor | undefined): Group {
     checkSubjects(subjects);
     const hashTag = hashTagOf(subjects);
     const spans: Span[] = [];
     for (const subject of subjects) {
       if (!isCharged(subject)) continue;
-      const span = this.spanAt(subject, hashTag, nowMs);
+      const span = this.spanAt(subject, hashTag, nowMs, visitor);
       span.balance = subject.balance;
       spans.push(span);
     }
-    const group = this.groupOf(spans);
+    const group = this.groupOf(spans, subjects.some((s) => s.plan.perVisitor) ? (visitor?.name ?? '|') : '');
     group.moving ??= this.moveHome(subjects, hashTag, group, nowMs);
     this.current.set(subjects, group);
     return group;
@@ -106,8 +111,11 @@ export class LimitRegistry implements ReclaimedCounts {
       );
   }
 
-  /** The span of `subject`'s limits and balance at `nowMs`, its counts under `hashTag`, made when first needed. */
-  private spanAt(subject: Subject, hashTag: string, nowMs: number): Span {
+  /**
+   * The span of `subject`'s limits and balance at `nowMs` (those per visitor, `visitor`'s), its counts
+   * under `hashTag`, made when first needed.
+   */
+  private spanAt(subject: Subject, hashTag: string, nowMs: number, visitor: Visitor | undefined): Span {
     const base = countsBase(this.prefix, subject, hashTag);
     const balance = subject.balance === undefined ? undefined : balanceKey(base);
     let startMs = -Infinity;
@@ -118,16 +126,24 @@ export class LimitRegistry implements ReclaimedCounts {
     for (const rule of subject.plan.limits) {
       let start: number;
       let end: number;
-      if (rule.algorithm === 'fixed') {
+      const field = limitField(rule, this.places.replica, this.places.leaseMs);
+      if (field !== undefined) {
+        // No window: the same count for ever, its state set from each answer (limiter-groups.ts).
+        start = -Infinity;
+        end = Infinity;
+        counts.push(limitCountKey(base, rule, 0, visitor));
+        consumeLimits.push({ limit: capacityOf(rule), expiresAt: 0, slot: field });
+        resets.push(nowMs);
+      } else if (rule.algorithm === 'fixed') {
         ({ start, end } = windowAt(rule.period, nowMs));
-        counts.push(limitCountKey(base, rule, start));
+        counts.push(limitCountKey(base, rule, start, visitor));
         consumeLimits.push({ limit: rule.limit, expiresAt: end + EXPIRY_GRACE_MS, slot: -1 });
         resets.push(end);
       } else {
         const slot = slotAt(rule.period, nowMs);
         start = slot * slotMs(rule.period);
         end = start + slotMs(rule.period);
-        counts.push(limitCountKey(base, rule, start));
+        counts.push(limitCountKey(base, rule, start, visitor));
         consumeLimits.push({
           limit: rule.limit,
           expiresAt: slotLeavesAt(rule.period, slot) + EXPIRY_GRACE_MS,
@@ -138,7 +154,9 @@ export class LimitRegistry implements ReclaimedCounts {
       startMs = Math.max(startMs, start);
       endMs = Math.min(endMs, end);
     }
-    const name = `${base}|${subject.plan.tag}|${startMs}${balance === undefined ? '' : '|credits'}`;
+    const name =
+      `${base}|${subject.plan.tag}|${startMs}${balance === undefined ? '' : '|credits'}` +
+      (subject.plan.perVisitor ? `|${visitor?.name ?? '|'}` : '');
     let span = this.spans.get(name);
     if (span === undefined) {
       span = {
@@ -153,6 +171,7 @@ export class LimitRegistry implements ReclaimedCounts {
         counts,
         consumeLimits,
         resets,
+        placesAfter: counts.map(() => 0),
         book: new LeaseBook(),
         // A span's windows and slots stay the same: its watch is for them, from its start.
         watch: this.watches.quotaWatch(subject, startMs),
@@ -170,8 +189,8 @@ export class LimitRegistry implements ReclaimedCounts {
     return span;
   }
 
-  /** The group of `spans`, made when first needed. */
-  private groupOf(spans: readonly Span[]): Group {
+  /** The group of `spans` (of `visitor`, by name: '' none), made when first needed. */
+  private groupOf(spans: readonly Span[], visitor: string): Group {
     // One span, a key without a consumer, is the common case: its group is built without a name of its own.
     const one = spans.length === 1 ? spans[0]! : undefined;
     const name = one?.name ?? spans.map((span) => span.name).join('&');
@@ -182,6 +201,14 @@ export class LimitRegistry implements ReclaimedCounts {
         name,
         spans,
         balances: balances.length,
+        visitor,
+        // A lease book per visitor would hold units for visitors who do not come back (docs/decisions/0090);
+        // a token bucket's or concurrency limit's count has no window to lease from (0095).
+        leases:
+          balances.length === 0 &&
+          visitor === '' &&
+          !spans.some((span) => span.consumeLimits.some((l) => !inWindows(l))),
+        placeCounts: spans.flatMap((span) => span.counts.filter((_, j) => isConcurrency(span.limits[j]!))),
         startMs: one?.startMs ?? Math.max(...spans.map((span) => span.startMs)),
         endMs: one?.endMs ?? Math.min(...spans.map((span) => span.endMs)),
         keys: consumeKeys(one?.counts ?? spans.flatMap((span) => span.counts), balances),
@@ -219,7 +246,7 @@ export class LimitRegistry implements ReclaimedCounts {
   reclaimed(count: string): void {
     for (const span of this.byCount.get(count) ?? []) {
       span.book.reclaim();
-      if (span.book.owes) this.batches.schedule(this.groupOf([span]));
+      if (span.book.owes) this.batches.schedule(this.groupOf([span], ''));
     }
   }
 
@@ -234,10 +261,10 @@ export class LimitRegistry implements ReclaimedCounts {
       if (isBusy(span)) continue;
       // Once every limit's window is over its units no longer matter. Until then (a longer window,
       // or a sliding limit's slot, still counts them) unused units are given back first.
-      if (span.consumeLimits.every((l, j) => l.slot < 0 && span.resets[j]! <= nowMs)) {
+      if (span.consumeLimits.every((l, j) => !inWindows(l) || (l.slot < 0 && span.resets[j]! <= nowMs))) {
         this.forget(span);
       } else if (span.book.endIfQuiet(nowMs)) {
-        if (span.book.owes) this.batches.schedule(this.groupOf([span]));
+        if (span.book.owes) this.batches.schedule(this.groupOf([span], ''));
         else this.forget(span);
       }
     }

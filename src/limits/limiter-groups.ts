@@ -1,10 +1,11 @@
-import type { LimitRule } from '../plans/plan.js';
 import type { Scope } from '../plans/subject.js';
 import type { Balance } from '../plans/balance.js';
-import { countOf, type ConsumeLimit, type ConsumeReply } from './consume-script.js';
+import { countOf, oldestSlotOf, type ConsumeLimit, type ConsumeReply } from './consume-script.js';
+import { capacityOf, isConcurrency, type LimitRule } from '../plans/plan.js';
+import { holdsAt, type Bucket } from './token-bucket.js';
 import type { LeaseBook } from './lease-book.js';
 import type { QuotaWatch } from './quota-watch.js';
-import { isTighter, type BalanceState, type Decision, type LimitState } from './rate-limiter.js';
+import { isTighter, unitsIn, type BalanceState, type Decision, type LimitState } from './rate-limiter.js';
 
 /**
  * What the Redis limiter (redis-limiter.ts) keeps of each subject's counts on a replica, spans and the
@@ -40,8 +41,13 @@ export interface Span {
   readonly counts: readonly string[];
   /** Each limit's limit, expiry and slot, as the script gets them. */
   readonly consumeLimits: readonly ConsumeLimit[];
-  /** Each limit's LimitState.resetMs: a fixed window's end; for a sliding limit, set from each answer. */
+  /**
+   * Each limit's LimitState.resetMs: a fixed window's end; for a sliding limit, a token bucket or a
+   * concurrency limit, set from each answer.
+   */
   readonly resets: number[];
+  /** Each concurrency limit's places in flight after the latest answer (what its requests report). */
+  readonly placesAfter: number[];
   readonly book: LeaseBook;
   /** Its limits' quota thresholds in its windows (undefined: none watched, or nobody listens). */
   readonly watch: QuotaWatch | undefined;
@@ -66,6 +72,16 @@ export interface Group {
    * force for the next request, and a leased unit could outlive a set), each goes to Redis.
    */
   readonly balances: number;
+  /** The visitor its spans count, by name ('' when no limit of theirs is per visitor). */
+  readonly visitor: string;
+  /**
+   * Its requests may be decided from leases: it holds no balance, no limit per visitor (a lease book
+   * per visitor would hold units for visitors who do not come back; each visitor's requests go to
+   * Redis, in one call per turn), and no token bucket or concurrency limit (docs/decisions/0095).
+   */
+  readonly leases: boolean;
+  /** The concurrency counts of its spans: an admitted request holds a place in each until it ends. */
+  readonly placeCounts: readonly string[];
   /** Where every span's window and slot stay the same, epoch ms. */
   readonly startMs: number;
   readonly endMs: number;
@@ -129,9 +145,10 @@ export function place(
     const watch = span.watch;
     for (let j = 0; j < span.limits.length; j++) {
       // Its place in limit j's count: the unit that reaches a threshold is told as it is charged.
-      const count = at + shift[j]!;
+      const rule = span.limits[j]!;
+      const count = isConcurrency(rule) ? span.placesAfter[j]! : at + shift[j]!;
       if (watch !== undefined && count >= watch.nextAt[j]!) watch.reached(j, count, nowMs);
-      const remaining = span.limits[j]!.limit - count;
+      const remaining = capacityOf(rule) - count;
       if (states !== undefined)
         states.push({ scope: span.scope, rule: span.limits[j]!, remaining, resetMs: span.resets[j]! });
       if (best !== undefined && !isTighter(remaining, span.resets[j]!, bestRemaining, bestResetMs)) continue;
@@ -161,31 +178,44 @@ export function countsAfter(group: Group, reply: ConsumeReply, into: LimitState[
       into.push({
         scope: span.scope,
         rule,
-        remaining: Math.max(0, rule.limit - countOf(reply, i++)),
+        remaining: Math.max(0, capacityOf(rule) - countOf(reply, i++)),
         resetMs: span.resets[j]!,
       }),
     );
 }
 
-/** A request of `cost` that did not fit: of the limits without room for it, the one whose window ends last refused it. */
-export function refusal(group: Group, reply: ConsumeReply, cost: number): LimitState {
+/**
+ * A request of `cost` that did not fit at `nowMs`: of the limits without room for it, the one whose
+ * window ends last (a token bucket: that holds the cost last) refused it.
+ */
+export function refusal(group: Group, reply: ConsumeReply, cost: number, nowMs: number): LimitState {
   let by: Span | undefined;
   let at = 0;
   let left = 0;
+  let resetMs = 0;
   for (let s = 0, i = 0; s < group.spans.length; s++) {
     const span = group.spans[s]!;
     for (let j = 0; j < span.limits.length; j++, i++) {
-      const room = span.limits[j]!.limit - countOf(reply, i);
-      if (room >= cost || (by !== undefined && span.resets[j]! <= by.resets[at]!)) continue;
+      const rule = span.limits[j]!;
+      const room = capacityOf(rule) - countOf(reply, i);
+      if (room >= unitsIn(rule, cost)) continue;
+      const until =
+        rule.algorithm === 'tokenBucket'
+          ? holdsAt(bucketOf(rule, countOf(reply, i), oldestSlotOf(reply, i), nowMs), rule, cost)
+          : span.resets[j]!;
+      if (by !== undefined && until <= resetMs) continue;
       by = span;
       at = j;
       left = room;
+      resetMs = until;
     }
   }
-  return {
-    scope: by!.scope,
-    rule: by!.limits[at]!,
-    remaining: Math.max(0, left),
-    resetMs: by!.resets[at]!,
-  };
+  return { scope: by!.scope, rule: by!.limits[at]!, remaining: Math.max(0, left), resetMs };
 }
+
+/** A token bucket as a call's reply left it at `nowMs`: its count (what it lacks of its burst) and parts. */
+export const bucketOf = (rule: LimitRule, count: number, parts: number, nowMs: number): Bucket => ({
+  units: capacityOf(rule) - count,
+  parts,
+  at: nowMs,
+});

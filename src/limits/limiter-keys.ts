@@ -1,6 +1,7 @@
 import { countsOwnRequests, type LimitRule } from '../plans/plan.js';
 import type { Subject } from '../plans/subject.js';
 import type { Period } from '../plans/window.js';
+import { visitorSuffix, type Visitor } from './visitor.js';
 
 /**
  * The limiter's names in Redis, in one place: replicas of every version must agree on them, or a
@@ -11,7 +12,8 @@ import type { Period } from '../plans/window.js';
  * consumer keeps the names every earlier version used, `<prefix>{<keyId>}`; a consumer's counts are
  * `<prefix>{<consumerId>}:consumer`, and those of a key it holds `<prefix>{<consumerId>}:key:<keyId>`.
  * Each count's lease book sits beside it. A limit with a match counts only the requests it matches,
- * so its count is its own: the name of the period's count, then `:m:<limit name>`. A subject's balance
+ * so its count is its own: the name of the period's count, then `:m:<limit name>`. A limit per visitor
+ * counts each visitor in a count of its own: then `:a:<address>` or `:c:<customer id>` (visitor.ts). A subject's balance
  * is `<base>:credits`. A key that moves to another consumer finds its counts and balance under new
  * names: they are moved there (key-homes.ts), and its home, `<prefix>{<keyId>}:home`, says where
  * they are while it has a consumer.
@@ -46,11 +48,27 @@ export function slidingKey(base: string, period: Period): string {
   return `${base}:sliding:${period}`;
 }
 
-/** The count of `rule` (in its window starting at `windowStart`, for a fixed limit) under `base`. */
-export function limitCountKey(base: string, rule: LimitRule, windowStart: number): string {
-  const count =
-    rule.algorithm === 'fixed' ? counterKey(base, rule.period, windowStart) : slidingKey(base, rule.period);
-  return countsOwnRequests(rule) ? `${count}:m:${rule.name}` : count;
+/**
+ * The count of `rule` (in its window starting at `windowStart`, for a fixed limit) under `base`, that
+ * of `visitor` for a limit per visitor: a token bucket's `<base>:bucket:<period>`, a concurrency
+ * limit's `<base>:concurrency`, both hashes (consume-script.ts), take the visitor's suffix too.
+ */
+export function limitCountKey(base: string, rule: LimitRule, windowStart: number, visitor?: Visitor): string {
+  const count = countName(base, rule, windowStart);
+  return (countsOwnRequests(rule) ? `${count}:m:${rule.name}` : count) + visitorSuffix(rule, visitor);
+}
+
+function countName(base: string, rule: LimitRule, windowStart: number): string {
+  switch (rule.algorithm) {
+    case 'fixed':
+      return counterKey(base, rule.period, windowStart);
+    case 'sliding':
+      return slidingKey(base, rule.period);
+    case 'tokenBucket':
+      return `${base}:bucket:${rule.period}`;
+    case 'concurrency':
+      return `${base}:concurrency`;
+  }
 }
 
 /** A subject's balance (limits/balance-lua.ts), under its counts' base: one decision's keys share a slot. */

@@ -1,5 +1,5 @@
 import { remainingOf, settle, type HeldBalance } from '../plans/balance.js';
-import { countsOwnRequests, type LimitRule, type Plan } from '../plans/plan.js';
+import { capacityOf, countsOwnRequests, type LimitRule, type Plan } from '../plans/plan.js';
 import {
   balanceStateOf,
   checkCost,
@@ -10,13 +10,17 @@ import {
   type LimitState,
   type RateLimiter,
   type SpentBalance,
+  PLACE_RETRY_MS,
+  unitsIn,
 } from './rate-limiter.js';
+import { fullBucket, holdsAt, refilled, type Bucket } from './token-bucket.js';
 import type { Scope, Subject } from '../plans/subject.js';
 import { oldestCounted, slidingResetAt, SLOTS, slotAt } from './sliding-window.js';
 import { CreditWatch } from './credit-watch.js';
 import type { LimitNotices } from './limit-notices.js';
 import { QuotaWatch } from './quota-watch.js';
 import { windowAt, type Period } from '../plans/window.js';
+import { visitorSuffix, type Visitor } from './visitor.js';
 
 /** One limit's count for one subject, in process. */
 interface Count {
@@ -24,8 +28,11 @@ interface Count {
   used(nowMs: number): number;
   /** Adds `units` where the last `used` read. */
   add(units: number): void;
-  /** When it has more room (LimitState.resetMs), given `used(nowMs)` was just read. */
-  resetMs(nowMs: number): number;
+  /**
+   * When it has more room (LimitState.resetMs), given `used(nowMs)` was just read: for a token
+   * bucket, when it holds `units`.
+   */
+  resetMs(nowMs: number, units: number): number;
   /** True once nothing counted remains. */
   spent(nowMs: number): boolean;
 }
@@ -98,6 +105,57 @@ class SlidingCount implements Count {
   }
 }
 
+/** A token bucket (token-bucket.ts): `used` is what it lacks of its burst. */
+class BucketCount implements Count {
+  private bucket: Bucket | undefined;
+
+  /** The rule of the latest plan that counts in it: a changed plan keeps the units it holds. */
+  constructor(public rule: LimitRule) {}
+
+  used(nowMs: number): number {
+    const bucket = (this.bucket = refilled(this.bucket ?? fullBucket(this.rule, nowMs), this.rule, nowMs));
+    return capacityOf(this.rule) - Math.min(bucket.units, capacityOf(this.rule));
+  }
+
+  add(units: number): void {
+    const bucket = this.bucket!;
+    this.bucket = { ...bucket, units: Math.min(bucket.units, capacityOf(this.rule)) - units };
+  }
+
+  resetMs(_nowMs: number, units: number): number {
+    return holdsAt(this.bucket!, this.rule, units);
+  }
+
+  spent(nowMs: number): boolean {
+    return this.used(nowMs) === 0;
+  }
+}
+
+/** Requests in flight (docs/decisions/0096): a place is taken by `add` and given back by `release`. */
+class PlacesCount implements Count {
+  private places = 0;
+
+  used(): number {
+    return this.places;
+  }
+
+  add(places: number): void {
+    this.places += places;
+  }
+
+  release(): void {
+    this.places--;
+  }
+
+  resetMs(nowMs: number): number {
+    return nowMs + PLACE_RETRY_MS;
+  }
+
+  spent(): boolean {
+    return this.places === 0;
+  }
+}
+
 /** The counts of one selection of a subject's limits, and their thresholds (undefined: none watched). */
 interface Tally {
   readonly counts: Count[];
@@ -106,16 +164,45 @@ interface Tally {
 
 /**
  * A subject's counts by kind (what a plan change keeps), and the counts of each selection of its limits
- * by plan tag (a key whose limits match requests alternates between selections).
+ * by plan tag (a key whose limits match requests alternates between selections), and visitor for a plan
+ * with limits per visitor: each visitor's counts are kinds of their own (visitorSuffix), dropped by the
+ * sweep once their windows end, so the maps hold the visitors of the current windows only.
  */
 interface SubjectCounts {
   readonly byKind: Map<string, Count>;
   readonly byTag: Map<string, Tally>;
 }
 
-/** Limits of one kind count the same requests: those with a match count their own, by name. */
-const kindOf = (rule: LimitRule): string =>
-  rule.period + '/' + rule.algorithm + (countsOwnRequests(rule) ? '/' + rule.name : '');
+/** Limits of one kind count the same requests: those with a match count their own, by name; those per visitor, the visitor's. */
+const kindOf = (rule: LimitRule, visitor: Visitor | undefined): string =>
+  rule.period +
+  '/' +
+  rule.algorithm +
+  (countsOwnRequests(rule) ? '/' + rule.name : '') +
+  visitorSuffix(rule, visitor);
+
+function countOf(rule: LimitRule): Count {
+  switch (rule.algorithm) {
+    case 'fixed':
+      return new FixedCount(rule.period);
+    case 'sliding':
+      return new SlidingCount(rule.period);
+    case 'tokenBucket':
+      return new BucketCount(rule);
+    case 'concurrency':
+      return new PlacesCount();
+  }
+}
+
+/** Gives back one place in each of `places`, the first time it is called. */
+function releaseOnce(places: readonly PlacesCount[]): () => void {
+  let held = true;
+  return () => {
+    if (!held) return;
+    held = false;
+    for (const count of places) count.release();
+  };
+}
 
 /** In-process counters for the single-node (embedded) mode and for Redis outages in `open` mode. */
 export class MemoryRateLimiter implements RateLimiter {
@@ -145,19 +232,31 @@ export class MemoryRateLimiter implements RateLimiter {
 
   /**
    * `notices`: where quota thresholds and low or exhausted balances are told (absent: nowhere, at no
-   * cost); `sweepIntervalMs`: how often spent counts are dropped.
+   * cost); `sweepIntervalMs`: how often spent counts are dropped; `clock`: the one callers' `nowMs`
+   * comes from (the app's), which says when a count is spent.
    */
   constructor({
     notices,
     sweepIntervalMs = 60_000,
-  }: { readonly notices?: LimitNotices; readonly sweepIntervalMs?: number } = {}) {
+    clock = Date.now,
+  }: {
+    readonly notices?: LimitNotices;
+    readonly sweepIntervalMs?: number;
+    readonly clock?: () => number;
+  } = {}) {
     this.notices = notices;
     this.creditWatch = notices && new CreditWatch(notices);
     // Spent counts are dropped in bulk so the maps hold only live subjects.
-    this.sweeper = setInterval(() => this.sweep(Date.now()), sweepIntervalMs).unref();
+    this.sweeper = setInterval(() => this.sweep(clock()), sweepIntervalMs).unref();
   }
 
-  consume(subjects: readonly Subject[], cost: number, nowMs: number, states?: LimitState[]): Decision {
+  consume(
+    subjects: readonly Subject[],
+    cost: number,
+    nowMs: number,
+    states?: LimitState[],
+    visitor?: Visitor,
+  ): Decision {
     checkCost(cost);
     checkSubjects(subjects);
     // Refused when a balance does not hold the cost (the key's first), else when a limit lacks room for
@@ -179,12 +278,13 @@ export class MemoryRateLimiter implements RateLimiter {
     const tallies = this.scratch;
     for (let s = 0; s < subjects.length; s++) {
       const subject = subjects[s]!;
-      const counts = (tallies[s] = this.tallyOf(subject, nowMs)).counts;
+      const counts = (tallies[s] = this.tallyOf(subject, nowMs, visitor)).counts;
       const limits = subject.plan.limits;
       for (let i = 0; i < limits.length; i++) {
-        const room = limits[i]!.limit - counts[i]!.used(nowMs);
-        if (room >= cost) continue;
-        const until = counts[i]!.resetMs(nowMs);
+        const units = unitsIn(limits[i]!, cost);
+        const room = capacityOf(limits[i]!) - counts[i]!.used(nowMs);
+        if (room >= units) continue;
+        const until = counts[i]!.resetMs(nowMs, units);
         if (by !== undefined && until <= resetMs) continue;
         by = subject;
         at = i;
@@ -193,7 +293,7 @@ export class MemoryRateLimiter implements RateLimiter {
       }
     }
     if (short !== undefined || by !== undefined) {
-      if (states !== undefined) this.report(subjects, nowMs, states);
+      if (states !== undefined) this.report(subjects, nowMs, states, visitor);
       return {
         allowed: false,
         limit:
@@ -204,6 +304,7 @@ export class MemoryRateLimiter implements RateLimiter {
       };
     }
     // Admitted: charged to every limit and balance; the limit and the balance with the fewest left are reported.
+    let places: PlacesCount[] | undefined;
     for (let s = 0; s < subjects.length; s++) {
       const subject = subjects[s]!;
       const tally = tallies[s]!;
@@ -213,11 +314,13 @@ export class MemoryRateLimiter implements RateLimiter {
       if (watch !== undefined && nowMs >= watch.renewAt)
         watch = tally.watch = QuotaWatch.of(subject.scope, subject.id, limits, nowMs, this.notices);
       for (let i = 0; i < limits.length; i++) {
-        counts[i]!.add(cost);
-        const used = counts[i]!.used(nowMs);
+        const count = counts[i]!;
+        count.add(unitsIn(limits[i]!, cost));
+        if (count instanceof PlacesCount) (places ??= []).push(count);
+        const used = count.used(nowMs);
         if (watch !== undefined && used >= watch.nextAt[i]!) watch.reached(i, used, nowMs);
-        const remaining = limits[i]!.limit - used;
-        const until = counts[i]!.resetMs(nowMs);
+        const remaining = capacityOf(limits[i]!) - used;
+        const until = count.resetMs(nowMs, 1);
         if (by !== undefined && !isTighter(remaining, until, left, resetMs)) continue;
         by = subject;
         at = i;
@@ -243,12 +346,13 @@ export class MemoryRateLimiter implements RateLimiter {
       if (lowest === undefined || remainingOf(h) < lowest.remaining)
         lowest = balanceStateOf(subjects[s]!.scope, subjects[s]!.balance!, remainingOf(h), nowMs);
     }
-    if (states !== undefined) this.report(subjects, nowMs, states);
-    return {
+    if (states !== undefined) this.report(subjects, nowMs, states, visitor);
+    const decision: Decision = {
       allowed: true,
       limit: by && { scope: by.scope, rule: by.plan.limits[at]!, remaining: left, resetMs },
       balance: lowest,
     };
+    return places === undefined ? decision : { ...decision, release: releaseOnce(places) };
   }
 
   peekBalances(subjects: readonly Subject[], nowMs: number): Promise<BalanceState[]> {
@@ -293,49 +397,48 @@ export class MemoryRateLimiter implements RateLimiter {
     return Promise.resolve(states);
   }
 
-  /** Every limit's state, subject by subject. */
-  private report(subjects: readonly Subject[], nowMs: number, into: LimitState[]): void {
+  /** Every limit's state, subject by subject (a limit per visitor: `visitor`'s). */
+  private report(subjects: readonly Subject[], nowMs: number, into: LimitState[], visitor?: Visitor): void {
     for (const subject of subjects) {
-      const { counts } = this.tallyOf(subject, nowMs);
+      const { counts } = this.tallyOf(subject, nowMs, visitor);
       subject.plan.limits.forEach((rule, i) =>
         into.push({
           scope: subject.scope,
           rule,
-          remaining: Math.max(0, rule.limit - counts[i]!.used(nowMs)),
-          resetMs: counts[i]!.resetMs(nowMs),
+          remaining: Math.max(0, capacityOf(rule) - counts[i]!.used(nowMs)),
+          resetMs: counts[i]!.resetMs(nowMs, 1),
         }),
       );
     }
   }
 
-  private tallyOf({ scope, id, plan }: Subject, nowMs: number): Tally {
+  private tallyOf({ scope, id, plan }: Subject, nowMs: number, visitor: Visitor | undefined): Tally {
     const bySubject = this.subjects[scope];
     let subject = bySubject.get(id);
     if (subject === undefined) {
       subject = { byKind: new Map(), byTag: new Map() };
       bySubject.set(id, subject);
     }
-    let tally = subject.byTag.get(plan.tag);
+    const tag = plan.perVisitor && visitor !== undefined ? plan.tag + '|' + visitor.name : plan.tag;
+    let tally = subject.byTag.get(tag);
     if (tally === undefined) {
       tally = {
-        counts: this.countsFor(subject, plan),
+        counts: this.countsFor(subject, plan, visitor),
         watch: QuotaWatch.of(scope, id, plan.limits, nowMs, this.notices),
       };
-      subject.byTag.set(plan.tag, tally);
+      subject.byTag.set(tag, tally);
     }
     return tally;
   }
 
   /** A changed plan keeps what the current windows have spent: counts are kept by kind. */
-  private countsFor(subject: SubjectCounts, plan: Plan): Count[] {
+  private countsFor(subject: SubjectCounts, plan: Plan, visitor: Visitor | undefined): Count[] {
     const byKind = subject.byKind;
     return plan.limits.map((rule) => {
-      let count = byKind.get(kindOf(rule));
-      if (count === undefined)
-        byKind.set(
-          kindOf(rule),
-          (count = rule.algorithm === 'fixed' ? new FixedCount(rule.period) : new SlidingCount(rule.period)),
-        );
+      const kind = kindOf(rule, visitor);
+      let count = byKind.get(kind);
+      if (count === undefined) byKind.set(kind, (count = countOf(rule)));
+      else if (count instanceof BucketCount) count.rule = rule;
       return count;
     });
   }

@@ -15,10 +15,17 @@ export function thresholdCount(limit: number, threshold: QuotaThreshold): number
   return threshold === 100 ? limit : limit - Math.floor(limit / 5);
 }
 
-/** Limits of an hour or longer have thresholds; shorter ones would tell every minute. */
+/**
+ * Limits of an hour or longer have thresholds; shorter ones would tell every minute. A limit per
+ * visitor has none: one visitor reaching it says nothing about the key.
+ */
 const WATCHED_PERIODS: ReadonlySet<Period> = new Set(['hour', 'day', 'week', 'month', 'year']);
 
-export const isWatched = (rule: LimitRule): boolean => WATCHED_PERIODS.has(rule.period);
+/** Token buckets and concurrency limits count no window's quota: they have no thresholds. */
+export const isWatched = (rule: LimitRule): boolean =>
+  (rule.algorithm === 'fixed' || rule.algorithm === 'sliding') &&
+  WATCHED_PERIODS.has(rule.period) &&
+  rule.per === undefined;
 
 /**
  * The window whose thresholds a charge at `nowMs` counts toward: a fixed limit's window; for a sliding

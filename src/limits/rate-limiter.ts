@@ -1,6 +1,7 @@
 import { nextRefillAt, type Balance } from '../plans/balance.js';
-import { MAX_COST, MIN_COST, type LimitRule } from '../plans/plan.js';
+import { isConcurrency, MAX_COST, MIN_COST, type LimitRule } from '../plans/plan.js';
 import { isCharged, type Scope, type Subject } from '../plans/subject.js';
+import type { Visitor } from './visitor.js';
 
 /** A decision covers at most one subject of each scope: the key and its consumer. */
 export const MAX_SUBJECTS = 2;
@@ -13,7 +14,10 @@ export interface LimitState {
   readonly remaining: number;
   /**
    * Epoch ms, the `resetTime`: the end of the window for a fixed limit; for a sliding one, when the
-   * oldest units it still counts stop counting (the earliest moment it has more room), in whole seconds.
+   * oldest units it still counts stop counting (the earliest moment it has more room), in whole seconds;
+   * for a token bucket, when it holds one unit (a refused request's cost, for the refusing limit),
+   * `nowMs` or earlier when it does; for a concurrency limit, a second from the decision (a place
+   * frees whenever a request ends: answers show `resetTime: null` and `Retry-After: 1`).
    */
   readonly resetMs: number;
 }
@@ -44,7 +48,22 @@ export interface Decision {
   readonly allowed: boolean;
   readonly limit: LimitState | undefined;
   readonly balance: BalanceState | undefined;
+  /**
+   * Admitted with a concurrency limit: gives its places back; call once, when the response ends, the
+   * client leaves or the backend times out (docs/decisions/0096). Absent: no place was taken.
+   */
+  readonly release?: () => void;
 }
+
+/** A request refused by a concurrency limit may try again in a second (its `Retry-After`). */
+export const PLACE_RETRY_MS = 1_000;
+
+/** The units a request counts in a limit: its cost, or one place of a concurrency limit. */
+export const unitsIn = (rule: LimitRule, cost: number): number => (isConcurrency(rule) ? 1 : cost);
+
+/** A refusal by a concurrency limit: answered 429 `concurrency_limit_exceeded`. */
+export const refusedForPlaces = (d: Decision): boolean =>
+  !d.allowed && d.limit !== undefined && isConcurrency(d.limit.rule);
 
 /** The state of a balance of `scope` when it holds `remaining` units at `nowMs`. */
 export function balanceStateOf(
@@ -88,6 +107,8 @@ export interface RateLimiter {
     nowMs: number,
     /** When given, every limit's state after the decision is pushed to it, subject by subject (verify). */
     states?: LimitState[],
+    /** Whom limits per visitor count: given when a subject's plan has such a limit (visitor.ts). */
+    visitor?: Visitor,
   ): Decision | Promise<Decision>;
   /** Every limit's state, subject by subject in the order given, without charging anything. */
   peek(subjects: readonly Subject[], nowMs: number): Promise<LimitState[]>;

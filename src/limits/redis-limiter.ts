@@ -1,8 +1,12 @@
 import type { RedisClient } from '../redis/connect.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { Subject } from '../plans/subject.js';
+import type { Visitor } from './visitor.js';
 import { windowAt } from '../plans/window.js';
 import { LeaseReclaim } from './lease-reclaim.js';
+import { ConcurrencyPlaces, DEFAULT_CONCURRENCY_LEASE_MS, placesIn } from './concurrency-places.js';
+import { capacityOf } from '../plans/plan.js';
+import { fullBucket, holdsAt, refilled } from './token-bucket.js';
 import type { LimitNotices } from './limit-notices.js';
 import { LimitBatches } from './limit-batches.js';
 import { LimitRegistry } from './limit-registry.js';
@@ -11,6 +15,7 @@ import { countsBase, hashTagOf, limitCountKey } from './limiter-keys.js';
 import {
   checkCost,
   checkSubjects,
+  PLACE_RETRY_MS,
   type BalanceState,
   type Decision,
   type LimitState,
@@ -36,6 +41,8 @@ export interface RedisRateLimiterOptions {
   readonly clock?: () => number;
   /** Where quota thresholds and low or exhausted balances are told (absent: nowhere, at no cost). */
   readonly notices?: LimitNotices;
+  /** How long a place of a concurrency limit outlives this replica's last heartbeat (CONCURRENCY_LEASE_SECONDS). */
+  readonly concurrencyLeaseMs?: number;
 }
 
 /**
@@ -71,18 +78,33 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly batches: LimitBatches;
   private readonly registry: LimitRegistry;
   private readonly balances: RedisBalances;
+  private readonly places: ConcurrencyPlaces;
 
   constructor(
     private readonly client: RedisClient,
     private readonly prefix: string,
     metrics: Metrics,
-    { subscriber, clock = Date.now, notices }: RedisRateLimiterOptions = {},
+    {
+      subscriber,
+      clock = Date.now,
+      notices,
+      concurrencyLeaseMs = DEFAULT_CONCURRENCY_LEASE_MS,
+    }: RedisRateLimiterOptions = {},
   ) {
     this.watches = new LimitWatches(metrics, notices);
+    this.places = new ConcurrencyPlaces(client, clock, concurrencyLeaseMs, this.watches);
     this.reclaim = new LeaseReclaim(subscriber, prefix);
     this.restore = new WindowRestore(client, subscriber, prefix, clock);
     this.batches = new LimitBatches(client, clock, this.reclaim, this.restore, this.watches);
-    this.registry = new LimitRegistry(client, prefix, clock, this.batches, this.restore, this.watches);
+    this.registry = new LimitRegistry(
+      client,
+      prefix,
+      clock,
+      this.batches,
+      this.restore,
+      this.watches,
+      this.places,
+    );
     this.reclaim.listen(this.registry);
     this.balances = new RedisBalances(client, prefix, this.restore.balanceLedger, this.watches);
   }
@@ -97,12 +119,20 @@ export class RedisRateLimiter implements RateLimiter {
     cost: number,
     nowMs: number,
     states?: LimitState[],
+    visitor?: Visitor,
   ): Decision | Promise<Decision> {
     checkCost(cost);
-    const group = this.registry.boundGroup(subjects, nowMs) ?? this.registry.groupAt(subjects, nowMs);
+    const group =
+      this.registry.boundGroup(subjects, nowMs, visitor) ?? this.registry.groupAt(subjects, nowMs, visitor);
     if (group.moving !== undefined)
-      return group.moving.then(() => this.consume(subjects, cost, nowMs, states));
-    if (group.balances > 0) return this.batches.ask(group, cost, states);
+      return group.moving.then(() => this.consume(subjects, cost, nowMs, states, visitor));
+    if (group.placeCounts.length > 0)
+      return this.batches
+        .ask(group, cost, states)
+        .then((decision) =>
+          decision.allowed ? { ...decision, release: this.places.taken(group.placeCounts) } : decision,
+        );
+    if (!group.leases) return this.batches.ask(group, cost, states);
     const spans = group.spans;
     // Every book sees the request (its demand sizes the next lease); it is decided here only when all hold its cost.
     let fits = true;
@@ -119,6 +149,24 @@ export class RedisRateLimiter implements RateLimiter {
         subjects.flatMap(({ scope, id, plan }) => {
           const base = countsBase(this.prefix, { scope, id }, hashTag);
           return plan.limits.map(async (rule): Promise<LimitState> => {
+            if (rule.algorithm === 'tokenBucket') {
+              const [units, parts, at] = await this.client.hmget(limitCountKey(base, rule, 0), 'u', 'p', 'a');
+              const bucket =
+                units === null
+                  ? fullBucket(rule, nowMs)
+                  : refilled({ units: Number(units), parts: Number(parts), at: Number(at) }, rule, nowMs);
+              const remaining = Math.min(bucket.units, capacityOf(rule));
+              return { scope, rule, remaining, resetMs: holdsAt(bucket, rule, 1) };
+            }
+            if (rule.algorithm === 'concurrency') {
+              const used = placesIn(await this.client.hgetall(limitCountKey(base, rule, 0)), nowMs);
+              return {
+                scope,
+                rule,
+                remaining: Math.max(0, rule.limit - used),
+                resetMs: nowMs + PLACE_RETRY_MS,
+              };
+            }
             if (rule.algorithm === 'fixed') {
               const window = windowAt(rule.period, nowMs);
               const used = Number((await this.client.get(limitCountKey(base, rule, window.start))) ?? 0);
@@ -155,6 +203,7 @@ export class RedisRateLimiter implements RateLimiter {
   /** The connections belong to the composition root, which closes them after every user is done. */
   async close(): Promise<void> {
     this.registry.close();
+    this.places.close();
     await this.restore.close();
     await this.reclaim.close();
   }

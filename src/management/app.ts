@@ -4,8 +4,8 @@
  * one folder per resource (resources/<resource>/); this file is what they share: authentication, errors and the
  * announcements.
  */
-import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
-import { AppError, retryAfterOf } from '../errors.js';
+import express, { type RequestHandler } from 'express';
+import { AppError } from '../errors.js';
 import type { KeyChange } from '../keys/key-events.js';
 import type { Metrics } from '../ops/metrics.js';
 import { tracer } from '../tracing/tracer.js';
@@ -21,10 +21,12 @@ import { RouteRepository } from '../store/route-repository.js';
 import { Outbox, type NewEvent } from '../store/outbox.js';
 import { DeliveryRepository } from '../store/delivery-repository.js';
 import { WebhookRepository } from '../store/webhook-repository.js';
+import { PortalSessionRepository } from '../store/portal-session-repository.js';
+import { PortalSettingsRepository } from '../store/portal-settings-repository.js';
 import { authenticate, callerOf } from './authenticate.js';
 import { eventOfChange } from './change-events.js';
 import type { AuditedChange, ManagementContext, ManagementDeps } from './context.js';
-import { appErrorOf } from './app-error-of.js';
+import { sendAppError, strictApp } from './express-app.js';
 import { buildConfigSchema } from './config-schema.js';
 import { jsonText } from './json-as-written.js';
 import { OPERATIONS } from './resources/index.js';
@@ -45,7 +47,8 @@ function countAndNoStore(metrics: Metrics): RequestHandler {
 /** An audit image as stored: JSON text, with a key's metadata as written; null: no target. */
 const stateText = (state: unknown): string | null => (state === null ? null : jsonText(state));
 
-export function createManagementApp(deps: ManagementDeps): express.Express {
+/** What every operation gets: the dependencies and the few things all of them do (the portal's too). */
+export function createManagementContext(deps: ManagementDeps): ManagementContext {
   const sealingKey = deps.encryptionKeys[0];
   if (!sealingKey) throw new Error('createManagementApp: encryptionKeys needs at least the current key');
   const { logger } = deps;
@@ -56,6 +59,8 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
     failureLog: new FailureLogRepository(deps.db),
     webhooks: new WebhookRepository(deps.db),
     deliveries: new DeliveryRepository(deps.db),
+    portal: new PortalSettingsRepository(deps.db),
+    portalSessions: new PortalSessionRepository(deps.db),
     now: () => new Date(deps.clock()),
     async announce(change: KeyChange) {
       try {
@@ -79,6 +84,8 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
           billingExports: new BillingExportRepository(trx),
           webhooks: new WebhookRepository(trx),
           deliveries: new DeliveryRepository(trx),
+          portal: new PortalSettingsRepository(trx),
+          portalSessions: new PortalSessionRepository(trx),
         });
         if ('unchanged' in change) return change.result;
         const caller = callerOf(res);
@@ -103,27 +110,17 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
         return change.result;
       }),
   };
+  return ctx;
+}
+
+export function createManagementApp(deps: ManagementDeps): express.Express {
+  const ctx = createManagementContext(deps);
 
   // Exact paths, as src/server.ts routes them: case-sensitive, no trailing slash.
   const router = express.Router({ caseSensitive: true, strict: true });
   registerOperations(router, OPERATIONS, ctx);
 
-  const sendError: ErrorRequestHandler = (err, req, res, next) => {
-    if (res.headersSent) {
-      next(err);
-      return;
-    }
-    const error = appErrorOf(err, deps, req.method, req.path);
-    const retryAfter = retryAfterOf(error.code);
-    if (retryAfter !== undefined) res.set('Retry-After', String(retryAfter));
-    res.status(error.status).json(error.toBody());
-  };
-
-  const app = express();
-  app.disable('x-powered-by');
-  app.disable('etag');
-  app.set('case sensitive routing', true);
-  app.set('strict routing', true);
+  const app = strictApp();
   app.use(countAndNoStore(deps.metrics));
   // Before authentication: editors and CI fetch it without a token, and it holds no state.
   const configSchema = buildConfigSchema();
@@ -140,6 +137,6 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
   );
   app.use(deps.prefix === '' ? '/' : deps.prefix, router);
   app.use((_req, _res, next) => next(new AppError('not_found')));
-  app.use(sendError);
+  app.use(sendAppError(deps));
   return app;
 }

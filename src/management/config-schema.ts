@@ -3,11 +3,13 @@
  * built from the create bodies the management API validates, so the file and the API never disagree.
  * Each section is a list of create bodies, with what a file adds: a consumer needs its `externalId`
  * (its identity), and a billing export's credential is a `${ENV_VAR}` reference, never the secret.
+ * `portal` is one object, the portal's settings, its OIDC client secret a reference too.
  * packages/client/config-schema.json is this document as written (a unit test keeps them equal).
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { CreateBillingExportRequest } from './resources/billing-exports/schemas.js';
 import { CreateConsumerRequest } from './resources/consumers/schemas.js';
+import { oidcFields, UpdatePortalSettingsRequest } from './resources/developer-portal/schemas.js';
 import { CreatePlanRequest } from './resources/plans/schemas.js';
 import { CreateRouteRequest } from './resources/routes/schemas.js';
 import { CreateWebhookRequest } from './resources/webhooks/schemas.js';
@@ -42,6 +44,37 @@ const BillingExportItem = Type.Object(
   { additionalProperties: false, title: 'ConfigBillingExport' },
 );
 
+const PortalItem = Type.Object(
+  {
+    ...UpdatePortalSettingsRequest.properties,
+    oidc: Type.Optional(
+      Type.Union(
+        [
+          Type.Object(
+            {
+              ...oidcFields,
+              clientSecret: {
+                ...EnvReference,
+                description: `${EnvReference.description}. Sent when OIDC is first set, and again only with --rotate-credentials`,
+                examples: ['${PORTAL_OIDC_CLIENT_SECRET}'],
+              },
+            },
+            { additionalProperties: false },
+          ),
+          Type.Null(),
+        ],
+        { description: '"Sign in with …" through your OpenID Provider; null: sign-in links only' },
+      ),
+    ),
+  },
+  {
+    additionalProperties: false,
+    title: 'ConfigPortal',
+    description:
+      "The developer portal's settings (one object): fields left out are kept, or with --prune return to their defaults",
+  },
+);
+
 const listOf = (item: TSchema, description: string) => Type.Array(item, { description });
 
 /** The document served at /tollgate/config-schema.json. */
@@ -58,6 +91,7 @@ export function buildConfigSchema(): Record<string, unknown> {
       billingExports: Type.Optional(
         listOf(BillingExportItem, 'Billing exports, identified by `type` and `eventName`'),
       ),
+      portal: Type.Optional(PortalItem),
     },
     {
       additionalProperties: false,

@@ -25,6 +25,8 @@ import type { StorageHealth } from '../store/storage-health.js';
 import type { UsageHistory } from '../usage/history.js';
 import type { DeliveryRepository } from '../store/delivery-repository.js';
 import type { WebhookRepository } from '../store/webhook-repository.js';
+import type { PortalSettingsRepository } from '../store/portal-settings-repository.js';
+import type { PortalSessionRepository } from '../store/portal-session-repository.js';
 import type { UsageTotals } from './resources/usage/schemas.js';
 import type { AdminTokenLookup } from './admin-token-lookup.js';
 import type { AuditAction } from '../store/audit-actions.js';
@@ -112,6 +114,8 @@ export interface Repositories {
   readonly billingExports: BillingExportRepository;
   readonly webhooks: WebhookRepository;
   readonly deliveries: DeliveryRepository;
+  readonly portal: PortalSettingsRepository;
+  readonly portalSessions: PortalSessionRepository;
 }
 
 /**
@@ -145,6 +149,9 @@ export interface ManagementContext extends ManagementDeps {
   /** Webhooks and their delivery logs, read outside a change. */
   readonly webhooks: WebhookRepository;
   readonly deliveries: DeliveryRepository;
+  /** The portal's settings and sessions, read outside a change. */
+  readonly portal: PortalSettingsRepository;
+  readonly portalSessions: PortalSessionRepository;
   now(): Date;
   /** Tells every replica's key cache (or route table); a lost message is covered by the recorded changes and the cache's entry lifetime. */
   announce(change: KeyChange): Promise<void>;

@@ -18,7 +18,7 @@ import {
   MAX_PAGE_SIZE,
 } from './schemas.js';
 import { MAX_GRACE_PERIOD_SECONDS } from './resources/keys/schemas.js';
-import { RateLimitExceededResponse } from './resources/plans/schemas.js';
+import { ConcurrencyLimitExceededResponse, RateLimitExceededResponse } from './resources/plans/schemas.js';
 
 type JsonObject = { [key: string]: unknown };
 
@@ -191,14 +191,21 @@ percent-encoded letter, digit, \`-\`, \`.\`, \`_\` or \`~\` decoded, any other e
   \`allowedOrigins\` refuses a request whose \`Origin\` (else \`Referer\`'s origin) matches none: 403
   \`origin_not_allowed\`; with \`allowedAddresses\`, a client address outside them: 403 \`address_not_allowed\`.
   Neither is forwarded or charged; usage counts them as failed (\`originNotAllowed\`, \`addressNotAllowed\`).
-- A plan holds one to four limits (\`limits\`), each fixed or sliding. Fixed windows are aligned to UTC (second,
-  minute, hour, day from 00:00, week from Monday 00:00, month from the 1st 00:00, year from 1 January 00:00); a
-  sliding limit never admits more than \`limit\` in any span of one period. A request is admitted only when every
-  limit has room and is then counted in all of them; only admitted requests consume quota.
+- A plan holds one to four limits (\`limits\`), each fixed, sliding, a token bucket or a concurrency limit. Fixed
+  windows are aligned to UTC (second, minute, hour, day from 00:00, week from Monday 00:00, month from the 1st
+  00:00, year from 1 January 00:00); a sliding limit never admits more than \`limit\` in any span of one period; a
+  token bucket admits at most \`burst + limit × T / period\` units over any interval of length T; a concurrency
+  limit admits at most \`limit\` requests in flight. A request is admitted only when every limit has room and is
+  then counted in all of them; only admitted requests consume quota.
 - Over a limit: **429** with the \`RateLimitExceeded\` body (\`{error, limit, period, remaining: 0, resetTime, name}\`,
   the refusing limit whose window ends last) and the headers \`Retry-After\` (whole seconds until \`resetTime\`, at
   least 1), \`RateLimit-Policy\` (every limit, by name) and \`RateLimit\` (the limit with the fewest left)
-  (draft-ietf-httpapi-ratelimit-headers). Nothing is forwarded.
+  (draft-ietf-httpapi-ratelimit-headers). Nothing is forwarded. A token bucket's \`resetTime\` is when it will hold
+  the refused request's cost.
+- Over a concurrency limit: **429** with the \`ConcurrencyLimitExceeded\` body (\`{error, code:
+  "concurrency_limit_exceeded", limit, name, scope, per}\`) and \`Retry-After: 1\`; usage counts it as failed (outcome
+  \`concurrencyLimited\`). A place is held until the response ends, the client leaves or the backend times out, and
+  while a WebSocket is open.
 - A balance that holds less than the request's cost: **429** \`credits_exhausted\` with \`{error, code, remaining,
   cost, scope, resetTime}\` (\`scope\`: \`key\` when the key's own balance is short, else \`consumer\`; \`resetTime\`:
   the next refill, then \`Retry-After\` until it, or null and no \`Retry-After\`). Nothing is forwarded or charged;
@@ -407,6 +414,7 @@ export function buildOpenApiDocument(
   const named = new Map<string, TSchema>([
     ['Error', ErrorResponse],
     ['RateLimitExceeded', RateLimitExceededResponse],
+    ['ConcurrencyLimitExceeded', ConcurrencyLimitExceededResponse],
   ]);
   const paths: Record<string, JsonObject> = {};
   for (const operation of operations) {

@@ -6,7 +6,7 @@ import { parseAddressBlock } from '../net/address-blocks.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { AppError } from '../errors.js';
-import type { CreditsInput } from './resources/credits/balance-schemas.js';
+import type { CreditsUpdate } from './resources/credits/balance-schemas.js';
 import type { BodySpec, Check as CheckOf, ParamsSpec, QuerySpec } from './operation.js';
 import { MAX_METADATA_BYTES, MAX_METADATA_DEPTH, type ValidationDetail } from './schemas.js';
 
@@ -115,7 +115,7 @@ function metadataProblems(metadata: unknown): ValidationDetail[] {
 }
 
 /** A day of the month given to a daily refill, which has none. */
-function creditProblems(credits: CreditsInput | undefined): ValidationDetail[] {
+function creditProblems(credits: CreditsUpdate | undefined): ValidationDetail[] {
   const refill = credits?.refill;
   if (refill?.interval === 'day' && refill.dayOfMonth !== undefined)
     return [{ field: 'credits.refill.dayOfMonth', message: 'applies to a monthly refill only' }];
@@ -126,7 +126,7 @@ function creditProblems(credits: CreditsInput | undefined): ValidationDetail[] {
 export function keySettingProblems(value: {
   expiresAt?: string | null;
   metadata?: Record<string, unknown> | null;
-  credits?: CreditsInput;
+  credits?: CreditsUpdate;
   allowedAddresses?: string[] | null;
 }): ValidationDetail[] {
   return [
@@ -154,7 +154,7 @@ const addressProblems = (addresses: string[] | null | undefined): ValidationDeta
 /** Metadata and credits, checked as a key's. */
 export const consumerSettingProblems = (value: {
   metadata?: Record<string, unknown> | null;
-  credits?: CreditsInput;
+  credits?: CreditsUpdate;
 }): ValidationDetail[] => [...metadataProblems(value.metadata), ...creditProblems(value.credits)];
 
 /** A query's `from` and `to`: real instants. */

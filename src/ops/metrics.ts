@@ -14,7 +14,8 @@ export type ProxyOutcome =
   | 'route_not_allowed'
   | 'origin_not_allowed'
   | 'address_not_allowed'
-  | 'credits_exhausted';
+  | 'credits_exhausted'
+  | 'concurrency_limited';
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 

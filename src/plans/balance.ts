@@ -19,6 +19,11 @@ export interface Refill {
   readonly interval: RefillInterval;
   /** Monthly: the day of the month, 1-31 (the month's last day when it is shorter). */
   readonly dayOfMonth: number;
+  /**
+   * Epoch ms this refill was put on a balance it did not start (`balanceRescheduled`): a refill
+   * window that began before it is no refill due. Absent: the refill came with the balance's count.
+   */
+  readonly since?: number;
 }
 
 /** A balance as the database records it: what a key or consumer holds, as the key cache passes it on. */
@@ -74,9 +79,16 @@ function refillDayOf(year: number, month: number, day: number): number {
   return Date.UTC(year, month, Math.min(day, lastDay));
 }
 
-/** The window a balance's count is in at `nowMs`: its refill window, else 0. */
-export const windowOf = (balance: Balance, nowMs: number): number =>
-  balance.refill === null ? 0 : refillWindowAt(balance.refill, nowMs);
+/**
+ * The window a balance's count is in at `nowMs`: its refill window, else 0. A refill changed on a
+ * counting balance keeps the count's window until its first boundary after the change.
+ */
+export function windowOf(balance: Balance, nowMs: number): number {
+  const refill = balance.refill;
+  if (refill === null) return 0;
+  const window = refillWindowAt(refill, nowMs);
+  return refill.since !== undefined && window < refill.since ? balance.window : window;
+}
 
 /**
  * Brings what a store holds of a balance (undefined: nothing, or lost) up to the database's record
@@ -134,12 +146,33 @@ export function balanceSet(
 }
 
 /**
+ * `balance` with a new refill and `lowAt` from `nowMs`, its count going on (after a refill due under
+ * the old one): the same epoch, so every replica keeps counting what was spent, before and while it
+ * changes, instead of starting a new count. The new refill's first is at its next boundary.
+ */
+export function balanceRescheduled(
+  balance: Balance,
+  refill: Omit<Refill, 'since'> | null,
+  lowAt: number | null,
+  nowMs: number,
+): Balance {
+  return { ...withDueRefill(balance, nowMs), refill: refill && { ...refill, since: nowMs }, lowAt };
+}
+
+/**
  * `balance` topped up by `add` at `nowMs`: the units granted in the current window rise by `add` (a
  * refill due first sets them to the refill amount). A holder without a balance gets one, with no refill.
  */
 export function balanceToppedUp(balance: Balance | null, epoch: number, add: number, nowMs: number): Balance {
   if (balance === null) return balanceSet(epoch, add, null, null, nowMs);
+  const current = withDueRefill(balance, nowMs);
+  return { ...current, granted: current.granted + add };
+}
+
+/** The record at `nowMs`: a refill due starts its window, granting the refill amount, nothing spent. */
+function withDueRefill(balance: Balance, nowMs: number): Balance {
   const window = windowOf(balance, nowMs);
-  if (window > balance.window) return { ...balance, window, granted: balance.refill!.amount + add, floor: 0 };
-  return { ...balance, granted: balance.granted + add };
+  return window > balance.window
+    ? { ...balance, window, granted: balance.refill!.amount, floor: 0 }
+    : balance;
 }

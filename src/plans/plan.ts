@@ -1,8 +1,21 @@
 import type { RequestMatch } from './request-match.js';
 import { isPeriod, type Period } from './window.js';
 
-export const ALGORITHMS = ['fixed', 'sliding'] as const;
+export const ALGORITHMS = ['fixed', 'sliding', 'tokenBucket', 'concurrency'] as const;
 export type Algorithm = (typeof ALGORITHMS)[number];
+
+/** Whom a limit counts for: the key (or consumer) as a whole, or each visitor under it (limits/visitor.ts). */
+export const PERS = ['key', 'clientAddress', 'customer'] as const;
+export type Per = (typeof PERS)[number];
+
+/** The periods a token bucket refills over (docs/guides/plans.md). */
+export const BUCKET_PERIODS = ['second', 'minute', 'hour', 'day'] as const satisfies readonly Period[];
+
+/**
+ * A concurrency limit has no period: its rule carries this one only so that code keyed by period
+ * (counts by kind) has a value; every answer shows `period: null` (shownPeriod).
+ */
+const CONCURRENCY_PERIOD: Period = 'second';
 
 /** A plan holds one to this many limits (docs/guides/plans.md). */
 export const MAX_LIMITS = 4;
@@ -14,9 +27,30 @@ export interface LimitRule {
   readonly limit: number;
   readonly period: Period;
   readonly algorithm: Algorithm;
+  /** A token bucket's size in units (docs/decisions/0095); absent for the other algorithms. */
+  readonly burst?: number;
   /** Counts only the requests it matches (docs/decisions/0034); absent: every request. */
   readonly match?: RequestMatch;
+  /** Counts each visitor apart (docs/decisions/0090); absent: the key or consumer as a whole (`key`). */
+  readonly per?: Exclude<Per, 'key'>;
 }
+
+/** A concurrency limit counts requests in flight: places taken and given back, no window. */
+export const isConcurrency = (rule: LimitRule): boolean => rule.algorithm === 'concurrency';
+
+/** The period as answers show it: null for a concurrency limit. */
+export const shownPeriod = (rule: LimitRule): Period | null => (isConcurrency(rule) ? null : rule.period);
+
+/** The most units a limit holds at once: a token bucket's burst, else its limit. */
+export const capacityOf = (rule: LimitRule): number => rule.burst ?? rule.limit;
+
+/** Milliseconds in a token bucket's period. */
+export const BUCKET_PERIOD_MS: Readonly<Record<(typeof BUCKET_PERIODS)[number], number>> = {
+  second: 1_000,
+  minute: 60_000,
+  hour: 3_600_000,
+  day: 86_400_000,
+};
 
 /** The lowest and highest cost a plan may give a request (docs/guides/credits.md). */
 export const MIN_COST = 1;
@@ -44,21 +78,41 @@ export interface Plan {
    * under the old limits with the new ones.
    */
   readonly tag: string;
+  /** Some limit counts each visitor apart: a request's visitor is then worked out (limits/visitor.ts). */
+  readonly perVisitor: boolean;
 }
 
 /** A limit as a caller writes it: name and algorithm may be left to their defaults. */
 export interface LimitInput {
   readonly limit: number;
-  readonly period: Period;
+  /** Required but for a concurrency limit, which has none (absent or null). */
+  readonly period?: Period | null;
   readonly name?: string;
   readonly algorithm?: Algorithm;
+  readonly burst?: number;
   readonly match?: RequestMatch;
+  readonly per?: Per;
 }
 
-/** The limit with its defaults: named after its period, in fixed windows, counting every request. */
-export function ruleOf({ limit, period, name = period, algorithm = 'fixed', match }: LimitInput): LimitRule {
-  return match === undefined ? { name, limit, period, algorithm } : { name, limit, period, algorithm, match };
+/**
+ * The limit with its defaults: named after its period (a concurrency limit `concurrency`), in fixed
+ * windows, counting every request of the key; a token bucket's burst defaults to its limit.
+ */
+export function ruleOf(input: LimitInput): LimitRule {
+  const { limit, algorithm = 'fixed', match, per = 'key' } = input;
+  const period = algorithm === 'concurrency' ? CONCURRENCY_PERIOD : input.period!;
+  const name = input.name ?? (algorithm === 'concurrency' ? 'concurrency' : period);
+  const rule: LimitRule = { name, limit, period, algorithm };
+  return {
+    ...rule,
+    ...(algorithm === 'tokenBucket' && { burst: input.burst ?? limit }),
+    ...(match !== undefined && { match }),
+    ...(per !== 'key' && { per }),
+  };
 }
+
+/** Whom a limit counts for (`key` when it counts the key or consumer as a whole). */
+export const perOf = (rule: LimitRule): Per => rule.per ?? 'key';
 
 /** The one limit the seed's plans hold: fixed, named after its period. */
 export function isSeedLimit(limits: readonly LimitRule[]): boolean {
@@ -67,7 +121,8 @@ export function isSeedLimit(limits: readonly LimitRule[]): boolean {
     limits.length === 1 &&
     only!.algorithm === 'fixed' &&
     only!.name === only!.period &&
-    only!.match === undefined
+    only!.match === undefined &&
+    only!.per === undefined
   );
 }
 
@@ -82,8 +137,12 @@ export function planOf(limits: readonly LimitRule[], costs: readonly CostRule[] 
     limits,
     costs,
     tag: limits
-      .map((l) => `${l.limit}/${l.period}/${l.algorithm}${countsOwnRequests(l) ? `/${l.name}` : ''}`)
+      .map(
+        (l) =>
+          `${l.limit}/${l.period}/${l.algorithm}${l.burst === undefined ? '' : `/${l.burst}`}${countsOwnRequests(l) ? `/${l.name}` : ''}${l.per === undefined ? '' : `/${l.per}`}`,
+      )
       .join(','),
+    perVisitor: limits.some((l) => l.per !== undefined),
   };
 }
 

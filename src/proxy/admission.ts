@@ -3,13 +3,26 @@ import { ERRORS, errorBody, type ErrorCode } from '../errors.js';
 import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
 import { restrictionRefusal } from '../keys/restrictions.js';
 import {
+  MAX_TOKEN_LIFETIME_S,
+  parseToken,
+  signedWith,
+  TOKEN_LEEWAY_S,
+  TOKEN_PREFIX,
+  type TokenClaims,
+} from '../keys/token.js';
+import { refererOrigin } from '../plans/origins.js';
+import {
   limitName,
+  PLACE_RETRY_MS,
   refusedForCredits,
+  refusedForPlaces,
   type BalanceState,
   type Decision,
   type LimitState,
   type RateLimiter,
 } from '../limits/rate-limiter.js';
+import { countsVisitors, visitorOf } from '../limits/visitor.js';
+import { perOf } from '../plans/plan.js';
 import type { RequestFacts } from '../plans/request-match.js';
 import type { Subject } from '../plans/subject.js';
 import { secondsUntil } from '../plans/window.js';
@@ -33,6 +46,10 @@ export interface Admitted {
   readonly balance: BalanceState | undefined;
   /** Units charged to every limit and balance that applies, and recorded in usage. */
   readonly cost: number;
+  /** A token's `sub`: the request's customer id in place of any the client sent. */
+  readonly subject?: string;
+  /** Gives back its places of concurrency limits (Decision.release): call once it ends; undefined: it holds none. */
+  readonly release: (() => void) | undefined;
 }
 
 /** A request answered by Tollgate itself; `key` is set when it carried a valid key (usage counts it). */
@@ -45,6 +62,8 @@ export interface Refused {
   readonly short?: { readonly balance: BalanceState; readonly cost: number };
   /** When a throttled client may try again, epoch ms. */
   readonly retryAtMs?: number;
+  /** A valid token's `sub` (see Admitted). */
+  readonly subject?: string;
 }
 
 export type Admission = Admitted | Refused;
@@ -63,6 +82,8 @@ export interface AdmissionRequest {
   readonly client: string | undefined;
   /** Its `Origin`: the page that sent it; undefined: none. */
   readonly origin: string | undefined;
+  /** Its customer id (CUSTOMER_ID_HEADER, verify's `customerId`): whom a limit per customer counts; undefined: none. */
+  readonly customerId?: string;
   /** Its `Referer`, whose origin stands for a missing `Origin` (read only for a key restricted to origins). */
   readonly referer?: string;
   /** The route the request takes, null for the catch-all; undefined: none takes it and there is no catch-all. */
@@ -100,11 +121,54 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
   if (secret === undefined) return refused('missing_api_key');
   // A key fresh in memory is the common case: one look-up, and the throttle is never asked.
   let key = deps.keyCache.fresh(secret);
+  let token: TokenClaims | undefined;
   if (key === undefined) {
-    const found = await lookUp(deps, secret, request.client);
+    const found = secret.startsWith(TOKEN_PREFIX)
+      ? await tokenKey(deps, secret, request.client)
+      : await lookUp(deps, secret, request.client);
     if ('admitted' in found) return found;
-    key = found;
+    if ('claims' in found) ({ key, claims: token } = found);
+    else key = found;
   }
+  if (token !== undefined) {
+    const admission = await admitToken(deps, request, key, token);
+    return token.sub === undefined ? admission : { ...admission, subject: token.sub };
+  }
+  return admitKey(deps, request, secret, key, request.customerId);
+}
+
+/**
+ * A token's key, narrowed (keys/token.ts): refused once expired (with leeway) or when it claims to
+ * live longer than a token may; its origins and routes must allow the request as well as its key's;
+ * its `sub` is the customer id; the backend gets the key's own secret.
+ */
+async function admitToken(
+  deps: AdmissionDeps,
+  request: AdmissionRequest,
+  key: ResolvedKey,
+  token: TokenClaims,
+): Promise<Admission> {
+  const nowS = deps.clock() / 1_000;
+  if (token.exp > nowS + MAX_TOKEN_LIFETIME_S + TOKEN_LEEWAY_S) return refused('invalid_api_key');
+  if (nowS >= token.exp + TOKEN_LEEWAY_S) return refused('token_expired', key);
+  const routeId = request.routeId;
+  if (token.routes !== undefined && routeId !== undefined && (routeId === null || !token.routes.has(routeId)))
+    return refused('route_not_allowed', key);
+  if (token.origins !== undefined) {
+    const origin = request.origin ?? refererOrigin(request.referer);
+    if (origin === undefined || !token.origins(origin)) return refused('origin_not_allowed', key);
+  }
+  return admitKey(deps, request, key.signing!.secret, key, token.sub ?? request.customerId);
+}
+
+/** The decision for a key found: its state, route and restrictions, then its limits. */
+async function admitKey(
+  deps: AdmissionDeps,
+  request: AdmissionRequest,
+  secret: string,
+  key: ResolvedKey,
+  customerId: string | undefined,
+): Promise<Admission> {
   // A valid key in the wrong state, nowhere to go, or not allowed there: refused before the limiter,
   // so nothing is charged; usage counts it.
   const now = deps.clock();
@@ -124,10 +188,12 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
   const subjects = pricing === undefined ? key.subjects : pricing.subjectsFor(request as RequestFacts);
   const cost = request.cost ?? (pricing === undefined ? 1 : pricing.costOf(request as RequestFacts));
   if (subjects === undefined)
-    return { admitted: true, secret, key, limit: undefined, balance: undefined, cost };
+    return { admitted: true, secret, key, limit: undefined, balance: undefined, cost, release: undefined };
   let decision: Decision;
   try {
-    const decided = deps.limiter.consume(subjects, cost, now, request.states);
+    // Worked out once, and only for a key or consumer with a limit per visitor.
+    const visitor = countsVisitors(subjects) ? visitorOf(request.client, customerId) : undefined;
+    const decided = deps.limiter.consume(subjects, cost, now, request.states, visitor);
     // A decision that waits (on Redis) is a span of its own in a traced request.
     if (decided instanceof Promise)
       decision = await (tracer === undefined ? decided : tracer.limiterWait(decided, request.incoming));
@@ -138,8 +204,9 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
   const limit = decision.limit && { subjects, decision: decision.limit };
   if (refusedForCredits(decision))
     return { ...refused('credits_exhausted', key, limit), short: { balance: decision.balance!, cost } };
+  if (refusedForPlaces(decision)) return refused('concurrency_limit_exceeded', key, limit);
   if (!decision.allowed) return refused('rate_limit_exceeded', key, limit);
-  return { admitted: true, secret, key, limit, balance: decision.balance, cost };
+  return { admitted: true, secret, key, limit, balance: decision.balance, cost, release: decision.release };
 }
 
 /**
@@ -170,6 +237,40 @@ async function lookUp(
   }
   attempt?.settle(key === undefined);
   return key ?? refused('invalid_api_key');
+}
+
+/**
+ * The key a token names, when the token is well formed and signed with one of its key's signing keys
+ * in force. The throttle is asked as for a secret (`lookUp`): only for a key memory does not know.
+ */
+async function tokenKey(
+  deps: AdmissionDeps,
+  credential: string,
+  client: string | undefined,
+): Promise<{ readonly key: ResolvedKey; readonly claims: TokenClaims } | Refused> {
+  const claims = parseToken(credential);
+  if (claims === undefined) return refused('invalid_api_key');
+  let attempt: AllowedAttempt | undefined;
+  if (deps.authThrottle !== undefined && client !== undefined && !deps.keyCache.knowsToken(claims.kid)) {
+    const asked = deps.authThrottle.attempt(client, deps.clock(), credential);
+    const answer = asked instanceof Promise ? await asked : asked;
+    if (!answer.allowed) return { ...refused('too_many_failed_attempts'), retryAtMs: answer.retryAtMs };
+    attempt = answer;
+  }
+  let key: ResolvedKey | undefined;
+  try {
+    const found = deps.keyCache.resolveToken(claims.kid);
+    key = found instanceof Promise ? await found : found;
+  } catch {
+    attempt?.settle(false);
+    return refused('auth_unavailable');
+  }
+  const now = deps.clock();
+  const signed =
+    key?.signing?.keys.some(({ signingKey, untilMs }) => untilMs > now && signedWith(claims, signingKey)) ===
+    true;
+  attempt?.settle(!signed);
+  return signed ? { key: key!, claims } : refused('invalid_api_key');
 }
 
 /** `RateLimit-Policy` and `RateLimit` for a response to a limited key. */
@@ -206,6 +307,19 @@ export function refusalResponse(refusal: Refused, requestId: string, nowMs: numb
       resetTime: isoSeconds(resetMs),
       name: limitName(scope, rule),
       scope,
+      per: perOf(rule),
+    });
+  } else if (refusal.code === 'concurrency_limit_exceeded' && refusal.limit !== undefined) {
+    const { scope, rule } = refusal.limit.decision;
+    headers['retry-after'] = String(PLACE_RETRY_MS / 1000);
+    limitHeaders(refusal.limit, nowMs, headers);
+    body = JSON.stringify({
+      error: ERRORS.concurrency_limit_exceeded.message,
+      code: refusal.code,
+      limit: rule.limit,
+      name: limitName(scope, rule),
+      scope,
+      per: perOf(rule),
     });
   } else if (refusal.short !== undefined) {
     const { balance, cost } = refusal.short;
@@ -224,7 +338,8 @@ export function refusalResponse(refusal: Refused, requestId: string, nowMs: numb
     if (
       refusal.code === 'missing_api_key' ||
       refusal.code === 'invalid_api_key' ||
-      refusal.code === 'key_expired'
+      refusal.code === 'key_expired' ||
+      refusal.code === 'token_expired'
     ) {
       headers['www-authenticate'] = 'Bearer';
     }

@@ -112,12 +112,17 @@ export async function enter(
     secret: credentialOf(req.headers),
     client: facts.client,
     origin,
+    customerId: customerIdOf(req.headers, deps.config.customerIdHeader),
     referer: req.headers.referer,
     routeId: route?.routeId,
     method: req.method!,
     path,
     incoming: req,
   });
+  // A token's `sub` is the customer id: the backend and usage read it in place of the client's (its
+  // UTF-8 as the header's bytes, as customerIdOf reads them).
+  if (admission.subject !== undefined)
+    req.headers[deps.config.customerIdHeader] = Buffer.from(admission.subject).toString('latin1');
   if (!admission.admitted) {
     countRefusal(deps.metrics, admission.code);
     const refusal = refusalResponse(admission, requestId, deps.clock());
@@ -141,6 +146,7 @@ export async function enter(
   if (client.destroyed) {
     // The client left while it was being admitted: nothing to forward and nobody to answer (499). It
     // is counted with the exchanges whose client left mid-way; usage counts it as failed.
+    admission.release?.();
     deps.metrics.proxyRequests.inc({ outcome: 'forwarded' satisfies ProxyOutcome });
     finished(deps, {
       req,
@@ -167,6 +173,7 @@ const REFUSAL_METRICS: Partial<Record<ErrorCode, readonly [ProxyOutcome, AuthFai
   invalid_api_key: ['unauthorized', 'invalid'],
   key_disabled: ['unauthorized', 'disabled'],
   key_expired: ['unauthorized', 'expired'],
+  token_expired: ['unauthorized', 'expired'],
   too_many_failed_attempts: ['throttled'],
   auth_unavailable: ['unavailable'],
   limit_unavailable: ['unavailable'],
@@ -176,6 +183,7 @@ const REFUSAL_METRICS: Partial<Record<ErrorCode, readonly [ProxyOutcome, AuthFai
   address_not_allowed: ['address_not_allowed'],
   rate_limit_exceeded: ['limited'],
   credits_exhausted: ['credits_exhausted'],
+  concurrency_limit_exceeded: ['concurrency_limited'],
 };
 type AuthFailure = 'missing' | 'invalid' | 'disabled' | 'expired';
 

@@ -138,6 +138,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   private finish(err: Error | null): void {
     if (this.settled) return;
     this.settled = true;
+    this.admission.release?.();
     const { proxy, res } = this;
     let outcome: ProxyOutcome = 'forwarded';
     let status = this.status;

@@ -7,6 +7,7 @@ import type { ErrorCode } from '../errors.js';
 import type { LastUseTracker } from '../keys/last-use.js';
 import type { ResolvedKey } from '../keys/key-cache.js';
 import { limitName } from '../limits/rate-limiter.js';
+import { shownPeriod } from '../plans/plan.js';
 import type { UsageRecorder } from '../usage/recorder.js';
 import type { FailureFacts, Outcome } from '../usage/usage.js';
 import type { Refused } from './admission.js';
@@ -22,8 +23,10 @@ export interface KeyUseDeps {
 export const REFUSAL_OUTCOMES: Partial<Record<ErrorCode, Outcome>> = {
   rate_limit_exceeded: 'rateLimited',
   credits_exhausted: 'creditsExhausted',
+  concurrency_limit_exceeded: 'concurrencyLimited',
   key_disabled: 'disabled',
   key_expired: 'expired',
+  token_expired: 'expired',
   route_not_allowed: 'routeNotAllowed',
   origin_not_allowed: 'originNotAllowed',
   address_not_allowed: 'addressNotAllowed',
@@ -76,7 +79,10 @@ export function failureFacts(
   request: { readonly requestId: string; readonly method: string; readonly clientAddress: string | null },
 ): FailureFacts | undefined {
   if (status < 400) return undefined;
-  const rule = refusal?.code === 'rate_limit_exceeded' ? refusal.limit?.decision : undefined;
+  const rule =
+    refusal?.code === 'rate_limit_exceeded' || refusal?.code === 'concurrency_limit_exceeded'
+      ? refusal.limit?.decision
+      : undefined;
   return {
     ...request,
     code: refusal?.code ?? backendFailureCode(status, outcome),
@@ -85,7 +91,7 @@ export function failureFacts(
         ? null
         : {
             name: limitName(rule.scope, rule.rule),
-            period: rule.rule.period,
+            period: shownPeriod(rule.rule),
             scope: rule.scope,
             limit: rule.rule.limit,
           },

@@ -1,4 +1,4 @@
-import type { LimitRule } from '../plans/plan.js';
+import { isConcurrency, type LimitRule } from '../plans/plan.js';
 import { limitName, type LimitState } from '../limits/rate-limiter.js';
 import type { Scope, Subject } from '../plans/subject.js';
 import { slidingPeriodMs } from '../limits/sliding-window.js';
@@ -15,7 +15,8 @@ export { isoSeconds } from '../plans/window.js';
  *   RateLimit: "day";r=0;t=42                                      the limit with the fewest left
  *
  * The policy lists the limits subject by subject, in the order of the decision (the key's, then its
- * consumer's). For a fixed monthly or yearly limit `w` is the length of the current month or year.
+ * consumer's). For a fixed monthly or yearly limit `w` is the length of the current month or year; a
+ * token bucket's `q` is its refill per `w` (its `r` may reach its burst); a concurrency limit has no `w`.
  */
 export function rateLimitPolicyHeader(subjects: readonly Subject[], nowMs: number): string {
   let header = '';
@@ -26,11 +27,16 @@ export function rateLimitPolicyHeader(subjects: readonly Subject[], nowMs: numbe
 }
 
 function policyItem(scope: Scope, rule: LimitRule, nowMs: number): string {
+  const item = `"${limitName(scope, rule)}";q=${rule.limit}`;
+  // A concurrency limit counts requests in flight, in no window.
+  if (isConcurrency(rule)) return item;
   const seconds =
     rule.algorithm === 'fixed' ? windowSeconds(rule.period, nowMs) : slidingPeriodMs(rule.period) / 1000;
-  return `"${limitName(scope, rule)}";q=${rule.limit};w=${seconds}`;
+  return `${item};w=${seconds}`;
 }
 
+/** `t`: seconds until `resetMs`, at least 1; 0 for a token bucket that holds a unit now. */
 export function rateLimitHeader(decision: LimitState, nowMs: number): string {
-  return `"${limitName(decision.scope, decision.rule)}";r=${decision.remaining};t=${secondsUntil(decision.resetMs, nowMs)}`;
+  const t = decision.resetMs <= nowMs ? 0 : secondsUntil(decision.resetMs, nowMs);
+  return `"${limitName(decision.scope, decision.rule)}";r=${decision.remaining};t=${t}`;
 }

@@ -11,8 +11,9 @@ import type { Duplex } from 'node:stream';
 import { createProxyMiddleware, proxyEventsPlugin } from 'http-proxy-middleware';
 import type { Options } from 'http-proxy-middleware';
 import { errorResponse, type ErrorCode } from '../errors.js';
-import type { ProxyOutcome } from '../ops/metrics.js';
 import type { ResolvedKey } from '../keys/key-cache.js';
+import type { ProxyOutcome } from '../ops/metrics.js';
+import { tracer } from '../tracing/tracer.js';
 import { limitHeaders, type Admitted } from './admission.js';
 import { backendOutcome, enter, finished } from './entry.js';
 import { backendHeaders, requestIdOf } from './forwarding-headers.js';
@@ -82,7 +83,7 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
     socket.once('close', () => open.delete(socket));
   };
 
-  const settle = (req: IncomingMessage, status: number, outcome: ProxyOutcome): void => {
+  const settle = (req: IncomingMessage, status: number, outcome: ProxyOutcome, code?: ErrorCode): void => {
     const upgrade = pending.get(req);
     if (upgrade === undefined || upgrade.settled) return;
     upgrade.settled = true;
@@ -100,6 +101,7 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
       outcome: usageOutcome,
       cost: upgrade.cost,
       route: upgrade.route,
+      code,
     });
   };
 
@@ -139,7 +141,12 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
         } else {
           socket.destroy();
         }
-        settle(req, timedOut ? 504 : 502, timedOut ? 'upstream_timeout' : 'upstream_error');
+        settle(
+          req,
+          timedOut ? 504 : 502,
+          timedOut ? 'upstream_timeout' : 'upstream_error',
+          timedOut ? 'gateway_timeout' : 'bad_gateway',
+        );
       },
     },
   });
@@ -154,6 +161,8 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
   const handle = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
     const receivedAt = performance.now();
     const requestId = requestIdOf(req.headers);
+    // The handshake is the request its SERVER span covers, ended by its answer (101 or an error).
+    if (tracer !== undefined) tracer.proxied(req, requestId);
     const entry = await enter(deps, req, requestId, receivedAt, socket);
     if (!entry.entered) {
       if (entry.refusal !== undefined)
@@ -161,15 +170,18 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
       return;
     }
     const { facts, admission, route } = entry;
+    // A WebSocket holds its places while it is open: they go back when the client's socket closes.
+    if (admission.release !== undefined) socket.once('close', admission.release);
 
-    req.headers = toHeaders(
-      backendHeaders(
-        req.headers,
-        { ...facts, secret: admission.secret, keyId: admission.key.id, requestId },
-        HANDSHAKE,
-      ),
+    const headers = backendHeaders(
+      req.headers,
+      { ...facts, secret: admission.secret, keyId: admission.key.id, requestId },
+      HANDSHAKE,
     );
-    req.url = forwardedPath(route, entry.path) + entry.search;
+    const path = forwardedPath(route, entry.path);
+    if (tracer !== undefined) tracer.forwarding(req, headers, route.upstream.origin + path);
+    req.headers = toHeaders(headers);
+    req.url = path + entry.search;
     pending.set(req, {
       requestId,
       key: admission.key,

@@ -29,12 +29,16 @@ export const AUDIT_ACTIONS = [
   'webhook.create',
   'webhook.update',
   'webhook.delete',
+  'webhook.rotate_secret',
   'webhook.retry_delivery',
   'webhook.disable',
   'billing_export.create',
   'billing_export.update',
   'billing_export.delete',
   'billing_export.run',
+  'portal.update_settings',
+  'portal.session_create',
+  'portal.session_delete',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

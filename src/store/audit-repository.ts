@@ -9,9 +9,11 @@ import type { ListPosition } from './key-repository.js';
  * (a webhook it disabled after three days of failures).
  */
 export interface Actor {
-  readonly type: 'root' | 'token' | 'system';
+  readonly type: 'root' | 'token' | 'system' | 'portal';
   readonly id?: string;
   readonly name?: string;
+  /** A portal user's consumer (`type: 'portal'`): whose keys and plan they changed. */
+  readonly consumerId?: string;
 }
 
 export interface AuditEntry {
@@ -62,6 +64,7 @@ export class AuditRepository {
             actor_type: entry.actor.type,
             actor_id: entry.actor.id ?? null,
             actor_name: entry.actor.name ?? null,
+            actor_consumer_id: entry.actor.consumerId ?? null,
             action: entry.action,
             target_type: entry.target.type,
             target_id: entry.target.id,
@@ -95,6 +98,7 @@ export class AuditRepository {
         type: r.actor_type,
         ...(r.actor_id !== null && { id: r.actor_id }),
         ...(r.actor_name !== null && { name: r.actor_name }),
+        ...(r.actor_consumer_id !== null && { consumerId: r.actor_consumer_id }),
       },
       // Written only as an `AuditAction`.
       action: r.action as AuditAction,

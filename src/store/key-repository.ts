@@ -172,6 +172,14 @@ export interface KeyWithPlan {
   readonly balance: Balance | null;
 }
 
+/** A key a token names, with its secrets sealed: they sign its tokens (docs/decisions/0091). */
+export interface KeyForToken {
+  readonly key: KeyWithPlan;
+  readonly secretCiphertext: Uint8Array;
+  /** A rolled key's previous secret, and the end of its grace (epoch ms); null: none. */
+  readonly previous: { readonly ciphertext: Uint8Array; readonly untilMs: number } | null;
+}
+
 const keyColumns = [
   'seq',
   'id',
@@ -333,7 +341,44 @@ export class KeyRepository {
 
   /** The key a secret opens: its current secret, or the previous one of a roll (ended grace included). */
   async findBySecretHash(secretHash: Buffer): Promise<KeyWithPlan | undefined> {
-    const row = await this.db
+    const row = await this.withPlans()
+      .where((eb) =>
+        eb.or([eb('k.secret_hash', '=', secretHash), eb('k.previous_secret_hash', '=', secretHash)]),
+      )
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const isPrevious = !secretHash.equals(Buffer.from(row.secretHash));
+    // A previous secret without an end cannot be stored; treat one as already ended.
+    return keyWithPlanOf(row, isPrevious ? (row.previousSecretExpiresAt?.getTime() ?? 0) : null);
+  }
+
+  /**
+   * The key a token names by id, with its secrets sealed (docs/decisions/0091): the current one, and
+   * a rolled one's with the end of its grace (null: none).
+   */
+  async findForToken(id: string): Promise<KeyForToken | undefined> {
+    const row = await this.withPlans()
+      .select([
+        'k.secret_ciphertext as secretCiphertext',
+        'k.previous_secret_ciphertext as previousCiphertext',
+      ])
+      .where('k.id', '=', id)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const previousUntil = row.previousSecretExpiresAt?.getTime();
+    return {
+      key: keyWithPlanOf(row, null),
+      secretCiphertext: row.secretCiphertext,
+      previous:
+        row.previousCiphertext === null || previousUntil === undefined
+          ? null
+          : { ciphertext: row.previousCiphertext, untilMs: previousUntil },
+    };
+  }
+
+  /** A key joined with its plan, its consumer and the consumer's plan: what the key cache builds a key of. */
+  private withPlans() {
+    return this.db
       .selectFrom('api_keys as k')
       .leftJoin('rate_limit_plans as p', 'p.rate_limit_id', 'k.rate_limit_id')
       .leftJoin('consumers as c', 'c.id', 'k.consumer_id')
@@ -363,40 +408,7 @@ export class KeyRepository {
         'k.allowed_addresses as allowedAddresses',
         ...creditColumns('k', 'credits'),
         ...creditColumns('c', 'consumerCredits'),
-      ])
-      .where((eb) =>
-        eb.or([eb('k.secret_hash', '=', secretHash), eb('k.previous_secret_hash', '=', secretHash)]),
-      )
-      .executeTakeFirst();
-    if (!row) return undefined;
-    const isPrevious = !secretHash.equals(Buffer.from(row.secretHash));
-    return {
-      id: row.id,
-      name: row.name,
-      externalId: row.externalId,
-      metadata: row.metadata,
-      rateLimitId: row.rateLimitId,
-      limits: joinedLimits(row.limit, row.period, row.limits),
-      costs: costsOf(row.costs),
-      enabled: row.enabled,
-      expiresAtMs: row.expiresAt?.getTime() ?? null,
-      // A previous secret without an end cannot be stored; treat one as already ended.
-      secretValidUntilMs: isPrevious ? (row.previousSecretExpiresAt?.getTime() ?? 0) : null,
-      consumer:
-        row.consumerId === null
-          ? null
-          : {
-              id: row.consumerId,
-              rateLimitId: row.consumerRateLimitId,
-              limits: joinedLimits(row.consumerLimit, row.consumerPeriod, row.consumerLimits),
-              costs: costsOf(row.consumerCosts),
-              balance: creditsOfRow(row, 'consumerCredits').balance,
-            },
-      allowedRouteIds: allowedListOf(row.allowedRouteIds),
-      allowedOrigins: allowedListOf(row.allowedOrigins),
-      allowedAddresses: allowedListOf(row.allowedAddresses),
-      balance: creditsOfRow(row, 'credits').balance,
-    };
+      ]);
   }
 
   /** Changes the given settings; returns the key as it now is, or undefined when it does not exist. */
@@ -443,6 +455,7 @@ export class KeyRepository {
       .set({
         // SET reads the row as it was: the previous secret is the current one before this update.
         previous_secret_hash: previousUntil === null ? null : sql<Uint8Array>`secret_hash`,
+        previous_secret_ciphertext: previousUntil === null ? null : sql<Uint8Array>`secret_ciphertext`,
         previous_secret_expires_at: previousUntil,
         secret_hash: secret.hash,
         secret_ciphertext: secret.ciphertext,
@@ -532,16 +545,86 @@ export class KeyRepository {
     return row?.secret_ciphertext;
   }
 
-  /** Every key's sealed secret, for re-encryption under a new key. */
+  /**
+   * Every key's sealed secrets, for re-encryption under a new key: its secret under its id, a rolled
+   * key's previous secret under its id and PREVIOUS_SECRET.
+   */
   async allCiphertexts(): Promise<{ id: string; secretCiphertext: Uint8Array }[]> {
-    return this.db.selectFrom('api_keys').select(['id', 'secret_ciphertext as secretCiphertext']).execute();
+    const rows = await this.db
+      .selectFrom('api_keys')
+      .select(['id', 'secret_ciphertext as secretCiphertext', 'previous_secret_ciphertext as previous'])
+      .execute();
+    return rows.flatMap(({ id, secretCiphertext, previous }) => [
+      { id, secretCiphertext },
+      ...(previous === null ? [] : [{ id: id + PREVIOUS_SECRET, secretCiphertext: previous }]),
+    ]);
   }
 
   async updateCiphertext(id: string, secretCiphertext: Buffer): Promise<void> {
+    const previous = id.endsWith(PREVIOUS_SECRET);
     await this.db
       .updateTable('api_keys')
-      .set({ secret_ciphertext: secretCiphertext })
-      .where('id', '=', id)
+      .set(
+        previous ? { previous_secret_ciphertext: secretCiphertext } : { secret_ciphertext: secretCiphertext },
+      )
+      .where('id', '=', previous ? id.slice(0, -PREVIOUS_SECRET.length) : id)
       .execute();
   }
+}
+
+/** Names a key's previous secret among those `allCiphertexts` gives (a key id holds no `#`). */
+const PREVIOUS_SECRET = '#previous';
+
+/** A key's row joined with its plans as the key cache takes it; `secretValidUntilMs` for the secret presented. */
+function keyWithPlanOf(
+  row: {
+    id: string;
+    name: string;
+    externalId: string | null;
+    metadata: string;
+    rateLimitId: string | null;
+    limit: string | number | null;
+    period: string | null;
+    limits: string | null;
+    costs: string | null;
+    enabled: boolean;
+    expiresAt: Date | null;
+    consumerId: string | null;
+    consumerRateLimitId: string | null;
+    consumerLimit: string | number | null;
+    consumerPeriod: string | null;
+    consumerLimits: string | null;
+    consumerCosts: string | null;
+    allowedRouteIds: string | null;
+    allowedOrigins: string | null;
+    allowedAddresses: string | null;
+  } & Parameters<typeof creditsOfRow>[0],
+  secretValidUntilMs: number | null,
+): KeyWithPlan {
+  return {
+    id: row.id,
+    name: row.name,
+    externalId: row.externalId,
+    metadata: row.metadata,
+    rateLimitId: row.rateLimitId,
+    limits: joinedLimits(row.limit, row.period, row.limits),
+    costs: costsOf(row.costs),
+    enabled: row.enabled,
+    expiresAtMs: row.expiresAt?.getTime() ?? null,
+    secretValidUntilMs,
+    consumer:
+      row.consumerId === null
+        ? null
+        : {
+            id: row.consumerId,
+            rateLimitId: row.consumerRateLimitId,
+            limits: joinedLimits(row.consumerLimit, row.consumerPeriod, row.consumerLimits),
+            costs: costsOf(row.consumerCosts),
+            balance: creditsOfRow(row, 'consumerCredits').balance,
+          },
+    allowedRouteIds: allowedListOf(row.allowedRouteIds),
+    allowedOrigins: allowedListOf(row.allowedOrigins),
+    allowedAddresses: allowedListOf(row.allowedAddresses),
+    balance: creditsOfRow(row, 'credits').balance,
+  };
 }

@@ -31,6 +31,8 @@ export interface ApiKeyTable extends CreditTableColumns {
   last_used_at: ColumnType<Date | null, never, Date>;
   previous_secret_hash: Uint8Array | null;
   previous_secret_expires_at: Date | null;
+  /** The previous secret sealed, for the tokens it signed (sql/090); null: none, or rolled before it. */
+  previous_secret_ciphertext: ColumnType<Uint8Array | null, Uint8Array | null | undefined, Uint8Array | null>;
   consumer_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** JSON array of route ids, or null: every route (sql/060). */
   allowed_route_ids: ColumnType<string | null, string | null | undefined, string | null>;
@@ -114,6 +116,8 @@ export interface UsageBucketTable {
   status_4xx: Counter;
   status_5xx: Counter;
   credits_exhausted: Counter;
+  /** sql/095 */
+  concurrency_limited: Counter;
   disabled: Counter;
   expired: Counter;
   route_not_allowed: Counter;
@@ -152,9 +156,11 @@ export interface AuditLogTable {
   seq: ColumnType<string, never, never>;
   id: string;
   time: Date;
-  actor_type: 'root' | 'token' | 'system';
+  actor_type: 'root' | 'token' | 'system' | 'portal';
   actor_id: string | null;
   actor_name: string | null;
+  /** sql/100: a portal user's consumer. */
+  actor_consumer_id: ColumnType<string | null, string | null | undefined, never>;
   action: string;
   target_type: string;
   target_id: string;
@@ -327,9 +333,46 @@ export interface FailureLeftOutTable {
   left_out: ColumnType<string | number, number, number>;
 }
 
+/** How many entries of a key's minute were offered to the failure log, kept or not (the bound's count). */
+export interface FailureOfferedTable {
+  key_id: string;
+  minute_ms: ColumnType<string | number, number, number>;
+  offered: ColumnType<string | number, number, number>;
+}
+
+/** sql/100: the portal's one row of settings. */
+export interface PortalSettingsTable {
+  id: number;
+  /** The settings as the API shows them, JSON text (the OIDC client secret is not in it). */
+  settings: string;
+  oidc_secret_ciphertext: Uint8Array | null;
+  reference_document: string | null;
+  reference_fetched_at: Date | null;
+  reference_error: string | null;
+  last_updated: Date;
+}
+
+/** sql/100: a portal session; its sign-in code and token only as SHA-256 hashes. */
+export interface PortalSessionTable {
+  id: string;
+  consumer_id: string;
+  user_id: string;
+  user_email: string | null;
+  user_name: string | null;
+  ttl_seconds: number;
+  code_hash: Uint8Array | null;
+  code_expires_at: Date;
+  token_hash: Uint8Array | null;
+  created_at: ColumnType<Date, Date, never>;
+  expires_at: Date;
+}
+
 export interface Database {
+  portal_settings: PortalSettingsTable;
+  portal_sessions: PortalSessionTable;
   failure_log: FailureLogTable;
   failure_left_out: FailureLeftOutTable;
+  failure_offered: FailureOfferedTable;
   rate_limit_plans: RateLimitPlanTable;
   api_keys: ApiKeyTable;
   deleted_keys: DeletedKeyTable;

@@ -104,6 +104,17 @@ export class WebhookRepository {
     return row && toRow(row);
   }
 
+  /** Replaces its sealed signing secret; returns the webhook as it now is. */
+  async replaceSecret(id: string, secretCiphertext: Buffer, now: Date): Promise<WebhookRow | undefined> {
+    const row = await this.db
+      .updateTable('webhooks')
+      .set({ secret_ciphertext: secretCiphertext, last_updated: now })
+      .where('id', '=', id)
+      .returning(columns)
+      .executeTakeFirst();
+    return row && toRow(row);
+  }
+
   /** Deletes a webhook and its deliveries; returns what it was. */
   async delete(id: string): Promise<WebhookRow | undefined> {
     const row = await this.db

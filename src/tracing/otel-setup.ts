@@ -17,6 +17,7 @@ import {
   TracerProvider,
   type Sampler,
 } from '@opentelemetry/sdk-trace';
+import { ChosenTraceIds } from './chosen-trace-ids.js';
 import { CountedSpanProcessor, type DropReason } from './counted-span-processor.js';
 import { OtelTracing } from './otel-tracing.js';
 import type { TracingSettings } from './tracing-settings.js';
@@ -54,8 +55,11 @@ export function otelTracing(
     settings.protocol === 'http/json'
       ? new JsonExporter(exporterOptions)
       : new ProtobufExporter(exporterOptions);
+  const sampler = samplerOf(settings);
+  const ids = new ChosenTraceIds();
   const provider = new TracerProvider({
-    sampler: samplerOf(settings),
+    sampler,
+    idGenerator: ids,
     resource: resourceFromAttributes({
       ...settings.resourceAttributes,
       'service.name': settings.serviceName,
@@ -80,5 +84,12 @@ export function otelTracing(
     await Promise.race([provider.shutdown().catch(() => {}), givenUp]);
     clearTimeout(timer);
   };
-  return new OtelTracing(provider.getTracer('tollgate'), propagatorOf(settings), close);
+  return new OtelTracing(
+    provider.getTracer('tollgate'),
+    sampler,
+    ids,
+    propagatorOf(settings),
+    settings.propagators.includes('tracecontext'),
+    close,
+  );
 }

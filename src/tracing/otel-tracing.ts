@@ -7,22 +7,33 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   context,
   ROOT_CONTEXT,
+  SamplingDecision,
   SpanKind,
   SpanStatusCode,
   trace,
   TraceFlags,
   type Attributes,
   type Context,
+  type Link,
+  type Sampler,
   type Span,
   type TextMapPropagator,
   type Tracer,
 } from '@opentelemetry/api';
+import type { ChosenTraceIds } from './chosen-trace-ids.js';
 import type { ClientCall, TracedRequestEnd, Tracing } from './tracer.js';
 
-/** The spans of one proxied request, from its arrival to `finished`. */
+/**
+ * One proxied request's trace, from its arrival to `finished`. A request the sampler left out has no
+ * span (`server` undefined): only its trace id, which its backend is told under a span id of its own.
+ */
 interface RequestSpans {
-  readonly server: Span;
+  readonly server: Span | undefined;
+  /** The incoming trace (ROOT_CONTEXT when the client sent none), with the SERVER span when sampled. */
   readonly context: Context;
+  readonly traceId: string;
+  /** The client sent `traceparent`, `tracestate` or `baggage`: its copies are replaced, never sent twice. */
+  readonly carried: boolean;
   readonly requestId: string;
   backend: Span | undefined;
 }
@@ -87,6 +98,10 @@ function endWithStatus(span: Span, status: number, code: string | undefined): vo
   span.end();
 }
 
+/** What the sampler is asked with: it decides before any attribute is gathered. */
+const NO_ATTRIBUTES: Attributes = Object.freeze({});
+const NO_LINKS: Link[] = [];
+
 const isSampled = (span: Span): boolean => (span.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0;
 
 export class OtelTracing implements Tracing {
@@ -101,19 +116,54 @@ export class OtelTracing implements Tracing {
 
   constructor(
     private readonly otel: Tracer,
+    /** The tracer's own sampler and ids: a request is decided on before any span is built. */
+    private readonly sampler: Sampler,
+    private readonly ids: ChosenTraceIds,
     private readonly propagator: TextMapPropagator,
+    /** `tracecontext` is among the propagators: a backend is sent `traceparent`. */
+    private readonly sendsTraceparent: boolean,
     private readonly close: (timeoutMs: number) => Promise<void>,
   ) {}
 
   proxied(req: IncomingMessage, requestId: string): void {
-    const parent = this.propagator.extract(ROOT_CONTEXT, req.headers, headerGetter);
+    const headers = req.headers;
+    const carried =
+      headers.traceparent !== undefined || headers.tracestate !== undefined || headers.baggage !== undefined;
+    const parent = carried ? this.propagator.extract(ROOT_CONTEXT, headers, headerGetter) : ROOT_CONTEXT;
+    const parentSpan = carried ? trace.getSpanContext(parent) : undefined;
+    const root = parentSpan === undefined || !trace.isSpanContextValid(parentSpan);
+    const traceId = root ? this.ids.hex(16) : parentSpan.traceId;
+    // The sampler decides first, on the trace id and the parent alone: a request left out builds no
+    // span, no attributes and no context. No async context is entered either way: the proxy's hooks
+    // pass the request, and its log lines its id.
+    const { decision } = this.sampler.shouldSample(
+      parent,
+      traceId,
+      req.method!,
+      SpanKind.SERVER,
+      NO_ATTRIBUTES,
+      NO_LINKS,
+    );
+    if (decision === SamplingDecision.NOT_RECORD) {
+      this.byRequest.set(req, {
+        server: undefined,
+        context: parent,
+        traceId,
+        carried,
+        requestId,
+        backend: undefined,
+      });
+      return;
+    }
+    // The tracer makes a root span's trace id: the one just decided on.
+    if (root) this.ids.chooseTraceId(traceId);
     const server = this.otel.startSpan(req.method!, { kind: SpanKind.SERVER }, parent);
-    // The samplers decide without attributes: a request not sampled never has them gathered.
-    if (server.isRecording()) server.setAttributes(serverAttributes(req));
-    // No async context is entered: the proxy's hooks pass the request, and its log lines its id.
+    server.setAttributes(serverAttributes(req));
     this.byRequest.set(req, {
       server,
       context: trace.setSpan(parent, server),
+      traceId,
+      carried,
       requestId,
       backend: undefined,
     });
@@ -123,21 +173,35 @@ export class OtelTracing implements Tracing {
   forwarding(req: IncomingMessage, headers: string[], url: string): void {
     const spans = this.byRequest.get(req);
     if (spans === undefined) return;
-    let sent = spans.context;
-    // A trace not sampled gets no CLIENT span: the backend is told of the SERVER span, unsampled.
-    if (spans.server.isRecording()) {
-      spans.backend = this.otel.startSpan(
-        req.method!,
-        {
-          kind: SpanKind.CLIENT,
-          attributes: { 'http.request.method': req.method, 'url.full': url.split('?', 1)[0] },
-        },
-        spans.context,
+    if (spans.carried)
+      for (let i = headers.length - 2; i >= 0; i -= 2)
+        if (PROPAGATED.has(headers[i]!.toLowerCase())) headers.splice(i, 2);
+    if (spans.server === undefined) {
+      // Not sampled: the backend is told of the trace under a span id of Tollgate's, unsampled.
+      if (!spans.carried) {
+        if (this.sendsTraceparent)
+          headers.push('traceparent', `00-${spans.traceId}-${this.ids.generateSpanId()}-00`);
+        return;
+      }
+      const parent = trace.getSpanContext(spans.context);
+      this.inject(
+        trace.setSpanContext(spans.context, {
+          traceId: spans.traceId,
+          spanId: this.ids.generateSpanId(),
+          traceFlags: TraceFlags.NONE,
+          ...(parent?.traceState !== undefined && { traceState: parent.traceState }),
+        }),
+        headers,
       );
-      sent = trace.setSpan(spans.context, spans.backend);
+      return;
     }
-    for (let i = headers.length - 2; i >= 0; i -= 2)
-      if (PROPAGATED.has(headers[i]!.toLowerCase())) headers.splice(i, 2);
+    spans.backend = this.otel.startSpan(req.method!, { kind: SpanKind.CLIENT }, spans.context);
+    spans.backend.setAttributes({ 'http.request.method': req.method, 'url.full': url.split('?', 1)[0] });
+    this.inject(trace.setSpan(spans.context, spans.backend), headers);
+  }
+
+  /** Pushes the headers the propagators write for `sent` onto `headers`. */
+  private inject(sent: Context, headers: string[]): void {
     const carrier: Record<string, string> = {};
     this.propagator.inject(sent, carrier, recordSetter);
     for (const name in carrier) headers.push(name, carrier[name]!);
@@ -145,7 +209,7 @@ export class OtelTracing implements Tracing {
 
   limiterWait<T>(decided: Promise<T>, req: IncomingMessage | undefined): Promise<T> {
     const spans = req === undefined ? undefined : this.byRequest.get(req);
-    if (spans === undefined || !spans.server.isRecording()) return decided;
+    if (spans === undefined || spans.server === undefined) return decided;
     const span = this.otel.startSpan('rate limit decision', { kind: SpanKind.INTERNAL }, spans.context);
     return decided.then(
       (decision) => {
@@ -165,17 +229,16 @@ export class OtelTracing implements Tracing {
     const spans = this.byRequest.get(end.req);
     if (spans === undefined) return;
     this.byRequest.delete(end.req);
-    if (this.byRequestId.get(spans.requestId) === spans.server) this.byRequestId.delete(spans.requestId);
     const { server, backend } = spans;
+    if (server === undefined) return;
+    if (this.byRequestId.get(spans.requestId) === server) this.byRequestId.delete(spans.requestId);
     if (backend !== undefined) endWithStatus(backend, end.status, end.code);
-    if (server.isRecording()) {
-      if (end.path !== undefined) server.setAttribute('url.path', end.path);
-      if (end.keyId !== undefined) server.setAttribute('tollgate.key.id', end.keyId);
-      if (end.consumerId !== undefined) server.setAttribute('tollgate.consumer.id', end.consumerId);
-      if (end.routeId !== null) server.setAttribute('tollgate.route.id', end.routeId);
-      server.setAttribute('tollgate.outcome', end.code ?? 'ok');
-      server.setAttribute('tollgate.cost', end.cost);
-    }
+    if (end.path !== undefined) server.setAttribute('url.path', end.path);
+    if (end.keyId !== undefined) server.setAttribute('tollgate.key.id', end.keyId);
+    if (end.consumerId !== undefined) server.setAttribute('tollgate.consumer.id', end.consumerId);
+    if (end.routeId !== null) server.setAttribute('tollgate.route.id', end.routeId);
+    server.setAttribute('tollgate.outcome', end.code ?? 'ok');
+    server.setAttribute('tollgate.cost', end.cost);
     endWithStatus(server, end.status, end.code);
   }
 

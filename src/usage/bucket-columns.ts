@@ -17,6 +17,7 @@ export const BUCKET_COLUMNS = {
   status4xx: 'status_4xx',
   status5xx: 'status_5xx',
   creditsExhausted: 'credits_exhausted',
+  concurrencyLimited: 'concurrency_limited',
   disabled: 'disabled',
   expired: 'expired',
   routeNotAllowed: 'route_not_allowed',

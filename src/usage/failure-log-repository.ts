@@ -1,7 +1,13 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
 import { deleteInSlices } from './history-repository.js';
-import { parseLeftOutKey, type FailedLimit, type FailureEntry } from './failure-log.js';
+import {
+  leftOutKey,
+  MAX_FAILURES_PER_KEY_MINUTE,
+  parseLeftOutKey,
+  type FailedLimit,
+  type FailureEntry,
+} from './failure-log.js';
 import type { UsageBatch } from './usage.js';
 
 const CHUNK = 500;
@@ -28,16 +34,87 @@ export interface StoredFailure extends FailureEntry {
   readonly keyId: string;
 }
 
+/** The name of a key's minute among a batch's. */
+const minuteOfKey = (keyId: string, minuteMs: number) => `${minuteMs}|${keyId}`;
+
+/** A key's entries of one minute that a batch brings, oldest first. */
+interface MinuteOfKey {
+  readonly keyId: string;
+  readonly minuteMs: number;
+  readonly entries: FailureEntry[];
+}
+
+/** The batch's entries by key and minute, in the order their counts are locked (the same in every batch). */
+function minutesOfKeys(batch: UsageBatch): MinuteOfKey[] {
+  const groups = new Map<string, MinuteOfKey>();
+  for (const [keyId, usage] of batch)
+    for (const entry of usage.failures?.entries ?? []) {
+      const minuteMs = entry.atMs - (entry.atMs % 60_000);
+      const name = minuteOfKey(keyId, minuteMs);
+      let group = groups.get(name);
+      if (!group) groups.set(name, (group = { keyId, minuteMs, entries: [] }));
+      group.entries.push(entry);
+    }
+  for (const group of groups.values()) group.entries.sort((a, b) => a.atMs - b.atMs);
+  return [...groups.values()].sort((a, b) =>
+    a.keyId === b.keyId ? a.minuteMs - b.minuteMs : a.keyId < b.keyId ? -1 : 1,
+  );
+}
+
+/**
+ * How many entries each key's minute had been offered before this batch, across every replica's
+ * batches: the upsert adds this batch's and holds the row until the transaction ends, so a batch
+ * applied at the same time by another replica counts after this one.
+ */
+async function offeredBefore(trx: Db, groups: readonly MinuteOfKey[]): Promise<Map<string, number>> {
+  const before = new Map<string, number>();
+  for (let i = 0; i < groups.length; i += CHUNK) {
+    const slice = groups.slice(i, i + CHUNK);
+    const rows = await trx
+      .insertInto('failure_offered')
+      .values(slice.map((g) => ({ key_id: g.keyId, minute_ms: g.minuteMs, offered: g.entries.length })))
+      .onConflict((oc) =>
+        oc
+          .columns(['key_id', 'minute_ms'])
+          .doUpdateSet({ offered: sql`failure_offered.offered + excluded.offered` }),
+      )
+      .returning(['key_id', 'minute_ms', 'offered'])
+      .execute();
+    const added = new Map(slice.map((g) => [minuteOfKey(g.keyId, g.minuteMs), g.entries.length]));
+    for (const r of rows) {
+      const name = minuteOfKey(r.key_id, Number(r.minute_ms));
+      before.set(name, Number(r.offered) - added.get(name)!);
+    }
+  }
+  return before;
+}
+
 /**
  * Adds the failure logs a batch carries, inside `applyBatch`'s transaction: a batch applied once adds
- * its entries once (docs/decisions/0084-failure-log.md).
+ * its entries once. The bound of MAX_FAILURES_PER_KEY_MINUTE entries per key per minute is decided
+ * here, against what every replica's batches brought, so it is exact across replicas; what it leaves
+ * out is counted with what the replicas left out (docs/decisions/0115-failure-log-bound-across-replicas.md).
  */
 export async function addFailures(trx: Db, batch: UsageBatch): Promise<void> {
+  const groups = minutesOfKeys(batch);
+  const before = await offeredBefore(trx, groups);
   const rows = [];
-  const leftOut = [];
-  for (const [keyId, usage] of batch) {
-    if (usage.failures === undefined) continue;
-    for (const e of usage.failures.entries)
+  /** Left-out counts by key, consumer, minute and code. */
+  const leftOut = new Map<
+    string,
+    { key_id: string; consumer_id: string; minute_ms: number; code: string; left_out: number }
+  >();
+  const leaveOut = (keyId: string, consumerId: string, minuteMs: number, code: string, n: number) => {
+    const name = `${keyId}|${leftOutKey(minuteMs, consumerId, code)}`;
+    const row = leftOut.get(name);
+    if (row) row.left_out += n;
+    else
+      leftOut.set(name, { key_id: keyId, consumer_id: consumerId, minute_ms: minuteMs, code, left_out: n });
+  };
+  for (const { keyId, minuteMs, entries } of groups) {
+    const room = Math.max(0, MAX_FAILURES_PER_KEY_MINUTE - before.get(minuteOfKey(keyId, minuteMs))!);
+    for (const e of entries.slice(room)) leaveOut(keyId, e.consumerId ?? '', minuteMs, e.code, 1);
+    for (const e of entries.slice(0, room))
       rows.push({
         at_ms: e.atMs,
         request_id: e.requestId,
@@ -53,27 +130,22 @@ export async function addFailures(trx: Db, batch: UsageBatch): Promise<void> {
         customer_id: e.customerId,
         duration_ms: e.durationMs,
       });
-    for (const [name, n] of usage.failures.leftOut) {
-      const parsed = parseLeftOutKey(name);
-      if (parsed === undefined) continue;
-      leftOut.push({
-        key_id: keyId,
-        consumer_id: parsed.consumerId ?? '',
-        minute_ms: parsed.minuteMs,
-        code: parsed.code,
-        left_out: n,
-      });
-    }
   }
+  for (const [keyId, usage] of batch)
+    for (const [name, n] of usage.failures?.leftOut ?? []) {
+      const parsed = parseLeftOutKey(name);
+      if (parsed !== undefined) leaveOut(keyId, parsed.consumerId ?? '', parsed.minuteMs, parsed.code, n);
+    }
   for (let i = 0; i < rows.length; i += CHUNK)
     await trx
       .insertInto('failure_log')
       .values(rows.slice(i, i + CHUNK))
       .execute();
-  for (let i = 0; i < leftOut.length; i += CHUNK)
+  const counts = [...leftOut.values()];
+  for (let i = 0; i < counts.length; i += CHUNK)
     await trx
       .insertInto('failure_left_out')
-      .values(leftOut.slice(i, i + CHUNK))
+      .values(counts.slice(i, i + CHUNK))
       .onConflict((oc) =>
         oc
           .columns(['key_id', 'consumer_id', 'minute_ms', 'code'])
@@ -142,7 +214,8 @@ export class FailureLogRepository {
   async prune(beforeMs: number, batch = 5_000): Promise<number> {
     return (
       (await deleteInSlices(this.db, 'failure_log', sql`at_ms < ${beforeMs}`, batch)) +
-      (await deleteInSlices(this.db, 'failure_left_out', sql`minute_ms < ${beforeMs}`, batch))
+      (await deleteInSlices(this.db, 'failure_left_out', sql`minute_ms < ${beforeMs}`, batch)) +
+      (await deleteInSlices(this.db, 'failure_offered', sql`minute_ms < ${beforeMs}`, batch))
     );
   }
 }

@@ -4,10 +4,11 @@
  * applied once applies its entries once (docs/decisions/0084-failure-log.md).
  */
 
-/** The refusing limit of a 429 `rate_limit_exceeded`. */
+/** The refusing limit of a 429 `rate_limit_exceeded` or `concurrency_limit_exceeded`. */
 export interface FailedLimit {
   readonly name: string;
-  readonly period: string;
+  /** Null for a concurrency limit. */
+  readonly period: string | null;
   readonly scope: string;
   readonly limit: number;
 }

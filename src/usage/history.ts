@@ -8,7 +8,7 @@ import {
   type TopConsumer,
   type TopKey,
 } from './history-repository.js';
-import { percentile } from './latency-histogram.js';
+import { mergeHistogram, percentile, type LatencyHistogram } from './latency-histogram.js';
 import type { UsageReader } from './reader.js';
 import {
   MAX_CUSTOMERS_PER_KEY,
@@ -39,8 +39,21 @@ export interface BucketView {
   statusClasses: { '2xx': number; '3xx': number; '4xx': number; '5xx': number };
   /** Why requests failed; `rateLimited` as above. */
   outcomes: Record<Outcome, number>;
-  /** Response-time percentiles, within 5 % (decision record 0026); null in an empty bucket. */
-  latencyMs: { p50: number | null; p95: number | null; p99: number | null };
+  /** Null in an empty bucket. */
+  latencyMs: Percentiles;
+}
+
+/** Response-time percentiles, within 5 % (decision record 0026); null when there was no request. */
+export interface Percentiles {
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+}
+
+/** A range's buckets, and its percentiles over all its requests (a bucket's do not add up to them). */
+export interface RangeView {
+  buckets: BucketView[];
+  latencyMs: Percentiles;
 }
 
 export interface SeriesView {
@@ -54,6 +67,12 @@ type Scope = { readonly keyId: string } | { readonly consumerId: string; readonl
 const average = (c: BucketCounts) =>
   c.requests === 0 ? 0 : Math.round((c.totalDurationMs / c.requests) * 100) / 100;
 
+const percentilesOf = (latency: LatencyHistogram): Percentiles => ({
+  p50: percentile(latency, 50),
+  p95: percentile(latency, 95),
+  p99: percentile(latency, 99),
+});
+
 export function bucketView(start: number, c: BucketCounts): BucketView {
   return {
     start,
@@ -65,17 +84,23 @@ export function bucketView(start: number, c: BucketCounts): BucketView {
     cost: c.cost,
     statusClasses: { '2xx': c.status2xx, '3xx': c.status3xx, '4xx': c.status4xx, '5xx': c.status5xx },
     outcomes: Object.fromEntries(OUTCOMES.map((o) => [o, c[o]])) as Record<Outcome, number>,
-    latencyMs: {
-      p50: percentile(c.latency, 50),
-      p95: percentile(c.latency, 95),
-      p99: percentile(c.latency, 99),
-    },
+    latencyMs: percentilesOf(c.latency),
   };
 }
 
 /** Every bucket start of the range, oldest first, with what `buckets` holds for it or zeros. */
 function zeroFilled(starts: readonly number[], buckets: Buckets): BucketView[] {
   return starts.map((start) => bucketView(start, buckets.get(start) ?? emptyBucket()));
+}
+
+/** The range's buckets, and its percentiles from their histograms added up. */
+function rangeView(starts: readonly number[], buckets: Buckets): RangeView {
+  const latency: LatencyHistogram = new Map();
+  for (const start of starts) {
+    const counts = buckets.get(start);
+    if (counts) mergeHistogram(latency, counts.latency);
+  }
+  return { buckets: zeroFilled(starts, buckets), latencyMs: percentilesOf(latency) };
 }
 
 function addTo(buckets: Buckets, start: number, counts: BucketCounts): void {
@@ -108,7 +133,7 @@ export class UsageHistory {
   ) {}
 
   /** A key's buckets over [fromMs, toMs); `fromMs` and `toMs` are bucket boundaries. */
-  forKey(keyId: string, granularity: Granularity, fromMs: number, toMs: number): Promise<BucketView[]> {
+  forKey(keyId: string, granularity: Granularity, fromMs: number, toMs: number): Promise<RangeView> {
     return this.buckets({ keyId }, granularity, fromMs, toMs);
   }
 
@@ -122,7 +147,7 @@ export class UsageHistory {
     granularity: Granularity,
     fromMs: number,
     toMs: number,
-  ): Promise<BucketView[]> {
+  ): Promise<RangeView> {
     return this.buckets({ consumerId, keyIds }, granularity, fromMs, toMs);
   }
 
@@ -171,12 +196,12 @@ export class UsageHistory {
     granularity: Granularity,
     fromMs: number,
     toMs: number,
-  ): Promise<{ buckets: BucketView[]; topKeys: TopKey[] }> {
+  ): Promise<RangeView & { topKeys: TopKey[] }> {
     const [buckets, topKeys] = await Promise.all([
       this.repository.buckets('fleet', granularity, fromMs, toMs),
       this.repository.topKeys(granularity, fromMs, toMs, 10),
     ]);
-    return { buckets: zeroFilled(bucketStarts(granularity, fromMs, toMs), buckets), topKeys };
+    return { ...rangeView(bucketStarts(granularity, fromMs, toMs), buckets), topKeys };
   }
 
   /** Every key's usage by route, summed, one zero-filled series per route (stored usage: a second behind). */
@@ -201,7 +226,7 @@ export class UsageHistory {
     granularity: Granularity,
     fromMs: number,
     toMs: number,
-  ): Promise<BucketView[]> {
+  ): Promise<RangeView> {
     const { stored, pending } = await this.reader.snapshot(pendingKeys(scope), (db) =>
       new UsageHistoryRepository(db).buckets(historyScope(scope), granularity, fromMs, toMs),
     );
@@ -211,7 +236,7 @@ export class UsageHistory {
         if (start >= fromMs && start < toMs) addTo(stored, start, counts);
       }
     }
-    return zeroFilled(bucketStarts(granularity, fromMs, toMs), stored);
+    return rangeView(bucketStarts(granularity, fromMs, toMs), stored);
   }
 
   private async series(

@@ -57,7 +57,10 @@ export class UsageRecorder implements PendingUsage {
   private current = new Map<string, Recorded>();
   /** Each key's failures since the last hand-over (failure-log.ts). */
   private failures = new Map<string, FailureLog>();
-  /** Entries kept per key in its latest minute: the bound on the log, across hand-overs. */
+  /**
+   * Entries kept per key in its latest minute, across hand-overs: bounds what this replica holds and
+   * hands over; the database bounds what the log keeps for the fleet (failure-log-repository.ts).
+   */
   private readonly keptInMinute = new Map<string, { minuteMs: number; kept: number }>();
   /** The minutes failures were recorded in since the last hand-over. */
   private failureMinutes = new Set<number>();

@@ -16,6 +16,7 @@ export type StatusField = (typeof STATUS_FIELDS)[number];
 export const OUTCOMES = [
   'rateLimited',
   'creditsExhausted',
+  'concurrencyLimited',
   'disabled',
   'expired',
   'routeNotAllowed',
@@ -266,6 +267,7 @@ export const emptyBucket = (): BucketCounts => ({
   status5xx: 0,
   rateLimited: 0,
   creditsExhausted: 0,
+  concurrencyLimited: 0,
   disabled: 0,
   expired: 0,
   routeNotAllowed: 0,

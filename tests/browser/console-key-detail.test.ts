@@ -4,14 +4,14 @@
  * and every action an administrator takes on it, each checked through the management API and, where it
  * shows there, through the proxy.
  */
-import { readFileSync } from 'node:fs';
+import type { Locator } from 'playwright-core';
 import { sleep, waitFor } from '../helpers/poll.js';
 import { hit } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
 import {
   clipboardText,
   consoleSuite,
-  rowWith,
+  downloadedText,
   signedInTab,
   visit,
   type ConsoleSession,
@@ -129,9 +129,12 @@ it('charts the key’s requests, 429s and errors over time, with endpoints and c
         .body,
     (b) => (b.series as { buckets: Bucket[] }[]).reduce((n, x) => n + sum(x.buckets, 'requests'), 0) === 4,
   );
+  // Within its table: the failed requests below list paths and customers too.
+  const endpoints = page.getByRole('region', { name: 'Endpoints' });
+  const rowIn = (table: Locator, text: string) => table.getByRole('row').filter({ hasText: text });
   for (const series of byEndpoint.series as { endpoint: string; buckets: Bucket[] }[]) {
-    await rowWith(page, series.endpoint).waitFor();
-    const cells = await rowWith(page, series.endpoint).getByRole('cell').allInnerTexts();
+    await rowIn(endpoints, series.endpoint).waitFor();
+    const cells = await rowIn(endpoints, series.endpoint).getByRole('cell').allInnerTexts();
     expect(cells.slice(0, 4)).toEqual([
       series.endpoint,
       ...(['requests', 'successful', 'failed'] as const).map((f) => String(sum(series.buckets, f))),
@@ -140,8 +143,8 @@ it('charts the key’s requests, 429s and errors over time, with endpoints and c
   expect((byEndpoint.series as unknown[]).length).toBe(2);
   const customers = page.getByRole('region', { name: 'Customers' });
   await customers.getByRole('row').nth(2).waitFor();
-  expect(await rowWith(page, 'acme').getByRole('cell').allInnerTexts()).toEqual(['acme', '2', '1', '1']);
-  expect(await rowWith(page, 'beta').getByRole('cell').allInnerTexts()).toEqual(['beta', '1', '0', '1']);
+  expect(await rowIn(customers, 'acme').getByRole('cell').allInnerTexts()).toEqual(['acme', '2', '1', '1']);
+  expect(await rowIn(customers, 'beta').getByRole('cell').allInnerTexts()).toEqual(['beta', '1', '0', '1']);
   expect(await customers.getByRole('row').count()).toBe(3);
 });
 
@@ -415,6 +418,8 @@ it('labels the time axis of its chart in UTC, 24-hour and ISO order, as the cons
   for (const [range, form] of [
     ['1h', /^\d{2}:\d{2}$|^\d{4}-\d{2}-\d{2}$/],
     ['24h', /^\d{2}:\d{2}$|^\d{4}-\d{2}-\d{2}$/],
+    ['7d', /^\d{2}:\d{2}$|^\d{4}-\d{2}-\d{2}$/],
+    ['30d', /^\d{4}-\d{2}(-\d{2})?$/],
     ['90d', /^\d{4}-\d{2}(-\d{2})?$/],
   ] as const) {
     await page.goto(`${tab.session.consoleUrl}#/keys/${key.id}?range=${range}`);
@@ -463,7 +468,7 @@ it('downloads the key’s usage as the API’s CSV, the range on screen, without
     headers: { authorization: `Bearer ${tollgate.rootToken}`, accept: 'text/csv' },
   });
   expect(expected.headers.get('content-type')).toMatch(/^text\/csv/);
-  const file = readFileSync((await download.path())!, 'utf8');
+  const file = await downloadedText(download);
   expect(file).toBe(await expected.text());
   expect(file.split('\r\n')[0]).toMatch(
     /^start,requests,successful,failed,rateLimited,averageResponseTimeMs,cost,/,
@@ -576,7 +581,7 @@ it("shows the fleet's requests, 429s and errors and the busiest keys on the over
   const csv = await fetch(asked, {
     headers: { authorization: `Bearer ${tollgate.rootToken}`, accept: 'text/csv' },
   });
-  expect(readFileSync((await download.path())!, 'utf8')).toBe(await csv.text());
+  expect(await downloadedText(download)).toBe(await csv.text());
   expect(download.suggestedFilename()).toMatch(/^usage-all-keys-hour-\d{8}T\d{6}Z-\d{8}T\d{6}Z\.csv$/);
 
   await top.getByRole('link', { name: 'busiest' }).click();

@@ -12,6 +12,7 @@ import { hit, sleep, waitFor } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
 import {
   consoleSuite,
+  overflow,
   seriousAccessibilityViolations,
   signedInTab,
   visit,
@@ -111,41 +112,10 @@ const suite = consoleSuite(async (started) => {
 });
 const tab = signedInTab(suite, () => tollgate.rootToken);
 
-/**
- * What reaches past the viewport's right edge: the page's scroll width, and each visible element
- * (outside the visually hidden ones: clipped to a box of 1 px) whose box ends beyond it, named by
- * tag, class and first text.
- */
-async function overflow(s: ConsoleSession): Promise<{ scrollWidth: number; width: number; past: string[] }> {
-  return s.page.evaluate(() => {
-    const width = document.documentElement.clientWidth;
-    const visuallyHidden = (el: Element) => {
-      for (let at: Element | null = el; at; at = at.parentElement) {
-        if (getComputedStyle(at).overflow === 'hidden' && at.getBoundingClientRect().width <= 1) return true;
-      }
-      return false;
-    };
-    const past: string[] = [];
-    for (const el of document.querySelectorAll('body *')) {
-      if (visuallyHidden(el)) continue;
-      const box = el.getBoundingClientRect();
-      if (box.width === 0 || box.height === 0) continue;
-      if (box.right > width + 0.5 || box.left < -0.5) {
-        past.push(`${el.tagName.toLowerCase()}.${el.className} ${(el.textContent ?? '').slice(0, 30)}`);
-      }
-    }
-    return {
-      scrollWidth: Math.max(document.documentElement.scrollWidth, document.body.scrollWidth),
-      width,
-      past,
-    };
-  });
-}
-
 /** Within the viewport, and still accessible as laid out at this width (tables as cards on a phone). */
 async function expectWithinViewport(s: ConsoleSession): Promise<void> {
   expect(await seriousAccessibilityViolations(s.page)).toEqual([]);
-  const found = await overflow(s);
+  const found = await overflow(s.page);
   expect(found.past).toEqual([]);
   expect(found.scrollWidth).toBeLessThanOrEqual(found.width);
   // The frame's own controls stay reachable.

@@ -293,9 +293,9 @@ it('creates a plan of several limits (a named burst limit, a sliding daily quota
   });
   await page.getByRole('heading', { level: 1, name: 'Plans' }).waitFor();
   expect((await plan('metered')).body.limits).toEqual([
-    { name: 'burst', limit: 10, period: 'minute', algorithm: 'fixed' },
-    { name: 'day', limit: 10000, period: 'day', algorithm: 'sliding' },
-    { name: 'year', limit: 1000000, period: 'year', algorithm: 'fixed' },
+    { name: 'burst', limit: 10, period: 'minute', algorithm: 'fixed', per: 'key' },
+    { name: 'day', limit: 10000, period: 'day', algorithm: 'sliding', per: 'key' },
+    { name: 'year', limit: 1000000, period: 'year', algorithm: 'fixed', per: 'key' },
   ]);
   // Oldest first: the new plan is on the last page. Each page is read once loaded: until then its
   // pager waits (the next cursor on screen is still the previous page's).
@@ -311,6 +311,71 @@ it('creates a plan of several limits (a named burst limit, a sliding daily quota
     '10,000 per day, sliding',
     '1,000,000 per year',
   ]);
+});
+
+it('creates a plan of a token bucket and a concurrency limit per customer, and edits the bucket keeping its burst', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, 'plans/new', 'Create a plan');
+  await page.getByLabel('Plan id').fill('gpu');
+  const first = page.getByRole('group', { name: 'Limit 1' });
+  await first.getByLabel('Window').selectOption('tokenBucket');
+  // A bucket refills per second, minute, hour or day.
+  expect(await first.getByLabel('Per').locator('option').allInnerTexts()).toEqual([
+    'second',
+    'minute',
+    'hour',
+    'day',
+  ]);
+  await first.getByLabel('Requests').fill('1');
+  await first.getByLabel('Per').selectOption('second');
+  await first.getByLabel('Burst (optional)').fill('20');
+  await page.getByRole('button', { name: 'Add a limit' }).click();
+  const second = page.getByRole('group', { name: 'Limit 2' });
+  await second.getByLabel('Window').selectOption('concurrency');
+  // No period for requests in flight.
+  expect(await second.getByLabel('Per').count()).toBe(0);
+  await second.getByLabel('Requests in flight').fill('4');
+  // Requests in flight counted for each customer apart.
+  await second.getByLabel('Counted for').selectOption('customer');
+  const sent = nextBody(tab.session, 'POST', '/rate-limit/create');
+  await page.getByRole('button', { name: 'Create plan' }).click();
+  expect(await sent).toEqual({
+    rateLimitId: 'gpu',
+    description: '',
+    limits: [
+      { limit: 1, period: 'second', algorithm: 'tokenBucket', burst: 20 },
+      { limit: 4, period: null, algorithm: 'concurrency', per: 'customer' },
+    ],
+  });
+  await page.getByRole('heading', { level: 1, name: 'Plans' }).waitFor();
+  expect((await plan('gpu')).body.limits).toEqual([
+    { name: 'second', limit: 1, period: 'second', algorithm: 'tokenBucket', burst: 20, per: 'key' },
+    { name: 'concurrency', limit: 4, period: null, algorithm: 'concurrency', per: 'customer' },
+  ]);
+  await visit(tab.session, 'plans/gpu/edit', 'Edit the plan gpu');
+  const bucket = page.getByRole('group', { name: 'Limit 1' });
+  expect(await bucket.getByLabel('Burst (optional)').inputValue()).toBe('20');
+  expect(await page.getByRole('group', { name: 'Limit 2' }).getByLabel('Counted for').inputValue()).toBe(
+    'customer',
+  );
+  await bucket.getByLabel('Requests').fill('2');
+  const patched = nextBody(tab.session, 'PATCH', '/rate-limit/gpu');
+  await page.getByRole('button', { name: 'Save plan' }).click();
+  expect(await patched).toMatchObject({
+    limits: [
+      { limit: 2, period: 'second', algorithm: 'tokenBucket', burst: 20 },
+      { limit: 4, period: null, algorithm: 'concurrency', per: 'customer' },
+    ],
+  });
+  await page.getByRole('heading', { level: 1, name: 'Plans' }).waitFor();
+  expect((await plan('gpu')).body.limits[0]).toEqual({
+    name: 'second',
+    limit: 2,
+    period: 'second',
+    algorithm: 'tokenBucket',
+    burst: 20,
+    per: 'key',
+  });
 });
 
 it('edits a plan of several limits down to one, and a single sliding limit to fixed, both sent as `limits`', async () => {
@@ -358,7 +423,7 @@ it('edits a plan of several limits down to one, and a single sliding limit to fi
   expect(await patched).toEqual({ description: '', limits: [{ limit: 7, period: 'hour' }] });
   await page.getByRole('heading', { level: 1, name: 'Plans' }).waitFor();
   expect((await plan('slides')).body.limits).toEqual([
-    { name: 'hour', limit: 7, period: 'hour', algorithm: 'fixed' },
+    { name: 'hour', limit: 7, period: 'hour', algorithm: 'fixed', per: 'key' },
   ]);
 });
 

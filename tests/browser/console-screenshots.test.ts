@@ -8,8 +8,9 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { hit, sleep, waitFor } from '../e2e/helpers/replicas.js';
+import { hit, waitFor } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
+import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 import { consoleSuite, openConsole, signedInTab, signIn, visit } from './helpers/console-browser.js';
 
 const IMAGES = resolve(import.meta.dirname, '../../docs/images');
@@ -18,123 +19,133 @@ let tollgate: Tollgate;
 const keys: Record<string, { id: string; secret: string }> = {};
 let consumerId = '';
 let supportToken = '';
+/** Tollgate's clock and the pages': moved to the start of a minute rather than waiting for one. */
+const clock = new TestClock();
 
-const suite = consoleSuite(async (started) => {
-  tollgate = started;
-  const admin = tollgate.admin.bind(tollgate);
-  await admin('POST', '/rate-limit/create', {
-    rateLimitId: 'free',
-    description: 'Free tier',
-    limit: 20,
-    period: 'minute',
-  });
-  await admin('POST', '/rate-limit/create', {
-    rateLimitId: 'pro',
-    description: 'Pro tier',
-    limit: 45,
-    period: 'minute',
-  });
-  const inAWeek = new Date(Date.now() + 7 * 86_400_000).toISOString().slice(0, 19) + 'Z';
-  consumerId = (
-    await admin('POST', '/tollgate/consumers', {
-      name: 'Acme Corporation',
-      externalId: 'cus_1001',
-      metadata: { plan: 'business', region: 'eu' },
-      credits: { remaining: 25_000, refill: { amount: 25_000, interval: 'month', dayOfMonth: 1 } },
-    })
-  ).body.consumerId;
-  await admin('POST', '/tollgate/consumers', { name: 'Globex', externalId: 'cus_3003' });
-  for (const [routeId, pathPrefix, methods] of [
-    ['search', '/v1/search', ['GET']],
-    ['reports', '/v1/reports', null],
-  ] as const) {
-    await admin('POST', '/tollgate/routes', {
-      routeId,
-      match: { pathPrefix, methods },
-      upstreamUrl: suite.fleet.backend.url,
-      timeoutMs: 5_000,
+const suite = consoleSuite(
+  async (started) => {
+    tollgate = started;
+    const admin = tollgate.admin.bind(tollgate);
+    await admin('POST', '/rate-limit/create', {
+      rateLimitId: 'free',
+      description: 'Free tier',
+      limit: 20,
+      period: 'minute',
     });
-  }
-  await admin('POST', '/tollgate/webhooks', {
-    url: 'http://127.0.0.1:9/hooks/billing-alerts',
-    description: 'Billing alerts',
-    events: ['key.created', 'key.expiring'],
-  });
-  await admin('POST', '/tollgate/billing-exports', {
-    type: 'cloudevents',
-    url: 'http://127.0.0.1:9/billing/events',
-    eventName: 'api.requests',
-    interval: 'hour',
-    subject: 'consumer',
-  });
-  supportToken = (
-    await admin('POST', '/tollgate/admin-tokens', {
-      name: 'support-desk',
-      scopes: ['keys:read', 'usage:read'],
-    })
-  ).body.secret;
-  for (const body of [
-    {
-      name: 'mobile-app',
+    await admin('POST', '/rate-limit/create', {
       rateLimitId: 'pro',
-      externalId: 'cus_1001',
-      metadata: { team: 'mobile', tier: 'pro' },
-      consumerId,
-    },
-    { name: 'web-dashboard', rateLimitId: 'pro', externalId: 'cus_1001', consumerId },
-    { name: 'partner-acme', rateLimitId: 'free', externalId: 'cus_2002' },
-    { name: 'trial-globex', externalId: 'cus_3003', expiresAt: inAWeek },
-    { name: 'legacy-batch' },
-  ]) {
-    const created = await admin('POST', '/consumer-api-key/create', body);
-    expect(created.status).toBe(201);
-    keys[body.name] = created.body;
-  }
-  const traffic: [string, string, string | undefined, number][] = [
-    // 50 requests against 45 a minute: 3 backend errors first, 5 refused (429) at the end.
-    ['mobile-app', '/v1/status/503', 'globex', 3],
-    ['mobile-app', '/v1/orders', 'acme', 24],
-    ['mobile-app', '/v1/orders/42', 'acme', 9],
-    ['mobile-app', '/v1/catalog', 'globex', 14],
-    ['web-dashboard', '/v1/reports', undefined, 12],
-    ['partner-acme', '/v1/catalog', 'acme', 26],
-    ['trial-globex', '/v1/catalog', 'globex', 4],
-  ];
-  // All of it within one minute window, so the 45-a-minute plan refuses exactly the last 5.
-  const leftOfMinute = 60_000 - (Date.now() % 60_000);
-  if (leftOfMinute < 15_000) await sleep(leftOfMinute + 100);
-  for (const [name, path, customer, count] of traffic) {
-    for (let i = 0; i < count; i++)
-      await hit(tollgate, keys[name]!.secret, path, customer ? { 'x-customer-id': customer } : {});
-  }
-  // A CI job's admin token changes a few keys: the audit log shows who did what.
-  const ci = (await admin('POST', '/tollgate/admin-tokens', { name: 'ci-deploy', scopes: ['keys:write'] }))
-    .body as { secret: string };
-  const asCi = async (method: string, path: string, body: unknown) => {
-    const res = await fetch(tollgate.url + path, {
-      method,
-      headers: { authorization: `Bearer ${ci.secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
+      description: 'Pro tier',
+      limit: 45,
+      period: 'minute',
     });
-    expect(res.status).toBe(200);
-  };
-  await asCi('POST', '/api-keys/apply-rate-limit', {
-    consumerApiKeyId: keys['trial-globex']!.id,
-    rateLimitId: 'free',
-  });
-  await asCi('POST', `/consumer-api-key/${keys['partner-acme']!.id}/roll`, { gracePeriodSeconds: 86_400 });
-  await asCi('PATCH', `/consumer-api-key/${keys['legacy-batch']!.id}`, { enabled: false });
-  await waitFor(
-    async () => (await admin('GET', `/consumer-api-key/${keys['mobile-app']!.id}`)).body.usage.totalRequests,
-    (n) => n === 50,
-  );
-  await waitFor(
-    async () => (await admin('GET', '/tollgate/usage')).body.topKeys.length,
-    (n) => n === 4,
-  );
-  mkdirSync(IMAGES, { recursive: true });
-});
-const tab = signedInTab(suite, () => tollgate.rootToken);
+    const inAWeek = new Date(clock.now() + 7 * 86_400_000).toISOString().slice(0, 19) + 'Z';
+    consumerId = (
+      await admin('POST', '/tollgate/consumers', {
+        name: 'Acme Corporation',
+        externalId: 'cus_1001',
+        metadata: { plan: 'business', region: 'eu' },
+        credits: { remaining: 25_000, refill: { amount: 25_000, interval: 'month', dayOfMonth: 1 } },
+      })
+    ).body.consumerId;
+    await admin('POST', '/tollgate/consumers', { name: 'Globex', externalId: 'cus_3003' });
+    for (const [routeId, pathPrefix, methods] of [
+      ['search', '/v1/search', ['GET']],
+      ['reports', '/v1/reports', null],
+    ] as const) {
+      await admin('POST', '/tollgate/routes', {
+        routeId,
+        match: { pathPrefix, methods },
+        upstreamUrl: suite.fleet.backend.url,
+        timeoutMs: 5_000,
+      });
+    }
+    await admin('POST', '/tollgate/webhooks', {
+      url: 'http://127.0.0.1:9/hooks/billing-alerts',
+      description: 'Billing alerts',
+      events: ['key.created', 'key.expiring'],
+    });
+    await admin('POST', '/tollgate/billing-exports', {
+      type: 'cloudevents',
+      url: 'http://127.0.0.1:9/billing/events',
+      eventName: 'api.requests',
+      interval: 'hour',
+      subject: 'consumer',
+    });
+    supportToken = (
+      await admin('POST', '/tollgate/admin-tokens', {
+        name: 'support-desk',
+        scopes: ['keys:read', 'usage:read'],
+      })
+    ).body.secret;
+    for (const body of [
+      {
+        name: 'mobile-app',
+        rateLimitId: 'pro',
+        externalId: 'cus_1001',
+        metadata: { team: 'mobile', tier: 'pro' },
+        consumerId,
+      },
+      { name: 'web-dashboard', rateLimitId: 'pro', externalId: 'cus_1001', consumerId },
+      { name: 'partner-acme', rateLimitId: 'free', externalId: 'cus_2002' },
+      { name: 'trial-globex', externalId: 'cus_3003', expiresAt: inAWeek },
+      { name: 'legacy-batch' },
+    ]) {
+      const created = await admin('POST', '/consumer-api-key/create', body);
+      expect(created.status).toBe(201);
+      keys[body.name] = created.body;
+    }
+    const traffic: [string, string, string | undefined, number][] = [
+      // 50 requests against 45 a minute: 3 backend errors first, 5 refused (429) at the end.
+      ['mobile-app', '/v1/status/503', 'globex', 3],
+      ['mobile-app', '/v1/orders', 'acme', 24],
+      ['mobile-app', '/v1/orders/42', 'acme', 9],
+      ['mobile-app', '/v1/catalog', 'globex', 14],
+      ['web-dashboard', '/v1/reports', undefined, 12],
+      ['partner-acme', '/v1/catalog', 'acme', 26],
+      ['trial-globex', '/v1/catalog', 'globex', 4],
+    ];
+    // All of it within one minute window, so the 45-a-minute plan refuses exactly the last 5.
+    clock.after(MINUTE_MS, 100);
+    for (const [name, path, customer, count] of traffic) {
+      for (let i = 0; i < count; i++)
+        await hit(tollgate, keys[name]!.secret, path, customer ? { 'x-customer-id': customer } : {});
+    }
+    // A CI job's admin token changes a few keys: the audit log shows who did what.
+    const ci = (await admin('POST', '/tollgate/admin-tokens', { name: 'ci-deploy', scopes: ['keys:write'] }))
+      .body as { secret: string };
+    const asCi = async (method: string, path: string, body: unknown) => {
+      const res = await fetch(tollgate.url + path, {
+        method,
+        headers: { authorization: `Bearer ${ci.secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(200);
+    };
+    await asCi('POST', '/api-keys/apply-rate-limit', {
+      consumerApiKeyId: keys['trial-globex']!.id,
+      rateLimitId: 'free',
+    });
+    await asCi('POST', `/consumer-api-key/${keys['partner-acme']!.id}/roll`, { gracePeriodSeconds: 86_400 });
+    await asCi('PATCH', `/consumer-api-key/${keys['legacy-batch']!.id}`, { enabled: false });
+    await waitFor(
+      async () =>
+        (await admin('GET', `/consumer-api-key/${keys['mobile-app']!.id}`)).body.usage.totalRequests,
+      (n) => n === 50,
+    );
+    await waitFor(
+      async () => (await admin('GET', '/tollgate/usage')).body.topKeys.length,
+      (n) => n === 4,
+    );
+    mkdirSync(IMAGES, { recursive: true });
+  },
+  120_000,
+  clock.env,
+);
+const tab = signedInTab(
+  suite,
+  () => tollgate.rootToken,
+  () => clock.now(),
+);
 
 /** A PNG written just now, of a real size. */
 function expectPng(file: string): void {
@@ -227,7 +238,7 @@ for (const [fragment, heading, ready, image] of [
 }
 
 it('pictures a token’s own access, and a key’s page as that token sees it', async () => {
-  const session = await openConsole(suite.browser, tollgate);
+  const session = await openConsole(suite.browser, tollgate, '', () => clock.now());
   try {
     await signIn(session, supportToken);
     await visit(session, 'access', 'Your access');

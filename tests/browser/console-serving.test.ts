@@ -6,11 +6,11 @@
  * CONSOLE=off.
  */
 import { readFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { startFleet, type Fleet } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
 import { CONSOLE_DIR, consoleAssets } from './helpers/console-build.js';
+import { get, type Answer } from './helpers/raw-request.js';
 
 let fleet: Fleet;
 let tollgate: Tollgate;
@@ -21,33 +21,6 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(() => fleet?.stop(), 60_000);
-
-interface Answer {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly body: Buffer;
-}
-
-/** A raw request: the path is sent exactly as written (no normalisation of `..` or `%2e`). */
-function get(
-  base: string,
-  path: string,
-  headers: Record<string, string> = {},
-  method = 'GET',
-): Promise<Answer> {
-  const url = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, path, method, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 function expectSecurityHeaders(answer: Answer): void {
   const csp = String(answer.headers['content-security-policy']);

@@ -1,15 +1,16 @@
 /**
  * Why requests failed and how fast they were (docs/guides/console.md, docs/decisions/0026), in the console's charts for a key,
  * a consumer and the fleet, in Chromium against a built Tollgate and a real backend: requests refused
- * by the limiter, by a disabled or expired key and by a route the key may not take, answered 5xx by the
+ * by the limiter, by a disabled or expired key, by a route, an origin or an address the key may not use, answered 5xx by the
  * backend or 502 for a backend that cannot be reached, each counted as the usage API counts it; the
  * status classes the clients got; p50, p95 and p99; and the consumer's usage as the API's CSV.
  */
-import { readFileSync } from 'node:fs';
 import { hit, sleep, waitFor } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
+import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 import {
   consoleSuite,
+  downloadedText,
   seriousAccessibilityViolations,
   signedInTab,
   visit,
@@ -26,57 +27,86 @@ interface Bucket {
 let tollgate: Tollgate;
 let key: { id: string; secret: string };
 let consumerId = '';
-const REQUESTS = 13;
+const REQUESTS = 15;
 /** When the last of them was answered. */
 let lastRequestAt = 0;
+/** Tollgate's clock and the pages': moved to the start of a minute rather than waiting for one. */
+const clock = new TestClock();
 
-const suite = consoleSuite(async (started) => {
-  tollgate = started;
-  const admin = tollgate.admin.bind(tollgate);
-  await admin('POST', '/rate-limit/create', { rateLimitId: 'tight', limit: 8, period: 'minute' });
-  consumerId = (await admin('POST', '/tollgate/consumers', { name: 'Acme' })).body.consumerId;
-  key = (
-    await admin('POST', '/consumer-api-key/create', { name: 'charts', rateLimitId: 'tight', consumerId })
-  ).body;
-  // A backend nothing listens for: Tollgate answers 502.
-  await admin('POST', '/tollgate/routes', {
-    routeId: 'dead',
-    match: { pathPrefix: '/dead' },
-    upstreamUrl: 'http://127.0.0.1:1',
-  });
-  // The route reaches every replica's table within a second.
-  await sleep(2_000);
-  // Everything the limiter counts within one minute window: 8 admitted (one to the dead backend), then 2 refused.
-  const leftOfMinute = 60_000 - (Date.now() % 60_000);
-  if (leftOfMinute < 20_000) await sleep(leftOfMinute + 100);
-  const statuses: number[] = [await hit(tollgate, key.secret, '/dead/x')];
-  for (const path of ['/v1/items', '/v1/items', '/v1/items', '/v1/status/503', '/v1/status/503'])
-    statuses.push(await hit(tollgate, key.secret, path));
-  for (let i = 0; i < 4; i++) statuses.push(await hit(tollgate, key.secret, '/v1/items'));
-  expect(statuses).toEqual([502, 200, 200, 200, 503, 503, 200, 200, 429, 429]);
-  // A route the key may not take, then a disabled key, then an expired one: refused before the limiter.
-  await admin('PATCH', `/consumer-api-key/${key.id}`, { allowedRouteIds: ['dead'] });
-  expect(await hit(tollgate, key.secret, '/v1/items')).toBe(403);
-  await admin('PATCH', `/consumer-api-key/${key.id}`, { allowedRouteIds: null, enabled: false });
-  expect(await hit(tollgate, key.secret, '/v1/items')).toBe(403);
-  await admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: true, expiresAt: '2020-01-01T00:00:00Z' });
-  expect(await hit(tollgate, key.secret, '/v1/items')).toBe(401);
-  lastRequestAt = Date.now();
-  await waitFor(
-    async () => (await admin('GET', `/consumer-api-key/${key.id}`)).body.usage.totalRequests,
-    (n) => n === REQUESTS,
-  );
-});
-const tab = signedInTab(suite, () => tollgate.rootToken);
+const suite = consoleSuite(
+  async (started) => {
+    tollgate = started;
+    const admin = tollgate.admin.bind(tollgate);
+    await admin('POST', '/rate-limit/create', { rateLimitId: 'tight', limit: 8, period: 'minute' });
+    consumerId = (await admin('POST', '/tollgate/consumers', { name: 'Acme' })).body.consumerId;
+    key = (
+      await admin('POST', '/consumer-api-key/create', { name: 'charts', rateLimitId: 'tight', consumerId })
+    ).body;
+    // A backend nothing listens for: Tollgate answers 502.
+    await admin('POST', '/tollgate/routes', {
+      routeId: 'dead',
+      match: { pathPrefix: '/dead' },
+      upstreamUrl: 'http://127.0.0.1:1',
+    });
+    // The route reaches every replica's table within a second.
+    await sleep(2_000);
+    // Everything the limiter counts within one minute window: 8 admitted (one to the dead backend), then 2 refused.
+    clock.after(MINUTE_MS, 100);
+    const statuses: number[] = [await hit(tollgate, key.secret, '/dead/x')];
+    for (const path of ['/v1/items', '/v1/items', '/v1/items', '/v1/status/503', '/v1/status/503'])
+      statuses.push(await hit(tollgate, key.secret, path));
+    for (let i = 0; i < 4; i++) statuses.push(await hit(tollgate, key.secret, '/v1/items'));
+    expect(statuses).toEqual([502, 200, 200, 200, 503, 503, 200, 200, 429, 429]);
+    // A route the key may not take, then a disabled key, then an expired one: refused before the limiter.
+    await admin('PATCH', `/consumer-api-key/${key.id}`, { allowedRouteIds: ['dead'] });
+    expect(await hit(tollgate, key.secret, '/v1/items')).toBe(403);
+    // A key for one web page, called with no origin; then one for another client address.
+    await admin('PATCH', `/consumer-api-key/${key.id}`, {
+      allowedRouteIds: null,
+      allowedOrigins: ['https://app.example.com'],
+    });
+    expect(await hit(tollgate, key.secret, '/v1/items')).toBe(403);
+    await admin('PATCH', `/consumer-api-key/${key.id}`, {
+      allowedOrigins: null,
+      allowedAddresses: ['192.0.2.0/24'],
+    });
+    expect(await hit(tollgate, key.secret, '/v1/items')).toBe(403);
+    await admin('PATCH', `/consumer-api-key/${key.id}`, { allowedAddresses: null, enabled: false });
+    expect(await hit(tollgate, key.secret, '/v1/items')).toBe(403);
+    await admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: true, expiresAt: '2020-01-01T00:00:00Z' });
+    expect(await hit(tollgate, key.secret, '/v1/items')).toBe(401);
+    lastRequestAt = clock.now();
+    await waitFor(
+      async () => (await admin('GET', `/consumer-api-key/${key.id}`)).body.usage.totalRequests,
+      (n) => n === REQUESTS,
+    );
+  },
+  120_000,
+  clock.env,
+);
+const tab = signedInTab(
+  suite,
+  () => tollgate.rootToken,
+  () => clock.now(),
+);
 
-/** The buckets the usage API answers for `path` with the page's own query (the last it asked). */
-async function bucketsAsked(s: ConsoleSession, path: string): Promise<Bucket[]> {
+type Percentiles = Bucket['latencyMs'];
+
+/** The usage API's answer for `path` with the page's own query (the last it asked). */
+async function rangeAsked(
+  s: ConsoleSession,
+  path: string,
+): Promise<{ buckets: Bucket[]; latencyMs: Percentiles }> {
   const asked = s.requests
     .filter((u) => new URL(u).pathname.endsWith(path) && !u.includes('groupBy'))
     .at(-1)!;
   const res = await fetch(asked, { headers: { authorization: `Bearer ${tollgate.rootToken}` } });
-  return ((await res.json()) as { buckets: Bucket[] }).buckets;
+  return (await res.json()) as { buckets: Bucket[]; latencyMs: Percentiles };
 }
+
+/** The buckets of `rangeAsked`. */
+const bucketsAsked = async (s: ConsoleSession, path: string): Promise<Bucket[]> =>
+  (await rangeAsked(s, path)).buckets;
 
 const total = (buckets: readonly Bucket[], value: (b: Bucket) => number) =>
   buckets.reduce((sum, b) => sum + value(b), 0);
@@ -88,15 +118,21 @@ const ms = (value: number) => `${value < 10 ? value.toFixed(1) : Math.round(valu
 const OUTCOMES: [string, string][] = [
   ['Rate limited', 'rateLimited'],
   ['Credits exhausted', 'creditsExhausted'],
+  ['Too many in flight', 'concurrencyLimited'],
   ['Disabled', 'disabled'],
   ['Expired', 'expired'],
   ['Route not allowed', 'routeNotAllowed'],
+  ['Origin not allowed', 'originNotAllowed'],
+  ['Address not allowed', 'addressNotAllowed'],
   ['Backend 5xx', 'backendError'],
   ['Backend unreachable or timed out (502, 504)', 'backendUnreachable'],
 ];
 
 /** The outcome, status class and latency legends say what the API's buckets say. */
-async function chartsAgree(s: ConsoleSession, buckets: readonly Bucket[]): Promise<void> {
+async function chartsAgree(
+  s: ConsoleSession,
+  { buckets, latencyMs }: { buckets: readonly Bucket[]; latencyMs: Percentiles },
+): Promise<void> {
   const { page } = s;
   const outcomes = page.getByRole('list', { name: 'Outcomes' });
   await outcomes.getByRole('button', { name: /^Rate limited: / }).waitFor();
@@ -114,9 +150,9 @@ async function chartsAgree(s: ConsoleSession, buckets: readonly Bucket[]): Promi
   );
   const latency = page.getByRole('list', { name: 'Percentiles' });
   expect(await latency.getByRole('button').allInnerTexts()).toEqual(
-    (['p50', 'p95', 'p99'] as const).map((p) => `${p}: ${ms(slowest(buckets, p))}`),
+    (['p50', 'p95', 'p99'] as const).map((p) => `${p}: ${ms(latencyMs[p]!)}`),
   );
-  await latency.getByText('The slowest bucket of the range').waitFor();
+  await latency.getByText('Over all the range’s requests').waitFor();
   await page
     .getByRole('group', { name: 'Failures by' })
     .getByRole('button', { name: 'Why requests failed' })
@@ -134,20 +170,24 @@ it('charts why the key’s requests failed, what its clients got and how fast, a
     .getByRole('list', { name: 'Series' })
     .getByRole('button', { name: `Requests: ${REQUESTS}` })
     .waitFor();
-  const buckets = await bucketsAsked(tab.session, `/consumer-api-key/${key.id}/usage`);
+  const range = await rangeAsked(tab.session, `/consumer-api-key/${key.id}/usage`);
+  const { buckets } = range;
   expect(total(buckets, (b) => b.requests)).toBe(REQUESTS);
   // Each outcome happened as set up: the chart has something to show of each but credits.
   expect(Object.fromEntries(OUTCOMES.map(([, f]) => [f, total(buckets, (b) => b.outcomes[f]!)]))).toEqual({
     rateLimited: 2,
     creditsExhausted: 0,
+    concurrencyLimited: 0,
     disabled: 1,
     expired: 1,
     routeNotAllowed: 1,
+    originNotAllowed: 1,
+    addressNotAllowed: 1,
     backendError: 2,
     backendUnreachable: 1,
   });
   expect(slowest(buckets, 'p99')).toBeGreaterThan(0);
-  await chartsAgree(tab.session, buckets);
+  await chartsAgree(tab.session, range);
   // Stacked bars and lines are drawn, and their figures are there as tables too.
   // Each chart draws its canvas once laid out, a moment after its legend shows.
   await page.waitForFunction(() => document.querySelectorAll('figure.chart canvas').length >= 3);
@@ -175,8 +215,7 @@ it('charts a consumer’s usage like a key’s, and downloads it as the API’s 
     .getByRole('button', { name: `Requests: ${REQUESTS}` })
     .waitFor();
   await page.getByText('This consumer, last hour, per minute', { exact: true }).waitFor();
-  const buckets = await bucketsAsked(tab.session, `/tollgate/consumers/${consumerId}/usage`);
-  await chartsAgree(tab.session, buckets);
+  await chartsAgree(tab.session, await rangeAsked(tab.session, `/tollgate/consumers/${consumerId}/usage`));
 
   const [download] = await Promise.all([
     page.waitForEvent('download'),
@@ -188,7 +227,7 @@ it('charts a consumer’s usage like a key’s, and downloads it as the API’s 
   const expected = await fetch(asked, {
     headers: { authorization: `Bearer ${tollgate.rootToken}`, accept: 'text/csv' },
   });
-  const file = readFileSync((await download.path())!, 'utf8');
+  const file = await downloadedText(download);
   expect(file).toBe(await expected.text());
   expect(file.split('\r\n')[0]).toContain('status2xx');
   expect(file.split('\r\n')[0]).toContain('latencyP99Ms');
@@ -207,7 +246,7 @@ it('charts the fleet’s failures and response times on the overview', async () 
     .getByRole('list', { name: 'Series' })
     .getByRole('button', { name: `Requests: ${REQUESTS}` })
     .waitFor();
-  await chartsAgree(tab.session, await bucketsAsked(tab.session, '/tollgate/usage'));
+  await chartsAgree(tab.session, await rangeAsked(tab.session, '/tollgate/usage'));
   await page.getByText('Proxy or verify?').click();
   await page.getByText('docs/guides/verify-and-client.md').waitFor();
 });
@@ -235,10 +274,11 @@ it('counts every 429 in the overview’s Refused card, those for want of credits
   const buckets = await bucketsAsked(tab.session, '/tollgate/usage');
   const limited = total(buckets, (b) => b.outcomes.rateLimited!);
   const creditless = total(buckets, (b) => b.outcomes.creditsExhausted!);
+  const placeless = total(buckets, (b) => b.outcomes.concurrencyLimited!);
   expect(creditless).toBeGreaterThan(0);
   expect(limited).toBeGreaterThan(0);
   const refused = page.locator('dl.stats div').filter({ hasText: 'Refused (429)' }).getByRole('definition');
-  expect(await refused.innerText()).toBe(String(limited + creditless));
+  expect(await refused.innerText()).toBe(String(limited + creditless + placeless));
   await page
     .getByRole('list', { name: 'Series' })
     .getByRole('button', { name: `429s: ${limited + creditless}` })

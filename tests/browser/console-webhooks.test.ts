@@ -165,3 +165,50 @@ it('edits a webhook’s URL, description and events in place', async () => {
   });
   expect(await seriousAccessibilityViolations(page)).toEqual([]);
 });
+
+it('rotates a webhook’s signing secret: the new one is shown once, and the next delivery is signed with it', async () => {
+  const rotated = await WebhookReceiver.start('/rotated');
+  try {
+    const created = await tollgate.admin('POST', '/tollgate/webhooks', {
+      url: rotated.url,
+      events: ['key.created'],
+    });
+    const oldSecret = created.body.secret as string;
+    const { page } = tab.session;
+    await visit(tab.session, 'webhooks', 'Webhooks');
+    await rowWith(page, rotated.url)
+      .getByRole('button', { name: `Rotate secret of ${rotated.url}` })
+      .click();
+    const dialog = page.getByRole('dialog', { name: 'Rotate this webhook’s signing secret?' });
+    await dialog.waitFor();
+    expect(await seriousAccessibilityViolations(page)).toEqual([]);
+    await dialog.getByRole('button', { name: 'Rotate secret' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `The webhook to ${rotated.url} has a new signing secret.` })
+      .waitFor();
+    const secret = await page.getByLabel(`Signing secret of the webhook to ${rotated.url}`).inputValue();
+    expect(secret).toMatch(/^whsec_/);
+    expect(secret).not.toBe(oldSecret);
+    expect(tab.session.requests.filter((u) => u.includes(secret.slice(6)))).toEqual([]);
+    const audit = await tollgate.admin('GET', `/tollgate/audit-log?targetId=${created.body.id as string}`);
+    expect(audit.body.auditLog[0]).toMatchObject({ action: 'webhook.rotate_secret' });
+    expect(JSON.stringify(audit.body)).not.toContain(secret.slice(6));
+
+    // The receiver verifies with the new secret only: the next event arrives signed with it.
+    rotated.secret = secret;
+    const key = (await tollgate.admin('POST', '/consumer-api-key/create', { name: 'after-rotation' })).body;
+    await waitFor(
+      () => Promise.resolve(rotated.ofType('key.created')),
+      (events) => events.some((e) => e.data.consumerApiKeyId === key.id),
+      { timeoutMs: 20_000 },
+    );
+    expect(rotated.attempts.every((a) => a.verified)).toBe(true);
+  } finally {
+    await tollgate.admin('GET', '/tollgate/webhooks').then(async (list) => {
+      for (const w of list.body.webhooks as { id: string; url: string }[])
+        if (w.url === rotated.url) await tollgate.admin('DELETE', `/tollgate/webhooks/${w.id}`);
+    });
+    await rotated.close();
+  }
+});

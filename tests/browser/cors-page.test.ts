@@ -2,17 +2,19 @@
  * A real web page in Chromium, served on an origin of its own, calls an API through Tollgate
  * (docs/guides/browser.md), in both modes: GET and POST with `Authorization: Bearer` and with
  * `x-api-key` (each a preflight Tollgate answers), a 429 whose body and RateLimit headers the page
- * reads, a key refused from another allowed page (403 origin_not_allowed, readable), and a page whose
+ * reads, tokens a backend minted for two visitors each with a limit of its own (`per: customer`), a
+ * key refused from another allowed page (403 origin_not_allowed, readable), and a page whose
  * origin the route refuses, which the browser stops before anything reaches the backend.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Browser, Page } from 'playwright-core';
+import { mintToken } from '../../packages/client/src/token.js';
 import { HARNESS_MODES } from '../helpers/harness-modes.js';
 import { waitFor } from '../helpers/poll.js';
 import { closeDatabase, ProxyHarness, RecordingBackend } from '../helpers/proxy-harness.js';
-import { launchChromium } from './helpers/console-browser.js';
+import { launchChromium } from './helpers/chromium.js';
 
 afterAll(closeDatabase);
 
@@ -161,6 +163,43 @@ describe.each(HARNESS_MODES)('a web page through Tollgate, $name', (mode) => {
     });
     expect(limited.rateLimit).toMatch(/r=0/);
     expect(Number(limited.retryAfter)).toBeGreaterThan(0);
+  });
+
+  it('calls with tokens a backend minted for two visitors, each with its own limit', async () => {
+    const plan = 'visitor-' + Math.random().toString(36).slice(2, 8);
+    await manage('/rate-limit/create', {
+      rateLimitId: plan,
+      limits: [{ name: 'each', limit: 2, period: 'hour', per: 'customer' }],
+    });
+    const key = await manage('/consumer-api-key/create', {
+      name: 'tokens',
+      rateLimitId: plan,
+      allowedOrigins: [pageOrigin, 'http://127.0.0.2:1'],
+    });
+    // The page's backend mints them: the page never sees the key's secret.
+    const tokenOf = (subject: string) =>
+      mintToken(key.secret as string, {
+        consumerApiKeyId: key.id as string,
+        expiresInSeconds: 300,
+        subject,
+        origins: [pageOrigin],
+      });
+    const alice = { authorization: `Bearer ${tokenOf('alice')}` };
+    api.received.length = 0;
+    expect((await callFrom(page, `${h.base}/api/a`, { headers: alice })).rateLimit).toMatch(/r=1/);
+    expect(
+      (await callFrom(page, `${h.base}/api/a`, { method: 'POST', headers: alice, body: '{}' })).status,
+    ).toBe(200);
+    const limited = await callFrom(page, `${h.base}/api/a`, { headers: alice });
+    expect(limited).toMatchObject({ status: 429, body: { name: 'each', per: 'customer' } });
+    expect(limited.rateLimit).toMatch(/r=0/);
+    const bob = await callFrom(page, `${h.base}/api/a`, { headers: { 'x-api-key': tokenOf('bob') } });
+    expect(bob).toMatchObject({ status: 200 });
+    expect(api.received.map((r) => [r.headers['x-api-key'], r.headers['x-customer-id']])).toEqual([
+      [key.secret, 'alice'],
+      [key.secret, 'alice'],
+      [key.secret, 'bob'],
+    ]);
   });
 
   it('refuses a key used from a page it is not tied to, and a page whose origin the route refuses', async () => {

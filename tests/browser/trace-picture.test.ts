@@ -12,7 +12,7 @@ import { startBackend, type Backend } from '../e2e/helpers/backend.js';
 import { startTollgate, type Tollgate } from '../e2e/helpers/tollgate.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.js';
 import { waitFor } from '../helpers/poll.js';
-import { launchChromium } from './helpers/console-browser.js';
+import { launchChromium } from './helpers/chromium.js';
 import { waterfallPage } from './helpers/trace-waterfall.js';
 
 const PICTURE = resolve(import.meta.dirname, '../../docs/images/trace-waterfall.png');

@@ -218,6 +218,40 @@ describe('the middleware answers a refused request as the proxy does', () => {
   });
 });
 
+describe('the middleware answers the refusals of token buckets and concurrency limits as the proxy does', () => {
+  it('429 rate_limit_exceeded by a token bucket, with when it will hold the cost', async () => {
+    const rateLimitId = 'client-bucket-' + randomBytes(4).toString('hex');
+    const limits = [{ limit: 1, period: 'day', algorithm: 'tokenBucket', burst: 1 }];
+    expect((await tollgate.admin('POST', '/rate-limit/create', { rateLimitId, limits })).status).toBe(201);
+    const key = await createKey({ rateLimitId });
+    expect((await fetch(tollgate.url + '/v1/items', { headers: bearer(key.secret) })).status).toBe(200);
+    const answers = await refusalsTo(bearer(key.secret));
+    expectSameAsProxy(answers, 429, 'rate_limit_exceeded');
+    expect(answers.proxy.headers['ratelimit-policy']).toBe('"day";q=1;w=86400');
+  });
+
+  it('429 concurrency_limit_exceeded while the key’s one place is held by a request in flight', async () => {
+    const rateLimitId = 'client-places-' + randomBytes(4).toString('hex');
+    const limits = [{ limit: 1, algorithm: 'concurrency' }];
+    expect((await tollgate.admin('POST', '/rate-limit/create', { rateLimitId, limits })).status).toBe(201);
+    const key = await createKey({ rateLimitId });
+    // The backend answers this one after 8 s: its place is held meanwhile.
+    const held = fetch(tollgate.url + '/v1/slow/8000', { headers: bearer(key.secret) });
+    await waitFor(
+      async () => (await fetch(tollgate.url + '/v1/items', { headers: bearer(key.secret) })).status,
+      (status) => status === 429,
+    );
+    const answers = await refusalsTo(bearer(key.secret));
+    expectSameAsProxy(answers, 429, 'concurrency_limit_exceeded');
+    expect(answers.proxy.headers).toMatchObject({
+      'retry-after': '1',
+      'ratelimit-policy': '"concurrency";q=1',
+      ratelimit: '"concurrency";r=0;t=1',
+    });
+    expect((await held).status).toBe(200);
+  });
+});
+
 describe('an admitted request', () => {
   it('reaches the route with the verify answer, and its response the RateLimit headers the proxy adds', async () => {
     const plan = await createPlan(10);
@@ -263,6 +297,7 @@ describe('an admitted request', () => {
               resetTime: expect.stringMatching(/T00:00:00Z$/),
               scope: 'key',
               algorithm: 'fixed',
+              per: 'key',
             },
           ],
           cost: 1,

@@ -8,12 +8,20 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { readConfigFile } from '../../packages/client/src/config/apply-config.js';
+import { describeChange } from '../../packages/client/src/config/change.js';
+import { executeChanges } from '../../packages/client/src/config/execute-changes.js';
+import { inOrder } from '../../packages/client/src/config/order-changes.js';
+import { planChanges } from '../../packages/client/src/config/plan-changes.js';
+import { readState } from '../../packages/client/src/config/read-state.js';
+import { createClient } from '../../packages/client/src/management-client.js';
 import { MODES, type Deployment } from './helpers/modes.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const COMMAND = join(ROOT, 'packages/client/dist/bin/tollgate.js');
 const STRIPE_SECRET = 'sk_test_' + 'c0nfig-as-code-secret';
+const OIDC_SECRET = 'oidc-' + 'c0nfig-as-code-client-secret';
 
 const FILE = `# The configuration of a test: every kind a file declares.
 routes:
@@ -50,7 +58,34 @@ billingExports:
     eventName: api_calls
     interval: hour
     subject: consumer
+portal:
+  enabled: true
+  title: Acme API
+  accentColor: "#0055ff"
+  supportUrl: https://support.acme.example
+  maxKeysPerConsumer: 3
+  publicPlans: [free, gold]
+  apiReference: { document: { openapi: 3.1.0, info: { title: Acme, version: "1" }, paths: {} } }
+  oidc:
+    issuer: https://id.acme.example
+    clientId: tollgate-portal
+    clientSecret: \${PORTAL_SECRET}
+    claim: org_id
+    match: externalId
 `;
+
+/** What a service whose portal was never set holds, as GET /tollgate/portal/settings shows it. */
+const PORTAL_DEFAULTS = {
+  enabled: false,
+  title: 'Developer portal',
+  logoUrl: null,
+  accentColor: null,
+  supportUrl: null,
+  maxKeysPerConsumer: 5,
+  publicPlans: [],
+  apiReference: null,
+  oidc: null,
+};
 
 interface Run {
   code: number | null;
@@ -88,6 +123,7 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
   };
   const auditCount = async (on: Tollgate) =>
     (await on.admin('GET', '/tollgate/audit-log?limit=1000')).body.auditLog.length as number;
+  const portal = async (on: Tollgate) => (await on.admin('GET', '/tollgate/portal/settings')).body;
   const consumer = async (on: Tollgate, externalId: string) =>
     (await on.admin('GET', `/tollgate/consumers?externalId=${externalId}`)).body.consumers[0];
 
@@ -104,6 +140,7 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
       TOLLGATE_URL: service.url,
       TOLLGATE_TOKEN: service.rootToken,
       STRIPE_KEY: STRIPE_SECRET,
+      PORTAL_SECRET: OIDC_SECRET,
       SEARCH_UPSTREAM: 'http://127.0.0.1:9/search',
     };
   }, 120_000);
@@ -134,14 +171,22 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
       '+ create webhook "http://127.0.0.1:9/hooks"',
       '+ create billing export "stripe api_calls"',
     ]);
+    // The portal's settings always exist: they are updated, last, once the plans they offer exist.
+    expect(run.stdout.split('\n').slice(-3)).toEqual([
+      '~ update portal settings: enabled, title, accentColor, supportUrl, maxKeysPerConsumer, publicPlans, apiReference, oidc',
+      '8 change(s) to apply (dry run: none made).',
+      '',
+    ]);
+    expect(run.stdout).not.toContain(OIDC_SECRET);
     expect((await service.admin('GET', '/tollgate/routes')).body.routes).toEqual([]);
+    expect(await portal(service)).toMatchObject(PORTAL_DEFAULTS);
     expect(await auditCount(service)).toBe(0);
   });
 
   it('applies the whole file to an empty service in one run, and a second run changes nothing', async () => {
     const first = await tollgate(['apply', '-f', file], env);
     expect(first).toMatchObject({ code: 0, stderr: '' });
-    expect(first.stdout).toContain('7 change(s) applied.');
+    expect(first.stdout).toContain('8 change(s) applied.');
     const route = (await service.admin('GET', '/tollgate/routes/search')).body;
     expect(route.upstreamUrl).toBe('http://127.0.0.1:9/search');
     const gold = (await service.admin('GET', '/rate-limit/gold')).body;
@@ -153,15 +198,24 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
     });
     const exports = (await service.admin('GET', '/tollgate/billing-exports')).body.billingExports;
     expect(exports).toMatchObject([{ type: 'stripe', hasCredential: true }]);
+    expect(await portal(service)).toMatchObject({
+      enabled: true,
+      title: 'Acme API',
+      logoUrl: null,
+      publicPlans: ['free', 'gold'],
+      apiReference: { document: { openapi: '3.1.0' } },
+      oidc: { issuer: 'https://id.acme.example', claim: 'org_id', clientSecretSet: true },
+    });
     const audited = await auditCount(service);
-    expect(audited).toBe(7);
+    expect(audited).toBe(8);
 
     const again = await tollgate(['apply', '-f', file], env);
     expect(again).toEqual({ code: 0, stdout: 'No changes.\n', stderr: '' });
     expect(await tollgate(['apply', '-f', file, '--dry-run'], env)).toMatchObject({ code: 0 });
     expect(await auditCount(service)).toBe(audited);
-    // The credential went to the service and nowhere else.
+    // The credentials went to the service and nowhere else.
     expect(first.stdout + again.stdout).not.toContain(STRIPE_SECRET);
+    expect(first.stdout + again.stdout).not.toContain(OIDC_SECRET);
   });
 
   it('never gives back spent credits: the balance is set only when it is created', async () => {
@@ -183,9 +237,60 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
     expect(await tollgate(['apply', '-f', file], env)).toMatchObject({ code: 0 });
   });
 
+  it('keeps what is spent and topped up while an apply changes a refill, and a retried change adds nothing', async () => {
+    const acme = await consumer(service, 'acme');
+    const { secret } = (
+      await service.admin('POST', '/consumer-api-key/create', {
+        name: 'spender',
+        consumerId: acme.consumerId,
+      })
+    ).body as { secret: string };
+    const client = createClient({ baseUrl: service.url, token: service.rootToken });
+    const refilled = write(
+      'refill-race.yaml',
+      FILE.replace('refill: { amount: 500', 'refill: { amount: 700'),
+    );
+    // The apply reads the service and plans its change; the balance moves before the change is made.
+    const { config, lineOf } = await readConfigFile(refilled, env);
+    const changes = inOrder(
+      planChanges(
+        config,
+        await readState(client),
+        { prune: false, force: false, rotateCredentials: false },
+        env,
+        lineOf,
+      ),
+    );
+    expect(changes.map(describeChange)).toEqual(['~ update consumer "acme": credits']);
+    expect(
+      (await service.admin('POST', '/tollgate/credits', { consumerId: acme.consumerId, add: 40 })).status,
+    ).toBe(200);
+    // A proxied request of one of its keys spends the route's cost, 5 (admitted, so charged, though the backend is unreachable).
+    const spent = await fetch(`${service.url}/v1/search`, { headers: { authorization: `Bearer ${secret}` } });
+    expect(spent.status).toBe(502);
+    const moved = (await consumer(service, 'acme')).credits.remaining as number;
+    expect(moved).toBe(acme.credits.remaining + 40 - 5);
+
+    const print = { out: () => {}, err: (line: string) => void console.error(line) };
+    expect(await executeChanges(changes, client, env, print)).toBe(true);
+    expect((await consumer(service, 'acme')).credits).toEqual({
+      remaining: moved,
+      refill: { amount: 700, interval: 'month', dayOfMonth: 1 },
+      lowAt: null,
+    });
+    // Made again (a retry after a lost answer): nothing more changes, and no audit entry.
+    const audited = await auditCount(service);
+    expect(await executeChanges(changes, client, env, print)).toBe(true);
+    expect((await consumer(service, 'acme')).credits.remaining).toBe(moved);
+    expect(await auditCount(service)).toBe(audited);
+    expect(await tollgate(['apply', '-f', file], env)).toMatchObject({ code: 0 });
+    expect((await consumer(service, 'acme')).credits.remaining).toBe(moved);
+  });
+
   it('sends a credential again only with --rotate-credentials, and needs its variable only then', async () => {
     const withoutSecret = { ...env } as Record<string, string>;
     delete withoutSecret.STRIPE_KEY;
+    delete withoutSecret.PORTAL_SECRET;
     expect(await tollgate(['apply', '-f', file], withoutSecret)).toMatchObject({
       code: 0,
       stdout: 'No changes.\n',
@@ -195,12 +300,55 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
     expect(refused.stderr).toMatch(
       /tollgate\.yaml:\d+: billingExports\[0\]\.credential: \$\{STRIPE_KEY\} is not set/,
     );
+    expect(refused.stderr).toMatch(
+      /tollgate\.yaml:\d+: portal\.oidc\.clientSecret: \$\{PORTAL_SECRET\} is not set/,
+    );
     const before = await auditCount(service);
     const rotated = await tollgate(['apply', '-f', file, '--rotate-credentials'], env);
     expect(rotated).toMatchObject({ code: 0, stderr: '' });
     expect(rotated.stdout).toContain('~ update billing export "stripe api_calls": credential');
+    expect(rotated.stdout).toContain('~ update portal settings: oidc');
     expect(rotated.stdout).not.toContain(STRIPE_SECRET);
-    expect(await auditCount(service)).toBe(before + 1);
+    expect(rotated.stdout).not.toContain(OIDC_SECRET);
+    expect(await auditCount(service)).toBe(before + 2);
+  });
+
+  it('keeps the portal settings a file leaves out, and returns them to their defaults with --prune', async () => {
+    const retitled = write(
+      'retitled.yaml',
+      FILE.replace(/portal:[^]*$/, 'portal:\n  title: Acme developers\n  publicPlans: [gold]\n'),
+    );
+    const kept = await tollgate(['apply', '-f', retitled], env);
+    expect(kept).toMatchObject({ code: 0, stderr: '' });
+    expect(kept.stdout).toBe('~ update portal settings: title, publicPlans\n1 change(s) applied.\n');
+    expect(await portal(service)).toMatchObject({
+      enabled: true,
+      title: 'Acme developers',
+      maxKeysPerConsumer: 3,
+      publicPlans: ['gold'],
+      oidc: { clientId: 'tollgate-portal', clientSecretSet: true },
+    });
+
+    const dryRun = await tollgate(['apply', '-f', retitled, '--prune', '--dry-run'], env);
+    expect(dryRun).toMatchObject({
+      code: 2,
+      stdout:
+        '~ update portal settings: enabled, accentColor, supportUrl, maxKeysPerConsumer, apiReference, oidc\n1 change(s) to apply (dry run: none made).\n',
+    });
+    expect(await tollgate(['apply', '-f', retitled, '--prune'], env)).toMatchObject({ code: 0, stderr: '' });
+    expect(await portal(service)).toMatchObject({
+      ...PORTAL_DEFAULTS,
+      title: 'Acme developers',
+      publicPlans: ['gold'],
+    });
+
+    // The whole section back: OIDC is set anew, so its client secret is sent again.
+    const restored = await tollgate(['apply', '-f', file], env);
+    expect(restored).toMatchObject({ code: 0, stderr: '' });
+    expect(restored.stdout).toContain('~ update portal settings: enabled, title, accentColor');
+    expect(restored.stdout).not.toContain(OIDC_SECRET);
+    expect((await portal(service)).oidc).toMatchObject({ clientSecretSet: true });
+    expect(await tollgate(['apply', '-f', file], env)).toMatchObject({ code: 0, stdout: 'No changes.\n' });
   });
 
   it('exports a file that applies to a second service with no change left', async () => {
@@ -208,6 +356,8 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
     expect(exported).toMatchObject({ code: 0, stderr: '' });
     expect(exported.stdout).toContain('credential: ${STRIPE_API_CALLS_CREDENTIAL}');
     expect(exported.stdout).not.toContain(STRIPE_SECRET);
+    expect(exported.stdout).toContain('clientSecret: ${PORTAL_OIDC_CLIENT_SECRET}');
+    expect(exported.stdout).not.toContain(OIDC_SECRET);
     const copy = write('exported.yaml', exported.stdout);
     expect(await tollgate(['apply', '-f', copy], env)).toMatchObject({ code: 0, stdout: 'No changes.\n' });
 
@@ -215,10 +365,12 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
       TOLLGATE_URL: second.url,
       TOLLGATE_TOKEN: second.rootToken,
       STRIPE_API_CALLS_CREDENTIAL: STRIPE_SECRET,
+      PORTAL_OIDC_CLIENT_SECRET: OIDC_SECRET,
     };
     const applied = await tollgate(['apply', '-f', copy], secondEnv);
     expect(applied).toMatchObject({ code: 0, stderr: '' });
-    expect(applied.stdout).toContain('7 change(s) applied.');
+    expect(applied.stdout).toContain('8 change(s) applied.');
+    expect(await portal(second)).toMatchObject({ title: 'Acme API', oidc: { clientSecretSet: true } });
     expect(await tollgate(['apply', '-f', copy, '--dry-run'], secondEnv)).toMatchObject({ code: 0 });
     const reexported = await tollgate(['export'], secondEnv);
     const body = (text: string) => text.split('\n').filter((line) => !line.startsWith('#'));
@@ -258,6 +410,26 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(
       /dangling\.yaml:\d+: consumers\[1\]\.rateLimitId: names no plan \("fre"\)/,
+    );
+
+    const badPortal = write(
+      'bad-portal.yaml',
+      FILE.replace('clientSecret: ${PORTAL_SECRET}', `clientSecret: ${OIDC_SECRET}`),
+    );
+    const portalRefused = await tollgate(['apply', '-f', badPortal], env);
+    expect(portalRefused.code).toBe(1);
+    expect(portalRefused.stderr).toMatch(
+      /bad-portal\.yaml:\d+: portal\.oidc\.clientSecret: must match pattern/,
+    );
+    expect(portalRefused.stdout).toBe('');
+    expect(portalRefused.stderr).not.toContain(OIDC_SECRET);
+    const publicPlan = await tollgate(
+      ['apply', '-f', write('public-plan.yaml', FILE.replace('[free, gold]', '[free, platinum]'))],
+      env,
+    );
+    expect(publicPlan.code).toBe(1);
+    expect(publicPlan.stderr).toMatch(
+      /public-plan\.yaml:\d+: portal\.publicPlans\[1\]: names no plan \("platinum"\)/,
     );
 
     const missing = { ...env } as Record<string, string>;
@@ -326,6 +498,9 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
     ]);
     expect(forced.stdout).toContain('- delete consumer "beta": force');
     expect(forced.stdout).toContain('- delete plan "gold": force');
+    // A file without a portal section, pruned: the portal returns to a fresh service's settings (off).
+    expect(forced.stdout).toContain('~ update portal settings: enabled, title');
+    expect(await portal(service)).toMatchObject(PORTAL_DEFAULTS);
     expect((await service.admin('GET', '/tollgate/routes')).body.routes).toEqual([]);
     expect((await service.admin('GET', '/tollgate/billing-exports')).body.billingExports).toEqual([]);
     // The keys keep working, alone.

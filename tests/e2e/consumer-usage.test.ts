@@ -157,7 +157,15 @@ describe.each(MODES)('$name', (mode) => {
       remaining: 0,
       resetTime: expect.any(String),
       limits: [
-        { name: 'day', limit: 3, period: 'day', remaining: 0, resetTime: expect.any(String), scope: 'key' },
+        {
+          name: 'day',
+          limit: 3,
+          period: 'day',
+          remaining: 0,
+          resetTime: expect.any(String),
+          scope: 'key',
+          per: 'key',
+        },
         {
           name: 'consumer.day',
           limit: 1_000,
@@ -165,6 +173,7 @@ describe.each(MODES)('$name', (mode) => {
           remaining: 1_000 - 6,
           resetTime: expect.any(String),
           scope: 'consumer',
+          per: 'key',
         },
       ],
     });

@@ -100,6 +100,7 @@ it('admits exactly 40 in the minute and at most 5 in any second, summed over thr
     resetTime: new Date(end).toISOString().slice(0, 19) + 'Z',
     name: 'per-minute',
     scope: 'key',
+    per: 'key',
   });
   const retryAfter = Number(refused.headers.get('retry-after'));
   expect(retryAfter).toBeGreaterThanOrEqual(Math.ceil((end - answered) / 1_000));

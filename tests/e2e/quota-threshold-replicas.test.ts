@@ -11,9 +11,11 @@ import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { hit, Replicas, sleep, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
+import { DAY_MS, MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 
 const LIMIT = 6_000;
-const DAY_MS = 86_400_000;
+/** The replicas' clock: moved to the start of a UTC day, so the file's one window is far from its end. */
+const clock = new TestClock();
 
 let backend: Backend;
 let database: TestDatabase;
@@ -23,20 +25,20 @@ let fleet: Tollgate[];
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
-  // One day's window for the whole file: not in the last five minutes of a UTC day.
-  const toMidnight = DAY_MS - (Date.now() % DAY_MS);
-  if (toMidnight < 300_000) await sleep(toMidnight + 1_000);
+  // One day's window for the whole file: a minute into a UTC day rather than waiting for one.
+  clock.after(DAY_MS, MINUTE_MS);
   [backend, database, redis, receiver] = await Promise.all([
     startBackend(),
     createTestDatabase(),
     RedisServer.start(),
-    WebhookReceiver.start(),
+    WebhookReceiver.start('/hooks', () => clock.now()),
   ]);
   replicas = new Replicas({
     DATABASE_URL: database.url,
     REDIS_URL: redis.url,
     REDIS_KEY_PREFIX: testKeyPrefix(),
     UPSTREAM_URL: backend.url,
+    ...clock.env,
   });
   fleet = await replicas.start(3);
   const hook = await fleet[0]!.admin('POST', '/tollgate/webhooks', {
@@ -45,8 +47,7 @@ beforeAll(async () => {
   });
   expect(hook.status).toBe(201);
   receiver.secret = hook.body.secret;
-  // Up to five minutes of waiting for the next day, then the start.
-}, 420_000);
+}, 120_000);
 
 afterAll(async () => {
   await replicas?.stopAll();
@@ -107,7 +108,7 @@ const told = (consumerId: string) =>
     .map((e) => `${(e.data.window as { start: string }).start} ${String(e.data.threshold)}`)
     .sort();
 
-const today = () => new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS).toISOString().slice(0, 19) + 'Z';
+const today = () => new Date(Math.floor(clock.now() / DAY_MS) * DAY_MS).toISOString().slice(0, 19) + 'Z';
 
 it('tells 80 % and 100 % once each while clients on three replicas fill a consumer’s limit', async () => {
   const consumer = await busyConsumer('hammered');

@@ -175,6 +175,7 @@ describe.each(modes)('one node, $name', (mode) => {
       resetTime: expect.stringMatching(ISO),
       name: 'second',
       scope: 'key',
+      per: 'key',
     });
     expect(Date.parse(body.resetTime as string)).toBe(boundary + SECOND_MS);
     expect(third.headers.get('retry-after')).toBe('1');
@@ -222,6 +223,7 @@ describe.each(modes)('one node, $name', (mode) => {
           remaining: 0,
           resetTime: expect.stringMatching(ISO),
           scope: 'key',
+          per: 'key',
         },
       ],
     });

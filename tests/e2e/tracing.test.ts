@@ -5,6 +5,7 @@
  * collector that hangs: requests are answered all the same, the lost spans are counted, and SIGTERM
  * still ends the process.
  */
+import WebSocket from 'ws';
 import { MODES, type Deployment } from './helpers/modes.js';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
@@ -158,6 +159,43 @@ describe.each(CASES)('traces, $mode.name, $protocol', ({ mode, protocol }) => {
     expect(backendError.statusCode).toBe(ERROR);
   });
 
+  it('makes a WebSocket upgrade a SERVER span answered 101, its handshake with the backend a CLIENT child the backend is told of', async () => {
+    backend.received.length = 0;
+    const trace = INCOMING_TRACE.replace(/^4/, '5');
+    const ws = new WebSocket(`${tollgate.url.replace('http', 'ws')}/v1/stream?ticket=hidden`, {
+      headers: {
+        authorization: `Bearer ${key.secret}`,
+        traceparent: `00-${trace}-${INCOMING_SPAN}-01`,
+      },
+    });
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const echoed = new Promise((resolve) => ws.once('message', (data) => resolve(String(data))));
+    ws.send('ping');
+    expect(await echoed).toBe('ping');
+
+    const spans = await spansOf(receiver, trace, redis ? 3 : 2);
+    const server = spans.find((s) => s.kind === SERVER)!;
+    const client = spans.find((s) => s.kind === CLIENT)!;
+    ws.close();
+    expect(server.parentSpanId).toBe(INCOMING_SPAN);
+    expect(client.parentSpanId).toBe(server.spanId);
+    expect(backend.received[0]!.headers.upgrade).toBe('websocket');
+    expect(backend.received[0]!.headers.traceparent).toBe(`00-${trace}-${client.spanId}-01`);
+    expect(server.attributes).toEqual(
+      expect.objectContaining({
+        'http.request.method': 'GET',
+        'url.path': '/v1/stream',
+        'http.response.status_code': 101,
+        'tollgate.key.id': key.id,
+        'tollgate.outcome': 'ok',
+        'tollgate.cost': 1,
+      }),
+    );
+    expect(client.attributes['url.full']).toBe(`${backend.url}/v1/stream`);
+    const exported = Buffer.concat(receiver.exports.map((e) => e.body)).toString('latin1');
+    for (const leak of [key.secret, 'ticket=hidden']) expect(exported.includes(leak)).toBe(false);
+  });
+
   it('makes a management call a SERVER span named by its path template', async () => {
     const res = await tollgate.admin('GET', `/consumer-api-key/${key.id}`);
     expect(res.status).toBe(200);
@@ -241,6 +279,12 @@ describe('a request the sampler leaves out', () => {
       (found) => found !== undefined,
     );
     expect(JSON.parse(line!)).not.toHaveProperty('traceId');
+    // A request that brings no trace starts one, unsampled, all the same.
+    const root = await fetch(`${tollgate.url}/v1/quiet`, {
+      headers: { authorization: `Bearer ${(created.body as { secret: string }).secret}` },
+    });
+    expect(root.status).toBe(200);
+    expect(backend.received.at(-1)!.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
     // SIGTERM sends whatever is queued: nothing was.
     expect(await tollgate.stop()).toBe(0);
     expect(receiver.exports).toEqual([]);

@@ -151,7 +151,32 @@ describe('the walk-throughs of the README and the guides', () => {
       plans: 'docs/guides/plans.md',
       usage: 'docs/guides/usage-and-billing.md',
       verify: 'docs/guides/verify-and-client.md',
+      portal: 'docs/guides/portal.md',
     });
+  });
+
+  it('portal.md: turns the portal on, brands it and sends a customer a sign-in link in five commands', async () => {
+    const { stdout } = await run(walkthrough('portal'), tollgate.url);
+    const lines = stdout.trim().split('\n');
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      enabled: true,
+      title: 'Globex API',
+      accentColor: '#0b5fff',
+      logoUrl: 'https://globex.example/logo.svg',
+      supportUrl: 'https://globex.example/support',
+    });
+    // The link signed the user in: a 303 to the portal with the session cookie.
+    expect(lines[1]).toMatch(/^HTTP\/1\.1 303/);
+    expect(lines.slice(2, 4).sort()).toEqual([
+      expect.stringMatching(/^location: \/tollgate\/portal\/\s*$/i),
+      expect.stringMatching(
+        /^set-cookie: tollgate_portal=tgp_[A-Za-z0-9_-]{43}; Path=\/tollgate\/portal; Max-Age=28800; HttpOnly; SameSite=Lax\s*$/i,
+      ),
+    ]);
+    const { sessions } = JSON.parse(lines[4]!) as { sessions: Record<string, unknown>[] };
+    expect(sessions).toEqual([
+      expect.objectContaining({ signedIn: true, user: { id: 'user_17', email: 'peter@initech.example' } }),
+    ]);
   });
 
   it('README: creates a key and a plan, binds them, proxies, hits 429 and reads usage', async () => {
@@ -335,6 +360,7 @@ describe('the walk-throughs of the README and the guides', () => {
         remaining,
         resetTime: expect.any(String),
         scope: 'key',
+        per: 'key',
         algorithm: 'fixed',
       },
     ];
@@ -494,8 +520,8 @@ describe('the walk-throughs of the README and the guides', () => {
     const now = new Date();
     const daysInMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 0)).getUTCDate();
     expect(byDay).toHaveLength(daysInMonth);
-    // Every day present, each with the header's 22 columns (an empty bucket's percentiles left empty).
-    expect(new Set(byDay!.map((row) => row.split(',').length))).toEqual(new Set([22]));
+    // Every day present, each with the header's 23 columns (an empty bucket's percentiles left empty).
+    expect(new Set(byDay!.map((row) => row.split(',').length))).toEqual(new Set([23]));
     const requestsByDay = byDay!.map((row) => Number(row.split(',')[1]));
     expect(requestsByDay.reduce((a, b) => a + b, 0)).toBe(4);
     expect(requestsByDay[now.getUTCDate() - 1]).toBe(4);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
+import { RedisRateLimiter, type RedisRateLimiterOptions } from '../../src/limits/redis-limiter.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
@@ -27,8 +27,10 @@ export class LimiterReplicas {
     return new LimiterReplicas(server, new Redis(server.url), prefix);
   }
 
-  /** A new replica's limiter, ready. */
-  async replica(): Promise<RedisRateLimiter> {
+  /** A new replica's limiter, ready; `options` as RedisRateLimiter takes them (a clock, a concurrency lease). */
+  async replica(
+    options: Pick<RedisRateLimiterOptions, 'clock' | 'concurrencyLeaseMs'> = {},
+  ): Promise<RedisRateLimiter> {
     const redis = connectRedis(
       { redisUrl: this.server.url, redisClusterNodes: undefined },
       createLogger('silent'),
@@ -36,6 +38,7 @@ export class LimiterReplicas {
     expect(await redis.ready(5_000)).toBe(true);
     const limiter = new RedisRateLimiter(redis.client, this.prefix, this.metrics, {
       subscriber: redis.subscriber,
+      ...options,
     });
     await limiter.ready();
     this.opened.push({ redis, limiter });
@@ -56,7 +59,7 @@ export class LimiterReplicas {
 
 /** Replicas on a redis-server of their own for a test file: started before its tests, closed after. */
 export function limiterReplicasFor(prefix: string): {
-  replica(): Promise<RedisRateLimiter>;
+  replica(options?: Pick<RedisRateLimiterOptions, 'clock' | 'concurrencyLeaseMs'>): Promise<RedisRateLimiter>;
   readonly admin: Redis;
 } {
   let fleet: LimiterReplicas;
@@ -65,7 +68,7 @@ export function limiterReplicasFor(prefix: string): {
   });
   afterAll(() => fleet.close());
   return {
-    replica: () => fleet.replica(),
+    replica: (options) => fleet.replica(options),
     get admin() {
       return fleet.admin;
     },

@@ -41,6 +41,8 @@ export interface Harness {
   appWith(overrides: Overrides): Express;
   /** A POST of `body` to `path` with the root token that must answer 201 (a route, a webhook…); its body. */
   create(path: string, body: object): Promise<Record<string, string>>;
+  /** A PATCH of `body` to `path` with the root token that must answer 200 (settings); its body. */
+  change(path: string, body: object): Promise<Record<string, unknown>>;
   /** A new key (`rateLimitId`: bound to that plan; `consumerId`: held by that consumer); its id. */
   key(settings?: { rateLimitId?: string; consumerId?: string }): Promise<string>;
   /** A new key's secret. */
@@ -136,6 +138,11 @@ async function openHarness(kind: StorageKind): Promise<{ harness: Harness; stora
     app,
     db: storage.handle.db,
     create,
+    async change(path, body) {
+      const res = await send(app, 'patch', path, { body });
+      expect({ status: res.status, body: res.body }).toMatchObject({ status: 200 });
+      return res.body as Record<string, unknown>;
+    },
     appWith: (overrides) => appOver(storage.handle.db, overrides),
     key: async (settings = {}) =>
       (await create('/consumer-api-key/create', { name: 'a key', ...settings })).id!,

@@ -2,7 +2,8 @@
  * A webhook receiver on 127.0.0.1, as a customer would write one: it verifies every request with the
  * Standard Webhooks library's own `Webhook.verify` and dedupes by `webhook-id`. Its answer to each
  * request is programmable (a status, no answer at all, or a closed connection) so tests can play a
- * receiver that fails for a while.
+ * receiver that fails for a while. Its clock agrees with the sender's: a test that moves Tollgate's
+ * (TEST_CLOCK_FILE, tests/helpers/test-clock.ts) gives the receiver the same one.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -43,14 +44,17 @@ export class WebhookReceiver {
   private constructor(
     private readonly server: Server,
     readonly url: string,
+    private readonly clock: () => number,
   ) {}
 
-  static async start(path = '/hooks'): Promise<WebhookReceiver> {
+  /** `clock`: the receiver's, against which a delivery's timestamp must be recent (the senders' in tests). */
+  static async start(path = '/hooks', clock: () => number = Date.now): Promise<WebhookReceiver> {
     const server = createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const receiver = new WebhookReceiver(
       server,
       `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`,
+      clock,
     );
     server.on('connection', (socket) => {
       receiver.sockets.add(socket);
@@ -76,7 +80,7 @@ export class WebhookReceiver {
     let verified = false;
     let event: WebhookEvent | undefined;
     try {
-      event = new Webhook(this.secret).verify(body, {
+      event = onClock(new Webhook(this.secret), this.clock).verify(body, {
         'webhook-id': id,
         'webhook-timestamp': header('webhook-timestamp'),
         'webhook-signature': header('webhook-signature'),
@@ -121,4 +125,19 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
   });
+}
+
+/**
+ * Standard Webhooks' `verify` checks a timestamp's age against `Date.now()`: this has it check against
+ * `clock` instead, its own tolerance and signature check unchanged (the timestamp is shifted by the
+ * clock's lead for the age check only, and back for the signature).
+ */
+function onClock(webhook: Webhook, clock: () => number): Webhook {
+  const library = webhook as unknown as { verifyTimestamp(header: string): Date };
+  const checkAge = library.verifyTimestamp.bind(webhook);
+  library.verifyTimestamp = (header) => {
+    const leadS = Math.round((clock() - Date.now()) / 1000);
+    return new Date(checkAge(String(Number.parseInt(header, 10) - leadS)).getTime() + leadS * 1000);
+  };
+  return webhook;
 }

@@ -79,7 +79,10 @@ const EMPTY_TABLES = [
   'billing_export_attempts',
   'failure_log',
   'failure_left_out',
+  'failure_offered',
   'usage_route_buckets',
+  'portal_settings',
+  'portal_sessions',
 ];
 
 let dataDir: string;

@@ -96,9 +96,17 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
     return value;
   }
 
+  /**
+   * Stops the app's clock at the start of an hour still ahead of the wall clock: Redis expires a
+   * window's count on its own clock, so the window must end in its future, and an hourly limit's two
+   * requests fall in one window however slow the machine is.
+   */
+  function freezeAheadOfWallClock(): void {
+    h.now = Math.max(h.now, (Math.floor(Date.now() / 3_600_000) + 1) * 3_600_000 + 250);
+  }
+
   it('logs each kind of failure with its request id, code and refusing limit, and never a secret, header or query', async () => {
-    // Redis windows expire on Redis' clock: the limit counts on real time.
-    h.realTime = true;
+    freezeAheadOfWallClock();
     const limited = await h.createKey({ limit: 1, period: 'hour', name: 'hourly' });
     const key = await h.createKey();
     expect((await proxied(limited.secret, '/ok')).status).toBe(200);
@@ -112,7 +120,10 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
       'x-private-note': 'private-header-value',
       cookie: 'session=cookie-secret',
     });
+    // A millisecond apart on the app's clock: a batch carries entries in no particular order.
+    h.now += 1;
     const notFound = await proxied(key.secret, '/status/404');
+    h.now += 1;
     const timeout = await proxied(key.secret, '/slow', { 'x-request-id': 'support-ticket-42' });
     expect([backend.status, notFound.status, timeout.status]).toEqual([503, 404, 504]);
 
@@ -130,7 +141,7 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
     });
     expect(limitedLog.failures[0]!.time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     const log = await logged(key.id, 3);
-    // Newest first: all share the clock's instant, so the order is that of arrival, reversed.
+    // Newest first.
     expect(log.failures.map((f) => [f.status, f.code, f.path, f.limit])).toEqual([
       [504, 'gateway_timeout', '/slow', null],
       [404, 'backend_client_error', '/status/404', null],
@@ -157,11 +168,10 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
     expect(fleet.failures.map((f) => f.consumerApiKeyId)).toEqual([limited.id]);
     const timeouts = await failures(`/consumer-api-key/${key.id}/failures`, '?code=gateway_timeout');
     expect(timeouts.failures.map((f) => f.requestId)).toEqual(['support-ticket-42']);
-    h.realTime = false;
   });
 
   it('logs a verify call refused for a valid key, under the request id of the call', async () => {
-    h.realTime = true;
+    freezeAheadOfWallClock();
     const key = await h.createKey({ limit: 1, period: 'hour', name: 'hourly' });
     const verify = () =>
       fetch(`${h.base}/tollgate/verify`, {
@@ -193,7 +203,6 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
       limit: { name: 'hourly', scope: 'key', limit: 1 },
       clientAddress: '203.0.113.7',
     });
-    h.realTime = false;
   });
 
   it('keeps 100 failures per key per minute and counts the rest in leftOut, by minute and code', async () => {
@@ -264,6 +273,48 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
     expect(await repository.applyBatch(batchId, batch)).toBe(false);
     const found = await failures('/tollgate/failures', `?requestId=retried-${keyId}`);
     expect(found.failures).toHaveLength(1);
+  });
+
+  it('keeps 100 entries of a key per minute across replicas whose batches are applied at once', async () => {
+    // Two replicas each kept 80 failures of the key's minute (below their own bound) and hand them
+    // over at the same moment: the store keeps 100 and counts the other 60 as left out.
+    const keyId = 'key_' + randomBytes(8).toString('hex');
+    const minuteMs = h.now - (h.now % 60_000);
+    const batchOf = (replica: string): UsageBatch => {
+      const usage = emptyKeyUsage();
+      usage.endpoints.set('/x', { ...emptyEndpoint(), requests: 80, failed: 80 });
+      const log = emptyFailureLog();
+      for (let i = 0; i < 80; i++)
+        log.entries.push(
+          failureEntry({ atMs: minuteMs + i, requestId: `${replica}-${i}-${keyId}`, code: 'backend_error' }),
+        );
+      log.leftOut.set(leftOutKey(minuteMs, null, 'backend_error'), 3);
+      return new Map([[keyId, { ...usage, failures: log }]]);
+    };
+    const replicas = ['a', 'b'].map((name) => ({
+      name,
+      repository: new UsageRepository(h.db.db, () => h.now),
+    }));
+    expect(
+      await Promise.all(
+        replicas.map((r) => r.repository.applyBatch(`bound-${r.name}-${keyId}`, batchOf(r.name))),
+      ),
+    ).toEqual([true, true]);
+    // No key has this id: the store is read as the operations read it.
+    const log = new FailureLogRepository(h.db.db);
+    const all = { scope: { keyId }, fromMs: 0, toMs: Number.MAX_SAFE_INTEGER };
+    expect((await log.list({ ...all, limit: 1_000 })).length).toBe(100);
+    // 60 past the bound, and the 3 each replica had left out itself.
+    expect(await log.leftOut(all)).toBe(66);
+    expect(await log.leftOut({ ...all, code: 'backend_error' })).toBe(66);
+    // The next minute starts again.
+    const nextMinute = emptyFailureLog();
+    nextMinute.entries.push(failureEntry({ atMs: minuteMs + 60_000, requestId: `next-${keyId}` }));
+    await replicas[0]!.repository.applyBatch(
+      `bound-next-${keyId}`,
+      new Map([[keyId, { ...emptyKeyUsage(), failures: nextMinute }]]),
+    );
+    expect((await log.list({ ...all, limit: 1_000 })).length).toBe(101);
   });
 
   it('prunes entries and left-out counts older than FAILURE_LOG_RETENTION_DAYS', async () => {

@@ -170,6 +170,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('consumers on 
                 remaining: 600,
                 resetTime: '2026-11-21T14:24:00Z',
                 scope: 'consumer',
+                per: 'key',
               },
             ],
           },
@@ -382,6 +383,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('consumers on 
             remaining: 3,
             resetTime: '2026-11-21T15:00:00Z',
             scope: 'consumer',
+            per: 'key',
           },
         ],
       });

@@ -267,6 +267,54 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('credits on %s
     });
   });
 
+  it('changes only the refill and lowAt on a PATCH without remaining: what was spent stays spent on every replica, and the same PATCH again changes nothing', async () => {
+    for (const holder of ['key', 'consumer'] as const) {
+      const consumer =
+        holder === 'consumer' ? await createConsumer({ credits: { remaining: 100 } }) : undefined;
+      const key = await createKey(
+        consumer ? { consumerId: consumer.consumerId } : { credits: { remaining: 100 } },
+      );
+      const [path, template, id] =
+        holder === 'key'
+          ? [`/consumer-api-key/${key.id}`, KEY, key.id]
+          : [`/tollgate/consumers/${consumer!.consumerId}`, CONSUMER, consumer!.consumerId];
+      const held = async () => (holder === 'key' ? keyCredits(key.id) : consumerCredits(id));
+      const stale = await subjectsOf(key.secret);
+      expect(await spend(stale, 30)).toBe(30);
+      const entries = (await trail(id)).length;
+      const body = { credits: { refill: { amount: 500, interval: 'day' }, lowAt: 20 } };
+
+      const patched = documented('patch', template, await call('patch', path, body));
+      expect(patched.status).toBe(200);
+      expect(patched.body.credits).toEqual({
+        remaining: 70,
+        refill: { amount: 500, interval: 'day' },
+        lowAt: 20,
+      });
+      // A replica still holding the record before the change goes on counting the same balance.
+      expect(await spend(stale, 80)).toBe(70);
+      expect(await spend(await subjectsOf(key.secret), 1)).toBe(0);
+      expect((await held()).remaining).toBe(0);
+      expect((await trail(id)).at(-1)).toMatchObject({
+        action: `${holder}.update`,
+        changes: { after: { credits: { refill: { amount: 500, interval: 'day' }, lowAt: 20 } } },
+      });
+
+      // Sent again (an apply retried): no change, no entry.
+      now += 1_000;
+      const again = documented('patch', template, await call('patch', path, body));
+      expect(again.body.lastUpdated).toBe(patched.body.lastUpdated);
+      expect(await trail(id)).toHaveLength(entries + 1);
+      // The new daily refill comes at the next 00:00 UTC, not at the change.
+      const changedAt = now;
+      now = Math.ceil(changedAt / 86_400_000) * 86_400_000 - 1;
+      expect((await held()).remaining).toBe(0);
+      now += 1;
+      expect((await held()).remaining).toBe(500);
+      now = changedAt; // the other tests' day
+    }
+  });
+
   it('tops balances up and sets them through /tollgate/credits: atomic, audited, announced, in force for the next request', async () => {
     // A key without a balance gets one, with no refill.
     const key = await createKey();
@@ -421,9 +469,20 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('credits on %s
       expectInvalid(await call('patch', `/consumer-api-key/${key.id}`, { credits: { remaining } }), [
         'credits.remaining',
       ]);
-    expectInvalid(await call('patch', `/consumer-api-key/${key.id}`, { credits: { refill: null } }), [
+    // A create always sets a count; a PATCH without one needs a balance to go on counting.
+    expectInvalid(await call('post', '/consumer-api-key/create', { name: 'n', credits: { refill: null } }), [
       'credits.remaining',
     ]);
+    const without = await createKey();
+    expectInvalid(
+      documented(
+        'patch',
+        KEY,
+        await call('patch', `/consumer-api-key/${without.id}`, { credits: { lowAt: 3 } }),
+      ),
+      ['credits.remaining'],
+    );
+    expect(await keyCredits(without.id)).toBeNull();
 
     // Nothing of it was stored or recorded.
     expect((await keyCredits(key.id)).remaining).toBe(MAX - 1);

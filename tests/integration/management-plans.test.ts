@@ -119,8 +119,8 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
         period: 'second',
         createdAt: '2026-11-21T14:23:02Z',
         limits: [
-          { name: 'burst', limit: 10, period: 'second', algorithm: 'fixed' },
-          { name: 'monthly-quota', limit: 10_000, period: 'month', algorithm: 'fixed' },
+          { name: 'burst', limit: 10, period: 'second', algorithm: 'fixed', per: 'key' },
+          { name: 'monthly-quota', limit: 10_000, period: 'month', algorithm: 'fixed', per: 'key' },
         ],
         lastUpdated: '2026-11-21T14:23:02Z',
         keyCount: 0,
@@ -146,14 +146,14 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
         }),
       );
       expect(res.body.limits).toEqual([
-        { name: 'minute', limit: 100, period: 'minute', algorithm: 'sliding' },
-        { name: 'year', limit: 1_000_000, period: 'year', algorithm: 'fixed' },
+        { name: 'minute', limit: 100, period: 'minute', algorithm: 'sliding', per: 'key' },
+        { name: 'year', limit: 1_000_000, period: 'year', algorithm: 'fixed', per: 'key' },
       ]);
       expect(res.body).toMatchObject({ limit: 100, period: 'minute' });
       // The seed's body takes a year too.
       expect(
         (await post('/rate-limit/create', { rateLimitId: newId(), limit: 5, period: 'year' })).body.limits,
-      ).toEqual([{ name: 'year', limit: 5, period: 'year', algorithm: 'fixed' }]);
+      ).toEqual([{ name: 'year', limit: 5, period: 'year', algorithm: 'fixed', per: 'key' }]);
     });
 
     const limitsOf = (...periods: string[]) => periods.map((period) => ({ limit: 1, period }));
@@ -230,6 +230,48 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
       expect(res.status).toBe(201);
     });
 
+    it('tells limits of one period and algorithm apart by per, concurrency limits (no period) too', async () => {
+      const limits = [
+        { name: 'all', limit: 10, algorithm: 'concurrency' },
+        { name: 'each', limit: 2, algorithm: 'concurrency', per: 'customer' },
+        { name: 'bursts', limit: 5, period: 'second', algorithm: 'tokenBucket', per: 'clientAddress' },
+        { name: 'steady', limit: 50, period: 'second', algorithm: 'tokenBucket', burst: 100 },
+      ];
+      const res = await post('/rate-limit/create', { rateLimitId: newId(), limits });
+      expect(res.status).toBe(201);
+      expect(res.body.limits).toEqual([
+        { name: 'all', limit: 10, period: null, algorithm: 'concurrency', per: 'key' },
+        { name: 'each', limit: 2, period: null, algorithm: 'concurrency', per: 'customer' },
+        {
+          name: 'bursts',
+          limit: 5,
+          period: 'second',
+          algorithm: 'tokenBucket',
+          burst: 5,
+          per: 'clientAddress',
+        },
+        { name: 'steady', limit: 50, period: 'second', algorithm: 'tokenBucket', burst: 100, per: 'key' },
+      ]);
+      const same = await post('/rate-limit/create', {
+        rateLimitId: newId(),
+        limits: [limits[1], { ...limits[1], name: 'other', limit: 3 }],
+      });
+      expectInvalid(same, ['limits.1']);
+      expect(same.body.details).toEqual([
+        {
+          field: 'limits.1',
+          message:
+            'repeats the period, algorithm and per of another limit without a match (none, concurrency, customer)',
+        },
+      ]);
+      // A plan of one limit changed by its number keeps whom it counts for.
+      const rateLimitId = newId();
+      await post('/rate-limit/create', { rateLimitId, limits: [limits[1]] });
+      expect((await patch(`/rate-limit/${rateLimitId}`, { limit: 4 })).body.limits).toEqual([
+        { name: 'each', limit: 4, period: null, algorithm: 'concurrency', per: 'customer' },
+      ]);
+    });
+
     it('replaces every limit with PATCH limits; limit and period change only a plan of one limit', async () => {
       const rateLimitId = newId();
       await post('/rate-limit/create', { rateLimitId, limit: 60, period: 'minute' });
@@ -257,14 +299,16 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
       );
       // Back to one limit; a named limit keeps its name and algorithm when only its number changes.
       await patch(`/rate-limit/${rateLimitId}`, {
-        limits: [{ name: 'rolling', limit: 50, period: 'hour', algorithm: 'sliding' }],
+        limits: [{ name: 'rolling', limit: 50, period: 'hour', algorithm: 'sliding', per: 'key' }],
       });
       const one = documented('patch', PLAN, await patch(`/rate-limit/${rateLimitId}`, { limit: 70 }));
-      expect(one.body.limits).toEqual([{ name: 'rolling', limit: 70, period: 'hour', algorithm: 'sliding' }]);
+      expect(one.body.limits).toEqual([
+        { name: 'rolling', limit: 70, period: 'hour', algorithm: 'sliding', per: 'key' },
+      ]);
       // A limit named after its period follows a new period.
       await patch(`/rate-limit/${rateLimitId}`, { limits: [{ limit: 50, period: 'hour' }] });
       expect((await patch(`/rate-limit/${rateLimitId}`, { period: 'day' })).body.limits).toEqual([
-        { name: 'day', limit: 50, period: 'day', algorithm: 'fixed' },
+        { name: 'day', limit: 50, period: 'day', algorithm: 'fixed', per: 'key' },
       ]);
     });
 
@@ -311,6 +355,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
             remaining: 6,
             resetTime: '2026-11-21T14:23:03Z',
             scope: 'key',
+            per: 'key',
           },
           {
             name: 'daily',
@@ -319,6 +364,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
             remaining: 8,
             resetTime: '2026-11-22T00:00:00Z',
             scope: 'key',
+            per: 'key',
           },
         ],
       });
@@ -389,11 +435,15 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
           await post('/rate-limit/create', { rateLimitId, limits, costs }),
         );
         expect(created.status).toBe(201);
-        expect(created.body.limits).toEqual(limits.map((l) => ({ ...l, algorithm: 'fixed' })));
+        expect(created.body.limits).toEqual(limits.map((l) => ({ ...l, algorithm: 'fixed', per: 'key' })));
         expect(created.body.costs).toEqual(costs);
         expect(documented('get', PLAN, await get(`/rate-limit/${rateLimitId}`)).body).toEqual(created.body);
         const [entry] = (await get(`/tollgate/audit-log?targetId=${rateLimitId}`)).body.auditLog;
-        expect(entry.changes.after).toMatchObject({ costs, limits: created.body.limits });
+        // The audit keeps the limits as stored: a limit of the whole key without its default `per`.
+        expect(entry.changes.after).toMatchObject({
+          costs,
+          limits: created.body.limits.map(({ per: _, ...stored }: { per: string }) => stored),
+        });
 
         const changed = documented(
           'patch',

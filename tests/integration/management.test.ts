@@ -623,6 +623,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
               remaining: 3,
               resetTime: '2026-11-21T14:24:00Z',
               scope: 'key',
+              per: 'key',
             },
           ],
         });
@@ -641,6 +642,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
             remaining: 5,
             resetTime: '2026-11-21T14:25:00Z',
             scope: 'key',
+            per: 'key',
           },
         ],
       });
@@ -666,6 +668,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
             remaining: 1000,
             resetTime: '2026-11-21T15:00:00Z',
             scope: 'key',
+            per: 'key',
           },
         ],
       });
@@ -683,6 +686,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
             remaining: 7,
             resetTime: '2026-11-22T00:00:00Z',
             scope: 'key',
+            per: 'key',
           },
         ],
       });
@@ -755,7 +759,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
       expect(res.body).toEqual({
         ...body,
         createdAt: '2026-11-21T14:23:02Z',
-        limits: [{ name: 'hour', limit: 1000, period: 'hour', algorithm: 'fixed' }],
+        limits: [{ name: 'hour', limit: 1000, period: 'hour', algorithm: 'fixed', per: 'key' }],
         lastUpdated: '2026-11-21T14:23:02Z',
         keyCount: 0,
         consumerCount: 0,
@@ -892,6 +896,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
             remaining: 20,
             resetTime: '2026-11-23T00:00:00Z',
             scope: 'key',
+            per: 'key',
           },
         ],
       });

@@ -15,6 +15,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { HARNESS_MODES } from '../helpers/harness-modes.js';
 import { waitFor } from '../helpers/poll.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
+import { DAY_MS, HOUR_MS, TestClock } from '../helpers/test-clock.js';
 
 afterAll(closeDatabase);
 
@@ -94,9 +95,9 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     let expressPort: number;
     ({ app: fastify, port: fastifyPort } = await fastifyBackend(fastifyRan));
     ({ server: expressServer, port: expressPort } = await expressBackend(expressRan));
-    // Redis expires counts in real time: the injected clock stands at noon of the real day, so the
+    // Redis expires counts in real time: the injected clock stands at noon of the next day, so the
     // day's window neither lies in the past nor ends during the test.
-    h.now = Date.now() - (Date.now() % 86_400_000) + 43_200_000;
+    h.now = new TestClock().after(DAY_MS, 12 * HOUR_MS) + 12 * HOUR_MS;
     stop = await mode.start(h);
     await api('POST', '/tollgate/routes', {
       routeId: 'fastify',

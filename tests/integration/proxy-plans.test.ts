@@ -76,6 +76,7 @@ describe('proxy: a plan with a burst limit and a daily quota', () => {
       resetTime: '2026-01-05T10:00:01Z',
       name: 'burst',
       scope: 'key',
+      per: 'key',
     });
 
     // The next second: the day has 2 left, fewer than the burst's 3.
@@ -109,6 +110,7 @@ describe('proxy: a plan with a burst limit and a daily quota', () => {
       resetTime: '2026-01-06T00:00:00Z',
       name: 'daily',
       scope: 'key',
+      per: 'key',
     });
     expect(h.backend.received.length - before).toBe(5);
     expect(await h.usage(key.id)).toMatchObject({

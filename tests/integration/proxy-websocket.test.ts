@@ -113,6 +113,7 @@ describe('proxy: WebSocket upgrades', () => {
       resetTime: '2026-01-06T00:00:00Z',
       name: 'day',
       scope: 'key',
+      per: 'key',
     });
     expect(second.headers['retry-after']).toBe(String(14 * 3600));
     expect(second.headers['ratelimit']).toBe(`"day";r=0;t=${14 * 3600}`);

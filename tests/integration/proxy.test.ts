@@ -502,6 +502,7 @@ describe('proxy: rate limits', () => {
         resetTime: '2026-01-05T11:00:00Z',
         name: 'hour',
         scope: 'key',
+        per: 'key',
       });
       expect(Object.keys(res.json() as object)).toEqual([
         'error',
@@ -512,6 +513,7 @@ describe('proxy: rate limits', () => {
         'resetTime',
         'name',
         'scope',
+        'per',
       ]);
       expect(res.headers['retry-after']).toBe('3600');
       expect(res.headers['ratelimit-policy']).toBe('"hour";q=5;w=3600');

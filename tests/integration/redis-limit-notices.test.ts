@@ -18,13 +18,14 @@ import { connectRedis, type RedisConnections } from '../../src/redis/connect.js'
 import type { NewEvent } from '../../src/store/outbox.js';
 import { plan } from '../helpers/plans.js';
 import { RedisServer } from '../helpers/redis-server.js';
+import { HOUR_MS, TestClock } from '../helpers/test-clock.js';
 
 const metrics = new Metrics();
 let server: RedisServer;
 const opened: { redis: RedisConnections; limiter: RedisRateLimiter }[] = [];
 /** The replicas' clock, for their windows and leases alike: moved to an hour's start, not waited for. */
-let offsetMs = 0;
-const clock = () => Date.now() + offsetMs;
+const testClock = new TestClock();
+const clock = () => testClock.now();
 
 beforeAll(async () => {
   server = await RedisServer.start();
@@ -69,7 +70,7 @@ it('tells 80 % and 100 % of a consumer’s limit at the charges that reach them,
     consumer,
   ]);
   // One window: a second into an hour.
-  offsetMs = 3_600_000 - (Date.now() % 3_600_000) + 1_000;
+  testClock.after(HOUR_MS, 1_000);
   const start = clock();
   let atOnce = 0;
   /** Per replica: the turn in which it first admitted a request leaving ≤ 20 % (then none), and those in which it told 80. */

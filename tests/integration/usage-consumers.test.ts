@@ -104,7 +104,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
       // The key's own reads: everything it did, whoever it belonged to.
       const detail = await reader.read(moved);
       expect(detail).toMatchObject({ totalRequests: 6, cost: 6 });
-      expect(sum(await history.forKey(moved, 'day', ...MONTH))).toBe(6);
+      expect(sum((await history.forKey(moved, 'day', ...MONTH)).buckets)).toBe(6);
 
       // The first consumer keeps the three requests of the moved key, though the key is the second's now.
       const firstTotals = await reader.readConsumer(first, [stays]);
@@ -121,7 +121,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
       expect(firstTotals.usageByCustomer).toEqual([
         { customerId: 'acme', requests: 3, successful: 3, failed: 0 },
       ]);
-      const firstDays = await history.forConsumer(first, [stays], 'day', ...MONTH);
+      const firstDays = (await history.forConsumer(first, [stays], 'day', ...MONTH)).buckets;
       expect(
         firstDays.filter((b) => b.requests > 0).map((b) => [b.start, b.requests, b.rateLimited, b.cost]),
       ).toEqual([[NOW - 2 * DAY - 12 * 3_600_000, 4, 1, 3]]);
@@ -134,15 +134,15 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
         ['day', MONTH[0]],
         ['month', MONTH[0]],
       ] as const) {
-        expect(sum(await history.forConsumer(first, [stays], granularity, from, MONTH[1]))).toBe(
+        expect(sum((await history.forConsumer(first, [stays], granularity, from, MONTH[1])).buckets)).toBe(
           firstTotals.totalRequests,
         );
-        expect(sum(await history.forConsumer(second, [moved], granularity, from, MONTH[1]))).toBe(
+        expect(sum((await history.forConsumer(second, [moved], granularity, from, MONTH[1])).buckets)).toBe(
           secondTotals.totalRequests,
         );
-        expect(sum(await history.forConsumer(second, [moved], granularity, from, MONTH[1]), 'cost')).toBe(
-          secondTotals.cost,
-        );
+        expect(
+          sum((await history.forConsumer(second, [moved], granularity, from, MONTH[1])).buckets, 'cost'),
+        ).toBe(secondTotals.cost);
       }
 
       const series = await history.seriesForConsumer(second, [moved], 'endpoint', 'month', ...MONTH, NOW);
@@ -257,6 +257,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
         outcomes: {
           rateLimited: 5,
           creditsExhausted: 0,
+          concurrencyLimited: 0,
           disabled: 3,
           expired: 2,
           routeNotAllowed: 0,
@@ -274,12 +275,14 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
         }
       };
       const minute = async () =>
-        (await history.forKey(id, 'minute', at - 60_000, at + 60_000)).find((b) => b.requests > 0);
+        (await history.forKey(id, 'minute', at - 60_000, at + 60_000)).buckets.find((b) => b.requests > 0);
       check(await minute());
       await recorder.flush();
       check(await minute());
       check(
-        (await history.forConsumer(owner, [id], 'hour', NOW - 3_600_000, NOW)).find((b) => b.requests > 0),
+        (await history.forConsumer(owner, [id], 'hour', NOW - 3_600_000, NOW)).buckets.find(
+          (b) => b.requests > 0,
+        ),
       );
       check(
         (
@@ -292,7 +295,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
       )!;
       expect(fleet.statusClasses['5xx']).toBeGreaterThanOrEqual(21);
       expect(fleet.latencyMs.p99).toBeGreaterThan(0);
-      expect(await history.forKey(id, 'minute', at - 120_000, at - 60_000)).toEqual([
+      expect((await history.forKey(id, 'minute', at - 120_000, at - 60_000)).buckets).toEqual([
         expect.objectContaining({ requests: 0, latencyMs: { p50: null, p95: null, p99: null } }),
       ]);
     });

@@ -52,6 +52,7 @@ const ZERO = {
   outcomes: {
     rateLimited: 0,
     creditsExhausted: 0,
+    concurrencyLimited: 0,
     disabled: 0,
     expired: 0,
     routeNotAllowed: 0,
@@ -253,7 +254,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
     expect(csv.headers['content-type']).toMatch(/^text\/csv/);
     const lines = csv.text.trim().split('\r\n');
     const columns =
-      'requests,successful,failed,rateLimited,averageResponseTimeMs,cost,status2xx,status3xx,status4xx,status5xx,creditsExhausted,disabled,expired,routeNotAllowed,originNotAllowed,addressNotAllowed,backendError,backendUnreachable,latencyP50Ms,latencyP95Ms,latencyP99Ms';
+      'requests,successful,failed,rateLimited,averageResponseTimeMs,cost,status2xx,status3xx,status4xx,status5xx,creditsExhausted,concurrencyLimited,disabled,expired,routeNotAllowed,originNotAllowed,addressNotAllowed,backendError,backendUnreachable,latencyP50Ms,latencyP95Ms,latencyP99Ms';
     expect(lines[0]).toBe(`start,${columns}`);
     type Bucket = typeof ZERO & {
       start: string;
@@ -274,8 +275,10 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
     ];
     expect(lines.slice(1)).toEqual(json.buckets.map((b: Bucket) => flat(b).join(',')));
     // The minute of the request: one 2xx of 3 ms at every percentile; the others empty.
-    expect(lines[2]).toMatch(/^2026-11-22T10:18:00Z,1,1,0,0,3,1,1,0,0,0,0,0,0,0,0,0,0,0,(\d+\.?\d*),\1,\1$/);
-    expect(lines[1]).toBe('2026-11-22T10:17:00Z,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,,');
+    expect(lines[2]).toMatch(
+      /^2026-11-22T10:18:00Z,1,1,0,0,3,1,1,0,0,0,0,0,0,0,0,0,0,0,0,(\d+\.?\d*),\1,\1$/,
+    );
+    expect(lines[1]).toBe('2026-11-22T10:17:00Z,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,,');
     const grouped = await get(
       `/consumer-api-key/${id}/usage?granularity=day&groupBy=endpoint&from=${iso(NOW - DAY)}&to=${iso(NOW)}`,
       'text/csv',
@@ -390,7 +393,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('usage over ti
       const csv = await get(query, 'text/csv');
       expect(csv.text.split('\r\n')[1]).toMatch(
         new RegExp(
-          `^2026-11-22T00:00:00Z,"${by === 'endpoint' ? '/v1/s' : 'acme'}",3,2,1,1,20,2,2,0,1,0,0,0,0,0,0,0,0,0,\\d+\\.?\\d*,\\d+\\.?\\d*,\\d+\\.?\\d*$`,
+          `^2026-11-22T00:00:00Z,"${by === 'endpoint' ? '/v1/s' : 'acme'}",3,2,1,1,20,2,2,0,1,0,0,0,0,0,0,0,0,0,0,\\d+\\.?\\d*,\\d+\\.?\\d*,\\d+\\.?\\d*$`,
         ),
       );
     }

@@ -258,9 +258,9 @@ it("files a key's requests under the consumer it belonged to through Redis, ever
     read: (
       from: number,
       to: number,
-    ) => Promise<{ requests: number; cost: number; outcomes: object; statusClasses: object }[]>,
+    ) => Promise<{ buckets: { requests: number; cost: number; outcomes: object; statusClasses: object }[] }>,
   ) => {
-    const [bucket] = await read(at, at + 3_600_000);
+    const [bucket] = (await read(at, at + 3_600_000)).buckets;
     return {
       requests: bucket!.requests,
       cost: bucket!.cost,

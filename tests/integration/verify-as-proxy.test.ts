@@ -145,6 +145,8 @@ interface Row {
   readonly path?: string;
   readonly method?: string;
   readonly host?: string;
+  /** The page the request comes from (`Origin`): the middleware passes it to verify. */
+  readonly origin?: string;
   /** How the key is presented: `bearer` (default), `x-api-key`, `none`, or `unknown` (a key that does not exist). */
   readonly credential?: 'bearer' | 'x-api-key' | 'none' | 'unknown';
   readonly making?: Making;
@@ -200,6 +202,22 @@ const ROWS: readonly Row[] = [
     status: 429,
     code: 'rate_limit_exceeded',
     usage: { requests: 2, successful: 1, failed: 1, cost: 1, outcome: 'rateLimited' },
+  },
+  {
+    name: 'a key tied to a web page, called from that page',
+    making: { key: { allowedOrigins: ['https://app.example.com'] }, plan: { limit: 5, period: 'day' } },
+    origin: 'https://app.example.com',
+    status: 200,
+    code: 'ok',
+    usage: { requests: 1, successful: 1, failed: 0, cost: 1 },
+  },
+  {
+    name: 'a key tied to a web page, called from another',
+    making: { key: { allowedOrigins: ['https://app.example.com'] }, plan: { limit: 5, period: 'day' } },
+    origin: 'https://elsewhere.example.net',
+    status: 403,
+    code: 'origin_not_allowed',
+    usage: { requests: 1, successful: 0, failed: 1, cost: 0, outcome: 'originNotAllowed' },
   },
   {
     name: 'a key on a route it may not take (the catch-all)',
@@ -324,6 +342,7 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
         const headers: Record<string, string> = {
           host: row.host ?? `127.0.0.1:${h.port}`,
           'x-customer-id': 'cus-' + row.address,
+          ...(row.origin !== undefined && { origin: row.origin }),
         };
         if (row.credential === 'x-api-key') headers['x-api-key'] = secret!;
         else if (row.credential !== 'none') headers.authorization = `Bearer ${secret}`;

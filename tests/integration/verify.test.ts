@@ -128,6 +128,7 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
           remaining: 99,
           resetTime: expect.stringMatching(/Z$/),
           scope: 'key',
+          per: 'key',
           algorithm: 'sliding',
         },
       ],

@@ -5,6 +5,7 @@
  */
 import fc from 'fast-check';
 import {
+  balanceRescheduled,
   balanceSet,
   balanceToppedUp,
   nextRefillAt,
@@ -168,5 +169,40 @@ describe('a held balance brought up to its record', () => {
     const record = balanceSet(0, 30, r, null, Date.UTC(2026, 0, 20));
     const topped = balanceToppedUp({ ...record, floor: 30 }, 1, 5, Date.UTC(2026, 1, 16));
     expect(topped).toMatchObject({ window: Date.UTC(2026, 1, 15), granted: 105, floor: 0 });
+  });
+
+  it('keeps counting when only the refill or lowAt changes: what was spent stays spent, the new refill comes at its boundary', () => {
+    fc.assert(
+      fc.property(
+        recordAndHeld,
+        fc.option(refill, { nil: null }),
+        fc.option(fc.nat(1_000), { nil: null }),
+        fc.nat(DAY_MS - 1),
+        ({ balance, held, now }, next, lowAt, later) => {
+          const changedAt = now + later;
+          const changed = balanceRescheduled(balance, next, lowAt, changedAt);
+          // A refill due under the old refill came first, as it would have with the next request.
+          const current = settle({ ...held }, balance, changedAt);
+          const h = settle({ ...current }, changed, changedAt);
+          if (changed.epoch !== balance.epoch || changed.lowAt !== lowAt) return false;
+          if (JSON.stringify(h) !== JSON.stringify(current)) return false;
+          if (next === null) return true;
+          // Not before its next boundary, then at it: the new amount.
+          const boundary = nextRefillAt(next, changedAt);
+          const before = settle({ ...h }, changed, boundary - 1);
+          const after = settle({ ...before }, changed, boundary);
+          return remainingOf(before) === remainingOf(current) && remainingOf(after) === next.amount;
+        },
+      ),
+    );
+  });
+
+  it('gives a balance a daily refill from tomorrow, not at once', () => {
+    const record = balanceSet(0, 100, null, null, Date.UTC(2026, 0, 5, 9));
+    const held: HeldBalance = { epoch: 1, window: 0, granted: 100, spent: 70, base: 0 };
+    const daily = { amount: 500, interval: 'day' as const, dayOfMonth: 1 };
+    const changed = balanceRescheduled(record, daily, null, Date.UTC(2026, 0, 5, 14));
+    expect(remainingOf(settle({ ...held }, changed, Date.UTC(2026, 0, 5, 23, 59)))).toBe(30);
+    expect(remainingOf(settle({ ...held }, changed, Date.UTC(2026, 0, 6)))).toBe(500);
   });
 });

@@ -12,6 +12,7 @@ const limit = (
   remaining: 5,
   scope: 'key',
   algorithm: 'fixed',
+  per: 'key',
   ...fields,
 });
 
@@ -49,7 +50,7 @@ describe('a refusal as the proxy answers it', () => {
         'content-type': 'application/json; charset=utf-8',
         'content-length': String(Buffer.byteLength(response.body)),
       },
-      body: '{"error":"Rate limit exceeded","code":"rate_limit_exceeded","limit":100,"period":"day","remaining":0,"resetTime":"2025-06-11T00:00:00Z","name":"day","scope":"key"}',
+      body: '{"error":"Rate limit exceeded","code":"rate_limit_exceeded","limit":100,"period":"day","remaining":0,"resetTime":"2025-06-11T00:00:00Z","name":"day","scope":"key","per":"key"}',
     });
   });
 

@@ -75,12 +75,17 @@ it('resolves ${VAR} in any value, keeps secrets as references, and writes $${ fo
       '  - { rateLimitId: "${PLAN}", description: "costs $${PRICE}", limit: 5, period: day }',
       'billingExports:',
       '  - { type: lago, url: "${LAGO_URL}", credential: "${LAGO_KEY}", eventName: c, interval: day, subject: key }',
+      'portal:',
+      '  publicPlans: ["${PLAN}"]',
+      '  oidc: { issuer: "${IDP}", clientId: c, clientSecret: "${OIDC_SECRET}", claim: sub, match: externalId }',
     ].join('\n'),
   );
   const { config } = await readConfigFile(path, {
     PLAN: 'gold',
     LAGO_URL: 'https://lago.example',
     LAGO_KEY: 'k',
+    IDP: 'https://id.example',
+    OIDC_SECRET: 'client-secret',
   });
   expect(config.plans).toEqual([
     { rateLimitId: 'gold', description: 'costs ${PRICE}', limit: 5, period: 'day' },
@@ -89,6 +94,29 @@ it('resolves ${VAR} in any value, keeps secrets as references, and writes $${ fo
     url: 'https://lago.example',
     credential: '${LAGO_KEY}',
   });
+  expect(config.portal).toEqual({
+    publicPlans: ['gold'],
+    oidc: {
+      issuer: 'https://id.example',
+      clientId: 'c',
+      clientSecret: '${OIDC_SECRET}',
+      claim: 'sub',
+      match: 'externalId',
+    },
+  });
+});
+
+it('refuses an OIDC client secret written in the file, and a portal given as a list', async () => {
+  const text = [
+    'portal:',
+    '  oidc: { issuer: "https://id.example", clientId: c, clientSecret: s3cret, claim: sub, match: externalId }',
+  ].join('\n');
+  expect(await faultsOf('tollgate.yaml', text)).toMatch(
+    /^tollgate\.yaml:2: portal\.oidc\.clientSecret: must match pattern/,
+  );
+  expect(await faultsOf('tollgate.yaml', 'portal:\n  - title: Acme\n')).toBe(
+    'tollgate.yaml:1: portal: must be object',
+  );
 });
 
 it('names the line of a YAML syntax error', async () => {

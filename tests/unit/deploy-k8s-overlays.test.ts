@@ -7,12 +7,13 @@ import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitorin
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import type { IJob } from 'kubernetes-models/batch/v1/Job';
+import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { ISecret } from 'kubernetes-models/v1/Secret';
 import type { IService } from 'kubernetes-models/v1/Service';
 import { parseConfig } from '../../packages/client/src/config/load-config.js';
 import { validateConfig } from '../../packages/client/src/config/validate-config.js';
-import { MODELS, readYaml, renderKustomization, unknownFields } from '../helpers/deploy-files.js';
+import { MODELS, readText, readYaml, renderKustomization, unknownFields } from '../helpers/deploy-files.js';
 
 type Manifest = { apiVersion: string; kind: string; metadata?: { name?: string } };
 
@@ -137,4 +138,34 @@ test('monitoring: the PrometheusRule holds the groups of ops/alerts.yml, the Ser
   ).toBe(true);
   expect(monitor!.spec.endpoints).toEqual([expect.objectContaining({ port: 'ops', path: '/metrics' })]);
   expect(service!.spec!.ports!.map((p) => p.name)).toContain('ops');
+});
+
+test('monitoring: the ops port admits Prometheus pods only from namespaces carrying the label the overlay sets', () => {
+  type AddedRule = { value: { from: { namespaceSelector: { matchLabels: Record<string, string> } }[] } };
+  const [patch] = readYaml<AddedRule[]>('k8s/overlays/monitoring/ops-port-from-monitoring.yaml');
+  const label = patch!.value.from[0]!.namespaceSelector.matchLabels;
+  expect(Object.keys(label)).toHaveLength(1);
+  const [[name, value]] = Object.entries(label) as [[string, string]];
+  const [deployment] = find<IDeployment>(rendered.monitoring, 'Deployment', 'tollgate');
+  const opsPort = deployment!.spec!.template.spec!.containers[0]!.ports!.find((p) => p.name === 'ops')!;
+  const opsRules = (policy: INetworkPolicy) =>
+    (policy.spec!.ingress ?? []).filter((rule) =>
+      (rule.ports ?? []).some((p) => p.port === opsPort.name || p.port === opsPort.containerPort),
+    );
+  const [monitored] = find<INetworkPolicy>(rendered.monitoring, 'NetworkPolicy');
+  const rules = opsRules(monitored!);
+  expect(rules).toHaveLength(1);
+  expect(rules[0]!.from).toEqual([
+    {
+      namespaceSelector: { matchLabels: label },
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+    },
+  ]);
+  // Set by the overlay, not the base: without it the ops port admits no pod.
+  for (const overlay of ['embedded', 'replicated'] as const) {
+    const [policy] = find<INetworkPolicy>(rendered[overlay], 'NetworkPolicy');
+    expect(opsRules(policy!)).toEqual([]);
+  }
+  // The guide tells the operator how to give a namespace that label.
+  expect(readText('docs/deploy.md')).toContain(`kubectl label namespace monitoring ${name}=${value}`);
 });

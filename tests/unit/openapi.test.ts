@@ -39,6 +39,10 @@ describe('OpenAPI document', () => {
       '/admin/tollgate/credits',
       '/admin/tollgate/failures',
       '/admin/tollgate/keys/lookup',
+      '/admin/tollgate/portal/sessions',
+      '/admin/tollgate/portal/sessions/{sessionId}',
+      '/admin/tollgate/portal/settings',
+      '/admin/tollgate/portal/settings/api-reference/fetch',
       '/admin/tollgate/routes',
       '/admin/tollgate/routes/{routeId}',
       '/admin/tollgate/usage',
@@ -47,6 +51,7 @@ describe('OpenAPI document', () => {
       '/admin/tollgate/webhooks/{webhookId}',
       '/admin/tollgate/webhooks/{webhookId}/deliveries',
       '/admin/tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry',
+      '/admin/tollgate/webhooks/{webhookId}/rotate-secret',
       '/admin/tollgate/whoami',
     ]);
   });
@@ -108,9 +113,16 @@ describe('OpenAPI document', () => {
         'DELETE /tollgate/webhooks/{webhookId}',
         'GET /tollgate/webhooks/{webhookId}/deliveries',
         'POST /tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry',
+        'POST /tollgate/webhooks/{webhookId}/rotate-secret',
         'POST /tollgate/keys/lookup',
         'GET /tollgate/whoami',
         'POST /tollgate/verify',
+        'GET /tollgate/portal/settings',
+        'PATCH /tollgate/portal/settings',
+        'POST /tollgate/portal/settings/api-reference/fetch',
+        'POST /tollgate/portal/sessions',
+        'GET /tollgate/portal/sessions',
+        'DELETE /tollgate/portal/sessions/{sessionId}',
       ].sort(),
     );
     const scopes = Object.fromEntries(
@@ -148,9 +160,16 @@ describe('OpenAPI document', () => {
       'POST /tollgate/billing-exports/{billingExportId}/runs': 'billing:write',
       'GET /tollgate/webhooks/{webhookId}/deliveries': 'webhooks:read',
       'POST /tollgate/webhooks/{webhookId}/deliveries/{deliveryId}/retry': 'webhooks:write',
+      'POST /tollgate/webhooks/{webhookId}/rotate-secret': 'webhooks:write',
       'POST /tollgate/keys/lookup': 'keys:read',
       'GET /tollgate/whoami': 'any valid token',
       'POST /tollgate/verify': 'keys:verify',
+      'GET /tollgate/portal/settings': 'portal:read',
+      'PATCH /tollgate/portal/settings': 'portal:write',
+      'POST /tollgate/portal/settings/api-reference/fetch': 'portal:write',
+      'POST /tollgate/portal/sessions': 'portal:sessions',
+      'GET /tollgate/portal/sessions': 'portal:sessions',
+      'DELETE /tollgate/portal/sessions/{sessionId}': 'portal:sessions',
     });
   });
 
@@ -286,6 +305,7 @@ describe('OpenAPI document: usage series', () => {
         from: '2026-01-01T00:00:00Z',
         to: '2026-01-02T00:00:00Z',
         buckets: [],
+        latencyMs: { p50: null, p95: null, p99: null },
         series,
       },
     });

@@ -245,6 +245,7 @@ describe('UsageRecorder', () => {
       backendError: 1,
       backendUnreachable: 1,
       creditsExhausted: 0,
+      concurrencyLimited: 0,
       routeNotAllowed: 0,
       originNotAllowed: 0,
       addressNotAllowed: 0,

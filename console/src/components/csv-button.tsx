@@ -1,4 +1,4 @@
-/** Downloads what a usage chart shows (the same range and granularity) as the API's CSV. */
+/** Downloads what a list or a usage chart shows (the same range and granularity) as the API's CSV. */
 import { ScopedButton } from '../access';
 import { saveCsv } from '../download';
 import { useAction } from '../use-api';
@@ -11,7 +11,8 @@ export function CsvButton({
 }: {
   /** The API's CSV of the range (a call with `AS_CSV`). */
   load: () => Promise<Blob>;
-  range: { from: string; to: string };
+  /** A usage chart's range, which the file's name carries. */
+  range?: { from: string; to: string };
   /** The file's name before its range: `usage-key_…`. */
   name: string;
 }) {

@@ -95,8 +95,9 @@ export function TimeChart(props: TimeChartProps) {
           height: HEIGHT,
           tzDate: utc,
           legend: { show: false },
-          // Room on the right for the last time label.
-          padding: [12, 28, 0, 0],
+          // Room on the right for half the last time label, centred on the range's end: a date
+          // (`2026-11-24`, on the 7- and 30-day ranges) needs more than a time (`14:00`).
+          padding: [12, 48, 0, 0],
           cursor: { drag: { x: false, y: false } },
           scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] } },
           series: [

@@ -27,9 +27,12 @@ const TRAFFIC: readonly Series[] = [
 const OUTCOMES: readonly Series[] = [
   counted('Rate limited', 'series-limited', '#b45309', (b) => b.outcomes.rateLimited),
   counted('Credits exhausted', 'series-credits', '#7c3aed', (b) => b.outcomes.creditsExhausted),
+  counted('Too many in flight', 'series-places', '#be185d', (b) => b.outcomes.concurrencyLimited),
   counted('Disabled', 'series-disabled', '#4b5563', (b) => b.outcomes.disabled),
   counted('Expired', 'series-expired', '#a16207', (b) => b.outcomes.expired),
   counted('Route not allowed', 'series-route', '#0e7490', (b) => b.outcomes.routeNotAllowed),
+  counted('Origin not allowed', 'series-origin', '#be185d', (b) => b.outcomes.originNotAllowed),
+  counted('Address not allowed', 'series-address', '#0f766e', (b) => b.outcomes.addressNotAllowed),
   counted('Backend 5xx', 'series-errors', '#b91c1c', (b) => b.outcomes.backendError),
   counted(
     'Backend unreachable or timed out (502, 504)',
@@ -46,26 +49,20 @@ const STATUS_CLASSES: readonly Series[] = [
   counted('5xx', 'series-errors', '#b91c1c', (b) => b.statusClasses['5xx']),
 ];
 
-/** A percentile per bucket; over the range, the highest of its buckets (percentiles do not add up). */
-function percentile(label: 'p50' | 'p95' | 'p99', className: string, color: string): Series {
-  const value = (b: UsageBucket) => b.latencyMs[label];
-  return {
-    label,
-    className,
-    color,
-    value,
-    total: (buckets) =>
-      buckets.reduce<number | null>((most, b) => {
-        const v = value(b);
-        return v === null ? most : Math.max(most ?? v, v);
-      }, null),
-  };
+type Percentiles = UsageBucket['latencyMs'];
+
+/**
+ * A percentile per bucket; over the range, the API's percentile of all the range's requests
+ * (percentiles do not add up: the slowest bucket's p95 is not the range's).
+ */
+function percentile(label: keyof Percentiles, className: string, color: string, range: Percentiles): Series {
+  return { label, className, color, value: (b) => b.latencyMs[label], total: () => range[label] };
 }
 
-const LATENCY: readonly Series[] = [
-  percentile('p50', 'series-requests', '#1d4ed8'),
-  percentile('p95', 'series-limited', '#b45309'),
-  percentile('p99', 'series-errors', '#b91c1c'),
+const latencySeries = (range: Percentiles): readonly Series[] => [
+  percentile('p50', 'series-requests', '#1d4ed8', range),
+  percentile('p95', 'series-limited', '#b45309', range),
+  percentile('p99', 'series-errors', '#b91c1c', range),
 ];
 
 const FAILURE_VIEWS = [
@@ -75,7 +72,16 @@ const FAILURE_VIEWS = [
 
 const milliseconds = (ms: number) => `${ms < 10 ? ms.toFixed(1) : formatNumber(Math.round(ms))} ms`;
 
-export function UsageCharts({ buckets, caption }: { buckets: readonly UsageBucket[]; caption: string }) {
+export function UsageCharts({
+  buckets,
+  latencyMs,
+  caption,
+}: {
+  buckets: readonly UsageBucket[];
+  /** The range's percentiles, as the API computed them over all its requests. */
+  latencyMs: Percentiles;
+  caption: string;
+}) {
   const [view, setView] = useState<(typeof FAILURE_VIEWS)[number]['id']>('outcomes');
   return (
     <>
@@ -117,11 +123,11 @@ export function UsageCharts({ buckets, caption }: { buckets: readonly UsageBucke
       <TimeChart
         buckets={buckets}
         caption={`${caption}: response times`}
-        series={LATENCY}
+        series={latencySeries(latencyMs)}
         legendName="Percentiles"
         tableName="response times"
         format={milliseconds}
-        rangeNote="The slowest bucket of the range"
+        rangeNote="Over all the range’s requests"
       />
     </>
   );

@@ -39,6 +39,7 @@ const ACTIONS = Object.keys({
   'webhook.create': true,
   'webhook.update': true,
   'webhook.delete': true,
+  'webhook.rotate_secret': true,
   'webhook.retry_delivery': true,
   'webhook.disable': true,
   'billing_export.create': true,
@@ -47,6 +48,9 @@ const ACTIONS = Object.keys({
   'billing_export.run': true,
   'admin_token.create': true,
   'admin_token.delete': true,
+  'portal.update_settings': true,
+  'portal.session_create': true,
+  'portal.session_delete': true,
 } satisfies Record<AuditEntry['action'], true>);
 
 interface Filters {
@@ -114,6 +118,13 @@ function Target({ entry }: { entry: AuditEntry }) {
 function Actor({ entry }: { entry: AuditEntry }) {
   if (entry.actor.type === 'root') return <>root token</>;
   if (entry.actor.type === 'system') return <>Tollgate itself</>;
+  if (entry.actor.type === 'portal')
+    return (
+      <>
+        {entry.actor.name ?? entry.actor.id} <span class="muted small">in the portal, for</span>{' '}
+        <span class="mono muted small">{entry.actor.consumerId}</span>
+      </>
+    );
   return (
     <>
       {entry.actor.name} <span class="mono muted small">{entry.actor.id}</span>

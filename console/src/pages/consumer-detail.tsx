@@ -5,6 +5,8 @@ import { api, ok } from '../api';
 import { CreditsPanel } from '../components/credits-panel';
 import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
+import { FailureLog } from '../components/failure-log';
+import { LimitStatesTable } from '../components/limit-states-table';
 import { PageTitle } from '../components/page-title';
 import { UsageCharts } from '../components/usage-chart';
 import { UsageToolbar, useUsageRange } from '../components/usage-toolbar';
@@ -69,40 +71,7 @@ function ConsumerLimits({ consumer }: { consumer: ConsumerDetail }) {
           its keys.
         </p>
       )}
-      {states.length > 0 && (
-        <table class="data">
-          <thead>
-            <tr>
-              <th scope="col">Limit</th>
-              <th scope="col">Whose</th>
-              <th scope="col" class="num">
-                Allowed
-              </th>
-              <th scope="col">Per</th>
-              <th scope="col" class="num">
-                Left now
-              </th>
-              <th scope="col">Resets at</th>
-            </tr>
-          </thead>
-          <tbody>
-            {states.map((s) => (
-              <tr key={s.name}>
-                <td data-label="Limit">{s.name}</td>
-                <td data-label="Whose">{s.scope === 'consumer' ? 'the consumer (all its keys)' : 'a key'}</td>
-                <td class="num" data-label="Allowed">
-                  {formatNumber(s.limit)}
-                </td>
-                <td data-label="Per">{s.period}</td>
-                <td class="num" data-label="Left now">
-                  {formatNumber(s.remaining)}
-                </td>
-                <td data-label="Resets at">{formatTime(s.resetTime)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      {states.length > 0 && <LimitStatesTable states={states} showWhose />}
     </section>
   );
 }
@@ -169,6 +138,7 @@ function ConsumerUsage({ consumerId, route }: { consumerId: string; route: Route
       {buckets.data && (
         <UsageCharts
           buckets={buckets.data.buckets}
+          latencyMs={buckets.data.latencyMs}
           caption={`This consumer, ${usage.preset.label.toLowerCase()}, per ${buckets.data.granularity}`}
         />
       )}
@@ -232,6 +202,7 @@ export function ConsumerDetailPage({ consumerId, route }: { consumerId: string; 
           />
           <ConsumerKeys consumerId={consumerId} />
           <ConsumerUsage consumerId={consumerId} route={route} />
+          <FailureLog scope={{ kind: 'consumer', id: consumerId }} route={route} />
           <section aria-labelledby="consumer-metadata-title">
             <h2 id="consumer-metadata-title">Metadata</h2>
             {Object.keys(consumer.metadata).length === 0 ? (

@@ -3,7 +3,7 @@
  * or clear its expiry, bind or unbind a plan, rename it (with its owner and metadata), delete it.
  * Each is one call of the management API; each failure shows the API's message in its dialog.
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { ScopedButton } from '../access';
 import { api, ok } from '../api';
 import { Dialog, DialogButtons } from '../components/dialog';
@@ -12,10 +12,11 @@ import { ExpiryField } from '../components/expiry-field';
 import { KeyIdentityFields } from '../components/key-identity-fields';
 import { KeyRestrictionFields, linesOf, listOfLines } from '../components/key-restriction-fields';
 import { MetadataField } from '../components/metadata-field';
-import { SecretValue } from '../components/secret-value';
+import { DeleteKeyConfirmation } from '../components/delete-key-confirmation';
+import { RollDialog } from '../components/roll-dialog';
 import { formatTime, isoToUtcInput, METADATA_HINT, parseJsonObject, utcInputToIso } from '../format';
 import type { components } from '../api-types';
-import type { KeyDetail, RollKeyResponse } from '../types';
+import type { KeyDetail } from '../types';
 import { useAction, useApi } from '../use-api';
 
 type Open = 'roll' | 'expiry' | 'plan' | 'edit' | 'delete' | null;
@@ -26,13 +27,6 @@ export interface KeyActionsProps {
   readonly onChanged: (message: string) => void;
   readonly onDeleted: () => void;
 }
-
-const GRACE_PRESETS = [
-  { seconds: 0, label: 'None: the previous secret stops working at once' },
-  { seconds: 3_600, label: '1 hour' },
-  { seconds: 86_400, label: '24 hours' },
-  { seconds: 604_800, label: '7 days' },
-] as const;
 
 /** The key's own path parameters. */
 const keyParams = (key: KeyDetail) => ({ path: { consumerApiKeyId: key.consumerApiKeyId } });
@@ -48,77 +42,27 @@ interface ChangeDialogProps {
   readonly onClose: () => void;
 }
 
-/** Until when the previous secret works after a roll with `grace` seconds of grace. */
-const previousSecretNote = (grace: number, rolled: RollKeyResponse) =>
-  grace === 0
-    ? 'The previous secret no longer works.'
-    : `The previous secret keeps working until ${formatTime(rolled.previousSecretExpiresAt)}.`;
-
-function RollDialog({
+/** Rolls the key's secret through the management API, with up to 7 days of grace. */
+function RollKeyDialog({
   keyDetail,
   onClose,
 }: {
   keyDetail: KeyDetail;
-  /** With what happened, once the secret was rolled; without, when cancelled. */
   onClose: (message?: string) => void;
 }) {
-  const [grace, setGrace] = useState(0);
-  const [rolled, setRolled] = useState<RollKeyResponse>();
-  const action = useAction();
-  const message = rolled && `The secret was rolled. ${previousSecretNote(grace, rolled)}`;
-  const shown = useRef<HTMLDivElement>(null);
-  // The form that had the focus is gone: the new secret takes it.
-  useEffect(() => shown.current?.querySelector('input')?.focus(), [rolled]);
-  const roll = async (event: Event) => {
-    event.preventDefault();
-    const result = await action.run(() =>
-      ok(
-        api.POST('/consumer-api-key/{consumerApiKeyId}/roll', {
-          params: keyParams(keyDetail),
-          body: { gracePeriodSeconds: grace },
-        }),
-      ),
-    );
-    if (result) setRolled(result);
-  };
   return (
-    <Dialog open title="Roll the secret" onClose={() => onClose(message)}>
-      {rolled ? (
-        <div ref={shown}>
-          <SecretValue value={rolled.secret} label="New secret (copy it now)" />
-          <p>{previousSecretNote(grace, rolled)}</p>
-          <div class="dialog-buttons">
-            <button type="button" onClick={() => onClose(message)}>
-              Done
-            </button>
-          </div>
-        </div>
-      ) : (
-        <form method="dialog" onSubmit={roll}>
-          <p>A new secret works at once on every replica. Usage and limits stay with the key.</p>
-          <fieldset>
-            <legend>The previous secret keeps working for</legend>
-            {GRACE_PRESETS.map((p) => (
-              <label key={p.seconds} class="radio">
-                <input
-                  type="radio"
-                  name="grace"
-                  value={String(p.seconds)}
-                  checked={grace === p.seconds}
-                  onChange={() => setGrace(p.seconds)}
-                />
-                {p.label}
-              </label>
-            ))}
-          </fieldset>
-          <DialogButtons error={action.error} onCancel={() => onClose()} destructive>
-            <button type="submit" disabled={action.busy}>
-              Roll secret
-            </button>
-          </DialogButtons>
-        </form>
-      )}
-    </Dialog>
+    <RollDialog
+      maxGraceSeconds={604_800}
+      roll={(gracePeriodSeconds) =>
+        ok(
+          api.POST('/consumer-api-key/{consumerApiKeyId}/roll', {
+            params: keyParams(keyDetail),
+            body: { gracePeriodSeconds },
+          }),
+        )
+      }
+      onClose={onClose}
+    />
   );
 }
 
@@ -300,7 +244,7 @@ function EditDialog({ keyDetail, onDone, onClose }: ChangeDialogProps) {
   );
 }
 
-function DeleteDialog({
+function DeleteKeyDialog({
   keyDetail,
   onDeleted,
   onClose,
@@ -309,25 +253,13 @@ function DeleteDialog({
   onDeleted: () => void;
   onClose: () => void;
 }) {
-  const action = useAction();
-  const remove = async () => {
-    const done = await action.run(() =>
-      ok(api.DELETE('/consumer-api-key/{consumerApiKeyId}', { params: keyParams(keyDetail) })),
-    );
-    if (done) onDeleted();
-  };
   return (
-    <Dialog open title={`Delete ${keyDetail.name}?`} onClose={onClose}>
-      <p>
-        Requests with this key are refused at once, on every replica, and its usage is deleted with it. This
-        cannot be undone.
-      </p>
-      <DialogButtons error={action.error} onCancel={onClose} destructive>
-        <button type="button" class="danger" disabled={action.busy} onClick={() => void remove()}>
-          Delete key
-        </button>
-      </DialogButtons>
-    </Dialog>
+    <DeleteKeyConfirmation
+      name={keyDetail.name}
+      remove={() => ok(api.DELETE('/consumer-api-key/{consumerApiKeyId}', { params: keyParams(keyDetail) }))}
+      onDeleted={onDeleted}
+      onClose={onClose}
+    />
   );
 }
 
@@ -373,7 +305,10 @@ export function KeyActions({ keyDetail, onChanged, onDeleted }: KeyActionsProps)
       </div>
       <ErrorMessage error={toggle.error} />
       {open === 'roll' && (
-        <RollDialog keyDetail={keyDetail} onClose={(message) => (message ? done(message) : setOpen(null))} />
+        <RollKeyDialog
+          keyDetail={keyDetail}
+          onClose={(message) => (message ? done(message) : setOpen(null))}
+        />
       )}
       {open === 'expiry' && (
         <ExpiryDialog keyDetail={keyDetail} onDone={done} onClose={() => setOpen(null)} />
@@ -381,7 +316,7 @@ export function KeyActions({ keyDetail, onChanged, onDeleted }: KeyActionsProps)
       {open === 'plan' && <PlanDialog keyDetail={keyDetail} onDone={done} onClose={() => setOpen(null)} />}
       {open === 'edit' && <EditDialog keyDetail={keyDetail} onDone={done} onClose={() => setOpen(null)} />}
       {open === 'delete' && (
-        <DeleteDialog keyDetail={keyDetail} onDeleted={onDeleted} onClose={() => setOpen(null)} />
+        <DeleteKeyDialog keyDetail={keyDetail} onDeleted={onDeleted} onClose={() => setOpen(null)} />
       )}
     </>
   );

@@ -3,8 +3,10 @@ import { NeedsScope } from '../access';
 import { api, ok } from '../api';
 import { CreditsPanel } from '../components/credits-panel';
 import { ErrorMessage } from '../components/error-message';
+import { FailureLog } from '../components/failure-log';
 import { KeyConsumer } from '../components/key-consumer';
 import { KeyStatus } from '../components/key-status';
+import { LimitStatesTable } from '../components/limit-states-table';
 import { PageTitle } from '../components/page-title';
 import { ProxyOrVerify } from '../components/proxy-or-verify';
 import { SecretValue } from '../components/secret-value';
@@ -62,50 +64,10 @@ function Limits({ keyDetail }: { keyDetail: KeyDetail }) {
         <p>{withoutPlan(keyDetail, states)}</p>
       )}
       {states.length > 0 && (
-        <table class="data">
-          <thead>
-            <tr>
-              <th scope="col">Limit</th>
-              <th scope="col" class="num">
-                Allowed
-              </th>
-              <th scope="col">Per</th>
-              <th scope="col" class="num">
-                Left now
-              </th>
-              <th scope="col">Resets at</th>
-            </tr>
-          </thead>
-          <tbody>
-            {states.map((s) => (
-              <tr key={s.name}>
-                <td data-label="Limit">{s.name}</td>
-                <td class="num" data-label="Allowed">
-                  {formatNumber(s.limit)}
-                </td>
-                <td data-label="Per">
-                  {s.period ?? '—'}
-                  {plan.data && limitsOf(plan.data).find((l) => l.name === s.name)?.algorithm === 'sliding'
-                    ? ' (sliding)'
-                    : ''}
-                </td>
-                <td class="num" data-label="Left now">
-                  {formatNumber(s.remaining)}
-                  <meter
-                    class="left"
-                    min={0}
-                    max={s.limit}
-                    value={s.remaining}
-                    aria-label={`${s.name}: ${formatNumber(s.remaining)} of ${formatNumber(s.limit)} left`}
-                  />
-                </td>
-                <td data-label="Resets at">
-                  <time dateTime={s.resetTime}>{formatTime(s.resetTime)}</time>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <LimitStatesTable
+          states={states}
+          algorithmOf={(name) => plan.data && limitsOf(plan.data).find((l) => l.name === name)?.algorithm}
+        />
       )}
     </section>
   );
@@ -219,6 +181,7 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
             }}
           />
           <KeyUsage keyId={keyId} route={route} />
+          <FailureLog scope={{ kind: 'key', id: keyId }} route={route} />
           <ProxyOrVerify />
           <section aria-labelledby="metadata-title">
             <h2 id="metadata-title">Metadata</h2>
@@ -233,3 +196,5 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
     </>
   );
 }
+
+/** How a limit of the key detail's table is counted, beside its period (fixed windows: nothing). */

@@ -136,6 +136,7 @@ export function KeyUsage({ keyId, route }: { keyId: string; route: Route }) {
       {buckets.data && (
         <UsageCharts
           buckets={buckets.data.buckets}
+          latencyMs={buckets.data.latencyMs}
           caption={`This key, ${usage.preset.label.toLowerCase()}, per ${buckets.data.granularity}`}
         />
       )}

@@ -64,6 +64,7 @@ export function OverviewPage({ route }: { route: Route }) {
           </dl>
           <UsageCharts
             buckets={fleet.data.buckets}
+            latencyMs={fleet.data.latencyMs}
             caption={`All keys, ${usage.preset.label.toLowerCase()}, per ${fleet.data.granularity}`}
           />
           <section aria-labelledby="top-keys">

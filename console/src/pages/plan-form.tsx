@@ -1,6 +1,6 @@
 /**
  * Creating or editing a plan: its description, one to four limits (name, requests, period, algorithm,
- * and optionally which requests it counts) and what requests cost (decision record 0034). A plan of
+ * a token bucket's burst, and optionally which requests it counts) and what requests cost (decision record 0034). A plan of
  * one unnamed fixed limit of every request is sent as the seed's `{limit, period}`, any other as
  * `limits` (see `limitsBody`).
  */
@@ -12,27 +12,59 @@ import { ErrorMessage } from '../components/error-message';
 import { draftOf, MatchFields, matchOf, NO_MATCH, type MatchDraft } from '../components/match-fields';
 import { PageTitle } from '../components/page-title';
 import { handOff } from '../handoff';
-import { ALGORITHMS, limitsBody, limitsOf, MAX_COST, MAX_COSTS, MAX_LIMITS, MIN_COST } from '../plans';
+import {
+  ALGORITHMS,
+  BUCKET_PERIODS,
+  limitsBody,
+  limitsOf,
+  MAX_COST,
+  MAX_COSTS,
+  MAX_LIMITS,
+  MIN_COST,
+  PERS,
+  VISITOR_LABELS,
+} from '../plans';
 import { href, navigate } from '../route';
-import type { Algorithm, Period, Plan, PlanCost, PlanLimit, PlanLimitInput } from '../types';
+import type { Algorithm, Per, Period, Plan, PlanCost, PlanLimit, PlanLimitInput } from '../types';
 import { useAction, useApi } from '../use-api';
 
 interface LimitRow {
   readonly name: string;
   readonly limit: string;
+  /** Kept while a concurrency limit (which has none) is chosen, for a switch back. */
   readonly period: Period;
   readonly algorithm: Algorithm;
+  readonly per: Per;
+  /** A token bucket's burst; empty: its limit. */
+  readonly burst: string;
   readonly match: MatchDraft;
 }
 
-const NEW_ROW: LimitRow = { name: '', limit: '100', period: 'minute', algorithm: 'fixed', match: NO_MATCH };
+const NEW_ROW: LimitRow = {
+  name: '',
+  limit: '100',
+  period: 'minute',
+  algorithm: 'fixed',
+  per: 'key',
+  burst: '',
+  match: NO_MATCH,
+};
 
-/** A limit named after its period carries the default name: the form shows it unnamed. */
+const ALGORITHM_LABELS: Record<Algorithm, string> = {
+  fixed: 'fixed (UTC-aligned)',
+  sliding: 'sliding',
+  tokenBucket: 'token bucket (bursts)',
+  concurrency: 'concurrency (in flight)',
+};
+
+/** A limit named after its period (a concurrency limit `concurrency`) carries the default name: the form shows it unnamed. */
 const rowOf = (l: PlanLimit): LimitRow => ({
-  name: l.name && l.name !== l.period ? l.name : '',
+  name: l.name && l.name !== (l.period ?? 'concurrency') ? l.name : '',
   limit: String(l.limit),
-  period: l.period,
+  period: l.period ?? 'minute',
   algorithm: l.algorithm,
+  per: l.per ?? 'key',
+  burst: l.burst === undefined || l.burst === l.limit ? '' : String(l.burst),
   match: draftOf(l.match),
 });
 
@@ -69,11 +101,12 @@ function LimitFields({
   onRemove: () => void;
 }) {
   const id = (field: string) => `limit-${index}-${field}`;
+  const periods = row.algorithm === 'tokenBucket' ? BUCKET_PERIODS : PERIODS;
   return (
     <fieldset class="limit-row">
       <legend>Limit {index + 1}</legend>
       <div class="field">
-        <label for={id('limit')}>Requests</label>
+        <label for={id('limit')}>{row.algorithm === 'concurrency' ? 'Requests in flight' : 'Requests'}</label>
         <input
           id={id('limit')}
           type="number"
@@ -85,30 +118,73 @@ function LimitFields({
           onInput={(e) => onChange({ ...row, limit: e.currentTarget.value })}
         />
       </div>
-      <div class="field">
-        <label for={id('period')}>Per</label>
-        <select
-          id={id('period')}
-          value={row.period}
-          onChange={(e) => onChange({ ...row, period: e.currentTarget.value as Period })}
-        >
-          {PERIODS.map((p) => (
-            <option key={p} value={p}>
-              {p}
-            </option>
-          ))}
-        </select>
-      </div>
+      {row.algorithm !== 'concurrency' && (
+        <div class="field">
+          <label for={id('period')}>Per</label>
+          <select
+            id={id('period')}
+            value={row.period}
+            onChange={(e) => onChange({ ...row, period: e.currentTarget.value as Period })}
+          >
+            {periods.map((p) => (
+              <option key={p} value={p}>
+                {p}
+              </option>
+            ))}
+          </select>
+        </div>
+      )}
       <div class="field">
         <label for={id('algorithm')}>Window</label>
         <select
           id={id('algorithm')}
           value={row.algorithm}
-          onChange={(e) => onChange({ ...row, algorithm: e.currentTarget.value as Algorithm })}
+          onChange={(e) => {
+            const algorithm = e.currentTarget.value as Algorithm;
+            // A token bucket refills per day at most.
+            const period =
+              algorithm === 'tokenBucket' && !(BUCKET_PERIODS as readonly Period[]).includes(row.period)
+                ? 'day'
+                : row.period;
+            onChange({ ...row, algorithm, period });
+          }}
         >
           {ALGORITHMS.map((a) => (
             <option key={a} value={a}>
-              {a === 'fixed' ? 'fixed (UTC-aligned)' : 'sliding'}
+              {ALGORITHM_LABELS[a]}
+            </option>
+          ))}
+        </select>
+      </div>
+      {row.algorithm === 'tokenBucket' && (
+        <div class="field">
+          <label for={id('burst')}>Burst (optional)</label>
+          <input
+            id={id('burst')}
+            type="number"
+            inputMode="numeric"
+            min={1}
+            step={1}
+            value={row.burst}
+            placeholder={row.limit}
+            onInput={(e) => onChange({ ...row, burst: e.currentTarget.value })}
+            aria-describedby={id('burst-help')}
+          />
+          <p id={id('burst-help')} class="help">
+            Units the bucket holds when full (default: Requests); it refills at Requests per period.
+          </p>
+        </div>
+      )}
+      <div class="field">
+        <label for={id('per')}>Counted for</label>
+        <select
+          id={id('per')}
+          value={row.per}
+          onChange={(e) => onChange({ ...row, per: e.currentTarget.value as Per })}
+        >
+          {PERS.map((p) => (
+            <option key={p} value={p}>
+              {p === 'key' ? 'the whole key' : `each ${VISITOR_LABELS[p]}`}
             </option>
           ))}
         </select>
@@ -205,8 +281,10 @@ function PlanForm({ planId, initial }: { planId?: string; initial?: Plan }) {
       return {
         ...(r.name.trim() && { name: r.name.trim() }),
         limit: Number(r.limit),
-        period: r.period,
+        period: r.algorithm === 'concurrency' ? null : r.period,
         algorithm: r.algorithm,
+        per: r.per,
+        ...(r.algorithm === 'tokenBucket' && r.burst.trim() !== '' && { burst: Number(r.burst) }),
         ...(match && { match }),
       };
     });

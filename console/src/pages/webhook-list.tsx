@@ -1,4 +1,7 @@
-/** Webhooks: the endpoints and their events, a new one (its signing secret shown once), edit, enable, delete. */
+/**
+ * Webhooks: the endpoints and their events, a new one (its signing secret shown once), edit, enable,
+ * rotate the signing secret (the new one shown once), delete.
+ */
 import { useState } from 'preact/hooks';
 import { ScopedButton } from '../access';
 import { api, ok } from '../api';
@@ -74,11 +77,47 @@ function DeleteWebhookDialog({
   );
 }
 
+function RotateSecretDialog({
+  webhook,
+  onRotated,
+  onClose,
+}: {
+  webhook: Webhook;
+  onRotated: (rotated: CreatedWebhook) => void;
+  onClose: () => void;
+}) {
+  const action = useAction();
+  const rotate = async () => {
+    const rotated = await action.run(() =>
+      ok(
+        api.POST('/tollgate/webhooks/{webhookId}/rotate-secret', {
+          params: { path: { webhookId: webhook.id } },
+        }),
+      ),
+    );
+    if (rotated) onRotated(rotated);
+  };
+  return (
+    <Dialog open title="Rotate this webhook’s signing secret?" onClose={onClose}>
+      <p>
+        A new secret replaces the old one at once: every delivery to <span class="mono">{webhook.url}</span>{' '}
+        from now on, retries included, is signed with it. Give the receiver the new secret right away.
+      </p>
+      <DialogButtons error={action.error} onCancel={onClose} destructive>
+        <button type="button" class="danger" disabled={action.busy} onClick={() => void rotate()}>
+          Rotate secret
+        </button>
+      </DialogButtons>
+    </Dialog>
+  );
+}
+
 export function WebhookListPage() {
   const webhooks = useApi((signal) => ok(api.GET('/tollgate/webhooks', { signal })), []);
   const [created, setCreated] = useState<CreatedWebhook>();
   const [deleting, setDeleting] = useState<Webhook>();
   const [editing, setEditing] = useState<Webhook>();
+  const [rotating, setRotating] = useState<Webhook>();
   const [message, setMessage] = useState('');
   const toggle = useAction();
   const setEnabled = async (webhook: Webhook, enabled: boolean) => {
@@ -164,6 +203,14 @@ export function WebhookListPage() {
                     </ScopedButton>
                     <ScopedButton
                       scope="webhooks:write"
+                      class="link"
+                      aria-label={`Rotate secret of ${w.url}`}
+                      onClick={() => setRotating(w)}
+                    >
+                      Rotate secret
+                    </ScopedButton>
+                    <ScopedButton
+                      scope="webhooks:write"
                       class="link danger-text"
                       aria-label={`Delete ${w.url}`}
                       onClick={() => setDeleting(w)}
@@ -191,6 +238,17 @@ export function WebhookListPage() {
             setEditing(undefined);
             setMessage(text);
             webhooks.reload();
+          }}
+        />
+      )}
+      {rotating && (
+        <RotateSecretDialog
+          webhook={rotating}
+          onClose={() => setRotating(undefined)}
+          onRotated={(rotated) => {
+            setRotating(undefined);
+            setCreated(rotated);
+            setMessage(`The webhook to ${rotated.url} has a new signing secret.`);
           }}
         />
       )}

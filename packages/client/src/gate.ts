@@ -46,6 +46,8 @@ export async function passGate(
     (options.customerIdHeader ?? 'x-customer-id').toLowerCase(),
   );
   const host = request.headers.host;
+  // A page's request names its origin: a key restricted to origins (or a token narrowed to some) is decided by it.
+  const origin = request.headers.origin;
   const answer = await verifyKey(options, {
     key,
     path: pathOf(request.url),
@@ -53,6 +55,7 @@ export async function passGate(
     // Routes may match a host: the one the request named, as the proxy would route it.
     ...(host !== undefined && host !== '' && { host }),
     ...(customerId !== undefined && { customerId }),
+    ...(origin !== undefined && origin !== '' && { origin }),
     ...(request.clientAddress !== undefined && { clientAddress: request.clientAddress }),
   });
   if (!answer.valid) return { admitted: false, answer, response: refusalOf(answer) };

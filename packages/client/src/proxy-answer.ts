@@ -20,6 +20,7 @@ const CHALLENGED: ReadonlySet<ProxyRefusalCode> = new Set([
   'missing_api_key',
   'invalid_api_key',
   'key_expired',
+  'token_expired',
 ]);
 
 /** A request without any credential: the proxy refuses it without looking anything up. */
@@ -31,6 +32,7 @@ export function missingKeyResponse(): ProxyResponse {
 export function refusalOf(answer: VerifyAnswer): ProxyResponse {
   const code = answer.code;
   if (code === 'rate_limit_exceeded') return rateLimited(answer);
+  if (code === 'concurrency_limit_exceeded') return concurrencyLimited(answer);
   if (code === 'credits_exhausted') return creditsExhausted(answer);
   if (code === 'ok' || !(code in PROXY_REFUSALS)) {
     throw new Error(
@@ -69,11 +71,36 @@ function rateLimited(answer: VerifyAnswer): ProxyResponse {
     limit: refusing.limit,
     period: refusing.period,
     remaining: 0,
-    resetTime: refusing.resetTime,
+    resetTime: answer.resetTime,
     name: refusing.name,
     scope: refusing.scope,
+    per: refusing.per,
   });
   return withBody(PROXY_REFUSALS.rate_limit_exceeded.status, headers, body);
+}
+
+/**
+ * 429 over a concurrency limit: the body names the full one (of the key before its consumer's),
+ * `Retry-After: 1`.
+ */
+function concurrencyLimited(answer: VerifyAnswer): ProxyResponse {
+  const refusing = answer.limits.find((l) => l.algorithm === 'concurrency' && l.remaining === 0);
+  if (refusing === undefined)
+    throw new TypeError('verify answered concurrency_limit_exceeded without a full concurrency limit');
+  const headers: Record<string, string> = {
+    'retry-after': '1',
+    'ratelimit-policy': rateLimitPolicy(answer.limits),
+    ratelimit: `"${refusing.name}";r=0;t=1`,
+  };
+  const body = JSON.stringify({
+    error: PROXY_REFUSALS.concurrency_limit_exceeded.message,
+    code: 'concurrency_limit_exceeded',
+    limit: refusing.limit,
+    name: refusing.name,
+    scope: refusing.scope,
+    per: refusing.per,
+  });
+  return withBody(PROXY_REFUSALS.concurrency_limit_exceeded.status, headers, body);
 }
 
 /**
@@ -100,6 +127,8 @@ function creditsExhausted(answer: VerifyAnswer): ProxyResponse {
 /**
  * The limit the proxy names in a 429: the answer's `resetTime` is the refusing limit's; of the limits
  * whose window ends then, one that refused has fewer units left than any that had room for the cost.
+ * A token bucket's `resetTime` in `limits` is when it holds one unit, its refusal's when it holds the
+ * cost: without a limit ending then, the token bucket with the fewest units left refused.
  */
 function refusingLimit(answer: VerifyAnswer): VerifyLimit {
   let refusing: VerifyLimit | undefined;
@@ -110,6 +139,13 @@ function refusingLimit(answer: VerifyAnswer): VerifyLimit {
     )
       refusing = limit;
   }
+  if (refusing === undefined)
+    for (const limit of answer.limits)
+      if (
+        limit.algorithm === 'tokenBucket' &&
+        (refusing === undefined || limit.remaining < refusing.remaining)
+      )
+        refusing = limit;
   if (refusing === undefined)
     throw new TypeError('verify answered rate_limit_exceeded without a limit ending at its resetTime');
   return refusing;
@@ -129,24 +165,38 @@ function withBody(status: number, headers: Record<string, string>, body: string)
 export function admittedHeaders(answer: VerifyAnswer, nowMs: number): Record<string, string> {
   const limits = answer.limits;
   if (limits.length === 0) return {};
+  // A concurrency limit has no resetTime: the proxy counts a second on (a place frees any time).
+  const resetOf = (limit: VerifyLimit) =>
+    limit.resetTime === null ? nowMs + 1_000 : Date.parse(limit.resetTime);
   let tightest = limits[0]!;
   for (const limit of limits.slice(1)) {
     if (
       limit.remaining < tightest.remaining ||
-      (limit.remaining === tightest.remaining && limit.resetTime > tightest.resetTime)
+      (limit.remaining === tightest.remaining && resetOf(limit) > resetOf(tightest))
     )
       tightest = limit;
   }
-  const seconds = Math.max(1, Math.ceil((Date.parse(tightest.resetTime) - nowMs) / 1000));
+  const reset = resetOf(tightest);
+  // A token bucket that holds a unit: t=0.
+  const seconds = reset <= nowMs ? 0 : Math.max(1, Math.ceil((reset - nowMs) / 1000));
   return {
     'ratelimit-policy': rateLimitPolicy(limits),
     ratelimit: `"${tightest.name}";r=${tightest.remaining};t=${seconds}`,
   };
 }
 
-/** Every limit, `"name";q=<limit>;w=<window seconds>` (draft-ietf-httpapi-ratelimit-headers). */
+/**
+ * Every limit, `"name";q=<limit>;w=<window seconds>` (draft-ietf-httpapi-ratelimit-headers); a
+ * concurrency limit without `w`.
+ */
 function rateLimitPolicy(limits: readonly VerifyLimit[]): string {
-  return limits.map((limit) => `"${limit.name}";q=${limit.limit};w=${windowSeconds(limit)}`).join(', ');
+  return limits
+    .map((limit) =>
+      limit.period === null
+        ? `"${limit.name}";q=${limit.limit}`
+        : `"${limit.name}";q=${limit.limit};w=${windowSeconds(limit, limit.period)}`,
+    )
+    .join(', ');
 }
 
 /** A sliding month is 30 days and a sliding year 365; fixed windows of the other periods are as long. */
@@ -164,13 +214,12 @@ const PERIOD_SECONDS: Record<Period, number> = {
  * The window a limit announces. A fixed month or year is the calendar's, the one that ends at the
  * limit's `resetTime` (the proxy measures the one holding its clock: the same window).
  */
-function windowSeconds(limit: VerifyLimit): number {
-  if (limit.algorithm === 'sliding' || (limit.period !== 'month' && limit.period !== 'year'))
-    return PERIOD_SECONDS[limit.period];
-  const endMs = Date.parse(limit.resetTime);
+function windowSeconds(limit: VerifyLimit, period: Period): number {
+  if (limit.algorithm !== 'fixed' || (period !== 'month' && period !== 'year')) return PERIOD_SECONDS[period];
+  const endMs = Date.parse(limit.resetTime!);
   const end = new Date(endMs);
   const startMs =
-    limit.period === 'month'
+    period === 'month'
       ? Date.UTC(end.getUTCFullYear(), end.getUTCMonth() - 1, 1)
       : Date.UTC(end.getUTCFullYear() - 1, 0, 1);
   return Math.round((endMs - startMs) / 1000);

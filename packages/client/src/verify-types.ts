@@ -12,4 +12,5 @@ export type VerifyAnswer = components['schemas']['VerifyResponse'];
 export type VerifyCode = VerifyAnswer['code'];
 /** Where one limit of the key or its consumer stands after the decision. */
 export type VerifyLimit = VerifyAnswer['limits'][number];
-export type Period = VerifyLimit['period'];
+/** A limit's period (a concurrency limit has none: null). */
+export type Period = NonNullable<VerifyLimit['period']>;

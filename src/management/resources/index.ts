@@ -14,6 +14,7 @@ import { billingExportOperations } from './billing-exports/operations.js';
 import { keyLookupOperations } from './key-lookup/operations.js';
 import { keyOperations } from './keys/operations.js';
 import { planOperations } from './plans/operations.js';
+import { portalOperations } from './developer-portal/operations.js';
 import { routeOperations } from './routes/operations.js';
 import { usageOperations } from './usage/operations.js';
 import { verifyOperations } from './verify/operations.js';
@@ -35,6 +36,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...auditLogOperations,
   ...billingExportOperations,
   ...webhookOperations,
+  ...portalOperations,
 ];
 
 /** The one root of the surfaces that are about neither one key nor one plan (console, usage, audit…). */

@@ -60,6 +60,7 @@ type Metric =
   | '4'
   | '5'
   | 'oc'
+  | 'ol'
   | 'od'
   | 'oe'
   | 'or'
@@ -82,6 +83,7 @@ const PROPERTY: Record<Metric, Measure> = {
   '4': 'status4xx',
   '5': 'status5xx',
   oc: 'creditsExhausted',
+  ol: 'concurrencyLimited',
   od: 'disabled',
   oe: 'expired',
   or: 'routeNotAllowed',

@@ -3,33 +3,14 @@
  * ever downloaded) with playwright-core. Each session records what a reviewer would want to know: every
  * request the page made, console errors, page errors and Content-Security-Policy violations.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Download, Locator, Page } from 'playwright-core';
+import { launchChromium } from './chromium.js';
 import { startFleet, type Fleet } from '../../e2e/helpers/replicas.js';
 import type { Tollgate } from '../../e2e/helpers/tollgate.js';
-
-export const CHROMIUM = '/usr/bin/chromium';
-
-/**
- * Headless, and quiet: nothing of Chromium's own (component updates, sync, QUIC probes) runs beside
- * the page. playwright-core gives every launch a fresh temporary --user-data-dir, removed on close.
- */
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-}
 
 export interface ConsoleSession {
   readonly context: BrowserContext;
@@ -52,22 +33,41 @@ declare global {
   }
 }
 
-/** A fresh browser context (its own session storage) on the console's page, not signed in yet. */
-export async function openConsole(
+/**
+ * A fresh browser context (its own session storage) on the console's page, not signed in yet. With
+ * `clock` (a test clock Tollgate follows, tests/helpers/test-clock.ts) the page's time agrees with it.
+ */
+export function openConsole(
   browser: Browser,
   tollgate: Tollgate,
   prefix = '',
+  clock?: () => number,
+): Promise<ConsoleSession> {
+  return openTab(browser, tollgate, `${tollgate.url}${prefix}/tollgate/console/`, clock);
+}
+
+/**
+ * A fresh browser context on a page of Tollgate's (the console, the portal), recording its requests,
+ * navigations, errors and CSP violations. `consoleUrl`: the page opened. With `clock`, the page's time
+ * agrees with it.
+ */
+export async function openTab(
+  browser: Browser,
+  tollgate: Tollgate,
+  url: string,
+  clock?: () => number,
 ): Promise<ConsoleSession> {
   const context = await browser.newContext({
     viewport: { width: 1280, height: 900 },
     locale: 'en-US',
     timezoneId: 'UTC',
   });
+  if (clock) await context.clock.setSystemTime(clock());
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: tollgate.url });
   const session: ConsoleSession = {
     context,
     page: await context.newPage(),
-    consoleUrl: `${tollgate.url}${prefix}/tollgate/console/`,
+    consoleUrl: url,
     requests: [],
     navigations: [],
     errors: [],
@@ -157,9 +157,50 @@ export async function seriousAccessibilityViolations(page: Page): Promise<string
     .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.targets.join(', ')}`);
 }
 
+/**
+ * What reaches past the viewport's right edge: the page's scroll width, and each visible element
+ * (outside the visually hidden ones: clipped to a box of 1 px) whose box ends beyond it, named by
+ * tag, class and first text.
+ */
+export async function overflow(page: Page): Promise<{ scrollWidth: number; width: number; past: string[] }> {
+  return page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const visuallyHidden = (el: Element) => {
+      for (let at: Element | null = el; at; at = at.parentElement) {
+        if (getComputedStyle(at).overflow === 'hidden' && at.getBoundingClientRect().width <= 1) return true;
+      }
+      return false;
+    };
+    const past: string[] = [];
+    for (const el of document.querySelectorAll('body *')) {
+      if (visuallyHidden(el)) continue;
+      const box = el.getBoundingClientRect();
+      if (box.width === 0 || box.height === 0) continue;
+      if (box.right > width + 0.5 || box.left < -0.5) {
+        past.push(`${el.tagName.toLowerCase()}.${el.className} ${(el.textContent ?? '').slice(0, 30)}`);
+      }
+    }
+    return {
+      scrollWidth: Math.max(document.documentElement.scrollWidth, document.body.scrollWidth),
+      width,
+      past,
+    };
+  });
+}
+
 /** The text of the clipboard, as the page reads it. */
 export function clipboardText(page: Page): Promise<string> {
   return page.evaluate(() => navigator.clipboard.readText());
+}
+
+/**
+ * A download's content, as text: saved to a file of the test's own (Chromium shared over a connection
+ * keeps its downloads on its side, where `download.path()` cannot reach).
+ */
+export async function downloadedText(download: Download): Promise<string> {
+  const file = join(mkdtempSync(join(tmpdir(), 'tollgate-download-')), 'file');
+  await download.saveAs(file);
+  return readFileSync(file, 'utf8');
 }
 
 /** The row of a table holding `text`. */
@@ -203,13 +244,17 @@ export function consoleSuite(
 }
 
 /**
- * Each test (of the enclosing describe) gets a fresh console tab signed in with `token()`; after the
- * test the tab must have met no unexpected error.
+ * Each test (of the enclosing describe) gets a fresh console tab signed in with `token()` (its time
+ * `clock`'s when given, as in openConsole); after the test the tab must have met no unexpected error.
  */
-export function signedInTab(suite: ConsoleSuite, token: () => string): { readonly session: ConsoleSession } {
+export function signedInTab(
+  suite: ConsoleSuite,
+  token: () => string,
+  clock?: () => number,
+): { readonly session: ConsoleSession } {
   const tab = {} as { session: ConsoleSession };
   beforeEach(async () => {
-    tab.session = await openConsole(suite.browser, suite.tollgate);
+    tab.session = await openConsole(suite.browser, suite.tollgate, '', clock);
     await signIn(tab.session, token());
   });
   afterEach(async () => {

@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { WebSocketServer } from 'ws';
 
 export interface Received {
   method: string;
@@ -21,7 +22,7 @@ export interface Backend {
 /**
  * A real HTTP backend that records every request it receives. Routes:
  * a path with `/status/<code>` answers that status; with `/slow/<ms>` it answers after that delay; anything else echoes
- * `{method, url}` as JSON with status 200.
+ * `{method, url}` as JSON with status 200. A WebSocket upgrade is recorded too, and echoes each message.
  */
 export async function startBackend(port = 0): Promise<Backend> {
   const received: Received[] = [];
@@ -51,6 +52,19 @@ export async function startBackend(port = 0): Promise<Backend> {
       else answer();
     });
   });
+  // A WebSocket handshake is recorded as any request, and the socket echoes what it is sent.
+  const sockets = new WebSocketServer({ noServer: true });
+  server.on('upgrade', (req, socket, head) => {
+    received.push({
+      method: req.method!,
+      url: req.url!,
+      headers: req.headers,
+      rawHeaders: req.rawHeaders,
+      body: Buffer.alloc(0),
+      at: Date.now(),
+    });
+    sockets.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data) => ws.send(data)));
+  });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const bound = (server.address() as AddressInfo).port;
@@ -60,6 +74,7 @@ export async function startBackend(port = 0): Promise<Backend> {
     received,
     close: () =>
       new Promise<void>((resolve) => {
+        for (const ws of sockets.clients) ws.terminate();
         server.closeAllConnections();
         server.close(() => resolve());
       }),

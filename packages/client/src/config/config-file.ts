@@ -13,6 +13,8 @@ export type ConsumerItem = Schemas['CreateConsumerRequest'] & { externalId: stri
 export type WebhookItem = Schemas['CreateWebhookRequest'];
 /** A billing export as declared: `credential` is a `${ENV_VAR}` reference. */
 export type BillingExportItem = Schemas['CreateBillingExportRequest'];
+/** The portal's settings as declared: `oidc.clientSecret` is a `${ENV_VAR}` reference. */
+export type PortalItem = Schemas['UpdatePortalSettingsRequest'];
 
 export interface ConfigFile {
   plans?: PlanItem[];
@@ -20,9 +22,13 @@ export interface ConfigFile {
   consumers?: ConsumerItem[];
   webhooks?: WebhookItem[];
   billingExports?: BillingExportItem[];
+  /** One object, not a list: the service always holds the portal's settings. */
+  portal?: PortalItem;
 }
 
 export type Section = keyof ConfigFile;
+/** The sections that list objects, each named by its identity. */
+export type ListSection = Exclude<Section, 'portal'>;
 
 /** A place in the file: section, index, fields. */
 export type FieldPath = readonly (string | number)[];

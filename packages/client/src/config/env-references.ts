@@ -1,7 +1,8 @@
 /**
  * `${ENV_VAR}` in the file's strings: a value that differs between environments (an upstream URL) or
  * a secret, read from the environment of `tollgate apply`, so neither lives in Git. `$${` writes `${`.
- * Secrets (a billing export's credential) stay references until they are sent: they are never printed.
+ * Secrets (a billing export's credential, the portal's OIDC client secret) stay references until they
+ * are sent: they are never printed.
  */
 import type { ConfigProblem } from './config-error.js';
 import { fieldName, type FieldPath } from './config-file.js';
@@ -13,7 +14,8 @@ export type Environment = Readonly<Record<string, string | undefined>>;
 
 /** Whether the field holds a secret: kept as its reference, checked by the schema, resolved when sent. */
 export const isSecretField = (path: FieldPath): boolean =>
-  path.length === 3 && path[0] === 'billingExports' && path[2] === 'credential';
+  (path.length === 3 && path[0] === 'billingExports' && path[2] === 'credential') ||
+  fieldName(path) === 'portal.oidc.clientSecret';
 
 /** The data with every reference outside secrets replaced by its variable's value. */
 export function resolveReferences(

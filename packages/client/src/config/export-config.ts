@@ -1,7 +1,8 @@
 /**
  * The running service as a configuration file that `tollgate apply` leaves unchanged. Consumers without
  * an `externalId` cannot be named by a file: they are counted in a comment, not exported. Credentials
- * are written as `${ENV_VAR}` references (the API never answers them).
+ * (a billing export's, the portal's OIDC client secret) are written as `${ENV_VAR}` references (the API
+ * never answers them). The portal's settings are written whole, so `apply --prune` of the file keeps them.
  */
 import { stringify } from 'yaml';
 import type { ConfigFile } from './config-file.js';
@@ -10,10 +11,14 @@ import type { ServiceState } from './read-state.js';
 
 /** `schemaUrl`: the service's /tollgate/config-schema.json, for editors. */
 export function exportConfig(state: ServiceState, schemaUrl: string): string {
-  const config: Record<string, unknown[]> = {};
+  const config: Record<string, unknown> = {};
   const unnamed: string[] = [];
   for (const kind of KINDS) {
     const objects = state.get(kind.section) ?? [];
+    if (kind.singleton) {
+      config[kind.section] = kind.exported(objects[0]);
+      continue;
+    }
     const named = objects.filter((object) => kind.identityOf(object) !== undefined);
     if (named.length < objects.length) unnamed.push(`${objects.length - named.length} ${kind.section}`);
     if (named.length > 0) config[kind.section] = named.map((object) => kind.exported(object));

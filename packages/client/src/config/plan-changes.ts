@@ -5,15 +5,13 @@
  */
 import type { Change } from './change.js';
 import type { ConfigProblem } from './config-error.js';
-import { fieldName, type ConfigFile, type FieldPath, type Section } from './config-file.js';
+import { fieldName, type ConfigFile, type FieldPath, type ListSection, type Section } from './config-file.js';
 import { secretOf, type Environment } from './env-references.js';
 import type { AfterApply, ApplyOptions } from './kind.js';
 import { KINDS, type AnyKind } from './kinds/index.js';
 import type { ServiceState } from './read-state.js';
 
 export interface PlanOptions extends ApplyOptions {
-  /** Delete what the file does not name. */
-  readonly prune: boolean;
   /** Delete what is in use too, as the API's `force` does. */
   readonly force: boolean;
 }
@@ -33,18 +31,33 @@ export interface ChangePlan {
   readonly inUse: readonly string[];
 }
 
+/** The items a file declares of a kind: a singleton left out is declared as `{}`. */
+function itemsOf(kind: AnyKind, config: ConfigFile): readonly unknown[] {
+  return kind.singleton ? [config[kind.section] ?? {}] : ((config[kind.section] as unknown[]) ?? []);
+}
+
 function kindChanges(
   kind: AnyKind,
-  items: readonly unknown[],
+  config: ConfigFile,
   current: readonly unknown[],
   options: PlanOptions,
   after: AfterApply,
+  env: Environment,
   fault: (path: FieldPath, message: string) => void,
   inUse: string[],
 ): KindChanges {
   const byIdentity = new Map(current.map((object) => [kind.identityOf(object), object]));
-  const named = (id: string) => `${kind.noun} "${id}"`;
+  const named = (id: string) => (kind.singleton ? kind.noun : `${kind.noun} "${id}"`);
+  const items = itemsOf(kind, config);
   const upserts = items.flatMap((item, i): Change[] => {
+    const path: FieldPath = kind.singleton ? [kind.section] : [kind.section, i];
+    const sending = (secrets: string[]) => {
+      for (const reference of secrets) {
+        const { name, value } = secretOf(reference, env);
+        if (value === undefined) fault([...path, ...kind.secretField!], `\${${name}} is not set`);
+      }
+      return secrets;
+    };
     const id = kind.identityOfItem(item);
     const object = byIdentity.get(id);
     if (object === undefined) {
@@ -53,13 +66,14 @@ function kindChanges(
           action: 'create',
           target: named(id),
           fields: [],
-          secrets: kind.secretsOf?.(item) ?? [],
-          run: (client, env) => kind.create(client, item, env),
+          secrets: sending(kind.secretsOf?.(item) ?? []),
+          // A singleton always exists: only the kinds that list objects get here.
+          run: (client, env) => kind.create!(client, item, env),
         },
       ];
     }
     const conflict = kind.conflict?.(item, object);
-    if (conflict !== undefined) fault([kind.section, i], conflict);
+    if (conflict !== undefined) fault(path, conflict);
     const patch = kind.differences(item, object, options);
     if (Object.keys(patch).length === 0) return [];
     return [
@@ -67,7 +81,7 @@ function kindChanges(
         action: 'update',
         target: named(id),
         fields: Object.keys(patch),
-        secrets: kind.secretsOf?.(item, patch) ?? [],
+        secrets: sending(kind.secretsOf?.(item, patch) ?? []),
         run: (client, env) => kind.update(client, object, patch, env),
       },
     ];
@@ -87,7 +101,8 @@ function kindChanges(
             target: named(id),
             fields: force ? ['force'] : [],
             secrets: [],
-            run: (client) => kind.remove(client, object, force),
+            // A singleton is always declared: never deleted.
+            run: (client) => kind.remove!(client, object, force),
           },
         ];
       });
@@ -95,7 +110,7 @@ function kindChanges(
 }
 
 /** The identities a file may refer to: what it declares, and what the service keeps of the rest. */
-function known(section: Section, config: ConfigFile, state: ServiceState, prune: boolean): Set<string> {
+function known(section: ListSection, config: ConfigFile, state: ServiceState, prune: boolean): Set<string> {
   const kind = KINDS.find((k) => k.section === section)!;
   const kept = prune ? [] : (state.get(section) ?? []).map((object) => kind.identityOf(object) ?? '');
   return new Set([...(config[section] ?? []).map((item) => kind.identityOfItem(item)), ...kept]);
@@ -110,6 +125,9 @@ function dangling(config: ConfigFile, state: ServiceState, prune: boolean) {
     const id = consumer.rateLimitId;
     if (typeof id === 'string' && !plans.has(id))
       faults.push([['consumers', i, 'rateLimitId'], `names no plan ("${id}")`]);
+  });
+  (config.portal?.publicPlans ?? []).forEach((id, i) => {
+    if (!plans.has(id)) faults.push([['portal', 'publicPlans', i], `names no plan ("${id}")`]);
   });
   (config.plans ?? []).forEach((plan, i) => {
     const matches: [FieldPath, { routeIds?: string[] } | undefined][] = [
@@ -144,21 +162,15 @@ export function planChanges(
   const changes = KINDS.map((kind) =>
     kindChanges(
       kind,
-      config[kind.section] ?? [],
+      config,
       state.get(kind.section) ?? [],
       options,
       { config, state, prune: options.prune },
+      env,
       fault,
       inUse,
     ),
   );
   for (const [path, message] of dangling(config, state, options.prune)) fault(path, message);
-  (config.billingExports ?? []).forEach((item, i) => {
-    const { name, value } = item.credential ? secretOf(item.credential, env) : { name: '', value: '' };
-    const sent = changes.some((c) =>
-      c.upserts.some((change) => change.secrets.includes(item.credential ?? '')),
-    );
-    if (sent && value === undefined) fault(['billingExports', i, 'credential'], `\${${name}} is not set`);
-  });
   return { changes, problems: problems.sort((a, b) => a.line - b.line), inUse };
 }

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import type { ConfigProblem } from './config-error.js';
-import { fieldName, type ConfigFile, type FieldPath, type Section } from './config-file.js';
+import { fieldName, type ConfigFile, type FieldPath, type ListSection } from './config-file.js';
 
 /** The schema ships beside dist/ and src/ alike, two folders above this file. */
 export const CONFIG_SCHEMA = JSON.parse(
@@ -33,20 +33,21 @@ function messageOf(error: ErrorObject): string {
   return error.message ?? 'is invalid';
 }
 
-/** What identifies an item of each section in the running service. */
-export const IDENTITY: Readonly<Record<Section, { fields: readonly string[]; of(item: never): string }>> = {
-  plans: { fields: ['rateLimitId'], of: (item: { rateLimitId: string }) => item.rateLimitId },
-  routes: { fields: ['routeId'], of: (item: { routeId: string }) => item.routeId },
-  consumers: { fields: ['externalId'], of: (item: { externalId: string }) => item.externalId },
-  webhooks: { fields: ['url'], of: (item: { url: string }) => item.url },
-  billingExports: {
-    fields: ['type', 'eventName'],
-    of: (item: { type: string; eventName: string }) => `${item.type} ${item.eventName}`,
-  },
-};
+/** What identifies an item of each list in the running service. */
+export const IDENTITY: Readonly<Record<ListSection, { fields: readonly string[]; of(item: never): string }>> =
+  {
+    plans: { fields: ['rateLimitId'], of: (item: { rateLimitId: string }) => item.rateLimitId },
+    routes: { fields: ['routeId'], of: (item: { routeId: string }) => item.routeId },
+    consumers: { fields: ['externalId'], of: (item: { externalId: string }) => item.externalId },
+    webhooks: { fields: ['url'], of: (item: { url: string }) => item.url },
+    billingExports: {
+      fields: ['type', 'eventName'],
+      of: (item: { type: string; eventName: string }) => `${item.type} ${item.eventName}`,
+    },
+  };
 
 function duplicates(config: ConfigFile, lineOf: (path: FieldPath) => number): ConfigProblem[] {
-  return (Object.keys(IDENTITY) as Section[]).flatMap((section) => {
+  return (Object.keys(IDENTITY) as ListSection[]).flatMap((section) => {
     const identity = IDENTITY[section];
     const seen = new Map<string, number>();
     return (config[section] ?? []).flatMap((item, i) => {

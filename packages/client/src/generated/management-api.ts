@@ -135,7 +135,7 @@ export interface paths {
         };
         /**
          * A key's usage over time
-         * @description Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint, customer or route, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, originNotAllowed, addressNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula. Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).
+         * @description Zero-filled buckets aligned to UTC, oldest first; a request shows within 2 s. `groupBy` (day and month only) adds one series per endpoint, customer or route, filed under the day each request happened; each day and month holds at most 1,000 endpoints and 10,000 customers of a key, the rest under "(other)". `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, concurrencyLimited, disabled, expired, routeNotAllowed, originNotAllowed, addressNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula. Retention: minutes 48 h, hours 90 days, days 400 days, months 5 years (USAGE_RETENTION_*).
          */
         get: operations["getConsumerApiKeyUsage"];
         put?: never;
@@ -431,7 +431,7 @@ export interface paths {
         };
         /**
          * A consumer's usage over time: what its keys did while they belonged to it
-         * @description As a key's usage over time, summed over every key while it belonged to the consumer (moving a key moves none of its history). `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, originNotAllowed, addressNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
+         * @description As a key's usage over time, summed over every key while it belonged to the consumer (moving a key moves none of its history). `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, concurrencyLimited, disabled, expired, routeNotAllowed, originNotAllowed, addressNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
          */
         get: operations["getConsumerUsage"];
         put?: never;
@@ -502,6 +502,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tollgate/portal/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Active portal sessions (and sign-in links not used yet), newest first */
+        get: operations["listPortalSessions"];
+        put?: never;
+        /**
+         * A sign-in link to the portal for a user your backend has signed in
+         * @description `url` signs the user in once, until `expiresAt` (10 minutes); the session then lasts `ttlSeconds` from sign-in. Send the link to that user only: it holds a one-time code (never logged, stored only as a hash). The user acts for the consumer only.
+         */
+        post: operations["createPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tollgate/portal/sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End a portal session (or an unused sign-in link)
+         * @description Every replica refuses the session from its next request on.
+         */
+        delete: operations["deletePortalSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tollgate/portal/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The developer portal's settings
+         * @description The OIDC client secret is never shown (`clientSecretSet` says whether one is stored); `redirectUri` is the callback to register with the provider.
+         */
+        get: operations["getPortalSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the developer portal: on or off, branding, key limit, public plans, API reference, OIDC sign-in
+         * @description Any of the fields; `null` clears `logoUrl`, `accentColor`, `supportUrl`, `apiReference` and `oidc`. `oidc.clientSecret` is write-only, stored encrypted like a key's secret, required the first time and kept when left out. A new `apiReference.url` is fetched at once (the answer says whether it worked); the portal serves the copy from its own origin. A body that sets only what is set changes nothing (no audit entry).
+         */
+        patch: operations["updatePortalSettings"];
+        trace?: never;
+    };
+    "/tollgate/portal/settings/api-reference/fetch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fetch `apiReference.url` again now
+         * @description The portal goes on serving the last good copy when the fetch fails; `fetchError` says why it failed.
+         */
+        post: operations["fetchPortalApiReference"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tollgate/routes": {
         parameters: {
             query?: never;
@@ -557,7 +642,7 @@ export interface paths {
         };
         /**
          * Every key's usage over time, and the busiest keys and consumers
-         * @description The buckets summed over all keys (from stored usage: about a second behind), `topKeys`: at most 10 keys with the most requests in the range, and `topConsumers`: at most 10 consumers. `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". The fleet's series sum every key's. `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, disabled, expired, routeNotAllowed, originNotAllowed, addressNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
+         * @description The buckets summed over all keys (from stored usage: about a second behind), `topKeys`: at most 10 keys with the most requests in the range, and `topConsumers`: at most 10 consumers. `groupBy=route` adds one series per route the requests took (`routeId`; null: the catch-all, UPSTREAM_URL, or no route at all); a route deleted since keeps its series under its id (a route created again with that id continues it), and usage counted before the route series existed (or by a replica of an earlier version) is in no route series. Each day and month holds at most 1,000 routes of a key, the rest under "(other)". The fleet's series sum every key's. `Accept: text/csv` (any parameters, such as `charset`) answers the same as CSV (columns start, [endpoint|customerId|routeId,] requests, successful, failed, rateLimited, averageResponseTimeMs, cost, status2xx, status3xx, status4xx, status5xx, creditsExhausted, concurrencyLimited, disabled, expired, routeNotAllowed, originNotAllowed, addressNotAllowed, backendError, backendUnreachable, latencyP50Ms, latencyP95Ms, latencyP99Ms; an empty latency field: no requests; an empty routeId: the catch-all); an endpoint, customer id or route id is always quoted, and one starting with = + - @, a tab or a carriage return is prefixed with ' so that a spreadsheet does not run it as a formula.
          */
         get: operations["getFleetUsage"];
         put?: never;
@@ -674,6 +759,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tollgate/webhooks/{webhookId}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace a webhook's signing secret
+         * @description A new signing secret (`secret`, `whsec_<base64>`) replaces the old one at once: every attempt from now on, retries of earlier events included, is signed with it, so update the receiver when you rotate. The new secret is shown in this answer only and stored encrypted; the audit log records the rotation, never the secret.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tollgate/whoami": {
         parameters: {
             query?: never;
@@ -698,6 +803,12 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** ApiReferenceFetchResponse */
+        ApiReferenceFetchResponse: {
+            fetchedAt: string | null;
+            fetchError: string | null;
+            url: string;
+        };
         /** ApplyPlanRequest */
         ApplyPlanRequest: {
             /**
@@ -730,16 +841,17 @@ export interface components {
             /** @description Newest first */
             auditLog: {
                 /** @description What changed (`webhook.disable` is also written by `system`) */
-                action: "key.create" | "key.update" | "key.roll" | "key.delete" | "key.apply_plan" | "key.remove_plan" | "key.detach_consumer" | "key.credits_add" | "key.credits_set" | "plan.create" | "plan.update" | "plan.delete" | "consumer.create" | "consumer.update" | "consumer.remove_plan" | "consumer.delete" | "consumer.credits_add" | "consumer.credits_set" | "route.create" | "route.update" | "route.delete" | "admin_token.create" | "admin_token.delete" | "webhook.create" | "webhook.update" | "webhook.delete" | "webhook.retry_delivery" | "webhook.disable" | "billing_export.create" | "billing_export.update" | "billing_export.delete" | "billing_export.run";
-                /** @description The root token, an admin token (its id and name), or Tollgate itself (`system`: a webhook it disabled after 3 days of failures) */
+                action: "key.create" | "key.update" | "key.roll" | "key.delete" | "key.apply_plan" | "key.remove_plan" | "key.detach_consumer" | "key.credits_add" | "key.credits_set" | "plan.create" | "plan.update" | "plan.delete" | "consumer.create" | "consumer.update" | "consumer.remove_plan" | "consumer.delete" | "consumer.credits_add" | "consumer.credits_set" | "route.create" | "route.update" | "route.delete" | "admin_token.create" | "admin_token.delete" | "webhook.create" | "webhook.update" | "webhook.delete" | "webhook.rotate_secret" | "webhook.retry_delivery" | "webhook.disable" | "billing_export.create" | "billing_export.update" | "billing_export.delete" | "billing_export.run" | "portal.update_settings" | "portal.session_create" | "portal.session_delete";
+                /** @description The root token, an admin token (its id and name), Tollgate itself (`system`: a webhook it disabled after 3 days of failures), or a user of the developer portal (`portal`: their id, email or name, and consumer) */
                 actor: {
                     /**
-                     * @description Identifier of an admin token
-                     * @example tok_Yc2xR0f1bW8mT5nYk9Lp4A
+                     * @description A portal user: the consumer they act for
+                     * @example con_Yc2xR0f1bW8mT5nYk9Lp4A
                      */
+                    consumerId?: string;
                     id?: string;
                     name?: string;
-                    type: "root" | "token" | "system";
+                    type: "root" | "token" | "system" | "portal";
                 };
                 /** @description Never a secret, token, hash or ciphertext */
                 changes: {
@@ -866,6 +978,33 @@ export interface components {
             startedAt: string;
             startedBy: "schedule" | "manual";
         };
+        /**
+         * ConcurrencyLimitExceeded
+         * @description As many requests as the limit allows are in flight; `Retry-After: 1`
+         */
+        ConcurrencyLimitExceeded: {
+            /** @constant */
+            code: "concurrency_limit_exceeded";
+            error: string;
+            /** @description Requests the limit allows in flight at once */
+            limit: number;
+            /**
+             * @description The limit's name; a consumer's limit is named `consumer.<name>`
+             * @example burst
+             * @example consumer.monthly-quota
+             */
+            name: string;
+            /**
+             * @description Whom the limit counts: `key` (default), the key (or the consumer, for a consumer's plan) as a whole; `clientAddress`, each client address apart (an IPv6 address by its /64); `customer`, each customer id apart (the customer-id header, or a token's `sub`). Requests with no address or no customer id share one count (docs/guides/browser.md)
+             * @enum {string}
+             */
+            per: "key" | "clientAddress" | "customer";
+            /**
+             * @description Whose limit: the key's own plan, or the plan of the consumer that holds the key (shared by all its keys)
+             * @enum {string}
+             */
+            scope: "key" | "consumer";
+        };
         /** Consumer */
         Consumer: {
             /**
@@ -981,7 +1120,7 @@ export interface components {
                 failedRequests: number;
                 /** @description From the consumer's plan, shared by all its keys; null without one */
                 rateLimits: {
-                    /** @description Of the limit with the fewest requests left */
+                    /** @description Of the limit with the fewest requests left (of those not per visitor, when there are any) */
                     limit: number;
                     /** @description Every limit that applies: the key's plan in its order, then its consumer's */
                     limits: {
@@ -994,27 +1133,27 @@ export interface components {
                          */
                         name: string;
                         /**
-                         * @description Window length. Fixed windows are aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00), year (from 1 January 00:00). A sliding month is 30 days, a sliding year 365
+                         * @description Whom the limit counts: `key` (default), the key (or the consumer, for a consumer's plan) as a whole; `clientAddress`, each client address apart (an IPv6 address by its /64); `customer`, each customer id apart (the customer-id header, or a token's `sub`). Requests with no address or no customer id share one count (docs/guides/browser.md)
                          * @enum {string}
                          */
-                        period: "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
-                        remaining: number;
-                        /**
-                         * Format: date-time
-                         * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting
-                         * @example 2026-11-21T14:23:02Z
-                         */
-                        resetTime: string;
+                        per: "key" | "clientAddress" | "customer";
+                        /** @description The period; null for a concurrency limit, which has none */
+                        period: ("second" | "minute" | "hour" | "day" | "week" | "month" | "year") | null;
+                        /** @description What it still allows; null for a limit per visitor (there is no one visitor: each has a count of its own) */
+                        remaining: number | null;
+                        /** @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit. A concurrency limit: null (a place frees whenever a request ends) */
+                        resetTime: string | null;
                         /**
                          * @description Whose limit: the key's own plan, or the plan of the consumer that holds the key (shared by all its keys)
                          * @enum {string}
                          */
                         scope: "key" | "consumer";
                     }[];
-                    remaining: number;
+                    /** @description Its remaining: null when every limit is per visitor */
+                    remaining: number | null;
                     /**
                      * Format: date-time
-                     * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting
+                     * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit
                      * @example 2026-11-21T14:23:02Z
                      */
                     resetTime: string;
@@ -1063,6 +1202,8 @@ export interface components {
                     backendError: number;
                     /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
                     backendUnreachable: number;
+                    /** @description Refused: as many requests of the key as its concurrency limit allows were in flight (429 concurrency_limit_exceeded) */
+                    concurrencyLimited: number;
                     /** @description Refused for want of credits (429 credits_exhausted) */
                     creditsExhausted: number;
                     /** @description Refused: the key is disabled */
@@ -1107,6 +1248,12 @@ export interface components {
              * @enum {string}
              */
             granularity: "minute" | "hour" | "day" | "month";
+            /** @description Response-time percentiles over the whole range: of all its requests, from the buckets' histograms added up (not the highest bucket's), within 5 % of the exact value; null when the range holds no request */
+            latencyMs: {
+                p50: number | null;
+                p95: number | null;
+                p99: number | null;
+            };
             /** @description With groupBy: one per endpoint (or customer, or route), most requests first */
             series?: ({
                 buckets: {
@@ -1129,6 +1276,8 @@ export interface components {
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
                         backendUnreachable: number;
+                        /** @description Refused: as many requests of the key as its concurrency limit allows were in flight (429 concurrency_limit_exceeded) */
+                        concurrencyLimited: number;
                         /** @description Refused for want of credits (429 credits_exhausted) */
                         creditsExhausted: number;
                         /** @description Refused: the key is disabled */
@@ -1183,6 +1332,8 @@ export interface components {
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
                         backendUnreachable: number;
+                        /** @description Refused: as many requests of the key as its concurrency limit allows were in flight (429 concurrency_limit_exceeded) */
+                        concurrencyLimited: number;
                         /** @description Refused for want of credits (429 credits_exhausted) */
                         creditsExhausted: number;
                         /** @description Refused: the key is disabled */
@@ -1237,6 +1388,8 @@ export interface components {
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
                         backendUnreachable: number;
+                        /** @description Refused: as many requests of the key as its concurrency limit allows were in flight (429 concurrency_limit_exceeded) */
+                        concurrencyLimited: number;
                         /** @description Refused for want of credits (429 credits_exhausted) */
                         creditsExhausted: number;
                         /** @description Refused: the key is disabled */
@@ -1286,7 +1439,7 @@ export interface components {
             /** @description Free label, 1-200 characters (U+0000 excluded) */
             name: string;
             /** @description At most the scopes the caller holds */
-            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "keys:verify" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
+            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "keys:verify" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write" | "portal:read" | "portal:write" | "portal:sessions")[];
         };
         /** CreateAdminTokenResponse */
         CreateAdminTokenResponse: {
@@ -1303,7 +1456,7 @@ export interface components {
              */
             id: string;
             name: string;
-            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "keys:verify" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
+            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "keys:verify" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write" | "portal:read" | "portal:write" | "portal:sessions")[];
             /**
              * @description The token: shown this once, stored only as a hash
              * @example tga_3lB0sGm6yq0i3I2xJfN8m0rWbq2cQ8uYd5vZk1eHhTs
@@ -1508,13 +1661,15 @@ export interface components {
             description: string;
             /** @description One limit (with `period`); or send `limits` */
             limit?: number;
-            /** @description 1 to 4 limits, each checked and counted for every request it applies to; names unique, and no two limits without a match of the same period and algorithm */
+            /** @description 1 to 4 limits, each checked and counted for every request it applies to; names unique, and no two limits without a match of the same period, algorithm and per */
             limits?: {
                 /**
-                 * @description `fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old (see docs/guides/plans.md)
+                 * @description `fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old. `tokenBucket`: a bucket of `burst` units refilled continuously at `limit` per `period` (second, minute, hour or day); over any interval of length T at most `burst + limit × T / period` units are admitted across replicas. `concurrency`: at most `limit` requests in flight at once across replicas, one place per request whatever its cost; no `period` (see docs/guides/plans.md)
                  * @enum {string}
                  */
-                algorithm?: "fixed" | "sliding";
+                algorithm?: "fixed" | "sliding" | "tokenBucket" | "concurrency";
+                /** @description A token bucket's size: the units it holds when full, 1 to 2^53-1. Default: `limit`. Only with `algorithm: "tokenBucket"` */
+                burst?: number;
                 /** @description Requests allowed in one window, 1 to 2^53-1 */
                 limit: number;
                 /**
@@ -1547,10 +1702,12 @@ export interface components {
                  */
                 name?: string;
                 /**
-                 * @description Window length. Fixed windows are aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00), year (from 1 January 00:00). A sliding month is 30 days, a sliding year 365
+                 * @description Whom the limit counts: `key` (default), the key (or the consumer, for a consumer's plan) as a whole; `clientAddress`, each client address apart (an IPv6 address by its /64); `customer`, each customer id apart (the customer-id header, or a token's `sub`). Requests with no address or no customer id share one count (docs/guides/browser.md)
                  * @enum {string}
                  */
-                period: "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
+                per?: "key" | "clientAddress" | "customer";
+                /** @description Window length. Fixed windows are aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00), year (from 1 January 00:00). A sliding month is 30 days, a sliding year 365. Required, but for a concurrency limit, which takes none (absent or null) */
+                period?: ("second" | "minute" | "hour" | "day" | "week" | "month" | "year") | null;
             }[];
             /**
              * @description Window length. Fixed windows are aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00), year (from 1 January 00:00). A sliding month is 30 days, a sliding year 365
@@ -1562,6 +1719,39 @@ export interface components {
              * @example gold-1000-per-hour
              */
             rateLimitId: string;
+        };
+        /** CreatePortalSessionRequest */
+        CreatePortalSessionRequest: {
+            /**
+             * @description Identifier of a consumer, as returned by its creation (`consumerId`)
+             * @example con_Yc2xR0f1bW8mT5nYk9Lp4A
+             */
+            consumerId: string;
+            /**
+             * @description How long the session lasts from sign-in (300–86400 s, default 28800: 8 h)
+             * @default 28800
+             */
+            ttlSeconds: number;
+            /** PortalUser */
+            user: {
+                email?: string;
+                /** @description The user's id in your system */
+                id: string;
+                name?: string;
+            };
+        };
+        /** CreatePortalSessionResponse */
+        CreatePortalSessionResponse: {
+            /**
+             * Format: date-time
+             * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
+             * @example 2026-11-21T14:23:02Z
+             */
+            expiresAt: string;
+            /** @description A portal session (`pss_…`): names it, grants nothing */
+            sessionId: string;
+            /** @description Signs the user in once, until `expiresAt` (10 minutes); send it to the user only (it holds a one-time code) */
+            url: string;
         };
         /** CreateRouteRequest */
         CreateRouteRequest: {
@@ -1724,6 +1914,12 @@ export interface components {
              */
             rateLimitId: string;
         };
+        /** DeletePortalSessionResponse */
+        DeletePortalSessionResponse: {
+            message: string;
+            /** @description A portal session (`pss_…`): names it, grants nothing */
+            sessionId: string;
+        };
         /** DeleteRouteResponse */
         DeleteRouteResponse: {
             message: string;
@@ -1809,11 +2005,12 @@ export interface components {
                 customerId: string | null;
                 /** @description Request received to response finished */
                 durationMs: number;
-                /** @description The refusing limit of a 429 `rate_limit_exceeded`; null otherwise */
+                /** @description The refusing limit of a 429 `rate_limit_exceeded` or `concurrency_limit_exceeded`; null otherwise */
                 limit: {
                     limit: number;
                     name: string;
-                    period: string;
+                    /** @description null for a concurrency limit */
+                    period: string | null;
                     /** @description `key` or `consumer` */
                     scope: string;
                 } | null;
@@ -1861,6 +2058,8 @@ export interface components {
                     backendError: number;
                     /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
                     backendUnreachable: number;
+                    /** @description Refused: as many requests of the key as its concurrency limit allows were in flight (429 concurrency_limit_exceeded) */
+                    concurrencyLimited: number;
                     /** @description Refused for want of credits (429 credits_exhausted) */
                     creditsExhausted: number;
                     /** @description Refused: the key is disabled */
@@ -1904,6 +2103,12 @@ export interface components {
              * @enum {string}
              */
             granularity: "minute" | "hour" | "day" | "month";
+            /** @description Response-time percentiles over the whole range: of all its requests, from the buckets' histograms added up (not the highest bucket's), within 5 % of the exact value; null when the range holds no request */
+            latencyMs: {
+                p50: number | null;
+                p95: number | null;
+                p99: number | null;
+            };
             /** @description With groupBy=route: one per route, most requests first */
             series?: {
                 buckets: {
@@ -1926,6 +2131,8 @@ export interface components {
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
                         backendUnreachable: number;
+                        /** @description Refused: as many requests of the key as its concurrency limit allows were in flight (429 concurrency_limit_exceeded) */
+                        concurrencyLimited: number;
                         /** @description Refused for want of credits (429 credits_exhausted) */
                         creditsExhausted: number;
                         /** @description Refused: the key is disabled */
@@ -2073,7 +2280,7 @@ export interface components {
                 failedRequests: number;
                 /** @description From the key's plan, else DEFAULT_RATE_LIMIT; null when neither applies */
                 rateLimits: {
-                    /** @description Of the limit with the fewest requests left */
+                    /** @description Of the limit with the fewest requests left (of those not per visitor, when there are any) */
                     limit: number;
                     /** @description Every limit that applies: the key's plan in its order, then its consumer's */
                     limits: {
@@ -2086,27 +2293,27 @@ export interface components {
                          */
                         name: string;
                         /**
-                         * @description Window length. Fixed windows are aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00), year (from 1 January 00:00). A sliding month is 30 days, a sliding year 365
+                         * @description Whom the limit counts: `key` (default), the key (or the consumer, for a consumer's plan) as a whole; `clientAddress`, each client address apart (an IPv6 address by its /64); `customer`, each customer id apart (the customer-id header, or a token's `sub`). Requests with no address or no customer id share one count (docs/guides/browser.md)
                          * @enum {string}
                          */
-                        period: "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
-                        remaining: number;
-                        /**
-                         * Format: date-time
-                         * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting
-                         * @example 2026-11-21T14:23:02Z
-                         */
-                        resetTime: string;
+                        per: "key" | "clientAddress" | "customer";
+                        /** @description The period; null for a concurrency limit, which has none */
+                        period: ("second" | "minute" | "hour" | "day" | "week" | "month" | "year") | null;
+                        /** @description What it still allows; null for a limit per visitor (there is no one visitor: each has a count of its own) */
+                        remaining: number | null;
+                        /** @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit. A concurrency limit: null (a place frees whenever a request ends) */
+                        resetTime: string | null;
                         /**
                          * @description Whose limit: the key's own plan, or the plan of the consumer that holds the key (shared by all its keys)
                          * @enum {string}
                          */
                         scope: "key" | "consumer";
                     }[];
-                    remaining: number;
+                    /** @description Its remaining: null when every limit is per visitor */
+                    remaining: number | null;
                     /**
                      * Format: date-time
-                     * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting
+                     * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit
                      * @example 2026-11-21T14:23:02Z
                      */
                     resetTime: string;
@@ -2224,6 +2431,8 @@ export interface components {
                     backendError: number;
                     /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
                     backendUnreachable: number;
+                    /** @description Refused: as many requests of the key as its concurrency limit allows were in flight (429 concurrency_limit_exceeded) */
+                    concurrencyLimited: number;
                     /** @description Refused for want of credits (429 credits_exhausted) */
                     creditsExhausted: number;
                     /** @description Refused: the key is disabled */
@@ -2272,6 +2481,12 @@ export interface components {
              * @enum {string}
              */
             granularity: "minute" | "hour" | "day" | "month";
+            /** @description Response-time percentiles over the whole range: of all its requests, from the buckets' histograms added up (not the highest bucket's), within 5 % of the exact value; null when the range holds no request */
+            latencyMs: {
+                p50: number | null;
+                p95: number | null;
+                p99: number | null;
+            };
             /** @description With groupBy: one per endpoint (or customer, or route), most requests first */
             series?: ({
                 buckets: {
@@ -2294,6 +2509,8 @@ export interface components {
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
                         backendUnreachable: number;
+                        /** @description Refused: as many requests of the key as its concurrency limit allows were in flight (429 concurrency_limit_exceeded) */
+                        concurrencyLimited: number;
                         /** @description Refused for want of credits (429 credits_exhausted) */
                         creditsExhausted: number;
                         /** @description Refused: the key is disabled */
@@ -2348,6 +2565,8 @@ export interface components {
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
                         backendUnreachable: number;
+                        /** @description Refused: as many requests of the key as its concurrency limit allows were in flight (429 concurrency_limit_exceeded) */
+                        concurrencyLimited: number;
                         /** @description Refused for want of credits (429 credits_exhausted) */
                         creditsExhausted: number;
                         /** @description Refused: the key is disabled */
@@ -2402,6 +2621,8 @@ export interface components {
                         backendError: number;
                         /** @description Tollgate answered 502 or 504: the backend could not be reached, or timed out */
                         backendUnreachable: number;
+                        /** @description Refused: as many requests of the key as its concurrency limit allows were in flight (429 concurrency_limit_exceeded) */
+                        concurrencyLimited: number;
                         /** @description Refused for want of credits (429 credits_exhausted) */
                         creditsExhausted: number;
                         /** @description Refused: the key is disabled */
@@ -2461,7 +2682,7 @@ export interface components {
                  */
                 id: string;
                 name: string;
-                scopes: ("keys:read" | "keys:write" | "keys:secrets" | "keys:verify" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
+                scopes: ("keys:read" | "keys:write" | "keys:secrets" | "keys:verify" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write" | "portal:read" | "portal:write" | "portal:sessions")[];
             }[];
         };
         /** ListBillingExportRunsResponse */
@@ -2766,10 +2987,12 @@ export interface components {
                 limit: number;
                 limits: {
                     /**
-                     * @description `fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old (see docs/guides/plans.md)
+                     * @description `fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old. `tokenBucket`: a bucket of `burst` units refilled continuously at `limit` per `period` (second, minute, hour or day); over any interval of length T at most `burst + limit × T / period` units are admitted across replicas. `concurrency`: at most `limit` requests in flight at once across replicas, one place per request whatever its cost; no `period` (see docs/guides/plans.md)
                      * @enum {string}
                      */
-                    algorithm: "fixed" | "sliding";
+                    algorithm: "fixed" | "sliding" | "tokenBucket" | "concurrency";
+                    /** @description A token bucket's size in units (present for token buckets only) */
+                    burst?: number;
                     /** @description Requests allowed in one window, 1 to 2^53-1 */
                     limit: number;
                     /**
@@ -2802,21 +3025,54 @@ export interface components {
                      */
                     name: string;
                     /**
-                     * @description Window length. Fixed windows are aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00), year (from 1 January 00:00). A sliding month is 30 days, a sliding year 365
+                     * @description Whom the limit counts: `key` (default), the key (or the consumer, for a consumer's plan) as a whole; `clientAddress`, each client address apart (an IPv6 address by its /64); `customer`, each customer id apart (the customer-id header, or a token's `sub`). Requests with no address or no customer id share one count (docs/guides/browser.md)
                      * @enum {string}
                      */
-                    period: "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
+                    per: "key" | "clientAddress" | "customer";
+                    /** @description The period; null for a concurrency limit, which has none */
+                    period: ("second" | "minute" | "hour" | "day" | "week" | "month" | "year") | null;
                 }[];
-                /**
-                 * @description The period of the first limit of `limits`
-                 * @enum {string}
-                 */
-                period: "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
+                /** @description The period of the first limit of `limits` (null: a concurrency limit) */
+                period: ("second" | "minute" | "hour" | "day" | "week" | "month" | "year") | null;
                 /**
                  * @description Chosen by the caller: 1-128 characters of A-Z a-z 0-9 . _ : -
                  * @example gold-1000-per-hour
                  */
                 rateLimitId: string;
+            }[];
+        };
+        /** ListPortalSessionsResponse */
+        ListPortalSessionsResponse: {
+            /** @description Active sessions (and unused links), newest first */
+            sessions: {
+                /**
+                 * @description Identifier of a consumer, as returned by its creation (`consumerId`)
+                 * @example con_Yc2xR0f1bW8mT5nYk9Lp4A
+                 */
+                consumerId: string;
+                /**
+                 * Format: date-time
+                 * @description UTC, whole seconds: YYYY-MM-DDThh:mm:ssZ
+                 * @example 2026-11-21T14:23:02Z
+                 */
+                createdAt: string;
+                /**
+                 * Format: date-time
+                 * @description When the session ends (before sign-in: when its link stops working)
+                 * @example 2026-11-21T14:23:02Z
+                 */
+                expiresAt: string;
+                /** @description A portal session (`pss_…`): names it, grants nothing */
+                sessionId: string;
+                /** @description false: its sign-in link has not been used yet */
+                signedIn: boolean;
+                /** PortalUser */
+                user: {
+                    email?: string;
+                    /** @description The user's id in your system */
+                    id: string;
+                    name?: string;
+                };
             }[];
         };
         /** ListRoutesResponse */
@@ -3022,10 +3278,12 @@ export interface components {
             limit: number;
             limits: {
                 /**
-                 * @description `fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old (see docs/guides/plans.md)
+                 * @description `fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old. `tokenBucket`: a bucket of `burst` units refilled continuously at `limit` per `period` (second, minute, hour or day); over any interval of length T at most `burst + limit × T / period` units are admitted across replicas. `concurrency`: at most `limit` requests in flight at once across replicas, one place per request whatever its cost; no `period` (see docs/guides/plans.md)
                  * @enum {string}
                  */
-                algorithm: "fixed" | "sliding";
+                algorithm: "fixed" | "sliding" | "tokenBucket" | "concurrency";
+                /** @description A token bucket's size in units (present for token buckets only) */
+                burst?: number;
                 /** @description Requests allowed in one window, 1 to 2^53-1 */
                 limit: number;
                 /**
@@ -3058,21 +3316,60 @@ export interface components {
                  */
                 name: string;
                 /**
-                 * @description Window length. Fixed windows are aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00), year (from 1 January 00:00). A sliding month is 30 days, a sliding year 365
+                 * @description Whom the limit counts: `key` (default), the key (or the consumer, for a consumer's plan) as a whole; `clientAddress`, each client address apart (an IPv6 address by its /64); `customer`, each customer id apart (the customer-id header, or a token's `sub`). Requests with no address or no customer id share one count (docs/guides/browser.md)
                  * @enum {string}
                  */
-                period: "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
+                per: "key" | "clientAddress" | "customer";
+                /** @description The period; null for a concurrency limit, which has none */
+                period: ("second" | "minute" | "hour" | "day" | "week" | "month" | "year") | null;
             }[];
-            /**
-             * @description The period of the first limit of `limits`
-             * @enum {string}
-             */
-            period: "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
+            /** @description The period of the first limit of `limits` (null: a concurrency limit) */
+            period: ("second" | "minute" | "hour" | "day" | "week" | "month" | "year") | null;
             /**
              * @description Chosen by the caller: 1-128 characters of A-Z a-z 0-9 . _ : -
              * @example gold-1000-per-hour
              */
             rateLimitId: string;
+        };
+        /** PortalSettings */
+        PortalSettings: {
+            accentColor: string | null;
+            apiReference: {
+                /** @description When Tollgate last fetched it successfully; null: never */
+                fetchedAt: string | null;
+                /** @description Why the last fetch failed; null: it did not */
+                fetchError: string | null;
+                url: string;
+            } | {
+                document: {
+                    [key: string]: unknown;
+                };
+            } | null;
+            /** @description Whether the portal answers at all (default false): its pages, API and sign-in links */
+            enabled: boolean;
+            /** @description null: never changed */
+            lastUpdated: string | null;
+            logoUrl: string | null;
+            /** @description How many keys a consumer may hold before the portal refuses to create one (0–100, default 5) */
+            maxKeysPerConsumer: number;
+            oidc: {
+                /** @description The ID token claim naming the consumer (e.g. `org_id`, `email`) */
+                claim: string;
+                clientId: string;
+                /** @description A client secret is stored (it is never shown) */
+                clientSecretSet: boolean;
+                /** @description The OpenID Provider (its discovery document is `<issuer>/.well-known/openid-configuration`) */
+                issuer: string;
+                /** @description What the claim is compared with: a consumer's `externalId`, or a field of its metadata (`metadata.<field>`) */
+                match: string;
+                /** @description The redirect URI to register with the provider (the portal's callback) */
+                redirectUri: string;
+            } | null;
+            /** @description The plans (`rateLimitId`) a portal user may switch their consumer to */
+            publicPlans: string[];
+            supportUrl: string | null;
+            /** @description Shown on every page */
+            title: string;
         };
         /**
          * RateLimitExceeded
@@ -3089,6 +3386,11 @@ export interface components {
              * @example consumer.monthly-quota
              */
             name: string;
+            /**
+             * @description Whom the limit counts: `key` (default), the key (or the consumer, for a consumer's plan) as a whole; `clientAddress`, each client address apart (an IPv6 address by its /64); `customer`, each customer id apart (the customer-id header, or a token's `sub`). Requests with no address or no customer id share one count (docs/guides/browser.md)
+             * @enum {string}
+             */
+            per: "key" | "clientAddress" | "customer";
             /**
              * @description Window length. Fixed windows are aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00), year (from 1 January 00:00). A sliding month is 30 days, a sliding year 365
              * @enum {string}
@@ -3238,7 +3540,7 @@ export interface components {
          * @description Any of the fields; null clears externalId, rateLimitId and credits, and sets metadata to `{}`
          */
         UpdateConsumerRequest: {
-            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits. Every key of the consumer spends it */
+            /** @description With `remaining`: sets the balance, a new count whatever was spent before, with this refill and `lowAt` (absent: none, default). Without: changes only the refill and `lowAt` of the balance the holder has, its count going on. null removes it: the holder is no longer charged credits. Every key of the consumer spends it */
             credits?: {
                 /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
                 lowAt?: number | null;
@@ -3254,8 +3556,8 @@ export interface components {
                      */
                     interval: "day" | "month";
                 } | null;
-                /** @description The balance, 0 to 2^53-1 */
-                remaining: number;
+                /** @description The balance, 0 to 2^53-1, counted afresh. Absent: the balance the holder has goes on counting what was spent (before and while it changes), with this refill and `lowAt`; the new refill first comes at its next boundary. Required when the holder has no balance */
+                remaining?: number;
             } | null;
             externalId?: string | null;
             /** @description A JSON object of at most 8192 bytes as serialised and 32 levels of nesting, returned as given; null: `{}` */
@@ -3280,7 +3582,7 @@ export interface components {
             allowedRouteIds?: string[] | null;
             /** @description The consumer the key belongs to; null: none */
             consumerId?: string | null;
-            /** @description Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits */
+            /** @description With `remaining`: sets the balance, a new count whatever was spent before, with this refill and `lowAt` (absent: none, default). Without: changes only the refill and `lowAt` of the balance the holder has, its count going on. null removes it: the holder is no longer charged credits */
             credits?: {
                 /** @description `credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill) */
                 lowAt?: number | null;
@@ -3296,8 +3598,8 @@ export interface components {
                      */
                     interval: "day" | "month";
                 } | null;
-                /** @description The balance, 0 to 2^53-1 */
-                remaining: number;
+                /** @description The balance, 0 to 2^53-1, counted afresh. Absent: the balance the holder has goes on counting what was spent (before and while it changes), with this refill and `lowAt`; the new refill first comes at its next boundary. Required when the holder has no balance */
+                remaining?: number;
             } | null;
             /** @description A disabled key is refused with 403 key_disabled, without consuming quota */
             enabled?: boolean;
@@ -3348,13 +3650,15 @@ export interface components {
             description?: string;
             /** @description For a plan of one limit: its new limit */
             limit?: number;
-            /** @description 1 to 4 limits, each checked and counted for every request it applies to; names unique, and no two limits without a match of the same period and algorithm */
+            /** @description 1 to 4 limits, each checked and counted for every request it applies to; names unique, and no two limits without a match of the same period, algorithm and per */
             limits?: {
                 /**
-                 * @description `fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old (see docs/guides/plans.md)
+                 * @description `fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old. `tokenBucket`: a bucket of `burst` units refilled continuously at `limit` per `period` (second, minute, hour or day); over any interval of length T at most `burst + limit × T / period` units are admitted across replicas. `concurrency`: at most `limit` requests in flight at once across replicas, one place per request whatever its cost; no `period` (see docs/guides/plans.md)
                  * @enum {string}
                  */
-                algorithm?: "fixed" | "sliding";
+                algorithm?: "fixed" | "sliding" | "tokenBucket" | "concurrency";
+                /** @description A token bucket's size: the units it holds when full, 1 to 2^53-1. Default: `limit`. Only with `algorithm: "tokenBucket"` */
+                burst?: number;
                 /** @description Requests allowed in one window, 1 to 2^53-1 */
                 limit: number;
                 /**
@@ -3387,16 +3691,54 @@ export interface components {
                  */
                 name?: string;
                 /**
-                 * @description Window length. Fixed windows are aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00), year (from 1 January 00:00). A sliding month is 30 days, a sliding year 365
+                 * @description Whom the limit counts: `key` (default), the key (or the consumer, for a consumer's plan) as a whole; `clientAddress`, each client address apart (an IPv6 address by its /64); `customer`, each customer id apart (the customer-id header, or a token's `sub`). Requests with no address or no customer id share one count (docs/guides/browser.md)
                  * @enum {string}
                  */
-                period: "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
+                per?: "key" | "clientAddress" | "customer";
+                /** @description Window length. Fixed windows are aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00), year (from 1 January 00:00). A sliding month is 30 days, a sliding year 365. Required, but for a concurrency limit, which takes none (absent or null) */
+                period?: ("second" | "minute" | "hour" | "day" | "week" | "month" | "year") | null;
             }[];
             /**
              * @description For a plan of one limit: its new period
              * @enum {string}
              */
             period?: "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
+        };
+        /** UpdatePortalSettingsRequest */
+        UpdatePortalSettingsRequest: {
+            accentColor?: string | null;
+            /** @description The API reference the portal shows; null: none */
+            apiReference?: {
+                /** @description An OpenAPI document (JSON or YAML) Tollgate fetches and serves from the portal */
+                url: string;
+            } | {
+                /** @description The OpenAPI document itself (JSON), at most 2 MiB */
+                document: {
+                    [key: string]: unknown;
+                };
+            } | null;
+            /** @description Whether the portal answers at all (default false): its pages, API and sign-in links */
+            enabled?: boolean;
+            logoUrl?: string | null;
+            /** @description How many keys a consumer may hold before the portal refuses to create one (0–100, default 5) */
+            maxKeysPerConsumer?: number;
+            /** @description "Sign in with …" through the team's OpenID Provider; null: sign-in links only */
+            oidc?: {
+                /** @description The ID token claim naming the consumer (e.g. `org_id`, `email`) */
+                claim: string;
+                clientId: string;
+                /** @description Write-only, stored encrypted; may be left out to keep the one stored (required the first time) */
+                clientSecret?: string;
+                /** @description The OpenID Provider (its discovery document is `<issuer>/.well-known/openid-configuration`) */
+                issuer: string;
+                /** @description What the claim is compared with: a consumer's `externalId`, or a field of its metadata (`metadata.<field>`) */
+                match: string;
+            } | null;
+            /** @description The plans (`rateLimitId`) a portal user may switch their consumer to */
+            publicPlans?: string[];
+            supportUrl?: string | null;
+            /** @description Shown on every page */
+            title?: string;
         };
         /**
          * UpdateRouteRequest
@@ -3480,7 +3822,7 @@ export interface components {
              * @example api.example.com
              */
             host?: string;
-            /** @description The secret the client presented (`Authorization: Bearer <secret>` or `x-api-key`). Anything that is not a key, the empty string included, is `invalid_api_key` */
+            /** @description The secret the client presented (`Authorization: Bearer <secret>` or `x-api-key`), or a short-lived token of a key (`tgt_…`, docs/guides/browser.md), decided as the proxy decides it. Anything that is not a key or a valid token, the empty string included, is `invalid_api_key` */
             key: string;
             /**
              * @description The request method, taken in upper case. Absent: only routes, limits and costs that take every method apply
@@ -3501,10 +3843,10 @@ export interface components {
         /** VerifyResponse */
         VerifyResponse: {
             /**
-             * @description `ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key and key_expired; 403 key_disabled, route_not_allowed, origin_not_allowed and address_not_allowed; 404 route_not_found when no route takes `path` and UPSTREAM_URL is empty; 400 invalid_request_target for a path with a dot segment; 429 rate_limit_exceeded, credits_exhausted and too_many_failed_attempts)
+             * @description `ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key, key_expired and token_expired; 403 key_disabled, route_not_allowed, origin_not_allowed and address_not_allowed; 404 route_not_found when no route takes `path` and UPSTREAM_URL is empty; 400 invalid_request_target for a path with a dot segment; 429 rate_limit_exceeded, concurrency_limit_exceeded, credits_exhausted and too_many_failed_attempts)
              * @enum {string}
              */
-            code: "ok" | "invalid_api_key" | "key_disabled" | "key_expired" | "rate_limit_exceeded" | "credits_exhausted" | "route_not_allowed" | "origin_not_allowed" | "address_not_allowed" | "too_many_failed_attempts" | "route_not_found" | "invalid_request_target";
+            code: "ok" | "invalid_api_key" | "key_disabled" | "key_expired" | "token_expired" | "rate_limit_exceeded" | "concurrency_limit_exceeded" | "credits_exhausted" | "route_not_allowed" | "origin_not_allowed" | "address_not_allowed" | "too_many_failed_attempts" | "route_not_found" | "invalid_request_target";
             /**
              * @description Present whenever the key is valid
              * @example key_3q2xR0f1bW8mT5nYk9Lp4A
@@ -3533,10 +3875,10 @@ export interface components {
             /** @description The limits the request was decided by, the key's in its plan's order then its consumer's (the order of `RateLimit-Policy`); those with a match only when the request matches them. Empty when none applies, or when it was refused before its limits (an invalid, disabled or expired key, a route refused) */
             limits: {
                 /**
-                 * @description `fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old (see docs/guides/plans.md)
+                 * @description `fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old. `tokenBucket`: a bucket of `burst` units refilled continuously at `limit` per `period` (second, minute, hour or day); over any interval of length T at most `burst + limit × T / period` units are admitted across replicas. `concurrency`: at most `limit` requests in flight at once across replicas, one place per request whatever its cost; no `period` (see docs/guides/plans.md)
                  * @enum {string}
                  */
-                algorithm: "fixed" | "sliding";
+                algorithm: "fixed" | "sliding" | "tokenBucket" | "concurrency";
                 /** @description Requests allowed in one window, 1 to 2^53-1 */
                 limit: number;
                 /**
@@ -3546,17 +3888,16 @@ export interface components {
                  */
                 name: string;
                 /**
-                 * @description Window length. Fixed windows are aligned to UTC: second, minute, hour, day (from 00:00), week (from Monday 00:00), month (from the 1st, 00:00), year (from 1 January 00:00). A sliding month is 30 days, a sliding year 365
+                 * @description Whom the limit counts: `key` (default), the key (or the consumer, for a consumer's plan) as a whole; `clientAddress`, each client address apart (an IPv6 address by its /64); `customer`, each customer id apart (the customer-id header, or a token's `sub`). Requests with no address or no customer id share one count (docs/guides/browser.md)
                  * @enum {string}
                  */
-                period: "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
+                per: "key" | "clientAddress" | "customer";
+                /** @description The period; null for a concurrency limit, which has none */
+                period: ("second" | "minute" | "hour" | "day" | "week" | "month" | "year") | null;
+                /** @description Units it still allows; a concurrency limit: places free now */
                 remaining: number;
-                /**
-                 * Format: date-time
-                 * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting
-                 * @example 2026-11-21T14:23:02Z
-                 */
-                resetTime: string;
+                /** @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit. A concurrency limit: null (a place frees whenever a request ends) */
+                resetTime: string | null;
                 /**
                  * @description Whose limit: the key's own plan, or the plan of the consumer that holds the key (shared by all its keys)
                  * @enum {string}
@@ -3569,7 +3910,7 @@ export interface components {
             };
             /** @description The key's name */
             name?: string;
-            /** @description A refusal that passes: rate_limit_exceeded, the end of the refusing limit whose window ends last; credits_exhausted, the next refill (null: none); too_many_failed_attempts, the end of the address's window */
+            /** @description A refusal that passes: rate_limit_exceeded, the end of the refusing limit whose window ends last (a token bucket: when it holds the cost); concurrency_limit_exceeded, a second on; credits_exhausted, the next refill (null: none); too_many_failed_attempts, the end of the address's window */
             resetTime?: string | null;
             /** @description The proxy's `Retry-After`: whole seconds until `resetTime`, at least 1 */
             retryAfterSeconds?: number;
@@ -3611,7 +3952,7 @@ export interface components {
             /** @description The admin token’s name; null for root */
             name: string | null;
             /** @description What the token may do, in the order of the scope table */
-            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "keys:verify" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write")[];
+            scopes: ("keys:read" | "keys:write" | "keys:secrets" | "keys:verify" | "plans:read" | "plans:write" | "routes:read" | "routes:write" | "usage:read" | "audit:read" | "tokens:write" | "webhooks:read" | "webhooks:write" | "billing:read" | "billing:write" | "portal:read" | "portal:write" | "portal:sessions")[];
             /** @description The admin token’s id; null for root */
             tokenId: string | null;
             /**
@@ -5659,7 +6000,7 @@ export interface operations {
     listAuditLog: {
         parameters: {
             query?: {
-                /** @description Only this action: key.create, key.update, key.roll, key.delete, key.apply_plan, key.remove_plan, key.detach_consumer, key.credits_add, key.credits_set, plan.create, plan.update, plan.delete, consumer.create, consumer.update, consumer.remove_plan, consumer.delete, consumer.credits_add, consumer.credits_set, route.create, route.update, route.delete, admin_token.create, admin_token.delete, webhook.create, webhook.update, webhook.delete, webhook.retry_delivery, webhook.disable, billing_export.create, billing_export.update, billing_export.delete, billing_export.run */
+                /** @description Only this action: key.create, key.update, key.roll, key.delete, key.apply_plan, key.remove_plan, key.detach_consumer, key.credits_add, key.credits_set, plan.create, plan.update, plan.delete, consumer.create, consumer.update, consumer.remove_plan, consumer.delete, consumer.credits_add, consumer.credits_set, route.create, route.update, route.delete, admin_token.create, admin_token.delete, webhook.create, webhook.update, webhook.delete, webhook.rotate_secret, webhook.retry_delivery, webhook.disable, billing_export.create, billing_export.update, billing_export.delete, billing_export.run, portal.update_settings, portal.session_create, portal.session_delete */
                 action?: string;
                 /** @description Only changes made with this admin token (its `id`); `root`: with the root token; `system`: by Tollgate itself */
                 actorId?: string;
@@ -7690,6 +8031,630 @@ export interface operations {
             };
         };
     };
+    listPortalSessions: {
+        parameters: {
+            query?: {
+                /** @description Identifier of a consumer, as returned by its creation (`consumerId`) */
+                consumerId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListPortalSessionsResponse"];
+                };
+            };
+            /** @description A query parameter that does not match its schema, or an unknown one: `details` names each */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePortalSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    /** @description The sessions of the consumer */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatePortalSessionResponse"];
+                };
+            };
+            /** @description A body (or parameter) that does not match the schema: `details` names each field; Malformed or empty JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `consumerId` names no consumer */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The portal is off (`enabled` false in its settings) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than 65536 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not application/json (or is compressed) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later; The database refuses writes (disk full, read-only); retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (5) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deletePortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session (`sessionId`) */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletePortalSessionResponse"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No active session has that id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later; The database refuses writes (disk full, read-only); retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (5) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPortalSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalSettings"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updatePortalSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePortalSettingsRequest"];
+            };
+        };
+        responses: {
+            /** @description The settings as they now are */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalSettings"];
+                };
+            };
+            /** @description A body (or parameter) that does not match the schema: `details` names each field; Malformed or empty JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A plan of `publicPlans` does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than 65536 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not application/json (or is compressed) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later; The database refuses writes (disk full, read-only); retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (5) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    fetchPortalApiReference: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the fetch brought */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiReferenceFetchResponse"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The portal has no `apiReference.url` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later; The database refuses writes (disk full, read-only); retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (5) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listRoutes: {
         parameters: {
             query?: never;
@@ -9130,6 +10095,102 @@ export interface operations {
             /** @description The webhook is disabled */
             409: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later; The database refuses writes (disk full, read-only); retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (5) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook id (`id`) */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook, with its new secret */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateWebhookResponse"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No webhook has that id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,7 +1,15 @@
 /** The audit log's query and answer. */
 import { type Static, Type } from '@sinclair/typebox';
 import { AdminTokenId } from '../admin-tokens/schemas.js';
-import { IsoTimestamp, IsoTimestampInput, NextCursor, NO_NUL, pageFields, strict } from '../../schemas.js';
+import {
+  ConsumerId,
+  IsoTimestamp,
+  IsoTimestampInput,
+  NextCursor,
+  NO_NUL,
+  pageFields,
+  strict,
+} from '../../schemas.js';
 import { AUDIT_ACTIONS } from '../../../store/audit-actions.js';
 
 export const AuditLogQuery = Type.Object(
@@ -45,14 +53,25 @@ export const AuditEntry = Type.Object(
     time: IsoTimestamp,
     actor: Type.Object(
       {
-        type: Type.Union([Type.Literal('root'), Type.Literal('token'), Type.Literal('system')]),
-        id: Type.Optional(AdminTokenId),
+        type: Type.Union([
+          Type.Literal('root'),
+          Type.Literal('token'),
+          Type.Literal('system'),
+          Type.Literal('portal'),
+        ]),
+        id: Type.Optional(
+          Type.Union([AdminTokenId, Type.String({ description: 'A portal user: their id' })]),
+        ),
         name: Type.Optional(Type.String()),
+        consumerId: Type.Optional({
+          ...ConsumerId,
+          description: 'A portal user: the consumer they act for',
+        }),
       },
       {
         ...strict,
         description:
-          'The root token, an admin token (its id and name), or Tollgate itself (`system`: a webhook it disabled after 3 days of failures)',
+          'The root token, an admin token (its id and name), Tollgate itself (`system`: a webhook it disabled after 3 days of failures), or a user of the developer portal (`portal`: their id, email or name, and consumer)',
       },
     ),
     action: Type.Union(

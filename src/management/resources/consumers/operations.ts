@@ -111,7 +111,7 @@ export const consumerOperations = [
       };
       const id = generateConsumerId();
       const createdAt = ctx.now();
-      const balance = body.credits ? balanceOfInput(body.credits, 0, createdAt.getTime()) : null;
+      const balance = body.credits ? balanceOfInput(body.credits, null, 0, createdAt.getTime()) : null;
       const credits = balance && recordedCredits(balance, createdAt.getTime());
       const consumer = await ctx.audited(res, async ({ consumers, plans, credits: balances }) => {
         if (settings.rateLimitId !== null && !(await plans.get(settings.rateLimitId)))
@@ -226,7 +226,7 @@ export const consumerOperations = [
         }
         const now = ctx.now();
         if (settingCredits) {
-          const balance = balanceOfInput(body.credits!, before.creditsEpoch, now.getTime());
+          const balance = balanceOfInput(body.credits!, before.balance, before.creditsEpoch, now.getTime());
           await credits.set('consumer', consumerId, balance, balance?.epoch ?? before.creditsEpoch, now);
         }
         const after = (await withExternalId(changes.externalId, () =>

@@ -1,6 +1,6 @@
 /** The requests and answers of the consumer operations. */
 import { type Static, Type } from '@sinclair/typebox';
-import { CreditsInput, CreditsOrNull } from '../credits/balance-schemas.js';
+import { CreditsInput, CreditsOrNull, CreditsUpdate } from '../credits/balance-schemas.js';
 import { RateLimitState } from '../plans/schemas.js';
 import { Usage } from '../usage/schemas.js';
 import {
@@ -42,7 +42,14 @@ export const CreateConsumerRequest = Type.Object(
 );
 
 export const UpdateConsumerRequest = Type.Object(
-  { name: Type.Optional(Name), ...consumerSettings },
+  {
+    name: Type.Optional(Name),
+    ...consumerSettings,
+    credits: Type.Optional({
+      ...CreditsUpdate,
+      description: `${CreditsUpdate.description}. Every key of the consumer spends it`,
+    }),
+  },
   {
     ...strict,
     minProperties: 1,

@@ -39,16 +39,15 @@ const LowAt = Type.Union([{ ...Units }, Type.Null()], {
     '`credits.low` fires when the balance falls below this many units; null: below a tenth of the refill amount (never without a refill)',
 });
 
+const Remaining = { ...Units, description: 'The balance, 0 to 2^53-1' };
+const RefillInput = Type.Optional(
+  Type.Union([Refill, Type.Null()], { description: 'Absent or null: the balance is never refilled' }),
+);
+
 export const CreditsInput = Type.Union(
   [
     Type.Object(
-      {
-        remaining: { ...Units, description: 'The balance, 0 to 2^53-1' },
-        refill: Type.Optional(
-          Type.Union([Refill, Type.Null()], { description: 'Absent or null: the balance is never refilled' }),
-        ),
-        lowAt: Type.Optional(LowAt),
-      },
+      { remaining: Remaining, refill: RefillInput, lowAt: Type.Optional(LowAt) },
       { ...strict, title: 'CreditsInput' },
     ),
     Type.Null(),
@@ -56,6 +55,29 @@ export const CreditsInput = Type.Union(
   {
     description:
       'Sets the balance: a new count from `remaining`, whatever was spent before, with this refill and `lowAt` (absent: none, default). null removes it: the holder is no longer charged credits',
+  },
+);
+
+/** A PATCH's credits: as a create's, or without `remaining` to change only the refill and `lowAt`. */
+export const CreditsUpdate = Type.Union(
+  [
+    Type.Object(
+      {
+        remaining: Type.Optional({
+          ...Remaining,
+          description:
+            'The balance, 0 to 2^53-1, counted afresh. Absent: the balance the holder has goes on counting what was spent (before and while it changes), with this refill and `lowAt`; the new refill first comes at its next boundary. Required when the holder has no balance',
+        }),
+        refill: RefillInput,
+        lowAt: Type.Optional(LowAt),
+      },
+      { ...strict, title: 'CreditsUpdate' },
+    ),
+    Type.Null(),
+  ],
+  {
+    description:
+      'With `remaining`: sets the balance, a new count whatever was spent before, with this refill and `lowAt` (absent: none, default). Without: changes only the refill and `lowAt` of the balance the holder has, its count going on. null removes it: the holder is no longer charged credits',
   },
 );
 
@@ -77,4 +99,5 @@ export const CreditsOrNull = Type.Union([Credits, Type.Null()], {
 });
 
 export type CreditsInput = Static<typeof CreditsInput>;
+export type CreditsUpdate = Static<typeof CreditsUpdate>;
 export type Credits = Static<typeof Credits>;

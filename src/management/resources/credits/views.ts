@@ -3,22 +3,35 @@
  * PATCH or a top-up stores, what a balance holds now (the limiter's count, shared by every replica),
  * and a change put in force for the next request on every replica.
  */
-import { balanceSet, remainingOf, settle, type Balance } from '../../../plans/balance.js';
+import { AppError } from '../../../errors.js';
+import {
+  balanceRescheduled,
+  balanceSet,
+  remainingOf,
+  settle,
+  type Balance,
+  type Refill,
+} from '../../../plans/balance.js';
 import { planOf } from '../../../plans/plan.js';
 import type { Scope, Subject } from '../../../plans/subject.js';
 import type { ConsumerRow } from '../../../store/consumer-repository.js';
 import type { KeyRow } from '../../../store/key-repository.js';
 import type { ManagementContext } from '../../context.js';
-import type { Credits, CreditsInput } from './balance-schemas.js';
+import type { Credits, CreditsUpdate } from './balance-schemas.js';
 import { keySubjects } from '../plans/rate-limit-views.js';
 
 /** A monthly refill that names no day comes on the 1st. */
 const DEFAULT_DAY_OF_MONTH = 1;
 const NO_LIMITS = planOf([]);
 
-/** The balance `input` sets at `nowMs` (null: none), counted afresh: a new epoch after `previousEpoch`. */
+/**
+ * The balance `input` gives a holder that has `held` at `nowMs` (null: none). With `remaining`, a new
+ * count after `previousEpoch`; without it, `held` goes on counting with the new refill and `lowAt`
+ * (a holder with no balance to go on is refused).
+ */
 export function balanceOfInput(
-  input: NonNullable<CreditsInput> | null,
+  input: NonNullable<CreditsUpdate> | null,
+  held: Balance | null,
   previousEpoch: number,
   nowMs: number,
 ): Balance | null {
@@ -28,15 +41,36 @@ export function balanceOfInput(
     interval: input.refill.interval,
     dayOfMonth: input.refill.dayOfMonth ?? DEFAULT_DAY_OF_MONTH,
   };
-  return balanceSet(previousEpoch, input.remaining, refill ?? null, input.lowAt ?? null, nowMs);
+  const lowAt = input.lowAt ?? null;
+  if (input.remaining !== undefined)
+    return balanceSet(previousEpoch, input.remaining, refill ?? null, lowAt, nowMs);
+  if (held === null) throw REMAINING_REQUIRED;
+  return balanceRescheduled(held, refill ?? null, lowAt, nowMs);
 }
 
+const REMAINING_REQUIRED = new AppError(
+  'validation_failed',
+  'The request is not valid: credits.remaining is required where there is no balance to keep',
+  [{ field: 'credits.remaining', message: 'is required where there is no balance to keep' }],
+);
+
 /**
- * Whether a create's or a PATCH's `credits` changes the holder's balance: a set always does (a new
- * count), removing one it does not hold does not.
+ * Whether a create's or a PATCH's `credits` changes the holder's balance: a set with `remaining`
+ * always does (a new count); one without, when it changes the refill or `lowAt`; removing one it
+ * does not hold does not.
  */
-export const setsCredits = (held: Balance | null, input: CreditsInput | undefined): boolean =>
-  input !== undefined && !(input === null && held === null);
+export function setsCredits(held: Balance | null, input: CreditsUpdate | undefined): boolean {
+  if (input === undefined) return false;
+  if (input === null) return held !== null;
+  if (input.remaining !== undefined || held === null) return true;
+  const wanted = balanceOfInput(input, held, held.epoch, 0);
+  return !sameRefill(wanted!.refill, held.refill) || wanted!.lowAt !== held.lowAt;
+}
+
+const sameRefill = (a: Refill | null, b: Refill | null): boolean =>
+  a === null || b === null
+    ? a === b
+    : a.amount === b.amount && a.interval === b.interval && a.dayOfMonth === b.dayOfMonth;
 
 /** A balance as the API shows it, holding `remaining`; a daily refill has no day of the month. */
 export function creditsView(balance: Balance, remaining: number): Credits {

@@ -53,7 +53,7 @@ export const Failure = Type.Object(
         Type.Object(
           {
             name: Type.String(),
-            period: Type.String(),
+            period: Type.Union([Type.String(), Type.Null()], { description: 'null for a concurrency limit' }),
             scope: Type.String({ description: '`key` or `consumer`' }),
             limit: Type.Integer(),
           },
@@ -61,7 +61,10 @@ export const Failure = Type.Object(
         ),
         Type.Null(),
       ],
-      { description: 'The refusing limit of a 429 `rate_limit_exceeded`; null otherwise' },
+      {
+        description:
+          'The refusing limit of a 429 `rate_limit_exceeded` or `concurrency_limit_exceeded`; null otherwise',
+      },
     ),
     clientAddress: Nullable(Type.String(), "The client's address (verify: `clientAddress`, if sent)"),
     customerId: Nullable(Type.String(), 'The CUSTOMER_ID_HEADER value, if sent'),

@@ -159,7 +159,7 @@ export const keyOperations = [
       const id = generateKeyId();
       const secret = generateSecret();
       const createdAt = ctx.now();
-      const balance = input.credits ? balanceOfInput(input.credits, 0, createdAt.getTime()) : null;
+      const balance = input.credits ? balanceOfInput(input.credits, null, 0, createdAt.getTime()) : null;
       const credits = balance && recordedCredits(balance, createdAt.getTime());
       const key = await ctx.audited(res, async ({ keys, plans, consumers, routes, credits: balances }) => {
         await checkRouteReferences([['allowedRouteIds', settings.allowedRouteIds]], routes);
@@ -302,7 +302,7 @@ export const keyOperations = [
           return { result: { key: before, changed: false }, unchanged: true as const };
         const now = ctx.now();
         if (settingCredits) {
-          const balance = balanceOfInput(body.credits!, before.creditsEpoch, now.getTime());
+          const balance = balanceOfInput(body.credits!, before.balance, before.creditsEpoch, now.getTime());
           await credits.set('key', id, balance, balance?.epoch ?? before.creditsEpoch, now);
         }
         const after = (await keys.update(id, changes, now))!;

@@ -2,7 +2,7 @@
 import { ORIGIN_PATTERN } from '../../../plans/origins.js';
 import { type Static, Type } from '@sinclair/typebox';
 import { RouteId } from '../../request-match-schemas.js';
-import { CreditsInput, CreditsOrNull } from '../credits/balance-schemas.js';
+import { CreditsInput, CreditsOrNull, CreditsUpdate } from '../credits/balance-schemas.js';
 import { KEY_SORTS, type KeySort } from './list-sort.js';
 import { Usage } from '../usage/schemas.js';
 import {
@@ -46,7 +46,7 @@ const AllowedRouteIds = Type.Union(
       'The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route',
   },
 );
-const AllowedOrigins = Type.Union(
+export const AllowedOrigins = Type.Union(
   [
     Type.Array(Type.String({ maxLength: 300, pattern: ORIGIN_PATTERN }), {
       minItems: 1,
@@ -62,7 +62,7 @@ const AllowedOrigins = Type.Union(
       "The web pages the key may be used from (docs/guides/browser.md): a request whose `Origin` (or, without one, whose `Referer`'s origin) matches none, or that names none, is refused with 403 `origin_not_allowed`, not forwarded and not charged. null: any",
   },
 );
-const AllowedAddresses = Type.Union(
+export const AllowedAddresses = Type.Union(
   [
     Type.Array(Type.String({ minLength: 2, maxLength: 50 }), {
       minItems: 1,
@@ -82,10 +82,10 @@ const Secret = Type.String({
   examples: ['tg_3lB0sGm6yq0i3I2xJfN8m0rWbq2cQ8uYd5vZk1eHhTs'],
 });
 
-const Enabled = Type.Boolean({
+export const Enabled = Type.Boolean({
   description: 'A disabled key is refused with 403 key_disabled, without consuming quota',
 });
-const ExpiresAt = Type.Union([IsoTimestampInput, Type.Null()], {
+export const ExpiresAt = Type.Union([IsoTimestampInput, Type.Null()], {
   description: 'From this instant the key is refused with 401 key_expired; null: never',
 });
 
@@ -109,7 +109,7 @@ export const CreateKeyRequest = Type.Object(
 );
 
 export const UpdateKeyRequest = Type.Object(
-  { name: Type.Optional(Name), ...keySettings },
+  { name: Type.Optional(Name), ...keySettings, credits: Type.Optional(CreditsUpdate) },
   {
     ...strict,
     minProperties: 1,

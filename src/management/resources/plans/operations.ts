@@ -2,6 +2,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../../errors.js';
+import { perOf, shownPeriod } from '../../../plans/plan.js';
 import type { RequestMatch } from '../../../plans/request-match.js';
 import type { PlanWithKeys } from '../../../store/plan-repository.js';
 import { consumerAudit, keyAudit, planAudit } from '../../audit-views.js';
@@ -55,14 +56,16 @@ function planView(plan: PlanWithKeys): PlanResponse {
     rateLimitId: plan.rateLimitId,
     description: plan.description,
     limit: first!.limit,
-    period: first!.period,
+    period: shownPeriod(first!),
     createdAt: isoTimestamp(plan.createdAt),
-    limits: plan.limits.map(({ name, limit, period, algorithm, match }) => ({
-      name,
-      limit,
-      period,
-      algorithm,
-      ...(match !== undefined && { match: copyOf(match) }),
+    limits: plan.limits.map((rule) => ({
+      name: rule.name,
+      limit: rule.limit,
+      period: shownPeriod(rule),
+      algorithm: rule.algorithm,
+      ...(rule.burst !== undefined && { burst: rule.burst }),
+      ...(rule.match !== undefined && { match: copyOf(rule.match) }),
+      per: perOf(rule),
     })),
     costs: plan.costs.map(({ match, cost }) => ({ match: copyOf(match), cost })),
     lastUpdated: isoTimestamp(plan.lastUpdated),

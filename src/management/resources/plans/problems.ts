@@ -3,8 +3,13 @@
  * requests twice, matches with a dot segment; and the limits a valid create or PATCH body sets.
  */
 import {
+  BUCKET_PERIOD_MS,
+  BUCKET_PERIODS,
   countsOwnRequests,
+  isConcurrency,
+  perOf,
   ruleOf,
+  shownPeriod,
   type CostRule,
   type LimitInput,
   type LimitRule,
@@ -50,28 +55,64 @@ export function requiredLimitFields(body: Readonly<Record<string, unknown>>): Va
 
 /**
  * A plan's limits as sent: `limits`, or the seed's `limit` and `period`, never both shapes; names
- * unique within the plan, and no two limits without a match of one period and algorithm (they would
- * count the same requests in the same window, and the smaller would decide alone).
+ * unique within the plan, and no two limits without a match of one period, algorithm and per (they
+ * would count the same requests in the same count, and the smaller would decide alone; two concurrency
+ * limits, which have no period, count the same places when their per is the same).
  */
 export function limitProblems({ limit, period, limits }: PlanLimitsInput): ValidationDetail[] {
   if (limits === undefined) return [];
   const details: ValidationDetail[] = [];
   if (limit !== undefined || period !== undefined)
     details.push({ field: 'limits', message: 'cannot come with limit or period' });
+  limits.forEach((input, i) => details.push(...algorithmProblems(input, `limits.${i}`)));
+  if (details.length > 0) return details;
   const rules = limits.map(ruleOf);
   rules.forEach((rule, i) => {
     if (rules.findIndex((r) => r.name === rule.name) < i)
       details.push({ field: `limits.${i}.name`, message: `repeats the name "${rule.name}"` });
     const sameKind = (r: LimitRule) =>
-      !countsOwnRequests(r) && r.period === rule.period && r.algorithm === rule.algorithm;
+      !countsOwnRequests(r) &&
+      r.period === rule.period &&
+      r.algorithm === rule.algorithm &&
+      perOf(r) === perOf(rule);
     if (!countsOwnRequests(rule) && rules.findIndex(sameKind) < i) {
       details.push({
         field: `limits.${i}`,
-        message: `repeats the period and algorithm of another limit without a match (${rule.period}, ${rule.algorithm})`,
+        message: `repeats the period, algorithm and per of another limit without a match (${shownPeriod(rule) ?? 'none'}, ${rule.algorithm}, ${perOf(rule)})`,
       });
     }
     details.push(...matchProblems(rule.match, `limits.${i}.match`));
   });
+  return details;
+}
+
+/**
+ * What an algorithm asks of a limit: a period but for a concurrency limit; a token bucket's period of
+ * a day at most, its `burst` (only a token bucket has one), and a refill whose arithmetic stays exact
+ * (limits/token-bucket.ts).
+ */
+function algorithmProblems(input: LimitInput, field: string): ValidationDetail[] {
+  const algorithm = input.algorithm ?? 'fixed';
+  if (algorithm === 'concurrency')
+    return input.period === undefined || input.period === null
+      ? []
+      : [{ field: `${field}.period`, message: 'a concurrency limit has no period' }];
+  const details: ValidationDetail[] = [];
+  if (input.period === undefined || input.period === null)
+    details.push({ field: `${field}.period`, message: 'is required' });
+  if (algorithm !== 'tokenBucket')
+    return input.burst === undefined
+      ? details
+      : [...details, { field: `${field}.burst`, message: 'only a tokenBucket limit has a burst' }];
+  if (input.period === undefined || input.period === null) return details;
+  if (!(BUCKET_PERIODS as readonly string[]).includes(input.period))
+    return [{ field: `${field}.period`, message: `a token bucket refills per ${BUCKET_PERIODS.join(', ')}` }];
+  const periodMs = BUCKET_PERIOD_MS[input.period as keyof typeof BUCKET_PERIOD_MS];
+  if ((input.limit + 1) * periodMs > Number.MAX_SAFE_INTEGER)
+    details.push({
+      field: `${field}.limit`,
+      message: `a token bucket refills at most ${Math.floor(Number.MAX_SAFE_INTEGER / periodMs) - 1} per ${input.period}`,
+    });
   return details;
 }
 
@@ -100,8 +141,8 @@ export function limitsOfCreate(body: CreatePlanRequest): LimitRule[] {
 
 /**
  * The limits a validated PATCH body sets, given the plan's `current` ones; undefined when it leaves
- * them. `limit` and `period` change a plan of one limit (keeping its name when chosen, and its
- * algorithm); a plan of several takes `limits`.
+ * them. `limit` and `period` change a plan of one limit (keeping its name when chosen, its
+ * algorithm, burst and per); a plan of several takes `limits`.
  */
 export function limitsOfUpdate(
   body: UpdatePlanRequest,
@@ -116,12 +157,18 @@ export function limitsOfUpdate(
     ]);
   }
   const [only] = current as [LimitRule];
-  return [
-    ruleOf({
-      limit: body.limit ?? only.limit,
-      period: body.period ?? only.period,
-      name: only.name === only.period ? undefined : only.name,
-      algorithm: only.algorithm,
-    }),
-  ];
+  const changed: LimitInput = {
+    limit: body.limit ?? only.limit,
+    period: isConcurrency(only) ? body.period : (body.period ?? only.period),
+    name: only.name === only.period ? undefined : only.name,
+    algorithm: only.algorithm,
+    ...(only.burst !== undefined && { burst: only.burst }),
+    ...(only.per !== undefined && { per: only.per }),
+  };
+  const problems = algorithmProblems(changed, 'limits.0');
+  if (problems.length > 0)
+    throw invalid(
+      problems.map(({ field, message }) => ({ field: field.slice('limits.0.'.length), message })),
+    );
+  return [ruleOf(changed)];
 }

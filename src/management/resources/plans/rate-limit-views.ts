@@ -1,6 +1,6 @@
 /** `usage.rateLimits` of a key or consumer detail: where each limit of its plan stands (docs/guides/plans.md, docs/guides/consumers.md). */
 import { AppError } from '../../../errors.js';
-import { planOf, type Plan } from '../../../plans/plan.js';
+import { isConcurrency, perOf, planOf, shownPeriod, type Plan } from '../../../plans/plan.js';
 import { limitName, tightest, type LimitState } from '../../../limits/rate-limiter.js';
 import { subjectsOf, type Subject } from '../../../plans/subject.js';
 import type { KeyRow } from '../../../store/key-repository.js';
@@ -9,7 +9,9 @@ import type { KeyDetailResponse } from '../keys/schemas.js';
 import { isoTimestamp } from '../../time-format.js';
 
 export type RateLimitsView = KeyDetailResponse['usage']['rateLimits'];
-type LimitView = NonNullable<RateLimitsView>['limits'][number];
+type LimitView = Omit<NonNullable<RateLimitsView>['limits'][number], 'remaining'> & {
+  readonly remaining: number;
+};
 
 /**
  * Where every limit of `subjects` stands (a key's and its consumer's, or a consumer's own), read
@@ -30,26 +32,35 @@ export async function rateLimitsOf(
     );
     throw new AppError('limit_unavailable');
   }
-  // The seed's fields report the limit with the fewest requests left; `limits` has them all.
+  // The seed's fields report the limit with the fewest requests left, of those of the whole key when
+  // there are any (a limit per visitor has no one count to report); `limits` has them all.
   if (states.length === 0) return null;
-  const fewest = tightest(states);
+  const whole = states.filter((state) => state.rule.per === undefined);
+  const fewest = tightest(whole.length > 0 ? whole : states);
   return {
     limit: fewest.rule.limit,
-    remaining: fewest.remaining,
+    remaining: whole.length > 0 ? fewest.remaining : null,
     resetTime: isoTimestamp(fewest.resetMs),
-    limits: states.map(limitView),
+    limits: states.map((state) => ({
+      ...limitView(state),
+      remaining: state.rule.per === undefined ? state.remaining : null,
+    })),
   };
 }
 
-/** One limit as the detail's `usage.rateLimits.limits` (and verify's `limits`) show it. */
+/**
+ * One limit as verify's `limits` (and, but for a limit per visitor's `remaining`, the detail's
+ * `usage.rateLimits.limits`) show it.
+ */
 export function limitView({ scope, rule, remaining, resetMs }: LimitState): LimitView {
   return {
     name: limitName(scope, rule),
     limit: rule.limit,
-    period: rule.period,
+    period: shownPeriod(rule),
     remaining,
-    resetTime: isoTimestamp(resetMs),
+    resetTime: isConcurrency(rule) ? null : isoTimestamp(resetMs),
     scope,
+    per: perOf(rule),
   };
 }
 

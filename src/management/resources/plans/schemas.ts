@@ -22,6 +22,8 @@ import {
   MAX_COSTS,
   MAX_LIMITS,
   MIN_COST,
+  type Per,
+  PERS,
 } from '../../../plans/plan.js';
 import { type Period, PERIODS } from '../../../plans/window.js';
 
@@ -50,7 +52,22 @@ export const AlgorithmSchema = Type.Unsafe<Algorithm>({
   type: 'string',
   enum: [...ALGORITHMS],
   description:
-    '`fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old (see docs/guides/plans.md)',
+    '`fixed` (default): UTC-aligned windows, exactly `limit` per window across replicas. `sliding`: never more than `limit` in any span of one period across replicas; a request may be refused for requests up to one period and a twentieth old. `tokenBucket`: a bucket of `burst` units refilled continuously at `limit` per `period` (second, minute, hour or day); over any interval of length T at most `burst + limit × T / period` units are admitted across replicas. `concurrency`: at most `limit` requests in flight at once across replicas, one place per request whatever its cost; no `period` (see docs/guides/plans.md)',
+});
+const Burst = Type.Integer({
+  minimum: 1,
+  maximum: Number.MAX_SAFE_INTEGER,
+  description:
+    'A token bucket\'s size: the units it holds when full, 1 to 2^53-1. Default: `limit`. Only with `algorithm: "tokenBucket"`',
+});
+const NullablePeriod = Type.Union([PeriodSchema, Type.Null()], {
+  description: 'The period; null for a concurrency limit, which has none',
+});
+export const PerSchema = Type.Unsafe<Per>({
+  type: 'string',
+  enum: [...PERS],
+  description:
+    "Whom the limit counts: `key` (default), the key (or the consumer, for a consumer's plan) as a whole; `clientAddress`, each client address apart (an IPv6 address by its /64); `customer`, each customer id apart (the customer-id header, or a token's `sub`). Requests with no address or no customer id share one count (docs/guides/browser.md)",
 });
 const LimitMatch = {
   ...RequestMatchSchema,
@@ -60,25 +77,36 @@ const LimitMatch = {
 const LimitInput = Type.Object(
   {
     limit: PlanLimit,
-    period: PeriodSchema,
+    period: Type.Optional(
+      Type.Union([PeriodSchema, Type.Null()], {
+        description: `${PeriodSchema.description}. Required, but for a concurrency limit, which takes none (absent or null)`,
+      }),
+    ),
     name: Type.Optional(LimitName),
     algorithm: Type.Optional(AlgorithmSchema),
+    burst: Type.Optional(Burst),
     match: Type.Optional(LimitMatch),
+    per: Type.Optional(PerSchema),
   },
   { ...strict, title: 'PlanLimitInput' },
 );
 const LimitsInput = Type.Array(LimitInput, {
   minItems: 1,
   maxItems: MAX_LIMITS,
-  description: `1 to ${MAX_LIMITS} limits, each checked and counted for every request it applies to; names unique, and no two limits without a match of the same period and algorithm`,
+  description: `1 to ${MAX_LIMITS} limits, each checked and counted for every request it applies to; names unique, and no two limits without a match of the same period, algorithm and per`,
 });
 const PlanLimitSchema = Type.Object(
   {
     name: LimitName,
     limit: PlanLimit,
-    period: PeriodSchema,
+    period: NullablePeriod,
     algorithm: AlgorithmSchema,
+    burst: Type.Optional({
+      ...Burst,
+      description: "A token bucket's size in units (present for token buckets only)",
+    }),
     match: Type.Optional(LimitMatch),
+    per: PerSchema,
   },
   { ...strict, title: 'PlanLimit' },
 );
@@ -174,7 +202,10 @@ export const PlanResponse = Type.Object(
     rateLimitId: RateLimitId,
     description: Type.String(),
     limit: { ...PlanLimit, description: 'The first limit of `limits`' },
-    period: { ...PeriodSchema, description: 'The period of the first limit of `limits`' },
+    period: {
+      ...NullablePeriod,
+      description: 'The period of the first limit of `limits` (null: a concurrency limit)',
+    },
     createdAt: IsoTimestamp,
     limits: Type.Array(PlanLimitSchema, { minItems: 1, maxItems: MAX_LIMITS }),
     costs: Costs,
@@ -211,7 +242,7 @@ export const RemovePlanResponse = Type.Object(
 const resetTime = {
   ...IsoTimestamp,
   description:
-    'A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting',
+    'A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit',
 };
 const LimitScope = Type.Unsafe<'key' | 'consumer'>({
   type: 'string',
@@ -229,19 +260,38 @@ const ScopedLimitName = Type.String({
 export const limitStateFields = {
   name: ScopedLimitName,
   limit: PlanLimit,
-  period: PeriodSchema,
-  remaining: Count,
-  resetTime,
+  period: NullablePeriod,
+  remaining: { ...Count, description: 'Units it still allows; a concurrency limit: places free now' },
+  resetTime: Type.Union([IsoTimestamp, Type.Null()], {
+    description: `${resetTime.description}. A concurrency limit: null (a place frees whenever a request ends)`,
+  }),
   scope: LimitScope,
+  per: PerSchema,
 };
 export const RateLimitState = Type.Object(
   {
-    limit: Type.Integer({ minimum: 1, description: 'Of the limit with the fewest requests left' }),
-    remaining: Count,
-    resetTime,
-    limits: Type.Array(Type.Object(limitStateFields, { ...strict, title: 'LimitState' }), {
-      description: "Every limit that applies: the key's plan in its order, then its consumer's",
+    limit: Type.Integer({
+      minimum: 1,
+      description:
+        'Of the limit with the fewest requests left (of those not per visitor, when there are any)',
     }),
+    remaining: Type.Union([Count, Type.Null()], {
+      description: 'Its remaining: null when every limit is per visitor',
+    }),
+    resetTime,
+    limits: Type.Array(
+      Type.Object(
+        {
+          ...limitStateFields,
+          remaining: Type.Union([Count, Type.Null()], {
+            description:
+              'What it still allows; null for a limit per visitor (there is no one visitor: each has a count of its own)',
+          }),
+        },
+        { ...strict, title: 'LimitState' },
+      ),
+      { description: "Every limit that applies: the key's plan in its order, then its consumer's" },
+    ),
   },
   { ...strict, title: 'RateLimitState' },
 );
@@ -257,12 +307,30 @@ export const RateLimitExceededResponse = Type.Object(
     resetTime: IsoTimestamp,
     name: ScopedLimitName,
     scope: LimitScope,
+    per: PerSchema,
   },
   {
     ...strict,
     title: 'RateLimitExceeded',
     description:
       'The refusing limit whose window ends last: `resetTime` is the earliest moment a retry can succeed',
+  },
+);
+
+/** The proxy's 429 body of a concurrency limit (documented here; the proxy writes it). */
+export const ConcurrencyLimitExceededResponse = Type.Object(
+  {
+    error: Type.String(),
+    code: Type.Literal('concurrency_limit_exceeded'),
+    limit: Type.Integer({ minimum: 1, description: 'Requests the limit allows in flight at once' }),
+    name: ScopedLimitName,
+    scope: LimitScope,
+    per: PerSchema,
+  },
+  {
+    ...strict,
+    title: 'ConcurrencyLimitExceeded',
+    description: 'As many requests as the limit allows are in flight; `Retry-After: 1`',
   },
 );
 

@@ -201,11 +201,11 @@ async function usageOverTime(
   const by = query.groupBy;
   const seriesBy = seriesGranularity(by, granularity);
   const { history } = ctx;
-  const buckets = (
+  const range =
     'keyId' in subject
       ? await history.forKey(subject.keyId, granularity, fromMs, toMs)
-      : await history.forConsumer(subject.consumerId, subject.keyIds, granularity, fromMs, toMs)
-  ).map(bucketJson);
+      : await history.forConsumer(subject.consumerId, subject.keyIds, granularity, fromMs, toMs);
+  const buckets = range.buckets.map(bucketJson);
   let series: SeriesView[] | undefined;
   if (by !== undefined && seriesBy !== undefined) {
     const scope = 'keyId' in subject ? { keyId: subject.keyId } : { consumerId: subject.consumerId };
@@ -233,6 +233,7 @@ async function usageOverTime(
     from: isoTimestamp(fromMs),
     to: isoTimestamp(toMs),
     buckets,
+    latencyMs: range.latencyMs,
     ...(by && series && { series: seriesJson(by, series) }),
   };
 }
@@ -346,6 +347,7 @@ export const usageOperations = [
         from: isoTimestamp(fromMs),
         to: isoTimestamp(toMs),
         buckets,
+        latencyMs: fleet.latencyMs,
         topKeys: fleet.topKeys.map((k) => ({
           consumerApiKeyId: k.keyId,
           name: k.name,

@@ -159,6 +159,11 @@ const UsageBucket = Type.Object(
       {
         rateLimited: { ...Count, description: 'Refused by the limiter (429)' },
         creditsExhausted: { ...Count, description: 'Refused for want of credits (429 credits_exhausted)' },
+        concurrencyLimited: {
+          ...Count,
+          description:
+            'Refused: as many requests of the key as its concurrency limit allows were in flight (429 concurrency_limit_exceeded)',
+        },
         disabled: { ...Count, description: 'Refused: the key is disabled' },
         expired: { ...Count, description: 'Refused: the key has expired' },
         routeNotAllowed: { ...Count, description: 'Refused: the key may not use that route' },
@@ -197,6 +202,14 @@ const usageRangeFields = {
   from: { ...IsoTimestamp, description: 'Start of the first bucket' },
   to: { ...IsoTimestamp, description: 'End of the last bucket' },
   buckets: Type.Array(UsageBucket, { description: 'Every bucket of the range, oldest first, zero-filled' }),
+  latencyMs: Type.Object(
+    { p50: LatencyPercentile, p95: LatencyPercentile, p99: LatencyPercentile },
+    {
+      ...strict,
+      description:
+        "Response-time percentiles over the whole range: of all its requests, from the buckets' histograms added up (not the highest bucket's), within 5 % of the exact value; null when the range holds no request",
+    },
+  ),
 };
 
 /** A series names exactly one of its endpoint, its customer or its route, as `groupBy` asked. */

@@ -86,7 +86,10 @@ function answerOf(admission: Admission, states: readonly LimitState[], nowMs: nu
       ...(refill === null ? { resetTime: null } : until(refill)),
     };
   }
-  if (admission.code === 'rate_limit_exceeded' && admission.limit !== undefined)
+  if (
+    (admission.code === 'rate_limit_exceeded' || admission.code === 'concurrency_limit_exceeded') &&
+    admission.limit !== undefined
+  )
     return { ...answer, ...until(admission.limit.decision.resetMs) };
   if (admission.retryAtMs !== undefined) return { ...answer, ...until(admission.retryAtMs) };
   return answer;
@@ -119,12 +122,15 @@ export async function verifiedText(
     secret: body.key,
     client: body.clientAddress === undefined ? undefined : canonicalAddress(body.clientAddress),
     origin: body.origin,
+    ...(body.customerId !== undefined && body.customerId !== '' && { customerId: body.customerId }),
     routeId,
     method,
     path,
     ...(body.cost !== undefined && { cost: body.cost }),
     states,
   });
+  // Verify asks whether a place is free and holds none: one taken for the decision goes back at once.
+  if (admission.admitted) admission.release?.();
   const code = admission.admitted ? 'ok' : admission.code;
   metrics.verifications.inc({ code });
   if (admission.key !== undefined) {
@@ -135,7 +141,7 @@ export async function verifiedText(
       admission.key,
       path,
       routeId ?? null,
-      body.customerId || undefined,
+      admission.subject ?? (body.customerId || undefined),
       status,
       outcome,
       admission.admitted ? admission.cost : 0,

@@ -20,7 +20,9 @@ export const VERIFY_CODES = [
   'invalid_api_key',
   'key_disabled',
   'key_expired',
+  'token_expired',
   'rate_limit_exceeded',
+  'concurrency_limit_exceeded',
   'credits_exhausted',
   'route_not_allowed',
   'origin_not_allowed',
@@ -39,7 +41,7 @@ export const VerifyRequest = Type.Object(
     key: Type.String({
       maxLength: MAX_REQUEST_TEXT,
       description:
-        'The secret the client presented (`Authorization: Bearer <secret>` or `x-api-key`). Anything that is not a key, the empty string included, is `invalid_api_key`',
+        'The secret the client presented (`Authorization: Bearer <secret>` or `x-api-key`), or a short-lived token of a key (`tgt_…`, docs/guides/browser.md), decided as the proxy decides it. Anything that is not a key or a valid token, the empty string included, is `invalid_api_key`',
     }),
     path: Type.Optional(
       Type.String({
@@ -119,7 +121,7 @@ export const VerifyResponse = Type.Object(
       type: 'string',
       enum: [...VERIFY_CODES],
       description:
-        '`ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key and key_expired; 403 key_disabled, route_not_allowed, origin_not_allowed and address_not_allowed; 404 route_not_found when no route takes `path` and UPSTREAM_URL is empty; 400 invalid_request_target for a path with a dot segment; 429 rate_limit_exceeded, credits_exhausted and too_many_failed_attempts)',
+        '`ok`, or the code of the refusal the proxy would answer (its status: 401 invalid_api_key, key_expired and token_expired; 403 key_disabled, route_not_allowed, origin_not_allowed and address_not_allowed; 404 route_not_found when no route takes `path` and UPSTREAM_URL is empty; 400 invalid_request_target for a path with a dot segment; 429 rate_limit_exceeded, concurrency_limit_exceeded, credits_exhausted and too_many_failed_attempts)',
     }),
     consumerApiKeyId: Type.Optional({ ...KeyId, description: 'Present whenever the key is valid' }),
     consumerId: Type.Optional(
@@ -169,7 +171,7 @@ export const VerifyResponse = Type.Object(
     resetTime: Type.Optional({
       ...RetryTime,
       description:
-        "A refusal that passes: rate_limit_exceeded, the end of the refusing limit whose window ends last; credits_exhausted, the next refill (null: none); too_many_failed_attempts, the end of the address's window",
+        "A refusal that passes: rate_limit_exceeded, the end of the refusing limit whose window ends last (a token bucket: when it holds the cost); concurrency_limit_exceeded, a second on; credits_exhausted, the next refill (null: none); too_many_failed_attempts, the end of the address's window",
     }),
     retryAfterSeconds: Type.Optional(
       Type.Integer({

@@ -84,6 +84,30 @@ describeOperations(webhookOperations, {
     },
   },
 
+  rotateWebhookSecret: {
+    valid: async (harness) => ({ params: { webhookId: await webhook(harness) } }),
+    statuses: {
+      // A new secret, shown once; the audit log records the rotation and never a secret.
+      200: async (t) => {
+        const created = await t.harness.create('/tollgate/webhooks', {
+          url: RECEIVER,
+          events: ['key.created'],
+        });
+        const res = await t.send({ params: { webhookId: created.id! } });
+        expect(res.body.secret).toMatch(/^whsec_/);
+        expect(res.body.secret).not.toBe(created.secret);
+        const audit = await t.send({ method: 'get', path: `/tollgate/audit-log?targetId=${created.id!}` });
+        expect(audit.body.auditLog.map((e: { action: string }) => e.action)).toEqual([
+          'webhook.rotate_secret',
+          'webhook.create',
+        ]);
+        expect(JSON.stringify(audit.body)).not.toContain(res.body.secret.slice(6));
+        return res;
+      },
+      404: { webhook_not_found: (t) => t.send({ params: UNKNOWN_WEBHOOK }) },
+    },
+  },
+
   listWebhookDeliveries: {
     valid: async (harness) => ({ params: { webhookId: (await delivery(harness)).webhookId } }),
     statuses: {

@@ -246,6 +246,37 @@ export const webhookOperations = [
   }),
 
   defineOperation({
+    id: 'rotateWebhookSecret',
+    method: 'post',
+    path: `${WEBHOOK_PATH}/rotate-secret`,
+    scope: 'webhooks:write',
+    tag: TAG,
+    summary: "Replace a webhook's signing secret",
+    description:
+      'A new signing secret (`secret`, `whsec_<base64>`) replaces the old one at once: every attempt from now on, retries of earlier events included, is signed with it, so update the receiver when you rotate. The new secret is shown in this answer only and stored encrypted; the audit log records the rotation, never the secret.',
+    params: webhookParams,
+    success: { status: 200, description: 'The webhook, with its new secret', schema: CreateWebhookResponse },
+    errors: WEBHOOK_NOT_FOUND,
+    async handle({ params: { webhookId: id }, res, ctx }) {
+      const secret = generateSigningSecret();
+      const webhook = await ctx.audited(res, async ({ webhooks }) => {
+        const before = await webhooks.get(id);
+        if (!before) throw new AppError('webhook_not_found');
+        const after = (await webhooks.replaceSecret(id, encryptSecret(secret, ctx.sealingKey), ctx.now()))!;
+        return {
+          result: after,
+          action: 'webhook.rotate_secret',
+          target: { type: 'webhook', id },
+          before: webhookAudit(before),
+          after: webhookAudit(after),
+        };
+      });
+      const answer: CreateWebhookResponse = { ...webhookView(webhook), secret };
+      res.json(answer);
+    },
+  }),
+
+  defineOperation({
     id: 'listWebhookDeliveries',
     method: 'get',
     path: `${WEBHOOK_PATH}/deliveries`,

@@ -60,6 +60,7 @@ export const billingExports: Kind<BillingExportItem, BillingExport> = {
       : typeof patch.credential === 'string'
         ? [patch.credential]
         : [],
+  secretField: ['credential'],
   async create(client, item, env) {
     await answerOf(client.POST('/tollgate/billing-exports', { body: withSecret(item, env) }));
   },

@@ -17,16 +17,18 @@ type Refill = NonNullable<Credits['refill']>;
 const refillOf = (refill: Refill | null | undefined): Refill | null =>
   refill ? { ...refill, ...(refill.interval === 'month' && { dayOfMonth: refill.dayOfMonth ?? 1 }) } : null;
 
-/** The credits an update sends: the declared refill and `lowAt` over the balance as it stands. */
+/**
+ * The credits an update sends: the declared refill and `lowAt`, without `remaining`, so the balance goes
+ * on counting: what is spent between reading it and the change stays spent, and a retried apply
+ * changes nothing more.
+ */
 function creditsChange(declared: ConsumerItem['credits'], actual: Consumer['credits']): unknown {
   if (declared === undefined) return undefined;
   if (declared === null) return actual === null ? undefined : null;
   if (actual === null) return declared;
   const wanted = { refill: refillOf(declared.refill), lowAt: declared.lowAt ?? null };
   const held = { refill: refillOf(actual.refill), lowAt: actual.lowAt };
-  return canonicalText(wanted) === canonicalText(held)
-    ? undefined
-    : { remaining: actual.remaining, ...wanted };
+  return canonicalText(wanted) === canonicalText(held) ? undefined : wanted;
 }
 
 export const consumers: Kind<ConsumerItem, Consumer> = {

@@ -10,16 +10,26 @@ type Consumer = components['schemas']['Consumer'];
 type Limit = Plan['limits'][number];
 type Cost = Plan['costs'][number];
 
-/** Limits as the service shows them: named (default: the period), with their algorithm (default fixed). */
+/**
+ * Limits as the service shows them: named (default: the period; a concurrency limit `concurrency`),
+ * with their algorithm (default fixed), a concurrency limit's period null, a token bucket's burst
+ * (default its limit) and per (default key).
+ */
 function limitsOf(item: PlanItem): Limit[] {
   const declared = item.limits ?? [{ limit: item.limit!, period: item.period! }];
-  return declared.map((l) => ({
-    name: l.name ?? l.period,
-    limit: l.limit,
-    period: l.period,
-    algorithm: l.algorithm ?? 'fixed',
-    ...(l.match && { match: matchSettings(l.match) }),
-  }));
+  return declared.map((l) => {
+    const algorithm = l.algorithm ?? 'fixed';
+    const period = algorithm === 'concurrency' ? null : l.period!;
+    return {
+      name: l.name ?? period ?? 'concurrency',
+      limit: l.limit,
+      period,
+      algorithm,
+      ...(algorithm === 'tokenBucket' && { burst: l.burst ?? l.limit }),
+      ...(l.match && { match: matchSettings(l.match) }),
+      per: l.per ?? 'key',
+    };
+  });
 }
 
 const costsOf = (costs: readonly Cost[]): Cost[] =>

@@ -1,0 +1,62 @@
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A real HTTP backend that holds every request open until the test lets it go, and counts how many
+ * it holds at once: what a concurrency limit promises, as the backend sees it. A request whose client
+ * (a Tollgate replica) went away stops counting when its connection closes.
+ */
+export interface HoldingBackend {
+  readonly url: string;
+  /** Requests held now. */
+  readonly holding: number;
+  /** The most held at once so far. */
+  readonly most: number;
+  /** Requests received so far. */
+  readonly received: number;
+  /** Answers `n` held requests (all by default), oldest first. */
+  release(n?: number): void;
+  close(): Promise<void>;
+}
+
+export async function startHoldingBackend(): Promise<HoldingBackend> {
+  const held: ServerResponse[] = [];
+  let most = 0;
+  let received = 0;
+  const server = createServer((req, res) => {
+    received++;
+    held.push(res);
+    most = Math.max(most, held.length);
+    // Gone before its answer (its replica died, or gave up): no longer in flight.
+    res.once('close', () => {
+      const at = held.indexOf(res);
+      if (at >= 0) held.splice(at, 1);
+    });
+    req.resume();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get holding() {
+      return held.length;
+    },
+    get most() {
+      return most;
+    },
+    get received() {
+      return received;
+    },
+    release(n = held.length) {
+      for (const res of held.splice(0, n)) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"done":true}');
+      }
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
