@@ -115,6 +115,9 @@ it('shows a key’s failures newest first with every field, filters by code, fin
   expect(await failureRows(page).getAttribute('data-request-id')).toBe(sent.limited);
 
   await failures(page).getByRole('button', { name: 'Clear' }).click();
+  // Cleared once both failures are listed again: the form takes the cleared address's filters then.
+  await page.waitForFunction(() => document.querySelectorAll('tbody tr[data-request-id]').length === 2);
+  expect(await failures(page).getByLabel('Code').inputValue()).toBe('');
   await failures(page).getByLabel('Request id').fill(sent.backend);
   await failures(page).getByRole('button', { name: 'Filter' }).click();
   await page.waitForFunction(() => new URL(location.href).hash.includes('requestId=support-ticket-503'));

@@ -74,6 +74,8 @@ const suite = consoleSuite(
     await admin('PATCH', `/consumer-api-key/${key.id}`, { allowedAddresses: null, enabled: false });
     expect(await hit(tollgate, key.secret, '/v1/items')).toBe(403);
     await admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: true, expiresAt: '2020-01-01T00:00:00Z' });
+    // The last request in the first moments of a minute, so that the page can open in that minute's first second.
+    clock.after(MINUTE_MS, 100);
     expect(await hit(tollgate, key.secret, '/v1/items')).toBe(401);
     lastRequestAt = clock.now();
     await waitFor(
@@ -162,9 +164,9 @@ async function chartsAgree(
 
 it('charts why the key’s requests failed, what its clients got and how fast, as the usage API counts them', async () => {
   const { page } = tab.session;
-  // Opened in the first second of the minute the last request was made in: that minute is in the
+  // Opened as the last request was answered, in the first second of its minute: that minute is in the
   // range (the range's end, in whole seconds, once left it out until the next refresh).
-  await page.clock.setFixedTime(Math.floor(lastRequestAt / 60_000) * 60_000 + 500);
+  await page.clock.setFixedTime(lastRequestAt);
   await visit(tab.session, `keys/${key.id}?range=1h`, 'charts');
   await page
     .getByRole('list', { name: 'Series' })
