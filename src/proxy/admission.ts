@@ -27,7 +27,7 @@ import type { RequestFacts } from '../plans/request-match.js';
 import type { Subject } from '../plans/subject.js';
 import { secondsUntil } from '../plans/window.js';
 import { tracer } from '../tracing/tracer.js';
-import type { AllowedAttempt, FailureThrottle } from './auth-throttle.js';
+import type { AllowedAttempt, Attempt, FailureThrottle, RefusedAttempt } from './auth-throttle.js';
 import { isoSeconds, rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
 
 /** The limit a decision reports (Decision.limit), and the subjects whose limits it covered. */
@@ -221,11 +221,10 @@ async function lookUp(
   client: string | undefined,
 ): Promise<ResolvedKey | Refused> {
   let attempt: AllowedAttempt | undefined;
-  if (deps.authThrottle !== undefined && client !== undefined && !deps.keyCache.knows(secret)) {
-    const asked = deps.authThrottle.attempt(client, deps.clock(), secret);
-    const answer = asked instanceof Promise ? await asked : asked;
-    if (!answer.allowed) return { ...refused('too_many_failed_attempts'), retryAtMs: answer.retryAtMs };
-    attempt = answer;
+  if (!deps.keyCache.knows(secret)) {
+    const asked = await askThrottle(deps, client, secret);
+    if (asked !== undefined && !asked.allowed) return throttled(asked);
+    attempt = asked;
   }
   let key: ResolvedKey | undefined;
   try {
@@ -251,11 +250,10 @@ async function tokenKey(
   const claims = parseToken(credential);
   if (claims === undefined) return refused('invalid_api_key');
   let attempt: AllowedAttempt | undefined;
-  if (deps.authThrottle !== undefined && client !== undefined && !deps.keyCache.knowsToken(claims.kid)) {
-    const asked = deps.authThrottle.attempt(client, deps.clock(), credential);
-    const answer = asked instanceof Promise ? await asked : asked;
-    if (!answer.allowed) return { ...refused('too_many_failed_attempts'), retryAtMs: answer.retryAtMs };
-    attempt = answer;
+  if (!deps.keyCache.knowsToken(claims.kid)) {
+    const asked = await askThrottle(deps, client, credential);
+    if (asked !== undefined && !asked.allowed) return throttled(asked);
+    attempt = asked;
   }
   let key: ResolvedKey | undefined;
   try {
@@ -269,9 +267,36 @@ async function tokenKey(
   const signed =
     key?.signing?.keys.some(({ signingKey, untilMs }) => untilMs > now && signedWith(claims, signingKey)) ===
     true;
-  attempt?.settle(!signed);
-  return signed ? { key: key!, claims } : refused('invalid_api_key');
+  if (signed) {
+    attempt?.settle(false);
+    return { key: key!, claims };
+  }
+  if (attempt !== undefined) attempt.settle(true);
+  else {
+    // A wrong signature on a key memory knew is a failed guess all the same: counted after the check,
+    // which cost no look-up.
+    const asked = await askThrottle(deps, client, credential);
+    if (asked !== undefined && !asked.allowed) return throttled(asked);
+    asked?.settle(true);
+  }
+  return refused('invalid_api_key');
 }
+
+/** The throttle's leave to check `credential` from `client`; undefined when nothing is throttled. */
+async function askThrottle(
+  deps: AdmissionDeps,
+  client: string | undefined,
+  credential: string,
+): Promise<Attempt | undefined> {
+  if (deps.authThrottle === undefined || client === undefined) return undefined;
+  const asked = deps.authThrottle.attempt(client, deps.clock(), credential);
+  return asked instanceof Promise ? await asked : asked;
+}
+
+const throttled = (attempt: RefusedAttempt): Refused => ({
+  ...refused('too_many_failed_attempts'),
+  retryAtMs: attempt.retryAtMs,
+});
 
 /** `RateLimit-Policy` and `RateLimit` for a response to a limited key. */
 export function limitHeaders(limit: Limited, nowMs: number, into: OutgoingHttpHeaders): void {

@@ -284,6 +284,23 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     expect(h.backend.upgrades.length).toBe(upgrades + 1);
   });
 
+  it('counts a wrong signature on a key it knows against the address’s budget of failures', async () => {
+    // A failure window of its own, an hour after the tests before.
+    h.now = Date.UTC(2026, 0, 5, 11, 0, 0, 250);
+    const key = await createKey();
+    const token = mint(key.secret, key.id);
+    expect((await withToken(token)).status).toBe(200);
+    const payload = token.slice(4).split('.')[0]!;
+    const forged = (guess: number) =>
+      `tgt_${payload}.${createHmac('sha256', `guess-${guess}`).update(payload).digest('base64url')}`;
+    // The production throttle (docs/security.md): 100 failures per client address per minute.
+    for (let guess = 0; guess < 100; guess++) await refused(withToken(forged(guess)), 401, 'invalid_api_key');
+    await refused(withToken(forged(100)), 429, 'too_many_failed_attempts');
+    // The key's own tokens keep working from the same address.
+    expect((await withToken(token)).status).toBe(200);
+    h.now = Date.UTC(2026, 0, 5, 10, 0, 0, 250);
+  });
+
   it('takes a token minted by the guide’s Python', async () => {
     const key = await createKey();
     // The Python reads the real clock: a token of ten minutes from now is in force on the harness's.
