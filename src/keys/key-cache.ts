@@ -7,6 +7,7 @@ import type { KeyChange, KeyEvents } from './key-events.js';
 import { restrictionsOf, type KeyRestrictions } from './restrictions.js';
 import { hashSecret, looksLikeKeyId, looksLikeSecret } from './secret.js';
 import { signingKeyOf } from './token.js';
+import { VerifiedTokens } from './verified-tokens.js';
 
 /**
  * What the proxy needs to admit a request: the key id, its state, the consumer it belongs to, if any,
@@ -117,6 +118,8 @@ interface Entry {
  * then that entry keeps the key working while the database is down.
  */
 export class KeyCache {
+  /** Tokens whose signature was checked (verified-tokens.ts). */
+  readonly tokens = new VerifiedTokens();
   private readonly entries = new Map<string, Entry>();
   /** keyId → its secrets held (the current one, and a rolled one in its grace): a key change finds them without a scan. */
   private readonly byKeyId = new Map<string, Set<string>>();
@@ -175,6 +178,11 @@ export class KeyCache {
     return this.resolveEntry(name, this.lookupForToken !== undefined && looksLikeKeyId(kid), (stale) =>
       this.load(name, stale, this.byId(kid)),
     );
+  }
+
+  /** The key a token names (its `kid`) whose entry is fresh, from memory alone (as `fresh`). */
+  freshToken(kid: string): ResolvedKey | undefined {
+    return this.fresh(TOKEN_ENTRY + kid);
   }
 
   /** Whether memory holds the key a token names, or a look-up of it is under way (as `knows`). */

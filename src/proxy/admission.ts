@@ -124,7 +124,7 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
   let token: TokenClaims | undefined;
   if (key === undefined) {
     const found = secret.startsWith(TOKEN_PREFIX)
-      ? await tokenKey(deps, secret, request.client)
+      ? (checkedToken(deps, secret) ?? (await tokenKey(deps, secret, request.client)))
       : await lookUp(deps, secret, request.client);
     if ('admitted' in found) return found;
     if ('claims' in found) ({ key, claims: token } = found);
@@ -239,6 +239,24 @@ async function lookUp(
 }
 
 /**
+ * A token checked before whose key memory holds fresh, still with the signing key it was found signed
+ * with in force: no parsing, no HMAC, no promise. Else undefined (ask `tokenKey`).
+ */
+function checkedToken(
+  deps: AdmissionDeps,
+  credential: string,
+): { readonly key: ResolvedKey; readonly claims: TokenClaims } | undefined {
+  const checked = deps.keyCache.tokens.get(credential);
+  if (checked === undefined) return undefined;
+  const key = deps.keyCache.freshToken(checked.claims.kid);
+  const now = deps.clock();
+  const inForce = key?.signing?.keys.some(
+    ({ signingKey, untilMs }) => signingKey === checked.signingKey && untilMs > now,
+  );
+  return inForce === true ? { key: key!, claims: checked.claims } : undefined;
+}
+
+/**
  * The key a token names, when the token is well formed and signed with one of its key's signing keys
  * in force. The throttle is asked as for a secret (`lookUp`): only for a key memory does not know.
  */
@@ -264,11 +282,12 @@ async function tokenKey(
     return refused('auth_unavailable');
   }
   const now = deps.clock();
-  const signed =
-    key?.signing?.keys.some(({ signingKey, untilMs }) => untilMs > now && signedWith(claims, signingKey)) ===
-    true;
-  if (signed) {
+  const signedBy = key?.signing?.keys.find(
+    ({ signingKey, untilMs }) => untilMs > now && signedWith(claims, signingKey),
+  );
+  if (signedBy !== undefined) {
     attempt?.settle(false);
+    deps.keyCache.tokens.add(credential, { claims, signingKey: signedBy.signingKey });
     return { key: key!, claims };
   }
   if (attempt !== undefined) attempt.settle(true);

@@ -219,6 +219,8 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     expect(h.backend.received.at(-1)!.headers['x-api-key']).toBe(rolled.body.secret);
     h.now = Date.parse(rolled.body.previousSecretExpiresAt as string) + 1;
     try {
+      // The very token accepted (and remembered) during the grace, too.
+      await refused(withToken(old), 401, 'invalid_api_key');
       await refused(withToken(mint(key.secret, key.id)), 401, 'invalid_api_key');
       expect((await withToken(mint(rolled.body.secret as string, key.id))).status).toBe(200);
     } finally {
