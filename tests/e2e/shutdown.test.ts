@@ -63,18 +63,15 @@ const proxied = (
   t: Tollgate,
   secret: string,
   agent: Agent | false = false,
+  path = '/v1/drained',
 ): Promise<{ status: number; connection: string | undefined }> =>
   new Promise((resolve) => {
     const broke = () => resolve({ status: 0, connection: undefined });
-    const req = get(
-      `${t.url}/v1/drained`,
-      { agent, headers: { authorization: `Bearer ${secret}` } },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection }));
-        res.on('error', broke);
-      },
-    );
+    const req = get(`${t.url}${path}`, { agent, headers: { authorization: `Bearer ${secret}` } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection }));
+      res.on('error', broke);
+    });
     req.on('error', broke);
   });
 
@@ -86,10 +83,12 @@ it('ends keep-alive connections busy with requests at SIGTERM by answering Conne
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
   let exited = false;
   const closing: string[] = [];
-  // Four clients that each send their next request on the same connection as soon as the last is answered.
+  // Four clients that each send their next request on the same connection as soon as the last is
+  // answered; the backend takes 200 ms, so each connection has a request in flight at SIGTERM (an idle
+  // one the server just closes, however slow the clients are on a loaded machine).
   const loops = Array.from({ length: 4 }, async () => {
     while (!exited) {
-      const { status, connection } = await proxied(tollgate, key.secret, agent);
+      const { status, connection } = await proxied(tollgate, key.secret, agent, '/v1/slow/200');
       if (status === 0) await sleep(10);
       else if (connection === 'close') closing.push(connection);
     }
