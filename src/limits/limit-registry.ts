@@ -202,12 +202,9 @@ export class LimitRegistry implements ReclaimedCounts {
         spans,
         balances: balances.length,
         visitor,
-        // A lease book per visitor would hold units for visitors who do not come back (docs/decisions/0090);
-        // a token bucket's or concurrency limit's count has no window to lease from (0095).
-        leases:
-          balances.length === 0 &&
-          visitor === '' &&
-          !spans.some((span) => span.consumeLimits.some((l) => !inWindows(l))),
+        // A token bucket's or concurrency limit's count has no window to lease from (docs/decisions/0095).
+        // A visitor's span leases as a key's does (0090): only while busy, sized by its own demand.
+        leases: balances.length === 0 && !spans.some((span) => span.consumeLimits.some((l) => !inWindows(l))),
         placeCounts: spans.flatMap((span) => span.counts.filter((_, j) => isConcurrency(span.limits[j]!))),
         startMs: one?.startMs ?? Math.max(...spans.map((span) => span.startMs)),
         endMs: one?.endMs ?? Math.min(...spans.map((span) => span.endMs)),

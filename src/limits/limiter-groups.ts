@@ -75,9 +75,9 @@ export interface Group {
   /** The visitor its spans count, by name ('' when no limit of theirs is per visitor). */
   readonly visitor: string;
   /**
-   * Its requests may be decided from leases: it holds no balance, no limit per visitor (a lease book
-   * per visitor would hold units for visitors who do not come back; each visitor's requests go to
-   * Redis, in one call per turn), and no token bucket or concurrency limit (docs/decisions/0095).
+   * Its requests may be decided from leases: it holds no balance and no token bucket or concurrency
+   * limit (docs/decisions/0095). A visitor's group may: its span's leases are sized by that visitor's
+   * demand, as a key's are by the key's (0090).
    */
   readonly leases: boolean;
   /** The concurrency counts of its spans: an admitted request holds a place in each until it ends. */

@@ -92,6 +92,22 @@ describe.each([
     );
   });
 
+  it('admits exactly each busy visitor’s limit wave after wave, when replicas decide from leases', async () => {
+    const subjects = keyOnly(
+      newId('key'),
+      plan({ limit: 400, period: 'minute', per: 'clientAddress' }, { limit: 1_900, period: 'minute' }),
+    );
+    const at = nextMinute();
+    const totals = [0, 0, 0, 0, 0];
+    for (let wave = 0; wave < 10; wave++) {
+      const admitted = await admittedPerVisitor(limiters, subjects, addresses(5), 50, at);
+      admitted.forEach((n, v) => (totals[v]! += n));
+    }
+    // 500 asked by each: 400 each would make 2,000, past the key's 1,900.
+    for (const n of totals) expect(n).toBeLessThanOrEqual(400);
+    expect(totals.reduce((a, b) => a + b, 0)).toBe(1_900);
+  });
+
   it('checks the key’s own limit in the same decision: visitors together never pass it', async () => {
     const subjects = keyOnly(
       newId('key'),
@@ -229,16 +245,19 @@ describe('visitors in Redis', () => {
     replica = await fleet.replica();
   });
 
-  it('names each visitor’s count after the key’s and never leases their units', async () => {
+  it('names each visitor’s count after the key’s and leases a busy visitor’s units as a key’s', async () => {
     const keyId = newId('key');
     const subjects = keyOnly(keyId, plan({ limit: 100_000, period: 'minute', per: 'clientAddress' }));
     const at = nextMinute();
-    await fleet.admin.config('RESETSTAT');
     const visitor = visitorOf('203.0.113.50', undefined);
-    for (let i = 0; i < 20; i++) await replica.consume(subjects, 1, at, undefined, visitor);
-    expect(await fleet.admin.get(`visitors:{${keyId}}:minute:${at}:a:203.0.113.50`)).toBe('20');
-    // A busy key of this size would lease; a visitor's units are all counted in Redis as admitted.
-    expect(await fleet.admin.exists(`visitors:{${keyId}}:minute:${at}:a:203.0.113.50:lease`)).toBe(0);
+    for (let i = 0; i < 20; i++)
+      expect((await replica.consume(subjects, 1, at, undefined, visitor)).allowed).toBe(true);
+    const count = `visitors:{${keyId}}:minute:${at}:a:203.0.113.50`;
+    // What was admitted and what this replica leased ahead for the visitor's next requests.
+    expect(Number(await fleet.admin.get(count))).toBeGreaterThan(20);
+    expect(await fleet.admin.exists(`${count}:lease`)).toBe(1);
+    // Another visitor of the key has a count of its own.
+    expect(await fleet.admin.exists(`visitors:{${keyId}}:minute:${at}:a:203.0.113.51`)).toBe(0);
   });
 });
 
