@@ -49,13 +49,14 @@ export function openConsole(
 /**
  * A fresh browser context on a page of Tollgate's (the console, the portal), recording its requests,
  * navigations, errors and CSP violations. `consoleUrl`: the page opened. With `clock`, the page's time
- * agrees with it.
+ * agrees with it; `prepare` runs on the context before the page opens (routes of other sites).
  */
 export async function openTab(
   browser: Browser,
   tollgate: Tollgate,
   url: string,
   clock?: () => number,
+  prepare?: (context: BrowserContext) => Promise<void>,
 ): Promise<ConsoleSession> {
   const context = await browser.newContext({
     viewport: { width: 1280, height: 900 },
@@ -82,6 +83,7 @@ export async function openTab(
       window.tollgateCspViolation?.(`${e.violatedDirective} ${e.blockedURI}`),
     );
   });
+  await prepare?.(context);
   const { page } = session;
   page.setDefaultTimeout(20_000);
   page.on('console', (m) => {
