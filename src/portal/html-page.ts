@@ -23,6 +23,15 @@ const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => ESC
 
 const HEX_COLOR = /^#[0-9a-f]{6}$/i;
 
+interface FailurePage {
+  readonly status: number;
+  readonly title: string;
+  readonly happened: string;
+  readonly todo: string;
+  /** What to do instead when the portal offers "Sign in with …". */
+  readonly todoWithProvider?: string;
+}
+
 /** What can go wrong signing in, each with its status, what happened and what to do about it. */
 const FAILURES = {
   link_not_working: {
@@ -63,7 +72,7 @@ const FAILURES = {
     happened: 'You signed in, but no account of this API belongs to you.',
     todo: 'Ask the team that gave you access to add you, then sign in again.',
   },
-} as const;
+} as const satisfies Readonly<Record<string, FailurePage>>;
 
 export type SignInFailure = keyof typeof FAILURES;
 
@@ -78,8 +87,7 @@ export function failurePages(ctx: ManagementContext, assets: PageAssets | undefi
   const home = portalPaths(ctx.prefix).home;
   return async (res, failure, headers = {}) => {
     const brand = brandingOf(await ctx.portal.get(), ctx.prefix);
-    const page: { status: number; title: string; happened: string; todo: string; todoWithProvider?: string } =
-      FAILURES[failure];
+    const page: FailurePage = FAILURES[failure];
     const { status, title, happened } = page;
     const todo = (brand.oidc !== null && page.todoWithProvider) || page.todo;
     const accent =
