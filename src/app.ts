@@ -13,7 +13,7 @@ import { NoticeWriter } from './limits/notice-writer.js';
 import type { RateLimiter } from './limits/rate-limiter.js';
 import type { RateLimitPolicy } from './plans/window.js';
 import { createConsoleHandler, loadConsoleFiles } from './console/console-files.js';
-import { createPortalPagesHandler } from './portal/pages/portal-pages.js';
+import { createPortalPagesHandler, pageAssetsOf } from './portal/pages/portal-pages.js';
 import { loadBuiltFiles } from './web/built-files.js';
 import { SpentCredits } from './credits/spent-credits.js';
 import { ExpiryNotices } from './keys/expiry-notices.js';
@@ -257,6 +257,7 @@ export function buildApp({
     // Wrong sign-in codes per client address, as many as wrong admin credentials.
     signInThrottle: adapters.failureThrottle('portal', FAILED_ADMIN_AUTH_LIMIT),
     pages: createPortalPagesHandler(config.managementPrefix, portalFiles),
+    pageAssets: pageAssetsOf(config.managementPrefix, portalFiles),
   });
   // The outbox is drained by one replica at a time under a lease in the database, in every mode alike.
   const webhookDeliveries = new DeliveryWorker({

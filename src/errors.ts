@@ -53,6 +53,10 @@ export const ERRORS = {
     status: 409,
     message: 'The consumer holds as many keys as the portal allows (maxKeysPerConsumer)',
   },
+  key_not_usable: {
+    status: 409,
+    message: 'The key is disabled or expired: a token of it would be refused',
+  },
   portal_disabled: {
     status: 409,
     message: 'The developer portal is off (PATCH /tollgate/portal/settings enabled=true)',

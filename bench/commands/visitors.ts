@@ -7,7 +7,7 @@
 // memory of 150,000 distinct visitors within one minute: the process's peak RSS and heap growth.
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { mintToken } from '../../packages/client/src/token.ts';
+import { mintToken } from '../../packages/client/src/generated/mint-token.ts';
 import { CONNECTIONS, DURATION, PORT, ROOT, ROUNDS, THREADS, WARMUP, log } from '../lib/config.ts';
 import { fmt, machine, median, ratio } from '../lib/report.ts';
 import {

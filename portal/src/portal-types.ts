@@ -74,3 +74,9 @@ export interface PlanAndCredits {
   /** The plans the consumer may switch to. */
   readonly publicPlans: readonly PortalPlanSummary[];
 }
+
+/** A token minted from a key (`POST /api/keys/{id}/tokens`): answered once, kept in memory only. */
+export interface MintedToken {
+  readonly token: string;
+  readonly expiresAt: string;
+}

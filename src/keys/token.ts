@@ -2,22 +2,23 @@
  * Short-lived tokens (docs/guides/browser.md, docs/decisions/0091): `tgt_<payload>.<signature>`, minted
  * by a backend from a key's secret without calling Tollgate. `payload` is base64url (no padding) of the
  * UTF-8 JSON `{kid, exp, sub?, origins?, routes?}`, `signature` base64url of HMAC-SHA256 over the
- * payload's text with the key's signing key, itself HMAC-SHA256(key = secret, "tollgate-token-v1").
- * Pure: the key cache keeps each key's signing keys, the admission checks expiry against its clock.
+ * payload's text with the key's signing key, itself HMAC-SHA256(key = secret, "tollgate-token-v1")
+ * (src/keys/mint-token.ts mints them). Pure: the key cache keeps each key's signing keys, the admission
+ * checks expiry against its clock.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { ORIGIN_PATTERN, originMatcher, type OriginMatcher } from '../plans/origins.js';
 
-export const TOKEN_PREFIX = 'tgt_';
+import { TOKEN_PREFIX } from './mint-token.js';
+
+export { MAX_TOKEN_LIFETIME_S, signingKeyOf, TOKEN_PREFIX } from './mint-token.js';
+
 /** A longer credential is no token (docs/guides/browser.md): the cap bounds the work an unknown one costs. */
 export const MAX_TOKEN_LENGTH = 2_048;
-/** A token expires at most this long after it is minted, and is refused once `exp` is further ahead. */
-export const MAX_TOKEN_LIFETIME_S = 86_400;
 /** Clocks of the minting backend and of Tollgate differ: an expired token works this much longer. */
 export const TOKEN_LEEWAY_S = 30;
 const MAX_SUBJECT_LENGTH = 200;
 const MAX_TOKEN_ORIGINS = 50;
-const DERIVATION = 'tollgate-token-v1';
 const ORIGIN = new RegExp(ORIGIN_PATTERN);
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 /** A SHA-256 HMAC, base64url without padding. */
@@ -36,11 +37,6 @@ export interface TokenClaims {
   readonly routes: ReadonlySet<string> | undefined;
   readonly payload: string;
   readonly signature: Buffer;
-}
-
-/** The signing key of a secret: what a token of its key is signed with. */
-export function signingKeyOf(secret: string): Buffer {
-  return createHmac('sha256', secret).update(DERIVATION).digest();
 }
 
 const isStringList = (value: unknown, max: number): value is string[] =>

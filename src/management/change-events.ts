@@ -3,8 +3,8 @@
  * them, so that a change, its audit entry and its event leave from the one place (`ctx.audited`) in
  * one transaction. A key's or consumer's change is its `key.*` or `consumer.*` event: `create`,
  * `delete` and `roll` are `created`, `deleted` and `rolled`; every other action on it (a PATCH, a plan
- * bound or removed, a consumer joined or left) is `updated`. Changes of other targets (plans, admin
- * tokens, webhooks) have no event.
+ * bound or removed, a consumer joined or left) is `updated`, but for a token minted from a key, which
+ * changes nothing of it. Changes of other targets (plans, admin tokens, webhooks) have no event.
  *
  * `data` is the target as the audit log shows it (less every secret, hash and ciphertext), with its
  * id under the name the API gives it; an update adds `previous`, the target before.
@@ -20,10 +20,12 @@ import { jsonText } from './json-as-written.js';
 /** The targets with events (keys and consumers), and the name of their id in the API's answers. */
 const ID_FIELDS: Readonly<Record<string, string>> = SUBJECT_ID_FIELDS;
 const VERBS: Readonly<Record<string, string>> = { create: 'created', delete: 'deleted', roll: 'rolled' };
+/** Recorded, never announced: the target is as it was. */
+const CHANGING_NOTHING: ReadonlySet<string> = new Set(['key.mint_token']);
 
 export function eventOfChange(change: AuditedChange, at: Date): NewEvent | undefined {
   const idField = ID_FIELDS[change.target.type];
-  if (idField === undefined) return undefined;
+  if (idField === undefined || CHANGING_NOTHING.has(change.action)) return undefined;
   const verb = change.action.slice(change.action.indexOf('.') + 1);
   const type = `${change.target.type}.${VERBS[verb] ?? 'updated'}`;
   if (!(EVENT_TYPES as readonly string[]).includes(type)) return undefined;

@@ -12,6 +12,8 @@ import { registerOperations } from '../management/register-operations.js';
 import { portalPaths } from '../management/resources/developer-portal/portal-origin.js';
 import type { FailureThrottle } from '../proxy/auth-throttle.js';
 import { brandingOf } from './api/branding.js';
+import { failurePages } from './html-page.js';
+import type { PageAssets } from './pages/portal-pages.js';
 import { portalApiOperations } from './api/operations.js';
 import { refuseCrossSiteWrites, requireSession } from './portal-session.js';
 import { oidcSignIn } from './oidc.js';
@@ -26,6 +28,8 @@ export interface PortalOptions {
   readonly signInThrottle: FailureThrottle;
   /** The portal's pages (src/portal/pages/): every other path under /tollgate/portal/. */
   readonly pages?: PortalHandler;
+  /** Their built stylesheet and icon, which the pages of a failed sign-in link too. */
+  readonly pageAssets?: PageAssets;
 }
 
 /** The portal answers nothing, as if it did not exist, while it is off. */
@@ -39,8 +43,14 @@ function onlyWhenEnabled(ctx: ManagementContext): RequestHandler {
   };
 }
 
-export function createPortalHandler({ ctx, signInThrottle, pages }: PortalOptions): PortalHandler {
+export function createPortalHandler({
+  ctx,
+  signInThrottle,
+  pages,
+  pageAssets,
+}: PortalOptions): PortalHandler {
   const paths = portalPaths(ctx.prefix);
+  const sendFailurePage = failurePages(ctx, pageAssets);
   const api = express.Router({ caseSensitive: true, strict: true });
   api.get('/branding', async (_req, res, next) => {
     try {
@@ -59,8 +69,8 @@ export function createPortalHandler({ ctx, signInThrottle, pages }: PortalOption
     next();
   });
   app.use(paths.root, onlyWhenEnabled(ctx));
-  app.get(paths.signIn, signInWithLink(ctx, signInThrottle));
-  app.use(paths.oidcStart, oidcSignIn(ctx));
+  app.get(paths.signIn, signInWithLink(ctx, signInThrottle, sendFailurePage));
+  app.use(paths.oidcStart, oidcSignIn(ctx, sendFailurePage));
   app.use(paths.api, api);
   app.use((_req, _res, next) => next(new AppError('not_found')));
   app.use(sendAppError(ctx));

@@ -22,7 +22,7 @@ import { forwardedFacts, requestIdOf } from '../proxy/forwarding-headers.js';
 import type { ConsumerRow } from '../store/consumer-repository.js';
 import type { OidcSettings } from '../store/portal-settings-repository.js';
 import type { PortalUserRow } from '../store/portal-session-repository.js';
-import { sendPage } from './html-page.js';
+import type { SendFailurePage } from './html-page.js';
 import { portalCaller } from './portal-session.js';
 import { cookieOf, generateSessionToken, setPortalCookie } from './session-cookie.js';
 import { enterPortal } from './sign-in.js';
@@ -60,11 +60,6 @@ async function configurationOf(
   }
 }
 
-const PROVIDER_DOWN = [
-  'Sign-in unavailable',
-  'Your identity provider did not answer. Try again shortly.',
-] as const;
-
 /** The consumer whose externalId, or metadata field, equals the claim's value. */
 async function consumerOfClaim(
   value: string,
@@ -88,7 +83,7 @@ async function consumerOfClaim(
 const text = (value: unknown, max: number): string | undefined =>
   typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
 
-export function oidcSignIn(ctx: ManagementContext): express.Router {
+export function oidcSignIn(ctx: ManagementContext, sendFailurePage: SendFailurePage): express.Router {
   const paths = portalPaths(ctx.prefix);
   const router = express.Router({ caseSensitive: true, strict: true });
   const settingsOf = async (): Promise<OidcSettings> => {
@@ -101,7 +96,7 @@ export function oidcSignIn(ctx: ManagementContext): express.Router {
     try {
       const config = await configurationOf(await settingsOf(), ctx);
       if (!config) {
-        sendPage(res, 502, ...PROVIDER_DOWN, paths.home);
+        await sendFailurePage(res, 'provider_down');
         return;
       }
       const flow: Flow = {
@@ -130,8 +125,6 @@ export function oidcSignIn(ctx: ManagementContext): express.Router {
   });
 
   router.get('/callback', async (req, res, next) => {
-    const refuse = (status: number, title: string, message: string) =>
-      sendPage(res, status, title, message, paths.home);
     try {
       const settings = await settingsOf();
       const sealed = cookieOf(req, FLOW_COOKIE);
@@ -150,12 +143,12 @@ export function oidcSignIn(ctx: ManagementContext): express.Router {
         flow = undefined;
       }
       if (!flow || flow.until < ctx.clock()) {
-        refuse(400, 'Sign-in expired', 'The sign-in took too long or was not started here. Start again.');
+        await sendFailurePage(res, 'oidc_expired');
         return;
       }
       const config = await configurationOf(settings, ctx);
       if (!config) {
-        refuse(502, ...PROVIDER_DOWN);
+        await sendFailurePage(res, 'provider_down');
         return;
       }
       let claims: oidc.IDToken | undefined;
@@ -175,18 +168,14 @@ export function oidcSignIn(ctx: ManagementContext): express.Router {
         ctx.logger.info({ err: (err as Error).message }, 'portal OIDC sign-in refused');
       }
       if (!claims) {
-        refuse(400, 'Sign-in failed', 'Your identity provider did not confirm the sign-in. Start again.');
+        await sendFailurePage(res, 'oidc_failed');
         return;
       }
       const value = claims[settings.claim];
       const consumer =
         typeof value === 'string' ? await consumerOfClaim(value, settings.match, ctx) : undefined;
       if (!consumer) {
-        refuse(
-          403,
-          'No account matches',
-          'You signed in, but no account of this API belongs to you. Ask the team that gave you access.',
-        );
+        await sendFailurePage(res, 'no_account');
         return;
       }
       const user: PortalUserRow = {

@@ -13,7 +13,7 @@ import type { FailureThrottle } from '../proxy/auth-throttle.js';
 import { forwardedFacts } from '../proxy/forwarding-headers.js';
 import type { PortalSessionRow } from '../store/portal-session-repository.js';
 import type { Response } from 'express';
-import { sendPage } from './html-page.js';
+import type { SendFailurePage } from './html-page.js';
 import { generateSessionToken, SESSION_COOKIE, setPortalCookie } from './session-cookie.js';
 
 const CODE = /^[A-Za-z0-9_-]{43}$/;
@@ -31,8 +31,11 @@ export function enterPortal(
   res.set('Referrer-Policy', 'no-referrer').redirect(303, portalPaths(ctx.prefix).home);
 }
 
-export function signInWithLink(ctx: ManagementContext, throttle: FailureThrottle): RequestHandler {
-  const home = portalPaths(ctx.prefix).home;
+export function signInWithLink(
+  ctx: ManagementContext,
+  throttle: FailureThrottle,
+  sendFailurePage: SendFailurePage,
+): RequestHandler {
   return async (req, res, next) => {
     try {
       const code = typeof req.query.code === 'string' ? req.query.code : '';
@@ -40,14 +43,9 @@ export function signInWithLink(ctx: ManagementContext, throttle: FailureThrottle
       const now = ctx.clock();
       const attempt = await throttle.attempt(address, now, code);
       if (!attempt.allowed) {
-        res.set('Retry-After', String(secondsUntil(attempt.retryAtMs, now)));
-        sendPage(
-          res,
-          429,
-          'Too many attempts',
-          'Too many sign-in links failed from here; wait a minute.',
-          home,
-        );
+        await sendFailurePage(res, 'too_many_attempts', {
+          'Retry-After': String(secondsUntil(attempt.retryAtMs, now)),
+        });
         return;
       }
       const token = generateSessionToken();
@@ -63,13 +61,7 @@ export function signInWithLink(ctx: ManagementContext, throttle: FailureThrottle
       }
       attempt.settle(session === undefined);
       if (!session) {
-        sendPage(
-          res,
-          400,
-          'This sign-in link does not work',
-          'It was used already, it expired (links work for 10 minutes), or the session was ended. Ask for a new link.',
-          home,
-        );
+        await sendFailurePage(res, 'link_not_working');
         return;
       }
       enterPortal(res, ctx, session, token);

@@ -12,6 +12,7 @@ export const AUDIT_ACTIONS = [
   'key.detach_consumer',
   'key.credits_add',
   'key.credits_set',
+  'key.mint_token',
   'plan.create',
   'plan.update',
   'plan.delete',

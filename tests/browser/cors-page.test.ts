@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Browser, Page } from 'playwright-core';
-import { mintToken } from '../../packages/client/src/token.js';
+import { mintToken } from '../../packages/client/src/generated/mint-token.js';
 import { HARNESS_MODES } from '../helpers/harness-modes.js';
 import { waitFor } from '../helpers/poll.js';
 import { closeDatabase, ProxyHarness, RecordingBackend } from '../helpers/proxy-harness.js';

@@ -6,7 +6,7 @@
  * until its grace ends. The replicas' clock is moved to each window, never waited for.
  */
 import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
-import { mintToken } from '../../packages/client/src/token.js';
+import { mintToken } from '../../packages/client/src/generated/mint-token.js';
 import {
   failoversSince,
   fetchWithin,

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import WebSocket from 'ws';
-import { mintToken } from '../../packages/client/src/token.js';
+import { mintToken } from '../../packages/client/src/generated/mint-token.js';
 import { HARNESS_MODES } from '../helpers/harness-modes.js';
 import { waitFor } from '../helpers/poll.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';

@@ -1,7 +1,8 @@
 /**
  * The developer portal through the built server, in both modes (contract section 22): a customer signs
  * in with a link and does everything the portal offers for their consumer, each change audited with
- * the portal actor and delivered to webhooks as the management API's would be; then an attacker's walk
+ * the portal actor and delivered to webhooks as the management API's would be, and mints tokens of
+ * its keys that the gateway takes as the key (the token itself written nowhere); then an attacker's walk
  * replays every call of the portal's API with another consumer's ids, without the cookie, cross-site
  * (another Origin, another port of the same host, no CSRF token, another session's token), after
  * sign-out and after the session was ended by an administrator: 404, 401 or 403, and nothing changed.
@@ -13,6 +14,7 @@ import { startBackend, type Backend } from '../e2e/helpers/backend.js';
 import { MODES, type Deployment } from '../e2e/helpers/modes.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from '../e2e/helpers/tollgate.js';
 import { waitFor } from '../helpers/poll.js';
+import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 import { PortalUser, type Tamper } from '../helpers/portal-user.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 
@@ -48,6 +50,8 @@ describe.each(MODES)('$name', (mode) => {
   let keyA: { id: string; secret: string };
   let keyB: { id: string; secret: string };
   let alice: PortalUser;
+  /** Tollgate's clock: a key's expiry is reached by moving it, never by waiting. */
+  let clock: TestClock;
 
   async function link(consumerId: string, user: object = { id: 'alice', email: 'alice@a.example' }) {
     const res = await t.admin('POST', '/tollgate/portal/sessions', { consumerId, user });
@@ -84,7 +88,13 @@ describe.each(MODES)('$name', (mode) => {
   beforeAll(async () => {
     deployment = await mode.deploy();
     // The test's own address is a proxy it trusts: X-Forwarded-Proto then says how the browser came.
-    t = await startTollgate({ ...deployment.env, UPSTREAM_URL: backend.url, TRUST_PROXY: '127.0.0.1' });
+    clock = new TestClock();
+    t = await startTollgate({
+      ...deployment.env,
+      ...clock.env,
+      UPSTREAM_URL: backend.url,
+      TRUST_PROXY: '127.0.0.1',
+    });
     running.push(t);
     for (const [rateLimitId, limit] of [
       ['basic', 1000],
@@ -235,6 +245,98 @@ describe.each(MODES)('$name', (mode) => {
     ]);
   });
 
+  it('mints a token of its own key, which the gateway takes as the key; the minting is audited, the token written nowhere', async () => {
+    const minted = await alice.call('POST', `/keys/${keyA.id}/tokens`, {
+      expiresInSeconds: 600,
+      subject: 'visitor-7',
+    });
+    expect(minted.status).toBe(201);
+    const token = minted.body.token as string;
+    expect(token).toMatch(/^tgt_[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
+    expect(Date.parse(minted.body.expiresAt as string)).toBeGreaterThan(clock.now() + 590_000);
+    expect(Date.parse(minted.body.expiresAt as string)).toBeLessThanOrEqual(clock.now() + 600_000);
+
+    // Through the proxy it is the key: the backend answers, and gets the key's secret and the visitor.
+    const answer = await fetch(`${t.url}/v1/items?via=token`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ method: 'GET', url: '/v1/items?via=token' });
+    const forwarded = backend.received.findLast((r) => r.url === '/v1/items?via=token')!;
+    expect(forwarded.headers['x-api-key']).toBe(keyA.secret);
+    expect(forwarded.headers['x-customer-id']).toBe('visitor-7');
+
+    // Without a body: an hour.
+    const hour = await alice.call('POST', `/keys/${keyA.id}/tokens`);
+    expect(hour.status).toBe(201);
+    expect(Date.parse(hour.body.expiresAt as string)).toBeGreaterThan(clock.now() + 3_590_000);
+    expect(await proxied(t, hour.body.token as string)).toBe(200);
+
+    // Audited as the portal user, with what the token allows and never the token.
+    const audit = await t.admin('GET', `/tollgate/audit-log?targetId=${keyA.id}&action=key.mint_token`);
+    expect(audit.body.auditLog).toHaveLength(2);
+    expect(audit.body.auditLog[1]).toMatchObject({
+      action: 'key.mint_token',
+      target: { type: 'key', id: keyA.id },
+      actor: { type: 'portal', id: 'alice', name: 'alice@a.example', consumerId: consumerA },
+      changes: {
+        before: null,
+        after: { expiresAt: minted.body.expiresAt, subject: 'visitor-7', origins: null, routes: null },
+      },
+    });
+    const written = [JSON.stringify(audit.body), ...t.output].join('\n');
+    for (const credential of [token, hour.body.token as string])
+      expect(written).not.toContain(credential.slice(credential.indexOf('.')));
+
+    // Out of range, or wider than a token can be: refused, nothing minted.
+    for (const body of [
+      { expiresInSeconds: 86_401 },
+      { expiresInSeconds: 0 },
+      { origins: ['*'] },
+      { subject: '' },
+      { consumerApiKeyId: keyB.id },
+    ]) {
+      const refused = await alice.call('POST', `/keys/${keyA.id}/tokens`, body);
+      expect({ body, status: refused.status, code: refused.body.code }).toEqual({
+        body,
+        status: 400,
+        code: 'validation_failed',
+      });
+    }
+
+    // A disabled key and an expired one mint nothing, and say why.
+    const spare = await t.admin('POST', '/consumer-api-key/create', {
+      name: 'spare',
+      consumerId: consumerA,
+      expiresAt: new Date(clock.now() + 5 * MINUTE_MS).toISOString().replace(/\.\d+Z$/, 'Z'),
+    });
+    expect(spare.status).toBe(201);
+    expect((await t.admin('PATCH', `/consumer-api-key/${spare.body.id}`, { enabled: false })).status).toBe(
+      200,
+    );
+    const disabled = await alice.call('POST', `/keys/${spare.body.id}/tokens`);
+    expect({ status: disabled.status, code: disabled.body.code }).toEqual({
+      status: 409,
+      code: 'key_not_usable',
+    });
+    expect(disabled.body.error).toContain('disabled');
+    expect((await t.admin('PATCH', `/consumer-api-key/${spare.body.id}`, { enabled: true })).status).toBe(
+      200,
+    );
+    clock.advance(6 * MINUTE_MS);
+    const expired = await alice.call('POST', `/keys/${spare.body.id}/tokens`);
+    expect({ status: expired.status, code: expired.body.code }).toEqual({
+      status: 409,
+      code: 'key_not_usable',
+    });
+    expect(expired.body.error).toContain('expired');
+    expect((await t.admin('DELETE', `/consumer-api-key/${spare.body.id}`)).status).toBe(200);
+    expect(
+      (await t.admin('GET', `/tollgate/audit-log?targetId=${spare.body.id}&action=key.mint_token`)).body
+        .auditLog,
+    ).toEqual([]);
+  });
+
   it('creates at the same instant never pass maxKeysPerConsumer', async () => {
     const consumerId = (await t.admin('POST', '/tollgate/consumers', { name: 'Rush' })).body
       .consumerId as string;
@@ -296,6 +398,7 @@ describe.each(MODES)('$name', (mode) => {
     ['GET', `/keys/${key}`],
     ['PATCH', `/keys/${key}`, { name: 'pwned', enabled: false, allowedOrigins: ['https://evil.example'] }],
     ['POST', `/keys/${key}/roll`, {}],
+    ['POST', `/keys/${key}/tokens`, {}],
     ['DELETE', `/keys/${key}`],
     ['GET', '/usage'],
     ['GET', `/keys/${key}/usage`],

@@ -4,6 +4,7 @@ import { ERRORS } from '../../src/errors.js';
 import { buildOpenApiDocument } from '../../src/management/openapi.js';
 import { API_TYPES_FILE, apiTypesText } from '../../scripts/api-types.mjs';
 import { PROXY_REFUSALS_FILE, proxyRefusalsText } from '../../scripts/proxy-refusals.mjs';
+import { MINT_TOKEN_FILE, clientMintTokenText } from '../../scripts/client-mint-token.mjs';
 
 /** Every TypeScript file under `dir`, relative to the project. */
 const sourcesUnder = (dir: string): string[] =>
@@ -20,6 +21,10 @@ describe('generated from the server', () => {
 
   it(`${PROXY_REFUSALS_FILE}: the statuses and messages of src/errors.ts`, () => {
     expect(readFileSync(PROXY_REFUSALS_FILE, 'utf8')).toBe(proxyRefusalsText(ERRORS));
+  });
+
+  it(`${MINT_TOKEN_FILE}: the server's own mintToken, as written`, () => {
+    expect(readFileSync(MINT_TOKEN_FILE, 'utf8')).toBe(clientMintTokenText());
   });
 
   it('the API types exist once: the console imports the package file, type-only', () => {

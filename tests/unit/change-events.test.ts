@@ -34,6 +34,11 @@ it('names each key change: created, rolled and deleted by their action, every ot
     expect(eventOf(action, 'key', key('a'), key('b'))?.type).toBe('key.updated');
 });
 
+it('gives a token minted from a key no event: the key did not change', () => {
+  const minted = { expiresAt: '2026-11-23T13:00:00Z', subject: null, origins: null, routes: null };
+  expect(eventOf('key.mint_token', 'key', null, minted)).toBeUndefined();
+});
+
 it('names consumer changes the same way, by their action names', () => {
   const consumer = { name: 'acme', externalId: null, metadata: new RawJson('{}'), rateLimitId: null };
   expect(eventOf('consumer.create', 'consumer', null, consumer)).toMatchObject({

@@ -24,6 +24,7 @@ const ACTIONS = Object.keys({
   'key.detach_consumer': true,
   'key.credits_add': true,
   'key.credits_set': true,
+  'key.mint_token': true,
   'consumer.create': true,
   'consumer.update': true,
   'consumer.remove_plan': true,

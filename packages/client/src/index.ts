@@ -6,4 +6,4 @@ export type { Period, VerifyAnswer, VerifyCode, VerifyLimit, VerifyRequest } fro
 export type { TollgateMiddlewareOptions } from './gate.js';
 export { tollgateExpress } from './express.js';
 export { tollgateFastify } from './fastify.js';
-export { mintToken, type MintTokenOptions } from './token.js';
+export { mintToken, type MintTokenOptions } from './generated/mint-token.js';

@@ -1,6 +1,7 @@
 /**
  * One of the consumer's keys: its details, what its owner may do to it (rename, disable or enable,
- * roll with up to 24 hours of grace, restrict where it is used from, delete), and its usage. A key outside the consumer is answered 404 by the API, shown as not found.
+ * roll with up to 24 hours of grace, restrict where it is used from, mint a short-lived token, delete),
+ * and its usage. A key outside the consumer is answered 404 by the API, shown as not found.
  */
 import { useState } from 'preact/hooks';
 import { handOff, useHandoff } from '../../../console/src/handoff';
@@ -16,6 +17,7 @@ import { RollDialog, type Rolled } from '../../../console/src/components/roll-di
 import { formatTime, relativeTime } from '../../../console/src/format';
 import { href, navigate, type Route } from '../../../console/src/route';
 import { useAction, useApi } from '../../../console/src/use-api';
+import { MintTokenDialog } from '../components/mint-token-dialog';
 import { PortalTitle } from '../components/portal-title';
 import { PortalUsage } from '../components/portal-usage';
 import { call, segment } from '../portal-api';
@@ -24,7 +26,7 @@ import type { PortalKey } from '../portal-types';
 /** The portal allows a day of grace at most: a lost secret must not work for a week. */
 const MAX_GRACE_SECONDS = 86_400;
 
-type Open = 'rename' | 'restrict' | 'roll' | 'delete' | null;
+type Open = 'rename' | 'restrict' | 'roll' | 'token' | 'delete' | null;
 
 interface ChangeDialogProps {
   readonly keyOf: PortalKey;
@@ -187,6 +189,15 @@ export function KeyPage({ keyId, route }: { keyId: string; route: Route }) {
             <button type="button" class="secondary" onClick={() => setOpen('roll')}>
               Roll secret…
             </button>
+            <button
+              type="button"
+              class="secondary"
+              disabled={!key.enabled}
+              title={key.enabled ? undefined : 'Enable the key to mint a token of it'}
+              onClick={() => setOpen('token')}
+            >
+              Mint a token…
+            </button>
             <button type="button" class="danger" onClick={() => setOpen('delete')}>
               Delete…
             </button>
@@ -204,6 +215,7 @@ export function KeyPage({ keyId, route }: { keyId: string; route: Route }) {
               onClose={closeWith}
             />
           )}
+          {open === 'token' && <MintTokenDialog keyId={keyId} onClose={() => setOpen(null)} />}
           {open === 'delete' && (
             <DeleteKeyConfirmation
               name={key.name}

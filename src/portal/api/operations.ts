@@ -6,7 +6,9 @@
  */
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../errors.js';
+import { mintToken } from '../../keys/mint-token.js';
 import { decryptSecret } from '../../keys/secret.js';
+import { MAX_TOKEN_LENGTH } from '../../keys/token.js';
 import type { ManagementContext } from '../../management/context.js';
 import { defineOperation } from '../../management/operation.js';
 import { keyListPage } from '../../management/resources/keys/list-sort.js';
@@ -25,8 +27,11 @@ import { brandingOf } from './branding.js';
 import {
   CreatePortalKeyRequest,
   CreatePortalKeyResponse,
+  DEFAULT_TOKEN_SECONDS,
   DeletePortalKeyResponse,
   Me,
+  MintPortalTokenRequest,
+  MintPortalTokenResponse,
   PortalKey,
   PortalKeyList,
   PortalKeyParams,
@@ -270,6 +275,56 @@ export const portalApiOperations = [
       const { secret, previousSecretExpiresAt } = rolled as RollPortalKeyResponse;
       const answer: RollPortalKeyResponse = { id: keyId, secret, previousSecretExpiresAt };
       res.json(answer);
+    },
+  }),
+
+  defineOperation({
+    id: 'portalMintToken',
+    method: 'post',
+    path: '/keys/:keyId/tokens',
+    scope: null,
+    tag: TAG,
+    summary: 'Mint a short-lived token of a key, for trying the API: the token is in this answer only',
+    description:
+      "Signed with the key's current secret (docs/guides/browser.md); it is the key, narrowed, until `expiresAt`. The audit log records the minting, never the token.",
+    params: keyParams,
+    body: { schema: MintPortalTokenRequest, optional: true },
+    success: { status: 201, description: 'Minted', schema: MintPortalTokenResponse },
+    errors: { ...KEY_NOT_FOUND, key_not_usable: 'The key is disabled or expired' },
+    async handle({ params: { keyId }, body, res, ctx }) {
+      const key = await ownKey(portalCallOf(res).session, keyId, ctx);
+      const now = ctx.now();
+      if (!key.enabled)
+        throw new AppError('key_not_usable', 'The key is disabled: enable it to mint a token of it');
+      if (key.expiresAt !== null && key.expiresAt <= now)
+        throw new AppError('key_not_usable', 'The key has expired: a token of it would be refused');
+      const { expiresInSeconds = DEFAULT_TOKEN_SECONDS, origins, routes, subject } = body ?? {};
+      const token = mintToken(decryptSecret(key.secretCiphertext, ctx.encryptionKeys), {
+        consumerApiKeyId: keyId,
+        expiresInSeconds,
+        nowMs: now.getTime(),
+        ...(subject !== undefined && { subject }),
+        ...(origins !== undefined && { origins }),
+        ...(routes !== undefined && { routes }),
+      });
+      if (token.length > MAX_TOKEN_LENGTH)
+        throw new AppError(
+          'validation_failed',
+          `The token would be longer than ${MAX_TOKEN_LENGTH} characters, which no gateway accepts: name fewer origins or routes`,
+        );
+      const expiresAt = isoTimestamp(
+        new Date((Math.floor(now.getTime() / 1_000) + expiresInSeconds) * 1_000),
+      );
+      await ctx.audited(res, async () => ({
+        result: undefined,
+        action: 'key.mint_token',
+        target: { type: 'key', id: keyId },
+        before: null,
+        // What the token allows; the token itself is written nowhere.
+        after: { expiresAt, subject: subject ?? null, origins: origins ?? null, routes: routes ?? null },
+      }));
+      const answer: MintPortalTokenResponse = { token, expiresAt };
+      res.status(201).json(answer);
     },
   }),
 

@@ -8,8 +8,11 @@ import {
   AllowedOrigins,
   Enabled,
   ExpiresAt,
+  OriginList,
 } from '../../management/resources/keys/schemas.js';
 import { PortalUser } from '../../management/resources/developer-portal/schemas.js';
+import { RouteId } from '../../management/request-match-schemas.js';
+import { MAX_TOKEN_LIFETIME_S } from '../../keys/mint-token.js';
 import { PlanResponse, RateLimitState } from '../../management/resources/plans/schemas.js';
 import { CreditsOrNull } from '../../management/resources/credits/balance-schemas.js';
 import { ConsumerId, IsoTimestamp, KeyId, Name, RateLimitId, strict } from '../../management/schemas.js';
@@ -139,6 +142,53 @@ export const DeletePortalKeyResponse = Type.Object(
   { ...strict, title: 'DeletePortalKeyResponse' },
 );
 
+/** What a minted token lives for when the user does not say: an hour of trying the API. */
+export const DEFAULT_TOKEN_SECONDS = 3_600;
+
+export const MintPortalTokenRequest = Type.Object(
+  {
+    expiresInSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_TOKEN_LIFETIME_S,
+        default: DEFAULT_TOKEN_SECONDS,
+        description: 'How long the token works, 1–86400 s (24 h); default 1 hour',
+      }),
+    ),
+    origins: Type.Optional({
+      ...OriginList,
+      description: "Narrows the token to these origins (their intersection with the key's `allowedOrigins`)",
+    }),
+    routes: Type.Optional(
+      Type.Array(RouteId, {
+        minItems: 1,
+        maxItems: 100,
+        uniqueItems: true,
+        description: "Narrows the token to these route ids (their intersection with the key's routes)",
+      }),
+    ),
+    subject: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: "The visitor: the customer id of the token's requests",
+      }),
+    ),
+  },
+  { ...strict, title: 'MintPortalTokenRequest' },
+);
+
+export const MintPortalTokenResponse = Type.Object(
+  {
+    token: Type.String({
+      description:
+        '`tgt_…`: sent as the key is (`Authorization: Bearer` or `x-api-key`); in this answer only',
+    }),
+    expiresAt: IsoTimestamp,
+  },
+  { ...strict, title: 'MintPortalTokenResponse' },
+);
+
 const planFields = {
   rateLimitId: RateLimitId,
   description: Type.String(),
@@ -187,5 +237,6 @@ export type PortalKey = Static<typeof PortalKey>;
 export type PortalKeyList = Static<typeof PortalKeyList>;
 export type CreatePortalKeyResponse = Static<typeof CreatePortalKeyResponse>;
 export type RollPortalKeyResponse = Static<typeof RollPortalKeyResponse>;
+export type MintPortalTokenResponse = Static<typeof MintPortalTokenResponse>;
 export type DeletePortalKeyResponse = Static<typeof DeletePortalKeyResponse>;
 export type PortalPlan = Static<typeof PortalPlan>;

@@ -13,11 +13,10 @@ import { sendBuiltFile } from '../../web/built-files.js';
 /** Where the portal lives, under MANAGEMENT_PREFIX. */
 export const PORTAL_PATH = `${TOLLGATE_ROOT}/portal`;
 
-/** What both pages allow: this origin only, never framed, no form posted anywhere. */
+/** What every page allows: this origin only, never framed, no form posted anywhere. */
 const BASE_POLICY = [
   "default-src 'self'",
   "script-src 'self'",
-  "style-src 'self'",
   "connect-src 'self'",
   "object-src 'none'",
   "base-uri 'none'",
@@ -25,9 +24,12 @@ const BASE_POLICY = [
   "frame-ancestors 'none'",
 ];
 
-function securityHeaders(policy: readonly string[]): Readonly<Record<string, string>> {
+function securityHeaders(
+  policy: readonly string[],
+  styleSources = "'self'",
+): Readonly<Record<string, string>> {
   return {
-    'content-security-policy': [...BASE_POLICY, ...policy].join('; '),
+    'content-security-policy': [...BASE_POLICY, `style-src ${styleSources}`, ...policy].join('; '),
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'no-referrer',
     'x-frame-options': 'DENY',
@@ -40,11 +42,37 @@ function securityHeaders(policy: readonly string[]): Readonly<Record<string, str
  * The portal's pages: the team's logo may live on its own https site; DOM sinks such as innerHTML
  * refuse strings, the pages render through the DOM API only.
  */
-const PAGES_HEADERS = securityHeaders([
-  "img-src 'self' https:",
-  "require-trusted-types-for 'script'",
-  "trusted-types 'none'",
-]);
+const PAGES_POLICY = ["img-src 'self' https:", "require-trusted-types-for 'script'", "trusted-types 'none'"];
+const PAGES_HEADERS = securityHeaders(PAGES_POLICY);
+
+/**
+ * The headers of a page the server writes itself (src/portal/html-page.ts): the pages' own, its one
+ * inline style allowed by its SHA-256 (base64) and no other.
+ */
+export function serverPageHeaders(styleHash: string): Readonly<Record<string, string>> {
+  return securityHeaders(PAGES_POLICY, `'self' 'sha256-${styleHash}'`);
+}
+
+/** The built stylesheet and icon of the portal's pages, by their paths on the listener. */
+export interface PageAssets {
+  readonly stylesheet: string;
+  readonly icon: string;
+}
+
+/**
+ * What the built `index.html` links (`./assets/…`, hashed by the build), for the pages the server
+ * writes itself; undefined when the portal was not built.
+ */
+export function pageAssetsOf(prefix: string, files: BuiltFiles | undefined): PageAssets | undefined {
+  const index = files?.get('index.html')?.body.toString('utf8');
+  const linked = (rel: string) =>
+    new RegExp(`<link rel="${rel}" href="\\./(assets/[^"]+)"`).exec(index ?? '')?.[1];
+  const stylesheet = linked('stylesheet');
+  const icon = linked('icon');
+  if (stylesheet === undefined || icon === undefined) return undefined;
+  const root = prefix + PORTAL_PATH;
+  return { stylesheet: `${root}/${stylesheet}`, icon: `${root}/${icon}` };
+}
 
 /**
  * The API reference, a document of its own so that its renderer's needs stay there: swagger-ui's

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Download, Locator, Page } from 'playwright-core';
 import { launchChromium } from './chromium.js';
-import { startFleet, type Fleet } from '../../e2e/helpers/replicas.js';
+import { startEmbedded, startFleet, type Fleet } from '../../e2e/helpers/replicas.js';
 import type { Tollgate } from '../../e2e/helpers/tollgate.js';
 
 export interface ConsoleSession {
@@ -49,13 +49,14 @@ export function openConsole(
 /**
  * A fresh browser context on a page of Tollgate's (the console, the portal), recording its requests,
  * navigations, errors and CSP violations. `consoleUrl`: the page opened. With `clock`, the page's time
- * agrees with it.
+ * agrees with it; `prepare` runs on the context before the page opens (routes of other sites).
  */
 export async function openTab(
   browser: Browser,
   tollgate: Tollgate,
   url: string,
   clock?: () => number,
+  prepare?: (context: BrowserContext) => Promise<void>,
 ): Promise<ConsoleSession> {
   const context = await browser.newContext({
     viewport: { width: 1280, height: 900 },
@@ -82,6 +83,7 @@ export async function openTab(
       window.tollgateCspViolation?.(`${e.violatedDirective} ${e.blockedURI}`),
     );
   });
+  await prepare?.(context);
   const { page } = session;
   page.setDefaultTimeout(20_000);
   page.on('console', (m) => {
@@ -208,7 +210,13 @@ export function rowWith(page: Page, text: string): Locator {
   return page.getByRole('row').filter({ hasText: text });
 }
 
-/** What a browser test file shares: a built Tollgate on Postgres and Redis before a recording backend, and Chromium. */
+/**
+ * How the suite's Tollgate runs: on Postgres and Redis, or embedded (nothing configured: SQLite and
+ * in-process counters).
+ */
+export type SuiteMode = 'redis-postgres' | 'embedded';
+
+/** What a browser test file shares: a built Tollgate before a recording backend, and Chromium. */
 export interface ConsoleSuite {
   readonly fleet: Fleet;
   readonly tollgate: Tollgate;
@@ -216,20 +224,22 @@ export interface ConsoleSuite {
 }
 
 /**
- * Registers the file's hooks: Tollgate (with `env` beside the fleet's) and Chromium start before its
- * tests (then `setup` runs, within `setupMs` in all) and stop after.
+ * Registers the hooks of the file (or of the enclosing describe): Tollgate (with `env` beside the
+ * mode's own) and Chromium start before its tests (then `setup` runs, within `setupMs` in all) and stop
+ * after.
  */
 export function consoleSuite(
   setup: (tollgate: Tollgate) => Promise<void> = async () => {},
   setupMs = 120_000,
   env: Record<string, string> = {},
+  mode: SuiteMode = 'redis-postgres',
 ): ConsoleSuite {
   const suite = {} as { fleet: Fleet; tollgate: Tollgate; browser: Browser };
   beforeAll(async () => {
     // Both are kept as they start, so afterAll stops the one that started when the other failed
     // (Chromium missing must not leave a Tollgate running).
     const [fleet, browser] = await Promise.allSettled([
-      startFleet(1, env).then((f) => (suite.fleet = f)),
+      (mode === 'embedded' ? startEmbedded(env) : startFleet(1, env)).then((f) => (suite.fleet = f)),
       launchChromium().then((b) => (suite.browser = b)),
     ]);
     for (const started of [fleet, browser]) if (started.status === 'rejected') throw started.reason;

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../../helpers/services.js';
 import { sleep } from '../../helpers/poll.js';
 import { startBackend, type Backend } from './backend.js';
@@ -42,10 +44,14 @@ export class Replicas {
   }
 }
 
-/** A deployment of replicas on Redis and Postgres in front of a recording backend, in a fresh database. */
+/**
+ * A deployment of replicas on Redis and Postgres in front of a recording backend, in a fresh database
+ * (startFleet), or one embedded Tollgate (startEmbedded).
+ */
 export interface Fleet {
   readonly backend: Backend;
-  readonly database: TestDatabase;
+  /** undefined: embedded, its database a SQLite file in its DATA_DIR. */
+  readonly database: TestDatabase | undefined;
   readonly replicas: Replicas;
   /** The replicas started with the fleet. */
   readonly members: Tollgate[];
@@ -73,6 +79,32 @@ export async function startFleet(count: number, env: Record<string, string> = {}
       await backend.close();
       await database.drop();
       if (replicas.all.length) expectNoSecretsLogged();
+    },
+  };
+}
+
+/**
+ * One Tollgate with nothing configured but its upstream: SQLite in a fresh DATA_DIR and in-process
+ * counters, in front of a recording backend.
+ */
+export async function startEmbedded(env: Record<string, string> = {}): Promise<Fleet> {
+  const backend = await startBackend();
+  const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-embedded-'));
+  const replicas = new Replicas({ DATA_DIR: dataDir, UPSTREAM_URL: backend.url, ...env });
+  const members = await replicas.start(1).catch(async (err: unknown) => {
+    await backend.close();
+    throw err;
+  });
+  return {
+    backend,
+    database: undefined,
+    replicas,
+    members,
+    async stop() {
+      await replicas.stopAll();
+      await backend.close();
+      rmSync(dataDir, { recursive: true, force: true });
+      expectNoSecretsLogged();
     },
   };
 }

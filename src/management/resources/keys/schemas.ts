@@ -46,22 +46,18 @@ const AllowedRouteIds = Type.Union(
       'The routes the key may take; a request any other route (or the catch-all, UPSTREAM_URL) takes is refused with 403 `route_not_allowed`, not forwarded and not charged. null: every route',
   },
 );
-export const AllowedOrigins = Type.Union(
-  [
-    Type.Array(Type.String({ maxLength: 300, pattern: ORIGIN_PATTERN }), {
-      minItems: 1,
-      maxItems: 50,
-      uniqueItems: true,
-      description:
-        'Exact origins (`https://app.example.com`, `http://localhost:5173`) or wildcard subdomains (`https://*.example.com`), in lower case; `*` is not one',
-    }),
-    Type.Null(),
-  ],
-  {
-    description:
-      "The web pages the key may be used from (docs/guides/browser.md): a request whose `Origin` (or, without one, whose `Referer`'s origin) matches none, or that names none, is refused with 403 `origin_not_allowed`, not forwarded and not charged. null: any",
-  },
-);
+/** 1–50 origins a key (or a token of it) is narrowed to. */
+export const OriginList = Type.Array(Type.String({ maxLength: 300, pattern: ORIGIN_PATTERN }), {
+  minItems: 1,
+  maxItems: 50,
+  uniqueItems: true,
+  description:
+    'Exact origins (`https://app.example.com`, `http://localhost:5173`) or wildcard subdomains (`https://*.example.com`), in lower case; `*` is not one',
+});
+export const AllowedOrigins = Type.Union([OriginList, Type.Null()], {
+  description:
+    "The web pages the key may be used from (docs/guides/browser.md): a request whose `Origin` (or, without one, whose `Referer`'s origin) matches none, or that names none, is refused with 403 `origin_not_allowed`, not forwarded and not charged. null: any",
+});
 export const AllowedAddresses = Type.Union(
   [
     Type.Array(Type.String({ minLength: 2, maxLength: 50 }), {

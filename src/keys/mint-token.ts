@@ -1,8 +1,16 @@
 /**
- * Short-lived tokens for a web page, minted by a backend that holds a key's secret, without calling
- * Tollgate (docs/guides/browser.md): `tgt_<payload>.<signature>`.
+ * Minting a short-lived token (docs/guides/browser.md, docs/decisions/0091): `tgt_<payload>.<signature>`
+ * from a key's secret, without calling Tollgate. The one copy of the algorithm: the portal mints with it
+ * (src/portal/api/operations.ts), the proxy derives signing keys with it (src/keys/token.ts), and
+ * @tollgate/client ships it as written (packages/client/src/generated/mint-token.ts, by `npm run
+ * build`), so this file imports nothing but node:crypto.
  */
 import { createHmac } from 'node:crypto';
+
+export const TOKEN_PREFIX = 'tgt_';
+/** A token expires at most this long after it is minted, and is refused once `exp` is further ahead. */
+export const MAX_TOKEN_LIFETIME_S = 86_400;
+const DERIVATION = 'tollgate-token-v1';
 
 export interface MintTokenOptions {
   /** The key's id (the token's `kid`). */
@@ -19,11 +27,16 @@ export interface MintTokenOptions {
   readonly nowMs?: number;
 }
 
+/** The signing key of a secret: what a token of its key is signed with. */
+export function signingKeyOf(secret: string): Buffer {
+  return createHmac('sha256', secret).update(DERIVATION).digest();
+}
+
 /** A token of the key whose secret is `secret`, which Tollgate accepts wherever it accepts the key. */
 export function mintToken(secret: string, options: MintTokenOptions): string {
   const { consumerApiKeyId, expiresInSeconds, subject, origins, routes, nowMs = Date.now() } = options;
-  if (!Number.isInteger(expiresInSeconds) || expiresInSeconds < 1 || expiresInSeconds > 86_400)
-    throw new RangeError('expiresInSeconds must be a whole number from 1 to 86400');
+  if (!Number.isInteger(expiresInSeconds) || expiresInSeconds < 1 || expiresInSeconds > MAX_TOKEN_LIFETIME_S)
+    throw new RangeError(`expiresInSeconds must be a whole number from 1 to ${MAX_TOKEN_LIFETIME_S}`);
   const claims = {
     kid: consumerApiKeyId,
     exp: Math.floor(nowMs / 1_000) + expiresInSeconds,
@@ -32,6 +45,5 @@ export function mintToken(secret: string, options: MintTokenOptions): string {
     ...(routes !== undefined && { routes }),
   };
   const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
-  const signingKey = createHmac('sha256', secret).update('tollgate-token-v1').digest();
-  return `tgt_${payload}.${createHmac('sha256', signingKey).update(payload).digest('base64url')}`;
+  return `${TOKEN_PREFIX}${payload}.${createHmac('sha256', signingKeyOf(secret)).update(payload).digest('base64url')}`;
 }
