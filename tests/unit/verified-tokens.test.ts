@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { parseToken } from '../../src/keys/token.js';
 import { VerifiedTokens } from '../../src/keys/verified-tokens.js';
-import { mintToken } from '../../packages/client/src/token.js';
+import { mintToken } from '../../src/keys/mint-token.js';
 
 const secret = 'tg_' + 'a'.repeat(43);
 const tokenFor = (kid: string) =>
