@@ -119,21 +119,17 @@ function refused(code: ErrorCode, key?: ResolvedKey, limit?: Refused['limit']): 
 export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Promise<Admission> {
   const secret = request.secret;
   if (secret === undefined) return refused('missing_api_key');
-  // A key fresh in memory is the common case: one look-up, and the throttle is never asked.
-  let key = deps.keyCache.fresh(secret);
-  let token: TokenClaims | undefined;
-  if (key === undefined) {
-    const found = secret.startsWith(TOKEN_PREFIX)
-      ? (checkedToken(deps, secret) ?? (await tokenKey(deps, secret, request.client)))
-      : await lookUp(deps, secret, request.client);
+  // A token is never an entry of the key cache: it goes its own way, from memory when checked before.
+  if (secret.startsWith(TOKEN_PREFIX)) {
+    const found = checkedToken(deps, secret) ?? (await tokenKey(deps, secret, request.client));
     if ('admitted' in found) return found;
-    if ('claims' in found) ({ key, claims: token } = found);
-    else key = found;
+    const { key, claims } = found;
+    const admission = await admitToken(deps, request, key, claims);
+    return claims.sub === undefined ? admission : { ...admission, subject: claims.sub };
   }
-  if (token !== undefined) {
-    const admission = await admitToken(deps, request, key, token);
-    return token.sub === undefined ? admission : { ...admission, subject: token.sub };
-  }
+  // A key fresh in memory is the common case: one look-up, and the throttle is never asked.
+  const key = deps.keyCache.fresh(secret) ?? (await lookUp(deps, secret, request.client));
+  if ('admitted' in key) return key;
   return admitKey(deps, request, secret, key, request.customerId);
 }
 
