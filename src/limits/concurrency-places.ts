@@ -7,6 +7,9 @@ import type { LimitWatches } from './limit-watches.js';
 /** A place's default lease: a replica that dies holding places gives them back this long after its last heartbeat. */
 export const DEFAULT_CONCURRENCY_LEASE_MS = 30_000;
 
+/** How far apart replicas' and Redis' clocks may be (NTP). */
+const CLOCKS_APART_MS = 1_000;
+
 /** How long a put-back waits for consume calls out to be answered while others keep going out (none do after a loss). */
 const SETTLE_MS = 1_000;
 
@@ -32,6 +35,8 @@ for i = 1, #KEYS do
     redis.call('HSET', KEYS[i], 'x:' .. ARGV[1], ARGV[2])
     local latest = math.max(tonumber(ARGV[2]), tonumber(redis.call('HGET', KEYS[i], 'e') or '0'))
     redis.call('HSET', KEYS[i], 'e', string.format('%.0f', latest))
+    -- The count outlives its latest lease, as when places are taken (consume-script.ts).
+    redis.call('PEXPIREAT', KEYS[i], string.format('%.0f', latest + ${EXPIRY_GRACE_MS}))
   end
 end
 return 0
@@ -73,7 +78,12 @@ export class ConcurrencyPlaces {
   private readonly releaseScript: ScriptRunner;
   private readonly renewScript: ScriptRunner;
   private readonly putBackScript: ScriptRunner;
-  /** Counts whose places are to be put back: after a flush, or a release Redis did not answer. */
+  /**
+   * Until when each count this replica decided on is sure to be in Redis (epoch ms): a count outlives
+   * the latest lease in it (`e`) by EXPIRY_GRACE_MS, less a second for clocks a little apart.
+   */
+  private readonly sureUntil = new Map<string, number>();
+  /** Counts whose places are to be put back: after a flush, or a call or release Redis did not answer. */
   private readonly owed = new Set<string>();
   /** Consume calls out that may take places, and who waits for them to be answered. */
   private callsOut = 0;
@@ -126,9 +136,33 @@ export class ConcurrencyPlaces {
     };
   }
 
-  /** The places this replica holds in `count` (what the consume script checks Redis still has). */
-  heldIn(count: string): number {
-    return this.held.get(count) ?? 0;
+  /**
+   * What the consume script checks Redis still has of `count` at `nowMs` (`held:sureUntil`, 0 for
+   * nothing): the places this replica holds in it, and until when it is sure to be there.
+   */
+  knownOf(count: string, nowMs: number): string | 0 {
+    const held = this.held.get(count) ?? 0;
+    let sure = this.sureUntil.get(count) ?? 0;
+    if (sure <= nowMs) {
+      this.sureUntil.delete(count);
+      sure = 0;
+    }
+    return held === 0 && sure === 0 ? 0 : `${held}:${sure}`;
+  }
+
+  /**
+   * A decision at `nowMs` left `places` in flight in `count`, and took places when `took`: the count's
+   * latest lease then ends at `nowMs` (some place is held past it) or, when it took some, a lease later.
+   */
+  saw(count: string, places: number, took: boolean, nowMs: number): void {
+    if (places === 0) return;
+    const until = nowMs + (took ? this.leaseMs : 0) + EXPIRY_GRACE_MS - CLOCKS_APART_MS;
+    if (until > (this.sureUntil.get(count) ?? 0)) this.sureUntil.set(count, until);
+  }
+
+  /** A consume call on `counts` went unanswered: it may still run, and take places nobody holds. */
+  unanswered(counts: readonly string[]): void {
+    for (const count of counts) this.owed.add(count);
   }
 
   /** A consume call that may take places went out: the function says it was answered (after its decisions). */
@@ -149,6 +183,7 @@ export class ConcurrencyPlaces {
 
   /** Puts back the places of every count owed; throws if Redis stops answering (call again). */
   async repay(nowMs: number): Promise<number> {
+    for (const [count, until] of this.sureUntil) if (until <= nowMs) this.sureUntil.delete(count);
     if (this.owed.size === 0) return 0;
     await this.settled();
     const counts = [...this.owed];

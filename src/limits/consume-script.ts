@@ -44,7 +44,8 @@ const CALL_BALANCE_ARGS = BALANCE_ARGS + 3;
  * of limits, lease, settled, returned, 1 when it holds a balance (else 0); per limit: limit, expiresAt,
  * slot (-1 for a fixed limit; used as given for the field name, since Lua would print a large number in
  * exponent form), what the caller knows of the count (`known`: the places it holds in a window's count or
- * slot, or in a concurrency limit; its record of a token bucket as `units:parts:at`; 0 for nothing); per balance, its record
+ * slot; its record of a token bucket as `units:parts:at`; for a concurrency limit `held:sureUntil`, its
+ * places in it and until when it is sure to be there; 0 for nothing); per balance, its record
  * (balance-lua.ts) and the most the caller saw spent of it (epoch, window, spent); then the requests as
  * runs of one cost: requests, cost, requests, cost, … Few arguments: a key in rotation pays for every
  * one, per request.
@@ -118,9 +119,12 @@ for i = 1, n do
       su, ru = math.min(su, burst), math.min(ru, burst)
       below = su > ru or (su == ru and sp > rp)
     elseif kind == 'c' then
+      -- The places the caller holds, lapsed or fewer; or the count gone while it is sure to be there.
       local replica = string.match(field, '^c%d+:(.+)$')
-      local h = redis.call('HMGET', key, 'p:' .. replica, 'x:' .. replica)
-      below = tonumber(h[1] or '0') < tonumber(known) or tonumber(h[2] or '0') < now
+      local held, sure = string.match(known, '^(%d+):(%d+)$')
+      held, sure = tonumber(held), tonumber(sure)
+      local h = redis.call('HMGET', key, 'p:' .. replica, 'x:' .. replica, 'e')
+      below = (held > 0 and (tonumber(h[1] or '0') < held or tonumber(h[2] or '0') < now)) or (not h[3] and now < sure)
     else
       local held = tonumber(field) < 0 and redis.call('GET', key) or redis.call('HGET', key, field)
       -- Unless it is about to expire by Redis' clock (a caller's clock can be behind it).
@@ -382,8 +386,9 @@ export interface ConsumeCall {
   readonly limits: readonly (readonly ConsumeLimit[])[];
   /**
    * Per limit (every subject's, in KEYS order), what the caller knows of its count: the places it holds
-   * in a window's count or slot or in a concurrency limit, its record of a token bucket
-   * (`units:parts:at`, BucketLedger.recordOf), 0 for nothing.
+   * in a window's count or slot, its record of a token bucket (`units:parts:at`, BucketLedger.recordOf),
+   * its places in a concurrency limit and until when that is sure to be there (`held:sureUntil`,
+   * ConcurrencyPlaces.knownOf), 0 for nothing.
    */
   readonly known: readonly (number | string)[];
   readonly balances: readonly (CallBalance | undefined)[];

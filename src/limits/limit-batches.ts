@@ -163,7 +163,7 @@ export class LimitBatches {
         if (inWindows(limit))
           return Math.max(0, this.ledger.placesIn(count, limit.slot, now) - span.returning);
         return isConcurrency(span.limits[j]!)
-          ? this.restore.places.heldIn(count)
+          ? this.restore.places.knownOf(count, now)
           : this.restore.buckets.recordOf(count, limit.slot, limit.limit, now);
       }),
     );
@@ -201,6 +201,7 @@ export class LimitBatches {
       // twice, so they are dropped: unsettled units only make others wait up to RECLAIM_WAIT_MS
       // longer, and units not given back are counted as used.
       for (const w of waiting) w.reject(err);
+      if (answered !== undefined) this.restore.places.unanswered(group.placeCounts);
       answered?.();
       this.answered(group, calls, leasing);
       return;
@@ -290,6 +291,7 @@ export class LimitBatches {
           );
         } else if (isConcurrency(rule)) {
           span.placesAfter[j] = countOf(reply, i);
+          this.restore.places.saw(span.counts[j]!, countOf(reply, i), admittedUnits > 0, now);
           span.resets[j] = now + PLACE_RETRY_MS;
         } else {
           const bucket = bucketOf(rule, countOf(reply, i), oldestSlotOf(reply, i), now);

@@ -75,19 +75,21 @@ describe('a concurrency limit whose places Redis loses', () => {
     Promise.resolve(r.consume(keyOnly(keyId, fourInFlight), 1, now));
 
   it.each(losses)('keeps no more than its limit in flight after %s', async (_, lose) => {
-    const [a, b] = [await replica(), await replica()];
+    const [a, b, c] = [await replica(), await replica(), await replica()];
     const keyId = newKey();
-    // Two requests in flight on each replica.
+    // Two requests in flight on each of a and b; c was refused, and holds none.
     const held = [await take(a, keyId), await take(b, keyId), await take(a, keyId), await take(b, keyId)];
     expect(held.map((d) => d.allowed)).toEqual([true, true, true, true]);
+    expect((await take(c, keyId)).allowed).toBe(false);
     await lose(keyId);
+    // c asks first: it knows the count was there, and must not find four free places.
     const after = [];
-    for (let i = 0; i < 6; i++) after.push(await take(i % 2 === 0 ? a : b, keyId));
+    for (const r of [c, a, b, c, a, b]) after.push(await take(r, keyId));
     expect(after.filter((d) => d.allowed)).toHaveLength(0);
     // A request ends: its place, and that one only, is free again.
     held[0]!.release!();
     const next = [];
-    for (let i = 0; i < 4; i++) next.push(await take(i % 2 === 0 ? b : a, keyId));
+    for (const r of [c, b, a, c]) next.push(await take(r, keyId));
     expect(next.filter((d) => d.allowed)).toHaveLength(1);
   });
 });
