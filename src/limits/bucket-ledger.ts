@@ -37,7 +37,7 @@ return 1
 `;
 
 /** What a replica last learned of a bucket: its state after the replica's last decision there. */
-interface Record {
+interface BucketRecord {
   readonly rule: LimitRule;
   /** The bucket's field in the consume script (its refill and period, limitField): a record of another rule is not passed. */
   readonly field: ConsumeLimit['slot'];
@@ -54,7 +54,7 @@ interface Record {
  * admitted since it came back.
  */
 export class BucketLedger {
-  private readonly records = new Map<string, Record>();
+  private readonly records = new Map<string, BucketRecord>();
   private readonly restore: ScriptRunner;
   /** A flush was noticed and not every bucket is put back yet. */
   private owed = false;
@@ -120,7 +120,7 @@ export class BucketLedger {
     return restored;
   }
 
-  private isFull({ rule, bucket }: Record, nowMs: number): boolean {
+  private isFull({ rule, bucket }: BucketRecord, nowMs: number): boolean {
     return refilled(bucket, rule, nowMs).units >= rule.burst!;
   }
 }

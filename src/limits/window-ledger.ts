@@ -4,6 +4,16 @@ import { COUNT_SURE_MS } from './consume-script.js';
 import { defineRestoreScript, type RestoreScript } from './restore-script.js';
 
 /**
+ * What else a replica puts back when Redis lost its data (balances, token buckets, concurrency places):
+ * `owe` when the marker changed, `repay` at every check (it puts back what is owed; throws when Redis
+ * stops answering, to go on at the next check).
+ */
+export interface LossShare {
+  owe(): void;
+  repay(nowMs: number): Promise<number>;
+}
+
+/**
  * What this replica has taken of each current window's count (admitted requests and leased places,
  * less the places it gave back), so that a Redis that loses its data (a restart without persistence,
  * `FLUSHALL`, `FLUSHDB`) does not reset the windows. Redis carries a marker, `<prefix>epoch`, set once by
@@ -17,16 +27,6 @@ import { defineRestoreScript, type RestoreScript } from './restore-script.js';
  * trip or two) are in the new count and are put back too, so around a restart a window can admit
  * that many requests fewer than its limit, never more.
  */
-/**
- * What else a replica puts back when Redis lost its data (balances, token buckets, concurrency places):
- * `owe` when the marker changed, `repay` at every check (it puts back what is owed; throws when Redis
- * stops answering, to go on at the next check).
- */
-export interface LossShare {
-  owe(): void;
-  repay(nowMs: number): Promise<number>;
-}
-
 interface Taken {
   /** The count key, and for a sliding limit the slot within it (-1 for a fixed window). */
   readonly count: string;

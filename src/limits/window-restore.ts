@@ -7,8 +7,8 @@ import { WindowLedger } from './window-ledger.js';
 
 /**
  * What the Redis limiter (redis-limiter.ts) keeps to restore windows, balances, token buckets and
- * concurrency places after Redis
- * restarted empty or lost keys while up: the ledgers, and the checks of Redis' restart marker.
+ * concurrency places after Redis restarted empty or lost keys while up: the ledgers, and the checks of
+ * Redis' restart marker.
  */
 export class WindowRestore {
   /** What this replica took of each current window: put back if Redis restarts empty. */
