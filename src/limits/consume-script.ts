@@ -116,7 +116,8 @@ for i = 1, n do
       local su, sp = burst, 0
       if h[1] then su, sp = refill(tonumber(h[1]), tonumber(h[2]), tonumber(h[3]), t, rate, burst, periodMs) end
       ru, rp = refill(ru, rp, ra, t, rate, burst, periodMs)
-      su, ru = math.min(su, burst), math.min(ru, burst)
+      if su >= burst then su, sp = burst, 0 end
+      if ru >= burst then ru, rp = burst, 0 end
       below = su > ru or (su == ru and sp > rp)
     elseif kind == 'c' then
       -- The places the caller holds, lapsed or fewer; or the count gone while it is sure to be there.
