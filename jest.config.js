@@ -24,6 +24,7 @@ const faults = [
   'tests/e2e/failure-log-exactly-once.test.ts',
   'tests/e2e/full-disk-start.test.ts',
   'tests/e2e/full-disk.test.ts',
+  'tests/e2e/limits-through-faults.test.ts',
   'tests/e2e/outage.test.ts',
   'tests/e2e/replicas-figures.test.ts',
   'tests/e2e/shutdown-stdout.test.ts',

@@ -43,21 +43,25 @@ const CALL_BALANCE_ARGS = BALANCE_ARGS + 3;
  * ARGV, as `consumeArgs` builds it: now, reclaimChannel, the number of subjects; per subject: its number
  * of limits, lease, settled, returned, 1 when it holds a balance (else 0); per limit: limit, expiresAt,
  * slot (-1 for a fixed limit; used as given for the field name, since Lua would print a large number in
- * exponent form), the places the caller knows it holds in the count (its slot); per balance, its record
+ * exponent form), what the caller knows of the count (`known`: the places it holds in a window's count or
+ * slot; its record of a token bucket as `units:parts:at`; for a concurrency limit `held:sureUntil`, its
+ * places in it and until when it is sure to be there; 0 for nothing); per balance, its record
  * (balance-lua.ts) and the most the caller saw spent of it (epoch, window, spent); then the requests as
  * runs of one cost: requests, cost, requests, cost, … Few arguments: a key in rotation pays for every
  * one, per request.
  *
  * A token bucket (token-bucket.ts, docs/decisions/0095) is a hash {u units, p parts, a at}, brought up
  * to `now` by BUCKET_LUA and written back only when it admits; its count is what it lacks of its
- * burst (its `limit` argument) and its reply's second number its parts. A concurrency limit
+ * burst (its `limit` argument) and its reply's second number its parts; `d` counts the units it admitted
+ * since the hash was made (what a put-back after a loss deducts, bucket-ledger.ts). A concurrency limit
  * (docs/decisions/0096) is a hash of places per replica, `p:<replica>`, each replica's expiring at
  * `x:<replica>` unless renewed (concurrency-places.ts); expired ones are dropped as they are met; it
  * counts places, one per admitted request. Neither has a lease book, nor is ever leased.
  *
- * A count below the places the caller holds in it, or a balance below what the caller saw spent of
- * it in its period (or gone), means Redis lost keys while it stayed up (a flush, an eviction, a
- * deletion): the call decides and charges nothing and answers `lost` with the limits and balances
+ * A count below the places the caller holds in it, a concurrency limit holding fewer of the caller's
+ * places than it holds, a token bucket holding more than the caller's record of it refilled since (or
+ * gone while that record is not full), or a balance below what the caller saw spent of it in its period
+ * (or gone), means Redis lost keys while it stayed up (a flush, an eviction, a deletion): the call decides and charges nothing and answers `lost` with the limits and balances
  * found so (loss-detection.ts puts them back).
  *
  * When a request does not fit a limit while leased units of it are outstanding, the call says `held`
@@ -88,22 +92,51 @@ end
 -- Limit i's arguments start at ARGV[args + 4i]; the balances' after the last limit's; the runs after those.
 local args = 5 * subjects
 local bargs = args + 4 * n + 4
--- A count below what the caller itself holds in it, or a balance below what it saw spent of it (or
--- gone), lost keys while Redis stayed up: nothing is decided or charged, the reply names them.
+-- A count below what the caller itself holds in it, a concurrency limit holding fewer of its places
+-- than it holds (or letting them lapse), a token bucket above what the caller's record of it refilled
+-- allows, or a balance below what it saw spent of it (or gone), lost keys while Redis stayed up: nothing
+-- is decided or charged, the reply names them.
 local lost = {}
 for i = 1, n do
-  local known = tonumber(ARGV[args + 4 * i + 3])
-  if known > 0 then
+  local known = ARGV[args + 4 * i + 3]
+  if known ~= '0' then
     local key = KEYS[2 * i - 1]
     local field = ARGV[args + 4 * i + 2]
-    local held = tonumber(field) < 0 and redis.call('GET', key) or redis.call('HGET', key, field)
-    -- Below it and marked moved (key-homes.ts): the caller has not heard of the move yet, no loss;
-    -- nor when it is about to expire by Redis' clock (a caller's clock can be behind it).
-    if tonumber(held or '0') < known and not redis.call('HGET', KEYS[2 * i], 'm') then
-      local time = redis.call('TIME')
-      local expiresAt = tonumber(ARGV[args + 4 * i + 1])
-      if tonumber(time[1]) * 1000 < expiresAt - ${COUNT_SURE_MS} then lost[#lost + 1] = i end
+    local kind = string.sub(field, 1, 1)
+    local below = false
+    if kind == 'b' then
+      local rate, periodMs = string.match(field, '^b(%d+):(%d+)$')
+      rate, periodMs = tonumber(rate), tonumber(periodMs)
+      local burst = tonumber(ARGV[args + 4 * i])
+      local ru, rp, ra = string.match(known, '^(%d+):(%d+):(%d+)$')
+      ru, rp, ra = tonumber(ru), tonumber(rp), tonumber(ra)
+      local h = redis.call('HMGET', key, 'u', 'p', 'a')
+      -- Both brought up to one time: the bucket never holds more than any caller's record refilled.
+      local t = math.max(now, ra, tonumber(h[3] or '0'))
+      local su, sp = burst, 0
+      if h[1] then su, sp = refill(tonumber(h[1]), tonumber(h[2]), tonumber(h[3]), t, rate, burst, periodMs) end
+      ru, rp = refill(ru, rp, ra, t, rate, burst, periodMs)
+      if su >= burst then su, sp = burst, 0 end
+      if ru >= burst then ru, rp = burst, 0 end
+      below = su > ru or (su == ru and sp > rp)
+    elseif kind == 'c' then
+      -- The places the caller holds, lapsed or fewer; or the count gone while it is sure to be there.
+      local replica = string.match(field, '^c%d+:(.+)$')
+      local held, sure = string.match(known, '^(%d+):(%d+)$')
+      held, sure = tonumber(held), tonumber(sure)
+      local h = redis.call('HMGET', key, 'p:' .. replica, 'x:' .. replica, 'e')
+      below = (held > 0 and (tonumber(h[1] or '0') < held or tonumber(h[2] or '0') < now)) or (not h[3] and now < sure)
+    else
+      local held = tonumber(field) < 0 and redis.call('GET', key) or redis.call('HGET', key, field)
+      -- Unless it is about to expire by Redis' clock (a caller's clock can be behind it).
+      if tonumber(held or '0') < tonumber(known) then
+        local time = redis.call('TIME')
+        local expiresAt = tonumber(ARGV[args + 4 * i + 1])
+        below = tonumber(time[1]) * 1000 < expiresAt - ${COUNT_SURE_MS}
+      end
     end
+    -- Below it and marked moved (key-homes.ts): the caller has not heard of the move yet, no loss.
+    if below and not redis.call('HGET', KEYS[2 * i], 'm') then lost[#lost + 1] = i end
   end
 end
 for k = 1, nb do
@@ -136,11 +169,11 @@ for i = 1, n do
     local limit, periodMs = string.match(field, '^b(%d+):(%d+)$')
     limit, periodMs = tonumber(limit), tonumber(periodMs)
     local burst = tonumber(ARGV[args + 4 * i])
-    local h = redis.call('HMGET', key, 'u', 'p', 'a')
+    local h = redis.call('HMGET', key, 'u', 'p', 'a', 'd')
     local u, p, a = burst, 0, now
     if h[1] then u, p, a = refill(tonumber(h[1]), tonumber(h[2]), tonumber(h[3]), now, limit, burst, periodMs) end
     u = math.min(u, burst)
-    buckets[i] = {u, p, a, limit, periodMs}
+    buckets[i] = {u, p, a, limit, periodMs, tonumber(h[4] or '0')}
     count = burst - u
     first = p
   elseif kind == 'c' then
@@ -236,12 +269,13 @@ for i = 1, n do
   local taken = admitted + leased[s]
   local kind = string.sub(field, 1, 1)
   if kind == 'b' then
-    local u, p, a, rate, periodMs = unpack(buckets[i])
+    local u, p, a, rate, periodMs, since = unpack(buckets[i])
     if admitted > 0 then
       u = u - admitted
+      -- d: units admitted since the hash was made, which a put-back after a loss deducts (bucket-ledger.ts).
       -- Kept until it would be full again, and its grace (by the callers' clock, as every count).
       local fullAt = a + math.ceil(((limit - u) * periodMs - p) / rate) + ${EXPIRY_GRACE_MS}
-      redis.call('HSET', key, 'u', string.format('%.0f', u), 'p', string.format('%.0f', p), 'a', string.format('%.0f', a))
+      redis.call('HSET', key, 'u', string.format('%.0f', u), 'p', string.format('%.0f', p), 'a', string.format('%.0f', a), 'd', string.format('%.0f', since + admitted))
       redis.call('PEXPIREAT', key, string.format('%.0f', fullAt))
     end
     taken = admitted
@@ -351,8 +385,13 @@ export interface ConsumeCall {
   /** Per subject, in KEYS order: its lease terms, its limits and its balance (undefined: none). */
   readonly leases: readonly LeaseTerms[];
   readonly limits: readonly (readonly ConsumeLimit[])[];
-  /** Per limit (every subject's, in KEYS order), the places the caller holds in its count or slot. */
-  readonly known: readonly number[];
+  /**
+   * Per limit (every subject's, in KEYS order), what the caller knows of its count: the places it holds
+   * in a window's count or slot, its record of a token bucket (`units:parts:at`, BucketLedger.recordOf),
+   * its places in a concurrency limit and until when that is sure to be there (`held:sureUntil`,
+   * ConcurrencyPlaces.knownOf), 0 for nothing.
+   */
+  readonly known: readonly (number | string)[];
   readonly balances: readonly (CallBalance | undefined)[];
   /** The requests to decide, in arrival order, as runs of one cost: requests, cost, requests, cost, … */
   readonly runs: readonly number[];

@@ -160,9 +160,11 @@ export class LimitBatches {
     const known = spans.flatMap((span) =>
       span.counts.map((count, j) => {
         const limit = span.consumeLimits[j]!;
-        return inWindows(limit)
-          ? Math.max(0, this.ledger.placesIn(count, limit.slot, now) - span.returning)
-          : 0;
+        if (inWindows(limit))
+          return Math.max(0, this.ledger.placesIn(count, limit.slot, now) - span.returning);
+        return isConcurrency(span.limits[j]!)
+          ? this.restore.places.knownOf(count, now)
+          : this.restore.buckets.recordOf(count, limit.slot, limit.limit, now);
       }),
     );
     const balances = spans.map(
@@ -179,6 +181,8 @@ export class LimitBatches {
       spans[s]!.returning += calls[s]!.returned;
     }
     const runs = runsOf(waiting);
+    // Places this call takes are not in the replica's own count of them until it is answered.
+    const answered = group.placeCounts.length > 0 ? this.restore.places.calling() : undefined;
     let reply: ConsumeReply;
     try {
       reply = await this.watches.measure('consume', () =>
@@ -197,6 +201,8 @@ export class LimitBatches {
       // twice, so they are dropped: unsettled units only make others wait up to RECLAIM_WAIT_MS
       // longer, and units not given back are counted as used.
       for (const w of waiting) w.reject(err);
+      if (answered !== undefined) this.restore.places.unanswered(group.placeCounts);
+      answered?.();
       this.answered(group, calls, leasing);
       return;
     }
@@ -205,6 +211,7 @@ export class LimitBatches {
       // Nothing was decided or settled: the requests ask again once what was lost is put back.
       group.held.push(...waiting);
       for (let s = 0; s < spans.length; s++) spans[s]!.book.notRun(calls[s]!);
+      answered?.();
       this.answered(group, calls, leasing);
       const found = {
         counts: lost.limits.map((i) => group.keys[2 * i]!),
@@ -216,6 +223,7 @@ export class LimitBatches {
       return;
     }
     this.decide(group, calls, waiting, runs, reply, now);
+    answered?.();
     this.answered(group, calls, leasing);
   }
 
@@ -283,9 +291,12 @@ export class LimitBatches {
           );
         } else if (isConcurrency(rule)) {
           span.placesAfter[j] = countOf(reply, i);
+          this.restore.places.saw(span.counts[j]!, countOf(reply, i), admittedUnits > 0, now);
           span.resets[j] = now + PLACE_RETRY_MS;
         } else {
-          span.resets[j] = holdsAt(bucketOf(rule, countOf(reply, i), oldestSlotOf(reply, i), now), rule, 1);
+          const bucket = bucketOf(rule, countOf(reply, i), oldestSlotOf(reply, i), now);
+          this.restore.buckets.note(span.counts[j]!, limit.slot, rule, bucket);
+          span.resets[j] = holdsAt(bucket, rule, 1);
         }
         room = Math.min(room, limit.limit - countOf(reply, i));
       }

@@ -52,7 +52,10 @@ export class LimitRegistry implements ReclaimedCounts {
     this.homes = new KeyHomes(client, prefix, (moved) => {
       for (const { from, to, expiresAt } of moved)
         if (expiresAt === 0) restore.balanceLedger.forget(from);
-        else restore.ledger.move(from, to);
+        else {
+          restore.ledger.move(from, to);
+          restore.buckets.move(from, to);
+        }
     });
     this.sweeper = setInterval(() => this.sweep(clock()), SWEEP_MS).unref();
   }

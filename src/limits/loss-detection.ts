@@ -1,5 +1,7 @@
 import type { RedisClient } from '../redis/connect.js';
 import type { BalanceLedger } from './balance-ledger.js';
+import type { BucketLedger } from './bucket-ledger.js';
+import type { ConcurrencyPlaces } from './concurrency-places.js';
 import { lossChannel } from './limiter-keys.js';
 import type { WindowLedger } from './window-ledger.js';
 
@@ -23,7 +25,8 @@ interface LostKeys {
  * (window-ledger.ts): each replica reads it every second and on reconnecting, and the consume script
  * finds a count below what the caller holds in it, or a balance below what it saw spent, and decides
  * nothing (consume-script.ts), which makes the replica read the marker at once. Either way every
- * replica puts back its places in every current window and what it saw spent of every balance, and
+ * replica puts back its places in every current window, what it saw spent of every balance, its
+ * record of every token bucket and its places in every concurrency limit (docs/decisions/0125), and
  * holds its decisions for LOSS_HOLD_MS from when it learned, when every live replica has put back its own.
  *
  * A loss of some keys only (a count or a balance deleted, or evicted) leaves the marker: the replica
@@ -46,6 +49,8 @@ export class LossDetection {
     prefix: string,
     private readonly windows: WindowLedger,
     private readonly balances: BalanceLedger,
+    private readonly buckets: BucketLedger,
+    private readonly places: ConcurrencyPlaces,
     private readonly clock: () => number,
   ) {
     this.channel = lossChannel(prefix);
@@ -92,7 +97,7 @@ export class LossDetection {
   }
 
   /** Holds decisions for LOSS_HOLD_MS from now, on the process' own clock (a limiter's may stand still in tests). */
-  private hold(): void {
+  hold(): void {
     this.holdUntil = performance.now() + LOSS_HOLD_MS;
   }
 
@@ -108,8 +113,12 @@ export class LossDetection {
       if (this.putBack.has(key)) continue;
       this.putBack.set(key, nowMs);
       try {
-        if (counts.includes(key)) await this.windows.putBack(key, nowMs);
-        else await this.balances.putBack(key);
+        if (counts.includes(key)) {
+          // A count is a window's, a token bucket's or a concurrency limit's: whichever holds it puts it back.
+          await this.windows.putBack(key, nowMs);
+          await this.buckets.putBack(key, nowMs);
+          await this.places.putBack(key, nowMs);
+        } else await this.balances.putBack(key);
       } catch {
         // Redis stopped answering: a call that finds the key still lost tells again.
         this.putBack.delete(key);

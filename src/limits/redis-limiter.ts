@@ -94,7 +94,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.watches = new LimitWatches(metrics, notices);
     this.places = new ConcurrencyPlaces(client, clock, concurrencyLeaseMs, this.watches);
     this.reclaim = new LeaseReclaim(subscriber, prefix);
-    this.restore = new WindowRestore(client, subscriber, prefix, clock);
+    this.restore = new WindowRestore(client, subscriber, prefix, clock, this.places);
     this.batches = new LimitBatches(client, clock, this.reclaim, this.restore, this.watches);
     this.registry = new LimitRegistry(
       client,

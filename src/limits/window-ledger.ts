@@ -1,8 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/connect.js';
-import type { BalanceLedger } from './balance-ledger.js';
 import { COUNT_SURE_MS } from './consume-script.js';
 import { defineRestoreScript, type RestoreScript } from './restore-script.js';
+
+/**
+ * What else a replica puts back when Redis lost its data (balances, token buckets, concurrency places):
+ * `owe` when the marker changed, `repay` at every check (it puts back what is owed; throws when Redis
+ * stops answering, to go on at the next check).
+ */
+export interface LossShare {
+  owe(): void;
+  repay(nowMs: number): Promise<number>;
+}
 
 /**
  * What this replica has taken of each current window's count (admitted requests and leased places,
@@ -42,8 +51,10 @@ export class WindowLedger {
   constructor(
     private readonly client: RedisClient,
     prefix: string,
-    /** Balances are put back after a restart too, by their own rule (balance-ledger.ts). */
-    private readonly balances?: BalanceLedger,
+    /** Balances, buckets and places are put back after a restart too, each by its own rule. */
+    private readonly shares: readonly LossShare[] = [],
+    /** Told as soon as the marker is found changed, before anything is put back. */
+    private readonly onLoss: () => void = () => {},
   ) {
     this.restore = defineRestoreScript(client);
     this.epochKey = prefix + 'epoch';
@@ -104,8 +115,8 @@ export class WindowLedger {
 
   /**
    * Reads the marker; when Redis restarted empty since the last read, puts back what this replica had
-   * taken in every window still running, and what an unfinished check still owed, and the balances it
-   * saw. Resolves how many windows and balances it put back. Never rejects: a check Redis stops
+   * taken in every window still running, and what an unfinished check still owed, and its shares
+   * (the balances it saw, its records of token buckets, its concurrency places). Resolves how many windows and balances it put back. Never rejects: a check Redis stops
    * answering is left unfinished, and the next one goes on from where it stopped (a window whose
    * put-back timed out but ran is put back twice: it then admits fewer than its limit, never more; a
    * balance's put-back can be repeated without effect).
@@ -133,8 +144,9 @@ export class WindowLedger {
       }
       if (this.epoch !== undefined && current !== this.epoch) {
         for (const name of this.taken.keys()) this.owed.add(name);
-        this.balances?.owe();
+        for (const share of this.shares) share.owe();
         this.changes++;
+        this.onLoss();
       }
       this.epoch = current;
       let restored = 0;
@@ -146,7 +158,7 @@ export class WindowLedger {
         }
         this.owed.delete(name);
       }
-      restored += (await this.balances?.repay()) ?? 0;
+      for (const share of this.shares) restored += await share.repay(nowMs);
       this.unfinished = false;
       return restored;
     } catch {

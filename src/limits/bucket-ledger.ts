@@ -1,0 +1,126 @@
+import type { RedisClient } from '../redis/connect.js';
+import { defineScript, type ScriptRunner } from '../redis/script.js';
+import type { LimitRule } from '../plans/plan.js';
+import type { ConsumeLimit } from './consume-script.js';
+import { EXPIRY_GRACE_MS } from './limiter-keys.js';
+import { BUCKET_LUA, bucketPeriodMs, refilled, type Bucket } from './token-bucket.js';
+
+/**
+ * Puts a token bucket back after Redis lost it (docs/decisions/0125): the caller's record, refilled to
+ * the later of now and the bucket's time, less `d` (the units the hash admitted since it was made,
+ * after the loss), replaces what Redis holds only when it is lower, both brought up to the same time.
+ * A missing bucket is full. ARGV: the record's units, parts and time, now, the refill (limit), burst and
+ * period in ms. Returns 1 when it changed the bucket.
+ */
+const RESTORE_BUCKET_LUA = `
+${BUCKET_LUA}
+local ru, rp, ra, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local rate, burst, periodMs = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local h = redis.call('HMGET', KEYS[1], 'u', 'p', 'a', 'd')
+local t = math.max(now, ra, tonumber(h[3] or '0'))
+local u, p = refill(ru, rp, ra, t, rate, burst, periodMs)
+if u >= burst then u, p = burst, 0 end
+local d = tonumber(h[4] or '0')
+u = u - d
+if u < 0 then u, p = 0, 0 end
+if h[1] then
+  local su, sp = refill(tonumber(h[1]), tonumber(h[2]), tonumber(h[3]), t, rate, burst, periodMs)
+  if su >= burst then su, sp = burst, 0 end
+  if su < u or (su == u and sp <= p) then return 0 end
+elseif u >= burst then
+  return 0
+end
+local fullAt = t + math.ceil(((burst - u) * periodMs - p) / rate) + ${EXPIRY_GRACE_MS}
+redis.call('HSET', KEYS[1], 'u', string.format('%.0f', u), 'p', string.format('%.0f', p), 'a', string.format('%.0f', t), 'd', string.format('%.0f', d))
+redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', fullAt))
+return 1
+`;
+
+/** What a replica last learned of a bucket: its state after the replica's last decision there. */
+interface BucketRecord {
+  readonly rule: LimitRule;
+  /** The bucket's field in the consume script (its refill and period, limitField): a record of another rule is not passed. */
+  readonly field: ConsumeLimit['slot'];
+  readonly bucket: Bucket;
+}
+
+/**
+ * What this replica learned of each token bucket in its last decision there (docs/decisions/0125), kept
+ * until the bucket would be full again. The bucket's true level is at most every replica's record
+ * refilled since (other replicas' decisions only took from it), and exactly that of the replica that
+ * decided last. So the consume script finds a bucket lost when it holds more than the caller's record
+ * refilled (a missing bucket is full), and after a loss every replica puts its record back, the lowest
+ * winning (RESTORE_BUCKET_LUA): the bucket holds again what the last replica to decide saw, less what it
+ * admitted since it came back.
+ */
+export class BucketLedger {
+  private readonly records = new Map<string, BucketRecord>();
+  private readonly restore: ScriptRunner;
+  /** A flush was noticed and not every bucket is put back yet. */
+  private owed = false;
+
+  constructor(client: RedisClient) {
+    this.restore = defineScript(client, 'tollgateRestoreBucket', RESTORE_BUCKET_LUA, 1);
+  }
+
+  /** A decision left bucket `key` (consume script field `field`, of `rule`) as `bucket`. */
+  note(key: string, field: ConsumeLimit['slot'], rule: LimitRule, bucket: Bucket): void {
+    this.records.set(key, { rule, field, bucket });
+  }
+
+  /**
+   * The record of bucket `key` for a call that decides it with `field` and `burst` at `nowMs`, as the
+   * consume script takes it (`units:parts:at`); 0 when there is none, it is of another rule, or the
+   * bucket would be full again by now (then forgotten).
+   */
+  recordOf(key: string, field: ConsumeLimit['slot'], burst: number, nowMs: number): string | 0 {
+    const record = this.records.get(key);
+    if (record === undefined || record.field !== field || record.rule.burst !== burst) return 0;
+    if (this.isFull(record, nowMs)) {
+      this.records.delete(key);
+      return 0;
+    }
+    const { units, parts, at } = record.bucket;
+    return `${units}:${parts}:${at}`;
+  }
+
+  /** Bucket `key` is under `to` now: a key's counts moved (key-homes.ts). */
+  move(key: string, to: string): void {
+    const record = this.records.get(key);
+    if (record === undefined) return;
+    this.records.delete(key);
+    this.records.set(to, record);
+  }
+
+  /** Puts back this replica's record of bucket `key`, which Redis lost: 1 when it lowered the bucket. */
+  async putBack(key: string, nowMs: number): Promise<number> {
+    const record = this.records.get(key);
+    if (record === undefined || this.isFull(record, nowMs)) return 0;
+    const { rule, bucket } = record;
+    return Number(
+      await this.restore(
+        [key],
+        [bucket.units, bucket.parts, bucket.at, nowMs, rule.limit, rule.burst!, bucketPeriodMs(rule)],
+      ),
+    );
+  }
+
+  /** Redis lost its data (a restart, a flush): every bucket recorded is to be put back. */
+  owe(): void {
+    this.owed = true;
+  }
+
+  /** Puts every bucket recorded back, when a flush is owed, and forgets those full by now; throws if Redis stops answering (call again). */
+  async repay(nowMs: number): Promise<number> {
+    for (const [key, record] of this.records) if (this.isFull(record, nowMs)) this.records.delete(key);
+    if (!this.owed) return 0;
+    let restored = 0;
+    for (const key of this.records.keys()) restored += await this.putBack(key, nowMs);
+    this.owed = false;
+    return restored;
+  }
+
+  private isFull({ rule, bucket }: BucketRecord, nowMs: number): boolean {
+    return refilled(bucket, rule, nowMs).units >= rule.burst!;
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Token buckets and concurrency limits when Redis loses keys while it stays up (docs/decisions/0125),
+ * against a private redis-server this file flushes, over limiters as the service runs them: a bucket
+ * lost mid-use admits no more than `burst + limit × T / period` over the whole interval, and places
+ * lost leave no more than `limit` requests in flight. Time is the limiters' injectable clock.
+ */
+import type { Decision } from '../../src/limits/rate-limiter.js';
+import type { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
+import { limiterReplicasFor } from '../helpers/limiter-replicas.js';
+import { keyOnly, plan } from '../helpers/plans.js';
+
+const PREFIX = 'lost:';
+const fleet = limiterReplicasFor(PREFIX);
+/** The replicas' clock, by which a bucket refills: moved by the tests, never waited for. */
+let now = Date.now();
+const clock = () => now;
+const replica = () => fleet.replica({ clock });
+let keys = 0;
+const newKey = () => `key_${keys++}_${Date.now()}`;
+
+const losses: [string, (keyId: string) => Promise<unknown>][] = [
+  ['FLUSHALL', () => fleet.admin.flushall()],
+  ['FLUSHDB', () => fleet.admin.flushdb()],
+  ['a deleted count', async (keyId) => fleet.admin.del(...(await fleet.admin.keys(`${PREFIX}{${keyId}}:*`)))],
+];
+
+describe('a token bucket that Redis loses', () => {
+  // One unit a second, a burst of 10.
+  const bucket = plan({ limit: 60, period: 'minute', algorithm: 'tokenBucket', burst: 10 });
+
+  /** Units admitted when `replicas` send `n` requests one after the other, in turn, at the clock's time. */
+  async function send(replicas: readonly RedisRateLimiter[], keyId: string, n: number): Promise<number> {
+    let admitted = 0;
+    for (let i = 0; i < n; i++)
+      if ((await replicas[i % replicas.length]!.consume(keyOnly(keyId, bucket), 1, now)).allowed) admitted++;
+    return admitted;
+  }
+
+  it.each(losses)('admits no more than its burst and refill over the interval after %s', async (_, lose) => {
+    const [a, b, c] = [await replica(), await replica(), await replica()];
+    const keyId = newKey();
+    const start = now;
+    let admitted = await send([a, b], keyId, 20); // the burst: 10
+    // Three seconds' refill, taken by b alone: a's record says empty three seconds ago, which refilled
+    // is three units more than the bucket holds; b's is the bucket as it is.
+    now += 3_000;
+    admitted += await send([b], keyId, 5); // 3
+    await lose(keyId);
+    // a finds the bucket gone first, c never decided there: neither may bring it back above b's record.
+    admitted += await send([a, c, b], keyId, 12);
+    now += 5_000;
+    admitted += await send([c, a, b], keyId, 12); // 5
+    const allowed = 10 + (60 * (now - start)) / 60_000;
+    expect(admitted).toBeLessThanOrEqual(allowed);
+    expect(admitted).toBe(18);
+  });
+
+  it('is put back within a second and a half of a flush, with no request asking', async () => {
+    const [a, b] = [await replica(), await replica()];
+    const keyId = newKey();
+    expect(await send([a, b], keyId, 12)).toBe(10);
+    const [bucketKey] = await fleet.admin.keys(`${PREFIX}{${keyId}}:*bucket*`);
+    await fleet.admin.flushall();
+    const flushedAt = Date.now();
+    while ((await fleet.admin.hget(bucketKey!, 'u')) !== '0') {
+      expect(Date.now() - flushedAt).toBeLessThan(1_500);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  });
+});
+
+describe('a concurrency limit whose places Redis loses', () => {
+  const fourInFlight = plan({ limit: 4, algorithm: 'concurrency' });
+  const take = (r: RedisRateLimiter, keyId: string): Promise<Decision> =>
+    Promise.resolve(r.consume(keyOnly(keyId, fourInFlight), 1, now));
+
+  it.each(losses)('keeps no more than its limit in flight after %s', async (_, lose) => {
+    const [a, b, c] = [await replica(), await replica(), await replica()];
+    const keyId = newKey();
+    // Two requests in flight on each of a and b; c was refused, and holds none.
+    const held = [await take(a, keyId), await take(b, keyId), await take(a, keyId), await take(b, keyId)];
+    expect(held.map((d) => d.allowed)).toEqual([true, true, true, true]);
+    expect((await take(c, keyId)).allowed).toBe(false);
+    await lose(keyId);
+    // c asks first: it knows the count was there, and must not find four free places.
+    const after = [];
+    for (const r of [c, a, b, c, a, b]) after.push(await take(r, keyId));
+    expect(after.filter((d) => d.allowed)).toHaveLength(0);
+    // A request ends: its place, and that one only, is free again.
+    held[0]!.release!();
+    const next = [];
+    for (const r of [c, b, a, c]) next.push(await take(r, keyId));
+    expect(next.filter((d) => d.allowed)).toHaveLength(1);
+  });
+});
