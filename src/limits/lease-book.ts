@@ -1,4 +1,5 @@
-import { NO_SHIFTS, type LeaseTerms } from './consume-script.js';
+import { type LeaseTerms } from './consume-script.js';
+import { NO_SHIFTS } from './consume-reply.js';
 
 /** A lease's units are used within this long or given back. */
 export const LEASE_MS = 100;

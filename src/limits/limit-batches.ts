@@ -1,20 +1,18 @@
 import { corkedWrites, type RedisClient } from '../redis/connect.js';
+import { defineConsumeScript, inWindows, type ConsumeScript } from './consume-script.js';
 import {
   admittedOf,
   balanceOf,
   countOf,
-  defineConsumeScript,
   heldOf,
-  inWindows,
   leasedOf,
   lostOf,
   NO_SHIFTS,
   oldestSlotOf,
   shiftsOf,
   type ConsumeReply,
-  type ConsumeScript,
   type ReplyLayout,
-} from './consume-script.js';
+} from './consume-reply.js';
 import type { BalanceLedger } from './balance-ledger.js';
 import type { CreditWatch } from './credit-watch.js';
 import type { LeaseCall } from './lease-book.js';

@@ -1,6 +1,7 @@
 import type { Scope } from '../plans/subject.js';
 import type { Balance } from '../plans/balance.js';
-import { countOf, oldestSlotOf, type ConsumeLimit, type ConsumeReply } from './consume-script.js';
+import { type ConsumeLimit } from './consume-script.js';
+import { countOf, oldestSlotOf, type ConsumeReply } from './consume-reply.js';
 import { capacityOf, isConcurrency, type LimitRule } from '../plans/plan.js';
 import { holdsAt, type Bucket } from './token-bucket.js';
 import type { LeaseBook } from './lease-book.js';

@@ -1,19 +1,21 @@
 import { Redis } from 'ioredis';
 import {
-  admittedOf,
   consumeArgs,
   consumeKeys,
-  countOf,
   defineConsumeScript,
-  heldOf,
-  leasedOf,
-  oldestSlotOf,
   RECLAIM_WAIT_MS,
   type ConsumeCall,
   type ConsumeLimit,
-  type ConsumeReply,
   type LeaseTerms,
 } from '../../src/limits/consume-script.js';
+import {
+  admittedOf,
+  countOf,
+  heldOf,
+  leasedOf,
+  oldestSlotOf,
+  type ConsumeReply,
+} from '../../src/limits/consume-reply.js';
 import { counterKey, slidingKey } from '../../src/limits/limiter-keys.js';
 import { SLOTS } from '../../src/limits/sliding-window.js';
 import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { NO_SHIFTS } from '../../src/limits/consume-script.js';
+import { NO_SHIFTS } from '../../src/limits/consume-reply.js';
 import { LEASE_MS, LeaseBook, type LeaseCall } from '../../src/limits/lease-book.js';
 
 /** Redis' side of one call for a subject of one limit: `leased` units on top of a count that was `before`. */
