@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { startTollgate, type Tollgate } from './helpers/tollgate.js';
-import { HOUR_MS, TestClock } from '../helpers/test-clock.js';
+import { HOUR_MS, MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const GUIDES = 'docs/guides';
@@ -152,7 +152,36 @@ describe('the walk-throughs of the README and the guides', () => {
       usage: 'docs/guides/usage-and-billing.md',
       verify: 'docs/guides/verify-and-client.md',
       portal: 'docs/guides/portal.md',
+      browser: 'docs/guides/browser.md',
     });
+  });
+
+  it('browser.md: a CORS route, a key for one page, a limit per visitor and a token minted in shell', async () => {
+    // A Tollgate and a clock of its own: the block's route takes every path under /v1, which the other
+    // blocks call, and their shell reads the wall clock, which this one moves.
+    const ownClock = new TestClock();
+    const own = await startTollgate({ ROOT_TOKEN, UPSTREAM_URL: backends.demo!.url, ...ownClock.env });
+    // Four calls in one minute's window of the limit per visitor.
+    ownClock.after(MINUTE_MS, 100);
+    const { stdout } = await run(walkthrough('browser'), own.url, { BACKEND: backends.demo!.url }).finally(
+      () => own.stop(),
+    );
+    const lines = stdout.trim().split('\n');
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      routeId: 'web',
+      cors: { allowedOrigins: ['https://app.example.com'] },
+    });
+    expect(JSON.parse(lines[1]!)).toMatchObject({ rateLimitId: 'web-page' });
+    expect(lines.slice(2, 7)).toEqual([
+      '204 https://app.example.com',
+      '200 https://app.example.com',
+      '200 https://app.example.com',
+      '200 https://app.example.com',
+      '429 https://app.example.com',
+    ]);
+    expect(JSON.parse(lines[7]!)).toMatchObject({ code: 'origin_not_allowed' });
+    // Alice's token: her own count, and the backend got the key itself.
+    expect(JSON.parse(lines[8]!)).toMatchObject({ backend: 'demo', url: '/v1/items', apiKeyReceived: true });
   });
 
   it('portal.md: turns the portal on, brands it and sends a customer a sign-in link in five commands', async () => {
