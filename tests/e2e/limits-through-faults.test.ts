@@ -1,7 +1,7 @@
 /**
  * A token bucket and a concurrency limit through faults, on three built replicas and a private
  * redis-server (docs/decisions/0125, docs/guides/plans.md): Redis hung (SIGSTOP) and back, a replica
- * SIGKILLed, and FLUSHALL, under load. The bucket admits no more than `burst + limit × T / period`
+ * SIGKILLed, FLUSHALL, under load, and a replica SIGTERMed while it holds every place. The bucket admits no more than `burst + limit × T / period`
  * over the test's interval, as the recording backend counts what reached it, and never more than the
  * limit's requests are in flight, as the holding backend counts them. Time is the replicas' test
  * clock: a bucket refills by it, moved rather than waited for.
@@ -335,4 +335,40 @@ it('FLUSHALL under load admits no more than the burst and refill, and never more
   );
   expect(admitted).toBeLessThanOrEqual(allowedSince(start));
   expect(most).toBeLessThanOrEqual(PLACES);
+}, 120_000);
+
+it('a replica SIGTERMed while holding every place answers them, gives them back as it leaves, and the bucket it drew from stays drawn', async () => {
+  const [staying, , leaving] = (await threeAlive()) as [Tollgate, Tollgate, Tollgate];
+  const { bucket, places } = await keys('term');
+  await routed(fleet.members, places.secret);
+  const drawn = await Promise.all(
+    Array.from({ length: 15 }, () => hit(leaving, bucket.secret, '/v1/bucket-term/before')),
+  );
+  expect(drawn.filter((s) => s === 200)).toHaveLength(BURST);
+  holding.countMostFromNow();
+  const held = Array.from({ length: PLACES }, () => hitFull(leaving, places.secret, '/v1/held'));
+  await waitFor(
+    async () => holding.holding,
+    (n) => n === PLACES,
+  );
+  const exited = new Promise<number | null>((resolve) => leaving.process.once('exit', resolve));
+  leaving.process.kill('SIGTERM');
+  // While it drains, its places are still taken.
+  expect((await hitFull(staying, places.secret, '/v1/held')).status).toBe(429);
+  holding.release();
+  expect((await Promise.all(held)).map((a) => a.status)).toEqual([200, 200, 200]);
+  expect(await exited).toBe(0);
+  // Given back as it left, long before the lease (30 s): the replica that stays takes every one.
+  expect(await freePlaces(staying, places.id)).toBe(PLACES);
+  const after = Array.from({ length: PLACES }, () => hitFull(staying, places.secret, '/v1/held'));
+  await waitFor(
+    async () => holding.holding,
+    (n) => n === PLACES,
+  );
+  expect((await hitFull(staying, places.secret, '/v1/held')).status).toBe(429);
+  holding.release();
+  expect((await Promise.all(after)).map((a) => a.status)).toEqual([200, 200, 200]);
+  expect(holding.most).toBeLessThanOrEqual(PLACES);
+  // What the leaving replica drew from the bucket stays drawn on those that stay.
+  expect(await hit(staying, bucket.secret, '/v1/bucket-term/after')).toBe(429);
 }, 120_000);
