@@ -5,7 +5,7 @@
  * concurrency limit allows, as a real backend holding them open counts them.
  */
 import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
-import { startHoldingBackend, type HoldingBackend } from './helpers/holding-backend.js';
+import { routedToHolding, startHoldingBackend, type HoldingBackend } from './helpers/holding-backend.js';
 import { hit, hitFull, keyWithPlan, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
 
 const ROUTES_PATH = '/tollgate/routes';
@@ -103,21 +103,7 @@ it('never lets more requests of a key be in flight than its concurrency limit, a
   const secret = key.secret;
   const send = (i: number) => hitFull(fleet.members[i % 3]!, secret, '/v1/held');
   // Every replica routes to the holding backend once it heard of the route: a probe of each is held.
-  for (const member of fleet.members) {
-    await waitFor(
-      async () => {
-        const answer = hitFull(member, secret, '/v1/held-probe');
-        const held = await waitFor(
-          async () => holding.holding,
-          (n) => n > 0,
-          { timeoutMs: 2_000 },
-        );
-        holding.release();
-        return held.value > 0 && (await answer).status === 200;
-      },
-      (routed) => routed,
-    );
-  }
+  await routedToHolding(fleet.members, secret, holding);
   /** Places free, as the key detail reads them from Redis. */
   const free = async () =>
     ((await admin!.admin('GET', `/consumer-api-key/${key.id}`)).body as KeyDetail).usage.rateLimits.limits[0]!

@@ -9,7 +9,7 @@
 import { Redis } from 'ioredis';
 import { RedisServer } from '../helpers/redis-server.js';
 import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
-import { startHoldingBackend, type HoldingBackend } from './helpers/holding-backend.js';
+import { routedToHolding, startHoldingBackend, type HoldingBackend } from './helpers/holding-backend.js';
 import {
   hit,
   hitFull,
@@ -79,26 +79,6 @@ async function keys(name: string) {
   return { bucket, places };
 }
 
-/** Every replica of `via` routes `secret`'s held requests to the holding backend (it heard of the route). */
-async function routed(via: readonly Tollgate[], secret: string): Promise<void> {
-  for (const member of via) {
-    const probed = await waitFor(
-      async () => {
-        const answer = hitFull(member, secret, '/v1/held/probe');
-        const held = await waitFor(
-          async () => holding.holding,
-          (n) => n > 0,
-          { timeoutMs: 2_000 },
-        );
-        holding.release();
-        return held.value > 0 && (await answer).status === 200;
-      },
-      (heldThere) => heldThere,
-    );
-    expect(probed.value).toBe(true);
-  }
-}
-
 /** The fleet's three replicas, one a test SIGKILLed replaced by a new one. */
 async function threeAlive(): Promise<Tollgate[]> {
   for (const [i, member] of fleet.members.entries())
@@ -145,7 +125,7 @@ function load(via: () => readonly Tollgate[], send: (t: Tollgate) => Promise<unk
 it('after Redis hangs and comes back, the bucket refills exactly and every place is free again', async () => {
   const members = await threeAlive();
   const { bucket, places } = await keys('hang');
-  await routed(members, places.secret);
+  await routedToHolding(members, places.secret, holding, '/v1/held/probe');
   holding.countMostFromNow();
   const start = clock.now();
   // The bucket drained, and two places held, before the hang.
@@ -228,7 +208,7 @@ it('after Redis hangs and comes back, the bucket refills exactly and every place
 it('with a replica SIGKILLed under load, then FLUSHALL, the bucket admits no more than allowed and no more than the limit are in flight', async () => {
   const [victim, ...survivors] = (await threeAlive()) as [Tollgate, Tollgate, Tollgate];
   const { bucket, places } = await keys('kill');
-  await routed(fleet.members, places.secret);
+  await routedToHolding(fleet.members, places.secret, holding, '/v1/held/probe');
   holding.countMostFromNow();
   const start = clock.now();
   // Each replica holds one place: the limit is reached.
@@ -287,7 +267,7 @@ it('with a replica SIGKILLed under load, then FLUSHALL, the bucket admits no mor
 it('FLUSHALL under load admits no more than the burst and refill, and never more than the limit in flight', async () => {
   const members = await threeAlive();
   const { bucket, places } = await keys('flush');
-  await routed(members, places.secret);
+  await routedToHolding(members, places.secret, holding, '/v1/held/probe');
   holding.countMostFromNow();
   const start = clock.now();
   const bucketLoad = load(
@@ -340,7 +320,7 @@ it('FLUSHALL under load admits no more than the burst and refill, and never more
 it('a replica SIGTERMed while holding every place answers them, gives them back as it leaves, and the bucket it drew from stays drawn', async () => {
   const [staying, , leaving] = (await threeAlive()) as [Tollgate, Tollgate, Tollgate];
   const { bucket, places } = await keys('term');
-  await routed(fleet.members, places.secret);
+  await routedToHolding(fleet.members, places.secret, holding, '/v1/held/probe');
   const drawn = await Promise.all(
     Array.from({ length: 15 }, () => hit(leaving, bucket.secret, '/v1/bucket-term/before')),
   );

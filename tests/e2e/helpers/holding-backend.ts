@@ -1,5 +1,8 @@
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { waitFor } from '../../helpers/poll.js';
+import { hitFull } from './replicas.js';
+import type { Tollgate } from './tollgate.js';
 
 /**
  * A real HTTP backend that holds every request open until the test lets it go, and counts how many
@@ -64,4 +67,32 @@ export async function startHoldingBackend(): Promise<HoldingBackend> {
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * Waits until each of `replicas` sends `secret`'s requests under `path` to `holding` (a route reaches
+ * every replica within a second): a probe through each is held there, then let go.
+ */
+export async function routedToHolding(
+  replicas: readonly Tollgate[],
+  secret: string,
+  holding: HoldingBackend,
+  path = '/v1/held-probe',
+): Promise<void> {
+  for (const replica of replicas) {
+    const probed = await waitFor(
+      async () => {
+        const answer = hitFull(replica, secret, path);
+        const held = await waitFor(
+          async () => holding.holding,
+          (n) => n > 0,
+          { timeoutMs: 2_000 },
+        );
+        holding.release();
+        return held.value > 0 && (await answer).status === 200;
+      },
+      (heldThere) => heldThere,
+    );
+    if (!probed.value) throw new Error(`${replica.url} does not route ${path} to the holding backend`);
+  }
 }
