@@ -125,7 +125,7 @@ function load(via: () => readonly Tollgate[], send: (t: Tollgate) => Promise<unk
 it('after Redis hangs and comes back, the bucket refills exactly and every place is free again', async () => {
   const members = await threeAlive();
   const { bucket, places } = await keys('hang');
-  await routedToHolding(members, places.secret, holding, '/v1/held/probe');
+  await routedToHolding(members, places.secret, holding);
   holding.countMostFromNow();
   const start = clock.now();
   // The bucket drained, and two places held, before the hang.
@@ -208,7 +208,7 @@ it('after Redis hangs and comes back, the bucket refills exactly and every place
 it('with a replica SIGKILLed under load, then FLUSHALL, the bucket admits no more than allowed and no more than the limit are in flight', async () => {
   const [victim, ...survivors] = (await threeAlive()) as [Tollgate, Tollgate, Tollgate];
   const { bucket, places } = await keys('kill');
-  await routedToHolding(fleet.members, places.secret, holding, '/v1/held/probe');
+  await routedToHolding(fleet.members, places.secret, holding);
   holding.countMostFromNow();
   const start = clock.now();
   // Each replica holds one place: the limit is reached.
@@ -267,7 +267,7 @@ it('with a replica SIGKILLed under load, then FLUSHALL, the bucket admits no mor
 it('FLUSHALL under load admits no more than the burst and refill, and never more than the limit in flight', async () => {
   const members = await threeAlive();
   const { bucket, places } = await keys('flush');
-  await routedToHolding(members, places.secret, holding, '/v1/held/probe');
+  await routedToHolding(members, places.secret, holding);
   holding.countMostFromNow();
   const start = clock.now();
   const bucketLoad = load(
@@ -320,7 +320,7 @@ it('FLUSHALL under load admits no more than the burst and refill, and never more
 it('a replica SIGTERMed while holding every place answers them, gives them back as it leaves, and the bucket it drew from stays drawn', async () => {
   const [staying, , leaving] = (await threeAlive()) as [Tollgate, Tollgate, Tollgate];
   const { bucket, places } = await keys('term');
-  await routedToHolding(fleet.members, places.secret, holding, '/v1/held/probe');
+  await routedToHolding(fleet.members, places.secret, holding);
   const drawn = await Promise.all(
     Array.from({ length: 15 }, () => hit(leaving, bucket.secret, '/v1/bucket-term/before')),
   );

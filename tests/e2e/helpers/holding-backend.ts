@@ -77,7 +77,7 @@ export async function routedToHolding(
   replicas: readonly Tollgate[],
   secret: string,
   holding: HoldingBackend,
-  path = '/v1/held-probe',
+  path = '/v1/held/probe',
 ): Promise<void> {
   for (const replica of replicas) {
     const probed = await waitFor(
