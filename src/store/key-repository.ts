@@ -7,13 +7,6 @@ import { afterPosition, orderBy, sortValue, type KeyOrder, type KeyPosition } fr
 import { costsOf, limitsOf } from './plan-columns.js';
 import { sqlDialectOf, type SqlDialect } from './sql-dialect.js';
 
-/** Where a page of a list ordered by creation time, then id, continues: after this item. */
-export interface ListPosition {
-  /** Creation time, epoch milliseconds. */
-  readonly at: number;
-  readonly id: string;
-}
-
 export interface KeyRow {
   readonly seq: number;
   readonly id: string;
