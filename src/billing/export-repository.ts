@@ -1,5 +1,5 @@
 import type { Db } from '../store/db.js';
-import type { ListPosition } from '../store/key-repository.js';
+import type { ListPosition } from '../store/list-position.js';
 import { sqlDialectOf, type SqlDialect } from '../store/sql-dialect.js';
 import type {
   BillingExport,

@@ -7,7 +7,8 @@
  */
 import { Outbox, type NewEvent } from '../store/outbox.js';
 import type { Db } from '../store/db.js';
-import { KeyRepository, type KeyRow } from '../store/key-repository.js';
+import { KeyRepository } from '../store/key-repository.js';
+import type { KeyRow } from '../store/key-row.js';
 
 const DAY_MS = 86_400_000;
 /** Days before the expiry, nearest first. */

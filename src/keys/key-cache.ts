@@ -2,7 +2,7 @@ import { planOf, type Plan } from '../plans/plan.js';
 import { Pricing } from '../plans/pricing.js';
 import { subjectsOf, type Subject } from '../plans/subject.js';
 import type { Metrics } from '../ops/metrics.js';
-import type { KeyWithPlan } from '../store/key-repository.js';
+import type { KeyWithPlan } from '../store/key-with-plan.js';
 import type { KeyChange, KeyEvents } from './key-events.js';
 import { restrictionsOf, type KeyRestrictions } from './restrictions.js';
 import { hashSecret, looksLikeKeyId, looksLikeSecret } from './secret.js';

@@ -6,7 +6,7 @@
 import type { BillingExport } from '../billing/billing-export.js';
 import type { AdminTokenRow } from '../store/admin-token-repository.js';
 import type { ConsumerSettings } from '../store/consumer-repository.js';
-import type { KeyAuditRow } from '../store/key-repository.js';
+import type { KeyAuditRow } from '../store/key-row.js';
 import type { PlanRow } from '../store/plan-repository.js';
 import type { RouteConfig } from '../plans/route.js';
 import { RawJson } from './json-as-written.js';

@@ -12,7 +12,7 @@
 import { EVENT_TYPES, type EventType } from '../events/event-types.js';
 import { ID_FIELDS as SUBJECT_ID_FIELDS } from '../plans/subject.js';
 import type { NewEvent } from '../store/outbox.js';
-import type { KeyRow } from '../store/key-repository.js';
+import type { KeyRow } from '../store/key-row.js';
 import { keyAudit } from './audit-views.js';
 import type { AuditedChange } from './context.js';
 import { jsonText } from './json-as-written.js';

@@ -4,7 +4,7 @@
  * page boundary holds however items were inserted. A versioned, canonical encoding lets the format
  * change later and makes every other string (including re-encodings of the same value) invalid.
  */
-import type { ListPosition } from '../store/key-repository.js';
+import type { ListPosition } from '../store/list-position.js';
 
 const CURSOR = /^v2:(0|[1-9][0-9]{0,15}):([A-Za-z0-9._~:-]{1,128})$/;
 

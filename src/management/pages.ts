@@ -1,6 +1,6 @@
 /** Pages of a list: one row more than asked says whether another page exists, without a count query. */
 import { AppError } from '../errors.js';
-import type { ListPosition } from '../store/key-repository.js';
+import type { ListPosition } from '../store/list-position.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
 /** The position a validated `cursor` names; 400 invalid_cursor when this service did not issue it. */

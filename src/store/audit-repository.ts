@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { AuditAction } from './audit-actions.js';
 import type { Db } from './db.js';
-import type { ListPosition } from './key-repository.js';
+import type { ListPosition } from './list-position.js';
 
 /**
  * Who made a change: the root token, an admin token (its id and name at the time), or Tollgate itself

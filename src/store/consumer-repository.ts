@@ -3,7 +3,8 @@ import type { Balance } from '../plans/balance.js';
 import { creditColumns, creditsOfRow } from './credit-columns.js';
 import type { Db } from './db.js';
 import { sqlDialectOf, type SqlDialect } from './sql-dialect.js';
-import { keyAuditColumns, withAllowedRoutes, type KeyAuditRow, type ListPosition } from './key-repository.js';
+import { keyAuditColumns, withAllowedRoutes, type KeyAuditRow } from './key-row.js';
+import type { ListPosition } from './list-position.js';
 
 /** A consumer (docs/guides/consumers.md): the account that holds keys and the plan they share. */
 export interface ConsumerRow {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { EventType } from '../events/event-types.js';
 import type { Db } from './db.js';
-import type { ListPosition } from './key-repository.js';
+import type { ListPosition } from './list-position.js';
 import { WebhookRepository } from './webhook-repository.js';
 
 export type DeliveryState = 'pending' | 'delivered' | 'failed';

@@ -1,116 +1,14 @@
+/**
+ * The keys of `api_keys`: the look-ups the management API, the portal and the proxy make, and each
+ * change of a key's life (create, change, roll, plan, last use, delete, re-sealed secrets). A key's
+ * row is read and written as in key-row.ts; what the proxy admits a request by, as in key-with-plan.ts.
+ */
 import { sql } from 'kysely';
 import type { Db } from './db.js';
-import type { Balance } from '../plans/balance.js';
-import type { CostRule, LimitRule } from '../plans/plan.js';
-import { creditColumns, creditsOfRow } from './credit-columns.js';
 import { afterPosition, orderBy, sortValue, type KeyOrder, type KeyPosition } from './key-list-order.js';
-import { costsOf, limitsOf } from './plan-columns.js';
+import { allowedListColumn, keyColumns, toKeyRow, type KeyRow, type KeySettings } from './key-row.js';
+import { keysWithPlans, keyWithPlanOf, type KeyForToken, type KeyWithPlan } from './key-with-plan.js';
 import { sqlDialectOf, type SqlDialect } from './sql-dialect.js';
-
-/** Where a page of a list ordered by creation time, then id, continues: after this item. */
-export interface ListPosition {
-  /** Creation time, epoch milliseconds. */
-  readonly at: number;
-  readonly id: string;
-}
-
-export interface KeyRow {
-  readonly seq: number;
-  readonly id: string;
-  readonly name: string;
-  readonly secretCiphertext: Uint8Array;
-  readonly rateLimitId: string | null;
-  readonly createdAt: Date;
-  readonly lastUpdated: Date;
-  readonly enabled: boolean;
-  readonly expiresAt: Date | null;
-  readonly externalId: string | null;
-  /** The caller's JSON object as serialised. */
-  readonly metadata: string;
-  readonly lastUsedAt: Date | null;
-  /** The consumer the key belongs to, or null. */
-  readonly consumerId: string | null;
-  /** The routes the key may take; null: every route. */
-  readonly allowedRouteIds: readonly string[] | null;
-  /** The origins it may be used from (src/plans/origins.ts); null: any. */
-  readonly allowedOrigins: readonly string[] | null;
-  /** The client addresses and CIDR blocks it may be used from; null: any. */
-  readonly allowedAddresses: readonly string[] | null;
-  /** Its prepaid credits; null: none. */
-  readonly balance: Balance | null;
-  /** Bumped by every set of its balance, kept when it holds none (src/plans/balance.ts). */
-  readonly creditsEpoch: number;
-  /** After a roll: when its previous secret stops (or stopped) working; null: no previous secret. */
-  readonly previousSecretExpiresAt: Date | null;
-}
-
-/** The fields an administrator sets on a key (create and PATCH). */
-export interface KeySettings {
-  readonly name: string;
-  readonly enabled: boolean;
-  readonly expiresAt: Date | null;
-  readonly externalId: string | null;
-  /** A JSON object as serialised. */
-  readonly metadata: string;
-  readonly consumerId: string | null;
-  readonly allowedRouteIds: readonly string[] | null;
-  readonly allowedOrigins: readonly string[] | null;
-  readonly allowedAddresses: readonly string[] | null;
-}
-
-/** A key as its audit entries show it: what a change that touches many keys at once returns of each. */
-export type KeyAuditRow = Pick<
-  KeyRow,
-  | 'id'
-  | 'name'
-  | 'enabled'
-  | 'expiresAt'
-  | 'externalId'
-  | 'metadata'
-  | 'rateLimitId'
-  | 'consumerId'
-  | 'allowedRouteIds'
-  | 'allowedOrigins'
-  | 'allowedAddresses'
->;
-
-/** The columns of a KeyAuditRow, for the `returning` of an update of many keys (read through `withAllowedRoutes`). */
-export const keyAuditColumns = [
-  'id',
-  'name',
-  'enabled',
-  'expires_at as expiresAt',
-  'external_id as externalId',
-  'metadata',
-  'rate_limit_id as rateLimitId',
-  'consumer_id as consumerId',
-  'allowed_route_ids as allowedRouteIds',
-  'allowed_origins as allowedOrigins',
-  'allowed_addresses as allowedAddresses',
-] as const;
-
-/**
- * A key's allowed routes (sql/060), origins or addresses (sql/082) as stored: a JSON array, or null
- * for any.
- */
-export const allowedListColumn = (items: readonly string[] | null): string | null =>
-  items === null ? null : JSON.stringify(items);
-const allowedListOf = (column: string | null): string[] | null =>
-  column === null ? null : (JSON.parse(column) as string[]);
-
-type AllowedLists = 'allowedRouteIds' | 'allowedOrigins' | 'allowedAddresses';
-
-/** A row read with the columns of `keyAuditColumns`, its allowed routes, origins and addresses parsed. */
-export function withAllowedRoutes<T extends Record<AllowedLists, string | null>>(
-  row: T,
-): Omit<T, AllowedLists> & Record<AllowedLists, string[] | null> {
-  return {
-    ...row,
-    allowedRouteIds: allowedListOf(row.allowedRouteIds),
-    allowedOrigins: allowedListOf(row.allowedOrigins),
-    allowedAddresses: allowedListOf(row.allowedAddresses),
-  };
-}
 
 /** Filters of the key list; absent fields do not filter. */
 export interface KeyFilter {
@@ -126,117 +24,6 @@ export interface KeyFilter {
 /** A key of the list, with the value it is sorted by (see key-list-order.ts). */
 export interface ListedKey extends KeyRow {
   readonly sortValue: number | null;
-}
-
-/** The consumer a key belongs to, with the limits of the consumer's plan. */
-export interface KeyConsumer {
-  readonly id: string;
-  readonly rateLimitId: string | null;
-  /** The consumer's plan's limits; null without a plan. */
-  readonly limits: readonly LimitRule[] | null;
-  /** The consumer's plan's costs; none without a plan. */
-  readonly costs: readonly CostRule[];
-  /** The consumer's prepaid credits; null: none. */
-  readonly balance: Balance | null;
-}
-
-/**
- * What the proxy needs to admit a request presenting one secret: the key, its state, its plan, its
- * consumer and the consumer's plan, in one indexed query; and what verify answers of the key besides.
- */
-export interface KeyWithPlan {
-  readonly id: string;
-  readonly name: string;
-  readonly externalId: string | null;
-  /** The caller's JSON object as serialised. */
-  readonly metadata: string;
-  readonly rateLimitId: string | null;
-  /** The bound plan's limits; null without a plan. */
-  readonly limits: readonly LimitRule[] | null;
-  /** The bound plan's costs; none without a plan. */
-  readonly costs: readonly CostRule[];
-  readonly enabled: boolean;
-  /** The key's own expiry, epoch ms; null: never. */
-  readonly expiresAtMs: number | null;
-  /** Set when the secret is the previous one of a roll: the end of its grace, epoch ms. */
-  readonly secretValidUntilMs: number | null;
-  /** The consumer the key belongs to; null: none. */
-  readonly consumer: KeyConsumer | null;
-  /** The routes the key may take; null: every route. */
-  readonly allowedRouteIds: readonly string[] | null;
-  /** The origins the key may be used from; null: any. */
-  readonly allowedOrigins: readonly string[] | null;
-  /** The client addresses and CIDR blocks the key may be used from; null: any. */
-  readonly allowedAddresses: readonly string[] | null;
-  /** The key's own prepaid credits; null: none. */
-  readonly balance: Balance | null;
-}
-
-/** A key a token names, with its secrets sealed: they sign its tokens (docs/decisions/0091). */
-export interface KeyForToken {
-  readonly key: KeyWithPlan;
-  readonly secretCiphertext: Uint8Array;
-  /** A rolled key's previous secret, and the end of its grace (epoch ms); null: none. */
-  readonly previous: { readonly ciphertext: Uint8Array; readonly untilMs: number } | null;
-}
-
-const keyColumns = [
-  'seq',
-  'id',
-  'name',
-  'secret_ciphertext as secretCiphertext',
-  'rate_limit_id as rateLimitId',
-  'created_at as createdAt',
-  'last_updated as lastUpdated',
-  'enabled',
-  'expires_at as expiresAt',
-  'external_id as externalId',
-  'metadata',
-  'last_used_at as lastUsedAt',
-  'consumer_id as consumerId',
-  'allowed_route_ids as allowedRouteIds',
-  'previous_secret_expires_at as previousSecretExpiresAt',
-  'allowed_origins as allowedOrigins',
-  'allowed_addresses as allowedAddresses',
-  ...creditColumns('api_keys', 'credits'),
-] as const;
-
-/** The limits of a plan read through a left join: null when no plan matched. */
-function joinedLimits(
-  limit: string | number | null,
-  period: string | null,
-  limits: string | null,
-): LimitRule[] | null {
-  return limit === null || period === null ? null : limitsOf({ limit, period, limits });
-}
-
-function toKeyRow(
-  row: { seq: string | number } & Record<AllowedLists, string | null> &
-    Omit<KeyRow, 'seq' | AllowedLists | 'balance' | 'creditsEpoch'>,
-): KeyRow {
-  const { balance, epoch } = creditsOfRow(row, 'credits');
-  const allowed = withAllowedRoutes(row);
-  return {
-    id: row.id,
-    name: row.name,
-    secretCiphertext: row.secretCiphertext,
-    rateLimitId: row.rateLimitId,
-    createdAt: row.createdAt,
-    lastUpdated: row.lastUpdated,
-    enabled: row.enabled,
-    expiresAt: row.expiresAt,
-    externalId: row.externalId,
-    metadata: row.metadata,
-    lastUsedAt: row.lastUsedAt,
-    consumerId: row.consumerId,
-    allowedRouteIds: allowed.allowedRouteIds,
-    allowedOrigins: allowed.allowedOrigins,
-    allowedAddresses: allowed.allowedAddresses,
-    seq: Number(row.seq),
-    balance,
-    creditsEpoch: epoch,
-    previousSecretExpiresAt: row.previousSecretExpiresAt,
-  };
 }
 
 export class KeyRepository {
@@ -341,7 +128,7 @@ export class KeyRepository {
 
   /** The key a secret opens: its current secret, or the previous one of a roll (ended grace included). */
   async findBySecretHash(secretHash: Buffer): Promise<KeyWithPlan | undefined> {
-    const row = await this.withPlans()
+    const row = await keysWithPlans(this.db)
       .where((eb) =>
         eb.or([eb('k.secret_hash', '=', secretHash), eb('k.previous_secret_hash', '=', secretHash)]),
       )
@@ -357,7 +144,7 @@ export class KeyRepository {
    * a rolled one's with the end of its grace (null: none).
    */
   async findForToken(id: string): Promise<KeyForToken | undefined> {
-    const row = await this.withPlans()
+    const row = await keysWithPlans(this.db)
       .select([
         'k.secret_ciphertext as secretCiphertext',
         'k.previous_secret_ciphertext as previousCiphertext',
@@ -374,41 +161,6 @@ export class KeyRepository {
           ? null
           : { ciphertext: row.previousCiphertext, untilMs: previousUntil },
     };
-  }
-
-  /** A key joined with its plan, its consumer and the consumer's plan: what the key cache builds a key of. */
-  private withPlans() {
-    return this.db
-      .selectFrom('api_keys as k')
-      .leftJoin('rate_limit_plans as p', 'p.rate_limit_id', 'k.rate_limit_id')
-      .leftJoin('consumers as c', 'c.id', 'k.consumer_id')
-      .leftJoin('rate_limit_plans as cp', 'cp.rate_limit_id', 'c.rate_limit_id')
-      .select([
-        'k.id as id',
-        'k.name as name',
-        'k.external_id as externalId',
-        'k.metadata as metadata',
-        'k.rate_limit_id as rateLimitId',
-        'p.limit as limit',
-        'p.period as period',
-        'p.limits as limits',
-        'p.costs as costs',
-        'k.enabled as enabled',
-        'k.expires_at as expiresAt',
-        'k.secret_hash as secretHash',
-        'k.previous_secret_expires_at as previousSecretExpiresAt',
-        'c.id as consumerId',
-        'c.rate_limit_id as consumerRateLimitId',
-        'cp.limit as consumerLimit',
-        'cp.period as consumerPeriod',
-        'cp.limits as consumerLimits',
-        'cp.costs as consumerCosts',
-        'k.allowed_route_ids as allowedRouteIds',
-        'k.allowed_origins as allowedOrigins',
-        'k.allowed_addresses as allowedAddresses',
-        ...creditColumns('k', 'credits'),
-        ...creditColumns('c', 'consumerCredits'),
-      ]);
   }
 
   /** Changes the given settings; returns the key as it now is, or undefined when it does not exist. */
@@ -574,57 +326,3 @@ export class KeyRepository {
 
 /** Names a key's previous secret among those `allCiphertexts` gives (a key id holds no `#`). */
 const PREVIOUS_SECRET = '#previous';
-
-/** A key's row joined with its plans as the key cache takes it; `secretValidUntilMs` for the secret presented. */
-function keyWithPlanOf(
-  row: {
-    id: string;
-    name: string;
-    externalId: string | null;
-    metadata: string;
-    rateLimitId: string | null;
-    limit: string | number | null;
-    period: string | null;
-    limits: string | null;
-    costs: string | null;
-    enabled: boolean;
-    expiresAt: Date | null;
-    consumerId: string | null;
-    consumerRateLimitId: string | null;
-    consumerLimit: string | number | null;
-    consumerPeriod: string | null;
-    consumerLimits: string | null;
-    consumerCosts: string | null;
-    allowedRouteIds: string | null;
-    allowedOrigins: string | null;
-    allowedAddresses: string | null;
-  } & Parameters<typeof creditsOfRow>[0],
-  secretValidUntilMs: number | null,
-): KeyWithPlan {
-  return {
-    id: row.id,
-    name: row.name,
-    externalId: row.externalId,
-    metadata: row.metadata,
-    rateLimitId: row.rateLimitId,
-    limits: joinedLimits(row.limit, row.period, row.limits),
-    costs: costsOf(row.costs),
-    enabled: row.enabled,
-    expiresAtMs: row.expiresAt?.getTime() ?? null,
-    secretValidUntilMs,
-    consumer:
-      row.consumerId === null
-        ? null
-        : {
-            id: row.consumerId,
-            rateLimitId: row.consumerRateLimitId,
-            limits: joinedLimits(row.consumerLimit, row.consumerPeriod, row.consumerLimits),
-            costs: costsOf(row.consumerCosts),
-            balance: creditsOfRow(row, 'consumerCredits').balance,
-          },
-    allowedRouteIds: allowedListOf(row.allowedRouteIds),
-    allowedOrigins: allowedListOf(row.allowedOrigins),
-    allowedAddresses: allowedListOf(row.allowedAddresses),
-    balance: creditsOfRow(row, 'credits').balance,
-  };
-}

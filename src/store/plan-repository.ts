@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from './db.js';
 import type { ConsumerRow } from './consumer-repository.js';
-import { keyAuditColumns, withAllowedRoutes, type KeyAuditRow, type ListPosition } from './key-repository.js';
+import { keyAuditColumns, withAllowedRoutes, type KeyAuditRow } from './key-row.js';
+import type { ListPosition } from './list-position.js';
 import type { CostRule, LimitRule } from '../plans/plan.js';
 import { costsColumn, costsOf, limitColumns, limitsOf } from './plan-columns.js';
 import { sqlDialectOf, type SqlDialect } from './sql-dialect.js';

@@ -16,7 +16,7 @@ import { ConsumerUsageResponse, KeyUsageResponse } from '../../management/resour
 import { FailuresResponse } from '../../management/resources/failures/schemas.js';
 import { MAX_PAGE_SIZE } from '../../management/schemas.js';
 import { isoTimestamp } from '../../management/time-format.js';
-import type { KeyRow } from '../../store/key-repository.js';
+import type { KeyRow } from '../../store/key-row.js';
 import type { PortalSessionRow } from '../../store/portal-session-repository.js';
 import { answeredBy, resultOf } from '../management-call.js';
 import { oneAtATime } from '../one-at-a-time.js';

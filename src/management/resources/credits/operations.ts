@@ -4,7 +4,7 @@ import type { KeyChange } from '../../../keys/key-events.js';
 import { balanceSet, balanceToppedUp, type Balance } from '../../../plans/balance.js';
 import type { Scope, Subject } from '../../../plans/subject.js';
 import type { ConsumerRow } from '../../../store/consumer-repository.js';
-import type { KeyRow } from '../../../store/key-repository.js';
+import type { KeyRow } from '../../../store/key-row.js';
 import { consumerAudit, keyAudit } from '../../audit-views.js';
 import type { ManagementContext, Repositories } from '../../context.js';
 import { CreditsChangeRequest, CreditsChangeResponse, creditsChangeShape } from './schemas.js';

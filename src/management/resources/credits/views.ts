@@ -15,7 +15,7 @@ import {
 import { planOf } from '../../../plans/plan.js';
 import type { Scope, Subject } from '../../../plans/subject.js';
 import type { ConsumerRow } from '../../../store/consumer-repository.js';
-import type { KeyRow } from '../../../store/key-repository.js';
+import type { KeyRow } from '../../../store/key-row.js';
 import type { ManagementContext } from '../../context.js';
 import type { Credits, CreditsUpdate } from './balance-schemas.js';
 import { keySubjects } from '../plans/rate-limit-views.js';

@@ -6,7 +6,7 @@ import { AppError } from '../../../errors.js';
 import { KEY_CHANGE_POLL_MS } from '../../../keys/key-change-feed.js';
 import { encryptSecret, generateKeyId, generateSecret, hashSecret } from '../../../keys/secret.js';
 import type { ConsumerRepository } from '../../../store/consumer-repository.js';
-import type { KeyRow, KeySettings } from '../../../store/key-repository.js';
+import type { KeyRow, KeySettings } from '../../../store/key-row.js';
 import { keyAudit } from '../../audit-views.js';
 import { callerOf } from '../../authenticate.js';
 import type { ManagementContext } from '../../context.js';

@@ -1,6 +1,6 @@
 /** Keys as the management API shows them: list items, the detail's fields, the answer to a change. */
 import { decryptSecret } from '../../../keys/secret.js';
-import type { KeyRow } from '../../../store/key-repository.js';
+import type { KeyRow } from '../../../store/key-row.js';
 import type { Credits } from '../credits/balance-schemas.js';
 import type { KeyResponse, ListKeysResponse } from './schemas.js';
 import { RawJson } from '../../json-as-written.js';

@@ -3,7 +3,7 @@ import { AppError } from '../../../errors.js';
 import { isConcurrency, perOf, planOf, shownPeriod, type Plan } from '../../../plans/plan.js';
 import { limitName, tightest, type LimitState } from '../../../limits/rate-limiter.js';
 import { subjectsOf, type Subject } from '../../../plans/subject.js';
-import type { KeyRow } from '../../../store/key-repository.js';
+import type { KeyRow } from '../../../store/key-row.js';
 import type { ManagementContext } from '../../context.js';
 import type { KeyDetailResponse } from '../keys/schemas.js';
 import { isoTimestamp } from '../../time-format.js';
