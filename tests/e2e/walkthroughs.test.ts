@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { startTollgate, type Tollgate } from './helpers/tollgate.js';
-import { HOUR_MS, MINUTE_MS, TestClock } from '../helpers/test-clock.js';
+import { DAY_MS, HOUR_MS, MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const GUIDES = 'docs/guides';
@@ -54,16 +54,28 @@ function walkthrough(name: string): string {
   return block.script;
 }
 
+/** How long a block may run (`run`'s timeout). */
+const BLOCK_TIMEOUT_MS = 30_000;
+
 /**
- * Waits out the last 30 s of a UTC month, so that a block's requests and the month it reads them back
- * in (a monthly quota, this month's usage) are the same month.
+ * Moves `clock` to just past the end of the UTC minute, hour, day or month it reads when less than a
+ * block's run is left of it, so that a block's requests and the window or period it reads them back in
+ * (a limit per minute, this month's usage) are one. A move is at most 30 s: the few a file makes keep
+ * its clock within the 5 minutes the webhook receiver allows a delivery's timestamp (webhooks.md).
  */
-async function awayFromTheEndOfAMonth(): Promise<void> {
-  const now = new Date();
-  const nextMonth = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
-  if (nextMonth - now.getTime() < 30_000)
-    await new Promise((r) => setTimeout(r, nextMonth - now.getTime() + 1_000));
+function awayFromTheEndOf(clock: TestClock, period: keyof typeof PERIOD_MS | 'month'): void {
+  const now = new Date(clock.now());
+  const end =
+    period === 'month'
+      ? Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)
+      : (Math.floor(now.getTime() / PERIOD_MS[period]) + 1) * PERIOD_MS[period];
+  const left = end - now.getTime();
+  if (left < BLOCK_TIMEOUT_MS) clock.advance(left + 100);
 }
+const PERIOD_MS = { minute: MINUTE_MS, hour: HOUR_MS, day: DAY_MS };
+
+/** GNU date on a test clock (its TEST_CLOCK_FILE), first in a block's PATH: see the script. */
+const TEST_CLOCK_DATE = join(import.meta.dirname, 'helpers/test-clock-date');
 
 /** The JSON objects among a block's output lines, in order. */
 const jsonLines = (stdout: string): Record<string, unknown>[] =>
@@ -81,8 +93,11 @@ const requestsIn = (buckets: readonly Bucket[]) => buckets.reduce((sum, b) => su
 /** A random root token, as the README has the reader make one; the blocks read it from the environment. */
 const ROOT_TOKEN = randomBytes(32).toString('hex');
 
-/** Runs a block against `url`; `settings` replaces other `NAME=value` lines of the block (a free port). */
-const run = (script: string, url: string, settings: Record<string, string> = {}) =>
+/**
+ * Runs a block against `url`, whose clock is `clock` (the block's `date` reads it too); `settings`
+ * replaces other `NAME=value` lines of the block (a free port).
+ */
+const run = (script: string, url: string, clock: TestClock, settings: Record<string, string> = {}) =>
   promisify(execFile)(
     'bash',
     [
@@ -95,8 +110,8 @@ const run = (script: string, url: string, settings: Record<string, string> = {})
       ),
     ],
     {
-      timeout: 30_000,
-      env: { ...process.env, ROOT_TOKEN },
+      timeout: BLOCK_TIMEOUT_MS,
+      env: { ...process.env, ROOT_TOKEN, ...clock.env, PATH: `${TEST_CLOCK_DATE}:${process.env.PATH}` },
     },
   );
 
@@ -158,14 +173,14 @@ describe('the walk-throughs of the README and the guides', () => {
 
   it('browser.md: a CORS route, a key for one page, a limit per visitor and a token minted in shell', async () => {
     // A Tollgate and a clock of its own: the block's route takes every path under /v1, which the other
-    // blocks call, and their shell reads the wall clock, which this one moves.
+    // blocks call.
     const ownClock = new TestClock();
     const own = await startTollgate({ ROOT_TOKEN, UPSTREAM_URL: backends.demo!.url, ...ownClock.env });
     // Four calls in one minute's window of the limit per visitor.
     ownClock.after(MINUTE_MS, 100);
-    const { stdout } = await run(walkthrough('browser'), own.url, { BACKEND: backends.demo!.url }).finally(
-      () => own.stop(),
-    );
+    const { stdout } = await run(walkthrough('browser'), own.url, ownClock, {
+      BACKEND: backends.demo!.url,
+    }).finally(() => own.stop());
     const lines = stdout.trim().split('\n');
     expect(JSON.parse(lines[0]!)).toMatchObject({
       routeId: 'web',
@@ -185,7 +200,7 @@ describe('the walk-throughs of the README and the guides', () => {
   });
 
   it('portal.md: turns the portal on, brands it and sends a customer a sign-in link in five commands', async () => {
-    const { stdout } = await run(walkthrough('portal'), tollgate.url);
+    const { stdout } = await run(walkthrough('portal'), tollgate.url, clock);
     const lines = stdout.trim().split('\n');
     expect(JSON.parse(lines[0]!)).toMatchObject({
       enabled: true,
@@ -209,11 +224,9 @@ describe('the walk-throughs of the README and the guides', () => {
   });
 
   it('README: creates a key and a plan, binds them, proxies, hits 429 and reads usage', async () => {
-    // The plan is per minute: start early in a minute so the four calls share one window.
-    const second = new Date().getUTCSeconds();
-    if (second > 45) await new Promise((r) => setTimeout(r, (61 - second) * 1000));
-
-    const { stdout } = await run(walkthrough('walkthrough'), tollgate.url);
+    // The plan is per minute: the four calls and the usage read 2 s later share one window.
+    awayFromTheEndOf(clock, 'minute');
+    const { stdout } = await run(walkthrough('walkthrough'), tollgate.url, clock);
 
     expect(stdout).toMatch(/"secret":"tg_[A-Za-z0-9_-]{43}"/);
     expect(stdout).toContain('"rateLimitId":"free-tier"');
@@ -234,7 +247,7 @@ describe('the walk-throughs of the README and the guides', () => {
   });
 
   it('keys.md: disables, enables, rolls with a grace period and lets a trial key expire', async () => {
-    const { stdout } = await run(walkthrough('lifecycle'), tollgate.url);
+    const { stdout } = await run(walkthrough('lifecycle'), tollgate.url, clock);
     const lines = stdout.trim().split('\n');
     expect(lines[0]).toMatch(/"externalId":"cus_42".*"metadata":\{"tier":"trial"\}/);
     expect(lines).toEqual([
@@ -253,7 +266,7 @@ describe('the walk-throughs of the README and the guides', () => {
   });
 
   it('admin-tokens-and-audit.md: gives CI a token that creates keys and nothing else, records what it did, and revokes it', async () => {
-    const { stdout } = await run(walkthrough('admin'), tollgate.url);
+    const { stdout } = await run(walkthrough('admin'), tollgate.url, clock);
     const lines = stdout.trim().split('\n');
     expect(lines[0]).toMatch(
       /^\{"id":"tok_[^"]+","name":"ci-deploy","scopes":\["keys:write"\],"expiresAt":null,"createdAt":"[^"]+","secret":"tga_[^"]+"\}$/,
@@ -275,7 +288,7 @@ describe('the walk-throughs of the README and the guides', () => {
   });
 
   it('routes.md: sends each request to the backend of its route, stripped where the route says, the rest to the catch-all, and counts usage by route', async () => {
-    const { stdout } = await run(walkthrough('routes'), tollgate.url, {
+    const { stdout } = await run(walkthrough('routes'), tollgate.url, clock, {
       SEARCH_BACKEND: backends.search!.url,
       LOOKUP_BACKEND: backends.lookup!.url,
     });
@@ -322,7 +335,9 @@ describe('the walk-throughs of the README and the guides', () => {
   });
 
   it("credits.md: a consumer's monthly balance spent by a search at 5 and a lookup at 1, refused with 429 credits_exhausted until the refill on the 15th, topped up", async () => {
-    const { stdout } = await run(walkthrough('credits'), tollgate.url);
+    // The refill comes at the start of a day: none while the block runs.
+    awayFromTheEndOf(clock, 'day');
+    const { stdout } = await run(walkthrough('credits'), tollgate.url, clock);
     const lines = stdout.trim().split('\n');
     expect(JSON.parse(lines[0]!)).toMatchObject({
       rateLimitId: 'pay-per-call',
@@ -343,7 +358,7 @@ describe('the walk-throughs of the README and the guides', () => {
     expect(JSON.parse(lines[5]!)).toEqual({ consumerId: consumer.consumerId, remaining: 3 });
 
     // The refusal: the balance's next refill, the 15th at 00:00 UTC, and Retry-After until it.
-    const now = new Date();
+    const now = new Date(clock.now());
     let refillAt = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 15);
     if (refillAt <= now.getTime()) refillAt = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 15);
     expect(stdout).toMatch(/^HTTP\/1\.1 429 Too Many Requests\r?$/m);
@@ -365,11 +380,9 @@ describe('the walk-throughs of the README and the guides', () => {
   });
 
   it('verify-and-client.md: a token that may only verify decides two requests, refuses the third and an unknown key', async () => {
-    // The plan is per minute: start early in a minute so the three calls share one window.
-    const second = new Date().getUTCSeconds();
-    if (second > 45) await new Promise((r) => setTimeout(r, (61 - second) * 1000));
-
-    const { stdout } = await run(walkthrough('verify'), tollgate.url);
+    // The plan is per minute: the three calls share one window.
+    awayFromTheEndOf(clock, 'minute');
+    const { stdout } = await run(walkthrough('verify'), tollgate.url, clock);
     const answers = stdout
       .trim()
       .split('\n')
@@ -409,12 +422,10 @@ describe('the walk-throughs of the README and the guides', () => {
   });
 
   it('webhooks.md: a webhook for quota.threshold, a key driven past 80 % of its hourly limit, the demo receiver verifying the signed delivery, and the delivery log', async () => {
-    // Eight calls in one hour's window: not in its last half minute (the clock moves on in whole seconds,
-    // as the guides' scripts read `date`).
-    const leftOfHour = HOUR_MS - (clock.now() % HOUR_MS);
-    if (leftOfHour < 30_000) clock.advance(Math.ceil(leftOfHour / 1_000) * 1_000 + 1_000);
+    // Eight calls in one hour's window, the one the clock reads when the block has run.
+    awayFromTheEndOf(clock, 'hour');
 
-    const { stdout } = await run(walkthrough('webhooks'), tollgate.url, {
+    const { stdout } = await run(walkthrough('webhooks'), tollgate.url, clock, {
       RECEIVER_PORT: String(await freePort()),
     });
     const lines = stdout.trim().split('\n');
@@ -430,7 +441,7 @@ describe('the walk-throughs of the README and the guides', () => {
     const id = /^ {2}webhook-id: (evt_[A-Za-z0-9_-]{22})$/m.exec(stdout)?.[1];
     expect(stdout).toMatch(/^ {2}webhook-signature: v1,[A-Za-z0-9+/]{43}=$/m);
     const body = /^ {2}(\{"type":"quota\.threshold".*)$/m.exec(stdout)?.[1];
-    const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000;
+    const hour = Math.floor(clock.now() / HOUR_MS) * HOUR_MS;
     expect(JSON.parse(body!)).toEqual({
       type: 'quota.threshold',
       timestamp: expect.any(String),
@@ -440,7 +451,7 @@ describe('the walk-throughs of the README and the guides', () => {
         limit: { name: 'hour', period: 'hour', limit: 10, algorithm: 'fixed' },
         window: {
           start: new Date(hour).toISOString().slice(0, 19) + 'Z',
-          end: new Date(hour + 3_600_000).toISOString().slice(0, 19) + 'Z',
+          end: new Date(hour + HOUR_MS).toISOString().slice(0, 19) + 'Z',
         },
         threshold: 80,
       },
@@ -459,8 +470,9 @@ describe('the walk-throughs of the README and the guides', () => {
   });
 
   it('consumers.md: two keys of one account share its monthly quota, and its usage counts both', async () => {
-    await awayFromTheEndOfAMonth();
-    const { stdout } = await run(walkthrough('consumers'), tollgate.url);
+    // A monthly quota: the six calls and the usage read after them in one month.
+    awayFromTheEndOf(clock, 'month');
+    const { stdout } = await run(walkthrough('consumers'), tollgate.url, clock);
     const [plan, consumer, refusal, detail, overTime] = jsonLines(stdout);
     expect(plan).toMatchObject({
       rateLimitId: 'acme-monthly',
@@ -513,8 +525,9 @@ describe('the walk-throughs of the README and the guides', () => {
   });
 
   it('plans.md: a plan of a burst limit and a monthly quota reports both, and the burst limit refuses the eleventh call of a second', async () => {
-    await awayFromTheEndOfAMonth();
-    const { stdout } = await run(walkthrough('plans'), tollgate.url);
+    // The burst limit's second is the one the block's `date` waits for; the monthly quota's calls in one month.
+    awayFromTheEndOf(clock, 'month');
+    const { stdout } = await run(walkthrough('plans'), tollgate.url, clock);
     const [plan] = jsonLines(stdout);
     expect(plan).toMatchObject({
       rateLimitId: 'pro',
@@ -541,12 +554,13 @@ describe('the walk-throughs of the README and the guides', () => {
   });
 
   it("usage-and-billing.md: a key's month by day and by customer as CSV, by endpoint as JSON, and the fleet's busiest keys", async () => {
-    await awayFromTheEndOfAMonth();
-    const { stdout } = await run(walkthrough('usage'), tollgate.url);
+    // The four calls on one day, this one, in the month the block's `date` names.
+    awayFromTheEndOf(clock, 'day');
+    const { stdout } = await run(walkthrough('usage'), tollgate.url, clock);
     const [byDay, byCustomer] = stdout
       .split(/^(?=start,)/m)
       .map((csv) => csv.split('\n').filter((line) => /^\d{4}-/.test(line)));
-    const now = new Date();
+    const now = new Date(clock.now());
     const daysInMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 0)).getUTCDate();
     expect(byDay).toHaveLength(daysInMonth);
     // Every day present, each with the header's 23 columns (an empty bucket's percentiles left empty).
