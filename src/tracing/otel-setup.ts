@@ -7,7 +7,12 @@ import { context, type TextMapPropagator } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { OTLPExporterBase } from '@opentelemetry/otlp-exporter-base';
+import {
+  convertLegacyHttpOptions,
+  createOtlpHttpExportDelegate,
+} from '@opentelemetry/otlp-exporter-base/node-http';
+import { TraceExporterMetricsHelper } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
   AlwaysOffSampler,
@@ -15,11 +20,14 @@ import {
   ParentBasedSampler,
   TraceIdRatioBasedSampler,
   TracerProvider,
+  type ReadableSpan,
   type Sampler,
+  type SpanExporter,
 } from '@opentelemetry/sdk-trace';
 import { ChosenTraceIds } from './chosen-trace-ids.js';
 import { CountedSpanProcessor, type DropReason } from './counted-span-processor.js';
 import { OtelTracing } from './otel-tracing.js';
+import { spanSerializer } from './span-protobuf.js';
 import type { TracingSettings } from './tracing-settings.js';
 
 function samplerOf(settings: TracingSettings): Sampler {
@@ -41,6 +49,29 @@ function propagatorOf(settings: TracingSettings): TextMapPropagator {
   });
 }
 
+/**
+ * OTLP/HTTP with protobuf bodies: the SDK's transport (headers, timeout, retries), with the spans
+ * encoded by span-protobuf.ts rather than the SDK's two-pass serializer.
+ */
+function protobufExporter(options: {
+  url: string;
+  headers: Record<string, string>;
+  timeoutMillis: number;
+}): SpanExporter {
+  const http = convertLegacyHttpOptions(options, 'TRACES', 'v1/traces', {
+    'Content-Type': 'application/x-protobuf',
+  });
+  return new OTLPExporterBase<ReadableSpan[]>(
+    createOtlpHttpExportDelegate(
+      http,
+      spanSerializer,
+      'otlp_http_span_exporter',
+      TraceExporterMetricsHelper,
+      undefined,
+    ),
+  );
+}
+
 export function otelTracing(
   settings: TracingSettings,
   dropped: (reason: DropReason, count: number) => void,
@@ -52,9 +83,7 @@ export function otelTracing(
     timeoutMillis: settings.exportTimeoutMs,
   };
   const exporter =
-    settings.protocol === 'http/json'
-      ? new JsonExporter(exporterOptions)
-      : new ProtobufExporter(exporterOptions);
+    settings.protocol === 'http/json' ? new JsonExporter(exporterOptions) : protobufExporter(exporterOptions);
   const sampler = samplerOf(settings);
   const ids = new ChosenTraceIds();
   const provider = new TracerProvider({

@@ -195,9 +195,19 @@ export class OtelTracing implements Tracing {
       );
       return;
     }
-    spans.backend = this.otel.startSpan(req.method!, { kind: SpanKind.CLIENT }, spans.context);
-    spans.backend.setAttributes({ 'http.request.method': req.method, 'url.full': url.split('?', 1)[0] });
-    this.inject(trace.setSpan(spans.context, spans.backend), headers);
+    const backend = this.otel.startSpan(req.method!, { kind: SpanKind.CLIENT }, spans.context);
+    spans.backend = backend;
+    backend.setAttributes({ 'http.request.method': req.method, 'url.full': url.split('?', 1)[0] });
+    if (spans.carried) {
+      this.inject(trace.setSpan(spans.context, backend), headers);
+      return;
+    }
+    // A trace Tollgate began has no state or baggage to pass on: the one header, written as the
+    // tracecontext propagator writes it, without a context made for it.
+    if (this.sendsTraceparent) {
+      const { traceId, spanId, traceFlags } = backend.spanContext();
+      headers.push('traceparent', `00-${traceId}-${spanId}-0${traceFlags & TraceFlags.SAMPLED}`);
+    }
   }
 
   /** Pushes the headers the propagators write for `sent` onto `headers`. */

@@ -98,11 +98,16 @@ function idsToBase64(json: unknown): unknown {
   return out;
 }
 
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+/** `ExportTraceServiceRequest` as opentelemetry-proto defines it. */
+export async function traceRequestType(): Promise<protobuf.Type> {
   const root = new protobuf.Root();
   root.resolvePath = (_origin, target) => join(PROTOS, target);
   await root.load('opentelemetry/proto/collector/trace/v1/trace_service.proto', { keepCase: false });
-  const Request = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
+  return root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
+}
+
+export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+  const Request = await traceRequestType();
   const hanging = new Set<ServerResponse>();
 
   const decode = (contentType: string, body: Buffer): DecodedRequest => {
