@@ -4,22 +4,17 @@
  * consumer's usage is what its keys did while they belonged to it.
  */
 import { randomBytes } from 'node:crypto';
-import {
-  consumerWithKeys,
-  hit,
-  hitFull,
-  sleep,
-  startFleet,
-  waitFor,
-  type Fleet,
-} from './helpers/replicas.js';
+import { consumerWithKeys, hit, hitFull, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
 import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
+import { DAY_MS, MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 
 let fleet: Fleet;
 let a: Tollgate;
+/** The replicas' one clock: a window starts when the test moves it there, not when a real minute does. */
+const clock = new TestClock();
 
 beforeAll(async () => {
-  fleet = await startFleet(3);
+  fleet = await startFleet(3, clock.env);
   a = fleet.members[0]!;
 }, 120_000);
 
@@ -104,14 +99,13 @@ it("admits exactly a consumer's monthly limit over its ten keys on three replica
   expect(moved[1].body.usage).toMatchObject({ totalRequests: 1, successfulRequests: 1, cost: 1 });
   const series = await a.admin(
     'GET',
-    `/tollgate/consumers/${consumer.consumerId}/usage?granularity=day&from=${new Date(Date.now() - 86_400_000).toISOString()}`,
+    `/tollgate/consumers/${consumer.consumerId}/usage?granularity=day&from=${new Date(clock.now() - DAY_MS).toISOString()}`,
   );
   expect(series.status).toBe(200);
   expect(series.body.buckets.reduce((n: number, b: { requests: number }) => n + b.requests, 0)).toBe(901);
 }, 120_000);
 
 it("admits exactly 600 a minute of a consumer's ten keys on three replicas, minute after minute", async () => {
-  const MINUTE = 60_000;
   const { consumerId, keys } = await consumerWithKeys(a, 'per-minute', {
     keys: 10,
     limit: 600,
@@ -119,9 +113,9 @@ it("admits exactly 600 a minute of a consumer's ten keys on three replicas, minu
   });
   const windows: { start: number; admitted: number; refused: number; sendingMs: number }[] = [];
   for (let w = 0; w < 2; w++) {
-    // Each window's 900 requests are all sent within its minute: from just after it starts.
-    const start = Math.ceil(Date.now() / MINUTE) * MINUTE;
-    await sleep(start + 500 - Date.now());
+    // Each window's 900 requests are all sent within its minute: from just after it starts (the
+    // clock moved there, then running on with the wall clock).
+    const start = clock.after(MINUTE_MS, 100);
     const statuses: number[] = [];
     for (let round = 0; round < 30; round++) {
       statuses.push(
@@ -132,8 +126,8 @@ it("admits exactly 600 a minute of a consumer's ten keys on three replicas, minu
         )),
       );
     }
-    const sendingMs = Date.now() - start;
-    expect(sendingMs).toBeLessThan(MINUTE);
+    const sendingMs = clock.now() - start;
+    expect(sendingMs).toBeLessThan(MINUTE_MS);
     windows.push({
       start,
       admitted: statuses.filter((s) => s === 200).length,
@@ -150,7 +144,7 @@ it("admits exactly 600 a minute of a consumer's ten keys on three replicas, minu
   ]);
   // The consumer's usage by minute counts the same: 600 successful and 300 refused in each.
   const from = new Date(windows[0]!.start).toISOString();
-  const to = new Date(windows[1]!.start + MINUTE).toISOString();
+  const to = new Date(windows[1]!.start + MINUTE_MS).toISOString();
   const { value: byMinute } = await waitFor(
     () => a.admin('GET', `/tollgate/consumers/${consumerId}/usage?granularity=minute&from=${from}&to=${to}`),
     (res) => res.body?.buckets?.[1]?.requests === 900,
