@@ -9,13 +9,17 @@ import { BUCKET_LUA, bucketPeriodMs, refilled, type Bucket } from './token-bucke
  * Puts a token bucket back after Redis lost it (docs/decisions/0125): the caller's record, refilled to
  * the later of now and the bucket's time, less `d` (the units the hash admitted since it was made,
  * after the loss), replaces what Redis holds only when it is lower, both brought up to the same time.
- * A missing bucket is full. ARGV: the record's units, parts and time, now, the refill (limit), burst and
- * period in ms. Returns 1 when it changed the bucket.
+ * A missing bucket is full. The bucket it leaves (lowered or not) carries `k`, Redis' marker as the
+ * caller read it: a replica that has not read that marker yet has not put its own record back, and the
+ * consume script answers it `lost` rather than let it draw on a level another replica may still lower.
+ * ARGV: the record's units, parts and time, now, the refill (limit), burst and period in ms, the
+ * marker ('' unknown: no `k`). Returns 1 when it changed the bucket.
  */
 const RESTORE_BUCKET_LUA = `
 ${BUCKET_LUA}
 local ru, rp, ra, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local rate, burst, periodMs = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local marker = ARGV[8]
 local h = redis.call('HMGET', KEYS[1], 'u', 'p', 'a', 'd')
 local t = math.max(now, ra, tonumber(h[3] or '0'))
 local u, p = refill(ru, rp, ra, t, rate, burst, periodMs)
@@ -26,12 +30,16 @@ if u < 0 then u, p = 0, 0 end
 if h[1] then
   local su, sp = refill(tonumber(h[1]), tonumber(h[2]), tonumber(h[3]), t, rate, burst, periodMs)
   if su >= burst then su, sp = burst, 0 end
-  if su < u or (su == u and sp <= p) then return 0 end
+  if su < u or (su == u and sp <= p) then
+    if marker ~= '' then redis.call('HSET', KEYS[1], 'k', marker) end
+    return 0
+  end
 elseif u >= burst then
   return 0
 end
 local fullAt = t + math.ceil(((burst - u) * periodMs - p) / rate) + ${EXPIRY_GRACE_MS}
 redis.call('HSET', KEYS[1], 'u', string.format('%.0f', u), 'p', string.format('%.0f', p), 'a', string.format('%.0f', t), 'd', string.format('%.0f', d))
+if marker ~= '' then redis.call('HSET', KEYS[1], 'k', marker) end
 redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', fullAt))
 return 1
 `;
@@ -51,7 +59,9 @@ interface BucketRecord {
  * decided last. So the consume script finds a bucket lost when it holds more than the caller's record
  * refilled (a missing bucket is full), and after a loss every replica puts its record back, the lowest
  * winning (RESTORE_BUCKET_LUA): the bucket holds again what the last replica to decide saw, less what it
- * admitted since it came back.
+ * admitted since it came back. Until a replica has read the marker the loss changed (and so put its own
+ * record back), the script answers it `lost` on a bucket put back: one that put back first may have
+ * brought back a level its stale record allowed, which only the last decider's record lowers.
  */
 export class BucketLedger {
   private readonly records = new Map<string, BucketRecord>();
@@ -59,7 +69,11 @@ export class BucketLedger {
   /** A flush was noticed and not every bucket is put back yet. */
   private owed = false;
 
-  constructor(client: RedisClient) {
+  constructor(
+    client: RedisClient,
+    /** Redis' marker as this replica last read it (WindowLedger.marker): undefined before the first read. */
+    private readonly marker: () => string | undefined,
+  ) {
     this.restore = defineScript(client, 'tollgateRestoreBucket', RESTORE_BUCKET_LUA, 1);
   }
 
@@ -70,8 +84,9 @@ export class BucketLedger {
 
   /**
    * The record of bucket `key` for a call that decides it with `field` and `burst` at `nowMs`, as the
-   * consume script takes it (`units:parts:at`); 0 when there is none, it is of another rule, or the
-   * bucket would be full again by now (then forgotten).
+   * consume script takes it (`units:parts:at:marker`, the marker this replica last read, '' before the
+   * first read); 0 when there is none, it is of another rule, or the bucket would be full again by now
+   * (then forgotten).
    */
   recordOf(key: string, field: ConsumeLimit['slot'], burst: number, nowMs: number): string | 0 {
     const record = this.records.get(key);
@@ -81,7 +96,7 @@ export class BucketLedger {
       return 0;
     }
     const { units, parts, at } = record.bucket;
-    return `${units}:${parts}:${at}`;
+    return `${units}:${parts}:${at}:${this.marker() ?? ''}`;
   }
 
   /** Bucket `key` is under `to` now: a key's counts moved (key-homes.ts). */
@@ -100,7 +115,16 @@ export class BucketLedger {
     return Number(
       await this.restore(
         [key],
-        [bucket.units, bucket.parts, bucket.at, nowMs, rule.limit, rule.burst!, bucketPeriodMs(rule)],
+        [
+          bucket.units,
+          bucket.parts,
+          bucket.at,
+          nowMs,
+          rule.limit,
+          rule.burst!,
+          bucketPeriodMs(rule),
+          this.marker() ?? '',
+        ],
       ),
     );
   }

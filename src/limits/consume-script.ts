@@ -45,25 +45,27 @@ const CALL_BALANCE_ARGS = BALANCE_ARGS + 3;
  * of limits, lease, settled, returned, 1 when it holds a balance (else 0); per limit: limit, expiresAt,
  * slot (-1 for a fixed limit; used as given for the field name, since Lua would print a large number in
  * exponent form), what the caller knows of the count (`known`: the places it holds in a window's count or
- * slot; its record of a token bucket as `units:parts:at`; for a concurrency limit `held:sureUntil`, its
- * places in it and until when it is sure to be there; 0 for nothing); per balance, its record
- * (balance-lua.ts) and the most the caller saw spent of it (epoch, window, spent); then the requests as
- * runs of one cost: requests, cost, requests, cost, … Few arguments: a key in rotation pays for every
- * one, per request.
+ * slot; its record of a token bucket and Redis' marker as it last read it, `units:parts:at:marker`; for
+ * a concurrency limit `held:sureUntil`, its places in it and until when it is sure to be there; 0 for
+ * nothing); per balance, its record (balance-lua.ts) and the most the caller saw spent of it (epoch,
+ * window, spent); then the requests as runs of one cost: requests, cost, requests, cost, … Few
+ * arguments: a key in rotation pays for every one, per request.
  *
  * A token bucket (token-bucket.ts, docs/decisions/0095) is a hash {u units, p parts, a at}, brought up
  * to `now` by BUCKET_LUA and written back only when it admits; its count is what it lacks of its
  * burst (its `limit` argument) and its reply's second number its parts; `d` counts the units it admitted
- * since the hash was made (what a put-back after a loss deducts, bucket-ledger.ts). A concurrency limit
+ * since the hash was made (what a put-back after a loss deducts, bucket-ledger.ts), and `k`, on a bucket
+ * put back, Redis' marker as the replica that put it back read it. A concurrency limit
  * (docs/decisions/0096) is a hash of places per replica, `p:<replica>`, each replica's expiring at
  * `x:<replica>` unless renewed (concurrency-places.ts); expired ones are dropped as they are met; it
  * counts places, one per admitted request. Neither has a lease book, nor is ever leased.
  *
  * A count below the places the caller holds in it, a concurrency limit holding fewer of the caller's
  * places than it holds, a token bucket holding more than the caller's record of it refilled since (or
- * gone while that record is not full), or a balance below what the caller saw spent of it in its period
- * (or gone), means Redis lost keys while it stayed up (a flush, an eviction, a deletion): the call decides and charges nothing and answers `lost` with the limits and balances
- * found so (loss-detection.ts puts them back).
+ * gone while that record is not full, or put back under a marker the caller has not read), or a
+ * balance below what the caller saw spent of it in its period (or gone), means Redis lost keys while it
+ * stayed up (a flush, an eviction, a deletion): the call decides and charges nothing and answers `lost`
+ * with the limits and balances found so (loss-detection.ts puts them back).
  *
  * When a request does not fit a limit while leased units of it are outstanding, the call says `held`
  * and publishes that limit's count key on the reclaim channel: holders give back what they have not
@@ -109,9 +111,9 @@ for i = 1, n do
       local rate, periodMs = string.match(field, '^b(%d+):(%d+)$')
       rate, periodMs = tonumber(rate), tonumber(periodMs)
       local burst = tonumber(ARGV[args + 4 * i])
-      local ru, rp, ra = string.match(known, '^(%d+):(%d+):(%d+)$')
+      local ru, rp, ra, marker = string.match(known, '^(%d+):(%d+):(%d+):(.*)$')
       ru, rp, ra = tonumber(ru), tonumber(rp), tonumber(ra)
-      local h = redis.call('HMGET', key, 'u', 'p', 'a')
+      local h = redis.call('HMGET', key, 'u', 'p', 'a', 'k')
       -- Both brought up to one time: the bucket never holds more than any caller's record refilled.
       local t = math.max(now, ra, tonumber(h[3] or '0'))
       local su, sp = burst, 0
@@ -119,7 +121,9 @@ for i = 1, n do
       ru, rp = refill(ru, rp, ra, t, rate, burst, periodMs)
       if su >= burst then su, sp = burst, 0 end
       if ru >= burst then ru, rp = burst, 0 end
-      below = su > ru or (su == ru and sp > rp)
+      -- Put back after a loss the caller has not learned of (bucket-ledger.ts): its own record is not
+      -- in it yet, and the record of the replica that decided last may not be either.
+      below = su > ru or (su == ru and sp > rp) or (h[4] and h[4] ~= marker)
     elseif kind == 'c' then
       -- The places the caller holds, lapsed or fewer; or the count gone while it is sure to be there.
       local replica = string.match(field, '^c%d+:(.+)$')
@@ -388,7 +392,8 @@ export interface ConsumeCall {
   readonly limits: readonly (readonly ConsumeLimit[])[];
   /**
    * Per limit (every subject's, in KEYS order), what the caller knows of its count: the places it holds
-   * in a window's count or slot, its record of a token bucket (`units:parts:at`, BucketLedger.recordOf),
+   * in a window's count or slot, its record of a token bucket and Redis' marker as this replica last read
+   * it (`units:parts:at:marker`, BucketLedger.recordOf),
    * its places in a concurrency limit and until when that is sure to be there (`held:sureUntil`,
    * ConcurrencyPlaces.knownOf), 0 for nothing.
    */

@@ -87,7 +87,11 @@ for p = 1, n do
     redis.call('INCRBY', key, taken[2])
     redis.call('PEXPIREAT', key, expiresAt)
   elseif taken[1] == 'h' and expiresAt ~= '0' then
-    for j = 2, #taken, 2 do redis.call('HINCRBY', key, taken[j], taken[j + 1]) end
+    -- Counts add up; a bucket put back keeps the marker it was put back under (k, bucket-ledger.ts).
+    for j = 2, #taken, 2 do
+      if tonumber(taken[j + 1]) then redis.call('HINCRBY', key, taken[j], taken[j + 1])
+      else redis.call('HSET', key, taken[j], taken[j + 1]) end
+    end
     redis.call('PEXPIREAT', key, expiresAt)
   elseif taken[1] == 'h' then
     local fields = {}

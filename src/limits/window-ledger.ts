@@ -77,6 +77,11 @@ export class WindowLedger {
     return this.unfinished;
   }
 
+  /** Redis' marker as this replica last read it (undefined before the first read). */
+  get marker(): string | undefined {
+    return this.epoch;
+  }
+
   /** How many times the marker was found changed: Redis lost its data. */
   get losses(): number {
     return this.changes;

@@ -35,7 +35,7 @@ export class WindowRestore {
     readonly places: ConcurrencyPlaces,
   ) {
     this.balanceLedger = new BalanceLedger(client);
-    this.buckets = new BucketLedger(client);
+    this.buckets = new BucketLedger(client, () => this.ledger.marker);
     this.ledger = new WindowLedger(client, prefix, [this.balanceLedger, this.buckets, places], () =>
       this.losses.hold(),
     );

@@ -55,6 +55,26 @@ describe('a token bucket that Redis loses', () => {
     expect(admitted).toBe(18);
   });
 
+  it('is not drawn after a flush by a replica that has not put its own record back yet', async () => {
+    const [a, b, c] = [await replica(), await replica(), await replica()];
+    const keyId = newKey();
+    // Each replica's record is the bucket as its last decision left it: c's 8, b's 4, a's (the last) 0.
+    let admitted = await send([c], keyId, 2);
+    admitted += await send([b], keyId, 4);
+    admitted += await send([a], keyId, 4);
+    expect(admitted).toBe(10);
+    const [bucketKey] = await fleet.admin.keys(`${PREFIX}{${keyId}}:*bucket*`);
+    await fleet.admin.flushall();
+    // b finds the loss first and puts back its record: 4, above what a knows the bucket holds.
+    const first = b.consume(keyOnly(keyId, bucket), 1, now);
+    while ((await fleet.admin.hget(bucketKey!, 'u')) !== '4') await new Promise((r) => setTimeout(r, 5));
+    // c has not learned of the flush yet, and its record (8) is above the 4 put back.
+    admitted += await send([c], keyId, 4);
+    if ((await first).allowed) admitted++;
+    admitted += await send([a, b, c], keyId, 6);
+    expect(admitted).toBe(10);
+  });
+
   it('is put back within a second and a half of a flush, with no request asking', async () => {
     const [a, b] = [await replica(), await replica()];
     const keyId = newKey();
