@@ -89,8 +89,8 @@ for p = 1, n do
   elseif taken[1] == 'h' and expiresAt ~= '0' then
     -- Counts add up; a bucket put back keeps the marker it was put back under (k, bucket-ledger.ts).
     for j = 2, #taken, 2 do
-      if tonumber(taken[j + 1]) then redis.call('HINCRBY', key, taken[j], taken[j + 1])
-      else redis.call('HSET', key, taken[j], taken[j + 1]) end
+      if taken[j] == 'k' then redis.call('HSET', key, taken[j], taken[j + 1])
+      else redis.call('HINCRBY', key, taken[j], taken[j + 1]) end
     end
     redis.call('PEXPIREAT', key, expiresAt)
   elseif taken[1] == 'h' then
