@@ -6,7 +6,6 @@
 // code too (e.g. the commit before it, built in its own folder), to check that off costs nothing. The
 // collectors are OTLP/HTTP endpoints in the bench's own process. Reported as req/s and CPU per request,
 // each against off, plus the spans each collector took and the spans dropped.
-import { createServer, type Server, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import fs from 'node:fs';
 import {
@@ -22,6 +21,7 @@ import {
   log,
   positive,
 } from '../lib/config.ts';
+import { droppedSpans, startCollector } from '../lib/otlp-collector.ts';
 import { pinTree, treeCpuUs } from '../lib/processes.ts';
 import { fmt, machine, median, problemsNote } from '../lib/report.ts';
 import {
@@ -85,34 +85,6 @@ function states(): State[] {
     });
   }
   return list;
-}
-
-/** An OTLP/HTTP endpoint that takes every export and counts its bytes, or holds every request unanswered. */
-async function startCollector(
-  port: number,
-  hang: boolean,
-): Promise<{ server: Server; exports: () => number }> {
-  let exports = 0;
-  const held: ServerResponse[] = [];
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      exports++;
-      if (hang) held.push(res);
-      else res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
-    });
-  });
-  server.on('close', () => held.forEach((res) => res.destroy()));
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return { server, exports: () => exports };
-}
-
-async function droppedSpans(opsPort: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${opsPort}/metrics`)).text();
-  return [...text.matchAll(/^tollgate_trace_spans_dropped_total\{[^}]*\} (\d+)/gm)].reduce(
-    (n, m) => n + Number(m[1]),
-    0,
-  );
 }
 
 interface Sample {

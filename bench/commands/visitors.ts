@@ -9,6 +9,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mintToken } from '../../packages/client/src/generated/mint-token.ts';
 import { CONNECTIONS, DURATION, PORT, ROOT, ROUNDS, THREADS, WARMUP, log } from '../lib/config.ts';
+import { metricValue } from '../lib/metrics.ts';
 import { fmt, machine, median, ratio } from '../lib/report.ts';
 import {
   buildTollgate,
@@ -36,12 +37,6 @@ async function keyOf(
 }
 
 /** Reads one sample of the process's ops metrics (`name` with its labels, as written). */
-async function sample(opsPort: number, name: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${opsPort}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(name + ' '));
-  return Number(line?.slice(name.length + 1) ?? NaN);
-}
-
 const CONSUME_CALLS = 'tollgate_redis_command_duration_seconds_count{operation="consume"}';
 
 interface ModeFigures {
@@ -79,12 +74,12 @@ async function throughput(mode: 'embedded' | 'redis'): Promise<ModeFigures> {
   for (const id of ids) await loads[id](WARMUP);
   for (let round = 0; round < ROUNDS; round++) {
     for (const id of round % 2 === 0 ? ids : [...ids].reverse()) {
-      const before = mode === 'redis' ? await sample(opsPort, CONSUME_CALLS) : undefined;
+      const before = mode === 'redis' ? await metricValue(opsPort, CONSUME_CALLS) : undefined;
       const r = await loads[id](DURATION);
       // Every request must be admitted: refusals would measure something else. (The backend closing a
       // kept-alive connection now and then makes a rare 502.)
       if (r.non2xx > r.requests / 1_000) throw new Error(`${mode} ${id}: ${r.non2xx} answers were not 2xx`);
-      const after = mode === 'redis' ? await sample(opsPort, CONSUME_CALLS) : undefined;
+      const after = mode === 'redis' ? await metricValue(opsPort, CONSUME_CALLS) : undefined;
       rounds.get(id)!.push(r);
       if (before !== undefined || after !== undefined)
         calls.get(id)!.push(((after ?? 0) - (before ?? 0)) / r.requests);
@@ -131,15 +126,15 @@ async function memory(): Promise<string[]> {
   });
   // Starts at a minute's start, so that every visitor of the load counts in one minute's window.
   await sleep(60_000 - (Date.now() % 60_000) + 200);
-  const rssBefore = await sample(opsPort, 'tollgate_process_resident_memory_bytes');
-  const heapBefore = await sample(opsPort, 'tollgate_nodejs_heap_size_used_bytes');
+  const rssBefore = await metricValue(opsPort, 'tollgate_process_resident_memory_bytes');
+  const heapBefore = await metricValue(opsPort, 'tollgate_nodejs_heap_size_used_bytes');
   let rssPeak = rssBefore;
   let heapPeak = heapBefore;
   let sent = 0;
   const watching = (async () => {
     while (sent < DISTINCT_VISITORS) {
-      rssPeak = Math.max(rssPeak, await sample(opsPort, 'tollgate_process_resident_memory_bytes'));
-      heapPeak = Math.max(heapPeak, await sample(opsPort, 'tollgate_nodejs_heap_size_used_bytes'));
+      rssPeak = Math.max(rssPeak, await metricValue(opsPort, 'tollgate_process_resident_memory_bytes'));
+      heapPeak = Math.max(heapPeak, await metricValue(opsPort, 'tollgate_nodejs_heap_size_used_bytes'));
       await sleep(500);
     }
   })();
@@ -160,8 +155,8 @@ async function memory(): Promise<string[]> {
   await watching;
   // The window ends, and the sweep (every minute) drops its counts.
   await sleep(60_000 - (Date.now() % 60_000) + 65_000);
-  const rssAfter = await sample(opsPort, 'tollgate_process_resident_memory_bytes');
-  const heapAfter = await sample(opsPort, 'tollgate_nodejs_heap_size_used_bytes');
+  const rssAfter = await metricValue(opsPort, 'tollgate_process_resident_memory_bytes');
+  const heapAfter = await metricValue(opsPort, 'tollgate_nodejs_heap_size_used_bytes');
   await stopProc(tg);
   const mb = (b: number) => fmt(b / 1_048_576, 1);
   return [
