@@ -55,8 +55,9 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
   const encryptionKeys = [randomBytes(32)];
   /**
    * A day ago, on the hour: the buckets are in the past for the receivers (Stripe takes none from the
-   * future), and the clock is the test's. Every export sends every key's usage, so each test works in
-   * a quarter of an hour of its own, after those of the tests before it (`freshWindow`).
+   * future), and the clock is the test's. An export sends the usage of every key, so each test works in
+   * a quarter of an hour of its own, after those of the tests before it (`freshWindow`), and its exports
+   * are deleted after it: a scheduled pass runs only the exports of the test that asks for it.
    */
   const base = Math.floor((Date.now() - 24 * 3_600_000) / 3_600_000) * 3_600_000;
   let now = base;
@@ -89,9 +90,20 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
     );
   }, 60_000);
 
+  afterEach(async () => {
+    // Whatever a test stored of an export, its sends and its attempts holds no credential in the clear.
+    const rows = [
+      await storedText(storage.handle.db, 'billing_exports'),
+      await storedText(storage.handle.db, 'billing_export_attempts'),
+    ].join('\n');
+    for (const credential of credentials) expect(rows).not.toContain(credential);
+    const exports = new BillingExportRepository(storage.handle.db);
+    for (const id of await exports.ids()) await exports.delete(id);
+    await Promise.all(receivers.splice(0).map((r) => r.close()));
+  });
+
   afterAll(async () => {
     await exporter.stop();
-    await Promise.all(receivers.map((r) => r.close()));
     await storage.dispose();
   });
 
@@ -120,11 +132,8 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
     return res.body.id;
   }
 
-  /**
-   * `requests` of a key's usage (one unit each) stored as the flush stores it in the minute starting
-   * `minute`, filed under `consumerId` when the key belonged to one.
-   */
-  async function store(keyId: string, minute: number, requests: number, consumerId?: string): Promise<void> {
+  /** `requests` of a key's usage (one unit each) in the minute starting `minute`, under `consumerId` if any. */
+  function keyUsageOf(minute: number, requests: number, consumerId?: string) {
     const counts = { ...emptyBucket(), requests, successful: requests, cost: requests, status2xx: requests };
     const keyUsage = emptyKeyUsage();
     keyUsage.endpoints.set('/billed', counts);
@@ -135,7 +144,12 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
         endpoints: new Map([['/billed', { ...counts }]]),
         minutes: new Map([[minute, { ...counts }]]),
       });
-    await usage.applyBatch(randomUUID(), new Map([[keyId, keyUsage]]));
+    return keyUsage;
+  }
+
+  /** A key's usage (`keyUsageOf`) stored as the flush stores it, in a batch of its own. */
+  async function store(keyId: string, minute: number, requests: number, consumerId?: string): Promise<void> {
+    await usage.applyBatch(randomUUID(), new Map([[keyId, keyUsageOf(minute, requests, consumerId)]]));
   }
 
   /** The units stored for these keys in minute buckets from `fromMs` on, by the customer each is billed to. */
@@ -285,11 +299,15 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
         error: expect.any(String),
       });
 
-      // The schedule goes on while the receiver fails: new usage is planned, nothing is sent twice.
+      // The schedule goes on while the receiver fails: new usage is planned, nothing is sent twice, and
+      // the sends wait out the backoff (1 s after the first failure, 2 s after the second): a pass inside
+      // it sends nothing, the pass at its end tries again.
       await store(x, now - 2 * MINUTE, 7);
-      for (let i = 0; i < 3; i++) {
-        now += 2_000;
+      for (const triesAgain of [false, true, false]) {
+        const requests = target.requests.length;
+        now += 500;
         await exporter.runScheduled();
+        expect(target.requests.length > requests).toBe(triesAgain);
       }
       const detail = await call('get', `/tollgate/billing-exports/${exportId}`);
       expect(detail.body.deliveryFailures).toBeGreaterThan(0);
@@ -325,9 +343,14 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
       const start = freshWindow();
       const target = await receiver(type);
       const exportId = await createExport(type, target);
-      const customers: Record<string, string> = {};
-      for (let i = 0; i < 130; i++) customers[await key(`cus_batch_${i}`)] = `cus_batch_${i}`;
-      for (const [i, k] of Object.keys(customers).entries()) await store(k, start + MINUTE, 1 + (i % 3));
+      const names = Array.from({ length: 130 }, (_, i) => `cus_batch_${i}`);
+      const ids = await Promise.all(names.map((name) => key(name)));
+      const customers = Object.fromEntries(ids.map((id, i) => [id, names[i]!]));
+      // One flush's batch, as 130 busy keys make.
+      await usage.applyBatch(
+        randomUUID(),
+        new Map(ids.map((id, i) => [id, keyUsageOf(start + MINUTE, 1 + (i % 3))])),
+      );
       now = start + 3 * MINUTE;
       const result = await run(exportId);
       expect(result).toMatchObject({ planned: 130, delivered: 130, failed: 0 });

@@ -66,7 +66,7 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
 
   beforeAll(async () => {
     if (kind === 'postgres') {
-      database = await createTestDatabase();
+      database = await createTestDatabase({ migrated: true });
       handle = await openPostgres(database.url);
     } else {
       handle = await openEmbedded(mkdtempSync(join(tmpdir(), 'tollgate-usage-')));
