@@ -30,6 +30,7 @@ const faults = [
   'tests/e2e/shutdown-stdout.test.ts',
   'tests/e2e/shutdown.test.ts',
   'tests/e2e/usage-exactly-once.test.ts',
+  'tests/e2e/visitor-limits-through-faults.test.ts',
   'tests/e2e/webhooks-redis-hang.test.ts',
   'tests/e2e/workers.test.ts',
 ].map((file) => `<rootDir>/${file}`);

@@ -38,14 +38,15 @@ const CALL_BALANCE_ARGS = BALANCE_ARGS + 3;
  * counts in a string per window. A sliding limit counts in a hash of slots (sliding-window.ts): the
  * window's count is the sum of the slots from `slot - SLOTS` on, older slots are deleted as they are
  * met. The book is a hash: `p` units leased and not yet settled by their replica, `r` when units were
- * first asked back (ms, 0 while none are outstanding). A key seen now and then, far from its limits,
- * never touches its books. After the limits' keys, KEYS holds one hash per balance (balance-lua.ts), in
+ * first asked back (ms, 0 while none are outstanding), and `k`, on a count put back after a loss, Redis'
+ * marker as the replica that put it back read it (restore-script.ts). A key seen now and then, far from
+ * its limits, never writes its books. After the limits' keys, KEYS holds one hash per balance (balance-lua.ts), in
  * the subjects' order; a balance is brought up to the record the call passes, then charged.
  * ARGV, as `consumeArgs` builds it: now, reclaimChannel, the number of subjects; per subject: its number
  * of limits, lease, settled, returned, 1 when it holds a balance (else 0); per limit: limit, expiresAt,
  * slot (-1 for a fixed limit; used as given for the field name, since Lua would print a large number in
  * exponent form), what the caller knows of the count (`known`: the places it holds in a window's count or
- * slot; its record of a token bucket and Redis' marker as it last read it, `units:parts:at:marker`; for
+ * slot and Redis' marker as it last read it, `places:marker`; its record of a token bucket and Redis' marker as it last read it, `units:parts:at:marker`; for
  * a concurrency limit `held:sureUntil`, its places in it and until when it is sure to be there; 0 for
  * nothing); per balance, its record (balance-lua.ts) and the most the caller saw spent of it (epoch,
  * window, spent); then the requests as runs of one cost: requests, cost, requests, cost, … Few
@@ -62,8 +63,8 @@ const CALL_BALANCE_ARGS = BALANCE_ARGS + 3;
  *
  * A count below the places the caller holds in it, a concurrency limit holding fewer of the caller's
  * places than it holds, a token bucket holding more than the caller's record of it refilled since (or
- * gone while that record is not full, or put back under a marker the caller has not read), or a
- * balance below what the caller saw spent of it in its period (or gone), means Redis lost keys while it
+ * gone while that record is not full), a window's count or token bucket put back under a marker the
+ * caller has not read, or a balance below what the caller saw spent of it in its period (or gone), means Redis lost keys while it
  * stayed up (a flush, an eviction, a deletion): the call decides and charges nothing and answers `lost`
  * with the limits and balances found so (loss-detection.ts puts them back).
  *
@@ -97,8 +98,9 @@ local args = 5 * subjects
 local bargs = args + 4 * n + 4
 -- A count below what the caller itself holds in it, a concurrency limit holding fewer of its places
 -- than it holds (or letting them lapse), a token bucket above what the caller's record of it refilled
--- allows, or a balance below what it saw spent of it (or gone), lost keys while Redis stayed up: nothing
--- is decided or charged, the reply names them.
+-- allows, a count or bucket put back under a marker the caller has not read, or a balance below what it
+-- saw spent of it (or gone), lost keys while Redis stayed up: nothing is decided or charged, the reply
+-- names them.
 local lost = {}
 for i = 1, n do
   local known = ARGV[args + 4 * i + 3]
@@ -132,12 +134,22 @@ for i = 1, n do
       local h = redis.call('HMGET', key, 'p:' .. replica, 'x:' .. replica, 'e')
       below = (held > 0 and (tonumber(h[1] or '0') < held or tonumber(h[2] or '0') < now)) or (not h[3] and now < sure)
     else
-      local held = tonumber(field) < 0 and redis.call('GET', key) or redis.call('HGET', key, field)
-      -- Unless it is about to expire by Redis' clock (a caller's clock can be behind it).
-      if tonumber(held or '0') < tonumber(known) then
-        local time = redis.call('TIME')
-        local expiresAt = tonumber(ARGV[args + 4 * i + 1])
-        below = tonumber(time[1]) * 1000 < expiresAt - ${COUNT_SURE_MS}
+      local places, marker = string.match(known, '^(%d+):?(.*)$')
+      places = tonumber(places)
+      if places > 0 then
+        local held = tonumber(field) < 0 and redis.call('GET', key) or redis.call('HGET', key, field)
+        -- Unless it is about to expire by Redis' clock (a caller's clock can be behind it).
+        if tonumber(held or '0') < places then
+          local time = redis.call('TIME')
+          local expiresAt = tonumber(ARGV[args + 4 * i + 1])
+          below = tonumber(time[1]) * 1000 < expiresAt - ${COUNT_SURE_MS}
+        end
+      end
+      -- Put back after a loss the caller has not learned of (restore-script.ts): its own places are
+      -- not in it yet, nor perhaps those of every other replica.
+      if not below and marker ~= '' then
+        local stamp = redis.call('HGET', KEYS[2 * i], 'k')
+        below = stamp and stamp ~= marker
       end
     end
     -- Below it and marked moved (key-homes.ts): the caller has not heard of the move yet, no loss.
@@ -392,7 +404,7 @@ export interface ConsumeCall {
   readonly limits: readonly (readonly ConsumeLimit[])[];
   /**
    * Per limit (every subject's, in KEYS order), what the caller knows of its count: the places it holds
-   * in a window's count or slot, its record of a token bucket and Redis' marker as this replica last read
+   * in a window's count or slot and Redis' marker (`places:marker`, WindowLedger.knownOf), its record of a token bucket and Redis' marker as this replica last read
    * it (`units:parts:at:marker`, BucketLedger.recordOf),
    * its places in a concurrency limit and until when that is sure to be there (`held:sureUntil`,
    * ConcurrencyPlaces.knownOf), 0 for nothing.

@@ -31,12 +31,14 @@ import { slotAt, slotLeavesAt } from './sliding-window.js';
  * KEYS, in pairs: a count and its lease book, or a balance twice. Takes each count or balance and
  * deletes it, and (when there was one) marks it moved (`m` in the book, or in the balance's hash) until its window ends
  * (ARGV[i], epoch ms; 0: a balance, which does not end): a replica slow to hear of the move finds it
- * below what it holds there, which is no loss (loss-detection.ts).
+ * below what it holds there, which is no loss (loss-detection.ts). Returns what it took, and per count
+ * the marker its book was stamped with when it was put back after a loss ('' none, restore-script.ts).
  */
 const TAKE_LUA = `
-local taken = {}
+local taken, stamps = {}, {}
 for i = 1, #KEYS, 2 do
   local key, marker = KEYS[i], KEYS[i + 1]
+  stamps[#stamps + 1] = (key ~= marker and redis.call('HGET', marker, 'k')) or ''
   local kind = redis.call('TYPE', key).ok
   if kind == 'string' then
     taken[#taken + 1] = {'s', redis.call('GET', key)}
@@ -52,13 +54,14 @@ for i = 1, #KEYS, 2 do
     if expiresAt ~= '0' then redis.call('PEXPIREAT', marker, expiresAt) end
   end
 end
-return taken
+return {taken, stamps}
 `;
 
 /**
  * KEYS as TAKE_LUA's, under the new names; ARGV[i] is what was taken of pair i (JSON: a count's value,
  * a sliding count's slots, or a balance's fields), ARGV[pairs + i] when it expires (epoch ms; 0: a
- * balance). Clears a mark of an earlier move away.
+ * balance), ARGV[2 × pairs + i] the marker its book was stamped with ('' none), which the new book
+ * keeps. Clears a mark of an earlier move away.
  */
 const ADD_LUA = `
 -- A balance is what was spent before its count (re)started, b, plus what it admitted since, s - b. Two
@@ -97,6 +100,11 @@ for p = 1, n do
     local fields = {}
     for j = 2, #taken, 2 do fields[taken[j]] = taken[j + 1] end
     if fields.e then addBalance(key, fields) end
+  end
+  local stamp = ARGV[2 * n + p]
+  if stamp ~= '' then
+    redis.call('HSET', marker, 'k', stamp)
+    redis.call('PEXPIREAT', marker, expiresAt)
   end
   redis.call('HDEL', marker, 'm')
 end
@@ -155,14 +163,14 @@ export class KeyHomes {
   }
 
   private async move(counts: readonly MovedCount[]): Promise<void> {
-    const taken = (await this.take(
+    const [taken, stamps] = (await this.take(
       counts.flatMap((c) => [c.from, markerOf(c, c.from)]),
       counts.map((c) => c.expiresAt),
-    )) as string[][];
+    )) as [string[][], string[]];
     if (taken.some((t) => t[0] !== '-'))
       await this.add(
         counts.flatMap((c) => [c.to, markerOf(c, c.to)]),
-        [...taken.map((t) => JSON.stringify(t)), ...counts.map((c) => c.expiresAt)],
+        [...taken.map((t) => JSON.stringify(t)), ...counts.map((c) => c.expiresAt), ...stamps],
       );
     this.onMoved(counts);
   }

@@ -158,8 +158,7 @@ export class LimitBatches {
     const known = spans.flatMap((span) =>
       span.counts.map((count, j) => {
         const limit = span.consumeLimits[j]!;
-        if (inWindows(limit))
-          return Math.max(0, this.ledger.placesIn(count, limit.slot, now) - span.returning);
+        if (inWindows(limit)) return this.ledger.knownOf(count, limit.slot, now, span.returning);
         return isConcurrency(span.limits[j]!)
           ? this.restore.places.knownOf(count, now)
           : this.restore.buckets.recordOf(count, limit.slot, limit.limit, now);

@@ -21,7 +21,9 @@ export interface LossShare {
  * whenever its connection becomes ready, which a restart forces (it drops every connection), and
  * every second (loss-detection.ts), so no request pays for the check. A marker that changed means
  * Redis lost its data: every replica then puts back what it had taken in the windows still running, so
- * the counts add up again, less only what replicas that died meanwhile had.
+ * the counts add up again, less only what replicas that died meanwhile had admitted. Each put-back
+ * stamps the count with the marker (restore-script.ts): a replica that has not read it yet finds the
+ * count lost rather than deciding against one still short of its own places.
  *
  * Conservative by a moment: places a replica takes between reconnecting and putting back (a round
  * trip or two) are in the new count and are put back too, so around a restart a window can admit
@@ -88,13 +90,16 @@ export class WindowLedger {
   }
 
   /**
-   * The places this replica holds in `count` (in `slot` of it, or -1), while the count is sure to be
-   * there at `nowMs` (a second before its window or slot ends, for clocks a little apart); else 0.
+   * What this replica knows of `count` (in `slot` of it, or -1) as the consume script takes it,
+   * `places:marker`: the places it holds there less `returning` (given back by a call under way), while
+   * the count is sure to be there at `nowMs` (a second before its window or slot ends, for clocks a
+   * little apart), else 0; and Redis' marker as it last read it ('' before the first read), which a
+   * count put back under another marker is lost to (restore-script.ts).
    */
-  placesIn(count: string, slot: number, nowMs: number): number {
+  knownOf(count: string, slot: number, nowMs: number, returning: number): string {
     const entry = this.taken.get(slot < 0 ? count : `${count}#${slot}`);
-    if (entry === undefined || nowMs >= entry.expiresAt - COUNT_SURE_MS) return 0;
-    return Math.max(0, entry.places);
+    const places = entry === undefined || nowMs >= entry.expiresAt - COUNT_SURE_MS ? 0 : entry.places;
+    return `${Math.max(0, places - returning)}:${this.epoch ?? ''}`;
   }
 
   /** What this replica took of `count` is under `to` now: a key's counts moved (key-homes.ts). */
@@ -112,7 +117,7 @@ export class WindowLedger {
     let restored = 0;
     for (const entry of this.taken.values())
       if (entry.count === count && entry.places > 0 && entry.expiresAt > nowMs) {
-        await this.restore(entry.count, entry);
+        await this.restore(entry.count, { ...entry, marker: this.epoch });
         restored++;
       }
     return restored;
@@ -158,7 +163,7 @@ export class WindowLedger {
       for (const name of this.owed) {
         const entry = this.taken.get(name);
         if (entry !== undefined && entry.places > 0) {
-          await this.restore(entry.count, entry);
+          await this.restore(entry.count, { ...entry, marker: this.epoch });
           restored++;
         }
         this.owed.delete(name);

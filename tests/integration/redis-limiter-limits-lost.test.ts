@@ -1,8 +1,9 @@
 /**
- * Token buckets and concurrency limits when Redis loses keys while it stays up (docs/decisions/0125),
- * against a private redis-server this file flushes, over limiters as the service runs them: a bucket
- * lost mid-use admits no more than `burst + limit × T / period` over the whole interval, and places
- * lost leave no more than `limit` requests in flight. Time is the limiters' injectable clock.
+ * Token buckets, windows' counts and concurrency limits when Redis loses keys while it stays up
+ * (docs/decisions/0125, 0059), against a private redis-server this file flushes, over limiters as the
+ * service runs them: a bucket lost mid-use admits no more than `burst + limit × T / period` over the
+ * whole interval, a window no more than its limit, and places lost leave no more than `limit` requests
+ * in flight. Time is the limiters' injectable clock.
  */
 import type { Decision } from '../../src/limits/rate-limiter.js';
 import type { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
@@ -86,6 +87,40 @@ describe('a token bucket that Redis loses', () => {
       expect(Date.now() - flushedAt).toBeLessThan(1_500);
       await new Promise((r) => setTimeout(r, 20));
     }
+  });
+});
+
+describe('a window’s count that Redis loses', () => {
+  const thirtyAMinute = plan({ limit: 30, period: 'minute' });
+
+  /** Requests admitted when `replicas` send `n` requests one after the other, in turn. */
+  async function send(replicas: readonly RedisRateLimiter[], keyId: string, n: number): Promise<number> {
+    let admitted = 0;
+    for (let i = 0; i < n; i++)
+      if ((await replicas[i % replicas.length]!.consume(keyOnly(keyId, thirtyAMinute), 1, now)).allowed)
+        admitted++;
+    return admitted;
+  }
+
+  it('is not decided on after a flush by a replica that has not put its own places back yet', async () => {
+    // Early in a minute: the count is sure to be there for the whole test.
+    now = Math.ceil(now / 60_000) * 60_000 + 1_000;
+    const [a, b, c] = [await replica(), await replica(), await replica()];
+    const keyId = newKey();
+    // a holds 10 places in the count, b 10, c 5.
+    let admitted = (await send([a], keyId, 10)) + (await send([b], keyId, 10)) + (await send([c], keyId, 5));
+    expect(admitted).toBe(25);
+    const [countKey] = await fleet.admin.keys(`${PREFIX}{${keyId}}:*`);
+    expect(countKey).not.toMatch(/:lease$/);
+    await fleet.admin.flushall();
+    // b finds the loss first and puts back its 10: at least c's 5, yet short of a's and c's places.
+    const first = b.consume(keyOnly(keyId, thirtyAMinute), 1, now);
+    while (Number((await fleet.admin.get(countKey!)) ?? '0') < 10) await new Promise((r) => setTimeout(r, 5));
+    // c has not learned of the flush yet: a count of 10 holds its 5, and only 5 requests are left.
+    admitted += await send([c], keyId, 10);
+    if ((await first).allowed) admitted++;
+    admitted += await send([a, b, c], keyId, 6);
+    expect(admitted).toBe(30);
   });
 });
 

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { counterKey, slidingKey } from '../../src/limits/limiter-keys.js';
+import { counterKey, leaseBookKey, slidingKey } from '../../src/limits/limiter-keys.js';
 import { defineRestoreScript } from '../../src/limits/restore-script.js';
 import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
 
@@ -26,6 +26,17 @@ describe('the restore script', () => {
     await restore(counter, { places: 7, expiresAt: expiresAt + 1, slot: -1 });
     expect(await client.get(counter)).toBe('50');
     expect(await client.pexpiretime(counter)).toBe(expiresAt + 1);
+  });
+
+  it('stamps the count’s lease book with Redis’ marker as the caller read it, until the count expires', async () => {
+    const counter = counterKey(`${prefix}{key_stamped}`, 'hour', 0);
+    const expiresAt = Date.now() + 60_000;
+    await restore(counter, { places: 4, expiresAt, slot: -1 });
+    expect(await client.hget(leaseBookKey(counter), 'k')).toBeNull();
+    await restore(counter, { places: 6, expiresAt, slot: -1, marker: 'marker-2' });
+    expect(await client.get(counter)).toBe('10');
+    expect(await client.hget(leaseBookKey(counter), 'k')).toBe('marker-2');
+    expect(await client.pexpiretime(leaseBookKey(counter))).toBe(expiresAt);
   });
 
   it('puts a sliding limit’s places back into the slot they were taken in', async () => {
