@@ -71,6 +71,19 @@ const previewAccent = (page: Page) =>
     .locator('.portal-preview-button')
     .evaluate((el) => getComputedStyle(el).backgroundColor);
 
+/**
+ * The preview's accent once it is `rgb`, or what it still is after 5 s: the preview sets the colour in
+ * an effect, which runs after the page's next frame, not within the keystroke that changed the field.
+ */
+const previewAccentOnce = async (page: Page, rgb: string) =>
+  (
+    await waitFor(
+      () => previewAccent(page),
+      (drawn) => drawn === rgb,
+      { timeoutMs: 5_000 },
+    )
+  ).value;
+
 describe('with the root token', () => {
   const tab = signedInTab(suite, () => tollgate.rootToken);
 
@@ -102,13 +115,13 @@ describe('with the root token', () => {
     });
     const defaultAccent = await previewAccent(page);
     await page.getByLabel('Accent colour').fill('#0f766e');
-    expect(await previewAccent(page)).toBe('rgb(15, 118, 110)');
+    expect(await previewAccentOnce(page, 'rgb(15, 118, 110)')).toBe('rgb(15, 118, 110)');
     // A colour too light for white text: the preview shows it, and says so.
     await page.getByLabel('Accent colour').fill('#fde047');
     await page.getByText(/White text on #fde047 has a contrast of 1\.\d:1/).waitFor();
     // Not a colour: the preview keeps the default, and saving says what is wrong.
     await page.getByLabel('Accent colour').fill('teal');
-    expect(await previewAccent(page)).toBe(defaultAccent);
+    expect(await previewAccentOnce(page, defaultAccent)).toBe(defaultAccent);
     await page.getByLabel('Support URL').fill('acme.example/help');
     await page.getByRole('button', { name: 'Save settings' }).click();
     await page.getByText('Write the colour as # and six hex digits, e.g. #0f766e.').waitFor();
