@@ -24,11 +24,14 @@ import {
   type Sampler,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace';
-import { ChosenTraceIds } from './chosen-trace-ids.js';
+import { PooledIds } from './pooled-ids.js';
 import { CountedSpanProcessor, type DropReason } from './counted-span-processor.js';
 import { OtelTracing } from './otel-tracing.js';
 import { spanSerializer } from './span-protobuf.js';
 import type { TracingSettings } from './tracing-settings.js';
+
+/** The instrumentation scope of every span Tollgate makes. */
+const SCOPE = { name: 'tollgate' };
 
 function samplerOf(settings: TracingSettings): Sampler {
   const root = (name: string): Sampler =>
@@ -85,27 +88,22 @@ export function otelTracing(
   const exporter =
     settings.protocol === 'http/json' ? new JsonExporter(exporterOptions) : protobufExporter(exporterOptions);
   const sampler = samplerOf(settings);
-  const ids = new ChosenTraceIds();
-  const provider = new TracerProvider({
-    sampler,
-    idGenerator: ids,
-    resource: resourceFromAttributes({
-      ...settings.resourceAttributes,
-      'service.name': settings.serviceName,
-    }),
-    spanProcessors: [
-      new CountedSpanProcessor(
-        exporter,
-        {
-          maxQueueSize: settings.maxQueueSize,
-          maxExportBatchSize: settings.maxExportBatchSize,
-          scheduledDelayMillis: settings.scheduleDelayMs,
-          exportTimeoutMillis: settings.batchExportTimeoutMs,
-        },
-        dropped,
-      ),
-    ],
+  const ids = new PooledIds();
+  const resource = resourceFromAttributes({
+    ...settings.resourceAttributes,
+    'service.name': settings.serviceName,
   });
+  const processor = new CountedSpanProcessor(
+    exporter,
+    {
+      maxQueueSize: settings.maxQueueSize,
+      maxExportBatchSize: settings.maxExportBatchSize,
+      scheduledDelayMillis: settings.scheduleDelayMs,
+      exportTimeoutMillis: settings.batchExportTimeoutMs,
+    },
+    dropped,
+  );
+  const provider = new TracerProvider({ sampler, idGenerator: ids, resource, spanProcessors: [processor] });
   const close = async (timeoutMs: number): Promise<void> => {
     let timer: NodeJS.Timeout | undefined;
     const givenUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
@@ -114,7 +112,8 @@ export function otelTracing(
     clearTimeout(timer);
   };
   return new OtelTracing(
-    provider.getTracer('tollgate'),
+    provider.getTracer(SCOPE.name),
+    { resource, scope: SCOPE, onEnd: (span) => processor.onEnd(span) },
     sampler,
     ids,
     propagatorOf(settings),

@@ -17,10 +17,12 @@ import {
   type Link,
   type Sampler,
   type Span,
+  type SpanContext,
   type TextMapPropagator,
   type Tracer,
 } from '@opentelemetry/api';
-import type { ChosenTraceIds } from './chosen-trace-ids.js';
+import type { PooledIds } from './pooled-ids.js';
+import { RequestClock, RequestSpan, type SpanSink, type SpanStart } from './request-span.js';
 import type { ClientCall, TracedRequestEnd, Tracing } from './tracer.js';
 
 /**
@@ -28,14 +30,15 @@ import type { ClientCall, TracedRequestEnd, Tracing } from './tracer.js';
  * span (`server` undefined): only its trace id, which its backend is told under a span id of its own.
  */
 interface RequestSpans {
-  readonly server: Span | undefined;
-  /** The incoming trace (ROOT_CONTEXT when the client sent none), with the SERVER span when sampled. */
+  readonly server: SpanStart | undefined;
+  readonly clock: RequestClock | undefined;
+  /** The incoming trace: ROOT_CONTEXT when the client sent none. */
   readonly context: Context;
   readonly traceId: string;
   /** The client sent `traceparent`, `tracestate` or `baggage`: its copies are replaced, never sent twice. */
   readonly carried: boolean;
   readonly requestId: string;
-  backend: Span | undefined;
+  backend: SpanStart | undefined;
 }
 
 const SPANS = Symbol('tollgate trace spans');
@@ -88,13 +91,21 @@ function serverAttributes(req: IncomingMessage): Attributes {
   return attributes;
 }
 
-/** A 5xx is an error of the span, typed by Tollgate's code or the backend's status. */
+/**
+ * The answer's status among `attributes`; a 5xx is an error, typed by Tollgate's code or the backend's
+ * status. True when it is one.
+ */
+function withStatus(attributes: Attributes, status: number, code: string | undefined): boolean {
+  attributes['http.response.status_code'] = status;
+  if (status < 500) return false;
+  attributes['error.type'] = code ?? String(status);
+  return true;
+}
+
 function endWithStatus(span: Span, status: number, code: string | undefined): void {
-  span.setAttribute('http.response.status_code', status);
-  if (status >= 500) {
-    span.setAttribute('error.type', code ?? String(status));
-    span.setStatus({ code: SpanStatusCode.ERROR });
-  }
+  const attributes: Attributes = {};
+  if (withStatus(attributes, status, code)) span.setStatus({ code: SpanStatusCode.ERROR });
+  span.setAttributes(attributes);
   span.end();
 }
 
@@ -102,7 +113,7 @@ function endWithStatus(span: Span, status: number, code: string | undefined): vo
 const NO_ATTRIBUTES: Attributes = Object.freeze({});
 const NO_LINKS: Link[] = [];
 
-const isSampled = (span: Span): boolean => (span.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0;
+const isSampled = (context: SpanContext): boolean => (context.traceFlags & TraceFlags.SAMPLED) !== 0;
 
 export class OtelTracing implements Tracing {
   /** A request's spans ride on the request itself: cheaper than a WeakMap entry per request. */
@@ -111,14 +122,16 @@ export class OtelTracing implements Tracing {
     set: (req: IncomingMessage, spans: RequestSpans): void => void ((req as Traced)[SPANS] = spans),
     delete: (req: IncomingMessage): void => void ((req as Traced)[SPANS] = undefined),
   };
-  /** The requests under way by request id: their log lines name only that. */
-  private readonly byRequestId = new Map<string, Span>();
+  /** The SERVER spans under way by request id: their log lines name only that. */
+  private readonly byRequestId = new Map<string, SpanContext>();
 
   constructor(
     private readonly otel: Tracer,
-    /** The tracer's own sampler and ids: a request is decided on before any span is built. */
+    /** Where the proxy's spans go when they end: the batch processor the tracer's spans go to. */
+    private readonly sink: SpanSink,
+    /** The tracer's sampler and ids, which the proxy's own spans use too. */
     private readonly sampler: Sampler,
-    private readonly ids: ChosenTraceIds,
+    private readonly ids: PooledIds,
     private readonly propagator: TextMapPropagator,
     /** `tracecontext` is among the propagators: a backend is sent `traceparent`. */
     private readonly sendsTraceparent: boolean,
@@ -132,11 +145,11 @@ export class OtelTracing implements Tracing {
     const parent = carried ? this.propagator.extract(ROOT_CONTEXT, headers, headerGetter) : ROOT_CONTEXT;
     const parentSpan = carried ? trace.getSpanContext(parent) : undefined;
     const root = parentSpan === undefined || !trace.isSpanContextValid(parentSpan);
-    const traceId = root ? this.ids.hex(16) : parentSpan.traceId;
+    const traceId = root ? this.ids.generateTraceId() : parentSpan.traceId;
     // The sampler decides first, on the trace id and the parent alone: a request left out builds no
     // span, no attributes and no context. No async context is entered either way: the proxy's hooks
     // pass the request, and its log lines its id.
-    const { decision } = this.sampler.shouldSample(
+    const sampled = this.sampler.shouldSample(
       parent,
       traceId,
       req.method!,
@@ -144,9 +157,10 @@ export class OtelTracing implements Tracing {
       NO_ATTRIBUTES,
       NO_LINKS,
     );
-    if (decision === SamplingDecision.NOT_RECORD) {
+    if (sampled.decision === SamplingDecision.NOT_RECORD) {
       this.byRequest.set(req, {
         server: undefined,
+        clock: undefined,
         context: parent,
         traceId,
         carried,
@@ -155,19 +169,42 @@ export class OtelTracing implements Tracing {
       });
       return;
     }
-    // The tracer makes a root span's trace id: the one just decided on.
-    if (root) this.ids.chooseTraceId(traceId);
-    const server = this.otel.startSpan(req.method!, { kind: SpanKind.SERVER }, parent);
-    server.setAttributes(serverAttributes(req));
+    const clock = new RequestClock();
+    const server: SpanStart = {
+      context: {
+        traceId,
+        spanId: this.ids.generateSpanId(),
+        traceFlags:
+          sampled.decision === SamplingDecision.RECORD_AND_SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE,
+        traceState: sampled.traceState ?? parentSpan?.traceState,
+      },
+      parent: root ? undefined : parentSpan,
+      atMs: clock.startMs,
+      attributes: serverAttributes(req),
+    };
     this.byRequest.set(req, {
       server,
-      context: trace.setSpan(parent, server),
+      clock,
+      context: parent,
       traceId,
       carried,
       requestId,
       backend: undefined,
     });
-    if (isSampled(server)) this.byRequestId.set(requestId, server);
+    if (isSampled(server.context)) this.byRequestId.set(requestId, server.context);
+  }
+
+  /**
+   * A span that begins now under the request's SERVER span, sampled as it is: each sampler
+   * OTEL_TRACES_SAMPLER names decides a child of a sampled span (or of its trace id) the same way.
+   */
+  private child(server: SpanStart, attributes: Attributes): SpanStart {
+    return {
+      context: { ...server.context, spanId: this.ids.generateSpanId() },
+      parent: server.context,
+      atMs: performance.now(),
+      attributes,
+    };
   }
 
   forwarding(req: IncomingMessage, headers: string[], url: string): void {
@@ -195,17 +232,19 @@ export class OtelTracing implements Tracing {
       );
       return;
     }
-    const backend = this.otel.startSpan(req.method!, { kind: SpanKind.CLIENT }, spans.context);
+    const backend = this.child(spans.server, {
+      'http.request.method': req.method,
+      'url.full': url.split('?', 1)[0],
+    });
     spans.backend = backend;
-    backend.setAttributes({ 'http.request.method': req.method, 'url.full': url.split('?', 1)[0] });
     if (spans.carried) {
-      this.inject(trace.setSpan(spans.context, backend), headers);
+      this.inject(trace.setSpanContext(spans.context, backend.context), headers);
       return;
     }
     // A trace Tollgate began has no state or baggage to pass on: the one header, written as the
     // tracecontext propagator writes it, without a context made for it.
     if (this.sendsTraceparent) {
-      const { traceId, spanId, traceFlags } = backend.spanContext();
+      const { traceId, spanId, traceFlags } = backend.context;
       headers.push('traceparent', `00-${traceId}-${spanId}-0${traceFlags & TraceFlags.SAMPLED}`);
     }
   }
@@ -219,17 +258,18 @@ export class OtelTracing implements Tracing {
 
   limiterWait<T>(decided: Promise<T>, req: IncomingMessage | undefined): Promise<T> {
     const spans = req === undefined ? undefined : this.byRequest.get(req);
-    if (spans === undefined || spans.server === undefined) return decided;
-    const span = this.otel.startSpan('rate limit decision', { kind: SpanKind.INTERNAL }, spans.context);
+    if (spans?.server === undefined) return decided;
+    const wait = this.child(spans.server, {});
+    const end = (failed: boolean) =>
+      this.end('rate limit decision', SpanKind.INTERNAL, wait, spans.clock!, performance.now(), failed);
     return decided.then(
       (decision) => {
-        span.end();
+        end(false);
         return decision;
       },
       (err: unknown) => {
-        span.setStatus({ code: SpanStatusCode.ERROR });
-        span.setAttribute('error.type', (err as { code?: string }).code ?? 'limiter_failure');
-        span.end();
+        wait.attributes['error.type'] = (err as { code?: string }).code ?? 'limiter_failure';
+        end(true);
         throw err;
       },
     );
@@ -239,17 +279,40 @@ export class OtelTracing implements Tracing {
     const spans = this.byRequest.get(end.req);
     if (spans === undefined) return;
     this.byRequest.delete(end.req);
-    const { server, backend } = spans;
+    const { server, backend, clock } = spans;
     if (server === undefined) return;
-    if (this.byRequestId.get(spans.requestId) === server) this.byRequestId.delete(spans.requestId);
-    if (backend !== undefined) endWithStatus(backend, end.status, end.code);
-    if (end.path !== undefined) server.setAttribute('url.path', end.path);
-    if (end.keyId !== undefined) server.setAttribute('tollgate.key.id', end.keyId);
-    if (end.consumerId !== undefined) server.setAttribute('tollgate.consumer.id', end.consumerId);
-    if (end.routeId !== null) server.setAttribute('tollgate.route.id', end.routeId);
-    server.setAttribute('tollgate.outcome', end.code ?? 'ok');
-    server.setAttribute('tollgate.cost', end.cost);
-    endWithStatus(server, end.status, end.code);
+    if (this.byRequestId.get(spans.requestId) === server.context) this.byRequestId.delete(spans.requestId);
+    const endMs = performance.now();
+    const name = end.req.method!;
+    if (backend !== undefined)
+      this.end(
+        name,
+        SpanKind.CLIENT,
+        backend,
+        clock!,
+        endMs,
+        withStatus(backend.attributes, end.status, end.code),
+      );
+    const attributes = server.attributes;
+    if (end.path !== undefined) attributes['url.path'] = end.path;
+    if (end.keyId !== undefined) attributes['tollgate.key.id'] = end.keyId;
+    if (end.consumerId !== undefined) attributes['tollgate.consumer.id'] = end.consumerId;
+    if (end.routeId !== null) attributes['tollgate.route.id'] = end.routeId;
+    attributes['tollgate.outcome'] = end.code ?? 'ok';
+    attributes['tollgate.cost'] = end.cost;
+    this.end(name, SpanKind.SERVER, server, clock!, endMs, withStatus(attributes, end.status, end.code));
+  }
+
+  /** Hands a request span that ended at `endMs` to the batch processor. */
+  private end(
+    name: string,
+    kind: SpanKind,
+    start: SpanStart,
+    clock: RequestClock,
+    endMs: number,
+    failed: boolean,
+  ): void {
+    this.sink.onEnd(new RequestSpan(this.sink, name, kind, start, clock, endMs, failed));
   }
 
   management(prefix: string) {
@@ -302,10 +365,11 @@ export class OtelTracing implements Tracing {
   logFields(line: object): object {
     const requestId = (line as { reqId?: unknown }).reqId;
     const span =
-      typeof requestId === 'string' ? this.byRequestId.get(requestId) : trace.getSpan(context.active());
+      typeof requestId === 'string'
+        ? this.byRequestId.get(requestId)
+        : trace.getSpan(context.active())?.spanContext();
     if (span === undefined || !isSampled(span)) return {};
-    const { traceId, spanId } = span.spanContext();
-    return { traceId, spanId };
+    return { traceId: span.traceId, spanId: span.spanId };
   }
 
   shutdown(timeoutMs: number): Promise<void> {

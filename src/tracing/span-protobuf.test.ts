@@ -7,13 +7,14 @@ import {
   TraceFlags,
   type Attributes,
 } from '@opentelemetry/api';
-import { TraceState } from '@opentelemetry/core';
+import { TraceState, type InstrumentationScope } from '@opentelemetry/core';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import fc from 'fast-check';
 import type protobuf from 'protobufjs';
 import { traceRequestType } from '../../tests/helpers/otlp-receiver.js';
+import { RequestClock, RequestSpan } from './request-span.js';
 import { encodeSpans, spanSerializer } from './span-protobuf.js';
 
 /** Spans made by the SDK itself, as the exporter receives them. */
@@ -127,6 +128,48 @@ describe('spans encoded in one pass', () => {
       { 'service.name': 'tollgate' },
     );
     expect(decoded(encodeSpans(spans)!)).toEqual(decoded(ProtobufTraceSerializer.serializeRequest(spans)!));
+  });
+
+  it("puts the proxy's request spans in the tracer's scope, as the SDK's serializer does, at the times they were given", () => {
+    const [first, second] = makeSpans(
+      ['first', 'second'].map((name) => ({
+        name,
+        kind: SpanKind.SERVER,
+        parent: 'none',
+        sampledParent: true,
+        attributes: { n: 1 },
+        status: 'unset',
+        child: false,
+      })),
+      { 'service.name': 'tollgate' },
+    );
+    const clock = new RequestClock();
+    const request = (scope: InstrumentationScope) =>
+      new RequestSpan(
+        { resource: first!.resource, scope, onEnd: () => {} },
+        'GET',
+        SpanKind.CLIENT,
+        {
+          context: { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: 1 },
+          parent: first!.spanContext(),
+          atMs: clock.startMs + 1,
+          attributes: { 'tollgate.cost': 1, 'url.full': 'http://backend/v1' },
+        },
+        clock,
+        clock.startMs + 3.5,
+        true,
+      );
+    // The SDK's serializer puts spans in one scope when they hold the same scope object; ours when
+    // their scopes have the same name, version and schema URL.
+    const sameObject = [first!, request(first!.instrumentationScope), second!];
+    const expected = decoded(ProtobufTraceSerializer.serializeRequest(sameObject)!) as {
+      resourceSpans: { scopeSpans: { spans: { startTimeUnixNano: string; endTimeUnixNano: string }[] }[] }[];
+    };
+    expect(expected.resourceSpans[0]!.scopeSpans).toHaveLength(1);
+    expect(decoded(encodeSpans(sameObject)!)).toEqual(expected);
+    expect(decoded(encodeSpans([first!, request({ name: 'tollgate' }), second!])!)).toEqual(expected);
+    const { startTimeUnixNano, endTimeUnixNano } = expected.resourceSpans[0]!.scopeSpans[0]!.spans[1]!;
+    expect(BigInt(endTimeUnixNano) - BigInt(startTimeUnixNano)).toBe(2_500_000n);
   });
 
   it("hands a batch holding an event, a link or an array value to the SDK's serializer whole", () => {

@@ -263,19 +263,20 @@ function span(out: ProtobufBuffer, s: ReadableSpan): void {
   out.end(message, 2);
 }
 
-/** ResourceSpans per resource, ScopeSpans per instrumentation scope, as the SDK groups them. */
-function grouped(
-  spans: readonly ReadableSpan[],
-): Map<ReadableSpan['resource'], Map<ReadableSpan['instrumentationScope'], ReadableSpan[]>> {
-  const byResource = new Map<
-    ReadableSpan['resource'],
-    Map<ReadableSpan['instrumentationScope'], ReadableSpan[]>
-  >();
+/**
+ * ResourceSpans per resource, ScopeSpans per instrumentation scope: a scope by its name, version and
+ * schema URL, as the SDK's JSON serializer groups them (its protobuf one compares scope objects, and
+ * the proxy's request spans carry a scope object of their own).
+ */
+function grouped(spans: readonly ReadableSpan[]): Map<ReadableSpan['resource'], Map<string, ReadableSpan[]>> {
+  const byResource = new Map<ReadableSpan['resource'], Map<string, ReadableSpan[]>>();
   for (const s of spans) {
     let byScope = byResource.get(s.resource);
     if (byScope === undefined) byResource.set(s.resource, (byScope = new Map()));
-    let list = byScope.get(s.instrumentationScope);
-    if (list === undefined) byScope.set(s.instrumentationScope, (list = []));
+    const scope = s.instrumentationScope;
+    const key = `${scope.name}@${scope.version ?? ''}:${scope.schemaUrl ?? ''}`;
+    let list = byScope.get(key);
+    if (list === undefined) byScope.set(key, (list = []));
     list.push(s);
   }
   return byResource;
@@ -292,7 +293,8 @@ export function encodeSpans(spans: readonly ReadableSpan[]): Uint8Array | undefi
       const resourceMessage = out.begin(1);
       attributes(out, 1, resource.attributes);
       out.end(resourceMessage, 1);
-      for (const [scope, list] of byScope) {
+      for (const list of byScope.values()) {
+        const scope = list[0]!.instrumentationScope;
         out.tag(2, LENGTH_DELIMITED);
         const scopeSpans = out.begin(3);
         out.tag(1, LENGTH_DELIMITED);

@@ -76,6 +76,7 @@ describe.each(CASES)('traces, $mode.name, $protocol', ({ mode, protocol }) => {
 
   it('makes a forwarded request a SERVER span under the incoming traceparent, its backend call a CLIENT child the backend is told of', async () => {
     backend.received.length = 0;
+    const sentMs = Date.now();
     const res = await fetch(`${tollgate.url}/v1/items/7?color=red&token=hidden`, {
       headers: {
         authorization: `Bearer ${key.secret}`,
@@ -91,6 +92,14 @@ describe.each(CASES)('traces, $mode.name, $protocol', ({ mode, protocol }) => {
     const client = spans.find((s) => s.kind === CLIENT)!;
     expect(server.parentSpanId).toBe(INCOMING_SPAN);
     expect(client.parentSpanId).toBe(server.spanId);
+    // On the wall clock, after the client sent it (to the millisecond a span's start is read at);
+    // every child inside its SERVER span.
+    expect(server.startMs).toBeGreaterThanOrEqual(sentMs);
+    for (const child of spans.filter((s) => s !== server)) {
+      expect(child.startMs).toBeGreaterThanOrEqual(server.startMs);
+      expect(child.endMs).toBeGreaterThanOrEqual(child.startMs);
+      expect(child.endMs).toBeLessThanOrEqual(server.endMs);
+    }
     // The backend is told of the CLIENT span, so its own spans join the trace.
     expect(backend.received[0]!.headers.traceparent).toBe(`00-${INCOMING_TRACE}-${client.spanId}-01`);
     expect(server.attributes).toEqual(

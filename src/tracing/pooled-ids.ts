@@ -5,15 +5,13 @@ import type { IdGenerator } from '@opentelemetry/sdk-trace';
 const POOL_BYTES = 24 * 256;
 
 /**
- * Trace and span ids, as the SDK's tracer asks for them and as Tollgate's request path does, from a
- * pool of random bytes refilled a few kilobytes at a time: one hex conversion per id, no per-id call
- * for randomness. The next trace id can be chosen: Tollgate samples a request on a trace id before
- * it starts a span (so one left out builds none), and the root span it then starts must carry that id.
+ * Trace and span ids, for the SDK's tracer and for the proxy's own request spans, from a pool of
+ * random bytes refilled a few kilobytes at a time: one hex conversion per id, no per-id call for
+ * randomness.
  */
-export class ChosenTraceIds implements IdGenerator {
+export class PooledIds implements IdGenerator {
   private readonly pool = Buffer.allocUnsafe(POOL_BYTES);
   private offset = POOL_BYTES;
-  private chosen: string | undefined = undefined;
 
   /** `bytes` random bytes as lowercase hex; never all zeros (an invalid id). */
   hex(bytes: number): string {
@@ -28,16 +26,8 @@ export class ChosenTraceIds implements IdGenerator {
     return this.hex(bytes);
   }
 
-  /** The trace id the tracer's next root span takes. */
-  chooseTraceId(traceId: string): void {
-    this.chosen = traceId;
-  }
-
   generateTraceId(): string {
-    const chosen = this.chosen;
-    if (chosen === undefined) return this.hex(16);
-    this.chosen = undefined;
-    return chosen;
+    return this.hex(16);
   }
 
   generateSpanId(): string {
