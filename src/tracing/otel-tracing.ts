@@ -77,13 +77,15 @@ function hostName(host: string | undefined): string | undefined {
   return host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':', 1)[0];
 }
 
+/** The SERVER span's attributes from the request; none undefined (a client gone has no address). */
 function serverAttributes(req: IncomingMessage): Attributes {
   const attributes: Attributes = {
     'http.request.method': req.method,
     'url.path': (req.url ?? '/').split('?', 1)[0],
     'url.scheme': 'http',
-    'client.address': req.socket.remoteAddress,
   };
+  const client = req.socket.remoteAddress;
+  if (client !== undefined) attributes['client.address'] = client;
   const host = hostName(req.headers.host);
   if (host !== undefined) attributes['server.address'] = host;
   const agent = req.headers['user-agent'];
