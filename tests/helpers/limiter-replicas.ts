@@ -31,9 +31,13 @@ export class LimiterReplicas {
   async replica(
     options: Pick<RedisRateLimiterOptions, 'clock' | 'concurrencyLeaseMs'> = {},
   ): Promise<RedisRateLimiter> {
+    // These tests count what is admitted, they do not time Redis: a command may wait longer than the
+    // service's 500 ms on a redis-server starved of CPU by a whole test run (redis-failover.test.ts
+    // times the default).
     const redis = connectRedis(
       { redisUrl: this.server.url, redisClusterNodes: undefined },
       createLogger('silent'),
+      { commandTimeoutMs: 5_000 },
     );
     expect(await redis.ready(5_000)).toBe(true);
     const limiter = new RedisRateLimiter(redis.client, this.prefix, this.metrics, {
