@@ -1,7 +1,8 @@
 /**
- * Tollgate's spans, made with the OpenTelemetry SDK. Only `startTracing` imports this file, and only
- * when OTEL_* names an endpoint (src/tracing/tracer.ts). What each span holds is in
- * docs/guides/tracing.md; never a secret, a token or a query string.
+ * Tollgate's spans: a proxied request's built when they end (request-span.ts), the others made by
+ * the OpenTelemetry SDK's tracer, all through the SDK's sampler, ids and batch processor. Only
+ * `startTracing` imports this file, and only when OTEL_* names an endpoint (src/tracing/tracer.ts).
+ * What each span holds is in docs/guides/tracing.md; never a secret, a token or a query string.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
