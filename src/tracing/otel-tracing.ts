@@ -32,7 +32,6 @@ import type { ClientCall, TracedRequestEnd, Tracing } from './tracer.js';
  */
 interface RequestSpans {
   readonly server: SpanStart | undefined;
-  readonly clock: RequestClock | undefined;
   /** The incoming trace: ROOT_CONTEXT when the client sent none. */
   readonly context: Context;
   readonly traceId: string;
@@ -163,7 +162,6 @@ export class OtelTracing implements Tracing {
     if (sampled.decision === SamplingDecision.NOT_RECORD) {
       this.byRequest.set(req, {
         server: undefined,
-        clock: undefined,
         context: parent,
         traceId,
         carried,
@@ -182,12 +180,12 @@ export class OtelTracing implements Tracing {
         traceState: sampled.traceState ?? parentSpan?.traceState,
       },
       parent: root ? undefined : parentSpan,
+      clock,
       atMs: clock.startMs,
       attributes: serverAttributes(req),
     };
     this.byRequest.set(req, {
       server,
-      clock,
       context: parent,
       traceId,
       carried,
@@ -205,6 +203,7 @@ export class OtelTracing implements Tracing {
     return {
       context: { ...server.context, spanId: this.ids.generateSpanId() },
       parent: server.context,
+      clock: server.clock,
       atMs: performance.now(),
       attributes,
     };
@@ -264,7 +263,7 @@ export class OtelTracing implements Tracing {
     if (spans?.server === undefined) return decided;
     const wait = this.child(spans.server, {});
     const end = (failed: boolean) =>
-      this.end('rate limit decision', SpanKind.INTERNAL, wait, spans.clock!, performance.now(), failed);
+      this.end('rate limit decision', SpanKind.INTERNAL, wait, performance.now(), failed);
     return decided.then(
       (decision) => {
         end(false);
@@ -282,20 +281,13 @@ export class OtelTracing implements Tracing {
     const spans = this.byRequest.get(end.req);
     if (spans === undefined) return;
     this.byRequest.delete(end.req);
-    const { server, backend, clock } = spans;
+    const { server, backend } = spans;
     if (server === undefined) return;
     if (this.byRequestId.get(spans.requestId) === server.context) this.byRequestId.delete(spans.requestId);
     const endMs = performance.now();
     const name = end.req.method!;
     if (backend !== undefined)
-      this.end(
-        name,
-        SpanKind.CLIENT,
-        backend,
-        clock!,
-        endMs,
-        withStatus(backend.attributes, end.status, end.code),
-      );
+      this.end(name, SpanKind.CLIENT, backend, endMs, withStatus(backend.attributes, end.status, end.code));
     const attributes = server.attributes;
     if (end.path !== undefined) attributes['url.path'] = end.path;
     if (end.keyId !== undefined) attributes['tollgate.key.id'] = end.keyId;
@@ -303,19 +295,12 @@ export class OtelTracing implements Tracing {
     if (end.routeId !== null) attributes['tollgate.route.id'] = end.routeId;
     attributes['tollgate.outcome'] = end.code ?? 'ok';
     attributes['tollgate.cost'] = end.cost;
-    this.end(name, SpanKind.SERVER, server, clock!, endMs, withStatus(attributes, end.status, end.code));
+    this.end(name, SpanKind.SERVER, server, endMs, withStatus(attributes, end.status, end.code));
   }
 
   /** Hands a request span that ended at `endMs` to the batch processor. */
-  private end(
-    name: string,
-    kind: SpanKind,
-    start: SpanStart,
-    clock: RequestClock,
-    endMs: number,
-    failed: boolean,
-  ): void {
-    this.sink.onEnd(new RequestSpan(this.sink, name, kind, start, clock, endMs, failed));
+  private end(name: string, kind: SpanKind, start: SpanStart, endMs: number, failed: boolean): void {
+    this.sink.onEnd(new RequestSpan(this.sink, name, kind, start, endMs, failed));
   }
 
   management(prefix: string) {

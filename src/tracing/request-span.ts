@@ -33,6 +33,8 @@ export class RequestClock {
 export interface SpanStart {
   readonly context: SpanContext;
   readonly parent: SpanContext | undefined;
+  /** The request's clock, which every span of it shares. */
+  readonly clock: RequestClock;
   /** When it began, on the monotonic clock. */
   readonly atMs: number;
   /** Tollgate's own strings and numbers; more are added until it ends. */
@@ -73,15 +75,14 @@ export class RequestSpan implements ReadableSpan {
     readonly name: string,
     readonly kind: SpanKind,
     start: SpanStart,
-    clock: RequestClock,
     endMs: number,
     failed: boolean,
   ) {
     this.context = start.context;
     this.attributes = start.attributes;
     this.parentSpanContext = start.parent;
-    this.startTime = clock.at(start.atMs);
-    this.endTime = clock.at(endMs);
+    this.startTime = start.clock.at(start.atMs);
+    this.endTime = start.clock.at(endMs);
     this.duration = millisToHrTime(endMs - start.atMs);
     this.status = failed ? ERROR : UNSET;
     this.resource = sink.resource;

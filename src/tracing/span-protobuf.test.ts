@@ -152,10 +152,10 @@ describe('spans encoded in one pass', () => {
         {
           context: { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: 1 },
           parent: first!.spanContext(),
+          clock,
           atMs: clock.startMs + 1,
           attributes: { 'tollgate.cost': 1, 'url.full': 'http://backend/v1' },
         },
-        clock,
         clock.startMs + 3.5,
         true,
       );
