@@ -385,11 +385,12 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
         expect(verified.answer?.consumerApiKeyId).toBeUndefined();
         return;
       }
-      // The day's totals and its series are read apart: a flush may land between the reads, so wait for both.
+      // The day's totals and its series are read apart: a flush may land between the reads, so wait for all.
       const whole = (usage: UsageOfTheDay) =>
         usage.requests >= row.usage!.requests &&
         usage.endpoints.length > 0 &&
-        Object.values(usage.customers).reduce((a, b) => a + b, 0) >= row.usage!.requests;
+        Object.values(usage.customers).reduce((a, b) => a + b, 0) >= row.usage!.requests &&
+        usage.routes.reduce((sum, [, requests]) => sum + requests, 0) >= row.usage!.requests;
       const usageOf = async (key: Key) => (await waitFor(() => h.usage(key.id), whole)).value;
       const [ofProxy, ofVerify] = [await usageOf(forProxy!), await usageOf(forVerify!)];
       expect(ofVerify).toEqual(ofProxy);
