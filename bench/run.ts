@@ -18,6 +18,7 @@
 //   npm run bench -- verify       POST /tollgate/verify against the proxy for the same key and plan: req/s, p99, Redis script calls per request
 //   npm run bench -- tracing      OpenTelemetry traces off, every request sampled, a 0.01 ratio, and both to a collector that hangs: req/s and CPU per request against off
 //   npm run bench -- tracing-hooks the tracing hooks alone, in process: CPU ns per request, every request sampled and a 0.01 ratio
+//   npm run bench -- tracing-export what exporting spans costs: the hooks at a steady pace to a collector answering and to one that hangs, CPU µs per request
 //   npm run bench -- tracing-memory every request sampled to a collector that never answers, 5 minutes: RSS and heap every half minute
 //   npm run bench -- cors         CORS preflights answered by Tollgate against requests without a key (401): req/s, p99
 //   npm run bench -- visitors     a limit per visitor and a token against a plain key (req/s, Redis calls), and 150,000 visitors' memory
@@ -65,6 +66,7 @@ import { routes } from './commands/routes.ts';
 import { scale } from './commands/scale.ts';
 import { table } from './commands/table.ts';
 import { tracing } from './commands/tracing.ts';
+import { tracingExport } from './commands/tracing-export.ts';
 import { tracingHooks } from './commands/tracing-hooks.ts';
 import { tracingMemory } from './commands/tracing-memory.ts';
 import { verify } from './commands/verify.ts';
@@ -85,6 +87,7 @@ const commands: Record<string, () => Promise<string>> = {
   verify,
   tracing,
   'tracing-hooks': tracingHooks,
+  'tracing-export': tracingExport,
   'tracing-memory': tracingMemory,
   'billing-export': billingExport,
   cors,
@@ -92,7 +95,7 @@ const commands: Record<string, () => Promise<string>> = {
   buckets,
   portal,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify|tracing|tracing-hooks|tracing-memory|billing-export|cors|visitors|buckets|portal] [--out FILE]
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|visitors|buckets|portal] [--out FILE]
 `;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;

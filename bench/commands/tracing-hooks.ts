@@ -6,35 +6,18 @@
 // batch queue, full after 2,048 spans, drops the rest (as a hanging collector does). CPU nanoseconds per
 // request (process.cpuUsage, steadier than wall time on a shared machine), the lowest of 9 batches and
 // their median. With BENCH_BASELINE, the same for that build, in the same batches.
-import { IncomingMessage } from 'node:http';
-import { Socket } from 'node:net';
 import path from 'node:path';
 import type * as SetupModule from '../../src/tracing/otel-setup.ts';
 import type { Tracing } from '../../src/tracing/tracer.ts';
-import type { TracingSettings } from '../../src/tracing/tracing-settings.ts';
 import { BASELINE, ROOT } from '../lib/config.ts';
 import { fmt, machine, median } from '../lib/report.ts';
 import { buildTollgate } from '../lib/services.ts';
+import { tracedRequest, tracingSettings } from '../lib/traced-request.ts';
 
 const REQUESTS = 200_000;
 const BATCHES = 9;
-
-const settings = (sampler: string): TracingSettings =>
-  ({
-    endpoint: 'http://127.0.0.1:9/v1/traces',
-    protocol: 'http/protobuf',
-    headers: {},
-    serviceName: 'tollgate-bench',
-    resourceAttributes: {},
-    sampler,
-    samplerRatio: 0.01,
-    propagators: ['tracecontext', 'baggage'],
-    maxQueueSize: 2048,
-    maxExportBatchSize: 512,
-    scheduleDelayMs: 1000,
-    exportTimeoutMs: 1000,
-    batchExportTimeoutMs: 1000,
-  }) as unknown as TracingSettings;
+/** Nothing listens there: every export fails at once. */
+const NOWHERE = 'http://127.0.0.1:9/v1/traces';
 
 const CASES = [
   { label: 'every request sampled', sampler: 'parentbased_always_on', incoming: false },
@@ -46,38 +29,9 @@ const CASES = [
   },
 ] as const;
 
-const socket = new Socket();
-
-/** One proxied request through the hooks; `tracing` undefined: the request object alone, the control. */
-function request(tracing: Tracing | undefined, i: number, incoming: boolean): void {
-  const req = new IncomingMessage(socket);
-  req.method = 'GET';
-  req.url = '/bench/item?id=42';
-  req.headers = {
-    host: '127.0.0.1:18140',
-    'user-agent': 'wrk',
-    authorization: 'Bearer tg_bench',
-    ...(incoming && { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }),
-  };
-  if (tracing === undefined) return;
-  tracing.proxied(req, `bench-${i}`);
-  const headers = ['x-api-key', 'tg_bench', 'x-forwarded-for', '127.0.0.1'];
-  tracing.forwarding(req, headers, 'http://127.0.0.1:18100/bench/item');
-  tracing.finished({
-    req,
-    status: 200,
-    path: '/bench/item',
-    keyId: 'key_bench',
-    consumerId: undefined,
-    routeId: null,
-    cost: 1,
-    code: undefined,
-  });
-}
-
 function cpuNsPerRequest(tracing: Tracing | undefined, incoming: boolean): number {
   const started = process.cpuUsage();
-  for (let i = 0; i < REQUESTS; i++) request(tracing, i, incoming);
+  for (let i = 0; i < REQUESTS; i++) tracedRequest(tracing, i, incoming);
   const used = process.cpuUsage(started);
   return ((used.user + used.system) * 1000) / REQUESTS;
 }
@@ -95,7 +49,7 @@ export async function tracingHooks(): Promise<string> {
       targets.push({
         build: build.name,
         label: c.label,
-        tracing: otelTracing(settings(c.sampler), () => {}),
+        tracing: otelTracing(tracingSettings(NOWHERE, c.sampler), () => {}),
         incoming: c.incoming,
       });
   }
