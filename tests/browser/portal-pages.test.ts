@@ -84,7 +84,10 @@ describe.each(WIDTHS)('at %i px wide', (width) => {
     await page.goto(`${tollgate.url}${PORTAL}/#/${fragment.replace('{keyId}', keyId)}`);
     await page.getByRole('heading', { level: 1, name: heading, exact: true }).waitFor();
     await page.getByText(shows).first().waitFor();
-    expect(await page.title()).toBe(`${typeof heading === 'string' ? heading : ''} · ${BRAND.title}`);
+    // The title follows the heading within a render or two (a key's name arrives with its data).
+    const title = `${typeof heading === 'string' ? heading : ''} · ${BRAND.title}`;
+    await page.waitForFunction((expected) => document.title === expected, title);
+    expect(await page.title()).toBe(title);
     await expectUsable(session);
     await screenshot(page, name, width);
   });
