@@ -83,17 +83,21 @@ it('ends keep-alive connections busy with requests at SIGTERM by answering Conne
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
   let exited = false;
   const closing: string[] = [];
+  const answered = [0, 0, 0, 0];
   // Four clients that each send their next request on the same connection as soon as the last is
   // answered; the backend takes 200 ms, so each connection has a request in flight at SIGTERM (an idle
   // one the server just closes, however slow the clients are on a loaded machine).
-  const loops = Array.from({ length: 4 }, async () => {
+  const loops = answered.map(async (_, client) => {
     while (!exited) {
       const { status, connection } = await proxied(tollgate, key.secret, agent, '/v1/slow/200');
       if (status === 0) await sleep(10);
-      else if (connection === 'close') closing.push(connection);
+      else answered[client]!++;
+      if (connection === 'close') closing.push(connection);
     }
   });
-  await sleep(500);
+  // Every client has had an answer, so each is on its own connection's next request, not still
+  // connecting (on a loaded machine, a fixed wait saw none connected and nothing to close).
+  while (answered.some((n) => n === 0)) await sleep(20);
   const started = performance.now();
   const exit = new Promise<number | null>((resolve) => tollgate.process.once('exit', resolve));
   tollgate.process.kill('SIGTERM');
