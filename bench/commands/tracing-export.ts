@@ -22,9 +22,11 @@ const ROUNDS = 5;
 
 const listening = (port: number) => () =>
   new Promise<boolean>((resolve) => {
-    const socket = net.connect(port, '127.0.0.1', () => resolve(true));
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.on('error', () => resolve(false));
-    socket.on('connect', () => socket.destroy());
   });
 
 /** CPU µs per request over `SECONDS` of requests at `PER_MS`. */

@@ -34,12 +34,9 @@ class Unsupported extends Error {}
  */
 const BYTE_OF_HEX_PAIR = (() => {
   const table = new Uint8Array(1 << 14);
-  const digits = '0123456789abcdef';
-  for (let high = 0; high < 16; high++)
-    for (let low = 0; low < 16; low++)
-      for (const h of [digits[high]!, digits[high]!.toUpperCase()])
-        for (const l of [digits[low]!, digits[low]!.toUpperCase()])
-          table[(h.charCodeAt(0) << 7) | l.charCodeAt(0)] = (high << 4) | low;
+  const digits = '0123456789abcdefABCDEF';
+  for (const high of digits)
+    for (const low of digits) table[(high.charCodeAt(0) << 7) | low.charCodeAt(0)] = parseInt(high + low, 16);
   return table;
 })();
 
