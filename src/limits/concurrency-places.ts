@@ -44,7 +44,9 @@ return 0
 
 /**
  * Puts this replica's places (ARGV[1]) back into KEYS[1] after Redis lost them: exactly ARGV[2], the
- * places it holds (0: none, removed), lapsing at ARGV[3] unless renewed (docs/decisions/0125).
+ * places it holds (0: none, removed), lapsing at ARGV[3] unless renewed, and stamps the count with
+ * Redis' marker as the replica read it (ARGV[4], '' none): a replica that has not read it yet may not
+ * take places there before it has put its own back (docs/decisions/0125).
  */
 const PUT_BACK_LUA = `
 if ARGV[2] == '0' then
@@ -53,6 +55,7 @@ if ARGV[2] == '0' then
 end
 local latest = math.max(tonumber(ARGV[3]), tonumber(redis.call('HGET', KEYS[1], 'e') or '0'))
 redis.call('HSET', KEYS[1], 'p:' .. ARGV[1], ARGV[2], 'x:' .. ARGV[1], ARGV[3], 'e', string.format('%.0f', latest))
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'k', ARGV[4]) end
 redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', latest + ${EXPIRY_GRACE_MS}))
 return 1
 `;
@@ -109,6 +112,8 @@ export class ConcurrencyPlaces {
     readonly leaseMs: number,
     /** Each Redis call, timed and counted as its operation (`release`, `renew`). */
     private readonly watches: Pick<LimitWatches, 'measure'>,
+    /** Redis' marker as this replica last read it (WindowLedger.marker): undefined before the first read. */
+    private readonly marker: () => string | undefined,
   ) {
     this.releaseScript = defineKeyListScript(client, RELEASE_LUA);
     this.renewScript = defineKeyListScript(client, RENEW_LUA);
@@ -137,8 +142,11 @@ export class ConcurrencyPlaces {
   }
 
   /**
-   * What the consume script checks Redis still has of `count` at `nowMs` (`held:sureUntil`, 0 for
-   * nothing): the places this replica holds in it, and until when it is sure to be there.
+   * What the consume script checks Redis still has of `count` at `nowMs` (`held:sureUntil:marker`, 0
+   * for nothing): the places this replica holds in it, until when it is sure to be there, and Redis'
+   * marker as this replica last read it, which a count put back under another marker is lost to. The
+   * marker goes even when it holds none: after a flush, a replica that never decided there could
+   * otherwise take the places of one that has not put back yet.
    */
   knownOf(count: string, nowMs: number): string | 0 {
     const held = this.held.get(count) ?? 0;
@@ -147,7 +155,8 @@ export class ConcurrencyPlaces {
       this.sureUntil.delete(count);
       sure = 0;
     }
-    return held === 0 && sure === 0 ? 0 : `${held}:${sure}`;
+    const marker = this.marker() ?? '';
+    return held === 0 && sure === 0 && marker === '' ? 0 : `${held}:${sure}:${marker}`;
   }
 
   /**
@@ -219,11 +228,11 @@ export class ConcurrencyPlaces {
     if (this.releasing.size > 0) this.releaseDue();
   }
 
-  /** Sets this replica's places in `count` to those it holds (none: removed), lapsing a lease from now. */
+  /** Sets this replica's places in `count` to those it holds (none: removed), lapsing a lease from now, stamped with the marker. */
   private putBackNow(count: string, nowMs: number): Promise<unknown> {
     return this.putBackScript(
       [count],
-      [this.replica, this.held.get(count) ?? 0, String(nowMs + this.leaseMs)],
+      [this.replica, this.held.get(count) ?? 0, String(nowMs + this.leaseMs), this.marker() ?? ''],
     );
   }
 

@@ -47,8 +47,8 @@ const CALL_BALANCE_ARGS = BALANCE_ARGS + 3;
  * slot (-1 for a fixed limit; used as given for the field name, since Lua would print a large number in
  * exponent form), what the caller knows of the count (`known`: the places it holds in a window's count or
  * slot and Redis' marker as it last read it, `places:marker`; its record of a token bucket and Redis' marker as it last read it, `units:parts:at:marker`; for
- * a concurrency limit `held:sureUntil`, its places in it and until when it is sure to be there; 0 for
- * nothing); per balance, its record (balance-lua.ts) and the most the caller saw spent of it (epoch,
+ * a concurrency limit `held:sureUntil:marker`, its places in it, until when it is sure to be there and
+ * Redis' marker as it last read it; 0 for nothing); per balance, its record (balance-lua.ts) and the most the caller saw spent of it (epoch,
  * window, spent); then the requests as runs of one cost: requests, cost, requests, cost, … Few
  * arguments: a key in rotation pays for every one, per request.
  *
@@ -59,12 +59,12 @@ const CALL_BALANCE_ARGS = BALANCE_ARGS + 3;
  * put back, Redis' marker as the replica that put it back read it. A concurrency limit
  * (docs/decisions/0096) is a hash of places per replica, `p:<replica>`, each replica's expiring at
  * `x:<replica>` unless renewed (concurrency-places.ts); expired ones are dropped as they are met; it
- * counts places, one per admitted request. Neither has a lease book, nor is ever leased.
+ * counts places, one per admitted request, and holds `k` as a token bucket does once put back. Neither has a lease book, nor is ever leased.
  *
  * A count below the places the caller holds in it, a concurrency limit holding fewer of the caller's
  * places than it holds, a token bucket holding more than the caller's record of it refilled since (or
- * gone while that record is not full), a window's count or token bucket put back under a marker the
- * caller has not read, or a balance below what the caller saw spent of it in its period (or gone), means Redis lost keys while it
+ * gone while that record is not full), a window's count, token bucket or concurrency limit put back
+ * under a marker the caller has not read, or a balance below what the caller saw spent of it in its period (or gone), means Redis lost keys while it
  * stayed up (a flush, an eviction, a deletion): the call decides and charges nothing and answers `lost`
  * with the limits and balances found so (loss-detection.ts puts them back).
  *
@@ -129,10 +129,13 @@ for i = 1, n do
     elseif kind == 'c' then
       -- The places the caller holds, lapsed or fewer; or the count gone while it is sure to be there.
       local replica = string.match(field, '^c%d+:(.+)$')
-      local held, sure = string.match(known, '^(%d+):(%d+)$')
+      local held, sure, marker = string.match(known, '^(%d+):(%d+):(.*)$')
       held, sure = tonumber(held), tonumber(sure)
-      local h = redis.call('HMGET', key, 'p:' .. replica, 'x:' .. replica, 'e')
+      local h = redis.call('HMGET', key, 'p:' .. replica, 'x:' .. replica, 'e', 'k')
       below = (held > 0 and (tonumber(h[1] or '0') < held or tonumber(h[2] or '0') < now)) or (not h[3] and now < sure)
+      -- Put back after a loss the caller has not learned of (concurrency-places.ts): the places of a
+      -- replica that has not put back yet are not in it, and would be taken again.
+      if not below and marker ~= '' and h[4] then below = h[4] ~= marker end
     else
       local places, marker = string.match(known, '^(%d+):?(.*)$')
       places = tonumber(places)
@@ -406,8 +409,8 @@ export interface ConsumeCall {
    * Per limit (every subject's, in KEYS order), what the caller knows of its count: the places it holds
    * in a window's count or slot and Redis' marker (`places:marker`, WindowLedger.knownOf), its record of a token bucket and Redis' marker as this replica last read
    * it (`units:parts:at:marker`, BucketLedger.recordOf),
-   * its places in a concurrency limit and until when that is sure to be there (`held:sureUntil`,
-   * ConcurrencyPlaces.knownOf), 0 for nothing.
+   * its places in a concurrency limit, until when that is sure to be there and Redis' marker
+   * (`held:sureUntil:marker`, ConcurrencyPlaces.knownOf), 0 for nothing.
    */
   readonly known: readonly (number | string)[];
   readonly balances: readonly (CallBalance | undefined)[];

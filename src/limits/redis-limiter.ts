@@ -92,7 +92,13 @@ export class RedisRateLimiter implements RateLimiter {
     }: RedisRateLimiterOptions = {},
   ) {
     this.watches = new LimitWatches(metrics, notices);
-    this.places = new ConcurrencyPlaces(client, clock, concurrencyLeaseMs, this.watches);
+    this.places = new ConcurrencyPlaces(
+      client,
+      clock,
+      concurrencyLeaseMs,
+      this.watches,
+      () => this.restore.ledger.marker,
+    );
     this.reclaim = new LeaseReclaim(subscriber, prefix);
     this.restore = new WindowRestore(client, subscriber, prefix, clock, this.places);
     this.batches = new LimitBatches(client, clock, this.reclaim, this.restore, this.watches);

@@ -147,4 +147,25 @@ describe('a concurrency limit whose places Redis loses', () => {
     for (const r of [c, b, a, c]) next.push(await take(r, keyId));
     expect(next.filter((d) => d.allowed)).toHaveLength(1);
   });
+
+  it('is not taken after a flush by a replica that has not learned of it, before every holder put back', async () => {
+    const [a, b, c] = [await replica(), await replica(), await replica()];
+    const keyId = newKey();
+    // Two requests in flight on each of a and b; c never decided there.
+    const held = [await take(a, keyId), await take(a, keyId), await take(b, keyId), await take(b, keyId)];
+    expect(held.map((d) => d.allowed)).toEqual([true, true, true, true]);
+    const [countKey] = await fleet.admin.keys(`${PREFIX}{${keyId}}:*`);
+    await fleet.admin.flushall();
+    // a finds the loss first and puts back its 2; b, asking nothing, puts back at its next marker check.
+    const first = take(a, keyId);
+    while ((await fleet.admin.hlen(countKey!)) === 0) await new Promise((r) => setTimeout(r, 5));
+    // c has not learned of the flush yet: two places look free, yet b's two requests still hold them.
+    const late = await take(c, keyId);
+    expect([(await first).allowed, late.allowed]).toEqual([false, false]);
+    // A request ends: its place, and that one only, is free again.
+    held[2]!.release!();
+    const next = [];
+    for (const r of [c, b, a, c]) next.push(await take(r, keyId));
+    expect(next.filter((d) => d.allowed)).toHaveLength(1);
+  });
 });
