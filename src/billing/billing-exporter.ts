@@ -128,13 +128,14 @@ export class BillingExporter {
     exportId: string,
     startedBy: 'schedule' | 'manual',
   ): Promise<RunSummary | undefined | 'busy'> {
-    if (!(await this.exports.takeLease(exportId, this.holder, this.leaseMs))) return 'busy';
     let renewedAt = this.clock();
+    if (!(await this.exports.takeLease(exportId, this.holder, new Date(renewedAt), this.leaseMs)))
+      return 'busy';
     const mayGoOn = async () => {
       if (this.stopping) return false;
       if (this.clock() - renewedAt < this.leaseMs / 3) return true;
       renewedAt = this.clock();
-      return this.exports.takeLease(exportId, this.holder, this.leaseMs);
+      return this.exports.takeLease(exportId, this.holder, new Date(renewedAt), this.leaseMs);
     };
     try {
       const summary = await runExport(

@@ -130,19 +130,19 @@ export class BillingExportRepository {
   }
 
   /**
-   * Takes (or renews) the export's lease for `holder` when it is free, already `holder`'s, or was last
-   * renewed longer than `ttlMs` ago by the database's clock (its holder died or hangs).
+   * Takes (or renews) the export's lease for `holder` at `now` (Tollgate's clock) when it is free,
+   * already `holder`'s, or was last renewed longer than `ttlMs` before `now` (its holder died or hangs).
    */
-  async takeLease(id: string, holder: string, ttlMs: number): Promise<boolean> {
+  async takeLease(id: string, holder: string, now: Date, ttlMs: number): Promise<boolean> {
     const result = await this.db
       .updateTable('billing_exports')
-      .set({ lease_holder: holder, lease_taken_at: this.dialect.now })
+      .set({ lease_holder: holder, lease_taken_at: now })
       .where('id', '=', id)
       .where((eb) =>
         eb.or([
           eb('lease_holder', 'is', null),
           eb('lease_holder', '=', holder),
-          eb('lease_taken_at', '<', this.dialect.ago(ttlMs)),
+          eb('lease_taken_at', '<', new Date(now.getTime() - ttlMs)),
         ]),
       )
       .executeTakeFirst();

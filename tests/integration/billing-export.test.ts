@@ -552,7 +552,12 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('billing expor
     );
 
     expect(
-      await new BillingExportRepository(storage.handle.db).takeLease(exportId, 'another-replica', 60_000),
+      await new BillingExportRepository(storage.handle.db).takeLease(
+        exportId,
+        'another-replica',
+        new Date(now),
+        60_000,
+      ),
     ).toBe(true);
     const busy = await call('post', `/tollgate/billing-exports/${exportId}/runs`);
     expect(busy.status).toBe(409);

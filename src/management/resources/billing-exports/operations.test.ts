@@ -123,7 +123,9 @@ describeOperations(billingExportOperations, {
         billing_export_busy: async (t) => {
           const { params } = await exportParams(t.harness);
           const leases = new BillingExportRepository(t.harness.db);
-          expect(await leases.takeLease(params.billingExportId, 'another-replica', 60_000)).toBe(true);
+          expect(await leases.takeLease(params.billingExportId, 'another-replica', new Date(), 60_000)).toBe(
+            true,
+          );
           const res = await t.send({ params });
           expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
           return res;
