@@ -30,7 +30,7 @@ const PRUNE_EVERY_MS = 3_600_000;
 
 /**
  * Runs every billing export on a schedule, each on whichever replica holds its lease. The lease is kept
- * in the export's own row, by the database's clock: an export's work is all in the database and the
+ * in the export's own row, by Tollgate's clock: an export's work is all in the database and the
  * receiver, so it needs no Redis, runs the same in embedded mode (one process, which always gets it)
  * and goes on through a Redis outage, when late usage makes corrections. The proxy never waits on it:
  * it reads only the usage the flush has stored (docs/decisions/0050).
