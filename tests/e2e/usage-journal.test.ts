@@ -70,16 +70,24 @@ it('keeps the usage of a database stopped under load across SIGTERM and applies 
     .find((l) => l.msg === 'usage kept in the journal until the next start');
   expect(kept?.requests).toBeGreaterThan(0);
   expect(tollgate.output.some((l) => l.includes('usage could not be written before exit'))).toBe(false);
+  const stopped = tollgate;
 
   await postgres.restart();
   tollgate = await start();
-  // Every answered request counted, none twice.
+  // Every answered request counted, none twice. A failure shows what each process logged last.
   const counted = await waitFor(
     () => totalOn(tollgate, key.id),
     (n) => n === answered,
     { timeoutMs: 10_000 },
   );
-  expect(counted.value).toBe(answered);
+  expect({
+    counted: counted.value,
+    ...(counted.value !== answered && {
+      kept: kept.requests,
+      stoppedLog: stopped.output.slice(-10),
+      startedLog: tollgate.output.slice(-10),
+    }),
+  }).toEqual({ counted: answered });
   const from = new Date(Date.now() - 3_600_000).toISOString().slice(0, 19) + 'Z';
   const byRoute = await tollgate.admin(
     'GET',
