@@ -1,6 +1,8 @@
 /**
- * ajv validators for the management requests, compiled once per operation at start-up, never per
- * request. Errors become the `details` of a 400 `validation_failed`: one entry per offending field.
+ * ajv validators for the management requests, each compiled once, at its operation's first request,
+ * never per request: a start compiles none (a process that serves a few operations compiles only
+ * theirs), and tests/unit/validation-schemas.test.ts compiles every one. Errors become the `details`
+ * of a 400 `validation_failed`: one entry per offending field.
  */
 import { parseAddressBlock } from '../net/address-blocks.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
@@ -59,8 +61,9 @@ function validator<S extends TSchema>(
   check: (value: Static<S>) => ValidationDetail[] = () => [],
   required: (value: Readonly<Record<string, unknown>>) => ValidationDetail[] = () => [],
 ): Validator<Static<S>> {
-  const validate: ValidateFunction = ajv.compile(schema);
+  let validate: ValidateFunction | undefined;
   return (data) => {
+    validate ??= ajv.compile(schema);
     const missing =
       typeof data === 'object' && data !== null && !Array.isArray(data)
         ? required(data as Record<string, unknown>)
@@ -193,8 +196,9 @@ export function queryValidator(spec: QuerySpec<TObject>): Validator<unknown> {
 
 /** The path parameter validator of an operation: a value the schema refuses names nothing. */
 export function paramsValidator(spec: ParamsSpec<TObject>): Validator<unknown> {
-  const validate = paramsAjv.compile(spec.schema);
+  let validate: ValidateFunction | undefined;
   return (data) => {
+    validate ??= paramsAjv.compile(spec.schema);
     if (!validate(data)) throw new AppError(spec.notFound);
     return data;
   };
