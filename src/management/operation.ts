@@ -1,7 +1,7 @@
 /**
  * One management call, defined once: its method, path, scope, the schemas of its path parameters,
  * query and body, the answers it gives and the errors it may refuse with, and its handler. The Express
- * registration (validators compiled at start-up, 405 with Allow), the scope table, the OpenAPI document
+ * registration (validators compiled once, at first use; 405 with Allow), the scope table, the OpenAPI document
  * and the console's typed client are all derived from the list of these (resources/index.ts).
  */
 import type { Static, TObject, TSchema } from '@sinclair/typebox';

@@ -1,6 +1,6 @@
 /**
  * The Express side of the operations: each path's methods with their scope, body reader and validators
- * (compiled here, once, at start-up), and a 405 with `Allow` for every other method.
+ * (made here, each compiled once at its first request), and a 405 with `Allow` for every other method.
  */
 import type { ErrorRequestHandler, RequestHandler, Router } from 'express';
 import { AppError } from '../errors.js';
