@@ -4,7 +4,14 @@
  * 1 s, for every key of the consumer. A replica's cache shows it in its metrics: the key's next request
  * after the change is a look-up (a miss), where before it was answered from memory.
  */
-import { fetchWithin, hit, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
+import {
+  fetchWithin,
+  hit,
+  msUntilSeenEverywhere,
+  startFleet,
+  waitFor,
+  type Fleet,
+} from './helpers/replicas.js';
 import type { Tollgate } from './helpers/tollgate.js';
 
 let fleet: Fleet;
@@ -46,8 +53,7 @@ async function heldEverywhere(secrets: readonly string[]): Promise<void> {
  * Makes `change` on replica a, then on every replica sends the first key until its request is a look-up
  * again (the change reached that replica's cache), and each other key once, which must be a look-up
  * too; resolves how long after the change's answer the slowest replica was sent that first look-up
- * (ms: from then on the change is in force there; neither the change's call nor the answers count, as
- * on a loaded machine either can take a good part of the second), and every request's status.
+ * (msUntilSeenEverywhere), and every request's status.
  */
 async function reachesEveryCache(
   secrets: readonly string[],
@@ -60,15 +66,12 @@ async function reachesEveryCache(
   const statuses: number[] = [];
   const times = await Promise.all(
     fleet.members.map(async (t, i) => {
-      let sentAt = started;
-      const probe = async () => {
-        sentAt = performance.now();
-        statuses.push(await hit(t, first));
-        return misses(t);
-      };
-      const { value } = await waitFor(probe, (n) => n > before[i]!, { timeoutMs: 5_000, everyMs: 20 });
-      if (value <= before[i]!) return Infinity;
-      const ms = sentAt - started;
+      const ms = await msUntilSeenEverywhere(started, [
+        async () => {
+          statuses.push(await hit(t, first));
+          return (await misses(t)) > before[i]!;
+        },
+      ]);
       // Every other key of the consumer was dropped with it: each is looked up again.
       for (const secret of rest) {
         const looked = await misses(t);

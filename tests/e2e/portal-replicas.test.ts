@@ -5,7 +5,7 @@
  * the portal is in force on every replica within 1 s, keeping what the current window spent.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { hit, sleep, startFleet, type Fleet } from './helpers/replicas.js';
+import { hit, msUntilSeenEverywhere, startFleet, type Fleet } from './helpers/replicas.js';
 import type { Tollgate } from './helpers/tollgate.js';
 import { PortalUser } from '../helpers/portal-user.js';
 
@@ -50,29 +50,10 @@ async function signedIn(consumerId: string, on: Tollgate): Promise<{ id: string;
   return { id: body.sessionId as string, users };
 }
 
-/**
- * Ms from `started` until, on every replica, the first probe that saw the change was sent (the
- * latest of them): from then on the change is in force there. The answers' own time does not count,
- * nor the change's call: on a loaded machine either can take a good part of the second by itself.
- */
-async function inForceEverywhereAfter(started: number, probes: (() => Promise<boolean>)[]): Promise<number> {
-  const from = await Promise.all(
-    probes.map(async (sees) => {
-      for (;;) {
-        const sentAt = performance.now();
-        if (await sees()) return sentAt - started;
-        if (sentAt - started > 5_000) throw new Error('not in force 5 s after the change');
-        await sleep(20);
-      }
-    }),
-  );
-  return Math.max(...from);
-}
-
-/** Ms from the answer to `end()` (the change made) until every replica refuses the session (as above). */
+/** Ms from the answer to `end()` (the change made) until every replica refuses the session (msUntilSeenEverywhere). */
 async function refusedEverywhereWithin(users: PortalUser[], end: () => Promise<unknown>): Promise<number> {
   await end();
-  return inForceEverywhereAfter(
+  return msUntilSeenEverywhere(
     performance.now(),
     users.map((user) => async () => (await user.call('GET', '/keys')).status === 401),
   );
@@ -115,7 +96,7 @@ it('a plan switched through the portal is in force on every replica within 1 s, 
     state: { limit: 1000, remaining: 997 },
   });
   expect(
-    await inForceEverywhereAfter(
+    await msUntilSeenEverywhere(
       started,
       [a, b, c].map((t) => async () => (await hit(t, secret)) === 200),
     ),

@@ -9,15 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { testKeyPrefix } from '../helpers/services.js';
-import { hit, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
+import { hit, msUntilSeenEverywhere, startFleet, type Fleet } from './helpers/replicas.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
 /**
  * Polls every replica until a request under `path` reaches `backend` from each as `forwarded` (the
  * path the backend sees: by default the same). Called once the change is answered; resolves how long
- * after that the slowest replica was sent its first request that reached: from then on the change is
- * in force there. The answers' own time does not count: on a loaded machine it can take a good part of
- * the second by itself.
+ * after that the slowest replica was sent its first request that reached (msUntilSeenEverywhere).
  */
 async function inForceOnAll(
   replicas: readonly Tollgate[],
@@ -26,26 +24,18 @@ async function inForceOnAll(
   backend: Backend,
   forwarded = path,
 ): Promise<number> {
-  const since = performance.now();
-  const times = await Promise.all(
-    replicas.map(async (replica, i) => {
+  return msUntilSeenEverywhere(
+    performance.now(),
+    replicas.map((replica, i) => {
       // Marked in the query, which reaches the backend whatever the route does to the path.
       const marker = `probe=${randomBytes(6).toString('hex')}`;
-      let sentAt = since;
-      const { value } = await waitFor(
-        async () => {
-          sentAt = performance.now();
-          await hit(replica, secret, `${path}/replica-${i}?${marker}`);
-          return backend.received.some((r) => r.url === `${forwarded}/replica-${i}?${marker}`);
-        },
-        (reached) => reached,
-        { timeoutMs: 3_000, everyMs: 10 },
-      );
-      if (!value) throw new Error(`replica ${i} never sent ${path} to its backend`);
-      return sentAt - since;
+      return async () => {
+        await hit(replica, secret, `${path}/replica-${i}?${marker}`);
+        return backend.received.some((r) => r.url === `${forwarded}/replica-${i}?${marker}`);
+      };
     }),
+    { timeoutMs: 3_000, everyMs: 10 },
   );
-  return Math.max(...times);
 }
 
 describe('routes across three replicas (Redis and Postgres)', () => {

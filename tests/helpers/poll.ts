@@ -16,3 +16,27 @@ export async function waitFor<T>(
     await sleep(everyMs);
   }
 }
+
+/**
+ * Ms from `started` (a change's answer) until, for every probe, the first call that saw the change
+ * was sent: the latest of them. From then on the change is in force where that probe looks. The
+ * probes' answers do not count: on a loaded machine they can take a good part of a second by
+ * themselves. Throws when a probe has not seen it after `timeoutMs`.
+ */
+export async function msUntilSeenEverywhere(
+  started: number,
+  probes: readonly (() => Promise<boolean>)[],
+  { timeoutMs = 5_000, everyMs = 20 } = {},
+): Promise<number> {
+  const seenFrom = await Promise.all(
+    probes.map(async (sees) => {
+      for (;;) {
+        const sentAt = performance.now();
+        if (await sees()) return sentAt - started;
+        if (sentAt - started > timeoutMs) throw new Error(`not seen ${timeoutMs} ms after the change`);
+        await sleep(everyMs);
+      }
+    }),
+  );
+  return Math.max(...seenFrom);
+}

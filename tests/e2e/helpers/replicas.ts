@@ -109,7 +109,7 @@ export async function startEmbedded(env: Record<string, string> = {}): Promise<F
   };
 }
 
-export { sleep, waitFor } from '../../helpers/poll.js';
+export { msUntilSeenEverywhere, sleep, waitFor } from '../../helpers/poll.js';
 
 /**
  * fetch with a 10 s deadline whose timer is cleared as soon as the answer is read (AbortSignal.timeout
