@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { waitFor } from '../helpers/poll.js';
+import { freePort } from '../helpers/redis-server.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -204,7 +205,7 @@ it('shows one Express server of ten lines at most in the README, the guide and t
   expect(server).toContain('Number(process.env.PORT)');
 
   const key = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'readme-server' });
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const port = await freePort();
   const child = spawn(process.execPath, ['server.ts'], {
     cwd: folder,
     env: {
