@@ -1,7 +1,9 @@
 /**
  * Pages built with the project (the console, the portal): the files a build script wrote, read into
  * memory once at start-up and served from there. A request can only name a file the build produced:
- * no request path ever reaches the file system, so there is no path to traverse.
+ * no request path ever reaches the file system, so there is no path to traverse. Each file is gzipped
+ * at its first gzipped request, not at start: the portal's API reference alone takes tens of
+ * milliseconds of CPU at level 9, and most processes never serve it.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -22,7 +24,8 @@ const REVALIDATE = 'no-cache';
 
 export interface BuiltFile {
   readonly body: Buffer;
-  readonly gzipped: Buffer;
+  /** The body gzipped, made at the first call and kept. */
+  gzipped(): Buffer;
   readonly type: string;
   readonly cacheControl: string;
   readonly etag: string;
@@ -42,9 +45,10 @@ export function loadBuiltFiles(directory: string): BuiltFiles | undefined {
     const full = join(entry.parentPath, entry.name);
     const name = relative(directory, full).split(sep).join('/');
     const body = readFileSync(full);
+    let gzipped: Buffer | undefined;
     files.set(name, {
       body,
-      gzipped: gzipSync(body, { level: 9 }),
+      gzipped: () => (gzipped ??= gzipSync(body, { level: 9 })),
       type,
       cacheControl: name.startsWith('assets/') ? IMMUTABLE : REVALIDATE,
       etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
@@ -79,7 +83,7 @@ export function sendBuiltFile(
     return;
   }
   const gzip = acceptsGzip(req.headers['accept-encoding']);
-  const body = gzip ? file.gzipped : file.body;
+  const body = gzip ? file.gzipped() : file.body;
   res.writeHead(200, {
     ...headers,
     ...(gzip && { 'content-encoding': 'gzip' }),
