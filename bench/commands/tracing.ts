@@ -97,8 +97,10 @@ export async function tracing(): Promise<string> {
   ensureTools(['nginx', 'wrk']);
   if (!buildTollgate()) throw new Error('Tollgate is not built');
   const targets = states();
-  const backend = await startBackend();
-  if (PIN) pinTree(backend.child.pid, CLIENT_CPUS);
+  await startBackend();
+  // The collectors live in this process and stand for a collector on another machine: pinned with its
+  // children (the backend), the bench stays off the target's CPU, whose time is what is measured.
+  if (PIN) pinTree(process.pid, CLIENT_CPUS);
   const collectors = [
     await startCollector(COLLECTOR_PORT, false),
     await startCollector(HANGING_COLLECTOR_PORT, true),
@@ -171,7 +173,7 @@ export async function tracing(): Promise<string> {
   );
   return (
     [
-      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- tracing\`: one embedded Tollgate per state, \`GET ${REQUEST_PATH}\` with a key whose plan has an hourly limit (never reached) to the nginx backend; the collectors (OTLP/HTTP, http/protobuf) are in the bench's process, one answering 200 at once (it took ${fmt(collectors[0]!.exports())} exports), one never answering (${fmt(collectors[1]!.exports())} exports held). wrk -c${positive(env.BENCH_CONNECTIONS, 50)}; ${ROUNDS} rounds visiting every state in turn (reversed every other round), ${DURATION} s per visit${PIN ? `; the target on CPU ${TARGET_CPUS}, wrk and nginx on CPU ${CLIENT_CPUS}` : ` (${CPU_COUNT} CPUs shared)`}. Values are medians of the visits; the ratios are medians over the rounds of each round's ratio to off. Spans dropped: \`tollgate_trace_spans_dropped_total\` at the end of the run.`,
+      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- tracing\`: one embedded Tollgate per state, \`GET ${REQUEST_PATH}\` with a key whose plan has an hourly limit (never reached) to the nginx backend; the collectors (OTLP/HTTP, http/protobuf) are in the bench's process, one answering 200 at once (it took ${fmt(collectors[0]!.exports())} exports), one never answering (${fmt(collectors[1]!.exports())} exports held). wrk -c${positive(env.BENCH_CONNECTIONS, 50)}; ${ROUNDS} rounds visiting every state in turn (reversed every other round), ${DURATION} s per visit${PIN ? `; the target on CPU ${TARGET_CPUS}, wrk, nginx and the collectors on CPU ${CLIENT_CPUS}` : ` (${CPU_COUNT} CPUs shared)`}. Values are medians of the visits; the ratios are medians over the rounds of each round's ratio to off. Spans dropped: \`tollgate_trace_spans_dropped_total\` at the end of the run.`,
       '',
       machine(),
       '',

@@ -20,7 +20,7 @@ export function machine(): string {
   };
   const nodeVersion = spawnSync(NODE, ['-v'], { encoding: 'utf8' }).stdout.trim();
   const lines = [
-    `- CPU: ${cpu}; \`nproc\`: ${sh('nproc')}; load average at start: ${loadAtStart}, at the end: ${os
+    `- CPU: ${cpu}; \`nproc --all\`: ${sh('nproc --all')}; load average at start: ${loadAtStart}, at the end: ${os
       .loadavg()
       .map((l) => l.toFixed(2))
       .join(' ')}${NICE === undefined ? '' : `; targets and wrk at nice ${NICE} (BENCH_NICE)`}`,
