@@ -152,7 +152,20 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
 
   it('answers a known key from memory: with the database down it still decides, an unknown key gets 503', async () => {
     const key = await newKey(h, { rateLimitId: await planned(h, { limit: 10, period: 'day' }) });
+    // A look-up during which a change was announced is not kept (one read back from the record may
+    // come at any moment): verified again until an answer comes from memory.
+    const hits = async () =>
+      Number((await h.metric('tollgate_key_cache_requests_total{result="hit"}')).split(' ')[1] ?? 0);
     expect((await verify(h, { key: key.secret })).body.valid).toBe(true);
+    let answer: Reply;
+    for (let tries = 1; ; tries++) {
+      const before = await hits();
+      answer = await verify(h, { key: key.secret });
+      if ((await hits()) > before) break;
+      expect(tries).toBeLessThan(5);
+    }
+    expect(answer.body.valid).toBe(true);
+    const remaining = answer.body.limits[0].remaining as number;
     h.databaseDown();
     try {
       const known = await verify(h, { key: key.secret, path: '/v1/while-down' });
@@ -162,7 +175,7 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
         consumerApiKeyId: key.id,
         name: 'verified',
       });
-      expect(known.body.limits[0].remaining).toBe(8);
+      expect(known.body.limits[0].remaining).toBe(remaining - 1);
       const unknown = await verify(h, { key: unknownSecret() });
       expect([unknown.status, unknown.body.code]).toEqual([503, 'auth_unavailable']);
     } finally {
