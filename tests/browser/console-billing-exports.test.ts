@@ -7,9 +7,9 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import pg from 'pg';
 import { hit, waitFor } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
+import { storedMinuteRequests } from '../helpers/stored-usage.js';
 import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 import {
   consoleSuite,
@@ -44,28 +44,6 @@ afterAll(() => new Promise((resolve) => receiver?.close(resolve)));
 const tab = signedInTab(suite, () => tollgate.rootToken);
 
 const CREDENTIAL = 'sk_test_console_only_once';
-
-/** Waits until the minute buckets of `keyIds` in Tollgate's database hold `requests` in all. */
-async function storedRequests(keyIds: string[], requests: number): Promise<void> {
-  const db = new pg.Client({ connectionString: suite.fleet.database!.url });
-  await db.connect();
-  try {
-    const { value } = await waitFor(
-      async () =>
-        (
-          await db.query<{ n: string | null }>(
-            `select sum(requests) as n from usage_buckets where granularity = 'minute' and key_id = any($1)`,
-            [keyIds],
-          )
-        ).rows[0]!.n,
-      (n) => Number(n) === requests,
-      { timeoutMs: 10_000, everyMs: 100 },
-    );
-    expect(Number(value)).toBe(requests);
-  } finally {
-    await db.end();
-  }
-}
 
 it('creates an export with a write-only credential, runs it by hand, reads its runs and deletes it', async () => {
   const { page } = tab.session;
@@ -167,10 +145,13 @@ it('shows what each run sent, and the keys with usage it skipped for want of a c
   for (const key of unbilled) expect(await hit(tollgate, key.body.secret)).toBe(200);
   // The export reads what is stored: the keys' five requests reach Postgres, then the minute of that
   // traffic ends, and a run after it sends the billed key and skips the others.
-  await storedRequests(
-    [billed, ...unbilled].map((k) => k.body.id as string),
-    5,
+  const keyIds = [billed, ...unbilled].map((k) => k.body.id as string);
+  const stored = await waitFor(
+    () => storedMinuteRequests({ databaseUrl: suite.fleet.database!.url }, keyIds),
+    (n) => n === 5,
+    { timeoutMs: 10_000, everyMs: 100 },
   );
+  expect(stored.value).toBe(5);
   clock.after(MINUTE_MS, 100);
   type Run = { id: string; sends: { customer: string; value: number }[]; skippedSubjects: string[] };
   const { value: runs } = await waitFor(
