@@ -21,7 +21,8 @@ export interface Refill {
   readonly dayOfMonth: number;
   /**
    * Epoch ms this refill was put on a balance it did not start (`balanceRescheduled`): a refill
-   * window that began before it is no refill due. Absent: the refill came with the balance's count.
+   * window that began before it, or at that instant, is no refill due. Absent: the refill came with
+   * the balance's count.
    */
   readonly since?: number;
 }
@@ -81,13 +82,14 @@ function refillDayOf(year: number, month: number, day: number): number {
 
 /**
  * The window a balance's count is in at `nowMs`: its refill window, else 0. A refill changed on a
- * counting balance keeps the count's window until its first boundary after the change.
+ * counting balance keeps the count's window until its first boundary after the change: one that
+ * begins at the very instant of the change is not after it.
  */
 export function windowOf(balance: Balance, nowMs: number): number {
   const refill = balance.refill;
   if (refill === null) return 0;
   const window = refillWindowAt(refill, nowMs);
-  return refill.since !== undefined && window < refill.since ? balance.window : window;
+  return refill.since !== undefined && window <= refill.since ? balance.window : window;
 }
 
 /**

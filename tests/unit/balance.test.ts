@@ -205,4 +205,14 @@ describe('a held balance brought up to its record', () => {
     expect(remainingOf(settle({ ...held }, changed, Date.UTC(2026, 0, 5, 23, 59)))).toBe(30);
     expect(remainingOf(settle({ ...held }, changed, Date.UTC(2026, 0, 6)))).toBe(500);
   });
+
+  it('gives a daily refill set at 00:00 UTC exactly its first refill the next day, not at once', () => {
+    const record = balanceSet(0, 100, null, null, Date.UTC(2026, 0, 5, 9));
+    const held: HeldBalance = { epoch: 1, window: 0, granted: 100, spent: 70, base: 0 };
+    const daily = { amount: 500, interval: 'day' as const, dayOfMonth: 1 };
+    const changed = balanceRescheduled(record, daily, null, Date.UTC(2026, 0, 6));
+    expect(remainingOf(settle({ ...held }, changed, Date.UTC(2026, 0, 6)))).toBe(30);
+    expect(remainingOf(settle({ ...held }, changed, Date.UTC(2026, 0, 6, 23, 59)))).toBe(30);
+    expect(remainingOf(settle({ ...held }, changed, Date.UTC(2026, 0, 7)))).toBe(500);
+  });
 });
