@@ -244,6 +244,7 @@ it('charts a consumer’s usage like a key’s, and downloads it as the API’s 
 it('charts the fleet’s failures and response times on the overview', async () => {
   const { page } = tab.session;
   await visit(tab.session, '?range=1h', 'Overview');
+  await page.getByText('All keys, last hour, per minute', { exact: true }).waitFor();
   await page
     .getByRole('list', { name: 'Series' })
     .getByRole('button', { name: `Requests: ${REQUESTS}` })
@@ -259,7 +260,7 @@ it('counts every 429 in the overview’s Refused card, those for want of credits
   ).body;
   expect(await hit(tollgate, broke.secret, '/v1/items')).toBe(429);
   // The fleet's usage is read from stored usage, about a second behind: the refusal is in it first.
-  await waitFor(
+  const stored = await waitFor(
     async () =>
       total(
         (await tollgate.admin('GET', `/tollgate/usage?granularity=hour`)).body.buckets as Bucket[],
@@ -267,12 +268,12 @@ it('counts every 429 in the overview’s Refused card, those for want of credits
       ),
     (n) => n === 1,
   );
+  expect(stored.value).toBe(1);
   const { page } = tab.session;
+  // The tab signed in on the overview's default range, loaded before that refusal; its figures stay on
+  // screen until the last hour's arrive, which the caption's granularity tells.
   await visit(tab.session, '?range=1h', 'Overview');
-  await page
-    .getByRole('list', { name: 'Series' })
-    .getByRole('button', { name: /^Requests: / })
-    .waitFor();
+  await page.getByText('All keys, last hour, per minute', { exact: true }).waitFor();
   const buckets = await bucketsAsked(tab.session, '/tollgate/usage');
   const limited = total(buckets, (b) => b.outcomes.rateLimited!);
   const creditless = total(buckets, (b) => b.outcomes.creditsExhausted!);
