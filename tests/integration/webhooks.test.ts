@@ -31,8 +31,12 @@ import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
 const ENCRYPTION_KEYS = [randomBytes(32)];
 const logger = createLogger('silent');
-/** Production backs off 5 s … 24 h; here the same shape in milliseconds. */
-const SHORT_SCHEDULE = [100, 200, 300, 400, 500];
+/**
+ * Production backs off 5 s … 24 h; here five steps of 300 ms. A slot already past when an attempt
+ * ends is skipped (src/webhooks/retry-schedule.ts), so the gaps are wider than an attempt takes
+ * on a loaded machine: tests count the attempts.
+ */
+const SHORT_SCHEDULE = [300, 600, 900, 1_200, 1_500];
 type Method = 'get' | 'post' | 'patch' | 'delete';
 
 let checker: OpenApiChecker;
@@ -307,7 +311,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('webhooks on %
   it('shows a failing delivery in the log with its status or error and its next attempt, then fails it when the schedule ends', async () => {
     const { receiver, webhookId } = await subscribed(['key.created']);
     receiver.answer = () => 503;
-    startWorker({ retrySchedule: [100, 60_000] });
+    startWorker({ retrySchedule: [300, 60_000] });
     await createKey();
     const { value: waiting } = await waitFor(
       () => deliveries(webhookId),
@@ -324,7 +328,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('webhooks on %
 
     const { receiver: closed, webhookId: unreachable } = await subscribed(['key.created']);
     await closed.close();
-    startWorker({ retrySchedule: [50] });
+    startWorker({ retrySchedule: [300] });
     await createKey();
     const { value: failed } = await waitFor(
       () => deliveries(unreachable),
@@ -400,7 +404,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('webhooks on %
   it('disables a webhook none of whose attempts succeeded for the disable period, says so, and records it as done by system', async () => {
     const { receiver, webhookId } = await subscribed(['key.created']);
     receiver.answer = () => 500;
-    startWorker({ disableAfterMs: 400, retrySchedule: [100, 200, 300, 400, 500, 600] });
+    startWorker({ disableAfterMs: 400, retrySchedule: [300, 600, 900, 1_200, 1_500, 1_800] });
     await createKey();
     const { value: webhook } = await waitFor(
       async () => (await call('get', `/tollgate/webhooks/${webhookId}`)).body,
