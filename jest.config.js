@@ -77,9 +77,9 @@ export default {
   testTimeout: 120_000,
   globalSetup: '<rootDir>/tests/global-setup.ts',
   globalTeardown: '<rootDir>/tests/global-teardown.ts',
-  // Integration and e2e files own their databases and ports. Three workers on this 2-core machine:
-  // the fault proofs spend most of their time waiting out Redis pauses and restarts, and a third file
-  // runs meanwhile (a whole run took 855 s with two, 633 s with three; docs/performance.md "Suite").
-  maxWorkers: 3,
+  // Integration and e2e files own their databases and ports. Four workers on this 2-core machine: the
+  // fault proofs spend most of their time waiting out Redis pauses and restarts, their load is paced,
+  // and other files run meanwhile (docs/performance.md "Suite" has each count's times).
+  maxWorkers: 4,
   watchman: false,
 };
