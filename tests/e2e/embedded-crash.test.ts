@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBackend, type Backend } from './helpers/backend.js';
-import { consumerWithKeys, hit, keyWithPlan, sleep, totalOn, usageOn } from './helpers/replicas.js';
+import { consumerWithKeys, hit, keyWithPlan, sleep, totalOn, usageOn, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
 const KILLS = 15;
@@ -126,6 +126,12 @@ it(`keeps every acknowledged key, plan and binding across ${KILLS} SIGKILLs unde
       }
     })();
     await sleep(killAfterMs);
+    // On a loaded machine a plan and its key can outlast the window: the kill waits for one of each.
+    await waitFor(
+      async () => writes.some((e) => e.keyId !== undefined),
+      (bound) => bound,
+      { timeoutMs: 30_000, everyMs: 5 },
+    );
     const killedAt = Date.now();
     t.process.kill('SIGKILL');
     running = false;
