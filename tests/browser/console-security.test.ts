@@ -116,8 +116,12 @@ it('signs out when the API refuses the token (revoked while signed in), and says
   const session = await newTab();
   await signIn(session, created.body.secret);
   await visit(session, 'keys', 'Keys');
-  // Every call of the page has been answered (the sparklines need a scope this token lacks).
-  await session.page.getByText('needs usage:read').first().waitFor();
+  // Every call of the page has been answered: the list is shown, and its sparklines need a scope this
+  // token lacks (the page's CSV button says so before any answer, so its note is not enough).
+  const row = session.page
+    .getByRole('row')
+    .filter({ has: session.page.getByRole('link', { name: 'web-shop' }) });
+  await row.getByText('needs usage:read').waitFor();
   expect((await tollgate.admin('DELETE', `/tollgate/admin-tokens/${created.body.id}`)).status).toBe(200);
   await session.page.getByRole('link', { name: 'web-shop' }).click();
   await session.page.getByRole('status').getByText('Signed out: The token is not valid').waitFor();
