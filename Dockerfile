@@ -18,9 +18,12 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 # The web console (CONSOLE=on by default): esbuild bundles console/ into dist/console.
 COPY console ./console
-COPY scripts/build-console.mjs ./scripts/build-console.mjs
-# The image's own Node runs tsc and esbuild; node_modules/.bin is not on PATH in a RUN step.
-RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json && node scripts/build-console.mjs
+COPY scripts/build-console.mjs scripts/bundle-server.mjs ./scripts/
+COPY scripts/lib ./scripts/lib
+# The image's own Node runs tsc and esbuild; node_modules/.bin is not on PATH in a RUN step. The
+# server starts from one bundle (scripts/bundle-server.mjs), which loads far faster than tsc's modules.
+RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json && node scripts/bundle-server.mjs \
+  && node scripts/build-console.mjs
 # The `tollgate` command, which the Kubernetes Job of k8s/base runs to apply a configuration file.
 COPY packages/client/tsconfig.json packages/client/config-schema.json ./packages/client/
 COPY packages/client/src ./packages/client/src

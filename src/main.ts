@@ -8,7 +8,6 @@ import cluster from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { buildAdapters } from './adapters.js';
 import { BillingExportRepository } from './billing/export-repository.js';
 import { buildApp, SHUTDOWN_GRACE_MS } from './app.js';
@@ -18,6 +17,7 @@ import { LogDestination } from './ops/log-destination.js';
 import { createLogger } from './ops/logger.js';
 import { aggregateWorkerMetrics, workerScrape } from './ops/cluster-metrics.js';
 import { Metrics } from './ops/metrics.js';
+import { PACKAGE_ROOT } from './package-root.js';
 import { fileClock } from './ops/test-clock.js';
 import { openEmbedded, openPostgres, type DbHandle } from './store/db.js';
 import { holdDataDirLock } from './store/data-dir-lock.js';
@@ -112,9 +112,9 @@ async function serve(config: Config): Promise<void> {
     encryptionKeys,
     clock,
     ...(cluster.isWorker && { scrapeMetrics: workerScrape(metrics.registry) }),
-    // scripts/build-console.mjs writes the console beside the compiled server: dist/console.
-    consoleDirectory: fileURLToPath(new URL('../console', import.meta.url)),
-    portalDirectory: fileURLToPath(new URL('../portal', import.meta.url)),
+    // scripts/build-console.mjs and build-portal.mjs write them beside the compiled server.
+    consoleDirectory: join(PACKAGE_ROOT, 'dist/console'),
+    portalDirectory: join(PACKAGE_ROOT, 'dist/portal'),
   });
   const { port, opsPort } = await app.listen();
   logger.info(

@@ -1,17 +1,14 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { join, sep } from 'node:path';
+import { join } from 'node:path';
 import { sql } from 'kysely';
+import { PACKAGE_ROOT } from '../package-root.js';
 import type { DbHandle } from './db.js';
 
 /** Any fixed number: every replica takes the same transaction-scoped advisory lock before migrating. */
 const MIGRATION_LOCK_ID = 7_110_451_234;
 
-/** sql/ at the project root, whether this runs from src/ (tests) or dist/src/ (the build). */
-export const SQL_DIR = join(
-  import.meta.dirname,
-  import.meta.dirname.includes(`${sep}dist${sep}`) ? '../../..' : '../..',
-  'sql',
-);
+/** sql/ at the project root. */
+export const SQL_DIR = join(PACKAGE_ROOT, 'sql');
 
 /**
  * Applies the numbered files of `dir` (by default the database's own: sql/NNN_*.sql for Postgres,

@@ -6,12 +6,6 @@ import { join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 const MAIN = join(ROOT, 'dist/src/main.js');
-/**
- * Node's compile cache, shared by every Tollgate a run starts (hundreds, of the same build): a start
- * reads V8's code for its modules instead of compiling them again. Node checks each entry against
- * the file's content, so a rebuild is never served stale code.
- */
-const COMPILE_CACHE = join(tmpdir(), 'tollgate-tests-compile-cache');
 
 export interface Tollgate {
   readonly url: string;
@@ -54,7 +48,6 @@ export async function startTollgate(env: Record<string, string> = {}): Promise<T
       LOG_LEVEL: 'info',
       DATA_DIR: env.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'tollgate-e2e-')),
       ROOT_TOKEN: rootToken,
-      NODE_COMPILE_CACHE: COMPILE_CACHE,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
