@@ -1,5 +1,5 @@
 // Writes @tollgate/client's mintToken from the server's (see client-mint-token.mjs).
-import { writeFileSync } from 'node:fs';
+import { writeWhole } from './lib/write-whole.mjs';
 import { MINT_TOKEN_FILE, clientMintTokenText } from './client-mint-token.mjs';
 
-writeFileSync(MINT_TOKEN_FILE, clientMintTokenText());
+writeWhole(MINT_TOKEN_FILE, clientMintTokenText());

@@ -1,6 +1,6 @@
 // Writes packages/client/config-schema.json, the JSON Schema of `tollgate apply` files, from the built
 // server (src/management/config-schema.ts): what @tollgate/client validates with and ships.
-import { writeFileSync } from 'node:fs';
+import { writeWhole } from './lib/write-whole.mjs';
 import { buildConfigSchema } from '../dist/src/management/config-schema.js';
 
-writeFileSync('packages/client/config-schema.json', `${JSON.stringify(buildConfigSchema(), null, 2)}\n`);
+writeWhole('packages/client/config-schema.json', `${JSON.stringify(buildConfigSchema(), null, 2)}\n`);
