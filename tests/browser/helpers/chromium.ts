@@ -1,10 +1,14 @@
 /**
- * Debian's Chromium (`/usr/bin/chromium`, installed by .ci/run; no browser is ever downloaded) for the
- * browser tests, through playwright-core: one per run, shared by the files, or one per file.
+ * Debian's Chromium in its headless shell (`/usr/bin/chromium-headless-shell`, package
+ * chromium-headless-shell, installed by .ci/run; no browser is ever downloaded) for the browser tests,
+ * through playwright-core: one per run, shared by the files, or one per file. The shell is Chromium's
+ * engine without the desktop browser around it, what Playwright itself runs for headless pages; it
+ * spends well under half the CPU of the whole browser on the same tests
+ * (docs/decisions/0133-browser-tests-in-chromiums-headless-shell.md).
  */
 import { chromium, type Browser, type BrowserServer } from 'playwright-core';
 
-const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM = '/usr/bin/chromium-headless-shell';
 /** Where tests/browser/global-setup.ts leaves the run's one Chromium (its WebSocket endpoint) for the files. */
 export const SHARED_CHROMIUM = 'TOLLGATE_TEST_CHROMIUM';
 

@@ -1,5 +1,5 @@
 /**
- * Driving the console in Debian's Chromium (`/usr/bin/chromium`, installed by .ci/run; no browser is
+ * Driving the console in Debian's Chromium (tests/browser/helpers/chromium.ts; no browser is
  * ever downloaded) with playwright-core. Each session records what a reviewer would want to know: every
  * request the page made, console errors, page errors and Content-Security-Policy violations.
  */
