@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Download, Locator, Page } from 'playwright-core';
 import { launchChromium } from './chromium.js';
-import { startEmbedded, startFleet, type Fleet } from '../../e2e/helpers/replicas.js';
+import { startEmbedded, startFleet, waitFor, type Fleet } from '../../e2e/helpers/replicas.js';
 import type { Tollgate } from '../../e2e/helpers/tollgate.js';
 
 export interface ConsoleSession {
@@ -95,6 +95,23 @@ export async function openTab(
   });
   await page.goto(session.consoleUrl);
   return session;
+}
+
+/**
+ * Waits until the usage API's minute buckets of a key, which the console's charts draw, hold
+ * `requests`. The key's detail counts them sooner (usage still in memory too), so a chart opened once
+ * the detail agrees could draw one request short, and it is not drawn again.
+ */
+export async function requestsCharted(tollgate: Tollgate, keyId: string, requests: number): Promise<void> {
+  await waitFor(
+    async () =>
+      (
+        (await tollgate.admin('GET', `/consumer-api-key/${keyId}/usage?granularity=minute`)).body.buckets as {
+          requests: number;
+        }[]
+      ).reduce((sum, b) => sum + b.requests, 0),
+    (n) => n === requests,
+  );
 }
 
 /** Signs in through the form and waits for the overview. */
