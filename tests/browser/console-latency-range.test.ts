@@ -7,7 +7,7 @@
 import { waitFor } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
 import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
-import { consoleSuite, requestsCharted, signedInTab, visit } from './helpers/console-browser.js';
+import { consoleSuite, requestsStored, signedInTab, visit } from './helpers/console-browser.js';
 
 interface Percentiles {
   p50: number | null;
@@ -42,7 +42,7 @@ const suite = consoleSuite(
     clock.advance(MINUTE_MS);
     expect(await proxied(`/slow/${SLOW_MS}`)).toBe(200);
     await counted(20);
-    await requestsCharted(tollgate, key.id, 20);
+    await requestsStored(suite, key.id, 20);
   },
   120_000,
   clock.env,

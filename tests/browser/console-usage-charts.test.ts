@@ -11,7 +11,7 @@ import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 import {
   consoleSuite,
   downloadedText,
-  requestsCharted,
+  requestsStored,
   seriousAccessibilityViolations,
   signedInTab,
   visit,
@@ -79,7 +79,7 @@ const suite = consoleSuite(
     clock.after(MINUTE_MS, 100);
     expect(await hit(tollgate, key.secret, '/v1/items')).toBe(401);
     lastRequestAt = clock.now();
-    await requestsCharted(tollgate, key.id, REQUESTS);
+    await requestsStored(suite, key.id, REQUESTS);
   },
   120_000,
   clock.env,

@@ -11,6 +11,7 @@ import type { Browser, BrowserContext, Download, Locator, Page } from 'playwrigh
 import { launchChromium } from './chromium.js';
 import { startEmbedded, startFleet, waitFor, type Fleet } from '../../e2e/helpers/replicas.js';
 import type { Tollgate } from '../../e2e/helpers/tollgate.js';
+import { storedMinuteRequests } from '../../helpers/stored-usage.js';
 
 export interface ConsoleSession {
   readonly context: BrowserContext;
@@ -98,18 +99,16 @@ export async function openTab(
 }
 
 /**
- * Waits until the usage API's minute buckets of a key, which the console's charts draw, hold
- * `requests`. The key's detail counts them sooner (usage still in memory too), so a chart opened once
- * the detail agrees could draw one request short, and it is not drawn again.
+ * Waits until the store holds a key's `requests` in its minute buckets. Until then a view of usage
+ * (a key's detail, its charts) reads part of it from Redis or a process's memory, and may show a
+ * request a moment late while a flush moves it on (`pending` in src/usage/recorder.ts); a chart drawn
+ * in that moment is not drawn again.
  */
-export async function requestsCharted(tollgate: Tollgate, keyId: string, requests: number): Promise<void> {
+export async function requestsStored(suite: ConsoleSuite, keyId: string, requests: number): Promise<void> {
+  const database = suite.fleet.database;
+  if (database === undefined) throw new Error('requestsStored reads a Postgres fleet');
   await waitFor(
-    async () =>
-      (
-        (await tollgate.admin('GET', `/consumer-api-key/${keyId}/usage?granularity=minute`)).body.buckets as {
-          requests: number;
-        }[]
-      ).reduce((sum, b) => sum + b.requests, 0),
+    () => storedMinuteRequests({ databaseUrl: database.url }, [keyId]),
     (n) => n === requests,
   );
 }
