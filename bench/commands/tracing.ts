@@ -1,11 +1,13 @@
 // `npm run bench -- tracing`: what OpenTelemetry traces cost the proxy (docs/guides/tracing.md). One
-// embedded Tollgate per state, all started before the first load and visited in turn, round after
-// round (the order reversed every other round): tracing off; every request sampled to a collector
-// answering at once; parentbased_traceidratio at 0.01 to it; both again to a collector that never
-// answers (its spans pile up, are dropped and counted). With BENCH_BASELINE, a build without the tracing
-// code too (e.g. the commit before it, built in its own folder), to check that off costs nothing. The
-// collectors are OTLP/HTTP endpoints in the bench's own process. Reported as req/s and CPU per request,
-// each against off, plus the spans each collector took and the spans dropped.
+// embedded Tollgate per state, visited in turn round after round (the order reversed every other
+// round): tracing off; every request sampled to a collector answering at once; parentbased_traceidratio
+// at 0.01 to it; both again to a collector that never answers (its spans pile up, are dropped and
+// counted). Each visit starts its Tollgate afresh: one process can run several per cent faster or slower
+// than another of the same build for as long as it lives (how its code was optimised, where its heap
+// lies), and a process kept for every round made that luck the state's. With BENCH_BASELINE, a build
+// without the tracing code too (e.g. the commit before it, built in its own folder), to check that off
+// costs nothing. The collectors are OTLP/HTTP endpoints in the bench's own process. Reported as req/s
+// and CPU per request, each against off, plus the spans each collector took and the spans dropped.
 import path from 'node:path';
 import fs from 'node:fs';
 import {
@@ -22,7 +24,7 @@ import {
   positive,
 } from '../lib/config.ts';
 import { droppedSpans, startCollector } from '../lib/otlp-collector.ts';
-import { pinTree, treeCpuUs } from '../lib/processes.ts';
+import { pinTree, stopProc, treeCpuUs, type Proc } from '../lib/processes.ts';
 import { fmt, machine, median, problemsNote } from '../lib/report.ts';
 import {
   buildTollgate,
@@ -105,20 +107,6 @@ export async function tracing(): Promise<string> {
     await startCollector(COLLECTOR_PORT, false),
     await startCollector(HANGING_COLLECTOR_PORT, true),
   ];
-  const running = [];
-  for (const [i, state] of targets.entries()) {
-    const port = BASE_PORT + i;
-    const proc = await startTollgate({
-      name: `tracing-${state.id}`,
-      port,
-      mode: 'embedded',
-      extraEnv: state.env,
-      ...(state.main !== undefined && { main: state.main }),
-    });
-    if (PIN) pinTree(proc.child.pid, TARGET_CPUS);
-    await ensurePlan(port);
-    running.push({ state, port, proc, secret: await createKey(port, 'tracing-bench') });
-  }
   const load = (port: number, secret: string, seconds: number) =>
     wrk({
       url: `http://127.0.0.1:${port}${REQUEST_PATH}`,
@@ -126,24 +114,49 @@ export async function tracing(): Promise<string> {
       headers: { authorization: `Bearer ${secret}` },
       ...(PIN && { cpus: CLIENT_CPUS }),
     });
+  const started: Proc[] = [];
+  /** One visit: the state's Tollgate started, warmed, measured, its dropped spans read, stopped. */
+  const visit = async (state: State, port: number, round: number): Promise<Sample & { dropped: number }> => {
+    const proc = await startTollgate({
+      name: `tracing-${state.id}-${round}`,
+      port,
+      mode: 'embedded',
+      extraEnv: state.env,
+      ...(state.main !== undefined && { main: state.main }),
+    });
+    started.push(proc);
+    try {
+      if (PIN) pinTree(proc.child.pid as number, TARGET_CPUS);
+      await ensurePlan(port);
+      const secret = await createKey(port, 'tracing-bench');
+      await load(port, secret, WARMUP);
+      const pid = proc.child.pid as number;
+      const cpu0 = treeCpuUs(pid);
+      const r = await load(port, secret, DURATION);
+      if (r.non2xx > 0 || r.socketErrors > 0)
+        throw new Error(`${state.id}: ${r.non2xx} non-2xx answers, ${r.socketErrors} socket errors`);
+      const cpuUs = (treeCpuUs(pid) - cpu0) / r.requests;
+      const dropped = state.id === 'baseline' ? 0 : await droppedSpans(port + 100);
+      return { rps: r.rps, cpuUs, p99: r.p99, dropped };
+    } finally {
+      await stopProc(proc);
+    }
+  };
 
   const samples = new Map<string, Sample[]>(targets.map((s) => [s.id, []]));
+  const dropped = new Map<string, number>(targets.map((s) => [s.id, 0]));
   const rounds: Map<string, Sample>[] = [];
   try {
-    for (const t of running) await load(t.port, t.secret, WARMUP);
     for (let round = 0; round < ROUNDS; round++) {
       const byState = new Map<string, Sample>();
-      for (const t of round % 2 === 0 ? running : [...running].reverse()) {
-        const pid = t.proc.child.pid as number;
-        const cpu0 = treeCpuUs(pid);
-        const r = await load(t.port, t.secret, DURATION);
-        if (r.non2xx > 0 || r.socketErrors > 0)
-          throw new Error(`${t.state.id}: ${r.non2xx} non-2xx answers, ${r.socketErrors} socket errors`);
-        const sample = { rps: r.rps, cpuUs: (treeCpuUs(pid) - cpu0) / r.requests, p99: r.p99 };
-        samples.get(t.state.id)!.push(sample);
-        byState.set(t.state.id, sample);
+      const order = [...targets.entries()];
+      for (const [i, state] of round % 2 === 0 ? order : order.reverse()) {
+        const { dropped: lost, ...sample } = await visit(state, BASE_PORT + i, round);
+        samples.get(state.id)!.push(sample);
+        dropped.set(state.id, dropped.get(state.id)! + lost);
+        byState.set(state.id, sample);
         log(
-          `round ${round + 1}/${ROUNDS} ${t.state.id}: ${fmt(r.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs CPU per request`,
+          `round ${round + 1}/${ROUNDS} ${state.id}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs CPU per request`,
         );
       }
       rounds.push(byState);
@@ -151,9 +164,6 @@ export async function tracing(): Promise<string> {
   } finally {
     for (const c of collectors) c.server.close();
   }
-  const dropped = new Map<string, number>();
-  for (const t of running)
-    if (t.state.id !== 'baseline') dropped.set(t.state.id, await droppedSpans(t.port + 100));
 
   // Each round's ratio to off in the same round, then the median over the rounds.
   const ratio = (id: string, pick: (s: Sample) => number) =>
@@ -166,20 +176,20 @@ export async function tracing(): Promise<string> {
       )} | ${ratio(s.id, (x) => x.cpuUs).toFixed(3)} | ${fmt(
         median(samples.get(s.id)!.map((x) => x.p99)),
         2,
-      )} | ${dropped.has(s.id) ? fmt(dropped.get(s.id)!) : '–'} | ${samples
+      )} | ${s.id === 'baseline' ? '–' : fmt(dropped.get(s.id)!)} | ${samples
         .get(s.id)!
         .map((x) => fmt(x.rps))
         .join(', ')} |`,
   );
   return (
     [
-      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- tracing\`: one embedded Tollgate per state, \`GET ${REQUEST_PATH}\` with a key whose plan has an hourly limit (never reached) to the nginx backend; the collectors (OTLP/HTTP, http/protobuf) are in the bench's process, one answering 200 at once (it took ${fmt(collectors[0]!.exports())} exports), one never answering (${fmt(collectors[1]!.exports())} exports held). wrk -c${positive(env.BENCH_CONNECTIONS, 50)}; ${ROUNDS} rounds visiting every state in turn (reversed every other round), ${DURATION} s per visit${PIN ? `; the target on CPU ${TARGET_CPUS}, wrk, nginx and the collectors on CPU ${CLIENT_CPUS}` : ` (${CPU_COUNT} CPUs shared)`}. Values are medians of the visits; the ratios are medians over the rounds of each round's ratio to off. Spans dropped: \`tollgate_trace_spans_dropped_total\` at the end of the run.`,
+      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- tracing\`: one embedded Tollgate per state and round, started afresh for its visit and warmed ${WARMUP} s, \`GET ${REQUEST_PATH}\` with a key whose plan has an hourly limit (never reached) to the nginx backend; the collectors (OTLP/HTTP, http/protobuf) are in the bench's process, one answering 200 at once (it took ${fmt(collectors[0]!.exports())} exports), one never answering (${fmt(collectors[1]!.exports())} exports held). wrk -c${positive(env.BENCH_CONNECTIONS, 50)}; ${ROUNDS} rounds visiting every state in turn (reversed every other round), ${DURATION} s per visit${PIN ? `; the target on CPU ${TARGET_CPUS}, wrk, nginx and the collectors on CPU ${CLIENT_CPUS}` : ` (${CPU_COUNT} CPUs shared)`}. Values are medians of the visits; the ratios are medians over the rounds of each round's ratio to off. Spans dropped: \`tollgate_trace_spans_dropped_total\` at the end of each visit, summed.`,
       '',
       machine(),
       '',
       '| tracing | req/s | × off | CPU µs per request | × off | p99 ms | spans dropped | req/s per round |',
       '|---|--:|--:|--:|--:|--:|--:|---|',
       ...rows,
-    ].join('\n') + problemsNote(running.map((t) => t.proc))
+    ].join('\n') + problemsNote(started)
   );
 }
