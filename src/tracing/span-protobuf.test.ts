@@ -13,7 +13,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import fc from 'fast-check';
 import type protobuf from 'protobufjs';
-import { traceRequestType } from '../../tests/helpers/otlp-receiver.js';
+import { traceRequestType } from '../../scripts/lib/otlp-trace-export.mjs';
 import { RequestClock, RequestSpan } from './request-span.js';
 import { encodeSpans, spanSerializer } from './span-protobuf.js';
 
