@@ -11,6 +11,8 @@ createServer((req, res) => {
     url: req.url,
     apiKeyReceived: req.headers['x-api-key'] !== undefined,
     consumerApiKeyId: req.headers['x-consumer-api-key-id'],
+    // Tracing on (docs/guides/tracing.md): the span of Tollgate's call, under which a backend's own go.
+    traceparent: req.headers.traceparent,
   });
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end(body + '\n');

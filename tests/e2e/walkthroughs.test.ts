@@ -95,9 +95,15 @@ const ROOT_TOKEN = randomBytes(32).toString('hex');
 
 /**
  * Runs a block against `url`, whose clock is `clock` (the block's `date` reads it too); `settings`
- * replaces other `NAME=value` lines of the block (a free port).
+ * replaces other `NAME=value` lines of the block (a free port); `env` is the environment it runs in.
  */
-const run = (script: string, url: string, clock: TestClock, settings: Record<string, string> = {}) =>
+const run = (
+  script: string,
+  url: string,
+  clock: TestClock,
+  settings: Record<string, string> = {},
+  env: NodeJS.ProcessEnv = process.env,
+) =>
   promisify(execFile)(
     'bash',
     [
@@ -111,7 +117,7 @@ const run = (script: string, url: string, clock: TestClock, settings: Record<str
     ],
     {
       timeout: BLOCK_TIMEOUT_MS,
-      env: { ...process.env, ROOT_TOKEN, ...clock.env, PATH: `${TEST_CLOCK_DATE}:${process.env.PATH}` },
+      env: { ...env, ROOT_TOKEN, ...clock.env, PATH: `${TEST_CLOCK_DATE}:${process.env.PATH}` },
     },
   );
 
@@ -168,6 +174,7 @@ describe('the walk-throughs of the README and the guides', () => {
       verify: 'docs/guides/verify-and-client.md',
       portal: 'docs/guides/portal.md',
       browser: 'docs/guides/browser.md',
+      tracing: 'docs/guides/tracing.md',
     });
   });
 
@@ -582,5 +589,50 @@ describe('the walk-throughs of the README and the guides', () => {
     ]);
     expect(fleet.topKeys).toContainEqual(expect.objectContaining({ name: 'invoicing-demo', requests: 4 }));
     expect(Array.isArray(fleet.topConsumers)).toBe(true);
+  });
+
+  it("tracing.md: a Tollgate tracing to the demo receiver, a request's SERVER span under its caller's and its CLIENT span the backend was told of", async () => {
+    const tracedPort = await freePort();
+    // The block starts a Tollgate of its own, embedded as the reader's: not on the run's Redis and Postgres.
+    const { stdout } = await run(
+      walkthrough('tracing'),
+      tollgate.url,
+      clock,
+      {
+        BACKEND: backends.demo!.url,
+        COLLECTOR_PORT: String(await freePort()),
+        TRACED_PORT: String(tracedPort),
+        TRACED_OPS_PORT: String(await freePort()),
+      },
+      { ...process.env, DATABASE_URL: undefined, REDIS_URL: undefined },
+    );
+    expect(stdout).toMatch(/^demo trace receiver on http:\/\/127\.0\.0\.1:\d+\/v1\/traces$/m);
+    const answer = jsonLines(stdout).find((line) => line.backend === 'demo');
+    expect(answer).toMatchObject({ url: '/v1/orders/42?token=never-in-a-span' });
+    const sent = /^00-4bf92f3577b34da6a3ce929d0e0e4736-([0-9a-f]{16})-01$/.exec(String(answer!.traceparent));
+    expect(sent).not.toBeNull();
+    const spanLine = (kind: string) =>
+      new RegExp(
+        `^${kind} GET  trace=4bf92f3577b34da6a3ce929d0e0e4736 span=([0-9a-f]{16}) parent=([0-9a-f]{16})  .*$`,
+        'm',
+      ).exec(stdout);
+    const server = spanLine('SERVER');
+    const client = spanLine('CLIENT');
+    expect(server?.[2]).toBe('00f067aa0ba902b7');
+    expect(server?.[0]).toContain('  service.name=tollgate-eu  ');
+    expect(server?.[0]).toMatch(
+      / {2}url\.path=\/v1\/orders\/42 {2}.* {2}tollgate\.key\.id=key_\w+ {2}tollgate\.outcome=ok {2}/,
+    );
+    expect(server?.[0]).toMatch(/ {2}http\.response\.status_code=200$/);
+    expect(client?.[1]).toBe(sent![1]);
+    expect(client?.[2]).toBe(server?.[1]);
+    expect(client?.[0]).toContain(`  url.full=${backends.demo!.url}/v1/orders/42  `);
+    expect(stdout).toMatch(/^SERVER POST \/consumer-api-key\/create {2}/m);
+    // Neither the query nor a credential is in any span.
+    expect(
+      stdout.split('\n').filter((line) => /never-in-a-span|tg_/.test(line) && !line.startsWith('{')),
+    ).toEqual([]);
+    // The block's Tollgate ended with it.
+    await expect(fetch(`http://127.0.0.1:${tracedPort}/`)).rejects.toThrow();
   });
 });
