@@ -242,7 +242,36 @@ function tracedTollgate(env: Record<string, string>, answer: CollectorAnswer = 2
 }
 
 describe('a collector that hangs', () => {
-  const set = tracedTollgate({ OTEL_BSP_MAX_QUEUE_SIZE: '4', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2' }, 'hang');
+  const EXPORT_TIMEOUT_MS = 250;
+  const set = tracedTollgate(
+    {
+      OTEL_BSP_MAX_QUEUE_SIZE: '4',
+      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2',
+      OTEL_EXPORTER_OTLP_TIMEOUT: String(EXPORT_TIMEOUT_MS),
+    },
+    'hang',
+  );
+
+  it('is sent one export at a time, the next once the last timed out', async () => {
+    const { receiver, tollgate } = set;
+    const created = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'one at a time' });
+    const secret = (created.body as { secret: string }).secret;
+    const started = performance.now();
+    // A full batch waits at every request: exports are started as soon as one may be.
+    while (performance.now() - started < 8 * EXPORT_TIMEOUT_MS) {
+      const res = await fetch(`${tollgate.url}/v1/busy`, { headers: { authorization: `Bearer ${secret}` } });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    const elapsed = performance.now() - started;
+    // One export under way at a time: at most one more than the timeouts that fit. The SDK's processor
+    // alone doubled the exports under way at each timeout (1, 2, 4, ...).
+    expect(receiver.exports.length).toBeGreaterThanOrEqual(2);
+    expect(receiver.exports.length).toBeLessThanOrEqual(Math.floor(elapsed / EXPORT_TIMEOUT_MS) + 1);
+    const metrics = await (await fetch(`${tollgate.opsUrl}/metrics`)).text();
+    const failed = /^tollgate_trace_spans_dropped_total\{reason="export_failed"\} (\d+)$/m.exec(metrics);
+    expect(Number(failed?.[1])).toBeGreaterThan(0);
+  });
 
   it('answers every request, counts the spans it could not keep, and still stops on SIGTERM', async () => {
     const { receiver, tollgate } = set;
@@ -263,6 +292,56 @@ describe('a collector that hangs', () => {
     const stopping = performance.now();
     expect(await tollgate.stop()).toBe(0);
     expect(performance.now() - stopping).toBeLessThan(10_000 + 5_000);
+  });
+});
+
+/** `tollgate_trace_spans_dropped_total` by reason, 0 for a reason not yet counted. */
+async function droppedSpans(tollgate: Tollgate): Promise<Record<'queue_full' | 'export_failed', number>> {
+  const metrics = await (await fetch(`${tollgate.opsUrl}/metrics`)).text();
+  const count = (reason: string) =>
+    Number(
+      new RegExp(`^tollgate_trace_spans_dropped_total\\{reason="${reason}"\\} (\\d+)$`, 'm').exec(
+        metrics,
+      )?.[1] ?? 0,
+    );
+  return { queue_full: count('queue_full'), export_failed: count('export_failed') };
+}
+
+describe.each([
+  { collector: 'refuses (403)', answer: 403 },
+  { collector: 'answers 503, a status the exporter retries', answer: 503 },
+  { collector: 'is down', answer: 'down' },
+] as const)('a collector that $collector', ({ answer }) => {
+  const EXPORT_TIMEOUT_MS = 1_000;
+  const set = tracedTollgate(
+    { OTEL_EXPORTER_OTLP_TIMEOUT: String(EXPORT_TIMEOUT_MS) },
+    answer === 'down' ? 200 : answer,
+  );
+
+  it('answers every request and counts each span it could not deliver, once', async () => {
+    const { receiver, tollgate } = set;
+    if (answer === 'down') await receiver.close();
+    const created = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'undelivered' });
+    const secret = (created.body as { secret: string }).secret;
+    const REQUESTS = 40;
+    for (let i = 0; i < REQUESTS; i++) {
+      const res = await fetch(`${tollgate.url}/v1/n/${i}`, {
+        headers: { authorization: `Bearer ${secret}` },
+      });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    // The key's creation is a span, and each request two: its SERVER span and its backend call.
+    const spans = 1 + 2 * REQUESTS;
+    await waitFor(
+      () => droppedSpans(tollgate),
+      (dropped) => dropped.export_failed + dropped.queue_full >= spans,
+      { timeoutMs: 20_000 },
+    );
+    // Counted once: an export retried, or given up while under way, is not counted again later.
+    await new Promise((resolve) => setTimeout(resolve, EXPORT_TIMEOUT_MS + 500));
+    expect(await droppedSpans(tollgate)).toEqual({ queue_full: 0, export_failed: spans });
+    if (answer !== 'down') expect(receiver.exports.length).toBeGreaterThan(0);
   });
 });
 
