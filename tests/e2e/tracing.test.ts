@@ -241,6 +241,18 @@ function tracedTollgate(env: Record<string, string>, answer: CollectorAnswer = 2
   return set;
 }
 
+/** `tollgate_trace_spans_dropped_total` by reason, 0 for a reason not yet counted. */
+async function droppedSpans(tollgate: Tollgate): Promise<Record<'queue_full' | 'export_failed', number>> {
+  const metrics = await (await fetch(`${tollgate.opsUrl}/metrics`)).text();
+  const count = (reason: string) =>
+    Number(
+      new RegExp(`^tollgate_trace_spans_dropped_total\\{reason="${reason}"\\} (\\d+)$`, 'm').exec(
+        metrics,
+      )?.[1] ?? 0,
+    );
+  return { queue_full: count('queue_full'), export_failed: count('export_failed') };
+}
+
 describe('a collector that hangs', () => {
   const EXPORT_TIMEOUT_MS = 250;
   const set = tracedTollgate(
@@ -268,9 +280,7 @@ describe('a collector that hangs', () => {
     // alone doubled the exports under way at each timeout (1, 2, 4, ...).
     expect(receiver.exports.length).toBeGreaterThanOrEqual(2);
     expect(receiver.exports.length).toBeLessThanOrEqual(Math.floor(elapsed / EXPORT_TIMEOUT_MS) + 1);
-    const metrics = await (await fetch(`${tollgate.opsUrl}/metrics`)).text();
-    const failed = /^tollgate_trace_spans_dropped_total\{reason="export_failed"\} (\d+)$/m.exec(metrics);
-    expect(Number(failed?.[1])).toBeGreaterThan(0);
+    expect((await droppedSpans(tollgate)).export_failed).toBeGreaterThan(0);
   });
 
   it('answers every request, counts the spans it could not keep, and still stops on SIGTERM', async () => {
@@ -285,27 +295,13 @@ describe('a collector that hangs', () => {
       await res.arrayBuffer();
     }
     expect(receiver.exports.length).toBeGreaterThan(0);
-    const metrics = await (await fetch(`${tollgate.opsUrl}/metrics`)).text();
-    const dropped = /^tollgate_trace_spans_dropped_total\{reason="queue_full"\} (\d+)$/m.exec(metrics);
-    expect(Number(dropped?.[1])).toBeGreaterThan(0);
+    expect((await droppedSpans(tollgate)).queue_full).toBeGreaterThan(0);
 
     const stopping = performance.now();
     expect(await tollgate.stop()).toBe(0);
     expect(performance.now() - stopping).toBeLessThan(10_000 + 5_000);
   });
 });
-
-/** `tollgate_trace_spans_dropped_total` by reason, 0 for a reason not yet counted. */
-async function droppedSpans(tollgate: Tollgate): Promise<Record<'queue_full' | 'export_failed', number>> {
-  const metrics = await (await fetch(`${tollgate.opsUrl}/metrics`)).text();
-  const count = (reason: string) =>
-    Number(
-      new RegExp(`^tollgate_trace_spans_dropped_total\\{reason="${reason}"\\} (\\d+)$`, 'm').exec(
-        metrics,
-      )?.[1] ?? 0,
-    );
-  return { queue_full: count('queue_full'), export_failed: count('export_failed') };
-}
 
 describe.each([
   { collector: 'refuses (403)', answer: 403 },

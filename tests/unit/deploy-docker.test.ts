@@ -104,7 +104,9 @@ describe('Dockerfile', () => {
   test('CMD is the exec form of `npm start`’s command (node, its flags, package.json main), so SIGTERM reaches the server', () => {
     const cmds = of(runtime, 'CMD');
     expect(cmds).toHaveLength(1);
-    const start = pkg.scripts.start.split(/\s+/);
+    // `npm start` execs node too, so a signal sent to npm reaches the server.
+    const [exec, ...start] = pkg.scripts.start.split(/\s+/);
+    expect(exec).toBe('exec');
     expect(start.at(-1)).toBe(pkg.main);
     expect(execForm(content(cmds[0]!))).toEqual(start);
     expect(of(runtime, 'ENTRYPOINT')).toEqual([]);
