@@ -61,7 +61,10 @@ describe.each(MODES)('%s', (mode) => {
       // The link signed in and left the address bar: the portal's own page, branded.
       await page.getByRole('heading', { level: 1, name: 'Your keys' }).waitFor();
       expect(page.url()).toBe(`${tollgate.url}${PORTAL}/`);
-      expect(await page.title()).toBe(`Your keys · ${BRAND.title}`);
+      // The tab's title follows the heading within a render (PageTitle sets it in an effect).
+      const title = `Your keys · ${BRAND.title}`;
+      await page.waitForFunction((expected) => document.title === expected, title);
+      expect(await page.title()).toBe(title);
       expect(await page.getByRole('banner').textContent()).toContain(BRAND.title);
       expect(
         await page.evaluate(() =>
