@@ -195,6 +195,31 @@ it('finds a key by a pasted secret sent in a body, never in an address, current 
   );
 });
 
+it('keeps what is typed into the search field before the page first paints', async () => {
+  const { page } = tab.session;
+  await visit(tab.session, `keys/${keys.beta!.id}`, 'beta');
+  // Types into the field the moment it is in the page, before the browser has painted it once.
+  const typedEarly = page.evaluate(
+    () =>
+      new Promise<void>((resolve) => {
+        const observer = new MutationObserver(() => {
+          const field = document.getElementById('f-search') as HTMLInputElement | null;
+          if (field === null) return;
+          observer.disconnect();
+          field.value = 'alpha';
+          field.dispatchEvent(new Event('input', { bubbles: true }));
+          resolve();
+        });
+        observer.observe(document.body, { childList: true, subtree: true });
+        location.hash = '#/keys';
+      }),
+  );
+  await typedEarly;
+  // Two frames on, whatever the first render left to do after painting has run.
+  await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+  expect(await page.getByLabel('Name, key id or secret').inputValue()).toBe('alpha');
+});
+
 it('finds a key by a secret pasted with what surrounded it, and keeps part of a secret out of every address', async () => {
   const { page } = tab.session;
   const lookups: string[] = [];

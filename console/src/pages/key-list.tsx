@@ -123,8 +123,12 @@ function foundBy(found: KeyLookup): string {
 
 function FilterForm({ filters, plans }: { filters: Filters; plans: readonly string[] }) {
   const { draft, field } = useDraft(filters);
-  const [search, setSearch] = useState(filters.name);
-  useEffect(() => setSearch(filters.name), [filters.name]);
+  // What was typed, for the name the address holds: a new name there (a search applied, back or
+  // forward) shows in the field. Derived, not set by an effect, which would run after the first paint
+  // and empty what was typed before it.
+  const [typed, setTyped] = useState({ name: filters.name, text: filters.name });
+  const search = typed.name === filters.name ? typed.text : filters.name;
+  const setSearch = (text: string) => setTyped({ name: filters.name, text });
   const finding = useAction();
   const apply = (next: Filters) =>
     navigate(
