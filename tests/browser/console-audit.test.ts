@@ -64,15 +64,22 @@ const shownIds = (s: ConsoleSession) =>
     .locator('tbody tr[data-audit-id]')
     .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-audit-id')));
 
-/** Waits until the table lists exactly `ids`, in order. */
+/** Waits until the table lists exactly `ids`, in order; if it never does, says what it listed instead. */
 const listing = (s: ConsoleSession, ids: string[]) =>
-  s.page.waitForFunction(
-    (want) =>
-      [...document.querySelectorAll('tbody tr[data-audit-id]')]
-        .map((r) => r.getAttribute('data-audit-id'))
-        .join() === want.join(),
-    ids,
-  );
+  s.page
+    .waitForFunction(
+      (want) =>
+        [...document.querySelectorAll('tbody tr[data-audit-id]')]
+          .map((r) => r.getAttribute('data-audit-id'))
+          .join() === want.join(),
+      ids,
+    )
+    .catch(async (err: unknown) => {
+      const shown = await shownIds(s);
+      throw new Error(
+        `the table at ${s.page.url()} lists ${JSON.stringify(shown)}, not ${JSON.stringify(ids)}: ${String(err)}`,
+      );
+    });
 
 describe('signed in with the root token', () => {
   const tab = signedInTab(suite, () => tollgate.rootToken);
