@@ -16,6 +16,7 @@ import {
   CPU_COUNT,
   DURATION,
   PIN,
+  PORT,
   ROUNDS,
   TARGET_CPUS,
   WARMUP,
@@ -126,17 +127,17 @@ export async function tracing(): Promise<string> {
     });
     started.push(proc);
     try {
-      if (PIN) pinTree(proc.child.pid as number, TARGET_CPUS);
+      const pid = proc.child.pid as number;
+      if (PIN) pinTree(pid, TARGET_CPUS);
       await ensurePlan(port);
       const secret = await createKey(port, 'tracing-bench');
       await load(port, secret, WARMUP);
-      const pid = proc.child.pid as number;
       const cpu0 = treeCpuUs(pid);
       const r = await load(port, secret, DURATION);
       if (r.non2xx > 0 || r.socketErrors > 0)
         throw new Error(`${state.id}: ${r.non2xx} non-2xx answers, ${r.socketErrors} socket errors`);
       const cpuUs = (treeCpuUs(pid) - cpu0) / r.requests;
-      const dropped = state.id === 'baseline' ? 0 : await droppedSpans(port + 100);
+      const dropped = state.id === 'baseline' ? 0 : await droppedSpans(port + PORT.opsOffset);
       return { rps: r.rps, cpuUs, p99: r.p99, dropped };
     } finally {
       await stopProc(proc);
