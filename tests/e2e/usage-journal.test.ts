@@ -12,7 +12,7 @@ import { startBackend, type Backend } from './helpers/backend.js';
 import { PostgresServer } from './helpers/postgres-server.js';
 import { load, sleep, totalOn, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
-import { UsageJournal } from '../../src/usage/journal.js';
+import { heldInJournal, journalEmptied } from './helpers/usage-journal.js';
 
 let backend: Backend;
 let postgres: PostgresServer;
@@ -98,16 +98,11 @@ it('keeps the usage of a database stopped under load across SIGTERM and applies 
     ]),
   ).toEqual([['loaded', answered]]);
 
-  // Applied once: the journal is emptied once what it held is applied, and another restart finds
-  // nothing left in it to apply (a start counts what it holds at once, applied or not yet).
-  const journal = new UsageJournal(join(env.DATA_DIR!, 'usage-journal'));
-  await waitFor(
-    () => Promise.resolve(journal.take()),
-    (held) => held.length === 0,
-    { what: 'the journal emptied by its first write' },
-  );
+  // Applied once: another restart finds nothing left in the journal to apply (a start shows what it
+  // holds at once, applied or not yet).
+  await journalEmptied(env.DATA_DIR!);
   expect(await tollgate.stop()).toBe(0);
-  expect(journal.take()).toEqual([]);
+  expect(heldInJournal(env.DATA_DIR!)).toEqual([]);
   tollgate = await start();
   expect(await totalOn(tollgate, key.id)).toBe(answered);
 }, 120_000);
