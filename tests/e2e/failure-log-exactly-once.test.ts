@@ -6,21 +6,29 @@
  * status, and each key's listed entries plus `leftOut` equal its failed requests as usage counts
  * them, and the failures the clients got but for what the killed replica answered in its last second.
  */
+import { Redis } from 'ioredis';
 import { RedisServer } from '../helpers/redis-server.js';
+import { testKeyPrefix } from '../helpers/services.js';
 import { fetchWithin, keyWithPlan, sleep, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
 import type { Tollgate } from './helpers/tollgate.js';
+import { flushedEverywhere, usageDrained } from './helpers/usage-flushed.js';
 
 let redis: RedisServer;
 let fleet: Fleet;
+/** Reads whether Redis still holds usage for Postgres. */
+let drained: Redis;
+const prefix = testKeyPrefix();
 
 beforeAll(async () => {
   // A redis-server of its own, which the test pauses.
   redis = await RedisServer.start();
-  fleet = await startFleet(3, { REDIS_URL: redis.url });
+  drained = new Redis(redis.url);
+  fleet = await startFleet(3, { REDIS_URL: redis.url, REDIS_KEY_PREFIX: prefix });
 }, 60_000);
 
 afterAll(async () => {
   redis?.resume();
+  drained?.disconnect();
   await fleet?.stop();
   await redis?.destroy();
 }, 60_000);
@@ -98,7 +106,13 @@ it('lists each failure once, or counts it in leftOut once, through a Redis hang 
     return true;
   };
   await waitFor(agree, (yes) => yes, { timeoutMs: 30_000, everyMs: 1_000 });
-  await sleep(2_500);
+  // Stays so: once the survivors have handed over all they held and Redis has moved it to Postgres.
+  await flushedEverywhere([a, b], b);
+  await waitFor(
+    () => usageDrained(drained, prefix),
+    (d) => d,
+    { timeoutMs: 30_000, everyMs: 250, what: 'the usage in Redis all moved to Postgres' },
+  );
 
   // What the killed replica answered in its last second may be lost, give or take its flush timer.
   const TIMER_LATENESS_MS = 100;

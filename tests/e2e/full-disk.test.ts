@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { hit, load, sleep, totalOn, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
+import { heldInJournal, journalEmptied } from './helpers/usage-journal.js';
 
 const mountPoint = mkdtempSync(join(tmpdir(), 'tollgate-full-'));
 const filler = join(mountPoint, 'filler');
@@ -148,9 +149,11 @@ it('keeps usage it cannot write at SIGTERM on a full disk, and counts it once at
       )
     ).value,
   ).toBe(answered);
-  // Applied once: another restart finds nothing more to add.
+  // Applied once: another restart finds nothing left in the journal to add (a start shows what it
+  // holds at once, applied or not yet).
+  await journalEmptied(dataDir);
   await tollgate.stop();
+  expect(heldInJournal(dataDir)).toEqual([]);
   tollgate = await startTollgate({ DATA_DIR: dataDir, UPSTREAM_URL: backend.url });
-  await sleep(2_000);
   expect(await totalOn(tollgate, key.id)).toBe(answered);
 }, 180_000);

@@ -9,7 +9,7 @@ import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers
 import { RedisServer } from '../helpers/redis-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { startBackend, type Backend } from './helpers/backend.js';
-import { hit, Replicas, sleep, waitFor } from './helpers/replicas.js';
+import { hit, Replicas, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
 import { DAY_MS, MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 
@@ -55,18 +55,21 @@ afterAll(async () => {
   expectNoSecretsLogged();
 }, 60_000);
 
-/** A consumer bound to a plan of LIMIT a day, and three keys of it. */
-async function busyConsumer(name: string): Promise<{ id: string; secrets: string[] }> {
+/** A consumer bound to a plan of `limit` a day, and `keys` keys of it. */
+async function busyConsumer(
+  name: string,
+  limit = LIMIT,
+  keys = 3,
+): Promise<{ id: string; secrets: string[] }> {
   const admin = fleet[0]!;
   const planId = `${name}-daily`;
   expect(
-    (await admin.admin('POST', '/rate-limit/create', { rateLimitId: planId, limit: LIMIT, period: 'day' }))
-      .status,
+    (await admin.admin('POST', '/rate-limit/create', { rateLimitId: planId, limit, period: 'day' })).status,
   ).toBe(201);
   const consumer = await admin.admin('POST', '/tollgate/consumers', { name, rateLimitId: planId });
   expect(consumer.status).toBe(201);
   const secrets: string[] = [];
-  for (let k = 0; k < 3; k++) {
+  for (let k = 0; k < keys; k++) {
     const key = await admin.admin('POST', '/consumer-api-key/create', {
       name: `${name}-${k}`,
       consumerId: consumer.body.consumerId,
@@ -108,6 +111,22 @@ const told = (consumerId: string) =>
     .map((e) => `${(e.data.window as { start: string }).start} ${String(e.data.threshold)}`)
     .sort();
 
+/**
+ * Resolves once every replica has written to the outbox what it noticed until now, and the receiver
+ * has what that outbox sent: a consumer of its own (5 a day) crosses both thresholds through that
+ * replica alone, and both are told (a replica writes all it noticed at once, the outbox sends in order).
+ */
+async function noticesWrittenEverywhere(name: string): Promise<void> {
+  const markers = await Promise.all(fleet.map((_, i) => busyConsumer(`${name}-marker-${i}`, 5, 1)));
+  for (const [i, t] of fleet.entries())
+    for (let n = 0; n < 5; n++) expect(await hit(t, markers[i]!.secrets[0]!, '/v1/marker')).toBe(200);
+  await waitFor(
+    async () => markers.map((m) => told(m.id).length),
+    (counts) => counts.every((n) => n === 2),
+    { timeoutMs: 15_000, everyMs: 200, what: "both thresholds of each replica's marker told" },
+  );
+}
+
 const today = () => new Date(Math.floor(clock.now() / DAY_MS) * DAY_MS).toISOString().slice(0, 19) + 'Z';
 
 it('tells 80 % and 100 % once each while clients on three replicas fill a consumer’s limit', async () => {
@@ -119,9 +138,10 @@ it('tells 80 % and 100 % once each while clients on three replicas fill a consum
     (n) => n === 2,
     { timeoutMs: 15_000, everyMs: 200 },
   );
-  await sleep(3_000); // what other replicas noticed has reached the outbox by now: nothing more goes out
+  // Nothing more goes out once what every replica noticed has reached the outbox and been sent.
+  await noticesWrittenEverywhere('hammered');
   expect(told(consumer.id)).toEqual([`${today()} 100`, `${today()} 80`]);
-  const [event] = receiver.ofType('quota.threshold');
+  const event = receiver.ofType('quota.threshold').find((e) => e.data.consumerId === consumer.id);
   expect(event!.data).toMatchObject({
     scope: 'consumer',
     limit: { name: 'day', period: 'day', limit: LIMIT, algorithm: 'fixed' },
@@ -148,7 +168,7 @@ it('tells each once when Redis restarts empty between the two thresholds', async
     (n) => n === 2,
     { timeoutMs: 15_000, everyMs: 200 },
   );
-  await sleep(3_000);
+  await noticesWrittenEverywhere('restarted');
   expect(told(consumer.id)).toEqual([`${today()} 100`, `${today()} 80`]);
   // Beyond LIMIT: what each replica admitted alone while Redis was away (REDIS_FAILURE_MODE=open).
   console.log(

@@ -9,6 +9,7 @@ import { windowAt } from '../../src/plans/window.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { startBackend, type Backend } from './helpers/backend.js';
+import { usageDrained } from './helpers/usage-flushed.js';
 import {
   burst,
   failoversSince,
@@ -74,13 +75,7 @@ async function postgresTotals(keyIds: readonly string[]): Promise<Record<string,
 }
 
 /** True once Redis holds no usage on its way to Postgres (no live hash, no sealed batch). */
-async function redisDrained(): Promise<boolean> {
-  const [dirty, batches] = await Promise.all([
-    redisClient.scard(prefix + '{usage}:dirty'),
-    redisClient.scard(prefix + '{usage}:batches'),
-  ]);
-  return dirty === 0 && batches === 0;
-}
+const redisDrained = () => usageDrained(redisClient, prefix);
 
 /** Replaces killed replicas so the next test starts from three again. */
 async function topUp(): Promise<void> {

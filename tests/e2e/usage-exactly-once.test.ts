@@ -8,24 +8,30 @@
  * status class, why requests failed (one in five asks the backend for a 503), and the route each
  * request took (route `billed`, or the catch-all for one in five).
  */
+import { Redis } from 'ioredis';
 import { RedisServer } from '../helpers/redis-server.js';
 import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { consumerWithKeys, hitFull, Replicas, sleep, usageOn, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, type Tollgate } from './helpers/tollgate.js';
+import { usageDrained } from './helpers/usage-flushed.js';
 
 let backend: Backend;
 let redis: RedisServer;
 let database: TestDatabase;
 let deployment: Replicas;
 let replicas: Tollgate[];
+/** Reads whether Redis still holds usage for Postgres. */
+let drained: Redis;
+const prefix = testKeyPrefix();
 
 beforeAll(async () => {
   [backend, redis, database] = await Promise.all([startBackend(), RedisServer.start(), createTestDatabase()]);
+  drained = new Redis(redis.url);
   deployment = new Replicas({
     DATABASE_URL: database.url,
     REDIS_URL: redis.url,
-    REDIS_KEY_PREFIX: testKeyPrefix(),
+    REDIS_KEY_PREFIX: prefix,
     UPSTREAM_URL: backend.url,
   });
   replicas = await deployment.start(2);
@@ -37,6 +43,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   redis?.resume();
+  drained?.disconnect();
   await deployment?.stopAll();
   await Promise.all([backend?.close(), redis?.destroy(), database?.drop()]);
   if (replicas) expectNoSecretsLogged();
@@ -164,7 +171,11 @@ it.each([3, 8, 20, 60])(
     );
     expect(shown.map((s) => s.value)).toEqual(views.flatMap(({ seen }) => replicas.map(() => totals(seen))));
     // And still exact once everything reached Postgres.
-    await sleep(2_500);
+    await waitFor(
+      () => usageDrained(drained, prefix),
+      (d) => d,
+      { timeoutMs: 20_000, everyMs: 250, what: 'the usage in Redis all moved to Postgres' },
+    );
     for (const { path, seen } of views) expect(await usageOn(replicas[1]!, path)).toEqual(totals(seen));
 
     // Usage over time counted the same requests once, the consumer's as each key's: every fact once

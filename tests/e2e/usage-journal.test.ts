@@ -12,6 +12,7 @@ import { startBackend, type Backend } from './helpers/backend.js';
 import { PostgresServer } from './helpers/postgres-server.js';
 import { load, sleep, totalOn, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
+import { heldInJournal, journalEmptied } from './helpers/usage-journal.js';
 
 let backend: Backend;
 let postgres: PostgresServer;
@@ -75,19 +76,16 @@ it('keeps the usage of a database stopped under load across SIGTERM and applies 
   await postgres.restart();
   tollgate = await start();
   // Every answered request counted, none twice. A failure shows what each process logged last.
-  const counted = await waitFor(
-    () => totalOn(tollgate, key.id),
-    (n) => n === answered,
-    { timeoutMs: 10_000 },
-  );
-  expect({
-    counted: counted.value,
-    ...(counted.value !== answered && {
+  await waitFor(
+    async () => ({
+      counted: await totalOn(tollgate, key.id),
       kept: kept.requests,
       stoppedLog: stopped.output.slice(-10),
       startedLog: tollgate.output.slice(-10),
     }),
-  }).toEqual({ counted: answered });
+    ({ counted }) => counted === answered,
+    { timeoutMs: 10_000, what: `the ${answered} answered requests counted` },
+  );
   const from = new Date(Date.now() - 3_600_000).toISOString().slice(0, 19) + 'Z';
   const byRoute = await tollgate.admin(
     'GET',
@@ -100,9 +98,11 @@ it('keeps the usage of a database stopped under load across SIGTERM and applies 
     ]),
   ).toEqual([['loaded', answered]]);
 
-  // Applied once: another restart finds nothing left to apply.
+  // Applied once: another restart finds nothing left in the journal to apply (a start shows what it
+  // holds at once, applied or not yet).
+  await journalEmptied(env.DATA_DIR!);
   expect(await tollgate.stop()).toBe(0);
+  expect(heldInJournal(env.DATA_DIR!)).toEqual([]);
   tollgate = await start();
-  await sleep(1_500);
   expect(await totalOn(tollgate, key.id)).toBe(answered);
 }, 120_000);

@@ -1,18 +1,27 @@
 /** Waiting in tests: a pause, and polling until a condition holds. */
+import { inspect } from 'node:util';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Polls `probe` every `everyMs` until `done(value)`; resolves the last value and the time it took. */
+/**
+ * Polls `probe` every `everyMs` until `done(value)`; resolves the value that satisfied it and the time
+ * it took. Fails the test after `timeoutMs`, naming what it waited for (`what`, else `done`'s source)
+ * and the last value seen: a caller that moves on after a timeout proves nothing.
+ */
 export async function waitFor<T>(
   probe: () => Promise<T>,
   done: (value: T) => boolean,
-  { timeoutMs = 10_000, everyMs = 50 } = {},
+  { timeoutMs = 10_000, everyMs = 50, what = done.toString() } = {},
 ): Promise<{ value: T; ms: number }> {
   const started = performance.now();
   for (;;) {
     const value = await probe();
     const ms = performance.now() - started;
-    if (done(value) || ms > timeoutMs) return { value, ms };
+    if (done(value)) return { value, ms };
+    if (ms > timeoutMs)
+      throw new Error(
+        `waited ${Math.round(ms)} ms for ${what}; last value seen: ${inspect(value, { depth: 4, breakLength: Infinity })}`,
+      );
     await sleep(everyMs);
   }
 }

@@ -34,6 +34,8 @@ import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { PlanRepository } from '../../src/store/plan-repository.js';
+import { waitFor } from './poll.js';
+import { storedMinuteRequestsIn } from './stored-usage.js';
 
 export interface Received {
   readonly method: string;
@@ -386,6 +388,21 @@ export class ProxyHarness {
       ),
       routes: (byRoute.series ?? []).map((s) => [s.routeId!, s.buckets[0]?.requests ?? 0]),
     };
+  }
+
+  /**
+   * Resolves once everything the app recorded before the call is stored: a request of a key of its
+   * own, sent now, has reached the usage buckets, and a flush writes what was recorded in order. What
+   * a flush would change about earlier usage shows by then: read after this instead of sleeping.
+   */
+  async flushed(): Promise<void> {
+    const marker = await this.createKey();
+    await fetch(`${this.base}/flush-marker`, { headers: { authorization: `Bearer ${marker.secret}` } });
+    await waitFor(
+      () => storedMinuteRequestsIn(this.db.db, [marker.id]),
+      (n) => n === 1,
+      { what: 'a marker request stored' },
+    );
   }
 
   async metric(name: string): Promise<string> {

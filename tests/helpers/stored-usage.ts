@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { sql } from 'kysely';
 import pg from 'pg';
-import { EMBEDDED_FILE } from '../../src/store/db.js';
+import { EMBEDDED_FILE, type Db } from '../../src/store/db.js';
 
 /** Where a Tollgate under test stores usage: a Postgres database, or an embedded DATA_DIR (SQLite). */
 export type UsageStore = { readonly databaseUrl: string } | { readonly dataDir: string };
@@ -32,4 +33,12 @@ export async function storedMinuteRequests(store: UsageStore, keyIds: readonly s
   } finally {
     await db.end();
   }
+}
+
+/** The same, read through Tollgate's own database handle (a harness's, either dialect). */
+export async function storedMinuteRequestsIn(db: Db, keyIds: readonly string[]): Promise<number> {
+  const { rows } = await sql<{ n: number | string | null }>`${sql.raw(SUM)} in (${sql.join(keyIds)})`.execute(
+    db,
+  );
+  return Number(rows[0]?.n ?? 0);
 }

@@ -47,8 +47,11 @@ describe('RedisKeyEvents', () => {
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(b.heard).toEqual([change]);
     expect(c.heard).toEqual([change]);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(a.heard).toEqual([change]);
+    // A change b publishes after reaches a behind the echo of a's own, had a taken it.
+    const later: KeyChange = { kind: 'key', keyId: 'key_later' };
+    await b.events.publish(later);
+    await until(() => a.heard.length > 1);
+    expect(a.heard).toEqual([change, later]);
   });
 
   it('carries plan changes', async () => {
@@ -59,10 +62,14 @@ describe('RedisKeyEvents', () => {
   });
 
   it('does not hear deployments under another prefix', async () => {
-    const [a, other] = [await replica(), await replica(testKeyPrefix())];
+    const otherPrefix = testKeyPrefix();
+    const [a, other, beside] = [await replica(), await replica(otherPrefix), await replica(otherPrefix)];
     await a.events.publish({ kind: 'key', keyId: 'key_x' });
-    await new Promise((r) => setTimeout(r, 200));
-    expect(other.heard).toEqual([]);
+    // A change of its own deployment, published after, reaches it behind a's, had it taken a's.
+    const own: KeyChange = { kind: 'key', keyId: 'key_own' };
+    await beside.events.publish(own);
+    await until(() => other.heard.length > 0);
+    expect(other.heard).toEqual([own]);
   });
 
   it('stops delivering after close', async () => {
