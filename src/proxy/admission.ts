@@ -1,5 +1,4 @@
-import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import { ERRORS, errorBody, type ErrorCode } from '../errors.js';
+import type { IncomingMessage } from 'node:http';
 import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
 import { restrictionRefusal } from '../keys/restrictions.js';
 import {
@@ -11,9 +10,8 @@ import {
   type TokenClaims,
 } from '../keys/token.js';
 import { refererOrigin } from '../plans/origins.js';
+import type { Logger } from '../ops/logger.js';
 import {
-  limitName,
-  PLACE_RETRY_MS,
   refusedForCredits,
   refusedForPlaces,
   type BalanceState,
@@ -22,13 +20,11 @@ import {
   type RateLimiter,
 } from '../limits/rate-limiter.js';
 import { countsVisitors, visitorOf } from '../limits/visitor.js';
-import { perOf } from '../plans/plan.js';
 import type { RequestFacts } from '../plans/request-match.js';
 import type { Subject } from '../plans/subject.js';
-import { secondsUntil } from '../plans/window.js';
 import { tracer } from '../tracing/tracer.js';
 import type { AllowedAttempt, Attempt, FailureThrottle, RefusedAttempt } from './auth-throttle.js';
-import { isoSeconds, rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
+import type { RefusalCode } from '../refusals.js';
 
 /** The limit a decision reports (Decision.limit), and the subjects whose limits it covered. */
 export interface Limited {
@@ -55,7 +51,7 @@ export interface Admitted {
 /** A request answered by Tollgate itself; `key` is set when it carried a valid key (usage counts it). */
 export interface Refused {
   readonly admitted: false;
-  readonly code: ErrorCode;
+  readonly code: RefusalCode;
   readonly key: ResolvedKey | undefined;
   readonly limit: Limited | undefined;
   /** `credits_exhausted`: the balance that does not hold the cost, and the cost. */
@@ -105,9 +101,11 @@ export interface AdmissionDeps {
   readonly clock: () => number;
   /** Failed authentications per client address; absent: not throttled. */
   readonly authThrottle?: FailureThrottle;
+  /** Where a failure of the limiter or the key store is told, before it is answered 503. */
+  readonly logger: Logger;
 }
 
-function refused(code: ErrorCode, key?: ResolvedKey, limit?: Refused['limit']): Refused {
+function refused(code: RefusalCode, key?: ResolvedKey, limit?: Refused['limit']): Refused {
   return { admitted: false, code, key, limit };
 }
 
@@ -194,7 +192,9 @@ async function admitKey(
     if (decided instanceof Promise)
       decision = await (tracer === undefined ? decided : tracer.limiterWait(decided, request.incoming));
     else decision = decided;
-  } catch {
+  } catch (err) {
+    // Redis down or a bug alike: the client gets 503, the operator the cause.
+    deps.logger.error({ err, keyId: key.id }, 'rate limit decision failed');
     return refused('limit_unavailable', key);
   }
   const limit = decision.limit && { subjects, decision: decision.limit };
@@ -226,9 +226,9 @@ async function lookUp(
   try {
     const found = deps.keyCache.resolve(secret);
     key = found instanceof Promise ? await found : found;
-  } catch {
+  } catch (err) {
     attempt?.settle(false);
-    return refused('auth_unavailable');
+    return keyStoreFailed(deps, err);
   }
   attempt?.settle(key === undefined);
   return key ?? refused('invalid_api_key');
@@ -273,9 +273,9 @@ async function tokenKey(
   try {
     const found = deps.keyCache.resolveToken(claims.kid);
     key = found instanceof Promise ? await found : found;
-  } catch {
+  } catch (err) {
     attempt?.settle(false);
-    return refused('auth_unavailable');
+    return keyStoreFailed(deps, err);
   }
   const now = deps.clock();
   const signedBy = key?.signing?.keys.find(
@@ -308,84 +308,13 @@ async function askThrottle(
   return asked instanceof Promise ? await asked : asked;
 }
 
+/** A key look-up that failed (the database down, or a bug): logged with its cause, answered 503. */
+function keyStoreFailed(deps: AdmissionDeps, err: unknown): Refused {
+  deps.logger.error({ err }, 'key look-up failed');
+  return refused('auth_unavailable');
+}
+
 const throttled = (attempt: RefusedAttempt): Refused => ({
   ...refused('too_many_failed_attempts'),
   retryAtMs: attempt.retryAtMs,
 });
-
-/** `RateLimit-Policy` and `RateLimit` for a response to a limited key. */
-export function limitHeaders(limit: Limited, nowMs: number, into: OutgoingHttpHeaders): void {
-  into['ratelimit-policy'] = rateLimitPolicyHeader(limit.subjects, nowMs);
-  into['ratelimit'] = rateLimitHeader(limit.decision, nowMs);
-}
-
-export interface RefusalResponse {
-  readonly status: number;
-  readonly headers: OutgoingHttpHeaders;
-  readonly body: string;
-}
-
-/**
- * The answer to a refused request. The 429 body of a limit is the documented `{error, limit, period,
- * remaining: 0, resetTime}` plus the refusing limit's `name`, its `scope` and the `code`; that of a
- * balance `{error, code, remaining, cost, scope, resetTime}` (docs/guides/credits.md); every other refusal is the
- * JSON error envelope.
- */
-export function refusalResponse(refusal: Refused, requestId: string, nowMs: number): RefusalResponse {
-  const headers: OutgoingHttpHeaders = { 'x-request-id': requestId };
-  let body: string;
-  if (refusal.code === 'rate_limit_exceeded' && refusal.limit !== undefined) {
-    const { scope, rule, resetMs } = refusal.limit.decision;
-    headers['retry-after'] = String(secondsUntil(resetMs, nowMs));
-    limitHeaders(refusal.limit, nowMs, headers);
-    body = JSON.stringify({
-      error: ERRORS.rate_limit_exceeded.message,
-      code: refusal.code,
-      limit: rule.limit,
-      period: rule.period,
-      remaining: 0,
-      resetTime: isoSeconds(resetMs),
-      name: limitName(scope, rule),
-      scope,
-      per: perOf(rule),
-    });
-  } else if (refusal.code === 'concurrency_limit_exceeded' && refusal.limit !== undefined) {
-    const { scope, rule } = refusal.limit.decision;
-    headers['retry-after'] = String(PLACE_RETRY_MS / 1000);
-    limitHeaders(refusal.limit, nowMs, headers);
-    body = JSON.stringify({
-      error: ERRORS.concurrency_limit_exceeded.message,
-      code: refusal.code,
-      limit: rule.limit,
-      name: limitName(scope, rule),
-      scope,
-      per: perOf(rule),
-    });
-  } else if (refusal.short !== undefined) {
-    const { balance, cost } = refusal.short;
-    if (balance.refillMs !== null) headers['retry-after'] = String(secondsUntil(balance.refillMs, nowMs));
-    body = JSON.stringify({
-      error: ERRORS.credits_exhausted.message,
-      code: refusal.code,
-      remaining: balance.remaining,
-      cost,
-      scope: balance.scope,
-      resetTime: balance.refillMs === null ? null : isoSeconds(balance.refillMs),
-    });
-  } else {
-    if (refusal.retryAtMs !== undefined)
-      headers['retry-after'] = String(secondsUntil(refusal.retryAtMs, nowMs));
-    if (
-      refusal.code === 'missing_api_key' ||
-      refusal.code === 'invalid_api_key' ||
-      refusal.code === 'key_expired' ||
-      refusal.code === 'token_expired'
-    ) {
-      headers['www-authenticate'] = 'Bearer';
-    }
-    body = JSON.stringify(errorBody(refusal.code));
-  }
-  headers['content-type'] = 'application/json; charset=utf-8';
-  headers['content-length'] = Buffer.byteLength(body);
-  return { status: ERRORS[refusal.code].status, headers, body };
-}
