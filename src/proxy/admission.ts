@@ -69,6 +69,8 @@ export type Admission = Admitted | Refused;
  * body (docs/guides/verify-and-client.md), so both decide the same way.
  */
 export interface AdmissionRequest {
+  /** Names it in the log lines of a failure (and so in its trace). */
+  readonly requestId?: string;
   /** The credential presented; undefined: none. */
   readonly secret: string | undefined;
   /**
@@ -119,14 +121,14 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
   if (secret === undefined) return refused('missing_api_key');
   // A token is never an entry of the key cache: it goes its own way, from memory when checked before.
   if (secret.startsWith(TOKEN_PREFIX)) {
-    const found = checkedToken(deps, secret) ?? (await tokenKey(deps, secret, request.client));
+    const found = checkedToken(deps, secret) ?? (await tokenKey(deps, secret, request));
     if ('admitted' in found) return found;
     const { key, claims } = found;
     const admission = await admitToken(deps, request, key, claims);
     return claims.sub === undefined ? admission : { ...admission, subject: claims.sub };
   }
   // A key fresh in memory is the common case: one look-up, and the throttle is never asked.
-  const key = deps.keyCache.fresh(secret) ?? (await lookUp(deps, secret, request.client));
+  const key = deps.keyCache.fresh(secret) ?? (await lookUp(deps, secret, request));
   if ('admitted' in key) return key;
   return admitKey(deps, request, secret, key, request.customerId);
 }
@@ -194,7 +196,7 @@ async function admitKey(
     else decision = decided;
   } catch (err) {
     // Redis down or a bug alike: the client gets 503, the operator the cause.
-    deps.logger.error({ err, keyId: key.id }, 'rate limit decision failed');
+    deps.logger.error({ err, reqId: request.requestId, keyId: key.id }, 'rate limit decision failed');
     return refused('limit_unavailable', key);
   }
   const limit = decision.limit && { subjects, decision: decision.limit };
@@ -214,11 +216,11 @@ async function admitKey(
 async function lookUp(
   deps: AdmissionDeps,
   secret: string,
-  client: string | undefined,
+  request: AdmissionRequest,
 ): Promise<ResolvedKey | Refused> {
   let attempt: AllowedAttempt | undefined;
   if (!deps.keyCache.knows(secret)) {
-    const asked = await askThrottle(deps, client, secret);
+    const asked = await askThrottle(deps, request.client, secret);
     if (asked !== undefined && !asked.allowed) return throttled(asked);
     attempt = asked;
   }
@@ -228,7 +230,7 @@ async function lookUp(
     key = found instanceof Promise ? await found : found;
   } catch (err) {
     attempt?.settle(false);
-    return keyStoreFailed(deps, err);
+    return keyStoreFailed(deps, request, err);
   }
   attempt?.settle(key === undefined);
   return key ?? refused('invalid_api_key');
@@ -259,13 +261,13 @@ function checkedToken(
 async function tokenKey(
   deps: AdmissionDeps,
   credential: string,
-  client: string | undefined,
+  request: AdmissionRequest,
 ): Promise<{ readonly key: ResolvedKey; readonly claims: TokenClaims } | Refused> {
   const claims = parseToken(credential);
   if (claims === undefined) return refused('invalid_api_key');
   let attempt: AllowedAttempt | undefined;
   if (!deps.keyCache.knowsToken(claims.kid)) {
-    const asked = await askThrottle(deps, client, credential);
+    const asked = await askThrottle(deps, request.client, credential);
     if (asked !== undefined && !asked.allowed) return throttled(asked);
     attempt = asked;
   }
@@ -275,7 +277,7 @@ async function tokenKey(
     key = found instanceof Promise ? await found : found;
   } catch (err) {
     attempt?.settle(false);
-    return keyStoreFailed(deps, err);
+    return keyStoreFailed(deps, request, err);
   }
   const now = deps.clock();
   const signedBy = key?.signing?.keys.find(
@@ -290,7 +292,7 @@ async function tokenKey(
   else {
     // A wrong signature on a key memory knew is a failed guess all the same: counted after the check,
     // which cost no look-up.
-    const asked = await askThrottle(deps, client, credential);
+    const asked = await askThrottle(deps, request.client, credential);
     if (asked !== undefined && !asked.allowed) return throttled(asked);
     asked?.settle(true);
   }
@@ -309,8 +311,8 @@ async function askThrottle(
 }
 
 /** A key look-up that failed (the database down, or a bug): logged with its cause, answered 503. */
-function keyStoreFailed(deps: AdmissionDeps, err: unknown): Refused {
-  deps.logger.error({ err }, 'key look-up failed');
+function keyStoreFailed(deps: AdmissionDeps, request: AdmissionRequest, err: unknown): Refused {
+  deps.logger.error({ err, reqId: request.requestId }, 'key look-up failed');
   return refused('auth_unavailable');
 }
 

@@ -21,6 +21,7 @@ export interface RequestArrival {
  * the credential presented, `client` the address the trusted proxies vouch for.
  */
 export interface RequestContext extends RequestArrival, AdmissionRequest {
+  readonly requestId: string;
   /** In normal form (plans/normalised-path.ts): matched, counted and forwarded so. */
   readonly path: string;
   /** `?…` or empty: forwarded as sent, never read. */

@@ -120,6 +120,7 @@ export async function verifiedText(
   const states: LimitState[] = [];
   const routeId = routeOf(deps, body, method, requestPath);
   const admission = await admit(deps, {
+    requestId,
     secret: body.key,
     client: body.clientAddress === undefined ? undefined : canonicalAddress(body.clientAddress),
     origin: body.origin,
