@@ -16,7 +16,7 @@ import { countKeyUse, failureFacts, type KeyUseDeps } from './key-use.js';
 import type { RequestArrival, RequestContext } from './request-context.js';
 import { refusalResponse, type RefusalResponse } from './refusal-response.js';
 import { REFUSALS, type RefusalCode } from '../refusals.js';
-import { hasDotSegment, originForm } from './request-target.js';
+import { hasDotSegment, type RequestTarget } from './request-target.js';
 import type { RouteTarget, Routing } from './routing.js';
 
 export interface EntryDeps extends AdmissionDeps, KeyUseDeps {
@@ -56,12 +56,14 @@ export interface NotEntered {
 export async function enter(
   deps: EntryDeps,
   req: IncomingMessage,
-  arrival: RequestArrival,
+  /** As the listener parsed it (src/server.ts); undefined: not in a form the proxy takes. */
+  target: RequestTarget | undefined,
+  requestId: string,
+  /** `performance.now()` when the request arrived. */
+  receivedAt: number,
   /** The client's response or socket: `destroyed` once it went away. */
   client: { readonly destroyed: boolean },
 ): Promise<Entered | NotEntered> {
-  const { requestId } = arrival;
-  const target = originForm(req.url ?? '/', req.headers.host);
   // One spelling per path: what routes and limits match is what the backend receives.
   const path = target && normalisedPath(target.path);
   if (target === undefined || path === undefined || hasDotSegment(path)) {
@@ -69,7 +71,7 @@ export async function enter(
     finished(
       deps,
       req,
-      arrival,
+      { requestId, receivedAt, method: req.method! },
       { key: undefined, status: 400, outcome: undefined, cost: 0 },
       'invalid_request_target',
     );
@@ -105,8 +107,8 @@ export async function enter(
   const forwarded = forwardedFacts(req, deps.config.trustProxy);
   const context: RequestContext = {
     requestId,
-    receivedAt: arrival.receivedAt,
-    method: arrival.method,
+    receivedAt,
+    method: req.method!,
     path,
     search: target.search,
     route,

@@ -14,7 +14,8 @@ import type { FailureThrottle } from './auth-throttle.js';
 import { addHeaders, withoutBackendCors } from './cors.js';
 import { backendOutcome, enter, finished, type Entered } from './entry.js';
 import { acceptsTrailers, backendHeaders, requestIdOf, responseHeaders } from './forwarding-headers.js';
-import { backendFacts, type RequestArrival } from './request-context.js';
+import { backendFacts } from './request-context.js';
+import type { RequestTarget } from './request-target.js';
 import { addLimitHeaders } from './rate-limit-headers.js';
 import { forwardedPath, type Routing } from './routing.js';
 
@@ -35,7 +36,11 @@ export interface ProxyDeps {
   readonly authThrottle?: FailureThrottle;
 }
 
-export type ProxyHandler = (req: IncomingMessage, res: ServerResponse) => void;
+export type ProxyHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: RequestTarget | undefined,
+) => void;
 
 /**
  * One forwarded request, and undici's handler for it (`pool.dispatch`): undici calls it with the raw
@@ -177,22 +182,25 @@ class ClientClosedError extends Error {
 }
 
 export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
-  return (req: IncomingMessage, res: ServerResponse): void => void handle(deps, req, res);
+  return (req: IncomingMessage, res: ServerResponse, target: RequestTarget | undefined): void =>
+    void handle(deps, req, res, target);
 }
 
-async function handle(proxy: ProxyDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const arrival: RequestArrival = {
-    requestId: requestIdOf(req.headers),
-    receivedAt: performance.now(),
-    method: req.method!,
-  };
+async function handle(
+  proxy: ProxyDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: RequestTarget | undefined,
+): Promise<void> {
+  const receivedAt = performance.now();
+  const requestId = requestIdOf(req.headers);
   try {
-    if (tracer !== undefined) tracer.proxied(req, arrival.requestId);
-    await serve(proxy, req, res, arrival);
+    if (tracer !== undefined) tracer.proxied(req, requestId);
+    await serve(proxy, req, res, target, requestId, receivedAt);
   } catch (err) {
     // A bug, not a backend failure (those arrive in Exchange.onError): answer 500 and keep serving.
-    proxy.logger.error({ err, reqId: arrival.requestId }, 'proxy failure');
-    if (!res.headersSent) sendError(res, 'internal_error', { 'x-request-id': arrival.requestId });
+    proxy.logger.error({ err, reqId: requestId }, 'proxy failure');
+    if (!res.headersSent) sendError(res, 'internal_error', { 'x-request-id': requestId });
     else res.destroy();
     // Its trace ends here unless `finished` ended it before the failure.
     if (tracer !== undefined) tracer.finished(answeredEnd(req, 500, undefined, 'internal_error'));
@@ -203,10 +211,12 @@ async function serve(
   proxy: ProxyDeps,
   req: IncomingMessage,
   res: ServerResponse,
-  arrival: RequestArrival,
+  target: RequestTarget | undefined,
+  requestId: string,
+  receivedAt: number,
 ): Promise<void> {
   const continues = expectsContinue(req);
-  const entry = await enter(proxy, req, arrival, res);
+  const entry = await enter(proxy, req, target, requestId, receivedAt, res);
   if (!entry.entered) {
     const refusal = entry.refusal;
     if (refusal === undefined) return;

@@ -18,12 +18,13 @@ import { backendHeaders, requestIdOf } from './forwarding-headers.js';
 import type { ProxyDeps } from './handler.js';
 import { addLimitHeaders } from './rate-limit-headers.js';
 import { backendFacts } from './request-context.js';
+import type { RequestTarget } from './request-target.js';
 import { forwardedPath } from './routing.js';
 
 export type UpgradeDeps = ProxyDeps;
 
 export interface UpgradeHandler {
-  (req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  (req: IncomingMessage, socket: Duplex, head: Buffer, target: RequestTarget | undefined): void;
   /**
    * Ends every open WebSocket connection, client and backend side. `server.close()` does not: an
    * upgraded socket has left HTTP, so shutdown would otherwise wait for clients to hang up.
@@ -151,12 +152,17 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
     return proxy;
   };
 
-  const handle = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+  const handle = async (
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    target: RequestTarget | undefined,
+  ): Promise<void> => {
+    const receivedAt = performance.now();
     const requestId = requestIdOf(req.headers);
     // The handshake is the request its SERVER span covers, ended by its answer (101 or an error).
     if (tracer !== undefined) tracer.proxied(req, requestId);
-    const arrival = { requestId, receivedAt: performance.now(), method: req.method! };
-    const entry = await enter(deps, req, arrival, socket);
+    const entry = await enter(deps, req, target, requestId, receivedAt, socket);
     if (!entry.entered) {
       if (entry.refusal !== undefined)
         writeResponse(socket, entry.refusal.status, entry.refusal.headers, entry.refusal.body);
@@ -180,11 +186,16 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
     proxyFor(route.timeoutMs).upgrade(req, socket as Socket, head);
   };
 
-  const handler = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+  const handler = (
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    target: RequestTarget | undefined,
+  ): void => {
     // A client error before the handshake settles must not become an unhandled 'error' event.
     socket.on('error', () => socket.destroy());
     track(socket);
-    handle(req, socket, head).catch((err: unknown) => {
+    handle(req, socket, head, target).catch((err: unknown) => {
       deps.logger.error({ err }, 'upgrade failure');
       socket.destroy();
       // Its trace ends here unless `finished` ended it before the failure.
