@@ -11,6 +11,8 @@ import tseslint from 'typescript-eslint';
  * (COMPOSITION_ROOT) sits above them all.
  */
 const LAYERS = [
+  // The proxy's refusals, below errors so that ERRORS can list them (docs/decisions/0140).
+  ['refusals'],
   ['plans', 'errors', 'events', 'net', 'web'],
   ['ops'],
   ['tracing'],
@@ -24,7 +26,7 @@ const LAYERS = [
   ['console', 'portal'],
 ];
 const COMPOSITION_ROOT = ['main', 'app', 'adapters', 'redis-adapters', 'server'];
-const FILES_OF_SRC = new Set(['config', 'errors', ...COMPOSITION_ROOT]);
+const FILES_OF_SRC = new Set(['config', 'errors', 'refusals', ...COMPOSITION_ROOT]);
 /** The request path: no Express there. */
 const HOT_PATH = new Set(['proxy', 'limits', 'keys', 'usage', 'routes']);
 const EXPRESS_FREE = {

@@ -1,19 +1,9 @@
 import type { ServerResponse } from 'node:http';
+import { REFUSALS, type RefusalCode } from './refusals.js';
 
-/** Every error the service answers with, by stable code. */
-export const ERRORS = {
+/** The errors of the management API, the portal and the ops listener (the proxy's are REFUSALS). */
+const SERVICE_ERRORS = {
   unauthorized: { status: 401, message: 'A valid root token is required' },
-  missing_api_key: {
-    status: 401,
-    message: 'An API key is required (Authorization: Bearer <key> or x-api-key)',
-  },
-  invalid_api_key: { status: 401, message: 'The API key is not valid' },
-  key_expired: { status: 401, message: 'The API key has expired' },
-  token_expired: { status: 401, message: 'The token has expired' },
-  key_disabled: { status: 403, message: 'The API key is disabled' },
-  route_not_allowed: { status: 403, message: 'The API key is not allowed on this route' },
-  origin_not_allowed: { status: 403, message: 'The API key is not allowed from this origin' },
-  address_not_allowed: { status: 403, message: 'The API key is not allowed from this client address' },
   insufficient_scope: { status: 403, message: 'The token does not hold the scope this call needs' },
   token_outlives_caller: {
     status: 403,
@@ -27,15 +17,10 @@ export const ERRORS = {
     message: 'The range reaches back beyond what is retained at this granularity',
   },
   range_too_large: { status: 400, message: 'The range holds more than 1,500 buckets at this granularity' },
-  invalid_request_target: {
-    status: 400,
-    message: 'The request target is not allowed (another host, or a dot segment)',
-  },
   key_not_found: { status: 404, message: 'No consumer API key has that id' },
   rate_limit_not_found: { status: 404, message: 'No rate limit plan has that id' },
   consumer_not_found: { status: 404, message: 'No consumer has that id' },
   admin_token_not_found: { status: 404, message: 'No admin token has that id' },
-  route_not_found: { status: 404, message: 'No route found' },
   billing_export_not_found: { status: 404, message: 'No billing export has that id' },
   webhook_not_found: { status: 404, message: 'No webhook has that id' },
   delivery_not_found: { status: 404, message: 'The webhook has no delivery with that id' },
@@ -91,14 +76,8 @@ export const ERRORS = {
   },
   payload_too_large: { status: 413, message: 'The request body is larger than 64 KiB' },
   unsupported_media_type: { status: 415, message: 'The request body must be application/json' },
-  rate_limit_exceeded: { status: 429, message: 'Rate limit exceeded' },
-  concurrency_limit_exceeded: { status: 429, message: 'Too many requests of this key in flight' },
-  credits_exhausted: { status: 429, message: 'The credit balance does not hold the cost of this request' },
-  too_many_failed_attempts: { status: 429, message: 'Too many failed authentication attempts' },
   internal_error: { status: 500, message: 'Internal error' },
   bad_gateway: { status: 502, message: 'The backend could not be reached' },
-  limit_unavailable: { status: 503, message: 'Rate limiting is unavailable' },
-  auth_unavailable: { status: 503, message: 'Key lookup is unavailable' },
   database_unavailable: { status: 503, message: 'The database is unavailable' },
   storage_unavailable: {
     status: 503,
@@ -106,7 +85,19 @@ export const ERRORS = {
     retryAfterSeconds: 5,
   },
   gateway_timeout: { status: 504, message: 'The backend did not answer in time' },
-} as const satisfies Record<string, { status: number; message: string; retryAfterSeconds?: number }>;
+} as const satisfies Record<string, ErrorEntry>;
+
+interface ErrorEntry {
+  readonly status: number;
+  readonly message: string;
+  readonly retryAfterSeconds?: number;
+}
+
+/** Every error the service answers with, by stable code: the proxy's refusals from their one table. */
+export const ERRORS: typeof SERVICE_ERRORS & Readonly<Record<RefusalCode, ErrorEntry>> = {
+  ...SERVICE_ERRORS,
+  ...REFUSALS,
+};
 
 /** Seconds a client should wait before retrying a refusal with this code, when the catalogue says. */
 export function retryAfterOf(code: ErrorCode): number | undefined {

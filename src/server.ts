@@ -8,7 +8,7 @@ import {
 import { errorResponse } from './errors.js';
 import { MANAGEMENT_PATHS, TOLLGATE_ROOT } from './management/resources/index.js';
 import type { Duplex } from 'node:stream';
-import { originForm } from './proxy/request-target.js';
+import { originForm, type RequestTarget } from './proxy/request-target.js';
 
 /** Each route as its segments; `:name` stands for one non-empty segment. */
 const ROUTE_SEGMENTS = MANAGEMENT_PATHS.map((path) => path.split('/').slice(1));
@@ -44,7 +44,8 @@ export function isManagementPath(path: string, prefix: string): boolean {
 
 export interface PublicServerOptions {
   readonly managementApp: (req: IncomingMessage, res: ServerResponse) => void;
-  readonly proxy: (req: IncomingMessage, res: ServerResponse) => void;
+  /** `target`: the request target as parsed here, in origin form; undefined: refused (another host, …). */
+  readonly proxy: (req: IncomingMessage, res: ServerResponse, target: RequestTarget | undefined) => void;
   /** Verify's own route, outside the management app (its hot path): answers (and returns true) for it. */
   readonly verify?: (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
   /** The developer portal (src/portal/): answers (and returns true) for its sign-in, API and pages. */
@@ -52,7 +53,12 @@ export interface PublicServerOptions {
   /** The web console: answers (and returns true) for the paths under it; absent with CONSOLE=off. */
   readonly console?: (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
   /** WebSocket upgrades on proxied paths; without it, upgrade requests are proxied as plain HTTP. */
-  readonly upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  readonly upgrade?: (
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    target: RequestTarget | undefined,
+  ) => void;
   readonly managementPrefix: string;
   /** Whole request head must arrive within this (slow-header clients). Default 15 s. */
   readonly headersTimeoutMs?: number;
@@ -67,10 +73,9 @@ export interface PublicServerOptions {
   readonly keepAliveTimeoutMs?: number;
 }
 
-/** The routing key of a request: its origin-form path, whatever form the target was sent in. */
-function routingPath(req: IncomingMessage): string | undefined {
-  return originForm(req.url ?? '/', req.headers.host)?.path;
-}
+/** A request's target in origin form, whatever form it was sent in: parsed here once, for the proxy too. */
+const targetOf = (req: IncomingMessage): RequestTarget | undefined =>
+  originForm(req.url ?? '/', req.headers.host);
 
 /** Management routes serve no WebSocket: the upgrade is answered 404 and the connection closed. */
 function refuseUpgrade(socket: Duplex): void {
@@ -103,14 +108,15 @@ function continueOnRead(req: IncomingMessage, res: ServerResponse): void {
 export function createPublicServer(options: PublicServerOptions): Server {
   const { managementApp, proxy, upgrade, managementPrefix, console: serveConsole, verify, portal } = options;
   const route = (req: IncomingMessage, res: ServerResponse, expectsContinue = false): void => {
-    const path = routingPath(req);
+    const target = targetOf(req);
+    const path = target?.path;
     if (path !== undefined && serveConsole?.(req, res, path)) return;
     if (path !== undefined && isManagementPath(path, managementPrefix)) {
       if (expectsContinue) continueOnRead(req, res);
       // The portal's paths are under /tollgate/: a proxied request never asks the portal.
       if (portal?.(req, res, path)) return;
       if (!verify?.(req, res, path)) managementApp(req, res);
-    } else proxy(req, res);
+    } else proxy(req, res, target);
   };
   const server = createServer(
     {
@@ -132,9 +138,9 @@ export function createPublicServer(options: PublicServerOptions): Server {
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => route(req, res, true));
   if (upgrade !== undefined) {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      const path = routingPath(req);
-      if (path !== undefined && isManagementPath(path, managementPrefix)) refuseUpgrade(socket);
-      else upgrade(req, socket, head);
+      const target = targetOf(req);
+      if (target !== undefined && isManagementPath(target.path, managementPrefix)) refuseUpgrade(socket);
+      else upgrade(req, socket, head, target);
     });
   }
   return server;

@@ -3,7 +3,7 @@
  * and `allowedAddresses`, compiled once when the key enters the key cache, so that the request path
  * matches them from memory with no I/O.
  */
-import type { ErrorCode } from '../errors.js';
+import type { RefusalCode } from '../refusals.js';
 import { addressMatcher, type AddressMatcher } from '../net/address-blocks.js';
 import { originMatcher, refererOrigin, type OriginMatcher } from '../plans/origins.js';
 
@@ -35,7 +35,7 @@ export function restrictionRefusal(
   restrictions: KeyRestrictions,
   page: { readonly origin: string | undefined; readonly referer?: string },
   client: string | undefined,
-): ErrorCode | undefined {
+): RefusalCode | undefined {
   const { origins, addresses } = restrictions;
   if (origins !== null) {
     const origin = page.origin ?? refererOrigin(page.referer);

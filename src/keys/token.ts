@@ -58,6 +58,7 @@ export function parseToken(credential: string): TokenClaims | undefined {
   try {
     claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
   } catch {
+    // A payload that is not JSON is a credential that is no token: refused as invalid, not a failure.
     return undefined;
   }
   if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) return undefined;

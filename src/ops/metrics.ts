@@ -1,21 +1,11 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import type { RefusalMetric } from '../refusals.js';
 
-/** How a proxied request ended; one label value each, never a per-key label (cardinality). */
-export type ProxyOutcome =
-  | 'forwarded'
-  | 'limited'
-  | 'unauthorized'
-  | 'upstream_error'
-  | 'upstream_timeout'
-  | 'unavailable'
-  | 'throttled'
-  | 'bad_request'
-  | 'no_route'
-  | 'route_not_allowed'
-  | 'origin_not_allowed'
-  | 'address_not_allowed'
-  | 'credits_exhausted'
-  | 'concurrency_limited';
+/**
+ * How a proxied request ended; one label value each, never a per-key label (cardinality): forwarded,
+ * the backend failed, or refused (each refusal's label is in src/refusals.ts).
+ */
+export type ProxyOutcome = 'forwarded' | 'upstream_error' | 'upstream_timeout' | RefusalMetric;
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 

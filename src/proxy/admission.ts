@@ -1,5 +1,4 @@
-import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import { ERRORS, errorBody, type ErrorCode } from '../errors.js';
+import type { IncomingMessage } from 'node:http';
 import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
 import { restrictionRefusal } from '../keys/restrictions.js';
 import {
@@ -11,9 +10,8 @@ import {
   type TokenClaims,
 } from '../keys/token.js';
 import { refererOrigin } from '../plans/origins.js';
+import type { Logger } from '../ops/logger.js';
 import {
-  limitName,
-  PLACE_RETRY_MS,
   refusedForCredits,
   refusedForPlaces,
   type BalanceState,
@@ -22,13 +20,11 @@ import {
   type RateLimiter,
 } from '../limits/rate-limiter.js';
 import { countsVisitors, visitorOf } from '../limits/visitor.js';
-import { perOf } from '../plans/plan.js';
 import type { RequestFacts } from '../plans/request-match.js';
 import type { Subject } from '../plans/subject.js';
-import { secondsUntil } from '../plans/window.js';
 import { tracer } from '../tracing/tracer.js';
 import type { AllowedAttempt, Attempt, FailureThrottle, RefusedAttempt } from './auth-throttle.js';
-import { isoSeconds, rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
+import type { RefusalCode } from '../refusals.js';
 
 /** The limit a decision reports (Decision.limit), and the subjects whose limits it covered. */
 export interface Limited {
@@ -55,7 +51,7 @@ export interface Admitted {
 /** A request answered by Tollgate itself; `key` is set when it carried a valid key (usage counts it). */
 export interface Refused {
   readonly admitted: false;
-  readonly code: ErrorCode;
+  readonly code: RefusalCode;
   readonly key: ResolvedKey | undefined;
   readonly limit: Limited | undefined;
   /** `credits_exhausted`: the balance that does not hold the cost, and the cost. */
@@ -73,6 +69,8 @@ export type Admission = Admitted | Refused;
  * body (docs/guides/verify-and-client.md), so both decide the same way.
  */
 export interface AdmissionRequest {
+  /** Names it in the log lines of a failure (and so in its trace). */
+  readonly requestId?: string;
   /** The credential presented; undefined: none. */
   readonly secret: string | undefined;
   /**
@@ -105,9 +103,11 @@ export interface AdmissionDeps {
   readonly clock: () => number;
   /** Failed authentications per client address; absent: not throttled. */
   readonly authThrottle?: FailureThrottle;
+  /** Where a failure of the limiter or the key store is told, before it is answered 503. */
+  readonly logger: Logger;
 }
 
-function refused(code: ErrorCode, key?: ResolvedKey, limit?: Refused['limit']): Refused {
+function refused(code: RefusalCode, key?: ResolvedKey, limit?: Refused['limit']): Refused {
   return { admitted: false, code, key, limit };
 }
 
@@ -121,14 +121,14 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
   if (secret === undefined) return refused('missing_api_key');
   // A token is never an entry of the key cache: it goes its own way, from memory when checked before.
   if (secret.startsWith(TOKEN_PREFIX)) {
-    const found = checkedToken(deps, secret) ?? (await tokenKey(deps, secret, request.client));
+    const found = checkedToken(deps, secret) ?? (await tokenKey(deps, secret, request));
     if ('admitted' in found) return found;
     const { key, claims } = found;
     const admission = await admitToken(deps, request, key, claims);
     return claims.sub === undefined ? admission : { ...admission, subject: claims.sub };
   }
   // A key fresh in memory is the common case: one look-up, and the throttle is never asked.
-  const key = deps.keyCache.fresh(secret) ?? (await lookUp(deps, secret, request.client));
+  const key = deps.keyCache.fresh(secret) ?? (await lookUp(deps, secret, request));
   if ('admitted' in key) return key;
   return admitKey(deps, request, secret, key, request.customerId);
 }
@@ -194,7 +194,9 @@ async function admitKey(
     if (decided instanceof Promise)
       decision = await (tracer === undefined ? decided : tracer.limiterWait(decided, request.incoming));
     else decision = decided;
-  } catch {
+  } catch (err) {
+    // Redis down or a bug alike: the client gets 503, the operator the cause.
+    deps.logger.error({ err, reqId: request.requestId, keyId: key.id }, 'rate limit decision failed');
     return refused('limit_unavailable', key);
   }
   const limit = decision.limit && { subjects, decision: decision.limit };
@@ -214,11 +216,11 @@ async function admitKey(
 async function lookUp(
   deps: AdmissionDeps,
   secret: string,
-  client: string | undefined,
+  request: AdmissionRequest,
 ): Promise<ResolvedKey | Refused> {
   let attempt: AllowedAttempt | undefined;
   if (!deps.keyCache.knows(secret)) {
-    const asked = await askThrottle(deps, client, secret);
+    const asked = await askThrottle(deps, request.client, secret);
     if (asked !== undefined && !asked.allowed) return throttled(asked);
     attempt = asked;
   }
@@ -226,9 +228,9 @@ async function lookUp(
   try {
     const found = deps.keyCache.resolve(secret);
     key = found instanceof Promise ? await found : found;
-  } catch {
+  } catch (err) {
     attempt?.settle(false);
-    return refused('auth_unavailable');
+    return keyStoreFailed(deps, request, err);
   }
   attempt?.settle(key === undefined);
   return key ?? refused('invalid_api_key');
@@ -259,13 +261,13 @@ function checkedToken(
 async function tokenKey(
   deps: AdmissionDeps,
   credential: string,
-  client: string | undefined,
+  request: AdmissionRequest,
 ): Promise<{ readonly key: ResolvedKey; readonly claims: TokenClaims } | Refused> {
   const claims = parseToken(credential);
   if (claims === undefined) return refused('invalid_api_key');
   let attempt: AllowedAttempt | undefined;
   if (!deps.keyCache.knowsToken(claims.kid)) {
-    const asked = await askThrottle(deps, client, credential);
+    const asked = await askThrottle(deps, request.client, credential);
     if (asked !== undefined && !asked.allowed) return throttled(asked);
     attempt = asked;
   }
@@ -273,9 +275,9 @@ async function tokenKey(
   try {
     const found = deps.keyCache.resolveToken(claims.kid);
     key = found instanceof Promise ? await found : found;
-  } catch {
+  } catch (err) {
     attempt?.settle(false);
-    return refused('auth_unavailable');
+    return keyStoreFailed(deps, request, err);
   }
   const now = deps.clock();
   const signedBy = key?.signing?.keys.find(
@@ -290,7 +292,7 @@ async function tokenKey(
   else {
     // A wrong signature on a key memory knew is a failed guess all the same: counted after the check,
     // which cost no look-up.
-    const asked = await askThrottle(deps, client, credential);
+    const asked = await askThrottle(deps, request.client, credential);
     if (asked !== undefined && !asked.allowed) return throttled(asked);
     asked?.settle(true);
   }
@@ -308,84 +310,13 @@ async function askThrottle(
   return asked instanceof Promise ? await asked : asked;
 }
 
+/** A key look-up that failed (the database down, or a bug): logged with its cause, answered 503. */
+function keyStoreFailed(deps: AdmissionDeps, request: AdmissionRequest, err: unknown): Refused {
+  deps.logger.error({ err, reqId: request.requestId }, 'key look-up failed');
+  return refused('auth_unavailable');
+}
+
 const throttled = (attempt: RefusedAttempt): Refused => ({
   ...refused('too_many_failed_attempts'),
   retryAtMs: attempt.retryAtMs,
 });
-
-/** `RateLimit-Policy` and `RateLimit` for a response to a limited key. */
-export function limitHeaders(limit: Limited, nowMs: number, into: OutgoingHttpHeaders): void {
-  into['ratelimit-policy'] = rateLimitPolicyHeader(limit.subjects, nowMs);
-  into['ratelimit'] = rateLimitHeader(limit.decision, nowMs);
-}
-
-export interface RefusalResponse {
-  readonly status: number;
-  readonly headers: OutgoingHttpHeaders;
-  readonly body: string;
-}
-
-/**
- * The answer to a refused request. The 429 body of a limit is the documented `{error, limit, period,
- * remaining: 0, resetTime}` plus the refusing limit's `name`, its `scope` and the `code`; that of a
- * balance `{error, code, remaining, cost, scope, resetTime}` (docs/guides/credits.md); every other refusal is the
- * JSON error envelope.
- */
-export function refusalResponse(refusal: Refused, requestId: string, nowMs: number): RefusalResponse {
-  const headers: OutgoingHttpHeaders = { 'x-request-id': requestId };
-  let body: string;
-  if (refusal.code === 'rate_limit_exceeded' && refusal.limit !== undefined) {
-    const { scope, rule, resetMs } = refusal.limit.decision;
-    headers['retry-after'] = String(secondsUntil(resetMs, nowMs));
-    limitHeaders(refusal.limit, nowMs, headers);
-    body = JSON.stringify({
-      error: ERRORS.rate_limit_exceeded.message,
-      code: refusal.code,
-      limit: rule.limit,
-      period: rule.period,
-      remaining: 0,
-      resetTime: isoSeconds(resetMs),
-      name: limitName(scope, rule),
-      scope,
-      per: perOf(rule),
-    });
-  } else if (refusal.code === 'concurrency_limit_exceeded' && refusal.limit !== undefined) {
-    const { scope, rule } = refusal.limit.decision;
-    headers['retry-after'] = String(PLACE_RETRY_MS / 1000);
-    limitHeaders(refusal.limit, nowMs, headers);
-    body = JSON.stringify({
-      error: ERRORS.concurrency_limit_exceeded.message,
-      code: refusal.code,
-      limit: rule.limit,
-      name: limitName(scope, rule),
-      scope,
-      per: perOf(rule),
-    });
-  } else if (refusal.short !== undefined) {
-    const { balance, cost } = refusal.short;
-    if (balance.refillMs !== null) headers['retry-after'] = String(secondsUntil(balance.refillMs, nowMs));
-    body = JSON.stringify({
-      error: ERRORS.credits_exhausted.message,
-      code: refusal.code,
-      remaining: balance.remaining,
-      cost,
-      scope: balance.scope,
-      resetTime: balance.refillMs === null ? null : isoSeconds(balance.refillMs),
-    });
-  } else {
-    if (refusal.retryAtMs !== undefined)
-      headers['retry-after'] = String(secondsUntil(refusal.retryAtMs, nowMs));
-    if (
-      refusal.code === 'missing_api_key' ||
-      refusal.code === 'invalid_api_key' ||
-      refusal.code === 'key_expired' ||
-      refusal.code === 'token_expired'
-    ) {
-      headers['www-authenticate'] = 'Bearer';
-    }
-    body = JSON.stringify(errorBody(refusal.code));
-  }
-  headers['content-type'] = 'application/json; charset=utf-8';
-  headers['content-length'] = Buffer.byteLength(body);
-  return { status: ERRORS[refusal.code].status, headers, body };
-}

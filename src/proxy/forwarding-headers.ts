@@ -48,6 +48,10 @@ export interface ForwardedFacts {
   readonly forwardedFor: string;
   readonly forwardedProto: string;
   readonly forwardedHost: string | undefined;
+  /** CUSTOMER_ID_HEADER: the header a token's `sub` replaces. */
+  readonly customerIdHeader?: string;
+  /** A token's `sub`, sent as the customer id in place of the client's. */
+  readonly tokenSubject?: string | undefined;
 }
 
 /**
@@ -61,10 +65,11 @@ export function backendHeaders(
   keep?: ReadonlySet<string>,
 ): string[] {
   const named = connectionTokens(headers.connection);
+  const replaced = facts.tokenSubject === undefined ? undefined : facts.customerIdHeader;
   const out: string[] = [];
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined) continue;
+    if (value === undefined || name === replaced) continue;
     if (keep?.has(name) !== true) {
       if (NOT_COPIED.has(name) || name.startsWith('proxy-') || named?.includes(name) === true) continue;
     }
@@ -84,6 +89,8 @@ export function backendHeaders(
     facts.forwardedProto,
   );
   if (facts.forwardedHost !== undefined) out.push('x-forwarded-host', facts.forwardedHost);
+  // Its UTF-8 as the header's bytes, as customerIdOf reads them.
+  if (replaced !== undefined) out.push(replaced, Buffer.from(facts.tokenSubject!).toString('latin1'));
   return out;
 }
 

@@ -8,15 +8,16 @@ import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { Logger } from '../ops/logger.js';
 import type { Metrics, ProxyOutcome } from '../ops/metrics.js';
 import type { LastUseTracker } from '../keys/last-use.js';
-import { tracer } from '../tracing/tracer.js';
+import { answeredEnd, tracer } from '../tracing/tracer.js';
 import type { UsageRecorder } from '../usage/recorder.js';
 import type { FailureThrottle } from './auth-throttle.js';
-import type { Admitted } from './admission.js';
 import { addHeaders, withoutBackendCors } from './cors.js';
-import { backendOutcome, enter, finished } from './entry.js';
+import { backendOutcome, enter, finished, type Entered } from './entry.js';
 import { acceptsTrailers, backendHeaders, requestIdOf, responseHeaders } from './forwarding-headers.js';
-import { rateLimitHeader, rateLimitPolicyHeader } from './rate-limit-headers.js';
-import { forwardedPath, type RouteTarget, type Routing } from './routing.js';
+import { backendFacts } from './request-context.js';
+import type { RequestTarget } from './request-target.js';
+import { addLimitHeaders } from './rate-limit-headers.js';
+import { forwardedPath, type Routing } from './routing.js';
 
 export interface ProxyDeps {
   readonly config: Pick<Config, 'trustProxy' | 'customerIdHeader'>;
@@ -35,7 +36,11 @@ export interface ProxyDeps {
   readonly authThrottle?: FailureThrottle;
 }
 
-export type ProxyHandler = (req: IncomingMessage, res: ServerResponse) => void;
+export type ProxyHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: RequestTarget | undefined,
+) => void;
 
 /**
  * One forwarded request, and undici's handler for it (`pool.dispatch`): undici calls it with the raw
@@ -67,15 +72,10 @@ class Exchange implements Dispatcher.DispatchHandler {
     readonly proxy: ProxyDeps,
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
-    readonly requestId: string,
-    readonly receivedAt: number,
-    readonly path: string,
-    readonly route: RouteTarget,
-    readonly admission: Admitted,
+    /** Its context and admission, and the route's CORS headers replacing the backend's. */
+    readonly entry: Entered,
     /** The client sent `TE: trailers`: the backend's trailers are passed on. */
     readonly trailers: boolean,
-    /** The route's CORS headers for the request's origin, replacing the backend's; undefined: none. */
-    readonly cors: string[] | undefined,
   ) {}
 
   onConnect(abort: (err?: Error) => void): void {
@@ -86,22 +86,14 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onHeaders(statusCode: number, raw: Buffer[], resume: () => void): boolean {
     if (statusCode < 200) return true; // informational (103 Early Hints): not passed on
-    const { proxy, res } = this;
+    const { proxy, res, entry } = this;
     this.status = statusCode;
     proxy.metrics.upstreamDuration.observe((performance.now() - this.upstreamStartedAt) / 1000);
-    const limit = this.admission.limit;
+    const limit = entry.admission.limit;
     const headers = responseHeaders(raw, limit !== undefined, this.trailers);
-    headers.push('x-request-id', this.requestId);
-    if (this.cors !== undefined) withoutBackendCors(headers).push(...this.cors);
-    if (limit !== undefined) {
-      const now = proxy.clock();
-      headers.push(
-        'ratelimit-policy',
-        rateLimitPolicyHeader(limit.subjects, now),
-        'ratelimit',
-        rateLimitHeader(limit.decision, now),
-      );
-    }
+    headers.push('x-request-id', entry.context.requestId);
+    if (entry.cors !== undefined) withoutBackendCors(headers).push(...entry.cors);
+    if (limit !== undefined) addLimitHeaders(headers, limit, proxy.clock());
     res.writeHead(statusCode, headers);
     this.resume = resume;
     return true;
@@ -138,8 +130,9 @@ class Exchange implements Dispatcher.DispatchHandler {
   private finish(err: Error | null): void {
     if (this.settled) return;
     this.settled = true;
-    this.admission.release?.();
-    const { proxy, res } = this;
+    const { proxy, res, entry } = this;
+    const { context, admission } = entry;
+    admission.release?.();
     let outcome: ProxyOutcome = 'forwarded';
     let status = this.status;
     let usageOutcome = backendOutcome(status);
@@ -157,8 +150,8 @@ class Exchange implements Dispatcher.DispatchHandler {
         answered = timedOut ? 'gateway_timeout' : 'bad_gateway';
         if (!res.headersSent) {
           status = timedOut ? 504 : 502;
-          const own: Record<string, string> = { 'x-request-id': this.requestId };
-          if (this.cors !== undefined) addHeaders(own, this.cors);
+          const own: Record<string, string> = { 'x-request-id': context.requestId };
+          if (entry.cors !== undefined) addHeaders(own, entry.cors);
           sendError(res, answered, own);
         } else {
           // The body broke off mid-stream: the client sees a truncated response, never a wrong one.
@@ -166,22 +159,17 @@ class Exchange implements Dispatcher.DispatchHandler {
           status = 502;
         }
         usageOutcome = 'backendUnreachable';
-        proxy.logger.warn({ reqId: this.requestId, err: err.message, code }, 'backend request failed');
+        proxy.logger.warn({ reqId: context.requestId, err: err.message, code }, 'backend request failed');
       }
     }
     proxy.metrics.proxyRequests.inc({ outcome });
-    finished(proxy, {
-      req: this.req,
-      requestId: this.requestId,
-      receivedAt: this.receivedAt,
-      path: this.path,
-      key: this.admission.key,
-      status,
-      outcome: usageOutcome,
-      cost: this.admission.cost,
-      route: this.route,
-      code: answered,
-    });
+    finished(
+      proxy,
+      this.req,
+      context,
+      { key: admission.key, status, outcome: usageOutcome, cost: admission.cost },
+      answered,
+    );
   }
 }
 
@@ -194,20 +182,28 @@ class ClientClosedError extends Error {
 }
 
 export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
-  return (req: IncomingMessage, res: ServerResponse): void => void handle(deps, req, res);
+  return (req: IncomingMessage, res: ServerResponse, target: RequestTarget | undefined): void =>
+    void handle(deps, req, res, target);
 }
 
-async function handle(proxy: ProxyDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(
+  proxy: ProxyDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: RequestTarget | undefined,
+): Promise<void> {
   const receivedAt = performance.now();
   const requestId = requestIdOf(req.headers);
   try {
     if (tracer !== undefined) tracer.proxied(req, requestId);
-    await serve(proxy, req, res, requestId, receivedAt);
+    await serve(proxy, req, res, target, requestId, receivedAt);
   } catch (err) {
     // A bug, not a backend failure (those arrive in Exchange.onError): answer 500 and keep serving.
     proxy.logger.error({ err, reqId: requestId }, 'proxy failure');
     if (!res.headersSent) sendError(res, 'internal_error', { 'x-request-id': requestId });
     else res.destroy();
+    // Its trace ends here unless `finished` ended it before the failure.
+    if (tracer !== undefined) tracer.finished(answeredEnd(req, 500, undefined, 'internal_error'));
   }
 }
 
@@ -215,11 +211,12 @@ async function serve(
   proxy: ProxyDeps,
   req: IncomingMessage,
   res: ServerResponse,
+  target: RequestTarget | undefined,
   requestId: string,
   receivedAt: number,
 ): Promise<void> {
   const continues = expectsContinue(req);
-  const entry = await enter(proxy, req, requestId, receivedAt, res);
+  const entry = await enter(proxy, req, target, requestId, receivedAt, res);
   if (!entry.entered) {
     const refusal = entry.refusal;
     if (refusal === undefined) return;
@@ -229,37 +226,24 @@ async function serve(
     res.end(refusal.body);
     return;
   }
-  const { facts, admission, route } = entry;
-
-  const headers = backendHeaders(req.headers, {
-    ...facts,
-    secret: admission.secret,
-    keyId: admission.key.id,
-    requestId,
-  });
+  const { context, admission } = entry;
+  const route = context.route;
+  const headers = backendHeaders(
+    req.headers,
+    backendFacts(context, admission, proxy.config.customerIdHeader),
+  );
   const trailers = acceptsTrailers(req.headers);
   if (trailers) headers.push('te', 'trailers');
-  const path = forwardedPath(route, entry.path);
+  const path = forwardedPath(route, context.path);
   if (tracer !== undefined) tracer.forwarding(req, headers, route.upstream.origin + path);
   // Authenticated and within its limit: now the client may send its body.
   if (continues) res.writeContinue();
-  const exchange = new Exchange(
-    proxy,
-    req,
-    res,
-    requestId,
-    receivedAt,
-    entry.path,
-    route,
-    admission,
-    trailers,
-    entry.cors,
-  );
+  const exchange = new Exchange(proxy, req, res, entry, trailers);
   res.on('close', exchange.onClientClose);
-  proxy.metrics.proxyOverhead.observe((exchange.upstreamStartedAt - receivedAt) / 1000);
+  proxy.metrics.proxyOverhead.observe((exchange.upstreamStartedAt - context.receivedAt) / 1000);
   route.upstream.pool.dispatch(
     {
-      path: path + entry.search,
+      path: path + context.search,
       method: req.method as Dispatcher.HttpMethod,
       headers,
       body: hasBody(req) ? req : null,

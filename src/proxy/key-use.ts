@@ -3,7 +3,6 @@
  * counts every request it finishes this way, and verify (docs/guides/verify-and-client.md) each decision, so a key
  * used both ways is counted alike.
  */
-import type { ErrorCode } from '../errors.js';
 import type { LastUseTracker } from '../keys/last-use.js';
 import type { ResolvedKey } from '../keys/key-cache.js';
 import { limitName } from '../limits/rate-limiter.js';
@@ -11,6 +10,7 @@ import { shownPeriod } from '../plans/plan.js';
 import type { UsageRecorder } from '../usage/recorder.js';
 import type { FailureFacts, Outcome } from '../usage/usage.js';
 import type { Refused } from './admission.js';
+import { REFUSALS } from '../refusals.js';
 
 export interface KeyUseDeps {
   readonly recorder: Pick<UsageRecorder, 'record'>;
@@ -18,19 +18,6 @@ export interface KeyUseDeps {
   readonly lastUse: Pick<LastUseTracker, 'used'>;
   readonly clock: () => number;
 }
-
-/** The outcome in usage of each refusal that has one (docs/decisions/0026). */
-export const REFUSAL_OUTCOMES: Partial<Record<ErrorCode, Outcome>> = {
-  rate_limit_exceeded: 'rateLimited',
-  credits_exhausted: 'creditsExhausted',
-  concurrency_limit_exceeded: 'concurrencyLimited',
-  key_disabled: 'disabled',
-  key_expired: 'expired',
-  token_expired: 'expired',
-  route_not_allowed: 'routeNotAllowed',
-  origin_not_allowed: 'originNotAllowed',
-  address_not_allowed: 'addressNotAllowed',
-};
 
 /**
  * One request of `key`, counted once: under `endpoint` (its path, without the query), the route it
@@ -80,9 +67,7 @@ export function failureFacts(
 ): FailureFacts | undefined {
   if (status < 400) return undefined;
   const rule =
-    refusal?.code === 'rate_limit_exceeded' || refusal?.code === 'concurrency_limit_exceeded'
-      ? refusal.limit?.decision
-      : undefined;
+    refusal !== undefined && REFUSALS[refusal.code].logsLimit ? refusal.limit?.decision : undefined;
   return {
     ...request,
     code: refusal?.code ?? backendFailureCode(status, outcome),

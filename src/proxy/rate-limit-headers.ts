@@ -1,8 +1,10 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { isConcurrency, type LimitRule } from '../plans/plan.js';
 import { limitName, type LimitState } from '../limits/rate-limiter.js';
 import type { Scope, Subject } from '../plans/subject.js';
 import { slidingPeriodMs } from '../limits/sliding-window.js';
 import { secondsUntil, windowSeconds } from '../plans/window.js';
+import type { Limited } from './admission.js';
 
 export { isoSeconds } from '../plans/window.js';
 
@@ -39,4 +41,22 @@ function policyItem(scope: Scope, rule: LimitRule, nowMs: number): string {
 export function rateLimitHeader(decision: LimitState, nowMs: number): string {
   const t = decision.resetMs <= nowMs ? 0 : secondsUntil(decision.resetMs, nowMs);
   return `"${limitName(decision.scope, decision.rule)}";r=${decision.remaining};t=${t}`;
+}
+
+/**
+ * The one place both fields are written, for every answer to a limited request: onto a backend's head
+ * as `[name, value, …]`, or into the header object of Tollgate's own answer or of a WebSocket's 101.
+ */
+export function addLimitHeaders(
+  into: string[] | OutgoingHttpHeaders | IncomingHttpHeaders,
+  limit: Limited,
+  nowMs: number,
+): void {
+  const policy = rateLimitPolicyHeader(limit.subjects, nowMs);
+  const state = rateLimitHeader(limit.decision, nowMs);
+  if (Array.isArray(into)) into.push('ratelimit-policy', policy, 'ratelimit', state);
+  else {
+    into['ratelimit-policy'] = policy;
+    into.ratelimit = state;
+  }
 }

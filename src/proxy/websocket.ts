@@ -11,19 +11,20 @@ import type { Duplex } from 'node:stream';
 import { createProxyMiddleware, proxyEventsPlugin } from 'http-proxy-middleware';
 import type { Options } from 'http-proxy-middleware';
 import { errorResponse, type ErrorCode } from '../errors.js';
-import type { ResolvedKey } from '../keys/key-cache.js';
 import type { ProxyOutcome } from '../ops/metrics.js';
-import { tracer } from '../tracing/tracer.js';
-import { limitHeaders, type Admitted } from './admission.js';
-import { backendOutcome, enter, finished } from './entry.js';
+import { answeredEnd, tracer } from '../tracing/tracer.js';
+import { backendOutcome, enter, finished, type Entered } from './entry.js';
 import { backendHeaders, requestIdOf } from './forwarding-headers.js';
 import type { ProxyDeps } from './handler.js';
-import { forwardedPath, type RouteTarget } from './routing.js';
+import { addLimitHeaders } from './rate-limit-headers.js';
+import { backendFacts } from './request-context.js';
+import type { RequestTarget } from './request-target.js';
+import { forwardedPath } from './routing.js';
 
 export type UpgradeDeps = ProxyDeps;
 
 export interface UpgradeHandler {
-  (req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  (req: IncomingMessage, socket: Duplex, head: Buffer, target: RequestTarget | undefined): void;
   /**
    * Ends every open WebSocket connection, client and backend side. `server.close()` does not: an
    * upgraded socket has left HTTP, so shutdown would otherwise wait for clients to hang up.
@@ -31,15 +32,9 @@ export interface UpgradeHandler {
   close(): void;
 }
 
-/** What one upgrade needs once the backend answers, for usage and the error reply. */
+/** One upgrade under way: what `enter` found, and whether the backend's answer is counted yet. */
 interface Upgrade {
-  readonly requestId: string;
-  readonly key: ResolvedKey;
-  readonly path: string;
-  readonly receivedAt: number;
-  readonly limit: Admitted['limit'];
-  readonly cost: number;
-  readonly route: RouteTarget;
+  readonly entry: Entered;
   settled: boolean;
 }
 
@@ -91,23 +86,19 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
     // As for any request: successful when the backend answered below 400 (a 101, or a plain 200 from
     // a backend that speaks no WebSocket); a 502 or 504 of Tollgate's own: the backend was unreachable.
     const usageOutcome = outcome === 'forwarded' ? backendOutcome(status) : 'backendUnreachable';
-    finished(deps, {
+    const { context, admission } = upgrade.entry;
+    finished(
+      deps,
       req,
-      requestId: upgrade.requestId,
-      receivedAt: upgrade.receivedAt,
-      path: upgrade.path,
-      key: upgrade.key,
-      status,
-      outcome: usageOutcome,
-      cost: upgrade.cost,
-      route: upgrade.route,
+      context,
+      { key: admission.key, status, outcome: usageOutcome, cost: admission.cost },
       code,
-    });
+    );
   };
 
   const options = (upgradeTimeout: number): Options<IncomingMessage> => ({
     // Each upgrade goes to the origin of its route, fixed when it was routed.
-    router: (req: IncomingMessage) => pending.get(req)!.route.upstream.origin,
+    router: (req: IncomingMessage) => pending.get(req)!.entry.context.route.upstream.origin,
     changeOrigin: true,
     // Tollgate sets X-Forwarded-* itself, honouring TRUST_PROXY.
     xfwd: false,
@@ -123,8 +114,10 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
         proxyReq.once('upgrade', (proxyRes: IncomingMessage) => {
           const upgrade = pending.get(req);
           if (upgrade !== undefined) {
-            proxyRes.headers['x-request-id'] = upgrade.requestId;
-            if (upgrade.limit !== undefined) limitHeaders(upgrade.limit, deps.clock(), proxyRes.headers);
+            const { context, admission } = upgrade.entry;
+            proxyRes.headers['x-request-id'] = context.requestId;
+            if (admission.limit !== undefined)
+              addLimitHeaders(proxyRes.headers, admission.limit, deps.clock());
           }
           settle(req, 101, 'forwarded');
         });
@@ -136,8 +129,9 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
         const timedOut = (err as { code?: string }).code === 'ERR_UPSTREAM_UPGRADE_TIMEOUT';
         if (upgrade !== undefined && !upgrade.settled && socket.writable) {
           // The handshake never completed: the client can still be told why, in JSON.
-          deps.logger.warn({ reqId: upgrade.requestId, err: err.message }, 'backend upgrade failed');
-          writeError(socket, timedOut ? 'gateway_timeout' : 'bad_gateway', upgrade.requestId);
+          const requestId = upgrade.entry.context.requestId;
+          deps.logger.warn({ reqId: requestId, err: err.message }, 'backend upgrade failed');
+          writeError(socket, timedOut ? 'gateway_timeout' : 'bad_gateway', requestId);
         } else {
           socket.destroy();
         }
@@ -158,50 +152,54 @@ export function createUpgradeHandler(deps: UpgradeDeps): UpgradeHandler {
     return proxy;
   };
 
-  const handle = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+  const handle = async (
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    target: RequestTarget | undefined,
+  ): Promise<void> => {
     const receivedAt = performance.now();
     const requestId = requestIdOf(req.headers);
     // The handshake is the request its SERVER span covers, ended by its answer (101 or an error).
     if (tracer !== undefined) tracer.proxied(req, requestId);
-    const entry = await enter(deps, req, requestId, receivedAt, socket);
+    const entry = await enter(deps, req, target, requestId, receivedAt, socket);
     if (!entry.entered) {
       if (entry.refusal !== undefined)
         writeResponse(socket, entry.refusal.status, entry.refusal.headers, entry.refusal.body);
       return;
     }
-    const { facts, admission, route } = entry;
+    const { context, admission } = entry;
+    const route = context.route;
     // A WebSocket holds its places while it is open: they go back when the client's socket closes.
     if (admission.release !== undefined) socket.once('close', admission.release);
 
     const headers = backendHeaders(
       req.headers,
-      { ...facts, secret: admission.secret, keyId: admission.key.id, requestId },
+      backendFacts(context, admission, deps.config.customerIdHeader),
       HANDSHAKE,
     );
-    const path = forwardedPath(route, entry.path);
+    const path = forwardedPath(route, context.path);
     if (tracer !== undefined) tracer.forwarding(req, headers, route.upstream.origin + path);
     req.headers = toHeaders(headers);
-    req.url = path + entry.search;
-    pending.set(req, {
-      requestId,
-      key: admission.key,
-      path: entry.path,
-      receivedAt,
-      limit: admission.limit,
-      cost: admission.cost,
-      route,
-      settled: false,
-    });
+    req.url = path + context.search;
+    pending.set(req, { entry, settled: false });
     proxyFor(route.timeoutMs).upgrade(req, socket as Socket, head);
   };
 
-  const handler = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+  const handler = (
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    target: RequestTarget | undefined,
+  ): void => {
     // A client error before the handshake settles must not become an unhandled 'error' event.
     socket.on('error', () => socket.destroy());
     track(socket);
-    handle(req, socket, head).catch((err: unknown) => {
+    handle(req, socket, head, target).catch((err: unknown) => {
       deps.logger.error({ err }, 'upgrade failure');
       socket.destroy();
+      // Its trace ends here unless `finished` ended it before the failure.
+      if (tracer !== undefined) tracer.finished(answeredEnd(req, 500, undefined, 'internal_error'));
     });
   };
   return Object.assign(handler, {

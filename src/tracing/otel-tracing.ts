@@ -67,6 +67,7 @@ export function urlWithoutSecrets(raw: string): string {
     url.hash = '';
     return url.href;
   } catch {
+    // Not a URL the parser takes (a hand-written webhook address): still cut where a query would begin.
     return raw.split(/[?#]/, 1)[0]!;
   }
 }

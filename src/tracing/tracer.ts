@@ -21,6 +21,26 @@ export interface TracedRequestEnd {
   readonly code: string | undefined;
 }
 
+/**
+ * The end of a request Tollgate answered before `finished` could tell more (a preflight a CORS policy
+ * answers, a request that failed on a bug): no key, no route, nothing charged.
+ */
+export const answeredEnd = (
+  req: IncomingMessage,
+  status: number,
+  path: string | undefined,
+  code: string | undefined,
+): TracedRequestEnd => ({
+  req,
+  status,
+  path,
+  keyId: undefined,
+  consumerId: undefined,
+  routeId: null,
+  cost: 0,
+  code,
+});
+
 /** A CLIENT span of a call Tollgate makes on its own (a webhook delivery, a billing-export send). */
 export interface ClientCall {
   /** `traceparent` (and `tracestate`) to send, so the receiver's spans join the trace. */
@@ -36,7 +56,7 @@ export interface Tracing {
   forwarding(req: IncomingMessage, headers: string[], url: string): void;
   /** The decision on `req` waits on the shared counters (Redis): an INTERNAL span around the wait. */
   limiterWait<T>(decided: Promise<T>, req: IncomingMessage | undefined): Promise<T>;
-  /** Ends the request's spans; every proxied request comes here once. */
+  /** Ends the request's spans; every proxied request comes here, and only its first end counts. */
   finished(end: TracedRequestEnd): void;
   /** Express-style middleware: a management call as a SERVER span named by its path template under `prefix`. */
   management(prefix: string): (req: IncomingMessage, res: ServerResponse, next: () => void) => void;

@@ -132,6 +132,7 @@ export function managementDeps(
     }),
     recorder,
     lastUse: new LastUseTracker((times) => store.keys.markUsed(times), logger),
+    logger,
   };
   return {
     ...store,

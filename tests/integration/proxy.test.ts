@@ -573,17 +573,33 @@ describe('proxy: rate limits', () => {
 
 describe('proxy: DEFAULT_RATE_LIMIT and limiter failures', () => {
   const h = new ProxyHarness();
-  beforeAll(() => h.start({ env: { DEFAULT_RATE_LIMIT: '2/second' }, limiter: FAILING_LIMITER }), START_MS);
+  beforeAll(
+    () => h.start({ env: { DEFAULT_RATE_LIMIT: '2/second' }, limiter: FAILING_LIMITER, captureLogs: true }),
+    START_MS,
+  );
   afterAll(() => h.stop());
 
-  it('answers 503 limit_unavailable when the limiter fails, forwards nothing, and counts the request as failed', async () => {
+  it('answers 503 limit_unavailable when the limiter fails, forwards nothing, counts the request as failed, and logs the cause', async () => {
     const key = await h.createKey();
     const before = h.backend.received.length;
-    const res = await call(h.base, '/x', { headers: bearer(key.secret) });
+    h.logLines.length = 0;
+    const res = await call(h.base, '/x', { headers: { ...bearer(key.secret), 'x-request-id': 'down-1' } });
     expect(res.status).toBe(503);
     expect(res.json()).toMatchObject({ code: 'limit_unavailable' });
     expect(h.backend.received).toHaveLength(before);
     expect(await h.usage(key.id)).toMatchObject({ requests: 1, failed: 1 });
+    const errors = h.logLines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => (l.level as number) >= 50);
+    expect(errors).toEqual([
+      expect.objectContaining({
+        msg: 'rate limit decision failed',
+        reqId: 'down-1',
+        keyId: key.id,
+        err: expect.objectContaining({ message: 'redis down' }),
+      }),
+    ]);
+    expect(h.logLines.join('\n')).not.toContain(key.secret);
   });
 });
 

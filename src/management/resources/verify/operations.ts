@@ -4,14 +4,15 @@
  * the proxy counts it, without forwarding anything. It changes no management state: no audit entry.
  */
 import { performance } from 'node:perf_hooks';
-import { AppError, ERRORS } from '../../../errors.js';
+import { AppError } from '../../../errors.js';
 import type { LimitState } from '../../../limits/rate-limiter.js';
 import type { Metrics } from '../../../ops/metrics.js';
 import { normalisedPath } from '../../../plans/normalised-path.js';
 import { secondsUntil } from '../../../plans/window.js';
 import { admit, type Admission } from '../../../proxy/admission.js';
 import { canonicalAddress } from '../../../net/canonical-address.js';
-import { countKeyUse, failureFacts, REFUSAL_OUTCOMES } from '../../../proxy/key-use.js';
+import { countKeyUse, failureFacts } from '../../../proxy/key-use.js';
+import { REFUSALS } from '../../../refusals.js';
 import { hasDotSegment } from '../../../proxy/request-target.js';
 import type { VerifyDeps } from '../../context.js';
 import { RawJson } from '../../json-as-written.js';
@@ -119,6 +120,7 @@ export async function verifiedText(
   const states: LimitState[] = [];
   const routeId = routeOf(deps, body, method, requestPath);
   const admission = await admit(deps, {
+    requestId,
     secret: body.key,
     client: body.clientAddress === undefined ? undefined : canonicalAddress(body.clientAddress),
     origin: body.origin,
@@ -134,8 +136,9 @@ export async function verifiedText(
   const code = admission.admitted ? 'ok' : admission.code;
   metrics.verifications.inc({ code });
   if (admission.key !== undefined) {
-    const status = admission.admitted ? 200 : ERRORS[admission.code].status;
-    const outcome = admission.admitted ? undefined : REFUSAL_OUTCOMES[admission.code];
+    const refusal = admission.admitted ? undefined : REFUSALS[admission.code];
+    const status = refusal === undefined ? 200 : refusal.status;
+    const outcome = refusal?.usageOutcome;
     countKeyUse(
       deps,
       admission.key,
