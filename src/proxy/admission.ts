@@ -19,6 +19,7 @@ import {
   type LimitState,
   type RateLimiter,
 } from '../limits/rate-limiter.js';
+import { LimiterUnavailableError } from '../limits/failover-limiter.js';
 import { countsVisitors, visitorOf } from '../limits/visitor.js';
 import type { RequestFacts } from '../plans/request-match.js';
 import type { Subject } from '../plans/subject.js';
@@ -195,8 +196,10 @@ async function admitKey(
       decision = await (tracer === undefined ? decided : tracer.limiterWait(decided, request.incoming));
     else decision = decided;
   } catch (err) {
-    // Redis down or a bug alike: the client gets 503, the operator the cause.
-    deps.logger.error({ err, reqId: request.requestId, keyId: key.id }, 'rate limit decision failed');
+    // Redis down or a bug alike: the client gets 503. An outage is logged once by the failover
+    // limiter as it starts and ends, not once per request; anything else is the operator's to see.
+    if (!(err instanceof LimiterUnavailableError))
+      deps.logger.error({ err, reqId: request.requestId, keyId: key.id }, 'rate limit decision failed');
     return refused('limit_unavailable', key);
   }
   const limit = decision.limit && { subjects, decision: decision.limit };

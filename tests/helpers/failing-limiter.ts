@@ -1,11 +1,20 @@
+import { LimiterUnavailableError } from '../../src/limits/failover-limiter.js';
 import type { Decision, LimitState, RateLimiter } from '../../src/limits/rate-limiter.js';
 
-/** A limiter whose every call fails, as one does while its store does not answer (REDIS_FAILURE_MODE=closed). */
-export const FAILING_LIMITER: RateLimiter = {
-  consume: (): Promise<Decision> => Promise.reject(new Error('redis down')),
-  peek: (): Promise<LimitState[]> => Promise.reject(new Error('redis down')),
-  peekBalances: () => Promise.reject(new Error('redis down')),
-  syncBalances: () => Promise.reject(new Error('redis down')),
-  spentBalances: () => [],
-  close: () => Promise.resolve(),
-};
+/** A limiter whose every call fails with `error`. */
+function failingWith(error: () => Error): RateLimiter {
+  return {
+    consume: (): Promise<Decision> => Promise.reject(error()),
+    peek: (): Promise<LimitState[]> => Promise.reject(error()),
+    peekBalances: () => Promise.reject(error()),
+    syncBalances: () => Promise.reject(error()),
+    spentBalances: () => [],
+    close: () => Promise.resolve(),
+  };
+}
+
+/** A limiter failing as a bug or an unexpected store error would. */
+export const FAILING_LIMITER = failingWith(() => new Error('redis down'));
+
+/** A limiter refusing as the failover limiter does while Redis is out under REDIS_FAILURE_MODE=closed. */
+export const UNAVAILABLE_LIMITER = failingWith(() => new LimiterUnavailableError());

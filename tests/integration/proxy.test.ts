@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ruleOf } from '../../src/plans/plan.js';
 import type { Decision, LimitState, RateLimiter } from '../../src/limits/rate-limiter.js';
 import { continueExchange } from '../helpers/continue-exchange.js';
-import { FAILING_LIMITER } from '../helpers/failing-limiter.js';
+import { FAILING_LIMITER, UNAVAILABLE_LIMITER } from '../helpers/failing-limiter.js';
 import { closeDatabase, ProxyHarness, rawRequest, sha256 } from '../helpers/proxy-harness.js';
 
 /** Starting servers is slow on a busy machine. */
@@ -600,6 +600,29 @@ describe('proxy: DEFAULT_RATE_LIMIT and limiter failures', () => {
       }),
     ]);
     expect(h.logLines.join('\n')).not.toContain(key.secret);
+  });
+});
+
+describe('proxy: Redis out under REDIS_FAILURE_MODE=closed', () => {
+  const h = new ProxyHarness();
+  beforeAll(
+    () =>
+      h.start({ env: { DEFAULT_RATE_LIMIT: '2/second' }, limiter: UNAVAILABLE_LIMITER, captureLogs: true }),
+    START_MS,
+  );
+  afterAll(() => h.stop());
+
+  it('answers 503 limit_unavailable without an error line per request: the failover limiter logs the outage once', async () => {
+    const key = await h.createKey();
+    h.logLines.length = 0;
+    for (let i = 0; i < 3; i++) {
+      const res = await call(h.base, '/x', { headers: bearer(key.secret) });
+      expect(res.status).toBe(503);
+      expect(res.json()).toMatchObject({ code: 'limit_unavailable' });
+    }
+    expect(await h.usage(key.id)).toMatchObject({ requests: 3, failed: 3 });
+    const errors = h.logLines.map((l) => JSON.parse(l) as { level: number }).filter((l) => l.level >= 50);
+    expect(errors).toEqual([]);
   });
 });
 
