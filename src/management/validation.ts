@@ -5,6 +5,7 @@
  * of a 400 `validation_failed`: one entry per offending field.
  */
 import { parseAddressBlock } from '../net/address-blocks.js';
+import { refillShapeProblems } from '../plans/limit-shape.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { AppError } from '../errors.js';
@@ -117,13 +118,12 @@ function metadataProblems(metadata: unknown): ValidationDetail[] {
   return [];
 }
 
-/** A day of the month given to a daily refill, which has none. */
-function creditProblems(credits: CreditsUpdate | undefined): ValidationDetail[] {
-  const refill = credits?.refill;
-  if (refill?.interval === 'day' && refill.dayOfMonth !== undefined)
-    return [{ field: 'credits.refill.dayOfMonth', message: 'applies to a monthly refill only' }];
-  return [];
-}
+/** A day of the month given to a daily refill, which has none (plans/limit-shape.ts). */
+const creditProblems = (credits: CreditsUpdate | undefined): ValidationDetail[] =>
+  refillShapeProblems(credits?.refill).map(({ path, message }) => ({
+    field: ['credits.refill', ...path].join('.'),
+    message,
+  }));
 
 /** Timestamps that name no real instant, metadata over its bounds, and credits that do not hold together. */
 export function keySettingProblems(value: {
