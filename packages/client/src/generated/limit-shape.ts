@@ -19,6 +19,8 @@ export interface DeclaredLimit {
   readonly name?: string;
   readonly algorithm?: string;
   readonly burst?: number;
+  readonly match?: object;
+  readonly per?: string;
 }
 
 /** A plan's limit fields as declared: the seed's `limit` and `period`, or `limits`. */
@@ -61,6 +63,29 @@ export function repeatedNameProblems(limits: readonly DeclaredLimit[]): ShapePro
   const names = limits.map(limitNameOf);
   return names.flatMap((name, i) =>
     names.indexOf(name) < i ? [{ path: [i, 'name'], message: `repeats the name "${name}"` }] : [],
+  );
+}
+
+/**
+ * Each limit without a match whose period, algorithm and per an earlier one without a match has: the
+ * two would count the same requests in one count, and the smaller would decide alone (two concurrency
+ * limits, which have no period, count the same places when their per is the same).
+ */
+export function repeatedKindProblems(limits: readonly DeclaredLimit[]): ShapeProblem[] {
+  const kinds = limits.map((limit) => {
+    const algorithm = limit.algorithm ?? 'fixed';
+    const period = algorithm === 'concurrency' ? 'none' : (limit.period ?? 'none');
+    return limit.match === undefined ? `${period}, ${algorithm}, ${limit.per ?? 'key'}` : undefined;
+  });
+  return kinds.flatMap((kind, i) =>
+    kind !== undefined && kinds.indexOf(kind) < i
+      ? [
+          {
+            path: [i],
+            message: `repeats the period, algorithm and per of another limit without a match (${kind})`,
+          },
+        ]
+      : [],
   );
 }
 

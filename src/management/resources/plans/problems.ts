@@ -5,11 +5,8 @@
 import {
   BUCKET_PERIOD_MS,
   BUCKET_PERIODS,
-  countsOwnRequests,
   isConcurrency,
-  perOf,
   ruleOf,
-  shownPeriod,
   type CostRule,
   type LimitInput,
   type LimitRule,
@@ -17,6 +14,7 @@ import {
 import {
   limitShapeProblems,
   planLimitFieldProblems,
+  repeatedKindProblems,
   repeatedNameProblems,
   type ShapeProblem,
 } from '../../../plans/limit-shape.js';
@@ -64,32 +62,18 @@ export const requiredLimitFields = (body: Readonly<Record<string, unknown>>): Va
 
 /**
  * A plan's limits as sent: `limits`, or the seed's `limit` and `period`, never both shapes; names
- * unique within the plan, and no two limits without a match of one period, algorithm and per (they
- * would count the same requests in the same count, and the smaller would decide alone; two concurrency
- * limits, which have no period, count the same places when their per is the same).
+ * unique within the plan, and no two limits without a match of one period, algorithm and per
+ * (plans/limit-shape.ts); matches well formed.
  */
 export function limitProblems({ limit, period, limits }: PlanLimitsInput): ValidationDetail[] {
   if (limits === undefined) return [];
   const details = detailsOf(planLimitFieldProblems({ limit, period, limits }), '');
   limits.forEach((input, i) => details.push(...algorithmProblems(input, `limits.${i}`)));
   if (details.length > 0) return details;
-  details.push(...detailsOf(repeatedNameProblems(limits), 'limits'));
-  const rules = limits.map(ruleOf);
-  rules.forEach((rule, i) => {
-    const sameKind = (r: LimitRule) =>
-      !countsOwnRequests(r) &&
-      r.period === rule.period &&
-      r.algorithm === rule.algorithm &&
-      perOf(r) === perOf(rule);
-    if (!countsOwnRequests(rule) && rules.findIndex(sameKind) < i) {
-      details.push({
-        field: `limits.${i}`,
-        message: `repeats the period, algorithm and per of another limit without a match (${shownPeriod(rule) ?? 'none'}, ${rule.algorithm}, ${perOf(rule)})`,
-      });
-    }
-    details.push(...matchProblems(rule.match, `limits.${i}.match`));
-  });
-  return details;
+  return [
+    ...detailsOf([...repeatedNameProblems(limits), ...repeatedKindProblems(limits)], 'limits'),
+    ...limits.flatMap((input, i) => matchProblems(input.match, `limits.${i}.match`)),
+  ];
 }
 
 /**
