@@ -1762,7 +1762,7 @@ export interface components {
                 /** @description Request headers a page may send besides those always allowed: `authorization`, `x-api-key`, `content-type` and CUSTOMER_ID_HEADER */
                 allowedHeaders?: string[];
                 /**
-                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case
+                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself; not over a public suffix such as `https://*.co.uk`, by the Public Suffix List), in lower case
                  * @example [
                  *       "https://app.example.com",
                  *       "https://*.example.com"
@@ -3086,7 +3086,7 @@ export interface components {
                     /** @description Request headers a page may send besides those always allowed: `authorization`, `x-api-key`, `content-type` and CUSTOMER_ID_HEADER */
                     allowedHeaders: string[];
                     /**
-                     * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case
+                     * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself; not over a public suffix such as `https://*.co.uk`, by the Public Suffix List), in lower case
                      * @example [
                      *       "https://app.example.com",
                      *       "https://*.example.com"
@@ -3464,7 +3464,7 @@ export interface components {
                 /** @description Request headers a page may send besides those always allowed: `authorization`, `x-api-key`, `content-type` and CUSTOMER_ID_HEADER */
                 allowedHeaders: string[];
                 /**
-                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case
+                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself; not over a public suffix such as `https://*.co.uk`, by the Public Suffix List), in lower case
                  * @example [
                  *       "https://app.example.com",
                  *       "https://*.example.com"
@@ -3752,7 +3752,7 @@ export interface components {
                 /** @description Request headers a page may send besides those always allowed: `authorization`, `x-api-key`, `content-type` and CUSTOMER_ID_HEADER */
                 allowedHeaders?: string[];
                 /**
-                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case
+                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself; not over a public suffix such as `https://*.co.uk`, by the Public Suffix List), in lower case
                  * @example [
                  *       "https://app.example.com",
                  *       "https://*.example.com"
