@@ -2009,6 +2009,11 @@ export interface components {
                 limit: {
                     limit: number;
                     name: string;
+                    /**
+                     * @description Whom the limit counts: `key` (default), the key (or the consumer, for a consumer's plan) as a whole; `clientAddress`, each client address apart (an IPv6 address by its /64); `customer`, each customer id apart (the customer-id header, or a token's `sub`). Requests with no address or no customer id share one count (docs/guides/browser.md). Absent on an entry recorded before the log kept it
+                     * @enum {string}
+                     */
+                    per?: "key" | "clientAddress" | "customer";
                     /** @description null for a concurrency limit */
                     period: string | null;
                     /** @description `key` or `consumer` */
