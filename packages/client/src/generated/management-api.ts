@@ -1120,7 +1120,7 @@ export interface components {
                 failedRequests: number;
                 /** @description From the consumer's plan, shared by all its keys; null without one */
                 rateLimits: {
-                    /** @description Of the limit with the fewest requests left (of those not per visitor, when there are any) */
+                    /** @description Of the limit with the fewest requests left, of those with one count and one window: limits per visitor and concurrency limits are left out when others exist. A plan of only such limits shows what a new visitor would have: the least capacity of its limits (a concurrency limit of the key as a whole: its places free now) */
                     limit: number;
                     /** @description Every limit that applies: the key's plan in its order, then its consumer's */
                     limits: {
@@ -1149,11 +1149,11 @@ export interface components {
                          */
                         scope: "key" | "consumer";
                     }[];
-                    /** @description Its remaining: null when every limit is per visitor */
-                    remaining: number | null;
+                    /** @description Its remaining */
+                    remaining: number;
                     /**
                      * Format: date-time
-                     * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit
+                     * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit. A plan of only limits per visitor or concurrency limits: the time of the answer
                      * @example 2026-11-21T14:23:02Z
                      */
                     resetTime: string;
@@ -2285,7 +2285,7 @@ export interface components {
                 failedRequests: number;
                 /** @description From the key's plan, else DEFAULT_RATE_LIMIT; null when neither applies */
                 rateLimits: {
-                    /** @description Of the limit with the fewest requests left (of those not per visitor, when there are any) */
+                    /** @description Of the limit with the fewest requests left, of those with one count and one window: limits per visitor and concurrency limits are left out when others exist. A plan of only such limits shows what a new visitor would have: the least capacity of its limits (a concurrency limit of the key as a whole: its places free now) */
                     limit: number;
                     /** @description Every limit that applies: the key's plan in its order, then its consumer's */
                     limits: {
@@ -2314,11 +2314,11 @@ export interface components {
                          */
                         scope: "key" | "consumer";
                     }[];
-                    /** @description Its remaining: null when every limit is per visitor */
-                    remaining: number | null;
+                    /** @description Its remaining */
+                    remaining: number;
                     /**
                      * Format: date-time
-                     * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit
+                     * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit. A plan of only limits per visitor or concurrency limits: the time of the answer
                      * @example 2026-11-21T14:23:02Z
                      */
                     resetTime: string;
