@@ -5,9 +5,9 @@
  * on is printed, and the exit codes are the guide's.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { readConfigFile } from '../../packages/client/src/config/apply-config.js';
 import { describeChange } from '../../packages/client/src/config/change.js';
 import { executeChanges } from '../../packages/client/src/config/execute-changes.js';
@@ -629,6 +629,42 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
     );
     expect(stream.streamUrl).toBe('https://stream.stripe.example');
   });
+});
+
+describe('npm run tollgate', () => {
+  const BUILT = join(ROOT, 'packages/client/dist/bin/tollgate.js');
+  /** `npm run tollgate -- --help` in the checkout, with this Node first on PATH. */
+  const npmTollgate = () =>
+    new Promise<Run>((done) => {
+      const child = spawn('npm', ['run', '--silent', 'tollgate', '--', '--help'], {
+        cwd: ROOT,
+        env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('exit', (code) => done({ code, stdout, stderr }));
+    });
+
+  it('rebuilds the client only when it is out of date, and never deletes it under a command beside it', async () => {
+    const built = statSync(BUILT).mtimeMs;
+    const [first, second] = await Promise.all([npmTollgate(), npmTollgate()]);
+    expect([first.code, second.code]).toEqual([0, 0]);
+    expect(first.stdout).toContain('tollgate apply -f FILE');
+    // Nothing changed since the build: nothing was built again.
+    expect(statSync(BUILT).mtimeMs).toBe(built);
+
+    // Out of date: one command rebuilds while the other runs the command it finds.
+    utimesSync(BUILT, new Date(0), new Date(0));
+    const [rebuilding, beside] = await Promise.all([npmTollgate(), npmTollgate()]);
+    expect([rebuilding, beside]).toEqual([
+      expect.objectContaining({ code: 0, stderr: '' }),
+      expect.objectContaining({ code: 0, stderr: '' }),
+    ]);
+    expect(statSync(BUILT).mtimeMs).toBeGreaterThan(0);
+  }, 120_000);
 });
 
 afterAll(() => expectNoSecretsLogged());
