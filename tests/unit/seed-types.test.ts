@@ -1,5 +1,5 @@
 /**
- * The seed's types hold (contract section 32): a client generated with openapi-typescript against the
+ * The seed's types hold: a client generated with openapi-typescript against the
  * current OpenAPI document, written as the seed's spec reads (`usage.rateLimits` an object or null, its
  * `limit`, `remaining` and `resetTime` an integer, an integer and a timestamp), compiles.
  */
