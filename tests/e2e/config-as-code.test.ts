@@ -4,7 +4,7 @@
  * apply; a second apply makes no change and writes no audit entry; what a run changes, refuses or stops
  * on is printed, and the exit codes are the guide's.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type SpawnOptions } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -93,13 +93,10 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the installed command as CI would, with only PATH and `env` in its environment. */
-function tollgate(args: readonly string[], env: Record<string, string>): Promise<Run> {
+/** Runs `command` to its end, with what it printed. */
+function runToEnd(command: string, args: readonly string[], options: SpawnOptions): Promise<Run> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [COMMAND, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -107,6 +104,10 @@ function tollgate(args: readonly string[], env: Record<string, string>): Promise
     child.on('exit', (code) => done({ code, stdout, stderr }));
   });
 }
+
+/** Runs the installed command as CI would, with only PATH and `env` in its environment. */
+const tollgate = (args: readonly string[], env: Record<string, string>): Promise<Run> =>
+  runToEnd(process.execPath, [COMMAND, ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
 
 describe.each(MODES)('tollgate apply and export, $name', (mode) => {
   const deployments: Deployment[] = [];
@@ -635,17 +636,9 @@ describe('npm run tollgate', () => {
   const BUILT = join(ROOT, 'packages/client/dist/bin/tollgate.js');
   /** `npm run tollgate -- --help` in the checkout, with this Node first on PATH. */
   const npmTollgate = () =>
-    new Promise<Run>((done) => {
-      const child = spawn('npm', ['run', '--silent', 'tollgate', '--', '--help'], {
-        cwd: ROOT,
-        env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-      child.on('exit', (code) => done({ code, stdout, stderr }));
+    runToEnd('npm', ['run', '--silent', 'tollgate', '--', '--help'], {
+      cwd: ROOT,
+      env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` },
     });
 
   it('rebuilds the client only when it is out of date, and never deletes it under a command beside it', async () => {
