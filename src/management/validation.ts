@@ -5,6 +5,8 @@
  * of a 400 `validation_failed`: one entry per offending field.
  */
 import { parseAddressBlock } from '../net/address-blocks.js';
+import { refillShapeProblems } from '../plans/limit-shape.js';
+import { spansPublicSuffix } from '../plans/origins.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { AppError } from '../errors.js';
@@ -117,26 +119,30 @@ function metadataProblems(metadata: unknown): ValidationDetail[] {
   return [];
 }
 
-/** A day of the month given to a daily refill, which has none. */
-function creditProblems(credits: CreditsUpdate | undefined): ValidationDetail[] {
-  const refill = credits?.refill;
-  if (refill?.interval === 'day' && refill.dayOfMonth !== undefined)
-    return [{ field: 'credits.refill.dayOfMonth', message: 'applies to a monthly refill only' }];
-  return [];
-}
+/** A day of the month given to a daily refill, which has none (plans/limit-shape.ts). */
+const creditProblems = (credits: CreditsUpdate | undefined): ValidationDetail[] =>
+  refillShapeProblems(credits?.refill).map(({ path, message }) => ({
+    field: ['credits.refill', ...path].join('.'),
+    message,
+  }));
 
-/** Timestamps that name no real instant, metadata over its bounds, and credits that do not hold together. */
+/**
+ * Timestamps that name no real instant, metadata over its bounds, credits that do not hold together,
+ * addresses that are none, and origins over a public suffix.
+ */
 export function keySettingProblems(value: {
   expiresAt?: string | null;
   metadata?: Record<string, unknown> | null;
   credits?: CreditsUpdate;
   allowedAddresses?: string[] | null;
+  allowedOrigins?: string[] | null;
 }): ValidationDetail[] {
   return [
     ...unrealTimestamps(value, ['expiresAt']),
     ...metadataProblems(value.metadata),
     ...creditProblems(value.credits),
     ...addressProblems(value.allowedAddresses),
+    ...originProblems(value.allowedOrigins, 'allowedOrigins'),
   ];
 }
 
@@ -149,6 +155,22 @@ const addressProblems = (addresses: string[] | null | undefined): ValidationDeta
             field: `allowedAddresses[${i}]`,
             message:
               'must be an IPv4 or IPv6 address, or a CIDR block such as 203.0.113.0/24 or 2001:db8::/32',
+          },
+        ]
+      : [],
+  );
+
+/** Each origin of `origins` whose wildcard spans a public suffix (`https://*.co.uk`). */
+export const originProblems = (
+  origins: readonly string[] | null | undefined,
+  field: string,
+): ValidationDetail[] =>
+  (origins ?? []).flatMap((origin, i) =>
+    spansPublicSuffix(origin)
+      ? [
+          {
+            field: `${field}[${i}]`,
+            message: 'must not be a wildcard over a public suffix (any site may be registered under it)',
           },
         ]
       : [],

@@ -20,7 +20,8 @@ export function parseAddressBlock(text: string): AddressBlock | undefined {
   const bits = family === 'ipv4' ? 32 : 128;
   if (slash < 0) return { address, prefix: bits, family };
   const prefix = text.slice(slash + 1);
-  if (!/^\d{1,3}$/.test(prefix) || Number(prefix) > bits) return undefined;
+  // Decimal without leading zeros (`/08` is no prefix: some parsers read it as octal).
+  if (!/^(?:0|[1-9][0-9]{0,2})$/.test(prefix) || Number(prefix) > bits) return undefined;
   return { address, prefix: Number(prefix), family };
 }
 

@@ -3,14 +3,32 @@
  * `allowedOrigins` name them the same way, `*` (any; routes only), an exact origin
  * (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain
  * (`https://*.example.com`: any host under example.com, not example.com itself). Pure: the management
- * API validates them with `ORIGIN_PATTERN`, the proxy matches with `originMatcher`.
+ * API validates them with `ORIGIN_PATTERN` and `spansPublicSuffix`, the proxy matches with
+ * `originMatcher`.
  */
+import { parse } from 'tldts';
 
 const LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
 /** An exact origin or a wildcard subdomain, scheme http(s), optional port, lower case. */
 export const ORIGIN_PATTERN = `^https?://(?:\\*\\.)?${LABEL}(?:\\.${LABEL})*(?::[0-9]{1,5})?$`;
 /** A host under a wildcard: one label or more. */
 const SUBDOMAIN = new RegExp(`^${LABEL}(?:\\.${LABEL})*$`);
+
+/**
+ * Whether a wildcard (`https://*.co.uk`) spans a public suffix by the Public Suffix List, its private
+ * section included (`*.github.io`): anyone may register a site under it. A suffix the list does not
+ * name (`*.localhost`, `*.internal`) is one's own network's.
+ */
+export function spansPublicSuffix(pattern: string): boolean {
+  const star = pattern.indexOf('://*.');
+  if (star < 0) return false;
+  const host = pattern
+    .slice(star + 5)
+    .replace(/:[0-9]+$/, '')
+    .toLowerCase();
+  const { publicSuffix, isIcann, isPrivate } = parse(host, { allowPrivateDomains: true });
+  return publicSuffix === host && (isIcann === true || isPrivate === true);
+}
 
 /** Whether `origin` (an Origin header's value) is one of the patterns it was built from. */
 export type OriginMatcher = (origin: string) => boolean;

@@ -6,7 +6,7 @@
 import type { LastUseTracker } from '../keys/last-use.js';
 import type { ResolvedKey } from '../keys/key-cache.js';
 import { limitName } from '../limits/rate-limiter.js';
-import { shownPeriod } from '../plans/plan.js';
+import { perOf, shownPeriod } from '../plans/plan.js';
 import type { UsageRecorder } from '../usage/recorder.js';
 import type { FailureFacts, Outcome } from '../usage/usage.js';
 import type { Refused } from './admission.js';
@@ -79,6 +79,7 @@ export function failureFacts(
             period: shownPeriod(rule.rule),
             scope: rule.scope,
             limit: rule.rule.limit,
+            per: perOf(rule.rule),
           },
   };
 }

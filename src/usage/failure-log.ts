@@ -3,6 +3,7 @@
  * are recorded beside the usage counts (recorder.ts) and travel in the same batches, so a batch
  * applied once applies its entries once (docs/decisions/0084-failure-log.md).
  */
+import type { Per } from '../plans/plan.js';
 
 /** The refusing limit of a 429 `rate_limit_exceeded` or `concurrency_limit_exceeded`. */
 export interface FailedLimit {
@@ -11,6 +12,8 @@ export interface FailedLimit {
   readonly period: string | null;
   readonly scope: string;
   readonly limit: number;
+  /** Whom it counts (`key`, `clientAddress`, `customer`); absent on entries recorded before it was kept. */
+  readonly per?: Per;
 }
 
 /**

@@ -4,10 +4,10 @@
  * apply; a second apply makes no change and writes no audit entry; what a run changes, refuses or stops
  * on is printed, and the exit codes are the guide's.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type SpawnOptions } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { readConfigFile } from '../../packages/client/src/config/apply-config.js';
 import { describeChange } from '../../packages/client/src/config/change.js';
 import { executeChanges } from '../../packages/client/src/config/execute-changes.js';
@@ -93,13 +93,10 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the installed command as CI would, with only PATH and `env` in its environment. */
-function tollgate(args: readonly string[], env: Record<string, string>): Promise<Run> {
+/** Runs `command` to its end, with what it printed. */
+function runToEnd(command: string, args: readonly string[], options: SpawnOptions): Promise<Run> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [COMMAND, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -107,6 +104,10 @@ function tollgate(args: readonly string[], env: Record<string, string>): Promise
     child.on('exit', (code) => done({ code, stdout, stderr }));
   });
 }
+
+/** Runs the installed command as CI would, with only PATH and `env` in its environment. */
+const tollgate = (args: readonly string[], env: Record<string, string>): Promise<Run> =>
+  runToEnd(process.execPath, [COMMAND, ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
 
 describe.each(MODES)('tollgate apply and export, $name', (mode) => {
   const deployments: Deployment[] = [];
@@ -441,22 +442,22 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
   });
 
   it('stops at a call that fails and says what was applied and what was not', async () => {
-    // Two limits of the same period and algorithm without a match: the schema takes it, the API refuses it.
+    // A plan id the API keeps for its own path: the file's checks take it, the API refuses it.
     const failing = write(
       'failing.yaml',
       FILE.replace(
         '  - rateLimitId: free',
-        '  - rateLimitId: twice\n    limits: [{ limit: 1, period: day }, { limit: 2, period: day, name: other }]\n  - rateLimitId: free',
+        '  - rateLimitId: create\n    limit: 1\n    period: day\n  - rateLimitId: free',
       )
         .replace('upstreamUrl: ${SEARCH_UPSTREAM}', 'upstreamUrl: ${SEARCH_UPSTREAM}\n    timeoutMs: 5000')
         .replace('  - name: Beta', '  - name: Gamma\n    externalId: gamma\n  - name: Beta'),
     );
     const run = await tollgate(['apply', '-f', failing], env);
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain('failed: + create plan "twice": 400 validation_failed');
+    expect(run.stderr).toContain('failed: + create plan "create": 400 validation_failed');
     expect(run.stderr).toContain('stopped: 1 of 3 change(s) applied.');
     expect(run.stderr).toContain('  applied: ~ update route "search": timeoutMs');
-    expect(run.stderr).toContain('  not applied: + create plan "twice"');
+    expect(run.stderr).toContain('  not applied: + create plan "create"');
     expect(run.stderr).toContain('  not applied: + create consumer "gamma"');
     expect(run.stdout).toBe('~ update route "search": timeoutMs\n');
     expect((await service.admin('GET', '/tollgate/routes/search')).body.timeoutMs).toBe(5000);
@@ -511,6 +512,152 @@ describe.each(MODES)('tollgate apply and export, $name', (mode) => {
       stdout: 'No changes.\n',
     });
   });
+
+  it("never prints a reference's value: a fault names the ${VAR}", async () => {
+    const leaky = 'sk_test_' + 'leaked-through-a-plan-id';
+    const dangling = write(
+      'leaky.yaml',
+      'consumers:\n  - name: Leaky\n    externalId: leaky\n    rateLimitId: ${LEAKY_PLAN}\n',
+    );
+    const run = await tollgate(['apply', '-f', dangling, '--dry-run'], { ...env, LEAKY_PLAN: leaky });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`${dangling}:4: consumers[0].rateLimitId: names no plan ("\${LEAKY_PLAN}")`);
+    expect(run.stdout + run.stderr).not.toContain(leaky);
+  });
+
+  it('settles a path escape and a host in capitals: the second apply changes nothing', async () => {
+    const escapes = write(
+      'escapes.yaml',
+      [
+        'routes:',
+        '  - routeId: tilde',
+        '    match: { pathPrefix: /v1/%7Euser, host: API.Example.COM }',
+        '    upstreamUrl: http://127.0.0.1:9/',
+        'plans:',
+        '  - rateLimitId: escapes',
+        '    limits: [{ limit: 5, period: hour, match: { pathPrefix: /v1/%7euser } }]',
+        '',
+      ].join('\n'),
+    );
+    expect(await tollgate(['apply', '-f', escapes], env)).toMatchObject({ code: 0, stderr: '' });
+    expect((await service.admin('GET', '/tollgate/routes/tilde')).body.match).toMatchObject({
+      pathPrefix: '/v1/~user',
+      host: 'api.example.com',
+    });
+    const audited = await auditCount(service);
+    expect(await tollgate(['apply', '-f', escapes, '--dry-run'], env)).toEqual({
+      code: 0,
+      stdout: 'No changes.\n',
+      stderr: '',
+    });
+    expect(await tollgate(['apply', '-f', escapes], env)).toMatchObject({ code: 0, stdout: 'No changes.\n' });
+    expect(await auditCount(service)).toBe(audited);
+  });
+
+  it('refuses before any change a plan the API would refuse part-way through', async () => {
+    const before = await auditCount(service);
+    const shapes = write(
+      'shapes.yaml',
+      [
+        'routes:',
+        '  - routeId: tilde',
+        '    match: { pathPrefix: /v1/~user, host: api.example.com }',
+        '    upstreamUrl: http://127.0.0.1:9/',
+        '    timeoutMs: 4000',
+        'plans:',
+        '  - rateLimitId: no-period',
+        '    limits: [{ limit: 5 }]',
+        '  - rateLimitId: concurrent',
+        '    limits: [{ limit: 2, algorithm: concurrency, period: minute, burst: 4 }]',
+        '',
+      ].join('\n'),
+    );
+    const run = await tollgate(['apply', '-f', shapes, '--dry-run'], env);
+    expect(run).toMatchObject({ code: 1, stdout: '' });
+    expect(run.stderr.split('\n')).toEqual([
+      'Nothing changed: ' + `${shapes}:8: plans[0].limits[0].period: is required`,
+      `${shapes}:10: plans[1].limits[0].period: a concurrency limit has no period`,
+      `${shapes}:10: plans[1].limits[0].burst: only a tokenBucket limit has a burst`,
+      '',
+    ]);
+    expect(await tollgate(['apply', '-f', shapes], env)).toMatchObject({ code: 1, stdout: '' });
+    expect((await service.admin('GET', '/tollgate/routes/tilde')).body.timeoutMs).toBeNull();
+    expect(await auditCount(service)).toBe(before);
+  });
+
+  it("applies and exports a stripe-v2 export's streamUrl and two webhooks of one URL, as apply takes them", async () => {
+    const text = [
+      'webhooks:',
+      '  - { url: "http://127.0.0.1:9/shared", events: [key.created] }',
+      '  - { url: "http://127.0.0.1:9/shared", events: [key.deleted], description: second }',
+      'billingExports:',
+      '  - type: stripe-v2',
+      '    url: https://api.stripe.example',
+      '    streamUrl: https://meter-events.stripe.example',
+      '    credential: ${STRIPE_KEY}',
+      '    eventName: v2_calls',
+      '    interval: hour',
+      '    subject: consumer',
+      '',
+    ].join('\n');
+    const declared = write('stream.yaml', text);
+    expect(await tollgate(['apply', '-f', declared], env)).toMatchObject({ code: 0, stderr: '' });
+    expect(await tollgate(['apply', '-f', declared], env)).toMatchObject({
+      code: 0,
+      stdout: 'No changes.\n',
+    });
+
+    const exported = await tollgate(['export'], env);
+    expect(exported.stdout).toContain('streamUrl: https://meter-events.stripe.example');
+    expect(exported.stdout.match(/url: http:\/\/127\.0\.0\.1:9\/shared/g)).toHaveLength(2);
+    const copy = write('exported-stream.yaml', exported.stdout);
+    expect(
+      await tollgate(['apply', '-f', copy], { ...env, STRIPE_V2_V2_CALLS_CREDENTIAL: STRIPE_SECRET }),
+    ).toEqual({
+      code: 0,
+      stdout: 'No changes.\n',
+      stderr: '',
+    });
+
+    const moved = write('moved.yaml', text.replace('meter-events.stripe.example', 'stream.stripe.example'));
+    expect(await tollgate(['apply', '-f', moved, '--dry-run'], env)).toMatchObject({
+      code: 2,
+      stdout: expect.stringContaining('~ update billing export "stripe-v2 v2_calls": streamUrl'),
+    });
+    expect(await tollgate(['apply', '-f', moved], env)).toMatchObject({ code: 0, stderr: '' });
+    const stream = (await service.admin('GET', '/tollgate/billing-exports')).body.billingExports.find(
+      (e: { type: string }) => e.type === 'stripe-v2',
+    );
+    expect(stream.streamUrl).toBe('https://stream.stripe.example');
+  });
+});
+
+describe('npm run tollgate', () => {
+  const BUILT = join(ROOT, 'packages/client/dist/bin/tollgate.js');
+  /** `npm run tollgate -- --help` in the checkout, with this Node first on PATH. */
+  const npmTollgate = () =>
+    runToEnd('npm', ['run', '--silent', 'tollgate', '--', '--help'], {
+      cwd: ROOT,
+      env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` },
+    });
+
+  it('rebuilds the client only when it is out of date, and never deletes it under a command beside it', async () => {
+    const built = statSync(BUILT).mtimeMs;
+    const [first, second] = await Promise.all([npmTollgate(), npmTollgate()]);
+    expect([first.code, second.code]).toEqual([0, 0]);
+    expect(first.stdout).toContain('tollgate apply -f FILE');
+    // Nothing changed since the build: nothing was built again.
+    expect(statSync(BUILT).mtimeMs).toBe(built);
+
+    // Out of date: one command rebuilds while the other runs the command it finds.
+    utimesSync(BUILT, new Date(0), new Date(0));
+    const [rebuilding, beside] = await Promise.all([npmTollgate(), npmTollgate()]);
+    expect([rebuilding, beside]).toEqual([
+      expect.objectContaining({ code: 0, stderr: '' }),
+      expect.objectContaining({ code: 0, stderr: '' }),
+    ]);
+    expect(statSync(BUILT).mtimeMs).toBeGreaterThan(0);
+  }, 120_000);
 });
 
 afterAll(() => expectNoSecretsLogged());

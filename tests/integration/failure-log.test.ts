@@ -34,7 +34,7 @@ interface Failure {
   path: string;
   status: number;
   code: string;
-  limit: { name: string; period: string; scope: string; limit: number } | null;
+  limit: { name: string; period: string; scope: string; limit: number; per?: string } | null;
   clientAddress: string | null;
   customerId: string | null;
   durationMs: number;
@@ -137,7 +137,7 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
       path: '/ok',
       status: 429,
       code: 'rate_limit_exceeded',
-      limit: { name: 'hourly', period: 'hour', scope: 'key', limit: 1 },
+      limit: { name: 'hourly', period: 'hour', scope: 'key', limit: 1, per: 'key' },
       clientAddress: '127.0.0.1',
       customerId: 'cus_9',
     });
@@ -174,7 +174,7 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
 
   it('logs a verify call refused for a valid key, under the request id of the call', async () => {
     freezeAheadOfWallClock();
-    const key = await h.createKey({ limit: 1, period: 'hour', name: 'hourly' });
+    const key = await h.createKey({ limit: 1, period: 'hour', name: 'hourly', per: 'clientAddress' });
     const verify = () =>
       fetch(`${h.base}/tollgate/verify`, {
         method: 'POST',
@@ -202,7 +202,7 @@ describe.each(HARNESS_MODES)('failure log, $name', (mode) => {
       path: '/v1/search',
       status: 429,
       code: 'rate_limit_exceeded',
-      limit: { name: 'hourly', scope: 'key', limit: 1 },
+      limit: { name: 'hourly', scope: 'key', limit: 1, per: 'clientAddress' },
       clientAddress: '203.0.113.7',
     });
   });

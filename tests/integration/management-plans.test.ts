@@ -210,6 +210,16 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
         ['limits.0.burst'],
       ],
       ['limit 0 in a limit', { limits: [{ limit: 0, period: 'hour' }] }, ['limits.0.limit']],
+      [
+        'a burst on a sliding limit',
+        { limits: [{ limit: 1, period: 'hour', algorithm: 'sliding', burst: 2 }] },
+        ['limits.0.burst'],
+      ],
+      [
+        'a burst on a concurrency limit',
+        { limits: [{ limit: 1, algorithm: 'concurrency', burst: 2 }] },
+        ['limits.0.burst'],
+      ],
     ])('refuses %s: 400 validation_failed naming each field', async (_label, body, fields) => {
       const res = documented(
         'post',

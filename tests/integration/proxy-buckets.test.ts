@@ -158,7 +158,7 @@ describe('proxy: a concurrency limit', () => {
       (page) => page.failures.length === 2,
     );
     expect(failures.failures.map((f) => [f.status, f.limit])).toEqual(
-      Array(2).fill([429, { name: 'concurrency', period: null, scope: 'key', limit: 2 }]),
+      Array(2).fill([429, { name: 'concurrency', period: null, scope: 'key', limit: 2, per: 'key' }]),
     );
   });
 

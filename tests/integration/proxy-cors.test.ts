@@ -139,6 +139,17 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     }
   });
 
+  it('refuses a route wildcard over a public suffix, by the Public Suffix List', async () => {
+    for (const origin of ['https://*.com', 'https://*.co.uk', 'https://*.github.io:8443']) {
+      const res = await call('PATCH', '/tollgate/routes/web', { cors: { allowedOrigins: [PAGE, origin] } });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({
+        code: 'validation_failed',
+        details: [{ field: 'cors.allowedOrigins[1]', message: expect.stringContaining('public suffix') }],
+      });
+    }
+  });
+
   /** Preflights counted so far by origin: `policyInForce` has sent a number of its own. */
   async function preflights(): Promise<{ allowed: number; refused: number }> {
     const text = await h.metric('tollgate_cors_preflights_total');
@@ -346,11 +357,22 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     for (const settings of [
       { allowedAddresses: ['10.0.0.0/33'] },
       { allowedAddresses: ['example.com'] },
+      // A prefix with a leading zero: some parsers read `08` as octal.
+      { allowedAddresses: ['1.2.3.4/08'] },
+      { allowedAddresses: ['2001:db8::/032'] },
       { allowedOrigins: ['*'] },
       { allowedOrigins: [] },
+      { allowedOrigins: ['https://*.com'] },
+      { allowedOrigins: [PAGE, 'https://*.co.uk'] },
     ]) {
       const res = await call('POST', '/consumer-api-key/create', { name: 'x', ...settings });
       expect(res.status).toBe(400);
+      expect(((await res.json()) as { code: string }).code).toBe('validation_failed');
+    }
+    // A wildcard under a registrable domain, or under a suffix the list does not name, is one's own.
+    for (const origin of ['https://*.example.co.uk', 'http://*.localhost:5173']) {
+      const res = await call('POST', '/consumer-api-key/create', { name: 'x', allowedOrigins: [origin] });
+      expect(res.status).toBe(201);
     }
   });
 

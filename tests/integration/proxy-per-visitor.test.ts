@@ -140,8 +140,47 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     expect((await from(key.secret, '198.51.100.1')).status).toBe(200);
     expect((await from(key.secret, '198.51.100.3')).status).toBe(429);
     const detail = await call('GET', `/consumer-api-key/${key.id}`);
-    // Every limit is per visitor: no one count for the seed's fields either.
-    expect(detail.body.usage.rateLimits).toMatchObject({ limit: 1, remaining: null });
+    // Every limit is per visitor: the seed's fields show what a new visitor would have, at once.
+    expect(detail.body.usage.rateLimits).toMatchObject({
+      limit: 1,
+      remaining: 1,
+      resetTime: new Date(h.now).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    });
+  });
+
+  it('leaves limits without one count or one window out of the seed fields when others exist', async () => {
+    const key = await keyWith([
+      { name: 'places', limit: 2, algorithm: 'concurrency' },
+      { name: 'each', limit: 1, period: 'minute', per: 'clientAddress' },
+      { name: 'hourly', limit: 100, period: 'hour' },
+    ]);
+    expect((await from(key.secret, '198.51.100.9')).status).toBe(200);
+    const { body } = await call('GET', `/consumer-api-key/${key.id}`);
+    expect(body.usage.rateLimits).toMatchObject({
+      limit: 100,
+      remaining: 99,
+      resetTime: new Date(windowAt('hour', h.now).end).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    });
+    expect(body.usage.rateLimits.limits.map((l: { name: string }) => l.name)).toEqual([
+      'places',
+      'each',
+      'hourly',
+    ]);
+  });
+
+  it('fills the seed fields of a plan of only concurrency and per-visitor limits with what a new visitor would have', async () => {
+    const key = await keyWith([
+      { name: 'places', limit: 4, algorithm: 'concurrency' },
+      { name: 'bucket', limit: 5, period: 'minute', algorithm: 'tokenBucket', burst: 3, per: 'customer' },
+    ]);
+    expect((await from(key.secret, '198.51.100.9', { 'x-customer-id': 'alice' })).status).toBe(200);
+    const { body } = await call('GET', `/consumer-api-key/${key.id}`);
+    // A new customer's bucket holds its burst, 3: fewer than the 4 places free.
+    expect(body.usage.rateLimits).toMatchObject({
+      limit: 5,
+      remaining: 3,
+      resetTime: new Date(h.now).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    });
   });
 
   it('decides verify as the proxy does: its clientAddress and customerId are the visitor', async () => {

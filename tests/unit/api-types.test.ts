@@ -4,7 +4,7 @@ import { ERRORS } from '../../src/errors.js';
 import { buildOpenApiDocument } from '../../src/management/openapi.js';
 import { API_TYPES_FILE, apiTypesText } from '../../scripts/api-types.mjs';
 import { PROXY_REFUSALS_FILE, proxyRefusalsText } from '../../scripts/proxy-refusals.mjs';
-import { MINT_TOKEN_FILE, clientMintTokenText } from '../../scripts/client-mint-token.mjs';
+import { CLIENT_COPIES, clientCopyText } from '../../scripts/client-copies.mjs';
 
 /** Every TypeScript file under `dir`, relative to the project. */
 const sourcesUnder = (dir: string): string[] =>
@@ -23,8 +23,8 @@ describe('generated from the server', () => {
     expect(readFileSync(PROXY_REFUSALS_FILE, 'utf8')).toBe(proxyRefusalsText(ERRORS));
   });
 
-  it(`${MINT_TOKEN_FILE}: the server's own mintToken, as written`, () => {
-    expect(readFileSync(MINT_TOKEN_FILE, 'utf8')).toBe(clientMintTokenText());
+  it.each(CLIENT_COPIES)("$file: the server's own $source, as written", ({ source, file }) => {
+    expect(readFileSync(file, 'utf8')).toBe(clientCopyText(source));
   });
 
   it('the API types exist once: the console imports the package file, type-only', () => {

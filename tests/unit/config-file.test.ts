@@ -45,9 +45,9 @@ it('names the line and field of a fault in a JSON file', async () => {
 it('names an unknown section, a repeated identity and a credential written out', async () => {
   const text = [
     'plan: []',
-    'webhooks:',
-    '  - { url: "http://h/1", events: [key.created] }',
-    '  - { url: "http://h/1", events: [key.deleted] }',
+    'routes:',
+    '  - { routeId: a, match: { pathPrefix: /a }, upstreamUrl: "http://h/1" }',
+    '  - { routeId: a, match: { pathPrefix: /b }, upstreamUrl: "http://h/1" }',
     'billingExports:',
     '  - type: lago',
     '    url: https://lago.example',
@@ -62,7 +62,7 @@ it('names an unknown section, a repeated identity and a credential written out',
   ]);
   const repeated = text.replace('plan: []', 'plans: []').replace('lago-secret-in-git', '${LAGO_KEY}');
   expect(await faultsOf('tollgate.yaml', repeated)).toBe(
-    'tollgate.yaml:4: webhooks[1].url: repeats webhooks[0] ("http://h/1")',
+    'tollgate.yaml:4: routes[1].routeId: repeats routes[0] ("a")',
   );
 });
 
@@ -123,4 +123,60 @@ it('names the line of a YAML syntax error', async () => {
   expect(await faultsOf('broken.yaml', 'plans:\n  - rateLimitId: a\n    limit: 5\n  period: day\n')).toMatch(
     /^broken\.yaml:4: /,
   );
+});
+
+it('takes two webhooks with one URL, as the service holds them and export writes them', async () => {
+  const text = [
+    'webhooks:',
+    '  - { url: "http://h/1", events: [key.created] }',
+    '  - { url: "http://h/1", events: [key.deleted] }',
+  ].join('\n');
+  expect(await faultsOf('tollgate.yaml', text)).toBe('');
+});
+
+it('refuses before any change what the API refuses beyond its schema, each with its line', async () => {
+  const text = [
+    'plans:',
+    '  - { rateLimitId: seed, limit: 5 }',
+    '  - rateLimitId: shapes',
+    '    limits:',
+    '      - { limit: 5 }',
+    '      - { limit: 5, period: hour, burst: 9 }',
+    '      - { limit: 5, period: day, algorithm: sliding, burst: 9 }',
+    '      - { limit: 2, period: minute, algorithm: concurrency, burst: 3 }',
+    '  - rateLimitId: names',
+    '    limits:',
+    '      - { limit: 5, period: hour, name: quota }',
+    '      - { limit: 50, period: day, name: quota }',
+    '  - rateLimitId: twice',
+    '    limits: [{ limit: 1, period: day }, { limit: 2, period: day, name: other }]',
+    'consumers:',
+    '  - name: Acme',
+    '    externalId: acme',
+    '    credits: { remaining: 5, refill: { amount: 5, interval: day, dayOfMonth: 3 } }',
+  ].join('\n');
+  expect((await faultsOf('tollgate.yaml', text)).split('\n')).toEqual([
+    'tollgate.yaml:2: plans[0].period: is required (or send limits)',
+    'tollgate.yaml:5: plans[1].limits[0].period: is required',
+    'tollgate.yaml:6: plans[1].limits[1].burst: only a tokenBucket limit has a burst',
+    'tollgate.yaml:7: plans[1].limits[2].burst: only a tokenBucket limit has a burst',
+    'tollgate.yaml:8: plans[1].limits[3].period: a concurrency limit has no period',
+    'tollgate.yaml:8: plans[1].limits[3].burst: only a tokenBucket limit has a burst',
+    'tollgate.yaml:12: plans[2].limits[1].name: repeats the name "quota"',
+    'tollgate.yaml:14: plans[3].limits[1]: repeats the period, algorithm and per of another limit without a match (day, fixed, key)',
+    'tollgate.yaml:18: consumers[0].credits.refill.dayOfMonth: applies to a monthly refill only',
+  ]);
+});
+
+it('names the file and line of an alias bomb instead of expanding it', async () => {
+  const levels = ['a: &a [x, x, x, x, x, x, x, x, x]'];
+  for (const [name, below] of [
+    ['b', 'a'],
+    ['c', 'b'],
+    ['d', 'c'],
+    ['e', 'd'],
+  ])
+    levels.push(`${name}: &${name} [${Array(9).fill(`*${below}`).join(', ')}]`);
+  levels.push(`plans: [*e, *e, *e, *e, *e, *e, *e, *e, *e]`);
+  expect(await faultsOf('bomb.yaml', levels.join('\n'))).toMatch(/^bomb\.yaml:2: .*alias/i);
 });

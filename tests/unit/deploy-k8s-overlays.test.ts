@@ -13,7 +13,18 @@ import type { ISecret } from 'kubernetes-models/v1/Secret';
 import type { IService } from 'kubernetes-models/v1/Service';
 import { parseConfig } from '../../packages/client/src/config/load-config.js';
 import { validateConfig } from '../../packages/client/src/config/validate-config.js';
-import { MODELS, readText, readYaml, renderKustomization, unknownFields } from '../helpers/deploy-files.js';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import {
+  MODELS,
+  readText,
+  readYaml,
+  renderKustomization,
+  run,
+  unknownFields,
+} from '../helpers/deploy-files.js';
 
 type Manifest = { apiVersion: string; kind: string; metadata?: { name?: string } };
 
@@ -72,6 +83,41 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
     expect(pod.securityContext?.runAsNonRoot).toBe(true);
     expect(container.securityContext?.readOnlyRootFilesystem).toBe(true);
   });
+});
+
+test('the configuration guide`s overlay renders without the template Secrets start-up refuses', () => {
+  // The overlay's files as the guide writes them (`# overlays/prod/<file>` heads each), beside k8s/.
+  const guide = readText('docs/guides/configuration-as-code.md');
+  const files = [...guide.matchAll(/```yaml\n# overlays\/prod\/([\w.-]+)\n([\s\S]*?)```/g)];
+  expect(files.map(([, name]) => name)).toEqual(['kustomization.yaml', 'without-template-secrets.yaml']);
+  const folder = mkdtempSync(join(tmpdir(), 'tollgate-guide-overlay-'));
+  try {
+    symlinkSync(resolve('k8s'), join(folder, 'k8s'));
+    mkdirSync(join(folder, 'overlays/prod'), { recursive: true });
+    for (const [, name, text] of files) writeFileSync(join(folder, 'overlays/prod', name!), text!);
+    writeFileSync(
+      join(folder, 'overlays/prod/tollgate.yaml'),
+      'plans:\n  - { rateLimitId: prod, limit: 5, period: day }\n',
+    );
+    const rendered = run('kubectl', ['kustomize', join(folder, 'overlays/prod')]);
+    expect(rendered.code).toBe(0);
+    const objects = parseAllDocuments(rendered.output).map((doc) => doc.toJS() as Manifest);
+    expect(find<ISecret>(objects, 'Secret')).toEqual([]);
+    // The pods still take their settings from the Secrets the guide creates.
+    const [deployment] = find<IDeployment>(objects, 'Deployment', 'tollgate');
+    const fromSecrets = deployment!.spec!.template.spec!.containers[0]!.envFrom!.flatMap((e) =>
+      e.secretRef ? [e.secretRef.name] : [],
+    );
+    expect(fromSecrets.sort()).toEqual(['tollgate-datastores', 'tollgate-secrets']);
+    const configMaps = find<IConfigMap>(objects, 'ConfigMap').filter((c) =>
+      c.metadata!.name!.startsWith('tollgate-config-as-code'),
+    );
+    expect(configMaps.map((c) => c.data!['tollgate.yaml'])).toEqual([
+      'plans:\n  - { rateLimitId: prod, limit: 5, period: day }\n',
+    ]);
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
 });
 
 test('the Prometheus Operator checks can fail: a wrong `for` and a wrong type are refused', () => {

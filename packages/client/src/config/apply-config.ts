@@ -20,19 +20,29 @@ export interface ApplyRequest extends PlanOptions {
   readonly dryRun: boolean;
 }
 
-/** The file as data the management API takes; throws ConfigFileError naming every fault. */
+/**
+ * The file as data the management API takes, and how to hide the values of its references in what is
+ * printed; throws ConfigFileError naming every fault (by reference, never by value).
+ */
 export async function readConfigFile(
   file: string,
   env: Environment,
 ): Promise<{
   config: ConfigFile;
   lineOf: (path: readonly (string | number)[]) => number;
+  hide: (text: string) => string;
 }> {
   const loaded = await loadConfig(file);
-  const { resolved, problems } = resolveReferences(loaded.data ?? {}, env, loaded.lineOf);
+  const { resolved, problems, hide } = resolveReferences(loaded.data ?? {}, env, loaded.lineOf);
   const faults = [...problems, ...validateConfig(resolved, loaded.lineOf)];
-  if (faults.length > 0) throw new ConfigFileError(file, faults);
-  return { config: resolved as ConfigFile, lineOf: loaded.lineOf };
+  if (faults.length > 0) throw hidden(new ConfigFileError(file, faults), hide);
+  return { config: resolved as ConfigFile, lineOf: loaded.lineOf, hide };
+}
+
+/** The error, its message with the references' values hidden. */
+function hidden(err: unknown, hide: (text: string) => string): unknown {
+  if (err instanceof Error) err.message = hide(err.message);
+  return err;
 }
 
 export async function applyConfig(
@@ -41,7 +51,23 @@ export async function applyConfig(
   env: Environment,
   print: Printer,
 ): Promise<0 | 1 | 2> {
-  const { config, lineOf } = await readConfigFile(request.file, env);
+  const { config, lineOf, hide } = await readConfigFile(request.file, env);
+  const shown: Printer = { out: (line) => print.out(hide(line)), err: (line) => print.err(hide(line)) };
+  try {
+    return await applyPlanned(request, config, lineOf, client, env, shown);
+  } catch (err) {
+    throw hidden(err, hide);
+  }
+}
+
+async function applyPlanned(
+  request: ApplyRequest,
+  config: ConfigFile,
+  lineOf: (path: readonly (string | number)[]) => number,
+  client: TollgateClient,
+  env: Environment,
+  print: Printer,
+): Promise<0 | 1 | 2> {
   const plan = planChanges(config, await readState(client), request, env, lineOf);
   if (plan.problems.length > 0) throw new ConfigFileError(request.file, plan.problems);
   if (plan.inUse.length > 0) {

@@ -3,7 +3,7 @@
  * fault names its line.
  */
 import { readFile } from 'node:fs/promises';
-import { isMap, isNode, isPair, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
+import { isMap, isNode, isPair, isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { ConfigFileError } from './config-error.js';
 import type { FieldPath } from './config-file.js';
 
@@ -25,9 +25,18 @@ export function parseConfig(file: string, text: string): LoadedConfig {
     );
   }
   const lineAt = (offset: number) => lineCounter.linePos(offset).line;
+  let data: unknown;
+  try {
+    data = document.toJS();
+  } catch (err) {
+    // An alias bomb: the yaml package refuses to expand more aliases than its bound (maxAliasCount).
+    throw new ConfigFileError(file, [
+      { line: lineAt(firstAliasOffset(document)), message: (err as Error).message },
+    ]);
+  }
   return {
     file,
-    data: document.toJS() as unknown,
+    data,
     lineOf: (path) => lineAt(offsetOf(document, path)),
   };
 }
@@ -55,4 +64,16 @@ function offsetOf(document: Document, path: FieldPath): number {
     if (isNode(node) && node.range) return node.range[0];
   }
   return document.contents?.range?.[0] ?? 0;
+}
+
+/** Where the file's first alias (`*name`) is; the document's start if it has none. */
+function firstAliasOffset(document: Document): number {
+  let offset = document.contents?.range?.[0] ?? 0;
+  visit(document, {
+    Alias(_key, node) {
+      offset = node.range?.[0] ?? offset;
+      return visit.BREAK;
+    },
+  });
+  return offset;
 }

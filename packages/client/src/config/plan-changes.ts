@@ -36,6 +36,32 @@ function itemsOf(kind: AnyKind, config: ConfigFile): readonly unknown[] {
   return kind.singleton ? [config[kind.section] ?? {}] : ((config[kind.section] as unknown[]) ?? []);
 }
 
+/**
+ * For each item, the object it declares, if the service holds it: of those with its identity, one it
+ * leaves unchanged first, else the first left. Identities are unique but for webhooks, where two may
+ * share a URL: each then pairs with its own, and a second apply changes nothing.
+ */
+function pairs(
+  kind: AnyKind,
+  items: readonly unknown[],
+  current: readonly unknown[],
+  options: ApplyOptions,
+): (unknown | undefined)[] {
+  const unclaimed = new Set(current);
+  const claim = (item: unknown, unchangedOnly: boolean) => {
+    const id = kind.identityOfItem(item);
+    const found = [...unclaimed].find(
+      (object) =>
+        kind.identityOf(object) === id &&
+        (!unchangedOnly || Object.keys(kind.differences(item, object, options)).length === 0),
+    );
+    unclaimed.delete(found);
+    return found;
+  };
+  const unchanged = items.map((item) => claim(item, true));
+  return unchanged.map((object, i) => object ?? claim(items[i], false));
+}
+
 function kindChanges(
   kind: AnyKind,
   config: ConfigFile,
@@ -46,9 +72,9 @@ function kindChanges(
   fault: (path: FieldPath, message: string) => void,
   inUse: string[],
 ): KindChanges {
-  const byIdentity = new Map(current.map((object) => [kind.identityOf(object), object]));
   const named = (id: string) => (kind.singleton ? kind.noun : `${kind.noun} "${id}"`);
   const items = itemsOf(kind, config);
+  const paired = pairs(kind, items, current, options);
   const upserts = items.flatMap((item, i): Change[] => {
     const path: FieldPath = kind.singleton ? [kind.section] : [kind.section, i];
     const sending = (secrets: string[]) => {
@@ -59,7 +85,7 @@ function kindChanges(
       return secrets;
     };
     const id = kind.identityOfItem(item);
-    const object = byIdentity.get(id);
+    const object = paired[i];
     if (object === undefined) {
       return [
         {
@@ -86,12 +112,12 @@ function kindChanges(
       },
     ];
   });
-  const declared = new Set(items.map((item) => kind.identityOfItem(item)));
+  const declared = new Set(paired);
   const deletions = !options.prune
     ? []
     : current.flatMap((object): Change[] => {
         const id = kind.identityOf(object);
-        if (id === undefined || declared.has(id)) return [];
+        if (id === undefined || declared.has(object)) return [];
         const reason = kind.inUse?.(object, after);
         if (reason !== undefined && !options.force) inUse.push(`${named(id)}: ${reason}`);
         const force = reason !== undefined;

@@ -1,4 +1,5 @@
 /** Comparing what a file declares with what the service holds, field by field. */
+import { normalisedPath } from '../generated/normalised-path.js';
 
 export type Settings = Readonly<Record<string, unknown>>;
 
@@ -20,7 +21,15 @@ export function changedSettings(declared: Settings, actual: Settings): Record<st
   );
 }
 
-/** A request match without the defaults the service may spell out (`caseInsensitive: false`). */
-export function matchSettings<T extends object>(match: T): T {
-  return Object.fromEntries(Object.entries(match).filter(([, v]) => v !== false && v !== undefined)) as T;
+/**
+ * A request match without the defaults the service may spell out (`caseInsensitive: false`), its path
+ * prefix in the normal form the service stores (`/v1/%7Euser` is `/v1/~user`), so a prefix written
+ * either way is the same setting.
+ */
+export function matchSettings<T extends { pathPrefix?: string }>(match: T): T {
+  return Object.fromEntries(
+    Object.entries(match as Record<string, unknown>)
+      .filter(([, v]) => v !== false && v !== undefined)
+      .map(([field, v]) => [field, field === 'pathPrefix' ? normalisedPath(v as string) : v]),
+  ) as T;
 }

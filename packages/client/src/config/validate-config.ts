@@ -1,11 +1,21 @@
 /**
- * Checks a file against packages/client/config-schema.json (the create bodies of the management API) and
- * that no two items of a section share an identity; each fault with its line and field.
+ * Checks a file against packages/client/config-schema.json (the create bodies of the management API),
+ * against what the API checks beyond its schema (the shape of a plan's limits, a refill's day: the
+ * server's own code, generated/limit-shape.ts), and that no two items of a section share an identity
+ * (webhooks excepted: two may share a URL); each fault with its line and field.
  */
 import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import type { ConfigProblem } from './config-error.js';
 import { fieldName, type ConfigFile, type FieldPath, type ListSection } from './config-file.js';
+import {
+  limitShapeProblems,
+  planLimitFieldProblems,
+  refillShapeProblems,
+  repeatedKindProblems,
+  repeatedNameProblems,
+  type ShapeProblem,
+} from '../generated/limit-shape.js';
 
 /** The schema ships beside dist/ and src/ alike, two folders above this file. */
 export const CONFIG_SCHEMA = JSON.parse(
@@ -33,21 +43,21 @@ function messageOf(error: ErrorObject): string {
   return error.message ?? 'is invalid';
 }
 
-/** What identifies an item of each list in the running service. */
-export const IDENTITY: Readonly<Record<ListSection, { fields: readonly string[]; of(item: never): string }>> =
-  {
-    plans: { fields: ['rateLimitId'], of: (item: { rateLimitId: string }) => item.rateLimitId },
-    routes: { fields: ['routeId'], of: (item: { routeId: string }) => item.routeId },
-    consumers: { fields: ['externalId'], of: (item: { externalId: string }) => item.externalId },
-    webhooks: { fields: ['url'], of: (item: { url: string }) => item.url },
-    billingExports: {
-      fields: ['type', 'eventName'],
-      of: (item: { type: string; eventName: string }) => `${item.type} ${item.eventName}`,
-    },
-  };
+/** What identifies an item of each list in the running service, webhooks excepted (kinds/webhooks.ts). */
+export const IDENTITY: Readonly<
+  Record<Exclude<ListSection, 'webhooks'>, { fields: readonly string[]; of(item: never): string }>
+> = {
+  plans: { fields: ['rateLimitId'], of: (item: { rateLimitId: string }) => item.rateLimitId },
+  routes: { fields: ['routeId'], of: (item: { routeId: string }) => item.routeId },
+  consumers: { fields: ['externalId'], of: (item: { externalId: string }) => item.externalId },
+  billingExports: {
+    fields: ['type', 'eventName'],
+    of: (item: { type: string; eventName: string }) => `${item.type} ${item.eventName}`,
+  },
+};
 
 function duplicates(config: ConfigFile, lineOf: (path: FieldPath) => number): ConfigProblem[] {
-  return (Object.keys(IDENTITY) as ListSection[]).flatMap((section) => {
+  return (Object.keys(IDENTITY) as (keyof typeof IDENTITY)[]).flatMap((section) => {
     const identity = IDENTITY[section];
     const seen = new Map<string, number>();
     return (config[section] ?? []).flatMap((item, i) => {
@@ -65,6 +75,25 @@ function duplicates(config: ConfigFile, lineOf: (path: FieldPath) => number): Co
   });
 }
 
+/** What the API refuses beyond its schema, found in the file before any change. */
+function shapeProblems(config: ConfigFile, lineOf: (path: FieldPath) => number): ConfigProblem[] {
+  const at = (base: FieldPath, problems: readonly ShapeProblem[]) =>
+    problems.map(({ path, message }) => {
+      const field = [...base, ...path];
+      return { line: lineOf(field), field: fieldName(field), message };
+    });
+  const plans = (config.plans ?? []).flatMap((plan, i) => [
+    ...at(['plans', i], planLimitFieldProblems(plan)),
+    ...(plan.limits ?? []).flatMap((limit, j) => at(['plans', i, 'limits', j], limitShapeProblems(limit))),
+    ...at(['plans', i, 'limits'], repeatedNameProblems(plan.limits ?? [])),
+    ...at(['plans', i, 'limits'], repeatedKindProblems(plan.limits ?? [])),
+  ]);
+  const refills = (config.consumers ?? []).flatMap((consumer, i) =>
+    at(['consumers', i, 'credits', 'refill'], refillShapeProblems(consumer.credits?.refill)),
+  );
+  return [...plans, ...refills];
+}
+
 /** The faults of `data` (resolved), one per field, in the file's order; none: it is a ConfigFile. */
 export function validateConfig(data: unknown, lineOf: (path: FieldPath) => number): ConfigProblem[] {
   if (!validate(data)) {
@@ -79,5 +108,6 @@ export function validateConfig(data: unknown, lineOf: (path: FieldPath) => numbe
     });
     return problems.sort((a, b) => a.line - b.line);
   }
-  return duplicates(data as ConfigFile, lineOf);
+  const config = data as ConfigFile;
+  return [...shapeProblems(config, lineOf), ...duplicates(config, lineOf)].sort((a, b) => a.line - b.line);
 }

@@ -1120,7 +1120,7 @@ export interface components {
                 failedRequests: number;
                 /** @description From the consumer's plan, shared by all its keys; null without one */
                 rateLimits: {
-                    /** @description Of the limit with the fewest requests left (of those not per visitor, when there are any) */
+                    /** @description Of the limit with the fewest requests left, of those with one count and one window: limits per visitor and concurrency limits are left out when others exist. A plan of only such limits shows what a new visitor would have: the least capacity of its limits (a concurrency limit of the key as a whole: its places free now) */
                     limit: number;
                     /** @description Every limit that applies: the key's plan in its order, then its consumer's */
                     limits: {
@@ -1149,11 +1149,11 @@ export interface components {
                          */
                         scope: "key" | "consumer";
                     }[];
-                    /** @description Its remaining: null when every limit is per visitor */
-                    remaining: number | null;
+                    /** @description Its remaining */
+                    remaining: number;
                     /**
                      * Format: date-time
-                     * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit
+                     * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit. A plan of only limits per visitor or concurrency limits: the time of the answer
                      * @example 2026-11-21T14:23:02Z
                      */
                     resetTime: string;
@@ -1762,7 +1762,7 @@ export interface components {
                 /** @description Request headers a page may send besides those always allowed: `authorization`, `x-api-key`, `content-type` and CUSTOMER_ID_HEADER */
                 allowedHeaders?: string[];
                 /**
-                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case
+                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself; not over a public suffix such as `https://*.co.uk`, by the Public Suffix List), in lower case
                  * @example [
                  *       "https://app.example.com",
                  *       "https://*.example.com"
@@ -2009,6 +2009,11 @@ export interface components {
                 limit: {
                     limit: number;
                     name: string;
+                    /**
+                     * @description Whom the limit counts: `key` (default), the key (or the consumer, for a consumer's plan) as a whole; `clientAddress`, each client address apart (an IPv6 address by its /64); `customer`, each customer id apart (the customer-id header, or a token's `sub`). Requests with no address or no customer id share one count (docs/guides/browser.md). Absent on an entry recorded before the log kept it
+                     * @enum {string}
+                     */
+                    per?: "key" | "clientAddress" | "customer";
                     /** @description null for a concurrency limit */
                     period: string | null;
                     /** @description `key` or `consumer` */
@@ -2280,7 +2285,7 @@ export interface components {
                 failedRequests: number;
                 /** @description From the key's plan, else DEFAULT_RATE_LIMIT; null when neither applies */
                 rateLimits: {
-                    /** @description Of the limit with the fewest requests left (of those not per visitor, when there are any) */
+                    /** @description Of the limit with the fewest requests left, of those with one count and one window: limits per visitor and concurrency limits are left out when others exist. A plan of only such limits shows what a new visitor would have: the least capacity of its limits (a concurrency limit of the key as a whole: its places free now) */
                     limit: number;
                     /** @description Every limit that applies: the key's plan in its order, then its consumer's */
                     limits: {
@@ -2309,11 +2314,11 @@ export interface components {
                          */
                         scope: "key" | "consumer";
                     }[];
-                    /** @description Its remaining: null when every limit is per visitor */
-                    remaining: number | null;
+                    /** @description Its remaining */
+                    remaining: number;
                     /**
                      * Format: date-time
-                     * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit
+                     * @description A fixed limit: the end of the current window, when the count is cleared. A sliding limit: when the oldest requests it counts stop counting. A token bucket: when it holds one unit. A plan of only limits per visitor or concurrency limits: the time of the answer
                      * @example 2026-11-21T14:23:02Z
                      */
                     resetTime: string;
@@ -3086,7 +3091,7 @@ export interface components {
                     /** @description Request headers a page may send besides those always allowed: `authorization`, `x-api-key`, `content-type` and CUSTOMER_ID_HEADER */
                     allowedHeaders: string[];
                     /**
-                     * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case
+                     * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself; not over a public suffix such as `https://*.co.uk`, by the Public Suffix List), in lower case
                      * @example [
                      *       "https://app.example.com",
                      *       "https://*.example.com"
@@ -3464,7 +3469,7 @@ export interface components {
                 /** @description Request headers a page may send besides those always allowed: `authorization`, `x-api-key`, `content-type` and CUSTOMER_ID_HEADER */
                 allowedHeaders: string[];
                 /**
-                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case
+                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself; not over a public suffix such as `https://*.co.uk`, by the Public Suffix List), in lower case
                  * @example [
                  *       "https://app.example.com",
                  *       "https://*.example.com"
@@ -3752,7 +3757,7 @@ export interface components {
                 /** @description Request headers a page may send besides those always allowed: `authorization`, `x-api-key`, `content-type` and CUSTOMER_ID_HEADER */
                 allowedHeaders?: string[];
                 /**
-                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case
+                 * @description The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself; not over a public suffix such as `https://*.co.uk`, by the Public Suffix List), in lower case
                  * @example [
                  *       "https://app.example.com",
                  *       "https://*.example.com"

@@ -1,6 +1,7 @@
 /** The failure log's query and answer (docs/guides/failures.md). */
 import { type Static, Type } from '@sinclair/typebox';
 import { IsoTimestampInput, NextCursor, pageFields, strict } from '../../schemas.js';
+import { PerSchema } from '../plans/schemas.js';
 
 export const FailuresQuery = Type.Object(
   {
@@ -56,6 +57,10 @@ export const Failure = Type.Object(
             period: Type.Union([Type.String(), Type.Null()], { description: 'null for a concurrency limit' }),
             scope: Type.String({ description: '`key` or `consumer`' }),
             limit: Type.Integer(),
+            per: Type.Optional({
+              ...PerSchema,
+              description: `${PerSchema.description}. Absent on an entry recorded before the log kept it`,
+            }),
           },
           strict,
         ),

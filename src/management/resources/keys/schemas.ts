@@ -52,7 +52,7 @@ export const OriginList = Type.Array(Type.String({ maxLength: 300, pattern: ORIG
   maxItems: 50,
   uniqueItems: true,
   description:
-    'Exact origins (`https://app.example.com`, `http://localhost:5173`) or wildcard subdomains (`https://*.example.com`), in lower case; `*` is not one',
+    'Exact origins (`https://app.example.com`, `http://localhost:5173`) or wildcard subdomains (`https://*.example.com`; not over a public suffix such as `https://*.co.uk`, by the Public Suffix List), in lower case; `*` is not one',
 });
 export const AllowedOrigins = Type.Union([OriginList, Type.Null()], {
   description:

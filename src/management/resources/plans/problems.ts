@@ -5,15 +5,19 @@
 import {
   BUCKET_PERIOD_MS,
   BUCKET_PERIODS,
-  countsOwnRequests,
   isConcurrency,
-  perOf,
   ruleOf,
-  shownPeriod,
   type CostRule,
   type LimitInput,
   type LimitRule,
 } from '../../../plans/plan.js';
+import {
+  limitShapeProblems,
+  planLimitFieldProblems,
+  repeatedKindProblems,
+  repeatedNameProblems,
+  type ShapeProblem,
+} from '../../../plans/limit-shape.js';
 import type { RequestMatch } from '../../../plans/request-match.js';
 import { hasDotSegment } from '../../../proxy/request-target.js';
 import type { ValidationDetail } from '../../schemas.js';
@@ -45,66 +49,42 @@ interface PlanLimitsInput {
   readonly limits?: readonly LimitInput[];
 }
 
+/** Shared problems (plans/limit-shape.ts) as details, their fields under `prefix`. */
+const detailsOf = (problems: readonly ShapeProblem[], prefix: string): ValidationDetail[] =>
+  problems.map(({ path, message }) => ({
+    field: [prefix, ...path].filter((p) => p !== '').join('.'),
+    message,
+  }));
+
 /** A new plan needs `limit` and `period`, unless it sends `limits`. */
-export function requiredLimitFields(body: Readonly<Record<string, unknown>>): ValidationDetail[] {
-  if (body.limits !== undefined) return [];
-  return ['limit', 'period']
-    .filter((field) => body[field] === undefined)
-    .map((field) => ({ field, message: 'is required (or send limits)' }));
-}
+export const requiredLimitFields = (body: Readonly<Record<string, unknown>>): ValidationDetail[] =>
+  body.limits !== undefined ? [] : detailsOf(planLimitFieldProblems(body), '');
 
 /**
  * A plan's limits as sent: `limits`, or the seed's `limit` and `period`, never both shapes; names
- * unique within the plan, and no two limits without a match of one period, algorithm and per (they
- * would count the same requests in the same count, and the smaller would decide alone; two concurrency
- * limits, which have no period, count the same places when their per is the same).
+ * unique within the plan, and no two limits without a match of one period, algorithm and per
+ * (plans/limit-shape.ts); matches well formed.
  */
 export function limitProblems({ limit, period, limits }: PlanLimitsInput): ValidationDetail[] {
   if (limits === undefined) return [];
-  const details: ValidationDetail[] = [];
-  if (limit !== undefined || period !== undefined)
-    details.push({ field: 'limits', message: 'cannot come with limit or period' });
+  const details = detailsOf(planLimitFieldProblems({ limit, period, limits }), '');
   limits.forEach((input, i) => details.push(...algorithmProblems(input, `limits.${i}`)));
   if (details.length > 0) return details;
-  const rules = limits.map(ruleOf);
-  rules.forEach((rule, i) => {
-    if (rules.findIndex((r) => r.name === rule.name) < i)
-      details.push({ field: `limits.${i}.name`, message: `repeats the name "${rule.name}"` });
-    const sameKind = (r: LimitRule) =>
-      !countsOwnRequests(r) &&
-      r.period === rule.period &&
-      r.algorithm === rule.algorithm &&
-      perOf(r) === perOf(rule);
-    if (!countsOwnRequests(rule) && rules.findIndex(sameKind) < i) {
-      details.push({
-        field: `limits.${i}`,
-        message: `repeats the period, algorithm and per of another limit without a match (${shownPeriod(rule) ?? 'none'}, ${rule.algorithm}, ${perOf(rule)})`,
-      });
-    }
-    details.push(...matchProblems(rule.match, `limits.${i}.match`));
-  });
-  return details;
+  return [
+    ...detailsOf([...repeatedNameProblems(limits), ...repeatedKindProblems(limits)], 'limits'),
+    ...limits.flatMap((input, i) => matchProblems(input.match, `limits.${i}.match`)),
+  ];
 }
 
 /**
- * What an algorithm asks of a limit: a period but for a concurrency limit; a token bucket's period of
- * a day at most, its `burst` (only a token bucket has one), and a refill whose arithmetic stays exact
- * (limits/token-bucket.ts).
+ * What an algorithm asks of a limit: its shape (plans/limit-shape.ts: a period but for a concurrency
+ * limit, a `burst` on a token bucket only); a token bucket's period of a day at most, and a refill
+ * whose arithmetic stays exact (limits/token-bucket.ts).
  */
 function algorithmProblems(input: LimitInput, field: string): ValidationDetail[] {
-  const algorithm = input.algorithm ?? 'fixed';
-  if (algorithm === 'concurrency')
-    return input.period === undefined || input.period === null
-      ? []
-      : [{ field: `${field}.period`, message: 'a concurrency limit has no period' }];
-  const details: ValidationDetail[] = [];
-  if (input.period === undefined || input.period === null)
-    details.push({ field: `${field}.period`, message: 'is required' });
-  if (algorithm !== 'tokenBucket')
-    return input.burst === undefined
-      ? details
-      : [...details, { field: `${field}.burst`, message: 'only a tokenBucket limit has a burst' }];
-  if (input.period === undefined || input.period === null) return details;
+  const details = detailsOf(limitShapeProblems(input), field);
+  if (input.algorithm !== 'tokenBucket' || input.period === undefined || input.period === null)
+    return details;
   if (!(BUCKET_PERIODS as readonly string[]).includes(input.period))
     return [{ field: `${field}.period`, message: `a token bucket refills per ${BUCKET_PERIODS.join(', ')}` }];
   const periodMs = BUCKET_PERIOD_MS[input.period as keyof typeof BUCKET_PERIOD_MS];

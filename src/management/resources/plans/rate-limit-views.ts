@@ -1,6 +1,6 @@
 /** `usage.rateLimits` of a key or consumer detail: where each limit of its plan stands (docs/guides/plans.md, docs/guides/consumers.md). */
 import { AppError } from '../../../errors.js';
-import { isConcurrency, perOf, planOf, shownPeriod, type Plan } from '../../../plans/plan.js';
+import { capacityOf, isConcurrency, perOf, planOf, shownPeriod, type Plan } from '../../../plans/plan.js';
 import { limitName, tightest, type LimitState } from '../../../limits/rate-limiter.js';
 import { subjectsOf, type Subject } from '../../../plans/subject.js';
 import type { KeyRow } from '../../../store/key-row.js';
@@ -32,20 +32,35 @@ export async function rateLimitsOf(
     );
     throw new AppError('limit_unavailable');
   }
-  // The seed's fields report the limit with the fewest requests left, of those of the whole key when
-  // there are any (a limit per visitor has no one count to report); `limits` has them all.
   if (states.length === 0) return null;
-  const whole = states.filter((state) => state.rule.per === undefined);
-  const fewest = tightest(whole.length > 0 ? whole : states);
   return {
-    limit: fewest.rule.limit,
-    remaining: whole.length > 0 ? fewest.remaining : null,
-    resetTime: isoTimestamp(fewest.resetMs),
+    ...seedSummary(states, ctx.clock()),
     limits: states.map((state) => ({
       ...limitView(state),
       remaining: state.rule.per === undefined ? state.remaining : null,
     })),
   };
+}
+
+/**
+ * The seed's `limit`, `remaining` and `resetTime` (docs/guides/plans.md): the limit with the fewest
+ * units left of those with one count and one window. Limits per visitor (no one count) and
+ * concurrency limits (no window) are left out of the choice when others exist; a plan of only such
+ * limits shows what a new visitor would have: of each limit, its whole capacity (a concurrency limit
+ * of the key as a whole: its places free now), the least of them, at once (`resetTime` now).
+ */
+function seedSummary(states: readonly LimitState[], nowMs: number) {
+  const counted = states.filter((state) => state.rule.per === undefined && !isConcurrency(state.rule));
+  if (counted.length > 0) {
+    const fewest = tightest(counted);
+    return { limit: fewest.rule.limit, remaining: fewest.remaining, resetTime: isoTimestamp(fewest.resetMs) };
+  }
+  const fresh = states.map(({ rule, remaining }) => ({
+    limit: rule.limit,
+    remaining: rule.per === undefined ? remaining : capacityOf(rule),
+  }));
+  const least = fresh.reduce((best, next) => (next.remaining < best.remaining ? next : best));
+  return { ...least, resetTime: isoTimestamp(nowMs) };
 }
 
 /**

@@ -273,12 +273,13 @@ export const RateLimitState = Type.Object(
     limit: Type.Integer({
       minimum: 1,
       description:
-        'Of the limit with the fewest requests left (of those not per visitor, when there are any)',
+        'Of the limit with the fewest requests left, of those with one count and one window: limits per visitor and concurrency limits are left out when others exist. A plan of only such limits shows what a new visitor would have: the least capacity of its limits (a concurrency limit of the key as a whole: its places free now)',
     }),
-    remaining: Type.Union([Count, Type.Null()], {
-      description: 'Its remaining: null when every limit is per visitor',
-    }),
-    resetTime,
+    remaining: { ...Count, description: 'Its remaining' },
+    resetTime: {
+      ...resetTime,
+      description: `${resetTime.description}. A plan of only limits per visitor or concurrency limits: the time of the answer`,
+    },
     limits: Type.Array(
       Type.Object(
         {

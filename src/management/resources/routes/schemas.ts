@@ -8,6 +8,7 @@ import { ORIGIN_PATTERN } from '../../../plans/origins.js';
 import { hasDotSegment } from '../../../proxy/request-target.js';
 import { CaseInsensitive, Methods, PathPrefix, RouteId } from '../../request-match-schemas.js';
 import { IsoTimestamp, type ValidationDetail } from '../../schemas.js';
+import { originProblems } from '../../validation.js';
 
 const strict = { additionalProperties: false } as const;
 export const MAX_TIMEOUT_MS = 3_600_000;
@@ -52,7 +53,7 @@ const CorsFields = {
     maxItems: 100,
     uniqueItems: true,
     description:
-      'The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself), in lower case',
+      'The pages that may call the route: `*` (any), an exact origin (`https://app.example.com`, `http://localhost:5173`) or a wildcard subdomain (`https://*.example.com`: any host under example.com, not example.com itself; not over a public suffix such as `https://*.co.uk`, by the Public Suffix List), in lower case',
     examples: [['https://app.example.com', 'https://*.example.com']],
   }),
   allowedHeaders: HeaderNames(
@@ -180,12 +181,13 @@ export type UpdateRouteRequest = Static<typeof UpdateRouteRequest>;
 export type RouteResponse = Static<typeof RouteResponse>;
 export type DeleteRouteResponse = Static<typeof DeleteRouteResponse>;
 
-/** What the patterns cannot say: a dot segment in the prefix, credentials in the URL. */
+/** What the patterns cannot say: a dot segment in the prefix, credentials in the URL, an origin over a public suffix. */
 function routeFieldProblems(body: {
   match?: { pathPrefix?: string };
   upstreamUrl?: string;
+  cors?: { allowedOrigins: string[] } | null;
 }): ValidationDetail[] {
-  const details: ValidationDetail[] = [];
+  const details = originProblems(body.cors?.allowedOrigins, 'cors.allowedOrigins');
   const prefix = body.match?.pathPrefix;
   if (prefix !== undefined && hasDotSegment(prefix))
     details.push({ field: 'match.pathPrefix', message: 'must not contain a . or .. segment' });

@@ -45,8 +45,13 @@ export const billingExports: Kind<BillingExportItem, BillingExport> = {
     const sendCredential = declared && (!exported.hasCredential || options.rotateCredentials);
     return {
       ...changedSettings(
-        { url: item.url, customerField: item.customerField ?? null },
-        { url: exported.url, customerField: exported.customerField },
+        {
+          url: item.url,
+          customerField: item.customerField ?? null,
+          // Only a stripe-v2 export has a stream; the service answers none for the others.
+          ...(item.type === 'stripe-v2' && { streamUrl: item.streamUrl ?? null }),
+        },
+        { url: exported.url, customerField: exported.customerField, streamUrl: exported.streamUrl ?? null },
       ),
       ...(sendCredential && { credential: item.credential }),
       ...(!declared && exported.hasCredential && { credential: null }),
@@ -85,6 +90,7 @@ export const billingExports: Kind<BillingExportItem, BillingExport> = {
     eventName: exported.eventName,
     interval: exported.interval,
     subject: exported.subject,
+    ...(typeof exported.streamUrl === 'string' && { streamUrl: exported.streamUrl }),
     ...(exported.customerField !== null && { customerField: exported.customerField }),
     ...(exported.hasCredential && { credential: `\${${credentialVariable(exported)}}` }),
   }),

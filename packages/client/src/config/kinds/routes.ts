@@ -12,7 +12,8 @@ function settingsOf(route: RouteItem | Route) {
   return {
     match: matchSettings({
       ...route.match,
-      host: route.match.host ?? null,
+      // The service stores a host in lower case: `API.Example.com` is the same setting.
+      host: route.match.host?.toLowerCase() ?? null,
       methods: route.match.methods ?? null,
     }),
     upstreamUrl: route.upstreamUrl,

@@ -1,6 +1,8 @@
 /**
- * Webhooks, identified by `url`. Their signing secrets are Tollgate's to generate: created here, never
- * printed; read them from the console or roll them through the API.
+ * Webhooks, identified by `url`. Two may share a URL (say, with different events): a declared webhook
+ * is then paired with one of that URL that it leaves unchanged, if any (plan-changes.ts). Their
+ * signing secrets are Tollgate's to generate: created here, never printed; read them from the console
+ * or roll them through the API.
  */
 import type { components } from '../../generated/management-api.js';
 import { answerOf } from '../api-call.js';
