@@ -52,7 +52,7 @@ describe('Redis mode: two replicas share the flush', () => {
   let database: TestDatabase;
   let handle: DbHandle;
   let repository: UsageRepository;
-  let deadHandle: DbHandle;
+  /** Every replica's Redis connection, closed after the suite. */
   const clients: Redis[] = [];
 
   beforeAll(async () => {
@@ -60,12 +60,10 @@ describe('Redis mode: two replicas share the flush', () => {
     handle = await openPostgres(database.url);
     await migrate(handle);
     repository = new UsageRepository(handle.db);
-    deadHandle = await openPostgres(`postgres://postgres@127.0.0.1:${await freePort()}/none`);
   });
 
   afterAll(async () => {
-    await Promise.all(clients.map((c) => c.quit()));
-    await deadHandle.close();
+    for (const c of clients) await c.quit();
     await handle.close();
     await database.drop();
   });
@@ -127,11 +125,14 @@ describe('Redis mode: two replicas share the flush', () => {
 
   it('sets nothing aside while Postgres cannot be reached: the batch waits, in order, as before', async () => {
     const prefix = testKeyPrefix();
-    const down = await replica(prefix, new UsageRepository(deadHandle.db));
+    // A Postgres nobody listens on: the outage, for real.
+    const nobody = await openPostgres(`postgres://postgres@127.0.0.1:${await freePort()}/none`);
+    const down = await replica(prefix, new UsageRepository(nobody.db));
     record(down.recorder, 'key_waiting', 2);
     await down.recorder.flush();
     await down.flusher.flush();
     await down.flusher.flush();
+    await nobody.close();
     const layout = usageKeys(prefix);
     expect(await down.client.scard(layout.batches)).toBe(1);
     expect(await down.client.scard(layout.setAside)).toBe(0);
