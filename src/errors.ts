@@ -31,6 +31,10 @@ export const ERRORS = {
     status: 400,
     message: 'The request target is not allowed (another host, or a dot segment)',
   },
+  invalid_customer_id: {
+    status: 400,
+    message: 'The customer id holds a control character (U+0000 to U+001F or U+007F)',
+  },
   key_not_found: { status: 404, message: 'No consumer API key has that id' },
   rate_limit_not_found: { status: 404, message: 'No rate limit plan has that id' },
   consumer_not_found: { status: 404, message: 'No consumer has that id' },

@@ -181,6 +181,7 @@ const REFUSAL_METRICS: Partial<Record<ErrorCode, readonly [ProxyOutcome, AuthFai
   route_not_allowed: ['route_not_allowed'],
   origin_not_allowed: ['origin_not_allowed'],
   address_not_allowed: ['address_not_allowed'],
+  invalid_customer_id: ['bad_request'],
   rate_limit_exceeded: ['limited'],
   credits_exhausted: ['credits_exhausted'],
   concurrency_limit_exceeded: ['concurrency_limited'],

@@ -3815,7 +3815,7 @@ export interface components {
             clientAddress?: string;
             /** @description Units to charge (1-10000) instead of the cost the key's plans give the request */
             cost?: number;
-            /** @description The CUSTOMER_ID_HEADER value the request carried: usage by customer counts it. Empty: none, as the proxy reads an empty header */
+            /** @description The CUSTOMER_ID_HEADER value the request carried: usage by customer counts it, cut at 200 code points. Empty: none, as the proxy reads an empty header. A control character (U+0000 to U+001F, U+007F) is 400 `validation_failed`, as the proxy answers such a header 400 `invalid_customer_id` */
             customerId?: string;
             /**
              * @description The request's Host header, for routes that match a host. Absent: only routes for every host match, as for a request without a Host header
