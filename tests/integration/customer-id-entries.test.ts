@@ -69,7 +69,8 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
         PATIENCE,
       )
     ).value;
-    expect({ failed: usage.failed, customers: usage.customers }).toEqual({
+    expect({ requests: usage.requests, failed: usage.failed, customers: usage.customers }).toEqual({
+      requests: 2,
       failed: 1,
       customers: { 'cus-1': 1 },
     });
@@ -81,6 +82,7 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
       (l) => l.failures.length === 1,
       PATIENCE,
     );
+    expect(log.failures).toHaveLength(1);
     expect(log.failures[0]).toMatchObject({ code: 'invalid_customer_id', status: 400, customerId: null });
     expect(await h.metric('tollgate_proxy_requests_total{outcome="bad_request"}')).toMatch(/ [1-9]\d*$/);
   });
