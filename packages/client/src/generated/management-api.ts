@@ -1164,7 +1164,7 @@ export interface components {
                 totalRequests: number;
                 /** @description Grouped by the customer-id header (CUSTOMER_ID_HEADER); requests without it are not listed. At most 1,000 customers, most requests first (see usageByCustomerNotListed) */
                 usageByCustomer: {
-                    /** @description The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 characters */
+                    /** @description The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 Unicode code points; one holding a control character is refused (400 `invalid_customer_id`) and never listed */
                     customerId: string;
                     failed: number;
                     requests: number;
@@ -2324,7 +2324,7 @@ export interface components {
                 totalRequests: number;
                 /** @description Grouped by the customer-id header (CUSTOMER_ID_HEADER); requests without it are not listed. At most 1,000 customers, most requests first (see usageByCustomerNotListed) */
                 usageByCustomer: {
-                    /** @description The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 characters */
+                    /** @description The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 Unicode code points; one holding a control character is refused (400 `invalid_customer_id`) and never listed */
                     customerId: string;
                     failed: number;
                     requests: number;
