@@ -11,6 +11,7 @@ export const PROXY_REFUSALS_FILE = 'packages/client/src/generated/proxy-refusals
 export const PROXY_REFUSAL_CODES = [
   'missing_api_key',
   'invalid_request_target',
+  'invalid_customer_id',
   'invalid_api_key',
   'key_expired',
   'token_expired',

@@ -10,6 +10,7 @@ import { AuthThrottle } from './proxy/auth-throttle.js';
 import type { DbHandle } from './store/db.js';
 import { LEFT_FREE_BYTES, UsageJournal } from './usage/journal.js';
 import { DatabaseUsageSink } from './usage/database-usage-sink.js';
+import { SetAsideReport } from './usage/set-aside.js';
 import { UsageRepository } from './usage/usage-repository.js';
 
 /**
@@ -51,7 +52,7 @@ export async function buildAdapters(
           'usage that cannot be written at exit and does not fit there is dropped; free space on that disk',
       );
     }
-    const usageSink = new DatabaseUsageSink(usageRepository, journal);
+    const usageSink = new DatabaseUsageSink(usageRepository, journal, new SetAsideReport(logger, metrics));
     const limitNotices = new LimitNotices();
     return {
       db,

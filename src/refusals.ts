@@ -36,6 +36,15 @@ export const REFUSALS = {
     logsLimit: false,
     challenges: false,
   },
+  invalid_customer_id: {
+    status: 400,
+    message: 'The customer id holds a control character (U+0000 to U+001F or U+007F)',
+    metric: 'bad_request',
+    authFailure: null,
+    usageOutcome: undefined,
+    logsLimit: false,
+    challenges: false,
+  },
   missing_api_key: {
     status: 401,
     message: 'An API key is required (Authorization: Bearer <key> or x-api-key)',

@@ -17,7 +17,10 @@ export interface MintTokenOptions {
   readonly consumerApiKeyId: string;
   /** 1 to 86,400: Tollgate refuses a token whose expiry is more than 24 h ahead. */
   readonly expiresInSeconds: number;
-  /** The visitor's id (1–200 characters): its requests' customer id, in place of any header the page sends. */
+  /**
+   * The visitor's id (1–200 code points, no control character): its requests' customer id, in place of
+   * any header the page sends. Tollgate refuses a token whose subject is longer or holds one.
+   */
   readonly subject?: string;
   /** Narrows the key to these origins (their intersection with the key's `allowedOrigins`). */
   readonly origins?: readonly string[];

@@ -7,6 +7,7 @@
  * checks expiry against its clock.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { codePointLength, isCleanCustomerId, MAX_CUSTOMER_ID_LENGTH } from '../plans/customer-id.js';
 import { ORIGIN_PATTERN, originMatcher, type OriginMatcher } from '../plans/origins.js';
 
 import { TOKEN_PREFIX } from './mint-token.js';
@@ -17,7 +18,6 @@ export { MAX_TOKEN_LIFETIME_S, signingKeyOf, TOKEN_PREFIX } from './mint-token.j
 export const MAX_TOKEN_LENGTH = 2_048;
 /** Clocks of the minting backend and of Tollgate differ: an expired token works this much longer. */
 export const TOKEN_LEEWAY_S = 30;
-const MAX_SUBJECT_LENGTH = 200;
 const MAX_TOKEN_ORIGINS = 50;
 const ORIGIN = new RegExp(ORIGIN_PATTERN);
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
@@ -64,7 +64,14 @@ export function parseToken(credential: string): TokenClaims | undefined {
   if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) return undefined;
   const { kid, exp, sub, origins, routes } = claims as Record<string, unknown>;
   if (typeof kid !== 'string' || kid === '' || !Number.isSafeInteger(exp)) return undefined;
-  if (sub !== undefined && (typeof sub !== 'string' || sub === '' || sub.length > MAX_SUBJECT_LENGTH))
+  // The subject is a customer id: it goes to the backend in a header and to usage (plans/customer-id.ts).
+  if (
+    sub !== undefined &&
+    (typeof sub !== 'string' ||
+      sub === '' ||
+      codePointLength(sub) > MAX_CUSTOMER_ID_LENGTH ||
+      !isCleanCustomerId(sub))
+  )
     return undefined;
   if (
     origins !== undefined &&

@@ -191,6 +191,10 @@ percent-encoded letter, digit, \`-\`, \`.\`, \`_\` or \`~\` decoded, any other e
   \`allowedOrigins\` refuses a request whose \`Origin\` (else \`Referer\`'s origin) matches none: 403
   \`origin_not_allowed\`; with \`allowedAddresses\`, a client address outside them: 403 \`address_not_allowed\`.
   Neither is forwarded or charged; usage counts them as failed (\`originNotAllowed\`, \`addressNotAllowed\`).
+- The customer id (\`CUSTOMER_ID_HEADER\`, default \`x-customer-id\`, or a token's \`sub\`) holds no control character
+  (U+0000 to U+001F, U+007F): a header that holds one is refused with 400 \`invalid_customer_id\` once its key is
+  checked (not forwarded, not charged, counted in the key's usage as failed, without the customer id), and a token
+  whose \`sub\` holds one, or more than 200 Unicode code points, is no token (401 \`invalid_api_key\`).
 - A plan holds one to four limits (\`limits\`), each fixed, sliding, a token bucket or a concurrency limit. Fixed
   windows are aligned to UTC (second, minute, hour, day from 00:00, week from Monday 00:00, month from the 1st
   00:00, year from 1 January 00:00); a sliding limit never admits more than \`limit\` in any span of one period; a

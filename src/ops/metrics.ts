@@ -244,6 +244,12 @@ export class Metrics {
     labelNames: ['stage'] as const,
     registers: [this.registry],
   });
+  readonly usageBatchesSetAside = new Gauge({
+    aggregator: 'max',
+    name: 'tollgate_usage_batches_set_aside',
+    help: 'Usage batches the database refused (a data exception or constraint), set aside and tried again at each flush; in Redis mode those of the whole fleet',
+    registers: [this.registry],
+  });
   readonly usageDropped = new Counter({
     name: 'tollgate_usage_dropped_total',
     help: 'Proxied requests whose usage could not be written to any store before the process exited',

@@ -9,6 +9,7 @@ import {
   TOKEN_PREFIX,
   type TokenClaims,
 } from '../keys/token.js';
+import { isCleanCustomerId } from '../plans/customer-id.js';
 import { refererOrigin } from '../plans/origins.js';
 import type { Logger } from '../ops/logger.js';
 import {
@@ -166,6 +167,8 @@ async function admitKey(
   key: ResolvedKey,
   customerId: string | undefined,
 ): Promise<Admission> {
+  // A customer id that could not reach a header or storage intact: refused before anything is charged.
+  if (customerId !== undefined && !isCleanCustomerId(customerId)) return refused('invalid_customer_id', key);
   // A valid key in the wrong state, nowhere to go, or not allowed there: refused before the limiter,
   // so nothing is charged; usage counts it.
   const now = deps.clock();

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { HeldBatch, UsageJournal } from './journal.js';
+import { isRefusedData, type SetAsideReport } from './set-aside.js';
 import type { UsageRepository } from './usage-repository.js';
 import {
   emptyKeyUsage,
@@ -15,6 +16,10 @@ import {
 /** A held batch, and whether `applyBatch` may have run with it (then it keeps its id and content). */
 interface Held extends HeldBatch {
   sent: boolean;
+  /** The database refused its data (set-aside.ts): later batches go on without it. */
+  setAside?: boolean;
+  /** Taken from the journal: the journal is cleared once no such batch is held. */
+  fromJournal?: boolean;
 }
 
 /**
@@ -25,6 +30,8 @@ interface Held extends HeldBatch {
  * While the database refuses, the batches handed over meanwhile are merged into one: none of them has
  * been sent, so none can have been applied, and one id for their sum counts each request once. What
  * is held then grows with the keys, paths and customers seen, not with the seconds of the outage.
+ * A batch whose data the database refuses is set aside instead (set-aside.ts): held under its id and
+ * tried again at each write, while the batches after it are applied.
  */
 export class DatabaseUsageSink implements UsageSink, PendingUsage {
   private readonly held: Held[];
@@ -39,8 +46,10 @@ export class DatabaseUsageSink implements UsageSink, PendingUsage {
   constructor(
     private readonly repository: Pick<UsageRepository, 'applyBatch'>,
     private readonly journal?: UsageJournal,
+    /** Logs and counts set-aside batches; absent: they are set aside all the same, unreported. */
+    private readonly report?: SetAsideReport,
   ) {
-    this.held = (journal?.take() ?? []).map((h) => ({ ...h, sent: true }));
+    this.held = (journal?.take() ?? []).map((h) => ({ ...h, sent: true, fromJournal: true }));
     this.journalInUse = this.held.length > 0;
   }
 
@@ -54,13 +63,26 @@ export class DatabaseUsageSink implements UsageSink, PendingUsage {
         this.held.push({ batchId: randomUUID(), batch, sent: false });
       }
     }
-    while (this.held.length > 0) {
-      const first = this.held[0]!;
-      first.sent = true;
-      await this.repository.applyBatch(first.batchId, first.batch);
-      this.held.shift();
+    // Oldest first; a failure other than a refusal of the data stops here, and the rest waits in order.
+    let next = 0;
+    while (next < this.held.length) {
+      const held = this.held[next]!;
+      held.sent = true;
+      try {
+        await this.repository.applyBatch(held.batchId, held.batch);
+      } catch (err) {
+        if (!isRefusedData(err)) throw err;
+        if (held.setAside !== true) this.report?.setAside(held.batchId, err);
+        held.setAside = true;
+        next++;
+        continue;
+      }
+      if (held.setAside === true) this.report?.applied(held.batchId);
+      this.held.splice(next, 1);
     }
-    if (this.journalInUse) {
+    // Every batch still held is set aside.
+    this.report?.count(this.held.length);
+    if (this.journalInUse && !this.held.some((h) => h.fromJournal === true)) {
       this.journal!.clear();
       this.journalInUse = false;
     }

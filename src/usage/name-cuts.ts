@@ -1,4 +1,4 @@
-import { MAX_CUSTOMER_ID_LENGTH, MAX_ENDPOINT_LENGTH } from './usage.js';
+import { MAX_ENDPOINT_LENGTH } from './usage.js';
 
 /** The percent-escapes a path ends with. */
 const TRAILING_ESCAPES = /(?:%[0-9A-Fa-f]{2})+$/;
@@ -27,11 +27,4 @@ export function cutEndpoint(path: string): string {
   const first = bytes[lead]!;
   const incomplete = first >= 0xc0 && bytes.length - lead < sequenceLength(first);
   return incomplete ? cut.slice(0, cut.length - escapes.length + 3 * lead) : cut;
-}
-
-/** A customer id cut to MAX_CUSTOMER_ID_LENGTH characters, never between the two halves of a surrogate pair. */
-export function cutCustomerId(id: string): string {
-  if (id.length <= MAX_CUSTOMER_ID_LENGTH) return id;
-  const last = id.charCodeAt(MAX_CUSTOMER_ID_LENGTH - 1);
-  return id.slice(0, last >= 0xd800 && last <= 0xdbff ? MAX_CUSTOMER_ID_LENGTH - 1 : MAX_CUSTOMER_ID_LENGTH);
 }

@@ -30,7 +30,8 @@ import {
   type UsageBatch,
   type UsageSink,
 } from './usage.js';
-import { cutCustomerId, cutEndpoint } from './name-cuts.js';
+import { keptCustomerId } from '../plans/customer-id.js';
+import { cutEndpoint } from './name-cuts.js';
 import {
   MAX_FAILURES_PER_KEY_MINUTE,
   cutText,
@@ -97,10 +98,10 @@ export class UsageRecorder implements PendingUsage {
     const route = countedName(day.routes, facts.routeId ?? NO_ROUTE_ID, MAX_ROUTES_PER_KEY);
     countBucketRequest(entryOf(day.routes, route, emptyBucket), facts, bin);
     if (facts.failure !== undefined && facts.status >= 400) this.recordFailure(facts);
-    let customer = facts.customerId;
-    if (customer === undefined) return;
-    // The header is the client's to set: a bounded id keeps one request from bloating a row.
-    customer = countedName(usage.customers, cutCustomerId(customer), MAX_CUSTOMERS_PER_KEY);
+    // The header is the client's to set: a bounded, clean id keeps one request from bloating a row.
+    const kept = keptCustomerId(facts.customerId);
+    if (kept === undefined) return;
+    const customer = countedName(usage.customers, kept, MAX_CUSTOMERS_PER_KEY);
     countRequest(entryOf(usage.customers, customer, emptyCounts), facts);
     countBucketRequest(entryOf(day.customers, customer, emptyBucket), facts, bin);
   }
@@ -134,7 +135,7 @@ export class UsageRecorder implements PendingUsage {
       code: failure.code,
       limit: failure.limit,
       clientAddress: failure.clientAddress === null ? null : cutText(failure.clientAddress),
-      customerId: facts.customerId === undefined ? null : cutCustomerId(facts.customerId),
+      customerId: keptCustomerId(facts.customerId) ?? null,
       durationMs: facts.durationMs,
     });
   }

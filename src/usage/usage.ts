@@ -132,8 +132,6 @@ export const MAX_CUSTOMERS_PER_KEY = 10_000;
  * detail, which lists every path, under 2 MB (decision record 0012).
  */
 export const MAX_ENDPOINT_LENGTH = 512;
-/** Longer `CUSTOMER_ID_HEADER` values are cut to this many characters. */
-export const MAX_CUSTOMER_ID_LENGTH = 200;
 /**
  * Route ids a key's series hold per day and per month, the rest under "(other)": routes are an
  * administrator's, and few, but ids deleted and created anew would otherwise add up for ever.

@@ -187,6 +187,17 @@ describe('the middleware answers a refused request as the proxy does', () => {
     expectSameAsProxy(await refusalsTo({ 'x-api-key': key.secret }), 403, 'key_disabled');
   });
 
+  it('400 invalid_customer_id for a customer id holding a control character, without asking verify', async () => {
+    const key = await createKey({});
+    const before = await verifications();
+    expectSameAsProxy(
+      await refusalsTo({ ...bearer(key.secret), 'x-customer-id': 'cus\t1' }),
+      400,
+      'invalid_customer_id',
+    );
+    expect(await verifications()).toBe(before);
+  });
+
   it('401 key_expired for an expired key', async () => {
     const key = await createKey({ expiresAt: '2020-01-01T00:00:00Z' });
     expectSameAsProxy(await refusalsTo(bearer(key.secret)), 401, 'key_expired');

@@ -4,7 +4,8 @@
  */
 import { openPostgres, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import type { HarnessOptions, ProxyHarness } from './proxy-harness.js';
+import { afterAll, beforeAll } from '@jest/globals';
+import { ProxyHarness, type HarnessOptions } from './proxy-harness.js';
 import { createTestDatabase, REDIS_URL, testKeyPrefix, type TestDatabase } from './services.js';
 
 export interface HarnessMode {
@@ -43,3 +44,16 @@ export const HARNESS_MODES: readonly HarnessMode[] = [
     },
   },
 ];
+
+/** A harness of its own for the suite that calls this: started in `mode` before its tests, stopped after. */
+export function harnessIn(mode: HarnessMode, options?: HarnessOptions): ProxyHarness {
+  const h = new ProxyHarness();
+  let stop: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    stop = await mode.start(h, options);
+  }, 60_000);
+  afterAll(async () => {
+    await stop?.();
+  });
+  return h;
+}

@@ -217,6 +217,7 @@ describe('the drop script', () => {
       'tg:{usage}:batches',
       'tg:{usage}:batch:b1',
       'tg:{usage}:flushed-at',
+      'tg:{usage}:set-aside',
       'tg:{usage}:batch:b1:key_a',
     ]);
     expect(dropArgs(call)).toEqual(['b1', 5]);
@@ -226,6 +227,7 @@ describe('the drop script', () => {
     const { layout } = push();
     const drop = defineDropScript(client, layout);
     await client.sadd(layout.batches, 'b1', 'b2');
+    await client.sadd(layout.setAside, 'b1', 'b2');
     await client.sadd(layout.batch('b1'), 'key_a', 'key_b');
     await client.hset(layout.batchHash('b1', 'key_a'), 'e|/a|r', '1');
     await client.hset(layout.batchHash('b1', 'key_b'), 'e|/b|r', '1');
@@ -239,6 +241,8 @@ describe('the drop script', () => {
       ),
     ).toBe(0);
     expect(await client.smembers(layout.batches)).toEqual(['b2']);
+    // A batch set aside and then applied is no longer counted as set aside.
+    expect(await client.smembers(layout.setAside)).toEqual(['b2']);
     expect(await client.exists(layout.batchHash('b2', 'key_a'))).toBe(1);
     expect(await client.get(layout.flushedAt)).toBe('1234');
   });

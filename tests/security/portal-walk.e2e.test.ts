@@ -294,6 +294,11 @@ describe.each(MODES)('$name', (mode) => {
       { expiresInSeconds: 0 },
       { origins: ['*'] },
       { subject: '' },
+      // A subject is a customer id: no control character (contract section 32), 200 code points at most.
+      { subject: 'a\u0000b' },
+      { subject: 'visitor\r\nx-injected: 1' },
+      { subject: '\u007f' },
+      { subject: '😀'.repeat(201) },
       { consumerApiKeyId: keyB.id },
     ]) {
       const refused = await alice.call('POST', `/keys/${keyA.id}/tokens`, body);
@@ -303,6 +308,18 @@ describe.each(MODES)('$name', (mode) => {
         code: 'validation_failed',
       });
     }
+    // 200 code points outside the BMP (400 UTF-16 units): minted, and the proxy takes what the portal mints.
+    const wide = '😀'.repeat(200);
+    const wideToken = await alice.call('POST', `/keys/${keyA.id}/tokens`, { subject: wide });
+    expect(wideToken.status).toBe(201);
+    const viaWide = await fetch(`${t.url}/v1/items?via=wide`, {
+      headers: { authorization: `Bearer ${wideToken.body.token as string}` },
+    });
+    expect(viaWide.status).toBe(200);
+    const wideHeader = backend.received.findLast((r) => r.url === '/v1/items?via=wide')!.headers[
+      'x-customer-id'
+    ];
+    expect(Buffer.from(wideHeader as string, 'latin1').toString('utf8')).toBe(wide);
 
     // A disabled key and an expired one mint nothing, and say why.
     const spare = await t.admin('POST', '/consumer-api-key/create', {

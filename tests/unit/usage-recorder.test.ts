@@ -111,12 +111,17 @@ describe('UsageRecorder', () => {
     expect(usage.endpoints.get(OTHER_ENDPOINT)?.requests).toBe(6);
   });
 
-  it('cuts a customer id at a whole character: an emoji across the 200th character goes whole', async () => {
+  it('cuts a customer id at 200 code points, never inside an emoji, and keeps none holding a control character', async () => {
     const sink = new MemorySink();
     const recorder = new UsageRecorder(sink, silent, new Metrics());
+    // An emoji is two UTF-16 units and one code point: the 200th here, so it is kept.
     recorder.record(requestFacts('k', { endpoint: '/a', customerId: 'c'.repeat(199) + '🚀' }));
+    recorder.record(requestFacts('k', { endpoint: '/a', customerId: 'd'.repeat(199) + '🚀🚀' }));
+    recorder.record(requestFacts('k', { endpoint: '/a', customerId: 'nul\u0000inside' }));
     await recorder.flush();
-    expect([...sink.written[0]!.get('k')!.customers.keys()]).toEqual(['c'.repeat(199)]);
+    const usage = sink.written[0]!.get('k')!;
+    expect([...usage.customers.keys()]).toEqual(['c'.repeat(199) + '🚀', 'd'.repeat(199) + '🚀']);
+    expect([...usage.endpoints.values()][0]!.requests).toBe(3);
   });
 
   it('counts at most 10,000 customers per key, the rest under "(other)"', async () => {

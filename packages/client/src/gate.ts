@@ -4,8 +4,14 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { TollgateConnection } from './connection.js';
-import { admittedHeaders, missingKeyResponse, refusalOf, type ProxyResponse } from './proxy-answer.js';
-import { credentialOf, customerIdOf, pathOf } from './proxy-request.js';
+import {
+  admittedHeaders,
+  invalidCustomerIdResponse,
+  missingKeyResponse,
+  refusalOf,
+  type ProxyResponse,
+} from './proxy-answer.js';
+import { credentialOf, customerIdOf, hasControlCharacter, pathOf } from './proxy-request.js';
 import { verifyKey } from './verify.js';
 import type { VerifyAnswer } from './verify-types.js';
 
@@ -45,6 +51,8 @@ export async function passGate(
     request.headers,
     (options.customerIdHeader ?? 'x-customer-id').toLowerCase(),
   );
+  if (customerId !== undefined && hasControlCharacter(customerId))
+    return { admitted: false, answer: undefined, response: invalidCustomerIdResponse() };
   const host = request.headers.host;
   // A page's request names its origin: a key restricted to origins (or a token narrowed to some) is decided by it.
   const origin = request.headers.origin;

@@ -28,6 +28,14 @@ export function missingKeyResponse(): ProxyResponse {
   return envelope('missing_api_key', undefined);
 }
 
+/**
+ * A customer id holding a control character: the proxy refuses it (and verify takes none), so the
+ * middleware answers as the proxy does without asking verify.
+ */
+export function invalidCustomerIdResponse(): ProxyResponse {
+  return envelope('invalid_customer_id', undefined);
+}
+
 /** The proxy's answer to the request verify refused. */
 export function refusalOf(answer: VerifyAnswer): ProxyResponse {
   const code = answer.code;

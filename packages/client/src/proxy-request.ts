@@ -1,7 +1,8 @@
 /**
  * How the proxy reads a request, for the middleware to read it alike: the same credential, the same
  * customer id and the same path reach verify as would reach the proxy's admission and usage. Mirrors
- * src/proxy/credential.ts and customerIdOf in src/proxy/forwarding-headers.ts;
+ * src/proxy/credential.ts, customerIdOf in src/proxy/forwarding-headers.ts and isCleanCustomerId in
+ * src/plans/customer-id.ts;
  * tests/e2e/client-middleware.test.ts holds both to the same answers.
  */
 import type { IncomingHttpHeaders } from 'node:http';
@@ -22,6 +23,11 @@ export function credentialOf(headers: IncomingHttpHeaders): string | undefined {
 }
 
 const NON_ASCII = /[\x80-\xff]/;
+// eslint-disable-next-line no-control-regex -- the characters the proxy refuses in a customer id
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** Whether a customer id holds a control character, which the proxy refuses (400 `invalid_customer_id`). */
+export const hasControlCharacter = (customerId: string): boolean => CONTROL.test(customerId);
 
 /**
  * The customer-id header's value; absent or empty: none. Node reads header bytes as Latin-1; clients

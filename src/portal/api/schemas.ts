@@ -13,6 +13,7 @@ import {
 import { PortalUser } from '../../management/resources/developer-portal/schemas.js';
 import { RouteId } from '../../management/request-match-schemas.js';
 import { MAX_TOKEN_LIFETIME_S } from '../../keys/mint-token.js';
+import { CUSTOMER_ID_PATTERN, MAX_CUSTOMER_ID_LENGTH } from '../../plans/customer-id.js';
 import { PlanResponse, RateLimitState } from '../../management/resources/plans/schemas.js';
 import { CreditsOrNull } from '../../management/resources/credits/balance-schemas.js';
 import { ConsumerId, IsoTimestamp, KeyId, Name, RateLimitId, strict } from '../../management/schemas.js';
@@ -170,8 +171,9 @@ export const MintPortalTokenRequest = Type.Object(
     subject: Type.Optional(
       Type.String({
         minLength: 1,
-        maxLength: 200,
-        description: "The visitor: the customer id of the token's requests",
+        maxLength: MAX_CUSTOMER_ID_LENGTH,
+        pattern: CUSTOMER_ID_PATTERN,
+        description: `The visitor: the customer id of the token's requests. 1 to ${MAX_CUSTOMER_ID_LENGTH} Unicode code points, no control character (U+0000 to U+001F, U+007F)`,
       }),
     ),
   },

@@ -4,15 +4,16 @@ import type { UsageKeys } from './key-layout.js';
 
 /**
  * Removes a batch Postgres has applied from Redis: its hashes, its key set, its id in the set of
- * batches, and records the time of the flush.
+ * batches and in the set-aside set, and records the time of the flush.
  *
- * KEYS, as `dropKeys` lists them: the set of batches, the batch's key set, flushed-at, then the
- * batch's hashes. ARGV, as `dropArgs` builds it: the batch id, now (epoch ms).
+ * KEYS, as `dropKeys` lists them: the set of batches, the batch's key set, flushed-at, the set-aside
+ * set, then the batch's hashes. ARGV, as `dropArgs` builds it: the batch id, now (epoch ms).
  */
 const DROP_LUA = `
-for i = 4, #KEYS do redis.call('DEL', KEYS[i]) end
+for i = 5, #KEYS do redis.call('DEL', KEYS[i]) end
 redis.call('DEL', KEYS[2])
 redis.call('SREM', KEYS[1], ARGV[1])
+redis.call('SREM', KEYS[4], ARGV[1])
 redis.call('SET', KEYS[3], ARGV[2])
 return 1
 `;
@@ -26,7 +27,7 @@ export interface DropCall {
 
 /** The script's KEYS for a drop. */
 export function dropKeys(layout: UsageKeys, call: DropCall): string[] {
-  const keys = [layout.batches, layout.batch(call.batchId), layout.flushedAt];
+  const keys = [layout.batches, layout.batch(call.batchId), layout.flushedAt, layout.setAside];
   for (const keyId of call.keyIds) keys.push(layout.batchHash(call.batchId, keyId));
   return keys;
 }

@@ -5,6 +5,7 @@ import { RepeatingTask } from '../../ops/repeating-task.js';
 import type { RedisClient } from '../../redis/connect.js';
 import type { UsageRepository } from '../usage-repository.js';
 import type { UsageBatch } from '../usage.js';
+import { isRefusedData, SetAsideReport } from '../set-aside.js';
 import { defineDropScript, type DropScript } from './drop-script.js';
 import { decodeUsage } from './field-codec.js';
 import { usageKeys, type UsageKeys } from './key-layout.js';
@@ -27,7 +28,8 @@ export interface FlusherOptions {
  *      applying it again is a no-op;
  *   3. drop the batch from Redis.
  * Every flush first re-applies batches left sealed by a flusher that died between 1 and 3, and a
- * Postgres outage leaves batches sealed in Redis until it is back. The lock only saves work:
+ * Postgres outage leaves batches sealed in Redis until it is back. A batch whose data Postgres refuses
+ * (a constraint, a NUL) is set aside: left sealed, named in an error line, tried at each flush. The lock only saves work:
  * correctness rests on step 2 being idempotent, so a flusher that outlives its lock does no harm.
  */
 export class UsageFlusher {
@@ -38,6 +40,7 @@ export class UsageFlusher {
   private readonly layout: UsageKeys;
   private readonly lockTtlMs: number;
   private readonly flushes: RepeatingTask;
+  private readonly report: SetAsideReport;
   /** The step in progress, for the failure metric: lock, seal, collect, apply (Postgres) or drop. */
   private stage = 'lock';
   /** Logs once per run of failures, not once a second. */
@@ -57,6 +60,7 @@ export class UsageFlusher {
     this.drop = defineDropScript(client, this.layout);
     this.unlock = defineUnlockScript(client);
     this.lockTtlMs = lockTtlMs;
+    this.report = new SetAsideReport(logger, metrics);
     this.flushes = new RepeatingTask('usage flush', intervalMs, () => this.flushOnce(), logger, {
       runAtStart: false,
     });
@@ -91,7 +95,8 @@ export class UsageFlusher {
     try {
       this.stage = 'collect';
       // A batch left by a flusher that died, or by a Postgres outage, goes first; while it can't be
-      // applied nothing new is sealed, so an outage leaves one batch plus the live hashes.
+      // applied nothing new is sealed, so an outage leaves one batch plus the live hashes. A batch
+      // whose data Postgres refuses is set aside instead (../set-aside.ts), and the flush goes on.
       for (const batchId of await this.client.smembers(this.layout.batches)) await this.move(batchId);
       this.stage = 'seal';
       const keyIds = await this.client.smembers(this.layout.dirty);
@@ -107,6 +112,8 @@ export class UsageFlusher {
       }
       if (!moved) await this.client.set(this.layout.flushedAt, Date.now());
       this.metrics.usageStoreLag.set(0);
+      // Batches Postgres refused stay sealed, set aside: they stop nothing sealed after them.
+      this.metrics.usageBatchesSetAside.set(await this.client.scard(this.layout.setAside));
       if (this.failing) this.logger.info('usage flush to Postgres works again');
       this.failing = false;
     } catch (err) {
@@ -131,17 +138,28 @@ export class UsageFlusher {
     const batch: UsageBatch = new Map();
     keyIds.forEach((keyId, i) => batch.set(keyId, decodeUsage(reply[i + 1] as string[])));
     this.stage = 'apply';
-    if (!(await this.repository.applyBatch(batchId, batch))) {
-      this.logger.info({ batchId }, 'usage batch was already in Postgres; removing it from Redis');
+    let applied: boolean;
+    try {
+      applied = await this.repository.applyBatch(batchId, batch);
+    } catch (err) {
+      if (!isRefusedData(err)) throw err;
+      // Reported once, by whichever replica sets it aside first.
+      if ((await this.client.sadd(this.layout.setAside, batchId)) === 1) this.report.setAside(batchId, err);
+      return;
     }
+    if (!applied)
+      this.logger.info({ batchId }, 'usage batch was already in Postgres; removing it from Redis');
     this.stage = 'drop';
+    const wasSetAside = (await this.client.sismember(this.layout.setAside, batchId)) === 1;
     await this.drop({ batchId, keyIds, nowMs: Date.now() });
+    if (wasSetAside) this.report.applied(batchId);
   }
 
   /** Replicas without the lock still report how long ago any replica last completed a flush. */
   private async reportLag(): Promise<void> {
     const at = Number(await this.client.get(this.layout.flushedAt));
     if (at > 0) this.metrics.usageStoreLag.set(Math.max(0, Date.now() - at) / 1000);
+    this.metrics.usageBatchesSetAside.set(await this.client.scard(this.layout.setAside));
   }
 
   private fail(err: unknown): void {

@@ -9,16 +9,19 @@
  *   <p>{usage}:batch:<batchId>          set: key ids sealed into that batch
  *   <p>{usage}:batch:<batchId>:<keyId>  hash: a sealed live hash, waiting for Postgres
  *   <p>{usage}:batches                  set: batch ids sealed and not yet removed
+ *   <p>{usage}:set-aside                set: those of them Postgres refused (../set-aside.ts)
  *   <p>{usage}:push:<pushId>            marker of an applied push, so a push is never counted twice
  *   <p>{usage}:lock                     the flusher lock: a random token, with an expiry
  *   <p>{usage}:flushed-at               epoch ms of the last complete flush, by any replica
  *
- * The names are those of every earlier version: replicas of two versions share them during a
- * rolling upgrade. The hash fields are field-codec.ts's.
+ * The names are those of every earlier version (`set-aside` is new, and an older replica reads none
+ * of it): replicas of two versions share them during a rolling upgrade. The hash fields are field-codec.ts's.
  */
 export interface UsageKeys {
   readonly dirty: string;
   readonly batches: string;
+  /** Sealed batches Postgres refused, still in `batches`: tried again at each flush. */
+  readonly setAside: string;
   readonly lock: string;
   readonly flushedAt: string;
   live(keyId: string): string;
@@ -34,6 +37,7 @@ export function usageKeys(prefix: string): UsageKeys {
   return {
     dirty: base + 'dirty',
     batches: base + 'batches',
+    setAside: base + 'set-aside',
     lock: base + 'lock',
     flushedAt: base + 'flushed-at',
     live: (keyId) => base + 'live:' + keyId,

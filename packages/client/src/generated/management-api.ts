@@ -1164,7 +1164,7 @@ export interface components {
                 totalRequests: number;
                 /** @description Grouped by the customer-id header (CUSTOMER_ID_HEADER); requests without it are not listed. At most 1,000 customers, most requests first (see usageByCustomerNotListed) */
                 usageByCustomer: {
-                    /** @description The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 characters */
+                    /** @description The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 Unicode code points; one holding a control character is refused (400 `invalid_customer_id`) and never listed */
                     customerId: string;
                     failed: number;
                     requests: number;
@@ -2329,7 +2329,7 @@ export interface components {
                 totalRequests: number;
                 /** @description Grouped by the customer-id header (CUSTOMER_ID_HEADER); requests without it are not listed. At most 1,000 customers, most requests first (see usageByCustomerNotListed) */
                 usageByCustomer: {
-                    /** @description The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 characters */
+                    /** @description The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 Unicode code points; one holding a control character is refused (400 `invalid_customer_id`) and never listed */
                     customerId: string;
                     failed: number;
                     requests: number;
@@ -3820,7 +3820,7 @@ export interface components {
             clientAddress?: string;
             /** @description Units to charge (1-10000) instead of the cost the key's plans give the request */
             cost?: number;
-            /** @description The CUSTOMER_ID_HEADER value the request carried: usage by customer counts it. Empty: none, as the proxy reads an empty header */
+            /** @description The CUSTOMER_ID_HEADER value the request carried: usage by customer counts it, cut at 200 code points. Empty: none, as the proxy reads an empty header. A control character (U+0000 to U+001F, U+007F) is 400 `validation_failed`, as the proxy answers such a header 400 `invalid_customer_id` */
             customerId?: string;
             /**
              * @description The request's Host header, for routes that match a host. Absent: only routes for every host match, as for a request without a Host header

@@ -5,6 +5,7 @@
 export const PROXY_REFUSALS = {
   missing_api_key: { status: 401, message: "An API key is required (Authorization: Bearer <key> or x-api-key)" },
   invalid_request_target: { status: 400, message: "The request target is not allowed (another host, or a dot segment)" },
+  invalid_customer_id: { status: 400, message: "The customer id holds a control character (U+0000 to U+001F or U+007F)" },
   invalid_api_key: { status: 401, message: "The API key is not valid" },
   key_expired: { status: 401, message: "The API key has expired" },
   token_expired: { status: 401, message: "The token has expired" },

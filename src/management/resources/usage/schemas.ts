@@ -26,7 +26,7 @@ const CustomerUsage = Type.Object(
   {
     customerId: Type.String({
       description:
-        'The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 characters',
+        'The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 Unicode code points; one holding a control character is refused (400 `invalid_customer_id`) and never listed',
     }),
     requests: Count,
     successful: Count,

@@ -1,6 +1,7 @@
 /** The request and answer of `POST /tollgate/verify` (docs/guides/verify-and-client.md). */
 import { isIP } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
+import { CUSTOMER_ID_PATTERN, MAX_CUSTOMER_ID_LENGTH } from '../../../plans/customer-id.js';
 import { MAX_COST, MIN_COST } from '../../../plans/plan.js';
 import { AlgorithmSchema, limitStateFields } from '../plans/schemas.js';
 import {
@@ -80,8 +81,8 @@ export const VerifyRequest = Type.Object(
     customerId: Type.Optional(
       Type.String({
         maxLength: MAX_REQUEST_TEXT,
-        description:
-          'The CUSTOMER_ID_HEADER value the request carried: usage by customer counts it. Empty: none, as the proxy reads an empty header',
+        pattern: CUSTOMER_ID_PATTERN,
+        description: `The CUSTOMER_ID_HEADER value the request carried: usage by customer counts it, cut at ${MAX_CUSTOMER_ID_LENGTH} code points. Empty: none, as the proxy reads an empty header. A control character (U+0000 to U+001F, U+007F) is 400 \`validation_failed\`, as the proxy answers such a header 400 \`invalid_customer_id\``,
       }),
     ),
     clientAddress: Type.Optional(

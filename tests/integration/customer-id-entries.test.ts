@@ -1,0 +1,135 @@
+/**
+ * A customer id holding a control character (U+0000 to U+001F, U+007F) is refused wherever it enters,
+ * in both modes (contract section 32, decision record 0145): the customer-id header (400
+ * `invalid_customer_id`, neither forwarded nor charged), a token's `sub` (401 `invalid_api_key`) and
+ * verify's `customerId` (400 `validation_failed`); lengths are code points. The portal's `subject` is
+ * tried in tests/security/portal-walk.e2e.test.ts.
+ */
+import { request as httpRequest } from 'node:http';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { mintToken } from '../../packages/client/src/generated/mint-token.js';
+import { HARNESS_MODES, harnessIn } from '../helpers/harness-modes.js';
+import { waitFor } from '../helpers/poll.js';
+import { closeDatabase } from '../helpers/proxy-harness.js';
+
+afterAll(closeDatabase);
+
+interface Answer {
+  readonly status: number;
+  readonly code: string | undefined;
+}
+
+/** Usage reaches the management API within a flush or two; a loaded machine takes longer. */
+const PATIENCE = { timeoutMs: 30_000 };
+
+/** A GET whose headers go on the wire as given, one byte a character. */
+function send(port: number, headers: Record<string, string>): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path: '/v1/things', headers }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, code: body.startsWith('{') ? JSON.parse(body).code : undefined }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe.each(HARNESS_MODES)('$name', (mode) => {
+  const h = harnessIn(mode);
+
+  const verify = async (body: unknown) => {
+    const res = await fetch(h.base + '/tollgate/verify', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.rootToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as { code?: string; valid?: boolean } };
+  };
+
+  it('refuses a customer-id header holding a control character: 400 invalid_customer_id, neither forwarded nor charged', async () => {
+    const key = await h.createKey({ limit: 1, period: 'hour' });
+    const forwarded = h.backend.received.length;
+    // A tab is the one control character Node's parser lets through in a header value.
+    expect(await send(h.port, { 'x-api-key': key.secret, 'x-customer-id': 'cus\t1' })).toEqual({
+      status: 400,
+      code: 'invalid_customer_id',
+    });
+    expect(h.backend.received.length).toBe(forwarded);
+    // The hour's one request is still there: the refusal charged nothing.
+    expect((await send(h.port, { 'x-api-key': key.secret, 'x-customer-id': 'cus-1' })).status).toBe(200);
+
+    // Counted in the key's usage as failed, without the customer id; the failure log says why.
+    const usage = (
+      await waitFor(
+        () => h.usage(key.id),
+        (u) => u.requests === 2,
+        PATIENCE,
+      )
+    ).value;
+    expect({ requests: usage.requests, failed: usage.failed, customers: usage.customers }).toEqual({
+      requests: 2,
+      failed: 1,
+      customers: { 'cus-1': 1 },
+    });
+    const { value: log } = await waitFor(
+      async () =>
+        (await (await h.manage(`/consumer-api-key/${key.id}/failures`)).json()) as {
+          failures: { code: string; status: number; customerId: string | null }[];
+        },
+      (l) => l.failures.length === 1,
+      PATIENCE,
+    );
+    expect(log.failures).toHaveLength(1);
+    expect(log.failures[0]).toMatchObject({ code: 'invalid_customer_id', status: 400, customerId: null });
+    expect(await h.metric('tollgate_proxy_requests_total{outcome="bad_request"}')).toMatch(/ [1-9]\d*$/);
+  });
+
+  it('takes no token whose `sub` holds a control character or more than 200 code points', async () => {
+    const key = await h.createKey();
+    const mint = (subject: string) =>
+      mintToken(key.secret, { consumerApiKeyId: key.id, expiresInSeconds: 600, nowMs: h.now, subject });
+    const forwarded = h.backend.received.length;
+    for (const subject of ['a\u0000b', 'a\r\nx-injected: 1', 'tab\there', 'del\u007f', '😀'.repeat(201)])
+      expect({ subject, ...(await send(h.port, { authorization: `Bearer ${mint(subject)}` })) }).toEqual({
+        subject,
+        status: 401,
+        code: 'invalid_api_key',
+      });
+    expect(h.backend.received.length).toBe(forwarded);
+
+    // 200 code points outside the BMP are 400 UTF-16 units: still a token, as the portal mints it.
+    const wide = '😀'.repeat(200);
+    expect((await send(h.port, { authorization: `Bearer ${mint(wide)}` })).status).toBe(200);
+    const header = h.backend.received.at(-1)!.headers['x-customer-id'] as string;
+    expect(Buffer.from(header, 'latin1').toString('utf8')).toBe(wide);
+    expect(
+      (
+        await waitFor(
+          () => h.usage(key.id),
+          (u) => u.requests === 1,
+          PATIENCE,
+        )
+      ).value.customers,
+    ).toEqual({
+      [wide]: 1,
+    });
+  });
+
+  it("answers verify's `customerId` holding a control character 400 validation_failed, charging nothing", async () => {
+    const key = await h.createKey({ limit: 1, period: 'hour' });
+    for (const customerId of ['a\u0000b', 'a\nb', '\u001f', 'x\u007f']) {
+      const answer = await verify({ key: key.secret, path: '/v1/things', customerId });
+      expect({ customerId, status: answer.status, code: answer.body.code }).toEqual({
+        customerId,
+        status: 400,
+        code: 'validation_failed',
+      });
+    }
+    expect((await verify({ key: key.secret, path: '/v1/things', customerId: 'cus-1' })).body.valid).toBe(
+      true,
+    );
+  });
+});
