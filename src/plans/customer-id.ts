@@ -1,7 +1,6 @@
 /**
  * The one rule for a customer id, wherever it enters (the customer-id header, a token's `sub`, verify's
- * `customerId`, a portal token's `subject`) and wherever it is kept (contract section 32, decision
- * record 0145): no control character, since the id reaches the backend in a header and usage in the
+ * `customerId`, a portal token's `subject`) and wherever it is kept (decision record 0145): no control character, since the id reaches the backend in a header and usage in the
  * database (which refuses a NUL), and its length counted in Unicode code points, as JSON Schema's
  * `maxLength` counts, so what the portal mints the proxy takes.
  */

@@ -1,6 +1,6 @@
 /**
- * A usage batch the database refuses is set aside, not retried ahead of every later batch (contract
- * section 32, decision record 0145): one bad value must never stop usage. Set-aside batches keep their
+ * A usage batch the database refuses is set aside, not retried ahead of every later batch (decision
+ * record 0145): one bad value must never stop usage. Set-aside batches keep their
  * ids and are tried again at each flush, so once the cause is mended each is applied exactly once.
  */
 import { loggableError, type Logger } from '../ops/logger.js';

@@ -94,11 +94,12 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
       });
       expect(res.status).toBe(201);
     }
-    // The route table is read again on its change: wait until the proxy routes by it.
-    const key = await createKey();
+    // The route table is read again on its change: wait until the proxy routes by it (a key held to
+    // the route is refused on the catch-all, and forwarded once the route takes its request).
+    const key = await createKey({ allowedRouteIds: ['web'] });
     await waitFor(
       () => send(h.port, '/web/x', { 'x-api-key': key.secret }),
-      () => h.backend.received.at(-1)?.url === '/x',
+      (answer) => answer.status === 200,
       { timeoutMs: 5_000, everyMs: 20 },
     );
   }, 60_000);
