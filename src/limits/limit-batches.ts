@@ -32,15 +32,14 @@ import type { WindowRestore } from './window-restore.js';
 import {
   bucketOf,
   place,
+  refusalAfter,
   runsOf,
-  verdictsAfter,
+  type CalledBalance,
   type Group,
-  type Span,
   type Waiter,
 } from './limiter-groups.js';
 import { isConcurrency } from '../plans/plan.js';
 import { tokenBucket } from './core/token-bucket.js';
-import { refusalOf } from './core/combine.js';
 
 /** Requests waiting for a reclaim ask again after 1, 2, 4, … ms, then every 64 ms. */
 export const FIRST_RETRY_MS = 1;
@@ -335,19 +334,7 @@ export class LimitBatches {
       for (const waiter of refused) {
         if (waiter.cost !== decidedCost) {
           decidedCost = waiter.cost;
-          const cost = decidedCost;
-          const verdicts = balances.map(({ span, granted, spentBefore }) => ({
-            fits: granted - spentBefore - units >= cost,
-            before: balanceStateOf(
-              span.scope,
-              span.balance!,
-              Math.max(0, granted - spentBefore - units),
-              now,
-            ),
-          }));
-          decision = refusalOf(verdictsAfter(group, reply, cost, now), verdicts)!;
-          const short = verdicts.findIndex((v) => !v.fits);
-          if (short >= 0) balances[short]!.refused = true;
+          decision = refusalAfter(group, reply, balances, units, decidedCost, now);
         }
         waiter.resolve(decision!);
       }
@@ -399,15 +386,3 @@ export class LimitBatches {
 
 /** A leased decision charges no balance (a group with one is never leased). */
 const NO_BALANCES: readonly BalanceState[] = [];
-
-/** A balance of a call, as Redis answered it. */
-interface CalledBalance {
-  readonly span: Span;
-  readonly epoch: number;
-  readonly window: number;
-  readonly granted: number;
-  /** Units spent before the call's first admitted unit. */
-  readonly spentBefore: number;
-  /** It refused a request of the call for want of credits. */
-  refused: boolean;
-}

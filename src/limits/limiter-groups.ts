@@ -6,8 +6,14 @@ import { capacityOf, isConcurrency, type LimitRule } from '../plans/plan.js';
 import { type Bucket } from './token-bucket.js';
 import type { LeaseBook } from './lease-book.js';
 import type { QuotaWatch } from './quota-watch.js';
-import { unitsIn, type BalanceState, type Decision, type LimitState } from './rate-limiter.js';
-import { admissionOf } from './core/combine.js';
+import {
+  balanceStateOf,
+  unitsIn,
+  type BalanceState,
+  type Decision,
+  type LimitState,
+} from './rate-limiter.js';
+import { admissionOf, refusalOf } from './core/combine.js';
 import { countedVerdict, verdictOf, type LimitVerdict } from './core/limit-algorithm.js';
 import { tokenBucket } from './core/token-bucket.js';
 
@@ -189,6 +195,39 @@ export function verdictsAfter(
     }
   }
   return verdicts;
+}
+
+/** A balance of a call, as Redis answered it. */
+export interface CalledBalance {
+  readonly span: Span;
+  readonly epoch: number;
+  readonly window: number;
+  readonly granted: number;
+  /** Units spent before the call's first admitted unit. */
+  readonly spentBefore: number;
+  /** It refused a request of the call for want of credits. */
+  refused: boolean;
+}
+
+/**
+ * A request of `cost` a call refused after admitting `units` before it, at `nowMs`, by its limits' and
+ * balances' verdicts from the reply; the balance that refused it is marked so.
+ */
+export function refusalAfter(
+  group: Group,
+  reply: ConsumeReply,
+  balances: readonly CalledBalance[],
+  units: number,
+  cost: number,
+  nowMs: number,
+): Decision {
+  const verdicts = balances.map(({ span, granted, spentBefore }) => ({
+    fits: granted - spentBefore - units >= cost,
+    before: balanceStateOf(span.scope, span.balance!, Math.max(0, granted - spentBefore - units), nowMs),
+  }));
+  const short = verdicts.findIndex((v) => !v.fits);
+  if (short >= 0) balances[short]!.refused = true;
+  return refusalOf(verdictsAfter(group, reply, cost, nowMs), verdicts)!;
 }
 
 /** A token bucket as a call's reply left it at `nowMs`: its count (what it lacks of its burst) and parts. */
