@@ -46,6 +46,9 @@ export interface ConformanceCase {
   readonly steps: readonly Step[];
 }
 
+/** The keys of a case with one key, `a`, of these limits. */
+export const onlyKey = (...limits: Parameters<typeof plan>): ConformanceCase['keys'] => ({ a: { limits } });
+
 const balanceOf = (granted: number): Balance => ({
   epoch: 1,
   window: 0,
@@ -130,7 +133,7 @@ const SLOT_MS = 3_000; // a sliding minute's slot (sliding-window.ts: SLOTS = 20
 export const CASES: readonly ConformanceCase[] = [
   {
     name: 'a fixed window: exactly its limit, costs counted, a new window at its boundary',
-    keys: { a: { limits: [{ limit: 3, period: 'second' }] } },
+    keys: onlyKey({ limit: 3, period: 'second' }),
     steps: [
       { at: 0, expect: 'admitted key:second 2 +1000' },
       { at: 10, cost: 2, expect: 'admitted key:second 0 +1000' },
@@ -141,7 +144,7 @@ export const CASES: readonly ConformanceCase[] = [
   },
   {
     name: 'a sliding window: one period and one slot back, freed as its slots leave',
-    keys: { a: { limits: [{ limit: 2, period: 'minute', algorithm: 'sliding' }] } },
+    keys: onlyKey({ limit: 2, period: 'minute', algorithm: 'sliding' }),
     steps: [
       { at: 0, expect: 'admitted key:minute 1 +63000' },
       { at: 10 * SLOT_MS, expect: 'admitted key:minute 0 +63000' },
@@ -152,7 +155,7 @@ export const CASES: readonly ConformanceCase[] = [
   },
   {
     name: 'a token bucket: its burst, then its refill, a refusal naming when it holds the cost',
-    keys: { a: { limits: [{ limit: 2, period: 'second', algorithm: 'tokenBucket', burst: 4 }] } },
+    keys: onlyKey({ limit: 2, period: 'second', algorithm: 'tokenBucket', burst: 4 }),
     steps: [
       // It holds a unit now: its reset is now.
       { at: 0, cost: 3, expect: 'admitted key:second 1 +0' },
@@ -165,14 +168,7 @@ export const CASES: readonly ConformanceCase[] = [
   },
   {
     name: 'a concurrency limit: one place per request whatever its cost, back when released',
-    keys: {
-      a: {
-        limits: [
-          { limit: 2, algorithm: 'concurrency' },
-          { limit: 100, period: 'minute' },
-        ],
-      },
-    },
+    keys: onlyKey({ limit: 2, algorithm: 'concurrency' }, { limit: 100, period: 'minute' }),
     steps: [
       { at: 0, cost: 10, expect: 'admitted key:concurrency 1 +1000' },
       { at: 5, cost: 10, expect: 'admitted key:concurrency 0 +1005' },
@@ -184,14 +180,7 @@ export const CASES: readonly ConformanceCase[] = [
   },
   {
     name: 'several limits: the tightest reported, ties to the window that ends last; refused by the latest',
-    keys: {
-      a: {
-        limits: [
-          { limit: 2, period: 'second', name: 'burst' },
-          { limit: 4, period: 'hour' },
-        ],
-      },
-    },
+    keys: onlyKey({ limit: 2, period: 'second', name: 'burst' }, { limit: 4, period: 'hour' }),
     steps: [
       { at: 0, expect: 'admitted key:burst 1 +1000' },
       { at: 1, expect: 'admitted key:burst 0 +1000' },
@@ -230,7 +219,7 @@ export const CASES: readonly ConformanceCase[] = [
   },
   {
     name: 'a limit per client address: each visitor counted apart',
-    keys: { a: { limits: [{ limit: 2, period: 'minute', per: 'clientAddress' }] } },
+    keys: onlyKey({ limit: 2, period: 'minute', per: 'clientAddress' }),
     steps: [
       { at: 0, client: '192.0.2.1', expect: 'admitted key:minute 1 +60000' },
       { at: 1, client: '192.0.2.1', expect: 'admitted key:minute 0 +60000' },
@@ -240,7 +229,7 @@ export const CASES: readonly ConformanceCase[] = [
   },
   {
     name: 'a busy key, leased ahead: every unit still reported in order',
-    keys: { a: { limits: [{ limit: 40_000, period: 'minute' }] } },
+    keys: onlyKey({ limit: 40_000, period: 'minute' }),
     steps: Array.from({ length: 30 }, (_, i) => ({
       at: i,
       cost: 100,
@@ -249,14 +238,10 @@ export const CASES: readonly ConformanceCase[] = [
   },
   {
     name: 'Redis losing its keys: a window and a bucket put back, no more admitted',
-    keys: {
-      a: {
-        limits: [
-          { limit: 4, period: 'minute' },
-          { limit: 1, period: 'second', algorithm: 'tokenBucket', burst: 5, name: 'bucket' },
-        ],
-      },
-    },
+    keys: onlyKey(
+      { limit: 4, period: 'minute' },
+      { limit: 1, period: 'second', algorithm: 'tokenBucket', burst: 5, name: 'bucket' },
+    ),
     steps: [
       { at: 0, expect: 'admitted key:minute 3 +60000' },
       { at: 1, cost: 2, expect: 'admitted key:minute 1 +60000' },

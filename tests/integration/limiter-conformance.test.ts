@@ -13,6 +13,7 @@ import {
   CASES,
   decide,
   expectedOf,
+  onlyKey,
   summaryOf,
   type ConformanceCase,
   type LimiterStore,
@@ -89,30 +90,16 @@ const comparable = (d: Decision | undefined) =>
 const TERMS: readonly Omit<ConformanceCase, 'steps'>[] = [
   {
     name: 'fixed',
-    keys: {
-      a: {
-        limits: [
-          { limit: 5, period: 'second' },
-          { limit: 12, period: 'minute' },
-        ],
-      },
-    },
+    keys: onlyKey({ limit: 5, period: 'second' }, { limit: 12, period: 'minute' }),
   },
   { name: 'sliding', keys: { a: { limits: [{ limit: 6, period: 'second', algorithm: 'sliding' }] } } },
   {
     name: 'bucket',
-    keys: { a: { limits: [{ limit: 3, period: 'second', algorithm: 'tokenBucket', burst: 6 }] } },
+    keys: onlyKey({ limit: 3, period: 'second', algorithm: 'tokenBucket', burst: 6 }),
   },
   {
     name: 'places',
-    keys: {
-      a: {
-        limits: [
-          { limit: 2, algorithm: 'concurrency' },
-          { limit: 9, period: 'second' },
-        ],
-      },
-    },
+    keys: onlyKey({ limit: 2, algorithm: 'concurrency' }, { limit: 9, period: 'second' }),
   },
   {
     name: 'consumer',
