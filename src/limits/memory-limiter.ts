@@ -75,6 +75,12 @@ export class MemoryRateLimiter implements RateLimiter {
     consumer: new Map(),
   };
   private readonly sweeper: NodeJS.Timeout;
+  private readonly scratch = {
+    held: [] as (HeldBalance | undefined)[],
+    balanceVerdicts: [] as BalanceVerdict[],
+    tallies: [] as Tally[],
+    verdicts: [] as LimitVerdict[],
+  };
   /**
    * What this process holds of each balance, by scope and id. Never swept: a balance is money, kept
    * while the process lives; the database keeps what was spent (spentBalances) for the next one.
@@ -113,10 +119,9 @@ export class MemoryRateLimiter implements RateLimiter {
   consume(subjects: readonly Subject[], cost: number, nowMs: number, visitor?: Visitor): Decision {
     checkCost(cost);
     checkSubjects(subjects);
-    const held: (HeldBalance | undefined)[] = [];
-    const balanceVerdicts: BalanceVerdict[] = [];
-    const tallies: Tally[] = [];
-    const verdicts: LimitVerdict[] = [];
+    // Scratch, filled and read at once: each subject's balance and tally, and every limit's verdict.
+    const { held, balanceVerdicts, tallies, verdicts } = this.scratch;
+    held.length = balanceVerdicts.length = tallies.length = verdicts.length = 0;
     for (const subject of subjects) {
       const h = subject.balance && this.heldOf(subject, nowMs);
       held.push(h);
@@ -124,11 +129,14 @@ export class MemoryRateLimiter implements RateLimiter {
         balanceVerdicts.push(balanceVerdictOf(subject.scope, subject.balance!, h, cost, nowMs));
       const tally = this.tallyOf(subject, nowMs, visitor);
       tallies.push(tally);
-      subject.plan.limits.forEach((rule, i) => {
+      const limits = subject.plan.limits;
+      for (let i = 0; i < limits.length; i++) {
         const cell = tally.cells[i]!;
-        cell.state = cell.algorithm.at(cell.state, rule, nowMs);
-        verdicts.push(verdictOf(cell.algorithm, subject.scope, rule, cell.state, unitsIn(rule, cost), nowMs));
-      });
+        cell.state = cell.algorithm.at(cell.state, limits[i]!, nowMs);
+        verdicts.push(
+          verdictOf(cell.algorithm, subject.scope, limits[i]!, cell.state, unitsIn(limits[i]!, cost), nowMs),
+        );
+      }
     }
     const refusal = refusalOf(verdicts, balanceVerdicts);
     if (refusal !== undefined) {
@@ -138,13 +146,15 @@ export class MemoryRateLimiter implements RateLimiter {
     const states: LimitState[] = [];
     const balanceStates: BalanceState[] = [];
     let places: Cell[] | undefined;
-    subjects.forEach((subject, s) => {
+    for (let s = 0; s < subjects.length; s++) {
+      const subject = subjects[s]!;
       const tally = tallies[s]!;
       const limits = subject.plan.limits;
       let watch = tally.watch;
       if (watch !== undefined && nowMs >= watch.renewAt)
         watch = tally.watch = QuotaWatch.of(subject.scope, subject.id, limits, nowMs, this.notices);
-      limits.forEach((rule, i) => {
+      for (let i = 0; i < limits.length; i++) {
+        const rule = limits[i]!;
         const cell = tally.cells[i]!;
         const state = (cell.state = cell.algorithm.charged(cell.state, rule, unitsIn(rule, cost)));
         if (rule.algorithm === 'concurrency') (places ??= []).push(cell);
@@ -152,9 +162,9 @@ export class MemoryRateLimiter implements RateLimiter {
         if (watch !== undefined && used >= watch.nextAt[i]!) watch.reached(i, used, nowMs);
         const resetMs = cell.algorithm.resetMs(state, rule, nowMs, 1);
         states.push({ scope: subject.scope, rule, remaining: capacityOf(rule) - used, resetMs });
-      });
+      }
       const h = held[s];
-      if (h === undefined) return;
+      if (h === undefined) continue;
       const after = balanceCharged(h, cost);
       this.balances[subject.scope].set(subject.id, after);
       this.charged[subject.scope].add(subject.id);
@@ -168,7 +178,7 @@ export class MemoryRateLimiter implements RateLimiter {
         nowMs,
       );
       balanceStates.push(balanceStateOf(subject.scope, subject.balance!, remainingOf(after), nowMs));
-    });
+    }
     const decision = admissionOf(states, balanceStates);
     return places === undefined ? decision : { ...decision, release: releaseOnce(places) };
   }
