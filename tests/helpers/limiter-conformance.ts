@@ -143,14 +143,16 @@ export const CASES: readonly ConformanceCase[] = [
     ],
   },
   {
-    name: 'a sliding window: one period and one slot back, freed as its slots leave',
-    keys: onlyKey({ limit: 2, period: 'minute', algorithm: 'sliding' }),
+    name: 'a sliding window: one period and one slot back, freed as its slots leave, costs counted',
+    keys: onlyKey({ limit: 3, period: 'minute', algorithm: 'sliding' }),
     steps: [
-      { at: 0, expect: 'admitted key:minute 1 +63000' },
-      { at: 10 * SLOT_MS, expect: 'admitted key:minute 0 +63000' },
-      { at: 60_000, expect: 'refused key:minute 0 +63000' },
+      { at: 0, expect: 'admitted key:minute 2 +63000' },
+      { at: 10 * SLOT_MS, expect: 'admitted key:minute 1 +63000' },
+      { at: 60_000, cost: 2, expect: 'refused key:minute 1 +63000' },
+      { at: 60_000, expect: 'admitted key:minute 0 +63000' },
+      // Slot 0 has left: one place back, not two.
+      { at: 21 * SLOT_MS, cost: 2, expect: 'refused key:minute 1 +93000' },
       { at: 21 * SLOT_MS, expect: 'admitted key:minute 0 +93000' },
-      { at: 21 * SLOT_MS + 1, cost: 2, expect: 'refused key:minute 0 +93000' },
     ],
   },
   {
