@@ -13,9 +13,6 @@
 import type { RedisClient } from '../redis/connect.js';
 import { defineScript } from '../redis/script.js';
 
-/** Arguments per balance, as `balanceArgs` builds them. */
-export const BALANCE_ARGS = 6;
-
 /** The record a call passes for one balance. */
 export interface BalanceTerms {
   readonly epoch: number;
@@ -33,13 +30,13 @@ export function balanceArgs(t: BalanceTerms): number[] {
 }
 
 /**
- * `settleBalance(key, at)`: the balance at KEYS[key] brought up to the record at ARGV[at…at+5];
- * returns e, w, g, s, b (not written: the caller writes it with `storeBalance`).
+ * `settleTerms(key, t)`: the balance at `key` brought up to the record `t` ({epoch, window, granted,
+ * floor, windowNow, refillAmount}: BalanceTerms); `settleBalance(key, at)` the same with the record at
+ * ARGV[at…at+5]. Both return e, w, g, s, b (not written: the caller writes it with `storeBalance`).
  */
 export const SETTLE_BALANCE_LUA = `
-local function settleBalance(key, at)
-  local ea, wa, ga, fa = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
-  local wnow, amount = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5])
+local function settleTerms(key, t)
+  local ea, wa, ga, fa, wnow, amount = t.epoch, t.window, t.granted, t.floor, t.windowNow, t.refillAmount
   local h = redis.call('HMGET', key, 'e', 'w', 'g', 's', 'b')
   local e, w, g, s, b = tonumber(h[1]), tonumber(h[2]), tonumber(h[3]), tonumber(h[4]), tonumber(h[5])
   if e == nil or ea > e or (ea == e and wa > w) then
@@ -51,6 +48,11 @@ local function settleBalance(key, at)
     w, g, s, b = wnow, amount, 0, 0
   end
   return e, w, g, s, b
+end
+local function settleBalance(key, at)
+  local n = {}
+  for i = 0, 5 do n[i + 1] = tonumber(ARGV[at + i]) end
+  return settleTerms(key, {epoch = n[1], window = n[2], granted = n[3], floor = n[4], windowNow = n[5], refillAmount = n[6]})
 end
 local function storeBalance(key, e, w, g, s, b)
   redis.call('HSET', key, 'e', e, 'w', w, 'g', g, 's', s, 'b', b)

@@ -67,17 +67,11 @@ export class FailoverRateLimiter implements RateLimiter {
     subjects: readonly Subject[],
     cost: number,
     nowMs: number,
-    states?: LimitState[],
     visitor?: Visitor,
   ): Decision | Promise<Decision> {
-    if (this.degraded) return this.fallback(subjects, cost, nowMs, states, visitor);
-    // Redis' states go to a list of their own: a decision that took the fallback must not get them too.
-    const sharedStates = states && [];
-    const decided = this.shared.consume(subjects, cost, nowMs, sharedStates, visitor);
-    if (!(decided instanceof Promise)) {
-      if (states !== undefined) states.push(...sharedStates!);
-      return decided;
-    }
+    if (this.degraded) return this.fallback(subjects, cost, nowMs, visitor);
+    const decided = this.shared.consume(subjects, cost, nowMs, visitor);
+    if (!(decided instanceof Promise)) return decided;
     return new Promise<Decision>((resolve, reject) => {
       let settled = false;
       const takeFallback = (): void => {
@@ -85,7 +79,7 @@ export class FailoverRateLimiter implements RateLimiter {
         if (settled) return;
         settled = true;
         try {
-          resolve(this.fallback(subjects, cost, nowMs, states, visitor));
+          resolve(this.fallback(subjects, cost, nowMs, visitor));
         } catch (err) {
           reject(err);
         }
@@ -98,7 +92,6 @@ export class FailoverRateLimiter implements RateLimiter {
           // Decided by the fallback meanwhile: places Redis gave this late answer go back.
           if (settled) return decision.release?.();
           settled = true;
-          if (states !== undefined) states.push(...sharedStates!);
           resolve(decision);
         },
         (err: unknown) => {
@@ -118,12 +111,11 @@ export class FailoverRateLimiter implements RateLimiter {
     subjects: readonly Subject[],
     cost: number,
     nowMs: number,
-    states: LimitState[] | undefined,
     visitor: Visitor | undefined,
   ): Decision {
     if (this.mode === 'closed' || subjects.some((s) => s.balance !== undefined))
       throw new LimiterUnavailableError();
-    return this.local.consume(subjects, cost, nowMs, states, visitor);
+    return this.local.consume(subjects, cost, nowMs, visitor);
   }
 
   peekBalances(subjects: readonly Subject[], nowMs: number): Promise<BalanceState[]> {

@@ -24,7 +24,6 @@ import {
   PLACE_RETRY_MS,
   type BalanceState,
   type Decision,
-  type LimitState,
 } from './rate-limiter.js';
 import { balanceTerms } from './redis-balances.js';
 import { slidingResetAt } from './sliding-window.js';
@@ -32,16 +31,15 @@ import type { WindowLedger } from './window-ledger.js';
 import type { WindowRestore } from './window-restore.js';
 import {
   bucketOf,
-  countsAfter,
   place,
-  refusal,
+  refusalAfter,
   runsOf,
+  type CalledBalance,
   type Group,
-  type Span,
   type Waiter,
 } from './limiter-groups.js';
 import { isConcurrency } from '../plans/plan.js';
-import { holdsAt } from './token-bucket.js';
+import { tokenBucket } from './core/token-bucket.js';
 
 /** Requests waiting for a reclaim ask again after 1, 2, 4, … ms, then every 64 ms. */
 export const FIRST_RETRY_MS = 1;
@@ -93,7 +91,7 @@ export class LimitBatches {
   }
 
   /** A request every book of `group` holds the cost of, at `nowMs`: its units, taken from each lease. */
-  takeLeased(group: Group, cost: number, states: LimitState[] | undefined, nowMs: number): Decision {
+  takeLeased(group: Group, cost: number, nowMs: number): Decision {
     const spans = group.spans;
     let wantsNext = false;
     for (let s = 0; s < spans.length; s++) {
@@ -105,13 +103,13 @@ export class LimitBatches {
     // One call asks for a book's next lease: the other groups sharing the book (a consumer's keys) send none for it.
     if (wantsNext && this.schedule(group))
       for (const span of spans) if (span.book.wantsNext) span.book.nextDue();
-    return place(group, this.places, this.shifts, states, undefined, nowMs);
+    return place(group, this.places, this.shifts, NO_BALANCES, nowMs);
   }
 
   /** A request decided by Redis, in the group's next call. */
-  ask(group: Group, cost: number, states: LimitState[] | undefined): Promise<Decision> {
+  ask(group: Group, cost: number): Promise<Decision> {
     return new Promise((resolve, reject) => {
-      group.waiting.push({ cost, states, resolve, reject });
+      group.waiting.push({ cost, resolve, reject });
       this.schedule(group);
     });
   }
@@ -295,7 +293,7 @@ export class LimitBatches {
         } else {
           const bucket = bucketOf(rule, countOf(reply, i), oldestSlotOf(reply, i), now);
           this.restore.buckets.note(span.counts[j]!, limit.slot, rule, bucket);
-          span.resets[j] = holdsAt(bucket, rule, 1);
+          span.resets[j] = tokenBucket.resetMs(bucket, rule, now, 1);
         }
         room = Math.min(room, limit.limit - countOf(reply, i));
       }
@@ -318,13 +316,10 @@ export class LimitBatches {
         }
         units += runs[r + 1]!;
         for (let s = 0; s < spans.length; s++) this.places[s] = before[s]! + units;
-        let lowest: BalanceState | undefined;
-        for (const { span, granted, spentBefore } of balances) {
-          const remaining = granted - spentBefore - units;
-          if (lowest === undefined || remaining < lowest.remaining)
-            lowest = balanceStateOf(span.scope, span.balance!, remaining, now);
-        }
-        waiter.resolve(place(group, this.places, this.shifts, waiter.states, lowest, now));
+        const after = balances.map(({ span, granted, spentBefore }) =>
+          balanceStateOf(span.scope, span.balance!, granted - spentBefore - units, now),
+        );
+        waiter.resolve(place(group, this.places, this.shifts, after, now));
       }
     }
     if (heldOf(reply)) {
@@ -339,25 +334,8 @@ export class LimitBatches {
       for (const waiter of refused) {
         if (waiter.cost !== decidedCost) {
           decidedCost = waiter.cost;
-          // A balance that does not hold the cost refuses it (the key's first), else a limit does.
-          const short = balances.find(
-            ({ granted, spentBefore }) => granted - spentBefore - units < decidedCost,
-          );
-          if (short !== undefined) short.refused = true;
-          decision = short
-            ? {
-                allowed: false,
-                limit: undefined,
-                balance: balanceStateOf(
-                  short.span.scope,
-                  short.span.balance!,
-                  Math.max(0, short.granted - short.spentBefore - units),
-                  now,
-                ),
-              }
-            : { allowed: false, limit: refusal(group, reply, decidedCost, now), balance: undefined };
+          decision = refusalAfter(group, reply, balances, units, decidedCost, now);
         }
-        if (waiter.states !== undefined) countsAfter(group, reply, waiter.states);
         waiter.resolve(decision!);
       }
       group.retryMs = FIRST_RETRY_MS;
@@ -389,9 +367,9 @@ export class LimitBatches {
     const now = this.clock();
     let served = 0;
     while (group.leases && served < waiting.length) {
-      const { cost, states } = waiting[served]!;
+      const { cost } = waiting[served]!;
       if (!spans.every((span) => span.book.fits(cost, now))) break;
-      waiting[served++]!.resolve(this.takeLeased(group, cost, states, now));
+      waiting[served++]!.resolve(this.takeLeased(group, cost, now));
     }
     if (served > 0) group.waiting = waiting.slice(served);
     let settle = false;
@@ -406,14 +384,5 @@ export class LimitBatches {
   }
 }
 
-/** A balance of a call, as Redis answered it. */
-interface CalledBalance {
-  readonly span: Span;
-  readonly epoch: number;
-  readonly window: number;
-  readonly granted: number;
-  /** Units spent before the call's first admitted unit. */
-  readonly spentBefore: number;
-  /** It refused a request of the call for want of credits. */
-  refused: boolean;
-}
+/** A leased decision charges no balance (a group with one is never leased). */
+const NO_BALANCES: readonly BalanceState[] = [];

@@ -3,10 +3,19 @@ import type { Balance } from '../plans/balance.js';
 import { type ConsumeLimit } from './consume-script.js';
 import { countOf, oldestSlotOf, type ConsumeReply } from './consume-reply.js';
 import { capacityOf, isConcurrency, type LimitRule } from '../plans/plan.js';
-import { holdsAt, type Bucket } from './token-bucket.js';
+import { type Bucket } from './token-bucket.js';
 import type { LeaseBook } from './lease-book.js';
 import type { QuotaWatch } from './quota-watch.js';
-import { isTighter, unitsIn, type BalanceState, type Decision, type LimitState } from './rate-limiter.js';
+import {
+  balanceStateOf,
+  unitsIn,
+  type BalanceState,
+  type Decision,
+  type LimitState,
+} from './rate-limiter.js';
+import { admissionOf, refusalOf } from './core/combine.js';
+import { countedVerdict, verdictOf, type LimitVerdict } from './core/limit-algorithm.js';
+import { tokenBucket } from './core/token-bucket.js';
 
 /**
  * What the Redis limiter (redis-limiter.ts) keeps of each subject's counts on a replica, spans and the
@@ -16,8 +25,6 @@ import { isTighter, unitsIn, type BalanceState, type Decision, type LimitState }
 
 export interface Waiter {
   readonly cost: number;
-  /** Where every limit's state goes once decided, when asked for. */
-  readonly states: LimitState[] | undefined;
   resolve(decision: Decision): void;
   reject(err: unknown): void;
 }
@@ -123,22 +130,17 @@ export function runsOf(waiting: readonly Waiter[]): number[] {
 
 /**
  * A request admitted at `places` (in each span's first limit; its others' by `shifts`) at `nowMs`, its
- * balances leaving `balance` the least; every limit's state goes to `states` when given, and a place that
- * reaches a quota threshold to the span's watch.
+ * balances left at `balances`; a place that reaches a quota threshold goes to the span's watch.
  */
 export function place(
   group: Group,
   places: readonly number[],
   shifts: readonly (readonly number[])[],
-  states: LimitState[] | undefined,
-  balance: BalanceState | undefined,
+  balances: readonly BalanceState[],
   nowMs: number,
 ): Decision {
+  const states: LimitState[] = [];
   const spans = group.spans;
-  let best: Span | undefined;
-  let bestAt = 0;
-  let bestRemaining = 0;
-  let bestResetMs = 0;
   for (let s = 0; s < spans.length; s++) {
     const span = spans[s]!;
     const at = places[s]!;
@@ -149,69 +151,83 @@ export function place(
       const rule = span.limits[j]!;
       const count = isConcurrency(rule) ? span.placesAfter[j]! : at + shift[j]!;
       if (watch !== undefined && count >= watch.nextAt[j]!) watch.reached(j, count, nowMs);
-      const remaining = capacityOf(rule) - count;
-      if (states !== undefined)
-        states.push({ scope: span.scope, rule: span.limits[j]!, remaining, resetMs: span.resets[j]! });
-      if (best !== undefined && !isTighter(remaining, span.resets[j]!, bestRemaining, bestResetMs)) continue;
-      best = span;
-      bestAt = j;
-      bestRemaining = remaining;
-      bestResetMs = span.resets[j]!;
+      states.push({ scope: span.scope, rule, remaining: capacityOf(rule) - count, resetMs: span.resets[j]! });
     }
   }
-  return {
-    allowed: true,
-    limit: best && {
-      scope: best.scope,
-      rule: best.limits[bestAt]!,
-      remaining: bestRemaining,
-      resetMs: bestResetMs,
-    },
-    balance,
-  };
-}
-
-/** Every limit's state after a call, from its count in the reply. */
-export function countsAfter(group: Group, reply: ConsumeReply, into: LimitState[]): void {
-  let i = 0;
-  for (const span of group.spans)
-    span.limits.forEach((rule, j) =>
-      into.push({
-        scope: span.scope,
-        rule,
-        remaining: Math.max(0, capacityOf(rule) - countOf(reply, i++)),
-        resetMs: span.resets[j]!,
-      }),
-    );
+  return admissionOf(states, balances);
 }
 
 /**
- * A request of `cost` that did not fit at `nowMs`: of the limits without room for it, the one whose
- * window ends last (a token bucket: that holds the cost last) refused it.
+ * What each limit of the group says of a request of `cost` at `nowMs`, from its count in a call's
+ * reply (a token bucket: the bucket the reply left, which says when it holds the cost).
  */
-export function refusal(group: Group, reply: ConsumeReply, cost: number, nowMs: number): LimitState {
-  let by: Span | undefined;
-  let at = 0;
-  let left = 0;
-  let resetMs = 0;
+export function verdictsAfter(
+  group: Group,
+  reply: ConsumeReply,
+  cost: number,
+  nowMs: number,
+): LimitVerdict[] {
+  const verdicts: LimitVerdict[] = [];
   for (let s = 0, i = 0; s < group.spans.length; s++) {
     const span = group.spans[s]!;
     for (let j = 0; j < span.limits.length; j++, i++) {
       const rule = span.limits[j]!;
-      const room = capacityOf(rule) - countOf(reply, i);
-      if (room >= unitsIn(rule, cost)) continue;
-      const until =
+      const units = unitsIn(rule, cost);
+      verdicts.push(
         rule.algorithm === 'tokenBucket'
-          ? holdsAt(bucketOf(rule, countOf(reply, i), oldestSlotOf(reply, i), nowMs), rule, cost)
-          : span.resets[j]!;
-      if (by !== undefined && until <= resetMs) continue;
-      by = span;
-      at = j;
-      left = room;
-      resetMs = until;
+          ? verdictOf(
+              tokenBucket,
+              span.scope,
+              rule,
+              bucketOf(rule, countOf(reply, i), oldestSlotOf(reply, i), nowMs),
+              units,
+              nowMs,
+            )
+          : countedVerdict(
+              span.scope,
+              rule,
+              capacityOf(rule) - countOf(reply, i),
+              units,
+              span.resets[j]!,
+              span.resets[j]!,
+            ),
+      );
     }
   }
-  return { scope: by!.scope, rule: by!.limits[at]!, remaining: Math.max(0, left), resetMs };
+  return verdicts;
+}
+
+/** A balance of a call, as Redis answered it. */
+export interface CalledBalance {
+  readonly span: Span;
+  readonly epoch: number;
+  readonly window: number;
+  readonly granted: number;
+  /** Units spent before the call's first admitted unit. */
+  readonly spentBefore: number;
+  /** It refused a request of the call for want of credits. */
+  refused: boolean;
+}
+
+/**
+ * A request of `cost` a call refused after admitting `units` before it, at `nowMs`, by its limits' and
+ * balances' verdicts from the reply; the balance that refused it is marked so.
+ */
+export function refusalAfter(
+  group: Group,
+  reply: ConsumeReply,
+  balances: readonly CalledBalance[],
+  units: number,
+  cost: number,
+  nowMs: number,
+): Decision {
+  const verdicts = balances.map(({ span, granted, spentBefore }) => ({
+    fits: granted - spentBefore - units >= cost,
+    before: balanceStateOf(span.scope, span.balance!, Math.max(0, granted - spentBefore - units), nowMs),
+  }));
+  const short = verdicts.findIndex((v) => !v.fits);
+  if (short >= 0) balances[short]!.refused = true;
+  return refusalOf(verdictsAfter(group, reply, cost, nowMs), verdicts)!;
 }
 
 /** A token bucket as a call's reply left it at `nowMs`: its count (what it lacks of its burst) and parts. */

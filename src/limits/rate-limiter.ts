@@ -48,6 +48,8 @@ export interface Decision {
   readonly allowed: boolean;
   readonly limit: LimitState | undefined;
   readonly balance: BalanceState | undefined;
+  /** Every limit's state after the decision, subject by subject (what verify answers). */
+  readonly states: readonly LimitState[];
   /**
    * Admitted with a concurrency limit: gives its places back; call once, when the response ends, the
    * client leaves or the backend times out (docs/decisions/0096). Absent: no place was taken.
@@ -105,8 +107,6 @@ export interface RateLimiter {
     subjects: readonly Subject[],
     cost: number,
     nowMs: number,
-    /** When given, every limit's state after the decision is pushed to it, subject by subject (verify). */
-    states?: LimitState[],
     /** Whom limits per visitor count: given when a subject's plan has such a limit (visitor.ts). */
     visitor?: Visitor,
   ): Decision | Promise<Decision>;

@@ -124,27 +124,26 @@ export class RedisRateLimiter implements RateLimiter {
     subjects: readonly Subject[],
     cost: number,
     nowMs: number,
-    states?: LimitState[],
     visitor?: Visitor,
   ): Decision | Promise<Decision> {
     checkCost(cost);
     const group =
       this.registry.boundGroup(subjects, nowMs, visitor) ?? this.registry.groupAt(subjects, nowMs, visitor);
     if (group.moving !== undefined)
-      return group.moving.then(() => this.consume(subjects, cost, nowMs, states, visitor));
+      return group.moving.then(() => this.consume(subjects, cost, nowMs, visitor));
     if (group.placeCounts.length > 0)
       return this.batches
-        .ask(group, cost, states)
+        .ask(group, cost)
         .then((decision) =>
           decision.allowed ? { ...decision, release: this.places.taken(group.placeCounts) } : decision,
         );
-    if (!group.leases) return this.batches.ask(group, cost, states);
+    if (!group.leases) return this.batches.ask(group, cost);
     const spans = group.spans;
     // Every book sees the request (its demand sizes the next lease); it is decided here only when all hold its cost.
     let fits = true;
     for (let s = 0; s < spans.length; s++) if (!spans[s]!.book.offer(cost, nowMs)) fits = false;
-    if (!fits) return this.batches.ask(group, cost, states);
-    return this.batches.takeLeased(group, cost, states, nowMs);
+    if (!fits) return this.batches.ask(group, cost);
+    return this.batches.takeLeased(group, cost, nowMs);
   }
 
   async peek(subjects: readonly Subject[], nowMs: number): Promise<LimitState[]> {

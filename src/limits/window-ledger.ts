@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/connect.js';
-import { COUNT_SURE_MS } from './consume-script.js';
+import { COUNT_SURE_MS } from './core/window-lease.lua.js';
 import { defineRestoreScript, type RestoreScript } from './restore-script.js';
 
 /**

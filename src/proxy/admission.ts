@@ -193,7 +193,7 @@ async function admitKey(
   try {
     // Worked out once, and only for a key or consumer with a limit per visitor.
     const visitor = countsVisitors(subjects) ? visitorOf(request.client, customerId) : undefined;
-    const decided = deps.limiter.consume(subjects, cost, now, request.states, visitor);
+    const decided = deps.limiter.consume(subjects, cost, now, visitor);
     // A decision that waits (on Redis) is a span of its own in a traced request.
     if (decided instanceof Promise)
       decision = await (tracer === undefined ? decided : tracer.limiterWait(decided, request.incoming));
@@ -205,6 +205,7 @@ async function admitKey(
       deps.logger.error({ err, reqId: request.requestId, keyId: key.id }, 'rate limit decision failed');
     return refused('limit_unavailable', key);
   }
+  request.states?.push(...decision.states);
   const limit = decision.limit && { subjects, decision: decision.limit };
   if (refusedForCredits(decision))
     return { ...refused('credits_exhausted', key, limit), short: { balance: decision.balance!, cost } };

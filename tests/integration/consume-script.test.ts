@@ -3,11 +3,11 @@ import {
   consumeArgs,
   consumeKeys,
   defineConsumeScript,
-  RECLAIM_WAIT_MS,
   type ConsumeCall,
   type ConsumeLimit,
   type LeaseTerms,
 } from '../../src/limits/consume-script.js';
+import { RECLAIM_WAIT_MS } from '../../src/limits/core/window-lease.lua.js';
 import {
   admittedOf,
   countOf,
@@ -97,7 +97,7 @@ afterAll(async () => {
 });
 
 describe('the consume script, one fixed limit', () => {
-  it('passes every key it touches as KEYS, and its arguments by position', () => {
+  it('passes every key it touches as KEYS, and its arguments by name', () => {
     const keys = consumeKeys([counterKey('tg:{key_x}', 'minute', 60_000), slidingKey('tg:{key_x}', 'hour')]);
     expect(keys).toEqual([
       'tg:{key_x}:minute:60000',
@@ -111,34 +111,28 @@ describe('the consume script, one fixed limit', () => {
       known: [7, 0],
       runs: [2, 1, 1, 5],
     });
-    // Per subject: its number of limits, its lease terms, and whether it holds a balance (0: none);
-    // per limit: its limit, expiry, slot and the places the caller holds in it.
-    expect(consumeArgs(two)).toEqual([
-      now,
-      channel,
-      2,
-      1,
-      4,
-      0,
-      0,
-      0,
-      1,
-      0,
-      2,
-      1,
-      0,
-      10,
-      expiresAt,
-      -1,
-      7,
-      5,
-      expiresAt,
-      42,
-      0,
-      2,
-      1,
-      1,
-      5,
+    // One document, each part by name: per subject its lease terms and its limits, each with its
+    // algorithm, its terms and what the caller knows of it (none: no loss to look for).
+    expect(consumeArgs(two).map((json) => JSON.parse(json) as unknown)).toEqual([
+      {
+        now,
+        reclaimChannel: channel,
+        subjects: [
+          {
+            lease: 4,
+            settled: 0,
+            returned: 0,
+            limits: [{ algorithm: 'fixed', limit: 10, expiresAt, known: { places: 7, marker: '' } }],
+          },
+          {
+            lease: 0,
+            settled: 2,
+            returned: 1,
+            limits: [{ algorithm: 'sliding', limit: 5, expiresAt, slot: '42' }],
+          },
+        ],
+        runs: [2, 1, 1, 5],
+      },
     ]);
   });
 

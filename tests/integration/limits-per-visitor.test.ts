@@ -33,7 +33,7 @@ async function admittedPerVisitor(
   const decisions = await Promise.all(
     visitors.flatMap((visitor) =>
       Array.from({ length: each }, (_, i) =>
-        Promise.resolve(limiters[i % limiters.length]!.consume(subjects, 1, nowMs, undefined, visitor)),
+        Promise.resolve(limiters[i % limiters.length]!.consume(subjects, 1, nowMs, visitor)),
       ),
     ),
   );
@@ -55,7 +55,7 @@ const clock = () => now;
 /** One visitor's `n` requests at `now`, one after another on `limiter`, kept in flight: the admitted ones. */
 async function taken(limiter: RateLimiter, subjects: readonly Subject[], visitor: Visitor, n: number) {
   const decisions: Decision[] = [];
-  for (let i = 0; i < n; i++) decisions.push(await limiter.consume(subjects, 1, now, undefined, visitor));
+  for (let i = 0; i < n; i++) decisions.push(await limiter.consume(subjects, 1, now, visitor));
   return decisions.filter((d) => d.allowed);
 }
 
@@ -123,8 +123,7 @@ describe.each([
     const at = nextMinute();
     const alice = visitorOf('198.51.100.1', 'alice');
     const bob = visitorOf('198.51.100.1', 'bob');
-    const consume = (visitor: Visitor) =>
-      Promise.resolve(limiters[0]!.consume(subjects, 1, at, undefined, visitor));
+    const consume = (visitor: Visitor) => Promise.resolve(limiters[0]!.consume(subjects, 1, at, visitor));
     await consume(alice);
     await consume(alice);
     expect((await consume(bob)).limit).toMatchObject({ remaining: 2, rule: { per: 'customer' } });
@@ -215,13 +214,13 @@ describe.each([
       (
         await Promise.all(
           Array.from({ length: n }, (_, i) =>
-            Promise.resolve(limiters[i % limiters.length]!.consume(subjects, 7, now, undefined, visitor)),
+            Promise.resolve(limiters[i % limiters.length]!.consume(subjects, 7, now, visitor)),
           ),
         )
       ).filter((d) => d.allowed);
     const [aliceHeld, bobHeld] = await Promise.all([held(alice, 5), held(bob, 5)]);
     expect([aliceHeld.length, bobHeld.length]).toEqual([2, 2]);
-    const refused = await limiters[0]!.consume(subjects, 1, now, undefined, alice);
+    const refused = await limiters[0]!.consume(subjects, 1, now, alice);
     expect(refused.allowed).toBe(false);
     expect(refused.limit).toMatchObject({ remaining: 0, rule: { name: 'each', per: 'customer' } });
     // The key's five: carol gets the one left.
@@ -230,7 +229,7 @@ describe.each([
     // a moment later).
     bobHeld[0]!.release!();
     const again = await waitFor(
-      () => Promise.resolve(limiters.at(-1)!.consume(subjects, 1, now, undefined, bob)),
+      () => Promise.resolve(limiters.at(-1)!.consume(subjects, 1, now, bob)),
       (d) => d.allowed,
     );
     expect(again.value.allowed).toBe(true);
@@ -250,8 +249,7 @@ describe('visitors in Redis', () => {
     const subjects = keyOnly(keyId, plan({ limit: 100_000, period: 'minute', per: 'clientAddress' }));
     const at = nextMinute();
     const visitor = visitorOf('203.0.113.50', undefined);
-    for (let i = 0; i < 20; i++)
-      expect((await replica.consume(subjects, 1, at, undefined, visitor)).allowed).toBe(true);
+    for (let i = 0; i < 20; i++) expect((await replica.consume(subjects, 1, at, visitor)).allowed).toBe(true);
     const count = `visitors:{${keyId}}:minute:${at}:a:203.0.113.50`;
     // What was admitted and what this replica leased ahead for the visitor's next requests.
     expect(Number(await fleet.admin.get(count))).toBeGreaterThan(20);

@@ -635,16 +635,13 @@ describe('proxy: a client that leaves while it is being admitted', () => {
     consume: async (): Promise<Decision> => {
       admitting();
       await released;
-      return {
-        allowed: true,
-        limit: {
-          scope: 'key',
-          rule: ruleOf({ limit: 100, period: 'second' }),
-          remaining: 99,
-          resetMs: Date.now() + 1_000,
-        },
-        balance: undefined,
+      const limit = {
+        scope: 'key' as const,
+        rule: ruleOf({ limit: 100, period: 'second' }),
+        remaining: 99,
+        resetMs: Date.now() + 1_000,
       };
+      return { allowed: true, limit, balance: undefined, states: [limit] };
     },
     peek: (): Promise<LimitState[]> => Promise.reject(new Error('not used')),
     peekBalances: () => Promise.reject(new Error('not used')),

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { MemoryRateLimiter } from '../../src/limits/memory-limiter.js';
 import type { Decision } from '../../src/limits/rate-limiter.js';
 import { keyOnly, plan } from '../helpers/plans.js';
+import { windowAt } from '../../src/plans/window.js';
 
 /** Tuesday 2026-03-03 10:00:00.000 UTC. */
 const T0 = Date.UTC(2026, 2, 3, 10, 0, 0, 0);
@@ -22,17 +23,16 @@ describe('MemoryRateLimiter, a token bucket', () => {
     expect(Array.from({ length: 6 }, () => at(0).allowed)).toEqual([true, true, true, true, true, false]);
     // 2 a second: one unit every 500 ms, none sooner.
     expect(at(499).allowed).toBe(false);
-    expect(at(500)).toEqual<Decision>({
-      allowed: true,
-      limit: { scope: 'key', rule: p.limits[0]!, remaining: 0, resetMs: T0 + 1_000 },
-      balance: undefined,
-    });
+    const bucket = { scope: 'key', rule: p.limits[0]!, remaining: 0, resetMs: T0 + 1_000 } as const;
+    expect(at(500)).toEqual<Decision>({ allowed: true, limit: bucket, balance: undefined, states: [bucket] });
     expect(at(999).allowed).toBe(false);
     // A refusal names when the bucket will hold the refused cost, in whole seconds.
     expect(at(1_000, 3)).toEqual<Decision>({
       allowed: false,
       limit: { scope: 'key', rule: p.limits[0]!, remaining: 1, resetMs: T0 + 2_000 },
       balance: undefined,
+      // As it stands, it holds one unit now.
+      states: [{ scope: 'key', rule: p.limits[0]!, remaining: 1, resetMs: T0 + 1_000 }],
     });
     expect(at(2_000, 3).allowed).toBe(true);
     // Idle long enough, it holds its burst again, never more.
@@ -105,6 +105,10 @@ describe('MemoryRateLimiter, a concurrency limit', () => {
       allowed: false,
       limit: { scope: 'key', rule: p.limits[0]!, remaining: 0, resetMs: T0 + 1_000 },
       balance: undefined,
+      states: [
+        { scope: 'key', rule: p.limits[0]!, remaining: 0, resetMs: T0 + 1_000 },
+        { scope: 'key', rule: p.limits[1]!, remaining: 80, resetMs: windowAt('minute', T0).end },
+      ],
     });
     expect(third.release).toBeUndefined();
     // A place frees as soon as a request ends; releasing twice frees it once.

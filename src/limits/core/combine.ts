@@ -1,0 +1,69 @@
+import { tightest, type BalanceState, type Decision, type LimitState } from '../rate-limiter.js';
+import type { BalanceVerdict } from './balance.js';
+import type { LimitVerdict } from './limit-algorithm.js';
+
+/**
+ * The one rule that turns the verdicts of a request's limits and balances into a decision (the rule
+ * documented on `Decision`): both limiters and both of their paths (decided in process, from a lease,
+ * from the consume script's reply) decide by these functions.
+ */
+
+/**
+ * Of the limits without room for the request, the one reported: whose `retryMs` is latest (the
+ * earliest moment a retry can succeed), the first of equals; undefined when every limit has room.
+ */
+export function refusingLimit(limits: readonly LimitVerdict[]): LimitState | undefined {
+  let by: LimitVerdict | undefined;
+  for (const v of limits) if (!v.fits && (by === undefined || v.retryMs > by.retryMs)) by = v;
+  return by && { scope: by.scope, rule: by.rule, remaining: Math.max(0, by.room), resetMs: by.retryMs };
+}
+
+/** The first balance (the key's before its consumer's) that does not hold the request's cost. */
+export function shortBalance(balances: readonly BalanceVerdict[]): BalanceState | undefined {
+  for (const b of balances) if (!b.fits) return b.before;
+  return undefined;
+}
+
+/**
+ * The request refused, when a balance or a limit refuses it (a balance rather than a limit when both
+ * fall short: the limit's window would pass, the balance would still be short); else undefined. Its
+ * states are every limit's as it stands.
+ */
+export function refusalOf(
+  limits: readonly LimitVerdict[],
+  balances: readonly BalanceVerdict[],
+): Decision | undefined {
+  const balance = shortBalance(balances);
+  const limit = balance === undefined ? refusingLimit(limits) : undefined;
+  if (balance === undefined && limit === undefined) return undefined;
+  return { allowed: false, limit, balance, states: limits.map(standing) };
+}
+
+/** A limit's state as its verdict found it (not charged). */
+export const standing = (v: LimitVerdict): LimitState => ({
+  scope: v.scope,
+  rule: v.rule,
+  remaining: v.remaining,
+  resetMs: v.resetMs,
+});
+
+/**
+ * The request admitted, given every limit's state and every balance's once charged: the limit with the
+ * fewest units left (of those, the one whose window ends last) and the balance with the fewest left
+ * (the first of equals) are reported.
+ */
+export function admissionOf(states: readonly LimitState[], balances: readonly BalanceState[]): Decision {
+  return {
+    allowed: true,
+    limit: states.length === 0 ? undefined : tightest(states),
+    balance: lowestOf(balances),
+    states,
+  };
+}
+
+/** The balance an admitted request reports: the fewest units left, the first of equals. */
+export function lowestOf(balances: readonly BalanceState[]): BalanceState | undefined {
+  let lowest: BalanceState | undefined;
+  for (const b of balances) if (lowest === undefined || b.remaining < lowest.remaining) lowest = b;
+  return lowest;
+}

@@ -1,0 +1,23 @@
+/**
+ * The fixed window (fixed-window.ts) in the consume script: a string per window, counting the units
+ * admitted and leased in it, expiring with its window. `l` is the limit's table of the call
+ * ({limit, expiresAt, known}); functions as the dispatcher calls them (consume-script.ts).
+ */
+export const FIXED_WINDOW_LUA = `
+local function fixedLost(l, key, book)
+  return windowLost(l, tonumber(redis.call('GET', key) or '0'), book)
+end
+-- Its count, after the units the caller gives back (returned leases).
+local function fixedRead(l, key, back)
+  local count = tonumber(redis.call('GET', key) or '0')
+  if back > 0 and count > 0 then count = redis.call('DECRBY', key, math.min(back, count)) end
+  return count, 0
+end
+local function fixedCharge(l, key, _, admitted, leased)
+  local taken = admitted + leased
+  if taken > 0 and redis.call('INCRBY', key, taken) == taken then
+    redis.call('PEXPIREAT', key, string.format('%.0f', l.expiresAt))
+  end
+  return taken
+end
+`;

@@ -1,0 +1,72 @@
+import { capacityOf, type LimitRule } from '../../plans/plan.js';
+import type { Scope } from '../../plans/subject.js';
+
+/**
+ * One way of counting a limit (fixed window, sliding window, token bucket, concurrency), as a pure
+ * function of its state: state in, new state out, the clock passed in. The in-process limiter keeps
+ * the states; the consume script keeps the same states in Redis and decides by the Lua twin of each
+ * module (`<module>.lua.ts`).
+ */
+export interface LimitAlgorithm<S> {
+  /** `state` (undefined: nothing counted yet) brought up to `nowMs`: what left the window counts no more. */
+  at(state: S | undefined, rule: LimitRule, nowMs: number): S;
+  /** Units it counts, brought up to date (a token bucket: what it lacks of its burst). */
+  used(state: S, rule: LimitRule): number;
+  /** `state` with `units` more counted. */
+  charged(state: S, rule: LimitRule, units: number): S;
+  /** When it has room for `units` more, epoch ms (LimitState.resetMs). */
+  resetMs(state: S, rule: LimitRule, nowMs: number, units: number): number;
+  /** Nothing it counts is left at `nowMs`: it may be forgotten. */
+  spent(state: S, rule: LimitRule, nowMs: number): boolean;
+}
+
+/** One limit's answer to a request, as the combiner (combine.ts) reads it. */
+export interface LimitVerdict {
+  readonly scope: Scope;
+  readonly rule: LimitRule;
+  /** It has room for the request's units. */
+  readonly fits: boolean;
+  /** What it still holds before the request (negative when a plan change shrank it under its count). */
+  readonly room: number;
+  /** Refused: when it has room for the request's units, epoch ms. */
+  readonly retryMs: number;
+  /** Its units left and reset as it stands (reported when the request is refused). */
+  readonly remaining: number;
+  readonly resetMs: number;
+}
+
+/** What `algorithm` says of `units` more in `state` (already brought up to `nowMs`). */
+export function verdictOf<S>(
+  algorithm: LimitAlgorithm<S>,
+  scope: Scope,
+  rule: LimitRule,
+  state: S,
+  units: number,
+  nowMs: number,
+): LimitVerdict {
+  const room = capacityOf(rule) - algorithm.used(state, rule);
+  const resetMs = algorithm.resetMs(state, rule, nowMs, 1);
+  const retryMs = room >= units || units === 1 ? resetMs : algorithm.resetMs(state, rule, nowMs, units);
+  return countedVerdict(scope, rule, room, units, resetMs, retryMs);
+}
+
+/**
+ * The verdict of a limit known by its room before a request of `units`, its reset and when it has room
+ * for those units (a count read back from Redis).
+ */
+export const countedVerdict = (
+  scope: Scope,
+  rule: LimitRule,
+  room: number,
+  units: number,
+  resetMs: number,
+  retryMs: number,
+): LimitVerdict => ({
+  scope,
+  rule,
+  fits: room >= units,
+  room,
+  retryMs,
+  remaining: Math.max(0, room),
+  resetMs,
+});

@@ -1,0 +1,43 @@
+import { oldestCounted, slidingResetAt, SLOTS, slotAt } from '../sliding-window.js';
+import type { LimitAlgorithm } from './limit-algorithm.js';
+
+/**
+ * A sliding window in slots (../sliding-window.ts): the units of slots `newest − SLOTS … newest`, in a
+ * ring of SLOTS + 1 places (slot s at s mod (SLOTS + 1)), and their sum.
+ */
+export interface SlidingWindow {
+  readonly newest: number;
+  readonly ring: readonly number[];
+  readonly used: number;
+}
+
+const RING = SLOTS + 1;
+
+export const slidingWindow: LimitAlgorithm<SlidingWindow> = {
+  at(state, rule, nowMs) {
+    const slot = slotAt(rule.period, nowMs);
+    if (state === undefined) return { newest: slot, ring: new Array<number>(RING).fill(0), used: 0 };
+    if (slot <= state.newest) return state;
+    // The ring's places for the new slots held slots that have left the window: emptied.
+    const ring = state.ring.slice();
+    let used = state.used;
+    for (let s = Math.max(state.newest + 1, oldestCounted(slot)); s <= slot; s++) {
+      used -= ring[s % RING]!;
+      ring[s % RING] = 0;
+    }
+    return { newest: slot, ring, used };
+  },
+  used: (state) => state.used,
+  charged(state, _rule, units) {
+    const ring = state.ring.slice();
+    ring[state.newest % RING]! += units;
+    return { newest: state.newest, ring, used: state.used + units };
+  },
+  // When the oldest slot still holding units stops counting (the newest's when none does).
+  resetMs(state, rule) {
+    for (let s = oldestCounted(state.newest); s < state.newest; s++)
+      if (state.ring[s % RING]! > 0) return slidingResetAt(rule.period, s);
+    return slidingResetAt(rule.period, state.newest);
+  },
+  spent: (state, rule, nowMs) => state.used === 0 || oldestCounted(slotAt(rule.period, nowMs)) > state.newest,
+};
