@@ -2,7 +2,7 @@ import type { Response } from 'express';
 import type { BillingExporter } from '../billing/billing-exporter.js';
 import type { BillingExportRepository } from '../billing/export-repository.js';
 import type { LedgerRepository } from '../billing/ledger-repository.js';
-import type { TrustProxy, UsageRetentionSettings } from '../config.js';
+import type { LeakSettings, TrustProxy, UsageRetentionSettings } from '../config.js';
 import type { KeyChange, KeyEvents } from '../keys/key-events.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { Plan } from '../plans/plan.js';
@@ -88,6 +88,8 @@ export interface ManagementDeps {
   readonly defaultRateLimit: Plan | undefined;
   /** MANAGEMENT_PREFIX: '' or a path such as `/admin`. */
   readonly prefix: string;
+  /** KEY_PREFIX of new secrets, and what a leak report does (docs/guides/leaked-keys.md). */
+  readonly leaks: LeakSettings;
   readonly logger: Logger;
   readonly metrics: Metrics;
   /** Epoch milliseconds: timestamps and rate-limit windows. */

@@ -216,6 +216,7 @@ async function lookUp(
   secret: string,
   client: string | undefined,
 ): Promise<ResolvedKey | Refused> {
+  if (deps.keyCache.forged(secret)) return forgedRefusal(deps, client);
   let attempt: AllowedAttempt | undefined;
   if (!deps.keyCache.knows(secret)) {
     const asked = await askThrottle(deps, client, secret);
@@ -306,6 +307,12 @@ async function askThrottle(
   if (deps.authThrottle === undefined || client === undefined) return undefined;
   const asked = deps.authThrottle.attempt(client, deps.clock(), credential);
   return asked instanceof Promise ? await asked : asked;
+}
+
+/** A wrong checksum (keys/secret-format.ts): a failed guess counted with no store call, or throttled. */
+function forgedRefusal(deps: AdmissionDeps, client: string | undefined): Refused {
+  const blocked = client === undefined ? undefined : deps.authThrottle?.failedUnchecked(client, deps.clock());
+  return blocked === undefined ? refused('invalid_api_key') : throttled(blocked);
 }
 
 const throttled = (attempt: RefusedAttempt): Refused => ({
