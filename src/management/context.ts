@@ -27,6 +27,7 @@ import type { DeliveryRepository } from '../store/delivery-repository.js';
 import type { WebhookRepository } from '../store/webhook-repository.js';
 import type { PortalSettingsRepository } from '../store/portal-settings-repository.js';
 import type { PortalSessionRepository } from '../store/portal-session-repository.js';
+import type { SecretScanningReportRepository } from '../store/secret-scanning-report-repository.js';
 import type { UsageTotals } from './resources/usage/schemas.js';
 import type { AdminTokenLookup } from './admin-token-lookup.js';
 import type { AuditAction } from '../store/audit-actions.js';
@@ -118,6 +119,7 @@ export interface Repositories {
   readonly deliveries: DeliveryRepository;
   readonly portal: PortalSettingsRepository;
   readonly portalSessions: PortalSessionRepository;
+  readonly secretScanningReports: SecretScanningReportRepository;
 }
 
 /**

@@ -482,6 +482,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tollgate/keys/leaked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report secrets found leaked: their keys are disabled, rolled or flagged (LEAKED_KEY_ACTION)
+         * @description For a scanner other than GitHub (gitleaks, GitLab, your own). Each secret that would authenticate now is a true positive: its key is handled as LEAKED_KEY_ACTION says (`disable`, `roll`: a new secret and the old one refused at once, `notify`: nothing changes), gains `leak` in its detail, an audit entry (actor: the caller; `source` recorded) and a `key.leaked` webhook event, on every replica within 1 s. A key already disabled, expired or rolled past its grace is a false positive and nothing changes. No secret is recorded or answered: only its SHA-256.
+         */
+        post: operations["reportLeakedKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tollgate/keys/lookup": {
         parameters: {
             query?: never;
@@ -841,7 +861,7 @@ export interface components {
             /** @description Newest first */
             auditLog: {
                 /** @description What changed (`webhook.disable` is also written by `system`) */
-                action: "key.create" | "key.update" | "key.roll" | "key.delete" | "key.apply_plan" | "key.remove_plan" | "key.detach_consumer" | "key.credits_add" | "key.credits_set" | "key.mint_token" | "plan.create" | "plan.update" | "plan.delete" | "consumer.create" | "consumer.update" | "consumer.remove_plan" | "consumer.delete" | "consumer.credits_add" | "consumer.credits_set" | "route.create" | "route.update" | "route.delete" | "admin_token.create" | "admin_token.delete" | "webhook.create" | "webhook.update" | "webhook.delete" | "webhook.rotate_secret" | "webhook.retry_delivery" | "webhook.disable" | "billing_export.create" | "billing_export.update" | "billing_export.delete" | "billing_export.run" | "portal.update_settings" | "portal.session_create" | "portal.session_delete";
+                action: "key.create" | "key.update" | "key.roll" | "key.delete" | "key.apply_plan" | "key.remove_plan" | "key.detach_consumer" | "key.credits_add" | "key.credits_set" | "key.mint_token" | "key.leak" | "plan.create" | "plan.update" | "plan.delete" | "consumer.create" | "consumer.update" | "consumer.remove_plan" | "consumer.delete" | "consumer.credits_add" | "consumer.credits_set" | "route.create" | "route.update" | "route.delete" | "admin_token.create" | "admin_token.delete" | "webhook.create" | "webhook.update" | "webhook.delete" | "webhook.rotate_secret" | "webhook.retry_delivery" | "webhook.disable" | "billing_export.create" | "billing_export.update" | "billing_export.delete" | "billing_export.run" | "portal.update_settings" | "portal.session_create" | "portal.session_delete";
                 /** @description The root token, an admin token (its id and name), Tollgate itself (`system`: a webhook it disabled after 3 days of failures), or a user of the developer portal (`portal`: their id, email or name, and consumer) */
                 actor: {
                     /**
@@ -1809,7 +1829,7 @@ export interface components {
              */
             description: string;
             /** @description The event types delivered to this webhook, each once */
-            events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
+            events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
             /**
              * @description Where deliveries are POSTed: an http: or https: URL without user or password, at most 2048 characters. Private and loopback addresses are allowed
              * @example https://billing.internal.example/hooks/tollgate
@@ -1830,7 +1850,7 @@ export interface components {
             /** @description Why Tollgate disabled it; null otherwise */
             disabledReason: string | null;
             enabled: boolean;
-            events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
+            events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
             /**
              * @description Identifier of a webhook
              * @example whk_Yc2xR0f1bW8mT5nYk9Lp4A
@@ -1970,7 +1990,7 @@ export interface components {
              * @description An event type (docs/guides/webhooks.md, Events)
              * @enum {string}
              */
-            type: "key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported";
+            type: "key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported";
         };
         /** Error */
         Error: {
@@ -2243,6 +2263,20 @@ export interface components {
             lastUpdated: string;
             /** @description The last proxied request that presented the key (visible within 2 s), or null */
             lastUsedAt: string | null;
+            /** @description Its secret was reported leaked (the latest report); null: never */
+            leak: {
+                /**
+                 * @description What LEAKED_KEY_ACTION did: disabled the key, gave it a new secret, or only this notice
+                 * @enum {string}
+                 */
+                action: "disable" | "roll" | "notify";
+                /** @description When it was reported, ISO 8601 UTC */
+                at: string;
+                /** @description `github`, or the `source` a `keys/leaked` caller gave */
+                source: string;
+                /** @description Where it was found; null: not said */
+                url: string | null;
+            } | null;
             /** @description A JSON object of at most 8192 bytes as serialised and 32 levels of nesting, returned as given */
             metadata: {
                 [key: string]: unknown;
@@ -2389,6 +2423,20 @@ export interface components {
             lastUpdated: string;
             /** @description The last proxied request that presented the key (visible within 2 s), or null */
             lastUsedAt: string | null;
+            /** @description Its secret was reported leaked (the latest report); null: never */
+            leak: {
+                /**
+                 * @description What LEAKED_KEY_ACTION did: disabled the key, gave it a new secret, or only this notice
+                 * @enum {string}
+                 */
+                action: "disable" | "roll" | "notify";
+                /** @description When it was reported, ISO 8601 UTC */
+                at: string;
+                /** @description `github`, or the `source` a `keys/leaked` caller gave */
+                source: string;
+                /** @description Where it was found; null: not said */
+                url: string | null;
+            } | null;
             /** @description A JSON object of at most 8192 bytes as serialised and 32 levels of nesting, returned as given */
             metadata: {
                 [key: string]: unknown;
@@ -2665,6 +2713,28 @@ export interface components {
              */
             to: string;
         };
+        /**
+         * LeakAnswer
+         * @description One item per secret reported, in the order reported
+         */
+        LeakAnswer: {
+            /**
+             * @description `true_positive`: the secret would authenticate now (its key enabled and unexpired, the current secret or a rolled one in its grace), and LEAKED_KEY_ACTION was applied; else `false_positive`
+             * @enum {string}
+             */
+            label: "true_positive" | "false_positive";
+            /** @description Lowercase hex SHA-256 of the secret reported */
+            token_hash: string;
+            /** @description The report's `type` (GitHub's); `keys/leaked` answers `tollgate_api_key` */
+            token_type: string;
+        }[];
+        /** LeakedKeysRequest */
+        LeakedKeysRequest: {
+            /** @description Secrets found where they should not be (never recorded: only their SHA-256 is) */
+            secrets: string[];
+            /** @description Who found them (a scanner, a URL…); recorded in the audit entry and the key. Default `manual` */
+            source?: string;
+        };
         /** ListAdminTokensResponse */
         ListAdminTokensResponse: {
             /** @description Oldest first; never a secret */
@@ -2880,7 +2950,7 @@ export interface components {
                  * @description An event type (docs/guides/webhooks.md, Events)
                  * @enum {string}
                  */
-                type: "key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported";
+                type: "key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported";
             }[];
             /** @description Present only when more keys remain: pass it as `cursor` for the next page */
             nextCursor?: string;
@@ -3157,7 +3227,7 @@ export interface components {
                 /** @description Why Tollgate disabled it; null otherwise */
                 disabledReason: string | null;
                 enabled: boolean;
-                events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
+                events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
                 /**
                  * @description Identifier of a webhook
                  * @example whk_Yc2xR0f1bW8mT5nYk9Lp4A
@@ -3799,7 +3869,7 @@ export interface components {
             /** @description A disabled webhook gets no new deliveries and its pending ones wait; enabling it sends those and starts its failure count afresh */
             enabled?: boolean;
             /** @description The event types delivered to this webhook, each once */
-            events?: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
+            events?: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
             /**
              * @description Where deliveries are POSTed: an http: or https: URL without user or password, at most 2048 characters. Private and loopback addresses are allowed
              * @example https://billing.internal.example/hooks/tollgate
@@ -3931,7 +4001,7 @@ export interface components {
             /** @description Why Tollgate disabled it; null otherwise */
             disabledReason: string | null;
             enabled: boolean;
-            events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
+            events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
             /**
              * @description Identifier of a webhook
              * @example whk_Yc2xR0f1bW8mT5nYk9Lp4A
@@ -6000,7 +6070,7 @@ export interface operations {
     listAuditLog: {
         parameters: {
             query?: {
-                /** @description Only this action: key.create, key.update, key.roll, key.delete, key.apply_plan, key.remove_plan, key.detach_consumer, key.credits_add, key.credits_set, key.mint_token, plan.create, plan.update, plan.delete, consumer.create, consumer.update, consumer.remove_plan, consumer.delete, consumer.credits_add, consumer.credits_set, route.create, route.update, route.delete, admin_token.create, admin_token.delete, webhook.create, webhook.update, webhook.delete, webhook.rotate_secret, webhook.retry_delivery, webhook.disable, billing_export.create, billing_export.update, billing_export.delete, billing_export.run, portal.update_settings, portal.session_create, portal.session_delete */
+                /** @description Only this action: key.create, key.update, key.roll, key.delete, key.apply_plan, key.remove_plan, key.detach_consumer, key.credits_add, key.credits_set, key.mint_token, key.leak, plan.create, plan.update, plan.delete, consumer.create, consumer.update, consumer.remove_plan, consumer.delete, consumer.credits_add, consumer.credits_set, route.create, route.update, route.delete, admin_token.create, admin_token.delete, webhook.create, webhook.update, webhook.delete, webhook.rotate_secret, webhook.retry_delivery, webhook.disable, billing_export.create, billing_export.update, billing_export.delete, billing_export.run, portal.update_settings, portal.session_create, portal.session_delete */
                 action?: string;
                 /** @description Only changes made with this admin token (its `id`); `root`: with the root token; `system`: by Tollgate itself */
                 actorId?: string;
@@ -7892,6 +7962,121 @@ export interface operations {
             /** @description The database is unavailable; retry later */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reportLeakedKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LeakedKeysRequest"];
+            };
+        };
+        responses: {
+            /** @description One label per secret, in the order sent */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeakAnswer"];
+                };
+            };
+            /** @description A body (or parameter) that does not match the schema: `details` names each field; Malformed or empty JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than 65536 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not application/json (or is compressed) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later; The database refuses writes (disk full, read-only); retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (5) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
