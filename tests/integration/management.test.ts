@@ -546,6 +546,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         allowedAddresses: null,
         metadata: {},
         credits: null,
+        leak: null,
         usage: {
           totalRequests: 0,
           successfulRequests: 0,
