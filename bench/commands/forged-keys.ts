@@ -8,19 +8,12 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { alternatingRounds, roundsTable } from '../lib/alternating-rounds.ts';
 import { CONNECTIONS, DURATION, PORT, ROOT, ROUNDS, THREADS, WARMUP, log, run } from '../lib/config.ts';
-import { fmt, machine, median, ratio } from '../lib/report.ts';
-import {
-  buildTollgate,
-  commandStats,
-  ensureTools,
-  flushRedis,
-  freshDatabase,
-  privateRedis,
-  startBackend,
-  startTollgate,
-} from '../lib/services.ts';
-import { wrk, type WrkResult } from '../lib/wrk.ts';
+import { fmt, machine } from '../lib/report.ts';
+import { buildTollgate, ensureTools, freshDatabase, startBackend, startTollgate } from '../lib/services.ts';
+import { commandStats, flushRedis, privateRedis } from '../lib/services.ts';
+import { wrk } from '../lib/wrk.ts';
 import { pgStats, type PgStats } from './cost.ts';
 
 const PREFLIGHT_SCRIPT = path.join(ROOT, 'bench/preflight.lua');
@@ -64,41 +57,24 @@ export async function forgedKeys(): Promise<string> {
     preflight: (seconds: number) => wrk({ url, seconds, script: PREFLIGHT_SCRIPT }),
     forged: (seconds: number) => wrk({ url, seconds, script: FORGED_SCRIPT }),
   };
-  const ids = Object.keys(loads) as (keyof typeof loads)[];
-  const rounds = new Map<string, WrkResult[]>(ids.map((id) => [id, []]));
-  for (const id of ids) await loads[id](WARMUP);
   const redis = new Redis(run.redisUrl);
   try {
     let forgedRequests = 0;
+    // Warmed up first: the counts below are those of a steady flood.
+    await loads.forged(WARMUP);
     const during = await storeCalls(redis, async () => {
       forgedRequests = (await loads.forged(DURATION)).requests;
     });
     const idle = await storeCalls(redis, () => sleep(DURATION * 1_000));
     log(`forged load: ${forgedRequests} requests, ${JSON.stringify(during)}; idle: ${JSON.stringify(idle)}`);
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const id of round % 2 === 0 ? ids : [...ids].reverse()) {
-        const r = await loads[id](DURATION);
-        rounds.get(id)!.push(r);
-        log(`round ${round + 1}/${ROUNDS} ${id}: ${fmt(r.rps)} req/s`);
-      }
-    }
-    const base = median(rounds.get('preflight')!.map((r) => r.rps));
-    const label = {
-      preflight: 'preflight (204, answered by Tollgate)',
-      forged: 'wrong checksum (401, then 429)',
-    };
+    const rounds = await alternatingRounds(loads);
+    const label = { preflight: 'preflight (204)', forged: 'wrong checksum (401, then 429)' };
     return [
       `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- forged-keys\` (Redis mode + Postgres, wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} alternating rounds × ${DURATION} s, medians).`,
       '',
       machine(),
       '',
-      '| request | req/s | ÷ preflight | p99 ms | req/s per round |',
-      '|---|--:|--:|--:|---|',
-      ...ids.map((id) => {
-        const rs = rounds.get(id)!;
-        const rps = median(rs.map((r) => r.rps));
-        return `| ${label[id]} | ${fmt(rps)} | ${ratio(rps, base)} | ${fmt(median(rs.map((r) => r.p99)), 2)} | ${rs.map((r) => fmt(r.rps)).join(' / ')} |`;
-      }),
+      ...roundsTable(rounds, label, 'preflight'),
       '',
       `Store calls during one forged load of ${fmt(forgedRequests)} requests (${DURATION} s), beside an idle stretch as long:`,
       '',
