@@ -51,7 +51,6 @@ const isoOrNull = (instant: Date | null): string | null => (instant === null ? n
 
 /** A key as its portal user sees it: the secret masked to its own prefix and its last 4 characters. */
 function portalKeyView(key: KeyRow, ctx: ManagementContext): PortalKey {
-  const secret = decryptSecret(key.secretCiphertext, ctx.encryptionKeys);
   const previous = key.previousSecretExpiresAt;
   return {
     id: key.id,
@@ -62,7 +61,7 @@ function portalKeyView(key: KeyRow, ctx: ManagementContext): PortalKey {
     expiresAt: isoOrNull(key.expiresAt),
     allowedOrigins: key.allowedOrigins && [...key.allowedOrigins],
     allowedAddresses: key.allowedAddresses && [...key.allowedAddresses],
-    maskedSecret: maskSecret(secret),
+    maskedSecret: maskSecret(decryptSecret(key.secretCiphertext, ctx.encryptionKeys)),
     ...(previous !== null && previous > ctx.now() && { previousSecretExpiresAt: isoTimestamp(previous) }),
     leak: key.leak,
   };

@@ -862,7 +862,7 @@ export interface components {
             auditLog: {
                 /** @description What changed (`webhook.disable` is also written by `system`) */
                 action: "key.create" | "key.update" | "key.roll" | "key.delete" | "key.apply_plan" | "key.remove_plan" | "key.detach_consumer" | "key.credits_add" | "key.credits_set" | "key.mint_token" | "key.leak" | "plan.create" | "plan.update" | "plan.delete" | "consumer.create" | "consumer.update" | "consumer.remove_plan" | "consumer.delete" | "consumer.credits_add" | "consumer.credits_set" | "route.create" | "route.update" | "route.delete" | "admin_token.create" | "admin_token.delete" | "webhook.create" | "webhook.update" | "webhook.delete" | "webhook.rotate_secret" | "webhook.retry_delivery" | "webhook.disable" | "billing_export.create" | "billing_export.update" | "billing_export.delete" | "billing_export.run" | "portal.update_settings" | "portal.session_create" | "portal.session_delete";
-                /** @description The root token, an admin token (its id and name), Tollgate itself (`system`: a webhook it disabled after 3 days of failures), or a user of the developer portal (`portal`: their id, email or name, and consumer) */
+                /** @description The root token, an admin token (its id and name), Tollgate itself (`system`: a webhook it disabled after 3 days of failures; named `secret-scanning`: a key GitHub reported leaked), or a user of the developer portal (`portal`: their id, email or name, and consumer) */
                 actor: {
                     /**
                      * @description A portal user: the consumer they act for
