@@ -15,8 +15,14 @@ const CHECKSUM_CHARS = 6;
 const BODY_CHARS = RANDOM_CHARS + CHECKSUM_CHARS;
 /** A checksummed secret of any prefix, the prefix captured. */
 const CHECKSUMMED = /^([a-z0-9_]{1,15}_)[0-9A-Za-z]{36}$/;
-/** Secrets issued before checksums: `tg_` and 32 random bytes in base64url. */
-const UNCHECKSUMMED = /^tg_[A-Za-z0-9_-]{43}$/;
+/**
+ * A secret of either shape: checksummed under any prefix, or as issued before checksums (`tg_` and 32
+ * random bytes in base64url). A pattern, so the API's request schemas say the same.
+ */
+export const SECRET_PATTERN = '^(?:[a-z0-9_]{1,15}_[0-9A-Za-z]{36}|tg_[A-Za-z0-9_-]{43})$';
+const SECRET_SHAPE = new RegExp(SECRET_PATTERN);
+/** The longest secret of either shape: a 16-character prefix and 36 characters. */
+const MAX_SECRET_LENGTH = 52;
 
 /** `value` (an unsigned 32-bit integer) in base62, most significant digit first, left-padded to 6. */
 export function base62Checksum(value: number): string {
@@ -39,7 +45,7 @@ export function generateChecksummedSecret(prefix = DEFAULT_KEY_PREFIX): string {
 
 /** Whether `candidate` can be a secret at all, of either shape: what can't never reaches a store. */
 export function hasSecretShape(candidate: string): boolean {
-  return CHECKSUMMED.test(candidate) || (candidate.length === 46 && UNCHECKSUMMED.test(candidate));
+  return candidate.length <= MAX_SECRET_LENGTH && SECRET_SHAPE.test(candidate);
 }
 
 /**

@@ -3244,7 +3244,7 @@ export interface components {
         };
         /** LookupKeyRequest */
         LookupKeyRequest: {
-            /** @description A secret as create or roll answered it: `tg_` and 43 characters */
+            /** @description A secret as create or roll answered it: its prefix and 36 characters (docs/guides/leaked-keys.md), or `tg_` and 43 characters before checksums */
             secret: string;
         };
         /** LookupKeyResponse */
