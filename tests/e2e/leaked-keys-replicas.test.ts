@@ -86,6 +86,17 @@ describe('reports of leaked secrets, three replicas on Redis and Postgres', () =
     expect(await leakEntries(key.id)).toEqual([]);
   });
 
+  it('answers a signed body that is not a report with 400, and one too large with 413, never a 500', async () => {
+    const signed = async (body: string) =>
+      (await report(replicas[0]!, body, signedHeaders(body, github.current))).text;
+    expect(JSON.parse(await signed('not json')).code).toBe('invalid_json');
+    expect(JSON.parse(await signed('{"token": "x"}')).code).toBe('validation_failed');
+    expect(JSON.parse(await signed('[]')).code).toBe('validation_failed');
+    expect(JSON.parse(await signed('[{"token": 42, "type": "t"}]')).code).toBe('validation_failed');
+    const huge = reportBody(Array.from({ length: 700 }, () => 'x'.repeat(100)));
+    expect(JSON.parse(await signed(huge)).code).toBe('payload_too_large');
+  });
+
   it('disables a reported key on every replica within 1 s, records it and tells the webhook, never the secret', async () => {
     const key = await newKey();
     for (const replica of replicas) expect(await hit(replica, key.secret)).toBe(200);

@@ -5,13 +5,13 @@
  * body handled in the last 10 minutes, on any replica, is answered as it was and changes nothing.
  */
 import { hash } from 'node:crypto';
-import express, { type RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import { AppError } from '../../../errors.js';
 import type { GitHubSigningKeys } from '../../../keys/github-signing-keys.js';
 import { forwardedFacts, requestIdOf } from '../../../proxy/forwarding-headers.js';
 import type { Caller } from '../../authenticate.js';
 import type { ManagementContext } from '../../context.js';
-import { MAX_BODY_BYTES } from '../../json-body.js';
+import { readRawBody } from '../../json-body.js';
 import { handleLeakReport, type ReportedSecret } from './leak-handling.js';
 
 export const GITHUB_REPORTS_PATH = '/tollgate/secret-scanning/github';
@@ -20,16 +20,14 @@ const REPLAY_WINDOW_MS = 10 * 60_000;
 /** GitHub sends matches in batches; far more in one body is not GitHub. */
 const MAX_MATCHES = 1_000;
 
-const readRaw = express.raw({ type: () => true, limit: MAX_BODY_BYTES, inflate: false });
-
-export function githubReportsRoute(ctx: ManagementContext, signingKeys: GitHubSigningKeys): RequestHandler[] {
-  const report: RequestHandler = (req, res, next) => {
+export function githubReportsRoute(ctx: ManagementContext, signingKeys: GitHubSigningKeys): RequestHandler {
+  return (req, res, next) => {
     void (async () => {
       const requestId = requestIdOf(req.headers);
       res.set('x-request-id', requestId);
       const identifier = req.get('github-public-key-identifier');
       const signature = req.get('github-public-key-signature');
-      const body = Buffer.isBuffer(req.body) ? (req.body as Buffer) : Buffer.alloc(0);
+      const body = await readRawBody(req, res);
       if (!identifier || !signature || !(await signingKeys.verify(body, identifier, signature)))
         throw new AppError('unauthorized', "Not signed by one of GitHub's secret scanning keys");
       const reported = matchesOf(body);
@@ -48,7 +46,6 @@ export function githubReportsRoute(ctx: ManagementContext, signingKeys: GitHubSi
       res.type('application/json').send(answer);
     })().catch(next);
   };
-  return [readRaw, report];
 }
 
 /** GitHub's `[{token, type, url, source}]`; anything else is 400 `validation_failed`. */
