@@ -21,6 +21,7 @@
 //   npm run bench -- tracing-export what exporting spans costs: the hooks at a steady pace to a collector answering and to one that hangs, CPU µs per request
 //   npm run bench -- tracing-memory every request sampled to a collector that never answers, 5 minutes: RSS and heap every half minute
 //   npm run bench -- cors         CORS preflights answered by Tollgate against requests without a key (401): req/s, p99
+//   npm run bench -- forged-keys  wrong-checksum secrets against CORS preflights: req/s, p99, Redis and Postgres calls beside idle
 //   npm run bench -- visitors     a limit per visitor and a token against a plain key (req/s, Redis calls), and 150,000 visitors' memory
 //   npm run bench -- buckets      a hot key on a token bucket and on a concurrency limit against the one-limit key: req/s, p99, Redis round trips per request
 //   npm run bench -- portal       the developer portal with 10 keys and 90 days of usage in Chromium: ms to the keys page and the usage charts, against the console's overview
@@ -52,6 +53,7 @@ import { billingExport } from './commands/billing-export.ts';
 import { buckets } from './commands/buckets.ts';
 import { concurrency } from './commands/concurrency.ts';
 import { cors } from './commands/cors.ts';
+import { forgedKeys } from './commands/forged-keys.ts';
 import { portal } from './commands/portal.ts';
 import { visitors } from './commands/visitors.ts';
 import { cost } from './commands/cost.ts';
@@ -91,11 +93,12 @@ const commands: Record<string, () => Promise<string>> = {
   'tracing-memory': tracingMemory,
   'billing-export': billingExport,
   cors,
+  'forged-keys': forgedKeys,
   visitors,
   buckets,
   portal,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|visitors|buckets|portal] [--out FILE]
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|forged-keys|visitors|buckets|portal] [--out FILE]
 `;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;

@@ -180,6 +180,7 @@ export function buildApp({
     metrics,
     defaultRateLimit: config.defaultRateLimit,
     clock,
+    keyPrefix: config.leaks.keyPrefix,
   });
   // Read at start and again at every change of it, on every replica; the proxy routes by the copy.
   const routeRepository = new RouteRepository(adapters.db.db);
@@ -235,6 +236,7 @@ export function buildApp({
     rootToken,
     defaultRateLimit: config.defaultRateLimit,
     prefix: config.managementPrefix,
+    leaks: config.leaks,
     logger,
     metrics,
     clock,

@@ -16,3 +16,37 @@ describe('TEST_CLOCK_FILE (src/ops/test-clock.ts)', () => {
     expect(loadConfig({ TEST_CLOCK_FILE: env.TEST_CLOCK_FILE }).testClockFile).toBe(env.TEST_CLOCK_FILE);
   });
 });
+
+describe('KEY_PREFIX, LEAKED_KEY_ACTION, GITHUB_SECRET_SCANNING_KEYS_URL (docs/guides/leaked-keys.md)', () => {
+  it('takes the defaults, or settings of the documented shape', () => {
+    expect(loadConfig({}).leaks).toEqual({
+      keyPrefix: 'tg_',
+      action: 'disable',
+      githubKeysUrl: new URL('https://api.github.com/meta/public_keys/secret_scanning'),
+    });
+    const set = loadConfig({
+      KEY_PREFIX: 'acme_live_',
+      LEAKED_KEY_ACTION: 'roll',
+      GITHUB_SECRET_SCANNING_KEYS_URL: 'http://127.0.0.1:9000/keys',
+    }).leaks;
+    expect(set).toEqual({
+      keyPrefix: 'acme_live_',
+      action: 'roll',
+      githubKeysUrl: new URL('http://127.0.0.1:9000/keys'),
+    });
+  });
+
+  it.each([
+    [{ KEY_PREFIX: 'acme' }, 'KEY_PREFIX: must be 2 to 16 of a-z, 0-9 and _, ending in _ (e.g. acme_live_)'],
+    [{ KEY_PREFIX: 'Acme_' }, 'KEY_PREFIX: must be 2 to 16'],
+    [{ KEY_PREFIX: 'a_very_long_prefix_' }, 'KEY_PREFIX: must be 2 to 16'],
+    [{ LEAKED_KEY_ACTION: 'delete' }, 'LEAKED_KEY_ACTION: must be disable, roll or notify, got "delete"'],
+    [
+      { GITHUB_SECRET_SCANNING_KEYS_URL: 'ftp://example.com/keys' },
+      'GITHUB_SECRET_SCANNING_KEYS_URL: must use',
+    ],
+  ])('refuses %j with a line that names the variable', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});

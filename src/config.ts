@@ -51,6 +51,23 @@ export interface Config {
   readonly testClockFile: string | undefined;
   /** OpenTelemetry traces (the standard OTEL_* variables); undefined: off, and the SDK never loaded. */
   readonly tracing: TracingSettings | undefined;
+  /** Secrets' prefix and what a leak report does (docs/guides/leaked-keys.md). */
+  readonly leaks: LeakSettings;
+}
+
+/** KEY_PREFIX: 2–16 of `[a-z0-9_]`, ending in `_` (src/keys/secret-format.ts). */
+export const KEY_PREFIX_PATTERN = /^[a-z0-9_]{1,15}_$/;
+export const DEFAULT_KEY_PREFIX = 'tg_';
+export const LEAKED_KEY_ACTIONS = ['disable', 'roll', 'notify'] as const;
+export type LeakedKeyAction = (typeof LEAKED_KEY_ACTIONS)[number];
+
+export interface LeakSettings {
+  /** KEY_PREFIX: what new secrets start with. */
+  readonly keyPrefix: string;
+  /** LEAKED_KEY_ACTION: what becomes of a key reported leaked. */
+  readonly action: LeakedKeyAction;
+  /** GITHUB_SECRET_SCANNING_KEYS_URL: where GitHub's signing keys are read. */
+  readonly githubKeysUrl: URL;
 }
 
 export type TrustProxy = { readonly hops: number } | { readonly addresses: readonly string[] };
@@ -136,6 +153,19 @@ function tracing(env: Env): TracingSettings | undefined {
     if (err instanceof TracingSettingError) throw new ConfigError(err.variable, err.problem);
     throw err;
   }
+}
+
+function leaks(env: Env): LeakSettings {
+  const keyPrefix = env.KEY_PREFIX || DEFAULT_KEY_PREFIX;
+  if (!KEY_PREFIX_PATTERN.test(keyPrefix))
+    throw new ConfigError('KEY_PREFIX', 'must be 2 to 16 of a-z, 0-9 and _, ending in _ (e.g. acme_live_)');
+  const action = (env.LEAKED_KEY_ACTION || 'disable') as LeakedKeyAction;
+  if (!LEAKED_KEY_ACTIONS.includes(action))
+    throw new ConfigError('LEAKED_KEY_ACTION', `must be disable, roll or notify, got "${action}"`);
+  const githubKeysUrl =
+    url(env, 'GITHUB_SECRET_SCANNING_KEYS_URL', ['https:', 'http:']) ??
+    new URL('https://api.github.com/meta/public_keys/secret_scanning');
+  return { keyPrefix, action, githubKeysUrl };
 }
 
 export function loadConfig(env: Env): Config {
@@ -279,5 +309,6 @@ export function loadConfig(env: Env): Config {
     console: consoleSetting === 'on',
     testClockFile,
     tracing: tracing(env),
+    leaks: leaks(env),
   });
 }

@@ -47,13 +47,13 @@ function statsDelta(before: Map<string, number>, after: Map<string, number>): Ma
   return out;
 }
 
-interface PgStats {
+export interface PgStats {
   commits: number;
   writes: number;
   reads: number;
 }
 
-async function pgStats(): Promise<PgStats> {
+export async function pgStats(): Promise<PgStats> {
   const client = new pg.Client({ connectionString: `${PG_URL}/postgres` });
   await client.connect();
   try {

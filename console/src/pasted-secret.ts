@@ -5,8 +5,14 @@
  */
 
 const SECRET_CHARACTER = '[A-Za-z0-9_-]';
-/** A whole secret as create and roll hand them out, not part of a longer run of its characters. */
-const WHOLE_SECRET = new RegExp(`(?<!${SECRET_CHARACTER})tg_${SECRET_CHARACTER}{43}(?!${SECRET_CHARACTER})`);
+/**
+ * A whole secret as create and roll hand them out (its prefix and 36 base62 characters, or `tg_` and
+ * 43 base64url ones before checksums: docs/guides/leaked-keys.md), not part of a longer run of its
+ * characters.
+ */
+const WHOLE_SECRET = new RegExp(
+  `(?<!${SECRET_CHARACTER})(?:[a-z0-9_]{1,15}_[0-9A-Za-z]{36}|tg_${SECRET_CHARACTER}{43})(?!${SECRET_CHARACTER})`,
+);
 /** Enough of one to be a secret cut short or run on: no key name looks like this. */
 const SECRET_LIKE = new RegExp(`tg_${SECRET_CHARACTER}{16,}`);
 

@@ -9,6 +9,8 @@ type Schemas = components['schemas'];
 export type ErrorBody = Schemas['Error'];
 
 export type KeyDetail = Schemas['KeyDetailResponse'];
+/** A key's latest leak report (docs/guides/leaked-keys.md). */
+export type KeyLeak = NonNullable<KeyDetail['leak']>;
 export type ListKeysResponse = Schemas['ListKeysResponse'];
 export type KeySummary = ListKeysResponse['apiKeys'][number];
 export type RollKeyResponse = Schemas['RollKeyResponse'];

@@ -11,6 +11,7 @@ export const WEBHOOK_EVENTS = Object.keys({
   'key.deleted': true,
   'key.rolled': true,
   'key.expiring': true,
+  'key.leaked': true,
   'consumer.created': true,
   'consumer.updated': true,
   'consumer.deleted': true,

@@ -3,7 +3,7 @@
  * as the management API shapes them where they are the same things. Types only.
  */
 import type { components } from '../../console/src/api-types';
-import type { Credits, KeyUsageResponse, LimitState, Plan } from '../../console/src/types';
+import type { Credits, KeyLeak, KeyUsageResponse, LimitState, Plan } from '../../console/src/types';
 
 type Schemas = components['schemas'];
 
@@ -38,7 +38,7 @@ export interface Me {
 export interface PortalKey {
   readonly id: string;
   readonly name: string;
-  /** `tg_…abcd`: the prefix and the last four characters. */
+  /** `tg_…abcd`: the secret's own prefix and its last four characters. */
   readonly maskedSecret: string;
   readonly enabled: boolean;
   readonly createdAt: string;
@@ -48,6 +48,8 @@ export interface PortalKey {
   readonly allowedAddresses: readonly string[] | null;
   /** While a roll's grace lasts: when the previous secret stops working. */
   readonly previousSecretExpiresAt?: string;
+  /** Its secret's latest leak report; null: never reported. */
+  readonly leak: KeyLeak | null;
 }
 
 export interface PortalKeyList {

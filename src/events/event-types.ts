@@ -9,6 +9,7 @@ export const EVENT_TYPES = [
   'key.deleted',
   'key.rolled',
   'key.expiring',
+  'key.leaked',
   'consumer.created',
   'consumer.updated',
   'consumer.deleted',

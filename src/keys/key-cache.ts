@@ -6,6 +6,8 @@ import type { KeyWithPlan } from '../store/key-with-plan.js';
 import type { KeyChange, KeyEvents } from './key-events.js';
 import { restrictionsOf, type KeyRestrictions } from './restrictions.js';
 import { hashSecret, looksLikeKeyId, looksLikeSecret } from './secret.js';
+import { DEFAULT_KEY_PREFIX } from '../config.js';
+import { hasWrongChecksum } from './secret-format.js';
 import { signingKeyOf } from './token.js';
 import { VerifiedTokens } from './verified-tokens.js';
 
@@ -85,6 +87,8 @@ export interface KeyCacheOptions {
   readonly maxEntries?: number;
   readonly negativeTtlMs?: number;
   readonly maxNegativeEntries?: number;
+  /** KEY_PREFIX: secrets of its checksummed shape are refused on their checksum alone. */
+  readonly keyPrefix?: string;
 }
 
 /** What a look-up found: the key's row, and for a key found by id its signing keys. */
@@ -139,6 +143,7 @@ export class KeyCache {
   private readonly maxEntries: number;
   private readonly negativeTtlMs: number;
   private readonly maxNegativeEntries: number;
+  private readonly keyPrefix: string;
 
   constructor(options: KeyCacheOptions) {
     this.lookup = options.lookup;
@@ -150,7 +155,13 @@ export class KeyCache {
     this.maxEntries = options.maxEntries ?? 100_000;
     this.negativeTtlMs = options.negativeTtlMs ?? 10_000;
     this.maxNegativeEntries = options.maxNegativeEntries ?? 10_000;
+    this.keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
     options.events.subscribe((change) => this.invalidate(change));
+  }
+
+  /** A secret of the current prefix's checksummed shape whose checksum is wrong: no key has it, no store is asked. */
+  forged(secret: string): boolean {
+    return hasWrongChecksum(secret, this.keyPrefix);
   }
 
   /** The key of a secret whose entry is fresh, from memory alone; else `undefined` (ask `resolve`). */

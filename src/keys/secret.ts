@@ -1,13 +1,13 @@
 import { createCipheriv, createDecipheriv, hash, randomBytes } from 'node:crypto';
+import { generateChecksummedSecret, hasSecretShape } from './secret-format.js';
 
-/** Recognisable in logs, configs and secret scanners; 32 random bytes (256 bits) follow. */
-export const SECRET_PREFIX = 'tg_';
-const SECRET_PATTERN = /^tg_[A-Za-z0-9_-]{43}$/;
+export { maskSecret } from './secret-format.js';
 /** A key id as the management API takes one (generated, or given when keys are imported). */
 const KEY_ID_PATTERN = /^[A-Za-z0-9._~:-]{1,128}$/;
 
-export function generateSecret(): string {
-  return SECRET_PREFIX + randomBytes(32).toString('base64url');
+/** Recognisable in logs, configs and secret scanners by its prefix and checksum (secret-format.ts). */
+export function generateSecret(prefix?: string): string {
+  return generateChecksummedSecret(prefix);
 }
 
 /** Key ids are public (they appear in URLs and in `x-consumer-api-key-id`), so they carry no secret. */
@@ -22,7 +22,7 @@ export function looksLikeKeyId(candidate: string): boolean {
 
 /** Cheap shape check: a credential that can't be a secret never reaches a cache or the database. */
 export function looksLikeSecret(candidate: string): boolean {
-  return candidate.length === 46 && SECRET_PATTERN.test(candidate);
+  return hasSecretShape(candidate);
 }
 
 /** SHA-256, one-shot: half the cost of a Hash object, on the path of every management call and key look-up. */

@@ -22,6 +22,7 @@ import { Outbox, type NewEvent } from '../store/outbox.js';
 import { DeliveryRepository } from '../store/delivery-repository.js';
 import { WebhookRepository } from '../store/webhook-repository.js';
 import { PortalSessionRepository } from '../store/portal-session-repository.js';
+import { SecretScanningReportRepository } from '../store/secret-scanning-report-repository.js';
 import { PortalSettingsRepository } from '../store/portal-settings-repository.js';
 import { authenticate, callerOf } from './authenticate.js';
 import { eventOfChange } from './change-events.js';
@@ -31,6 +32,8 @@ import { buildConfigSchema } from './config-schema.js';
 import { jsonText } from './json-as-written.js';
 import { OPERATIONS } from './resources/index.js';
 import { registerOperations } from './register-operations.js';
+import { GITHUB_REPORTS_PATH, githubReportsRoute } from './resources/leaks/github-route.js';
+import { GitHubSigningKeys } from '../keys/github-signing-keys.js';
 
 export type { ManagementDeps, UsageTotalsReader } from './context.js';
 export type { UsageTotals } from './resources/usage/schemas.js';
@@ -86,6 +89,7 @@ export function createManagementContext(deps: ManagementDeps): ManagementContext
           deliveries: new DeliveryRepository(trx),
           portal: new PortalSettingsRepository(trx),
           portalSessions: new PortalSessionRepository(trx),
+          secretScanningReports: new SecretScanningReportRepository(trx),
         });
         if ('unchanged' in change) return change.result;
         const caller = callerOf(res);
@@ -125,6 +129,9 @@ export function createManagementApp(deps: ManagementDeps): express.Express {
   // Before authentication: editors and CI fetch it without a token, and it holds no state.
   const configSchema = buildConfigSchema();
   app.get(`${deps.prefix}/tollgate/config-schema.json`, (_req, res) => void res.json(configSchema));
+  // GitHub signs its reports instead of presenting a token (docs/guides/leaked-keys.md).
+  const githubKeys = new GitHubSigningKeys(deps.leaks.githubKeysUrl, deps.logger, deps.clock);
+  app.post(`${deps.prefix}${GITHUB_REPORTS_PATH}`, githubReportsRoute(ctx, githubKeys));
   if (tracer !== undefined) app.use(tracer.management(deps.prefix));
   app.use(
     authenticate({

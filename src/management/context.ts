@@ -2,7 +2,7 @@ import type { Response } from 'express';
 import type { BillingExporter } from '../billing/billing-exporter.js';
 import type { BillingExportRepository } from '../billing/export-repository.js';
 import type { LedgerRepository } from '../billing/ledger-repository.js';
-import type { TrustProxy, UsageRetentionSettings } from '../config.js';
+import type { LeakSettings, TrustProxy, UsageRetentionSettings } from '../config.js';
 import type { KeyChange, KeyEvents } from '../keys/key-events.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { Plan } from '../plans/plan.js';
@@ -27,6 +27,7 @@ import type { DeliveryRepository } from '../store/delivery-repository.js';
 import type { WebhookRepository } from '../store/webhook-repository.js';
 import type { PortalSettingsRepository } from '../store/portal-settings-repository.js';
 import type { PortalSessionRepository } from '../store/portal-session-repository.js';
+import type { SecretScanningReportRepository } from '../store/secret-scanning-report-repository.js';
 import type { UsageTotals } from './resources/usage/schemas.js';
 import type { AdminTokenLookup } from './admin-token-lookup.js';
 import type { AuditAction } from '../store/audit-actions.js';
@@ -88,6 +89,8 @@ export interface ManagementDeps {
   readonly defaultRateLimit: Plan | undefined;
   /** MANAGEMENT_PREFIX: '' or a path such as `/admin`. */
   readonly prefix: string;
+  /** KEY_PREFIX of new secrets, and what a leak report does (docs/guides/leaked-keys.md). */
+  readonly leaks: LeakSettings;
   readonly logger: Logger;
   readonly metrics: Metrics;
   /** Epoch milliseconds: timestamps and rate-limit windows. */
@@ -116,6 +119,7 @@ export interface Repositories {
   readonly deliveries: DeliveryRepository;
   readonly portal: PortalSettingsRepository;
   readonly portalSessions: PortalSessionRepository;
+  readonly secretScanningReports: SecretScanningReportRepository;
 }
 
 /**

@@ -62,14 +62,10 @@ export interface JsonBody {
  */
 export async function readJsonBody(req: IncomingMessage, res: ServerResponse): Promise<JsonBody> {
   if (!isJsonContentType(req.headers['content-type'])) throw new AppError('unsupported_media_type');
-  const raw = await new Promise<unknown>((resolve, reject) =>
-    readRaw(req as Request, res as Response, (err?: unknown) =>
-      err ? reject(bodyReadError(err)) : resolve((req as { body?: unknown }).body),
-    ),
-  );
+  const raw = await readRawBody(req, res);
   let text: string;
   try {
-    text = Buffer.isBuffer(raw) ? utf8.decode(raw) : '';
+    text = utf8.decode(raw);
   } catch {
     throw new AppError('invalid_json', 'The request body is not UTF-8');
   }
@@ -81,6 +77,19 @@ export async function readJsonBody(req: IncomingMessage, res: ServerResponse): P
       text.trim() === '' ? 'The request body is empty; send a JSON object' : undefined,
     );
   }
+}
+
+/**
+ * The request body's bytes as sent, whatever its media type (a signed body is checked on exactly
+ * these); refusals thrown as AppError: 413 beyond 64 KiB, 415 compressed, 400 cut short.
+ */
+export async function readRawBody(req: IncomingMessage, res: ServerResponse): Promise<Buffer> {
+  const raw = await new Promise<unknown>((resolve, reject) =>
+    readRaw(req as Request, res as Response, (err?: unknown) =>
+      err ? reject(bodyReadError(err)) : resolve((req as { body?: unknown }).body),
+    ),
+  );
+  return Buffer.isBuffer(raw) ? raw : Buffer.alloc(0);
 }
 
 /** Leaves the parsed (not yet validated) JSON value in `req.body`, and its text for `bodyTextOf`. */

@@ -225,6 +225,7 @@ async function lookUp(
   secret: string,
   request: AdmissionRequest,
 ): Promise<ResolvedKey | Refused> {
+  if (deps.keyCache.forged(secret)) return forgedRefusal(deps, request.client);
   let attempt: AllowedAttempt | undefined;
   if (!deps.keyCache.knows(secret)) {
     const asked = await askThrottle(deps, request.client, secret);
@@ -321,6 +322,12 @@ async function askThrottle(
 function keyStoreFailed(deps: AdmissionDeps, request: AdmissionRequest, err: unknown): Refused {
   deps.logger.error({ err, reqId: request.requestId }, 'key look-up failed');
   return refused('auth_unavailable');
+}
+
+/** A wrong checksum (keys/secret-format.ts): a failed guess counted with no store call, or throttled. */
+function forgedRefusal(deps: AdmissionDeps, client: string | undefined): Refused {
+  const blocked = client === undefined ? undefined : deps.authThrottle?.failedUnchecked(client, deps.clock());
+  return blocked === undefined ? refused('invalid_api_key') : throttled(blocked);
 }
 
 const throttled = (attempt: RefusedAttempt): Refused => ({

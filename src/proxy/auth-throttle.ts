@@ -34,6 +34,11 @@ export interface FailureThrottle {
    * its first attempt is still being decided is the same guess, and shares that answer.
    */
   attempt(address: string, nowMs: number, secret: string): Attempt | Promise<Attempt>;
+  /**
+   * A credential known wrong without checking it (a wrong checksum): counted against the address's
+   * budget with no I/O of its own; refused as throttled when the address is blocked already.
+   */
+  failedUnchecked(address: string, nowMs: number): RefusedAttempt | undefined;
 }
 
 /** One address in the current window: failures counted, and checks begun but not yet settled. */
@@ -82,6 +87,13 @@ export class AuthThrottle implements FailureThrottle {
     if (r.failed + r.checking >= this.policy.limit) return { allowed: false, retryAtMs: r.windowEnd };
     r.checking++;
     return new LocalAttempt(r);
+  }
+
+  failedUnchecked(address: string, nowMs: number): RefusedAttempt | undefined {
+    const r = this.record(address, nowMs);
+    if (r.failed >= this.policy.limit) return { allowed: false, retryAtMs: r.windowEnd };
+    r.failed++;
+    return undefined;
   }
 
   /** The address's record of the window at `nowMs`, empty when it has none yet. */

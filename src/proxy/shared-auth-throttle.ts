@@ -4,11 +4,15 @@ import {
   type AllowedAttempt,
   type Attempt,
   type FailureThrottle,
+  type RefusedAttempt,
 } from './auth-throttle.js';
 import { windowAt, type RateLimitPolicy, type Window } from '../plans/window.js';
 import { canonicalAddress } from '../net/canonical-address.js';
 import type { Logger } from '../ops/logger.js';
 import type { RedisClient } from '../redis/connect.js';
+
+/** How long failures known without a check gather before they are added to the shared counts. */
+const UNCHECKED_SEND_MS = 500;
 
 /**
  * Failed authentications per client address counted across replicas: one Redis counter per address
@@ -23,6 +27,10 @@ import type { RedisClient } from '../redis/connect.js';
  * most the limit plus one per replica are checked in a window. A burst repeating one secret reserves
  * once: it is one guess.
  *
+ * A credential known wrong without a check (a wrong checksum) is counted here at once and added to
+ * the shared count with the others of its half second from its address: a flood of them costs
+ * Redis one call per address and half second, nothing per request.
+ *
  * While Redis does not answer, each replica falls back to its own count (the in-process
  * `AuthThrottle`, which it keeps all along): N replicas then check up to N times the limit.
  */
@@ -32,6 +40,9 @@ export class SharedAuthThrottle implements FailureThrottle {
   private readonly blocked = new Map<string, number>();
   /** `<address> <secret>` → the reservation being taken for that guess. */
   private readonly reserving = new Map<string, Promise<Attempt>>();
+  /** `<address> <window start>` → failures known without a check, not yet in the shared count. */
+  private readonly unsent = new Map<string, { address: string; window: Window; failed: number }>();
+  private sending: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly client: RedisClient,
@@ -79,6 +90,36 @@ export class SharedAuthThrottle implements FailureThrottle {
     const reserved = this.reserve(address, window, local).finally(() => this.reserving.delete(guess));
     this.reserving.set(guess, reserved);
     return reserved;
+  }
+
+  failedUnchecked(spelling: string, nowMs: number): RefusedAttempt | undefined {
+    const address = canonicalAddress(spelling);
+    const until = this.blockedUntil(address, nowMs);
+    if (until !== undefined) return { allowed: false, retryAtMs: until };
+    this.local.failedUnchecked(address, nowMs);
+    const window = windowAt(this.policy.period, nowMs);
+    const name = `${address} ${window.start}`;
+    const unsent = this.unsent.get(name);
+    if (unsent !== undefined) unsent.failed++;
+    else this.unsent.set(name, { address, window, failed: 1 });
+    this.sending ??= setTimeout(() => void this.sendUnchecked(), UNCHECKED_SEND_MS).unref();
+    return undefined;
+  }
+
+  /**
+   * The failures counted by `failedUnchecked` since the last send, added to the shared counts: one
+   * transaction per address (a Redis Cluster keeps each address's counts in one slot, not all in one).
+   */
+  private async sendUnchecked(): Promise<void> {
+    this.sending = undefined;
+    const batch = [...this.unsent.values()];
+    this.unsent.clear();
+    await Promise.all(
+      batch.map(async ({ address, window, failed }) => {
+        const count = await this.count(address, window, failed);
+        if (count !== undefined && count >= this.policy.limit) this.block(address, window);
+      }),
+    );
   }
 
   /** Takes one guess from the shared budget before the credential is checked. */

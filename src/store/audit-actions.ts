@@ -13,6 +13,7 @@ export const AUDIT_ACTIONS = [
   'key.credits_add',
   'key.credits_set',
   'key.mint_token',
+  'key.leak',
   'plan.create',
   'plan.update',
   'plan.delete',

@@ -6,7 +6,14 @@
 import { sql } from 'kysely';
 import type { Db } from './db.js';
 import { afterPosition, orderBy, sortValue, type KeyOrder, type KeyPosition } from './key-list-order.js';
-import { allowedListColumn, keyColumns, toKeyRow, type KeyRow, type KeySettings } from './key-row.js';
+import {
+  allowedListColumn,
+  keyColumns,
+  toKeyRow,
+  type KeyLeak,
+  type KeyRow,
+  type KeySettings,
+} from './key-row.js';
 import { keysWithPlans, keyWithPlanOf, type KeyForToken, type KeyWithPlan } from './key-with-plan.js';
 import { sqlDialectOf, type SqlDialect } from './sql-dialect.js';
 
@@ -189,6 +196,15 @@ export class KeyRepository {
       .returning(keyColumns)
       .executeTakeFirst();
     return row && toKeyRow(row);
+  }
+
+  /** Records a report that the key's secret leaked (its latest); the key's other state is the caller's. */
+  async recordLeak(id: string, leak: KeyLeak, now: Date): Promise<void> {
+    await this.db
+      .updateTable('api_keys')
+      .set({ leak: JSON.stringify(leak), last_updated: now })
+      .where('id', '=', id)
+      .execute();
   }
 
   /**

@@ -33,6 +33,20 @@ export interface KeyRow {
   readonly creditsEpoch: number;
   /** After a roll: when its previous secret stops (or stopped) working; null: no previous secret. */
   readonly previousSecretExpiresAt: Date | null;
+  /** Its latest leak report (sql/135); null: never reported. */
+  readonly leak: KeyLeak | null;
+}
+
+/** A report that a key's secret leaked (docs/guides/leaked-keys.md): never the secret itself. */
+export interface KeyLeak {
+  /** ISO 8601 UTC. */
+  readonly at: string;
+  /** `github`, or the `source` a `keys/leaked` caller gave. */
+  readonly source: string;
+  /** Where the secret was found; null: not said. */
+  readonly url: string | null;
+  /** LEAKED_KEY_ACTION when it was reported. */
+  readonly action: 'disable' | 'roll' | 'notify';
 }
 
 /** The fields an administrator sets on a key (create and PATCH). */
@@ -123,13 +137,14 @@ export const keyColumns = [
   'previous_secret_expires_at as previousSecretExpiresAt',
   'allowed_origins as allowedOrigins',
   'allowed_addresses as allowedAddresses',
+  'leak',
   ...creditColumns('api_keys', 'credits'),
 ] as const;
 
 /** A row read with `keyColumns` as the KeyRow it stores. */
 export function toKeyRow(
-  row: { seq: string | number } & Record<AllowedLists, string | null> &
-    Omit<KeyRow, 'seq' | AllowedLists | 'balance' | 'creditsEpoch'>,
+  row: { seq: string | number; leak: string | null } & Record<AllowedLists, string | null> &
+    Omit<KeyRow, 'seq' | AllowedLists | 'balance' | 'creditsEpoch' | 'leak'>,
 ): KeyRow {
   const { balance, epoch } = creditsOfRow(row, 'credits');
   const allowed = withAllowedRoutes(row);
@@ -153,5 +168,6 @@ export function toKeyRow(
     balance,
     creditsEpoch: epoch,
     previousSecretExpiresAt: row.previousSecretExpiresAt,
+    leak: row.leak === null ? null : (JSON.parse(row.leak) as KeyLeak),
   };
 }

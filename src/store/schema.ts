@@ -1,5 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
-
+import type { LeakColumn, LeakTables } from './leak-tables.js';
 /** Table types of sql/, the minimal subset the repositories use. */
 export interface RateLimitPlanTable {
   rate_limit_id: string;
@@ -14,7 +14,7 @@ export interface RateLimitPlanTable {
   last_updated: ColumnType<Date, Date, Date>;
 }
 
-export interface ApiKeyTable extends CreditTableColumns {
+export interface ApiKeyTable extends CreditTableColumns, LeakColumn {
   seq: ColumnType<string, never, never>;
   id: string;
   name: string;
@@ -367,7 +367,7 @@ export interface PortalSessionTable {
   expires_at: Date;
 }
 
-export interface Database {
+export interface Database extends LeakTables {
   portal_settings: PortalSettingsTable;
   portal_sessions: PortalSessionTable;
   failure_log: FailureLogTable;

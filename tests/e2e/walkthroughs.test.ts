@@ -175,6 +175,7 @@ describe('the walk-throughs of the README and the guides', () => {
       portal: 'docs/guides/portal.md',
       browser: 'docs/guides/browser.md',
       tracing: 'docs/guides/tracing.md',
+      leaks: 'docs/guides/leaked-keys.md',
     });
   });
 
@@ -235,7 +236,7 @@ describe('the walk-throughs of the README and the guides', () => {
     awayFromTheEndOf(clock, 'minute');
     const { stdout } = await run(walkthrough('walkthrough'), tollgate.url, clock);
 
-    expect(stdout).toMatch(/"secret":"tg_[A-Za-z0-9_-]{43}"/);
+    expect(stdout).toMatch(/"secret":"tg_[0-9A-Za-z]{36}"/);
     expect(stdout).toContain('"rateLimitId":"free-tier"');
     expect(stdout.match(/"backend":"demo"/g)).toHaveLength(3);
     expect(stdout).toMatch(/HTTP\/1\.1 429 Too Many Requests/);
@@ -270,6 +271,27 @@ describe('the walk-throughs of the README and the guides', () => {
       'new secret: 200',
       '{"error":"The API key has expired","code":"key_expired"}',
     ]);
+  });
+
+  it('leaked-keys.md: a checksummed secret, a typo refused on its checksum, a leak reported and the key disabled', async () => {
+    const { stdout } = await run(walkthrough('leaks'), tollgate.url, clock);
+    const lines = stdout.trim().split('\n');
+    expect(lines.slice(0, 3)).toEqual([
+      'a checksummed secret',
+      '200',
+      '{"error":"The API key is not valid","code":"invalid_api_key"}',
+    ]);
+    expect(JSON.parse(lines[3]!)).toEqual([
+      {
+        token_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+        token_type: 'tollgate_api_key',
+        label: 'true_positive',
+      },
+    ]);
+    expect(lines[4]).toBe('403');
+    expect(lines[5]).toMatch(
+      /^enabled: false, leak: \{"at":"[^"]+","source":"gitleaks in CI","url":null,"action":"disable"\}$/,
+    );
   });
 
   it('admin-tokens-and-audit.md: gives CI a token that creates keys and nothing else, records what it did, and revokes it', async () => {

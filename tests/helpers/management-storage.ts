@@ -145,6 +145,7 @@ export function managementDeps(
     encryptionKeys,
     defaultRateLimit: undefined,
     prefix: '',
+    leaks: { keyPrefix: 'tg_', action: 'disable', githubKeysUrl: new URL('http://127.0.0.1:9/keys') },
     logger,
     metrics,
     clock,

@@ -191,7 +191,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         metadata: {},
         credits: null,
       });
-      expect(res.body.secret).toMatch(/^tg_[A-Za-z0-9_-]{43}$/);
+      expect(res.body.secret).toMatch(/^tg_[0-9A-Za-z]{36}$/);
       expect(res.headers.location).toBe(`/consumer-api-key/${res.body.id}`);
       expect(res.headers['cache-control']).toBe('no-store');
       secrets.push(res.body.secret);
@@ -546,6 +546,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         allowedAddresses: null,
         metadata: {},
         credits: null,
+        leak: null,
         usage: {
           totalRequests: 0,
           successfulRequests: 0,

@@ -9,6 +9,7 @@ import type { AllowedAttempt, Attempt } from '../../src/proxy/auth-throttle.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import { SharedAuthThrottle } from '../../src/proxy/shared-auth-throttle.js';
 import { RedisServer } from '../helpers/redis-server.js';
+import { waitFor } from '../helpers/poll.js';
 
 const policy = { limit: 20, period: 'minute' } as const;
 const warnings: string[] = [];
@@ -33,6 +34,14 @@ afterAll(async () => {
   await Promise.all(connections.map((c) => c.close()));
   await server.destroy();
 });
+
+/** A plain client of the private server, to read what the throttles stored there. */
+async function replicaClient() {
+  const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, logger);
+  connections.push(redis);
+  expect(await redis.ready(5_000)).toBe(true);
+  return redis.client;
+}
 
 /** A time inside one minute, so every attempt of a test falls in one window. */
 const now = () => Math.floor(Date.now() / 60_000) * 60_000 + 1_000;
@@ -98,6 +107,40 @@ describe('SharedAuthThrottle', () => {
     // The budget still holds 19 guesses for the address.
     expect(a.blockedUntil('198.51.100.4', at)).toBeUndefined();
     expect(await guessesAtOnce([a], '198.51.100.4', 30, at)).toBe(19);
+  });
+
+  it('counts failures known without a check (wrong checksums) against the shared budget in a few calls, not one per failure', async () => {
+    const [a, b] = [await replica('st5:'), await replica('st5:')];
+    const at = now();
+    const client = await replicaClient();
+    await client.config('RESETSTAT');
+    // The limit is 20: the first 20 are counted, the rest refused from memory.
+    const answers = Array.from({ length: 300 }, () => a.failedUnchecked('198.51.100.5', at));
+    expect(answers.filter((refusal) => refusal === undefined)).toHaveLength(20);
+    expect(answers.at(-1)).toEqual({ allowed: false, retryAtMs: at - 1_000 + 60_000 });
+    // Within half a second the shared count holds them, so the other replica refuses the address too.
+    const key = `st5:{198.51.100.5}:${at - 1_000}`;
+    const { value } = await waitFor(
+      () => client.get(key),
+      (count) => count === '20',
+      { timeoutMs: 3_000 },
+    );
+    expect(value).toBe('20');
+    // Replica b checks the first guess of an address it has not seen fail (the one per replica), and
+    // counting it finds the budget spent.
+    const first = await b.attempt('198.51.100.5', at, 'a-guess');
+    if (first.allowed) first.settle(true);
+    await waitFor(
+      async () => b.blockedUntil('198.51.100.5', at),
+      (until) => until !== undefined,
+    );
+    expect(await b.attempt('198.51.100.5', at, 'another')).toEqual({
+      allowed: false,
+      retryAtMs: at - 1_000 + 60_000,
+    });
+    const calls = Number(/cmdstat_incrby:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+    // One for replica a's 20 failures, one for b's guess.
+    expect(calls).toBe(2);
   });
 
   it('falls back to each replica counting on its own while Redis is down, and says so', async () => {

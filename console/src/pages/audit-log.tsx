@@ -25,6 +25,7 @@ const ACTIONS = Object.keys({
   'key.credits_add': true,
   'key.credits_set': true,
   'key.mint_token': true,
+  'key.leak': true,
   'consumer.create': true,
   'consumer.update': true,
   'consumer.remove_plan': true,

@@ -6,6 +6,7 @@ import { ErrorMessage } from '../components/error-message';
 import { FailureLog } from '../components/failure-log';
 import { KeyConsumer } from '../components/key-consumer';
 import { KeyStatus } from '../components/key-status';
+import { LeakNotice } from '../components/leak-notice';
 import { LimitStatesTable } from '../components/limit-states-table';
 import { PageTitle } from '../components/page-title';
 import { ProxyOrVerify } from '../components/proxy-or-verify';
@@ -107,6 +108,7 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
       {!key && detail.loading && <p role="status">Loading the key…</p>}
       {key && (
         <>
+          {key.leak !== null && <LeakNotice leak={key.leak} />}
           <KeyActions
             keyDetail={key}
             onChanged={(text) => {

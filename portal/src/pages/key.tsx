@@ -17,6 +17,7 @@ import { RollDialog, type Rolled } from '../../../console/src/components/roll-di
 import { formatTime, relativeTime } from '../../../console/src/format';
 import { href, navigate, type Route } from '../../../console/src/route';
 import { useAction, useApi } from '../../../console/src/use-api';
+import { LeakNotice } from '../../../console/src/components/leak-notice';
 import { MintTokenDialog } from '../components/mint-token-dialog';
 import { PortalTitle } from '../components/portal-title';
 import { PortalUsage } from '../components/portal-usage';
@@ -203,6 +204,7 @@ export function KeyPage({ keyId, route }: { keyId: string; route: Route }) {
             </button>
           </div>
           <ErrorMessage error={toggle.error} />
+          {key.leak !== null && <LeakNotice leak={key.leak} />}
           <Details keyOf={key} />
           {open === 'rename' && <RenameDialog keyOf={key} save={save} onClose={() => setOpen(null)} />}
           {open === 'restrict' && <RestrictDialog keyOf={key} save={save} onClose={() => setOpen(null)} />}

@@ -13,6 +13,7 @@ import { failureOperations } from './failures/operations.js';
 import { billingExportOperations } from './billing-exports/operations.js';
 import { keyLookupOperations } from './key-lookup/operations.js';
 import { keyOperations } from './keys/operations.js';
+import { leakOperations } from './leaks/operations.js';
 import { planOperations } from './plans/operations.js';
 import { portalOperations } from './developer-portal/operations.js';
 import { routeOperations } from './routes/operations.js';
@@ -24,6 +25,7 @@ import { whoamiOperations } from './whoami/operations.js';
 export const OPERATIONS: readonly Operation[] = [
   ...keyOperations,
   ...keyLookupOperations,
+  ...leakOperations,
   ...verifyOperations,
   ...planOperations,
   ...consumerOperations,

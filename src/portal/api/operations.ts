@@ -7,7 +7,7 @@
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../errors.js';
 import { mintToken } from '../../keys/mint-token.js';
-import { decryptSecret } from '../../keys/secret.js';
+import { decryptSecret, maskSecret } from '../../keys/secret.js';
 import { MAX_TOKEN_LENGTH } from '../../keys/token.js';
 import type { ManagementContext } from '../../management/context.js';
 import { defineOperation } from '../../management/operation.js';
@@ -49,9 +49,8 @@ const keyParams = { schema: PortalKeyParams, notFound: 'key_not_found' } as cons
 
 const isoOrNull = (instant: Date | null): string | null => (instant === null ? null : isoTimestamp(instant));
 
-/** A key as its portal user sees it: the secret masked to `tg_…` and its last 4 characters. */
+/** A key as its portal user sees it: the secret masked to its own prefix and its last 4 characters. */
 function portalKeyView(key: KeyRow, ctx: ManagementContext): PortalKey {
-  const secret = decryptSecret(key.secretCiphertext, ctx.encryptionKeys);
   const previous = key.previousSecretExpiresAt;
   return {
     id: key.id,
@@ -62,8 +61,9 @@ function portalKeyView(key: KeyRow, ctx: ManagementContext): PortalKey {
     expiresAt: isoOrNull(key.expiresAt),
     allowedOrigins: key.allowedOrigins && [...key.allowedOrigins],
     allowedAddresses: key.allowedAddresses && [...key.allowedAddresses],
-    maskedSecret: `tg_…${secret.slice(-4)}`,
+    maskedSecret: maskSecret(decryptSecret(key.secretCiphertext, ctx.encryptionKeys)),
     ...(previous !== null && previous > ctx.now() && { previousSecretExpiresAt: isoTimestamp(previous) }),
+    leak: key.leak,
   };
 }
 

@@ -3,6 +3,7 @@
  * what a signed-in portal user sends and reads, for their own consumer only.
  */
 import { type Static, Type } from '@sinclair/typebox';
+import { KeyLeakSchema } from '../../management/resources/leaks/schemas.js';
 import {
   AllowedAddresses,
   AllowedOrigins,
@@ -74,8 +75,11 @@ export const PortalKey = Type.Object(
     expiresAt: Type.Union([IsoTimestamp, Type.Null()]),
     allowedOrigins: Type.Union([Type.Array(Type.String()), Type.Null()]),
     allowedAddresses: Type.Union([Type.Array(Type.String()), Type.Null()]),
-    maskedSecret: Type.String({ description: "`tg_…` and the secret's last 4 characters" }),
+    maskedSecret: Type.String({
+      description: "The secret's own prefix (`tg_…`, `acme_live_…`) and its last 4 characters",
+    }),
     previousSecretExpiresAt: Type.Optional(IsoTimestamp),
+    leak: KeyLeakSchema,
   },
   { ...strict, title: 'PortalKey' },
 );

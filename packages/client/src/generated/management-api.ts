@@ -482,6 +482,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tollgate/keys/leaked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report secrets found leaked: their keys are disabled, rolled or flagged (LEAKED_KEY_ACTION)
+         * @description For a scanner other than GitHub (gitleaks, GitLab, your own). Each secret that would authenticate now is a true positive: its key is handled as LEAKED_KEY_ACTION says (`disable`, `roll`: a new secret and the old one refused at once, `notify`: nothing changes), gains `leak` in its detail, an audit entry (actor: the caller; `source` recorded) and a `key.leaked` webhook event, on every replica within 1 s. A key already disabled, expired or rolled past its grace is a false positive and nothing changes. No secret is recorded or answered: only its SHA-256.
+         */
+        post: operations["reportLeakedKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tollgate/keys/lookup": {
         parameters: {
             query?: never;
@@ -841,8 +861,8 @@ export interface components {
             /** @description Newest first */
             auditLog: {
                 /** @description What changed (`webhook.disable` is also written by `system`) */
-                action: "key.create" | "key.update" | "key.roll" | "key.delete" | "key.apply_plan" | "key.remove_plan" | "key.detach_consumer" | "key.credits_add" | "key.credits_set" | "key.mint_token" | "plan.create" | "plan.update" | "plan.delete" | "consumer.create" | "consumer.update" | "consumer.remove_plan" | "consumer.delete" | "consumer.credits_add" | "consumer.credits_set" | "route.create" | "route.update" | "route.delete" | "admin_token.create" | "admin_token.delete" | "webhook.create" | "webhook.update" | "webhook.delete" | "webhook.rotate_secret" | "webhook.retry_delivery" | "webhook.disable" | "billing_export.create" | "billing_export.update" | "billing_export.delete" | "billing_export.run" | "portal.update_settings" | "portal.session_create" | "portal.session_delete";
-                /** @description The root token, an admin token (its id and name), Tollgate itself (`system`: a webhook it disabled after 3 days of failures), or a user of the developer portal (`portal`: their id, email or name, and consumer) */
+                action: "key.create" | "key.update" | "key.roll" | "key.delete" | "key.apply_plan" | "key.remove_plan" | "key.detach_consumer" | "key.credits_add" | "key.credits_set" | "key.mint_token" | "key.leak" | "plan.create" | "plan.update" | "plan.delete" | "consumer.create" | "consumer.update" | "consumer.remove_plan" | "consumer.delete" | "consumer.credits_add" | "consumer.credits_set" | "route.create" | "route.update" | "route.delete" | "admin_token.create" | "admin_token.delete" | "webhook.create" | "webhook.update" | "webhook.delete" | "webhook.rotate_secret" | "webhook.retry_delivery" | "webhook.disable" | "billing_export.create" | "billing_export.update" | "billing_export.delete" | "billing_export.run" | "portal.update_settings" | "portal.session_create" | "portal.session_delete";
+                /** @description The root token, an admin token (its id and name), Tollgate itself (`system`: a webhook it disabled after 3 days of failures; named `secret-scanning`: a key GitHub reported leaked), or a user of the developer portal (`portal`: their id, email or name, and consumer) */
                 actor: {
                     /**
                      * @description A portal user: the consumer they act for
@@ -1809,7 +1829,7 @@ export interface components {
              */
             description: string;
             /** @description The event types delivered to this webhook, each once */
-            events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
+            events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
             /**
              * @description Where deliveries are POSTed: an http: or https: URL without user or password, at most 2048 characters. Private and loopback addresses are allowed
              * @example https://billing.internal.example/hooks/tollgate
@@ -1830,7 +1850,7 @@ export interface components {
             /** @description Why Tollgate disabled it; null otherwise */
             disabledReason: string | null;
             enabled: boolean;
-            events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
+            events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
             /**
              * @description Identifier of a webhook
              * @example whk_Yc2xR0f1bW8mT5nYk9Lp4A
@@ -1970,7 +1990,7 @@ export interface components {
              * @description An event type (docs/guides/webhooks.md, Events)
              * @enum {string}
              */
-            type: "key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported";
+            type: "key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported";
         };
         /** Error */
         Error: {
@@ -2248,6 +2268,20 @@ export interface components {
             lastUpdated: string;
             /** @description The last proxied request that presented the key (visible within 2 s), or null */
             lastUsedAt: string | null;
+            /** @description Its secret was reported leaked (the latest report); null: never */
+            leak: {
+                /**
+                 * @description What LEAKED_KEY_ACTION did: disabled the key, gave it a new secret, or only this notice
+                 * @enum {string}
+                 */
+                action: "disable" | "roll" | "notify";
+                /** @description When it was reported, ISO 8601 UTC */
+                at: string;
+                /** @description `github`, or the `source` a `keys/leaked` caller gave */
+                source: string;
+                /** @description Where it was found; null: not said */
+                url: string | null;
+            } | null;
             /** @description A JSON object of at most 8192 bytes as serialised and 32 levels of nesting, returned as given */
             metadata: {
                 [key: string]: unknown;
@@ -2394,6 +2428,20 @@ export interface components {
             lastUpdated: string;
             /** @description The last proxied request that presented the key (visible within 2 s), or null */
             lastUsedAt: string | null;
+            /** @description Its secret was reported leaked (the latest report); null: never */
+            leak: {
+                /**
+                 * @description What LEAKED_KEY_ACTION did: disabled the key, gave it a new secret, or only this notice
+                 * @enum {string}
+                 */
+                action: "disable" | "roll" | "notify";
+                /** @description When it was reported, ISO 8601 UTC */
+                at: string;
+                /** @description `github`, or the `source` a `keys/leaked` caller gave */
+                source: string;
+                /** @description Where it was found; null: not said */
+                url: string | null;
+            } | null;
             /** @description A JSON object of at most 8192 bytes as serialised and 32 levels of nesting, returned as given */
             metadata: {
                 [key: string]: unknown;
@@ -2670,6 +2718,28 @@ export interface components {
              */
             to: string;
         };
+        /**
+         * LeakAnswer
+         * @description One item per secret reported, in the order reported
+         */
+        LeakAnswer: {
+            /**
+             * @description `true_positive`: the secret would authenticate now (its key enabled and unexpired, the current secret or a rolled one in its grace), and LEAKED_KEY_ACTION was applied; else `false_positive`
+             * @enum {string}
+             */
+            label: "true_positive" | "false_positive";
+            /** @description Lowercase hex SHA-256 of the secret reported */
+            token_hash: string;
+            /** @description The report's `type` (GitHub's); `keys/leaked` answers `tollgate_api_key` */
+            token_type: string;
+        }[];
+        /** LeakedKeysRequest */
+        LeakedKeysRequest: {
+            /** @description Secrets found where they should not be (never recorded: only their SHA-256 is) */
+            secrets: string[];
+            /** @description Who found them (a scanner, a URL…); recorded in the audit entry and the key. Default `manual` */
+            source?: string;
+        };
         /** ListAdminTokensResponse */
         ListAdminTokensResponse: {
             /** @description Oldest first; never a secret */
@@ -2885,7 +2955,7 @@ export interface components {
                  * @description An event type (docs/guides/webhooks.md, Events)
                  * @enum {string}
                  */
-                type: "key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported";
+                type: "key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported";
             }[];
             /** @description Present only when more keys remain: pass it as `cursor` for the next page */
             nextCursor?: string;
@@ -3162,7 +3232,7 @@ export interface components {
                 /** @description Why Tollgate disabled it; null otherwise */
                 disabledReason: string | null;
                 enabled: boolean;
-                events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
+                events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
                 /**
                  * @description Identifier of a webhook
                  * @example whk_Yc2xR0f1bW8mT5nYk9Lp4A
@@ -3179,7 +3249,7 @@ export interface components {
         };
         /** LookupKeyRequest */
         LookupKeyRequest: {
-            /** @description A secret as create or roll answered it: `tg_` and 43 characters */
+            /** @description A secret as create or roll answered it: its prefix and 36 characters (docs/guides/leaked-keys.md), or `tg_` and 43 characters before checksums */
             secret: string;
         };
         /** LookupKeyResponse */
@@ -3804,7 +3874,7 @@ export interface components {
             /** @description A disabled webhook gets no new deliveries and its pending ones wait; enabling it sends those and starts its failure count afresh */
             enabled?: boolean;
             /** @description The event types delivered to this webhook, each once */
-            events?: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
+            events?: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
             /**
              * @description Where deliveries are POSTed: an http: or https: URL without user or password, at most 2048 characters. Private and loopback addresses are allowed
              * @example https://billing.internal.example/hooks/tollgate
@@ -3936,7 +4006,7 @@ export interface components {
             /** @description Why Tollgate disabled it; null otherwise */
             disabledReason: string | null;
             enabled: boolean;
-            events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
+            events: ("key.created" | "key.updated" | "key.deleted" | "key.rolled" | "key.expiring" | "key.leaked" | "consumer.created" | "consumer.updated" | "consumer.deleted" | "quota.threshold" | "credits.low" | "credits.exhausted" | "usage.exported")[];
             /**
              * @description Identifier of a webhook
              * @example whk_Yc2xR0f1bW8mT5nYk9Lp4A
@@ -6005,7 +6075,7 @@ export interface operations {
     listAuditLog: {
         parameters: {
             query?: {
-                /** @description Only this action: key.create, key.update, key.roll, key.delete, key.apply_plan, key.remove_plan, key.detach_consumer, key.credits_add, key.credits_set, key.mint_token, plan.create, plan.update, plan.delete, consumer.create, consumer.update, consumer.remove_plan, consumer.delete, consumer.credits_add, consumer.credits_set, route.create, route.update, route.delete, admin_token.create, admin_token.delete, webhook.create, webhook.update, webhook.delete, webhook.rotate_secret, webhook.retry_delivery, webhook.disable, billing_export.create, billing_export.update, billing_export.delete, billing_export.run, portal.update_settings, portal.session_create, portal.session_delete */
+                /** @description Only this action: key.create, key.update, key.roll, key.delete, key.apply_plan, key.remove_plan, key.detach_consumer, key.credits_add, key.credits_set, key.mint_token, key.leak, plan.create, plan.update, plan.delete, consumer.create, consumer.update, consumer.remove_plan, consumer.delete, consumer.credits_add, consumer.credits_set, route.create, route.update, route.delete, admin_token.create, admin_token.delete, webhook.create, webhook.update, webhook.delete, webhook.rotate_secret, webhook.retry_delivery, webhook.disable, billing_export.create, billing_export.update, billing_export.delete, billing_export.run, portal.update_settings, portal.session_create, portal.session_delete */
                 action?: string;
                 /** @description Only changes made with this admin token (its `id`); `root`: with the root token; `system`: by Tollgate itself */
                 actorId?: string;
@@ -7897,6 +7967,121 @@ export interface operations {
             /** @description The database is unavailable; retry later */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reportLeakedKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LeakedKeysRequest"];
+            };
+        };
+        responses: {
+            /** @description One label per secret, in the order sent */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeakAnswer"];
+                };
+            };
+            /** @description A body (or parameter) that does not match the schema: `details` names each field; Malformed or empty JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than 65536 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not application/json (or is compressed) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later; The database refuses writes (disk full, read-only); retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (5) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

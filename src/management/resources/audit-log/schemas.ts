@@ -71,7 +71,7 @@ export const AuditEntry = Type.Object(
       {
         ...strict,
         description:
-          'The root token, an admin token (its id and name), Tollgate itself (`system`: a webhook it disabled after 3 days of failures), or a user of the developer portal (`portal`: their id, email or name, and consumer)',
+          'The root token, an admin token (its id and name), Tollgate itself (`system`: a webhook it disabled after 3 days of failures; named `secret-scanning`: a key GitHub reported leaked), or a user of the developer portal (`portal`: their id, email or name, and consumer)',
       },
     ),
     action: Type.Union(

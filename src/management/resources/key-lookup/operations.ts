@@ -18,15 +18,14 @@ import { defineOperation } from '../../operation.js';
 import { IsoTimestamp } from '../../schemas.js';
 import { KeySummary } from '../keys/schemas.js';
 import { isoTimestamp } from '../../time-format.js';
-
-/** A secret as create and roll hand them out. */
-const SECRET_PATTERN = '^tg_[A-Za-z0-9_-]{43}$';
+import { SECRET_PATTERN } from '../../../keys/secret-format.js';
 
 const LookupKeyRequest = Type.Object(
   {
     secret: Type.String({
       pattern: SECRET_PATTERN,
-      description: 'A secret as create or roll answered it: `tg_` and 43 characters',
+      description:
+        'A secret as create or roll answered it: its prefix and 36 characters (docs/guides/leaked-keys.md), or `tg_` and 43 characters before checksums',
     }),
   },
   { additionalProperties: false, title: 'LookupKeyRequest' },

@@ -157,7 +157,7 @@ export const keyOperations = [
         name: input.name,
       };
       const id = generateKeyId();
-      const secret = generateSecret();
+      const secret = generateSecret(ctx.leaks.keyPrefix);
       const createdAt = ctx.now();
       const balance = input.credits ? balanceOfInput(input.credits, null, 0, createdAt.getTime()) : null;
       const credits = balance && recordedCredits(balance, createdAt.getTime());
@@ -370,7 +370,7 @@ export const keyOperations = [
       const id = params.consumerApiKeyId;
       const now = ctx.now();
       const previousUntil = previousSecretEnd(now, gracePeriodSeconds);
-      const secret = generateSecret();
+      const secret = generateSecret(ctx.leaks.keyPrefix);
       await ctx.audited(res, async ({ keys }) => {
         const before = await keys.get(id, true);
         if (!before) throw new AppError('key_not_found');

@@ -1,6 +1,7 @@
 /** The requests and answers of the consumer API key operations. */
 import { ORIGIN_PATTERN } from '../../../plans/origins.js';
 import { type Static, Type } from '@sinclair/typebox';
+import { KeyLeakSchema } from '../leaks/schemas.js';
 import { RouteId } from '../../request-match-schemas.js';
 import { CreditsInput, CreditsOrNull, CreditsUpdate } from '../credits/balance-schemas.js';
 import { KEY_SORTS, type KeySort } from './list-sort.js';
@@ -240,6 +241,7 @@ const keyFields = {
     description:
       'Present after a roll while the previous secret still works: it is refused (401 invalid_api_key) from this instant, as the roll answered',
   }),
+  leak: KeyLeakSchema,
 };
 
 export const KeyDetailResponse = Type.Object(

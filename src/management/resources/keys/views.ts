@@ -70,5 +70,6 @@ export function keyView(
     metadata: new RawJson(key.metadata),
     credits,
     ...(previous !== null && previous > now && { previousSecretExpiresAt: isoTimestamp(previous) }),
+    leak: key.leak,
   };
 }

@@ -1,0 +1,89 @@
+// `npm run bench -- forged-keys`: a flood of secrets with a wrong checksum (docs/guides/leaked-keys.md)
+// is answered at least as fast as a CORS preflight, with no store call per request. One Tollgate (Redis
+// mode + Postgres, one process): req/s and p99 of preflights (answered by Tollgate itself) against
+// wrong-checksum secrets (bench/forged-key.lua, a new one each request), in alternating rounds; then
+// the Redis commands (INFO commandstats of a private redis-server) and Postgres reads and transactions
+// (pg_stat_database) during one forged load, beside an idle stretch of the same length. From one
+// address, the first 100 wrong secrets of a minute are answered 401 and the rest 429: both from memory.
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { alternatingRounds, roundsTable } from '../lib/alternating-rounds.ts';
+import { CONNECTIONS, DURATION, PORT, ROOT, ROUNDS, THREADS, WARMUP, log, run } from '../lib/config.ts';
+import { fmt, machine } from '../lib/report.ts';
+import { buildTollgate, ensureTools, freshDatabase, startBackend, startTollgate } from '../lib/services.ts';
+import { commandStats, flushRedis, privateRedis } from '../lib/services.ts';
+import { wrk } from '../lib/wrk.ts';
+import { pgStats, type PgStats } from './cost.ts';
+
+const PREFLIGHT_SCRIPT = path.join(ROOT, 'bench/preflight.lua');
+const FORGED_SCRIPT = path.join(ROOT, 'bench/forged-key.lua');
+
+const totalCommands = async (redis: Redis) =>
+  [...(await commandStats(redis)).values()].reduce((a, b) => a + b, 0);
+
+/** Redis commands and Postgres reads and commits while `work` runs. */
+async function storeCalls(redis: Redis, work: () => Promise<unknown>): Promise<PgStats & { redis: number }> {
+  const [redisBefore, pgBefore] = [await totalCommands(redis), await pgStats()];
+  await work();
+  // A backend reports its counts when idle: give the pool a second to report them.
+  await sleep(1_500);
+  const [redisAfter, pgAfter] = [await totalCommands(redis), await pgStats()];
+  return {
+    redis: redisAfter - redisBefore,
+    commits: pgAfter.commits - pgBefore.commits,
+    writes: pgAfter.writes - pgBefore.writes,
+    reads: pgAfter.reads - pgBefore.reads,
+  };
+}
+
+export async function forgedKeys(): Promise<string> {
+  ensureTools(['wrk']);
+  if (!buildTollgate()) throw new Error('Tollgate is not built');
+  run.redisUrl = await privateRedis();
+  await flushRedis(run.redisUrl);
+  await startBackend();
+  const port = PORT.tollgateRedis;
+  await startTollgate({
+    name: 'forged-keys',
+    port,
+    mode: 'redis',
+    databaseUrl: await freshDatabase(),
+    redisUrl: run.redisUrl,
+    extraEnv: { CORS_ALLOWED_ORIGINS: 'https://app.example.com' },
+  });
+  const url = `http://127.0.0.1:${port}/bench/item?id=42`;
+  const loads = {
+    preflight: (seconds: number) => wrk({ url, seconds, script: PREFLIGHT_SCRIPT }),
+    forged: (seconds: number) => wrk({ url, seconds, script: FORGED_SCRIPT }),
+  };
+  const redis = new Redis(run.redisUrl);
+  try {
+    let forgedRequests = 0;
+    // Warmed up first: the counts below are those of a steady flood.
+    await loads.forged(WARMUP);
+    const during = await storeCalls(redis, async () => {
+      forgedRequests = (await loads.forged(DURATION)).requests;
+    });
+    const idle = await storeCalls(redis, () => sleep(DURATION * 1_000));
+    log(`forged load: ${forgedRequests} requests, ${JSON.stringify(during)}; idle: ${JSON.stringify(idle)}`);
+    const rounds = await alternatingRounds(loads);
+    const label = { preflight: 'preflight (204)', forged: 'wrong checksum (401, then 429)' };
+    return [
+      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- forged-keys\` (Redis mode + Postgres, wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} alternating rounds × ${DURATION} s, medians).`,
+      '',
+      machine(),
+      '',
+      ...roundsTable(rounds, label, 'preflight'),
+      '',
+      `Store calls during one forged load of ${fmt(forgedRequests)} requests (${DURATION} s), beside an idle stretch as long:`,
+      '',
+      '| | Redis commands | Postgres transactions | Postgres tuples read |',
+      '|---|--:|--:|--:|',
+      `| forged load | ${fmt(during.redis)} | ${fmt(during.commits)} | ${fmt(during.reads)} |`,
+      `| idle | ${fmt(idle.redis)} | ${fmt(idle.commits)} | ${fmt(idle.reads)} |`,
+    ].join('\n');
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * What becomes of secrets reported leaked (docs/guides/leaked-keys.md), whoever reported them: each
+ * secret that would authenticate now is a true positive, and its key is handled as LEAKED_KEY_ACTION
+ * says (disabled, rolled, or only flagged), with its audit entry and its `key.leaked` event, in the
+ * one transaction of `ctx.audited`. Nothing here keeps or tells a secret: only its SHA-256.
+ */
+import type { Response } from 'express';
+import { encryptSecret, generateSecret, hashSecret, looksLikeSecret } from '../../../keys/secret.js';
+import type { KeyLeak } from '../../../store/key-row.js';
+import { keyAudit } from '../../audit-views.js';
+import type { AuditedChange, ManagementContext, Repositories } from '../../context.js';
+import { isoTimestamp } from '../../time-format.js';
+import type { LeakAnswer } from './schemas.js';
+
+export interface ReportedSecret {
+  readonly token: string;
+  /** The reporter's name for the kind of secret, echoed in the answer. */
+  readonly type: string;
+  /** Where it was found; null: not said. */
+  readonly url: string | null;
+}
+
+/**
+ * A report already handled (GitHub's, by its body): `claim` answers the earlier answer's text, or
+ * undefined when this is the first, which `ctx.audited` then records beside the changes.
+ */
+export interface ReportClaim {
+  readonly bodyHash: Buffer;
+  readonly since: Date;
+}
+
+/** The answer to the report as JSON text, in the order reported (the same text for a report handled before). */
+export async function handleLeakReport(
+  ctx: ManagementContext,
+  res: Response,
+  reported: readonly ReportedSecret[],
+  source: string,
+  claim?: ReportClaim,
+): Promise<string> {
+  const changedKeys: string[] = [];
+  const answer = await ctx.audited(res, async (repositories) => {
+    const now = ctx.now();
+    const earlier =
+      claim && (await repositories.secretScanningReports.claim(claim.bodyHash, now, claim.since));
+    if (earlier !== undefined) return { result: earlier, unchanged: true as const };
+    const answers: LeakAnswer = [];
+    const changes: AuditedChange[] = [];
+    for (const { token, type, url } of reported) {
+      const tokenHash = hashSecret(token);
+      const keyId = await liveKeyOf(repositories, token, tokenHash, now.getTime());
+      answers.push({
+        token_hash: tokenHash.toString('hex'),
+        token_type: type,
+        label: keyId === undefined ? 'false_positive' : 'true_positive',
+      });
+      // A key reported twice in one report is handled once.
+      if (keyId === undefined || changedKeys.includes(keyId)) continue;
+      changedKeys.push(keyId);
+      changes.push(
+        await handleLeakedKey(ctx, repositories, keyId, { at: isoTimestamp(now), source, url }, now),
+      );
+    }
+    const text = JSON.stringify(answers);
+    if (claim) await repositories.secretScanningReports.answer(claim.bodyHash, text);
+    const last = changes.pop();
+    if (last === undefined) return { result: text, unchanged: true as const };
+    return { result: text, ...last, preceding: changes };
+  });
+  for (const keyId of changedKeys) await ctx.announce({ kind: 'key', keyId });
+  return answer;
+}
+
+/**
+ * The key `token` opens now: enabled, unexpired, and `token` its current secret or a rolled one still
+ * in its grace; else undefined.
+ */
+async function liveKeyOf(
+  { keys }: Repositories,
+  token: string,
+  tokenHash: Buffer,
+  nowMs: number,
+): Promise<string | undefined> {
+  if (!looksLikeSecret(token)) return undefined;
+  const key = await keys.findBySecretHash(tokenHash);
+  if (key === undefined || !key.enabled) return undefined;
+  if (key.expiresAtMs !== null && key.expiresAtMs <= nowMs) return undefined;
+  if (key.secretValidUntilMs !== null && key.secretValidUntilMs <= nowMs) return undefined;
+  return key.id;
+}
+
+/** LEAKED_KEY_ACTION applied to one key, and the leak recorded on it: the change its audit entry shows. */
+async function handleLeakedKey(
+  ctx: ManagementContext,
+  { keys }: Repositories,
+  id: string,
+  report: Omit<KeyLeak, 'action'>,
+  now: Date,
+): Promise<AuditedChange> {
+  const { action } = ctx.leaks;
+  const before = (await keys.get(id, true))!;
+  if (action === 'disable') await keys.update(id, { enabled: false }, now);
+  if (action === 'roll') {
+    // The leaked secret and any rolled one in its grace are refused at once; the owner reads the new one.
+    const secret = generateSecret(ctx.leaks.keyPrefix);
+    await keys.roll(
+      id,
+      { hash: hashSecret(secret), ciphertext: encryptSecret(secret, ctx.sealingKey) },
+      null,
+      now,
+    );
+  }
+  const leak: KeyLeak = { ...report, action };
+  await keys.recordLeak(id, leak, now);
+  const after = (await keys.get(id))!;
+  return {
+    action: 'key.leak',
+    target: { type: 'key', id },
+    before: keyAudit(before),
+    after: { ...keyAudit(after), ...(action === 'roll' && { secretRolled: true }), leak },
+  };
+}

@@ -1,0 +1,252 @@
+/**
+ * Keys that report their own leaks (contract section 31) on three replicas over Redis and Postgres:
+ * GitHub's signed reports (keys the test generates and serves as GitHub does), `keys/leaked`, the
+ * key disabled everywhere within a second, replays on any replica changing nothing, and a flood of
+ * wrong checksums costing Redis nothing per request (a private redis-server's INFO commandstats).
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createHash } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { generateChecksummedSecret } from '../../src/keys/secret-format.js';
+import { GitHubKeyServer, newSigningKey, reportBody, signedHeaders } from '../helpers/github-scanning.js';
+import { RedisServer } from '../helpers/redis-server.js';
+import { WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { hit, msUntilSeenEverywhere, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
+import type { Tollgate } from './helpers/tollgate.js';
+
+const REPORTS = '/tollgate/secret-scanning/github';
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+let fleet: Fleet;
+let replicas: Tollgate[];
+let github: GitHubKeyServer;
+let redis: RedisServer;
+let receiver: WebhookReceiver;
+
+beforeAll(async () => {
+  [github, redis, receiver] = await Promise.all([
+    GitHubKeyServer.start(),
+    RedisServer.start(),
+    WebhookReceiver.start(),
+  ]);
+  fleet = await startFleet(3, { GITHUB_SECRET_SCANNING_KEYS_URL: github.url, REDIS_URL: redis.url });
+  replicas = fleet.members;
+  const hook = await replicas[0]!.admin('POST', '/tollgate/webhooks', {
+    url: receiver.url,
+    events: ['key.leaked'],
+  });
+  expect(hook.status).toBe(201);
+  receiver.secret = hook.body.secret;
+}, 120_000);
+
+afterAll(async () => {
+  await fleet?.stop();
+  await Promise.all([github?.close(), redis?.destroy(), receiver?.close()]);
+}, 60_000);
+
+async function newKey(): Promise<{ id: string; secret: string }> {
+  const created = await replicas[0]!.admin('POST', '/consumer-api-key/create', { name: 'leaky' });
+  expect(created.status).toBe(201);
+  return { id: created.body.id, secret: created.body.secret };
+}
+
+async function report(
+  replica: Tollgate,
+  body: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; text: string }> {
+  const res = await fetch(replica.url + REPORTS, { method: 'POST', headers, body });
+  return { status: res.status, text: await res.text() };
+}
+
+async function leakEntries(keyId: string): Promise<Record<string, unknown>[]> {
+  const log = await replicas[1]!.admin('GET', `/tollgate/audit-log?action=key.leak&targetId=${keyId}`);
+  expect(log.status).toBe(200);
+  return log.body.auditLog;
+}
+
+describe('reports of leaked secrets, three replicas on Redis and Postgres', () => {
+  it('does nothing for an unsigned, tampered or unknown-key report: 401, the key keeps working', async () => {
+    const key = await newKey();
+    const body = reportBody([key.secret]);
+    const signed = signedHeaders(body, github.current);
+    const readsBefore = github.reads;
+    const answers = [
+      await report(replicas[0]!, body, { 'content-type': 'application/json' }),
+      await report(replicas[1]!, body.replace('config.js', 'config.ts'), signed),
+      await report(replicas[2]!, body, { ...signed, 'github-public-key-signature': 'bm90IGEgc2lnbmF0dXJl' }),
+      await report(replicas[0]!, body, signedHeaders(body, newSigningKey())),
+      await report(replicas[0]!, body, signedHeaders(body, newSigningKey())),
+    ];
+    expect(answers.map((a) => a.status)).toEqual([401, 401, 401, 401, 401]);
+    expect(answers.every((a) => JSON.parse(a.text).code === 'unauthorized')).toBe(true);
+    // Keys naming unknown identifiers are read again at most once a minute per replica.
+    expect(github.reads - readsBefore).toBeLessThanOrEqual(3);
+    for (const replica of replicas) expect(await hit(replica, key.secret)).toBe(200);
+    expect(await leakEntries(key.id)).toEqual([]);
+  });
+
+  it('answers a signed body that is not a report with 400, and one too large with 413, never a 500', async () => {
+    const signed = async (body: string) =>
+      (await report(replicas[0]!, body, signedHeaders(body, github.current))).text;
+    expect(JSON.parse(await signed('not json')).code).toBe('invalid_json');
+    expect(JSON.parse(await signed('{"token": "x"}')).code).toBe('validation_failed');
+    expect(JSON.parse(await signed('[]')).code).toBe('validation_failed');
+    expect(JSON.parse(await signed('[{"token": 42, "type": "t"}]')).code).toBe('validation_failed');
+    const huge = reportBody(Array.from({ length: 700 }, () => 'x'.repeat(100)));
+    expect(JSON.parse(await signed(huge)).code).toBe('payload_too_large');
+  });
+
+  it('disables a reported key on every replica within 1 s, records it and tells the webhook, never the secret', async () => {
+    const key = await newKey();
+    for (const replica of replicas) expect(await hit(replica, key.secret)).toBe(200);
+    const unknown = generateChecksummedSecret();
+    const body = reportBody([key.secret, unknown]);
+    const started = performance.now();
+    const answer = await report(replicas[0]!, body, signedHeaders(body, github.current));
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.text)).toEqual([
+      { token_hash: sha256(key.secret), token_type: 'tollgate_api_key', label: 'true_positive' },
+      { token_hash: sha256(unknown), token_type: 'tollgate_api_key', label: 'false_positive' },
+    ]);
+    const ms = await msUntilSeenEverywhere(
+      started,
+      replicas.map((replica) => async () => (await hit(replica, key.secret)) === 403),
+    );
+    expect(ms).toBeLessThan(1_000);
+
+    const url = 'https://github.com/octocat/hello-world/blob/main/config.js';
+    const detail = await replicas[2]!.admin('GET', `/consumer-api-key/${key.id}`);
+    expect(detail.body).toMatchObject({
+      enabled: false,
+      leak: { at: expect.any(String), source: 'github', url, action: 'disable' },
+    });
+    const [entry, ...more] = await leakEntries(key.id);
+    expect(more).toEqual([]);
+    expect(entry).toMatchObject({
+      actor: { type: 'system', name: 'secret-scanning' },
+      changes: { before: { enabled: true }, after: { enabled: false, leak: { source: 'github', url } } },
+    });
+    const { value: events } = await waitFor(
+      async () => receiver.ofType('key.leaked').filter((e) => e.data.consumerApiKeyId === key.id),
+      (found) => found.length > 0,
+    );
+    expect(events.map((e) => e.data)).toEqual([
+      { consumerApiKeyId: key.id, consumerId: null, source: 'github', url, action: 'disable' },
+    ]);
+    const everything = JSON.stringify([entry, receiver.attempts.map((a) => a.body), detail.body.leak]);
+    expect(everything).not.toContain(key.secret);
+  });
+
+  it('answers a report sent again, to any replica, as it answered it, and changes nothing again', async () => {
+    const key = await newKey();
+    const body = reportBody([key.secret], 'replayed.js');
+    const headers = signedHeaders(body, github.current);
+    // The same signed body to all three replicas at once: handled once.
+    const first = await Promise.all(replicas.map((replica) => report(replica, body, headers)));
+    expect(first.map((a) => a.status)).toEqual([200, 200, 200]);
+    expect(new Set(first.map((a) => a.text)).size).toBe(1);
+    expect(JSON.parse(first[0]!.text)).toEqual([
+      { token_hash: sha256(key.secret), token_type: 'tollgate_api_key', label: 'true_positive' },
+    ]);
+    expect(await leakEntries(key.id)).toHaveLength(1);
+    // Its owner enables it again; a replay must not disable it once more.
+    expect((await replicas[0]!.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: true })).status).toBe(
+      200,
+    );
+    const replayed = await report(replicas[2]!, body, headers);
+    expect(replayed).toEqual(first[0]);
+    for (const replica of replicas) expect(await hit(replica, key.secret)).toBe(200);
+    expect(await leakEntries(key.id)).toHaveLength(1);
+  });
+
+  it('takes any scanner’s report at keys/leaked with keys:write, the caller and source recorded', async () => {
+    const key = await newKey();
+    const reader = await replicas[0]!.admin('POST', '/tollgate/admin-tokens', {
+      name: 'read-only',
+      scopes: ['keys:read'],
+    });
+    const refused = await fetch(replicas[1]!.url + '/tollgate/keys/leaked', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${reader.body.secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ secrets: [key.secret] }),
+    });
+    expect(refused.status).toBe(403);
+    const answer = await replicas[1]!.admin('POST', '/tollgate/keys/leaked', {
+      secrets: [key.secret],
+      source: 'gitleaks in CI',
+    });
+    expect(answer).toEqual({
+      status: 200,
+      body: [{ token_hash: sha256(key.secret), token_type: 'tollgate_api_key', label: 'true_positive' }],
+    });
+    const [entry] = await leakEntries(key.id);
+    expect(entry).toMatchObject({
+      actor: { type: 'root' },
+      changes: { after: { leak: { source: 'gitleaks in CI', url: null, action: 'disable' } } },
+    });
+    // Disabled now: a second report of it is a false positive, and changes nothing.
+    const again = await replicas[2]!.admin('POST', '/tollgate/keys/leaked', { secrets: [key.secret] });
+    expect(again.body[0].label).toBe('false_positive');
+    expect(await leakEntries(key.id)).toHaveLength(1);
+    expect((await replicas[0]!.admin('POST', '/tollgate/keys/leaked', { secrets: [] })).status).toBe(400);
+  });
+
+  it('answers a flood of wrong checksums with 401 at no Redis call per request, and counts them against the address', async () => {
+    const key = await newKey();
+    // Known to every replica before the address runs out of budget: it keeps working after.
+    for (const replica of replicas) expect(await hit(replica, key.secret)).toBe(200);
+    const forged = () => {
+      const secret = generateChecksummedSecret();
+      return secret.slice(0, -1) + (secret.endsWith('0') ? '1' : '0');
+    };
+    const before = await commandCalls();
+    const started = performance.now();
+    const statuses: number[] = [];
+    for (let round = 0; round < 100; round++)
+      statuses.push(...(await Promise.all(replicas.map((replica) => hit(replica, forged())))));
+    const floodMs = performance.now() - started;
+    // 300 wrong secrets from one address (the loopback the test sends from), its budget 100: each
+    // replica's own count allows up to 100 until the shared count, sent every half second, arrives.
+    const refused = statuses.filter((s) => s === 401).length;
+    expect(refused).toBeGreaterThanOrEqual(100);
+    expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
+    // The shared count gets every 401 exactly once, in a few calls: then every replica refuses the address.
+    const { value: counted } = await waitFor(failuresCounted, (count) => count >= refused, {
+      timeoutMs: 3_000,
+    });
+    expect(counted).toBe(refused);
+    const after = await commandCalls();
+    const halfSeconds = Math.ceil(floodMs / 500) + 1;
+    expect(after.incrby! - (before.incrby ?? 0)).toBeLessThanOrEqual(3 * halfSeconds);
+    const spent = Object.entries(after).reduce((sum, [name, calls]) => sum + calls - (before[name] ?? 0), 0);
+    // Everything the replicas sent Redis meanwhile, their background work included: fewer than the refusals.
+    expect(spent).toBeLessThan(300);
+    for (const replica of replicas) expect(await hit(replica, forged())).toBe(429);
+    for (const replica of replicas) expect(await hit(replica, key.secret)).toBe(200);
+  });
+});
+
+/** The wrong-key count of the loopback address in the private redis-server (its only one). */
+async function failuresCounted(): Promise<number> {
+  const connection = new Redis(redis.url);
+  try {
+    const [name] = await connection.keys('*auth-failures:keys:*');
+    return name === undefined ? 0 : Number(await connection.get(name));
+  } finally {
+    connection.disconnect();
+  }
+}
+
+/** `cmdstat_<name>:calls=N` of the private redis-server, as name → calls. */
+async function commandCalls(): Promise<Record<string, number>> {
+  const connection = new Redis(redis.url);
+  try {
+    const info = await connection.info('commandstats');
+    const calls: Record<string, number> = {};
+    for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[match[1]!] = Number(match[2]);
+    return calls;
+  } finally {
+    connection.disconnect();
+  }
+}
