@@ -33,6 +33,8 @@ export interface KeyRow {
   readonly creditsEpoch: number;
   /** After a roll: when its previous secret stops (or stopped) working; null: no previous secret. */
   readonly previousSecretExpiresAt: Date | null;
+  /** Disabled by its portal user, who may enable it again (an administrator's disabling: false). */
+  readonly disabledInPortal: boolean;
 }
 
 /** The fields an administrator sets on a key (create and PATCH). */
@@ -47,6 +49,7 @@ export interface KeySettings {
   readonly allowedRouteIds: readonly string[] | null;
   readonly allowedOrigins: readonly string[] | null;
   readonly allowedAddresses: readonly string[] | null;
+  readonly disabledInPortal: boolean;
 }
 
 /** A key as its audit entries show it: what a change that touches many keys at once returns of each. */
@@ -123,6 +126,7 @@ export const keyColumns = [
   'previous_secret_expires_at as previousSecretExpiresAt',
   'allowed_origins as allowedOrigins',
   'allowed_addresses as allowedAddresses',
+  'disabled_in_portal as disabledInPortal',
   ...creditColumns('api_keys', 'credits'),
 ] as const;
 
@@ -153,5 +157,6 @@ export function toKeyRow(
     balance,
     creditsEpoch: epoch,
     previousSecretExpiresAt: row.previousSecretExpiresAt,
+    disabledInPortal: row.disabledInPortal,
   };
 }

@@ -111,7 +111,6 @@ export const UpdatePortalKeyRequest = Type.Object(
   {
     name: Type.Optional(Name),
     enabled: Type.Optional(Enabled),
-    expiresAt: Type.Optional(ExpiresAt),
     allowedOrigins: Type.Optional(AllowedOrigins),
     allowedAddresses: Type.Optional(AllowedAddresses),
   },

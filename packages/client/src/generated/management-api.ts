@@ -4668,6 +4668,8 @@ export interface operations {
             query?: {
                 /** @description Only failures with this code (`rate_limit_exceeded`, `backend_error`, …) */
                 code?: string;
+                /** @description Only what the key did while it belonged to this consumer (a key moved since keeps its past with the consumer it had) */
+                consumerId?: string;
                 /** @description The `nextCursor` of the previous page; opaque */
                 cursor?: string;
                 /** @description Failures at or after this instant */
@@ -4910,6 +4912,8 @@ export interface operations {
     getConsumerApiKeyUsage: {
         parameters: {
             query?: {
+                /** @description Only what the key did while it belonged to this consumer (a key moved since keeps its past with the consumer it had) */
+                consumerId?: string;
                 /** @description Start of the range (default: 24 h before `to`); a fraction of a second is cut off */
                 from?: string;
                 /** @description Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond */
