@@ -229,6 +229,7 @@ export function buildApp({
     usage,
     history: new UsageHistory(historyRepository, usage),
     usageRetention: config.usageRetention,
+    portalReference: config.portalReference,
     limiter: adapters.limiter,
     keyEvents: adapters.keyEvents,
     encryptionKeys,

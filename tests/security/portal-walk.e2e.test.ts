@@ -580,7 +580,13 @@ describe('under MANAGEMENT_PREFIX, with an API reference fetched from the team',
     });
     await new Promise<void>((resolve) => reference.listen(0, '127.0.0.1', resolve));
     referenceUrl = `http://127.0.0.1:${(reference.address() as AddressInfo).port}`;
-    t = await startTollgate({ UPSTREAM_URL: backend.url, MANAGEMENT_PREFIX: '/admin' });
+    // The team's site is this test's server, on loopback over http: both allowed by name.
+    t = await startTollgate({
+      UPSTREAM_URL: backend.url,
+      MANAGEMENT_PREFIX: '/admin',
+      PORTAL_REFERENCE_ALLOW_HTTP: 'true',
+      PORTAL_REFERENCE_ALLOW_PRIVATE: 'true',
+    });
     running.push(t);
   }, 60_000);
 

@@ -13,6 +13,7 @@ import { defineOperation } from '../../operation.js';
 import { isoTimestamp } from '../../time-format.js';
 import type { ValidationDetail } from '../../schemas.js';
 import { refreshApiReference } from './api-reference.js';
+import { savedUrlProblem } from './reference-reach.js';
 import { portalOrigin, portalPaths } from './portal-origin.js';
 import type { PortalSession } from './schemas.js';
 import {
@@ -126,6 +127,17 @@ export const portalOperations = [
     errors: { rate_limit_not_found: 'A plan of `publicPlans` does not exist' },
     async handle({ body, req, res, ctx }) {
       const { clientSecret, ...oidcGiven } = body.oidc ?? {};
+      const reference = body.apiReference;
+      const referenceProblem =
+        reference && 'url' in reference
+          ? await savedUrlProblem(reference.url, ctx.portalReference)
+          : undefined;
+      if (referenceProblem !== undefined)
+        throw new AppError(
+          'validation_failed',
+          `The request is not valid: apiReference.url ${referenceProblem}`,
+          [{ field: 'apiReference.url', message: referenceProblem }],
+        );
       const fetchUrl = await ctx.audited(res, async ({ portal, plans }) => {
         const before = await portal.get();
         for (const [i, rateLimitId] of (body.publicPlans ?? []).entries())
@@ -171,7 +183,8 @@ export const portalOperations = [
           after: settingsAudit(settings, ciphertext !== null),
         };
       });
-      if (fetchUrl !== undefined) await refreshApiReference(fetchUrl, ctx.portal, ctx.now);
+      if (fetchUrl !== undefined)
+        await refreshApiReference(fetchUrl, ctx.portalReference, ctx.portal, ctx.now);
       const stored = await ctx.portal.get();
       res.json(settingsView(stored, redirectUriOf(portalOrigin(req, ctx.trustProxy), ctx.prefix)));
     },
@@ -193,7 +206,7 @@ export const portalOperations = [
       const reference = settings.apiReference;
       if (reference === null || !('url' in reference))
         throw new AppError('not_found', 'The portal has no apiReference.url to fetch');
-      await refreshApiReference(reference.url, ctx.portal, ctx.now);
+      await refreshApiReference(reference.url, ctx.portalReference, ctx.portal, ctx.now);
       const stored = await ctx.portal.get();
       const answer: ApiReferenceFetchResponse = {
         url: reference.url,
