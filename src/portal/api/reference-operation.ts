@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../errors.js';
 import { defineOperation } from '../../management/operation.js';
+import { documentWithoutHtml } from './markdown-without-html.js';
 
 export const portalReferenceOperation = defineOperation({
   id: 'portalApiReference',
@@ -9,7 +10,7 @@ export const portalReferenceOperation = defineOperation({
   path: '/reference',
   scope: null,
   tag: 'Portal',
-  summary: "The team's OpenAPI document, served from the portal's own origin",
+  summary: "The team's OpenAPI document, served from the portal's own origin, its Markdown without HTML",
   success: {
     status: 200,
     description: 'The document',
@@ -23,6 +24,6 @@ export const portalReferenceOperation = defineOperation({
     const text =
       given === null ? null : 'document' in given ? JSON.stringify(given.document) : reference.document;
     if (text === null) throw new AppError('not_found', 'The portal has no API reference');
-    res.type('application/json').send(text);
+    res.json(documentWithoutHtml(JSON.parse(text)));
   },
 });

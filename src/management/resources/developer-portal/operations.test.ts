@@ -63,6 +63,8 @@ describeOperations(portalOperations, {
         validation_failed: all(
           (t) => t.send({ body: { maxKeysPerConsumer: 101 } }),
           (t) => t.send({ body: { accentColor: 'red' } }),
+          // The portal's pages load no image over http from another origin.
+          (t) => t.send({ body: { logoUrl: 'http://cdn.acme.example/logo.svg' } }),
           // The first OIDC settings need their secret.
           async (t) => {
             const call = await t.prepare();

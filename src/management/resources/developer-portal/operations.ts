@@ -93,6 +93,15 @@ function settingsProblems(body: UpdatePortalSettingsRequest): ValidationDetail[]
   return [];
 }
 
+/**
+ * Why `logoUrl` would never show, or undefined: the portal's pages load images over https or from
+ * their own origin only (src/portal/pages/portal-pages.ts).
+ */
+function logoProblem(logoUrl: string | null | undefined, origin: string): string | undefined {
+  if (!logoUrl || logoUrl.startsWith('https://') || URL.parse(logoUrl)?.origin === origin) return undefined;
+  return "must be https (or on the portal's own origin): the portal's pages show no other image";
+}
+
 const redirectUriOf = (origin: string, prefix: string) => `${origin}${portalPaths(prefix).oidcCallback}`;
 
 export const portalOperations = [
@@ -127,6 +136,11 @@ export const portalOperations = [
     errors: { rate_limit_not_found: 'A plan of `publicPlans` does not exist' },
     async handle({ body, req, res, ctx }) {
       const { clientSecret, ...oidcGiven } = body.oidc ?? {};
+      const logo = logoProblem(body.logoUrl, portalOrigin(req, ctx.trustProxy));
+      if (logo !== undefined)
+        throw new AppError('validation_failed', `The request is not valid: logoUrl ${logo}`, [
+          { field: 'logoUrl', message: logo },
+        ]);
       const reference = body.apiReference;
       const referenceProblem =
         reference && 'url' in reference
