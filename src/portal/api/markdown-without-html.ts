@@ -1,5 +1,5 @@
 /**
- * An API reference's Markdown without HTML (contract section 32; docs/decisions/0152-portal-reference-sanitised.md):
+ * An API reference's Markdown without HTML (docs/decisions/0152-portal-reference-without-html.md):
  * swagger-ui renders a document's `description` fields as Markdown that may hold HTML, which its own
  * sanitiser only thins out. Every `<` outside code is written `&lt;`, so Markdown shows it as the
  * character and never reads a tag; code (fenced blocks, one-line spans) shows as written, where

@@ -1,6 +1,5 @@
 /**
- * Where Tollgate may fetch the portal's API reference from (contract section 32, "The portal's API
- * reference URL is not a way into the network"; docs/decisions/0151-portal-reference-reach.md): https
+ * Where Tollgate may fetch the portal's API reference from (docs/decisions/0151-portal-reference-reach.md): https
  * only, and public addresses only, checked when the URL is saved and again on every connection, so a
  * name that resolves elsewhere later (DNS rebinding) or a redirect reaches no more than the URL did.
  */

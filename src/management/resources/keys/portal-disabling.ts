@@ -1,6 +1,5 @@
 /**
- * Who disabled a key decides who may enable it (contract section 32, "Administrators decide";
- * docs/decisions/0150-portal-administrators-decide.md): a portal user enables only a key they disabled
+ * Who disabled a key decides who may enable it (docs/decisions/0150-portal-administrators-decide.md): a portal user enables only a key they disabled
  * themselves; an administrator enables or disables any key, and their disabling is theirs from then on.
  */
 import { AppError } from '../../../errors.js';
