@@ -1,7 +1,7 @@
 /**
- * Where Tollgate may fetch the portal's API reference from (docs/decisions/0151-portal-reference-reach.md): https
- * only, and public addresses only, checked when the URL is saved and again on every connection, so a
- * name that resolves elsewhere later (DNS rebinding) or a redirect reaches no more than the URL did.
+ * Where Tollgate may fetch the portal's API reference from (docs/decisions/0151-portal-reference-reach.md):
+ * https only, and public addresses only, checked when the URL is saved and again on every connection,
+ * so a name that resolves elsewhere later (DNS rebinding) or a redirect reaches no more than the URL did.
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { promisify } from 'node:util';
