@@ -16,3 +16,16 @@ describe('TEST_CLOCK_FILE (src/ops/test-clock.ts)', () => {
     expect(loadConfig({ TEST_CLOCK_FILE: env.TEST_CLOCK_FILE }).testClockFile).toBe(env.TEST_CLOCK_FILE);
   });
 });
+
+describe('PORTAL_REFERENCE_ALLOW_HTTP and PORTAL_REFERENCE_ALLOW_PRIVATE', () => {
+  it('are off unless set to true, and refuse anything but true or false by name', () => {
+    expect(loadConfig({}).portalReference).toEqual({ allowHttp: false, allowPrivate: false });
+    expect(
+      loadConfig({ PORTAL_REFERENCE_ALLOW_HTTP: 'true', PORTAL_REFERENCE_ALLOW_PRIVATE: 'false' })
+        .portalReference,
+    ).toEqual({ allowHttp: true, allowPrivate: false });
+    expect(() => loadConfig({ PORTAL_REFERENCE_ALLOW_PRIVATE: 'yes' })).toThrow(
+      'PORTAL_REFERENCE_ALLOW_PRIVATE: must be "true" or "false", got "yes"',
+    );
+  });
+});
