@@ -130,7 +130,7 @@ export const portalOperations = [
     summary:
       'Change the developer portal: on or off, branding, key limit, public plans, API reference, OIDC sign-in',
     description:
-      "Any of the fields; `null` clears `logoUrl`, `accentColor`, `supportUrl`, `apiReference` and `oidc`. `oidc.clientSecret` is write-only, stored encrypted like a key's secret, required the first time and kept when left out. A new `apiReference.url` is fetched at once (the answer says whether it worked); the portal serves the copy from its own origin. A body that sets only what is set changes nothing (no audit entry).",
+      "Any of the fields; `null` clears `logoUrl`, `accentColor`, `supportUrl`, `apiReference` and `oidc`. `oidc.clientSecret` is write-only, stored encrypted like a key's secret, required the first time and kept when left out. A new `apiReference.url` is fetched at once (the answer says whether it worked); it must be https (http with PORTAL_REFERENCE_ALLOW_HTTP=true) and name only public addresses, whatever the spelling, and each connection and redirect of the fetch is checked again (PORTAL_REFERENCE_ALLOW_PRIVATE=true lifts that); the portal serves the copy from its own origin, its Markdown without HTML. `logoUrl` must be https or on the portal's own origin. A body that sets only what is set changes nothing (no audit entry).",
     body: { schema: UpdatePortalSettingsRequest, check: settingsProblems },
     success: { status: 200, description: 'The settings as they now are', schema: PortalSettingsResponse },
     errors: { rate_limit_not_found: 'A plan of `publicPlans` does not exist' },
