@@ -41,6 +41,8 @@ export interface PortalKey {
   /** `tg_…abcd`: the prefix and the last four characters. */
   readonly maskedSecret: string;
   readonly enabled: boolean;
+  /** Disabled by the team: only the team can enable it. */
+  readonly disabledByAdministrator: boolean;
   readonly createdAt: string;
   readonly lastUsedAt: string | null;
   readonly expiresAt: string | null;

@@ -2,7 +2,8 @@
  * What a customer meets in the portal (issue 51, contract section 32) in Chromium against a built
  * Tollgate: the API reference shows the team's Markdown with no HTML of it reaching the page (the
  * document's tags show as text, code as written), a signed-in page links the team's support, the key
- * list shows each key's id, and deleting a key says its usage stays.
+ * list shows each key's id, deleting a key says its usage stays, and a key the team disabled says so
+ * and offers no Enable.
  */
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
 import { consoleSuite, unexpectedErrors, type ConsoleSession } from './helpers/console-browser.js';
@@ -101,4 +102,19 @@ it('lists each key with its id, and deleting one says its usage stays', async ()
   expect(await dialog.textContent()).toContain('Its usage stays, counted for its consumer.');
   expect(await dialog.textContent()).not.toContain('deleted with it');
   await dialog.getByRole('button', { name: 'Cancel' }).click();
+});
+
+it('says a key the team disabled is theirs to enable, and offers no Enable', async () => {
+  const { page } = session;
+  const created = await tollgate.admin('POST', '/consumer-api-key/create', {
+    name: 'Legacy sync',
+    consumerId,
+  });
+  expect(
+    (await tollgate.admin('PATCH', `/consumer-api-key/${created.body.id}`, { enabled: false })).status,
+  ).toBe(200);
+  await page.reload();
+  await page.getByRole('link', { name: 'Legacy sync' }).click();
+  await page.getByText('Disabled by the team: its requests are refused. Ask them to enable it.').waitFor();
+  expect(await page.getByRole('button', { name: 'Enable' }).isDisabled()).toBe(true);
 });

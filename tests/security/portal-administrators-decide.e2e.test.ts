@@ -119,7 +119,8 @@ describe.each(MODES)('$name', (mode) => {
     const enabled = async () => (await bob.call('GET', `/keys/${key.id}`)).body.enabled as boolean;
 
     // Theirs to disable and enable again.
-    expect((await bob.call('PATCH', `/keys/${key.id}`, { enabled: false })).status).toBe(200);
+    const disabled = await bob.call('PATCH', `/keys/${key.id}`, { enabled: false });
+    expect(disabled.body).toMatchObject({ enabled: false, disabledByAdministrator: false });
     expect((await enable()).status).toBe(200);
     expect(await enabled()).toBe(true);
 
@@ -132,7 +133,10 @@ describe.each(MODES)('$name', (mode) => {
       status: 403,
       code: 'disabled_by_administrator',
     });
-    expect(await enabled()).toBe(false);
+    expect((await bob.call('GET', `/keys/${key.id}`)).body).toMatchObject({
+      enabled: false,
+      disabledByAdministrator: true,
+    });
     expect(await proxied(key.secret, '/v1/items')).toBe(403);
 
     // Disabled by the user, then again by an administrator: the administrator's now.

@@ -58,6 +58,7 @@ function portalKeyView(key: KeyRow, ctx: ManagementContext): PortalKey {
     createdAt: isoTimestamp(key.createdAt),
     lastUsedAt: isoOrNull(key.lastUsedAt),
     enabled: key.enabled,
+    disabledByAdministrator: !key.enabled && !key.disabledInPortal,
     expiresAt: isoOrNull(key.expiresAt),
     allowedOrigins: key.allowedOrigins && [...key.allowedOrigins],
     allowedAddresses: key.allowedAddresses && [...key.allowedAddresses],
