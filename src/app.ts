@@ -230,6 +230,7 @@ export function buildApp({
     usage,
     history: new UsageHistory(historyRepository, usage),
     usageRetention: config.usageRetention,
+    portalReference: config.portalReference,
     limiter: adapters.limiter,
     keyEvents: adapters.keyEvents,
     encryptionKeys,

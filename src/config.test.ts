@@ -50,3 +50,16 @@ describe('KEY_PREFIX, LEAKED_KEY_ACTION, GITHUB_SECRET_SCANNING_KEYS_URL (docs/g
     expect(() => loadConfig(env)).toThrow(message);
   });
 });
+
+describe('PORTAL_REFERENCE_ALLOW_HTTP and PORTAL_REFERENCE_ALLOW_PRIVATE', () => {
+  it('are off unless set to true, and refuse anything but true or false by name', () => {
+    expect(loadConfig({}).portalReference).toEqual({ allowHttp: false, allowPrivate: false });
+    expect(
+      loadConfig({ PORTAL_REFERENCE_ALLOW_HTTP: 'true', PORTAL_REFERENCE_ALLOW_PRIVATE: 'false' })
+        .portalReference,
+    ).toEqual({ allowHttp: true, allowPrivate: false });
+    expect(() => loadConfig({ PORTAL_REFERENCE_ALLOW_PRIVATE: 'yes' })).toThrow(
+      'PORTAL_REFERENCE_ALLOW_PRIVATE: must be "true" or "false", got "yes"',
+    );
+  });
+});

@@ -51,6 +51,8 @@ export interface Config {
   readonly testClockFile: string | undefined;
   /** OpenTelemetry traces (the standard OTEL_* variables); undefined: off, and the SDK never loaded. */
   readonly tracing: TracingSettings | undefined;
+  /** Where the portal's API reference may be fetched from (PORTAL_REFERENCE_ALLOW_HTTP, _ALLOW_PRIVATE). */
+  readonly portalReference: { readonly allowHttp: boolean; readonly allowPrivate: boolean };
   /** Secrets' prefix and what a leak report does (docs/guides/leaked-keys.md). */
   readonly leaks: LeakSettings;
 }
@@ -309,6 +311,18 @@ export function loadConfig(env: Env): Config {
     console: consoleSetting === 'on',
     testClockFile,
     tracing: tracing(env),
+    portalReference: {
+      allowHttp: flag(env, 'PORTAL_REFERENCE_ALLOW_HTTP'),
+      allowPrivate: flag(env, 'PORTAL_REFERENCE_ALLOW_PRIVATE'),
+    },
     leaks: leaks(env),
   });
+}
+
+/** A switch: unset, empty or `false` is off, `true` on; anything else is refused. */
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const value = env[name] || 'false';
+  if (value !== 'true' && value !== 'false')
+    throw new ConfigError(name, `must be "true" or "false", got "${value}"`);
+  return value === 'true';
 }

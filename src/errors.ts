@@ -42,6 +42,10 @@ const SERVICE_ERRORS = {
     status: 409,
     message: 'The key is disabled or expired: a token of it would be refused',
   },
+  disabled_by_administrator: {
+    status: 403,
+    message: 'An administrator disabled the key: only an administrator can enable it',
+  },
   portal_disabled: {
     status: 409,
     message: 'The developer portal is off (PATCH /tollgate/portal/settings enabled=true)',

@@ -150,6 +150,11 @@ export function App() {
             )}
           </ul>
         </nav>
+        {brand.supportUrl && (
+          <a class="support" href={brand.supportUrl} rel="noreferrer">
+            Contact support
+          </a>
+        )}
         <span class="who">{user.email ?? user.name ?? user.id}</span>
         <button type="button" class="secondary" onClick={() => void signOut()}>
           Sign out

@@ -41,6 +41,8 @@ export interface PortalKey {
   /** `tg_…abcd`: the secret's own prefix and its last four characters. */
   readonly maskedSecret: string;
   readonly enabled: boolean;
+  /** Disabled by the team: only the team can enable it. */
+  readonly disabledByAdministrator: boolean;
   readonly createdAt: string;
   readonly lastUsedAt: string | null;
   readonly expiresAt: string | null;

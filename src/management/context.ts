@@ -31,6 +31,7 @@ import type { SecretScanningReportRepository } from '../store/secret-scanning-re
 import type { UsageTotals } from './resources/usage/schemas.js';
 import type { AdminTokenLookup } from './admin-token-lookup.js';
 import type { AuditAction } from '../store/audit-actions.js';
+import type { ReferenceReach } from './resources/developer-portal/reference-reach.js';
 
 /** Stored usage of one key (flushed and pending), without `rateLimits`, which the limiter knows. */
 export interface UsageTotalsReader {
@@ -75,6 +76,8 @@ export interface ManagementDeps {
     | 'topConsumers'
   >;
   readonly usageRetention: UsageRetentionSettings;
+  /** Where the portal's API reference may be fetched from (config.ts). */
+  readonly portalReference: ReferenceReach;
   /**
    * `peek()` gives `usage.rateLimits` without counting a request, `peekBalances()` what balances hold;
    * `syncBalances()` puts a balance just changed in force on every replica.

@@ -177,6 +177,7 @@ export class KeyRepository {
       .set({
         ...(changes.name !== undefined && { name: changes.name }),
         ...(changes.enabled !== undefined && { enabled: changes.enabled }),
+        ...(changes.disabledInPortal !== undefined && { disabled_in_portal: changes.disabledInPortal }),
         ...(changes.expiresAt !== undefined && { expires_at: changes.expiresAt }),
         ...(changes.externalId !== undefined && { external_id: changes.externalId }),
         ...(changes.metadata !== undefined && { metadata: changes.metadata }),

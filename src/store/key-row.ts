@@ -33,6 +33,8 @@ export interface KeyRow {
   readonly creditsEpoch: number;
   /** After a roll: when its previous secret stops (or stopped) working; null: no previous secret. */
   readonly previousSecretExpiresAt: Date | null;
+  /** Disabled by its portal user, who may enable it again (an administrator's disabling: false). */
+  readonly disabledInPortal: boolean;
   /** Its latest leak report (sql/135); null: never reported. */
   readonly leak: KeyLeak | null;
 }
@@ -61,6 +63,7 @@ export interface KeySettings {
   readonly allowedRouteIds: readonly string[] | null;
   readonly allowedOrigins: readonly string[] | null;
   readonly allowedAddresses: readonly string[] | null;
+  readonly disabledInPortal: boolean;
 }
 
 /** A key as its audit entries show it: what a change that touches many keys at once returns of each. */
@@ -137,6 +140,7 @@ export const keyColumns = [
   'previous_secret_expires_at as previousSecretExpiresAt',
   'allowed_origins as allowedOrigins',
   'allowed_addresses as allowedAddresses',
+  'disabled_in_portal as disabledInPortal',
   'leak',
   ...creditColumns('api_keys', 'credits'),
 ] as const;
@@ -168,6 +172,7 @@ export function toKeyRow(
     balance,
     creditsEpoch: epoch,
     previousSecretExpiresAt: row.previousSecretExpiresAt,
+    disabledInPortal: row.disabledInPortal,
     leak: row.leak === null ? null : (JSON.parse(row.leak) as KeyLeak),
   };
 }

@@ -39,6 +39,7 @@ export interface ApiKeyTable extends CreditTableColumns, LeakColumn {
   /** JSON arrays of origins and of addresses or CIDR blocks, or null: any (sql/082). */
   allowed_origins: ColumnType<string | null, string | null | undefined, string | null>;
   allowed_addresses: ColumnType<string | null, string | null | undefined, string | null>;
+  disabled_in_portal: ColumnType<boolean, boolean | undefined, boolean>; // by its portal user (sql/125)
 }
 
 /** A key's or consumer's balance (sql/061, store/credit-columns.ts); Postgres' bigints arrive as text. */
@@ -116,8 +117,7 @@ export interface UsageBucketTable {
   status_4xx: Counter;
   status_5xx: Counter;
   credits_exhausted: Counter;
-  /** sql/095 */
-  concurrency_limited: Counter;
+  concurrency_limited: Counter; // sql/095
   disabled: Counter;
   expired: Counter;
   route_not_allowed: Counter;

@@ -23,15 +23,19 @@ export interface TopConsumer {
 }
 
 /**
- * Whose buckets a read sums: a key's (under every consumer it was filed under), a consumer's (of
- * every key, as filed when the requests were made) or the fleet's (every key).
+ * Whose buckets a read sums: a key's (under every consumer it was filed under, or with `consumerId`
+ * only under that one), a consumer's (of every key, as filed when the requests were made) or the
+ * fleet's (every key).
  */
-export type HistoryScope = { readonly keyId: string } | { readonly consumerId: string } | 'fleet';
+export type HistoryScope =
+  { readonly keyId: string; readonly consumerId?: string } | { readonly consumerId: string } | 'fleet';
 
 /** The condition that picks a scope's rows (always true for the fleet). */
 function scopeCondition(scope: HistoryScope): RawBuilder<unknown> {
   if (scope === 'fleet') return sql`true`;
-  return 'keyId' in scope ? sql`key_id = ${scope.keyId}` : sql`consumer_id = ${scope.consumerId}`;
+  if (!('keyId' in scope)) return sql`consumer_id = ${scope.consumerId}`;
+  const key = sql`key_id = ${scope.keyId}`;
+  return scope.consumerId === undefined ? key : sql`${key} and consumer_id = ${scope.consumerId}`;
 }
 
 /** The series tables and the column that names each series. */

@@ -61,8 +61,13 @@ export interface SeriesView {
   buckets: BucketView[];
 }
 
-/** Whose usage over time: a key's, or a consumer's and the keys whose pending usage may hold some of it. */
-type Scope = { readonly keyId: string } | { readonly consumerId: string; readonly keyIds: readonly string[] };
+/**
+ * Whose usage over time: a key's (with `consumerId`, only while it belonged to that consumer), or a
+ * consumer's and the keys whose pending usage may hold some of it.
+ */
+type Scope =
+  | { readonly keyId: string; readonly consumerId?: string }
+  | { readonly consumerId: string; readonly keyIds: readonly string[] };
 
 const average = (c: BucketCounts) =>
   c.requests === 0 ? 0 : Math.round((c.totalDurationMs / c.requests) * 100) / 100;
@@ -123,7 +128,7 @@ function sortedSeries(series: Map<string, Buckets>, starts: readonly number[]): 
 }
 
 const historyScope = (scope: Scope): HistoryScope =>
-  'keyId' in scope ? { keyId: scope.keyId } : { consumerId: scope.consumerId };
+  'keyId' in scope ? scope : { consumerId: scope.consumerId };
 
 export class UsageHistory {
   constructor(
@@ -132,9 +137,18 @@ export class UsageHistory {
     private readonly reader: Pick<UsageReader, 'snapshot'>,
   ) {}
 
-  /** A key's buckets over [fromMs, toMs); `fromMs` and `toMs` are bucket boundaries. */
-  forKey(keyId: string, granularity: Granularity, fromMs: number, toMs: number): Promise<RangeView> {
-    return this.buckets({ keyId }, granularity, fromMs, toMs);
+  /**
+   * A key's buckets over [fromMs, toMs); `fromMs` and `toMs` are bucket boundaries. With `consumerId`,
+   * only what it did while it belonged to that consumer.
+   */
+  forKey(
+    keyId: string,
+    granularity: Granularity,
+    fromMs: number,
+    toMs: number,
+    consumerId?: string,
+  ): Promise<RangeView> {
+    return this.buckets(keyScope(keyId, consumerId), granularity, fromMs, toMs);
   }
 
   /**
@@ -165,7 +179,7 @@ export class UsageHistory {
   /**
    * A key's usage by endpoint, customer or route, one zero-filled series per name, most requests first.
    * Pending usage counts in the day and month it happened in, under the name the store will give it:
-   * its own, or "(other)" once the period holds as many names as its cap.
+   * its own, or "(other)" once the period holds as many names as its cap. `consumerId` as `forKey`.
    */
   seriesForKey(
     keyId: string,
@@ -174,8 +188,9 @@ export class UsageHistory {
     fromMs: number,
     toMs: number,
     nowMs: number,
+    consumerId?: string,
   ): Promise<SeriesView[]> {
-    return this.series({ keyId }, by, granularity, fromMs, toMs, nowMs);
+    return this.series(keyScope(keyId, consumerId), by, granularity, fromMs, toMs, nowMs);
   }
 
   /** A consumer's usage by endpoint, customer or route, as `seriesForKey`; `keyIds` as `forConsumer`. */
@@ -276,6 +291,12 @@ export class UsageHistory {
 
 const pendingKeys = (scope: Scope): readonly string[] => ('keyId' in scope ? [scope.keyId] : scope.keyIds);
 
-/** The pending usage of a scope: a key's whole, or a consumer's parts of its keys' usage. */
-const pendingOf = (scope: Scope, pending: readonly KeyUsage[]): FiledUsage[] =>
-  'keyId' in scope ? [...pending] : pending.flatMap((usage) => usage.consumers.get(scope.consumerId) ?? []);
+const keyScope = (keyId: string, consumerId: string | undefined): Scope =>
+  consumerId === undefined ? { keyId } : { keyId, consumerId };
+
+/** The pending usage of a scope: a key's whole, or a consumer's parts of its (or its keys') usage. */
+const pendingOf = (scope: Scope, pending: readonly KeyUsage[]): FiledUsage[] => {
+  const { consumerId } = scope;
+  if (consumerId === undefined) return [...pending];
+  return pending.flatMap((usage) => usage.consumers.get(consumerId) ?? []);
+};

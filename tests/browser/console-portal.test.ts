@@ -32,33 +32,38 @@ let consumerId = '';
 let site: Server;
 let siteUrl = '';
 
-const suite = consoleSuite(async (started) => {
-  tollgate = started;
-  site = createServer((req, res) => {
-    if (req.url !== '/openapi.json') return void res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(REFERENCE_DOCUMENT));
-  });
-  await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
-  siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
-  for (const [rateLimitId, description] of [
-    [PLANS.basic, 'Basic'],
-    [PLANS.pro, 'Pro'],
-  ] as const) {
-    const plan = await tollgate.admin('POST', '/rate-limit/create', {
-      rateLimitId,
-      description,
-      limit: 1000,
-      period: 'day',
+// The team's site is this test's server, on loopback over http: both allowed by name.
+const suite = consoleSuite(
+  async (started) => {
+    tollgate = started;
+    site = createServer((req, res) => {
+      if (req.url !== '/openapi.json') return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(REFERENCE_DOCUMENT));
     });
-    expect(plan.status).toBe(201);
-  }
-  const consumer = await tollgate.admin('POST', '/tollgate/consumers', {
-    name: 'Initech',
-    rateLimitId: PLANS.basic,
-  });
-  expect(consumer.status).toBe(201);
-  consumerId = consumer.body.consumerId as string;
-});
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    for (const [rateLimitId, description] of [
+      [PLANS.basic, 'Basic'],
+      [PLANS.pro, 'Pro'],
+    ] as const) {
+      const plan = await tollgate.admin('POST', '/rate-limit/create', {
+        rateLimitId,
+        description,
+        limit: 1000,
+        period: 'day',
+      });
+      expect(plan.status).toBe(201);
+    }
+    const consumer = await tollgate.admin('POST', '/tollgate/consumers', {
+      name: 'Initech',
+      rateLimitId: PLANS.basic,
+    });
+    expect(consumer.status).toBe(201);
+    consumerId = consumer.body.consumerId as string;
+  },
+  undefined,
+  { PORTAL_REFERENCE_ALLOW_HTTP: 'true', PORTAL_REFERENCE_ALLOW_PRIVATE: 'true' },
+);
 
 afterAll(() => new Promise((resolve) => (site ? site.close(resolve) : resolve(undefined))));
 

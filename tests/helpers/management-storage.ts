@@ -139,6 +139,8 @@ export function managementDeps(
     usage,
     history: new UsageHistory(new UsageHistoryRepository(db), usage),
     usageRetention: { minuteHours: 48, hourDays: 90, dayDays: 400, monthMonths: 60 },
+    // In process, the tests' reference servers listen on loopback over http.
+    portalReference: { allowHttp: true, allowPrivate: true },
     limiter,
     keyEvents,
     verification,

@@ -22,8 +22,8 @@ export function DeleteKeyConfirmation({
   return (
     <Dialog open title={`Delete ${name}?`} onClose={onClose}>
       <p>
-        Requests with this key are refused at once, on every replica, and its usage is deleted with it. This
-        cannot be undone.
+        Requests with this key are refused at once, on every replica. Its usage stays, counted for its
+        consumer. This cannot be undone.
       </p>
       <DialogButtons error={action.error} onCancel={onClose} destructive>
         <button type="button" class="danger" disabled={action.busy} onClick={() => void confirm()}>

@@ -108,7 +108,13 @@ function Details({ keyOf }: { keyOf: PortalKey }) {
       <dt>Secret</dt>
       <dd class="mono">{keyOf.maskedSecret}</dd>
       <dt>State</dt>
-      <dd>{keyOf.enabled ? 'Enabled' : 'Disabled: its requests are refused'}</dd>
+      <dd>
+        {keyOf.enabled
+          ? 'Enabled'
+          : keyOf.disabledByAdministrator
+            ? 'Disabled by the team: its requests are refused. Ask them to enable it.'
+            : 'Disabled: its requests are refused'}
+      </dd>
       <dt>Created</dt>
       <dd>{formatTime(keyOf.createdAt)}</dd>
       <dt>Last used</dt>
@@ -169,7 +175,8 @@ export function KeyPage({ keyId, route }: { keyId: string; route: Route }) {
             <button
               type="button"
               class="secondary"
-              disabled={toggle.busy}
+              disabled={toggle.busy || key.disabledByAdministrator}
+              title={key.disabledByAdministrator ? 'Only the team can enable a key it disabled' : undefined}
               onClick={() =>
                 void toggle.run(() =>
                   save(

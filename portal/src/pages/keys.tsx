@@ -98,6 +98,7 @@ export function KeysPage() {
           <thead>
             <tr>
               <th scope="col">Name</th>
+              <th scope="col">Key id</th>
               <th scope="col">Secret</th>
               <th scope="col">State</th>
               <th scope="col">Created</th>
@@ -111,6 +112,9 @@ export function KeysPage() {
               <tr key={key.id}>
                 <td data-label="Name">
                   <a href={href('keys', key.id)}>{key.name}</a>
+                </td>
+                <td class="mono" data-label="Key id">
+                  {key.id}
                 </td>
                 <td class="mono" data-label="Secret">
                   {key.maskedSecret}

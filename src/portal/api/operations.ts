@@ -4,7 +4,6 @@
  * session, never from the request; a key of another consumer is answered 404 as if it did not exist.
  * Every change and every usage read is the management operation's own (src/portal/management-call.ts).
  */
-import { Type } from '@sinclair/typebox';
 import { AppError } from '../../errors.js';
 import { mintToken } from '../../keys/mint-token.js';
 import { decryptSecret, maskSecret } from '../../keys/secret.js';
@@ -24,6 +23,8 @@ import { portalCallOf } from '../portal-session.js';
 import { csrfTokenOf, SESSION_COOKIE, setPortalCookie } from '../session-cookie.js';
 import { overHttps } from '../../management/resources/developer-portal/portal-origin.js';
 import { brandingOf } from './branding.js';
+import { portalPlanOperations } from './plan-operations.js';
+import { portalReferenceOperation } from './reference-operation.js';
 import {
   CreatePortalKeyRequest,
   CreatePortalKeyResponse,
@@ -35,11 +36,9 @@ import {
   PortalKey,
   PortalKeyList,
   PortalKeyParams,
-  PortalPlan,
   RollPortalKeyRequest,
   RollPortalKeyResponse,
   SignOutResponse,
-  SwitchPlanRequest,
   UpdatePortalKeyRequest,
 } from './schemas.js';
 
@@ -58,6 +57,7 @@ function portalKeyView(key: KeyRow, ctx: ManagementContext): PortalKey {
     createdAt: isoTimestamp(key.createdAt),
     lastUsedAt: isoOrNull(key.lastUsedAt),
     enabled: key.enabled,
+    disabledByAdministrator: !key.enabled && !key.disabledInPortal,
     expiresAt: isoOrNull(key.expiresAt),
     allowedOrigins: key.allowedOrigins && [...key.allowedOrigins],
     allowedAddresses: key.allowedAddresses && [...key.allowedAddresses],
@@ -74,65 +74,18 @@ async function ownKey(session: PortalSessionRow, keyId: string, ctx: ManagementC
   return key;
 }
 
+/** A key read's query, narrowed to what the key did while it was the session's consumer's (a moved key's past stays with its consumer then). */
+const whileOwn = (query: object, session: PortalSessionRow) => ({ ...query, consumerId: session.consumerId });
+
 const createKey = resultOf('createConsumerApiKey');
 const updateKey = resultOf('updateConsumerApiKey');
 const rollKey = resultOf('rollConsumerApiKey');
 const deleteKey = resultOf('deleteConsumerApiKey');
-const getConsumer = resultOf('getConsumer');
-const getPlan = resultOf('getRateLimitPlan');
-const updateConsumer = resultOf('updateConsumer');
 const endSession = resultOf('deletePortalSession');
 const consumerUsage = answeredBy('getConsumerUsage');
 const keyUsage = answeredBy('getConsumerApiKeyUsage');
 const consumerFailures = answeredBy('listConsumerFailures');
 const keyFailures = answeredBy('listConsumerApiKeyFailures');
-
-interface PlanAnswer {
-  rateLimitId: string;
-  description: string;
-  limits: PortalPlan['publicPlans'][number]['limits'];
-  costs: PortalPlan['publicPlans'][number]['costs'];
-}
-
-async function planView(
-  rateLimitId: string,
-  res: Parameters<typeof getPlan>[1],
-  ctx: ManagementContext,
-): Promise<PlanAnswer | undefined> {
-  try {
-    const plan = await getPlan({ params: { rateLimitId } }, res, ctx);
-    const { description, limits, costs } = plan as PlanAnswer;
-    return { rateLimitId, description, limits, costs };
-  } catch (err) {
-    if (err instanceof AppError && err.code === 'rate_limit_not_found') return undefined;
-    throw err;
-  }
-}
-
-/** The consumer's plan with where its limits stand, its credits, and the plans it may switch to. */
-async function portalPlan(
-  session: PortalSessionRow,
-  res: Parameters<typeof getPlan>[1],
-  ctx: ManagementContext,
-): Promise<PortalPlan> {
-  const consumer = (await getConsumer({ params: { consumerId: session.consumerId } }, res, ctx)) as {
-    rateLimitId: string | null;
-    credits: PortalPlan['credits'];
-    usage: { rateLimits: NonNullable<PortalPlan['current']>['state'] };
-  };
-  const { settings } = await ctx.portal.get();
-  const current = consumer.rateLimitId === null ? undefined : await planView(consumer.rateLimitId, res, ctx);
-  const publicPlans: PlanAnswer[] = [];
-  for (const rateLimitId of settings.publicPlans) {
-    const plan = await planView(rateLimitId, res, ctx);
-    if (plan) publicPlans.push(plan);
-  }
-  return {
-    current: current ? { ...current, state: consumer.usage.rateLimits } : null,
-    credits: consumer.credits,
-    publicPlans,
-  };
-}
 
 export const portalApiOperations = [
   defineOperation({
@@ -246,11 +199,14 @@ export const portalApiOperations = [
     path: '/keys/:keyId',
     scope: null,
     tag: TAG,
-    summary: 'Rename, disable or enable a key, or set its expiry, origins or addresses',
+    summary: 'Rename, disable or enable a key (one you disabled), or set its origins or addresses',
     params: keyParams,
     body: { schema: UpdatePortalKeyRequest },
     success: { status: 200, description: 'The key as it now is', schema: PortalKey },
-    errors: KEY_NOT_FOUND,
+    errors: {
+      ...KEY_NOT_FOUND,
+      disabled_by_administrator: 'Enabling a key an administrator disabled (only they can enable it)',
+    },
     async handle({ params: { keyId }, body, res, ctx }) {
       await ownKey(portalCallOf(res).session, keyId, ctx);
       await updateKey({ params: { consumerApiKeyId: keyId }, body }, res, ctx);
@@ -371,8 +327,9 @@ export const portalApiOperations = [
     success: { status: 200, description: 'The buckets', schema: KeyUsageResponse, csv: true },
     errors: KEY_NOT_FOUND,
     async handle({ params: { keyId }, req, res, ctx }) {
-      await ownKey(portalCallOf(res).session, keyId, ctx);
-      await keyUsage({ params: { consumerApiKeyId: keyId }, query: { ...req.query } }, res, ctx);
+      const { session } = portalCallOf(res);
+      await ownKey(session, keyId, ctx);
+      await keyUsage({ params: { consumerApiKeyId: keyId }, query: whileOwn(req.query, session) }, res, ctx);
     },
   }),
 
@@ -405,65 +362,16 @@ export const portalApiOperations = [
     success: { status: 200, description: 'One page of failures', schema: FailuresResponse, csv: true },
     errors: KEY_NOT_FOUND,
     async handle({ params: { keyId }, req, res, ctx }) {
-      await ownKey(portalCallOf(res).session, keyId, ctx);
-      await keyFailures({ params: { consumerApiKeyId: keyId }, query: { ...req.query } }, res, ctx);
-    },
-  }),
-
-  defineOperation({
-    id: 'portalGetPlan',
-    method: 'get',
-    path: '/plan',
-    scope: null,
-    tag: TAG,
-    summary:
-      "The consumer's plan with what remains of each limit, its credits, and the plans it may switch to",
-    success: { status: 200, description: 'The plan', schema: PortalPlan },
-    async handle({ res, ctx }) {
-      res.json(await portalPlan(portalCallOf(res).session, res, ctx));
-    },
-  }),
-
-  defineOperation({
-    id: 'portalSwitchPlan',
-    method: 'post',
-    path: '/plan',
-    scope: null,
-    tag: TAG,
-    summary: 'Switch the consumer to one of the public plans (what the current windows spent is kept)',
-    body: { schema: SwitchPlanRequest },
-    success: { status: 200, description: 'The plan as it now is', schema: PortalPlan },
-    errors: { rate_limit_not_found: 'The plan is not one of the public plans' },
-    async handle({ body: { rateLimitId }, res, ctx }) {
       const { session } = portalCallOf(res);
-      const { settings } = await ctx.portal.get();
-      if (!settings.publicPlans.includes(rateLimitId)) throw new AppError('rate_limit_not_found');
-      await updateConsumer({ params: { consumerId: session.consumerId }, body: { rateLimitId } }, res, ctx);
-      res.json(await portalPlan(session, res, ctx));
+      await ownKey(session, keyId, ctx);
+      await keyFailures(
+        { params: { consumerApiKeyId: keyId }, query: whileOwn(req.query, session) },
+        res,
+        ctx,
+      );
     },
   }),
 
-  defineOperation({
-    id: 'portalApiReference',
-    method: 'get',
-    path: '/reference',
-    scope: null,
-    tag: TAG,
-    summary: "The team's OpenAPI document, served from the portal's own origin",
-    success: {
-      status: 200,
-      description: 'The document',
-      schema: Type.Record(Type.String(), Type.Unknown(), { title: 'OpenApiDocument' }),
-    },
-    errors: { not_found: 'The portal has no API reference (or it was never fetched)' },
-    async handle({ res, ctx }) {
-      const { settings, reference } = await ctx.portal.get();
-      const given = settings.apiReference;
-      // Given inline, or the last good copy of what Tollgate fetched.
-      const text =
-        given === null ? null : 'document' in given ? JSON.stringify(given.document) : reference.document;
-      if (text === null) throw new AppError('not_found', 'The portal has no API reference');
-      res.type('application/json').send(text);
-    },
-  }),
+  ...portalPlanOperations,
+  portalReferenceOperation,
 ];

@@ -72,6 +72,9 @@ export const PortalKey = Type.Object(
     createdAt: IsoTimestamp,
     lastUsedAt: Type.Union([IsoTimestamp, Type.Null()]),
     enabled: Type.Boolean(),
+    disabledByAdministrator: Type.Boolean({
+      description: 'Disabled by the team, not by the user: only the team can enable it',
+    }),
     expiresAt: Type.Union([IsoTimestamp, Type.Null()]),
     allowedOrigins: Type.Union([Type.Array(Type.String()), Type.Null()]),
     allowedAddresses: Type.Union([Type.Array(Type.String()), Type.Null()]),
@@ -116,7 +119,6 @@ export const UpdatePortalKeyRequest = Type.Object(
   {
     name: Type.Optional(Name),
     enabled: Type.Optional(Enabled),
-    expiresAt: Type.Optional(ExpiresAt),
     allowedOrigins: Type.Optional(AllowedOrigins),
     allowedAddresses: Type.Optional(AllowedAddresses),
   },

@@ -582,7 +582,7 @@ export interface paths {
         head?: never;
         /**
          * Change the developer portal: on or off, branding, key limit, public plans, API reference, OIDC sign-in
-         * @description Any of the fields; `null` clears `logoUrl`, `accentColor`, `supportUrl`, `apiReference` and `oidc`. `oidc.clientSecret` is write-only, stored encrypted like a key's secret, required the first time and kept when left out. A new `apiReference.url` is fetched at once (the answer says whether it worked); the portal serves the copy from its own origin. A body that sets only what is set changes nothing (no audit entry).
+         * @description Any of the fields; `null` clears `logoUrl`, `accentColor`, `supportUrl`, `apiReference` and `oidc`. `oidc.clientSecret` is write-only, stored encrypted like a key's secret, required the first time and kept when left out. A new `apiReference.url` is fetched at once (the answer says whether it worked); it must be https (http with PORTAL_REFERENCE_ALLOW_HTTP=true) and name only public addresses, whatever the spelling, and each connection and redirect of the fetch is checked again (PORTAL_REFERENCE_ALLOW_PRIVATE=true lifts that); the portal serves the copy from its own origin, its Markdown without HTML. `logoUrl` must be https or on the portal's own origin. A body that sets only what is set changes nothing (no audit entry).
          */
         patch: operations["updatePortalSettings"];
         trace?: never;
@@ -4743,6 +4743,8 @@ export interface operations {
             query?: {
                 /** @description Only failures with this code (`rate_limit_exceeded`, `backend_error`, …) */
                 code?: string;
+                /** @description Only what the key did while it belonged to this consumer (a key moved since keeps its past with the consumer it had) */
+                consumerId?: string;
                 /** @description The `nextCursor` of the previous page; opaque */
                 cursor?: string;
                 /** @description Failures at or after this instant */
@@ -4985,6 +4987,8 @@ export interface operations {
     getConsumerApiKeyUsage: {
         parameters: {
             query?: {
+                /** @description Only what the key did while it belonged to this consumer (a key moved since keeps its past with the consumer it had) */
+                consumerId?: string;
                 /** @description Start of the range (default: 24 h before `to`); a fraction of a second is cut off */
                 from?: string;
                 /** @description Bucket size, aligned to UTC. Default: minute up to 3 h, hour up to 4 days, day beyond */

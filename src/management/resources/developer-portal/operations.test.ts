@@ -63,6 +63,8 @@ describeOperations(portalOperations, {
         validation_failed: all(
           (t) => t.send({ body: { maxKeysPerConsumer: 101 } }),
           (t) => t.send({ body: { accentColor: 'red' } }),
+          // The portal's pages load no image over http from another origin.
+          (t) => t.send({ body: { logoUrl: 'http://cdn.acme.example/logo.svg' } }),
           // The first OIDC settings need their secret.
           async (t) => {
             const call = await t.prepare();
@@ -92,7 +94,7 @@ describeOperations(portalOperations, {
         const res = await t.send();
         expect(res.body).toMatchObject({
           fetchedAt: null,
-          fetchError: expect.stringContaining('not fetched'),
+          fetchError: 'could not fetch the document',
         });
         return res;
       },

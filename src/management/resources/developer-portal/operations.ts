@@ -13,6 +13,7 @@ import { defineOperation } from '../../operation.js';
 import { isoTimestamp } from '../../time-format.js';
 import type { ValidationDetail } from '../../schemas.js';
 import { refreshApiReference } from './api-reference.js';
+import { savedUrlProblem } from './reference-reach.js';
 import { portalOrigin, portalPaths } from './portal-origin.js';
 import type { PortalSession } from './schemas.js';
 import {
@@ -92,6 +93,15 @@ function settingsProblems(body: UpdatePortalSettingsRequest): ValidationDetail[]
   return [];
 }
 
+/**
+ * Why `logoUrl` would never show, or undefined: the portal's pages load images over https or from
+ * their own origin only (src/portal/pages/portal-pages.ts).
+ */
+function logoProblem(logoUrl: string | null | undefined, origin: string): string | undefined {
+  if (!logoUrl || logoUrl.startsWith('https://') || URL.parse(logoUrl)?.origin === origin) return undefined;
+  return "must be https (or on the portal's own origin): the portal's pages show no other image";
+}
+
 const redirectUriOf = (origin: string, prefix: string) => `${origin}${portalPaths(prefix).oidcCallback}`;
 
 export const portalOperations = [
@@ -120,12 +130,28 @@ export const portalOperations = [
     summary:
       'Change the developer portal: on or off, branding, key limit, public plans, API reference, OIDC sign-in',
     description:
-      "Any of the fields; `null` clears `logoUrl`, `accentColor`, `supportUrl`, `apiReference` and `oidc`. `oidc.clientSecret` is write-only, stored encrypted like a key's secret, required the first time and kept when left out. A new `apiReference.url` is fetched at once (the answer says whether it worked); the portal serves the copy from its own origin. A body that sets only what is set changes nothing (no audit entry).",
+      "Any of the fields; `null` clears `logoUrl`, `accentColor`, `supportUrl`, `apiReference` and `oidc`. `oidc.clientSecret` is write-only, stored encrypted like a key's secret, required the first time and kept when left out. A new `apiReference.url` is fetched at once (the answer says whether it worked); it must be https (http with PORTAL_REFERENCE_ALLOW_HTTP=true) and name only public addresses, whatever the spelling, and each connection and redirect of the fetch is checked again (PORTAL_REFERENCE_ALLOW_PRIVATE=true lifts that); the portal serves the copy from its own origin, its Markdown without HTML. `logoUrl` must be https or on the portal's own origin. A body that sets only what is set changes nothing (no audit entry).",
     body: { schema: UpdatePortalSettingsRequest, check: settingsProblems },
     success: { status: 200, description: 'The settings as they now are', schema: PortalSettingsResponse },
     errors: { rate_limit_not_found: 'A plan of `publicPlans` does not exist' },
     async handle({ body, req, res, ctx }) {
       const { clientSecret, ...oidcGiven } = body.oidc ?? {};
+      const logo = logoProblem(body.logoUrl, portalOrigin(req, ctx.trustProxy));
+      if (logo !== undefined)
+        throw new AppError('validation_failed', `The request is not valid: logoUrl ${logo}`, [
+          { field: 'logoUrl', message: logo },
+        ]);
+      const reference = body.apiReference;
+      const referenceProblem =
+        reference && 'url' in reference
+          ? await savedUrlProblem(reference.url, ctx.portalReference)
+          : undefined;
+      if (referenceProblem !== undefined)
+        throw new AppError(
+          'validation_failed',
+          `The request is not valid: apiReference.url ${referenceProblem}`,
+          [{ field: 'apiReference.url', message: referenceProblem }],
+        );
       const fetchUrl = await ctx.audited(res, async ({ portal, plans }) => {
         const before = await portal.get();
         for (const [i, rateLimitId] of (body.publicPlans ?? []).entries())
@@ -171,7 +197,8 @@ export const portalOperations = [
           after: settingsAudit(settings, ciphertext !== null),
         };
       });
-      if (fetchUrl !== undefined) await refreshApiReference(fetchUrl, ctx.portal, ctx.now);
+      if (fetchUrl !== undefined)
+        await refreshApiReference(fetchUrl, ctx.portalReference, ctx.portal, ctx.now);
       const stored = await ctx.portal.get();
       res.json(settingsView(stored, redirectUriOf(portalOrigin(req, ctx.trustProxy), ctx.prefix)));
     },
@@ -193,7 +220,7 @@ export const portalOperations = [
       const reference = settings.apiReference;
       if (reference === null || !('url' in reference))
         throw new AppError('not_found', 'The portal has no apiReference.url to fetch');
-      await refreshApiReference(reference.url, ctx.portal, ctx.now);
+      await refreshApiReference(reference.url, ctx.portalReference, ctx.portal, ctx.now);
       const stored = await ctx.portal.get();
       const answer: ApiReferenceFetchResponse = {
         url: reference.url,

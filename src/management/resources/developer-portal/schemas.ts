@@ -84,7 +84,12 @@ const settingsFields = {
     description: 'Whether the portal answers at all (default false): its pages, API and sign-in links',
   }),
   title: Type.String({ minLength: 1, maxLength: 100, pattern: NO_NUL, description: 'Shown on every page' }),
-  logoUrl: Type.Union([HttpsUrl('An image shown beside the title'), Type.Null()]),
+  logoUrl: Type.Union([
+    HttpsUrl(
+      "An image shown beside the title: https, or the portal's own origin (the only images its pages load)",
+    ),
+    Type.Null(),
+  ]),
   accentColor: Type.Union([Colour, Type.Null()]),
   supportUrl: Type.Union([HttpsUrl('Where the "Contact support" link goes'), Type.Null()]),
   maxKeysPerConsumer: Type.Integer({

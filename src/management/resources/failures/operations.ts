@@ -9,7 +9,7 @@ import { defineOperation } from '../../operation.js';
 import { pageOf, positionAfter } from '../../pages.js';
 import { ConsumerId, DEFAULT_PAGE_SIZE, KeyId } from '../../schemas.js';
 import { parseTimestamp, rangeProblems } from '../../validation.js';
-import { FailuresQuery, FailuresResponse, type Failure } from './schemas.js';
+import { FailuresQuery, FailuresResponse, KeyFailuresQuery, type Failure } from './schemas.js';
 
 const TAG = 'Usage';
 /** The position in the log is its sequence number. */
@@ -122,14 +122,15 @@ export const failureOperations = [
       }),
       notFound: 'key_not_found',
     },
-    query: { schema: FailuresQuery, check: rangeProblems },
+    query: { schema: KeyFailuresQuery, check: rangeProblems },
     success: { status: 200, description: 'One page of failures', schema: FailuresResponse, csv: true },
     errors: { key_not_found: 'No key has that id' },
-    async handle({ params: { consumerApiKeyId: keyId }, query, req, res, ctx }) {
+    async handle({ params: { consumerApiKeyId: keyId }, query: { consumerId, ...query }, req, res, ctx }) {
       const exists = async () => {
         if (!(await ctx.keys.get(keyId))) throw new AppError('key_not_found');
       };
-      await sendFailures({ keyId }, exists, query, req, res, ctx);
+      const scope = consumerId === undefined ? { keyId } : { keyId, consumerId };
+      await sendFailures(scope, exists, query, req, res, ctx);
     },
   }),
 

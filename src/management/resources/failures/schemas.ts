@@ -1,6 +1,7 @@
 /** The failure log's query and answer (docs/guides/failures.md). */
 import { type Static, Type } from '@sinclair/typebox';
 import { IsoTimestampInput, NextCursor, pageFields, strict } from '../../schemas.js';
+import { whileBelongingTo } from '../usage/schemas.js';
 import { PerSchema } from '../plans/schemas.js';
 
 export const FailuresQuery = Type.Object(
@@ -26,6 +27,12 @@ export const FailuresQuery = Type.Object(
   { ...strict, title: 'FailuresQuery' },
 );
 export type FailuresQuery = Static<typeof FailuresQuery>;
+
+export const KeyFailuresQuery = Type.Object(
+  { ...FailuresQuery.properties, ...whileBelongingTo },
+  { ...strict, title: 'KeyFailuresQuery' },
+);
+export type KeyFailuresQuery = Static<typeof KeyFailuresQuery>;
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T, description: string) =>
   Type.Union([schema, Type.Null()], { description });

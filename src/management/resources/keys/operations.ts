@@ -22,6 +22,7 @@ import {
 import { metadataAsWritten } from '../../json-body.js';
 import { RawJson, sendJson } from '../../json-as-written.js';
 import { keySummary, keyView, keyState, type WithRawMetadata } from './views.js';
+import { withWhoDisabled } from './portal-disabling.js';
 import { defineOperation } from '../../operation.js';
 import { keyListCursor, keyListPage } from './list-sort.js';
 import { pageWithCursor } from '../../pages.js';
@@ -296,16 +297,17 @@ export const keyOperations = [
         if (!before) throw new AppError('key_not_found');
         await checkRouteReferences([['allowedRouteIds', changes.allowedRouteIds]], routes);
         if (changes.consumerId !== before.consumerId) await checkConsumer(changes.consumerId, consumers);
+        const ruled = withWhoDisabled(before, changes, callerOf(res).actor.type === 'portal');
         // Setting what is already set changes nothing: no entry, and lastUpdated stays.
         const settingCredits = setsCredits(before.balance, body.credits);
-        if (changesNothing(before, changes) && !settingCredits)
+        if (changesNothing(before, ruled) && !settingCredits)
           return { result: { key: before, changed: false }, unchanged: true as const };
         const now = ctx.now();
         if (settingCredits) {
           const balance = balanceOfInput(body.credits!, before.balance, before.creditsEpoch, now.getTime());
           await credits.set('key', id, balance, balance?.epoch ?? before.creditsEpoch, now);
         }
-        const after = (await keys.update(id, changes, now))!;
+        const after = (await keys.update(id, ruled, now))!;
         const creditsAfter = after.balance && recordedCredits(after.balance, now.getTime());
         return {
           result: { key: after, changed: true },

@@ -16,6 +16,7 @@ import {
   FleetUsageQuery,
   FleetUsageResponse,
   KeyUsageQuery,
+  OneKeyUsageQuery,
   KeyUsageResponse,
 } from './schemas.js';
 import { isoTimestamp } from '../../time-format.js';
@@ -125,7 +126,8 @@ function sendCsv(res: Response, rows: { name?: string; bucket: BucketJson }[], n
 }
 
 type Subject =
-  { readonly keyId: string } | { readonly consumerId: string; readonly keyIds: readonly string[] };
+  | { readonly keyId: string; readonly consumerId?: string }
+  | { readonly consumerId: string; readonly keyIds: readonly string[] };
 
 /**
  * Refuses (400 `range_too_large`) a grouped answer of more than MAX_SERIES_BUCKETS series buckets,
@@ -203,17 +205,17 @@ async function usageOverTime(
   const { history } = ctx;
   const range =
     'keyId' in subject
-      ? await history.forKey(subject.keyId, granularity, fromMs, toMs)
+      ? await history.forKey(subject.keyId, granularity, fromMs, toMs, subject.consumerId)
       : await history.forConsumer(subject.consumerId, subject.keyIds, granularity, fromMs, toMs);
   const buckets = range.buckets.map(bucketJson);
   let series: SeriesView[] | undefined;
   if (by !== undefined && seriesBy !== undefined) {
-    const scope = 'keyId' in subject ? { keyId: subject.keyId } : { consumerId: subject.consumerId };
+    const scope = 'keyId' in subject ? subject : { consumerId: subject.consumerId };
     await checkSeriesBound(ctx, scope, by, seriesBy, fromMs, toMs);
     const now = ctx.clock();
     series =
       'keyId' in subject
-        ? await history.seriesForKey(subject.keyId, by, seriesBy, fromMs, toMs, now)
+        ? await history.seriesForKey(subject.keyId, by, seriesBy, fromMs, toMs, now, subject.consumerId)
         : await history.seriesForConsumer(
             subject.consumerId,
             subject.keyIds,
@@ -272,13 +274,14 @@ export const usageOperations = [
       }),
       notFound: 'key_not_found',
     },
-    query: { schema: KeyUsageQuery, check: rangeProblems },
+    query: { schema: OneKeyUsageQuery, check: rangeProblems },
     success: { status: 200, description: 'The buckets', schema: KeyUsageResponse, csv: true },
     errors: { ...RANGE_ERRORS, key_not_found: 'No key has that id' },
-    async handle({ params: { consumerApiKeyId: id }, query, req, res, ctx }) {
+    async handle({ params: { consumerApiKeyId: id }, query: { consumerId, ...query }, req, res, ctx }) {
       // A well-formed query for a key that does not exist is a 404, whatever its range.
       if (!(await ctx.keys.get(id))) throw new AppError('key_not_found');
-      const answer = await usageOverTime({ keyId: id }, query, req, res, ctx);
+      const subject = consumerId === undefined ? { keyId: id } : { keyId: id, consumerId };
+      const answer = await usageOverTime(subject, query, req, res, ctx);
       if (answer) res.json({ consumerApiKeyId: id, ...answer } satisfies KeyUsageResponse);
     },
   }),

@@ -1,7 +1,7 @@
 /** Usage: the totals of a key or consumer detail, and usage over time (per key, consumer and fleet). */
 import { type Static, Type } from '@sinclair/typebox';
 import { RateLimitState } from '../plans/schemas.js';
-import { Count, IsoTimestamp, KeyId, strict } from '../../schemas.js';
+import { ConsumerId, Count, IsoTimestamp, KeyId, strict } from '../../schemas.js';
 import { GRANULARITIES, type Granularity } from '../../../usage/granularity.js';
 
 const EndpointUsage = Type.Object(
@@ -120,6 +120,20 @@ export const KeyUsageQuery = Type.Object(
     ),
   },
   { ...strict, title: 'KeyUsageQuery' },
+);
+
+/** A key's usage or failures only while it belonged to one consumer: how the portal shows a key moved to its user. */
+export const whileBelongingTo = {
+  consumerId: Type.Optional({
+    ...ConsumerId,
+    description:
+      'Only what the key did while it belonged to this consumer (a key moved since keeps its past with the consumer it had)',
+  }),
+};
+
+export const OneKeyUsageQuery = Type.Object(
+  { ...KeyUsageQuery.properties, ...whileBelongingTo },
+  { ...strict, title: 'OneKeyUsageQuery' },
 );
 
 export const FleetUsageQuery = Type.Object(
