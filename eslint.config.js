@@ -12,6 +12,7 @@ import tseslint from 'typescript-eslint';
  */
 const LAYERS = [
   ['plans', 'errors', 'events', 'net', 'web'],
+  ['metering'],
   ['ops'],
   ['tracing'],
   ['config'],
