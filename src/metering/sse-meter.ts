@@ -17,6 +17,7 @@ const CR = 0x0d;
 const COLON = 0x3a;
 const DATA_NAME = Buffer.from('data');
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+const LINE_FEED = Uint8Array.of(LF);
 
 /**
  * The units of a `text/event-stream`: each event's `data` is read as JSON while it arrives (data lines
@@ -60,6 +61,11 @@ export class SseMeter implements UnitMeter {
         continue;
       }
       this.afterCR = false;
+      if (this.state === DATA_FIRST && byte !== CR && byte !== LF) {
+        this.state = DATA;
+        if (byte === 0x20) at++; // one space after the colon is not data
+        continue;
+      }
       if (this.state === DATA && byte !== CR && byte !== LF) {
         at = this.data(chunk, at);
         continue;
@@ -79,10 +85,15 @@ export class SseMeter implements UnitMeter {
   private data(chunk: Uint8Array, from: number): number {
     let to = from;
     while (to < chunk.length && chunk[to] !== CR && chunk[to] !== LF) to++;
+    this.feed(chunk, from, to);
+    return to;
+  }
+
+  /** Gives the event's reader these bytes of its data, within the event's bound. */
+  private feed(bytes: Uint8Array, from: number, to: number): void {
     this.eventBytes += to - from;
     if (this.eventBytes > this.bounds.eventMaxBytes) this.tooLarge = true;
-    else this.reader.write(chunk, from, to);
-    return to;
+    else this.reader.write(bytes, from, to);
   }
 
   private step(byte: number): void {
@@ -103,10 +114,6 @@ export class SseMeter implements UnitMeter {
         this.startDataLine();
         this.state = DATA_FIRST;
         return;
-      case DATA_FIRST:
-        this.state = DATA;
-        if (byte !== 0x20) this.data(Uint8Array.of(byte), 0);
-        return;
     }
   }
 
@@ -120,7 +127,7 @@ export class SseMeter implements UnitMeter {
   }
 
   private startDataLine(): void {
-    if (this.eventHasData) this.data(Uint8Array.of(LF), 0);
+    if (this.eventHasData) this.feed(LINE_FEED, 0, 1);
     this.eventHasData = true;
   }
 
