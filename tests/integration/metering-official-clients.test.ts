@@ -118,7 +118,7 @@ describe('the @anthropic-ai/sdk client against an Anthropic-compatible backend',
   it('a JSON answer: input plus output tokens, as the client shows them', async () => {
     usage = { input_tokens: 2048, output_tokens: 512 };
     const message = await client.messages.create({
-      model: 'claude-sonnet-4-5',
+      model: 'claude-self-hosted',
       max_tokens: 1024,
       messages: prompt,
     });
@@ -128,7 +128,11 @@ describe('the @anthropic-ai/sdk client against an Anthropic-compatible backend',
 
   it('a stream: message_start’s input tokens and message_delta’s repeat of them counted once', async () => {
     usage = { input_tokens: 30_000, output_tokens: 777 };
-    const stream = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 1024, messages: prompt });
+    const stream = client.messages.stream({
+      model: 'claude-self-hosted',
+      max_tokens: 1024,
+      messages: prompt,
+    });
     const final = await stream.finalMessage();
     expect(final.content).toEqual([
       expect.objectContaining({ text: 'Tokens are counted where they are spent.' }),
@@ -144,13 +148,13 @@ describe('the @anthropic-ai/sdk client against an Anthropic-compatible backend',
   // `x-api-key`, and an `authToken` the same way; Tollgate takes a consumer key from either header.
   it('sends its API key, and an auth token, as Authorization: Bearer and never as x-api-key', async () => {
     usage = { input_tokens: 1, output_tokens: 1 };
-    await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 16, messages: prompt });
+    await client.messages.create({ model: 'claude-self-hosted', max_tokens: 16, messages: prompt });
     const withKey = backend.requests.at(-1)!.headers;
     expect(withKey.authorization).toBe('Bearer sk-ant-meter-test');
     expect(withKey['x-api-key']).toBeUndefined();
     expect(withKey['anthropic-version']).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     const withToken = new Anthropic({ authToken: 'sk-ant-token', baseURL: backend.url, maxRetries: 0 });
-    await withToken.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 16, messages: prompt });
+    await withToken.messages.create({ model: 'claude-self-hosted', max_tokens: 16, messages: prompt });
     const headers = backend.requests.at(-1)!.headers;
     expect(headers.authorization).toBe('Bearer sk-ant-token');
     expect(headers['x-api-key']).toBeUndefined();
