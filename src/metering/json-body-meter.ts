@@ -1,4 +1,3 @@
-import { JsonIntegerReader } from './json-integer-reader.js';
 import type { MeterBounds } from './meter-bounds.js';
 import { QuantityTally } from './quantity-tally.js';
 import { unsettled, type Reading } from './reading.js';
@@ -8,7 +7,6 @@ import type { UnitMeter } from './unit-meter.js';
 /** The units of a JSON response body: the quantities' integers, read as the body passes. */
 export class JsonBodyMeter implements UnitMeter {
   private readonly tally: QuantityTally;
-  private readonly reader: JsonIntegerReader;
   private bytes = 0;
 
   constructor(
@@ -16,19 +14,18 @@ export class JsonBodyMeter implements UnitMeter {
     private readonly bounds: MeterBounds,
   ) {
     this.tally = new QuantityTally(quantities);
-    this.reader = new JsonIntegerReader(this.tally.pointers);
   }
 
   write(chunk: Uint8Array): void {
     this.bytes += chunk.length;
-    if (this.bytes <= this.bounds.jsonMaxBytes) this.reader.write(chunk);
+    if (this.bytes <= this.bounds.jsonMaxBytes) this.tally.reader.write(chunk);
   }
 
   end({ complete }: { complete: boolean }): Reading {
     if (!complete) return unsettled('cut-short');
     if (this.bytes > this.bounds.jsonMaxBytes) return unsettled('too-large');
-    if (!this.reader.end()) return unsettled('malformed');
-    this.tally.take(this.reader);
+    if (!this.tally.reader.end()) return unsettled('malformed');
+    this.tally.take();
     return this.tally.reading(this.bounds.settleMax);
   }
 }

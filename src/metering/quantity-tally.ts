@@ -1,4 +1,4 @@
-import type { JsonIntegerReader } from './json-integer-reader.js';
+import { JsonIntegerReader } from './json-integer-reader.js';
 import { settled, unsettled, type Reading } from './reading.js';
 import type { Quantity } from './settle-rule.js';
 
@@ -7,19 +7,20 @@ import type { Quantity } from './settle-rule.js';
  * units they add up to. Every quantity must have been seen: a partial sum would charge too little.
  */
 export class QuantityTally {
-  /** The pointers of all quantities, in order, as one `JsonIntegerReader` reads them. */
-  readonly pointers;
+  /** Reads the pointers of all quantities in one document; `take` keeps what it found. */
+  readonly reader: JsonIntegerReader;
   private readonly quantityOf: number[];
   private readonly last: (number | undefined)[];
 
   constructor(quantities: readonly Quantity[]) {
-    this.pointers = quantities.flat();
+    this.reader = new JsonIntegerReader(quantities.flat());
     this.quantityOf = quantities.flatMap((quantity, index) => quantity.map(() => index));
     this.last = quantities.map(() => undefined);
   }
 
-  /** Takes what a reader found in a whole document: per quantity, the last of its pointers found. */
-  take(reader: JsonIntegerReader): void {
+  /** Takes what the reader found in a whole document: per quantity, the last of its pointers found. */
+  take(): void {
+    const reader = this.reader;
     const latest = this.last.map(() => 0);
     reader.found.forEach((value, pointer) => {
       const quantity = this.quantityOf[pointer]!;

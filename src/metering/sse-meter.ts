@@ -1,4 +1,3 @@
-import { JsonIntegerReader } from './json-integer-reader.js';
 import type { MeterBounds } from './meter-bounds.js';
 import { QuantityTally } from './quantity-tally.js';
 import { unsettled, type Reading } from './reading.js';
@@ -28,7 +27,6 @@ const LINE_FEED = Uint8Array.of(LF);
  */
 export class SseMeter implements UnitMeter {
   private readonly tally: QuantityTally;
-  private readonly reader: JsonIntegerReader;
   private state = LINE_START;
   private bomAt = 0;
   private afterCR = false;
@@ -43,7 +41,6 @@ export class SseMeter implements UnitMeter {
     private readonly bounds: MeterBounds,
   ) {
     this.tally = new QuantityTally(quantities);
-    this.reader = new JsonIntegerReader(this.tally.pointers);
   }
 
   write(chunk: Uint8Array): void {
@@ -93,7 +90,7 @@ export class SseMeter implements UnitMeter {
   private feed(bytes: Uint8Array, from: number, to: number): void {
     this.eventBytes += to - from;
     if (this.eventBytes > this.bounds.eventMaxBytes) this.tooLarge = true;
-    else this.reader.write(bytes, from, to);
+    else this.tally.reader.write(bytes, from, to);
   }
 
   private step(byte: number): void {
@@ -139,8 +136,8 @@ export class SseMeter implements UnitMeter {
 
   /** A blank line: the event is whole. */
   private dispatch(): void {
-    if (this.eventHasData && this.reader.end()) this.tally.take(this.reader);
-    this.reader.reset();
+    if (this.eventHasData && this.tally.reader.end()) this.tally.take();
+    this.tally.reader.reset();
     this.eventHasData = false;
     this.eventBytes = 0;
   }

@@ -56,6 +56,10 @@ export class ModelBackend {
   }
 }
 
+/** What the backends answer unless told otherwise, in words streamed one an event. */
+export const REPLY = 'Tokens are counted where they are spent.';
+export const wordsOf = (reply: string) => reply.split(/(?<= )/);
+
 /** Answers JSON. */
 export function sendJson(response: ServerResponse, body: unknown): void {
   response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
