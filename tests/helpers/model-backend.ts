@@ -60,6 +60,20 @@ export class ModelBackend {
 export const REPLY = 'Tokens are counted where they are spent.';
 export const wordsOf = (reply: string) => reply.split(/(?<= )/);
 
+/** Answers one request of an API: from its JSON body, the usage the test set, and the reply to give. */
+export type ApiAnswer<Usage> = (
+  body: Record<string, unknown>,
+  usage: Usage,
+  reply: string,
+  response: ServerResponse,
+) => void;
+
+/** Starts a backend answering with `answer`, reporting `usage()` for each request. */
+export const backendOf =
+  <Usage>(answer: ApiAnswer<Usage>) =>
+  (usage: () => Usage, reply = REPLY): Promise<ModelBackend> =>
+    ModelBackend.start((_request, body, response) => answer(body, usage(), reply, response));
+
 /** Answers JSON. */
 export function sendJson(response: ServerResponse, body: unknown): void {
   response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
