@@ -53,14 +53,18 @@ export class JsonIntegerReader {
   private depth = 0;
   private readonly kinds = new Uint8Array(MAX_DEPTH);
   /** Per open container: the pointers that pass through it (a bit each), and its element count. */
-  private readonly masks: number[] = [];
-  private readonly indices: number[] = [];
+  private readonly masks = new Int32Array(MAX_DEPTH);
+  private readonly indices = new Float64Array(MAX_DEPTH);
   private valueMask: number;
   private readonly allMask: number;
   private stringIsKey = false;
-  private keyBytes: number[] = [];
+  /** The key being read, as written (escapes undecoded), while it may still match a token. */
+  private readonly keyBytes: Uint8Array;
+  private keyLength = 0;
+  private keyEscaped = false;
   private keyOverflow = false;
-  private readonly keyCap: number;
+  /** Each pointer's tokens in UTF-8, to match a key without decoding it. */
+  private readonly tokenBytes: Buffer[][];
   private hexLeft = 0;
   private numberState = AFTER_MINUS;
   private numberNegative = false;
@@ -75,8 +79,9 @@ export class JsonIntegerReader {
     this.found = pointers.map(() => undefined);
     this.foundAt = pointers.map(() => 0);
     // A key is escaped at most 6 bytes a character (\uXXXX): longer ones match no token.
-    const longest = Math.max(0, ...pointers.flat().map((token) => Buffer.byteLength(token)));
-    this.keyCap = longest * 6 + 2;
+    this.tokenBytes = pointers.map((pointer) => pointer.map((token) => Buffer.from(token)));
+    const longest = Math.max(0, ...this.tokenBytes.flat().map((token) => token.length));
+    this.keyBytes = new Uint8Array(longest * 6 + 2);
   }
 
   /** Starts over for another document (the next event of a stream), forgetting what was found. */
@@ -86,8 +91,6 @@ export class JsonIntegerReader {
     this.finds = 0;
     this.state = VALUE;
     this.depth = 0;
-    this.masks.length = 0;
-    this.indices.length = 0;
     this.valueMask = this.allMask;
   }
 
@@ -200,8 +203,6 @@ export class JsonIntegerReader {
   private close(kind: number): void {
     if (this.kinds[this.depth - 1] !== kind) return this.fail();
     this.depth--;
-    this.masks.length = this.depth;
-    this.indices.length = this.depth;
     this.valueDone();
   }
 
@@ -229,7 +230,8 @@ export class JsonIntegerReader {
   private startKey(byte: number): void {
     if (byte !== 0x22) return this.fail();
     this.stringIsKey = true;
-    this.keyBytes = [];
+    this.keyLength = 0;
+    this.keyEscaped = false;
     this.keyOverflow = this.masks[this.depth - 1] === 0; // no pointer passes: no need to decode
     this.state = STRING;
   }
@@ -241,21 +243,26 @@ export class JsonIntegerReader {
       this.state = COLON;
       return;
     }
-    if (byte === 0x5c) this.state = ESCAPE;
+    if (byte === 0x5c) {
+      this.state = ESCAPE;
+      this.keyEscaped = true;
+    }
     this.keepKeyByte(byte);
   }
 
   private keepKeyByte(byte: number): void {
     if (!this.stringIsKey || this.keyOverflow) return;
-    if (this.keyBytes.length === this.keyCap) this.keyOverflow = true;
-    else this.keyBytes.push(byte);
+    if (this.keyLength === this.keyBytes.length) this.keyOverflow = true;
+    else this.keyBytes[this.keyLength++] = byte;
   }
 
   /** The pointers the member whose key was just read is on the way of. */
   private keyMask(): number {
     if (this.keyOverflow) return 0;
-    const escaped = Buffer.from(this.keyBytes).toString('utf8');
-    return this.childMask(JSON.parse(`"${escaped}"`) as string);
+    // Most keys have no escape: their bytes are compared with the tokens' as they are.
+    if (!this.keyEscaped) return this.childMask(this.keyBytes);
+    const key = Buffer.from(this.keyBytes.subarray(0, this.keyLength)).toString('utf8');
+    return this.childMask(JSON.parse(`"${key}"`) as string);
   }
 
   private numberByte(byte: number): void {
@@ -312,14 +319,27 @@ export class JsonIntegerReader {
   }
 
   /** Of the pointers passing through the innermost container, those whose next token is `name`. */
-  private childMask(name: string): number {
+  private childMask(name: string | Uint8Array): number {
+    // `name`: a key decoded, or `keyBytes` when the key as written is the same (no escape in it).
     const level = this.depth - 1;
     const passing = this.masks[level]!;
     let mask = 0;
     for (let i = 0; i < this.pointers.length; i++) {
-      if (passing & (1 << i) && this.pointers[i]![level] === name) mask |= 1 << i;
+      if (!(passing & (1 << i))) continue;
+      const hit =
+        typeof name === 'string'
+          ? this.pointers[i]![level] === name
+          : this.isKey(this.tokenBytes[i]![level]!);
+      if (hit) mask |= 1 << i;
     }
     return mask;
+  }
+
+  /** Whether the key as written (`keyBytes`) is `token`. */
+  private isKey(token: Buffer): boolean {
+    if (token.length !== this.keyLength) return false;
+    for (let at = 0; at < token.length; at++) if (token[at] !== this.keyBytes[at]) return false;
+    return true;
   }
 
   /** Of `mask`'s pointers, those that go deeper than `level` tokens. */
