@@ -6,7 +6,7 @@ export type Reading = { settled: true; units: number } | { settled: false; reaso
  * - `malformed`: the body, an event or the header is not what the rule reads (not JSON, not an integer);
  * - `not-reported`: well formed, but the header or a pointer's integer is missing;
  * - `too-large`: past the meter's byte bound, so it stopped reading.
- * All keep the reservation as the request's cost (contract section 29).
+ * All keep the reservation as the request's cost.
  */
 export type UnsettledReason = 'cut-short' | 'malformed' | 'not-reported' | 'too-large';
 

@@ -1,6 +1,6 @@
 import { parsePointer, type JsonPointer } from './json-pointer.js';
 
-/** How a cost entry reads the units from a response (contract section 29's `settle`). */
+/** How a cost entry reads the units from a response: its `settle`. */
 export type SettleRule =
   { header: string } | { json: readonly string[] } | { preset: 'openai' | 'anthropic' };
 
