@@ -98,3 +98,23 @@ describe('openMeter', () => {
     },
   );
 });
+
+it('never throws, whatever bytes arrive, as JSON or as events', () => {
+  const contentTypes = fc.constantFrom('application/json', 'text/event-stream');
+  fc.assert(
+    fc.property(
+      contentTypes,
+      fc.array(
+        fc.oneof(
+          fc.uint8Array(),
+          fc.string().map((text) => Buffer.from(text)),
+        ),
+      ),
+      (contentType, chunks) => {
+        const meter = openMeter({ preset: 'anthropic' }, { 'content-type': contentType })!;
+        for (const chunk of chunks) meter.write(chunk);
+        expect(meter.end({ complete: true })).toHaveProperty('settled');
+      },
+    ),
+  );
+});
