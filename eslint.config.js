@@ -14,6 +14,7 @@ const LAYERS = [
   // The proxy's refusals, below errors so that ERRORS can list them (docs/decisions/0140).
   ['refusals'],
   ['plans', 'errors', 'events', 'net', 'web'],
+  ['metering'],
   ['ops'],
   ['tracing'],
   ['config'],

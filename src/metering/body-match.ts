@@ -1,0 +1,23 @@
+import { parsePointer, resolvePointer, type JsonPointer } from './json-pointer.js';
+
+/** A limit's or cost's `match.body`: the request's JSON body holds one of `values` at `pointer`. */
+export interface BodyMatchRule {
+  pointer: string;
+  values: readonly string[];
+}
+
+export interface BodyMatch {
+  pointer: JsonPointer;
+  values: ReadonlySet<string>;
+}
+
+export function compileBodyMatch(rule: BodyMatchRule): BodyMatch | undefined {
+  const pointer = parsePointer(rule.pointer);
+  return pointer && { pointer, values: new Set(rule.values) };
+}
+
+/** Whether the parsed body (undefined when absent or not JSON) holds one of the strings at the pointer. */
+export function bodyMatches(body: unknown, match: BodyMatch): boolean {
+  const value = resolvePointer(body, match.pointer);
+  return typeof value === 'string' && match.values.has(value);
+}

@@ -1,0 +1,31 @@
+import type { MeterBounds } from './meter-bounds.js';
+import { QuantityTally } from './quantity-tally.js';
+import { unsettled, type Reading } from './reading.js';
+import type { Quantity } from './settle-rule.js';
+import type { UnitMeter } from './unit-meter.js';
+
+/** The units of a JSON response body: the quantities' integers, read as the body passes. */
+export class JsonBodyMeter implements UnitMeter {
+  private readonly tally: QuantityTally;
+  private bytes = 0;
+
+  constructor(
+    quantities: readonly Quantity[],
+    private readonly bounds: MeterBounds,
+  ) {
+    this.tally = new QuantityTally(quantities);
+  }
+
+  write(chunk: Uint8Array): void {
+    this.bytes += chunk.length;
+    if (this.bytes <= this.bounds.jsonMaxBytes) this.tally.reader.write(chunk);
+  }
+
+  end({ complete }: { complete: boolean }): Reading {
+    if (!complete) return unsettled('cut-short');
+    if (this.bytes > this.bounds.jsonMaxBytes) return unsettled('too-large');
+    if (!this.tally.reader.end()) return unsettled('malformed');
+    this.tally.take();
+    return this.tally.reading(this.bounds.settleMax);
+  }
+}

@@ -1,0 +1,61 @@
+import type { Readable } from 'node:stream';
+
+/** How much of a request body Tollgate reads to match or reserve on it (`BODY_MATCH_MAX_BYTES`). */
+export const BODY_MATCH_MAX_BYTES_DEFAULT = 1024 * 1024;
+
+/**
+ * A request body read whole, to decide on it: `bytes` to forward unchanged, `json` its parse
+ * (undefined when it is not JSON), or `too-large` (the proxy answers 413 `body_too_large`).
+ */
+export type RequestBody = { kind: 'read'; bytes: Buffer; json: unknown } | { kind: 'too-large' };
+
+/**
+ * Reads `body` up to `maxBytes`. A declared `Content-Length` over the bound is refused before a byte is
+ * read; otherwise reading stops at the first byte past it, leaving the rest unread and the stream
+ * paused (the caller answers 413 and closes the connection). Rejects when the body fails (the client
+ * left).
+ */
+export function readRequestBody(
+  body: Readable,
+  maxBytes: number,
+  declaredLength?: number,
+): Promise<RequestBody> {
+  if (declaredLength !== undefined && declaredLength > maxBytes) {
+    return Promise.resolve({ kind: 'too-large' });
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const stop = () => {
+      body.off('data', onData).off('end', onEnd).off('error', onError);
+      body.pause();
+    };
+    const onData = (chunk: Buffer) => {
+      length += chunk.length;
+      if (length > maxBytes) {
+        stop();
+        resolve({ kind: 'too-large' });
+      } else {
+        chunks.push(chunk);
+      }
+    };
+    const onEnd = () => {
+      stop();
+      const bytes = Buffer.concat(chunks, length);
+      resolve({ kind: 'read', bytes, json: parseJson(bytes) });
+    };
+    const onError = (error: Error) => {
+      stop();
+      reject(error);
+    };
+    body.on('data', onData).on('end', onEnd).on('error', onError);
+  });
+}
+
+function parseJson(bytes: Buffer): unknown {
+  try {
+    return JSON.parse(bytes.toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}

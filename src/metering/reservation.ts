@@ -1,0 +1,34 @@
+import { parsePointer, resolvePointer, type JsonPointer } from './json-pointer.js';
+
+/** A cost entry's `reserve`: the integer at `pointer` of the request's JSON body plus `add`, else `default`. */
+export interface ReserveRule {
+  pointer: string;
+  add?: number;
+  default: number;
+}
+
+/** A `ReserveRule` with its pointer parsed once, when the plan is read. */
+export interface Reservation {
+  pointer: JsonPointer;
+  add: number;
+  fallback: number;
+}
+
+export function compileReservation(rule: ReserveRule): Reservation | undefined {
+  const pointer = parsePointer(rule.pointer);
+  return pointer && { pointer, add: rule.add ?? 0, fallback: rule.default };
+}
+
+/**
+ * The units to reserve for a request whose JSON body is `body` (undefined when it has none or it is
+ * not JSON): e.g. `max_tokens` plus a bound on the prompt. Only a non-negative integer counts; the
+ * result is capped at `settleMax`.
+ */
+export function reservedUnits(body: unknown, reservation: Reservation, settleMax: number): number {
+  const value = resolvePointer(body, reservation.pointer);
+  const units =
+    Number.isSafeInteger(value) && (value as number) >= 0
+      ? (value as number) + reservation.add
+      : reservation.fallback;
+  return Math.min(units, settleMax);
+}
