@@ -368,12 +368,12 @@ export class ProxyHarness {
         }[];
       };
     };
-    const [totals, byEndpoint, byCustomer, byRoute] = await Promise.all([
-      read(''),
-      read('&groupBy=endpoint'),
-      read('&groupBy=customer'),
-      read('&groupBy=route'),
-    ]);
+    // The totals first, then each grouping: a flush that lands between two reads then shows in the
+    // groupings too, never in the totals alone, so a wait on the totals sees its requests grouped.
+    const totals = await read('');
+    const byEndpoint = await read('&groupBy=endpoint');
+    const byCustomer = await read('&groupBy=customer');
+    const byRoute = await read('&groupBy=route');
     const [bucket] = totals.buckets;
     return {
       requests: bucket?.requests ?? 0,

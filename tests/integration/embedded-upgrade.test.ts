@@ -83,6 +83,7 @@ const EMPTY_TABLES = [
   'usage_route_buckets',
   'portal_settings',
   'portal_sessions',
+  'secret_scanning_reports',
 ];
 
 let dataDir: string;

@@ -207,7 +207,7 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     const usage = (
       await waitFor(
         () => h.usage(key.id),
-        (u) => u.requests >= 3,
+        (u) => u.requests >= 3 && Object.keys(u.customers).length > 0,
       )
     ).value;
     expect(usage).toMatchObject({
