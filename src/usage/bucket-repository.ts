@@ -3,15 +3,8 @@ import type { Db } from '../store/db.js';
 import { sqlDialectOf, type SqlDialect } from '../store/sql-dialect.js';
 import { NUMBER_COLUMNS, bucketRow } from './bucket-columns.js';
 import { bucketAt, GRANULARITIES, type SeriesPeriod } from './granularity.js';
-import {
-  addCounts,
-  emptyBucket,
-  entryOf,
-  minuteOf,
-  remainder,
-  type BucketCounts,
-  type FiledUsage,
-} from './usage.js';
+import { remainder } from './undated-usage.js';
+import { addCounts, emptyBucket, entryOf, minuteOf, type BucketCounts, type FiledUsage } from './usage.js';
 
 /** Rows per INSERT: 23 parameters each stays below SQLite's 32,766-parameter cap (Postgres: 65,535). */
 const CHUNK = 1000;

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { HeldBatch, UsageJournal } from './journal.js';
 import { isRefusedData, type SetAsideReport } from './set-aside.js';
 import type { UsageRepository } from './usage-repository.js';
+import { mergeKeyUsage } from './merge-usage.js';
 import {
   emptyKeyUsage,
   entryOf,
-  mergeKeyUsage,
   requestsIn,
   type PendingPart,
   type PendingUsage,

@@ -1,4 +1,5 @@
-import { emptyFiledUsage, mergeFiledUsage, subtractCounts, type FiledUsage, type KeyUsage } from './usage.js';
+import { mergeFiledUsage } from './merge-usage.js';
+import { emptyFiledUsage, subtractCounts, type FiledUsage, type KeyUsage } from './usage.js';
 
 /** Part of a key's usage and the consumer it is filed under (null: none). */
 export interface Filing {

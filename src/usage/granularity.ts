@@ -1,11 +1,11 @@
 /** The granularities of usage over time and their UTC-aligned buckets (docs/guides/usage-and-billing.md). */
 import { windowAt } from '../plans/window.js';
+import { undatedUsage } from './undated-usage.js';
 import {
   addCounts,
   dayOf,
   emptyBucket,
   entryOf,
-  undatedUsage,
   type BucketCounts,
   type DayUsage,
   type FiledUsage,

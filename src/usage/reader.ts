@@ -1,11 +1,11 @@
 import type { Db } from '../store/db.js';
 import { UsageRepository, type BusiestUsage } from './usage-repository.js';
+import { mergeFiledUsage } from './merge-usage.js';
 import {
   MAX_ENDPOINTS_PER_KEY,
   OTHER_ENDPOINT,
   addCounts,
   emptyEndpoint,
-  mergeFiledUsage,
   subtractCounts,
   type EndpointUsage,
   type FiledUsage,

@@ -2,6 +2,7 @@ import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import { RepeatingTask } from '../ops/repeating-task.js';
 import { binOf } from './latency-histogram.js';
+import { mergeFiledUsage } from './merge-usage.js';
 import {
   MAX_CUSTOMERS_PER_KEY,
   MAX_ENDPOINTS_PER_KEY,
@@ -19,7 +20,6 @@ import {
   emptyFiledUsage,
   emptyKeyUsage,
   entryOf,
-  mergeFiledUsage,
   minuteOf,
   requestsOf,
   type FiledUsage,

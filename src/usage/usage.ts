@@ -1,5 +1,5 @@
 /** Usage figures, aggregated in memory and added to the stored totals in batches. */
-import { emptyFailureLog, mergeFailureLog, type FailedLimit, type FailureLog } from './failure-log.js';
+import { emptyFailureLog, type FailedLimit, type FailureLog } from './failure-log.js';
 import { addToBin, mergeHistogram, subtractHistogram, type LatencyHistogram } from './latency-histogram.js';
 
 /**
@@ -277,7 +277,7 @@ export const emptyBucket = (): BucketCounts => ({
 });
 
 /** Counts of any shape: a customer's, an endpoint's or a bucket's. */
-type Counted = UsageCounts & Partial<Omit<BucketCounts, keyof UsageCounts>>;
+export type Counted = UsageCounts & Partial<Omit<BucketCounts, keyof UsageCounts>>;
 /** Every number a bucket adds up; an entry of another shape has some of them. */
 const MEASURES = [
   'requests',
@@ -331,85 +331,3 @@ export function countBucketRequest(bucket: BucketCounts, facts: RequestFacts, bi
 export const minuteOf = (atMs: number): number => atMs - (atMs % 60_000);
 /** The UTC day (epoch ms) an instant falls in. */
 export const dayOf = (atMs: number): number => atMs - (atMs % 86_400_000);
-
-/**
- * Adds `from` into `into`. `capped`: distinct endpoints and customers are capped as the recorder and
- * the store cap them, a day's names folding as the totals' do (the detail view). Not capped: every
- * name is kept, for usage on its way to the store, which applies the caps itself.
- */
-export function mergeFiledUsage(into: FiledUsage, from: FiledUsage, capped = true): void {
-  const endpointCap = capped ? MAX_ENDPOINTS_PER_KEY : Infinity;
-  const customerCap = capped ? MAX_CUSTOMERS_PER_KEY : Infinity;
-  for (const [endpoint, u] of from.endpoints)
-    addCounts(entryFor(into.endpoints, endpoint, endpointCap, emptyEndpoint), u);
-  for (const [customer, u] of from.customers)
-    addCounts(entryFor(into.customers, customer, customerCap, emptyCounts), u);
-  mergeDated(into, from, into);
-}
-
-/** `mergeFiledUsage`, and each consumer's part under the names the whole counts it by. */
-export function mergeKeyUsage(into: KeyUsage, from: KeyUsage, capped = true): void {
-  mergeFiledUsage(into, from, capped);
-  if (from.failures !== undefined) mergeFailureLog(failuresOf(into), from.failures);
-  for (const [consumerId, part] of from.consumers) {
-    const target = entryOf(into.consumers, consumerId, emptyFiledUsage);
-    for (const [endpoint, u] of part.endpoints)
-      addCounts(entryOf(target.endpoints, countedName(into.endpoints, endpoint, 0), emptyEndpoint), u);
-    for (const [customer, u] of part.customers)
-      addCounts(entryOf(target.customers, countedName(into.customers, customer, 0), emptyCounts), u);
-    mergeDated(target, part, into);
-  }
-}
-
-/**
- * The minutes and days of `from` into `into`. Every path and customer of a day is in the totals of
- * `names`, merged before: a name they fold into "(other)" folds here too. Routes have no totals: the
- * recorder caps them per day, and the store per day and month.
- */
-function mergeDated(into: FiledUsage, from: FiledUsage, names: FiledUsage): void {
-  for (const [minute, u] of from.minutes) addCounts(entryOf(into.minutes, minute, emptyBucket), u);
-  for (const [day, d] of from.days) {
-    const target = entryOf(into.days, day, emptyDay);
-    for (const [endpoint, u] of d.endpoints)
-      addCounts(entryOf(target.endpoints, countedName(names.endpoints, endpoint, 0), emptyBucket), u);
-    for (const [customer, u] of d.customers)
-      addCounts(entryOf(target.customers, countedName(names.customers, customer, 0), emptyBucket), u);
-    for (const [route, u] of d.routes) addCounts(entryOf(target.routes, route, emptyBucket), u);
-  }
-}
-
-/**
- * Totals `a` less their dated part `b`, or undefined when nothing is left (never below zero): what
- * the totals know of it (no status classes, outcomes or response times, which only buckets carry).
- */
-export function remainder(a: Counted, b: BucketCounts | undefined): BucketCounts | undefined {
-  const requests = a.requests - (b?.requests ?? 0);
-  if (requests <= 0) return undefined;
-  return {
-    ...emptyBucket(),
-    requests,
-    successful: Math.max(0, a.successful - (b?.successful ?? 0)),
-    failed: Math.max(0, a.failed - (b?.failed ?? 0)),
-    totalDurationMs: Math.max(0, (a.totalDurationMs ?? 0) - (b?.totalDurationMs ?? 0)),
-    cost: Math.max(0, (a.cost ?? 0) - (b?.cost ?? 0)),
-  };
-}
-
-/** A key's totals by name that `days` does not account for: usage recorded without its day. */
-export function undatedUsage(usage: FiledUsage): DayUsage {
-  const dated = emptyDay();
-  for (const d of usage.days.values()) {
-    for (const [endpoint, u] of d.endpoints) addCounts(entryOf(dated.endpoints, endpoint, emptyBucket), u);
-    for (const [customer, u] of d.customers) addCounts(entryOf(dated.customers, customer, emptyBucket), u);
-  }
-  const undated = emptyDay();
-  for (const [endpoint, u] of usage.endpoints) {
-    const rest = remainder(u, dated.endpoints.get(endpoint));
-    if (rest) undated.endpoints.set(endpoint, rest);
-  }
-  for (const [customer, u] of usage.customers) {
-    const rest = remainder(u, dated.customers.get(customer));
-    if (rest) undated.customers.set(customer, rest);
-  }
-  return undated;
-}

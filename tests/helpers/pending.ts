@@ -1,4 +1,5 @@
-import { emptyKeyUsage, mergeKeyUsage, type KeyUsage, type PendingUsage } from '../../src/usage/usage.js';
+import { mergeKeyUsage } from '../../src/usage/merge-usage.js';
+import { emptyKeyUsage, type KeyUsage, type PendingUsage } from '../../src/usage/usage.js';
 
 /** All of a key's pending parts added up; undefined when nothing is pending. */
 export async function pendingTotal(source: PendingUsage, keyId: string): Promise<KeyUsage | undefined> {

@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { Metrics } from '../../src/ops/metrics.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
+import { undatedUsage } from '../../src/usage/undated-usage.js';
 import {
   MAX_ENDPOINT_LENGTH,
   NO_ROUTE_ID,
@@ -8,7 +9,6 @@ import {
   emptyBucket,
   emptyDay,
   requestsIn,
-  undatedUsage,
   type UsageBatch,
   type UsageSink,
 } from '../../src/usage/usage.js';
