@@ -1,7 +1,7 @@
 // `npm run bench -- limiter-core`: the in-process limiter's decisions alone (the built
 // `MemoryRateLimiter.consume`, in the bench's own process, no server): decisions per second for one
-// fixed limit, one token bucket, a fixed and a sliding limit, a key's limit and its consumer's, and a
-// limit per visitor (50 client addresses in turn), every request admitted. With BENCH_BASELINE (the
+// fixed limit, one token bucket, a fixed and a sliding limit, a key's limit and its consumer's, a
+// limit and credits, and a limit per visitor (50 client addresses in turn), every request admitted. With BENCH_BASELINE (the
 // folder of an older build, e.g. the commit before the pure core) that build runs the same cases in
 // the same rounds, the order of the two alternating. Medians of BENCH_ROUNDS rounds (default 5), each
 // round listed. Timed in the process's CPU time (its collector's threads included), not the wall
@@ -22,6 +22,9 @@ const VISITORS = 50;
 const DECISIONS_PER_MS = 16;
 /** Never reached: every request is admitted, so each decision charges every limit. */
 const HUGE = 1_000_000_000_000;
+
+/** A balance never spent out (docs/guides/credits.md): each decision charges it too. */
+const CREDITS = { epoch: 1, window: 0, granted: HUGE, floor: 0, refill: null, lowAt: null };
 
 /** One build's limiter, taken the way its own `consume` is called (before the core it filled a states array). */
 interface Build {
@@ -73,6 +76,11 @@ async function load(name: string, folder: string): Promise<Build> {
       id: 'key+consumer',
       label: "a key's fixed limit and its consumer's",
       subjects: [key({ limit: HUGE, period: 'minute' }), consumer],
+    },
+    {
+      id: 'credits',
+      label: 'a fixed limit and credits',
+      subjects: [{ ...key({ limit: HUGE, period: 'minute' }), balance: CREDITS }],
     },
     {
       id: 'visitor',
