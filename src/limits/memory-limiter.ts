@@ -173,8 +173,8 @@ export class MemoryRateLimiter implements RateLimiter {
       }
       const h = held[s];
       if (h === undefined) continue;
+      // The record this.balances holds (heldOf), charged in place.
       const after = balanceCharged(h, cost);
-      this.balances[subject.scope].set(subject.id, after);
       this.charged[subject.scope].add(subject.id);
       this.creditWatch?.saw(
         subject.scope,

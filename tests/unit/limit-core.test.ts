@@ -196,7 +196,7 @@ describe('core: a concurrency limit', () => {
 describe('core: a balance', () => {
   const balance: Balance = { epoch: 1, window: 0, granted: 10, floor: 0, refill: null, lowAt: null };
 
-  it('never spends more than it holds, and leaves the state it was given as it was', () => {
+  it('never spends more than it holds, and settling it again at the same instant changes nothing', () => {
     fc.assert(
       fc.property(fc.array(fc.integer({ min: 1, max: 6 }), { maxLength: 30 }), (costs) => {
         let held = balanceAt(undefined, balance, T0);
