@@ -13,6 +13,8 @@
 //   npm run bench -- detail       the key detail at both usage caps (1,000 endpoints, 10,000 customers), short and longest names: size and time
 //   npm run bench -- routes       the proxy with route tables of 1, 100 and 1,000 routes against none, and a plan with a match and costs: req/s and CPU per request
 //   npm run bench -- record       the usage recorder's record() alone: ns per request
+//   npm run bench -- limiter-core the in-process limiter's consume() alone, five kinds of plan: decisions/s (BENCH_BASELINE: against another build)
+//   npm run bench -- consume-args the consume script's JSON argument: encoding it in Node, cjson.decode against cmsgpack.unpack in Redis
 //   npm run bench -- events       the proxy with a webhook and a billing export configured and busy against none: req/s and CPU per request
 //   npm run bench -- billing-export an hour of 10,000 keys exported by each export type to a local receiver: requests, seconds
 //   npm run bench -- verify       POST /tollgate/verify against the proxy for the same key and plan: req/s, p99, Redis script calls per request
@@ -52,6 +54,7 @@ import { report } from './lib/report.ts';
 import { billingExport } from './commands/billing-export.ts';
 import { buckets } from './commands/buckets.ts';
 import { concurrency } from './commands/concurrency.ts';
+import { consumeArgs } from './commands/consume-args.ts';
 import { cors } from './commands/cors.ts';
 import { forgedKeys } from './commands/forged-keys.ts';
 import { portal } from './commands/portal.ts';
@@ -62,6 +65,7 @@ import { embedded } from './commands/embedded.ts';
 import { engines } from './commands/engines.ts';
 import { events } from './commands/events.ts';
 import { hotConsumer } from './commands/hot-consumer.ts';
+import { limiterCore } from './commands/limiter-core.ts';
 import { profile } from './commands/profile.ts';
 import { record } from './commands/record.ts';
 import { routes } from './commands/routes.ts';
@@ -85,6 +89,8 @@ const commands: Record<string, () => Promise<string>> = {
   detail,
   routes,
   record,
+  'limiter-core': limiterCore,
+  'consume-args': consumeArgs,
   events,
   verify,
   tracing,
@@ -98,7 +104,7 @@ const commands: Record<string, () => Promise<string>> = {
   buckets,
   portal,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|events|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|forged-keys|visitors|buckets|portal] [--out FILE]
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|limiter-core|consume-args|events|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|forged-keys|visitors|buckets|portal] [--out FILE]
 `;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;

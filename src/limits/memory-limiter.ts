@@ -17,7 +17,7 @@ import type { LimitNotices } from './limit-notices.js';
 import { QuotaWatch } from './quota-watch.js';
 import { visitorSuffix, type Visitor } from './visitor.js';
 import { ALGORITHM_OF } from './core/algorithms.js';
-import { verdictOf, type LimitAlgorithm, type LimitVerdict } from './core/limit-algorithm.js';
+import { verdictOf, type LimitAlgorithm, type VerdictRecord } from './core/limit-algorithm.js';
 import { balanceAt, balanceCharged, balanceVerdictOf, type BalanceVerdict } from './core/balance.js';
 import { admissionOf, refusalOf, standing } from './core/combine.js';
 import { released } from './core/concurrency.js';
@@ -57,6 +57,8 @@ const kindOf = (rule: LimitRule, visitor: Visitor | undefined): string =>
   (countsOwnRequests(rule) ? '/' + rule.name : '') +
   visitorSuffix(rule, visitor);
 
+const NO_BALANCES: readonly BalanceState[] = [];
+
 /** Gives back one place in each of `places` (concurrency cells), the first time it is called. */
 function releaseOnce(places: readonly Cell[]): () => void {
   let held = true;
@@ -75,11 +77,17 @@ export class MemoryRateLimiter implements RateLimiter {
     consumer: new Map(),
   };
   private readonly sweeper: NodeJS.Timeout;
+  /**
+   * Scratch, written by index within one decision and read up to that decision's counts, kept from one
+   * decision to the next so that deciding allocates little (emptying an array and filling it again
+   * costs more than the decision: docs/performance.md): each subject's balance and tally, each
+   * balance's verdict, and every limit's verdict (records filled again each time).
+   */
   private readonly scratch = {
     held: [] as (HeldBalance | undefined)[],
-    balanceVerdicts: [] as BalanceVerdict[],
     tallies: [] as Tally[],
-    verdicts: [] as LimitVerdict[],
+    balanceVerdicts: [] as BalanceVerdict[],
+    verdicts: [] as VerdictRecord[],
   };
   /**
    * What this process holds of each balance, by scope and id. Never swept: a balance is money, kept
@@ -119,32 +127,32 @@ export class MemoryRateLimiter implements RateLimiter {
   consume(subjects: readonly Subject[], cost: number, nowMs: number, visitor?: Visitor): Decision {
     checkCost(cost);
     checkSubjects(subjects);
-    // Scratch, filled and read at once: each subject's balance and tally, and every limit's verdict.
-    const { held, balanceVerdicts, tallies, verdicts } = this.scratch;
-    held.length = balanceVerdicts.length = tallies.length = verdicts.length = 0;
-    for (const subject of subjects) {
-      const h = subject.balance && this.heldOf(subject, nowMs);
-      held.push(h);
+    const { held, tallies, balanceVerdicts, verdicts } = this.scratch;
+    let limitCount = 0;
+    let balanceCount = 0;
+    for (let s = 0; s < subjects.length; s++) {
+      const subject = subjects[s]!;
+      const h = (held[s] = subject.balance && this.heldOf(subject, nowMs));
       if (h !== undefined)
-        balanceVerdicts.push(balanceVerdictOf(subject.scope, subject.balance!, h, cost, nowMs));
-      const tally = this.tallyOf(subject, nowMs, visitor);
-      tallies.push(tally);
+        balanceVerdicts[balanceCount++] = balanceVerdictOf(subject.scope, subject.balance!, h, cost, nowMs);
+      const tally = (tallies[s] = this.tallyOf(subject, nowMs, visitor));
       const limits = subject.plan.limits;
       for (let i = 0; i < limits.length; i++) {
         const cell = tally.cells[i]!;
-        cell.state = cell.algorithm.at(cell.state, limits[i]!, nowMs);
-        verdicts.push(
-          verdictOf(cell.algorithm, subject.scope, limits[i]!, cell.state, unitsIn(limits[i]!, cost), nowMs),
-        );
+        const rule = limits[i]!;
+        cell.state = cell.algorithm.at(cell.state, rule, nowMs);
+        const record = (verdicts[limitCount++] ??= {} as VerdictRecord);
+        verdictOf(cell.algorithm, subject.scope, rule, cell.state, unitsIn(rule, cost), nowMs, record);
       }
     }
-    const refusal = refusalOf(verdicts, balanceVerdicts);
+    const refusal = refusalOf(verdicts, balanceVerdicts, limitCount, balanceCount);
     if (refusal !== undefined) {
       if (refusal.balance !== undefined) this.sawShort(subjects, held, refusal.balance, nowMs);
       return refusal;
     }
-    const states: LimitState[] = [];
-    const balanceStates: BalanceState[] = [];
+    const states = new Array<LimitState>(limitCount);
+    let k = 0;
+    let balanceStates: BalanceState[] | undefined;
     let places: Cell[] | undefined;
     for (let s = 0; s < subjects.length; s++) {
       const subject = subjects[s]!;
@@ -161,12 +169,12 @@ export class MemoryRateLimiter implements RateLimiter {
         const used = cell.algorithm.used(state, rule);
         if (watch !== undefined && used >= watch.nextAt[i]!) watch.reached(i, used, nowMs);
         const resetMs = cell.algorithm.resetMs(state, rule, nowMs, 1);
-        states.push({ scope: subject.scope, rule, remaining: capacityOf(rule) - used, resetMs });
+        states[k++] = { scope: subject.scope, rule, remaining: capacityOf(rule) - used, resetMs };
       }
       const h = held[s];
       if (h === undefined) continue;
+      // The record this.balances holds (heldOf), charged in place.
       const after = balanceCharged(h, cost);
-      this.balances[subject.scope].set(subject.id, after);
       this.charged[subject.scope].add(subject.id);
       this.creditWatch?.saw(
         subject.scope,
@@ -177,10 +185,9 @@ export class MemoryRateLimiter implements RateLimiter {
         false,
         nowMs,
       );
-      balanceStates.push(balanceStateOf(subject.scope, subject.balance!, remainingOf(after), nowMs));
+      (balanceStates ??= []).push(balanceStateOf(subject.scope, subject.balance!, remainingOf(after), nowMs));
     }
-    const decision = admissionOf(states, balanceStates);
-    return places === undefined ? decision : { ...decision, release: releaseOnce(places) };
+    return admissionOf(states, balanceStates ?? NO_BALANCES, places && releaseOnce(places));
   }
 
   /** The balance that refused a request is told to the credit watch. */

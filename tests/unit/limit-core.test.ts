@@ -80,6 +80,24 @@ describe('core: a fixed window', () => {
   });
 });
 
+describe('core: state records', () => {
+  it('are brought up to date and charged in place, so a decision allocates no state', () => {
+    const rules = [
+      ruleOf({ limit: 5, period: 'second' }),
+      ruleOf({ limit: 5, period: 'second', algorithm: 'sliding' }),
+      ruleOf({ limit: 5, period: 'second', algorithm: 'tokenBucket' }),
+    ];
+    for (const rule of rules) {
+      const algorithm = ALGORITHM_OF[rule.algorithm];
+      const state = algorithm.at(undefined, rule, T0);
+      expect(algorithm.charged(state, rule, 2)).toBe(state);
+      expect(algorithm.at(state, rule, T0 + 10)).toBe(state);
+      expect(algorithm.at(state, rule, T0 + 5_000)).toBe(state);
+      expect(algorithm.used(algorithm.charged(state, rule, 1), rule)).toBe(1);
+    }
+  });
+});
+
 describe('core: a sliding window', () => {
   it('never admits more than its limit in any span of one period', () => {
     fc.assert(
@@ -94,19 +112,20 @@ describe('core: a sliding window', () => {
 
   it('frees a place once its slot leaves, SLOTS + 1 slots after it began, and says when', () => {
     const rule = ruleOf({ limit: 1, period: 'minute', algorithm: 'sliding' });
-    const state = slidingWindow.charged(slidingWindow.at(undefined, rule, T0), rule, 1);
+    // A state is brought up to date in place: each instant looks at a window of its own.
+    const chargedAtT0 = () => slidingWindow.charged(slidingWindow.at(undefined, rule, T0), rule, 1);
     const leaves = T0 + (SLOTS + 1) * slotMs('minute');
     expect(
-      verdictOf(slidingWindow, 'key', rule, slidingWindow.at(state, rule, leaves - 1), 1, leaves - 1),
+      verdictOf(slidingWindow, 'key', rule, slidingWindow.at(chargedAtT0(), rule, leaves - 1), 1, leaves - 1),
     ).toMatchObject({
       fits: false,
       retryMs: leaves,
     });
-    expect(slidingWindow.spent(state, rule, leaves - 1)).toBe(false);
-    expect(slidingWindow.spent(state, rule, leaves)).toBe(true);
-    expect(verdictOf(slidingWindow, 'key', rule, slidingWindow.at(state, rule, leaves), 1, leaves).fits).toBe(
-      true,
-    );
+    expect(slidingWindow.spent(chargedAtT0(), rule, leaves - 1)).toBe(false);
+    expect(slidingWindow.spent(chargedAtT0(), rule, leaves)).toBe(true);
+    expect(
+      verdictOf(slidingWindow, 'key', rule, slidingWindow.at(chargedAtT0(), rule, leaves), 1, leaves).fits,
+    ).toBe(true);
   });
 });
 
@@ -177,7 +196,7 @@ describe('core: a concurrency limit', () => {
 describe('core: a balance', () => {
   const balance: Balance = { epoch: 1, window: 0, granted: 10, floor: 0, refill: null, lowAt: null };
 
-  it('never spends more than it holds, and leaves the state it was given as it was', () => {
+  it('never spends more than it holds, and settling it again at the same instant changes nothing', () => {
     fc.assert(
       fc.property(fc.array(fc.integer({ min: 1, max: 6 }), { maxLength: 30 }), (costs) => {
         let held = balanceAt(undefined, balance, T0);

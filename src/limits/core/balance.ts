@@ -12,10 +12,11 @@ export interface BalanceVerdict {
 
 /**
  * What a store holds of a balance (undefined: nothing yet, or lost) brought up to its record at
- * `nowMs` (settle, src/plans/balance.ts): a new value, the store's own left as it was.
+ * `nowMs` (settle, src/plans/balance.ts): the same record, updated in place, as a limit's state is
+ * (decision record 0178), or a new one when a new epoch or window starts.
  */
 export const balanceAt = (held: HeldBalance | undefined, balance: Balance, nowMs: number): HeldBalance =>
-  settle(held === undefined ? undefined : { ...held }, balance, nowMs);
+  settle(held, balance, nowMs);
 
 /** What `held` (brought up to `nowMs`) says of a request of `cost`. */
 export function balanceVerdictOf(
@@ -29,8 +30,8 @@ export function balanceVerdictOf(
   return { fits: remaining >= cost, before: balanceStateOf(scope, balance, remaining, nowMs) };
 }
 
-/** `held` with `cost` spent. */
-export const balanceCharged = (held: HeldBalance, cost: number): HeldBalance => ({
-  ...held,
-  spent: held.spent + cost,
-});
+/** `held` with `cost` spent (the same record). */
+export function balanceCharged(held: HeldBalance, cost: number): HeldBalance {
+  held.spent += cost;
+  return held;
+}

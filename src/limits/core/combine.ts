@@ -8,19 +8,34 @@ import type { LimitVerdict } from './limit-algorithm.js';
  * from the consume script's reply) decide by these functions.
  */
 
-/**
- * Of the limits without room for the request, the one reported: whose `retryMs` is latest (the
- * earliest moment a retry can succeed), the first of equals; undefined when every limit has room.
+/*
+ * The verdicts are read up to a count (all of them by default): a limiter that keeps its verdict
+ * records from one decision to the next passes how many this one filled.
  */
-export function refusingLimit(limits: readonly LimitVerdict[]): LimitState | undefined {
+
+/**
+ * Of the first `count` limits, those without room for the request, the one reported: whose `retryMs`
+ * is latest (the earliest moment a retry can succeed), the first of equals; undefined when every limit
+ * has room.
+ */
+export function refusingLimit(
+  limits: readonly LimitVerdict[],
+  count = limits.length,
+): LimitState | undefined {
   let by: LimitVerdict | undefined;
-  for (const v of limits) if (!v.fits && (by === undefined || v.retryMs > by.retryMs)) by = v;
+  for (let i = 0; i < count; i++) {
+    const v = limits[i]!;
+    if (!v.fits && (by === undefined || v.retryMs > by.retryMs)) by = v;
+  }
   return by && { scope: by.scope, rule: by.rule, remaining: Math.max(0, by.room), resetMs: by.retryMs };
 }
 
-/** The first balance (the key's before its consumer's) that does not hold the request's cost. */
-export function shortBalance(balances: readonly BalanceVerdict[]): BalanceState | undefined {
-  for (const b of balances) if (!b.fits) return b.before;
+/** The first of the first `count` balances (the key's before its consumer's) that does not hold the request's cost. */
+export function shortBalance(
+  balances: readonly BalanceVerdict[],
+  count = balances.length,
+): BalanceState | undefined {
+  for (let i = 0; i < count; i++) if (!balances[i]!.fits) return balances[i]!.before;
   return undefined;
 }
 
@@ -32,11 +47,15 @@ export function shortBalance(balances: readonly BalanceVerdict[]): BalanceState 
 export function refusalOf(
   limits: readonly LimitVerdict[],
   balances: readonly BalanceVerdict[],
+  limitCount = limits.length,
+  balanceCount = balances.length,
 ): Decision | undefined {
-  const balance = shortBalance(balances);
-  const limit = balance === undefined ? refusingLimit(limits) : undefined;
+  const balance = shortBalance(balances, balanceCount);
+  const limit = balance === undefined ? refusingLimit(limits, limitCount) : undefined;
   if (balance === undefined && limit === undefined) return undefined;
-  return { allowed: false, limit, balance, states: limits.map(standing) };
+  const states: LimitState[] = [];
+  for (let i = 0; i < limitCount; i++) states.push(standing(limits[i]!));
+  return { allowed: false, limit, balance, states };
 }
 
 /** A limit's state as its verdict found it (not charged). */
@@ -50,15 +69,18 @@ export const standing = (v: LimitVerdict): LimitState => ({
 /**
  * The request admitted, given every limit's state and every balance's once charged: the limit with the
  * fewest units left (of those, the one whose window ends last) and the balance with the fewest left
- * (the first of equals) are reported.
+ * (the first of equals) are reported; `release` gives back its concurrency places, when it took any.
  */
-export function admissionOf(states: readonly LimitState[], balances: readonly BalanceState[]): Decision {
-  return {
-    allowed: true,
-    limit: states.length === 0 ? undefined : tightest(states),
-    balance: lowestOf(balances),
-    states,
-  };
+export function admissionOf(
+  states: readonly LimitState[],
+  balances: readonly BalanceState[],
+  release?: () => void,
+): Decision {
+  const limit = states.length === 0 ? undefined : tightest(states);
+  const balance = lowestOf(balances);
+  return release === undefined
+    ? { allowed: true, limit, balance, states }
+    : { allowed: true, limit, balance, states, release };
 }
 
 /** The balance an admitted request reports: the fewest units left, the first of equals. */

@@ -3,15 +3,24 @@ import type { LimitAlgorithm } from './limit-algorithm.js';
 
 /** A fixed UTC window: the units counted in it, and when it ends. */
 export interface FixedWindow {
-  readonly end: number;
-  readonly used: number;
+  end: number;
+  used: number;
 }
 
 export const fixedWindow: LimitAlgorithm<FixedWindow> = {
-  at: (state, rule, nowMs) =>
-    state !== undefined && nowMs < state.end ? state : { end: windowAt(rule.period, nowMs).end, used: 0 },
+  at(state, rule, nowMs) {
+    if (state === undefined) return { end: windowAt(rule.period, nowMs).end, used: 0 };
+    if (nowMs >= state.end) {
+      state.end = windowAt(rule.period, nowMs).end;
+      state.used = 0;
+    }
+    return state;
+  },
   used: (state) => state.used,
-  charged: (state, _rule, units) => ({ end: state.end, used: state.used + units }),
+  charged(state, _rule, units) {
+    state.used += units;
+    return state;
+  },
   resetMs: (state) => state.end,
   spent: (state, _rule, nowMs) => nowMs >= state.end,
 };

@@ -6,9 +6,9 @@ import type { LimitAlgorithm } from './limit-algorithm.js';
  * ring of SLOTS + 1 places (slot s at s mod (SLOTS + 1)), and their sum.
  */
 export interface SlidingWindow {
-  readonly newest: number;
-  readonly ring: readonly number[];
-  readonly used: number;
+  newest: number;
+  readonly ring: number[];
+  used: number;
 }
 
 const RING = SLOTS + 1;
@@ -19,19 +19,19 @@ export const slidingWindow: LimitAlgorithm<SlidingWindow> = {
     if (state === undefined) return { newest: slot, ring: new Array<number>(RING).fill(0), used: 0 };
     if (slot <= state.newest) return state;
     // The ring's places for the new slots held slots that have left the window: emptied.
-    const ring = state.ring.slice();
-    let used = state.used;
+    const ring = state.ring;
     for (let s = Math.max(state.newest + 1, oldestCounted(slot)); s <= slot; s++) {
-      used -= ring[s % RING]!;
+      state.used -= ring[s % RING]!;
       ring[s % RING] = 0;
     }
-    return { newest: slot, ring, used };
+    state.newest = slot;
+    return state;
   },
   used: (state) => state.used,
   charged(state, _rule, units) {
-    const ring = state.ring.slice();
-    ring[state.newest % RING]! += units;
-    return { newest: state.newest, ring, used: state.used + units };
+    state.ring[state.newest % RING]! += units;
+    state.used += units;
+    return state;
   },
   // When the oldest slot still holding units stops counting (the newest's when none does).
   resetMs(state, rule) {
