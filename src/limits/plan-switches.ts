@@ -12,8 +12,8 @@ import { bucketPeriodMs } from './token-bucket.js';
 /**
  * Switching plans never grants a fresh quota, across replicas (docs/decisions/0175): Redis keeps, beside
  * each subject's counts, the plan they were last decided by (planMarkKey). A replica that first decides
- * for a subject under a plan (its whole plan: a request's selection of limits is no switch) reads it;
- * when it names another plan, one script raises each count of the new plan to what the old plan's
+ * for a subject under a plan (its whole plan: a request's selection of limits is no switch) sets it
+ * when there is none, else reads it; when it names another plan, one script raises each count of the new plan to what the old plan's
  * counts of the same period spent in their current windows (core/plan-switch.ts), and writes the new
  * plan, in one atomic step that only the first replica to get there makes (the mark it read must still
  * be there). The subject's first decision under the new plan waits for it.
@@ -25,13 +25,13 @@ import { bucketPeriodMs } from './token-bucket.js';
 
 /**
  * KEYS: the mark, then the old plan's counts, then the new plan's. ARGV[1]: JSON {expected: the mark as
- * read ('' none), mark, expiresAt, now, old: [limit], next: [{limit, from: [old indices]}]}. Returns 0
+ * read, mark, expiresAt, now, old: [limit], next: [{limit, from: [old indices]}]}. Returns 0
  * when the mark changed since it was read (read it again), else 1.
  */
 const SWITCH_LUA = `
 ${PLAN_SWITCH_LUA}
 local call = cjson.decode(ARGV[1])
-if (redis.call('GET', KEYS[1]) or '') ~= call.expected then return 0 end
+if redis.call('GET', KEYS[1]) ~= call.expected then return 0 end
 local spent = {}
 for i, l in ipairs(call.old) do spent[i] = spentIn(l, KEYS[1 + i], call.now) end
 for j, n in ipairs(call.next) do
@@ -43,7 +43,7 @@ redis.call('SET', KEYS[1], call.mark, 'PXAT', call.expiresAt)
 return 1
 `;
 
-/** A mark outlives the last replica's first sight of its plan by this long: longer than any count. */
+/** A mark lasts this long from its plan's first decision or switch: longer than any count (a year's window). */
 const MARK_MS = 400 * 86_400_000;
 
 /** What a mark holds. */
@@ -80,30 +80,48 @@ export class PlanSwitches {
   private async switchTo(base: string, whole: Plan, nowMs: number): Promise<void> {
     const markKey = planMarkKey(base);
     const expiresAt = nowMs + MARK_MS;
+    const mark = JSON.stringify({ tag: whole.tag, limits: whole.limits } satisfies PlanMark);
     for (;;) {
-      const held = await this.client.getex(markKey, 'PXAT', expiresAt);
-      const mark = held === null ? undefined : (JSON.parse(held) as PlanMark);
-      if (mark?.tag === whole.tag) return;
-      const old = mark?.limits ?? [];
-      const next = whole.limits.filter((rule) => old.some((o) => carriesInto(o, rule)));
-      const from = old.filter((o) => next.some((rule) => carriesInto(o, rule)));
-      const call = {
-        expected: held ?? '',
-        mark: JSON.stringify({ tag: whole.tag, limits: whole.limits } satisfies PlanMark),
-        expiresAt,
-        now: nowMs,
-        old: from.map((rule) => limitTable(rule, nowMs)),
-        next: next.map((rule) => ({
-          limit: limitTable(rule, nowMs),
-          from: from.flatMap((o, i) => (carriesInto(o, rule) ? [i + 1] : [])),
-        })),
-      };
-      const counts = [...from, ...next].map((rule) =>
-        limitCountKey(base, rule, windowAt(rule.period, nowMs).start),
-      );
-      if ((await this.switchScript([markKey, ...counts], [JSON.stringify(call)])) === 1) return;
+      // Set when there is none yet (a subject's first decision): one command, nothing to carry.
+      const held = (await this.client.set(markKey, mark, 'PXAT', expiresAt, 'NX', 'GET')) as string | null;
+      if (held === null) return;
+      const old = JSON.parse(held) as PlanMark;
+      if (old.tag === whole.tag) return;
+      const { keys, args } = switchCall(base, held, old.limits, mark, whole, nowMs);
+      if ((await this.switchScript(keys, args)) === 1) return;
     }
   }
+}
+
+/**
+ * The script's call for a switch from `old` (the limits of mark `held`) to `whole`: the old limits that
+ * carry into one of the new plan, and the new plan's limits that one of them carries into.
+ */
+function switchCall(
+  base: string,
+  held: string,
+  old: readonly LimitRule[],
+  mark: string,
+  whole: Plan,
+  nowMs: number,
+): { keys: string[]; args: string[] } {
+  const next = whole.limits.filter((rule) => old.some((o) => carriesInto(o, rule)));
+  const from = old.filter((o) => next.some((rule) => carriesInto(o, rule)));
+  const call = {
+    expected: held,
+    mark,
+    expiresAt: nowMs + MARK_MS,
+    now: nowMs,
+    old: from.map((rule) => limitTable(rule, nowMs)),
+    next: next.map((rule) => ({
+      limit: limitTable(rule, nowMs),
+      from: from.flatMap((o, i) => (carriesInto(o, rule) ? [i + 1] : [])),
+    })),
+  };
+  const counts = [...from, ...next].map((rule) =>
+    limitCountKey(base, rule, windowAt(rule.period, nowMs).start),
+  );
+  return { keys: [planMarkKey(base), ...counts], args: [JSON.stringify(call)] };
 }
 
 /** A limit that carries (fixed, sliding or token bucket) as the consume script's twins read it. */
