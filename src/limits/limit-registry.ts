@@ -60,7 +60,7 @@ export class LimitRegistry implements ReclaimedCounts {
           restore.buckets.move(from, to);
         }
     });
-    this.switches = new PlanSwitches(client, prefix);
+    this.switches = new PlanSwitches(client, prefix, clock);
     this.sweeper = setInterval(() => this.sweep(clock()), SWEEP_MS).unref();
   }
 

@@ -60,6 +60,8 @@ export class PlanSwitches {
   constructor(
     private readonly client: RedisClient,
     private readonly prefix: string,
+    /** The consume script's clock (limit-batches.ts), which token buckets are brought up to. */
+    private readonly clock: () => number,
   ) {
     this.switchScript = defineKeyListScript(client, SWITCH_LUA);
   }
@@ -87,7 +89,7 @@ export class PlanSwitches {
       if (held === null) return;
       const old = JSON.parse(held) as PlanMark;
       if (old.tag === whole.tag) return;
-      const { keys, args } = switchCall(base, held, old.limits, mark, whole, nowMs);
+      const { keys, args } = switchCall(base, held, old.limits, mark, whole, nowMs, this.clock());
       if ((await this.switchScript(keys, args)) === 1) return;
     }
   }
@@ -95,7 +97,8 @@ export class PlanSwitches {
 
 /**
  * The script's call for a switch from `old` (the limits of mark `held`) to `whole`: the old limits that
- * carry into one of the new plan, and the new plan's limits that one of them carries into.
+ * carry into one of the new plan, and the new plan's limits that one of them carries into; windows at
+ * `nowMs` (the request's), token buckets brought up to `bucketNowMs`, as the consume script does.
  */
 function switchCall(
   base: string,
@@ -104,6 +107,7 @@ function switchCall(
   mark: string,
   whole: Plan,
   nowMs: number,
+  bucketNowMs: number,
 ): { keys: string[]; args: string[] } {
   const next = whole.limits.filter((rule) => old.some((o) => carriesInto(o, rule)));
   const from = old.filter((o) => next.some((rule) => carriesInto(o, rule)));
@@ -111,7 +115,7 @@ function switchCall(
     expected: held,
     mark,
     expiresAt: nowMs + MARK_MS,
-    now: nowMs,
+    now: bucketNowMs,
     old: from.map((rule) => limitTable(rule, nowMs)),
     next: next.map((rule) => ({
       limit: limitTable(rule, nowMs),
