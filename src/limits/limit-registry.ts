@@ -6,6 +6,7 @@ import type { ConcurrencyPlaces } from './concurrency-places.js';
 import { capacityOf, isConcurrency } from '../plans/plan.js';
 import { KeyHomes, movedCounts } from './key-homes.js';
 import { LeaseBook } from './lease-book.js';
+import { PlanSwitches } from './plan-switches.js';
 import type { ReclaimedCounts } from './lease-reclaim.js';
 import { FIRST_RETRY_MS, type LimitBatches } from './limit-batches.js';
 import type { LimitWatches } from './limit-watches.js';
@@ -38,6 +39,8 @@ export class LimitRegistry implements ReclaimedCounts {
   private readonly byCount = new Map<string, Set<Span>>();
   /** Where each key's own counts are: they follow a key that moves between consumers. */
   private readonly homes: KeyHomes;
+  /** What each subject's counts were last decided by: a switch of plan carries what was spent. */
+  private readonly switches: PlanSwitches;
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
@@ -57,6 +60,7 @@ export class LimitRegistry implements ReclaimedCounts {
           restore.buckets.move(from, to);
         }
     });
+    this.switches = new PlanSwitches(client, prefix, clock);
     this.sweeper = setInterval(() => this.sweep(clock()), SWEEP_MS).unref();
   }
 
@@ -81,37 +85,60 @@ export class LimitRegistry implements ReclaimedCounts {
       spans.push(span);
     }
     const group = this.groupOf(spans, subjects.some((s) => s.plan.perVisitor) ? (visitor?.name ?? '|') : '');
-    group.moving ??= this.moveHome(subjects, hashTag, group, nowMs);
+    group.moving ??= this.counted(subjects, hashTag, group, nowMs);
     this.current.set(subjects, group);
     return group;
   }
 
   /**
-   * Moves the own counts of the key of `subjects` to the names under `hashTag` when they are elsewhere
-   * (key-homes.ts); undefined when they are there. Should Redis not answer, the group is dropped: the
-   * next decision builds it again, and tries again.
+   * Resolves once the counts of `subjects` are where and what their decision needs: the key's own moved
+   * under `hashTag` when they are elsewhere (key-homes.ts), then each subject's carried into its plan
+   * when it switched (plan-switches.ts); undefined when nothing is to do. Should Redis not answer, the
+   * group is dropped: the next decision builds it again, and tries again.
    */
-  private moveHome(
+  private counted(
     subjects: readonly Subject[],
     hashTag: string,
     group: Group,
     nowMs: number,
   ): Promise<void> | undefined {
+    const moved = this.moveHome(subjects, hashTag, nowMs);
+    const ready =
+      moved === undefined
+        ? this.switchPlans(subjects, hashTag, nowMs)
+        : moved.then(() => this.switchPlans(subjects, hashTag, nowMs));
+    return ready?.then(
+      () => {
+        group.moving = undefined;
+      },
+      (err: unknown) => {
+        this.groups.delete(group.name);
+        group.forgotten = true;
+        for (const span of group.spans) span.groups.delete(group);
+        throw err;
+      },
+    );
+  }
+
+  /** Moves the own counts of the key of `subjects` to the names under `hashTag` when they are elsewhere. */
+  private moveHome(subjects: readonly Subject[], hashTag: string, nowMs: number): Promise<void> | undefined {
     const key = subjects[0]!;
     if (key.scope !== 'key' || !isCharged(key) || this.homes.isHome(key.id, hashTag)) return undefined;
-    return this.homes
-      .moveTo(key.id, hashTag, (from) => movedCounts(this.prefix, key, from, hashTag, nowMs))
-      .then(
-        () => {
-          group.moving = undefined;
-        },
-        (err: unknown) => {
-          this.groups.delete(group.name);
-          group.forgotten = true;
-          for (const span of group.spans) span.groups.delete(group);
-          throw err;
-        },
-      );
+    return this.homes.moveTo(key.id, hashTag, (from) => movedCounts(this.prefix, key, from, hashTag, nowMs));
+  }
+
+  /** Carries what each subject's old plan spent into its plan, when this replica has not seen it so. */
+  private switchPlans(
+    subjects: readonly Subject[],
+    hashTag: string,
+    nowMs: number,
+  ): Promise<void> | undefined {
+    const pending: Promise<void>[] = [];
+    for (const subject of subjects) {
+      const switching = isCharged(subject) ? this.switches.switched(subject, hashTag, nowMs) : undefined;
+      if (switching !== undefined) pending.push(switching);
+    }
+    return pending.length === 0 ? undefined : Promise.all(pending).then(() => undefined);
   }
 
   /**

@@ -76,6 +76,14 @@ export function balanceKey(base: string): string {
   return base + ':credits';
 }
 
+/**
+ * The plan a subject's counts under `base` were last decided by (plan-switches.ts): its tag and limits,
+ * JSON, so that a switch knows which counts the old plan spent in.
+ */
+export function planMarkKey(base: string): string {
+  return base + ':plan';
+}
+
 /** Beside each count, the units leased from it and not yet settled (docs/decisions/0006). */
 export function leaseBookKey(counter: string): string {
   return counter + ':lease';

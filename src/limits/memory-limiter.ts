@@ -21,6 +21,8 @@ import { verdictOf, type LimitAlgorithm, type VerdictRecord } from './core/limit
 import { balanceAt, balanceCharged, balanceVerdictOf, type BalanceVerdict } from './core/balance.js';
 import { admissionOf, refusalOf, standing } from './core/combine.js';
 import { released } from './core/concurrency.js';
+import { switchedStates } from './core/plan-switch.js';
+import { wholeOf } from '../plans/plan.js';
 
 /**
  * One limit's state for one subject, in process, as its algorithm (core/) counts it; `rule` is the
@@ -47,6 +49,8 @@ interface Tally {
 interface SubjectCounts {
   readonly byKind: Map<string, Cell>;
   readonly byTag: Map<string, Tally>;
+  /** The tag of the whole plan it was last decided under: another is a switch (core/plan-switch.ts). */
+  planTag: string;
 }
 
 /** Limits of one kind count the same requests: those with a match count their own, by name; those per visitor, the visitor's. */
@@ -58,6 +62,16 @@ const kindOf = (rule: LimitRule, visitor: Visitor | undefined): string =>
   visitorSuffix(rule, visitor);
 
 const NO_BALANCES: readonly BalanceState[] = [];
+
+/** The cell of `rule`'s kind, made when first needed; it counts under `rule` from now on. */
+function cellOf(byKind: Map<string, Cell>, rule: LimitRule, visitor: Visitor | undefined): Cell {
+  const kind = kindOf(rule, visitor);
+  let cell = byKind.get(kind);
+  if (cell === undefined)
+    byKind.set(kind, (cell = { algorithm: ALGORITHM_OF[rule.algorithm], rule, state: undefined }));
+  else cell.rule = rule;
+  return cell;
+}
 
 /** Gives back one place in each of `places` (concurrency cells), the first time it is called. */
 function releaseOnce(places: readonly Cell[]): () => void {
@@ -262,9 +276,13 @@ export class MemoryRateLimiter implements RateLimiter {
   private tallyOf({ scope, id, plan }: Subject, nowMs: number, visitor: Visitor | undefined): Tally {
     const bySubject = this.subjects[scope];
     let subject = bySubject.get(id);
+    const whole = wholeOf(plan);
     if (subject === undefined) {
-      subject = { byKind: new Map(), byTag: new Map() };
+      subject = { byKind: new Map(), byTag: new Map(), planTag: whole.tag };
       bySubject.set(id, subject);
+    } else if (subject.planTag !== whole.tag) {
+      subject.planTag = whole.tag;
+      this.switchPlan(subject.byKind, whole, nowMs);
     }
     const tag = plan.perVisitor && visitor !== undefined ? plan.tag + '|' + visitor.name : plan.tag;
     let tally = subject.byTag.get(tag);
@@ -280,15 +298,17 @@ export class MemoryRateLimiter implements RateLimiter {
 
   /** A changed plan keeps what the current windows have spent: cells are kept by kind. */
   private cellsFor(subject: SubjectCounts, plan: Plan, visitor: Visitor | undefined): Cell[] {
-    const byKind = subject.byKind;
-    return plan.limits.map((rule) => {
-      const kind = kindOf(rule, visitor);
-      let cell = byKind.get(kind);
-      if (cell === undefined)
-        byKind.set(kind, (cell = { algorithm: ALGORITHM_OF[rule.algorithm], rule, state: undefined }));
-      else cell.rule = rule;
-      return cell;
-    });
+    return plan.limits.map((rule) => cellOf(subject.byKind, rule, visitor));
+  }
+
+  /** The cells of `whole`'s limits start from what the subject's cells spent under its old plan. */
+  private switchPlan(byKind: Map<string, Cell>, whole: Plan, nowMs: number): void {
+    const old = [...byKind.values()].map((cell) => ({ ...cell }));
+    // A limit per visitor carries nothing (its visitors' cells are apart): no cell made for it.
+    const next = whole.limits
+      .filter((rule) => rule.per === undefined)
+      .map((rule) => cellOf(byKind, rule, undefined));
+    switchedStates(old, next, nowMs).forEach((state, i) => (next[i]!.state = state));
   }
 
   private sweep(nowMs: number): void {

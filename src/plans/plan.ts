@@ -80,7 +80,15 @@ export interface Plan {
   readonly tag: string;
   /** Some limit counts each visitor apart: a request's visitor is then worked out (limits/visitor.ts). */
   readonly perVisitor: boolean;
+  /**
+   * The plan a request's selection of limits (plans/pricing.ts) was narrowed from; absent: this plan is
+   * whole. A switch of plan is told by the whole plan's tag (limits/core/plan-switch.ts).
+   */
+  readonly whole?: Plan;
 }
+
+/** The whole plan `plan` is (or was narrowed from). */
+export const wholeOf = (plan: Plan): Plan => plan.whole ?? plan;
 
 /** A limit as a caller writes it: name and algorithm may be left to their defaults. */
 export interface LimitInput {

@@ -4,7 +4,7 @@
  * and finds the subjects of the limits it selects in a small cache, so the request path allocates nothing
  * once a selection has been seen.
  */
-import { MAX_LIMITS, planOf, type Plan } from './plan.js';
+import { MAX_LIMITS, planOf, wholeOf, type Plan } from './plan.js';
 import { matches, type RequestFacts } from './request-match.js';
 import { subjectsOf, type Subject, type Terms } from './subject.js';
 
@@ -75,7 +75,7 @@ function selected(plan: Plan | undefined, request: RequestFacts): number {
 function narrowed(plan: Plan | undefined, bits: number): Plan | undefined {
   if (plan === undefined) return undefined;
   const limits = plan.limits.filter((_, i) => (bits & (1 << i)) !== 0);
-  return limits.length === 0 ? undefined : planOf(limits, plan.costs);
+  return limits.length === 0 ? undefined : { ...planOf(limits, plan.costs), whole: wholeOf(plan) };
 }
 
 function firstCost(plan: Plan | undefined, request: RequestFacts): number | undefined {

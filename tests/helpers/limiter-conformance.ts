@@ -31,6 +31,8 @@ export interface Step {
   readonly client?: string;
   /** Gives back the places of the decision of step `release` (0-based; none: nothing) instead of asking. */
   readonly release?: number;
+  /** The key's plan from this step on (a switch of plan); absent: as before. */
+  readonly limits?: Terms['limits'];
   /** Redis loses every key it holds before this step (nothing in process). */
   readonly lose?: true;
   /** `summaryOf` the decision expected; absent for a release or a loss. */
@@ -59,14 +61,19 @@ const balanceOf = (granted: number): Balance => ({
 });
 
 /** The subjects of a request by key `key` of `c`, their ids made unique by `run`. */
-export function subjectsOf(c: ConformanceCase, key: string, run: string): Subject[] {
+export function subjectsOf(
+  c: ConformanceCase,
+  key: string,
+  run: string,
+  limits: Terms['limits'] = c.keys[key]!.limits,
+): Subject[] {
   const subjectOf = (scope: 'key' | 'consumer', id: string, terms: Terms): Subject => ({
     scope,
     id: `${run}-${id}`,
     plan: plan(...terms.limits),
     ...(terms.credits !== undefined && { balance: balanceOf(terms.credits) }),
   });
-  const subjects = [subjectOf('key', key, c.keys[key]!)];
+  const subjects = [subjectOf('key', key, { ...c.keys[key]!, limits })];
   if (c.consumer !== undefined) subjects.push(subjectOf('consumer', 'consumer', c.consumer));
   return subjects;
 }
@@ -96,7 +103,9 @@ export async function decide(
 ): Promise<(Decision | undefined)[]> {
   const decisions: (Decision | undefined)[] = [];
   let held = 0;
+  const switched = new Map<string, Terms['limits']>();
   for (const step of c.steps) {
+    if (step.limits !== undefined) switched.set(step.key ?? 'a', step.limits);
     clock.now = BASE + step.at;
     if (step.lose) await store.lose();
     const releasing = step.release === undefined ? undefined : decisions[step.release]?.release;
@@ -108,7 +117,7 @@ export async function decide(
       decisions.push(undefined);
       continue;
     }
-    const subjects = subjectsOf(c, step.key ?? 'a', run);
+    const subjects = subjectsOf(c, step.key ?? 'a', run, switched.get(step.key ?? 'a'));
     const visitor = countsVisitors(subjects) ? visitorOf(step.client, undefined) : undefined;
     const d = await limiter.consume(subjects, step.cost ?? 1, clock.now, visitor);
     if (d.release !== undefined) held++;
@@ -238,6 +247,7 @@ export const CASES: readonly ConformanceCase[] = [
       expect: `admitted key:minute ${40_000 - 100 * (i + 1)} +60000`,
     })),
   },
+  ...planSwitches(),
   {
     name: 'Redis losing its keys: a window and a bucket put back, no more admitted',
     keys: onlyKey(
@@ -254,3 +264,35 @@ export const CASES: readonly ConformanceCase[] = [
     ],
   },
 ];
+
+/**
+ * Switching plans (docs/decisions/0175): 3 of 5 spent under a fixed hour, then another algorithm or a
+ * match of the same period holds 2 more, and back; a limit of another period starts fresh.
+ */
+function planSwitches(): ConformanceCase[] {
+  const fixed = { limit: 5, period: 'hour' } as const;
+  // Each: its name, its limit, and the resets it reports for the 1st and 2nd request after the switch, then refusing.
+  const others = [
+    ['a sliding window', { limit: 5, period: 'hour', algorithm: 'sliding' }, 3_780_000, 3_780_000, 3_780_000],
+    ['a token bucket', { limit: 5, period: 'hour', algorithm: 'tokenBucket' }, 10, 721_000, 721_000],
+    [
+      'a limit with a match',
+      { limit: 5, period: 'hour', match: { pathPrefix: '/' } },
+      3_600_000,
+      3_600_000,
+      3_600_000,
+    ],
+  ] as const;
+  return others.map(([name, other, firstReset, secondReset, reset]) => ({
+    name: `a switch of plan from a fixed window to ${name} and back: no fresh quota`,
+    keys: onlyKey(fixed),
+    steps: [
+      { at: 0, cost: 3, expect: 'admitted key:hour 2 +3600000' },
+      { at: 10, limits: [other], expect: `admitted key:hour 1 +${firstReset}` },
+      { at: 20, expect: `admitted key:hour 0 +${secondReset}` },
+      { at: 30, expect: `refused key:hour 0 +${reset}` },
+      { at: 40, limits: [fixed], expect: 'refused key:hour 0 +3600000' },
+      { at: 50, limits: [{ limit: 5, period: 'minute' }], cost: 5, expect: 'admitted key:minute 0 +60000' },
+    ],
+  }));
+}
