@@ -225,9 +225,10 @@ async function lookUp(
   secret: string,
   request: AdmissionRequest,
 ): Promise<ResolvedKey | Refused> {
-  if (deps.keyCache.forged(secret)) return forgedRefusal(deps, request.client);
   let attempt: AllowedAttempt | undefined;
   if (!deps.keyCache.knows(secret)) {
+    // Only a secret memory does not hold can be forged: a known key's requests skip the checksum.
+    if (deps.keyCache.forged(secret)) return forgedRefusal(deps, request.client);
     const asked = await askThrottle(deps, request.client, secret);
     if (asked !== undefined && !asked.allowed) return throttled(asked);
     attempt = asked;
