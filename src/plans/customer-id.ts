@@ -4,17 +4,16 @@
  * database (which refuses a NUL), and its length counted in Unicode code points, as JSON Schema's
  * `maxLength` counts, so what the portal mints the proxy takes.
  */
+import { hasNoControlCharacter, NO_CONTROL_CHARACTER_PATTERN } from './clean-text.js';
 
 /** The longest customer id a token carries; a longer header value is cut to it for usage. */
 export const MAX_CUSTOMER_ID_LENGTH = 200;
 
-/** The rule as a JSON Schema `pattern` (read with the `u` flag): no U+0000–U+001F, no U+007F. */
-export const CUSTOMER_ID_PATTERN = '^[^\\u0000-\\u001f\\u007f]*$';
-
-const CLEAN = new RegExp(CUSTOMER_ID_PATTERN, 'u');
+/** The rule as a JSON Schema `pattern`: no control character (clean-text.ts). */
+export const CUSTOMER_ID_PATTERN = NO_CONTROL_CHARACTER_PATTERN;
 
 /** Whether `id` holds no control character. */
-export const isCleanCustomerId = (id: string): boolean => CLEAN.test(id);
+export const isCleanCustomerId = hasNoControlCharacter;
 
 /** How many Unicode code points `text` holds (a surrogate pair is one). */
 export function codePointLength(text: string): number {

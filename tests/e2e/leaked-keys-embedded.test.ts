@@ -71,6 +71,24 @@ describe('reports of leaked secrets, embedded, LEAKED_KEY_ACTION=roll', () => {
     expect(JSON.stringify(log.body)).not.toContain(secret);
   });
 
+  it('refuses a report whose text would reach storage with a control character: 400, nothing done', async () => {
+    const created = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'clean' });
+    const { id, secret } = created.body as { id: string; secret: string };
+    const signed = JSON.parse(reportBody([secret])) as Record<string, string>[];
+    signed[0]!.url = 'https://github.com/o/r/blob/main/a\u0000b.js';
+    const body = JSON.stringify(signed);
+    expect((await report(body, signedHeaders(body, github.current))).status).toBe(400);
+    const scanned = await tollgate.admin('POST', '/tollgate/keys/leaked', {
+      secrets: [secret],
+      source: 'ci\r\nx',
+    });
+    expect(scanned.status).toBe(400);
+    expect(scanned.body).toMatchObject({ code: 'validation_failed' });
+    const detail = await tollgate.admin('GET', `/consumer-api-key/${id}`);
+    expect(detail.body).toMatchObject({ leak: null, enabled: true });
+    expect(await hit(tollgate, secret)).toBe(200);
+  });
+
   it('reads the keys again for a key it does not hold, at most once a minute', async () => {
     const created = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'rotated' });
     const body = reportBody([created.body.secret]);

@@ -2737,7 +2737,7 @@ export interface components {
         LeakedKeysRequest: {
             /** @description Secrets found where they should not be (never recorded: only their SHA-256 is) */
             secrets: string[];
-            /** @description Who found them (a scanner, a URL…); recorded in the audit entry and the key. Default `manual` */
+            /** @description Who found them (a scanner, a URL…), without control characters; recorded in the audit entry and the key. Default `manual` */
             source?: string;
         };
         /** ListAdminTokensResponse */

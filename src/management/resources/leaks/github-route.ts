@@ -7,6 +7,7 @@
 import { hash } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { AppError } from '../../../errors.js';
+import { hasNoControlCharacter } from '../../../plans/clean-text.js';
 import type { GitHubSigningKeys } from '../../../keys/github-signing-keys.js';
 import { forwardedFacts, requestIdOf } from '../../../proxy/forwarding-headers.js';
 import type { Caller } from '../../authenticate.js';
@@ -48,7 +49,18 @@ export function githubReportsRoute(ctx: ManagementContext, signingKeys: GitHubSi
   };
 }
 
-/** GitHub's `[{token, type, url, source}]`; anything else is 400 `validation_failed`. */
+/** The longest `type` and `url` of a report kept: the url is stored with the key and its audit entry. */
+const MAX_TYPE_LENGTH = 100;
+const MAX_URL_LENGTH = 2_048;
+
+/** A string of at most `max` characters without a control character. */
+const isCleanText = (value: unknown, max: number): value is string =>
+  typeof value === 'string' && value.length <= max && hasNoControlCharacter(value);
+
+/**
+ * GitHub's `[{token, type, url, source}]`, `type` and `url` bounded and without control characters;
+ * anything else is 400 `validation_failed`.
+ */
 function matchesOf(body: Buffer): ReportedSecret[] {
   let parsed: unknown;
   try {
@@ -66,8 +78,8 @@ function matchesOf(body: Buffer): ReportedSecret[] {
     const { token, type, url } = (match ?? {}) as Record<string, unknown>;
     if (
       typeof token !== 'string' ||
-      typeof type !== 'string' ||
-      (url !== undefined && typeof url !== 'string')
+      !isCleanText(type, MAX_TYPE_LENGTH) ||
+      (url !== undefined && !isCleanText(url, MAX_URL_LENGTH))
     )
       throw invalid();
     return { token, type, url: url ?? null };

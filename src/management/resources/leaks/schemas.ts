@@ -1,5 +1,6 @@
 /** Reports of leaked secrets (docs/guides/leaked-keys.md): what a scanner sends and is answered. */
 import { Type, type Static } from '@sinclair/typebox';
+import { NO_CONTROL_CHARACTER_PATTERN } from '../../../plans/clean-text.js';
 
 export const MAX_REPORTED_SECRETS = 100;
 
@@ -14,8 +15,9 @@ export const LeakedKeysRequest = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 200,
+        pattern: NO_CONTROL_CHARACTER_PATTERN,
         description:
-          'Who found them (a scanner, a URL…); recorded in the audit entry and the key. Default `manual`',
+          'Who found them (a scanner, a URL…), without control characters; recorded in the audit entry and the key. Default `manual`',
       }),
     ),
   },
