@@ -31,6 +31,12 @@ export interface CustomerView {
   failed: number;
 }
 
+/**
+ * Reads of a snapshot before one is taken as it is though a seal came between its reads: seals come
+ * once a second and the reads take milliseconds, so a second attempt all but always holds.
+ */
+const SNAPSHOT_ATTEMPTS = 5;
+
 /** The customers a key detail lists, most requests first: with 1,000 paths, its body stays under 2 MB. */
 export const MAX_LISTED_CUSTOMERS = 1_000;
 
@@ -92,27 +98,37 @@ export class UsageReader {
    * moment, each exactly once however flushes interleave: the downstream sources are read first,
    * then the store together with which of their sealed batches it has applied, in one snapshot (a
    * batch is either in what `read` saw, or among the parts); this process's recorder, the last
-   * source, is read after the store (its usage has not moved downstream yet, or is read there).
+   * source, is read after the store (its usage has not moved downstream yet, or is read there). A part
+   * with no batch id (a live hash in Redis) may have been sealed and stored between the two reads: when
+   * a source's seal mark moved meanwhile, all is read again.
    */
   async snapshot<T>(
     keyIds: readonly string[],
     read: (snapshot: Db) => Promise<T>,
   ): Promise<{ readonly stored: T; readonly pending: KeyUsage[] }> {
-    const pendingOf = async (source: PendingUsage) =>
-      (await Promise.all(keyIds.map((keyId) => source.pending(keyId)))).flat();
-    const downstream: PendingPart[] = [];
-    for (const source of this.pendingSources.slice(0, -1)) downstream.push(...(await pendingOf(source)));
-    const { stored, applied } = await this.repository.inSnapshot(batchIdsOf(downstream), read);
-    const local = this.pendingSources.at(-1);
-    return {
-      stored,
-      pending: [
-        ...notIn(applied, downstream),
-        ...(local === undefined ? [] : await pendingOf(local)).map((p) => p.usage),
-      ],
-    };
+    const downstreamSources = this.pendingSources.slice(0, -1);
+    const marks = () => Promise.all(downstreamSources.map((source) => source.sealMark?.()));
+    for (let attempt = 1; ; attempt++) {
+      const before = await marks();
+      const downstream: PendingPart[] = [];
+      for (const source of downstreamSources) downstream.push(...(await pendingOf(source, keyIds)));
+      const { stored, applied } = await this.repository.inSnapshot(batchIdsOf(downstream), read);
+      const after = await marks();
+      if (attempt < SNAPSHOT_ATTEMPTS && before.some((mark, i) => mark !== after[i])) continue;
+      const local = this.pendingSources.at(-1);
+      return {
+        stored,
+        pending: [
+          ...notIn(applied, downstream),
+          ...(local === undefined ? [] : await pendingOf(local, keyIds)).map((p) => p.usage),
+        ],
+      };
+    }
   }
 }
+
+const pendingOf = async (source: PendingUsage, keyIds: readonly string[]) =>
+  (await Promise.all(keyIds.map((keyId) => source.pending(keyId)))).flat();
 
 /**
  * Stored totals (with their busiest customers) and the pending parts as a detail shows them. Part by

@@ -194,6 +194,12 @@ export interface PendingPart {
  */
 export interface PendingUsage {
   pending(keyId: string): Promise<PendingPart[]>;
+  /**
+   * For a source whose parts may lack a `batchId` (Redis' live hashes): a mark that changes whenever
+   * such a part is sealed into a batch, so the reader knows to read again when one was sealed (and
+   * perhaps stored) between its read of this source and its read of Postgres.
+   */
+  sealMark?(): Promise<unknown>;
 }
 
 export const emptyFiledUsage = (): FiledUsage => ({

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
-import { openPostgres, type DbHandle } from '../../src/store/db.js';
+import { openPostgres, type Db, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { UsageFlusher } from '../../src/usage/redis/flusher.js';
@@ -106,9 +106,9 @@ const stored = async (keyId: string): Promise<KeyUsage> => ({
   ...(await repository.read(keyId)),
   consumers: new Map(),
 });
-/** What the deployment keeps in Redis, less the short-lived push markers. */
+/** What the deployment keeps in Redis, less the short-lived push markers and the count of seals. */
 const redisKeys = async (c: Redis, prefix: string) =>
-  (await c.keys(prefix + '*')).filter((k) => !k.includes('{usage}:push:'));
+  (await c.keys(prefix + '*')).filter((k) => !k.includes('{usage}:push:') && !k.endsWith('{usage}:seals'));
 
 describe('Redis usage: push, pending view, flush to Postgres', () => {
   afterEach(async () => {
@@ -373,6 +373,27 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
     expect(view.totalRequests).toBe(2_001);
   });
 
+  it('shows live usage once when a flush seals and stores it between the read of Redis and the read of Postgres', async () => {
+    const prefix = testKeyPrefix();
+    const r = await replica(prefix);
+    await r.sink.write(batchOf({ key_2: usage({ '/live': [3, 0, 3] }) }));
+    // The flusher runs in the gap the reader leaves between Redis and Postgres, once.
+    let flushes = 0;
+    class FlushedInTheGap extends UsageRepository {
+      override async inSnapshot<T>(batchIds: readonly string[], read: (snapshot: Db) => Promise<T>) {
+        if (flushes++ === 0) await r.flusher.flush();
+        return super.inSnapshot(batchIds, read);
+      }
+    }
+    const noLocalUsage = { pending: () => Promise.resolve([]) };
+    const view = await new UsageReader(new FlushedInTheGap(handle.db), [r.pending, noLocalUsage]).read(
+      'key_2',
+    );
+    expect(flushes).toBe(2);
+    expect(view.totalRequests).toBe(3);
+    expect(await stored('key_2')).toEqual(usage({ '/live': [3, 0, 3] }));
+  });
+
   it('rejects a push while Redis is unreachable, so the recorder keeps the batch', async () => {
     const dead = new Redis({
       port: await freePort(),
@@ -503,12 +524,12 @@ describe('Redis usage: pushes of many keys', () => {
     await flusher.flush();
     await monitor.caughtUp(c);
     monitor.close();
-    // Each script call names its keys; a seal names two per API key (its live and its batch hash).
+    // Each script call names its keys; a seal names two per API key (its live and its batch hash) and four more.
     const scripts = monitor.commands.filter(
       (command) => command.args[0] === 'evalsha' || command.args[0] === 'eval',
     );
     expect(scripts.length).toBeGreaterThanOrEqual(3 * 20);
-    expect(Math.max(...scripts.map((command) => Number(command.args[2])))).toBe(3 + 2 * SEAL_MAX_KEYS);
+    expect(Math.max(...scripts.map((command) => Number(command.args[2])))).toBe(4 + 2 * SEAL_MAX_KEYS);
     expect(applied.map((batch) => batch.size)).toEqual(Array(20).fill(SEAL_MAX_KEYS));
     expect(new Set(applied.flatMap((batch) => [...batch.keys()])).size).toBe(20_000);
     expect(

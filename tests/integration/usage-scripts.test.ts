@@ -140,6 +140,7 @@ describe('the seal script', () => {
       'tg:{usage}:batch:b1:key_a',
       'tg:{usage}:live:key_b',
       'tg:{usage}:batch:b1:key_b',
+      'tg:{usage}:seals',
     ]);
     expect(sealArgs(call)).toEqual(['b1', 'key_a', 'key_b']);
   });

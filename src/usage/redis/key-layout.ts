@@ -13,9 +13,11 @@
  *   <p>{usage}:push:<pushId>            marker of an applied push, so a push is never counted twice
  *   <p>{usage}:lock                     the flusher lock: a random token, with an expiry
  *   <p>{usage}:flushed-at               epoch ms of the last complete flush, by any replica
+ *   <p>{usage}:seals                    how many seals made a batch: a key detail that read a live hash
+ *                                       reads again when a seal came between it and Postgres
  *
- * The names are those of every earlier version (`set-aside` is new, and an older replica reads none
- * of it): replicas of two versions share them during a rolling upgrade. The hash fields are field-codec.ts's.
+ * The names are those of every earlier version (`set-aside` and `seals` are new, and an older
+ * replica reads neither): replicas of two versions share them during a rolling upgrade. The hash fields are field-codec.ts's.
  */
 export interface UsageKeys {
   readonly dirty: string;
@@ -24,6 +26,8 @@ export interface UsageKeys {
   readonly setAside: string;
   readonly lock: string;
   readonly flushedAt: string;
+  /** A counter of the seals that made a batch. */
+  readonly seals: string;
   live(keyId: string): string;
   marker(pushId: string): string;
   /** The set of key ids sealed into a batch. */
@@ -40,6 +44,7 @@ export function usageKeys(prefix: string): UsageKeys {
     setAside: base + 'set-aside',
     lock: base + 'lock',
     flushedAt: base + 'flushed-at',
+    seals: base + 'seals',
     live: (keyId) => base + 'live:' + keyId,
     marker: (pushId) => base + 'push:' + pushId,
     batch: (batchId) => base + 'batch:' + batchId,

@@ -18,7 +18,7 @@ export class RedisPendingUsage implements PendingUsage {
   private readonly layout: UsageKeys;
 
   constructor(
-    client: RedisClient,
+    private readonly client: RedisClient,
     prefix: string,
     private readonly logger: Logger,
     private readonly metrics: Metrics,
@@ -41,6 +41,18 @@ export class RedisPendingUsage implements PendingUsage {
         'usage still in Redis is left out of this key detail: Redis does not answer',
       );
       return [];
+    }
+  }
+
+  /**
+   * The count of seals; null while Redis does not answer, when `pending` shows nothing of Redis (and
+   * logs the outage, so this does not again).
+   */
+  async sealMark(): Promise<unknown> {
+    try {
+      return await this.client.get(this.layout.seals);
+    } catch {
+      return null;
     }
   }
 

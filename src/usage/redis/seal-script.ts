@@ -16,7 +16,8 @@ export const SEAL_MAX_KEYS = 1_000;
  * keys pushed after the list was read stay dirty for the next seal.
  *
  * KEYS, as `sealKeys` lists them: the dirty set, the set of batches, the new batch's key set, then per
- * listed key its live hash and its hash in the batch.
+ * listed key its live hash and its hash in the batch, and last the counter of seals (a key detail's
+ * read of a live hash checks it, reader.ts).
  * ARGV, as `sealArgs` builds it: the batch id, then the listed key ids (at most SEAL_MAX_KEYS), in the
  * order of KEYS. Returns SealReply.
  */
@@ -33,6 +34,7 @@ if #ARGV > 1 then redis.call('SREM', KEYS[1], unpack(ARGV, 2)) end
 if #sealed > 0 then
   redis.call('SADD', KEYS[3], unpack(sealed))
   redis.call('SADD', KEYS[2], ARGV[1])
+  redis.call('INCR', KEYS[#KEYS])
 end
 return #sealed
 `;
@@ -50,6 +52,7 @@ export type SealReply = number;
 export function sealKeys(layout: UsageKeys, call: SealCall): string[] {
   const keys = [layout.dirty, layout.batches, layout.batch(call.batchId)];
   for (const keyId of call.keyIds) keys.push(layout.live(keyId), layout.batchHash(call.batchId, keyId));
+  keys.push(layout.seals);
   return keys;
 }
 
