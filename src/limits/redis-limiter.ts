@@ -22,9 +22,9 @@ import {
   type RateLimiter,
   type SpentBalance,
 } from './rate-limiter.js';
+import { RedisRecovery } from './recovery/redis-recovery.js';
 import { RedisBalances } from './redis-balances.js';
 import { slidingCount, slidingResetAt, slotAt } from './sliding-window.js';
-import { WindowRestore } from './window-restore.js';
 
 export interface RedisRateLimiterOptions {
   /**
@@ -68,13 +68,14 @@ export interface RedisRateLimiterOptions {
  *
  * Each job has a module of its own: the spans and groups of this replica and their sweep
  * (limit-registry.ts), the calls per turn (limit-batches.ts), the reclaim channel
- * (lease-reclaim.ts), the ledgers put back after Redis lost keys (window-restore.ts), balances outside
- * a decision (redis-balances.ts), notices and metrics (limit-watches.ts).
+ * (lease-reclaim.ts), what puts back what Redis lost and moves a key's counts (recovery/, behind
+ * recovery/recovery.ts), balances outside a decision (redis-balances.ts), notices and metrics
+ * (limit-watches.ts). Each is built after what it uses, and given it.
  */
 export class RedisRateLimiter implements RateLimiter {
   private readonly watches: LimitWatches;
   private readonly reclaim: LeaseReclaim;
-  private readonly restore: WindowRestore;
+  private readonly recovery: RedisRecovery;
   private readonly batches: LimitBatches;
   private readonly registry: LimitRegistry;
   private readonly balances: RedisBalances;
@@ -92,32 +93,26 @@ export class RedisRateLimiter implements RateLimiter {
     }: RedisRateLimiterOptions = {},
   ) {
     this.watches = new LimitWatches(metrics, notices);
-    this.places = new ConcurrencyPlaces(
-      client,
-      clock,
-      concurrencyLeaseMs,
-      this.watches,
-      () => this.restore.ledger.marker,
-    );
+    this.places = new ConcurrencyPlaces(client, clock, concurrencyLeaseMs, this.watches);
+    this.recovery = new RedisRecovery(client, subscriber, prefix, clock, this.places);
     this.reclaim = new LeaseReclaim(subscriber, prefix);
-    this.restore = new WindowRestore(client, subscriber, prefix, clock, this.places);
-    this.batches = new LimitBatches(client, clock, this.reclaim, this.restore, this.watches);
+    this.batches = new LimitBatches(client, clock, this.reclaim, this.recovery, this.watches);
     this.registry = new LimitRegistry(
       client,
+      subscriber,
       prefix,
       clock,
       this.batches,
-      this.restore,
+      this.recovery,
       this.watches,
       this.places,
     );
-    this.reclaim.listen(this.registry);
-    this.balances = new RedisBalances(client, prefix, this.restore.balanceLedger, this.watches);
+    this.balances = new RedisBalances(client, prefix, this.recovery, this.watches);
   }
 
   /** Resolves once other replicas can ask this one for leased units back, and Redis' marker is known. */
   async ready(): Promise<void> {
-    await Promise.all([this.reclaim.subscribed, this.restore.firstCheck()]);
+    await Promise.all([this.reclaim.subscribed, this.recovery.ready()]);
   }
 
   consume(
@@ -209,7 +204,7 @@ export class RedisRateLimiter implements RateLimiter {
   async close(): Promise<void> {
     this.registry.close();
     this.places.close();
-    await this.restore.close();
+    await this.recovery.close();
     await this.reclaim.close();
   }
 }
