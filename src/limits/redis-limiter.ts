@@ -4,9 +4,7 @@ import type { Subject } from '../plans/subject.js';
 import type { Visitor } from './visitor.js';
 import { windowAt } from '../plans/window.js';
 import { LeaseReclaim } from './lease-reclaim.js';
-import { ConcurrencyPlaces, DEFAULT_CONCURRENCY_LEASE_MS, placesIn } from './concurrency-places.js';
-import { capacityOf } from '../plans/plan.js';
-import { fullBucket, holdsAt, refilled } from './token-bucket.js';
+import { ConcurrencyPlaces, DEFAULT_CONCURRENCY_LEASE_MS } from './concurrency-places.js';
 import type { LimitNotices } from './limit-notices.js';
 import { LimitBatches } from './limit-batches.js';
 import { LimitRegistry } from './limit-registry.js';
@@ -15,7 +13,6 @@ import { countsBase, hashTagOf, limitCountKey } from './limiter-keys.js';
 import {
   checkCost,
   checkSubjects,
-  PLACE_RETRY_MS,
   type BalanceState,
   type Decision,
   type LimitState,
@@ -24,7 +21,7 @@ import {
 } from './rate-limiter.js';
 import { RedisRecovery } from './recovery/redis-recovery.js';
 import { RedisBalances } from './redis-balances.js';
-import { slidingCount, slidingResetAt, slotAt } from './sliding-window.js';
+import { storedState } from './redis-states.js';
 
 export interface RedisRateLimiterOptions {
   /**
@@ -112,7 +109,7 @@ export class RedisRateLimiter implements RateLimiter {
 
   /** Resolves once other replicas can ask this one for leased units back, and Redis' marker is known. */
   async ready(): Promise<void> {
-    await Promise.all([this.reclaim.subscribed, this.recovery.ready()]);
+    await Promise.all([this.reclaim.subscribed, this.recovery.untilMarkerRead()]);
   }
 
   consume(
@@ -148,40 +145,9 @@ export class RedisRateLimiter implements RateLimiter {
       Promise.all(
         subjects.flatMap(({ scope, id, plan }) => {
           const base = countsBase(this.prefix, { scope, id }, hashTag);
-          return plan.limits.map(async (rule): Promise<LimitState> => {
-            if (rule.algorithm === 'tokenBucket') {
-              const [units, parts, at] = await this.client.hmget(limitCountKey(base, rule, 0), 'u', 'p', 'a');
-              const bucket =
-                units === null
-                  ? fullBucket(rule, nowMs)
-                  : refilled({ units: Number(units), parts: Number(parts), at: Number(at) }, rule, nowMs);
-              const remaining = Math.min(bucket.units, capacityOf(rule));
-              return { scope, rule, remaining, resetMs: holdsAt(bucket, rule, 1) };
-            }
-            if (rule.algorithm === 'concurrency') {
-              const used = placesIn(await this.client.hgetall(limitCountKey(base, rule, 0)), nowMs);
-              return {
-                scope,
-                rule,
-                remaining: Math.max(0, rule.limit - used),
-                resetMs: nowMs + PLACE_RETRY_MS,
-              };
-            }
-            if (rule.algorithm === 'fixed') {
-              const window = windowAt(rule.period, nowMs);
-              const used = Number((await this.client.get(limitCountKey(base, rule, window.start))) ?? 0);
-              return { scope, rule, remaining: Math.max(0, rule.limit - used), resetMs: window.end };
-            }
-            const { used, oldest } = slidingCount(
-              await this.client.hgetall(limitCountKey(base, rule, 0)),
-              slotAt(rule.period, nowMs),
-            );
-            return {
-              scope,
-              rule,
-              remaining: Math.max(0, rule.limit - used),
-              resetMs: slidingResetAt(rule.period, oldest),
-            };
+          return plan.limits.map((rule) => {
+            const start = rule.algorithm === 'fixed' ? windowAt(rule.period, nowMs).start : 0;
+            return storedState(this.client, limitCountKey(base, rule, start), scope, rule, nowMs);
           });
         }),
       ),

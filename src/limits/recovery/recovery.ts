@@ -6,12 +6,6 @@ import type { Span } from '../limiter-groups.js';
 import type { SpentBalance } from '../rate-limiter.js';
 import type { Bucket } from '../token-bucket.js';
 
-/** What a consume call found lost (and a replica tells the others): counts and balances by their keys. */
-export interface LostKeys {
-  readonly counts: readonly string[];
-  readonly balances: readonly string[];
-}
-
 /**
  * How the Redis limiter (redis-limiter.ts) gets back what Redis lost: a restart empty, a flush, keys
  * evicted or deleted while it stays up (docs/decisions/0059, 0125), and a key's counts that moved to
@@ -23,9 +17,10 @@ export interface LostKeys {
  * what the call found lost.
  */
 export interface Recovery {
-  /** Resolves once the first read of Redis' marker is done (it never rejects). */
-  ready(): Promise<unknown>;
-  /** Undefined once Redis' marker is known, else the check that reads it: no call takes places before. */
+  /**
+   * Undefined once Redis' marker is known, else the check that reads it (it never rejects): no call
+   * takes places before, and the limiter is ready after.
+   */
   untilMarkerRead(): Promise<unknown> | undefined;
   /** How long decisions wait now, in ms (0: none): Redis lost keys and not every replica put back its own. */
   holdMs(): number;
@@ -65,4 +60,10 @@ export interface Recovery {
    */
   bringHome(key: Subject, hashTag: string, nowMs: number): Promise<void> | undefined;
   close(): Promise<void>;
+}
+
+/** What a consume call found lost (and a replica tells the others): counts and balances by their keys. */
+export interface LostKeys {
+  readonly counts: readonly string[];
+  readonly balances: readonly string[];
 }

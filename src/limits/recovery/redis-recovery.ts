@@ -33,12 +33,6 @@ export class RedisRecovery implements Recovery {
   private readonly balances: BalanceLedger;
   private readonly losses: LossDetection;
   private readonly homes: KeyHomes;
-  /**
-   * The first read of Redis' marker, made with the first call rather than in the constructor: on a
-   * Cluster a command issued while scripts are still being defined opens an auto-pipeline that lacks
-   * them.
-   */
-  private firstCheck: Promise<boolean> | undefined;
 
   constructor(
     private readonly client: RedisClient,
@@ -63,10 +57,11 @@ export class RedisRecovery implements Recovery {
     client.on('ready', this.check);
   }
 
-  ready(): Promise<unknown> {
-    return (this.firstCheck ??= this.check());
-  }
-
+  /**
+   * The first read of Redis' marker is made by the first call (or `ready`), not in the constructor:
+   * on a Cluster a command issued while scripts are still being defined opens an auto-pipeline that
+   * lacks them.
+   */
   untilMarkerRead(): Promise<unknown> | undefined {
     return this.marker.current === undefined ? this.check() : undefined;
   }
