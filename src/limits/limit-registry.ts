@@ -44,6 +44,7 @@ export class LimitRegistry {
   private readonly current = new WeakMap<readonly Subject[], Group>();
   /** Count key → the spans counting in it, which a reclaim of that key asks. */
   private readonly byCount = new Map<string, Set<Span>>();
+  /** The reclaim channel (lease-reclaim.ts), whose messages name the counts other replicas need. */
   private readonly reclaims: string;
   /** What each subject's counts were last decided by: a switch of plan carries what was spent. */
   private readonly switches: PlanSwitches;
@@ -94,9 +95,9 @@ export class LimitRegistry {
 
   /**
    * Resolves once the counts of `subjects` are where and what their decision needs: the key's own moved
-   * under `hashTag` when they are elsewhere (recovery/key-homes.ts), then each subject's carried into its plan
-   * when it switched (plan-switches.ts); undefined when nothing is to do. Should Redis not answer, the
-   * group is dropped: the next decision builds it again, and tries again.
+   * under `hashTag` when they are elsewhere (recovery/key-homes.ts), then each subject's carried into
+   * its plan when it switched (plan-switches.ts); undefined when nothing is to do. Should Redis not
+   * answer, the group is dropped: the next decision builds it again, and tries again.
    */
   private counted(
     subjects: readonly Subject[],

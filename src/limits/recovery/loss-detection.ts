@@ -139,7 +139,8 @@ export class LossDetection {
       if (this.putBack.has(key)) continue;
       this.putBack.set(key, nowMs);
       try {
-        // Whichever share holds the key puts it back: a window's, a token bucket's, a concurrency limit's count, or a balance.
+        // Whichever share holds the key puts it back: a window's count, a token bucket, a concurrency
+        // limit's places or a balance.
         for (const share of this.shares) await share.putBack(key, nowMs);
       } catch {
         // Redis stopped answering: a call that finds the key still lost tells again.

@@ -107,7 +107,10 @@ export class PlacesLedger implements LossShare {
     for (const count of this.places.heldCounts()) this.owed.add(count);
   }
 
-  /** Puts back the places of every count owed (and of every release unanswered); throws if Redis stops answering (call again). */
+  /**
+   * Puts back the places of every count owed (and of every release unanswered); throws if Redis stops
+   * answering (call again).
+   */
   async repay(nowMs: number): Promise<number> {
     for (const [count, until] of this.sureUntil) if (until <= nowMs) this.sureUntil.delete(count);
     for (const count of this.places.takeUnreleased()) this.owed.add(count);

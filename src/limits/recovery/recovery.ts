@@ -38,11 +38,11 @@ export interface Recovery {
 
   /** A decision took `places` (negative: gave them back) of the window counted at `count` (`slot`, or -1). */
   windowTaken(count: string, slot: number, places: number, expiresAt: number): void;
-  /** A decision at `nowMs` left `places` in flight in concurrency count `count`, and took some when `took`. */
+  /** A decision at `nowMs` left `places` in flight in concurrency count `count` (it took some: `took`). */
   placesLeft(count: string, places: number, took: boolean, nowMs: number): void;
   /** A decision left token bucket `count` (the script's field `field`, of `rule`) as `bucket`. */
   bucketLeft(count: string, field: ConsumeLimit['slot'], rule: LimitRule, bucket: Bucket): void;
-  /** A decision left balance `key` of (`scope`, `id`) with `spent` of `granted` units spent in (`epoch`, `window`). */
+  /** A decision left balance `key` of (`scope`, `id`): `spent` of `granted` units in (`epoch`, `window`). */
   balanceLeft(
     scope: Scope,
     id: string,

@@ -58,7 +58,7 @@ export class RedisRecovery implements Recovery {
   }
 
   /**
-   * The first read of Redis' marker is made by the first call (or `ready`), not in the constructor:
+   * The first read of Redis' marker is made by the first call (or the limiter's `ready`), not here:
    * on a Cluster a command issued while scripts are still being defined opens an auto-pipeline that
    * lacks them.
    */

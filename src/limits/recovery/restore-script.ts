@@ -29,7 +29,7 @@ export interface RestoreCall {
   readonly expiresAt: number;
   /** The sliding slot the places were taken in, or -1 for a fixed window. */
   readonly slot: number;
-  /** Redis' marker as the caller read it (RedisMarker.current, redis-marker.ts); undefined before the first read: no stamp. */
+  /** Redis' marker as the caller read it (redis-marker.ts); undefined before the first read: no stamp. */
   readonly marker?: string | undefined;
 }
 
