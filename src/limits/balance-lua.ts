@@ -25,6 +25,16 @@ export interface BalanceTerms {
   readonly refillAmount: number;
 }
 
+/**
+ * The most a replica saw spent of a balance, in the latest period it saw: a call passes it, and a
+ * balance found below it was lost (recovery/balance-ledger.ts puts it back).
+ */
+export interface BalanceSeen {
+  readonly epoch: number;
+  readonly window: number;
+  readonly spent: number;
+}
+
 export function balanceArgs(t: BalanceTerms): number[] {
   return [t.epoch, t.window, t.granted, t.floor, t.windowNow, t.refillAmount];
 }

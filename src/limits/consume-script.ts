@@ -1,7 +1,6 @@
 import { DIRECT_SCRIPTS, type RedisClient } from '../redis/connect.js';
 import { defineScript } from '../redis/script.js';
-import type { BalanceTerms } from './balance-lua.js';
-import type { BalanceSeen } from './balance-ledger.js';
+import type { BalanceSeen, BalanceTerms } from './balance-lua.js';
 import { leaseBookKey } from './limiter-keys.js';
 import { bucketPeriodMs } from './token-bucket.js';
 import type { LimitRule } from '../plans/plan.js';

@@ -13,7 +13,6 @@ import {
   type ConsumeReply,
   type ReplyLayout,
 } from './consume-reply.js';
-import type { BalanceLedger } from './balance-ledger.js';
 import type { CreditWatch } from './credit-watch.js';
 import type { LeaseCall } from './lease-book.js';
 import type { LeaseReclaim } from './lease-reclaim.js';
@@ -27,8 +26,7 @@ import {
 } from './rate-limiter.js';
 import { balanceTerms } from './redis-balances.js';
 import { slidingResetAt } from './sliding-window.js';
-import type { WindowLedger } from './window-ledger.js';
-import type { WindowRestore } from './window-restore.js';
+import type { Recovery } from './recovery/recovery.js';
 import {
   bucketOf,
   place,
@@ -62,8 +60,6 @@ export class LimitBatches {
   private readonly places: number[] = Array.from({ length: MAX_SUBJECTS }, () => 0);
   private readonly shifts: (readonly number[])[] = Array.from({ length: MAX_SUBJECTS }, () => NO_SHIFTS);
   private readonly bases: number[] = Array.from({ length: MAX_SUBJECTS }, () => 0);
-  private readonly ledger: WindowLedger;
-  private readonly balanceLedger: BalanceLedger;
   private readonly creditWatch: CreditWatch | undefined;
   private readonly sendDue = (): void => {
     const due = this.due;
@@ -81,12 +77,10 @@ export class LimitBatches {
     private readonly client: RedisClient,
     private readonly clock: () => number,
     private readonly reclaim: LeaseReclaim,
-    private readonly restore: WindowRestore,
+    private readonly recovery: Recovery,
     private readonly watches: LimitWatches,
   ) {
     this.consumeScript = defineConsumeScript(client);
-    this.ledger = restore.ledger;
-    this.balanceLedger = restore.balanceLedger;
     this.creditWatch = watches.credits;
   }
 
@@ -132,11 +126,12 @@ export class LimitBatches {
    */
   private async send(group: Group): Promise<void> {
     // Redis' marker is known before this replica takes places there: places taken under a marker it
-    // has not read could not be put back after Redis restarts empty (window-ledger.ts).
-    if (this.ledger.marker === undefined) await this.restore.check();
+    // has not read could not be put back after Redis restarts empty (recovery/redis-marker.ts).
+    const reading = this.recovery.untilMarkerRead();
+    if (reading !== undefined) await reading;
     const now = this.clock();
     // Redis lost keys: until every replica has put back its own, its requests wait.
-    const hold = this.restore.losses.holdMs();
+    const hold = this.recovery.holdMs();
     if (hold > 0) {
       this.holdFor(group, hold);
       return;
@@ -155,20 +150,12 @@ export class LimitBatches {
       if (call.settled > 0) settling = true;
     }
     if (waiting.length === 0 && !leasing && !settling) return; // nothing to ask or tell
-    const known = spans.flatMap((span) =>
-      span.counts.map((count, j) => {
-        const limit = span.consumeLimits[j]!;
-        if (inWindows(limit)) return this.ledger.knownOf(count, limit.slot, now, span.returning);
-        return isConcurrency(span.limits[j]!)
-          ? this.restore.places.knownOf(count, now)
-          : this.restore.buckets.recordOf(count, limit.slot, limit.limit, now);
-      }),
-    );
+    const known = spans.flatMap((span) => span.counts.map((_, j) => this.recovery.knownOf(span, j, now)));
     const balances = spans.map(
       (span) =>
         span.balance && {
           terms: balanceTerms(span.balance, now),
-          seen: this.balanceLedger.seenOf(span.balanceKey!),
+          seen: this.recovery.balanceSeen(span.balanceKey!),
         },
     );
     group.callsInFlight++;
@@ -179,7 +166,7 @@ export class LimitBatches {
     }
     const runs = runsOf(waiting);
     // Places this call takes are not in the replica's own count of them until it is answered.
-    const answered = group.placeCounts.length > 0 ? this.restore.places.calling() : undefined;
+    const answered = group.placeCounts.length > 0 ? this.recovery.callOut(group.placeCounts) : undefined;
     let reply: ConsumeReply;
     try {
       reply = await this.watches.measure('consume', () =>
@@ -198,8 +185,7 @@ export class LimitBatches {
       // twice, so they are dropped: unsettled units only make others wait up to RECLAIM_WAIT_MS
       // longer, and units not given back are counted as used.
       for (const w of waiting) w.reject(err);
-      if (answered !== undefined) this.restore.places.unanswered(group.placeCounts);
-      answered?.();
+      answered?.(false);
       this.answered(group, calls, leasing);
       return;
     }
@@ -208,19 +194,17 @@ export class LimitBatches {
       // Nothing was decided or settled: the requests ask again once what was lost is put back.
       group.held.push(...waiting);
       for (let s = 0; s < spans.length; s++) spans[s]!.book.notRun(calls[s]!);
-      answered?.();
+      answered?.(true);
       this.answered(group, calls, leasing);
       const found = {
         counts: lost.limits.map((i) => group.keys[2 * i]!),
         balances: lost.balances.map((k) => group.keys[2 * known.length + k]!),
       };
-      void this.restore.losses
-        .found(found, now)
-        .then(() => this.holdFor(group, this.restore.losses.holdMs()));
+      void this.recovery.found(found, now).then(() => this.holdFor(group, this.recovery.holdMs()));
       return;
     }
     this.decide(group, calls, waiting, runs, reply, now);
-    answered?.();
+    answered?.(true);
     this.answered(group, calls, leasing);
   }
 
@@ -261,7 +245,7 @@ export class LimitBatches {
       const span = spans[s]!;
       if (span.balanceKey !== undefined) {
         const b = balanceOf(reply, layout, balances.length);
-        this.balanceLedger.note(span.scope, span.id, span.balanceKey, b.epoch, b.window, b.granted, b.spent);
+        this.recovery.balanceLeft(span.scope, span.id, span.balanceKey, b);
         balances.push({
           span,
           epoch: b.epoch,
@@ -280,7 +264,7 @@ export class LimitBatches {
         const rule = span.limits[j]!;
         if (inWindows(limit)) {
           if (limit.slot >= 0) span.resets[j] = slidingResetAt(rule.period, oldestSlotOf(reply, i));
-          this.ledger.add(
+          this.recovery.windowTaken(
             span.counts[j]!,
             limit.slot,
             admittedUnits + leased - calls[s]!.returned,
@@ -288,11 +272,11 @@ export class LimitBatches {
           );
         } else if (isConcurrency(rule)) {
           span.placesAfter[j] = countOf(reply, i);
-          this.restore.places.saw(span.counts[j]!, countOf(reply, i), admittedUnits > 0, now);
+          this.recovery.placesLeft(span.counts[j]!, countOf(reply, i), admittedUnits > 0, now);
           span.resets[j] = now + PLACE_RETRY_MS;
         } else {
           const bucket = bucketOf(rule, countOf(reply, i), oldestSlotOf(reply, i), now);
-          this.restore.buckets.note(span.counts[j]!, limit.slot, rule, bucket);
+          this.recovery.bucketLeft(span.counts[j]!, limit.slot, rule, bucket);
           span.resets[j] = tokenBucket.resetMs(bucket, rule, now, 1);
         }
         room = Math.min(room, limit.limit - countOf(reply, i));

@@ -4,17 +4,22 @@ import { isCharged, type Subject } from '../plans/subject.js';
 import { consumeKeys, inWindows, limitField, type ConsumeLimit } from './consume-script.js';
 import type { ConcurrencyPlaces } from './concurrency-places.js';
 import { capacityOf, isConcurrency } from '../plans/plan.js';
-import { KeyHomes, movedCounts } from './key-homes.js';
 import { LeaseBook } from './lease-book.js';
 import { PlanSwitches } from './plan-switches.js';
-import type { ReclaimedCounts } from './lease-reclaim.js';
 import { FIRST_RETRY_MS, type LimitBatches } from './limit-batches.js';
 import type { LimitWatches } from './limit-watches.js';
 import { isBusy, type Group, type Span } from './limiter-groups.js';
-import { balanceKey, countsBase, EXPIRY_GRACE_MS, hashTagOf, limitCountKey } from './limiter-keys.js';
+import {
+  balanceKey,
+  countsBase,
+  EXPIRY_GRACE_MS,
+  hashTagOf,
+  limitCountKey,
+  reclaimChannel,
+} from './limiter-keys.js';
 import { checkSubjects } from './rate-limiter.js';
+import type { Recovery } from './recovery/recovery.js';
 import { slidingResetAt, slotAt, slotLeavesAt, slotMs } from './sliding-window.js';
-import type { WindowRestore } from './window-restore.js';
 import type { Visitor } from './visitor.js';
 
 /** Idle spans are settled and forgotten this often. */
@@ -23,9 +28,11 @@ const SWEEP_MS = 1_000;
 /**
  * The limits of the Redis limiter (redis-limiter.ts) on this replica: every span and group with
  * something left to do, found by a decision's subjects or a reclaimed count, and the sweep that
- * settles the leases of those gone quiet and forgets them.
+ * settles the leases of those gone quiet and forgets them. It hears the reclaim channel
+ * (lease-reclaim.ts): the spans counting in a count another replica needs give back what they have
+ * not used.
  */
-export class LimitRegistry implements ReclaimedCounts {
+export class LimitRegistry {
   /** Every span with something left to do, by name. */
   private readonly spans = new Map<string, Span>();
   /** Every group of those spans, by name. */
@@ -37,29 +44,25 @@ export class LimitRegistry implements ReclaimedCounts {
   private readonly current = new WeakMap<readonly Subject[], Group>();
   /** Count key → the spans counting in it, which a reclaim of that key asks. */
   private readonly byCount = new Map<string, Set<Span>>();
-  /** Where each key's own counts are: they follow a key that moves between consumers. */
-  private readonly homes: KeyHomes;
+  /** The reclaim channel (lease-reclaim.ts), whose messages name the counts other replicas need. */
+  private readonly reclaims: string;
   /** What each subject's counts were last decided by: a switch of plan carries what was spent. */
   private readonly switches: PlanSwitches;
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
     client: RedisClient,
+    /** Where other replicas ask for leased units back: absent, none are leased. */
+    private readonly subscriber: RedisClient | undefined,
     private readonly prefix: string,
     clock: () => number,
     private readonly batches: LimitBatches,
-    private readonly restore: WindowRestore,
+    private readonly recovery: Recovery,
     private readonly watches: LimitWatches,
     private readonly places: ConcurrencyPlaces,
   ) {
-    this.homes = new KeyHomes(client, prefix, (moved) => {
-      for (const { from, to, expiresAt } of moved)
-        if (expiresAt === 0) restore.balanceLedger.forget(from);
-        else {
-          restore.ledger.move(from, to);
-          restore.buckets.move(from, to);
-        }
-    });
+    this.reclaims = reclaimChannel(prefix);
+    subscriber?.on('message', this.onReclaim);
     this.switches = new PlanSwitches(client, prefix, clock);
     this.sweeper = setInterval(() => this.sweep(clock()), SWEEP_MS).unref();
   }
@@ -92,9 +95,9 @@ export class LimitRegistry implements ReclaimedCounts {
 
   /**
    * Resolves once the counts of `subjects` are where and what their decision needs: the key's own moved
-   * under `hashTag` when they are elsewhere (key-homes.ts), then each subject's carried into its plan
-   * when it switched (plan-switches.ts); undefined when nothing is to do. Should Redis not answer, the
-   * group is dropped: the next decision builds it again, and tries again.
+   * under `hashTag` when they are elsewhere (recovery/key-homes.ts), then each subject's carried into
+   * its plan when it switched (plan-switches.ts); undefined when nothing is to do. Should Redis not
+   * answer, the group is dropped: the next decision builds it again, and tries again.
    */
   private counted(
     subjects: readonly Subject[],
@@ -123,8 +126,8 @@ export class LimitRegistry implements ReclaimedCounts {
   /** Moves the own counts of the key of `subjects` to the names under `hashTag` when they are elsewhere. */
   private moveHome(subjects: readonly Subject[], hashTag: string, nowMs: number): Promise<void> | undefined {
     const key = subjects[0]!;
-    if (key.scope !== 'key' || !isCharged(key) || this.homes.isHome(key.id, hashTag)) return undefined;
-    return this.homes.moveTo(key.id, hashTag, (from) => movedCounts(this.prefix, key, from, hashTag, nowMs));
+    if (key.scope !== 'key' || !isCharged(key)) return undefined;
+    return this.recovery.bringHome(key, hashTag, nowMs);
   }
 
   /** Carries what each subject's old plan spent into its plan, when this replica has not seen it so. */
@@ -269,13 +272,14 @@ export class LimitRegistry implements ReclaimedCounts {
     }
   }
 
-  /** Another replica needs units of this count: every span counting in it gives back what it has not used. */
-  reclaimed(count: string): void {
+  /** Another replica needs units of a count: every span counting in it gives back what it has not used. */
+  private readonly onReclaim = (channel: string, count: string): void => {
+    if (channel !== this.reclaims) return;
     for (const span of this.byCount.get(count) ?? []) {
       span.book.reclaim();
       if (span.book.owes) this.batches.schedule(this.groupOf([span], ''));
     }
-  }
+  };
 
   /**
    * Settles the leases of spans gone quiet, forgets spans with nothing left to do (and their groups),
@@ -283,7 +287,7 @@ export class LimitRegistry implements ReclaimedCounts {
    * reconnect would).
    */
   private sweep(nowMs: number): void {
-    void this.restore.check();
+    void this.recovery.check();
     for (const span of this.spans.values()) {
       if (isBusy(span)) continue;
       // Once every limit's window is over its units no longer matter. Until then (a longer window,
@@ -299,5 +303,6 @@ export class LimitRegistry implements ReclaimedCounts {
 
   close(): void {
     clearInterval(this.sweeper);
+    this.subscriber?.off('message', this.onReclaim);
   }
 }

@@ -98,7 +98,7 @@ export interface Group {
   readonly limits: readonly (readonly ConsumeLimit[])[];
   /** Forgotten with one of its spans: a first subject bound to it builds its group again. */
   forgotten: boolean;
-  /** Its key's own counts are being moved to its names (key-homes.ts): its decisions wait for that. */
+  /** Its key's own counts are being moved to its names (recovery/key-homes.ts): its decisions wait for that. */
   moving: Promise<void> | undefined;
   waiting: Waiter[];
   /** Requests that did not fit while units were being reclaimed; they ask again after `retryMs`. */

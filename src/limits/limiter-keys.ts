@@ -15,7 +15,7 @@ import { visitorSuffix, type Visitor } from './visitor.js';
  * so its count is its own: the name of the period's count, then `:m:<limit name>`. A limit per visitor
  * counts each visitor in a count of its own: then `:a:<address>` or `:c:<customer id>` (visitor.ts). A subject's balance
  * is `<base>:credits`. A key that moves to another consumer finds its counts and balance under new
- * names: they are moved there (key-homes.ts), and its home, `<prefix>{<keyId>}:home`, says where
+ * names: they are moved there (recovery/key-homes.ts), and its home, `<prefix>{<keyId>}:home`, says where
  * they are while it has a consumer.
  */
 
@@ -94,12 +94,12 @@ export function reclaimChannel(prefix: string): string {
   return prefix + 'quota-reclaim';
 }
 
-/** The hash tag a key's own counts are under while it has a consumer (key-homes.ts), in the key's own slot. */
+/** The hash tag a key's own counts are under while it has a consumer (recovery/key-homes.ts), in the key's own slot. */
 export function keyHomeKey(prefix: string, keyId: string): string {
   return `${prefix}{${keyId}}:home`;
 }
 
-/** Where a replica that found keys lost (not all of Redis' data) tells the others (loss-detection.ts). */
+/** Where a replica that found keys lost (not all of Redis' data) tells the others (recovery/loss-detection.ts). */
 export function lossChannel(prefix: string): string {
   return prefix + 'keys-lost';
 }

@@ -2,10 +2,10 @@ import type { RedisClient } from '../redis/connect.js';
 import { remainingOf, settle, windowOf, type Balance } from '../plans/balance.js';
 import type { Subject } from '../plans/subject.js';
 import { defineSyncBalanceScript, type BalanceTerms, type SyncBalanceScript } from './balance-lua.js';
-import type { BalanceLedger } from './balance-ledger.js';
 import { balanceKey, countsBase, hashTagOf } from './limiter-keys.js';
 import type { LimitWatches } from './limit-watches.js';
 import { balanceStateOf, type BalanceState, type SpentBalance } from './rate-limiter.js';
+import type { Recovery } from './recovery/recovery.js';
 
 /**
  * The credit balances of the Redis limiter (redis-limiter.ts) outside a decision: read, brought up to
@@ -18,7 +18,8 @@ export class RedisBalances {
   constructor(
     private readonly client: RedisClient,
     private readonly prefix: string,
-    private readonly ledger: BalanceLedger,
+    /** What this replica saw spent of each balance (recovery/balance-ledger.ts). */
+    private readonly recovery: Pick<Recovery, 'balancesSpent'>,
     private readonly watches: LimitWatches,
   ) {
     this.syncBalance = defineSyncBalanceScript(client);
@@ -59,7 +60,7 @@ export class RedisBalances {
   }
 
   spent(): SpentBalance[] {
-    return this.ledger.spent();
+    return this.recovery.balancesSpent();
   }
 }
 

@@ -4,9 +4,7 @@ import type { Subject } from '../plans/subject.js';
 import type { Visitor } from './visitor.js';
 import { windowAt } from '../plans/window.js';
 import { LeaseReclaim } from './lease-reclaim.js';
-import { ConcurrencyPlaces, DEFAULT_CONCURRENCY_LEASE_MS, placesIn } from './concurrency-places.js';
-import { capacityOf } from '../plans/plan.js';
-import { fullBucket, holdsAt, refilled } from './token-bucket.js';
+import { ConcurrencyPlaces, DEFAULT_CONCURRENCY_LEASE_MS } from './concurrency-places.js';
 import type { LimitNotices } from './limit-notices.js';
 import { LimitBatches } from './limit-batches.js';
 import { LimitRegistry } from './limit-registry.js';
@@ -15,16 +13,15 @@ import { countsBase, hashTagOf, limitCountKey } from './limiter-keys.js';
 import {
   checkCost,
   checkSubjects,
-  PLACE_RETRY_MS,
   type BalanceState,
   type Decision,
   type LimitState,
   type RateLimiter,
   type SpentBalance,
 } from './rate-limiter.js';
+import { RedisRecovery } from './recovery/redis-recovery.js';
 import { RedisBalances } from './redis-balances.js';
-import { slidingCount, slidingResetAt, slotAt } from './sliding-window.js';
-import { WindowRestore } from './window-restore.js';
+import { storedState } from './redis-states.js';
 
 export interface RedisRateLimiterOptions {
   /**
@@ -68,13 +65,14 @@ export interface RedisRateLimiterOptions {
  *
  * Each job has a module of its own: the spans and groups of this replica and their sweep
  * (limit-registry.ts), the calls per turn (limit-batches.ts), the reclaim channel
- * (lease-reclaim.ts), the ledgers put back after Redis lost keys (window-restore.ts), balances outside
- * a decision (redis-balances.ts), notices and metrics (limit-watches.ts).
+ * (lease-reclaim.ts), what puts back what Redis lost and moves a key's counts (recovery/, behind
+ * recovery/recovery.ts), balances outside a decision (redis-balances.ts), notices and metrics
+ * (limit-watches.ts). Each is built after what it uses, and given it.
  */
 export class RedisRateLimiter implements RateLimiter {
   private readonly watches: LimitWatches;
   private readonly reclaim: LeaseReclaim;
-  private readonly restore: WindowRestore;
+  private readonly recovery: RedisRecovery;
   private readonly batches: LimitBatches;
   private readonly registry: LimitRegistry;
   private readonly balances: RedisBalances;
@@ -92,32 +90,26 @@ export class RedisRateLimiter implements RateLimiter {
     }: RedisRateLimiterOptions = {},
   ) {
     this.watches = new LimitWatches(metrics, notices);
-    this.places = new ConcurrencyPlaces(
-      client,
-      clock,
-      concurrencyLeaseMs,
-      this.watches,
-      () => this.restore.ledger.marker,
-    );
+    this.places = new ConcurrencyPlaces(client, clock, concurrencyLeaseMs, this.watches);
+    this.recovery = new RedisRecovery(client, subscriber, prefix, clock, this.places);
     this.reclaim = new LeaseReclaim(subscriber, prefix);
-    this.restore = new WindowRestore(client, subscriber, prefix, clock, this.places);
-    this.batches = new LimitBatches(client, clock, this.reclaim, this.restore, this.watches);
+    this.batches = new LimitBatches(client, clock, this.reclaim, this.recovery, this.watches);
     this.registry = new LimitRegistry(
       client,
+      subscriber,
       prefix,
       clock,
       this.batches,
-      this.restore,
+      this.recovery,
       this.watches,
       this.places,
     );
-    this.reclaim.listen(this.registry);
-    this.balances = new RedisBalances(client, prefix, this.restore.balanceLedger, this.watches);
+    this.balances = new RedisBalances(client, prefix, this.recovery, this.watches);
   }
 
   /** Resolves once other replicas can ask this one for leased units back, and Redis' marker is known. */
   async ready(): Promise<void> {
-    await Promise.all([this.reclaim.subscribed, this.restore.firstCheck()]);
+    await Promise.all([this.reclaim.subscribed, this.recovery.untilMarkerRead()]);
   }
 
   consume(
@@ -153,40 +145,9 @@ export class RedisRateLimiter implements RateLimiter {
       Promise.all(
         subjects.flatMap(({ scope, id, plan }) => {
           const base = countsBase(this.prefix, { scope, id }, hashTag);
-          return plan.limits.map(async (rule): Promise<LimitState> => {
-            if (rule.algorithm === 'tokenBucket') {
-              const [units, parts, at] = await this.client.hmget(limitCountKey(base, rule, 0), 'u', 'p', 'a');
-              const bucket =
-                units === null
-                  ? fullBucket(rule, nowMs)
-                  : refilled({ units: Number(units), parts: Number(parts), at: Number(at) }, rule, nowMs);
-              const remaining = Math.min(bucket.units, capacityOf(rule));
-              return { scope, rule, remaining, resetMs: holdsAt(bucket, rule, 1) };
-            }
-            if (rule.algorithm === 'concurrency') {
-              const used = placesIn(await this.client.hgetall(limitCountKey(base, rule, 0)), nowMs);
-              return {
-                scope,
-                rule,
-                remaining: Math.max(0, rule.limit - used),
-                resetMs: nowMs + PLACE_RETRY_MS,
-              };
-            }
-            if (rule.algorithm === 'fixed') {
-              const window = windowAt(rule.period, nowMs);
-              const used = Number((await this.client.get(limitCountKey(base, rule, window.start))) ?? 0);
-              return { scope, rule, remaining: Math.max(0, rule.limit - used), resetMs: window.end };
-            }
-            const { used, oldest } = slidingCount(
-              await this.client.hgetall(limitCountKey(base, rule, 0)),
-              slotAt(rule.period, nowMs),
-            );
-            return {
-              scope,
-              rule,
-              remaining: Math.max(0, rule.limit - used),
-              resetMs: slidingResetAt(rule.period, oldest),
-            };
+          return plan.limits.map((rule) => {
+            const start = rule.algorithm === 'fixed' ? windowAt(rule.period, nowMs).start : 0;
+            return storedState(this.client, limitCountKey(base, rule, start), scope, rule, nowMs);
           });
         }),
       ),
@@ -209,7 +170,7 @@ export class RedisRateLimiter implements RateLimiter {
   async close(): Promise<void> {
     this.registry.close();
     this.places.close();
-    await this.restore.close();
+    await this.recovery.close();
     await this.reclaim.close();
   }
 }

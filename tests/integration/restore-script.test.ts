@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { counterKey, leaseBookKey, slidingKey } from '../../src/limits/limiter-keys.js';
-import { defineRestoreScript } from '../../src/limits/restore-script.js';
+import { defineRestoreScript } from '../../src/limits/recovery/restore-script.js';
 import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
 
 // The restore script alone, against a real Redis.

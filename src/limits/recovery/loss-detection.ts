@@ -1,9 +1,7 @@
-import type { RedisClient } from '../redis/connect.js';
-import type { BalanceLedger } from './balance-ledger.js';
-import type { BucketLedger } from './bucket-ledger.js';
-import type { ConcurrencyPlaces } from './concurrency-places.js';
-import { lossChannel } from './limiter-keys.js';
-import type { WindowLedger } from './window-ledger.js';
+import type { RedisClient } from '../../redis/connect.js';
+import { lossChannel } from '../limiter-keys.js';
+import type { RedisMarker } from './redis-marker.js';
+import type { LostKeys } from './recovery.js';
 
 /**
  * How long a replica that learns Redis lost keys holds its decisions: every live replica reads Redis'
@@ -12,22 +10,33 @@ import type { WindowLedger } from './window-ledger.js';
  */
 export const LOSS_HOLD_MS = 1_500;
 
-/** What a replica tells the others it found lost: counts and balances by their keys. */
-interface LostKeys {
-  readonly counts: readonly string[];
-  readonly balances: readonly string[];
+/**
+ * One kind of what a replica puts back after Redis lost it (windows, token buckets, concurrency places,
+ * balances), each by its own rule.
+ */
+export interface LossShare {
+  /** Redis lost everything (the marker changed): all this replica holds of the kind is owed. */
+  owe(): void;
+  /**
+   * Puts back what is owed, and forgets what is over; resolves how many counts or balances it put back.
+   * Throws when Redis stops answering: the next check goes on from there.
+   */
+  repay(nowMs: number): Promise<number>;
+  /** Puts back what this replica holds of `key` (none when it is not of the kind), which Redis lost alone. */
+  putBack(key: string, nowMs: number): Promise<number>;
 }
 
 /**
- * Notices that Redis lost keys while it stays up, and has them put back (docs/decisions/0059).
+ * Notices that Redis lost keys, and has them put back (docs/decisions/0059).
  *
  * A loss of everything (`FLUSHALL`, `FLUSHDB`, a restart, the marker evicted) changes Redis' marker
- * (window-ledger.ts): each replica reads it every second and on reconnecting, and the consume script
+ * (redis-marker.ts): each replica reads it every second and on reconnecting, and the consume script
  * finds a count below what the caller holds in it, or a balance below what it saw spent, and decides
  * nothing (consume-script.ts), which makes the replica read the marker at once. Either way every
- * replica puts back its places in every current window, what it saw spent of every balance, its
- * record of every token bucket and its places in every concurrency limit (docs/decisions/0125), and
- * holds its decisions for LOSS_HOLD_MS from when it learned, when every live replica has put back its own.
+ * replica puts back every share: its places in every current window, what it saw spent of every
+ * balance, its record of every token bucket and its places in every concurrency limit
+ * (docs/decisions/0125), and holds its decisions for LOSS_HOLD_MS from when it learned, when every live
+ * replica has put back its own.
  *
  * A loss of some keys only (a count or a balance deleted, or evicted) leaves the marker: the replica
  * that finds them puts back its own share of those, tells the others on `<prefix>keys-lost` (who put
@@ -42,16 +51,15 @@ export class LossDetection {
   /** Keys this replica put back after a loss of some keys only, and when. */
   private readonly putBack = new Map<string, number>();
   private readonly channel: string;
+  private checking: Promise<boolean> | undefined;
 
   constructor(
     private readonly client: RedisClient,
     private readonly subscriber: RedisClient | undefined,
     prefix: string,
-    private readonly windows: WindowLedger,
-    private readonly balances: BalanceLedger,
-    private readonly buckets: BucketLedger,
-    private readonly places: ConcurrencyPlaces,
     private readonly clock: () => number,
+    private readonly marker: RedisMarker,
+    private readonly shares: readonly LossShare[],
   ) {
     this.channel = lossChannel(prefix);
     if (subscriber !== undefined) {
@@ -67,17 +75,14 @@ export class LossDetection {
 
   /**
    * Reads Redis' marker (each second, on reconnecting, and when a call found keys lost): when it
-   * changed, puts everything back and holds. Never rejects. Resolves whether everything was put back
-   * within LOSS_HOLD_MS (a loss found meanwhile is that one: its keys are back already).
+   * changed, owes every share and holds; then has every share put back what it owes. One at a time: a
+   * caller that comes meanwhile waits for the check under way. Never rejects. Resolves whether
+   * everything was put back within LOSS_HOLD_MS (a loss found meanwhile is that one: its keys are back
+   * already).
    */
-  async check(nowMs: number): Promise<boolean> {
-    const before = this.windows.losses;
-    await this.windows.check(nowMs);
-    if (this.windows.losses !== before) {
-      this.hold();
-      this.everythingPutBackAt = performance.now();
-    }
-    return this.everythingPutBackAt + LOSS_HOLD_MS > performance.now();
+  check(nowMs: number): Promise<boolean> {
+    this.checking ??= this.checkNow(nowMs).finally(() => (this.checking = undefined));
+    return this.checking;
   }
 
   /**
@@ -96,8 +101,29 @@ export class LossDetection {
     if (this.subscriber?.status === 'ready') await this.subscriber.unsubscribe(this.channel).catch(() => {});
   }
 
+  private async checkNow(nowMs: number): Promise<boolean> {
+    let changed = false;
+    try {
+      changed = await this.marker.read();
+      if (changed) {
+        for (const share of this.shares) share.owe();
+        this.hold();
+      }
+      for (const share of this.shares) await share.repay(nowMs);
+    } catch {
+      // Redis stopped answering midway: what is still owed is put back at the next check (a window
+      // whose put-back timed out but ran is put back twice: it then admits fewer than its limit, never
+      // more; a balance's put-back can be repeated without effect).
+    }
+    if (changed) {
+      this.hold();
+      this.everythingPutBackAt = performance.now();
+    }
+    return this.everythingPutBackAt + LOSS_HOLD_MS > performance.now();
+  }
+
   /** Holds decisions for LOSS_HOLD_MS from now, on the process' own clock (a limiter's may stand still in tests). */
-  hold(): void {
+  private hold(): void {
     this.holdUntil = performance.now() + LOSS_HOLD_MS;
   }
 
@@ -113,12 +139,9 @@ export class LossDetection {
       if (this.putBack.has(key)) continue;
       this.putBack.set(key, nowMs);
       try {
-        if (counts.includes(key)) {
-          // A count is a window's, a token bucket's or a concurrency limit's: whichever holds it puts it back.
-          await this.windows.putBack(key, nowMs);
-          await this.buckets.putBack(key, nowMs);
-          await this.places.putBack(key, nowMs);
-        } else await this.balances.putBack(key);
+        // Whichever share holds the key puts it back: a window's count, a token bucket, a concurrency
+        // limit's places or a balance.
+        for (const share of this.shares) await share.putBack(key, nowMs);
       } catch {
         // Redis stopped answering: a call that finds the key still lost tells again.
         this.putBack.delete(key);

@@ -1,6 +1,6 @@
-import type { RedisClient } from '../redis/connect.js';
-import { defineScript } from '../redis/script.js';
-import { leaseBookKey } from './limiter-keys.js';
+import type { RedisClient } from '../../redis/connect.js';
+import { defineScript } from '../../redis/script.js';
+import { leaseBookKey } from '../limiter-keys.js';
 
 /**
  * Puts places back into a window's count after Redis restarted empty (window-ledger.ts): a fixed
@@ -29,7 +29,7 @@ export interface RestoreCall {
   readonly expiresAt: number;
   /** The sliding slot the places were taken in, or -1 for a fixed window. */
   readonly slot: number;
-  /** Redis' marker as the caller read it (WindowLedger.marker); undefined before the first read: no stamp. */
+  /** Redis' marker as the caller read it (redis-marker.ts); undefined before the first read: no stamp. */
   readonly marker?: string | undefined;
 }
 

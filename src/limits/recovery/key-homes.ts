@@ -1,8 +1,8 @@
-import type { LimitRule } from '../plans/plan.js';
-import type { Subject } from '../plans/subject.js';
-import { windowAt } from '../plans/window.js';
-import type { RedisClient } from '../redis/connect.js';
-import { defineKeyListScript, type ScriptRunner } from '../redis/script.js';
+import type { LimitRule } from '../../plans/plan.js';
+import type { Subject } from '../../plans/subject.js';
+import { windowAt } from '../../plans/window.js';
+import type { RedisClient } from '../../redis/connect.js';
+import { defineKeyListScript, type ScriptRunner } from '../../redis/script.js';
 import {
   balanceKey,
   countsBase,
@@ -10,8 +10,8 @@ import {
   keyHomeKey,
   leaseBookKey,
   limitCountKey,
-} from './limiter-keys.js';
-import { slotAt, slotLeavesAt } from './sliding-window.js';
+} from '../limiter-keys.js';
+import { slotAt, slotLeavesAt } from '../sliding-window.js';
 
 /**
  * A key's own counts and balance follow it between consumers (docs/decisions/0060).
@@ -119,6 +119,12 @@ export interface MovedCount {
   readonly expiresAt: number;
 }
 
+/** What this replica keeps of a count or a balance, which follows it to its new name. */
+export interface MovedShare {
+  /** What this replica keeps of `from` is of `to` now. */
+  moved(from: string, to: string): void;
+}
+
 export class KeyHomes {
   /** By key id: the hash tag this replica last counted the key's own counts under. */
   private readonly seen = new Map<string, string>();
@@ -128,11 +134,21 @@ export class KeyHomes {
   constructor(
     private readonly client: RedisClient,
     private readonly prefix: string,
-    /** Told of every move made, once made: what this replica holds under the old names is under the new. */
-    private readonly onMoved: (counts: readonly MovedCount[]) => void,
+    /** Told of every move made, once made: what this replica keeps under the old names is under the new. */
+    private readonly shares: readonly MovedShare[],
   ) {
     this.take = defineKeyListScript(client, TAKE_LUA);
     this.add = defineKeyListScript(client, ADD_LUA);
+  }
+
+  /**
+   * Resolves once key `key`'s own counts of `nowMs` (its current windows, and its balance) are under
+   * `hashTag`, moved there when they were elsewhere; undefined when they are there already. Rejects
+   * when Redis does not answer (the next decision tries again).
+   */
+  bringHome(key: Subject, hashTag: string, nowMs: number): Promise<void> | undefined {
+    if (this.isHome(key.id, hashTag)) return undefined;
+    return this.moveTo(key.id, hashTag, (from) => movedCounts(this.prefix, key, from, hashTag, nowMs));
   }
 
   /**
@@ -140,7 +156,7 @@ export class KeyHomes {
    * consumer is taken to be at home: only a key under a consumer writes its home, so the common case
    * costs no command.
    */
-  isHome(keyId: string, hashTag: string): boolean {
+  private isHome(keyId: string, hashTag: string): boolean {
     const seen = this.seen.get(keyId);
     if (seen === undefined && hashTag === keyId) this.seen.set(keyId, keyId);
     return (seen ?? keyId) === hashTag;
@@ -149,9 +165,13 @@ export class KeyHomes {
   /**
    * Makes `hashTag` the home of key `keyId`'s counts, moving them from its previous home and from where
    * this replica last counted them: `counts` names each count (and the balance) under a hash tag and
-   * under `hashTag`. Rejects when Redis does not answer (the next decision tries again).
+   * under `hashTag`.
    */
-  async moveTo(keyId: string, hashTag: string, counts: (from: string) => MovedCount[]): Promise<void> {
+  private async moveTo(
+    keyId: string,
+    hashTag: string,
+    counts: (from: string) => MovedCount[],
+  ): Promise<void> {
     const home = keyHomeKey(this.prefix, keyId);
     // No home: the key's own id, the names of a key without a consumer.
     const previous =
@@ -172,7 +192,7 @@ export class KeyHomes {
         counts.flatMap((c) => [c.to, markerOf(c, c.to)]),
         [...taken.map((t) => JSON.stringify(t)), ...counts.map((c) => c.expiresAt), ...stamps],
       );
-    this.onMoved(counts);
+    for (const { from, to } of counts) for (const share of this.shares) share.moved(from, to);
   }
 }
 
@@ -203,13 +223,7 @@ function movedUntil(rule: LimitRule, nowMs: number): number {
  * A balance is moved whether or not the key holds one now: one left behind would be found stale should
  * the key come back.
  */
-export function movedCounts(
-  prefix: string,
-  key: Subject,
-  from: string,
-  to: string,
-  nowMs: number,
-): MovedCount[] {
+function movedCounts(prefix: string, key: Subject, from: string, to: string, nowMs: number): MovedCount[] {
   const [base, toBase] = [from, to].map((tag) => countsBase(prefix, key, tag)) as [string, string];
   const moved = key.plan.limits.map((rule): MovedCount => {
     const start = windowAt(rule.period, nowMs).start;

@@ -1,8 +1,10 @@
-import type { RedisClient } from '../redis/connect.js';
-import { defineScript, type ScriptRunner } from '../redis/script.js';
-import type { Scope } from '../plans/subject.js';
-import { SETTLE_BALANCE_LUA } from './balance-lua.js';
-import type { SpentBalance } from './rate-limiter.js';
+import type { RedisClient } from '../../redis/connect.js';
+import { defineScript, type ScriptRunner } from '../../redis/script.js';
+import type { Scope } from '../../plans/subject.js';
+import { SETTLE_BALANCE_LUA, type BalanceSeen } from '../balance-lua.js';
+import type { SpentBalance } from '../rate-limiter.js';
+import type { MovedShare } from './key-homes.js';
+import type { LossShare } from './loss-detection.js';
 
 /**
  * Puts back what Redis lost of each balance (a restart empty, a flush, an eviction, a deletion) (the rule for windows in docs/guides/operations.md, Faults,
@@ -36,13 +38,6 @@ end
 return 0
 `;
 
-/** The most a replica saw spent of a balance, in the latest period it saw. */
-export interface BalanceSeen {
-  readonly epoch: number;
-  readonly window: number;
-  readonly spent: number;
-}
-
 interface Seen {
   readonly scope: Scope;
   readonly id: string;
@@ -53,7 +48,7 @@ interface Seen {
   spent: number;
 }
 
-export class BalanceLedger {
+export class BalanceLedger implements LossShare, MovedShare {
   /** By balance hash key: the latest period seen of it, and the most spent in it. */
   private readonly seen = new Map<string, Seen>();
   /** Balances charged since the last `spent()`. */
@@ -110,7 +105,7 @@ export class BalanceLedger {
   }
 
   /** Balance `key` moved to another name (key-homes.ts): what was seen of it is no longer there. */
-  forget(key: string): void {
+  moved(key: string): void {
     this.seen.delete(key);
   }
 

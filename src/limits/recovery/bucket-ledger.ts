@@ -1,9 +1,12 @@
-import type { RedisClient } from '../redis/connect.js';
-import { defineScript, type ScriptRunner } from '../redis/script.js';
-import type { LimitRule } from '../plans/plan.js';
-import type { ConsumeLimit } from './consume-script.js';
-import { EXPIRY_GRACE_MS } from './limiter-keys.js';
-import { BUCKET_LUA, bucketPeriodMs, refilled, type Bucket } from './token-bucket.js';
+import type { RedisClient } from '../../redis/connect.js';
+import { defineScript, type ScriptRunner } from '../../redis/script.js';
+import type { LimitRule } from '../../plans/plan.js';
+import type { ConsumeLimit } from '../consume-script.js';
+import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
+import { BUCKET_LUA, bucketPeriodMs, refilled, type Bucket } from '../token-bucket.js';
+import type { MovedShare } from './key-homes.js';
+import type { LossShare } from './loss-detection.js';
+import type { RedisMarker } from './redis-marker.js';
 
 /**
  * Puts a token bucket back after Redis lost it (docs/decisions/0125): the caller's record, refilled to
@@ -63,7 +66,7 @@ interface BucketRecord {
  * record back), the script answers it `lost` on a bucket put back: one that put back first may have
  * brought back a level its stale record allowed, which only the last decider's record lowers.
  */
-export class BucketLedger {
+export class BucketLedger implements LossShare, MovedShare {
   private readonly records = new Map<string, BucketRecord>();
   private readonly restore: ScriptRunner;
   /** A flush was noticed and not every bucket is put back yet. */
@@ -71,8 +74,7 @@ export class BucketLedger {
 
   constructor(
     client: RedisClient,
-    /** Redis' marker as this replica last read it (WindowLedger.marker): undefined before the first read. */
-    private readonly marker: () => string | undefined,
+    private readonly marker: RedisMarker,
   ) {
     this.restore = defineScript(client, 'tollgateRestoreBucket', RESTORE_BUCKET_LUA, 1);
   }
@@ -96,11 +98,11 @@ export class BucketLedger {
       return 0;
     }
     const { units, parts, at } = record.bucket;
-    return `${units}:${parts}:${at}:${this.marker() ?? ''}`;
+    return `${units}:${parts}:${at}:${this.marker.current ?? ''}`;
   }
 
   /** Bucket `key` is under `to` now: a key's counts moved (key-homes.ts). */
-  move(key: string, to: string): void {
+  moved(key: string, to: string): void {
     const record = this.records.get(key);
     if (record === undefined) return;
     this.records.delete(key);
@@ -123,7 +125,7 @@ export class BucketLedger {
           rule.limit,
           rule.burst!,
           bucketPeriodMs(rule),
-          this.marker() ?? '',
+          this.marker.current ?? '',
         ],
       ),
     );
