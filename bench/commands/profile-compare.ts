@@ -6,11 +6,25 @@
 //     BENCH_PROFILE_MODE (redis | embedded);
 //   forged: a wrong-checksum secret flood (bench/forged-key.lua) against CORS preflights
 //     (bench/preflight.lua), this build in Redis mode (`npm run bench -- forged-keys` times them).
-// One process at a time, each profiled during its measured load only.
+// Both processes run side by side and are loaded in alternating rounds (BENCH_ROUNDS × BENCH_DURATION
+// each), each profiled during its own loads only. Both use one private redis-server (their own key
+// prefixes): the Redis commands counted during one side's loads include the other's idle background.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { BASELINE, CONNECTIONS, DB_NAME, DURATION, PORT, ROOT, WARMUP, env, run } from '../lib/config.ts';
+import {
+  BASELINE,
+  CONNECTIONS,
+  DB_NAME,
+  DURATION,
+  PORT,
+  ROOT,
+  ROUNDS,
+  WARMUP,
+  env,
+  log,
+  run,
+} from '../lib/config.ts';
 import { stopProc, treeCpuUs } from '../lib/processes.ts';
 import { fmt, machine, problemsNote } from '../lib/report.ts';
 import type { Proc } from '../lib/processes.ts';
@@ -20,7 +34,6 @@ import {
   createKey,
   ensurePlan,
   ensureTools,
-  flushRedis,
   freshDatabase,
   privateRedis,
   startBackend,
@@ -90,10 +103,21 @@ function sides(): Side[] {
   ];
 }
 
-async function measure(side: Side, index: number, redisUrl: string): Promise<Measured> {
-  const port = PORT.tollgateRedis;
+/** A side's process, ready and warmed up, and what its loads have added up to so far. */
+interface Running {
+  readonly side: Side;
+  readonly proc: Proc;
+  readonly profDir: string;
+  readonly load: Omit<WrkOptions, 'seconds'>;
+  readonly windows: [number, number][];
+  readonly redisCommands: Map<string, number>;
+  requests: number;
+  cpuUs: number;
+}
+
+async function start(side: Side, index: number, redisUrl: string): Promise<Running> {
+  const port = index === 0 ? PORT.tollgateRedis : PORT.tollgateRedisBaseline;
   const profDir = path.join(run.workDir, `cpuprofile-${index}`);
-  await flushRedis(redisUrl);
   const proc = await startTollgate({
     name: `profile-${index}`,
     port,
@@ -102,38 +126,47 @@ async function measure(side: Side, index: number, redisUrl: string): Promise<Mea
     databaseUrl: side.mode === 'redis' ? await freshDatabase(`${DB_NAME}_profile_${index}`) : undefined,
     redisUrl,
     nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`],
-    extraEnv: side.extraEnv,
+    extraEnv: { ...side.extraEnv, REDIS_KEY_PREFIX: `bench-profile-${index}:` },
   });
   const load = await side.load(port);
   await wrk({ ...load, seconds: WARMUP });
-  const redis = new Redis(redisUrl);
-  const [statsBefore, cpuBefore, fromUs] = [
+  return { side, proc, profDir, load, windows: [], redisCommands: new Map(), requests: 0, cpuUs: 0 };
+}
+
+/** One load of `DURATION` on `r`: its requests, CPU time, Redis commands and profile window added to its own. */
+async function loadOnce(r: Running, redis: Redis): Promise<void> {
+  const [before, cpuBefore, fromUs] = [
     await commandStats(redis),
-    treeCpuUs(proc.child.pid!),
+    treeCpuUs(r.proc.child.pid!),
     monotonicUs(),
   ];
-  const result = await wrk({ ...load, seconds: DURATION });
-  const [toUs, cpuAfter, statsAfter] = [monotonicUs(), treeCpuUs(proc.child.pid!), await commandStats(redis)];
+  const result = await wrk({ ...r.load, seconds: DURATION });
+  const [toUs, cpuAfter, after] = [monotonicUs(), treeCpuUs(r.proc.child.pid!), await commandStats(redis)];
   // The INFO read before is the bench's own.
-  statsAfter.set('info', (statsAfter.get('info') ?? 0) - 1);
-  const redisCommands = new Map(
-    [...statsAfter]
-      .map(([command, calls]) => [command, calls - (statsBefore.get(command) ?? 0)] as const)
-      .filter(([, calls]) => calls > 0),
-  );
-  redis.disconnect();
-  await stopProc(proc, 20_000); // the profile is written while the process exits
-  const file = fs.readdirSync(profDir).map((f) => path.join(profDir, f))[0];
-  if (file === undefined) throw new Error(`no .cpuprofile written for ${side.label}`);
+  after.set('info', (after.get('info') ?? 0) - 1);
+  for (const [command, calls] of after) {
+    const added = calls - (before.get(command) ?? 0);
+    if (added > 0) r.redisCommands.set(command, (r.redisCommands.get(command) ?? 0) + added);
+  }
+  r.requests += result.requests;
+  r.cpuUs += cpuAfter - cpuBefore;
+  r.windows.push([fromUs, toUs]);
+  log(`${r.side.label}: ${fmt(result.rps)} req/s`);
+}
+
+async function finish(r: Running): Promise<Measured> {
+  await stopProc(r.proc, 20_000); // the profile is written while the process exits
+  const file = fs.readdirSync(r.profDir).map((f) => path.join(r.profDir, f))[0];
+  if (file === undefined) throw new Error(`no .cpuprofile written for ${r.side.label}`);
   return {
-    side,
-    requests: result.requests,
-    rps: result.rps,
-    cpuUsPerRequest: (cpuAfter - cpuBefore) / result.requests,
-    redisPerRequest: [...redisCommands.values()].reduce((x, y) => x + y, 0) / result.requests,
-    redisCommands,
-    self: selfTimeByFunction(file, fromUs, toUs),
-    proc,
+    side: r.side,
+    requests: r.requests,
+    rps: r.requests / (ROUNDS * DURATION),
+    cpuUsPerRequest: r.cpuUs / r.requests,
+    redisPerRequest: [...r.redisCommands.values()].reduce((x, y) => x + y, 0) / r.requests,
+    redisCommands: r.redisCommands,
+    self: selfTimeByFunction(file, r.windows),
+    proc: r.proc,
   };
 }
 
@@ -144,8 +177,16 @@ export async function profileCompare(): Promise<string> {
   const redisUrl = await privateRedis();
   run.redisUrl = redisUrl;
   await startBackend();
-  const measured: Measured[] = [];
-  for (const [i, side] of compared.entries()) measured.push(await measure(side, i, redisUrl));
+  const running = [await start(compared[0]!, 0, redisUrl), await start(compared[1]!, 1, redisUrl)];
+  const redis = new Redis(redisUrl);
+  try {
+    // Alternating, as the other benches' rounds: a machine that slows down weighs on both alike.
+    for (let round = 0; round < ROUNDS; round++)
+      for (const r of round % 2 === 0 ? running : [...running].reverse()) await loadOnce(r, redis);
+  } finally {
+    redis.disconnect();
+  }
+  const measured = [await finish(running[0]!), await finish(running[1]!)];
   const [a, b] = measured as [Measured, Measured];
   const perRequest = (m: Measured, fn: string) => (m.self.get(fn) ?? 0) / m.requests;
   const names = new Set([...a.self.keys(), ...b.self.keys()]);
@@ -173,6 +214,13 @@ export async function profileCompare(): Promise<string> {
       `| profiled busy µs per request | ${fmt(busy(a), 1)} | ${fmt(busy(b), 1)} | ${(busy(a) / busy(b)).toFixed(2)}× |`,
       `| of which Tollgate's bundle (its code and packages), µs per request | ${fmt(own(a), 1)} | ${fmt(own(b), 1)} | ${(own(a) / own(b)).toFixed(2)}× |`,
       `| Redis commands per request | ${a.redisPerRequest.toFixed(4)} | ${b.redisPerRequest.toFixed(4)} | |`,
+      '',
+      `| Redis command | ${a.side.label}, calls per request | ${b.side.label} |`,
+      '|---|--:|--:|',
+      ...[...new Set([...a.redisCommands.keys(), ...b.redisCommands.keys()])].map(
+        (c) =>
+          `| ${c} | ${((a.redisCommands.get(c) ?? 0) / a.requests).toFixed(4)} | ${((b.redisCommands.get(c) ?? 0) / b.requests).toFixed(4)} |`,
+      ),
       '',
       `| function (the ${rows.length} that differ most) | ${a.side.label}, self µs per request | ${b.side.label} | difference |`,
       '|---|--:|--:|--:|',

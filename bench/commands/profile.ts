@@ -50,10 +50,10 @@ function shortUrl(url: string): string {
 }
 
 /**
- * Self time (µs) per function during [fromUs, toUs], named by function and where its code comes from
+ * Self time (µs) per function during the `[fromUs, toUs]` windows, named by function and where its code comes from
  * (no file or line: two builds' bundles name one function alike); `(idle)` among them.
  */
-export function selfTimeByFunction(file: string, fromUs: number, toUs: number): Map<string, number> {
+export function selfTimeByFunction(file: string, windows: readonly [number, number][]): Map<string, number> {
   const prof = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(prof.nodes.map((n) => [n.id, n]));
   const out = new Map<string, number>();
@@ -62,7 +62,7 @@ export function selfTimeByFunction(file: string, fromUs: number, toUs: number): 
     const delta = prof.timeDeltas[i] ?? 0;
     at += delta;
     const f = byId.get(id)?.callFrame;
-    if (at < fromUs || at > toUs || f === undefined) return;
+    if (f === undefined || !windows.some(([fromUs, toUs]) => at >= fromUs && at <= toUs)) return;
     const from = f.url === '' ? '' : ` ${origin(f.url) === 'node core' ? f.url : origin(f.url)}`;
     const name = f.functionName.startsWith('(')
       ? f.functionName
