@@ -5,7 +5,7 @@
 //   builds (default): a key within a huge plan, this build against BENCH_BASELINE's, in
 //     BENCH_PROFILE_MODE (redis | embedded);
 //   forged: a wrong-checksum secret flood (bench/forged-key.lua) against CORS preflights
-//     (bench/preflight.lua), this build in Redis mode (`npm run bench -- forged-keys` times them).
+//     (bench/preflight-per-request.lua), this build in Redis mode (`npm run bench -- forged-keys` times them).
 // Both processes run side by side and are loaded in alternating rounds (BENCH_ROUNDS × BENCH_DURATION
 // each), each profiled during its own loads only. Both use one private redis-server (their own key
 // prefixes): the Redis commands counted during one side's loads include the other's idle background.
@@ -42,7 +42,7 @@ import {
 import { wrk, type WrkOptions } from '../lib/wrk.ts';
 import { monotonicUs, selfTimeByFunction } from './profile.ts';
 
-const PREFLIGHT_SCRIPT = path.join(ROOT, 'bench/preflight.lua');
+const PREFLIGHT_SCRIPT = path.join(ROOT, 'bench/preflight-per-request.lua');
 const FORGED_SCRIPT = path.join(ROOT, 'bench/forged-key.lua');
 
 interface Side {
