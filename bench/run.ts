@@ -7,6 +7,7 @@
 //   npm run bench -- cost         Redis commands per proxied request, Postgres writes per 10,000 requests, and hot-consumer's table
 //   npm run bench -- hot-consumer limiter round trips per request of a consumer of 10 keys through 2 replicas' limiters
 //   npm run bench -- profile      --cpu-prof of one Tollgate process under load, top self-time functions
+//   npm run bench -- profile-compare one request's CPU by function in two processes side by side: this build against BENCH_BASELINE's, or (BENCH_PROFILE_COMPARE=forged) wrong-checksum secrets against preflights
 //   npm run bench -- engines      undici Pool.stream against Pool.dispatch, forwarding alone
 //   npm run bench -- concurrency  CPU per request at wrk -c50, 13, 4, 1: Tollgate with and without a plan, a bare forwarder
 //   npm run bench -- embedded     the embedded default against Redis mode: time to ready, memory idle and under load, req/s, p99
@@ -67,6 +68,7 @@ import { events } from './commands/events.ts';
 import { hotConsumer } from './commands/hot-consumer.ts';
 import { limiterCore } from './commands/limiter-core.ts';
 import { profile } from './commands/profile.ts';
+import { profileCompare } from './commands/profile-compare.ts';
 import { record } from './commands/record.ts';
 import { routes } from './commands/routes.ts';
 import { scale } from './commands/scale.ts';
@@ -83,6 +85,7 @@ const commands: Record<string, () => Promise<string>> = {
   cost,
   'hot-consumer': hotConsumer,
   profile,
+  'profile-compare': profileCompare,
   engines,
   concurrency,
   embedded,
@@ -104,7 +107,7 @@ const commands: Record<string, () => Promise<string>> = {
   buckets,
   portal,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|engines|concurrency|embedded|detail|routes|record|limiter-core|consume-args|events|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|forged-keys|visitors|buckets|portal] [--out FILE]
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|profile-compare|engines|concurrency|embedded|detail|routes|record|limiter-core|consume-args|events|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|forged-keys|visitors|buckets|portal] [--out FILE]
 `;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;

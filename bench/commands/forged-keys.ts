@@ -1,10 +1,11 @@
 // `npm run bench -- forged-keys`: a flood of secrets with a wrong checksum (docs/guides/leaked-keys.md)
 // is answered at least as fast as a CORS preflight, with no store call per request. One Tollgate (Redis
-// mode + Postgres, one process): req/s and p99 of preflights (answered by Tollgate itself) against
-// wrong-checksum secrets (bench/forged-key.lua, a new one each request), in alternating rounds; then
-// the Redis commands (INFO commandstats of a private redis-server) and Postgres reads and transactions
-// (pg_stat_database) during one forged load, beside an idle stretch of the same length. From one
-// address, the first 100 wrong secrets of a minute are answered 401 and the rest 429: both from memory.
+// mode + Postgres, one process): req/s and p99 of preflights (answered by Tollgate itself,
+// bench/preflight-per-request.lua) against wrong-checksum secrets (bench/forged-key.lua, 10,000
+// secrets in turn), in alternating rounds; then the Redis commands (INFO commandstats of a private
+// redis-server) and Postgres reads and transactions (pg_stat_database) during one forged load, beside
+// an idle stretch of the same length. From one address, the first 100 wrong secrets of a minute are
+// answered 401 and the rest 429: both from memory.
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -16,7 +17,8 @@ import { commandStats, flushRedis, privateRedis } from '../lib/services.ts';
 import { wrk } from '../lib/wrk.ts';
 import { pgStats, type PgStats } from './cost.ts';
 
-const PREFLIGHT_SCRIPT = path.join(ROOT, 'bench/preflight.lua');
+// Both scripts hand wrk each request from a Lua function, so both loads cost wrk alike.
+const PREFLIGHT_SCRIPT = path.join(ROOT, 'bench/preflight-per-request.lua');
 const FORGED_SCRIPT = path.join(ROOT, 'bench/forged-key.lua');
 
 const totalCommands = async (redis: Redis) =>

@@ -30,7 +30,7 @@ interface CpuProfile {
 }
 
 /** CLOCK_MONOTONIC in microseconds: the clock V8 stamps profile samples with, the same in every process. */
-const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
+export const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
 // Where a frame's code comes from: Tollgate itself, a package, Node's own JS, or V8 pseudo-frames.
 function origin(url: string): string {
@@ -47,6 +47,29 @@ function shortUrl(url: string): string {
   if (own >= 0) return url.slice(own + 1);
   const nm = url.lastIndexOf('node_modules/');
   return nm >= 0 ? url.slice(nm + 'node_modules/'.length) : url;
+}
+
+/**
+ * Self time (µs) per function during the `[fromUs, toUs]` windows, named by function and where its code comes from
+ * (no file or line: two builds' bundles name one function alike); `(idle)` among them.
+ */
+export function selfTimeByFunction(file: string, windows: readonly [number, number][]): Map<string, number> {
+  const prof = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
+  const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+  const out = new Map<string, number>();
+  let at = prof.startTime;
+  prof.samples.forEach((id, i) => {
+    const delta = prof.timeDeltas[i] ?? 0;
+    at += delta;
+    const f = byId.get(id)?.callFrame;
+    if (f === undefined || !windows.some(([fromUs, toUs]) => at >= fromUs && at <= toUs)) return;
+    const from = f.url === '' ? '' : ` ${origin(f.url) === 'node core' ? f.url : origin(f.url)}`;
+    const name = f.functionName.startsWith('(')
+      ? f.functionName
+      : `\`${f.functionName || '(anonymous)'}\`${from}`;
+    out.set(name, (out.get(name) ?? 0) + delta);
+  });
+  return out;
 }
 
 // Only samples inside [fromUs, toUs] count: start-up (module loading, migrations) is not the hot path.

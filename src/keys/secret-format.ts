@@ -5,7 +5,6 @@
  * from a real one without asking any store.
  */
 import { randomInt } from 'node:crypto';
-import { crc32 } from 'node:zlib';
 import { DEFAULT_KEY_PREFIX } from '../config.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -31,9 +30,27 @@ export function base62Checksum(value: number): string {
   return digits.padStart(CHECKSUM_CHARS, '0');
 }
 
-/** The checksum of a secret's `prefix + random`: CRC-32 (IEEE, as zlib computes it) in base62. */
+/** CRC-32's table (IEEE polynomial, reflected), one entry per byte value. */
+const CRC_TABLE = Int32Array.from({ length: 256 }, (_, byte) => {
+  let c = byte;
+  for (let bit = 0; bit < 8; bit++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c;
+});
+
+/**
+ * CRC-32 (IEEE, as zlib computes it) of `text`'s first `end` characters, each one byte: a secret's
+ * prefix and body are ASCII (KEY_PREFIX_PATTERN, base62). Read in place, so a forged secret is refused
+ * without a copy or an encoding of it.
+ */
+function crc32Ascii(text: string, end: number): number {
+  let crc = -1;
+  for (let i = 0; i < end; i++) crc = CRC_TABLE[(crc ^ text.charCodeAt(i)) & 0xff]! ^ (crc >>> 8);
+  return ~crc >>> 0;
+}
+
+/** The checksum of a secret's `prefix + random` (ASCII): CRC-32 (IEEE, as zlib computes it) in base62. */
 export function checksumOf(prefixAndRandom: string): string {
-  return base62Checksum(crc32(prefixAndRandom));
+  return base62Checksum(crc32Ascii(prefixAndRandom, prefixAndRandom.length));
 }
 
 /** A new secret under `prefix` (KEY_PREFIX, default `tg_`): 30 base62 characters drawn uniformly (≥ 178 bits), then the checksum. */
@@ -60,8 +77,7 @@ export function hasWrongChecksum(candidate: string, prefix: string): boolean {
     // 0-9, A-Z, a-z
     if (!((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122))) return false;
   }
-  const split = candidate.length - CHECKSUM_CHARS;
-  return checksumOf(candidate.slice(0, split)) !== candidate.slice(split);
+  return !candidate.endsWith(base62Checksum(crc32Ascii(candidate, candidate.length - CHECKSUM_CHARS)));
 }
 
 /** The prefix a secret was issued under: what a mask of it shows (`acme_live_…`, `tg_…`). */

@@ -9,7 +9,7 @@ import { perOf } from '../plans/plan.js';
 import { secondsUntil } from '../plans/window.js';
 import type { Refused } from './admission.js';
 import { addLimitHeaders, isoSeconds } from './rate-limit-headers.js';
-import { REFUSALS } from '../refusals.js';
+import { REFUSALS, type RefusalCode } from '../refusals.js';
 
 export interface RefusalResponse {
   readonly status: number;
@@ -26,6 +26,8 @@ export interface RefusalResponse {
 export function refusalResponse(refusal: Refused, requestId: string, nowMs: number): RefusalResponse {
   const headers: OutgoingHttpHeaders = { 'x-request-id': requestId };
   let body: string;
+  // Known when the body is an envelope written before.
+  let length: number | undefined;
   if (refusal.code === 'rate_limit_exceeded' && refusal.limit !== undefined) {
     const { scope, rule, resetMs } = refusal.limit.decision;
     headers['retry-after'] = String(secondsUntil(resetMs, nowMs));
@@ -68,9 +70,25 @@ export function refusalResponse(refusal: Refused, requestId: string, nowMs: numb
     if (refusal.retryAtMs !== undefined)
       headers['retry-after'] = String(secondsUntil(refusal.retryAtMs, nowMs));
     if (REFUSALS[refusal.code].challenges) headers['www-authenticate'] = 'Bearer';
-    body = JSON.stringify(errorBody(refusal.code));
+    ({ body, length } = envelopeOf(refusal.code));
   }
   headers['content-type'] = 'application/json; charset=utf-8';
-  headers['content-length'] = Buffer.byteLength(body);
+  headers['content-length'] = length ?? Buffer.byteLength(body);
   return { status: REFUSALS[refusal.code].status, headers, body };
+}
+
+/**
+ * The JSON error envelope of each code and its length in bytes, written once: the same text answers
+ * every request the code refuses, so a flood of refused requests (wrong keys) never serialises it again.
+ */
+const ENVELOPES = new Map<RefusalCode, { readonly body: string; readonly length: number }>();
+
+function envelopeOf(code: RefusalCode): { readonly body: string; readonly length: number } {
+  let envelope = ENVELOPES.get(code);
+  if (envelope === undefined) {
+    const body = JSON.stringify(errorBody(code));
+    envelope = { body, length: Buffer.byteLength(body) };
+    ENVELOPES.set(code, envelope);
+  }
+  return envelope;
 }

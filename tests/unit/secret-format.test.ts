@@ -9,6 +9,7 @@ import {
   maskSecret,
 } from '../../src/keys/secret-format.js';
 import { readFileSync } from 'node:fs';
+import { crc32 } from 'node:zlib';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 /** The gitleaks rule the README publishes: its `regex`, RE2 syntax (no look-around, no back-reference). */
@@ -22,6 +23,17 @@ describe('checksummed secrets (contract section 31)', () => {
     expect(base62Checksum(0)).toBe('000000');
     expect(base62Checksum(0xffffffff)).toBe('4gfFC3');
     expect(base62Checksum(61)).toBe('00000z');
+  });
+
+  it("computes the checksum as zlib's CRC-32 does, for any prefix and body a secret can have", () => {
+    const prefix = fc.stringMatching(/^[a-z0-9_]{1,15}_$/);
+    const body = fc.stringMatching(/^[0-9A-Za-z]{30}$/);
+    fc.assert(
+      fc.property(prefix, body, (p, b) => {
+        expect(checksumOf(p + b)).toBe(base62Checksum(crc32(p + b)));
+      }),
+      { numRuns: 2_000 },
+    );
   });
 
   it('issues secrets of the documented shape, under the configured prefix, whose checksum holds', () => {
