@@ -50,7 +50,7 @@ export interface HeldBalance {
   spent: number;
   /**
    * What `spent` was (re)started from: the floor it was taken with, raised by the replicas that put
-   * back what they had seen spent after Redis lost it (limits/balance-ledger.ts).
+   * back what they had seen spent after Redis lost it (limits/recovery/balance-ledger.ts).
    */
   base: number;
 }
