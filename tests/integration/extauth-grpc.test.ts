@@ -6,64 +6,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { credentials, loadPackageDefinition, type Client, type ServiceError } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
-import { AUTHORIZATION_PROTO, LOADER_OPTIONS, RATE_LIMIT_PROTO } from '../../src/extauth/envoy-protos.js';
+import type { ServiceError } from '@grpc/grpc-js';
+import { EnvoyClient, rateLimitRequest, type Message } from '../helpers/envoy-client.js';
 import { HARNESS_MODES } from '../helpers/harness-modes.js';
 import { waitFor } from '../helpers/poll.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 
 afterAll(closeDatabase);
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- messages as proto-loader decodes them
-type Message = any;
-type Unary = (request: Message, callback: (err: ServiceError | null, response: Message) => void) => void;
-type ServiceClient = new (
-  address: string,
-  creds: ReturnType<typeof credentials.createInsecure>,
-) => Client & Record<string, Unary>;
-
-const definitions = loadPackageDefinition(loadSync([AUTHORIZATION_PROTO, RATE_LIMIT_PROTO], LOADER_OPTIONS));
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the package tree proto-loader builds
-const envoy = (definitions as any).envoy.service;
-const Authorization = envoy.auth.v3.Authorization as ServiceClient;
-const RateLimitService = envoy.ratelimit.v3.RateLimitService as ServiceClient;
-
-/** A CheckRequest as Envoy's ext_authz filter sends one for `GET target` from 198.51.100.7. */
-function checkRequest(target: string, headers: Record<string, string>): Message {
-  return {
-    attributes: {
-      source: { address: { socket_address: { address: '198.51.100.7', port_value: 51_234 } } },
-      destination: { address: { socket_address: { address: '10.0.0.2', port_value: 8000 } } },
-      request: {
-        time: { seconds: Math.floor(Date.now() / 1000) },
-        http: {
-          id: String(Math.random()),
-          method: 'GET',
-          headers: {
-            ':authority': 'api.example.com',
-            ':method': 'GET',
-            ':path': target,
-            ':scheme': 'http',
-            'x-forwarded-proto': 'http',
-            ...headers,
-          },
-          path: target,
-          host: 'api.example.com',
-          scheme: 'http',
-          protocol: 'HTTP/1.1',
-        },
-      },
-    },
-  };
-}
-
-/** A RateLimitRequest as Envoy's rate limit filter sends one: each action's entries a descriptor. */
-const rateLimitRequest = (domain: string, entries: [string, string][][], hits?: number): Message => ({
-  domain,
-  descriptors: entries.map((list) => ({ entries: list.map(([key, value]) => ({ key, value })) })),
-  ...(hits !== undefined && { hits_addend: hits }),
-});
 
 const headerMap = (options: { header: { key: string; value: string } }[] = []) =>
   Object.fromEntries(options.map(({ header }) => [header.key, header.value]));
@@ -71,30 +20,21 @@ const headerMap = (options: { header: { key: string; value: string } }[] = []) =
 describe.each(HARNESS_MODES)('$name', (mode) => {
   const h = new ProxyHarness();
   let stop: () => Promise<void>;
-  let authorization: Client & Record<string, Unary>;
-  let rateLimits: Client & Record<string, Unary>;
+  let envoy: EnvoyClient;
 
   beforeAll(async () => {
     stop = await mode.start(h, { env: { EXTAUTH_GRPC_PORT: '0' } });
     // A minute that has not begun: Redis keeps its windows until they end by the real clock.
     h.now = (Math.floor(Date.now() / 60_000) + 1) * 60_000 + 10;
-    const address = `127.0.0.1:${h.extauthGrpcPort}`;
-    authorization = new Authorization(address, credentials.createInsecure());
-    rateLimits = new RateLimitService(address, credentials.createInsecure());
+    envoy = new EnvoyClient(`127.0.0.1:${h.extauthGrpcPort}`);
   }, 60_000);
   afterAll(async () => {
-    authorization?.close();
-    rateLimits?.close();
+    envoy?.close();
     await stop?.();
   });
 
-  const call = (client: Client & Record<string, Unary>, method: string, request: Message) =>
-    new Promise<Message>((resolve, reject) =>
-      client[method]!(request, (err, response) => (err === null ? resolve(response) : reject(err))),
-    );
-  const checked = (target: string, headers: Record<string, string>) =>
-    call(authorization, 'Check', checkRequest(target, headers));
-  const limited = (request: Message) => call(rateLimits, 'ShouldRateLimit', request);
+  const checked = (target: string, headers: Record<string, string>) => envoy.check(target, headers);
+  const limited = (request: Message) => envoy.shouldRateLimit(request);
 
   it('Check admits with ok_response: the headers for the backend, Authorization removed, RateLimit for the client; usage counts the path without its query', async () => {
     const key = await h.createKey({ limit: 5, period: 'minute' });
