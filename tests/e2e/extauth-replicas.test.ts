@@ -95,4 +95,9 @@ describe.each([
     );
     expect([usage.value.requests, usage.value.successful]).toEqual([PER_FRONT * FRONTS.length, LIMIT]);
   });
+
+  it("stops on SIGTERM while Envoy's connections are still open, each replica exiting 0", async () => {
+    const codes = await Promise.all(fleet.members.map((t) => t.stop()));
+    expect(codes).toEqual(fleet.members.map(() => 0));
+  });
 });
