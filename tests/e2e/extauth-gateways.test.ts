@@ -63,7 +63,7 @@ const GATEWAYS: Record<string, (port: number, tollgate: string, backend: string,
   nginx(port, tollgate, backend, dir) {
     let site = guideConfig('nginx');
     site = replaced(site, 'listen 8080;', `listen 127.0.0.1:${port};`);
-    site = replaced(site, 'http://127.0.0.1:8081', tollgate);
+    site = replaced(site, 'server 127.0.0.1:8081;', `server ${tollgate.replace('http://', '')};`);
     site = replaced(site, 'http://127.0.0.1:3000', backend);
     writeFileSync(join(dir, 'site.conf'), site);
     // Debian's /etc/nginx/nginx.conf, reduced to what a test's own nginx needs.
