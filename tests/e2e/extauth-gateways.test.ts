@@ -6,31 +6,14 @@
  * backend in each window.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { caddyFromGuide, nginxFromGuide, type GatewayPorts } from '../helpers/gateway-configs.js';
 import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 import { startEmbedded, waitFor, type Fleet } from './helpers/replicas.js';
-
-const GUIDE = resolve(import.meta.dirname, '../../docs/guides/external-authorization.md');
-
-/** The fenced block after `<!-- tested-config: name -->` in the guide. */
-function guideConfig(name: string): string {
-  const text = readFileSync(GUIDE, 'utf8');
-  const found = new RegExp(`^<!-- tested-config: ${name} -->\\s*\`\`\`\\w+\\n([\\s\\S]*?)\`\`\`$`, 'm').exec(
-    text,
-  );
-  if (found === null) throw new Error(`no tested-config: ${name} block in ${GUIDE}`);
-  return found[1]!;
-}
-
-/** `text` with `from` replaced, which must be there: a guide that changed fails here, not silently. */
-function replaced(text: string, from: string, to: string): string {
-  if (!text.includes(from)) throw new Error(`the guide's block no longer holds ${JSON.stringify(from)}`);
-  return text.split(from).join(to);
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolvePort) => {
@@ -58,47 +41,19 @@ interface Gateway {
   readonly dir: string;
 }
 
-/** The guide's block, its Tollgate and backend ports replaced, wrapped in what a whole program needs. */
-const GATEWAYS: Record<string, (port: number, tollgate: string, backend: string, dir: string) => string[]> = {
-  nginx(port, tollgate, backend, dir) {
-    let site = guideConfig('nginx');
-    site = replaced(site, 'listen 8080;', `listen 127.0.0.1:${port};`);
-    site = replaced(site, 'server 127.0.0.1:8081;', `server ${tollgate.replace('http://', '')};`);
-    site = replaced(site, 'http://127.0.0.1:3000', backend);
-    writeFileSync(join(dir, 'site.conf'), site);
-    // Debian's /etc/nginx/nginx.conf, reduced to what a test's own nginx needs.
-    writeFileSync(
-      join(dir, 'nginx.conf'),
-      [
-        'user root;',
-        'worker_processes 1;',
-        `pid ${dir}/nginx.pid;`,
-        `error_log ${dir}/error.log warn;`,
-        'events {}',
-        'http {',
-        '  access_log off;',
-        ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${dir}/${t};`),
-        `  include ${dir}/site.conf;`,
-        '}',
-      ].join('\n'),
-    );
-    return ['/usr/sbin/nginx', '-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'];
-  },
-  caddy(port, tollgate, backend, dir) {
-    let site = guideConfig('caddy');
-    site = replaced(site, ':8080 {', `:${port} {`);
-    site = replaced(site, '127.0.0.1:8081', tollgate.replace('http://', ''));
-    site = replaced(site, '127.0.0.1:3000', backend.replace('http://', ''));
-    // Global options of a test's own Caddy: no admin endpoint to share, no certificates.
-    writeFileSync(join(dir, 'Caddyfile'), `{\n\tadmin off\n\tauto_https off\n}\n\n${site}`);
-    return ['/usr/bin/caddy', 'run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'];
-  },
+const GATEWAYS: Record<string, (dir: string, ports: GatewayPorts) => string[]> = {
+  nginx: nginxFromGuide,
+  caddy: caddyFromGuide,
 };
 
 async function startGateway(name: string, tollgate: string, backend: string): Promise<Gateway> {
   const dir = mkdtempSync(join(tmpdir(), `tollgate-${name}-`));
   const port = await freePort();
-  const [command, ...args] = GATEWAYS[name]!(port, tollgate, backend, dir);
+  const [command, ...args] = GATEWAYS[name]!(dir, {
+    port,
+    tollgate: tollgate.replace('http://', ''),
+    backend: backend.replace('http://', ''),
+  });
   const output: string[] = [];
   const child = spawn(command!, args, {
     env: { PATH: process.env.PATH ?? '', HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
