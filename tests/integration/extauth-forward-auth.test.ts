@@ -73,6 +73,20 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     expect([usage.value.successful, usage.value.cost, usage.value.endpoints]).toEqual([1, 1, ['/orders/7']]);
   });
 
+  it("tells the backend the key's consumer in x-consumer-id", async () => {
+    const res = await fetch(h.base + '/tollgate/consumers', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.rootToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'an account' }),
+    });
+    const { consumerId } = (await res.json()) as { consumerId: string };
+    const key = await created('/consumer-api-key/create', { name: 'of an account', consumerId });
+    const answer = await ask({ 'x-api-key': key.secret });
+    expect([answer.status, answer.headers['x-consumer-id'], answer.headers['x-consumer-api-key-id']]).toEqual(
+      [200, consumerId, key.id],
+    );
+  });
+
   it("reads the original path from Caddy's and Traefik's headers, else nginx's, else the call's own (Envoy)", async () => {
     const key = await h.createKey({ limit: 10, period: 'minute' });
     const auth = `Bearer ${key.secret}`;
