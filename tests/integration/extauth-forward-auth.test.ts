@@ -8,6 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mintToken } from '../../packages/client/src/generated/mint-token.js';
 import { HARNESS_MODES } from '../helpers/harness-modes.js';
 import { waitFor } from '../helpers/poll.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
@@ -85,6 +86,22 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     expect([answer.status, answer.headers['x-consumer-id'], answer.headers['x-consumer-api-key-id']]).toEqual(
       [200, consumerId, key.id],
     );
+  });
+
+  it("admits a short-lived token as the proxy does: the backend gets the key's own secret and the token's `sub` as the customer id", async () => {
+    const key = await h.createKey();
+    const token = mintToken(key.secret, {
+      consumerApiKeyId: key.id,
+      expiresInSeconds: 600,
+      nowMs: h.now,
+      subject: 'customer-7',
+    });
+    const answer = await ask({ authorization: `Bearer ${token}`, 'x-customer-id': 'someone-else' });
+    expect([answer.status, answer.headers['x-api-key'], answer.headers['x-customer-id']]).toEqual([
+      200,
+      key.secret,
+      'customer-7',
+    ]);
   });
 
   it("reads the original path from Caddy's and Traefik's headers, else nginx's, else the call's own (Envoy)", async () => {
