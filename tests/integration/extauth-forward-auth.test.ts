@@ -2,7 +2,7 @@
  * Forward auth on EXTAUTH_PORT as each gateway calls it (docs/guides/external-authorization.md): the
  * original method and path from Caddy's and Traefik's headers, nginx's, or the call itself (Envoy);
  * the client from the end of X-Forwarded-For; the proxy's own decision and answers (200 with the
- * headers for the backend, 401, 403, 429 with Retry-After); counted in usage as the proxy counts,
+ * headers for the backend: the key, its consumer, a token's `sub`; 401, 403, 429 with Retry-After); counted in usage as the proxy counts,
  * under the original path without its query; a concurrency place held for CONCURRENCY_LEASE_SECONDS.
  * In both modes.
  */
