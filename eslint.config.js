@@ -23,16 +23,18 @@ const LAYERS = [
   ['keys', 'limits', 'usage', 'credits'],
   ['routes'],
   ['proxy', 'billing', 'webhooks'],
+  // Gateways' authorization calls: the proxy's admission behind other protocols.
+  ['extauth'],
   ['management'],
   ['console', 'portal'],
 ];
 const COMPOSITION_ROOT = ['main', 'app', 'adapters', 'redis-adapters', 'server'];
 const FILES_OF_SRC = new Set(['config', 'errors', 'refusals', ...COMPOSITION_ROOT]);
 /** The request path: no Express there. */
-const HOT_PATH = new Set(['proxy', 'limits', 'keys', 'usage', 'routes']);
+const HOT_PATH = new Set(['proxy', 'limits', 'keys', 'usage', 'routes', 'extauth']);
 const EXPRESS_FREE = {
   group: ['express', 'express/*'],
-  message: 'proxy/, limits/, keys/, usage/ and routes/ stay free of Express.',
+  message: 'proxy/, limits/, keys/, usage/, routes/ and extauth/ stay free of Express.',
 };
 
 /**

@@ -18,6 +18,7 @@
 //   npm run bench -- consume-args the consume script's JSON argument: encoding it in Node, cjson.decode against cmsgpack.unpack in Redis
 //   npm run bench -- events       the proxy with a webhook and a billing export configured and busy against none: req/s and CPU per request
 //   npm run bench -- billing-export an hour of 10,000 keys exported by each export type to a local receiver: requests, seconds
+//   npm run bench -- extauth      forward auth (EXTAUTH_PORT) against the proxy for the same key and plan, embedded and Redis mode: decisions/s against admitted req/s
 //   npm run bench -- verify       POST /tollgate/verify against the proxy for the same key and plan: req/s, p99, Redis script calls per request
 //   npm run bench -- tracing      OpenTelemetry traces off, every request sampled, a 0.01 ratio, and both to a collector that hangs: req/s and CPU per request against off
 //   npm run bench -- tracing-hooks the tracing hooks alone, in process: CPU ns per request, every request sampled and a 0.01 ratio
@@ -65,6 +66,7 @@ import { detail } from './commands/detail.ts';
 import { embedded } from './commands/embedded.ts';
 import { engines } from './commands/engines.ts';
 import { events } from './commands/events.ts';
+import { extauth } from './commands/extauth.ts';
 import { hotConsumer } from './commands/hot-consumer.ts';
 import { limiterCore } from './commands/limiter-core.ts';
 import { profile } from './commands/profile.ts';
@@ -95,6 +97,7 @@ const commands: Record<string, () => Promise<string>> = {
   'limiter-core': limiterCore,
   'consume-args': consumeArgs,
   events,
+  extauth,
   verify,
   tracing,
   'tracing-hooks': tracingHooks,
@@ -107,7 +110,7 @@ const commands: Record<string, () => Promise<string>> = {
   buckets,
   portal,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|profile-compare|engines|concurrency|embedded|detail|routes|record|limiter-core|consume-args|events|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|forged-keys|visitors|buckets|portal] [--out FILE]
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|profile-compare|engines|concurrency|embedded|detail|routes|record|limiter-core|consume-args|events|extauth|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|forged-keys|visitors|buckets|portal] [--out FILE]
 `;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;

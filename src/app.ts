@@ -26,6 +26,7 @@ import type { Logger } from './ops/logger.js';
 import { settledWithin } from './ops/deadline.js';
 import type { Metrics } from './ops/metrics.js';
 import { createOpsServer } from './ops/ops-server.js';
+import { startExtauth, type ExtauthListeners, type ExtauthPorts } from './extauth/listeners.js';
 import { RepeatingTask } from './ops/repeating-task.js';
 import type { FailureThrottle } from './proxy/auth-throttle.js';
 import { createProxyHandler } from './proxy/handler.js';
@@ -109,7 +110,7 @@ export interface App {
   readonly publicServer: Server;
   readonly opsServer: Server;
   /** Listens on the configured ports (0: any free one) and returns the ports bound. */
-  listen(): Promise<{ port: number; opsPort: number }>;
+  listen(): Promise<{ port: number; opsPort: number } & ExtauthPorts>;
   /** SIGTERM: not ready, stop accepting, drain in-flight requests, flush usage, close. */
   shutdown(): Promise<void>;
 }
@@ -306,6 +307,8 @@ export function buildApp({
     openApiDocument: () => openApi,
   });
 
+  // Gateways' authorization calls: the proxy's own admission, counted as it counts.
+  let extauth: ExtauthListeners | undefined;
   const listenOn = (server: Server, port: number) =>
     new Promise<number>((resolve, reject) => {
       server.once('error', reject);
@@ -332,11 +335,12 @@ export function buildApp({
       noticeWriter.start();
       const opsPort = await listenOn(opsServer, config.opsPort);
       const port = await listenOn(publicServer, config.port);
+      extauth = await startExtauth(proxyDeps, config);
       openApi = buildOpenApiDocument({
         prefix: config.managementPrefix,
         publicListener: { host: config.host, port },
       });
-      return { port, opsPort };
+      return { port, opsPort, ...extauth.ports };
     },
     async shutdown() {
       draining = true;
@@ -351,7 +355,11 @@ export function buildApp({
       publicServer.closeIdleConnections();
       // Upgraded sockets are outside server.close(): end them, or they hold the drain to its deadline.
       await upgrade.close();
-      if (!(await settledWithin(closed, config.shutdownTimeoutMs))) {
+      const [drained] = await Promise.all([
+        settledWithin(closed, config.shutdownTimeoutMs),
+        extauth?.close(config.shutdownTimeoutMs),
+      ]);
+      if (!drained) {
         logger.warn(
           { timeoutMs: config.shutdownTimeoutMs },
           'drain deadline reached; closing remaining connections',

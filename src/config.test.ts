@@ -63,3 +63,27 @@ describe('PORTAL_REFERENCE_ALLOW_HTTP and PORTAL_REFERENCE_ALLOW_PRIVATE', () =>
     );
   });
 });
+
+describe('EXTAUTH_* (docs/guides/external-authorization.md)', () => {
+  it('leaves both listeners off by default, takes ports and settings of the documented shape, and refuses others by name', () => {
+    expect(loadConfig({}).extauth).toEqual({
+      port: undefined,
+      grpcPort: undefined,
+      trustedHops: 1,
+      rlsDomain: 'tollgate',
+    });
+    expect(
+      loadConfig({
+        EXTAUTH_PORT: '8081',
+        EXTAUTH_GRPC_PORT: '0',
+        EXTAUTH_TRUSTED_HOPS: '2',
+        EXTAUTH_RLS_DOMAIN: 'shop-api',
+      }).extauth,
+    ).toEqual({ port: 8081, grpcPort: 0, trustedHops: 2, rlsDomain: 'shop-api' });
+    expect(() => loadConfig({ EXTAUTH_PORT: '70000' })).toThrow('EXTAUTH_PORT: must be between 0 and 65535');
+    expect(() => loadConfig({ EXTAUTH_TRUSTED_HOPS: '0' })).toThrow(
+      'EXTAUTH_TRUSTED_HOPS: must be between 1',
+    );
+    expect(() => loadConfig({ EXTAUTH_RLS_DOMAIN: 'two words' })).toThrow('EXTAUTH_RLS_DOMAIN');
+  });
+});

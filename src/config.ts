@@ -55,6 +55,19 @@ export interface Config {
   readonly portalReference: { readonly allowHttp: boolean; readonly allowPrivate: boolean };
   /** Secrets' prefix and what a leak report does (docs/guides/leaked-keys.md). */
   readonly leaks: LeakSettings;
+  /** Gateways' authorization calls (docs/guides/external-authorization.md). */
+  readonly extauth: ExtauthSettings;
+}
+
+export interface ExtauthSettings {
+  /** EXTAUTH_PORT: forward auth for nginx, Caddy, Traefik and Envoy's HTTP ext_authz; undefined: off. */
+  readonly port: number | undefined;
+  /** EXTAUTH_GRPC_PORT: Envoy's ext_authz and rate limit services over gRPC; undefined: off. */
+  readonly grpcPort: number | undefined;
+  /** EXTAUTH_TRUSTED_HOPS: the client is this entry of X-Forwarded-For from its end. */
+  readonly trustedHops: number;
+  /** EXTAUTH_RLS_DOMAIN: the rate limit service's domain; calls for another are answered OK, uncounted. */
+  readonly rlsDomain: string;
 }
 
 /** KEY_PREFIX: 2–16 of `[a-z0-9_]`, ending in `_` (src/keys/secret-format.ts). */
@@ -316,7 +329,21 @@ export function loadConfig(env: Env): Config {
       allowPrivate: flag(env, 'PORTAL_REFERENCE_ALLOW_PRIVATE'),
     },
     leaks: leaks(env),
+    extauth: extauth(env),
   });
+}
+
+function extauth(env: Env): ExtauthSettings {
+  const port = (name: string) => (env[name] ? integer(env, name, 0, 0, 65535) : undefined);
+  const rlsDomain = env.EXTAUTH_RLS_DOMAIN || 'tollgate';
+  if (!/^[\x21-\x7e]{1,128}$/.test(rlsDomain))
+    throw new ConfigError('EXTAUTH_RLS_DOMAIN', 'must be 1 to 128 visible ASCII characters');
+  return {
+    port: port('EXTAUTH_PORT'),
+    grpcPort: port('EXTAUTH_GRPC_PORT'),
+    trustedHops: integer(env, 'EXTAUTH_TRUSTED_HOPS', 1, 1, 32),
+    rlsDomain,
+  };
 }
 
 /** A switch: unset, empty or `false` is off, `true` on; anything else is refused. */

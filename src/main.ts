@@ -116,11 +116,12 @@ async function serve(config: Config): Promise<void> {
     consoleDirectory: join(PACKAGE_ROOT, 'dist/console'),
     portalDirectory: join(PACKAGE_ROOT, 'dist/portal'),
   });
-  const { port, opsPort } = await app.listen();
+  const { port, opsPort, ...extauthPorts } = await app.listen();
   logger.info(
     {
       port,
       opsPort,
+      ...extauthPorts,
       upstream: config.upstreamUrl?.origin ?? 'none (routes only)',
       storage: db.kind,
       counters: config.redisUrl || config.redisClusterNodes ? 'redis' : 'in-process',

@@ -267,6 +267,12 @@ export class Metrics {
     'Verify decisions (POST /tollgate/verify) by code: ok, or the refusal the proxy would answer',
     'code',
   );
+  readonly extauthDecisions = new Counter({
+    name: 'tollgate_extauth_decisions_total',
+    help: "Gateways' authorization calls (EXTAUTH_PORT, EXTAUTH_GRPC_PORT) by protocol and code: ok, or the refusal the proxy would answer",
+    labelNames: ['protocol', 'code'] as const,
+    registers: [this.registry],
+  });
   readonly managementRequests = new Counter({
     name: 'tollgate_management_requests_total',
     help: 'Management API requests by status code',

@@ -9,7 +9,7 @@ import { limitName } from '../limits/rate-limiter.js';
 import { perOf, shownPeriod } from '../plans/plan.js';
 import type { UsageRecorder } from '../usage/recorder.js';
 import type { FailureFacts, Outcome } from '../usage/usage.js';
-import type { Refused } from './admission.js';
+import type { Admission, Refused } from './admission.js';
 import { REFUSALS } from '../refusals.js';
 
 export interface KeyUseDeps {
@@ -53,6 +53,51 @@ export function countKeyUse(
     atMs: now,
     failure,
   });
+}
+
+/** A decision made without forwarding anything, as its caller names it. */
+export interface DecidedRequest {
+  readonly requestId: string;
+  readonly method: string;
+  /** The usage endpoint: the request's path, without the query. */
+  readonly path: string;
+  readonly routeId: string | null;
+  /** The client's customer id; a token's `sub` (the admission's `subject`) stands in its place. */
+  readonly customerId: string | undefined;
+  readonly clientAddress: string | null;
+}
+
+/**
+ * A decision that forwards nothing (verify, a gateway's authorization call), counted as the proxy
+ * counts a request: admitted as a success (200) charged its cost, refused with the proxy's status and
+ * outcome. A request without a valid key is not counted, as on the proxy.
+ */
+export function countDecision(
+  deps: KeyUseDeps,
+  admission: Admission,
+  request: DecidedRequest,
+  durationMs: number,
+): void {
+  if (admission.key === undefined) return;
+  const refusal = admission.admitted ? undefined : REFUSALS[admission.code];
+  const status = refusal === undefined ? 200 : refusal.status;
+  const outcome = refusal?.usageOutcome;
+  countKeyUse(
+    deps,
+    admission.key,
+    request.path,
+    request.routeId,
+    admission.subject ?? request.customerId,
+    status,
+    outcome,
+    admission.admitted ? admission.cost : 0,
+    durationMs,
+    failureFacts(status, outcome, admission.admitted ? undefined : admission, {
+      requestId: request.requestId,
+      method: request.method,
+      clientAddress: request.clientAddress,
+    }),
+  );
 }
 
 /**

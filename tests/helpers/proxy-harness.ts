@@ -260,6 +260,9 @@ export class ProxyHarness {
   config!: Config;
   app!: App;
   port = 0;
+  /** EXTAUTH_PORT and EXTAUTH_GRPC_PORT as bound, when `env` set them (0: any free one). */
+  extauthPort: number | undefined;
+  extauthGrpcPort: number | undefined;
   private dataDir: string | undefined;
   private stopped: Promise<void> | undefined;
 
@@ -297,7 +300,10 @@ export class ProxyHarness {
       encryptionKeys: [this.encryptionKey],
       clock: this.clock,
     });
-    this.port = (await this.app.listen()).port;
+    const ports = await this.app.listen();
+    this.port = ports.port;
+    this.extauthPort = ports.extauthPort;
+    this.extauthGrpcPort = ports.extauthGrpcPort;
     return this;
   }
 

@@ -10,6 +10,9 @@ const MAIN = join(ROOT, 'dist/src/main.js');
 export interface Tollgate {
   readonly url: string;
   readonly opsUrl: string;
+  /** EXTAUTH_PORT's URL and EXTAUTH_GRPC_PORT's `host:port`, when the environment set them. */
+  readonly extauthUrl: string | undefined;
+  readonly extauthGrpcAddress: string | undefined;
   readonly rootToken: string;
   readonly process: ChildProcess;
   /** Every line the process wrote to stdout and stderr so far. */
@@ -54,7 +57,13 @@ export async function startTollgate(env: Record<string, string> = {}): Promise<T
   });
   const output: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const ports = await new Promise<{ port: number; opsPort: number }>((resolvePorts, reject) => {
+  interface Ports {
+    readonly port: number;
+    readonly opsPort: number;
+    readonly extauthPort?: number;
+    readonly extauthGrpcPort?: number;
+  }
+  const ports = await new Promise<Ports>((resolvePorts, reject) => {
     const timer = setTimeout(
       () => reject(new Error('Tollgate did not start in 90 s:\n' + output.join('\n'))),
       90_000,
@@ -64,8 +73,7 @@ export async function startTollgate(env: Record<string, string> = {}): Promise<T
       allOutput.push(line);
       if (line.includes('"tollgate listening"')) {
         clearTimeout(timer);
-        const { port, opsPort } = JSON.parse(line) as { port: number; opsPort: number };
-        resolvePorts({ port, opsPort });
+        resolvePorts(JSON.parse(line) as Ports);
       }
     };
     for (const stream of [child.stdout!, child.stderr!]) {
@@ -85,6 +93,9 @@ export async function startTollgate(env: Record<string, string> = {}): Promise<T
   return {
     url,
     opsUrl: `http://127.0.0.1:${ports.opsPort}`,
+    extauthUrl: ports.extauthPort === undefined ? undefined : `http://127.0.0.1:${ports.extauthPort}`,
+    extauthGrpcAddress:
+      ports.extauthGrpcPort === undefined ? undefined : `127.0.0.1:${ports.extauthGrpcPort}`,
     rootToken,
     process: child,
     output,

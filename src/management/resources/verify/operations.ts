@@ -11,8 +11,7 @@ import { normalisedPath } from '../../../plans/normalised-path.js';
 import { secondsUntil } from '../../../plans/window.js';
 import { admit, type Admission } from '../../../proxy/admission.js';
 import { canonicalAddress } from '../../../net/canonical-address.js';
-import { countKeyUse, failureFacts } from '../../../proxy/key-use.js';
-import { REFUSALS } from '../../../refusals.js';
+import { countDecision } from '../../../proxy/key-use.js';
 import { hasDotSegment } from '../../../proxy/request-target.js';
 import type { VerifyDeps } from '../../context.js';
 import { RawJson } from '../../json-as-written.js';
@@ -135,27 +134,19 @@ export async function verifiedText(
   if (admission.admitted) admission.release?.();
   const code = admission.admitted ? 'ok' : admission.code;
   metrics.verifications.inc({ code });
-  if (admission.key !== undefined) {
-    const refusal = admission.admitted ? undefined : REFUSALS[admission.code];
-    const status = refusal === undefined ? 200 : refusal.status;
-    const outcome = refusal?.usageOutcome;
-    countKeyUse(
-      deps,
-      admission.key,
+  countDecision(
+    deps,
+    admission,
+    {
+      requestId,
+      method,
       path,
-      routeId ?? null,
-      admission.subject ?? (body.customerId || undefined),
-      status,
-      outcome,
-      admission.admitted ? admission.cost : 0,
-      performance.now() - receivedAt,
-      failureFacts(status, outcome, admission.admitted ? undefined : admission, {
-        requestId,
-        method,
-        clientAddress: body.clientAddress ?? null,
-      }),
-    );
-  }
+      routeId: routeId ?? null,
+      customerId: body.customerId || undefined,
+      clientAddress: body.clientAddress ?? null,
+    },
+    performance.now() - receivedAt,
+  );
   if (code === 'limit_unavailable' || code === 'auth_unavailable') throw new AppError(code);
   return textOf(answerOf(admission, states, deps.clock()));
 }

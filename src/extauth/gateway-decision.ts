@@ -1,0 +1,153 @@
+/**
+ * A gateway's question, "may this request pass?", answered with the proxy's own admission
+ * (src/proxy/admission.ts) and counted in usage as the proxy counts a request. Each front
+ * (forward auth, Envoy's Check, its rate limit service) reads the request its own way into a
+ * `GatewayRequest` and writes the decision its own way (docs/guides/external-authorization.md).
+ */
+import { performance } from 'node:perf_hooks';
+import type { Config } from '../config.js';
+import { errorResponse } from '../errors.js';
+import type { Metrics } from '../ops/metrics.js';
+import { normalisedPath } from '../plans/normalised-path.js';
+import { admit, type Admitted, type AdmissionDeps, type Refused } from '../proxy/admission.js';
+import { countDecision, type KeyUseDeps } from '../proxy/key-use.js';
+import { addLimitHeaders } from '../proxy/rate-limit-headers.js';
+import { refusalResponse, type RefusalResponse } from '../proxy/refusal-response.js';
+import { hasDotSegment } from '../proxy/request-target.js';
+import type { Routing } from '../proxy/routing.js';
+
+export type ExtauthProtocol = 'forward_auth' | 'check' | 'should_rate_limit';
+
+export interface ExtauthDeps extends AdmissionDeps, KeyUseDeps {
+  readonly routing: Pick<Routing, 'routeIdOf'>;
+  readonly metrics: Pick<Metrics, 'extauthDecisions'>;
+  readonly config: Pick<Config, 'customerIdHeader' | 'concurrencyLeaseSeconds'>;
+}
+
+/** The client's request as the gateway describes it. */
+export interface GatewayRequest {
+  readonly requestId: string;
+  /** `performance.now()` when the call arrived. */
+  readonly receivedAt: number;
+  readonly method: string;
+  /** Its path as the client sent it, the query included or not; undefined: the gateway gave none. */
+  readonly target: string | undefined;
+  /** Its host, which routes may match; undefined: none. */
+  readonly host: string | undefined;
+  /** The client's address, canonical; undefined: unknown (not throttled, refused by an address restriction). */
+  readonly client: string | undefined;
+  readonly secret: string | undefined;
+  readonly origin: string | undefined;
+  readonly referer: string | undefined;
+  readonly customerId: string | undefined;
+  /** Units it costs in place of its plans' costs (the rate limit service's `hits_addend`). */
+  readonly cost?: number;
+}
+
+/** Usage files a decision whose gateway named no path under this endpoint. */
+export const NO_PATH_ENDPOINT = '(gateway)';
+
+export type GatewayDecision =
+  | {
+      readonly admitted: true;
+      readonly admission: Admitted;
+      /** For the gateway to add to the request it forwards, `[name, value]`, names in lower case. */
+      readonly upstream: [string, string][];
+      /** RateLimit and RateLimit-Policy, for the client's answer; empty when no limit applies. */
+      readonly limitHeaders: [string, string][];
+    }
+  | {
+      readonly admitted: false;
+      /** Undefined for a request target the proxy refuses before any key is read. */
+      readonly admission: Refused | undefined;
+      /** The proxy's answer to it: status, headers and JSON body. */
+      readonly answer: RefusalResponse;
+    };
+
+/** The decision for `request`, counted once in usage (a valid key's) and in the metrics. */
+export async function decide(
+  deps: ExtauthDeps,
+  protocol: ExtauthProtocol,
+  request: GatewayRequest,
+): Promise<GatewayDecision> {
+  const target = request.target;
+  const query = target === undefined ? -1 : target.indexOf('?');
+  // Normalised as the proxy normalises a request's, so that both match and count the same path.
+  const path =
+    target === undefined ? undefined : normalisedPath(query === -1 ? target : target.slice(0, query));
+  if (target !== undefined && (path === undefined || hasDotSegment(path))) {
+    deps.metrics.extauthDecisions.inc({ protocol, code: 'invalid_request_target' });
+    return {
+      admitted: false,
+      admission: undefined,
+      answer: errorResponse('invalid_request_target', { 'x-request-id': request.requestId }),
+    };
+  }
+  // Without a path it is decided as verify decides one: for the catch-all.
+  const routeId = path === undefined ? null : deps.routing.routeIdOf(request.host, request.method, path);
+  const endpoint = path ?? NO_PATH_ENDPOINT;
+  const admission = await admit(deps, {
+    requestId: request.requestId,
+    secret: request.secret,
+    client: request.client,
+    origin: request.origin,
+    referer: request.referer,
+    customerId: request.customerId,
+    routeId,
+    method: request.method,
+    path: endpoint,
+    ...(request.cost !== undefined && { cost: request.cost }),
+  });
+  countDecision(
+    deps,
+    admission,
+    {
+      requestId: request.requestId,
+      method: request.method,
+      path: endpoint,
+      routeId: routeId ?? null,
+      customerId: request.customerId,
+      clientAddress: request.client ?? null,
+    },
+    performance.now() - request.receivedAt,
+  );
+  deps.metrics.extauthDecisions.inc({ protocol, code: admission.admitted ? 'ok' : admission.code });
+  const now = deps.clock();
+  if (!admission.admitted)
+    return { admitted: false, admission, answer: refusalResponse(admission, request.requestId, now) };
+  // Nothing tells this listener when the gateway's request ends: a place it took is held for the
+  // lease a dead replica's place lapses after, then given back by this replica.
+  const release = admission.release;
+  if (release !== undefined) setTimeout(release, deps.config.concurrencyLeaseSeconds * 1_000).unref();
+  return {
+    admitted: true,
+    admission,
+    upstream: upstreamHeaders(admission, deps.config.customerIdHeader),
+    limitHeaders: limitHeaders(admission, now),
+  };
+}
+
+/** What the backend receives of an admitted request, as the proxy sends it (src/proxy/forwarding-headers.ts). */
+function upstreamHeaders(admission: Admitted, customerIdHeader: string): [string, string][] {
+  const key = admission.key;
+  const headers: [string, string][] = [
+    ['x-api-key', admission.secret],
+    ['x-consumer-api-key-id', key.id],
+  ];
+  if (key.consumerId !== undefined && key.consumerId !== null)
+    headers.push(['x-consumer-id', key.consumerId]);
+  // A token's `sub`, its UTF-8 as the header's bytes, as the proxy sends it.
+  if (admission.subject !== undefined)
+    headers.push([customerIdHeader, Buffer.from(admission.subject).toString('latin1')]);
+  return headers;
+}
+
+function limitHeaders(admission: Admitted, nowMs: number): [string, string][] {
+  if (admission.limit === undefined) return [];
+  const into: string[] = [];
+  addLimitHeaders(into, admission.limit, nowMs);
+  return [
+    [into[0]!, into[1]!],
+    [into[2]!, into[3]!],
+  ];
+}
