@@ -1,10 +1,5 @@
+import type { BodyMatchRule } from '../plans/usage-pricing.js';
 import { parsePointer, resolvePointer, type JsonPointer } from './json-pointer.js';
-
-/** A limit's or cost's `match.body`: the request's JSON body holds one of `values` at `pointer`. */
-export interface BodyMatchRule {
-  pointer: string;
-  values: readonly string[];
-}
 
 export interface BodyMatch {
   pointer: JsonPointer;

@@ -80,6 +80,6 @@ function narrowed(plan: Plan | undefined, bits: number): Plan | undefined {
 
 function firstCost(plan: Plan | undefined, request: RequestFacts): number | undefined {
   if (plan === undefined) return undefined;
-  for (const rule of plan.costs) if (matches(rule.match, request)) return rule.cost;
+  for (const rule of plan.costs) if (matches(rule.match, request)) return rule.cost ?? 1;
   return undefined;
 }

@@ -5,6 +5,7 @@
  */
 import { normalisedPath } from './normalised-path.js';
 import type { HttpMethod } from './route.js';
+import type { BodyMatchRule } from './usage-pricing.js';
 
 export interface RequestMatch {
   /** The request took one of these routes (the catch-all, UPSTREAM_URL, is none of them). */
@@ -14,6 +15,8 @@ export interface RequestMatch {
   readonly pathPrefix?: string;
   /** Compares `pathPrefix` without regard to ASCII case, for a backend that routes so. Default false. */
   readonly caseInsensitive?: boolean;
+  /** The request's JSON body holds one of the values at the pointer (read by src/metering/body-match.ts). */
+  readonly body?: BodyMatchRule;
 }
 
 /** What a match reads of a request. */

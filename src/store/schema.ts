@@ -10,6 +10,8 @@ export interface RateLimitPlanTable {
   limits: string | null;
   /** The costs as JSON, or null: every request costs 1 (sql/060). */
   costs: ColumnType<string | null, string | null | undefined, string | null>;
+  /** What the plan counts, or null: requests (sql/140). */
+  unit: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: ColumnType<Date, Date | undefined, never>;
   last_updated: ColumnType<Date, Date, Date>;
 }

@@ -8,7 +8,7 @@ import { PageTitle } from '../components/page-title';
 import { ListCount, Pager, usePagedApi } from '../components/pager';
 import { countOf, formatNumber, formatTime } from '../format';
 import { useHandoff } from '../handoff';
-import { describeLimit, describeMatch, limitsOf } from '../plans';
+import { describeCost, describeLimit, describeMatch, limitsOf } from '../plans';
 import { href, hrefWith, type Route } from '../route';
 import type { Plan } from '../types';
 import { useAction } from '../use-api';
@@ -116,7 +116,7 @@ export function PlanListPage({ route }: { route: Route }) {
                         ))}
                         {(plan.costs ?? []).map((c, i) => (
                           <li key={`cost-${i}`}>
-                            costs {formatNumber(c.cost)} for {describeMatch(c.match)}
+                            {describeCost(c)} for {describeMatch(c.match)}
                           </li>
                         ))}
                       </ul>
