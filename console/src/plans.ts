@@ -98,9 +98,9 @@ export function describeCost(cost: PlanCost): string {
   const settle = cost.settle;
   if (settle === undefined) return `costs ${(cost.cost ?? 1).toLocaleString('en')}`;
   const from =
-    'header' in settle
+    settle.header !== undefined
       ? `header ${settle.header}`
-      : 'json' in settle
+      : settle.json !== undefined
         ? settle.json.join(' + ')
         : `the ${settle.preset} preset`;
   const reserve = cost.reserve;
