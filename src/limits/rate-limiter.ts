@@ -91,6 +91,20 @@ export interface SpentBalance {
 }
 
 /**
+ * What an admitted request was charged, kept to settle it once its cost is known (`RateLimiter.settle`):
+ * the subjects and visitor it was decided for, the units it reserved and when.
+ */
+export interface Reservation {
+  /** The admission (a limiter may tell by it where the request was counted). */
+  readonly decision: Decision;
+  readonly subjects: readonly Subject[];
+  readonly visitor?: Visitor;
+  readonly reserved: number;
+  /** Epoch ms: the windows, slots and balance periods it was charged in. */
+  readonly admittedMs: number;
+}
+
+/**
  * Counts admitted units against every limit and balance of every subject of a request. A request of
  * cost c is admitted only when every limit of every subject has room for c and every balance holds c,
  * and is then charged c in all of them, atomically: with fixed windows exactly `limit` units are
@@ -110,6 +124,13 @@ export interface RateLimiter {
     /** Whom limits per visitor count: given when a subject's plan has such a limit (visitor.ts). */
     visitor?: Visitor,
   ): Decision | Promise<Decision>;
+  /**
+   * Charges `units − reserved` (a refund when negative) to every limit and balance the reservation was
+   * charged to, in the windows, slots and balance periods it was charged in (those that have ended are
+   * left as they are), in one atomic step that never refuses (docs/decisions/0191). Concurrency places
+   * are not units: they are unchanged.
+   */
+  settle(reservation: Reservation, units: number, nowMs: number): void | Promise<void>;
   /** Every limit's state, subject by subject in the order given, without charging anything. */
   peek(subjects: readonly Subject[], nowMs: number): Promise<LimitState[]>;
   /** Every balance's state, subject by subject, without charging anything. */

@@ -20,9 +20,13 @@ import {
   type Decision,
   type LimitState,
   type RateLimiter,
+  type Reservation,
   type SpentBalance,
 } from './rate-limiter.js';
 import { RedisBalances } from './redis-balances.js';
+import { settlementOf } from './redis-settlement.js';
+import { defineSettleScript, type SettleScript } from './settle-script.js';
+import { limitField } from './consume-script.js';
 import { slidingCount, slidingResetAt, slotAt } from './sliding-window.js';
 import { WindowRestore } from './window-restore.js';
 
@@ -79,6 +83,7 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly registry: LimitRegistry;
   private readonly balances: RedisBalances;
   private readonly places: ConcurrencyPlaces;
+  private readonly settleScript: SettleScript;
 
   constructor(
     private readonly client: RedisClient,
@@ -113,6 +118,7 @@ export class RedisRateLimiter implements RateLimiter {
     );
     this.reclaim.listen(this.registry);
     this.balances = new RedisBalances(client, prefix, this.restore.balanceLedger, this.watches);
+    this.settleScript = defineSettleScript(client);
   }
 
   /** Resolves once other replicas can ask this one for leased units back, and Redis' marker is known. */
@@ -144,6 +150,24 @@ export class RedisRateLimiter implements RateLimiter {
     for (let s = 0; s < spans.length; s++) if (!spans[s]!.book.offer(cost, nowMs)) fits = false;
     if (!fits) return this.batches.ask(group, cost);
     return this.batches.takeLeased(group, cost, nowMs);
+  }
+
+  /**
+   * One script call (settle-script.ts); this replica's ledgers learn what it changed, so that a refund
+   * is not taken for Redis losing keys: its part of each window, and each token bucket as left.
+   */
+  async settle(reservation: Reservation, units: number, nowMs: number): Promise<void> {
+    const delta = units - reservation.reserved;
+    if (delta === 0) return;
+    const { keys, call, windows, buckets } = settlementOf(this.prefix, reservation, delta, nowMs);
+    if (keys.length === 0) return;
+    const left = await this.watches.measure('settle', () => this.settleScript(keys, call));
+    for (const { count, slot, expiresAt } of windows) this.restore.ledger.add(count, slot, delta, expiresAt);
+    buckets.forEach(({ count, rule }, i) => {
+      const [units, parts, at] = left.slice(3 * i, 3 * i + 3).map(Number) as [number, number, number];
+      const field = limitField(rule, this.places.replica, this.places.leaseMs)!;
+      this.restore.buckets.note(count, field, rule, { units, parts, at });
+    });
   }
 
   async peek(subjects: readonly Subject[], nowMs: number): Promise<LimitState[]> {
