@@ -4,7 +4,7 @@
  * and finds the subjects of the limits it selects in a small cache, so the request path allocates nothing
  * once a selection has been seen.
  */
-import { MAX_LIMITS, planOf, wholeOf, type Plan } from './plan.js';
+import { MAX_LIMITS, planOf, wholeOf, type CostRule, type Plan } from './plan.js';
 import { matches, type RequestFacts } from './request-match.js';
 import { subjectsOf, type Subject, type Terms } from './subject.js';
 
@@ -53,9 +53,9 @@ export class Pricing {
     return subjects;
   }
 
-  /** The first cost of the key's plan the request matches, else of its consumer's plan, else 1. */
-  costOf(request: RequestFacts): number {
-    return firstCost(this.key.plan, request) ?? firstCost(this.consumer?.plan, request) ?? 1;
+  /** The first cost of the key's plan the request matches, else of its consumer's plan; undefined: none. */
+  costRuleOf(request: RequestFacts): CostRule | undefined {
+    return firstCost(this.key.plan, request) ?? firstCost(this.consumer?.plan, request);
   }
 }
 
@@ -78,8 +78,8 @@ function narrowed(plan: Plan | undefined, bits: number): Plan | undefined {
   return limits.length === 0 ? undefined : { ...planOf(limits, plan.costs), whole: wholeOf(plan) };
 }
 
-function firstCost(plan: Plan | undefined, request: RequestFacts): number | undefined {
+function firstCost(plan: Plan | undefined, request: RequestFacts): CostRule | undefined {
   if (plan === undefined) return undefined;
-  for (const rule of plan.costs) if (matches(rule.match, request)) return rule.cost ?? 1;
+  for (const rule of plan.costs) if (matches(rule.match, request)) return rule;
   return undefined;
 }

@@ -27,6 +27,8 @@ import type { Subject } from '../plans/subject.js';
 import { tracer } from '../tracing/tracer.js';
 import type { AllowedAttempt, Attempt, FailureThrottle, RefusedAttempt } from './auth-throttle.js';
 import type { RefusalCode } from '../refusals.js';
+import { SETTLE_MAX_DEFAULT } from '../plans/usage-pricing.js';
+import type { PendingSettlement } from './settlement.js';
 
 /** The limit a decision reports (Decision.limit), and the subjects whose limits it covered. */
 export interface Limited {
@@ -48,6 +50,8 @@ export interface Admitted {
   readonly subject?: string;
   /** Gives back its places of concurrency limits (Decision.release): call once it ends; undefined: it holds none. */
   readonly release: (() => void) | undefined;
+  /** Its cost is what its response reports (a cost entry's `settle`); undefined: `cost` is final. */
+  readonly settlement?: PendingSettlement;
 }
 
 /** A request answered by Tollgate itself; `key` is set when it carried a valid key (usage counts it). */
@@ -186,13 +190,27 @@ async function admitKey(
   // The key's limits and its consumer's, decided and charged in one step.
   const pricing = key.pricing;
   const subjects = pricing === undefined ? key.subjects : pricing.subjectsFor(request as RequestFacts);
-  const cost = request.cost ?? (pricing === undefined ? 1 : pricing.costOf(request as RequestFacts));
+  const rule = request.cost === undefined ? pricing?.costRuleOf(request as RequestFacts) : undefined;
+  const settleMax = rule?.settleMax ?? SETTLE_MAX_DEFAULT;
+  const cost = request.cost ?? Math.min(rule?.cost ?? 1, settleMax);
+  const settles = rule?.settle;
   if (subjects === undefined)
-    return { admitted: true, secret, key, limit: undefined, balance: undefined, cost, release: undefined };
+    return {
+      admitted: true,
+      secret,
+      key,
+      limit: undefined,
+      balance: undefined,
+      cost,
+      release: undefined,
+      ...(settles !== undefined && {
+        settlement: { rule: settles, settleMax, reserved: cost, reservation: undefined },
+      }),
+    };
   let decision: Decision;
+  // Worked out once, and only for a key or consumer with a limit per visitor.
+  const visitor = countsVisitors(subjects) ? visitorOf(request.client, customerId) : undefined;
   try {
-    // Worked out once, and only for a key or consumer with a limit per visitor.
-    const visitor = countsVisitors(subjects) ? visitorOf(request.client, customerId) : undefined;
     const decided = deps.limiter.consume(subjects, cost, now, visitor);
     // A decision that waits (on Redis) is a span of its own in a traced request.
     if (decided instanceof Promise)
@@ -211,7 +229,24 @@ async function admitKey(
     return { ...refused('credits_exhausted', key, limit), short: { balance: decision.balance!, cost } };
   if (refusedForPlaces(decision)) return refused('concurrency_limit_exceeded', key, limit);
   if (!decision.allowed) return refused('rate_limit_exceeded', key, limit);
-  return { admitted: true, secret, key, limit, balance: decision.balance, cost, release: decision.release };
+  const admitted = {
+    admitted: true,
+    secret,
+    key,
+    limit,
+    balance: decision.balance,
+    cost,
+    release: decision.release,
+  } as const;
+  if (settles === undefined) return admitted;
+  const reservation = {
+    decision,
+    subjects,
+    ...(visitor !== undefined && { visitor }),
+    reserved: cost,
+    admittedMs: now,
+  };
+  return { ...admitted, settlement: { rule: settles, settleMax, reserved: cost, reservation } };
 }
 
 /**
