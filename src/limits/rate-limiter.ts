@@ -1,5 +1,6 @@
 import { nextRefillAt, type Balance } from '../plans/balance.js';
-import { isConcurrency, MAX_COST, MIN_COST, type LimitRule } from '../plans/plan.js';
+import { isConcurrency, MIN_COST, type LimitRule } from '../plans/plan.js';
+import { MAX_SETTLE_UNITS } from '../plans/usage-pricing.js';
 import { isCharged, type Scope, type Subject } from '../plans/subject.js';
 import type { Visitor } from './visitor.js';
 
@@ -145,10 +146,13 @@ export interface RateLimiter {
   close(): Promise<void>;
 }
 
-/** A cost the limiter accepts: a whole number of units from MIN_COST to MAX_COST (anything else is a bug upstream). */
+/**
+ * A cost the limiter accepts: a whole number of units from MIN_COST to MAX_SETTLE_UNITS (a plan's costs
+ * go to MAX_COST, a reservation from a request's body further); anything else is a bug upstream.
+ */
 export function checkCost(cost: number): void {
-  if (!Number.isInteger(cost) || cost < MIN_COST || cost > MAX_COST)
-    throw new RangeError(`a request costs ${MIN_COST} to ${MAX_COST} units, not ${cost}`);
+  if (!Number.isInteger(cost) || cost < MIN_COST || cost > MAX_SETTLE_UNITS)
+    throw new RangeError(`a request costs ${MIN_COST} to ${MAX_SETTLE_UNITS} units, not ${cost}`);
 }
 
 /** Subjects the limiter can decide for: one of each scope at most, and at least one limit or balance among them. */

@@ -1,5 +1,5 @@
 import type { ReserveRule } from '../plans/usage-pricing.js';
-import { parsePointer, resolvePointer, type JsonPointer } from './json-pointer.js';
+import { parsePointer, resolvePointer, type JsonPointer } from '../plans/json-pointer.js';
 
 /** A `ReserveRule` with its pointer parsed once, when the plan is read. */
 export interface Reservation {

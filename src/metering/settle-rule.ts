@@ -1,5 +1,5 @@
 import type { SettleRule } from '../plans/usage-pricing.js';
-import { parsePointer, type JsonPointer } from './json-pointer.js';
+import { parsePointer, type JsonPointer } from '../plans/json-pointer.js';
 
 export type { SettleRule };
 

@@ -5,7 +5,7 @@
  * once a selection has been seen.
  */
 import { MAX_LIMITS, planOf, wholeOf, type CostRule, type Plan } from './plan.js';
-import { matches, type RequestFacts } from './request-match.js';
+import { matches, matchesBeside, type RequestFacts } from './request-match.js';
 import { subjectsOf, type Subject, type Terms } from './subject.js';
 
 type Priced = { readonly id: string } & Terms;
@@ -53,10 +53,26 @@ export class Pricing {
     return subjects;
   }
 
+  /**
+   * Whether the request's JSON body may decide its limits or cost: a limit or cost matching on it, or a
+   * cost reserving from it, whose other conditions the request meets. Only then is its body read.
+   */
+  readsBody(request: RequestFacts): boolean {
+    return readsBody(this.key.plan, request) || readsBody(this.consumer?.plan, request);
+  }
+
   /** The first cost of the key's plan the request matches, else of its consumer's plan; undefined: none. */
   costRuleOf(request: RequestFacts): CostRule | undefined {
     return firstCost(this.key.plan, request) ?? firstCost(this.consumer?.plan, request);
   }
+}
+
+function readsBody(plan: Plan | undefined, request: RequestFacts): boolean {
+  if (plan === undefined) return false;
+  for (const { match } of plan.limits) if (match?.body !== undefined && matchesBeside(match, request)) return true;
+  for (const { match, reserve } of plan.costs)
+    if ((match.body !== undefined || reserve !== undefined) && matchesBeside(match, request)) return true;
+  return false;
 }
 
 /** Bit i set when limit i of `plan` counts the request. */

@@ -28,7 +28,8 @@ import { tracer } from '../tracing/tracer.js';
 import type { AllowedAttempt, Attempt, FailureThrottle, RefusedAttempt } from './auth-throttle.js';
 import type { RefusalCode } from '../refusals.js';
 import { SETTLE_MAX_DEFAULT } from '../plans/usage-pricing.js';
-import type { PendingSettlement } from './settlement.js';
+import { readRequestBody } from '../metering/request-body.js';
+import { reservedCost, type PendingSettlement } from './settlement.js';
 
 /** The limit a decision reports (Decision.limit), and the subjects whose limits it covered. */
 export interface Limited {
@@ -52,6 +53,8 @@ export interface Admitted {
   readonly release: (() => void) | undefined;
   /** Its cost is what its response reports (a cost entry's `settle`); undefined: `cost` is final. */
   readonly settlement?: PendingSettlement;
+  /** Its body, read to match or reserve on it: forwarded as it is; undefined: not read, streamed on. */
+  readonly body?: Buffer;
 }
 
 /** A request answered by Tollgate itself; `key` is set when it carried a valid key (usage counts it). */
@@ -109,6 +112,8 @@ export interface AdmissionDeps {
   readonly clock: () => number;
   /** Failed authentications per client address; absent: not throttled. */
   readonly authThrottle?: FailureThrottle;
+  /** The most of a body read to match or reserve on it (BODY_MATCH_MAX_BYTES); absent: bodies are not read. */
+  readonly bodyMatchMaxBytes?: number;
   /** Where a failure of the limiter or the key store is told, before it is answered 503. */
   readonly logger: Logger;
 }
@@ -189,10 +194,25 @@ async function admitKey(
   }
   // The key's limits and its consumer's, decided and charged in one step.
   const pricing = key.pricing;
-  const subjects = pricing === undefined ? key.subjects : pricing.subjectsFor(request as RequestFacts);
-  const rule = request.cost === undefined ? pricing?.costRuleOf(request as RequestFacts) : undefined;
+  let facts = request as RequestFacts;
+  let body: Buffer | undefined;
+  // Read only when the body may decide (a body match, a reservation from it), and only by the proxy.
+  const incoming = request.incoming;
+  if (pricing?.readsBody(facts) && incoming !== undefined && deps.bodyMatchMaxBytes !== undefined) {
+    const length = incoming.headers['content-length'];
+    const read = await readRequestBody(
+      incoming,
+      deps.bodyMatchMaxBytes,
+      length === undefined ? undefined : Number(length),
+    );
+    if (read.kind === 'too-large') return refused('body_too_large', key);
+    body = read.bytes;
+    facts = { routeId: facts.routeId, method: facts.method, path: facts.path, body: read.json };
+  }
+  const subjects = pricing === undefined ? key.subjects : pricing.subjectsFor(facts);
+  const rule = request.cost === undefined ? pricing?.costRuleOf(facts) : undefined;
   const settleMax = rule?.settleMax ?? SETTLE_MAX_DEFAULT;
-  const cost = request.cost ?? Math.min(rule?.cost ?? 1, settleMax);
+  const cost = request.cost ?? reservedCost(rule, facts.body, settleMax);
   const settles = rule?.settle;
   if (subjects === undefined)
     return {
@@ -206,6 +226,7 @@ async function admitKey(
       ...(settles !== undefined && {
         settlement: { rule: settles, settleMax, reserved: cost, reservation: undefined },
       }),
+      ...(body !== undefined && { body }),
     };
   let decision: Decision;
   // Worked out once, and only for a key or consumer with a limit per visitor.
@@ -237,6 +258,7 @@ async function admitKey(
     balance: decision.balance,
     cost,
     release: decision.release,
+    ...(body !== undefined && { body }),
   } as const;
   if (settles === undefined) return admitted;
   const reservation = {

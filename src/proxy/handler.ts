@@ -37,6 +37,8 @@ export interface ProxyDeps {
   readonly clock: () => number;
   /** Failed authentications per client address; share one between the HTTP and upgrade handlers. */
   readonly authThrottle?: FailureThrottle;
+  /** The most of a body read to match or reserve on it (BODY_MATCH_MAX_BYTES). */
+  readonly bodyMatchMaxBytes?: number;
 }
 
 export type ProxyHandler = (
@@ -251,8 +253,9 @@ async function serve(
   if (!entry.entered) {
     const refusal = entry.refusal;
     if (refusal === undefined) return;
-    // The client holds its body back for our answer: it never needs to send it, so the connection ends.
-    if (continues) refusal.headers.connection = 'close';
+    // The client holds its body back for our answer, or sent more than was read of it (413): the
+    // rest is never read, so the connection ends.
+    if (continues || refusal.status === 413) refusal.headers.connection = 'close';
     res.writeHead(refusal.status, refusal.headers);
     res.end(refusal.body);
     return;
@@ -277,7 +280,8 @@ async function serve(
       path: path + context.search,
       method: req.method as Dispatcher.HttpMethod,
       headers,
-      body: hasBody(req) ? req : null,
+      // A body read to decide on it goes as it was read; any other streams through.
+      body: admission.body ?? (hasBody(req) ? req : null),
       headersTimeout: route.timeoutMs,
       bodyTimeout: route.timeoutMs,
     },

@@ -9,7 +9,9 @@ import { METER_BOUNDS_DEFAULT } from '../metering/meter-bounds.js';
 import { openMeter } from '../metering/open-meter.js';
 import type { Reading } from '../metering/reading.js';
 import type { HeaderBag, UnitMeter } from '../metering/unit-meter.js';
+import type { CostRule } from '../plans/plan.js';
 import type { SettleRule } from '../plans/usage-pricing.js';
+import { compileReservation, reservedUnits } from '../metering/reservation.js';
 
 /** What an admitted request's response is read for, and what it reserved. */
 export interface PendingSettlement {
@@ -19,6 +21,16 @@ export interface PendingSettlement {
   readonly reserved: number;
   /** What the limiter charged, to settle; undefined: no limit or balance applies (usage alone counts it). */
   readonly reservation: Reservation | undefined;
+}
+
+/**
+ * What a request matching `rule` reserves (its cost, when it does not settle): `cost`, or `reserve`
+ * read from its parsed body, capped at `settleMax`; at least 1, as the limiter charges whole requests.
+ */
+export function reservedCost(rule: CostRule | undefined, body: unknown, settleMax: number): number {
+  const reserve = rule?.reserve;
+  if (reserve === undefined) return Math.min(rule?.cost ?? 1, settleMax);
+  return Math.max(1, reservedUnits(body, compileReservation(reserve)!, settleMax));
 }
 
 /** The meter of a response, from its headers as undici gives them (raw name and value pairs). */

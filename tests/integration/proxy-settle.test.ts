@@ -18,11 +18,14 @@ import { closeDatabase, ProxyHarness, type HarnessOptions } from '../helpers/pro
 
 afterAll(closeDatabase);
 
+/** Bodies are read up to 4 KiB to match and reserve on them. */
+const BODY_MATCH_MAX_BYTES = '4096';
+
 const connections: RedisConnections[] = [];
 afterAll(() => Promise.all(connections.map((c) => c.close())));
 
 const LIMITERS: Record<string, (h: ProxyHarness) => Promise<HarnessOptions>> = {
-  'in-process counters (single node)': () => Promise.resolve({}),
+  'in-process counters (single node)': () => Promise.resolve({ env: { BODY_MATCH_MAX_BYTES } }),
   async 'Redis counters'(h) {
     const prefix = testKeyPrefix();
     const redis = connectRedis({ redisUrl: REDIS_URL, redisClusterNodes: undefined }, createLogger('silent'));
@@ -32,7 +35,7 @@ const LIMITERS: Record<string, (h: ProxyHarness) => Promise<HarnessOptions>> = {
       clock: h.clock,
     });
     await limiter.ready();
-    return { env: { REDIS_URL, REDIS_KEY_PREFIX: prefix }, limiter };
+    return { env: { REDIS_URL, REDIS_KEY_PREFIX: prefix, BODY_MATCH_MAX_BYTES }, limiter };
   },
 };
 
@@ -140,5 +143,56 @@ describe.each(Object.keys(LIMITERS))('usage-priced requests through the proxy, %
     await h.flushed();
     expect(await h.usage(key.id)).toMatchObject({ requests: 3, cost: 550 });
     expect(await h.metric('tollgate_unsettled_requests_total')).toContain('reason="not-reported"} 1');
+  });
+
+  it('reserves max_tokens from the body, limits per model by the body, and refuses a body past the bound with 413', async () => {
+    const plan = await api('POST', '/rate-limit/create', {
+      rateLimitId: `models-${randomBytes(4).toString('hex')}`,
+      limits: [
+        { name: 'tokens', limit: 10_000, period: 'day' },
+        {
+          name: 'gpt-4o',
+          limit: 600,
+          period: 'day',
+          match: { body: { pointer: '/model', values: ['gpt-4o'] } },
+        },
+      ],
+      costs: [
+        {
+          match: { routeIds: [routeId] },
+          reserve: { pointer: '/max_tokens', add: 100, default: 1_000 },
+          settle: { preset: 'openai' },
+        },
+      ],
+      unit: 'tokens',
+    });
+    expect(plan.status).toBe(201);
+    const key = (
+      await api('POST', '/consumer-api-key/create', { name: 'models', rateLimitId: plan.body.rateLimitId })
+    ).body as { id: string; secret: string };
+    const left = async () =>
+      (
+        (await api('GET', `/consumer-api-key/${key.id}`)).body.usage.rateLimits.limits as {
+          remaining: number;
+        }[]
+      ).map((l) => l.remaining);
+
+    // 400 + 100 reserved of both limits, settled at 50.
+    expect((await chat(key.secret, { max_tokens: 400 })).status).toBe(200);
+    expect(await left()).toEqual([9_950, 550]);
+    // Another model is not the per-model limit's; without max_tokens it reserves the default.
+    expect((await chat(key.secret, { model: 'gpt-4o-mini' })).status).toBe(200);
+    expect(await left()).toEqual([9_900, 550]);
+    // 550 left of gpt-4o's limit cannot hold 600 + 100.
+    const refused = await chat(key.secret, { max_tokens: 600 });
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ code: 'rate_limit_exceeded', name: 'gpt-4o' });
+
+    const large = await chat(key.secret, { padding: 'x'.repeat(5_000) });
+    expect(large.status).toBe(413);
+    expect(await large.json()).toMatchObject({ code: 'body_too_large' });
+    expect(await left()).toEqual([9_900, 550]);
+    await h.flushed();
+    expect(await h.usage(key.id)).toMatchObject({ requests: 4, cost: 100 });
   });
 });
