@@ -293,7 +293,13 @@ export function loadConfig(env: Env): Config {
     managementPrefix,
     redisFailureMode,
     upstreamTimeoutMs: integer(env, 'UPSTREAM_TIMEOUT_MS', 30000, 1, 3_600_000),
-    bodyMatchMaxBytes: integer(env, 'BODY_MATCH_MAX_BYTES', BODY_MATCH_MAX_BYTES_DEFAULT, 1, 64 * 1024 * 1024),
+    bodyMatchMaxBytes: integer(
+      env,
+      'BODY_MATCH_MAX_BYTES',
+      BODY_MATCH_MAX_BYTES_DEFAULT,
+      1,
+      64 * 1024 * 1024,
+    ),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0, 3_600_000),
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
     usageRetention: {

@@ -69,7 +69,8 @@ export class Pricing {
 
 function readsBody(plan: Plan | undefined, request: RequestFacts): boolean {
   if (plan === undefined) return false;
-  for (const { match } of plan.limits) if (match?.body !== undefined && matchesBeside(match, request)) return true;
+  for (const { match } of plan.limits)
+    if (match?.body !== undefined && matchesBeside(match, request)) return true;
   for (const { match, reserve } of plan.costs)
     if ((match.body !== undefined || reserve !== undefined) && matchesBeside(match, request)) return true;
   return false;
