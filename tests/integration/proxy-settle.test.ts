@@ -3,9 +3,13 @@
  * backend behind Tollgate reports the tokens each call used, in a JSON answer or the last chunk of a
  * stream; each request is reserved its cost entry's `cost` before it is forwarded and settled at what
  * its response reported when it ends, in its limits and its usage; one whose response reports nothing
- * keeps its reservation.
+ * keeps its reservation. A reservation read from the body (`max_tokens`), a per-model limit by the body,
+ * 413 past BODY_MATCH_MAX_BYTES; and each event of a stream reaches the client before the backend
+ * sends the next.
  */
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
 import { createLogger } from '../../src/ops/logger.js';
@@ -194,5 +198,50 @@ describe.each(Object.keys(LIMITERS))('usage-priced requests through the proxy, %
     expect(await left()).toEqual([9_900, 550]);
     await h.flushed();
     expect(await h.usage(key.id)).toMatchObject({ requests: 4, cost: 100 });
+  });
+
+  it('passes each event of a stream on before the backend sends the next, and settles from the last', async () => {
+    // The backend holds its second event until the client has the first: were an event held back, the
+    // stream would never go on (and the test would time out).
+    let firstArrived!: () => void;
+    const arrived = new Promise<void>((resolve) => (firstArrived = resolve));
+    const server: Server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"choices":[{"delta":{"content":"first"}}]}\n\n');
+      void arrived.then(() => res.end('data: {"choices":[],"usage":{"total_tokens":7}}\n\ndata: [DONE]\n\n'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const slowRoute = `slow-${randomBytes(4).toString('hex')}`;
+    const created = await api('POST', '/tollgate/routes', {
+      routeId: slowRoute,
+      match: { pathPrefix: `/v1/${slowRoute}` },
+      upstreamUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    });
+    expect(created.status).toBe(201);
+    try {
+      const plan = await api('POST', '/rate-limit/create', {
+        rateLimitId: `slow-${randomBytes(4).toString('hex')}`,
+        limits: [{ name: 'tokens', limit: 1_000, period: 'day' }],
+        costs: [{ match: { routeIds: [slowRoute] }, cost: 100, settle: { preset: 'openai' } }],
+      });
+      const key = (
+        await api('POST', '/consumer-api-key/create', { name: 'slow', rateLimitId: plan.body.rateLimitId })
+      ).body as { id: string; secret: string };
+      const res = await fetch(`${h.base}/v1/${slowRoute}`, {
+        headers: { authorization: `Bearer ${key.secret}` },
+      });
+      const reader = res.body!.getReader();
+      let text = '';
+      while (!text.includes('first')) text += new TextDecoder().decode((await reader.read()).value);
+      firstArrived();
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+        text += new TextDecoder().decode(chunk.value);
+      expect(text).toContain('"total_tokens":7');
+      expect(await tokensLeft(key.id)).toBe(993);
+    } finally {
+      expect((await api('DELETE', `/tollgate/routes/${slowRoute}`)).status).toBe(200);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
