@@ -110,6 +110,7 @@ export function PlanListPage({ route }: { route: Route }) {
                       {plan.description && <div class="muted small">{plan.description}</div>}
                     </td>
                     <td data-label="Limits">
+                      {plan.unit !== 'requests' && <div class="muted small">in {plan.unit}</div>}
                       <ul class="plain">
                         {limitsOf(plan).map((l, i) => (
                           <li key={i}>{describeLimit(l)}</li>
