@@ -3,9 +3,10 @@
  * each request reserves 10 units and its backend reports between 0 and 10 in a header, settled when the
  * response ends on whichever replica served it. A limit and a balance, both bound by reservations that
  * bound the answers, end charged exactly the units reported for the requests admitted, never more than
- * they held, the same on every replica.
+ * they held, the same on every replica; a request on a replica SIGKILLed mid-response keeps its
+ * reservation.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startFleet, waitFor, type Fleet } from './helpers/replicas.js';
 
@@ -16,13 +17,18 @@ const RESERVED = 10;
 let fleet: Fleet;
 let reporter: Server;
 let reporterUrl: string;
+const held: ServerResponse[] = [];
 
 beforeAll(async () => {
   // Reports the units the path asks for: /v1/units/7 used 7.
+  // /v1/units/held/3 reports 3 too, but holds its body open until the test ends it.
   reporter = createServer((req, res) => {
-    const units = /\/v1\/units\/(\d+)/.exec(req.url ?? '')?.[1] ?? '0';
+    const units = /\/v1\/units\/(?:held\/)?(\d+)/.exec(req.url ?? '')?.[1] ?? '0';
     req.resume();
-    res.writeHead(200, { 'content-type': 'text/plain', 'x-units-used': units }).end('ok');
+    res.writeHead(200, { 'content-type': 'text/plain', 'x-units-used': units });
+    if (!req.url?.includes('/held/')) return void res.end('ok');
+    res.write('partial');
+    held.push(res);
   });
   await new Promise<void>((resolve) => reporter.listen(0, '127.0.0.1', resolve));
   reporterUrl = `http://127.0.0.1:${(reporter.address() as AddressInfo).port}`;
@@ -30,6 +36,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  for (const res of held) res.end();
   await fleet?.stop();
   await new Promise<void>((resolve) => reporter.close(() => resolve()));
 }, 60_000);
@@ -98,4 +105,25 @@ it('charges a limit and a balance across three replicas exactly the units the ba
     );
     expect(value.credits.remaining).toBe(CREDITS - reported);
   }
+});
+
+it('keeps the reservation of a request whose replica is SIGKILLed mid-response', async () => {
+  const [admin, , doomed] = fleet.members;
+  const key = await admin!.admin('POST', '/consumer-api-key/create', {
+    name: 'cut short',
+    rateLimitId: 'units',
+    credits: { remaining: CREDITS },
+  });
+  expect(key.status).toBe(201);
+  const res = await fetch(`${doomed!.url}/v1/units/held/3`, {
+    headers: { authorization: `Bearer ${key.body.secret}` },
+  });
+  const reader = res.body!.getReader();
+  expect(new TextDecoder().decode((await reader.read()).value)).toBe('partial');
+  await doomed!.stop('SIGKILL');
+  await expect(reader.read()).rejects.toThrow();
+  const detail = (await admin!.admin('GET', `/consumer-api-key/${key.body.id}`)).body;
+  // Reserved 10 and never settled: the 3 reported never reached a replica that lived.
+  expect(detail.credits.remaining).toBe(CREDITS - RESERVED);
+  expect(detail.usage.rateLimits.limits[0].remaining).toBe(LIMIT - RESERVED);
 });
