@@ -196,9 +196,11 @@ async function admitKey(
   const pricing = key.pricing;
   let facts = request as RequestFacts;
   let body: Buffer | undefined;
-  // Read only when the body may decide (a body match, a reservation from it), and only by the proxy.
+  // Read only when the body may decide (a body match, a reservation from it), and only by the proxy;
+  // a WebSocket upgrade has none (its socket is the connection's).
   const incoming = request.incoming;
-  if (pricing?.readsBody(facts) && incoming !== undefined && deps.bodyMatchMaxBytes !== undefined) {
+  const readable = incoming !== undefined && incoming.headers.upgrade === undefined;
+  if (readable && deps.bodyMatchMaxBytes !== undefined && pricing?.readsBody(facts)) {
     const length = incoming.headers['content-length'];
     const read = await readRequestBody(
       incoming,
