@@ -17,6 +17,7 @@ import { startAnthropicBackend, type AnthropicUsage } from '../helpers/anthropic
 import { REPLY, type ModelBackend } from '../helpers/model-backend.js';
 import { startOpenAiBackend, type OpenAiUsage } from '../helpers/openai-backend.js';
 import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
+import { waitFor } from '../helpers/poll.js';
 import { closeDatabase, ProxyHarness, type HarnessOptions } from '../helpers/proxy-harness.js';
 
 afterAll(closeDatabase);
@@ -155,7 +156,12 @@ describe.each(Object.keys(LIMITERS))('the official clients through Tollgate, %s'
     expect(final.usage.input_tokens + final.usage.output_tokens).toBe(3_777);
 
     const reported = 1_801 + 123 + 2_560 + 3_777;
-    const detail = (await api('GET', `/consumer-api-key/${key.body.id}`)).body;
+    // A client may have its last event before the response's last byte, when the request settles.
+    const { value: detail } = await waitFor(
+      async () => (await api('GET', `/consumer-api-key/${key.body.id}`)).body,
+      (d) => d.credits.remaining === 100_000 - reported,
+      { what: 'the last stream settled' },
+    );
     expect(detail.usage.rateLimits.limits.map((l: { remaining: number }) => l.remaining)).toEqual([
       200_000 - reported,
       2_000_000 - reported,
