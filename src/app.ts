@@ -201,6 +201,7 @@ export function buildApp({
     clock,
     // Guessing keys from one address stops reaching the database after this many failures.
     authThrottle: adapters.failureThrottle('keys', FAILED_AUTH_LIMIT),
+    bodyMatchMaxBytes: config.bodyMatchMaxBytes,
   };
   const proxy = createProxyHandler(proxyDeps);
   const upgrade = createUpgradeHandler(proxyDeps);

@@ -1,4 +1,5 @@
 import { canonicalAddress } from './net/canonical-address.js';
+import { BODY_MATCH_MAX_BYTES_DEFAULT } from './metering/request-body.js';
 import { ORIGIN_PATTERN } from './plans/origins.js';
 import { parsePlan, type Plan } from './plans/plan.js';
 import { tracingSettings, TracingSettingError, type TracingSettings } from './tracing/tracing-settings.js';
@@ -29,6 +30,8 @@ export interface Config {
   readonly managementPrefix: string;
   readonly redisFailureMode: 'open' | 'closed';
   readonly upstreamTimeoutMs: number;
+  /** The most of a request body read to match or reserve on it (BODY_MATCH_MAX_BYTES); larger: 413. */
+  readonly bodyMatchMaxBytes: number;
   readonly shutdownTimeoutMs: number;
   /** Audit log entries older than this are deleted (AUDIT_RETENTION_DAYS). */
   readonly auditRetentionDays: number;
@@ -303,6 +306,13 @@ export function loadConfig(env: Env): Config {
     managementPrefix,
     redisFailureMode,
     upstreamTimeoutMs: integer(env, 'UPSTREAM_TIMEOUT_MS', 30000, 1, 3_600_000),
+    bodyMatchMaxBytes: integer(
+      env,
+      'BODY_MATCH_MAX_BYTES',
+      BODY_MATCH_MAX_BYTES_DEFAULT,
+      1,
+      64 * 1024 * 1024,
+    ),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0, 3_600_000),
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
     usageRetention: {

@@ -45,6 +45,16 @@ export const REFUSALS = {
     logsLimit: false,
     challenges: false,
   },
+  body_too_large: {
+    status: 413,
+    message:
+      'The request body is larger than BODY_MATCH_MAX_BYTES, and the plan reads it to match or reserve on it',
+    metric: 'bad_request',
+    authFailure: null,
+    usageOutcome: undefined,
+    logsLimit: false,
+    challenges: false,
+  },
   missing_api_key: {
     status: 401,
     message: 'An API key is required (Authorization: Bearer <key> or x-api-key)',

@@ -1,5 +1,5 @@
 /** Plans' limits and costs as the console edits and shows them (docs/guides/plans.md, docs/guides/credits.md). */
-import type { Per, Period, Plan, PlanLimit, PlanLimitInput, RequestMatch } from './types';
+import type { Per, Period, Plan, PlanCost, PlanLimit, PlanLimitInput, RequestMatch } from './types';
 
 export {
   ALGORITHMS,
@@ -87,9 +87,27 @@ export function describeMatch(match: RequestMatch): string {
     match.routeIds && `route${match.routeIds.length === 1 ? '' : 's'} ${match.routeIds.join(', ')}`,
     match.methods && match.methods.join(', '),
     match.pathPrefix && `under ${match.pathPrefix}${match.caseInsensitive ? ' (any case)' : ''}`,
+    match.body && `body ${match.body.pointer} is ${match.body.values.join(' or ')}`,
   ]
     .filter(Boolean)
     .join('; ');
+}
+
+/** `costs 5`, or for a cost the backend reports: `settled by the openai preset, reserving /max_tokens + 1,000`. */
+export function describeCost(cost: PlanCost): string {
+  const settle = cost.settle;
+  if (settle === undefined) return `costs ${(cost.cost ?? 1).toLocaleString('en')}`;
+  const from =
+    settle.header !== undefined
+      ? `header ${settle.header}`
+      : settle.json !== undefined
+        ? settle.json.join(' + ')
+        : `the ${settle.preset} preset`;
+  const reserve = cost.reserve;
+  const reserving = reserve
+    ? `${reserve.pointer}${reserve.add ? ` + ${reserve.add.toLocaleString('en')}` : ''} (else ${reserve.default.toLocaleString('en')})`
+    : (cost.cost ?? 1).toLocaleString('en');
+  return `settled from ${from}, reserving ${reserving}`;
 }
 
 /** `burst: 10 per second, sliding`, `5 per second, bursts of 20`, `4 in flight`. */

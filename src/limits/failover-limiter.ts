@@ -2,7 +2,14 @@ import type { Logger } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { LimitNotices } from './limit-notices.js';
 import { MemoryRateLimiter } from './memory-limiter.js';
-import type { BalanceState, Decision, LimitState, RateLimiter, SpentBalance } from './rate-limiter.js';
+import type {
+  BalanceState,
+  Decision,
+  LimitState,
+  RateLimiter,
+  Reservation,
+  SpentBalance,
+} from './rate-limiter.js';
 import type { Subject } from '../plans/subject.js';
 import type { Visitor } from './visitor.js';
 
@@ -45,6 +52,8 @@ export class FailoverRateLimiter implements RateLimiter {
   /** Decisions waiting on Redis: when the circuit opens they take the fallback at once. */
   private readonly waiting = new Set<() => void>();
   private readonly clock: () => number;
+  /** The admissions the fallback decided: they settle in process, where they were counted. */
+  private readonly decidedHere = new WeakSet<Decision>();
 
   constructor(
     private readonly shared: RateLimiter,
@@ -115,7 +124,24 @@ export class FailoverRateLimiter implements RateLimiter {
   ): Decision {
     if (this.mode === 'closed' || subjects.some((s) => s.balance !== undefined))
       throw new LimiterUnavailableError();
-    return this.local.consume(subjects, cost, nowMs, visitor);
+    const decision = this.local.consume(subjects, cost, nowMs, visitor);
+    this.decidedHere.add(decision);
+    return decision;
+  }
+
+  /**
+   * Where the request was counted: in process when the fallback admitted it, else in Redis. Redis
+   * failing meanwhile, the delta is not charged: the request keeps its reservation as its cost, as one
+   * whose response reported nothing.
+   */
+  async settle(reservation: Reservation, units: number, nowMs: number): Promise<void> {
+    if (this.decidedHere.has(reservation.decision)) return this.local.settle(reservation, units, nowMs);
+    if (this.degraded) return;
+    try {
+      await this.shared.settle(reservation, units, nowMs);
+    } catch (err) {
+      this.enterDegraded(err, reservation.subjects);
+    }
   }
 
   peekBalances(subjects: readonly Subject[], nowMs: number): Promise<BalanceState[]> {

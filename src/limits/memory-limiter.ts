@@ -1,4 +1,4 @@
-import { remainingOf, type HeldBalance } from '../plans/balance.js';
+import { remainingOf, windowOf, type HeldBalance } from '../plans/balance.js';
 import { capacityOf, countsOwnRequests, type LimitRule, type Plan } from '../plans/plan.js';
 import {
   balanceStateOf,
@@ -8,6 +8,7 @@ import {
   type Decision,
   type LimitState,
   type RateLimiter,
+  type Reservation,
   type SpentBalance,
   unitsIn,
 } from './rate-limiter.js';
@@ -18,7 +19,13 @@ import { QuotaWatch } from './quota-watch.js';
 import { visitorSuffix, type Visitor } from './visitor.js';
 import { ALGORITHM_OF } from './core/algorithms.js';
 import { verdictOf, type LimitAlgorithm, type VerdictRecord } from './core/limit-algorithm.js';
-import { balanceAt, balanceCharged, balanceVerdictOf, type BalanceVerdict } from './core/balance.js';
+import {
+  balanceAt,
+  balanceCharged,
+  balanceSettled,
+  balanceVerdictOf,
+  type BalanceVerdict,
+} from './core/balance.js';
 import { admissionOf, refusalOf, standing } from './core/combine.js';
 import { released } from './core/concurrency.js';
 import { switchedStates } from './core/plan-switch.js';
@@ -202,6 +209,34 @@ export class MemoryRateLimiter implements RateLimiter {
       (balanceStates ??= []).push(balanceStateOf(subject.scope, subject.balance!, remainingOf(after), nowMs));
     }
     return admissionOf(states, balanceStates ?? NO_BALANCES, places && releaseOnce(places));
+  }
+
+  /** Settled by the core: each limit's `settled` and `balanceSettled`, in the cells and balances it was charged to. */
+  settle({ subjects, visitor, reserved, admittedMs }: Reservation, units: number, nowMs: number): void {
+    const delta = units - reserved;
+    if (delta === 0) return;
+    for (const subject of subjects) {
+      const { cells } = this.tallyOf(subject, nowMs, visitor);
+      subject.plan.limits.forEach((rule, i) => {
+        const cell = cells[i]!;
+        cell.state = cell.algorithm.settled(
+          cell.algorithm.at(cell.state, rule, nowMs),
+          rule,
+          delta,
+          admittedMs,
+        );
+      });
+      const balance = subject.balance;
+      if (balance === undefined) continue;
+      const held = balanceSettled(
+        this.heldOf(subject, nowMs),
+        delta,
+        balance.epoch,
+        windowOf(balance, admittedMs),
+      );
+      this.charged[subject.scope].add(subject.id);
+      this.creditWatch?.saw(subject.scope, subject.id, balance, held, remainingOf(held), false, nowMs);
+    }
   }
 
   /** The balance that refused a request is told to the credit watch. */

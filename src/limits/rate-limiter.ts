@@ -1,5 +1,6 @@
 import { nextRefillAt, type Balance } from '../plans/balance.js';
-import { isConcurrency, MAX_COST, MIN_COST, type LimitRule } from '../plans/plan.js';
+import { isConcurrency, MIN_COST, type LimitRule } from '../plans/plan.js';
+import { MAX_SETTLE_UNITS } from '../plans/usage-pricing.js';
 import { isCharged, type Scope, type Subject } from '../plans/subject.js';
 import type { Visitor } from './visitor.js';
 
@@ -91,6 +92,20 @@ export interface SpentBalance {
 }
 
 /**
+ * What an admitted request was charged, kept to settle it once its cost is known (`RateLimiter.settle`):
+ * the subjects and visitor it was decided for, the units it reserved and when.
+ */
+export interface Reservation {
+  /** The admission (a limiter may tell by it where the request was counted). */
+  readonly decision: Decision;
+  readonly subjects: readonly Subject[];
+  readonly visitor?: Visitor;
+  readonly reserved: number;
+  /** Epoch ms: the windows, slots and balance periods it was charged in. */
+  readonly admittedMs: number;
+}
+
+/**
  * Counts admitted units against every limit and balance of every subject of a request. A request of
  * cost c is admitted only when every limit of every subject has room for c and every balance holds c,
  * and is then charged c in all of them, atomically: with fixed windows exactly `limit` units are
@@ -110,6 +125,13 @@ export interface RateLimiter {
     /** Whom limits per visitor count: given when a subject's plan has such a limit (visitor.ts). */
     visitor?: Visitor,
   ): Decision | Promise<Decision>;
+  /**
+   * Charges `units − reserved` (a refund when negative) to every limit and balance the reservation was
+   * charged to, in the windows, slots and balance periods it was charged in (those that have ended are
+   * left as they are), in one atomic step that never refuses (docs/decisions/0191). Concurrency places
+   * are not units: they are unchanged.
+   */
+  settle(reservation: Reservation, units: number, nowMs: number): void | Promise<void>;
   /** Every limit's state, subject by subject in the order given, without charging anything. */
   peek(subjects: readonly Subject[], nowMs: number): Promise<LimitState[]>;
   /** Every balance's state, subject by subject, without charging anything. */
@@ -124,10 +146,13 @@ export interface RateLimiter {
   close(): Promise<void>;
 }
 
-/** A cost the limiter accepts: a whole number of units from MIN_COST to MAX_COST (anything else is a bug upstream). */
+/**
+ * A cost the limiter accepts: a whole number of units from MIN_COST to MAX_SETTLE_UNITS (a plan's costs
+ * go to MAX_COST, a reservation from a request's body further); anything else is a bug upstream.
+ */
 export function checkCost(cost: number): void {
-  if (!Number.isInteger(cost) || cost < MIN_COST || cost > MAX_COST)
-    throw new RangeError(`a request costs ${MIN_COST} to ${MAX_COST} units, not ${cost}`);
+  if (!Number.isInteger(cost) || cost < MIN_COST || cost > MAX_SETTLE_UNITS)
+    throw new RangeError(`a request costs ${MIN_COST} to ${MAX_SETTLE_UNITS} units, not ${cost}`);
 }
 
 /** Subjects the limiter can decide for: one of each scope at most, and at least one limit or balance among them. */

@@ -17,11 +17,15 @@ import {
   type Decision,
   type LimitState,
   type RateLimiter,
+  type Reservation,
   type SpentBalance,
 } from './rate-limiter.js';
 import { RedisRecovery } from './recovery/redis-recovery.js';
 import { RedisBalances } from './redis-balances.js';
 import { storedState } from './redis-states.js';
+import { settlementOf } from './redis-settlement.js';
+import { defineSettleScript, type SettleScript } from './settle-script.js';
+import { limitField } from './consume-script.js';
 
 export interface RedisRateLimiterOptions {
   /**
@@ -77,6 +81,7 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly registry: LimitRegistry;
   private readonly balances: RedisBalances;
   private readonly places: ConcurrencyPlaces;
+  private readonly settleScript: SettleScript;
 
   constructor(
     private readonly client: RedisClient,
@@ -105,6 +110,7 @@ export class RedisRateLimiter implements RateLimiter {
       this.places,
     );
     this.balances = new RedisBalances(client, prefix, this.recovery, this.watches);
+    this.settleScript = defineSettleScript(client);
   }
 
   /** Resolves once other replicas can ask this one for leased units back, and Redis' marker is known. */
@@ -136,6 +142,25 @@ export class RedisRateLimiter implements RateLimiter {
     for (let s = 0; s < spans.length; s++) if (!spans[s]!.book.offer(cost, nowMs)) fits = false;
     if (!fits) return this.batches.ask(group, cost);
     return this.batches.takeLeased(group, cost, nowMs);
+  }
+
+  /**
+   * One script call (settle-script.ts); this replica's ledgers learn what it changed, so that a refund
+   * is not taken for Redis losing keys: its part of each window, and each token bucket as left.
+   */
+  async settle(reservation: Reservation, units: number, nowMs: number): Promise<void> {
+    const delta = units - reservation.reserved;
+    if (delta === 0) return;
+    const { keys, call, windows, buckets } = settlementOf(this.prefix, reservation, delta, nowMs);
+    if (keys.length === 0) return;
+    const left = await this.watches.measure('settle', () => this.settleScript(keys, call));
+    for (const { count, slot, expiresAt } of windows)
+      this.recovery.windowTaken(count, slot, delta, expiresAt);
+    buckets.forEach(({ count, rule }, i) => {
+      const [units, parts, at] = left.slice(3 * i, 3 * i + 3).map(Number) as [number, number, number];
+      const field = limitField(rule, this.places.replica, this.places.leaseMs)!;
+      this.recovery.bucketLeft(count, field, rule, { units, parts, at });
+    });
   }
 
   async peek(subjects: readonly Subject[], nowMs: number): Promise<LimitState[]> {

@@ -39,13 +39,14 @@ export function consumerAudit(consumer: ConsumerSettings): Record<string, unknow
 }
 
 export function planAudit(
-  plan: Pick<PlanRow, 'rateLimitId' | 'description' | 'limits' | 'costs'>,
+  plan: Pick<PlanRow, 'rateLimitId' | 'description' | 'limits' | 'costs' | 'unit'>,
 ): Record<string, unknown> {
   return {
     rateLimitId: plan.rateLimitId,
     description: plan.description,
     limits: plan.limits,
     costs: plan.costs,
+    unit: plan.unit,
   };
 }
 

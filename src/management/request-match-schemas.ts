@@ -6,6 +6,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { RESERVED_ROUTE_LABELS } from '../ops/metrics.js';
 import { HTTP_METHODS, type HttpMethod } from '../plans/route.js';
+import { NO_CONTROL_CHARACTER_PATTERN } from '../plans/clean-text.js';
+import { MAX_BODY_MATCH_VALUES } from '../plans/usage-pricing.js';
 
 const strict = { additionalProperties: false } as const;
 
@@ -42,6 +44,34 @@ export const Methods = Type.Array(Type.Unsafe<HttpMethod>({ type: 'string', enum
   examples: [['GET', 'HEAD']],
 });
 
+/** A JSON pointer (RFC 6901) into a request's or response's JSON body. */
+export const JsonPointerText = Type.String({
+  maxLength: 256,
+  pattern: '^(/([^~]|~[01])*)*$',
+  description:
+    'A JSON pointer (RFC 6901): `/model`, `/usage/total_tokens`; `~1` for `/` and `~0` for `~` in a name',
+  examples: ['/model'],
+});
+
+const BodyMatchSchema = Type.Object(
+  {
+    pointer: JsonPointerText,
+    values: Type.Array(Type.String({ maxLength: 256, pattern: NO_CONTROL_CHARACTER_PATTERN }), {
+      minItems: 1,
+      maxItems: MAX_BODY_MATCH_VALUES,
+      uniqueItems: true,
+      description: `1 to ${MAX_BODY_MATCH_VALUES} strings: the request matches when its JSON body holds one of them at \`pointer\``,
+      examples: [['gpt-4o', 'gpt-4o-mini']],
+    }),
+  },
+  {
+    ...strict,
+    title: 'BodyMatch',
+    description:
+      "The request's JSON body holds one of `values` at `pointer`, e.g. per-model limits; such requests' bodies are read before deciding, up to BODY_MATCH_MAX_BYTES (larger: 413 `body_too_large`), and forwarded unchanged",
+  },
+);
+
 export const RequestMatchSchema = Type.Object(
   {
     routeIds: Type.Optional(
@@ -58,6 +88,7 @@ export const RequestMatchSchema = Type.Object(
       description: "The request path is this prefix or under it, in whole segments, as a route's",
     }),
     caseInsensitive: Type.Optional(CaseInsensitive),
+    body: Type.Optional(BodyMatchSchema),
   },
   {
     ...strict,

@@ -1,4 +1,4 @@
-import type { JsonPointer } from './json-pointer.js';
+import type { JsonPointer } from '../plans/json-pointer.js';
 
 // States of the reader, one byte at a time.
 const VALUE = 0; // a value is due

@@ -10,8 +10,7 @@ export type Reading = { settled: true; units: number } | { settled: false; reaso
  */
 export type UnsettledReason = 'cut-short' | 'malformed' | 'not-reported' | 'too-large';
 
-/** The most units one request may reserve or settle, unless its cost entry says `settleMax`. */
-export const SETTLE_MAX_DEFAULT = 10_000_000;
+export { SETTLE_MAX_DEFAULT } from '../plans/usage-pricing.js';
 
 export const settled = (units: number, settleMax: number): Reading => ({
   settled: true,

@@ -1,11 +1,5 @@
-import { parsePointer, resolvePointer, type JsonPointer } from './json-pointer.js';
-
-/** A cost entry's `reserve`: the integer at `pointer` of the request's JSON body plus `add`, else `default`. */
-export interface ReserveRule {
-  pointer: string;
-  add?: number;
-  default: number;
-}
+import type { ReserveRule } from '../plans/usage-pricing.js';
+import { parsePointer, resolvePointer, type JsonPointer } from '../plans/json-pointer.js';
 
 /** A `ReserveRule` with its pointer parsed once, when the plan is read. */
 export interface Reservation {

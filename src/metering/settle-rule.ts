@@ -1,8 +1,7 @@
-import { parsePointer, type JsonPointer } from './json-pointer.js';
+import type { SettleRule } from '../plans/usage-pricing.js';
+import { parsePointer, type JsonPointer } from '../plans/json-pointer.js';
 
-/** How a cost entry reads the units from a response: its `settle`. */
-export type SettleRule =
-  { header: string } | { json: readonly string[] } | { preset: 'openai' | 'anthropic' };
+export type { SettleRule };
 
 /**
  * One amount the backend reports: the last integer seen at any of these pointers. A rule's units are
@@ -12,7 +11,7 @@ export type Quantity = readonly JsonPointer[];
 
 const pointers = (...texts: string[]): Quantity => texts.map((text) => parsePointer(text)!);
 
-const PRESETS: Record<'openai' | 'anthropic', readonly Quantity[]> = {
+const PRESETS: Record<Extract<SettleRule, { preset: string }>['preset'], readonly Quantity[]> = {
   // A streamed answer reports usage only in the final chunk that `stream_options.include_usage` asks for.
   openai: [pointers('/usage/total_tokens')],
   // `message_start` carries `message.usage`, `message_delta` a cumulative `usage`: the last of each counts.

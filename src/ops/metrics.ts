@@ -176,6 +176,18 @@ export class Metrics {
     'CORS preflights answered by Tollgate (never forwarded, charged to nobody), by whether the origin was allowed',
     'origin',
   );
+  /** Usage-priced requests (src/proxy/settlement.ts): the units their responses reported, and those that reported none. */
+  readonly settledUnits = new Counter({
+    name: 'tollgate_settled_units_total',
+    help: 'Units usage-priced requests were settled at, as their responses reported them',
+    registers: [this.registry],
+  });
+  readonly unsettledRequests = new Counter({
+    name: 'tollgate_unsettled_requests_total',
+    help: 'Usage-priced requests whose response reported nothing readable (they keep their reservation as their cost), by reason: cut-short, malformed, not-reported, too-large',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly rateLimited = new Counter({
     name: 'tollgate_rate_limited_total',
     help: 'Proxied requests refused with 429 because the key is over its limit',

@@ -1,5 +1,5 @@
 /**
- * What a plan's limits and a balance's refill must hold that their JSON Schema cannot say. The
+ * What a plan's limits and costs and a balance's refill must hold that their JSON Schema cannot say. The
  * management API refuses a body with these problems (400), and `tollgate apply` refuses a file with
  * them before any change: @tollgate/client ships this file as written (scripts/client-copies.mjs), so
  * a file the dry run accepts is one the API accepts. It imports nothing, so the copy stands alone.
@@ -19,6 +19,31 @@ export interface DeclaredLimit {
   readonly burst?: number;
   readonly match?: object;
   readonly per?: string;
+}
+
+/** A plan's cost entry as a body or a file declares it. */
+export interface DeclaredCost {
+  readonly cost?: number;
+  readonly reserve?: object;
+  readonly settle?: object;
+  readonly settleMax?: number;
+}
+
+/**
+ * A cost without `settle` is its `cost`; with it, `cost` or `reserve` is the reservation (not both),
+ * and `reserve` and `settleMax` mean nothing without it.
+ */
+export function costShapeProblems(cost: DeclaredCost): ShapeProblem[] {
+  if (cost.settle === undefined)
+    return [
+      ...(cost.cost === undefined ? [{ path: ['cost'], message: 'is required without settle' }] : []),
+      ...(['reserve', 'settleMax'] as const)
+        .filter((field) => cost[field] !== undefined)
+        .map((field) => ({ path: [field], message: 'needs settle: it bounds what settle reads' })),
+    ];
+  return cost.cost !== undefined && cost.reserve !== undefined
+    ? [{ path: ['reserve'], message: 'cannot come with cost: either is the reservation' }]
+    : [];
 }
 
 /** A plan's limit fields as declared: the seed's `limit` and `period`, or `limits`. */

@@ -1,4 +1,5 @@
 import type { RequestMatch } from './request-match.js';
+import type { ReserveRule, SettleRule } from './usage-pricing.js';
 import { isPeriod, type Period } from './window.js';
 
 export const ALGORITHMS = ['fixed', 'sliding', 'tokenBucket', 'concurrency'] as const;
@@ -58,10 +59,18 @@ export const MAX_COST = 10_000;
 /** A plan prices requests with at most this many costs. */
 export const MAX_COSTS = 32;
 
-/** What a request matching `match` costs, in the units every limit and balance counts. */
+/**
+ * What a request matching `match` costs, in the units every limit and balance counts: `cost`, or, when
+ * the backend reports what it used (`settle`), a reservation (`cost`, or `reserve` from the request's
+ * body) charged before forwarding and settled to the reported units after, both capped at `settleMax`.
+ */
 export interface CostRule {
   readonly match: RequestMatch;
-  readonly cost: number;
+  /** Required but beside `settle`, where it is the reservation (default 1) unless `reserve` says. */
+  readonly cost?: number;
+  readonly reserve?: ReserveRule;
+  readonly settle?: SettleRule;
+  readonly settleMax?: number;
 }
 
 /**

@@ -4,8 +4,8 @@
  * and finds the subjects of the limits it selects in a small cache, so the request path allocates nothing
  * once a selection has been seen.
  */
-import { MAX_LIMITS, planOf, wholeOf, type Plan } from './plan.js';
-import { matches, type RequestFacts } from './request-match.js';
+import { MAX_LIMITS, planOf, wholeOf, type CostRule, type Plan } from './plan.js';
+import { matches, matchesBeside, type RequestFacts } from './request-match.js';
 import { subjectsOf, type Subject, type Terms } from './subject.js';
 
 type Priced = { readonly id: string } & Terms;
@@ -53,10 +53,27 @@ export class Pricing {
     return subjects;
   }
 
-  /** The first cost of the key's plan the request matches, else of its consumer's plan, else 1. */
-  costOf(request: RequestFacts): number {
-    return firstCost(this.key.plan, request) ?? firstCost(this.consumer?.plan, request) ?? 1;
+  /**
+   * Whether the request's JSON body may decide its limits or cost: a limit or cost matching on it, or a
+   * cost reserving from it, whose other conditions the request meets. Only then is its body read.
+   */
+  readsBody(request: RequestFacts): boolean {
+    return readsBody(this.key.plan, request) || readsBody(this.consumer?.plan, request);
   }
+
+  /** The first cost of the key's plan the request matches, else of its consumer's plan; undefined: none. */
+  costRuleOf(request: RequestFacts): CostRule | undefined {
+    return firstCost(this.key.plan, request) ?? firstCost(this.consumer?.plan, request);
+  }
+}
+
+function readsBody(plan: Plan | undefined, request: RequestFacts): boolean {
+  if (plan === undefined) return false;
+  for (const { match } of plan.limits)
+    if (match?.body !== undefined && matchesBeside(match, request)) return true;
+  for (const { match, reserve } of plan.costs)
+    if ((match.body !== undefined || reserve !== undefined) && matchesBeside(match, request)) return true;
+  return false;
 }
 
 /** Bit i set when limit i of `plan` counts the request. */
@@ -78,8 +95,8 @@ function narrowed(plan: Plan | undefined, bits: number): Plan | undefined {
   return limits.length === 0 ? undefined : { ...planOf(limits, plan.costs), whole: wholeOf(plan) };
 }
 
-function firstCost(plan: Plan | undefined, request: RequestFacts): number | undefined {
+function firstCost(plan: Plan | undefined, request: RequestFacts): CostRule | undefined {
   if (plan === undefined) return undefined;
-  for (const rule of plan.costs) if (matches(rule.match, request)) return rule.cost;
+  for (const rule of plan.costs) if (matches(rule.match, request)) return rule;
   return undefined;
 }

@@ -5,6 +5,8 @@
  */
 import { normalisedPath } from './normalised-path.js';
 import type { HttpMethod } from './route.js';
+import { bodyMatches, bodyMatchOf } from './body-match.js';
+import type { BodyMatchRule } from './usage-pricing.js';
 
 export interface RequestMatch {
   /** The request took one of these routes (the catch-all, UPSTREAM_URL, is none of them). */
@@ -14,6 +16,8 @@ export interface RequestMatch {
   readonly pathPrefix?: string;
   /** Compares `pathPrefix` without regard to ASCII case, for a backend that routes so. Default false. */
   readonly caseInsensitive?: boolean;
+  /** The request's JSON body holds one of the values at the pointer (read by src/metering/body-match.ts). */
+  readonly body?: BodyMatchRule;
 }
 
 /** What a match reads of a request. */
@@ -23,9 +27,19 @@ export interface RequestFacts {
   readonly method: string;
   /** Normalised (normalised-path.ts), without the query. */
   readonly path: string;
+  /** Its JSON body, parsed, when it was read (only for plans that match or reserve on it); else undefined. */
+  readonly body?: unknown;
 }
 
 export function matches(match: RequestMatch, request: RequestFacts): boolean {
+  if (!matchesBeside(match, request)) return false;
+  if (match.body === undefined) return true;
+  const body = bodyMatchOf(match.body);
+  return body !== undefined && bodyMatches(request.body, body);
+}
+
+/** Whether every condition of `match` but `body` holds: a request whose body may then decide is read. */
+export function matchesBeside(match: RequestMatch, request: RequestFacts): boolean {
   const { routeIds, methods, pathPrefix, caseInsensitive = false } = match;
   if (routeIds !== undefined && (request.routeId === null || !routeIds.includes(request.routeId)))
     return false;

@@ -27,6 +27,9 @@ import type { Subject } from '../plans/subject.js';
 import { tracer } from '../tracing/tracer.js';
 import type { AllowedAttempt, Attempt, FailureThrottle, RefusedAttempt } from './auth-throttle.js';
 import type { RefusalCode } from '../refusals.js';
+import { SETTLE_MAX_DEFAULT } from '../plans/usage-pricing.js';
+import { readRequestBody } from '../metering/request-body.js';
+import { reservedCost, type PendingSettlement } from './settlement.js';
 
 /** The limit a decision reports (Decision.limit), and the subjects whose limits it covered. */
 export interface Limited {
@@ -48,6 +51,10 @@ export interface Admitted {
   readonly subject?: string;
   /** Gives back its places of concurrency limits (Decision.release): call once it ends; undefined: it holds none. */
   readonly release: (() => void) | undefined;
+  /** Its cost is what its response reports (a cost entry's `settle`); undefined: `cost` is final. */
+  readonly settlement?: PendingSettlement;
+  /** Its body, read to match or reserve on it: forwarded as it is; undefined: not read, streamed on. */
+  readonly body?: Buffer;
 }
 
 /** A request answered by Tollgate itself; `key` is set when it carried a valid key (usage counts it). */
@@ -105,6 +112,8 @@ export interface AdmissionDeps {
   readonly clock: () => number;
   /** Failed authentications per client address; absent: not throttled. */
   readonly authThrottle?: FailureThrottle;
+  /** The most of a body read to match or reserve on it (BODY_MATCH_MAX_BYTES); absent: bodies are not read. */
+  readonly bodyMatchMaxBytes?: number;
   /** Where a failure of the limiter or the key store is told, before it is answered 503. */
   readonly logger: Logger;
 }
@@ -185,14 +194,46 @@ async function admitKey(
   }
   // The key's limits and its consumer's, decided and charged in one step.
   const pricing = key.pricing;
-  const subjects = pricing === undefined ? key.subjects : pricing.subjectsFor(request as RequestFacts);
-  const cost = request.cost ?? (pricing === undefined ? 1 : pricing.costOf(request as RequestFacts));
+  let facts = request as RequestFacts;
+  let body: Buffer | undefined;
+  // Read only when the body may decide (a body match, a reservation from it), and only by the proxy;
+  // a WebSocket upgrade has none (its socket is the connection's).
+  const incoming = request.incoming;
+  const readable = incoming !== undefined && incoming.headers.upgrade === undefined;
+  if (readable && deps.bodyMatchMaxBytes !== undefined && pricing?.readsBody(facts)) {
+    const length = incoming.headers['content-length'];
+    const read = await readRequestBody(
+      incoming,
+      deps.bodyMatchMaxBytes,
+      length === undefined ? undefined : Number(length),
+    );
+    if (read.kind === 'too-large') return refused('body_too_large', key);
+    body = read.bytes;
+    facts = { routeId: facts.routeId, method: facts.method, path: facts.path, body: read.json };
+  }
+  const subjects = pricing === undefined ? key.subjects : pricing.subjectsFor(facts);
+  const rule = request.cost === undefined ? pricing?.costRuleOf(facts) : undefined;
+  const settleMax = rule?.settleMax ?? SETTLE_MAX_DEFAULT;
+  const cost = request.cost ?? reservedCost(rule, facts.body, settleMax);
+  const settles = rule?.settle;
   if (subjects === undefined)
-    return { admitted: true, secret, key, limit: undefined, balance: undefined, cost, release: undefined };
+    return {
+      admitted: true,
+      secret,
+      key,
+      limit: undefined,
+      balance: undefined,
+      cost,
+      release: undefined,
+      ...(settles !== undefined && {
+        settlement: { rule: settles, settleMax, reserved: cost, reservation: undefined },
+      }),
+      ...(body !== undefined && { body }),
+    };
   let decision: Decision;
+  // Worked out once, and only for a key or consumer with a limit per visitor.
+  const visitor = countsVisitors(subjects) ? visitorOf(request.client, customerId) : undefined;
   try {
-    // Worked out once, and only for a key or consumer with a limit per visitor.
-    const visitor = countsVisitors(subjects) ? visitorOf(request.client, customerId) : undefined;
     const decided = deps.limiter.consume(subjects, cost, now, visitor);
     // A decision that waits (on Redis) is a span of its own in a traced request.
     if (decided instanceof Promise)
@@ -211,7 +252,25 @@ async function admitKey(
     return { ...refused('credits_exhausted', key, limit), short: { balance: decision.balance!, cost } };
   if (refusedForPlaces(decision)) return refused('concurrency_limit_exceeded', key, limit);
   if (!decision.allowed) return refused('rate_limit_exceeded', key, limit);
-  return { admitted: true, secret, key, limit, balance: decision.balance, cost, release: decision.release };
+  const admitted = {
+    admitted: true,
+    secret,
+    key,
+    limit,
+    balance: decision.balance,
+    cost,
+    release: decision.release,
+    ...(body !== undefined && { body }),
+  } as const;
+  if (settles === undefined) return admitted;
+  const reservation = {
+    decision,
+    subjects,
+    ...(visitor !== undefined && { visitor }),
+    reserved: cost,
+    admittedMs: now,
+  };
+  return { ...admitted, settlement: { rule: settles, settleMax, reserved: cost, reservation } };
 }
 
 /**

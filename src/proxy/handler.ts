@@ -18,6 +18,9 @@ import { backendFacts } from './request-context.js';
 import type { RequestTarget } from './request-target.js';
 import { addLimitHeaders } from './rate-limit-headers.js';
 import { forwardedPath, type Routing } from './routing.js';
+import { unsettled, type Reading } from '../metering/reading.js';
+import type { UnitMeter } from '../metering/unit-meter.js';
+import { headerBagOf, meterOf, settledCost, type PendingSettlement } from './settlement.js';
 
 export interface ProxyDeps {
   readonly config: Pick<Config, 'trustProxy' | 'customerIdHeader'>;
@@ -34,6 +37,8 @@ export interface ProxyDeps {
   readonly clock: () => number;
   /** Failed authentications per client address; share one between the HTTP and upgrade handlers. */
   readonly authThrottle?: FailureThrottle;
+  /** The most of a body read to match or reserve on it (BODY_MATCH_MAX_BYTES). */
+  readonly bodyMatchMaxBytes?: number;
 }
 
 export type ProxyHandler = (
@@ -58,6 +63,10 @@ class Exchange implements Dispatcher.DispatchHandler {
   private clientGone = false;
   /** Answered (or failed) and counted: later callbacks do nothing. */
   private settled = false;
+  /** Reads the units of a usage-priced request's response as it passes; set with the response head. */
+  private meter: UnitMeter | undefined = undefined;
+  /** What the meter read, once the response ended or failed. */
+  private reading: Reading = unsettled('cut-short');
   /**
    * A client that goes away cancels its backend request instead of holding a pooled connection.
    * Registered with `on`, never removed: `close` fires once per response, after it is settled too.
@@ -96,6 +105,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (limit !== undefined) addLimitHeaders(headers, limit, proxy.clock());
     res.writeHead(statusCode, headers);
     this.resume = resume;
+    const settlement = entry.admission.settlement;
+    if (settlement !== undefined) this.meter = meterOf(settlement, raw);
     return true;
   }
 
@@ -105,7 +116,10 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.onClientClose();
       return false;
     }
-    if (res.write(chunk)) return true;
+    const written = res.write(chunk);
+    // The client has the chunk first; the meter reads it after, keeping nothing of it.
+    this.meter?.write(chunk);
+    if (written) return true;
     // Backpressure: the backend connection pauses until the client has taken what was written.
     res.once('drain', this.resume!);
     return false;
@@ -119,6 +133,11 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.res.addTrailers(fields);
     }
     this.res.end();
+    if (this.meter !== undefined)
+      this.reading = this.meter.end({
+        complete: true,
+        trailers: trailers === null ? {} : headerBagOf(trailers),
+      });
     this.finish(null);
   }
 
@@ -163,13 +182,27 @@ class Exchange implements Dispatcher.DispatchHandler {
       }
     }
     proxy.metrics.proxyRequests.inc({ outcome });
-    finished(
-      proxy,
-      this.req,
-      context,
-      { key: admission.key, status, outcome: usageOutcome, cost: admission.cost },
-      answered,
+    const settlement = admission.settlement;
+    const cost = settlement === undefined ? admission.cost : this.settle(settlement);
+    finished(proxy, this.req, context, { key: admission.key, status, outcome: usageOutcome, cost }, answered);
+  }
+
+  /**
+   * The request's cost from what its response reported (its reservation when nothing readable), the
+   * difference charged to what the reservation was charged to; a failure to settle leaves the
+   * reservation charged, and is logged.
+   */
+  private settle(settlement: PendingSettlement): number {
+    const { proxy, reading } = this;
+    const cost = settledCost(settlement, reading);
+    if (reading.settled) proxy.metrics.settledUnits.inc(cost);
+    else proxy.metrics.unsettledRequests.inc({ reason: reading.reason });
+    const reservation = settlement.reservation;
+    if (reservation === undefined || cost === settlement.reserved) return cost;
+    Promise.resolve(proxy.limiter.settle(reservation, cost, proxy.clock())).catch((err: unknown) =>
+      proxy.logger.error({ err, reqId: this.entry.context.requestId }, 'settling a request failed'),
     );
+    return cost;
   }
 }
 
@@ -220,8 +253,9 @@ async function serve(
   if (!entry.entered) {
     const refusal = entry.refusal;
     if (refusal === undefined) return;
-    // The client holds its body back for our answer: it never needs to send it, so the connection ends.
-    if (continues) refusal.headers.connection = 'close';
+    // The client holds its body back for our answer, or sent more than was read of it (413): the
+    // rest is never read, so the connection ends.
+    if (continues || refusal.status === 413) refusal.headers.connection = 'close';
     res.writeHead(refusal.status, refusal.headers);
     res.end(refusal.body);
     return;
@@ -246,7 +280,8 @@ async function serve(
       path: path + context.search,
       method: req.method as Dispatcher.HttpMethod,
       headers,
-      body: hasBody(req) ? req : null,
+      // A body read to decide on it goes as it was read; any other streams through.
+      body: admission.body ?? (hasBody(req) ? req : null),
       headersTimeout: route.timeoutMs,
       bodyTimeout: route.timeoutMs,
     },

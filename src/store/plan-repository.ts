@@ -4,6 +4,7 @@ import type { ConsumerRow } from './consumer-repository.js';
 import { keyAuditColumns, withAllowedRoutes, type KeyAuditRow } from './key-row.js';
 import type { ListPosition } from './list-position.js';
 import type { CostRule, LimitRule } from '../plans/plan.js';
+import { PLAN_UNIT_DEFAULT } from '../plans/usage-pricing.js';
 import { costsColumn, costsOf, limitColumns, limitsOf } from './plan-columns.js';
 import { sqlDialectOf, type SqlDialect } from './sql-dialect.js';
 
@@ -14,6 +15,8 @@ export interface PlanRow {
   readonly limits: readonly LimitRule[];
   /** The first a request matches gives its cost; none: every request costs 1. */
   readonly costs: readonly CostRule[];
+  /** What its limits, balances and usage count (`requests` unless the plan says). */
+  readonly unit: string;
   readonly createdAt: Date;
   readonly lastUpdated: Date;
 }
@@ -38,6 +41,7 @@ export interface PlanChanges {
   readonly description?: string;
   readonly limits?: readonly LimitRule[];
   readonly costs?: readonly CostRule[];
+  readonly unit?: string;
 }
 
 const planColumns = [
@@ -47,6 +51,7 @@ const planColumns = [
   'p.period as period',
   'p.limits as limits',
   'p.costs as costs',
+  'p.unit as unit',
   'p.created_at as createdAt',
   'p.last_updated as lastUpdated',
 ] as const;
@@ -63,6 +68,7 @@ function toPlan<
     period: string;
     limits: string | null;
     costs: string | null;
+    unit: string | null;
     keyCount: string | number;
     consumerCount: string | number;
   },
@@ -72,10 +78,15 @@ function toPlan<
     ...rest,
     limits: limitsOf(row),
     costs: costsOf(costs),
+    unit: row.unit ?? PLAN_UNIT_DEFAULT,
     keyCount: Number(row.keyCount),
     consumerCount: Number(row.consumerCount),
   };
 }
+
+/** The default unit is stored as null, so plans from before units and plans that never set one read alike. */
+const unitColumn = (unit: string | undefined): string | null =>
+  unit === undefined || unit === PLAN_UNIT_DEFAULT ? null : unit;
 
 export class PlanRepository {
   private readonly dialect: SqlDialect;
@@ -84,9 +95,9 @@ export class PlanRepository {
     this.dialect = sqlDialectOf(db);
   }
 
-  /** Returns false when a plan with that id already exists; costs left out: none. */
+  /** Returns false when a plan with that id already exists; costs left out: none; unit: requests. */
   async insert(
-    plan: Omit<PlanRow, 'lastUpdated' | 'costs'> & Partial<Pick<PlanRow, 'costs'>>,
+    plan: Omit<PlanRow, 'lastUpdated' | 'costs' | 'unit'> & Partial<Pick<PlanRow, 'costs' | 'unit'>>,
   ): Promise<boolean> {
     const result = await this.db
       .insertInto('rate_limit_plans')
@@ -95,6 +106,7 @@ export class PlanRepository {
         description: plan.description,
         ...limitColumns(plan.limits),
         costs: costsColumn(plan.costs ?? []),
+        unit: unitColumn(plan.unit),
         created_at: plan.createdAt,
         last_updated: plan.createdAt,
       })
@@ -129,7 +141,7 @@ export class PlanRepository {
   /** Returns the plan as it now is, or undefined when it does not exist. */
   async update(
     rateLimitId: string,
-    { description, limits, costs }: PlanChanges,
+    { description, limits, costs, unit }: PlanChanges,
     now: Date,
   ): Promise<PlanWithKeys | undefined> {
     const updated = await this.db
@@ -138,6 +150,7 @@ export class PlanRepository {
         ...(description !== undefined && { description }),
         ...(limits !== undefined && limitColumns(limits)),
         ...(costs !== undefined && { costs: costsColumn(costs) }),
+        ...(unit !== undefined && { unit: unitColumn(unit) }),
         last_updated: now,
       })
       .where('rate_limit_id', '=', rateLimitId)

@@ -1,19 +1,7 @@
 import type { ColumnType, Generated } from 'kysely';
 import type { LeakColumn, LeakTables } from './leak-tables.js';
+import type { RateLimitPlanTable } from './plan-table.js';
 /** Table types of sql/, the minimal subset the repositories use. */
-export interface RateLimitPlanTable {
-  rate_limit_id: string;
-  description: string;
-  limit: ColumnType<string, number, number>;
-  period: string;
-  /** The limits as JSON, or null for one fixed limit named after its period (sql/013). */
-  limits: string | null;
-  /** The costs as JSON, or null: every request costs 1 (sql/060). */
-  costs: ColumnType<string | null, string | null | undefined, string | null>;
-  created_at: ColumnType<Date, Date | undefined, never>;
-  last_updated: ColumnType<Date, Date, Date>;
-}
-
 export interface ApiKeyTable extends CreditTableColumns, LeakColumn {
   seq: ColumnType<string, never, never>;
   id: string;

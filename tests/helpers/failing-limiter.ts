@@ -5,6 +5,7 @@ import type { Decision, LimitState, RateLimiter } from '../../src/limits/rate-li
 function failingWith(error: () => Error): RateLimiter {
   return {
     consume: (): Promise<Decision> => Promise.reject(error()),
+    settle: () => Promise.reject(error()),
     peek: (): Promise<LimitState[]> => Promise.reject(error()),
     peekBalances: () => Promise.reject(error()),
     syncBalances: () => Promise.reject(error()),

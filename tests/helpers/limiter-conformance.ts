@@ -1,6 +1,6 @@
 import type { Balance } from '../../src/plans/balance.js';
 import type { Subject } from '../../src/plans/subject.js';
-import type { Decision, RateLimiter } from '../../src/limits/rate-limiter.js';
+import type { Decision, RateLimiter, Reservation } from '../../src/limits/rate-limiter.js';
 import { countsVisitors, visitorOf } from '../../src/limits/visitor.js';
 import { windowAt } from '../../src/plans/window.js';
 import { plan } from './plans.js';
@@ -31,11 +31,16 @@ export interface Step {
   readonly client?: string;
   /** Gives back the places of the decision of step `release` (0-based; none: nothing) instead of asking. */
   readonly release?: number;
+  /**
+   * Settles the request of step `of` (0-based, admitted, its cost reserved) at `units` instead of
+   * asking: its cost became known after its response (RateLimiter.settle).
+   */
+  readonly settle?: { readonly of: number; readonly units: number };
   /** The key's plan from this step on (a switch of plan); absent: as before. */
   readonly limits?: Terms['limits'];
   /** Redis loses every key it holds before this step (nothing in process). */
   readonly lose?: true;
-  /** `summaryOf` the decision expected; absent for a release or a loss. */
+  /** `summaryOf` the decision expected; absent for a release, a settlement or a loss. */
   readonly expect?: string;
 }
 
@@ -95,13 +100,14 @@ export function summaryOf(d: Decision): string {
  * step's instant; a visitor is passed, as the admission does, only to subjects with limits per visitor.
  */
 export async function decide(
-  limiter: Pick<RateLimiter, 'consume'>,
+  limiter: Pick<RateLimiter, 'consume' | 'settle'>,
   c: ConformanceCase,
   run: string,
   clock: { now: number },
   store: LimiterStore,
 ): Promise<(Decision | undefined)[]> {
   const decisions: (Decision | undefined)[] = [];
+  const reservations: (Reservation | undefined)[] = [];
   let held = 0;
   const switched = new Map<string, Terms['limits']>();
   for (const step of c.steps) {
@@ -113,8 +119,12 @@ export async function decide(
       releasing();
       await store.released(run, --held);
     }
-    if (step.lose || step.release !== undefined) {
+    if (step.settle !== undefined) {
+      await limiter.settle(reservations[step.settle.of]!, step.settle.units, clock.now);
+    }
+    if (step.lose || step.release !== undefined || step.settle !== undefined) {
       decisions.push(undefined);
+      reservations.push(undefined);
       continue;
     }
     const subjects = subjectsOf(c, step.key ?? 'a', run, switched.get(step.key ?? 'a'));
@@ -122,6 +132,13 @@ export async function decide(
     const d = await limiter.consume(subjects, step.cost ?? 1, clock.now, visitor);
     if (d.release !== undefined) held++;
     decisions.push(d);
+    reservations.push({
+      decision: d,
+      subjects,
+      ...(visitor !== undefined && { visitor }),
+      reserved: step.cost ?? 1,
+      admittedMs: clock.now,
+    });
   }
   return decisions;
 }
@@ -248,6 +265,7 @@ export const CASES: readonly ConformanceCase[] = [
     })),
   },
   ...planSwitches(),
+  ...settlements(),
   {
     name: 'Redis losing its keys: a window and a bucket put back, no more admitted',
     keys: onlyKey(
@@ -295,4 +313,75 @@ function planSwitches(): ConformanceCase[] {
       { at: 50, limits: [{ limit: 5, period: 'minute' }], cost: 5, expect: 'admitted key:minute 0 +60000' },
     ],
   }));
+}
+
+/**
+ * Settling a request whose cost became known after its response (docs/decisions/0191): the difference
+ * from its reservation charged or refunded to every limit and balance it was charged to, in the window,
+ * slot and balance period of its admission, never refused; places unchanged.
+ */
+function settlements(): ConformanceCase[] {
+  return [
+    {
+      name: 'settling in a fixed window: a refund admits more, an overshoot refuses, an ended window is left',
+      keys: onlyKey({ limit: 10, period: 'second' }),
+      steps: [
+        { at: 0, cost: 8, expect: 'admitted key:second 2 +1000' },
+        { at: 10, settle: { of: 0, units: 3 } },
+        { at: 20, cost: 7, expect: 'admitted key:second 0 +1000' },
+        { at: 30, settle: { of: 2, units: 9 } },
+        { at: 40, expect: 'refused key:second 0 +1000' },
+        { at: 1_000, cost: 6, expect: 'admitted key:second 4 +2000' },
+        { at: 2_000, settle: { of: 5, units: 1 } },
+        { at: 2_010, cost: 10, expect: 'admitted key:second 0 +3000' },
+      ],
+    },
+    {
+      name: 'settling in a sliding window: in the slot of the admission, while it counts',
+      keys: onlyKey({ limit: 10, period: 'minute', algorithm: 'sliding' }),
+      steps: [
+        { at: 0, cost: 8, expect: 'admitted key:minute 2 +63000' },
+        { at: 10 * SLOT_MS, settle: { of: 0, units: 2 } },
+        { at: 10 * SLOT_MS, cost: 8, expect: 'admitted key:minute 0 +63000' },
+        // Slot 0 (its 2) has left: the 8 of slot 10 count; one settled at 12 counts 4 more.
+        { at: 21 * SLOT_MS, settle: { of: 2, units: 12 } },
+        { at: 21 * SLOT_MS, expect: 'refused key:minute 0 +93000' },
+      ],
+    },
+    {
+      name: 'settling a token bucket: a refund fills it up to its burst at most, an overshoot drains it below empty',
+      keys: onlyKey({ limit: 1, period: 'second', algorithm: 'tokenBucket', burst: 10 }),
+      steps: [
+        { at: 0, cost: 8, expect: 'admitted key:second 2 +0' },
+        // Refilled to 3 by then: the refund of 8 fills it to 10, not 11.
+        { at: 1_000, settle: { of: 0, units: 0 } },
+        { at: 1_000, cost: 10, expect: 'admitted key:second 0 +2000' },
+        { at: 1_000, settle: { of: 2, units: 12 } },
+        { at: 3_000, expect: 'refused key:second 0 +4000' },
+        { at: 4_000, expect: 'admitted key:second 0 +5000' },
+      ],
+    },
+    {
+      name: 'settling balances and a key’s and consumer’s limits together; a balance may end below 0',
+      keys: { a: { limits: [{ limit: 100, period: 'minute' }], credits: 20 } },
+      consumer: { limits: [{ limit: 50, period: 'minute' }], credits: 10 },
+      steps: [
+        { at: 0, cost: 8, expect: 'admitted consumer:minute 42 +60000 credits consumer 2' },
+        { at: 1, settle: { of: 0, units: 1 } },
+        { at: 2, cost: 9, expect: 'admitted consumer:minute 40 +60000 credits consumer 0' },
+        { at: 3, settle: { of: 2, units: 12 } },
+        { at: 4, expect: 'refused credits consumer 0' },
+      ],
+    },
+    {
+      name: 'settling a request holding a concurrency place: its place unchanged, its units settled',
+      keys: onlyKey({ limit: 1, algorithm: 'concurrency' }, { limit: 10, period: 'minute' }),
+      steps: [
+        { at: 0, cost: 5, expect: 'admitted key:concurrency 0 +1000' },
+        { at: 10, settle: { of: 0, units: 10 } },
+        { at: 20, release: 0 },
+        { at: 30, expect: 'refused key:minute 0 +60000' },
+      ],
+    },
+  ];
 }

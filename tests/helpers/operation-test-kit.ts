@@ -323,6 +323,7 @@ export function describeOperations(
 /** A rate limiter that cannot be reached (Redis down): a detail cannot read where its limits stand. */
 export const limiterDown: RateLimiter = {
   consume: () => Promise.reject(new Error('Redis is down')),
+  settle: () => Promise.reject(new Error('Redis is down')),
   peek: () => Promise.reject(new Error('Redis is down')),
   peekBalances: () => Promise.reject(new Error('Redis is down')),
   syncBalances: () => Promise.reject(new Error('Redis is down')),

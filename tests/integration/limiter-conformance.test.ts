@@ -51,7 +51,7 @@ async function placesOf(run: string): Promise<number> {
 const memories: MemoryRateLimiter[] = [];
 afterAll(() => Promise.all(memories.map((l) => l.close())));
 
-type Consume = Pick<RateLimiter, 'consume'>;
+type Consume = Pick<RateLimiter, 'consume' | 'settle'>;
 
 function memory(): Consume {
   const limiter = new MemoryRateLimiter({ clock: tick });

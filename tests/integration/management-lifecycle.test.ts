@@ -452,6 +452,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
             keyCount: 0,
             consumerCount: 0,
             costs: [],
+            unit: 'requests',
           },
           {
             rateLimitId: b,
@@ -464,6 +465,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
             keyCount: 2,
             consumerCount: 0,
             costs: [],
+            unit: 'requests',
           },
         ]);
         const pages = [];

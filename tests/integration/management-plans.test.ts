@@ -126,6 +126,7 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])(
         keyCount: 0,
         consumerCount: 0,
         costs: [],
+        unit: 'requests',
       });
       expect(documented('get', PLAN, await get(`/rate-limit/${rateLimitId}`)).body).toEqual(res.body);
       const listed = documented('get', '/rate-limit', await get('/rate-limit?limit=1000')).body.rateLimits;

@@ -765,6 +765,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         keyCount: 0,
         consumerCount: 0,
         costs: [],
+        unit: 'requests',
       });
       expect(await deps.plans.get('gold.v1:eu_west-1')).toMatchObject({
         limits: [{ name: 'hour', limit: 1000, period: 'hour', algorithm: 'fixed' }],

@@ -643,6 +643,7 @@ describe('proxy: a client that leaves while it is being admitted', () => {
       };
       return { allowed: true, limit, balance: undefined, states: [limit] };
     },
+    settle: () => Promise.reject(new Error('not used')),
     peek: (): Promise<LimitState[]> => Promise.reject(new Error('not used')),
     peekBalances: () => Promise.reject(new Error('not used')),
     syncBalances: () => Promise.reject(new Error('not used')),

@@ -106,6 +106,31 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
     await r.limiter.close();
   });
 
+  it('open: settles a request where it was counted, in Redis or, admitted during the outage, in process', async () => {
+    const r = await replica(server, 'open');
+    current = r.redis;
+    const subjects = keyOnly('key_settle', plan({ limit: 10, period: 'hour' }));
+    const now = Date.now();
+    const settle = async (reserved: number, units: number) => {
+      const decision = await r.limiter.consume(subjects, reserved, now);
+      expect(decision.allowed).toBe(true);
+      const reservation = { decision, subjects, reserved, admittedMs: now };
+      await r.limiter.settle(reservation, units, now);
+      return reservation;
+    };
+    const throughRedis = await settle(4, 1);
+    expect(await r.redis.client.get(`fo:{key_settle}:hour:${windowAt('hour', now).start}`)).toBe('1');
+
+    await server.stop();
+    // The in-process count starts afresh: 8 reserved, 2 settled, so 8 more fit.
+    await settle(8, 2);
+    expect((await r.limiter.consume(subjects, 8, now)).limit!.remaining).toBe(0);
+    // One Redis admitted cannot be settled while it is out: it keeps its reservation.
+    await expect(r.limiter.settle(throughRedis, 3, now)).resolves.toBeUndefined();
+    expect((await r.limiter.consume(subjects, 1, now)).allowed).toBe(false);
+    await r.limiter.close();
+  });
+
   it('closed: refuses with LimiterUnavailableError during the outage, recovers by itself', async () => {
     const r = await replica(server, 'closed');
     current = r.redis;

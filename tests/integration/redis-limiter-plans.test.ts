@@ -245,7 +245,11 @@ describe('limits that match requests', () => {
     const requests = Array.from({ length: 90 }, (_, i) => (i % 3 === 0 ? search : lookup));
     const decisions = await Promise.all(
       requests.map((request, i) =>
-        replicas[i % 2]!.consume(pricing.subjectsFor(request)!, pricing.costOf(request), minute),
+        replicas[i % 2]!.consume(
+          pricing.subjectsFor(request)!,
+          pricing.costRuleOf(request)?.cost ?? 1,
+          minute,
+        ),
       ),
     );
     const admittedOf = (r: typeof search) =>

@@ -150,6 +150,13 @@ it('refuses before any change what the API refuses beyond its schema, each with 
     '      - { limit: 50, period: day, name: quota }',
     '  - rateLimitId: twice',
     '    limits: [{ limit: 1, period: day }, { limit: 2, period: day, name: other }]',
+    '  - rateLimitId: tokens',
+    '    limit: 100000',
+    '    period: minute',
+    '    costs:',
+    '      - { match: { pathPrefix: /v1 } }',
+    '      - { match: { pathPrefix: /v2 }, cost: 3, settleMax: 9 }',
+    '      - { match: { pathPrefix: /v3 }, cost: 3, reserve: { pointer: /max_tokens, default: 9 }, settle: { preset: openai } }',
     'consumers:',
     '  - name: Acme',
     '    externalId: acme',
@@ -164,7 +171,10 @@ it('refuses before any change what the API refuses beyond its schema, each with 
     'tollgate.yaml:8: plans[1].limits[3].burst: only a tokenBucket limit has a burst',
     'tollgate.yaml:12: plans[2].limits[1].name: repeats the name "quota"',
     'tollgate.yaml:14: plans[3].limits[1]: repeats the period, algorithm and per of another limit without a match (day, fixed, key)',
-    'tollgate.yaml:18: consumers[0].credits.refill.dayOfMonth: applies to a monthly refill only',
+    'tollgate.yaml:19: plans[4].costs[0].cost: is required without settle',
+    'tollgate.yaml:20: plans[4].costs[1].settleMax: needs settle: it bounds what settle reads',
+    'tollgate.yaml:21: plans[4].costs[2].reserve: cannot come with cost: either is the reservation',
+    'tollgate.yaml:25: consumers[0].credits.refill.dayOfMonth: applies to a monthly refill only',
   ]);
 });
 

@@ -102,9 +102,9 @@ describe('Pricing', () => {
       { id: 'k', plan: keyPlan, balance: undefined },
       { id: 'c', plan: consumerPlan, balance: undefined },
     )!;
-    expect(pricing.costOf(request('search', 'POST', '/s'))).toBe(5);
-    expect(pricing.costOf(request('lookup', 'POST', '/l'))).toBe(3);
-    expect(pricing.costOf(request('lookup', 'GET', '/l'))).toBe(1);
+    expect(pricing.costRuleOf(request('search', 'POST', '/s'))?.cost ?? 1).toBe(5);
+    expect(pricing.costRuleOf(request('lookup', 'POST', '/l'))?.cost ?? 1).toBe(3);
+    expect(pricing.costRuleOf(request('lookup', 'GET', '/l'))?.cost ?? 1).toBe(1);
   });
 
   it('limits nothing when a request matches no limit of either plan', () => {

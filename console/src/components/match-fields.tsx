@@ -16,6 +16,8 @@ export interface MatchDraft {
   readonly pathPrefix: string;
   /** Sent only with a path prefix, the one thing it qualifies. */
   readonly caseInsensitive: boolean;
+  /** A match on the request's JSON body: not edited here, kept as it is. */
+  readonly body?: RequestMatch['body'];
 }
 
 export const NO_MATCH: MatchDraft = { routeIds: '', methods: [], pathPrefix: '', caseInsensitive: false };
@@ -26,6 +28,7 @@ export function draftOf(match: RequestMatch | undefined): MatchDraft {
     methods: match?.methods ?? [],
     pathPrefix: match?.pathPrefix ?? '',
     caseInsensitive: match?.caseInsensitive ?? false,
+    ...(match?.body !== undefined && { body: match.body }),
   };
 }
 
@@ -38,6 +41,7 @@ export function matchOf(draft: MatchDraft): RequestMatch | undefined {
       pathPrefix: draft.pathPrefix.trim(),
       ...(draft.caseInsensitive && { caseInsensitive: true }),
     }),
+    ...(draft.body !== undefined && { body: draft.body }),
   };
   return Object.keys(match).length > 0 ? match : undefined;
 }

@@ -69,15 +69,26 @@ const rowOf = (l: PlanLimit): LimitRow => ({
 });
 
 interface CostRow {
+  /** Empty for a cost the backend reports that reserves from the body (`reserve`). */
   readonly cost: string;
   readonly match: MatchDraft;
+  /** How a cost the backend reports is reserved and settled: not edited here, kept as it is. */
+  readonly settled?: Pick<PlanCost, 'reserve' | 'settle' | 'settleMax'>;
 }
 
-const costRowOf = (c: PlanCost): CostRow => ({ cost: String(c.cost), match: draftOf(c.match) });
+const costRowOf = ({ cost, match, ...settled }: PlanCost): CostRow => ({
+  cost: cost === undefined ? '' : String(cost),
+  match: draftOf(match),
+  ...(settled.settle !== undefined && { settled }),
+});
 
 /** The costs as the API takes them; one without a condition is sent as such, for the API to name. */
 const costsOf = (rows: readonly CostRow[]): PlanCost[] =>
-  rows.map((c) => ({ cost: Number(c.cost), match: matchOf(c.match) ?? {} }));
+  rows.map((c) => ({
+    ...(c.cost !== '' && { cost: Number(c.cost) }),
+    match: matchOf(c.match) ?? {},
+    ...c.settled,
+  }));
 
 /** The route ids to suggest in the match fields; none without routes:read (any id may still be typed). */
 function useRouteIds(): readonly string[] {
@@ -244,7 +255,8 @@ function CostFields({
           min={MIN_COST}
           max={MAX_COST}
           step={1}
-          required
+          required={row.settled?.reserve === undefined}
+          disabled={row.settled?.reserve !== undefined}
           value={row.cost}
           onInput={(e) => onChange({ ...row, cost: e.currentTarget.value })}
         />

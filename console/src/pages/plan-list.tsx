@@ -8,7 +8,7 @@ import { PageTitle } from '../components/page-title';
 import { ListCount, Pager, usePagedApi } from '../components/pager';
 import { countOf, formatNumber, formatTime } from '../format';
 import { useHandoff } from '../handoff';
-import { describeLimit, describeMatch, limitsOf } from '../plans';
+import { describeCost, describeLimit, describeMatch, limitsOf } from '../plans';
 import { href, hrefWith, type Route } from '../route';
 import type { Plan } from '../types';
 import { useAction } from '../use-api';
@@ -110,13 +110,14 @@ export function PlanListPage({ route }: { route: Route }) {
                       {plan.description && <div class="muted small">{plan.description}</div>}
                     </td>
                     <td data-label="Limits">
+                      {plan.unit !== 'requests' && <div class="muted small">in {plan.unit}</div>}
                       <ul class="plain">
                         {limitsOf(plan).map((l, i) => (
                           <li key={i}>{describeLimit(l)}</li>
                         ))}
                         {(plan.costs ?? []).map((c, i) => (
                           <li key={`cost-${i}`}>
-                            costs {formatNumber(c.cost)} for {describeMatch(c.match)}
+                            {describeCost(c)} for {describeMatch(c.match)}
                           </li>
                         ))}
                       </ul>

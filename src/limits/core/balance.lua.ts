@@ -28,4 +28,10 @@ local function balanceCharge(key, settled, admitted)
   local held = redis.call('HMGET', key, 'g', 's')
   return e, w, held[1], held[2]
 end
+-- A settlement (settle-script.ts) in the period it was charged in: more spent, or a refund granted back.
+local function balanceSettle(key, epoch, window, delta)
+  local h = redis.call('HMGET', key, 'e', 'w')
+  if tonumber(h[1]) ~= epoch or tonumber(h[2]) ~= window then return end
+  if delta > 0 then redis.call('HINCRBY', key, 's', delta) else redis.call('HINCRBY', key, 'g', -delta) end
+end
 `;

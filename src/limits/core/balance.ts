@@ -30,6 +30,20 @@ export function balanceVerdictOf(
   return { fits: remaining >= cost, before: balanceStateOf(scope, balance, remaining, nowMs) };
 }
 
+/**
+ * `held` (brought up to now) with `delta` more spent, for a request charged in the balance's period of
+ * epoch `epoch` and window `window`: nothing when that period is over (a set or a refill started
+ * another count). The balance may so end below 0. A refund (negative) is granted back rather than
+ * taken from `spent`, which only grows: what replicas saw spent tells a lost balance
+ * (limits/balance-ledger.ts), and must not look lost after a refund (docs/decisions/0191).
+ */
+export function balanceSettled(held: HeldBalance, delta: number, epoch: number, window: number): HeldBalance {
+  if (held.epoch !== epoch || held.window !== window) return held;
+  if (delta > 0) held.spent += delta;
+  else held.granted -= delta;
+  return held;
+}
+
 /** `held` with `cost` spent (the same record). */
 export function balanceCharged(held: HeldBalance, cost: number): HeldBalance {
   held.spent += cost;

@@ -9,6 +9,8 @@ export const concurrency: LimitAlgorithm<number> = {
   at: (places) => places ?? 0,
   used: (places) => places,
   charged: (places, _rule, units) => places + units,
+  // A request holds one place whatever it costs.
+  settled: (places) => places,
   resetMs: (_places, _rule, nowMs) => nowMs + PLACE_RETRY_MS,
   spent: (places) => places === 0,
 };

@@ -13,6 +13,11 @@ local function fixedRead(l, key, back)
   if back > 0 and count > 0 then count = redis.call('DECRBY', key, math.min(back, count)) end
   return count, 0
 end
+-- A settlement (settle-script.ts): the window's count, when it is still there, never below 0.
+local function fixedSettle(l, key, delta)
+  local count = tonumber(redis.call('GET', key) or '-1')
+  if count >= 0 then redis.call('INCRBY', key, math.max(delta, -count)) end
+end
 local function fixedCharge(l, key, _, admitted, leased)
   local taken = admitted + leased
   if taken > 0 and redis.call('INCRBY', key, taken) == taken then

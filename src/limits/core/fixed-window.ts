@@ -21,6 +21,10 @@ export const fixedWindow: LimitAlgorithm<FixedWindow> = {
     state.used += units;
     return state;
   },
+  settled(state, rule, delta, admittedMs) {
+    if (windowAt(rule.period, admittedMs).end === state.end) state.used = Math.max(0, state.used + delta);
+    return state;
+  },
   resetMs: (state) => state.end,
   spent: (state, _rule, nowMs) => nowMs >= state.end,
 };

@@ -16,6 +16,13 @@ export interface LimitAlgorithm<S> {
   used(state: S, rule: LimitRule): number;
   /** `state` with `units` more counted (a record: the same one, updated). */
   charged(state: S, rule: LimitRule, units: number): S;
+  /**
+   * `state` (brought up to now) with `delta` units more counted, a refund when negative, for a request
+   * admitted at `admittedMs` whose cost became known after its response (docs/decisions/0191): what
+   * that request was charged in (its window, its slot), when it still counts; never refused, never
+   * below nothing counted.
+   */
+  settled(state: S, rule: LimitRule, delta: number, admittedMs: number): S;
   /** When it has room for `units` more, epoch ms (LimitState.resetMs). */
   resetMs(state: S, rule: LimitRule, nowMs: number, units: number): number;
   /** Nothing it counts is left at `nowMs`: it may be forgotten (`state` is left as it is). */

@@ -30,6 +30,11 @@ local function slidingRead(l, key, back)
   end
   return count, first
 end
+-- A settlement (settle-script.ts): the slot it was charged in, while the hash keeps it, never below 0.
+local function slidingSettle(l, key, delta)
+  local count = tonumber(redis.call('HGET', key, l.slot) or '-1')
+  if count >= 0 then redis.call('HINCRBY', key, l.slot, math.max(delta, -count)) end
+end
 local function slidingCharge(l, key, _, admitted, leased)
   local taken = admitted + leased
   if taken > 0 then

@@ -33,6 +33,14 @@ export const slidingWindow: LimitAlgorithm<SlidingWindow> = {
     state.used += units;
     return state;
   },
+  settled(state, rule, delta, admittedMs) {
+    const slot = slotAt(rule.period, admittedMs);
+    if (slot < oldestCounted(state.newest) || slot > state.newest) return state;
+    const applied = Math.max(delta, -state.ring[slot % RING]!);
+    state.ring[slot % RING]! += applied;
+    state.used += applied;
+    return state;
+  },
   // When the oldest slot still holding units stops counting (the newest's when none does).
   resetMs(state, rule) {
     for (let s = oldestCounted(state.newest); s < state.newest; s++)

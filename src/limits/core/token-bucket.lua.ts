@@ -42,4 +42,10 @@ local function bucketCharge(l, key, bucket, admitted)
   redis.call('PEXPIREAT', key, string.format('%.0f', fullAt))
   return admitted
 end
+-- A settlement (settle-script.ts): charged like an admission, a refund filling it up to its burst.
+local function bucketSettle(l, key, delta, now)
+  local _, _, bucket = bucketRead(l, key, nil, now)
+  if bucket[1] - delta >= l.limit then bucket[1], bucket[2] = l.limit + delta, 0 end
+  return bucketCharge(l, key, bucket, delta)
+end
 `;

@@ -23,6 +23,12 @@ export const tokenBucket: LimitAlgorithm<HeldBucket> = {
     state.units = Math.min(state.units, capacityOf(rule)) - units;
     return state;
   },
+  // A bucket holds what a request was charged whenever it was: a refund fills it up to its burst at most.
+  settled(state, rule, delta) {
+    state.units = Math.min(Math.min(state.units, capacityOf(rule)) - delta, capacityOf(rule));
+    if (state.units >= capacityOf(rule)) state.parts = 0;
+    return state;
+  },
   resetMs: (state, rule, _nowMs, units) => holdsAt(state, rule, units),
   spent: (state, rule, nowMs) => tokenBucket.used(refilled(state, rule, nowMs), rule) === 0,
 };

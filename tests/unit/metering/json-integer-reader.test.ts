@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { JsonIntegerReader } from '../../../src/metering/json-integer-reader.js';
-import { parsePointer, resolvePointer, type JsonPointer } from '../../../src/metering/json-pointer.js';
+import { parsePointer, resolvePointer, type JsonPointer } from '../../../src/plans/json-pointer.js';
 import { splitAt } from './split.js';
 
 /** Every pointer to a value in `value`, written as RFC 6901 writes them. */

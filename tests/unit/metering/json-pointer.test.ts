@@ -1,4 +1,4 @@
-import { isArrayIndex, parsePointer, resolvePointer } from '../../../src/metering/json-pointer.js';
+import { isArrayIndex, parsePointer, resolvePointer } from '../../../src/plans/json-pointer.js';
 
 describe('parsePointer (RFC 6901)', () => {
   it.each([

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { bodyMatches, compileBodyMatch } from '../../../src/metering/body-match.js';
+import { bodyMatches, compileBodyMatch } from '../../../src/plans/body-match.js';
 import { compileReservation, reservedUnits } from '../../../src/metering/reservation.js';
 
 describe('reservedUnits', () => {

@@ -1,6 +1,6 @@
 /**
  * Checks a file against packages/client/config-schema.json (the create bodies of the management API),
- * against what the API checks beyond its schema (the shape of a plan's limits, a refill's day: the
+ * against what the API checks beyond its schema (the shape of a plan's limits and costs, a refill's day: the
  * server's own code, generated/limit-shape.ts), and that no two items of a section share an identity
  * (webhooks excepted: two may share a URL); each fault with its line and field.
  */
@@ -9,6 +9,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import type { ConfigProblem } from './config-error.js';
 import { fieldName, type ConfigFile, type FieldPath, type ListSection } from './config-file.js';
 import {
+  costShapeProblems,
   limitShapeProblems,
   planLimitFieldProblems,
   refillShapeProblems,
@@ -87,6 +88,7 @@ function shapeProblems(config: ConfigFile, lineOf: (path: FieldPath) => number):
     ...(plan.limits ?? []).flatMap((limit, j) => at(['plans', i, 'limits', j], limitShapeProblems(limit))),
     ...at(['plans', i, 'limits'], repeatedNameProblems(plan.limits ?? [])),
     ...at(['plans', i, 'limits'], repeatedKindProblems(plan.limits ?? [])),
+    ...(plan.costs ?? []).flatMap((cost, j) => at(['plans', i, 'costs', j], costShapeProblems(cost))),
   ]);
   const refills = (config.consumers ?? []).flatMap((consumer, i) =>
     at(['consumers', i, 'credits', 'refill'], refillShapeProblems(consumer.credits?.refill)),

@@ -202,7 +202,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a plan's description, limits or costs
+         * Change a plan's description, limits, costs or unit
          * @description Takes effect on every replica within 1 s. `limits` replaces every limit and `costs` every cost; `limit` and `period` change a plan of one limit (a plan of several answers 400 `validation_failed`). The current windows keep what they have spent (a limit with a match: by its name): lowering a limit below what its window has admitted refuses the rest of that window.
          */
         patch: operations["updateRateLimitPlan"];
@@ -1648,13 +1648,32 @@ export interface components {
         CreatePlanRequest: {
             /** @description At most 32. The first that matches a request gives its cost; a request none matches costs 1 (a key's plan is asked first, then its consumer's) */
             costs?: {
-                /** @description What a matching request costs, 1 to 10000 units of every limit and balance that applies */
-                cost: number;
+                /** @description What a matching request costs, 1 to 10000 units of every limit and balance that applies. Required without `settle`; beside it, what is reserved (default 1) unless `reserve` says */
+                cost?: number;
                 /**
                  * RequestMatch
                  * @description Which requests: every condition given must hold; at least one
                  */
                 match: {
+                    /**
+                     * BodyMatch
+                     * @description The request's JSON body holds one of `values` at `pointer`, e.g. per-model limits; such requests' bodies are read before deciding, up to BODY_MATCH_MAX_BYTES (larger: 413 `body_too_large`), and forwarded unchanged
+                     */
+                    body?: {
+                        /**
+                         * @description A JSON pointer (RFC 6901): `/model`, `/usage/total_tokens`; `~1` for `/` and `~0` for `~` in a name
+                         * @example /model
+                         */
+                        pointer: string;
+                        /**
+                         * @description 1 to 100 strings: the request matches when its JSON body holds one of them at `pointer`
+                         * @example [
+                         *       "gpt-4o",
+                         *       "gpt-4o-mini"
+                         *     ]
+                         */
+                        values: string[];
+                    };
                     /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
                     caseInsensitive?: boolean;
                     /**
@@ -1673,6 +1692,47 @@ export interface components {
                     /** @description The request took one of these routes (the catch-all, UPSTREAM_URL, is none of them) */
                     routeIds?: string[];
                 };
+                /**
+                 * PlanCostReserve
+                 * @description Only beside `settle`, not with `cost`: reserve the integer at `pointer` of the request's JSON body plus `add`, else `default` (e.g. `{pointer: "/max_tokens", add: 1000, default: 4096}`)
+                 */
+                reserve?: {
+                    /** @description Added to the integer at `pointer` (e.g. a bound on the prompt). Default 0 */
+                    add?: number;
+                    /** @description Reserved when the body holds no non-negative integer at `pointer` */
+                    default: number;
+                    /**
+                     * @description A JSON pointer (RFC 6901): `/model`, `/usage/total_tokens`; `~1` for `/` and `~0` for `~` in a name
+                     * @example /model
+                     */
+                    pointer: string;
+                };
+                /**
+                 * PlanCostSettle
+                 * @description One of `header`, `json` or `preset`: where the backend reports the units the request used, read as the response passes (never buffered); when it has ended, the difference from the reservation is charged (or refunded) to every limit and balance the reservation was. A response reporting nothing readable keeps its reservation as its cost
+                 */
+                settle?: {
+                    /**
+                     * @description A response header (or trailer) holding the units as a non-negative integer
+                     * @example x-units-used
+                     */
+                    header?: string;
+                    /**
+                     * @description 1 to 4 JSON pointers whose integers are summed: in a JSON body, or, in a text/event-stream, the last integer each takes in any event's data
+                     * @example [
+                     *       "/usage/prompt_tokens",
+                     *       "/usage/completion_tokens"
+                     *     ]
+                     */
+                    json?: string[];
+                    /**
+                     * @description `openai`: `/usage/total_tokens` (a stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, under `usage` or `message.usage`, in a JSON answer or over the events
+                     * @enum {string}
+                     */
+                    preset?: "openai" | "anthropic";
+                };
+                /** @description Only beside `settle`: the most units a request reserves or is settled at. Default 10000000 */
+                settleMax?: number;
             }[];
             /**
              * @description Free text, at most 1000 characters
@@ -1697,6 +1757,25 @@ export interface components {
                  * @description The limit counts only the requests it matches (every condition given must hold); absent: every request. A limit with a match counts in a count of its own
                  */
                 match?: {
+                    /**
+                     * BodyMatch
+                     * @description The request's JSON body holds one of `values` at `pointer`, e.g. per-model limits; such requests' bodies are read before deciding, up to BODY_MATCH_MAX_BYTES (larger: 413 `body_too_large`), and forwarded unchanged
+                     */
+                    body?: {
+                        /**
+                         * @description A JSON pointer (RFC 6901): `/model`, `/usage/total_tokens`; `~1` for `/` and `~0` for `~` in a name
+                         * @example /model
+                         */
+                        pointer: string;
+                        /**
+                         * @description 1 to 100 strings: the request matches when its JSON body holds one of them at `pointer`
+                         * @example [
+                         *       "gpt-4o",
+                         *       "gpt-4o-mini"
+                         *     ]
+                         */
+                        values: string[];
+                    };
                     /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
                     caseInsensitive?: boolean;
                     /**
@@ -1739,6 +1818,11 @@ export interface components {
              * @example gold-1000-per-hour
              */
             rateLimitId: string;
+            /**
+             * @description What the plan's limits, balances and usage count, as the console, the portal and exports name it: free text up to 32 characters. Default `requests`
+             * @example tokens
+             */
+            unit?: string;
         };
         /** CreatePortalSessionRequest */
         CreatePortalSessionRequest: {
@@ -3017,13 +3101,32 @@ export interface components {
                 consumerCount: number;
                 /** @description At most 32. The first that matches a request gives its cost; a request none matches costs 1 (a key's plan is asked first, then its consumer's) */
                 costs: {
-                    /** @description What a matching request costs, 1 to 10000 units of every limit and balance that applies */
-                    cost: number;
+                    /** @description What a matching request costs, 1 to 10000 units of every limit and balance that applies. Required without `settle`; beside it, what is reserved (default 1) unless `reserve` says */
+                    cost?: number;
                     /**
                      * RequestMatch
                      * @description Which requests: every condition given must hold; at least one
                      */
                     match: {
+                        /**
+                         * BodyMatch
+                         * @description The request's JSON body holds one of `values` at `pointer`, e.g. per-model limits; such requests' bodies are read before deciding, up to BODY_MATCH_MAX_BYTES (larger: 413 `body_too_large`), and forwarded unchanged
+                         */
+                        body?: {
+                            /**
+                             * @description A JSON pointer (RFC 6901): `/model`, `/usage/total_tokens`; `~1` for `/` and `~0` for `~` in a name
+                             * @example /model
+                             */
+                            pointer: string;
+                            /**
+                             * @description 1 to 100 strings: the request matches when its JSON body holds one of them at `pointer`
+                             * @example [
+                             *       "gpt-4o",
+                             *       "gpt-4o-mini"
+                             *     ]
+                             */
+                            values: string[];
+                        };
                         /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
                         caseInsensitive?: boolean;
                         /**
@@ -3042,6 +3145,47 @@ export interface components {
                         /** @description The request took one of these routes (the catch-all, UPSTREAM_URL, is none of them) */
                         routeIds?: string[];
                     };
+                    /**
+                     * PlanCostReserve
+                     * @description Only beside `settle`, not with `cost`: reserve the integer at `pointer` of the request's JSON body plus `add`, else `default` (e.g. `{pointer: "/max_tokens", add: 1000, default: 4096}`)
+                     */
+                    reserve?: {
+                        /** @description Added to the integer at `pointer` (e.g. a bound on the prompt). Default 0 */
+                        add?: number;
+                        /** @description Reserved when the body holds no non-negative integer at `pointer` */
+                        default: number;
+                        /**
+                         * @description A JSON pointer (RFC 6901): `/model`, `/usage/total_tokens`; `~1` for `/` and `~0` for `~` in a name
+                         * @example /model
+                         */
+                        pointer: string;
+                    };
+                    /**
+                     * PlanCostSettle
+                     * @description One of `header`, `json` or `preset`: where the backend reports the units the request used, read as the response passes (never buffered); when it has ended, the difference from the reservation is charged (or refunded) to every limit and balance the reservation was. A response reporting nothing readable keeps its reservation as its cost
+                     */
+                    settle?: {
+                        /**
+                         * @description A response header (or trailer) holding the units as a non-negative integer
+                         * @example x-units-used
+                         */
+                        header?: string;
+                        /**
+                         * @description 1 to 4 JSON pointers whose integers are summed: in a JSON body, or, in a text/event-stream, the last integer each takes in any event's data
+                         * @example [
+                         *       "/usage/prompt_tokens",
+                         *       "/usage/completion_tokens"
+                         *     ]
+                         */
+                        json?: string[];
+                        /**
+                         * @description `openai`: `/usage/total_tokens` (a stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, under `usage` or `message.usage`, in a JSON answer or over the events
+                         * @enum {string}
+                         */
+                        preset?: "openai" | "anthropic";
+                    };
+                    /** @description Only beside `settle`: the most units a request reserves or is settled at. Default 10000000 */
+                    settleMax?: number;
                 }[];
                 /**
                  * Format: date-time
@@ -3075,6 +3219,25 @@ export interface components {
                      * @description The limit counts only the requests it matches (every condition given must hold); absent: every request. A limit with a match counts in a count of its own
                      */
                     match?: {
+                        /**
+                         * BodyMatch
+                         * @description The request's JSON body holds one of `values` at `pointer`, e.g. per-model limits; such requests' bodies are read before deciding, up to BODY_MATCH_MAX_BYTES (larger: 413 `body_too_large`), and forwarded unchanged
+                         */
+                        body?: {
+                            /**
+                             * @description A JSON pointer (RFC 6901): `/model`, `/usage/total_tokens`; `~1` for `/` and `~0` for `~` in a name
+                             * @example /model
+                             */
+                            pointer: string;
+                            /**
+                             * @description 1 to 100 strings: the request matches when its JSON body holds one of them at `pointer`
+                             * @example [
+                             *       "gpt-4o",
+                             *       "gpt-4o-mini"
+                             *     ]
+                             */
+                            values: string[];
+                        };
                         /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
                         caseInsensitive?: boolean;
                         /**
@@ -3114,6 +3277,11 @@ export interface components {
                  * @example gold-1000-per-hour
                  */
                 rateLimitId: string;
+                /**
+                 * @description What the plan's limits, balances and usage count, as the console, the portal and exports name it: free text up to 32 characters. Default `requests`
+                 * @example tokens
+                 */
+                unit: string;
             }[];
         };
         /** ListPortalSessionsResponse */
@@ -3308,13 +3476,32 @@ export interface components {
             consumerCount: number;
             /** @description At most 32. The first that matches a request gives its cost; a request none matches costs 1 (a key's plan is asked first, then its consumer's) */
             costs: {
-                /** @description What a matching request costs, 1 to 10000 units of every limit and balance that applies */
-                cost: number;
+                /** @description What a matching request costs, 1 to 10000 units of every limit and balance that applies. Required without `settle`; beside it, what is reserved (default 1) unless `reserve` says */
+                cost?: number;
                 /**
                  * RequestMatch
                  * @description Which requests: every condition given must hold; at least one
                  */
                 match: {
+                    /**
+                     * BodyMatch
+                     * @description The request's JSON body holds one of `values` at `pointer`, e.g. per-model limits; such requests' bodies are read before deciding, up to BODY_MATCH_MAX_BYTES (larger: 413 `body_too_large`), and forwarded unchanged
+                     */
+                    body?: {
+                        /**
+                         * @description A JSON pointer (RFC 6901): `/model`, `/usage/total_tokens`; `~1` for `/` and `~0` for `~` in a name
+                         * @example /model
+                         */
+                        pointer: string;
+                        /**
+                         * @description 1 to 100 strings: the request matches when its JSON body holds one of them at `pointer`
+                         * @example [
+                         *       "gpt-4o",
+                         *       "gpt-4o-mini"
+                         *     ]
+                         */
+                        values: string[];
+                    };
                     /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
                     caseInsensitive?: boolean;
                     /**
@@ -3333,6 +3520,47 @@ export interface components {
                     /** @description The request took one of these routes (the catch-all, UPSTREAM_URL, is none of them) */
                     routeIds?: string[];
                 };
+                /**
+                 * PlanCostReserve
+                 * @description Only beside `settle`, not with `cost`: reserve the integer at `pointer` of the request's JSON body plus `add`, else `default` (e.g. `{pointer: "/max_tokens", add: 1000, default: 4096}`)
+                 */
+                reserve?: {
+                    /** @description Added to the integer at `pointer` (e.g. a bound on the prompt). Default 0 */
+                    add?: number;
+                    /** @description Reserved when the body holds no non-negative integer at `pointer` */
+                    default: number;
+                    /**
+                     * @description A JSON pointer (RFC 6901): `/model`, `/usage/total_tokens`; `~1` for `/` and `~0` for `~` in a name
+                     * @example /model
+                     */
+                    pointer: string;
+                };
+                /**
+                 * PlanCostSettle
+                 * @description One of `header`, `json` or `preset`: where the backend reports the units the request used, read as the response passes (never buffered); when it has ended, the difference from the reservation is charged (or refunded) to every limit and balance the reservation was. A response reporting nothing readable keeps its reservation as its cost
+                 */
+                settle?: {
+                    /**
+                     * @description A response header (or trailer) holding the units as a non-negative integer
+                     * @example x-units-used
+                     */
+                    header?: string;
+                    /**
+                     * @description 1 to 4 JSON pointers whose integers are summed: in a JSON body, or, in a text/event-stream, the last integer each takes in any event's data
+                     * @example [
+                     *       "/usage/prompt_tokens",
+                     *       "/usage/completion_tokens"
+                     *     ]
+                     */
+                    json?: string[];
+                    /**
+                     * @description `openai`: `/usage/total_tokens` (a stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, under `usage` or `message.usage`, in a JSON answer or over the events
+                     * @enum {string}
+                     */
+                    preset?: "openai" | "anthropic";
+                };
+                /** @description Only beside `settle`: the most units a request reserves or is settled at. Default 10000000 */
+                settleMax?: number;
             }[];
             /**
              * Format: date-time
@@ -3366,6 +3594,25 @@ export interface components {
                  * @description The limit counts only the requests it matches (every condition given must hold); absent: every request. A limit with a match counts in a count of its own
                  */
                 match?: {
+                    /**
+                     * BodyMatch
+                     * @description The request's JSON body holds one of `values` at `pointer`, e.g. per-model limits; such requests' bodies are read before deciding, up to BODY_MATCH_MAX_BYTES (larger: 413 `body_too_large`), and forwarded unchanged
+                     */
+                    body?: {
+                        /**
+                         * @description A JSON pointer (RFC 6901): `/model`, `/usage/total_tokens`; `~1` for `/` and `~0` for `~` in a name
+                         * @example /model
+                         */
+                        pointer: string;
+                        /**
+                         * @description 1 to 100 strings: the request matches when its JSON body holds one of them at `pointer`
+                         * @example [
+                         *       "gpt-4o",
+                         *       "gpt-4o-mini"
+                         *     ]
+                         */
+                        values: string[];
+                    };
                     /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
                     caseInsensitive?: boolean;
                     /**
@@ -3405,6 +3652,11 @@ export interface components {
              * @example gold-1000-per-hour
              */
             rateLimitId: string;
+            /**
+             * @description What the plan's limits, balances and usage count, as the console, the portal and exports name it: free text up to 32 characters. Default `requests`
+             * @example tokens
+             */
+            unit: string;
         };
         /** PortalSettings */
         PortalSettings: {
@@ -3695,13 +3947,32 @@ export interface components {
         UpdatePlanRequest: {
             /** @description At most 32. The first that matches a request gives its cost; a request none matches costs 1 (a key's plan is asked first, then its consumer's). Replaces every cost; [] removes them */
             costs?: {
-                /** @description What a matching request costs, 1 to 10000 units of every limit and balance that applies */
-                cost: number;
+                /** @description What a matching request costs, 1 to 10000 units of every limit and balance that applies. Required without `settle`; beside it, what is reserved (default 1) unless `reserve` says */
+                cost?: number;
                 /**
                  * RequestMatch
                  * @description Which requests: every condition given must hold; at least one
                  */
                 match: {
+                    /**
+                     * BodyMatch
+                     * @description The request's JSON body holds one of `values` at `pointer`, e.g. per-model limits; such requests' bodies are read before deciding, up to BODY_MATCH_MAX_BYTES (larger: 413 `body_too_large`), and forwarded unchanged
+                     */
+                    body?: {
+                        /**
+                         * @description A JSON pointer (RFC 6901): `/model`, `/usage/total_tokens`; `~1` for `/` and `~0` for `~` in a name
+                         * @example /model
+                         */
+                        pointer: string;
+                        /**
+                         * @description 1 to 100 strings: the request matches when its JSON body holds one of them at `pointer`
+                         * @example [
+                         *       "gpt-4o",
+                         *       "gpt-4o-mini"
+                         *     ]
+                         */
+                        values: string[];
+                    };
                     /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
                     caseInsensitive?: boolean;
                     /**
@@ -3720,6 +3991,47 @@ export interface components {
                     /** @description The request took one of these routes (the catch-all, UPSTREAM_URL, is none of them) */
                     routeIds?: string[];
                 };
+                /**
+                 * PlanCostReserve
+                 * @description Only beside `settle`, not with `cost`: reserve the integer at `pointer` of the request's JSON body plus `add`, else `default` (e.g. `{pointer: "/max_tokens", add: 1000, default: 4096}`)
+                 */
+                reserve?: {
+                    /** @description Added to the integer at `pointer` (e.g. a bound on the prompt). Default 0 */
+                    add?: number;
+                    /** @description Reserved when the body holds no non-negative integer at `pointer` */
+                    default: number;
+                    /**
+                     * @description A JSON pointer (RFC 6901): `/model`, `/usage/total_tokens`; `~1` for `/` and `~0` for `~` in a name
+                     * @example /model
+                     */
+                    pointer: string;
+                };
+                /**
+                 * PlanCostSettle
+                 * @description One of `header`, `json` or `preset`: where the backend reports the units the request used, read as the response passes (never buffered); when it has ended, the difference from the reservation is charged (or refunded) to every limit and balance the reservation was. A response reporting nothing readable keeps its reservation as its cost
+                 */
+                settle?: {
+                    /**
+                     * @description A response header (or trailer) holding the units as a non-negative integer
+                     * @example x-units-used
+                     */
+                    header?: string;
+                    /**
+                     * @description 1 to 4 JSON pointers whose integers are summed: in a JSON body, or, in a text/event-stream, the last integer each takes in any event's data
+                     * @example [
+                     *       "/usage/prompt_tokens",
+                     *       "/usage/completion_tokens"
+                     *     ]
+                     */
+                    json?: string[];
+                    /**
+                     * @description `openai`: `/usage/total_tokens` (a stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, under `usage` or `message.usage`, in a JSON answer or over the events
+                     * @enum {string}
+                     */
+                    preset?: "openai" | "anthropic";
+                };
+                /** @description Only beside `settle`: the most units a request reserves or is settled at. Default 10000000 */
+                settleMax?: number;
             }[];
             /** @description Free text, at most 1000 characters */
             description?: string;
@@ -3741,6 +4053,25 @@ export interface components {
                  * @description The limit counts only the requests it matches (every condition given must hold); absent: every request. A limit with a match counts in a count of its own
                  */
                 match?: {
+                    /**
+                     * BodyMatch
+                     * @description The request's JSON body holds one of `values` at `pointer`, e.g. per-model limits; such requests' bodies are read before deciding, up to BODY_MATCH_MAX_BYTES (larger: 413 `body_too_large`), and forwarded unchanged
+                     */
+                    body?: {
+                        /**
+                         * @description A JSON pointer (RFC 6901): `/model`, `/usage/total_tokens`; `~1` for `/` and `~0` for `~` in a name
+                         * @example /model
+                         */
+                        pointer: string;
+                        /**
+                         * @description 1 to 100 strings: the request matches when its JSON body holds one of them at `pointer`
+                         * @example [
+                         *       "gpt-4o",
+                         *       "gpt-4o-mini"
+                         *     ]
+                         */
+                        values: string[];
+                    };
                     /** @description Compare `pathPrefix` without regard to case (A-Z as a-z), for a backend that routes so, as Express does by default: `/v1/search` then also takes `/V1/SEARCH`. Default false */
                     caseInsensitive?: boolean;
                     /**
@@ -3778,6 +4109,11 @@ export interface components {
              * @enum {string}
              */
             period?: "second" | "minute" | "hour" | "day" | "week" | "month" | "year";
+            /**
+             * @description What the plan's limits, balances and usage count, as the console, the portal and exports name it: free text up to 32 characters. Default `requests`
+             * @example tokens
+             */
+            unit?: string;
         };
         /** UpdatePortalSettingsRequest */
         UpdatePortalSettingsRequest: {

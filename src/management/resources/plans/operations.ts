@@ -2,7 +2,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../../errors.js';
-import { perOf, shownPeriod } from '../../../plans/plan.js';
+import { perOf, shownPeriod, type CostRule } from '../../../plans/plan.js';
+import { PLAN_UNIT_DEFAULT } from '../../../plans/usage-pricing.js';
 import type { RequestMatch } from '../../../plans/request-match.js';
 import type { PlanWithKeys } from '../../../store/plan-repository.js';
 import { consumerAudit, keyAudit, planAudit } from '../../audit-views.js';
@@ -42,11 +43,27 @@ const planParams = {
 const PLAN_NOT_FOUND = { rate_limit_not_found: 'No plan has that id' } as const;
 
 /** A stored match as the API shows it (the response type is mutable). */
-const copyOf = ({ routeIds, methods, pathPrefix, caseInsensitive }: RequestMatch): RequestMatchInput => ({
+const copyOf = ({
+  routeIds,
+  methods,
+  pathPrefix,
+  caseInsensitive,
+  body,
+}: RequestMatch): RequestMatchInput => ({
   ...(routeIds !== undefined && { routeIds: [...routeIds] }),
   ...(methods !== undefined && { methods: [...methods] }),
   ...(pathPrefix !== undefined && { pathPrefix }),
   ...(caseInsensitive !== undefined && { caseInsensitive }),
+  ...(body !== undefined && { body: { pointer: body.pointer, values: [...body.values] } }),
+});
+
+/** A stored cost as the API shows it: the fields it was given. */
+const costView = ({ match, cost, reserve, settle, settleMax }: CostRule): PlanResponse['costs'][number] => ({
+  match: copyOf(match),
+  ...(cost !== undefined && { cost }),
+  ...(reserve !== undefined && { reserve: { ...reserve } }),
+  ...(settle !== undefined && { settle: 'json' in settle ? { json: [...settle.json] } : { ...settle } }),
+  ...(settleMax !== undefined && { settleMax }),
 });
 
 /** A plan in both shapes (the seed's `limit` and `period`, its first limit, and every limit), with what is bound to it. */
@@ -67,7 +84,8 @@ function planView(plan: PlanWithKeys): PlanResponse {
       ...(rule.match !== undefined && { match: copyOf(rule.match) }),
       per: perOf(rule),
     })),
-    costs: plan.costs.map(({ match, cost }) => ({ match: copyOf(match), cost })),
+    costs: plan.costs.map(costView),
+    unit: plan.unit,
     lastUpdated: isoTimestamp(plan.lastUpdated),
     keyCount: plan.keyCount,
     consumerCount: plan.consumerCount,
@@ -92,9 +110,9 @@ export const planOperations = [
     },
     errors: { rate_limit_exists: 'A plan with that rateLimitId exists; plans are not overwritten' },
     async handle({ body, res, ctx }) {
-      const { rateLimitId, description = '', costs = [] } = body;
+      const { rateLimitId, description = '', costs = [], unit = PLAN_UNIT_DEFAULT } = body;
       const createdAt = ctx.now();
-      const plan = { rateLimitId, description, limits: limitsOfCreate(body), costs, createdAt };
+      const plan = { rateLimitId, description, limits: limitsOfCreate(body), costs, unit, createdAt };
       await ctx.audited(res, async ({ plans, routes }) => {
         await checkRouteReferences(planRouteReferences(body), routes);
         if (!(await plans.insert(plan))) {
@@ -162,7 +180,7 @@ export const planOperations = [
     path: PLAN_PATH,
     scope: 'plans:write',
     tag: TAG,
-    summary: "Change a plan's description, limits or costs",
+    summary: "Change a plan's description, limits, costs or unit",
     description:
       'Takes effect on every replica within 1 s. `limits` replaces every limit and `costs` every cost; `limit` and `period` change a plan of one limit (a plan of several answers 400 `validation_failed`). The current windows keep what they have spent (a limit with a match: by its name): lowering a limit below what its window has admitted refuses the rest of that window.',
     params: planParams,
@@ -178,11 +196,12 @@ export const planOperations = [
           description: body.description,
           limits: limitsOfUpdate(body, before.limits),
           costs: body.costs,
+          unit: body.unit,
         };
         // Setting what is already set changes nothing: no entry, and lastUpdated stays.
         const same = (field: keyof typeof changes) =>
           changes[field] === undefined || isDeepStrictEqual(changes[field], before[field]);
-        if (same('description') && same('limits') && same('costs'))
+        if (same('description') && same('limits') && same('costs') && same('unit'))
           return { result: { plan: before, changed: false }, unchanged: true as const };
         const after = (await plans.update(rateLimitId, changes, ctx.now()))!;
         return {

@@ -12,6 +12,7 @@ import {
   type LimitRule,
 } from '../../../plans/plan.js';
 import {
+  costShapeProblems,
   limitShapeProblems,
   planLimitFieldProblems,
   repeatedKindProblems,
@@ -110,9 +111,12 @@ export function matchProblems(match: RequestMatch | undefined, field: string): V
     : [];
 }
 
-/** A plan's costs as sent: their matches well formed. */
+/** A plan's costs as sent: their matches well formed, and each priced one way (plans/limit-shape.ts). */
 export const costProblems = ({ costs }: { costs?: readonly CostRule[] }): ValidationDetail[] =>
-  (costs ?? []).flatMap((rule, i) => matchProblems(rule.match, `costs.${i}.match`));
+  (costs ?? []).flatMap((rule, i) => [
+    ...matchProblems(rule.match, `costs.${i}.match`),
+    ...detailsOf(costShapeProblems(rule), `costs.${i}`),
+  ]);
 
 /** The limits of a validated create body. */
 export function limitsOfCreate(body: CreatePlanRequest): LimitRule[] {

@@ -4,6 +4,7 @@
  */
 import { type Static, Type } from '@sinclair/typebox';
 import { RequestMatchSchema } from '../../request-match-schemas.js';
+import { CostRuleSchema, PlanUnit } from './cost-schemas.js';
 import {
   Count,
   IsoTimestamp,
@@ -15,16 +16,7 @@ import {
   RateLimitId,
   strict,
 } from '../../schemas.js';
-import {
-  type Algorithm,
-  ALGORITHMS,
-  MAX_COST,
-  MAX_COSTS,
-  MAX_LIMITS,
-  MIN_COST,
-  type Per,
-  PERS,
-} from '../../../plans/plan.js';
+import { type Algorithm, ALGORITHMS, MAX_COSTS, MAX_LIMITS, type Per, PERS } from '../../../plans/plan.js';
 import { type Period, PERIODS } from '../../../plans/window.js';
 
 const PlanLimit = Type.Integer({
@@ -110,17 +102,6 @@ const PlanLimitSchema = Type.Object(
   },
   { ...strict, title: 'PlanLimit' },
 );
-const CostRuleSchema = Type.Object(
-  {
-    match: RequestMatchSchema,
-    cost: Type.Integer({
-      minimum: MIN_COST,
-      maximum: MAX_COST,
-      description: `What a matching request costs, ${MIN_COST} to ${MAX_COST} units of every limit and balance that applies`,
-    }),
-  },
-  { ...strict, title: 'PlanCost' },
-);
 const Costs = Type.Array(CostRuleSchema, {
   maxItems: MAX_COSTS,
   description: `At most ${MAX_COSTS}. The first that matches a request gives its cost; a request none matches costs 1 (a key's plan is asked first, then its consumer's)`,
@@ -152,6 +133,7 @@ export const CreatePlanRequest = Type.Object(
     period: Type.Optional(PeriodSchema),
     limits: Type.Optional(LimitsInput),
     costs: Type.Optional(Costs),
+    unit: Type.Optional(PlanUnit),
   },
   {
     ...strict,
@@ -177,6 +159,7 @@ export const UpdatePlanRequest = Type.Object(
       ...Costs,
       description: `${Costs.description}. Replaces every cost; [] removes them`,
     }),
+    unit: Type.Optional(PlanUnit),
   },
   {
     ...strict,
@@ -209,6 +192,7 @@ export const PlanResponse = Type.Object(
     createdAt: IsoTimestamp,
     limits: Type.Array(PlanLimitSchema, { minItems: 1, maxItems: MAX_LIMITS }),
     costs: Costs,
+    unit: PlanUnit,
     lastUpdated: IsoTimestamp,
     keyCount: Type.Integer({ minimum: 0, description: 'Keys bound to the plan' }),
     consumerCount: Type.Integer({ minimum: 0, description: 'Consumers bound to the plan' }),

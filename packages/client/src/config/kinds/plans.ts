@@ -1,4 +1,4 @@
-/** Plans, identified by `rateLimitId`: created with their limits and costs, changed in place. */
+/** Plans, identified by `rateLimitId`: created with their limits, costs and unit, changed in place. */
 import type { components } from '../../generated/management-api.js';
 import { answerOf, everyPage } from '../api-call.js';
 import type { PlanItem } from '../config-file.js';
@@ -9,6 +9,9 @@ type Plan = components['schemas']['PlanResponse'];
 type Consumer = components['schemas']['Consumer'];
 type Limit = Plan['limits'][number];
 type Cost = Plan['costs'][number];
+
+/** What a plan counts when it does not say (src/plans/usage-pricing.ts). */
+const DEFAULT_UNIT = 'requests';
 
 /**
  * Limits as the service shows them: named (default: the period; a concurrency limit `concurrency`),
@@ -59,11 +62,17 @@ export const plans: Kind<PlanItem, Plan> = {
   identityOf: (plan) => plan.rateLimitId,
   differences: (item, plan) =>
     changedSettings(
-      { description: item.description ?? '', limits: limitsOf(item), costs: costsOf(item.costs ?? []) },
+      {
+        description: item.description ?? '',
+        limits: limitsOf(item),
+        costs: costsOf(item.costs ?? []),
+        unit: item.unit ?? DEFAULT_UNIT,
+      },
       {
         description: plan.description,
         limits: plan.limits.map((l) => ({ ...l, ...(l.match && { match: matchSettings(l.match) }) })),
         costs: costsOf(plan.costs),
+        unit: plan.unit,
       },
     ),
   async create(client, item) {
@@ -93,5 +102,6 @@ export const plans: Kind<PlanItem, Plan> = {
     description: plan.description,
     limits: plan.limits,
     ...(plan.costs.length > 0 && { costs: plan.costs }),
+    ...(plan.unit !== DEFAULT_UNIT && { unit: plan.unit }),
   }),
 };

@@ -1,14 +1,17 @@
+import type { BodyMatchRule } from './usage-pricing.js';
 import { parsePointer, resolvePointer, type JsonPointer } from './json-pointer.js';
-
-/** A limit's or cost's `match.body`: the request's JSON body holds one of `values` at `pointer`. */
-export interface BodyMatchRule {
-  pointer: string;
-  values: readonly string[];
-}
 
 export interface BodyMatch {
   pointer: JsonPointer;
   values: ReadonlySet<string>;
+}
+
+const compiled = new WeakMap<BodyMatchRule, BodyMatch | undefined>();
+
+/** The rule compiled once, as a plan holds it (a plan's rules live as long as its key is cached). */
+export function bodyMatchOf(rule: BodyMatchRule): BodyMatch | undefined {
+  if (!compiled.has(rule)) compiled.set(rule, compileBodyMatch(rule));
+  return compiled.get(rule);
 }
 
 export function compileBodyMatch(rule: BodyMatchRule): BodyMatch | undefined {

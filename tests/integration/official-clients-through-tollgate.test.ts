@@ -1,0 +1,174 @@
+/**
+ * The guide's flow (docs/guides/usage-priced-apis.md), in both modes: the official `openai` and
+ * `@anthropic-ai/sdk` clients call an OpenAI-compatible and an Anthropic-compatible backend through
+ * Tollgate, JSON and streaming, with a consumer key on a plan of tokens a day and a month, a per-model
+ * limit and a prepaid balance in tokens. Every limit, the balance and usage end charged what the
+ * backends reported, to the token.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
+import { createLogger } from '../../src/ops/logger.js';
+import { Metrics } from '../../src/ops/metrics.js';
+import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
+import { startAnthropicBackend, type AnthropicUsage } from '../helpers/anthropic-backend.js';
+import { REPLY, type ModelBackend } from '../helpers/model-backend.js';
+import { startOpenAiBackend, type OpenAiUsage } from '../helpers/openai-backend.js';
+import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
+import { waitFor } from '../helpers/poll.js';
+import { closeDatabase, ProxyHarness, type HarnessOptions } from '../helpers/proxy-harness.js';
+
+afterAll(closeDatabase);
+
+const connections: RedisConnections[] = [];
+afterAll(() => Promise.all(connections.map((c) => c.close())));
+
+const LIMITERS: Record<string, (h: ProxyHarness) => Promise<HarnessOptions>> = {
+  'in-process counters (single node)': () => Promise.resolve({}),
+  async 'Redis counters'(h) {
+    const prefix = testKeyPrefix();
+    const redis = connectRedis({ redisUrl: REDIS_URL, redisClusterNodes: undefined }, createLogger('silent'));
+    connections.push(redis);
+    const limiter = new RedisRateLimiter(redis.client, prefix, new Metrics(), {
+      subscriber: redis.subscriber,
+      clock: h.clock,
+    });
+    await limiter.ready();
+    return { env: { REDIS_URL, REDIS_KEY_PREFIX: prefix }, limiter };
+  },
+};
+
+const prompt = [{ role: 'user' as const, content: 'How are tokens counted?' }];
+
+describe.each(Object.keys(LIMITERS))('the official clients through Tollgate, %s', (limiter) => {
+  let h: ProxyHarness;
+  let openAiBackend: ModelBackend;
+  let anthropicBackend: ModelBackend;
+  let openAiUsage: OpenAiUsage = { prompt_tokens: 0, completion_tokens: 0 };
+  let anthropicUsage: AnthropicUsage = { input_tokens: 0, output_tokens: 0 };
+  const suffix = randomBytes(4).toString('hex');
+
+  beforeAll(async () => {
+    openAiBackend = await startOpenAiBackend(() => openAiUsage);
+    anthropicBackend = await startAnthropicBackend(() => anthropicUsage);
+    h = new ProxyHarness();
+    // Counts in Redis expire by the wall clock: the limiter's windows must be the real ones.
+    h.realTime = true;
+    await h.start(await LIMITERS[limiter]!(h));
+    for (const [routeId, pathPrefix, backend] of [
+      [`openai-${suffix}`, '/v1/chat', openAiBackend],
+      [`anthropic-${suffix}`, '/v1/messages', anthropicBackend],
+    ] as const)
+      expect(
+        (await api('POST', '/tollgate/routes', { routeId, match: { pathPrefix }, upstreamUrl: backend.url }))
+          .status,
+      ).toBe(201);
+  }, 60_000);
+  afterAll(async () => {
+    // Their paths belong to the next mode's routes.
+    for (const routeId of [`openai-${suffix}`, `anthropic-${suffix}`])
+      expect((await api('DELETE', `/tollgate/routes/${routeId}`)).status).toBe(200);
+    await h.stop();
+    await Promise.all([openAiBackend.close(), anthropicBackend.close()]);
+  });
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read response fields freely
+  async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+    const res = await fetch(h.base + path, {
+      method,
+      headers: {
+        authorization: `Bearer ${h.rootToken}`,
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+      },
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    });
+    return { status: res.status, body: await res.json() };
+  }
+
+  it('charges every limit, the balance and usage the tokens the backends reported, JSON and streaming', async () => {
+    const reserve = { pointer: '/max_tokens', add: 1_000, default: 4_096 };
+    const plan = await api('POST', '/rate-limit/create', {
+      rateLimitId: `llm-${suffix}`,
+      unit: 'tokens',
+      limits: [
+        { name: 'tokens-per-day', limit: 200_000, period: 'day' },
+        { name: 'tokens-per-month', limit: 2_000_000, period: 'month' },
+        {
+          name: 'gpt-4o',
+          limit: 50_000,
+          period: 'day',
+          match: { body: { pointer: '/model', values: ['gpt-4o'] } },
+        },
+      ],
+      costs: [
+        { match: { routeIds: [`openai-${suffix}`] }, reserve, settle: { preset: 'openai' } },
+        { match: { routeIds: [`anthropic-${suffix}`] }, reserve, settle: { preset: 'anthropic' } },
+      ],
+    });
+    expect(plan.status).toBe(201);
+    const key = await api('POST', '/consumer-api-key/create', {
+      name: 'llm caller',
+      rateLimitId: plan.body.rateLimitId,
+      credits: { remaining: 100_000 },
+    });
+    expect(key.status).toBe(201);
+    const openai = new OpenAI({ apiKey: key.body.secret, baseURL: `${h.base}/v1`, maxRetries: 0 });
+    const anthropic = new Anthropic({ apiKey: key.body.secret, baseURL: h.base, maxRetries: 0 });
+
+    openAiUsage = { prompt_tokens: 1_234, completion_tokens: 567 };
+    const completion = await openai.chat.completions.create({
+      model: 'gpt-4o',
+      messages: prompt,
+      max_tokens: 800,
+    });
+    expect(completion.usage?.total_tokens).toBe(1_801);
+
+    openAiUsage = { prompt_tokens: 100, completion_tokens: 23 };
+    const stream = await openai.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: prompt,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let streamedUsage = 0;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      streamedUsage = chunk.usage?.total_tokens ?? streamedUsage;
+    }
+    expect(text).toBe(REPLY);
+    expect(streamedUsage).toBe(123);
+
+    anthropicUsage = { input_tokens: 2_048, output_tokens: 512 };
+    const message = await anthropic.messages.create({
+      model: 'claude-self-hosted',
+      max_tokens: 1_024,
+      messages: prompt,
+    });
+    expect(message.usage.input_tokens + message.usage.output_tokens).toBe(2_560);
+
+    anthropicUsage = { input_tokens: 3_000, output_tokens: 777 };
+    const final = await anthropic.messages
+      .stream({ model: 'claude-self-hosted', max_tokens: 1_024, messages: prompt })
+      .finalMessage();
+    expect(final.usage.input_tokens + final.usage.output_tokens).toBe(3_777);
+
+    const reported = 1_801 + 123 + 2_560 + 3_777;
+    // A client may have its last event before the response's last byte, when the request settles.
+    const { value: detail } = await waitFor(
+      async () => (await api('GET', `/consumer-api-key/${key.body.id}`)).body,
+      (d) => d.credits.remaining === 100_000 - reported,
+      { what: 'the last stream settled' },
+    );
+    expect(detail.usage.rateLimits.limits.map((l: { remaining: number }) => l.remaining)).toEqual([
+      200_000 - reported,
+      2_000_000 - reported,
+      50_000 - 1_801,
+    ]);
+    expect(detail.credits.remaining).toBe(100_000 - reported);
+    await h.flushed();
+    expect(await h.usage(key.body.id)).toMatchObject({ requests: 4, cost: reported });
+  });
+});

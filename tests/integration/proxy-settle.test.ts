@@ -1,0 +1,247 @@
+/**
+ * Usage-priced requests through the proxy (docs/decisions/0191), in both modes: an OpenAI-compatible
+ * backend behind Tollgate reports the tokens each call used, in a JSON answer or the last chunk of a
+ * stream; each request is reserved its cost entry's `cost` before it is forwarded and settled at what
+ * its response reported when it ends, in its limits and its usage; one whose response reports nothing
+ * keeps its reservation. A reservation read from the body (`max_tokens`), a per-model limit by the body,
+ * 413 past BODY_MATCH_MAX_BYTES; and each event of a stream reaches the client before the backend
+ * sends the next.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
+import { createLogger } from '../../src/ops/logger.js';
+import { Metrics } from '../../src/ops/metrics.js';
+import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
+import { startOpenAiBackend } from '../helpers/openai-backend.js';
+import type { ModelBackend } from '../helpers/model-backend.js';
+import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
+import { closeDatabase, ProxyHarness, type HarnessOptions } from '../helpers/proxy-harness.js';
+
+afterAll(closeDatabase);
+
+/** Bodies are read up to 4 KiB to match and reserve on them. */
+const BODY_MATCH_MAX_BYTES = '4096';
+
+const connections: RedisConnections[] = [];
+afterAll(() => Promise.all(connections.map((c) => c.close())));
+
+const LIMITERS: Record<string, (h: ProxyHarness) => Promise<HarnessOptions>> = {
+  'in-process counters (single node)': () => Promise.resolve({ env: { BODY_MATCH_MAX_BYTES } }),
+  async 'Redis counters'(h) {
+    const prefix = testKeyPrefix();
+    const redis = connectRedis({ redisUrl: REDIS_URL, redisClusterNodes: undefined }, createLogger('silent'));
+    connections.push(redis);
+    const limiter = new RedisRateLimiter(redis.client, prefix, new Metrics(), {
+      subscriber: redis.subscriber,
+      clock: h.clock,
+    });
+    await limiter.ready();
+    return { env: { REDIS_URL, REDIS_KEY_PREFIX: prefix, BODY_MATCH_MAX_BYTES }, limiter };
+  },
+};
+
+/** 20 prompt and 30 completion tokens: 50 a call. */
+const USAGE = { prompt_tokens: 20, completion_tokens: 30 };
+const RESERVED = 500;
+
+describe.each(Object.keys(LIMITERS))('usage-priced requests through the proxy, %s', (limiter) => {
+  let h: ProxyHarness;
+  let backend: ModelBackend;
+  // The file's modes share one database: a route id each.
+  const routeId = `openai-${randomBytes(4).toString('hex')}`;
+
+  beforeAll(async () => {
+    backend = await startOpenAiBackend(() => USAGE);
+    h = new ProxyHarness();
+    // Counts in Redis expire by the wall clock: the limiter's windows must be the real ones.
+    h.realTime = true;
+    await h.start(await LIMITERS[limiter]!(h));
+    const route = await api('POST', '/tollgate/routes', {
+      routeId,
+      match: { pathPrefix: '/v1/chat' },
+      upstreamUrl: backend.url,
+    });
+    expect(route.status).toBe(201);
+  }, 60_000);
+  afterAll(async () => {
+    // Its path belongs to the next mode's route.
+    expect((await api('DELETE', `/tollgate/routes/${routeId}`)).status).toBe(200);
+    await h.stop();
+    await backend.close();
+  });
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read response fields freely
+  async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+    const res = await fetch(h.base + path, {
+      method,
+      headers: {
+        authorization: `Bearer ${h.rootToken}`,
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+      },
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    });
+    return { status: res.status, body: await res.json() };
+  }
+
+  /** A key on a plan of `limit` tokens a day, each chat call reserving RESERVED and settled by the openai preset. */
+  async function tokenKey(limit: number): Promise<{ id: string; secret: string }> {
+    const plan = await api('POST', '/rate-limit/create', {
+      rateLimitId: `tokens-${randomBytes(4).toString('hex')}`,
+      limits: [{ name: 'tokens', limit, period: 'day' }],
+      costs: [{ match: { routeIds: [routeId] }, cost: RESERVED, settle: { preset: 'openai' } }],
+      unit: 'tokens',
+    });
+    expect(plan.status).toBe(201);
+    const key = await api('POST', '/consumer-api-key/create', {
+      name: 'caller',
+      rateLimitId: plan.body.rateLimitId,
+    });
+    expect(key.status).toBe(201);
+    return key.body;
+  }
+
+  const chat = (secret: string, body: Record<string, unknown> = {}) =>
+    fetch(`${h.base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }], ...body }),
+    });
+
+  const tokensLeft = async (keyId: string) =>
+    (await api('GET', `/consumer-api-key/${keyId}`)).body.usage.rateLimits.limits[0].remaining as number;
+
+  it('settles a JSON answer and a stream at the tokens they reported, in the limit and in usage', async () => {
+    const key = await tokenKey(900);
+    const answered = await chat(key.secret);
+    expect(answered.status).toBe(200);
+    // The reservation is what the headers can tell while the answer is on its way.
+    expect(answered.headers.get('ratelimit-remaining') ?? answered.headers.get('ratelimit')).toMatch(/400/);
+    expect(((await answered.json()) as { usage: { total_tokens: number } }).usage.total_tokens).toBe(50);
+    expect(await tokensLeft(key.id)).toBe(850);
+
+    // 850 left holds another reservation of 500: the first was settled at 50, not kept at 500.
+    const streamed = await chat(key.secret, { stream: true, stream_options: { include_usage: true } });
+    expect(streamed.status).toBe(200);
+    expect(await streamed.text()).toContain('"total_tokens":50');
+    expect(await tokensLeft(key.id)).toBe(800);
+
+    await h.flushed();
+    expect(await h.usage(key.id)).toMatchObject({ requests: 2, cost: 100 });
+    expect(await h.metric('tollgate_settled_units_total')).toMatch(/ 100$/);
+  });
+
+  it('keeps the reservation of a response that reports nothing, and refuses what no longer fits', async () => {
+    const key = await tokenKey(1_000);
+    // A stream that was not asked to include its usage reports none.
+    const streamed = await chat(key.secret, { stream: true });
+    expect(streamed.status).toBe(200);
+    await streamed.text();
+    expect(await tokensLeft(key.id)).toBe(500);
+    expect((await chat(key.secret)).status).toBe(200);
+    expect(await tokensLeft(key.id)).toBe(450);
+    const refused = await chat(key.secret);
+    expect(refused.status).toBe(429);
+    await h.flushed();
+    expect(await h.usage(key.id)).toMatchObject({ requests: 3, cost: 550 });
+    expect(await h.metric('tollgate_unsettled_requests_total')).toContain('reason="not-reported"} 1');
+  });
+
+  it('reserves max_tokens from the body, limits per model by the body, and refuses a body past the bound with 413', async () => {
+    const plan = await api('POST', '/rate-limit/create', {
+      rateLimitId: `models-${randomBytes(4).toString('hex')}`,
+      limits: [
+        { name: 'tokens', limit: 10_000, period: 'day' },
+        {
+          name: 'gpt-4o',
+          limit: 600,
+          period: 'day',
+          match: { body: { pointer: '/model', values: ['gpt-4o'] } },
+        },
+      ],
+      costs: [
+        {
+          match: { routeIds: [routeId] },
+          reserve: { pointer: '/max_tokens', add: 100, default: 1_000 },
+          settle: { preset: 'openai' },
+        },
+      ],
+      unit: 'tokens',
+    });
+    expect(plan.status).toBe(201);
+    const key = (
+      await api('POST', '/consumer-api-key/create', { name: 'models', rateLimitId: plan.body.rateLimitId })
+    ).body as { id: string; secret: string };
+    const left = async () =>
+      (
+        (await api('GET', `/consumer-api-key/${key.id}`)).body.usage.rateLimits.limits as {
+          remaining: number;
+        }[]
+      ).map((l) => l.remaining);
+
+    // 400 + 100 reserved of both limits, settled at 50.
+    expect((await chat(key.secret, { max_tokens: 400 })).status).toBe(200);
+    expect(await left()).toEqual([9_950, 550]);
+    // Another model is not the per-model limit's; without max_tokens it reserves the default.
+    expect((await chat(key.secret, { model: 'gpt-4o-mini' })).status).toBe(200);
+    expect(await left()).toEqual([9_900, 550]);
+    // 550 left of gpt-4o's limit cannot hold 600 + 100.
+    const refused = await chat(key.secret, { max_tokens: 600 });
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ code: 'rate_limit_exceeded', name: 'gpt-4o' });
+
+    const large = await chat(key.secret, { padding: 'x'.repeat(5_000) });
+    expect(large.status).toBe(413);
+    expect(await large.json()).toMatchObject({ code: 'body_too_large' });
+    expect(await left()).toEqual([9_900, 550]);
+    await h.flushed();
+    expect(await h.usage(key.id)).toMatchObject({ requests: 4, cost: 100 });
+  });
+
+  it('passes each event of a stream on before the backend sends the next, and settles from the last', async () => {
+    // The backend holds its second event until the client has the first: were an event held back, the
+    // stream would never go on (and the test would time out).
+    let firstArrived!: () => void;
+    const arrived = new Promise<void>((resolve) => (firstArrived = resolve));
+    const server: Server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"choices":[{"delta":{"content":"first"}}]}\n\n');
+      void arrived.then(() => res.end('data: {"choices":[],"usage":{"total_tokens":7}}\n\ndata: [DONE]\n\n'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const slowRoute = `slow-${randomBytes(4).toString('hex')}`;
+    const created = await api('POST', '/tollgate/routes', {
+      routeId: slowRoute,
+      match: { pathPrefix: `/v1/${slowRoute}` },
+      upstreamUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    });
+    expect(created.status).toBe(201);
+    try {
+      const plan = await api('POST', '/rate-limit/create', {
+        rateLimitId: `slow-${randomBytes(4).toString('hex')}`,
+        limits: [{ name: 'tokens', limit: 1_000, period: 'day' }],
+        costs: [{ match: { routeIds: [slowRoute] }, cost: 100, settle: { preset: 'openai' } }],
+      });
+      const key = (
+        await api('POST', '/consumer-api-key/create', { name: 'slow', rateLimitId: plan.body.rateLimitId })
+      ).body as { id: string; secret: string };
+      const res = await fetch(`${h.base}/v1/${slowRoute}`, {
+        headers: { authorization: `Bearer ${key.secret}` },
+      });
+      const reader = res.body!.getReader();
+      let text = '';
+      while (!text.includes('first')) text += new TextDecoder().decode((await reader.read()).value);
+      firstArrived();
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+        text += new TextDecoder().decode(chunk.value);
+      expect(text).toContain('"total_tokens":7');
+      expect(await tokensLeft(key.id)).toBe(993);
+    } finally {
+      expect((await api('DELETE', `/tollgate/routes/${slowRoute}`)).status).toBe(200);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});

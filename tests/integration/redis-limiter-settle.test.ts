@@ -1,0 +1,121 @@
+/**
+ * Settling requests in Redis across replicas (RateLimiter.settle, docs/decisions/0191): three replicas
+ * of the Redis limiter reserve and settle concurrently, a busy key's windows leased ahead; what a limit
+ * and a balance end up charged is the sum of the settled units of the requests admitted, to the unit,
+ * and a limit whose reservations bound the answers is never exceeded.
+ */
+import type { Balance } from '../../src/plans/balance.js';
+import type { Subject } from '../../src/plans/subject.js';
+import { windowAt } from '../../src/plans/window.js';
+import type { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
+import { limiterReplicasFor } from '../helpers/limiter-replicas.js';
+import { keyOnly, plan } from '../helpers/plans.js';
+import { waitFor } from '../helpers/poll.js';
+
+const PREFIX = 'settle:';
+const fleet = limiterReplicasFor(PREFIX);
+
+/** A pseudo-random sequence of a seed, so a failure replays. */
+function unitsDrawn(seed: number, most: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+    return state % (most + 1);
+  };
+}
+
+/**
+ * `perReplica` requests on each replica, `atOnce` at a time: each reserves `reserved` and, once
+ * admitted, is settled at a drawn number of units. Answers the units settled of the admitted ones.
+ */
+async function reserveAndSettle(
+  replicas: readonly RedisRateLimiter[],
+  subjects: readonly Subject[],
+  reserved: number,
+  draw: () => number,
+  perReplica: number,
+  atOnce: number,
+): Promise<{ settled: number; admitted: number; refused: number }> {
+  const totals = { settled: 0, admitted: 0, refused: 0 };
+  await Promise.all(
+    replicas.map(async (limiter) => {
+      for (let sent = 0; sent < perReplica; sent += atOnce)
+        await Promise.all(
+          Array.from({ length: atOnce }, async () => {
+            const admittedMs = Date.now();
+            const decision = await limiter.consume(subjects, reserved, admittedMs);
+            if (!decision.allowed) return void totals.refused++;
+            const units = draw();
+            totals.admitted++;
+            totals.settled += units;
+            await limiter.settle({ decision, subjects, reserved, admittedMs }, units, Date.now());
+          }),
+        );
+    }),
+  );
+  return totals;
+}
+
+const dayCount = (keyId: string) => `${PREFIX}{${keyId}}:day:${windowAt('day', Date.now()).start}`;
+
+it('charges a busy key’s leased window exactly what its requests settled at, across three replicas', async () => {
+  const replicas = await Promise.all([fleet.replica(), fleet.replica(), fleet.replica()]);
+  const subjects = keyOnly('key_busy', plan({ limit: 100_000_000, period: 'day' }));
+  const { settled, admitted } = await reserveAndSettle(replicas, subjects, 100, unitsDrawn(7, 250), 300, 10);
+  expect(admitted).toBe(900);
+  // Leased units nobody used go back once the key is quiet: the count is then what was settled.
+  const count = await waitFor(
+    () => fleet.admin.get(dayCount('key_busy')),
+    (value) => value === String(settled),
+    { timeoutMs: 5_000, everyMs: 20 },
+  );
+  expect(count.value).toBe(String(settled));
+  expect(await fleet.admin.hget(`${dayCount('key_busy')}:lease`, 'p')).toBe('0');
+});
+
+it('never exceeds a limit whose reservations bound the answers, refunds admitting more', async () => {
+  const replicas = await Promise.all([fleet.replica(), fleet.replica(), fleet.replica()]);
+  const subjects = keyOnly('key_bounded', plan({ limit: 2_000, period: 'day' }));
+  const { settled, admitted, refused } = await reserveAndSettle(
+    replicas,
+    subjects,
+    10,
+    unitsDrawn(11, 10),
+    200,
+    8,
+  );
+  expect(refused).toBeGreaterThan(0);
+  // 2,000 units of reservations of 10 admit 200; refunds made room for more.
+  expect(admitted).toBeGreaterThan(200);
+  expect(settled).toBeLessThanOrEqual(2_000);
+  const count = await waitFor(
+    () => fleet.admin.get(dayCount('key_bounded')),
+    (value) => value === String(settled),
+    { timeoutMs: 5_000, everyMs: 20 },
+  );
+  expect(count.value).toBe(String(settled));
+});
+
+it('spends from a balance exactly what its requests settled at, never below 0 when reservations bound them', async () => {
+  const replicas = await Promise.all([fleet.replica(), fleet.replica(), fleet.replica()]);
+  const balance: Balance = { epoch: 1, window: 0, granted: 1_000, floor: 0, refill: null, lowAt: 0 };
+  const subjects: Subject[] = [{ scope: 'key', id: 'key_credits', plan: plan(), balance }];
+  const { settled, refused } = await reserveAndSettle(replicas, subjects, 10, unitsDrawn(13, 10), 120, 6);
+  expect(refused).toBeGreaterThan(0);
+  const [state] = await replicas[0]!.peekBalances(subjects, Date.now());
+  expect(settled).toBeLessThanOrEqual(1_000);
+  expect(state!.remaining).toBe(1_000 - settled);
+});
+
+it('charges an overshoot past the limit, and refuses until the window is back within it', async () => {
+  const [limiter] = await Promise.all([fleet.replica()]);
+  const subjects = keyOnly('key_over', plan({ limit: 100, period: 'day' }));
+  const admittedMs = Date.now();
+  const decision = await limiter!.consume(subjects, 90, admittedMs);
+  expect(decision.allowed).toBe(true);
+  await limiter!.settle({ decision, subjects, reserved: 90, admittedMs }, 130, Date.now());
+  expect(await fleet.admin.get(dayCount('key_over'))).toBe('130');
+  expect((await limiter!.consume(subjects, 1, Date.now())).allowed).toBe(false);
+  const [state] = await limiter!.peek(subjects, Date.now());
+  expect(state!.remaining).toBe(0);
+});
