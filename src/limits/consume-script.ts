@@ -30,8 +30,8 @@ import { WINDOW_LEASE_LUA } from './core/window-lease.lua.js';
  *
  * A limit or balance found below what the caller knows of it (`known`, `seen`: each algorithm's `lost`
  * says how) means Redis lost keys while it stayed up (a flush, an eviction, a deletion), unless its book
- * is marked moved (key-homes.ts): the call decides and charges nothing and answers `lost` with the
- * limits and balances found so (loss-detection.ts puts them back).
+ * is marked moved (recovery/key-homes.ts): the call decides and charges nothing and answers `lost` with the
+ * limits and balances found so (recovery/loss-detection.ts puts them back).
  *
  * When a request does not fit a window while leased units of it are outstanding, the call says `held`
  * and publishes that limit's count key on the reclaim channel (settleBook): holders give back what they

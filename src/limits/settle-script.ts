@@ -14,7 +14,7 @@ import { WINDOW_LEASE_LUA } from './core/window-lease.lua.js';
  *
  * KEYS: the counts, then the balances. ARGV[1]: the call as JSON (`SettleCall`). Returns each token
  * bucket as it left it, `units, parts, at` (strings), in KEYS order: the caller's record of it
- * (bucket-ledger.ts) must not find it lost for holding more after a refund.
+ * (recovery/bucket-ledger.ts) must not find it lost for holding more after a refund.
  */
 const SETTLE_LUA = `
 ${WINDOW_LEASE_LUA}

@@ -6,7 +6,7 @@ import { SETTLE_BALANCE_LUA } from '../balance-lua.js';
  * the most the caller saw spent of it in its period, {epoch, window, spent}}).
  *
  * `balanceLost(b, key)`: below what the caller saw spent of it in that period, or gone, it lost keys
- * while Redis stayed up; unless marked moved (key-homes.ts), which the caller has not heard of yet.
+ * while Redis stayed up; unless marked moved (../recovery/key-homes.ts), which the caller has not heard of yet.
  * `balanceCharge(key, settled, admitted)`: writes the balance settled and charged; returns its epoch,
  * window, and units granted and spent as Redis holds them (strings: a client reads an integer reply near
  * 2^53 through a double).

@@ -35,7 +35,7 @@ export function balanceVerdictOf(
  * epoch `epoch` and window `window`: nothing when that period is over (a set or a refill started
  * another count). The balance may so end below 0. A refund (negative) is granted back rather than
  * taken from `spent`, which only grows: what replicas saw spent tells a lost balance
- * (limits/balance-ledger.ts), and must not look lost after a refund (docs/decisions/0191).
+ * (limits/recovery/balance-ledger.ts), and must not look lost after a refund (docs/decisions/0191).
  */
 export function balanceSettled(held: HeldBalance, delta: number, epoch: number, window: number): HeldBalance {
   if (held.epoch !== epoch || held.window !== window) return held;

@@ -5,7 +5,7 @@ import { BUCKET_LUA } from '../token-bucket.js';
  * The token bucket (token-bucket.ts, docs/decisions/0095) in the consume script: a hash {u units, p
  * parts, a at}, brought up to `now` by `refill` (BUCKET_LUA) and written back only when it admits; its
  * count is what it lacks of its burst, its reply's second number its parts. `d` counts the units it
- * admitted since the hash was made (what a put-back after a loss deducts, bucket-ledger.ts), `k` on a
+ * admitted since the hash was made (what a put-back after a loss deducts, ../recovery/bucket-ledger.ts), `k` on a
  * bucket put back Redis' marker as the replica that put it back read it. `l` is the limit's table of the
  * call ({limit: its burst, rate, periodMs, known: the caller's record {units, parts, at, marker}}).
  */
@@ -21,7 +21,7 @@ local function bucketLost(l, key, _, now)
   local ru, rp = refill(known.units, known.parts, known.at, t, l.rate, burst, l.periodMs)
   if su >= burst then su, sp = burst, 0 end
   if ru >= burst then ru, rp = burst, 0 end
-  -- Put back after a loss the caller has not learned of (bucket-ledger.ts): its own record is not
+  -- Put back after a loss the caller has not learned of (../recovery/bucket-ledger.ts): its own record is not
   -- in it yet, and the record of the replica that decided last may not be either.
   return su > ru or (su == ru and sp > rp) or (h[4] and h[4] ~= known.marker)
 end

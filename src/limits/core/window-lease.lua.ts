@@ -17,8 +17,8 @@ export const COUNT_SURE_MS = EXPIRY_GRACE_MS + 1_000;
  * What the window algorithms (fixed-window.lua.ts, sliding-window.lua.ts) share in the consume
  * script: whether a window's count lost keys, and its lease book (lease-book.ts). A book is a hash: `p`
  * units leased and not yet settled by their replica, `r` when units were first asked back (ms, 0 while
- * none are outstanding), `k` on a count put back after a loss (restore-script.ts), `m` once the key's
- * counts moved (key-homes.ts).
+ * none are outstanding), `k` on a count put back after a loss (../recovery/restore-script.ts), `m` once the key's
+ * counts moved (../recovery/key-homes.ts).
  *
  * `windowLost(l, held, book)`: the count holds `held` (as Redis has it) of limit `l`, whose `known` is
  * what the caller holds in it and Redis' marker as it last read it.
@@ -34,7 +34,7 @@ local function windowLost(l, held, book)
     local time = redis.call('TIME')
     below = tonumber(time[1]) * 1000 < l.expiresAt - ${COUNT_SURE_MS}
   end
-  -- Put back after a loss the caller has not learned of (restore-script.ts): its own places are
+  -- Put back after a loss the caller has not learned of (../recovery/restore-script.ts): its own places are
   -- not in it yet, nor perhaps those of every other replica.
   if not below and known.marker ~= '' then
     local stamp = redis.call('HGET', book, 'k')
