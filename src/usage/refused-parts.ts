@@ -26,12 +26,15 @@ export function partsOf(batch: UsageBatch): UsageBatch[] {
 /** Requests a held batch still has rows of: a customer's part counts its customer's requests. */
 export function requestsHeldIn(batch: UsageBatch): number {
   let n = 0;
-  for (const usage of batch.values()) {
-    let customers = 0;
-    for (const c of usage.customers.values()) customers += c.requests;
-    n += Math.max(requestsOf(usage), customers);
-  }
+  for (const usage of batch.values()) n += requestsHeld(usage);
   return n;
+}
+
+/** `requestsHeldIn` for one key's usage. */
+export function requestsHeld(usage: FiledUsage): number {
+  let customers = 0;
+  for (const c of usage.customers.values()) customers += c.requests;
+  return Math.max(requestsOf(usage), customers);
 }
 
 /** Only `customer`'s rows of a key's usage, in the whole and in each consumer's part that has it. */

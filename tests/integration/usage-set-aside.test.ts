@@ -20,6 +20,7 @@ import { UsageFlusher } from '../../src/usage/redis/flusher.js';
 import { usageKeys } from '../../src/usage/redis/key-layout.js';
 import { RedisUsageSink } from '../../src/usage/redis/sink.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
+import { UsageJournal } from '../../src/usage/journal.js';
 import { SetAsideReport } from '../../src/usage/set-aside.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { freePort } from '../helpers/redis-server.js';
@@ -254,5 +255,48 @@ describe.each([
     expect(await seen.setAside()).toBe(0);
     await recorder.flush();
     expect((await repository.read(keyId)).customers.get(POISON)?.requests).toBe(3);
+  });
+
+  it('keeps the refused customer’s part in the journal at exit, and applies it once at the next start', async () => {
+    const repository = new UsageRepository(handle.db);
+    const dir = mkdtempSync(join(tmpdir(), 'set-aside-journal-'));
+    const journal = () => {
+      const j = new UsageJournal(join(dir, 'usage-journal'));
+      j.reserve();
+      return j;
+    };
+    const keyId = 'key_' + randomBytes(4).toString('hex');
+    await refuse(handle);
+    try {
+      const before = observed();
+      const recorder = new UsageRecorder(
+        new DatabaseUsageSink(repository, journal(), new SetAsideReport(before.logger, before.metrics)),
+        before.logger,
+        before.metrics,
+      );
+      record(recorder, keyId, 3, POISON);
+      record(recorder, keyId, 2, 'later');
+      await recorder.stop();
+      expect(before.lines.filter((l) => l.msg.includes('dropped'))).toEqual([]);
+      expect((await repository.read(keyId)).customers.get('later')?.requests).toBe(2);
+
+      await mend(handle);
+      const after = observed();
+      const sink = new DatabaseUsageSink(
+        repository,
+        journal(),
+        new SetAsideReport(after.logger, after.metrics),
+      );
+      expect(sink.heldRequests()).toBe(3);
+      await new UsageRecorder(sink, after.logger, after.metrics).flush();
+      const stored = await repository.read(keyId);
+      expect([stored.customers.get(POISON)?.requests, stored.customers.get('later')?.requests]).toEqual([
+        3, 2,
+      ]);
+      expect(await totalOf(repository, keyId)).toBe(5);
+      expect(new UsageJournal(join(dir, 'usage-journal')).take()).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
