@@ -3,10 +3,10 @@ import type { HeldBatch, UsageJournal } from './journal.js';
 import { isRefusedData, type SetAsideReport } from './set-aside.js';
 import type { UsageRepository } from './usage-repository.js';
 import { mergeKeyUsage } from './merge-usage.js';
+import { partsOf, requestsHeldIn } from './refused-parts.js';
 import {
   emptyKeyUsage,
   entryOf,
-  requestsIn,
   type PendingPart,
   type PendingUsage,
   type UsageBatch,
@@ -30,8 +30,9 @@ interface Held extends HeldBatch {
  * While the database refuses, the batches handed over meanwhile are merged into one: none of them has
  * been sent, so none can have been applied, and one id for their sum counts each request once. What
  * is held then grows with the keys, paths and customers seen, not with the seconds of the outage.
- * A batch whose data the database refuses is set aside instead (set-aside.ts): held under its id and
- * tried again at each write, while the batches after it are applied.
+ * A batch whose data the database refuses is cut into parts (refused-parts.ts), each applied on its
+ * own; a part refused alone is set aside (set-aside.ts): held under its id and tried again at each
+ * write, while the batches after it are applied.
  */
 export class DatabaseUsageSink implements UsageSink, PendingUsage {
   private readonly held: Held[];
@@ -72,6 +73,13 @@ export class DatabaseUsageSink implements UsageSink, PendingUsage {
         await this.repository.applyBatch(held.batchId, held.batch);
       } catch (err) {
         if (!isRefusedData(err)) throw err;
+        // Refused, so not applied: its parts go in under ids of their own, and only a part refused alone is
+        // set aside. A batch of the journal stays whole: the journal still holds it under its id.
+        const parts = held.fromJournal === true ? [] : partsOf(held.batch);
+        if (parts.length > 1) {
+          this.held.splice(next, 1, ...parts.map((batch) => ({ batchId: randomUUID(), batch, sent: false })));
+          continue;
+        }
         if (held.setAside !== true) this.report?.setAside(held.batchId, err);
         held.setAside = true;
         next++;
@@ -95,7 +103,7 @@ export class DatabaseUsageSink implements UsageSink, PendingUsage {
   }
 
   heldRequests(): number {
-    return this.held.reduce((n, h) => n + requestsIn(h.batch), 0);
+    return this.held.reduce((n, h) => n + requestsHeldIn(h.batch), 0);
   }
 
   /**

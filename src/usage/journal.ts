@@ -3,11 +3,11 @@ import { dirname } from 'node:path';
 import { freeBytes } from '../store/disk-space.js';
 import type { FailureEntry } from './failure-log.js';
 import { addToBin } from './latency-histogram.js';
+import { requestsHeld } from './refused-parts.js';
 import {
   OUTCOMES,
   STATUS_FIELDS,
   emptyBucket,
-  requestsOf,
   type BucketCounts,
   type DayUsage,
   type EndpointUsage,
@@ -272,7 +272,7 @@ export class UsageJournal {
           batch: index,
           keyId,
           usage,
-          requests: requestsOf(usage),
+          requests: requestsHeld(usage),
           bytes: estimatedBytes(keyId, usage),
         });
     });

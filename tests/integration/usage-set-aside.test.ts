@@ -20,6 +20,7 @@ import { UsageFlusher } from '../../src/usage/redis/flusher.js';
 import { usageKeys } from '../../src/usage/redis/key-layout.js';
 import { RedisUsageSink } from '../../src/usage/redis/sink.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
+import { UsageJournal } from '../../src/usage/journal.js';
 import { SetAsideReport } from '../../src/usage/set-aside.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { freePort } from '../helpers/redis-server.js';
@@ -174,12 +175,13 @@ describe.each([
   let handle: DbHandle;
   let dispose: () => unknown;
 
-  beforeAll(async () => {
+  // A database each: a test leaves the refused rows in once it mends the rule.
+  beforeEach(async () => {
     ({ handle, dispose } = await open());
     await migrate(handle);
   });
 
-  afterAll(async () => {
+  afterEach(async () => {
     await handle.close();
     await dispose();
   });
@@ -204,7 +206,9 @@ describe.each([
       await recorder.flush();
       expect(await totalOf(repository, 'later_' + keyId)).toBe(2 * (second + 1));
     }
-    expect(await totalOf(repository, keyId)).toBe(0);
+    // Only the refused customer's rows wait: the key's requests are counted.
+    expect(await totalOf(repository, keyId)).toBe(3);
+    expect((await repository.read(keyId)).customers.has(POISON)).toBe(false);
     expect(seen.setAsideLines()).toHaveLength(1);
     // What is set aside is still shown as pending, not hidden.
     expect((await sink.pending(keyId)).map((p) => p.batchId)).toEqual([line!.batchId]);
@@ -216,5 +220,83 @@ describe.each([
     expect((await repository.read(keyId)).customers.get(POISON)?.requests).toBe(3);
     expect(sink.heldRequests()).toBe(0);
     expect(await seen.setAside()).toBe(0);
+  });
+
+  it('applies the usage handed over with a refused value, and the refused value once when mended', async () => {
+    const repository = new UsageRepository(handle.db);
+    const seen = observed();
+    const sink = new DatabaseUsageSink(repository, undefined, new SetAsideReport(seen.logger, seen.metrics));
+    const recorder = new UsageRecorder(sink, seen.logger, seen.metrics);
+    const keyId = 'key_' + randomBytes(4).toString('hex');
+    await refuse(handle);
+
+    // The refused requests fall over two hand-overs, the second with the key's later usage.
+    record(recorder, keyId, 2, POISON);
+    await recorder.flush();
+    expect(await seen.setAside()).toBe(1);
+    record(recorder, keyId, 1, POISON);
+    record(recorder, keyId, 2, 'later');
+    record(recorder, 'other_' + keyId, 1, 'later');
+    await recorder.flush();
+    const stored = await repository.read(keyId);
+    expect(stored.customers.get('later')?.requests).toBe(2);
+    expect(stored.customers.has(POISON)).toBe(false);
+    expect(await totalOf(repository, keyId)).toBe(5);
+    expect(await totalOf(repository, 'other_' + keyId)).toBe(1);
+    expect(sink.heldRequests()).toBe(3);
+
+    await mend(handle);
+    await recorder.flush();
+    const mended = await repository.read(keyId);
+    expect(mended.customers.get(POISON)?.requests).toBe(3);
+    expect(mended.customers.get('later')?.requests).toBe(2);
+    expect(await totalOf(repository, keyId)).toBe(5);
+    expect(sink.heldRequests()).toBe(0);
+    expect(await seen.setAside()).toBe(0);
+    await recorder.flush();
+    expect((await repository.read(keyId)).customers.get(POISON)?.requests).toBe(3);
+  });
+
+  it('keeps the refused customer’s part in the journal at exit, and applies it once at the next start', async () => {
+    const repository = new UsageRepository(handle.db);
+    const dir = mkdtempSync(join(tmpdir(), 'set-aside-journal-'));
+    const journal = () => {
+      const j = new UsageJournal(join(dir, 'usage-journal'));
+      j.reserve();
+      return j;
+    };
+    const keyId = 'key_' + randomBytes(4).toString('hex');
+    await refuse(handle);
+    try {
+      const before = observed();
+      const recorder = new UsageRecorder(
+        new DatabaseUsageSink(repository, journal(), new SetAsideReport(before.logger, before.metrics)),
+        before.logger,
+        before.metrics,
+      );
+      record(recorder, keyId, 3, POISON);
+      record(recorder, keyId, 2, 'later');
+      await recorder.stop();
+      expect(before.lines.filter((l) => l.msg.includes('dropped'))).toEqual([]);
+      expect((await repository.read(keyId)).customers.get('later')?.requests).toBe(2);
+
+      await mend(handle);
+      const after = observed();
+      const sink = new DatabaseUsageSink(
+        repository,
+        journal(),
+        new SetAsideReport(after.logger, after.metrics),
+      );
+      expect(sink.heldRequests()).toBe(3);
+      await new UsageRecorder(sink, after.logger, after.metrics).flush();
+      const stored = await repository.read(keyId);
+      expect([stored.customers.get(POISON)?.requests, stored.customers.get('later')?.requests]).toEqual([
+        3, 2,
+      ]);
+      expect(await totalOf(repository, keyId)).toBe(5);
+      expect(new UsageJournal(join(dir, 'usage-journal')).take()).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
