@@ -200,6 +200,18 @@ export interface PendingUsage {
    * perhaps stored) between its read of this source and its read of Postgres.
    */
   sealMark?(): Promise<unknown>;
+  /**
+   * For this process's recorder, the source read last: how many hand-overs to the sink have begun
+   * and ended. Usage handed over between the reader's read of the sources downstream and its read of
+   * this one, or on its way downstream across the first, is in neither read: the reader reads again.
+   */
+  handOvers?(): HandOvers;
+}
+
+/** A recorder's hand-overs of usage to its sink so far: one under way when `begun` > `ended`. */
+export interface HandOvers {
+  readonly begun: number;
+  readonly ended: number;
 }
 
 export const emptyFiledUsage = (): FiledUsage => ({
