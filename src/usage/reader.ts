@@ -132,11 +132,11 @@ export class UsageReader {
   }
 }
 
-/** Whether usage moved downstream from the recorder during a read: a hand-over began, or one was under way. */
+/** Whether usage may have moved downstream from the recorder during a read: a hand-over began, or one was under way. */
 const handedOver = (before: HandOvers | undefined, after: HandOvers | undefined): boolean =>
   before !== undefined &&
   after !== undefined &&
-  (before.begun !== after.begun || before.ended !== before.begun || after.ended !== after.begun);
+  (before.begun !== after.begun || before.underWay || after.underWay);
 
 const pendingOf = async (source: PendingUsage, keyIds: readonly string[]) =>
   (await Promise.all(keyIds.map((keyId) => source.pending(keyId)))).flat();

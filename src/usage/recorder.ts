@@ -68,9 +68,9 @@ export class UsageRecorder implements PendingUsage {
   private failureMinutes = new Set<number>();
   private readonly writes: RepeatingTask;
   private lastSuccess = Date.now();
-  /** Counted for the reader (PendingUsage.handOvers). */
+  /** For the reader (PendingUsage.handOvers). */
   private begun = 0;
-  private ended = 0;
+  private writing = false;
 
   constructor(
     private readonly sink: UsageSink,
@@ -195,6 +195,7 @@ export class UsageRecorder implements PendingUsage {
     for (const [keyId, parts] of this.current)
       batch.set(keyId, { ...keyUsageOf(parts), failures: this.failures.get(keyId) });
     this.begun++;
+    this.writing = true;
     this.current = new Map();
     this.failures = new Map();
     // A count matters while its key fails in its minute: one of a minute no failure came in since the
@@ -210,7 +211,7 @@ export class UsageRecorder implements PendingUsage {
       this.metrics.usageFlushFailures.inc({ stage: 'record' });
       this.logger.warn({ err: (err as Error).message }, 'usage write failed; will retry');
     } finally {
-      this.ended++;
+      this.writing = false;
     }
   }
 
@@ -224,7 +225,7 @@ export class UsageRecorder implements PendingUsage {
   }
 
   handOvers(): HandOvers {
-    return { begun: this.begun, ended: this.ended };
+    return { begun: this.begun, underWay: this.writing };
   }
 }
 
