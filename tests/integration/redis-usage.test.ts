@@ -447,6 +447,30 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
     expect(reads).toBe(2);
   });
 
+  it('reads a key detail once while Redis does not answer, a hand-over under way or not', async () => {
+    const dead = new Redis({
+      port: await freePort(),
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
+    const stuck = { write: () => new Promise<void>(() => {}), heldRequests: () => 0 };
+    const recorder = new UsageRecorder(stuck, logger, metrics);
+    recorder.record(requestFacts('key_3', { endpoint: '/stuck' }));
+    void recorder.flush();
+    let reads = 0;
+    class Counted extends UsageRepository {
+      override async inSnapshot<T>(batchIds: readonly string[], read: (snapshot: Db) => Promise<T>) {
+        reads++;
+        return super.inSnapshot(batchIds, read);
+      }
+    }
+    const pending = new RedisPendingUsage(dead, testKeyPrefix(), logger, metrics);
+    await new UsageReader(new Counted(handle.db), [pending, recorder]).read('key_3');
+    // Reading again would only wait on Redis again: what it holds shows once it answers.
+    expect(reads).toBe(1);
+  });
+
   it('rejects a push while Redis is unreachable, so the recorder keeps the batch', async () => {
     const dead = new Redis({
       port: await freePort(),
