@@ -9,6 +9,7 @@ import {
   subtractCounts,
   type EndpointUsage,
   type FiledUsage,
+  type HandOvers,
   type KeyUsage,
   type PendingPart,
   type PendingUsage,
@@ -98,34 +99,44 @@ export class UsageReader {
    * moment, each exactly once however flushes interleave: the downstream sources are read first,
    * then the store together with which of their sealed batches it has applied, in one snapshot (a
    * batch is either in what `read` saw, or among the parts); this process's recorder, the last
-   * source, is read after the store (its usage has not moved downstream yet, or is read there). A part
-   * with no batch id (a live hash in Redis) may have been sealed and stored between the two reads: when
-   * a source's seal mark moved meanwhile, all is read again.
+   * source, is read after the store. A part with no batch id (a live hash in Redis) may have been
+   * sealed and stored between the two reads, and usage the recorder hands downstream meanwhile (or was
+   * handing over already) is in neither its read nor theirs: when a source's seal mark moved or a
+   * hand-over began or was under way, all is read again.
    */
   async snapshot<T>(
     keyIds: readonly string[],
     read: (snapshot: Db) => Promise<T>,
   ): Promise<{ readonly stored: T; readonly pending: KeyUsage[] }> {
     const downstreamSources = this.pendingSources.slice(0, -1);
+    const local = this.pendingSources.at(-1);
     const marks = () => Promise.all(downstreamSources.map((source) => source.sealMark?.()));
     for (let attempt = 1; ; attempt++) {
+      const handOversBefore = local?.handOvers?.();
       const before = await marks();
       const downstream: PendingPart[] = [];
       for (const source of downstreamSources) downstream.push(...(await pendingOf(source, keyIds)));
       const { stored, applied } = await this.repository.inSnapshot(batchIdsOf(downstream), read);
       const after = await marks();
-      if (attempt < SNAPSHOT_ATTEMPTS && before.some((mark, i) => mark !== after[i])) continue;
-      const local = this.pendingSources.at(-1);
+      const localParts = local === undefined ? [] : await pendingOf(local, keyIds);
+      // A source that does not answer (mark null) shows nothing anyway: reading again only waits on it.
+      const moved =
+        before.some((mark, i) => mark !== after[i]) ||
+        (!after.includes(null) && handedOver(handOversBefore, local?.handOvers?.()));
+      if (attempt < SNAPSHOT_ATTEMPTS && moved) continue;
       return {
         stored,
-        pending: [
-          ...notIn(applied, downstream),
-          ...(local === undefined ? [] : await pendingOf(local, keyIds)).map((p) => p.usage),
-        ],
+        pending: [...notIn(applied, downstream), ...localParts.map((p) => p.usage)],
       };
     }
   }
 }
+
+/** Whether usage may have moved downstream from the recorder during a read: a hand-over began, or one was under way. */
+const handedOver = (before: HandOvers | undefined, after: HandOvers | undefined): boolean =>
+  before !== undefined &&
+  after !== undefined &&
+  (before.begun !== after.begun || before.underWay || after.underWay);
 
 const pendingOf = async (source: PendingUsage, keyIds: readonly string[]) =>
   (await Promise.all(keyIds.map((keyId) => source.pending(keyId)))).flat();

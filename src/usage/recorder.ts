@@ -23,6 +23,7 @@ import {
   minuteOf,
   requestsOf,
   type FiledUsage,
+  type HandOvers,
   type KeyUsage,
   type PendingPart,
   type PendingUsage,
@@ -67,6 +68,9 @@ export class UsageRecorder implements PendingUsage {
   private failureMinutes = new Set<number>();
   private readonly writes: RepeatingTask;
   private lastSuccess = Date.now();
+  /** For the reader (PendingUsage.handOvers). */
+  private begun = 0;
+  private writing = false;
 
   constructor(
     private readonly sink: UsageSink,
@@ -190,6 +194,8 @@ export class UsageRecorder implements PendingUsage {
     const batch: UsageBatch = new Map();
     for (const [keyId, parts] of this.current)
       batch.set(keyId, { ...keyUsageOf(parts), failures: this.failures.get(keyId) });
+    this.begun++;
+    this.writing = true;
     this.current = new Map();
     this.failures = new Map();
     // A count matters while its key fails in its minute: one of a minute no failure came in since the
@@ -204,16 +210,22 @@ export class UsageRecorder implements PendingUsage {
       // The sink keeps what it could not write, under the identity it gave it: the next flush retries.
       this.metrics.usageFlushFailures.inc({ stage: 'record' });
       this.logger.warn({ err: (err as Error).message }, 'usage write failed; will retry');
+    } finally {
+      this.writing = false;
     }
   }
 
   /**
-   * What has not been handed to the sink yet. A batch being written is the sink's to show, if it can
-   * tell whether the store has it: counting it twice is worse than showing it a moment late.
+   * What has not been handed to the sink yet. A batch being written may be downstream already or not
+   * yet: the reader, told by `handOvers`, reads again rather than count it twice or miss it.
    */
   pending(keyId: string): Promise<PendingPart[]> {
     const parts = this.current.get(keyId);
     return Promise.resolve(parts ? [{ usage: keyUsageOf(parts) }] : []);
+  }
+
+  handOvers(): HandOvers {
+    return { begun: this.begun, underWay: this.writing };
   }
 }
 

@@ -200,6 +200,23 @@ export interface PendingUsage {
    * perhaps stored) between its read of this source and its read of Postgres.
    */
   sealMark?(): Promise<unknown>;
+  /**
+   * For this process's recorder, the source read last: its hand-overs to the sink. Usage handed over
+   * between the reader's read of the sources downstream and its read of this one, or on its way
+   * downstream across the first, is in neither read: the reader reads again.
+   */
+  handOvers?(): HandOvers;
+}
+
+/** A recorder's hand-overs of usage to its sink. */
+export interface HandOvers {
+  /** How many have begun. */
+  readonly begun: number;
+  /**
+   * One is being written. (A push the sink could not confirm and holds for the next write may be in
+   * Redis or not: neither read shows it until it is written again.)
+   */
+  readonly underWay: boolean;
 }
 
 export const emptyFiledUsage = (): FiledUsage => ({

@@ -394,6 +394,83 @@ describe('Redis usage: push, pending view, flush to Postgres', () => {
     expect(await stored('key_2')).toEqual(usage({ '/live': [3, 0, 3] }));
   });
 
+  it('shows recorded usage when this process hands it to Redis between the read of Redis and its own', async () => {
+    const r = await replica(testKeyPrefix());
+    const recorder = new UsageRecorder(r.sink, logger, metrics);
+    const storedBefore = (await new UsageReader(repository, []).read('key_1')).totalRequests;
+    for (let i = 0; i < 3; i++) recorder.record(requestFacts('key_1', { endpoint: '/handed' }));
+    // The recorder's once-a-second write lands in the gap the reader leaves between Redis and this process, once.
+    let reads = 0;
+    class HandedOverInTheGap extends UsageRepository {
+      override async inSnapshot<T>(batchIds: readonly string[], read: (snapshot: Db) => Promise<T>) {
+        if (reads++ === 0) await recorder.flush();
+        return super.inSnapshot(batchIds, read);
+      }
+    }
+    const view = await new UsageReader(new HandedOverInTheGap(handle.db), [r.pending, recorder]).read(
+      'key_1',
+    );
+    expect(view.totalRequests).toBe(storedBefore + 3);
+    // Read again: the first read found the hand-over under way.
+    expect(reads).toBe(2);
+  });
+
+  it('shows recorded usage whose hand-over to Redis began before the read and lands in its gap', async () => {
+    const r = await replica(testKeyPrefix());
+    let land!: () => void;
+    const landing = new Promise<void>((resolve) => (land = resolve));
+    const slowSink = {
+      write: async (batch: UsageBatch) => {
+        await landing;
+        await r.sink.write(batch);
+      },
+      heldRequests: () => r.sink.heldRequests(),
+    };
+    const recorder = new UsageRecorder(slowSink, logger, metrics);
+    const storedBefore = (await new UsageReader(repository, []).read('key_2')).totalRequests;
+    for (let i = 0; i < 4; i++) recorder.record(requestFacts('key_2', { endpoint: '/in-flight' }));
+    // Handed over (no longer the recorder's), not yet in Redis when the reader reads Redis.
+    const handOver = recorder.flush();
+    let reads = 0;
+    class LandedInTheGap extends UsageRepository {
+      override async inSnapshot<T>(batchIds: readonly string[], read: (snapshot: Db) => Promise<T>) {
+        if (reads++ === 0) {
+          land();
+          await handOver;
+        }
+        return super.inSnapshot(batchIds, read);
+      }
+    }
+    const view = await new UsageReader(new LandedInTheGap(handle.db), [r.pending, recorder]).read('key_2');
+    expect(view.totalRequests).toBe(storedBefore + 4);
+    // Read again: the first read found the hand-over under way.
+    expect(reads).toBe(2);
+  });
+
+  it('reads a key detail once while Redis does not answer, a hand-over under way or not', async () => {
+    const dead = new Redis({
+      port: await freePort(),
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
+    const stuck = { write: () => new Promise<void>(() => {}), heldRequests: () => 0 };
+    const recorder = new UsageRecorder(stuck, logger, metrics);
+    recorder.record(requestFacts('key_3', { endpoint: '/stuck' }));
+    void recorder.flush();
+    let reads = 0;
+    class Counted extends UsageRepository {
+      override async inSnapshot<T>(batchIds: readonly string[], read: (snapshot: Db) => Promise<T>) {
+        reads++;
+        return super.inSnapshot(batchIds, read);
+      }
+    }
+    const pending = new RedisPendingUsage(dead, testKeyPrefix(), logger, metrics);
+    await new UsageReader(new Counted(handle.db), [pending, recorder]).read('key_3');
+    // Reading again would only wait on Redis again: what it holds shows once it answers.
+    expect(reads).toBe(1);
+  });
+
   it('rejects a push while Redis is unreachable, so the recorder keeps the batch', async () => {
     const dead = new Redis({
       port: await freePort(),

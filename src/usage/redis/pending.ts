@@ -50,7 +50,8 @@ export class RedisPendingUsage implements PendingUsage {
    */
   async sealMark(): Promise<unknown> {
     try {
-      return await this.client.get(this.layout.seals);
+      // No seal yet is a count of 0: null is kept for a Redis that does not answer.
+      return (await this.client.get(this.layout.seals)) ?? '0';
     } catch {
       return null;
     }
