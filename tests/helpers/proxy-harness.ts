@@ -349,6 +349,20 @@ export class ProxyHarness {
     return { id, secret };
   }
 
+  /** A management API call with the root token and a JSON body; the answer's status and JSON body. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read response fields freely
+  async admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+    const res = await fetch(this.base + path, {
+      method,
+      headers: {
+        authorization: `Bearer ${this.rootToken}`,
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+      },
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    });
+    return { status: res.status, body: await res.json() };
+  }
+
   /** A management API call with the root token. */
   async manage(path: string): Promise<Response> {
     return fetch(this.base + path, { headers: { authorization: `Bearer ${this.rootToken}` } });

@@ -9,40 +9,18 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
-import { createLogger } from '../../src/ops/logger.js';
-import { Metrics } from '../../src/ops/metrics.js';
-import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import { startAnthropicBackend, type AnthropicUsage } from '../helpers/anthropic-backend.js';
 import { REPLY, type ModelBackend } from '../helpers/model-backend.js';
 import { startOpenAiBackend, type OpenAiUsage } from '../helpers/openai-backend.js';
-import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
 import { waitFor } from '../helpers/poll.js';
-import { closeDatabase, ProxyHarness, type HarnessOptions } from '../helpers/proxy-harness.js';
+import { HARNESS_LIMITERS } from '../helpers/harness-limiters.js';
+import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 
 afterAll(closeDatabase);
 
-const connections: RedisConnections[] = [];
-afterAll(() => Promise.all(connections.map((c) => c.close())));
-
-const LIMITERS: Record<string, (h: ProxyHarness) => Promise<HarnessOptions>> = {
-  'in-process counters (single node)': () => Promise.resolve({}),
-  async 'Redis counters'(h) {
-    const prefix = testKeyPrefix();
-    const redis = connectRedis({ redisUrl: REDIS_URL, redisClusterNodes: undefined }, createLogger('silent'));
-    connections.push(redis);
-    const limiter = new RedisRateLimiter(redis.client, prefix, new Metrics(), {
-      subscriber: redis.subscriber,
-      clock: h.clock,
-    });
-    await limiter.ready();
-    return { env: { REDIS_URL, REDIS_KEY_PREFIX: prefix }, limiter };
-  },
-};
-
 const prompt = [{ role: 'user' as const, content: 'How are tokens counted?' }];
 
-describe.each(Object.keys(LIMITERS))('the official clients through Tollgate, %s', (limiter) => {
+describe.each(Object.keys(HARNESS_LIMITERS))('the official clients through Tollgate, %s', (limiter) => {
   let h: ProxyHarness;
   let openAiBackend: ModelBackend;
   let anthropicBackend: ModelBackend;
@@ -56,7 +34,7 @@ describe.each(Object.keys(LIMITERS))('the official clients through Tollgate, %s'
     h = new ProxyHarness();
     // Counts in Redis expire by the wall clock: the limiter's windows must be the real ones.
     h.realTime = true;
-    await h.start(await LIMITERS[limiter]!(h));
+    await h.start(await HARNESS_LIMITERS[limiter]!(h));
     for (const [routeId, pathPrefix, backend] of [
       [`openai-${suffix}`, '/v1/chat', openAiBackend],
       [`anthropic-${suffix}`, '/v1/messages', anthropicBackend],
@@ -74,18 +52,7 @@ describe.each(Object.keys(LIMITERS))('the official clients through Tollgate, %s'
     await Promise.all([openAiBackend.close(), anthropicBackend.close()]);
   });
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read response fields freely
-  async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const res = await fetch(h.base + path, {
-      method,
-      headers: {
-        authorization: `Bearer ${h.rootToken}`,
-        ...(body !== undefined && { 'content-type': 'application/json' }),
-      },
-      ...(body !== undefined && { body: JSON.stringify(body) }),
-    });
-    return { status: res.status, body: await res.json() };
-  }
+  const api: ProxyHarness['admin'] = (method, path, body) => h.admin(method, path, body);
 
   it('charges every limit, the balance and usage the tokens the backends reported, JSON and streaming', async () => {
     const reserve = { pointer: '/max_tokens', add: 1_000, default: 4_096 };

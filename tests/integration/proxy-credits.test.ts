@@ -9,13 +9,9 @@
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
-import { createLogger } from '../../src/ops/logger.js';
-import { Metrics } from '../../src/ops/metrics.js';
-import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
-import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
 import { waitFor } from '../helpers/poll.js';
-import { closeDatabase, ProxyHarness, type HarnessOptions } from '../helpers/proxy-harness.js';
+import { HARNESS_LIMITERS } from '../helpers/harness-limiters.js';
+import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 
 afterAll(closeDatabase);
 
@@ -57,35 +53,13 @@ const PRICED_PLAN = {
   ],
 };
 
-const connections: RedisConnections[] = [];
-afterAll(() => Promise.all(connections.map((c) => c.close())));
-
-/**
- * The app as each mode builds it. With Redis, the limiter follows the harness's clock (production
- * passes none: the wall clock), as a balance's refill window is the limiter's.
- */
-const LIMITERS: Record<string, (h: ProxyHarness) => Promise<HarnessOptions>> = {
-  'in-process counters (single node)': () => Promise.resolve({}),
-  async 'Redis counters'(h) {
-    const prefix = testKeyPrefix();
-    const redis = connectRedis({ redisUrl: REDIS_URL, redisClusterNodes: undefined }, createLogger('silent'));
-    connections.push(redis);
-    const limiter = new RedisRateLimiter(redis.client, prefix, new Metrics(), {
-      subscriber: redis.subscriber,
-      clock: h.clock,
-    });
-    await limiter.ready();
-    return { env: { REDIS_URL, REDIS_KEY_PREFIX: prefix }, limiter };
-  },
-};
-
 /** A harness of `limiter`'s mode, started. */
 async function started(limiter: string): Promise<ProxyHarness> {
   const h = new ProxyHarness();
-  return h.start(await LIMITERS[limiter]!(h));
+  return h.start(await HARNESS_LIMITERS[limiter]!(h));
 }
 
-describe.each(Object.keys(LIMITERS))('credits through the proxy, %s', (limiter) => {
+describe.each(Object.keys(HARNESS_LIMITERS))('credits through the proxy, %s', (limiter) => {
   let h: ProxyHarness;
 
   beforeAll(async () => {
@@ -93,18 +67,7 @@ describe.each(Object.keys(LIMITERS))('credits through the proxy, %s', (limiter) 
   }, 60_000);
   afterAll(() => h.stop());
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read response fields freely
-  async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const res = await fetch(h.base + path, {
-      method,
-      headers: {
-        authorization: `Bearer ${h.rootToken}`,
-        ...(body !== undefined && { 'content-type': 'application/json' }),
-      },
-      ...(body !== undefined && { body: JSON.stringify(body) }),
-    });
-    return { status: res.status, body: await res.json() };
-  }
+  const api: ProxyHarness['admin'] = (method, path, body) => h.admin(method, path, body);
   async function created(path: string, body: unknown) {
     const res = await api('POST', path, body);
     expect(res.status).toBe(201);

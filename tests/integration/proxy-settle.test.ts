@@ -11,43 +11,21 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
-import { createLogger } from '../../src/ops/logger.js';
-import { Metrics } from '../../src/ops/metrics.js';
-import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import { startOpenAiBackend } from '../helpers/openai-backend.js';
 import type { ModelBackend } from '../helpers/model-backend.js';
-import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
-import { closeDatabase, ProxyHarness, type HarnessOptions } from '../helpers/proxy-harness.js';
+import { HARNESS_LIMITERS } from '../helpers/harness-limiters.js';
+import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 
 afterAll(closeDatabase);
 
 /** Bodies are read up to 4 KiB to match and reserve on them. */
 const BODY_MATCH_MAX_BYTES = '4096';
 
-const connections: RedisConnections[] = [];
-afterAll(() => Promise.all(connections.map((c) => c.close())));
-
-const LIMITERS: Record<string, (h: ProxyHarness) => Promise<HarnessOptions>> = {
-  'in-process counters (single node)': () => Promise.resolve({ env: { BODY_MATCH_MAX_BYTES } }),
-  async 'Redis counters'(h) {
-    const prefix = testKeyPrefix();
-    const redis = connectRedis({ redisUrl: REDIS_URL, redisClusterNodes: undefined }, createLogger('silent'));
-    connections.push(redis);
-    const limiter = new RedisRateLimiter(redis.client, prefix, new Metrics(), {
-      subscriber: redis.subscriber,
-      clock: h.clock,
-    });
-    await limiter.ready();
-    return { env: { REDIS_URL, REDIS_KEY_PREFIX: prefix, BODY_MATCH_MAX_BYTES }, limiter };
-  },
-};
-
 /** 20 prompt and 30 completion tokens: 50 a call. */
 const USAGE = { prompt_tokens: 20, completion_tokens: 30 };
 const RESERVED = 500;
 
-describe.each(Object.keys(LIMITERS))('usage-priced requests through the proxy, %s', (limiter) => {
+describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the proxy, %s', (limiter) => {
   let h: ProxyHarness;
   let backend: ModelBackend;
   // The file's modes share one database: a route id each.
@@ -58,7 +36,7 @@ describe.each(Object.keys(LIMITERS))('usage-priced requests through the proxy, %
     h = new ProxyHarness();
     // Counts in Redis expire by the wall clock: the limiter's windows must be the real ones.
     h.realTime = true;
-    await h.start(await LIMITERS[limiter]!(h));
+    await h.start(await HARNESS_LIMITERS[limiter]!(h, { BODY_MATCH_MAX_BYTES }));
     const route = await api('POST', '/tollgate/routes', {
       routeId,
       match: { pathPrefix: '/v1/chat' },
@@ -73,18 +51,7 @@ describe.each(Object.keys(LIMITERS))('usage-priced requests through the proxy, %
     await backend.close();
   });
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read response fields freely
-  async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const res = await fetch(h.base + path, {
-      method,
-      headers: {
-        authorization: `Bearer ${h.rootToken}`,
-        ...(body !== undefined && { 'content-type': 'application/json' }),
-      },
-      ...(body !== undefined && { body: JSON.stringify(body) }),
-    });
-    return { status: res.status, body: await res.json() };
-  }
+  const api: ProxyHarness['admin'] = (method, path, body) => h.admin(method, path, body);
 
   /** A key on a plan of `limit` tokens a day, each chat call reserving RESERVED and settled by the openai preset. */
   async function tokenKey(limit: number): Promise<{ id: string; secret: string }> {
