@@ -4,16 +4,18 @@
  * (forward auth, Envoy's Check, its rate limit service) reads the request its own way into a
  * `GatewayRequest` and writes the decision its own way (docs/guides/external-authorization.md).
  */
+import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Config } from '../config.js';
 import { errorResponse } from '../errors.js';
 import type { Metrics } from '../ops/metrics.js';
+import { hasNoControlCharacter } from '../plans/clean-text.js';
 import { normalisedPath } from '../plans/normalised-path.js';
 import { admit, type Admitted, type AdmissionDeps, type Refused } from '../proxy/admission.js';
 import { countDecision, type KeyUseDeps } from '../proxy/key-use.js';
 import { addLimitHeaders } from '../proxy/rate-limit-headers.js';
 import { refusalResponse, type RefusalResponse } from '../proxy/refusal-response.js';
-import { hasDotSegment } from '../proxy/request-target.js';
+import { hasDotSegment, originForm } from '../proxy/request-target.js';
 import type { Routing } from '../proxy/routing.js';
 
 export type ExtauthProtocol = 'forward_auth' | 'check' | 'should_rate_limit';
@@ -44,6 +46,28 @@ export interface GatewayRequest {
   readonly cost?: number;
 }
 
+/**
+ * The longest target a gateway may name: about what Node's default limit on a request's head lets a
+ * request line to the proxy carry.
+ */
+const MAX_TARGET_LENGTH = 8_192;
+/** A method as a request line to the proxy may carry one (a token, RFC 9110), after upper-casing. */
+const METHOD = /^[-!#$%&'*+.^_`|~0-9A-Z]{1,32}$/;
+
+/**
+ * The path of the gateway's request in normal form, as the proxy reads a request line: its origin
+ * form (request-target.ts), refused (null) when the proxy would refuse it or its parser never pass
+ * it (a control character, a head too long), undefined when the gateway named none. A gateway's
+ * gRPC call can carry any string, and the path is kept in usage and the failure log.
+ */
+function pathOf({ target, host }: GatewayRequest): string | null | undefined {
+  if (target === undefined) return undefined;
+  if (target.length > MAX_TARGET_LENGTH || !hasNoControlCharacter(target)) return null;
+  const origin = originForm(target, host);
+  const path = origin === undefined ? undefined : normalisedPath(origin.path);
+  return path === undefined || hasDotSegment(path) ? null : path;
+}
+
 /** Usage files a decision whose gateway named no path under this endpoint. */
 export const NO_PATH_ENDPOINT = '(gateway)';
 
@@ -70,12 +94,8 @@ export async function decide(
   protocol: ExtauthProtocol,
   request: GatewayRequest,
 ): Promise<GatewayDecision> {
-  const target = request.target;
-  const query = target === undefined ? -1 : target.indexOf('?');
-  // Normalised as the proxy normalises a request's, so that both match and count the same path.
-  const path =
-    target === undefined ? undefined : normalisedPath(query === -1 ? target : target.slice(0, query));
-  if (target !== undefined && (path === undefined || hasDotSegment(path))) {
+  const path = pathOf(request);
+  if (path === null || !METHOD.test(request.method)) {
     deps.metrics.extauthDecisions.inc({ protocol, code: 'invalid_request_target' });
     return {
       admitted: false,
@@ -83,13 +103,15 @@ export async function decide(
       answer: errorResponse('invalid_request_target', { 'x-request-id': request.requestId }),
     };
   }
+  // An address a gateway names is counted per visitor and kept in the failure log: an IP address or none.
+  const client = request.client !== undefined && isIP(request.client) !== 0 ? request.client : undefined;
   // Without a path it is decided as verify decides one: for the catch-all.
   const routeId = path === undefined ? null : deps.routing.routeIdOf(request.host, request.method, path);
   const endpoint = path ?? NO_PATH_ENDPOINT;
   const admission = await admit(deps, {
     requestId: request.requestId,
     secret: request.secret,
-    client: request.client,
+    client,
     origin: request.origin,
     referer: request.referer,
     customerId: request.customerId,
@@ -107,7 +129,7 @@ export async function decide(
       path: endpoint,
       routeId: routeId ?? null,
       customerId: request.customerId,
-      clientAddress: request.client ?? null,
+      clientAddress: client ?? null,
     },
     performance.now() - request.receivedAt,
   );

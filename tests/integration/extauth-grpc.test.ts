@@ -78,6 +78,34 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     );
   });
 
+  it('refuses a path or method no request line could carry (a control character, a head too long) with 400 invalid_request_target, before it reaches usage; an address that is not one is no address', async () => {
+    const key = await h.createKey({ limit: 50, period: 'minute' });
+    const auth = { 'x-api-key': key.secret };
+    for (const target of ['/a\u0000b', '/a\nb', '/' + 'a'.repeat(9_000)]) {
+      const refused = await checked(target, auth);
+      expect([refused.denied_response.status.code, JSON.parse(refused.denied_response.body).code]).toEqual([
+        'BadRequest',
+        'invalid_request_target',
+      ]);
+    }
+    const badMethod = await limited(
+      rateLimitRequest('tollgate', [[['api_key', key.secret]], [['method', 'G\u0000T']]]),
+    );
+    expect([badMethod.overall_code, JSON.parse(badMethod.raw_body.toString()).code]).toEqual([
+      'OVER_LIMIT',
+      'invalid_request_target',
+    ]);
+    const garbled = await limited(
+      rateLimitRequest('tollgate', [[['api_key', key.secret]], [['remote_address', 'not\u0000an address']]]),
+    );
+    expect(garbled.overall_code).toBe('OK');
+    const usage = await waitFor(
+      () => h.usage(key.id),
+      (u) => u.requests === 1,
+    );
+    expect([usage.value.successful, usage.value.endpoints]).toEqual([1, ['(gateway)']]);
+  });
+
   it("ShouldRateLimit decides the api_key descriptor's key at cost hits_addend: OK, then OVER_LIMIT with the limit's status, Retry-After and the 429 body", async () => {
     const key = await h.createKey({ limit: 5, period: 'minute' });
     const entries: [string, string][][] = [
