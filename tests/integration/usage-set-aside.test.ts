@@ -186,13 +186,18 @@ describe.each([
     await dispose();
   });
 
-  it('sets aside the refused batch, applies every later one, and applies it once when mended', async () => {
+  /** A recorder and its sink on the store, the store refusing the poison customer, and a key of its own. */
+  async function refusingStore() {
     const repository = new UsageRepository(handle.db);
     const seen = observed();
     const sink = new DatabaseUsageSink(repository, undefined, new SetAsideReport(seen.logger, seen.metrics));
     const recorder = new UsageRecorder(sink, seen.logger, seen.metrics);
-    const keyId = 'key_' + randomBytes(4).toString('hex');
     await refuse(handle);
+    return { repository, seen, sink, recorder, keyId: 'key_' + randomBytes(4).toString('hex') };
+  }
+
+  it('sets aside the refused batch, applies every later one, and applies it once when mended', async () => {
+    const { repository, seen, sink, recorder, keyId } = await refusingStore();
 
     record(recorder, keyId, 3, POISON);
     await recorder.flush();
@@ -223,12 +228,7 @@ describe.each([
   });
 
   it('applies the usage handed over with a refused value, and the refused value once when mended', async () => {
-    const repository = new UsageRepository(handle.db);
-    const seen = observed();
-    const sink = new DatabaseUsageSink(repository, undefined, new SetAsideReport(seen.logger, seen.metrics));
-    const recorder = new UsageRecorder(sink, seen.logger, seen.metrics);
-    const keyId = 'key_' + randomBytes(4).toString('hex');
-    await refuse(handle);
+    const { repository, seen, sink, recorder, keyId } = await refusingStore();
 
     // The refused requests fall over two hand-overs, the second with the key's later usage.
     record(recorder, keyId, 2, POISON);
