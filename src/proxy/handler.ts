@@ -257,7 +257,7 @@ async function serve(
     // rest is never read, so the connection ends.
     if (continues || refusal.status === 413) refusal.headers.connection = 'close';
     res.writeHead(refusal.status, refusal.headers);
-    res.end(refusal.body);
+    res.end(refusal.body, refusal.encoding ?? 'utf8');
     return;
   }
   const { context, admission } = entry;

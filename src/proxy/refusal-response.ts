@@ -15,6 +15,8 @@ export interface RefusalResponse {
   readonly status: number;
   readonly headers: OutgoingHttpHeaders;
   readonly body: string;
+  /** `latin1` when the body is ASCII (most are): Node then copies it byte for byte instead of encoding it. */
+  readonly encoding?: 'latin1' | 'utf8';
 }
 
 /**
@@ -73,8 +75,10 @@ export function refusalResponse(refusal: Refused, requestId: string, nowMs: numb
     ({ body, length } = envelopeOf(refusal.code));
   }
   headers['content-type'] = 'application/json; charset=utf-8';
-  headers['content-length'] = length ?? Buffer.byteLength(body);
-  return { status: REFUSALS[refusal.code].status, headers, body };
+  const bytes = length ?? Buffer.byteLength(body);
+  headers['content-length'] = bytes;
+  const status = REFUSALS[refusal.code].status;
+  return { status, headers, body, encoding: bytes === body.length ? 'latin1' : 'utf8' };
 }
 
 /**
