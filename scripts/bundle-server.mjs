@@ -35,6 +35,10 @@ await build({
   },
   sourcemap: 'linked',
   legalComments: 'none',
+  // Without the packages' comments and indentation the bundle is about 30 % smaller, and ASCII: one
+  // typographic apostrophe in a comment made V8 hold the whole source as a two-byte string. Names stay
+  // as written, so stack traces read as before.
+  minifyWhitespace: true,
   logLevel: 'warning',
 });
 console.log(`server bundled into ${OUT}/main.js`);
