@@ -23,7 +23,8 @@ import {
 import { RedisRecovery } from './recovery/redis-recovery.js';
 import { RedisBalances } from './redis-balances.js';
 import { storedState } from './redis-states.js';
-import { settlementOf } from './redis-settlement.js';
+import { settlementOf, type Settlement } from './redis-settlement.js';
+import { SettleBatches } from './settle-batches.js';
 import { defineSettleScript, type SettleScript } from './settle-script.js';
 import { limitField } from './consume-script.js';
 
@@ -82,6 +83,7 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly balances: RedisBalances;
   private readonly places: ConcurrencyPlaces;
   private readonly settleScript: SettleScript;
+  private readonly settlements: SettleBatches;
 
   constructor(
     private readonly client: RedisClient,
@@ -111,6 +113,7 @@ export class RedisRateLimiter implements RateLimiter {
     );
     this.balances = new RedisBalances(client, prefix, this.recovery, this.watches);
     this.settleScript = defineSettleScript(client);
+    this.settlements = new SettleBatches((settlement) => this.sendSettlement(settlement));
   }
 
   /** Resolves once other replicas can ask this one for leased units back, and Redis' marker is known. */
@@ -145,17 +148,25 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /**
-   * One script call (settle-script.ts); this replica's ledgers learn what it changed, so that a refund
-   * is not taken for Redis losing keys: its part of each window, and each token bucket as left.
+   * Settled with the other settlements of its turn that charge the same counts (settle-batches.ts):
+   * one script call (settle-script.ts) for them all.
    */
   async settle(reservation: Reservation, units: number, nowMs: number): Promise<void> {
     const delta = units - reservation.reserved;
     if (delta === 0) return;
-    const { keys, call, windows, buckets } = settlementOf(this.prefix, reservation, delta, nowMs);
-    if (keys.length === 0) return;
+    const settlement = settlementOf(this.prefix, reservation, delta, nowMs);
+    if (settlement.keys.length === 0) return;
+    await this.settlements.add(settlement);
+  }
+
+  /**
+   * One call of the settle script; this replica's ledgers learn what it changed, so that a refund is
+   * not taken for Redis losing keys: its part of each window, and each token bucket as left.
+   */
+  private async sendSettlement({ keys, call, windows, buckets }: Settlement): Promise<void> {
     const left = await this.watches.measure('settle', () => this.settleScript(keys, call));
     for (const { count, slot, expiresAt } of windows)
-      this.recovery.windowTaken(count, slot, delta, expiresAt);
+      this.recovery.windowTaken(count, slot, call.delta, expiresAt);
     buckets.forEach(({ count, rule }, i) => {
       const [units, parts, at] = left.slice(3 * i, 3 * i + 3).map(Number) as [number, number, number];
       const field = limitField(rule, this.places.replica, this.places.leaseMs)!;
@@ -193,6 +204,7 @@ export class RedisRateLimiter implements RateLimiter {
 
   /** The connections belong to the composition root, which closes them after every user is done. */
   async close(): Promise<void> {
+    await this.settlements.close();
     this.registry.close();
     this.places.close();
     await this.recovery.close();

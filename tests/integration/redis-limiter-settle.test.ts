@@ -119,3 +119,33 @@ it('charges an overshoot past the limit, and refuses until the window is back wi
   const [state] = await limiter!.peek(subjects, Date.now());
   expect(state!.remaining).toBe(0);
 });
+
+it('settles the requests of one turn that charge the same counts in one script call, charging their sum', async () => {
+  const limiter = await fleet.replica();
+  // Limits too small to lease: every call below is a settlement of this test's.
+  const keys = ['key_turn_a', 'key_turn_b'];
+  const admittedMs = Date.now();
+  const reservations = [];
+  for (const keyId of keys) {
+    const subjects = keyOnly(keyId, plan({ limit: 1_000, period: 'day' }));
+    for (let i = 0; i < 10; i++) {
+      const decision = await limiter.consume(subjects, 10, admittedMs);
+      expect(decision.allowed).toBe(true);
+      reservations.push({ keyId, reservation: { decision, subjects, reserved: 10, admittedMs } });
+    }
+  }
+  const scriptCalls = async () =>
+    Number(/cmdstat_evalsha:calls=(\d+)/.exec(await fleet.admin.info('commandstats'))?.[1]);
+  const before = await scriptCalls();
+  const draw = unitsDrawn(17, 20);
+  const settled = new Map(keys.map((keyId) => [keyId, 0]));
+  await Promise.all(
+    reservations.map(({ keyId, reservation }) => {
+      const units = draw();
+      settled.set(keyId, settled.get(keyId)! + units);
+      return limiter.settle(reservation, units, Date.now());
+    }),
+  );
+  expect((await scriptCalls()) - before).toBe(keys.length);
+  for (const keyId of keys) expect(await fleet.admin.get(dayCount(keyId))).toBe(String(settled.get(keyId)));
+});
