@@ -26,6 +26,7 @@
 //   npm run bench -- tracing-memory every request sampled to a collector that never answers, 5 minutes: RSS and heap every half minute
 //   npm run bench -- cors         CORS preflights answered by Tollgate against requests without a key (401): req/s, p99
 //   npm run bench -- forged-keys  wrong-checksum secrets against CORS preflights: req/s, p99, Redis and Postgres calls beside idle
+//   npm run bench -- settle       a settled JSON request against a fixed-cost one (req/s, Redis commands per request); a 200-event stream through Tollgate against the bare forwarder; memory over 10,000 streams
 //   npm run bench -- visitors     a limit per visitor and a token against a plain key (req/s, Redis calls), and 150,000 visitors' memory
 //   npm run bench -- buckets      a hot key on a token bucket and on a concurrency limit against the one-limit key: req/s, p99, Redis round trips per request
 //   npm run bench -- portal       the developer portal with 10 keys and 90 days of usage in Chromium: ms to the keys page and the usage charts, against the console's overview
@@ -74,6 +75,7 @@ import { profileCompare } from './commands/profile-compare.ts';
 import { record } from './commands/record.ts';
 import { routes } from './commands/routes.ts';
 import { scale } from './commands/scale.ts';
+import { settle } from './commands/settle.ts';
 import { table } from './commands/table.ts';
 import { tracing } from './commands/tracing.ts';
 import { tracingExport } from './commands/tracing-export.ts';
@@ -106,11 +108,12 @@ const commands: Record<string, () => Promise<string>> = {
   'billing-export': billingExport,
   cors,
   'forged-keys': forgedKeys,
+  settle,
   visitors,
   buckets,
   portal,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|profile-compare|engines|concurrency|embedded|detail|routes|record|limiter-core|consume-args|events|extauth|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|forged-keys|visitors|buckets|portal] [--out FILE]
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|profile-compare|engines|concurrency|embedded|detail|routes|record|limiter-core|consume-args|events|extauth|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|forged-keys|settle|visitors|buckets|portal] [--out FILE]
 `;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;

@@ -1,0 +1,240 @@
+// `npm run bench -- settle`: what settling a request from its response costs (docs/guides/usage-priced-apis.md).
+// 1. A settled JSON request against a fixed-cost one, same route, same backend answer, one Tollgate per
+//    mode (embedded; Redis mode + Postgres on a private redis-server): req/s in alternating rounds,
+//    medians and every round, and Redis commands per request during each Redis-mode load.
+// 2. A stream of BENCH_SETTLE_EVENTS (200) events (bench/peers/sse-backend.ts, the last one carrying the
+//    usage) through Tollgate in Redis mode, settled by the `openai` preset, against the bare forwarder
+//    (bench/peers/engine.ts): time to the first event and to the last byte, medians over
+//    BENCH_SETTLE_STREAMS streams a round (one at a time), alternating rounds.
+// 3. Tollgate's resident memory over BENCH_SETTLE_MEMORY_STREAMS (10,000) such streams, 20 at a time,
+//    read every tenth of the way.
+import { Redis } from 'ioredis';
+import { request } from 'undici';
+import {
+  BACKEND_URL,
+  HUGE_LIMIT,
+  NODE,
+  PEER_SECRET,
+  PORT,
+  ROUNDS,
+  WARMUP,
+  env,
+  log,
+  positive,
+  run,
+} from '../lib/config.ts';
+import { alternatingRounds, roundsTable } from '../lib/alternating-rounds.ts';
+import { fmt, machine, median, ratio } from '../lib/report.ts';
+import { httpOk, startProc, stopProc, treeRssKiB, waitFor } from '../lib/processes.ts';
+import {
+  buildTollgate,
+  commandStats,
+  createKey,
+  ensureTools,
+  flushRedis,
+  freshDatabase,
+  management,
+  privateRedis,
+  startBackend,
+  startTollgate,
+} from '../lib/services.ts';
+import { wrk, type WrkResult } from '../lib/wrk.ts';
+
+const EVENTS = positive(env.BENCH_SETTLE_EVENTS, 200);
+const STREAMS = positive(env.BENCH_SETTLE_STREAMS, 100);
+const MEMORY_STREAMS = positive(env.BENCH_SETTLE_MEMORY_STREAMS, 10_000);
+const UNITS = 7;
+const SSE_PORT = PORT.events + 5;
+const FORWARDER_PORT = PORT.events + 6;
+
+/** Two plans alike but for how a request to `/bench` is priced: 7 units before, or what its answer reports. */
+async function createPlans(port: number): Promise<void> {
+  const limits = [{ limit: HUGE_LIMIT, period: 'minute' }];
+  const match = { pathPrefix: '/bench' };
+  await management(port, '/rate-limit/create', {
+    rateLimitId: 'bench-fixed-cost',
+    unit: 'tokens',
+    limits,
+    costs: [{ match, cost: UNITS }],
+  });
+  await management(port, '/rate-limit/create', {
+    rateLimitId: 'bench-settled',
+    unit: 'tokens',
+    limits,
+    costs: [{ match, cost: 10, settle: { preset: 'openai' } }],
+  });
+}
+
+async function jsonLoads(): Promise<string[]> {
+  await startBackend();
+  run.redisUrl = await privateRedis();
+  await flushRedis(run.redisUrl);
+  const redis = new Redis(run.redisUrl);
+  const perRequest = new Map<string, Map<string, number>>();
+  const loads: Record<string, (seconds: number) => Promise<WrkResult>> = {};
+  try {
+    for (const mode of ['embedded', 'redis'] as const) {
+      const port = mode === 'embedded' ? PORT.tollgateEmbedded : PORT.tollgateRedis;
+      await startTollgate({
+        name: `settle-${mode}`,
+        port,
+        mode,
+        ...(mode === 'redis' && { databaseUrl: await freshDatabase(), redisUrl: run.redisUrl }),
+      });
+      await createPlans(port);
+      for (const plan of ['fixed-cost', 'settled']) {
+        const secret = await createKey(port, `${mode}-${plan}`, true, `bench-${plan}`);
+        const id = `${mode}-${plan}`;
+        loads[id] = async (seconds) => {
+          const before = mode === 'redis' ? await commandStats(redis) : undefined;
+          const result = await wrk({
+            url: `http://127.0.0.1:${port}/bench/usage`,
+            seconds,
+            headers: { authorization: `Bearer ${secret}` },
+          });
+          if (before !== undefined) {
+            const calls = new Map<string, number>();
+            for (const [command, n] of await commandStats(redis)) {
+              const made = n - (before.get(command) ?? 0);
+              if (made > 0) calls.set(command, made / result.requests);
+            }
+            perRequest.set(id, calls);
+          }
+          return result;
+        };
+      }
+    }
+    const rounds = await alternatingRounds(loads);
+    const label: Record<string, string> = {
+      'embedded-fixed-cost': 'embedded, fixed cost (7)',
+      'embedded-settled': 'embedded, settled (reserves 10, answer says 7)',
+      'redis-fixed-cost': 'Redis mode, fixed cost (7)',
+      'redis-settled': 'Redis mode, settled (reserves 10, answer says 7)',
+    };
+    const byMode = (mode: string) =>
+      new Map([...rounds].filter(([id]) => id.startsWith(mode))) as Map<string, WrkResult[]>;
+    return [
+      ...roundsTable(byMode('embedded'), label, 'embedded-fixed-cost'),
+      '',
+      ...roundsTable(byMode('redis'), label, 'redis-fixed-cost'),
+      '',
+      'Redis commands per request, in the last round of each Redis-mode load:',
+      '',
+      ...[...perRequest].map(
+        ([id, calls]) =>
+          `- ${label[id]}: ${fmt(
+            [...calls.values()].reduce((a, b) => a + b, 0),
+            4,
+          )} (${[...calls].map(([command, n]) => `${command} ${fmt(n, 4)}`).join(', ')})`,
+      ),
+    ];
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** One stream: ms to the first event, ms to its last byte. */
+async function oneStream(url: string, secret: string): Promise<[number, number]> {
+  const started = performance.now();
+  const { statusCode, body } = await request(url, { headers: { authorization: `Bearer ${secret}` } });
+  if (statusCode !== 200) throw new Error(`stream answered ${statusCode}`);
+  let first = NaN;
+  for await (const chunk of body) {
+    if (Number.isNaN(first) && (chunk as Buffer).includes('data:')) first = performance.now() - started;
+  }
+  return [first, performance.now() - started];
+}
+
+async function streams(): Promise<string[]> {
+  const sse = startProc('settle-sse-backend', NODE, ['bench/peers/sse-backend.ts'], {
+    PORT: String(SSE_PORT),
+    EVENTS: String(EVENTS),
+    UNITS: String(UNITS),
+  });
+  const sseUrl = `http://127.0.0.1:${SSE_PORT}`;
+  await waitFor(sse, 'first stream', httpOk(`${sseUrl}/`));
+  const forwarder = startProc('settle-forwarder', NODE, ['bench/peers/engine.ts'], {
+    PORT: String(FORWARDER_PORT),
+    BACKEND_URL: sseUrl,
+    ENGINE: 'dispatch',
+  });
+  await waitFor(forwarder, 'first forwarded request', httpOk(`http://127.0.0.1:${FORWARDER_PORT}/`));
+  const port = PORT.tollgateRedisW2;
+  const tollgate = await startTollgate({
+    name: 'settle-streams',
+    port,
+    mode: 'redis',
+    databaseUrl: await freshDatabase('tollgate_bench_streams'),
+    redisUrl: run.redisUrl,
+    extraEnv: { UPSTREAM_URL: sseUrl },
+  });
+  await createPlans(port);
+  const secret = await createKey(port, 'streams', true, 'bench-settled');
+  const targets = {
+    tollgate: { url: `http://127.0.0.1:${port}/bench/chat`, secret },
+    forwarder: { url: `http://127.0.0.1:${FORWARDER_PORT}/bench/chat`, secret: PEER_SECRET },
+  };
+  const firsts = { tollgate: [] as number[], forwarder: [] as number[] };
+  const totals = { tollgate: [] as number[], forwarder: [] as number[] };
+  const names = Object.keys(targets) as (keyof typeof targets)[];
+  for (const name of names)
+    for (let i = 0; i < STREAMS / 4; i++) await oneStream(targets[name].url, targets[name].secret);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+      const first: number[] = [];
+      const total: number[] = [];
+      for (let i = 0; i < STREAMS; i++) {
+        const [f, t] = await oneStream(targets[name].url, targets[name].secret);
+        first.push(f);
+        total.push(t);
+      }
+      firsts[name].push(median(first));
+      totals[name].push(median(total));
+      log(
+        `streams round ${round + 1}/${ROUNDS} ${name}: first event ${fmt(median(first), 2)} ms, whole ${fmt(median(total), 2)} ms`,
+      );
+    }
+  }
+  const pid = tollgate.child.pid as number;
+  const rss: number[] = [treeRssKiB(pid)];
+  let started = 0;
+  let ended = 0;
+  const worker = async (): Promise<void> => {
+    while (started < MEMORY_STREAMS) {
+      started++;
+      await oneStream(targets.tollgate.url, secret);
+      if (++ended % Math.ceil(MEMORY_STREAMS / 10) === 0) rss.push(treeRssKiB(pid));
+    }
+  };
+  await Promise.all(Array.from({ length: 20 }, worker));
+  const mib = (kib: number) => fmt(kib / 1024, 1);
+  await Promise.all([stopProc(sse), stopProc(forwarder)]);
+  const row = (name: keyof typeof targets, label: string) =>
+    `| ${label} | ${fmt(median(firsts[name]), 2)} | ${ratio(median(firsts[name]), median(firsts.forwarder))} | ${fmt(median(totals[name]), 2)} | ${ratio(median(totals[name]), median(totals.forwarder))} | ${firsts[name].map((x) => fmt(x, 2)).join(' / ')} | ${totals[name].map((x) => fmt(x, 2)).join(' / ')} |`;
+  return [
+    `A stream of ${EVENTS} events (${STREAMS} streams a round, one at a time, medians):`,
+    '',
+    '| through | first event ms | ÷ forwarder | last byte ms | ÷ forwarder | first event per round | last byte per round |',
+    '|---|--:|--:|--:|--:|---|---|',
+    row('tollgate', 'Tollgate, Redis mode, settled by the openai preset'),
+    row('forwarder', 'bare forwarder (bench/peers/engine.ts)'),
+    '',
+    `Tollgate's resident memory over ${fmt(MEMORY_STREAMS)} streams (20 at a time), MiB at the start and after each tenth: ${rss.map(mib).join(' → ')}.`,
+  ];
+}
+
+export async function settle(): Promise<string> {
+  ensureTools(['nginx', 'wrk']);
+  if (!buildTollgate()) throw new Error('Tollgate is not built');
+  const json = await jsonLoads();
+  const stream = await streams();
+  return [
+    `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- settle\` (${ROUNDS} alternating rounds, warm-up ${WARMUP} s, backend ${BACKEND_URL}).`,
+    '',
+    machine(),
+    '',
+    ...json,
+    '',
+    ...stream,
+  ].join('\n');
+}
