@@ -4,11 +4,13 @@
 // to the backend), in alternating rounds, medians and every round listed; embedded, then Redis mode
 // (+ Postgres). The decision is the proxy's own admission, so the difference is the backend hop. A
 // third load is the whole path a user of nginx gets: nginx with the guide's configuration asking
-// forward auth, then forwarding to the same backend.
+// forward auth, then forwarding to the same backend. A fourth is Envoy's gRPC Check
+// (EXTAUTH_GRPC_PORT), from two processes of bench/peers/grpc-check-load.ts, 25 calls in flight each.
 import fs from 'node:fs';
 import path from 'node:path';
 import { nginxFromGuide } from '../../tests/helpers/gateway-configs.ts';
-import { BACKEND_URL, CONNECTIONS, DURATION, PORT, ROUNDS, THREADS, run } from '../lib/config.ts';
+import { spawn } from 'node:child_process';
+import { BACKEND_URL, CONNECTIONS, DURATION, NODE, PORT, ROOT, ROUNDS, THREADS, run } from '../lib/config.ts';
 import { alternatingRounds, roundsTable } from '../lib/alternating-rounds.ts';
 import { fmt, machine, median } from '../lib/report.ts';
 import { startProc, stopProc, treeCpuUs, waitFor } from '../lib/processes.ts';
@@ -25,8 +27,48 @@ import {
 } from '../lib/services.ts';
 import { wrk, type WrkResult } from '../lib/wrk.ts';
 
-/** EXTAUTH_PORT beside each Tollgate's own ports. */
+/** EXTAUTH_PORT and EXTAUTH_GRPC_PORT beside each Tollgate's own ports. */
 const EXTAUTH_OFFSET = 200;
+const GRPC_OFFSET = 201;
+
+/** Check calls for `seconds` from two load processes, as one load (a call answered without `ok_response` counts as non-2xx). */
+async function grpcChecks(address: string, secret: string, seconds: number): Promise<WrkResult> {
+  const runs = await Promise.all(
+    ['a', 'b'].map(
+      (name) =>
+        new Promise<{ requests: number; ok: number; p50: number; p99: number }>((resolve, reject) => {
+          const child = spawn(NODE, ['bench/peers/grpc-check-load.ts'], {
+            cwd: ROOT,
+            env: {
+              ...process.env,
+              ADDRESS: address,
+              SECRET: secret,
+              TARGET: '/bench/item?id=42',
+              SECONDS: String(seconds),
+              IN_FLIGHT: '25',
+            },
+            stdio: ['ignore', 'pipe', 'inherit'],
+          });
+          let out = '';
+          child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+          child.on('exit', (code) =>
+            code === 0
+              ? resolve(JSON.parse(out))
+              : reject(new Error(`grpc-check-load ${name} exited ${code}`)),
+          );
+        }),
+    ),
+  );
+  const requests = runs.reduce((n, r) => n + r.requests, 0);
+  return {
+    rps: requests / seconds,
+    requests,
+    p50: median(runs.map((r) => r.p50)),
+    p99: Math.max(...runs.map((r) => r.p99)),
+    non2xx: requests - runs.reduce((n, r) => n + r.ok, 0),
+    socketErrors: 0,
+  };
+}
 
 /** nginx with the guide's configuration (tests/helpers/gateway-configs.ts), asking Tollgate at `extauthPort`. */
 async function startGuideNginx(mode: string, extauthPort: number) {
@@ -60,13 +102,18 @@ export async function extauth(): Promise<string> {
       port,
       mode,
       ...(mode === 'redis' && { databaseUrl: await freshDatabase(), redisUrl: run.redisUrl }),
-      extraEnv: { EXTAUTH_PORT: String(extauthPort) },
+      extraEnv: { EXTAUTH_PORT: String(extauthPort), EXTAUTH_GRPC_PORT: String(port + GRPC_OFFSET) },
     });
     await ensurePlan(port);
     const secret = await createKey(port, `extauth-bench-${mode}`);
     const nginx = await startGuideNginx(mode, extauthPort);
     // Tollgate's CPU time per request of each run (warm-up first): steadier than req/s on a shared machine.
-    const cpu = { proxied: [] as number[], forwardAuth: [] as number[], nginx: [] as number[] };
+    const cpu = {
+      proxied: [] as number[],
+      forwardAuth: [] as number[],
+      grpcCheck: [] as number[],
+      nginx: [] as number[],
+    };
     const timed =
       (id: keyof typeof cpu, load: (seconds: number) => Promise<WrkResult>) => async (seconds: number) => {
         const before = treeCpuUs(tollgate.child.pid!);
@@ -84,6 +131,9 @@ export async function extauth(): Promise<string> {
           seconds,
           headers: { 'x-api-key': secret, 'x-forwarded-uri': '/bench/item?id=42' },
         }),
+      ),
+      grpcCheck: timed('grpcCheck', (seconds) =>
+        grpcChecks(`127.0.0.1:${port + GRPC_OFFSET}`, secret, seconds),
       ),
       nginx: timed('nginx', (seconds) =>
         wrk({
@@ -108,12 +158,13 @@ export async function extauth(): Promise<string> {
         {
           proxied: 'proxied, admitted (200 from the backend)',
           forwardAuth: 'forward auth, admitted (200, no backend call)',
+          grpcCheck: "Envoy's gRPC Check, admitted (OK, no backend call; Node load processes)",
           nginx: "nginx (the guide's configuration) asking forward auth, then the backend",
         },
         'proxied',
       ),
       '',
-      `Tollgate's CPU µs per request, median of the rounds (nginx's own not counted): proxied ${fmt(median(cpu.proxied.slice(1)), 1)}, forward auth ${fmt(median(cpu.forwardAuth.slice(1)), 1)}, behind nginx ${fmt(median(cpu.nginx.slice(1)), 1)}.`,
+      `Tollgate's CPU µs per request, median of the rounds (nginx's own not counted): proxied ${fmt(median(cpu.proxied.slice(1)), 1)}, forward auth ${fmt(median(cpu.forwardAuth.slice(1)), 1)}, gRPC Check ${fmt(median(cpu.grpcCheck.slice(1)), 1)}, behind nginx ${fmt(median(cpu.nginx.slice(1)), 1)}.`,
       '',
       `Over all rounds: ${faults.join('; ')}.`,
       '',

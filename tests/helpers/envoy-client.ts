@@ -5,9 +5,10 @@
 import { credentials, loadPackageDefinition, type Client, type ServiceError } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { AUTHORIZATION_PROTO, LOADER_OPTIONS, RATE_LIMIT_PROTO } from '../../src/extauth/envoy-protos.js';
+import { checkRequest, type Message } from './envoy-messages.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- messages as proto-loader decodes them
-export type Message = any;
+export { checkRequest, rateLimitRequest, type Message } from './envoy-messages.js';
+
 type Unary = (request: Message, callback: (err: ServiceError | null, response: Message) => void) => void;
 type ServiceClient = Client & Record<string, Unary>;
 type ServiceConstructor = new (
@@ -51,39 +52,3 @@ const call = (client: ServiceClient, method: string, request: Message) =>
   new Promise<Message>((resolve, reject) =>
     client[method]!(request, (err, response) => (err === null ? resolve(response) : reject(err))),
   );
-
-/** A CheckRequest as Envoy's ext_authz filter sends one for `GET target` from 198.51.100.7. */
-export function checkRequest(target: string, headers: Record<string, string>): Message {
-  return {
-    attributes: {
-      source: { address: { socket_address: { address: '198.51.100.7', port_value: 51_234 } } },
-      destination: { address: { socket_address: { address: '10.0.0.2', port_value: 8000 } } },
-      request: {
-        time: { seconds: Math.floor(Date.now() / 1000) },
-        http: {
-          id: String(Math.random()),
-          method: 'GET',
-          headers: {
-            ':authority': 'api.example.com',
-            ':method': 'GET',
-            ':path': target,
-            ':scheme': 'http',
-            'x-forwarded-proto': 'http',
-            ...headers,
-          },
-          path: target,
-          host: 'api.example.com',
-          scheme: 'http',
-          protocol: 'HTTP/1.1',
-        },
-      },
-    },
-  };
-}
-
-/** A RateLimitRequest as Envoy's rate limit filter sends one: each action list's entries a descriptor. */
-export const rateLimitRequest = (domain: string, entries: [string, string][][], hits?: number): Message => ({
-  domain,
-  descriptors: entries.map((list) => ({ entries: list.map(([key, value]) => ({ key, value })) })),
-  ...(hits !== undefined && { hits_addend: hits }),
-});
