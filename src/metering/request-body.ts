@@ -19,10 +19,13 @@ export function readRequestBody(
   body: Readable,
   maxBytes: number,
   declaredLength?: number,
+  /** Called once reading starts (never for a body declared too large): the proxy's `100 Continue`. */
+  beforeReading?: () => void,
 ): Promise<RequestBody> {
   if (declaredLength !== undefined && declaredLength > maxBytes) {
     return Promise.resolve({ kind: 'too-large' });
   }
+  beforeReading?.();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let length = 0;

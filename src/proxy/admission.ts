@@ -104,6 +104,11 @@ export interface AdmissionRequest {
   readonly states?: LimitState[];
   /** The proxied request itself: when traced, a wait on the limiter is a span of its trace. */
   readonly incoming?: IncomingMessage;
+  /**
+   * Sends `100 Continue` to a client that asked for it (`Expect: 100-continue`) and waits to send its
+   * body: called when the body must be read to decide (an authenticated key, a declared size that fits).
+   */
+  readonly continueBody?: () => void;
 }
 
 export interface AdmissionDeps {
@@ -206,6 +211,7 @@ async function admitKey(
       incoming,
       deps.bodyMatchMaxBytes,
       length === undefined ? undefined : Number(length),
+      request.continueBody,
     );
     if (read.kind === 'too-large') return refused('body_too_large', key);
     body = read.bytes;

@@ -63,6 +63,8 @@ export async function enter(
   receivedAt: number,
   /** The client's response or socket: `destroyed` once it went away. */
   client: { readonly destroyed: boolean },
+  /** Sends `100 Continue`, for a client waiting for one before its body (AdmissionRequest.continueBody). */
+  continueBody?: () => void,
 ): Promise<Entered | NotEntered> {
   // One spelling per path: what routes and limits match is what the backend receives.
   const path = target && normalisedPath(target.path);
@@ -121,6 +123,7 @@ export async function enter(
     customerId: customerIdOf(req.headers, deps.config.customerIdHeader),
     tokenSubject: undefined,
     incoming: req,
+    continueBody,
   };
   const admission = await admit(deps, context);
   // A token's `sub` is the customer id: usage counts it, and the backend receives it, in place of the

@@ -249,7 +249,15 @@ async function serve(
   receivedAt: number,
 ): Promise<void> {
   const continues = expectsContinue(req);
-  const entry = await enter(proxy, req, target, requestId, receivedAt, res);
+  const entry = await enter(
+    proxy,
+    req,
+    target,
+    requestId,
+    receivedAt,
+    res,
+    continues ? () => res.writeContinue() : undefined,
+  );
   if (!entry.entered) {
     const refusal = entry.refusal;
     if (refusal === undefined) return;
@@ -270,8 +278,9 @@ async function serve(
   if (trailers) headers.push('te', 'trailers');
   const path = forwardedPath(route, context.path);
   if (tracer !== undefined) tracer.forwarding(req, headers, route.upstream.origin + path);
-  // Authenticated and within its limit: now the client may send its body.
-  if (continues) res.writeContinue();
+  // Authenticated and within its limit: now the client may send its body (unless it was asked for it
+  // already, to read it before deciding).
+  if (continues && admission.body === undefined) res.writeContinue();
   const exchange = new Exchange(proxy, req, res, entry, trailers);
   res.on('close', exchange.onClientClose);
   proxy.metrics.proxyOverhead.observe((exchange.upstreamStartedAt - context.receivedAt) / 1000);
