@@ -5,12 +5,16 @@
 // (+ Postgres). The decision is the proxy's own admission, so the difference is the backend hop. A
 // third load is the whole path a user of nginx gets: nginx with the guide's configuration asking
 // forward auth, then forwarding to the same backend. A fourth is Envoy's gRPC Check
-// (EXTAUTH_GRPC_PORT), from two processes of bench/peers/grpc-check-load.ts, 25 calls in flight each.
+// (EXTAUTH_GRPC_PORT), sent by h2load (Debian's nghttp2-client).
 import fs from 'node:fs';
 import path from 'node:path';
 import { nginxFromGuide } from '../../tests/helpers/gateway-configs.ts';
 import { spawn } from 'node:child_process';
-import { BACKEND_URL, CONNECTIONS, DURATION, NODE, PORT, ROOT, ROUNDS, THREADS, run } from '../lib/config.ts';
+import type { ServiceDefinition } from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+import type * as EnvoyProtos from '../../src/extauth/envoy-protos.ts';
+import { checkRequest } from '../../tests/helpers/envoy-messages.ts';
+import { BACKEND_URL, CONNECTIONS, DURATION, PORT, ROOT, ROUNDS, THREADS, run } from '../lib/config.ts';
 import { alternatingRounds, roundsTable } from '../lib/alternating-rounds.ts';
 import { fmt, machine, median } from '../lib/report.ts';
 import { startProc, stopProc, treeCpuUs, waitFor } from '../lib/processes.ts';
@@ -31,43 +35,52 @@ import { wrk, type WrkResult } from '../lib/wrk.ts';
 const EXTAUTH_OFFSET = 200;
 const GRPC_OFFSET = 201;
 
-/** Check calls for `seconds` from two load processes, as one load (a call answered without `ok_response` counts as non-2xx). */
-async function grpcChecks(address: string, secret: string, seconds: number): Promise<WrkResult> {
-  const runs = await Promise.all(
-    ['a', 'b'].map(
-      (name) =>
-        new Promise<{ requests: number; ok: number; p50: number; p99: number }>((resolve, reject) => {
-          const child = spawn(NODE, ['bench/peers/grpc-check-load.ts'], {
-            cwd: ROOT,
-            env: {
-              ...process.env,
-              ADDRESS: address,
-              SECRET: secret,
-              TARGET: '/bench/item?id=42',
-              SECONDS: String(seconds),
-              IN_FLIGHT: '25',
-            },
-            stdio: ['ignore', 'pipe', 'inherit'],
-          });
-          let out = '';
-          child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-          child.on('exit', (code) =>
-            code === 0
-              ? resolve(JSON.parse(out))
-              : reject(new Error(`grpc-check-load ${name} exited ${code}`)),
-          );
-        }),
-    ),
-  );
-  const requests = runs.reduce((n, r) => n + r.requests, 0);
-  return {
-    rps: requests / seconds,
-    requests,
-    p50: median(runs.map((r) => r.p50)),
-    p99: Math.max(...runs.map((r) => r.p99)),
-    non2xx: requests - runs.reduce((n, r) => n + r.ok, 0),
-    socketErrors: 0,
-  };
+/**
+ * Envoy's Check for `GET /bench/item?id=42` with `secret`, as h2load posts it: the CheckRequest of
+ * tests/helpers/envoy-messages.ts, serialised from Envoy's protos (dist/src/extauth/envoy-protos.js)
+ * in a gRPC frame (no compression, 4-byte length).
+ */
+async function checkFrame(secret: string): Promise<string> {
+  const protos = (await import(path.join(ROOT, 'dist/src/extauth/envoy-protos.js'))) as typeof EnvoyProtos;
+  const definitions = loadSync([protos.AUTHORIZATION_PROTO], protos.LOADER_OPTIONS);
+  const check = (definitions['envoy.service.auth.v3.Authorization'] as ServiceDefinition).Check!;
+  const message = check.requestSerialize(checkRequest('/bench/item?id=42', { 'x-api-key': secret }));
+  const frame = Buffer.alloc(5 + message.length);
+  frame.writeUInt32BE(message.length, 1);
+  message.copy(frame, 5);
+  const file = path.join(run.workDir, 'check-request.bin');
+  fs.writeFileSync(file, frame);
+  return file;
+}
+
+/**
+ * Check calls for `seconds` by h2load (nghttp2's load generator, in C, as wrk is for HTTP/1.1): 2
+ * connections of 25 streams each, gRPC over h2c. A call gRPC or HTTP/2 failed is counted as non-2xx.
+ */
+function grpcChecks(address: string, frame: string, seconds: number): Promise<WrkResult> {
+  return new Promise((resolve, reject) => {
+    const args = ['-D', String(seconds), '-c', '2', '-m', '25', '-t', String(THREADS), '-d', frame];
+    args.push('-H', 'content-type: application/grpc', '-H', 'te: trailers');
+    args.push(`http://${address}/envoy.service.auth.v3.Authorization/Check`);
+    const child = spawn('h2load', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.on('exit', (code) => {
+      const done = /requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded/.exec(out);
+      const mean = /time for request:\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)/.exec(out);
+      if (code !== 0 || done === null) return reject(new Error(`h2load exited ${code}:\n${out}`));
+      const requests = Number(done[1]);
+      const meanMs = mean === null ? NaN : Number(mean[1]) * ({ us: 0.001, ms: 1, s: 1000 }[mean[2]!] ?? NaN);
+      resolve({
+        rps: requests / seconds,
+        requests,
+        p50: meanMs,
+        p99: NaN,
+        non2xx: requests - Number(done[2]),
+        socketErrors: 0,
+      });
+    });
+  });
 }
 
 /** nginx with the guide's configuration (tests/helpers/gateway-configs.ts), asking Tollgate at `extauthPort`. */
@@ -86,7 +99,7 @@ async function startGuideNginx(mode: string, extauthPort: number) {
 }
 
 export async function extauth(): Promise<string> {
-  ensureTools(['wrk']);
+  ensureTools(['wrk', 'h2load']);
   if (!buildTollgate()) throw new Error('Tollgate is not built');
   await startBackend();
   const sections: string[] = [];
@@ -106,6 +119,7 @@ export async function extauth(): Promise<string> {
     });
     await ensurePlan(port);
     const secret = await createKey(port, `extauth-bench-${mode}`);
+    const frame = await checkFrame(secret);
     const nginx = await startGuideNginx(mode, extauthPort);
     // Tollgate's CPU time per request of each run (warm-up first): steadier than req/s on a shared machine.
     const cpu = {
@@ -133,7 +147,7 @@ export async function extauth(): Promise<string> {
         }),
       ),
       grpcCheck: timed('grpcCheck', (seconds) =>
-        grpcChecks(`127.0.0.1:${port + GRPC_OFFSET}`, secret, seconds),
+        grpcChecks(`127.0.0.1:${port + GRPC_OFFSET}`, frame, seconds),
       ),
       nginx: timed('nginx', (seconds) =>
         wrk({
@@ -158,7 +172,7 @@ export async function extauth(): Promise<string> {
         {
           proxied: 'proxied, admitted (200 from the backend)',
           forwardAuth: 'forward auth, admitted (200, no backend call)',
-          grpcCheck: "Envoy's gRPC Check, admitted (OK, no backend call; Node load processes)",
+          grpcCheck: "Envoy's gRPC Check, admitted (OK, no backend call; h2load, p99 column: mean)",
           nginx: "nginx (the guide's configuration) asking forward auth, then the backend",
         },
         'proxied',

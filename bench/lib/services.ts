@@ -32,8 +32,11 @@ export function have(tool: string): boolean {
 }
 
 /** Installs from Debian the tools a command needs that are missing (by default every peer's). */
+/** Debian's package of a tool, where it is not named after it. */
+const PACKAGE_OF: Readonly<Record<string, string>> = { h2load: 'nghttp2-client' };
+
 export function ensureTools(tools: readonly string[] = ['nginx', 'haproxy', 'wrk']): void {
-  const missing = tools.filter((t) => !have(t));
+  const missing = tools.filter((t) => !have(t)).map((t) => PACKAGE_OF[t] ?? t);
   if (missing.length === 0) return;
   log(`installing ${missing.join(', ')} from Debian`);
   const aptEnv = { ...env, DEBIAN_FRONTEND: 'noninteractive' };
