@@ -130,13 +130,12 @@ export class FailoverRateLimiter implements RateLimiter {
   }
 
   /**
-   * Where the request was counted: in process when the fallback admitted it, else in Redis. Redis
-   * failing meanwhile, the delta is not charged: the request keeps its reservation as its cost, as one
-   * whose response reported nothing.
+   * Where the request was counted: in process when the fallback admitted it, else in Redis, where a
+   * failing Redis is tried again until it takes the settlement (settle-batches.ts), degraded or not.
+   * Redis failing for good, the request keeps its reservation as its cost.
    */
   async settle(reservation: Reservation, units: number, nowMs: number): Promise<void> {
     if (this.decidedHere.has(reservation.decision)) return this.local.settle(reservation, units, nowMs);
-    if (this.degraded) return;
     try {
       await this.shared.settle(reservation, units, nowMs);
     } catch (err) {

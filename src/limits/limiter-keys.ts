@@ -38,6 +38,11 @@ export function countsBase(prefix: string, subject: Pick<Subject, 'scope' | 'id'
   return subject.id === hashTag ? `${prefix}{${subject.id}}` : `${prefix}{${hashTag}}:key:${subject.id}`;
 }
 
+/** The marks of settle calls under `hashTag` (settle-script.ts): `<prefix>{<hashTag>}:settled:<call id>`. */
+export function settleMarkBase(prefix: string, hashTag: string): string {
+  return `${prefix}{${hashTag}}:settled:`;
+}
+
 /** A window's count: `<base>:<period>:<windowStartMs>`. */
 export function counterKey(base: string, period: Period, windowStart: number): string {
   return `${base}:${period}:${windowStart}`;

@@ -25,7 +25,7 @@ import { RedisBalances } from './redis-balances.js';
 import { storedState } from './redis-states.js';
 import { settlementOf, type Settlement } from './redis-settlement.js';
 import { SettleBatches } from './settle-batches.js';
-import { defineSettleScript, type SettleScript } from './settle-script.js';
+import { defineSettleScript, type SettleCall, type SettleScript } from './settle-script.js';
 import { limitField } from './consume-script.js';
 
 export interface RedisRateLimiterOptions {
@@ -113,7 +113,9 @@ export class RedisRateLimiter implements RateLimiter {
     );
     this.balances = new RedisBalances(client, prefix, this.recovery, this.watches);
     this.settleScript = defineSettleScript(client);
-    this.settlements = new SettleBatches((settlement) => this.sendSettlement(settlement));
+    this.settlements = new SettleBatches((settlement, keys, call) =>
+      this.sendSettlement(settlement, keys, call),
+    );
   }
 
   /** Resolves once other replicas can ask this one for leased units back, and Redis' marker is known. */
@@ -163,7 +165,11 @@ export class RedisRateLimiter implements RateLimiter {
    * One call of the settle script; this replica's ledgers learn what it changed, so that a refund is
    * not taken for Redis losing keys: its part of each window, and each token bucket as left.
    */
-  private async sendSettlement({ keys, call, windows, buckets }: Settlement): Promise<void> {
+  private async sendSettlement(
+    { windows, buckets }: Settlement,
+    keys: string[],
+    call: SettleCall,
+  ): Promise<void> {
     const left = await this.watches.measure('settle', () => this.settleScript(keys, call));
     for (const { count, slot, expiresAt } of windows)
       this.recovery.windowTaken(count, slot, call.delta, expiresAt);

@@ -2,7 +2,14 @@ import { windowOf } from '../plans/balance.js';
 import type { LimitRule } from '../plans/plan.js';
 import { windowAt } from '../plans/window.js';
 import type { Reservation } from './rate-limiter.js';
-import { balanceKey, countsBase, EXPIRY_GRACE_MS, hashTagOf, limitCountKey } from './limiter-keys.js';
+import {
+  balanceKey,
+  countsBase,
+  EXPIRY_GRACE_MS,
+  hashTagOf,
+  limitCountKey,
+  settleMarkBase,
+} from './limiter-keys.js';
 import type { SettleCall, SettleLimit } from './settle-script.js';
 import { slotAt, slotLeavesAt } from './sliding-window.js';
 import { bucketPeriodMs } from './token-bucket.js';
@@ -17,8 +24,11 @@ export interface SettledWindow {
 
 /** One settlement in Redis: the script's keys and call, and what the ledgers learn of it. */
 export interface Settlement {
+  /** The counts, then the balances: the script's keys but its mark. */
   readonly keys: string[];
-  readonly call: SettleCall;
+  /** Where a call's mark is named (the call's id follows), beside the counts in the same hash slot. */
+  readonly markBase: string;
+  readonly call: Omit<SettleCall, 'markMs'>;
   readonly windows: SettledWindow[];
   /** The token buckets, in the order the script answers them. */
   readonly buckets: { readonly count: string; readonly rule: LimitRule }[];
@@ -79,5 +89,11 @@ export function settlementOf(
     balances.push(balanceKey(base));
     call.balances.push({ epoch: balance.epoch, window: windowOf(balance, admittedMs) });
   }
-  return { keys: [...counts, ...balances], call, windows, buckets };
+  return {
+    keys: [...counts, ...balances],
+    markBase: settleMarkBase(prefix, hashTag),
+    call,
+    windows,
+    buckets,
+  };
 }

@@ -1,4 +1,15 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Settlement } from './redis-settlement.js';
+import type { SettleCall } from './settle-script.js';
+
+/** A call that failed is sent again after this long, then twice as long each time, up to RETRY_MOST_MS… */
+const RETRY_FIRST_MS = 100;
+const RETRY_MOST_MS = 2_000;
+/** …until this long after its first sending: then its requests keep their reservations. */
+const GIVE_UP_MS = 60_000;
+/** A call's mark outlives every sending of it, so none charges twice (settle-script.ts). */
+const MARK_MS = 2 * GIVE_UP_MS;
 
 /** The settlements of one turn that charge the same counts and balances, summed. */
 interface Due {
@@ -7,19 +18,30 @@ interface Due {
   readonly failed: ((err: unknown) => void)[];
 }
 
+/** Sends one call of the settle script: `keys` end with the call's mark. */
+export type SendSettlement = (settlement: Settlement, keys: string[], call: SettleCall) => Promise<void>;
+
 /**
  * The settlements of one turn sent together: those that charge the same counts, slots and balances
  * (a busy key's requests, settled as their responses end) go as one call of the settle script carrying
  * the sum of their deltas, so settling costs a round trip per turn and set of counts, not one per
  * request. The sum is what the calls one by one would charge: each count and balance takes every
  * delta, and a token bucket is brought up to the latest of their clocks, as the last call would.
- * Each settlement's promise ends with its call.
+ *
+ * A call that fails (Redis hanging, restarting, failing over) is sent again, under the same mark, so
+ * that a sending which reached Redis before its answer was lost is not charged twice; after GIVE_UP_MS
+ * its settlements fail and their requests keep their reservations. Each settlement's promise ends with
+ * its call.
  */
 export class SettleBatches {
   private due = new Map<string, Due>();
   private readonly sending = new Set<Promise<void>>();
+  /** This replica's calls are `<replica>:<n>`: no two calls anywhere share a mark. */
+  private readonly replica = randomBytes(8).toString('hex');
+  private calls = 0;
+  private closing = false;
 
-  constructor(private readonly send: (settlement: Settlement) => Promise<void>) {}
+  constructor(private readonly send: SendSettlement) {}
 
   add(settlement: Settlement): Promise<void> {
     const { keys, call } = settlement;
@@ -42,9 +64,13 @@ export class SettleBatches {
     });
   }
 
-  /** Sends what is due and waits for every call under way (a replica stopping: nothing settled is left behind). */
+  /**
+   * Sends what is due and waits for every call under way; a call that fails is no longer sent again (a
+   * replica stopping: what Redis did not take keeps its reservations).
+   */
   async close(): Promise<void> {
     this.sendDue();
+    this.closing = true;
     await Promise.allSettled([...this.sending]);
   }
 
@@ -53,7 +79,7 @@ export class SettleBatches {
     this.due = new Map();
     for (const { settlement, settled, failed } of due.values()) {
       // Deltas that cancel out change nothing: no call.
-      const sent = settlement.call.delta === 0 ? Promise.resolve() : this.send(settlement);
+      const sent = settlement.call.delta === 0 ? Promise.resolve() : this.sendOnce(settlement);
       const done = sent.then(
         () => settled.forEach((resolve) => resolve()),
         (err: unknown) => failed.forEach((reject) => reject(err)),
@@ -62,4 +88,20 @@ export class SettleBatches {
       void done.finally(() => this.sending.delete(done));
     }
   };
+
+  /** One call, under one mark, sent until Redis takes it or GIVE_UP_MS have passed. */
+  private async sendOnce(settlement: Settlement): Promise<void> {
+    const keys = [...settlement.keys, `${settlement.markBase}${this.replica}:${++this.calls}`];
+    const call = { ...settlement.call, markMs: MARK_MS };
+    const givesUpAt = Date.now() + GIVE_UP_MS;
+    for (let waitMs = RETRY_FIRST_MS; ; waitMs = Math.min(2 * waitMs, RETRY_MOST_MS)) {
+      try {
+        return await this.send(settlement, keys, call);
+      } catch (err) {
+        if (this.closing || Date.now() + waitMs > givesUpAt) throw err;
+      }
+      // Unref: a replica stopping waits for no retry (close ends them).
+      await sleep(waitMs, undefined, { ref: false });
+    }
+  }
 }

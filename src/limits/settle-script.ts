@@ -10,11 +10,13 @@ import { WINDOW_LEASE_LUA } from './core/window-lease.lua.js';
  * Settles one request in one atomic step that never refuses (RateLimiter.settle): charges `delta`
  * units (a refund when negative) to each count and balance its reservation was charged to, by the Lua
  * twins of core/ (`fixedSettle`, `slidingSettle`, `bucketSettle`, `balanceSettle`). Concurrency places
- * are not units: none is passed.
+ * are not units: none is passed. Once only: the call's mark (its last key, named by the caller for this
+ * call) is set with the charge, so a call sent again after a timeout whose first sending did reach
+ * Redis charges nothing again.
  *
- * KEYS: the counts, then the balances. ARGV[1]: the call as JSON (`SettleCall`). Returns each token
- * bucket as it left it, `units, parts, at` (strings), in KEYS order: the caller's record of it
- * (recovery/bucket-ledger.ts) must not find it lost for holding more after a refund.
+ * KEYS: the counts, then the balances, then the mark. ARGV[1]: the call as JSON (`SettleCall`). Returns
+ * each token bucket as it left it, `units, parts, at` (strings), in KEYS order: the caller's record of
+ * it (recovery/bucket-ledger.ts) must not find it lost for holding more after a refund.
  */
 const SETTLE_LUA = `
 ${WINDOW_LEASE_LUA}
@@ -24,19 +26,24 @@ ${TOKEN_BUCKET_LUA}
 ${BALANCE_LUA}
 local call = cjson.decode(ARGV[1])
 local delta, now = call.delta, call.now
+local first = redis.call('SET', KEYS[#KEYS], '1', 'NX', 'PX', call.markMs)
 local buckets = {}
 for i, l in ipairs(call.limits) do
-  if l.algorithm == 'fixed' then fixedSettle(l, KEYS[i], delta)
-  elseif l.algorithm == 'sliding' then slidingSettle(l, KEYS[i], delta)
+  if l.algorithm == 'fixed' then
+    if first then fixedSettle(l, KEYS[i], delta) end
+  elseif l.algorithm == 'sliding' then
+    if first then slidingSettle(l, KEYS[i], delta) end
   else
-    bucketSettle(l, KEYS[i], delta, now)
+    if first then bucketSettle(l, KEYS[i], delta, now) end
     local h = redis.call('HMGET', KEYS[i], 'u', 'p', 'a')
     buckets[#buckets + 1] = h[1]
     buckets[#buckets + 1] = h[2]
     buckets[#buckets + 1] = h[3]
   end
 end
-for k, b in ipairs(call.balances) do balanceSettle(KEYS[#call.limits + k], b.epoch, b.window, delta) end
+if first then
+  for k, b in ipairs(call.balances) do balanceSettle(KEYS[#call.limits + k], b.epoch, b.window, delta) end
+end
 return buckets
 `;
 
@@ -59,6 +66,8 @@ export interface SettleBalance {
 
 export interface SettleCall {
   readonly delta: number;
+  /** How long the call's mark lasts, ms: longer than the caller may send it again. */
+  readonly markMs: number;
   /** Epoch ms: a token bucket is brought up to it. */
   readonly now: number;
   /** In KEYS order, then the balances'. */

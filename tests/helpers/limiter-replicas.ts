@@ -13,7 +13,8 @@ import { RedisServer } from './redis-server.js';
  */
 export class LimiterReplicas {
   private readonly opened: { redis: RedisConnections; limiter: RedisRateLimiter }[] = [];
-  private readonly metrics = new Metrics();
+  /** The replicas' metrics (one registry): what their Redis commands did, failures included. */
+  readonly metrics = new Metrics();
 
   private constructor(
     readonly server: RedisServer,
@@ -30,6 +31,7 @@ export class LimiterReplicas {
   /** A new replica's limiter, ready; `options` as RedisRateLimiter takes them (a clock, a concurrency lease). */
   async replica(
     options: Pick<RedisRateLimiterOptions, 'clock' | 'concurrencyLeaseMs'> = {},
+    commandTimeoutMs = 5_000,
   ): Promise<RedisRateLimiter> {
     // These tests count what is admitted, they do not time Redis: a command may wait longer than the
     // service's 500 ms on a redis-server starved of CPU by a whole test run (redis-failover.test.ts
@@ -37,7 +39,7 @@ export class LimiterReplicas {
     const redis = connectRedis(
       { redisUrl: this.server.url, redisClusterNodes: undefined },
       createLogger('silent'),
-      { commandTimeoutMs: 5_000 },
+      { commandTimeoutMs },
     );
     expect(await redis.ready(5_000)).toBe(true);
     const limiter = new RedisRateLimiter(redis.client, this.prefix, this.metrics, {
@@ -63,8 +65,13 @@ export class LimiterReplicas {
 
 /** Replicas on a redis-server of their own for a test file: started before its tests, closed after. */
 export function limiterReplicasFor(prefix: string): {
-  replica(options?: Pick<RedisRateLimiterOptions, 'clock' | 'concurrencyLeaseMs'>): Promise<RedisRateLimiter>;
+  replica(
+    options?: Pick<RedisRateLimiterOptions, 'clock' | 'concurrencyLeaseMs'>,
+    commandTimeoutMs?: number,
+  ): Promise<RedisRateLimiter>;
   readonly admin: Redis;
+  readonly server: RedisServer;
+  readonly metrics: Metrics;
 } {
   let fleet: LimiterReplicas;
   beforeAll(async () => {
@@ -72,9 +79,15 @@ export function limiterReplicasFor(prefix: string): {
   });
   afterAll(() => fleet.close());
   return {
-    replica: (options) => fleet.replica(options),
+    replica: (options, commandTimeoutMs) => fleet.replica(options, commandTimeoutMs),
     get admin() {
       return fleet.admin;
+    },
+    get server() {
+      return fleet.server;
+    },
+    get metrics() {
+      return fleet.metrics;
     },
   };
 }

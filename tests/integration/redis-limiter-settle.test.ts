@@ -8,6 +8,7 @@ import type { Balance } from '../../src/plans/balance.js';
 import type { Subject } from '../../src/plans/subject.js';
 import { windowAt } from '../../src/plans/window.js';
 import type { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
+import { defineSettleScript } from '../../src/limits/settle-script.js';
 import { limiterReplicasFor } from '../helpers/limiter-replicas.js';
 import { keyOnly, plan } from '../helpers/plans.js';
 import { waitFor } from '../helpers/poll.js';
@@ -148,4 +149,46 @@ it('settles the requests of one turn that charge the same counts in one script c
   );
   expect((await scriptCalls()) - before).toBe(keys.length);
   for (const keyId of keys) expect(await fleet.admin.get(dayCount(keyId))).toBe(String(settled.get(keyId)));
+});
+
+it('settles through a Redis hang: a call that timed out is sent again until Redis takes it, and charges once', async () => {
+  const limiter = await fleet.replica({}, 200);
+  const subjects = keyOnly('key_hang', plan({ limit: 1_000, period: 'day' }));
+  const admittedMs = Date.now();
+  const decision = await limiter.consume(subjects, 10, admittedMs);
+  expect(decision.allowed).toBe(true);
+  const settleFailures = async () =>
+    (await fleet.metrics.redisErrors.get()).values.find((v) => v.labels.operation === 'settle')?.value ?? 0;
+  const failedBefore = await settleFailures();
+  fleet.server.pause();
+  let settled: Promise<void>;
+  try {
+    settled = limiter.settle({ decision, subjects, reserved: 10, admittedMs }, 3, Date.now());
+    // Two sendings timed out while Redis hung; the next is sent once it answers again.
+    await waitFor(settleFailures, (failed) => failed >= failedBefore + 2, { timeoutMs: 10_000, everyMs: 20 });
+  } finally {
+    fleet.server.resume();
+  }
+  await settled;
+  expect(await fleet.admin.get(dayCount('key_hang'))).toBe('3');
+});
+
+it('charges a settle call once however many times it is sent: its mark says it was', async () => {
+  const settle = defineSettleScript(fleet.admin);
+  const count = dayCount('key_resent');
+  await fleet.admin.set(count, '10');
+  const keys = [count, `${PREFIX}{key_resent}:settled:test:1`];
+  const call = {
+    delta: -7,
+    now: Date.now(),
+    markMs: 60_000,
+    limits: [{ algorithm: 'fixed' as const }],
+    balances: [],
+  };
+  await settle(keys, call);
+  await settle(keys, call);
+  expect(await fleet.admin.get(count)).toBe('3');
+  // Another call (another mark) charges again.
+  await settle([count, `${PREFIX}{key_resent}:settled:test:2`], { ...call, delta: 2 });
+  expect(await fleet.admin.get(count)).toBe('5');
 });
