@@ -26,7 +26,13 @@ describe('LeaseBook', () => {
   it('sends every request of a subject it has not seen busy to Redis, and asks for no lease', () => {
     const book = new LeaseBook();
     expect(take(book, 1_000)).toBe(0);
-    expect(book.startCall(1_000, true)).toEqual({ sentAt: 1_000, lease: 0, settled: 0, returned: 0 });
+    expect(book.startCall(1_000, true)).toEqual({
+      sentAt: 1_000,
+      lease: 0,
+      settled: 0,
+      returned: 0,
+      ended: [],
+    });
   });
 
   it('sizes a lease by the requests since the last answer: 20 ms of them, or up to 64 they would use within a lease’s 100 ms, at most 1,000', () => {
@@ -127,7 +133,14 @@ describe('LeaseBook', () => {
     book.reclaim();
     expect(take(book, 6)).toBe(0);
     expect(book.owes).toBe(true);
-    expect(book.startCall(6, true)).toEqual({ sentAt: 6, lease: 0, settled: 16, returned: 15 });
+    // Each lease by itself too (a token bucket settles them so): when it was asked for, its size, its unused units.
+    expect(book.startCall(6, true)).toEqual({
+      sentAt: 6,
+      lease: 0,
+      settled: 16,
+      returned: 15,
+      ended: [5, 8, 7, 5, 8, 8],
+    });
     expect(book.owes).toBe(false);
   });
 
