@@ -154,4 +154,21 @@ describe('a token bucket leased to busy replicas', () => {
     const rest = await load(b!, keyId, p, 10, 1_000);
     expect(admittedUnits(rest.decisions)).toBe(5_000 - settled);
   });
+
+  it('admits exactly its burst when Redis loses the bucket while units are leased out', async () => {
+    const [a, b] = await Promise.all([replica(), replica()]);
+    const keyId = newKey();
+    const p = hotBucket(5_000);
+    const early = (await Promise.all([load(a!, keyId, p, 40, 10), load(b!, keyId, p, 40, 10)])).flatMap(
+      (l) => l.decisions,
+    );
+    expect(await field(keyId, 'o')).toBeGreaterThan(0);
+    await fleet.admin.flushall();
+    // Each replica puts back its record of the bucket and the units leased to it it has not settled:
+    // those stay out of what the others draw on, and nothing is admitted twice.
+    const late = (await Promise.all([load(a!, keyId, p, 20, 300), load(b!, keyId, p, 20, 300)])).flatMap(
+      (l) => l.decisions,
+    );
+    expect(admittedUnits(early) + admittedUnits(late)).toBe(5_000);
+  });
 });
