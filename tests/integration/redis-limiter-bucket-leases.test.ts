@@ -8,6 +8,7 @@
  */
 import { BUCKET_LAPSE_MS, LEASE_MS } from '../../src/limits/lease-book.js';
 import type { Decision } from '../../src/limits/rate-limiter.js';
+import { visitorOf } from '../../src/limits/visitor.js';
 import type { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
 import type { Plan } from '../../src/plans/plan.js';
 import { limiterReplicasFor } from '../helpers/limiter-replicas.js';
@@ -170,5 +171,23 @@ describe('a token bucket leased to busy replicas', () => {
       (l) => l.decisions,
     );
     expect(admittedUnits(early) + admittedUnits(late)).toBe(5_000);
+  });
+
+  it('never leases a visitor’s bucket: each request of a busy visitor is decided in Redis, exactly', async () => {
+    const [a, b] = await Promise.all([replica(), replica()]);
+    const keyId = newKey();
+    const p = plan({ limit: 1, period: 'day', algorithm: 'tokenBucket', burst: 3_000, per: 'clientAddress' });
+    const visitor = visitorOf('203.0.113.7', undefined);
+    let atOnce = 0;
+    const decisions: Decision[] = [];
+    for (let turn = 0; turn < 40; turn++) {
+      const requests = Array.from({ length: 100 }, (_, i) =>
+        (i % 2 === 0 ? a! : b!).consume(keyOnly(keyId, p), 1, now, visitor),
+      );
+      atOnce += requests.filter((d) => !(d instanceof Promise)).length;
+      decisions.push(...(await Promise.all(requests)));
+    }
+    expect(atOnce).toBe(0);
+    expect(admittedUnits(decisions)).toBe(3_000);
   });
 });
