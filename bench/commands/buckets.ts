@@ -2,7 +2,8 @@
 // key, in one Tollgate process (Redis mode + Postgres, a private redis-server), in alternating rounds:
 // req/s, p99 and the limiter's Redis round trips per request (docs/decisions/0095, 0096). Every plan is
 // too large to refuse (the bucket's refill and burst huge, the concurrency limit above wrk's
-// connections), so every request is decided and none refused. Round trips are the process's own count
+// connections), so every request is decided and none refused. The bucket is leased (0208), the
+// concurrency limit not (0209). Round trips are the process's own count
 // (tollgate_redis_command_duration_seconds_count by operation: `consume` decides, `release` gives a
 // place back, `renew` is the heartbeat), so the usage pushes the same Redis serves are not mistaken
 // for them.
@@ -72,7 +73,7 @@ export async function buckets(): Promise<string> {
     const rows: Row[] = [
       { label: 'one limit (an hour), leased', secret: await createKey(port, 'one-limit', true, PLAN_ID) },
       {
-        label: 'a token bucket (never leased)',
+        label: 'a token bucket, leased',
         secret: await createKey(port, 'bucket', true, 'bench-bucket'),
       },
       {

@@ -4,7 +4,7 @@
  * The script's reply as it comes, unparsed (one call per request for keys in rotation): 2 and the
  * lost limits and balances (1-based) when Redis lost keys of the call; else: 1 when requests did not fit while leased units are being asked back (ask again shortly); per limit i, its
  * count after the call and, for a sliding limit, the oldest slot that still holds units (0 for a fixed
- * limit); per subject, the units leased to it (the last ones of each of its counts); per balance, its
+ * limit; for a token bucket its parts and units leased out, bucketPartsOf); per subject, the units leased to it (the last ones of each of its counts); per balance, its
  * epoch, window, and units granted and spent after the call as decimal strings (exact up to 2^53 - 1,
  * which an integer reply is not: ioredis parses it through a double); per run, how many of its requests were
  * admitted (its first ones).
@@ -46,6 +46,15 @@ export function countOf(reply: ConsumeReply, i: number): number {
 /** Limit i's oldest slot holding units (sliding limits). */
 export function oldestSlotOf(reply: ConsumeReply, i: number): number {
   return reply[2 + 2 * i] as number;
+}
+
+/**
+ * Token bucket i's parts, and the units leased out of it and not yet settled (in its count, which is what
+ * it lacks of its burst for requests: the bucket itself holds them until they are used).
+ */
+export function bucketPartsOf(reply: ConsumeReply, i: number): { parts: number; outstanding: number } {
+  const [parts, outstanding] = reply[2 + 2 * i] as unknown as readonly [number, number];
+  return { parts, outstanding };
 }
 
 /** Units leased to subject s. */

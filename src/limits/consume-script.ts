@@ -21,8 +21,10 @@ import { WINDOW_LEASE_LUA } from './core/window-lease.lua.js';
  * (core/combine.lua.ts); this dispatcher reads the call, asks each in turn and writes the reply. A
  * subject's lease (the same number of units in each of its limits) is granted only when no request was
  * refused and each of its limits holds 1,024 more, and is at most a sixteenth of what its tightest limit
- * holds, so small limits and the last units of a window are decided one call at a time. Token buckets
- * and concurrency limits are never leased (their groups ask for none).
+ * holds, so small limits and the last units of a window are decided one call at a time. A token bucket's
+ * lease is taken out of the bucket at once and settled with the replica's leases it is done with
+ * (core/token-bucket.lua.ts, docs/decisions/0208); concurrency limits are never leased (their groups
+ * ask for none).
  *
  * KEYS: per limit, its count then its lease book, subject after subject; then one hash per balance.
  * ARGV[1]: the call as JSON (`consumeArgs`): {now, reclaimChannel, subjects: [{lease, settled,
@@ -48,10 +50,13 @@ ${TOKEN_BUCKET_LUA}
 ${CONCURRENCY_LUA}
 ${BALANCE_LUA}
 ${COMBINE_LUA}
+local function windowBook(l, key, book, _, leased, settled, refused, short, now, channel)
+  return settleBook(l, key, book, leased, settled, refused, short, now, channel)
+end
 local ALGORITHMS = {
-  fixed = {lost = fixedLost, read = fixedRead, charge = fixedCharge, leased = true},
-  sliding = {lost = slidingLost, read = slidingRead, charge = slidingCharge, leased = true},
-  tokenBucket = {lost = bucketLost, read = bucketRead, charge = bucketCharge},
+  fixed = {lost = fixedLost, read = fixedRead, charge = fixedCharge, book = windowBook},
+  sliding = {lost = slidingLost, read = slidingRead, charge = slidingCharge, book = windowBook},
+  tokenBucket = {lost = bucketLost, read = bucketRead, charge = bucketCharge, book = bucketReclaim, replied = bucketReplied},
   concurrency = {lost = placesLost, read = placesRead, charge = placesCharge, places = true},
 }
 local call = cjson.decode(ARGV[1])
@@ -80,7 +85,8 @@ local room, placeRoom = math.huge, math.huge
 for i = 1, n do
   local l = limits[i]
   local algorithm = ALGORITHMS[l.algorithm]
-  counts[i], oldest[i], states[i] = algorithm.read(l, KEYS[2 * i - 1], subjects[subjectOf[i]].returned, now)
+  local subject = subjects[subjectOf[i]]
+  counts[i], oldest[i], states[i] = algorithm.read(l, KEYS[2 * i - 1], subject.returned, now, subject)
   if algorithm.places then placeRoom = math.min(placeRoom, l.limit - counts[i])
   else room = math.min(room, l.limit - counts[i]) end
 end
@@ -105,9 +111,9 @@ for i = 1, n do
   local l, s = limits[i], subjectOf[i]
   local algorithm = ALGORITHMS[l.algorithm]
   local taken = algorithm.charge(l, KEYS[2 * i - 1], states[i], admitted, leased[s], requests, now)
-  if algorithm.leased and settleBook(l, KEYS[2 * i - 1], KEYS[2 * i], leased[s], subjects[s].settled, refused, l.limit - counts[i] < want, now, call.reclaimChannel) == 1 then reply[1] = 1 end
+  if algorithm.book and algorithm.book(l, KEYS[2 * i - 1], KEYS[2 * i], states[i], leased[s], subjects[s].settled, refused, l.limit - counts[i] < want, now, call.reclaimChannel) == 1 then reply[1] = 1 end
   reply[2 * i] = counts[i] + taken
-  reply[2 * i + 1] = oldest[i]
+  reply[2 * i + 1] = algorithm.replied and algorithm.replied(states[i]) or oldest[i]
 end
 for s = 1, #subjects do reply[2 * n + 1 + s] = leased[s] end
 for k = 1, #balances do
@@ -138,6 +144,10 @@ export function limitField(rule: LimitRule, replica: string, leaseMs: number): s
   return undefined;
 }
 
+/** Whether a limit of a call is a token bucket. */
+export const isBucketLimit = (l: ConsumeLimit): boolean =>
+  typeof l.slot === 'string' && l.slot.startsWith('b');
+
 /** Whether a limit of a call counts in windows (fixed or sliding): those alone are leased and kept in the ledger. */
 export const inWindows = (l: ConsumeLimit): l is ConsumeLimit & { readonly slot: number } =>
   typeof l.slot === 'number';
@@ -156,11 +166,15 @@ export interface LeaseTerms {
   readonly settled: number;
   /** Of those, the ones it did not use. */
   readonly returned: number;
+  /** The same leases one by one, as a token bucket settles them: when each was asked for, its size, its unused units, … */
+  readonly ended?: readonly number[];
 }
 
 export interface ConsumeCall {
   /** Epoch ms, on the clock every replica shares (NTP): reclaim waits are timed by it. */
   readonly now: number;
+  /** The calling replica (ConcurrencyPlaces.replica): a token bucket keeps its leases under it. */
+  readonly replica?: string;
   /** Where to ask holders for leased units back. */
   readonly reclaimChannel: string;
   /** Per subject, in KEYS order: its lease terms, its limits and its balance (undefined: none). */
@@ -169,7 +183,8 @@ export interface ConsumeCall {
   /**
    * Per limit (every subject's, in KEYS order), what the caller knows of its count: the places it holds
    * in a window's count or slot and Redis' marker (`places:marker`, WindowLedger.knownOf), its record of a token bucket and Redis' marker as this replica last read
-   * it (`units:parts:at:marker`, BucketLedger.recordOf),
+   * it and the units leased to this replica there it has not settled (`units:parts:at:held:marker`,
+   * BucketLedger.recordOf),
    * its places in a concurrency limit, until when that is sure to be there and Redis' marker
    * (`held:sureUntil:marker`, ConcurrencyPlaces.knownOf), 0 for nothing.
    */
@@ -193,11 +208,15 @@ export function consumeArgs(call: ConsumeCall): string[] {
       reclaimChannel: call.reclaimChannel,
       subjects: call.leases.map((terms, s) => {
         const balance = call.balances[s];
+        const limits = call.limits[s]!;
         return {
           lease: terms.lease,
           settled: terms.settled,
           returned: terms.returned,
-          limits: call.limits[s]!.map((l) => limitArgs(l, call.known[i++] ?? 0)),
+          ...(terms.ended !== undefined &&
+            terms.ended.length > 0 &&
+            limits.some(isBucketLimit) && { ended: terms.ended }),
+          limits: limits.map((l) => limitArgs(l, call.known[i++] ?? 0, call.replica ?? '')),
           ...(balance !== undefined && {
             balance: {
               terms: balance.terms,
@@ -212,7 +231,7 @@ export function consumeArgs(call: ConsumeCall): string[] {
 }
 
 /** One limit of a call by name: its algorithm, its terms and what the caller knows of it (ConsumeCall.known). */
-function limitArgs(l: ConsumeLimit, known: number | string): Record<string, unknown> {
+function limitArgs(l: ConsumeLimit, known: number | string, replica: string): Record<string, unknown> {
   const parts = String(known).split(':');
   const n = (at: number): number => Number(parts[at]);
   // The marker comes last and may hold anything.
@@ -233,7 +252,8 @@ function limitArgs(l: ConsumeLimit, known: number | string): Record<string, unkn
       limit: l.limit,
       rate: Number(rate),
       periodMs: Number(periodOrReplica),
-      ...(isKnown && { known: { units: n(0), parts: n(1), at: n(2), marker: marker(3) } }),
+      replica,
+      ...(isKnown && { known: { units: n(0), parts: n(1), at: n(2), held: n(3), marker: marker(4) } }),
     };
   return {
     algorithm: 'concurrency',

@@ -13,6 +13,14 @@ const LEASE_HORIZON_MS = 20;
  */
 const MIN_BUSY_LEASE = 64;
 const MAX_LEASE = 1_000;
+/**
+ * A token bucket counts a replica's leased units as outstanding until this long after its latest lease
+ * ended, then as used (core/token-bucket.lua.ts): a live replica settles within its next call or the
+ * sweep's second; one that died takes its units out of the bucket for no longer than this.
+ */
+export const BUCKET_LAPSE_MS = 3_000;
+/** A token bucket's book that ran low or was asked for units back leases again after this long. */
+export const BUCKET_PAUSE_MS = 1_000;
 
 /**
  * Units `next`…`last` of the subject's first limit's count, this replica's to hand out until `endsAt`;
@@ -20,6 +28,8 @@ const MAX_LEASE = 1_000;
  * in every limit of the subject).
  */
 interface Lease {
+  /** When the call that brought it was sent. */
+  readonly sentAt: number;
   next: number;
   readonly last: number;
   readonly endsAt: number;
@@ -54,6 +64,14 @@ export interface LeaseAnswer {
  * clock that picks the window. docs/decisions/0006 and 0025.
  */
 export class LeaseBook {
+  constructor(
+    /**
+     * How long a book stays without leases once it ran low or was asked for units back: a window's for
+     * the rest of its span, a token bucket's (which refills) for BUCKET_PAUSE_MS.
+     */
+    private readonly pauseMs = Infinity,
+  ) {}
+
   private lease: Lease | undefined;
   /** The next lease, asked for while `lease` still had units so that requests never wait for it. */
   private spare: Lease | undefined;
@@ -61,8 +79,11 @@ export class LeaseBook {
   private settleable = 0;
   /** Unused units of leases that ended, to give back with the next call. */
   private toReturn = 0;
-  /** No more leases in this span: it ran low or out, or another replica asked for units back. */
+  /** The same leases one by one (LeaseTerms.ended): when each was asked for, its size, its unused units, … */
+  private toSettle: number[] = [];
+  /** No more leases in this span until `exhaustedUntil`: it ran low or out, or another replica asked for units back. */
   private exhausted = false;
+  private exhaustedUntil = -Infinity;
   /** Units asked for since the last answer, and when the call that got it was sent: what a lease is sized by. */
   private demand = 0;
   private answeredAt = -Infinity;
@@ -81,6 +102,7 @@ export class LeaseBook {
 
   /** A request of `cost` units: counted in the demand leases are sized by; true when a running lease holds it. */
   offer(cost: number, now: number): boolean {
+    if (this.exhausted && now >= this.exhaustedUntil) this.exhausted = false;
     this.demand += cost;
     this.seenAt = now;
     return this.fits(cost, now);
@@ -132,6 +154,11 @@ export class LeaseBook {
     return this.settleable > 0 || this.toReturn > 0;
   }
 
+  /** Units leased to this book that no call has settled yet, used or not (what Redis counts as outstanding for it). */
+  get outstanding(): number {
+    return (this.lease?.size ?? 0) + (this.spare?.size ?? 0) + this.settleable;
+  }
+
   /**
    * Starts a call: what it settles (handed over, so a call that fails does not settle them twice)
    * and, for a busy subject when `canLease` (someone could ask for the units back), a lease the size
@@ -143,6 +170,7 @@ export class LeaseBook {
     let lease = 0;
     const elapsed = now - this.answeredAt;
     this.leaseDue = false;
+    if (this.exhausted && now >= this.exhaustedUntil) this.exhausted = false;
     if (canLease && !this.exhausted && !this.leaseAsked && this.spare === undefined && elapsed <= LEASE_MS) {
       const perMs = this.demand / Math.max(1, elapsed);
       lease = Math.min(
@@ -150,9 +178,16 @@ export class LeaseBook {
         Math.floor(Math.max(perMs * LEASE_HORIZON_MS, Math.min(MIN_BUSY_LEASE, perMs * LEASE_MS))),
       );
     }
-    const call: LeaseCall = { sentAt: now, lease, settled: this.settleable, returned: this.toReturn };
+    const call: LeaseCall = {
+      sentAt: now,
+      lease,
+      settled: this.settleable,
+      returned: this.toReturn,
+      ended: this.toSettle,
+    };
     this.settleable = 0;
     this.toReturn = 0;
+    if (this.toSettle.length > 0) this.toSettle = [];
     if (lease > 0) this.leaseAsked = true;
     return call;
   }
@@ -161,6 +196,7 @@ export class LeaseBook {
   answered(call: LeaseCall, { leased, count, shifts, short }: LeaseAnswer): void {
     if (leased > 0) {
       const lease: Lease = {
+        sentAt: call.sentAt,
         next: count - leased + 1,
         last: count,
         endsAt: call.sentAt + LEASE_MS,
@@ -175,7 +211,7 @@ export class LeaseBook {
       else this.giveBack(lease); // no room: never lose units, whatever order calls answer in
     } else if (short || call.lease > 0) {
       // Too little left for a request, or to lease: the rest of the span is decided call by call.
-      this.exhausted = true;
+      this.exhaust(call.sentAt);
     }
     this.demand = 0;
     this.answeredAt = call.sentAt;
@@ -186,6 +222,7 @@ export class LeaseBook {
   notRun(call: LeaseCall): void {
     this.settleable += call.settled;
     this.toReturn += call.returned;
+    if (call.ended !== undefined) this.toSettle.push(...call.ended);
   }
 
   ended(call: LeaseCall): void {
@@ -202,10 +239,15 @@ export class LeaseBook {
     return this.owes;
   }
 
-  /** Another replica needs units of this span: give back what is unused, take no more leases. */
-  reclaim(): void {
-    this.exhausted = true;
+  /** Another replica needs units of this span at `now`: give back what is unused, take no more leases (for a while). */
+  reclaim(now = 0): void {
+    this.exhaust(now);
     this.endLeases();
+  }
+
+  private exhaust(now: number): void {
+    this.exhausted = true;
+    this.exhaustedUntil = now + this.pauseMs;
   }
 
   /** True, with its leases ended, when the subject has not been seen for a lease's time. */
@@ -224,8 +266,10 @@ export class LeaseBook {
   }
 
   private giveBack(lease: Lease): void {
-    if (lease.next <= lease.last) this.toReturn += lease.last - lease.next + 1;
+    const unused = lease.next <= lease.last ? lease.last - lease.next + 1 : 0;
+    this.toReturn += unused;
     this.settleable += lease.size;
+    this.toSettle.push(lease.sentAt, lease.size, unused);
   }
 
   private endLeases(): void {

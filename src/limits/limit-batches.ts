@@ -3,6 +3,7 @@ import { defineConsumeScript, inWindows, type ConsumeScript } from './consume-sc
 import {
   admittedOf,
   balanceOf,
+  bucketPartsOf,
   countOf,
   heldOf,
   leasedOf,
@@ -79,6 +80,8 @@ export class LimitBatches {
     private readonly reclaim: LeaseReclaim,
     private readonly recovery: Recovery,
     private readonly watches: LimitWatches,
+    /** This replica's name in Redis (ConcurrencyPlaces.replica): its token bucket leases are kept under it. */
+    private readonly replica: string,
   ) {
     this.consumeScript = defineConsumeScript(client);
     this.creditWatch = watches.credits;
@@ -172,6 +175,7 @@ export class LimitBatches {
       reply = await this.watches.measure('consume', () =>
         this.consumeScript(group.keys, {
           now,
+          replica: this.replica,
           reclaimChannel: this.reclaim.channel,
           leases: calls,
           limits: group.limits,
@@ -241,6 +245,7 @@ export class LimitBatches {
     // it held before the call's first admitted unit.
     const before = this.bases;
     const balances: CalledBalance[] = [];
+    const buckets: number[] = [];
     for (let s = 0, i = 0; s < spans.length; s++) {
       const span = spans[s]!;
       if (span.balanceKey !== undefined) {
@@ -275,9 +280,9 @@ export class LimitBatches {
           this.recovery.placesLeft(span.counts[j]!, countOf(reply, i), admittedUnits > 0, now);
           span.resets[j] = now + PLACE_RETRY_MS;
         } else {
-          const bucket = bucketOf(rule, countOf(reply, i), oldestSlotOf(reply, i), now);
-          this.recovery.bucketLeft(span.counts[j]!, limit.slot, rule, bucket);
-          span.resets[j] = tokenBucket.resetMs(bucket, rule, now, 1);
+          const { parts } = bucketPartsOf(reply, i);
+          span.resets[j] = tokenBucket.resetMs(bucketOf(rule, countOf(reply, i), parts, now), rule, now, 1);
+          buckets.push(s, j, i);
         }
         room = Math.min(room, limit.limit - countOf(reply, i));
       }
@@ -286,6 +291,21 @@ export class LimitBatches {
       this.shifts[s] = shifts;
       before[s] = count - leased - admittedUnits;
       span.book.answered(calls[s]!, { leased, count, shifts, short: room < largestRefused });
+    }
+    // Each token bucket as the call left it, with its units leased out in it, and what this replica holds of them.
+    for (let b = 0; b < buckets.length; b += 3) {
+      const span = spans[buckets[b]!]!;
+      const j = buckets[b + 1]!;
+      const i = buckets[b + 2]!;
+      const { parts, outstanding } = bucketPartsOf(reply, i);
+      const record = bucketOf(span.limits[j]!, countOf(reply, i) - outstanding, parts, now);
+      this.recovery.bucketLeft(
+        span.counts[j]!,
+        span.consumeLimits[j]!.slot,
+        span.limits[j]!,
+        record,
+        span.book.outstanding,
+      );
     }
     // The first requests of each run are in, with the units after those of the requests before them.
     const refused: Waiter[] = [];

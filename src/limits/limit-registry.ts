@@ -1,10 +1,10 @@
 import type { RedisClient } from '../redis/connect.js';
 import { windowAt } from '../plans/window.js';
 import { isCharged, type Subject } from '../plans/subject.js';
-import { consumeKeys, inWindows, limitField, type ConsumeLimit } from './consume-script.js';
+import { consumeKeys, inWindows, isBucketLimit, limitField, type ConsumeLimit } from './consume-script.js';
 import type { ConcurrencyPlaces } from './concurrency-places.js';
 import { capacityOf, isConcurrency } from '../plans/plan.js';
-import { LeaseBook } from './lease-book.js';
+import { BUCKET_PAUSE_MS, LeaseBook } from './lease-book.js';
 import { PlanSwitches } from './plan-switches.js';
 import { FIRST_RETRY_MS, type LimitBatches } from './limit-batches.js';
 import type { LimitWatches } from './limit-watches.js';
@@ -55,7 +55,7 @@ export class LimitRegistry {
     /** Where other replicas ask for leased units back: absent, none are leased. */
     private readonly subscriber: RedisClient | undefined,
     private readonly prefix: string,
-    clock: () => number,
+    private readonly clock: () => number,
     private readonly batches: LimitBatches,
     private readonly recovery: Recovery,
     private readonly watches: LimitWatches,
@@ -205,7 +205,7 @@ export class LimitRegistry {
         consumeLimits,
         resets,
         placesAfter: counts.map(() => 0),
-        book: new LeaseBook(),
+        book: new LeaseBook(consumeLimits.some(isBucketLimit) ? BUCKET_PAUSE_MS : Infinity),
         // A span's windows and slots stay the same: its watch is for them, from its start.
         watch: this.watches.quotaWatch(subject, startMs),
         groups: new Set(),
@@ -235,9 +235,14 @@ export class LimitRegistry {
         spans,
         balances: balances.length,
         visitor,
-        // A token bucket's or concurrency limit's count has no window to lease from (docs/decisions/0095).
-        // A visitor's span leases as a key's does (0090): only while busy, sized by its own demand.
-        leases: balances.length === 0 && !spans.some((span) => span.consumeLimits.some((l) => !inWindows(l))),
+        // A concurrency limit's places are never leased; a token bucket's units are (docs/decisions/0208),
+        // but not a visitor's. A visitor's window leases as a key's does (0090): only while busy, sized by
+        // its own demand.
+        leases:
+          balances.length === 0 &&
+          !spans.some((span) =>
+            span.consumeLimits.some((l) => !inWindows(l) && (visitor !== '' || !isBucketLimit(l))),
+          ),
         placeCounts: spans.flatMap((span) => span.counts.filter((_, j) => isConcurrency(span.limits[j]!))),
         startMs: one?.startMs ?? Math.max(...spans.map((span) => span.startMs)),
         endMs: one?.endMs ?? Math.min(...spans.map((span) => span.endMs)),
@@ -275,8 +280,9 @@ export class LimitRegistry {
   /** Another replica needs units of a count: every span counting in it gives back what it has not used. */
   private readonly onReclaim = (channel: string, count: string): void => {
     if (channel !== this.reclaims) return;
+    const now = this.clock();
     for (const span of this.byCount.get(count) ?? []) {
-      span.book.reclaim();
+      span.book.reclaim(now);
       if (span.book.owes) this.batches.schedule(this.groupOf([span], ''));
     }
   };
@@ -291,8 +297,10 @@ export class LimitRegistry {
     for (const span of this.spans.values()) {
       if (isBusy(span)) continue;
       // Once every limit's window is over its units no longer matter. Until then (a longer window,
-      // or a sliding limit's slot, still counts them) unused units are given back first.
-      if (span.consumeLimits.every((l, j) => !inWindows(l) || (l.slot < 0 && span.resets[j]! <= nowMs))) {
+      // or a sliding limit's slot, still counts them; a token bucket's always) unused units are given back first.
+      const over = (l: ConsumeLimit, j: number): boolean =>
+        inWindows(l) ? l.slot < 0 && span.resets[j]! <= nowMs : !isBucketLimit(l);
+      if (span.consumeLimits.every(over)) {
         this.forget(span);
       } else if (span.book.endIfQuiet(nowMs)) {
         if (span.book.owes) this.batches.schedule(this.groupOf([span], ''));

@@ -1,7 +1,7 @@
 import type { Scope } from '../plans/subject.js';
 import type { Balance } from '../plans/balance.js';
 import { type ConsumeLimit } from './consume-script.js';
-import { countOf, oldestSlotOf, type ConsumeReply } from './consume-reply.js';
+import { bucketPartsOf, countOf, type ConsumeReply } from './consume-reply.js';
 import { capacityOf, isConcurrency, type LimitRule } from '../plans/plan.js';
 import { type Bucket } from './token-bucket.js';
 import type { LeaseBook } from './lease-book.js';
@@ -179,7 +179,7 @@ export function verdictsAfter(
               tokenBucket,
               span.scope,
               rule,
-              bucketOf(rule, countOf(reply, i), oldestSlotOf(reply, i), nowMs),
+              bucketOf(rule, countOf(reply, i), bucketPartsOf(reply, i).parts, nowMs),
               units,
               nowMs,
             )

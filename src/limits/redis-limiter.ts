@@ -100,7 +100,14 @@ export class RedisRateLimiter implements RateLimiter {
     this.places = new ConcurrencyPlaces(client, clock, concurrencyLeaseMs, this.watches);
     this.recovery = new RedisRecovery(client, subscriber, prefix, clock, this.places);
     this.reclaim = new LeaseReclaim(subscriber, prefix);
-    this.batches = new LimitBatches(client, clock, this.reclaim, this.recovery, this.watches);
+    this.batches = new LimitBatches(
+      client,
+      clock,
+      this.reclaim,
+      this.recovery,
+      this.watches,
+      this.places.replica,
+    );
     this.registry = new LimitRegistry(
       client,
       subscriber,

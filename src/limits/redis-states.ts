@@ -9,6 +9,7 @@ import { slidingWindow, type SlidingWindow } from './core/sliding-window.js';
 import { placesIn } from './concurrency-places.js';
 import type { LimitState } from './rate-limiter.js';
 import { oldestCounted, slotAt, slotMs } from './sliding-window.js';
+import { refilled } from './token-bucket.js';
 
 /**
  * A limit's state as its count in Redis (at `count`) holds it at `nowMs`, worked out by the core
@@ -37,9 +38,12 @@ const STORED: Readonly<
   fixed: async (client, count, rule, nowMs) =>
     fixedWindow.charged(fixedWindow.at(undefined, rule, nowMs), rule, Number((await client.get(count)) ?? 0)),
   sliding: async (client, count, rule, nowMs) => replayed(await client.hgetall(count), rule, nowMs),
-  tokenBucket: async (client, count) => {
-    const [units, parts, at] = await client.hmget(count, 'u', 'p', 'a');
-    return units === null ? undefined : { units: Number(units), parts: Number(parts), at: Number(at) };
+  // The bucket brought up to now, less the units leased out of it (core/token-bucket.lua.ts).
+  tokenBucket: async (client, count, rule, nowMs) => {
+    const [units, parts, at, leased] = await client.hmget(count, 'u', 'p', 'a', 'o');
+    if (units === null) return undefined;
+    const now = refilled({ units: Number(units), parts: Number(parts), at: Number(at) }, rule, nowMs);
+    return { ...now, units: now.units - Number(leased ?? 0) };
   },
   concurrency: async (client, count, _rule, nowMs) => placesIn(await client.hgetall(count), nowMs),
 };

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { NO_SHIFTS } from '../../src/limits/consume-reply.js';
-import { LEASE_MS, LeaseBook, type LeaseCall } from '../../src/limits/lease-book.js';
+import { BUCKET_PAUSE_MS, LEASE_MS, LeaseBook, type LeaseCall } from '../../src/limits/lease-book.js';
 
 /** Redis' side of one call for a subject of one limit: `leased` units on top of a count that was `before`. */
 function grant(book: LeaseBook, call: LeaseCall, before: number, leased: number, admitted = 0): void {
@@ -14,8 +14,8 @@ function take(book: LeaseBook, now: number, cost = 1): number {
 }
 
 /** A book that was answered at `t0` and then saw `requests` requests by `t1`: it asks for a lease at `t1`. */
-function busyBook(t0: number, requests: number, t1: number): LeaseBook {
-  const book = new LeaseBook();
+function busyBook(t0: number, requests: number, t1: number, pauseMs?: number): LeaseBook {
+  const book = new LeaseBook(pauseMs);
   take(book, t0);
   grant(book, book.startCall(t0, true), 0, 0, 1);
   for (let i = 0; i < requests; i++) expect(take(book, t1)).toBe(0);
@@ -26,7 +26,13 @@ describe('LeaseBook', () => {
   it('sends every request of a subject it has not seen busy to Redis, and asks for no lease', () => {
     const book = new LeaseBook();
     expect(take(book, 1_000)).toBe(0);
-    expect(book.startCall(1_000, true)).toEqual({ sentAt: 1_000, lease: 0, settled: 0, returned: 0 });
+    expect(book.startCall(1_000, true)).toEqual({
+      sentAt: 1_000,
+      lease: 0,
+      settled: 0,
+      returned: 0,
+      ended: [],
+    });
   });
 
   it('sizes a lease by the requests since the last answer: 20 ms of them, or up to 64 they would use within a lease’s 100 ms, at most 1,000', () => {
@@ -127,8 +133,48 @@ describe('LeaseBook', () => {
     book.reclaim();
     expect(take(book, 6)).toBe(0);
     expect(book.owes).toBe(true);
-    expect(book.startCall(6, true)).toEqual({ sentAt: 6, lease: 0, settled: 16, returned: 15 });
+    // Each lease by itself too (a token bucket settles them so): when it was asked for, its size, its unused units.
+    expect(book.startCall(6, true)).toEqual({
+      sentAt: 6,
+      lease: 0,
+      settled: 16,
+      returned: 15,
+      ended: [5, 8, 7, 5, 8, 8],
+    });
     expect(book.owes).toBe(false);
+  });
+
+  it('leases a token bucket again a pause after a reclaim (it refills), a window never in its span', () => {
+    const bucket = busyBook(0, 10, 5, BUCKET_PAUSE_MS);
+    const window = busyBook(0, 10, 5);
+    for (const book of [bucket, window]) {
+      grant(book, book.startCall(5, true), 0, 8);
+      book.take(1);
+      book.reclaim(6);
+      expect(book.startCall(7, true).lease).toBe(0);
+    }
+    // Busy again once the pause is over (a call answered, then more requests): the bucket's book asks
+    // for a lease, the window's does not.
+    const later = 6 + BUCKET_PAUSE_MS;
+    for (const book of [bucket, window]) {
+      take(book, later);
+      grant(book, book.startCall(later, true), 9, 0, 1);
+      for (let i = 0; i < 10; i++) take(book, later + 1);
+    }
+    expect(bucket.startCall(later + 1, true).lease).toBeGreaterThan(0);
+    expect(window.startCall(later + 1, true).lease).toBe(0);
+  });
+
+  it('counts as outstanding every leased unit no call has settled yet, used or not', () => {
+    const book = busyBook(0, 10, 5);
+    grant(book, book.startCall(5, true), 0, 8);
+    expect(book.outstanding).toBe(8);
+    expect(take(book, 6)).toBe(1);
+    expect(book.outstanding).toBe(8);
+    book.reclaim(6);
+    expect(book.outstanding).toBe(8); // given back, not yet settled
+    book.startCall(6, false);
+    expect(book.outstanding).toBe(0);
   });
 
   it('gives back a lease that arrives after a reclaim, once the requests that waited for it took their places', () => {

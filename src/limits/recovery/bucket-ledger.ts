@@ -3,6 +3,7 @@ import { defineScript, type ScriptRunner } from '../../redis/script.js';
 import type { LimitRule } from '../../plans/plan.js';
 import type { ConsumeLimit } from '../consume-script.js';
 import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
+import { BUCKET_LAPSE_MS, LEASE_MS } from '../lease-book.js';
 import { BUCKET_LUA, bucketPeriodMs, refilled, type Bucket } from '../token-bucket.js';
 import type { MovedShare } from './key-homes.js';
 import type { LossShare } from './loss-detection.js';
@@ -16,13 +17,27 @@ import type { RedisMarker } from './redis-marker.js';
  * caller read it: a replica that has not read that marker yet has not put its own record back, and the
  * consume script answers it `lost` rather than let it draw on a level another replica may still lower.
  * ARGV: the record's units, parts and time, now, the refill (limit), burst and period in ms, the
- * marker ('' unknown: no `k`). Returns 1 when it changed the bucket.
+ * marker ('' unknown: no `k`), the caller (its replica) and the units leased to it there it has not
+ * settled: those are outstanding again in the bucket (its `l:` field at least that, lapsing as a lease
+ * does, core/token-bucket.lua.ts), so the bucket keeps them out of what others draw on.
+ * Returns 1 when it changed the bucket.
  */
 const RESTORE_BUCKET_LUA = `
 ${BUCKET_LUA}
 local ru, rp, ra, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local rate, burst, periodMs = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local marker = ARGV[8]
+local marker, replica, held = ARGV[8], ARGV[9], tonumber(ARGV[10])
+if held > 0 then
+  local own = 'l:' .. replica
+  local was = tonumber(redis.call('HGET', KEYS[1], own) or '0')
+  if was < held then
+    local lapse = now + ${LEASE_MS + BUCKET_LAPSE_MS}
+    local keep = math.max(lapse, tonumber(redis.call('HGET', KEYS[1], 'e') or '0'))
+    redis.call('HSET', KEYS[1], own, held, 's:' .. replica, 0, 'y:' .. replica, string.format('%.0f', lapse), 'e', string.format('%.0f', keep))
+    redis.call('HINCRBY', KEYS[1], 'o', held - was)
+    redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', keep + ${EXPIRY_GRACE_MS}))
+  end
+end
 local h = redis.call('HMGET', KEYS[1], 'u', 'p', 'a', 'd')
 local t = math.max(now, ra, tonumber(h[3] or '0'))
 local u, p = refill(ru, rp, ra, t, rate, burst, periodMs)
@@ -40,7 +55,7 @@ if h[1] then
 elseif u >= burst then
   return 0
 end
-local fullAt = t + math.ceil(((burst - u) * periodMs - p) / rate) + ${EXPIRY_GRACE_MS}
+local fullAt = math.max(t + math.ceil(((burst - u) * periodMs - p) / rate), tonumber(redis.call('HGET', KEYS[1], 'e') or '0')) + ${EXPIRY_GRACE_MS}
 redis.call('HSET', KEYS[1], 'u', string.format('%.0f', u), 'p', string.format('%.0f', p), 'a', string.format('%.0f', t), 'd', string.format('%.0f', d))
 if marker ~= '' then redis.call('HSET', KEYS[1], 'k', marker) end
 redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', fullAt))
@@ -53,6 +68,8 @@ interface BucketRecord {
   /** The bucket's field in the consume script (its refill and period, limitField): a record of another rule is not passed. */
   readonly field: ConsumeLimit['slot'];
   readonly bucket: Bucket;
+  /** Units leased to this replica in it it had not settled then. */
+  readonly held: number;
 }
 
 /**
@@ -75,30 +92,36 @@ export class BucketLedger implements LossShare, MovedShare {
   constructor(
     client: RedisClient,
     private readonly marker: RedisMarker,
+    /** This replica's name in Redis, which its leases of a bucket are kept under. */
+    private readonly replica: string,
   ) {
     this.restore = defineScript(client, 'tollgateRestoreBucket', RESTORE_BUCKET_LUA, 1);
   }
 
-  /** A decision left bucket `key` (consume script field `field`, of `rule`) as `bucket`. */
-  note(key: string, field: ConsumeLimit['slot'], rule: LimitRule, bucket: Bucket): void {
-    this.records.set(key, { rule, field, bucket });
+  /**
+   * A decision left bucket `key` (consume script field `field`, of `rule`) as `bucket` (its leased units
+   * in it), `held` of them leased to this replica and not settled (undefined: as before).
+   */
+  note(key: string, field: ConsumeLimit['slot'], rule: LimitRule, bucket: Bucket, held?: number): void {
+    this.records.set(key, { rule, field, bucket, held: held ?? this.records.get(key)?.held ?? 0 });
   }
 
   /**
    * The record of bucket `key` for a call that decides it with `field` and `burst` at `nowMs`, as the
-   * consume script takes it (`units:parts:at:marker`, the marker this replica last read, '' before the
-   * first read); 0 when there is none, it is of another rule, or the bucket would be full again by now
-   * (then forgotten).
+   * consume script takes it (`units:parts:at:held:marker`, `held` the units leased to this replica there
+   * it has not settled, the marker this replica last read, '' before the first read); 0 when there is
+   * none, it is of another rule, or the bucket would be full again by now and nothing is leased (then
+   * forgotten).
    */
-  recordOf(key: string, field: ConsumeLimit['slot'], burst: number, nowMs: number): string | 0 {
+  recordOf(key: string, field: ConsumeLimit['slot'], burst: number, nowMs: number, held: number): string | 0 {
     const record = this.records.get(key);
     if (record === undefined || record.field !== field || record.rule.burst !== burst) return 0;
-    if (this.isFull(record, nowMs)) {
+    if (held === 0 && this.isFull(record, nowMs)) {
       this.records.delete(key);
       return 0;
     }
     const { units, parts, at } = record.bucket;
-    return `${units}:${parts}:${at}:${this.marker.current ?? ''}`;
+    return `${units}:${parts}:${at}:${held}:${this.marker.current ?? ''}`;
   }
 
   /** Bucket `key` is under `to` now: a key's counts moved (key-homes.ts). */
@@ -112,8 +135,8 @@ export class BucketLedger implements LossShare, MovedShare {
   /** Puts back this replica's record of bucket `key`, which Redis lost: 1 when it lowered the bucket. */
   async putBack(key: string, nowMs: number): Promise<number> {
     const record = this.records.get(key);
-    if (record === undefined || this.isFull(record, nowMs)) return 0;
-    const { rule, bucket } = record;
+    if (record === undefined || (record.held === 0 && this.isFull(record, nowMs))) return 0;
+    const { rule, bucket, held } = record;
     return Number(
       await this.restore(
         [key],
@@ -126,6 +149,8 @@ export class BucketLedger implements LossShare, MovedShare {
           rule.burst!,
           bucketPeriodMs(rule),
           this.marker.current ?? '',
+          this.replica,
+          held,
         ],
       ),
     );
@@ -138,7 +163,8 @@ export class BucketLedger implements LossShare, MovedShare {
 
   /** Puts every bucket recorded back, when a flush is owed, and forgets those full by now; throws if Redis stops answering (call again). */
   async repay(nowMs: number): Promise<number> {
-    for (const [key, record] of this.records) if (this.isFull(record, nowMs)) this.records.delete(key);
+    for (const [key, record] of this.records)
+      if (record.held === 0 && this.isFull(record, nowMs)) this.records.delete(key);
     if (!this.owed) return 0;
     let restored = 0;
     for (const key of this.records.keys()) restored += await this.putBack(key, nowMs);

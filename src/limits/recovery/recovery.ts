@@ -40,8 +40,17 @@ export interface Recovery {
   windowTaken(count: string, slot: number, places: number, expiresAt: number): void;
   /** A decision at `nowMs` left `places` in flight in concurrency count `count` (it took some: `took`). */
   placesLeft(count: string, places: number, took: boolean, nowMs: number): void;
-  /** A decision left token bucket `count` (the script's field `field`, of `rule`) as `bucket`. */
-  bucketLeft(count: string, field: ConsumeLimit['slot'], rule: LimitRule, bucket: Bucket): void;
+  /**
+   * A decision left token bucket `count` (the script's field `field`, of `rule`) as `bucket`, its units
+   * leased out still in it; `held` of them leased to this replica and not settled (undefined: as before).
+   */
+  bucketLeft(
+    count: string,
+    field: ConsumeLimit['slot'],
+    rule: LimitRule,
+    bucket: Bucket,
+    held?: number,
+  ): void;
   /** A decision left balance `key` of (`scope`, `id`): `spent` of `granted` units in (`epoch`, `window`). */
   balanceLeft(
     scope: Scope,

@@ -43,7 +43,7 @@ export class RedisRecovery implements Recovery {
   ) {
     this.marker = new RedisMarker(client, prefix);
     this.windows = new WindowLedger(client, this.marker);
-    this.buckets = new BucketLedger(client, this.marker);
+    this.buckets = new BucketLedger(client, this.marker, places.replica);
     this.places = new PlacesLedger(client, places, this.marker);
     this.balances = new BalanceLedger(client);
     this.losses = new LossDetection(client, subscriber, prefix, clock, this.marker, [
@@ -76,7 +76,7 @@ export class RedisRecovery implements Recovery {
     if (inWindows(limit)) return this.windows.knownOf(count, limit.slot, nowMs, span.returning);
     return isConcurrency(span.limits[j]!)
       ? this.places.knownOf(count, nowMs)
-      : this.buckets.recordOf(count, limit.slot, limit.limit, nowMs);
+      : this.buckets.recordOf(count, limit.slot, limit.limit, nowMs, span.book.outstanding);
   }
 
   balanceSeen(key: string): BalanceSeen | undefined {
@@ -99,8 +99,14 @@ export class RedisRecovery implements Recovery {
     this.places.saw(count, places, took, nowMs);
   }
 
-  bucketLeft(count: string, field: ConsumeLimit['slot'], rule: LimitRule, bucket: Bucket): void {
-    this.buckets.note(count, field, rule, bucket);
+  bucketLeft(
+    count: string,
+    field: ConsumeLimit['slot'],
+    rule: LimitRule,
+    bucket: Bucket,
+    held?: number,
+  ): void {
+    this.buckets.note(count, field, rule, bucket, held);
   }
 
   balanceLeft(scope: Scope, id: string, key: string, b: BalanceSeen & { readonly granted: number }): void {
