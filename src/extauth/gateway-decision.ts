@@ -12,7 +12,8 @@ import type { Metrics } from '../ops/metrics.js';
 import { hasNoControlCharacter } from '../plans/clean-text.js';
 import { normalisedPath } from '../plans/normalised-path.js';
 import { admit, type Admitted, type AdmissionDeps, type Refused } from '../proxy/admission.js';
-import { countDecision, type KeyUseDeps } from '../proxy/key-use.js';
+import type { KeyUseDeps } from '../proxy/key-use.js';
+import type { Reservations } from '../reservations/reservations.js';
 import { addLimitHeaders } from '../proxy/rate-limit-headers.js';
 import { refusalResponse, type RefusalResponse } from '../proxy/refusal-response.js';
 import { hasDotSegment, originForm } from '../proxy/request-target.js';
@@ -23,7 +24,9 @@ export type ExtauthProtocol = 'forward_auth' | 'check' | 'should_rate_limit';
 export interface ExtauthDeps extends AdmissionDeps, KeyUseDeps {
   readonly routing: Pick<Routing, 'routeIdOf'>;
   readonly metrics: Pick<Metrics, 'extauthDecisions'>;
-  readonly config: Pick<Config, 'customerIdHeader' | 'concurrencyLeaseSeconds'>;
+  readonly config: Pick<Config, 'customerIdHeader'>;
+  /** Counts each decision, and keeps its reservation or places until the settle call. */
+  readonly reservations: Pick<Reservations, 'counted'>;
 }
 
 /** The client's request as the gateway describes it. */
@@ -120,8 +123,10 @@ export async function decide(
     path: endpoint,
     ...(request.cost !== undefined && { cost: request.cost }),
   });
-  countDecision(
-    deps,
+  // Nothing tells this listener when the gateway's request ends: a reservation and the places it took
+  // are held until the settle call names it (x-tollgate-reservation), a place at most for the lease
+  // a dead replica's places lapse after (CONCURRENCY_LEASE_SECONDS).
+  const reservationId = await deps.reservations.counted(
     admission,
     {
       requestId: request.requestId,
@@ -132,22 +137,19 @@ export async function decide(
       clientAddress: client ?? null,
     },
     performance.now() - request.receivedAt,
+    admission.admitted ? admission.release : undefined,
   );
   deps.metrics.extauthDecisions.inc({ protocol, code: admission.admitted ? 'ok' : admission.code });
   const now = deps.clock();
   if (!admission.admitted)
     return { admitted: false, admission, answer: refusalResponse(admission, request.requestId, now) };
-  // Nothing tells this listener when the gateway's request ends: a place it took is held for the
-  // lease a dead replica's place lapses after, then given back by this replica.
-  const release = admission.release;
-  if (release !== undefined) setTimeout(release, deps.config.concurrencyLeaseSeconds * 1_000).unref();
-  return {
-    admitted: true,
-    admission,
-    upstream: upstreamHeaders(admission, deps.config.customerIdHeader),
-    limitHeaders: limitHeaders(admission, now),
-  };
+  const upstream = upstreamHeaders(admission, deps.config.customerIdHeader);
+  if (reservationId !== undefined) upstream.push([RESERVATION_HEADER, reservationId]);
+  return { admitted: true, admission, upstream, limitHeaders: limitHeaders(admission, now) };
 }
+
+/** Names an admitted decision's reservation or places, for `POST /tollgate/verify/settle`. */
+export const RESERVATION_HEADER = 'x-tollgate-reservation';
 
 /** What the backend receives of an admitted request, as the proxy sends it (src/proxy/forwarding-headers.ts). */
 function upstreamHeaders(admission: Admitted, customerIdHeader: string): [string, string][] {

@@ -26,7 +26,7 @@ export interface KeyUseDeps {
  */
 export function countKeyUse(
   deps: KeyUseDeps,
-  key: ResolvedKey,
+  key: Pick<ResolvedKey, 'id' | 'consumerId'>,
   endpoint: string,
   routeId: string | null,
   customerId: string | undefined,
