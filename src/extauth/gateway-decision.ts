@@ -91,14 +91,39 @@ export type GatewayDecision =
       readonly answer: RefusalResponse;
     };
 
+export interface GatewayTarget {
+  readonly path: string;
+  /** Null: the catch-all; undefined: no route takes it and there is no catch-all. */
+  readonly routeId: string | null | undefined;
+  readonly client: string | undefined;
+}
+
+/**
+ * What the proxy would read of the request's line and client: its path in normal form (usage's
+ * endpoint: NO_PATH_ENDPOINT when the gateway named none), the route it takes, and the client's
+ * address when it is one. Undefined for a target or method the proxy would refuse.
+ */
+export function targetOf(
+  deps: Pick<ExtauthDeps, 'routing'>,
+  request: GatewayRequest,
+): GatewayTarget | undefined {
+  const path = pathOf(request);
+  if (path === null || !METHOD.test(request.method)) return undefined;
+  // An address a gateway names is counted per visitor and kept in the failure log: an IP address or none.
+  const client = request.client !== undefined && isIP(request.client) !== 0 ? request.client : undefined;
+  // Without a path it is decided as verify decides one: for the catch-all.
+  const routeId = path === undefined ? null : deps.routing.routeIdOf(request.host, request.method, path);
+  return { path: path ?? NO_PATH_ENDPOINT, routeId, client };
+}
+
 /** The decision for `request`, counted once in usage (a valid key's) and in the metrics. */
 export async function decide(
   deps: ExtauthDeps,
   protocol: ExtauthProtocol,
   request: GatewayRequest,
 ): Promise<GatewayDecision> {
-  const path = pathOf(request);
-  if (path === null || !METHOD.test(request.method)) {
+  const target = targetOf(deps, request);
+  if (target === undefined) {
     deps.metrics.extauthDecisions.inc({ protocol, code: 'invalid_request_target' });
     return {
       admitted: false,
@@ -106,11 +131,7 @@ export async function decide(
       answer: errorResponse('invalid_request_target', { 'x-request-id': request.requestId }),
     };
   }
-  // An address a gateway names is counted per visitor and kept in the failure log: an IP address or none.
-  const client = request.client !== undefined && isIP(request.client) !== 0 ? request.client : undefined;
-  // Without a path it is decided as verify decides one: for the catch-all.
-  const routeId = path === undefined ? null : deps.routing.routeIdOf(request.host, request.method, path);
-  const endpoint = path ?? NO_PATH_ENDPOINT;
+  const { client, routeId, path: endpoint } = target;
   const admission = await admit(deps, {
     requestId: request.requestId,
     secret: request.secret,

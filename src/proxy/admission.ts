@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
+import { subjectsFor } from '../keys/key-subjects.js';
 import { restrictionRefusal } from '../keys/restrictions.js';
 import {
   MAX_TOKEN_LIFETIME_S,
@@ -213,7 +214,7 @@ async function admitKey(
     body = read.bytes;
     facts = { routeId: facts.routeId, method: facts.method, path: facts.path, body: read.json };
   }
-  const subjects = pricing === undefined ? key.subjects : pricing.subjectsFor(facts);
+  const subjects = subjectsFor(key, facts);
   const rule = request.cost === undefined ? pricing?.costRuleOf(facts) : undefined;
   const settleMax = rule?.settleMax ?? SETTLE_MAX_DEFAULT;
   const cost = request.cost ?? reservedCost(rule, facts.body, settleMax, request.reserve);

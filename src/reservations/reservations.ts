@@ -7,7 +7,7 @@
  * reservation not settled within RESERVATION_TTL_SECONDS keeps its reservation as its cost.
  */
 import { randomBytes } from 'node:crypto';
-import type { RateLimiter, Reservation } from '../limits/rate-limiter.js';
+import type { Decision, RateLimiter, Reservation } from '../limits/rate-limiter.js';
 import type { Visitor } from '../limits/visitor.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../ops/logger.js';
@@ -75,6 +75,17 @@ const SWEEP_EVERY_MS = 5_000;
 const SWEEP_BATCH = 500;
 
 const ID_PREFIX = 'rsv_';
+
+/**
+ * The decision of a reservation settled from its record, not where it was decided (on another
+ * replica, or before a restart): counted where the shared limiter counts.
+ */
+export const SETTLED_ELSEWHERE: Decision = {
+  allowed: true,
+  limit: undefined,
+  balance: undefined,
+  states: [],
+};
 
 /** How long a settle call waits for the replica that admitted the request to charge it. */
 const HOLDER_WAIT_MS = 1_000;
@@ -325,8 +336,7 @@ function revived(charged: NonNullable<Held['charged']>, reserved: number): Reser
     return balance === undefined ? { scope, id, plan } : { scope, id, plan, balance };
   });
   return {
-    // Decided on another replica, or before a restart: counted where the shared limiter counts.
-    decision: { allowed: true, limit: undefined, balance: undefined, states: [] },
+    decision: SETTLED_ELSEWHERE,
     subjects,
     ...(charged.visitor !== undefined && { visitor: charged.visitor }),
     reserved,
