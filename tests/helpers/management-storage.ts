@@ -91,6 +91,14 @@ export function storeDeps(db: Db, throttle = new AuthThrottle({ limit: 1_000_000
   };
 }
 
+/** One deployment's reservations: every app over the same database settles what another reserved. */
+const reservationStores = new WeakMap<Db, MemoryReservationStore>();
+function reservationStoreOf(db: Db): MemoryReservationStore {
+  let store = reservationStores.get(db);
+  if (store === undefined) reservationStores.set(db, (store = new MemoryReservationStore()));
+  return store;
+}
+
 /**
  * Everything the management app needs over `db`, with test defaults (no pending usage, in-process
  * limiter, local key events, a fresh encryption key, no prefix, silent logs, the real clock);
@@ -136,7 +144,7 @@ export function managementDeps(
     recorder,
     lastUse,
     logger,
-    reservations: new Reservations(new MemoryReservationStore(), {
+    reservations: new Reservations(reservationStoreOf(db), {
       limiter,
       recorder,
       lastUse,
