@@ -41,28 +41,28 @@ const DEPLOYMENTS: Deployment[] = [
       return { replicas: [h], stop: () => h.stop() };
     },
   },
-  {
-    name: 'two replicas on Redis and Postgres',
-    async start() {
-      const database: TestDatabase = await createTestDatabase({ migrated: true });
-      const handle: DbHandle = await openPostgres(database.url);
-      await migrate(handle);
-      const shared = { ...env, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix() };
-      const replicas = [
-        await harness().start({ database: handle, env: shared }),
-        await harness().start({ database: handle, env: shared }),
-      ];
-      return {
-        replicas,
-        async stop() {
-          await Promise.all(replicas.map((h) => h.stop()));
-          await handle.close();
-          await database.drop();
-        },
-      };
-    },
-  },
+  { name: 'two replicas on Redis and Postgres', start: () => redisReplicas() },
 ];
+
+/** Two replicas on one Redis and one Postgres database of their own, `extra` added to their settings. */
+async function redisReplicas(extra: Record<string, string> = {}) {
+  const database: TestDatabase = await createTestDatabase({ migrated: true });
+  const handle: DbHandle = await openPostgres(database.url);
+  await migrate(handle);
+  const shared = { ...env, ...extra, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix() };
+  const replicas = [
+    await harness().start({ database: handle, env: shared }),
+    await harness().start({ database: handle, env: shared }),
+  ];
+  return {
+    replicas,
+    async stop() {
+      await Promise.all(replicas.map((h) => h.stop()));
+      await handle.close();
+      await database.drop();
+    },
+  };
+}
 
 describe.each(DEPLOYMENTS)('verify reserve and settle, $name', (deployment) => {
   let replicas: ProxyHarness[];
@@ -198,4 +198,48 @@ describe.each(DEPLOYMENTS)('verify reserve and settle, $name', (deployment) => {
     }
     return total;
   }
+});
+
+describe('two replicas on Redis: the replica that admitted a reservation is asked to settle it', () => {
+  let replicas: ProxyHarness[];
+  let stop: () => Promise<void>;
+
+  beforeAll(async () => {
+    ({ replicas, stop } = await redisReplicas({ EXTAUTH_PORT: '0', CONCURRENCY_LEASE_SECONDS: '600' }));
+  }, 60_000);
+  afterAll(() => stop());
+
+  const settle = (h: ProxyHarness, reservationId: string, units: number) =>
+    h.admin('POST', '/tollgate/verify/settle', { reservationId, units });
+
+  it("a gateway's place held by one replica is given back by a settle call to the other", async () => {
+    const [holder, other] = replicas as [ProxyHarness, ProxyHarness];
+    const key = await holder.createKey({ algorithm: 'concurrency', limit: 1 });
+    const ask = async () => {
+      const res = await fetch(`http://127.0.0.1:${holder.extauthPort}/auth`, {
+        headers: { 'x-api-key': key.secret },
+      });
+      return { status: res.status, reservation: res.headers.get('x-tollgate-reservation') };
+    };
+    const first = await ask();
+    expect((await ask()).status).toBe(429);
+    expect((await settle(other, first.reservation!, 0)).status).toBe(200);
+    // Freed by the holder when the other replica's message reaches it, long before its 600 s lease.
+    await waitFor(ask, (a) => a.status === 200, { timeoutMs: 5_000, what: 'the place given back' });
+  });
+
+  it('a reservation whose replica is gone is settled by the one asked, once', async () => {
+    const [gone, other] = replicas as [ProxyHarness, ProxyHarness];
+    const key = await gone.createKey({ limit: DAY_LIMIT, period: 'day' });
+    const reserved = await gone.admin('POST', '/tollgate/verify', { key: key.secret, reserve: 100 });
+    await gone.stop();
+    const settled = await settle(other, reserved.body.reservationId as string, 40);
+    expect(settled).toEqual({
+      status: 200,
+      body: { reservationId: reserved.body.reservationId, units: 40, charged: -60 },
+    });
+    const verify = (cost: number) => other.admin('POST', '/tollgate/verify', { key: key.secret, cost });
+    expect((await verify(DAY_LIMIT - 40)).body).toMatchObject({ valid: true });
+    expect((await verify(1)).body).toMatchObject({ valid: false, code: 'rate_limit_exceeded' });
+  });
 });
