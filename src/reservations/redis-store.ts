@@ -121,9 +121,11 @@ export class RedisReservationStore implements ReservationStore {
         resolve(yes);
       };
       this.waiting.set(number, () => answered(true));
-      this.client
-        .publish(this.channelPrefix + holder, `?${number} ${this.replica} ${message}`)
-        .catch(() => answered(false));
+      // Nobody listening on its channel: it is gone (or cut off), no need to wait.
+      this.client.publish(this.channelPrefix + holder, `?${number} ${this.replica} ${message}`).then(
+        (listeners) => listeners === 0 && answered(false),
+        () => answered(false),
+      );
     });
   }
 
