@@ -1,13 +1,32 @@
 // Modules of the server that @tollgate/client ships as written, with a header: one algorithm, never two
-// that could drift apart. Each imports nothing, so its copy stands alone. mintToken (the portal mints
-// with it), the normal form of a path (`tollgate apply` compares a route's prefix as the service stores
-// it) and the shape of a plan's limits (`tollgate apply` refuses before any change what the API would).
+// that could drift apart. Each imports nothing, or only modules copied beside it at the same relative
+// paths, so the copies stand alone. mintToken (the portal mints with it), the normal form of a path
+// (`tollgate apply` compares a route's prefix as the service stores it), the shape of a plan's limits
+// (`tollgate apply` refuses before any change what the API would), and the meters that read the units
+// a response reports (the middleware settles from the handler's response as the proxy does).
 import { readFileSync } from 'node:fs';
+
+/** src/metering/'s response meters and the two plan modules they read, under generated/ as under src/. */
+const METERING = [
+  'metering/open-meter.ts',
+  'metering/header-meter.ts',
+  'metering/json-body-meter.ts',
+  'metering/sse-meter.ts',
+  'metering/quantity-tally.ts',
+  'metering/json-integer-reader.ts',
+  'metering/meter-bounds.ts',
+  'metering/unit-meter.ts',
+  'metering/reading.ts',
+  'metering/settle-rule.ts',
+  'plans/usage-pricing.ts',
+  'plans/json-pointer.ts',
+];
 
 export const CLIENT_COPIES = [
   { source: 'src/keys/mint-token.ts', file: 'packages/client/src/generated/mint-token.ts' },
   { source: 'src/plans/normalised-path.ts', file: 'packages/client/src/generated/normalised-path.ts' },
   { source: 'src/plans/limit-shape.ts', file: 'packages/client/src/generated/limit-shape.ts' },
+  ...METERING.map((path) => ({ source: `src/${path}`, file: `packages/client/src/generated/${path}` })),
 ];
 
 /** The client's copy of the server's module at `source`. */

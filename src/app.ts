@@ -1,5 +1,4 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { BillingExporter } from './billing/billing-exporter.js';
 import { BillingExportRepository } from './billing/export-repository.js';
 import { LedgerRepository } from './billing/ledger-repository.js';
@@ -28,6 +27,9 @@ import type { Metrics } from './ops/metrics.js';
 import { createOpsServer } from './ops/ops-server.js';
 import { startExtauth, type ExtauthListeners, type ExtauthPorts } from './extauth/listeners.js';
 import { RepeatingTask } from './ops/repeating-task.js';
+import { listenOn } from './net/listen-on.js';
+import { Reservations } from './reservations/reservations.js';
+import { MemoryReservationStore, type ReservationStore } from './reservations/store.js';
 import type { FailureThrottle } from './proxy/auth-throttle.js';
 import { createProxyHandler } from './proxy/handler.js';
 import { Routing } from './proxy/routing.js';
@@ -79,6 +81,8 @@ export interface Adapters {
   readonly creditSaveIntervalMs?: number;
   /** Usage recorded elsewhere and not yet in Postgres (Redis hashes), beyond this process's own. */
   readonly pendingUsage: readonly PendingUsage[];
+  /** Where verify's and the gateways' reservations wait to be settled (absent: in process). */
+  readonly reservationStore?: ReservationStore;
   /** Background work that must run while the app serves and finish on shutdown (the usage flusher, the recorded key changes). */
   readonly background: readonly { start(): void; stop(): Promise<void> }[];
   /** Failed authentications per client address under `name`: shared through Redis, else in process. */
@@ -189,8 +193,11 @@ export function buildApp({
   const routing = new Routing({ config, metrics });
   routeTable.onChange((routes) => routing.apply(routes));
   routeTable.follow(adapters.keyEvents);
+  const held = { limiter: adapters.limiter, recorder, lastUse, metrics, logger, clock, config };
+  const reservations = new Reservations(adapters.reservationStore ?? new MemoryReservationStore(), held);
   const proxyDeps = {
     config,
+    reservations,
     routing,
     keyCache,
     limiter: adapters.limiter,
@@ -310,14 +317,6 @@ export function buildApp({
 
   // Gateways' authorization calls: the proxy's own admission, counted as it counts.
   let extauth: ExtauthListeners | undefined;
-  const listenOn = (server: Server, port: number) =>
-    new Promise<number>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, config.host, () => {
-        server.off('error', reject);
-        resolve((server.address() as AddressInfo).port);
-      });
-    });
 
   return {
     publicServer,
@@ -334,8 +333,9 @@ export function buildApp({
       await routeTable.start();
       webhookDeliveries.start();
       noticeWriter.start();
-      const opsPort = await listenOn(opsServer, config.opsPort);
-      const port = await listenOn(publicServer, config.port);
+      reservations.start();
+      const opsPort = await listenOn(opsServer, config.opsPort, config.host);
+      const port = await listenOn(publicServer, config.port, config.host);
       extauth = await startExtauth(proxyDeps, config);
       openApi = buildOpenApiDocument({
         prefix: config.managementPrefix,
@@ -371,7 +371,8 @@ export function buildApp({
       // Nothing is charged any more: what was spent of credit balances goes to the database first, it is money.
       await settledWithin(spentCredits.stop(), CLOSE_STEP_MS);
       await settledWithin(routing.close(), CLOSE_STEP_MS);
-      // Usage gets the longest share: it is billing data.
+      // Reservations no replica will settle count now; usage gets the longest share: it is billing data.
+      await settledWithin(reservations.stop(), CLOSE_STEP_MS);
       // A write attempt can overrun its deadline by a command timeout; the steps after it need a second.
       await recorder.stop(mustEndBy - 3 * CLOSE_STEP_MS);
       await settledWithin(lastUse.stop(), CLOSE_STEP_MS / 2);

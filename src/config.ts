@@ -41,6 +41,8 @@ export interface Config {
   readonly failureLogRetentionDays: number;
   /** How soon a replica that died gives back its places of concurrency limits, seconds (CONCURRENCY_LEASE_SECONDS). */
   readonly concurrencyLeaseSeconds: number;
+  /** How long a verify or gateway reservation may be settled, seconds (RESERVATION_TTL_SECONDS). */
+  readonly reservationTtlSeconds: number;
   /** When billing exports run and when a bucket is closed (BILLING_EXPORT_*). */
   readonly billingExport: BillingExportSettings;
   readonly logLevel: string;
@@ -323,6 +325,7 @@ export function loadConfig(env: Env): Config {
     },
     failureLogRetentionDays: integer(env, 'FAILURE_LOG_RETENTION_DAYS', 7, 1, 3_650),
     concurrencyLeaseSeconds: integer(env, 'CONCURRENCY_LEASE_SECONDS', 30, 1, 3_600),
+    reservationTtlSeconds: integer(env, 'RESERVATION_TTL_SECONDS', 900, 1, 86_400),
     billingExport: {
       runEverySeconds: integer(env, 'BILLING_EXPORT_RUN_SECONDS', 60, 1, 86_400),
       settleSeconds: integer(env, 'BILLING_EXPORT_SETTLE_SECONDS', 60, 0, 86_400),

@@ -25,6 +25,11 @@ const SERVICE_ERRORS = {
   webhook_not_found: { status: 404, message: 'No webhook has that id' },
   delivery_not_found: { status: 404, message: 'The webhook has no delivery with that id' },
   session_not_found: { status: 404, message: 'No active portal session has that id' },
+  reservation_not_found: {
+    status: 404,
+    message:
+      'No reservation to settle has that id: unknown, settled already, or past RESERVATION_TTL_SECONDS',
+  },
   not_found: { status: 404, message: 'No such route' },
   not_signed_in: {
     status: 401,

@@ -10,6 +10,7 @@ import type { Logger } from './ops/logger.js';
 import type { Metrics } from './ops/metrics.js';
 import { connectRedis } from './redis/connect.js';
 import { SharedAuthThrottle } from './proxy/shared-auth-throttle.js';
+import { RedisReservationStore } from './reservations/redis-store.js';
 import { AuditRepository } from './store/audit-repository.js';
 import type { DbHandle } from './store/db.js';
 import { UsageFlusher } from './usage/redis/flusher.js';
@@ -52,6 +53,7 @@ export async function buildRedisAdapters(
     clock,
     concurrencyLeaseMs: config.concurrencyLeaseSeconds * 1_000,
   });
+  const reservationStore = new RedisReservationStore(redis.client, redis.subscriber, prefix);
   const adapters: Adapters = {
     db,
     limiter: new FailoverRateLimiter(sharedLimiter, logger, metrics, {
@@ -63,6 +65,7 @@ export async function buildRedisAdapters(
     keyEvents,
     usageRepository,
     usageSink: new RedisUsageSink(redis.client, prefix),
+    reservationStore,
     pendingUsage: [new RedisPendingUsage(redis.client, prefix, logger, metrics)],
     background: [new UsageFlusher(redis.client, prefix, usageRepository, logger, metrics), recordedChanges],
     failureThrottle: (name, policy) =>
@@ -78,7 +81,10 @@ export async function buildRedisAdapters(
   // earlier would lack the later ones); a Redis that does not answer is not waited for.
   if (
     reachable &&
-    !(await settledWithin(Promise.all([keyEvents.ready(), sharedLimiter.ready()]), READY_WAIT_MS))
+    !(await settledWithin(
+      Promise.all([keyEvents.ready(), sharedLimiter.ready(), reservationStore.subscribed]),
+      READY_WAIT_MS,
+    ))
   ) {
     logger.warn('Redis subscriptions are not ready yet; serving, and subscribing in the background');
   }

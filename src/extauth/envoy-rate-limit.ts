@@ -2,14 +2,18 @@
  * `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`: Envoy's rate limit filter. A call of
  * EXTAUTH_RLS_DOMAIN whose descriptors hold an `api_key` entry is decided for that key, as the proxy
  * decides a request of cost `hits_addend`; the entries `path`, `method`, `host` and `remote_address`,
- * when a descriptor holds them, describe the request as the proxy would see it.
+ * when a descriptor holds them, describe the request as the proxy would see it. A call whose
+ * descriptors also hold `generic_key: tollgate-settle` (a stream is done) adds its `hits_addend` as
+ * cost, never refused (stream-done-charge.ts).
  */
 import { performance } from 'node:perf_hooks';
 import { limitName, type LimitState } from '../limits/rate-limiter.js';
 import { canonicalAddress } from '../net/canonical-address.js';
 import { isConcurrency, MAX_COST } from '../plans/plan.js';
 import { requestIdOf } from '../proxy/forwarding-headers.js';
-import { decide, type ExtauthDeps, type GatewayDecision } from './gateway-decision.js';
+import { MAX_SETTLE_UNITS } from '../plans/usage-pricing.js';
+import { decide, targetOf, type ExtauthDeps, type GatewayDecision } from './gateway-decision.js';
+import { chargeAfterStream } from './stream-done-charge.js';
 
 interface Entry {
   readonly key: string;
@@ -84,20 +88,18 @@ export async function shouldRateLimit(
   const receivedAt = performance.now();
   if (request.domain !== domain) return ok(request);
   const descriptors = request.descriptors ?? [];
-  if (
-    descriptors.some((d) =>
-      d.entries?.some((e) => e.key === SETTLE_ENTRY.key && e.value === SETTLE_ENTRY.value),
-    )
-  )
-    throw new RateLimitCallError(12, 'charging cost after the response is not served by this version');
+  const settles = descriptors.some((d) =>
+    d.entries?.some((e) => e.key === SETTLE_ENTRY.key && e.value === SETTLE_ENTRY.value),
+  );
   const secret = entryOf(request, 'api_key');
   // Nothing names a key: nothing to decide (Envoy's ext_authz refuses a request without one).
   if (secret === undefined) return ok(request);
   const cost = request.hits_addend || 1;
-  if (!Number.isInteger(cost) || cost > MAX_COST)
-    throw new RateLimitCallError(3, `hits_addend must be 1 to ${MAX_COST}`);
+  const most = settles ? MAX_SETTLE_UNITS : MAX_COST;
+  if (!Number.isInteger(cost) || cost > most)
+    throw new RateLimitCallError(3, `hits_addend must be 1 to ${most}`);
   const address = entryOf(request, 'remote_address');
-  const decision = await decide(deps, 'should_rate_limit', {
+  const gatewayRequest = {
     requestId: requestIdOf({ 'x-request-id': entryOf(request, 'request_id') }),
     receivedAt,
     method: (entryOf(request, 'method') ?? 'GET').toUpperCase(),
@@ -109,7 +111,14 @@ export async function shouldRateLimit(
     referer: undefined,
     customerId: undefined,
     cost,
-  });
+  };
+  if (settles) {
+    // A stream is done: its cost is added, never refused; a target the proxy would refuse adds nothing.
+    const target = targetOf(deps, gatewayRequest);
+    if (target !== undefined) await chargeAfterStream(deps, gatewayRequest, target, cost);
+    return ok(request);
+  }
+  const decision = await decide(deps, 'should_rate_limit', gatewayRequest);
   if (!decision.admitted && decision.answer.status === 503)
     throw new RateLimitCallError(14, decision.admission?.code ?? 'unavailable');
   return answerOf(descriptors, decision, deps.clock());

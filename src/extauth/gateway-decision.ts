@@ -12,7 +12,8 @@ import type { Metrics } from '../ops/metrics.js';
 import { hasNoControlCharacter } from '../plans/clean-text.js';
 import { normalisedPath } from '../plans/normalised-path.js';
 import { admit, type Admitted, type AdmissionDeps, type Refused } from '../proxy/admission.js';
-import { countDecision, type KeyUseDeps } from '../proxy/key-use.js';
+import type { KeyUseDeps } from '../proxy/key-use.js';
+import type { Reservations } from '../reservations/reservations.js';
 import { addLimitHeaders } from '../proxy/rate-limit-headers.js';
 import { refusalResponse, type RefusalResponse } from '../proxy/refusal-response.js';
 import { hasDotSegment, originForm } from '../proxy/request-target.js';
@@ -23,7 +24,9 @@ export type ExtauthProtocol = 'forward_auth' | 'check' | 'should_rate_limit';
 export interface ExtauthDeps extends AdmissionDeps, KeyUseDeps {
   readonly routing: Pick<Routing, 'routeIdOf'>;
   readonly metrics: Pick<Metrics, 'extauthDecisions'>;
-  readonly config: Pick<Config, 'customerIdHeader' | 'concurrencyLeaseSeconds'>;
+  readonly config: Pick<Config, 'customerIdHeader'>;
+  /** Counts each decision, and keeps its reservation or places until the settle call. */
+  readonly reservations: Pick<Reservations, 'counted'>;
 }
 
 /** The client's request as the gateway describes it. */
@@ -88,14 +91,39 @@ export type GatewayDecision =
       readonly answer: RefusalResponse;
     };
 
+export interface GatewayTarget {
+  readonly path: string;
+  /** Null: the catch-all; undefined: no route takes it and there is no catch-all. */
+  readonly routeId: string | null | undefined;
+  readonly client: string | undefined;
+}
+
+/**
+ * What the proxy would read of the request's line and client: its path in normal form (usage's
+ * endpoint: NO_PATH_ENDPOINT when the gateway named none), the route it takes, and the client's
+ * address when it is one. Undefined for a target or method the proxy would refuse.
+ */
+export function targetOf(
+  deps: Pick<ExtauthDeps, 'routing'>,
+  request: GatewayRequest,
+): GatewayTarget | undefined {
+  const path = pathOf(request);
+  if (path === null || !METHOD.test(request.method)) return undefined;
+  // An address a gateway names is counted per visitor and kept in the failure log: an IP address or none.
+  const client = request.client !== undefined && isIP(request.client) !== 0 ? request.client : undefined;
+  // Without a path it is decided as verify decides one: for the catch-all.
+  const routeId = path === undefined ? null : deps.routing.routeIdOf(request.host, request.method, path);
+  return { path: path ?? NO_PATH_ENDPOINT, routeId, client };
+}
+
 /** The decision for `request`, counted once in usage (a valid key's) and in the metrics. */
 export async function decide(
   deps: ExtauthDeps,
   protocol: ExtauthProtocol,
   request: GatewayRequest,
 ): Promise<GatewayDecision> {
-  const path = pathOf(request);
-  if (path === null || !METHOD.test(request.method)) {
+  const target = targetOf(deps, request);
+  if (target === undefined) {
     deps.metrics.extauthDecisions.inc({ protocol, code: 'invalid_request_target' });
     return {
       admitted: false,
@@ -103,11 +131,7 @@ export async function decide(
       answer: errorResponse('invalid_request_target', { 'x-request-id': request.requestId }),
     };
   }
-  // An address a gateway names is counted per visitor and kept in the failure log: an IP address or none.
-  const client = request.client !== undefined && isIP(request.client) !== 0 ? request.client : undefined;
-  // Without a path it is decided as verify decides one: for the catch-all.
-  const routeId = path === undefined ? null : deps.routing.routeIdOf(request.host, request.method, path);
-  const endpoint = path ?? NO_PATH_ENDPOINT;
+  const { client, routeId, path: endpoint } = target;
   const admission = await admit(deps, {
     requestId: request.requestId,
     secret: request.secret,
@@ -120,8 +144,10 @@ export async function decide(
     path: endpoint,
     ...(request.cost !== undefined && { cost: request.cost }),
   });
-  countDecision(
-    deps,
+  // Nothing tells this listener when the gateway's request ends: a reservation and the places it took
+  // are held until the settle call names it (x-tollgate-reservation), a place at most for the lease
+  // a dead replica's places lapse after (CONCURRENCY_LEASE_SECONDS).
+  const reservationId = await deps.reservations.counted(
     admission,
     {
       requestId: request.requestId,
@@ -132,22 +158,19 @@ export async function decide(
       clientAddress: client ?? null,
     },
     performance.now() - request.receivedAt,
+    admission.admitted ? admission.release : undefined,
   );
   deps.metrics.extauthDecisions.inc({ protocol, code: admission.admitted ? 'ok' : admission.code });
   const now = deps.clock();
   if (!admission.admitted)
     return { admitted: false, admission, answer: refusalResponse(admission, request.requestId, now) };
-  // Nothing tells this listener when the gateway's request ends: a place it took is held for the
-  // lease a dead replica's place lapses after, then given back by this replica.
-  const release = admission.release;
-  if (release !== undefined) setTimeout(release, deps.config.concurrencyLeaseSeconds * 1_000).unref();
-  return {
-    admitted: true,
-    admission,
-    upstream: upstreamHeaders(admission, deps.config.customerIdHeader),
-    limitHeaders: limitHeaders(admission, now),
-  };
+  const upstream = upstreamHeaders(admission, deps.config.customerIdHeader);
+  if (reservationId !== undefined) upstream.push([RESERVATION_HEADER, reservationId]);
+  return { admitted: true, admission, upstream, limitHeaders: limitHeaders(admission, now) };
 }
+
+/** Names an admitted decision's reservation or places, for `POST /tollgate/verify/settle`. */
+export const RESERVATION_HEADER = 'x-tollgate-reservation';
 
 /** What the backend receives of an admitted request, as the proxy sends it (src/proxy/forwarding-headers.ts). */
 function upstreamHeaders(admission: Admitted, customerIdHeader: string): [string, string][] {

@@ -1,3 +1,4 @@
+import type { Reservations } from '../reservations/reservations.js';
 import type { Response } from 'express';
 import type { BillingExporter } from '../billing/billing-exporter.js';
 import type { BillingExportRepository } from '../billing/export-repository.js';
@@ -46,6 +47,8 @@ export interface UsageTotalsReader {
  */
 export interface VerifyDeps extends AdmissionDeps, KeyUseDeps {
   readonly routing: Pick<Routing, 'routeIdOf'>;
+  /** Counts each decision, and keeps those to settle until `POST /tollgate/verify/settle`. */
+  readonly reservations: Pick<Reservations, 'counted' | 'settle'>;
 }
 
 export interface ManagementDeps {

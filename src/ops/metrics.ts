@@ -184,7 +184,7 @@ export class Metrics {
   });
   readonly unsettledRequests = new Counter({
     name: 'tollgate_unsettled_requests_total',
-    help: 'Usage-priced requests whose response reported nothing readable (they keep their reservation as their cost), by reason: cut-short, malformed, not-reported, too-large',
+    help: 'Usage-priced requests whose response reported nothing readable (they keep their reservation as their cost), by reason: cut-short, malformed, not-reported, too-large, expired (a verify or gateway reservation not settled within RESERVATION_TTL_SECONDS)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
+import { subjectsFor } from '../keys/key-subjects.js';
 import { restrictionRefusal } from '../keys/restrictions.js';
 import {
   MAX_TOKEN_LIFETIME_S,
@@ -100,6 +101,8 @@ export interface AdmissionRequest {
   readonly path: string;
   /** Units the request costs instead of its plans' costs (verify's `cost`). */
   readonly cost?: number;
+  /** Units it reserves, settled by a later call (verify's `reserve`), capped at its cost entry's `settleMax`. */
+  readonly reserve?: number;
   /** Verify's: every limit's state after the decision is pushed here, as the limiter reports it. */
   readonly states?: LimitState[];
   /** The proxied request itself: when traced, a wait on the limiter is a span of its trace. */
@@ -217,11 +220,12 @@ async function admitKey(
     body = read.bytes;
     facts = { routeId: facts.routeId, method: facts.method, path: facts.path, body: read.json };
   }
-  const subjects = pricing === undefined ? key.subjects : pricing.subjectsFor(facts);
+  const subjects = subjectsFor(key, facts);
   const rule = request.cost === undefined ? pricing?.costRuleOf(facts) : undefined;
   const settleMax = rule?.settleMax ?? SETTLE_MAX_DEFAULT;
-  const cost = request.cost ?? reservedCost(rule, facts.body, settleMax);
+  const cost = request.cost ?? reservedCost(rule, facts.body, settleMax, request.reserve);
   const settles = rule?.settle;
+  const settling = settles !== undefined || request.reserve !== undefined;
   if (subjects === undefined)
     return {
       admitted: true,
@@ -231,7 +235,7 @@ async function admitKey(
       balance: undefined,
       cost,
       release: undefined,
-      ...(settles !== undefined && {
+      ...(settling && {
         settlement: { rule: settles, settleMax, reserved: cost, reservation: undefined },
       }),
       ...(body !== undefined && { body }),
@@ -268,7 +272,7 @@ async function admitKey(
     release: decision.release,
     ...(body !== undefined && { body }),
   } as const;
-  if (settles === undefined) return admitted;
+  if (!settling) return admitted;
   const reservation = {
     decision,
     subjects,

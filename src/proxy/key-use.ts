@@ -26,7 +26,7 @@ export interface KeyUseDeps {
  */
 export function countKeyUse(
   deps: KeyUseDeps,
-  key: ResolvedKey,
+  key: Pick<ResolvedKey, 'id' | 'consumerId'>,
   endpoint: string,
   routeId: string | null,
   customerId: string | undefined,
@@ -36,6 +36,8 @@ export function countKeyUse(
   durationMs: number,
   /** For the failure log, when the request failed (`failureFacts`). */
   failure?: FailureFacts,
+  /** Cost added to a request counted before, not a request (RequestFacts.costOnly). */
+  costOnly = false,
 ): void {
   const now = deps.clock();
   deps.lastUse.used(key.id, now);
@@ -52,6 +54,7 @@ export function countKeyUse(
     durationMs,
     atMs: now,
     failure,
+    ...(costOnly && { costOnly }),
   });
 }
 

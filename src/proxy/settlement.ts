@@ -15,7 +15,8 @@ import { compileReservation, reservedUnits } from '../metering/reservation.js';
 
 /** What an admitted request's response is read for, and what it reserved. */
 export interface PendingSettlement {
-  readonly rule: SettleRule;
+  /** How its response reports its units; undefined: a later call reports them (verify's `reserve`). */
+  readonly rule: SettleRule | undefined;
   readonly settleMax: number;
   /** The units reserved: the request's cost until it is settled. */
   readonly reserved: number;
@@ -24,10 +25,17 @@ export interface PendingSettlement {
 }
 
 /**
- * What a request matching `rule` reserves (its cost, when it does not settle): `cost`, or `reserve`
- * read from its parsed body, capped at `settleMax`; at least 1, as the limiter charges whole requests.
+ * What a request matching `rule` reserves (its cost, when it does not settle): `units` when its caller
+ * names them (verify's `reserve`), else `cost`, or `reserve` read from its parsed body; capped at
+ * `settleMax`, and at least 1, as the limiter charges whole requests.
  */
-export function reservedCost(rule: CostRule | undefined, body: unknown, settleMax: number): number {
+export function reservedCost(
+  rule: CostRule | undefined,
+  body: unknown,
+  settleMax: number,
+  units?: number,
+): number {
+  if (units !== undefined) return Math.max(1, Math.min(units, settleMax));
   const reserve = rule?.reserve;
   if (reserve === undefined) return Math.min(rule?.cost ?? 1, settleMax);
   return Math.max(1, reservedUnits(body, compileReservation(reserve)!, settleMax));
@@ -35,6 +43,7 @@ export function reservedCost(rule: CostRule | undefined, body: unknown, settleMa
 
 /** The meter of a response, from its headers as undici gives them (raw name and value pairs). */
 export function meterOf(pending: PendingSettlement, raw: readonly Buffer[]): UnitMeter | undefined {
+  if (pending.rule === undefined) return undefined;
   return openMeter(pending.rule, headerBagOf(raw), { ...METER_BOUNDS_DEFAULT, settleMax: pending.settleMax });
 }
 

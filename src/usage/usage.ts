@@ -49,6 +49,11 @@ export interface RequestFacts {
   readonly atMs: number;
   /** For the failure log, when the request failed (status 400 and above). */
   readonly failure?: FailureFacts;
+  /**
+   * Cost added to a request counted before (Envoy's call when a stream is done): its cost and
+   * nothing else, not a request, no status or latency.
+   */
+  readonly costOnly?: boolean;
 }
 
 /** What the failure log keeps of a failed request beyond what usage counts (src/usage/failure-log.ts). */
@@ -326,6 +331,7 @@ export function subtractCounts(from: Counted, part: Counted): void {
 
 /** One request into a customer's totals. */
 export function countRequest(counts: UsageCounts, facts: RequestFacts): void {
+  if (facts.costOnly === true) return;
   counts.requests++;
   if (facts.status < 400) counts.successful++;
   else counts.failed++;
@@ -341,6 +347,7 @@ export function countEndpointRequest(endpoint: EndpointUsage, facts: RequestFact
 /** One request into a bucket: also its status class, outcome and latency bin (`binOf`, worked out once per request). */
 export function countBucketRequest(bucket: BucketCounts, facts: RequestFacts, bin: number): void {
   countEndpointRequest(bucket, facts);
+  if (facts.costOnly === true) return;
   const status = facts.status;
   if (status < 300) bucket.status2xx++;
   else if (status < 400) bucket.status3xx++;

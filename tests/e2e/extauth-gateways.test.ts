@@ -3,7 +3,8 @@
  * written (only their ports changed), in front of a real backend, with the built Tollgate behind
  * their authorization call (EXTAUTH_PORT): the client gets the backend's 200 (the backend receiving
  * the key in x-api-key), 401, 403 and 429 with Retry-After, and exactly `limit` requests reach the
- * backend in each window.
+ * backend in each window; nginx passes a decision's x-tollgate-reservation to the backend, whose
+ * settle call frees the key's concurrency place.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -128,6 +129,37 @@ describe.each(Object.keys(GATEWAYS))('%s from the guide', (name) => {
     expect(foreign.status).toBe(403);
     expect(reachedBackend(`/${name}/refused`)).toEqual([]);
   });
+
+  // Caddy's configuration copies only headers every admitted answer has (see the guide): its backend
+  // gets no reservation to settle.
+  (name === 'nginx' ? it : it.skip)(
+    "passes x-tollgate-reservation to the backend, whose settle call gives the key's concurrency place back at once",
+    async () => {
+      const rateLimitId = `${name}-one-in-flight`;
+      const plan = await fleet.members[0]!.admin('POST', '/rate-limit/create', {
+        rateLimitId,
+        limits: [{ algorithm: 'concurrency', limit: 1 }],
+      });
+      expect(plan.status).toBe(201);
+      const key = await newKey({ rateLimitId });
+      const path = `/${name}/in-flight`;
+      expect((await send(path, { 'x-api-key': key.secret })).status).toBe(200);
+      // The gateway's request ended, but only the settle call tells Tollgate (its lease is 30 s).
+      expect((await send(path, { 'x-api-key': key.secret })).status).toBe(429);
+      const reservation = reachedBackend(path)[0]!.headers['x-tollgate-reservation'] as string;
+      expect(reservation).toMatch(/^rsv_/);
+      const settled = await fleet.members[0]!.admin('POST', '/tollgate/verify/settle', {
+        reservationId: reservation,
+        units: 0,
+      });
+      expect(settled.status).toBe(200);
+      await waitFor(
+        () => send(path, { 'x-api-key': key.secret }),
+        (a) => a.status === 200,
+        { timeoutMs: 5_000, what: 'the place given back' },
+      );
+    },
+  );
 
   it('lets exactly `limit` requests reach the backend in each window and answers the rest 429 with Retry-After', async () => {
     const rateLimitId = `${name}-three-a-minute`;

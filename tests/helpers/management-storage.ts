@@ -2,6 +2,8 @@
  * The stores the management API runs on (each in a fresh database: the embedded SQLite store and a real
  * Postgres), their store-backed dependencies, and what tests do to a store in its own SQL.
  */
+import { Reservations } from '../../src/reservations/reservations.js';
+import { MemoryReservationStore } from '../../src/reservations/store.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,6 +91,14 @@ export function storeDeps(db: Db, throttle = new AuthThrottle({ limit: 1_000_000
   };
 }
 
+/** One deployment's reservations: every app over the same database settles what another reserved. */
+const reservationStores = new WeakMap<Db, MemoryReservationStore>();
+function reservationStoreOf(db: Db): MemoryReservationStore {
+  let store = reservationStores.get(db);
+  if (store === undefined) reservationStores.set(db, (store = new MemoryReservationStore()));
+  return store;
+}
+
 /**
  * Everything the management app needs over `db`, with test defaults (no pending usage, in-process
  * limiter, local key events, a fresh encryption key, no prefix, silent logs, the real clock);
@@ -109,6 +119,7 @@ export function managementDeps(
   // Verify counts in a recorder that is never started: what it counted stays pending, and reads show it.
   const recorder = new UsageRecorder(new DatabaseUsageSink(new UsageRepository(db)), logger, metrics);
   const usage = overrides.usage ?? new UsageReader(new UsageRepository(db), [recorder]);
+  const lastUse = new LastUseTracker((times) => store.keys.markUsed(times), logger);
   const verification: VerifyDeps = {
     keyCache: new KeyCache({
       lookup: (hash) => store.keys.findBySecretHash(hash),
@@ -131,8 +142,17 @@ export function managementDeps(
       metrics,
     }),
     recorder,
-    lastUse: new LastUseTracker((times) => store.keys.markUsed(times), logger),
+    lastUse,
     logger,
+    reservations: new Reservations(reservationStoreOf(db), {
+      limiter,
+      recorder,
+      lastUse,
+      metrics,
+      logger,
+      clock,
+      config: { reservationTtlSeconds: 900, concurrencyLeaseSeconds: 30 },
+    }),
   };
   return {
     ...store,

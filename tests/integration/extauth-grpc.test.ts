@@ -172,7 +172,7 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     expect(usage.value.requests).toBe(1);
   });
 
-  it('ShouldRateLimit refuses what it cannot serve with a gRPC error, never a decision: a cost over 10,000 and the settle descriptor', async () => {
+  it('ShouldRateLimit refuses a cost over 10,000 with a gRPC error, never a decision', async () => {
     const key = await h.createKey({ limit: 5, period: 'minute' });
     const codeOf = (request: Message) =>
       limited(request).then(
@@ -180,10 +180,25 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
         (err: ServiceError) => err.code,
       );
     expect(await codeOf(rateLimitRequest('tollgate', [[['api_key', key.secret]]], 10_001))).toBe(3);
-    expect(
-      await codeOf(
-        rateLimitRequest('tollgate', [[['api_key', key.secret]], [['generic_key', 'tollgate-settle']]], 3),
-      ),
-    ).toBe(12);
+  });
+
+  it("ShouldRateLimit's call when a stream is done (generic_key tollgate-settle) adds hits_addend, never refuses, and counts cost, not a request", async () => {
+    const key = await h.createKey({ limit: 10, period: 'minute' });
+    const request: [string, string][][] = [[['api_key', key.secret]], [['path', '/v1/chat']]];
+    const streamDone = [...request, [['generic_key', 'tollgate-settle'] as [string, string]]];
+    expect((await limited(rateLimitRequest('tollgate', request, 1))).overall_code).toBe('OK');
+    // The stream used 25: past the limit, and still OK (the request was served).
+    const done = await limited(rateLimitRequest('tollgate', streamDone, 25));
+    expect(done.overall_code).toBe('OK');
+    expect(done.statuses.map((s: Message) => s.code)).toEqual(['OK', 'OK', 'OK']);
+    // The limit holds the 26 units now: the next request is refused.
+    const next = await limited(rateLimitRequest('tollgate', request, 1));
+    expect(next.overall_code).toBe('OVER_LIMIT');
+    // Two requests (one admitted, one refused), 26 units: the stream's call added cost alone.
+    const usage = await waitFor(
+      () => h.usage(key.id),
+      (u) => u.requests === 2 && u.cost === 26,
+    );
+    expect([usage.value.successful, usage.value.failed, usage.value.endpoints]).toEqual([1, 1, ['/v1/chat']]);
   });
 });

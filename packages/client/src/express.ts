@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { passGate, type TollgateMiddlewareOptions } from './gate.js';
+import { passGate, settleAfter, type TollgateMiddlewareOptions } from './gate.js';
 import type { VerifyAnswer } from './verify-types.js';
 
 declare global {
@@ -15,8 +15,9 @@ declare global {
 /**
  * Express middleware that admits a request only when Tollgate's verify does, and otherwise answers it
  * as the Tollgate proxy would (401, 403 or 429, same bodies and RateLimit headers). An admitted request
- * carries the answer as `req.tollgate` and its response the RateLimit headers. When verify itself fails
- * the error goes to `next(err)`.
+ * carries the answer as `req.tollgate` and its response the RateLimit headers; with `reserve` and
+ * `settle`, the units its response reports settle its reservation once it has ended. When verify itself
+ * fails the error goes to `next(err)`.
  */
 export function tollgateExpress(options: TollgateMiddlewareOptions): RequestHandler {
   return (req, res, next) => {
@@ -33,6 +34,7 @@ export function tollgateExpress(options: TollgateMiddlewareOptions): RequestHand
         return;
       }
       for (const [name, value] of Object.entries(outcome.headers)) res.setHeader(name, value);
+      settleAfter(options, outcome, res);
       next();
     }, next);
   };

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { passGate, type TollgateMiddlewareOptions } from './gate.js';
+import { passGate, settleAfter, type TollgateMiddlewareOptions } from './gate.js';
 import type { VerifyAnswer } from './verify-types.js';
 
 declare module 'fastify' {
@@ -25,6 +25,7 @@ const plugin: FastifyPluginAsync<TollgateMiddlewareOptions> = async (fastify, op
         .headers(outcome.response.headers)
         .send(outcome.response.body);
     reply.headers(outcome.headers);
+    settleAfter(options, outcome, reply.raw);
   });
 };
 
@@ -32,7 +33,8 @@ const plugin: FastifyPluginAsync<TollgateMiddlewareOptions> = async (fastify, op
  * Fastify plugin: an onRequest hook that admits a request only when Tollgate's verify does, and
  * otherwise answers it as the Tollgate proxy would (401, 403 or 429, same bodies and RateLimit
  * headers). An admitted request carries the answer as `request.tollgate` and its reply the RateLimit
- * headers. When verify itself fails the hook throws (Fastify answers 500 unless an error handler does).
+ * headers; with `reserve` and `settle`, the units its reply reports settle its reservation once it has
+ * ended. When verify itself fails the hook throws (Fastify answers 500 unless an error handler does).
  * Registered without encapsulation (as fastify-plugin does), so it guards the routes of the scope that
  * registers it.
  */

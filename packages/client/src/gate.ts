@@ -2,7 +2,7 @@
  * What both middlewares do with a request: read it as the proxy would, ask verify, and turn the answer
  * into the proxy's answer. The framework adapters (express.ts, fastify.ts) only write the outcome.
  */
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { TollgateConnection } from './connection.js';
 import {
   admittedHeaders,
@@ -12,14 +12,21 @@ import {
   type ProxyResponse,
 } from './proxy-answer.js';
 import { credentialOf, customerIdOf, hasControlCharacter, pathOf } from './proxy-request.js';
+import { settleFromResponse, type ResponseSettling } from './settle.js';
 import { verifyKey } from './verify.js';
 import type { VerifyAnswer } from './verify-types.js';
 
-export interface TollgateMiddlewareOptions extends TollgateConnection {
+export interface TollgateMiddlewareOptions extends TollgateConnection, Partial<ResponseSettling> {
   /** The header that names the end customer, Tollgate's CUSTOMER_ID_HEADER; default `x-customer-id`. */
   readonly customerIdHeader?: string;
   /** Milliseconds since the epoch, for the RateLimit header's seconds to reset; default `Date.now`. */
   readonly clock?: () => number;
+  /**
+   * For an API priced by what a call used: the units each request reserves (verify's `reserve`), or a
+   * function of the request giving them (undefined: its plan's cost). With `settle`, the response the
+   * handler sends is read for the units it used and the reservation settled at them.
+   */
+  readonly reserve?: number | ((request: IncomingRequest) => number | undefined);
 }
 
 /** The request as the middleware sees it. */
@@ -56,6 +63,7 @@ export async function passGate(
   const host = request.headers.host;
   // A page's request names its origin: a key restricted to origins (or a token narrowed to some) is decided by it.
   const origin = request.headers.origin;
+  const reserve = typeof options.reserve === 'function' ? options.reserve(request) : options.reserve;
   const answer = await verifyKey(options, {
     key,
     path: pathOf(request.url),
@@ -65,7 +73,22 @@ export async function passGate(
     ...(customerId !== undefined && { customerId }),
     ...(origin !== undefined && origin !== '' && { origin }),
     ...(request.clientAddress !== undefined && { clientAddress: request.clientAddress }),
+    ...(reserve !== undefined && { reserve }),
   });
   if (!answer.valid) return { admitted: false, answer, response: refusalOf(answer) };
   return { admitted: true, answer, headers: admittedHeaders(answer, (options.clock ?? Date.now)()) };
+}
+
+/**
+ * After an admitted request whose answer holds a reservation: with a `settle` rule, the response `res`
+ * is read for the units it reports and the reservation settled at them once it has ended.
+ */
+export function settleAfter(
+  options: TollgateMiddlewareOptions,
+  outcome: GateOutcome,
+  res: ServerResponse,
+): void {
+  const reservationId = outcome.admitted ? outcome.answer.reservationId : undefined;
+  if (reservationId === undefined || options.settle === undefined) return;
+  settleFromResponse(options, { ...options, settle: options.settle }, reservationId, res);
 }

@@ -15,6 +15,18 @@ export class TollgateVerifyError extends Error {
     super(message);
     this.name = 'TollgateVerifyError';
   }
+
+  /** The error of a call Tollgate answered `status` with `text` (its error envelope, or anything else). */
+  static of(status: number, text: string): TollgateVerifyError {
+    try {
+      const { code, error } = JSON.parse(text) as { code?: unknown; error?: unknown };
+      if (typeof code === 'string' && typeof error === 'string')
+        return new TollgateVerifyError(status, code, error);
+    } catch {
+      // Not Tollgate's envelope (a load balancer answered): the status says enough.
+    }
+    return new TollgateVerifyError(status, 'http_error', `verify answered HTTP ${status}`);
+  }
 }
 
 /**
@@ -31,17 +43,6 @@ export async function verifyKey(
     body: JSON.stringify(request),
   });
   const text = await response.text();
-  if (response.status !== 200) throw errorOf(response.status, text);
+  if (response.status !== 200) throw TollgateVerifyError.of(response.status, text);
   return JSON.parse(text) as VerifyAnswer;
-}
-
-function errorOf(status: number, text: string): TollgateVerifyError {
-  try {
-    const { code, error } = JSON.parse(text) as { code?: unknown; error?: unknown };
-    if (typeof code === 'string' && typeof error === 'string')
-      return new TollgateVerifyError(status, code, error);
-  } catch {
-    // Not Tollgate's envelope (a load balancer answered): the status says enough.
-  }
-  return new TollgateVerifyError(status, 'http_error', `verify answered HTTP ${status}`);
 }

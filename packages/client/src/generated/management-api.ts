@@ -693,6 +693,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tollgate/verify/settle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Settle a reservation at the units the request used
+         * @description For a request whose cost is known only once it is served (docs/guides/usage-priced-apis.md): the `reservationId` of a verify answer (`reserve`, or a cost entry that settles), or the `x-tollgate-reservation` a gateway's authorization call answered. `units − reserved` is charged to every limit and balance the reservation was charged to, in the windows and periods it was charged in (a refund when negative), in one step that is never refused, and the request is counted in usage once, at `units`. Its concurrency places, if a gateway's decision took any, are given back. Any replica settles any reservation, once; one not settled within RESERVATION_TTL_SECONDS (default 900) keeps its reservation as its cost and is counted unsettled.
+         */
+        post: operations["settleVerifiedRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tollgate/webhooks": {
         parameters: {
             query?: never;
@@ -4250,6 +4270,8 @@ export interface components {
              * @example /v1/reports
              */
             path?: string;
+            /** @description Units to reserve (1-1000000000, capped at the matching cost entry's `settleMax`, default 10000000) instead of the cost the key's plans give the request, for a request whose cost is known only after it is served (docs/guides/usage-priced-apis.md): charged now like a cost, and settled by `POST /tollgate/verify/settle` with the `reservationId` of the answer. Not with `cost` */
+            reserve?: number;
         };
         /** VerifyResponse */
         VerifyResponse: {
@@ -4265,7 +4287,7 @@ export interface components {
             consumerApiKeyId?: string;
             /** @description The consumer the key belongs to; null: none */
             consumerId?: string | null;
-            /** @description The units charged to every limit and balance (admitted), or that the balance does not hold (credits_exhausted) */
+            /** @description The units charged to every limit and balance (admitted; reserved, when it is to be settled), or that the balance does not hold (credits_exhausted) */
             cost?: number;
             /**
              * VerifyCredits
@@ -4321,12 +4343,32 @@ export interface components {
             };
             /** @description The key's name */
             name?: string;
+            /**
+             * @description Admitted with `reserve`, or by a cost entry that settles (`settle`): the reservation `POST /tollgate/verify/settle` settles, once, within RESERVATION_TTL_SECONDS (default 900). Its usage is counted when it is settled, at the settled units; one never settled keeps its reservation as its cost
+             * @example rsv_3q2-7wEwZ1x0bY6lTQh8Aw
+             */
+            reservationId?: string;
             /** @description A refusal that passes: rate_limit_exceeded, the end of the refusing limit whose window ends last (a token bucket: when it holds the cost); concurrency_limit_exceeded, a second on; credits_exhausted, the next refill (null: none); too_many_failed_attempts, the end of the address's window */
             resetTime?: string | null;
             /** @description The proxy's `Retry-After`: whole seconds until `resetTime`, at least 1 */
             retryAfterSeconds?: number;
             /** @description The proxy would forward the request: it was counted and charged */
             valid: boolean;
+        };
+        /** VerifySettleRequest */
+        VerifySettleRequest: {
+            /** @description The `reservationId` of a verify answer, or a gateway's `x-tollgate-reservation` header */
+            reservationId: string;
+            /** @description The units the request used, capped at its cost entry's `settleMax`: `units − reserved` is charged to every limit and balance the reservation was charged to (a refund when negative), never refused. Ignored for a gateway's reservation that holds only a concurrency place */
+            units: number;
+        };
+        /** VerifySettleResponse */
+        VerifySettleResponse: {
+            /** @description Units charged by the settlement: `units − reserved`, negative for a refund */
+            charged: number;
+            reservationId: string;
+            /** @description The request's cost now: the units settled (capped) */
+            units: number;
         };
         /** Webhook */
         Webhook: {
@@ -9914,6 +9956,128 @@ export interface operations {
                 };
             };
             /** @description The database is unavailable; retry later; A key not in memory could not be looked up (the database is unavailable); retry later; REDIS_FAILURE_MODE=closed while Redis is unreachable: no decision can be made (counted as failed, as the proxy counts its 503) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    settleVerifiedRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VerifySettleRequest"];
+            };
+        };
+        responses: {
+            /** @description Settled: the units the request cost, and what the settlement charged */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerifySettleResponse"];
+                };
+            };
+            /** @description A body (or parameter) that does not match the schema: `details` names each field; Malformed or empty JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong token */
+            401: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Bearer challenge (RFC 6750) naming the scope that is missing */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No reservation to settle has that id: unknown, settled already, or past RESERVATION_TTL_SECONDS (it then keeps its reservation as its cost) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known route, other method */
+            405: {
+                headers: {
+                    /** @description The methods this route accepts */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than 65536 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not application/json (or is compressed) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong credentials from this client address */
+            429: {
+                headers: {
+                    /** @description Seconds until the address may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable; retry later; Redis does not answer: the reservation could not be read or settled; retry later */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -11,14 +11,20 @@ import { normalisedPath } from '../../../plans/normalised-path.js';
 import { secondsUntil } from '../../../plans/window.js';
 import { admit, type Admission } from '../../../proxy/admission.js';
 import { canonicalAddress } from '../../../net/canonical-address.js';
-import { countDecision } from '../../../proxy/key-use.js';
 import { hasDotSegment } from '../../../proxy/request-target.js';
 import type { VerifyDeps } from '../../context.js';
 import { RawJson } from '../../json-as-written.js';
 import { defineOperation } from '../../operation.js';
 import { limitView } from '../plans/rate-limit-views.js';
 import { isoTimestamp } from '../../time-format.js';
-import { VerifyRequest, VerifyResponse, verifyRequestProblems, type VerifyCode } from './schemas.js';
+import {
+  VerifyRequest,
+  VerifyResponse,
+  verifyRequestProblems,
+  VerifySettleRequest,
+  VerifySettleResponse,
+  type VerifyCode,
+} from './schemas.js';
 
 /** Usage files a verify without `path` under this endpoint. */
 export const VERIFY_ENDPOINT = '(verify)';
@@ -128,14 +134,14 @@ export async function verifiedText(
     method,
     path,
     ...(body.cost !== undefined && { cost: body.cost }),
+    ...(body.reserve !== undefined && { reserve: body.reserve }),
     states,
   });
   // Verify asks whether a place is free and holds none: one taken for the decision goes back at once.
   if (admission.admitted) admission.release?.();
   const code = admission.admitted ? 'ok' : admission.code;
   metrics.verifications.inc({ code });
-  countDecision(
-    deps,
+  const reservationId = await deps.reservations.counted(
     admission,
     {
       requestId,
@@ -148,7 +154,8 @@ export async function verifiedText(
     performance.now() - receivedAt,
   );
   if (code === 'limit_unavailable' || code === 'auth_unavailable') throw new AppError(code);
-  return textOf(answerOf(admission, states, deps.clock()));
+  const answer = answerOf(admission, states, deps.clock());
+  return textOf(reservationId === undefined ? answer : { ...answer, reservationId });
 }
 
 /** The answer as JSON; the key's metadata (last) as the caller wrote it, not through an object. */
@@ -195,4 +202,37 @@ export const verifyOperation = defineOperation({
   },
 });
 
-export const verifyOperations = [verifyOperation];
+export const verifySettleOperation = defineOperation({
+  id: 'settleVerifiedRequest',
+  method: 'post',
+  path: `${VERIFY_PATH}/settle`,
+  scope: 'keys:verify',
+  tag: 'Verify',
+  summary: 'Settle a reservation at the units the request used',
+  description: `For a request whose cost is known only once it is served (docs/guides/usage-priced-apis.md): the \`reservationId\` of a verify answer (\`reserve\`, or a cost entry that settles), or the \`x-tollgate-reservation\` a gateway's authorization call answered. \`units − reserved\` is charged to every limit and balance the reservation was charged to, in the windows and periods it was charged in (a refund when negative), in one step that is never refused, and the request is counted in usage once, at \`units\`. Its concurrency places, if a gateway's decision took any, are given back. Any replica settles any reservation, once; one not settled within RESERVATION_TTL_SECONDS (default 900) keeps its reservation as its cost and is counted unsettled.`,
+  readOnly: true,
+  body: { schema: VerifySettleRequest },
+  success: {
+    status: 200,
+    description: 'Settled: the units the request cost, and what the settlement charged',
+    schema: VerifySettleResponse,
+  },
+  errors: {
+    reservation_not_found:
+      'No reservation to settle has that id: unknown, settled already, or past RESERVATION_TTL_SECONDS (it then keeps its reservation as its cost)',
+    limit_unavailable: 'Redis does not answer: the reservation could not be read or settled; retry later',
+  },
+  async handle({ body, res, ctx }) {
+    let settled;
+    try {
+      settled = await ctx.verification.reservations.settle(body.reservationId, body.units);
+    } catch (err) {
+      ctx.logger.warn({ err }, 'settling a reservation failed');
+      throw new AppError('limit_unavailable');
+    }
+    if (settled === undefined) throw new AppError('reservation_not_found');
+    res.json(settled);
+  },
+});
+
+export const verifyOperations = [verifyOperation, verifySettleOperation];

@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import { CUSTOMER_ID_PATTERN, MAX_CUSTOMER_ID_LENGTH } from '../../../plans/customer-id.js';
 import { MAX_COST, MIN_COST } from '../../../plans/plan.js';
+import { MAX_SETTLE_UNITS, SETTLE_MAX_DEFAULT } from '../../../plans/usage-pricing.js';
 import { AlgorithmSchema, limitStateFields } from '../plans/schemas.js';
 import {
   ConsumerId,
@@ -78,6 +79,13 @@ export const VerifyRequest = Type.Object(
         description: `Units to charge (${MIN_COST}-${MAX_COST}) instead of the cost the key's plans give the request`,
       }),
     ),
+    reserve: Type.Optional(
+      Type.Integer({
+        minimum: MIN_COST,
+        maximum: MAX_SETTLE_UNITS,
+        description: `Units to reserve (${MIN_COST}-${MAX_SETTLE_UNITS}, capped at the matching cost entry's \`settleMax\`, default ${SETTLE_MAX_DEFAULT}) instead of the cost the key's plans give the request, for a request whose cost is known only after it is served (docs/guides/usage-priced-apis.md): charged now like a cost, and settled by \`POST /tollgate/verify/settle\` with the \`reservationId\` of the answer. Not with \`cost\``,
+      }),
+    ),
     customerId: Type.Optional(
       Type.String({
         maxLength: MAX_REQUEST_TEXT,
@@ -106,11 +114,15 @@ export const VerifyRequest = Type.Object(
 );
 export type VerifyRequest = Static<typeof VerifyRequest>;
 
-/** Problems the schema cannot state: an address that is none. */
-export const verifyRequestProblems = (body: VerifyRequest): ValidationDetail[] =>
-  body.clientAddress !== undefined && isIP(body.clientAddress) === 0
-    ? [{ field: 'clientAddress', message: 'must be an IPv4 or IPv6 address' }]
-    : [];
+/** Problems the schema cannot state: an address that is none, a cost beside a reservation. */
+export function verifyRequestProblems(body: VerifyRequest): ValidationDetail[] {
+  const problems: ValidationDetail[] = [];
+  if (body.clientAddress !== undefined && isIP(body.clientAddress) === 0)
+    problems.push({ field: 'clientAddress', message: 'must be an IPv4 or IPv6 address' });
+  if (body.cost !== undefined && body.reserve !== undefined)
+    problems.push({ field: 'reserve', message: 'is a cost settled later: not with cost' });
+  return problems;
+}
 
 const Scope = Type.Unsafe<'key' | 'consumer'>({ type: 'string', enum: ['key', 'consumer'] });
 const RetryTime = Type.Union([IsoTimestamp, Type.Null()]);
@@ -149,9 +161,16 @@ export const VerifyResponse = Type.Object(
     cost: Type.Optional(
       Type.Integer({
         minimum: MIN_COST,
-        maximum: MAX_COST,
+        maximum: MAX_SETTLE_UNITS,
         description:
-          'The units charged to every limit and balance (admitted), or that the balance does not hold (credits_exhausted)',
+          'The units charged to every limit and balance (admitted; reserved, when it is to be settled), or that the balance does not hold (credits_exhausted)',
+      }),
+    ),
+    reservationId: Type.Optional(
+      Type.String({
+        description:
+          'Admitted with `reserve`, or by a cost entry that settles (`settle`): the reservation `POST /tollgate/verify/settle` settles, once, within RESERVATION_TTL_SECONDS (default 900). Its usage is counted when it is settled, at the settled units; one never settled keeps its reservation as its cost',
+        examples: ['rsv_3q2-7wEwZ1x0bY6lTQh8Aw'],
       }),
     ),
     credits: Type.Optional(
@@ -184,3 +203,33 @@ export const VerifyResponse = Type.Object(
   { ...strict, title: 'VerifyResponse' },
 );
 export type VerifyResponse = Static<typeof VerifyResponse>;
+
+export const VerifySettleRequest = Type.Object(
+  {
+    reservationId: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description: "The `reservationId` of a verify answer, or a gateway's `x-tollgate-reservation` header",
+    }),
+    units: Type.Integer({
+      minimum: 0,
+      maximum: MAX_SETTLE_UNITS,
+      description:
+        "The units the request used, capped at its cost entry's `settleMax`: `units − reserved` is charged to every limit and balance the reservation was charged to (a refund when negative), never refused. Ignored for a gateway's reservation that holds only a concurrency place",
+    }),
+  },
+  { ...strict, title: 'VerifySettleRequest' },
+);
+export type VerifySettleRequest = Static<typeof VerifySettleRequest>;
+
+export const VerifySettleResponse = Type.Object(
+  {
+    reservationId: Type.String(),
+    units: Type.Integer({ minimum: 0, description: "The request's cost now: the units settled (capped)" }),
+    charged: Type.Integer({
+      description: 'Units charged by the settlement: `units − reserved`, negative for a refund',
+    }),
+  },
+  { ...strict, title: 'VerifySettleResponse' },
+);
+export type VerifySettleResponse = Static<typeof VerifySettleResponse>;

@@ -1,0 +1,148 @@
+import { randomUUID } from 'node:crypto';
+import { settledWithin } from '../ops/deadline.js';
+import { CLOSE_WAIT_MS, type RedisClient } from '../redis/connect.js';
+import { defineScript, type ScriptRunner } from '../redis/script.js';
+import type { ReservationRecord, ReservationStore } from './store.js';
+
+/** KEYS[1] the records (a hash, id → JSON), KEYS[2] their deadlines (a sorted set); ARGV[1] the id. */
+const TAKE_LUA = `
+local record = redis.call('HGET', KEYS[1], ARGV[1])
+if not record then return false end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return record
+`;
+
+/** As TAKE_LUA, for up to ARGV[2] records whose deadline is ARGV[1] (epoch ms) or before. */
+const TAKE_DUE_LUA = `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+local records = {}
+for i = 1, #ids do
+  local record = redis.call('HGET', KEYS[1], ids[i])
+  redis.call('HDEL', KEYS[1], ids[i])
+  redis.call('ZREM', KEYS[2], ids[i])
+  if record then records[#records + 1] = record end
+end
+return records
+`;
+
+/** KEYS as TAKE_LUA; ARGV[1] the id, ARGV[2] the record, ARGV[3] its deadline. */
+const PUT_LUA = `
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+return 0
+`;
+
+/**
+ * Reservations in Redis, so that any replica settles any of them exactly once: a record is taken out
+ * by one script call (take), which only one caller can win; those never settled are taken out by the
+ * replica that sweeps them first. Both keys share one hash slot. A replica is asked to give back a
+ * reservation's places on a channel of its own.
+ */
+export class RedisReservationStore implements ReservationStore {
+  readonly replica = randomUUID();
+  readonly shared = true;
+  private readonly keys: [string, string];
+  private readonly channel: string;
+  private readonly channelPrefix: string;
+  private readonly takeScript: ScriptRunner;
+  private readonly takeDueScript: ScriptRunner;
+  private readonly putScript: ScriptRunner;
+  private listener: ((id: string) => void) | undefined;
+  private asked: ((message: string) => Promise<void>) | undefined;
+  /** This replica's questions to others, by number, until answered or given up. */
+  private readonly waiting = new Map<number, () => void>();
+  private asks = 0;
+  /** Resolves once this replica hears on its channel (rejections are dropped: it resubscribes on reconnect). */
+  readonly subscribed: Promise<unknown>;
+  /**
+   * On this replica's channel: a reservation's id (free its places), `?<n> <replica> <message>` (a
+   * question from that replica, answered `!<n>` on its channel once acted on) or `!<n>` (an answer).
+   */
+  private readonly onMessage = (channel: string, message: string): void => {
+    if (channel !== this.channel) return;
+    if (message.startsWith('!')) return this.waiting.get(Number(message.slice(1)))?.();
+    if (!message.startsWith('?')) return this.listener?.(message);
+    const [number, from] = message.slice(1).split(' ', 2) as [string, string];
+    const question = message.slice(number.length + from.length + 3);
+    void (this.asked?.(question) ?? Promise.resolve()).then(
+      () => this.client.publish(this.channelPrefix + from, `!${number}`),
+      () => undefined,
+    );
+  };
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly subscriber: RedisClient,
+    prefix: string,
+  ) {
+    const records = `${prefix}{reservations}`;
+    this.keys = [records, `${records}:due`];
+    this.channelPrefix = `${prefix}reservation-free:`;
+    this.channel = this.channelPrefix + this.replica;
+    this.takeScript = defineScript(client, 'tollgateReservationTake', TAKE_LUA, 2);
+    this.takeDueScript = defineScript(client, 'tollgateReservationTakeDue', TAKE_DUE_LUA, 2);
+    this.putScript = defineScript(client, 'tollgateReservationPut', PUT_LUA, 2);
+    subscriber.on('message', this.onMessage);
+    this.subscribed = subscriber.subscribe(this.channel).catch(() => undefined);
+  }
+
+  async put(record: ReservationRecord): Promise<void> {
+    await this.putScript(this.keys, [record.id, JSON.stringify(record), record.deadlineMs]);
+  }
+
+  async take(id: string): Promise<ReservationRecord | undefined> {
+    const text = (await this.takeScript(this.keys, [id])) as string | null;
+    return text === null ? undefined : (JSON.parse(text) as ReservationRecord);
+  }
+
+  async takeDue(nowMs: number, max: number): Promise<ReservationRecord[]> {
+    const texts = (await this.takeDueScript(this.keys, [nowMs, max])) as string[];
+    return texts.map((text) => JSON.parse(text) as ReservationRecord);
+  }
+
+  free(holder: string, id: string): void {
+    if (holder === this.replica) return this.listener?.(id);
+    // Unanswered: the holder's places lapse as a gateway's unsettled places do.
+    this.client.publish(this.channelPrefix + holder, id).catch(() => undefined);
+  }
+
+  onFree(listener: (id: string) => void): void {
+    this.listener = listener;
+  }
+
+  ask(holder: string, message: string, waitMs: number): Promise<boolean> {
+    const number = ++this.asks;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => answered(false), waitMs);
+      const answered = (yes: boolean) => {
+        clearTimeout(timer);
+        this.waiting.delete(number);
+        resolve(yes);
+      };
+      this.waiting.set(number, () => answered(true));
+      // Nobody listening on its channel: it is gone (or cut off), no need to wait.
+      this.client.publish(this.channelPrefix + holder, `?${number} ${this.replica} ${message}`).then(
+        (listeners) => listeners === 0 && answered(false),
+        () => answered(false),
+      );
+    });
+  }
+
+  onAsk(listener: (message: string) => Promise<void>): void {
+    this.asked = listener;
+  }
+
+  async claim(id: string): Promise<boolean> {
+    // Both contenders claim within a wait of each other: a minute outlives any of them.
+    const claimed = await this.client.set(`${this.keys[0]}:claim:${id}`, '1', 'PX', 60_000, 'NX');
+    return claimed === 'OK';
+  }
+
+  /** The subscriber belongs to the composition root, which closes it after every user is done. */
+  async close(): Promise<void> {
+    this.subscriber.off('message', this.onMessage);
+    if (this.subscriber.status === 'ready')
+      await settledWithin(this.subscriber.unsubscribe(this.channel), CLOSE_WAIT_MS);
+  }
+}
