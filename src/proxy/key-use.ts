@@ -36,6 +36,8 @@ export function countKeyUse(
   durationMs: number,
   /** For the failure log, when the request failed (`failureFacts`). */
   failure?: FailureFacts,
+  /** Its response reported no units readable by its settle rule (src/proxy/settlement.ts). */
+  unsettled?: boolean,
 ): void {
   const now = deps.clock();
   deps.lastUse.used(key.id, now);
@@ -52,6 +54,7 @@ export function countKeyUse(
     durationMs,
     atMs: now,
     failure,
+    ...(unsettled === true && { unsettled }),
   });
 }
 

@@ -97,6 +97,7 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
 
     await h.flushed();
     expect(await h.usage(key.id)).toMatchObject({ requests: 2, cost: 100 });
+    expect((await api('GET', `/consumer-api-key/${key.id}`)).body.usage.unsettled).toBe(0);
     expect(await h.metric('tollgate_settled_units_total')).toMatch(/ 100$/);
   });
 
@@ -114,6 +115,23 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
     await h.flushed();
     expect(await h.usage(key.id)).toMatchObject({ requests: 3, cost: 550 });
     expect(await h.metric('tollgate_unsettled_requests_total')).toContain('reason="not-reported"} 1');
+    // Usage counts the stream that reported nothing as unsettled (its cost, 500, is its reservation):
+    // the settled answer and the refused request are not, in the totals, the path's and the day's.
+    const detail = (await api('GET', `/consumer-api-key/${key.id}`)).body.usage;
+    expect({ cost: detail.cost, unsettled: detail.unsettled, endpoints: detail.endpoints }).toEqual({
+      cost: 550,
+      unsettled: 1,
+      endpoints: [expect.objectContaining({ endpoint: '/v1/chat/completions', requests: 3, unsettled: 1 })],
+    });
+    const day = new Date(h.clock()).toISOString().slice(0, 10);
+    const overTime = await api(
+      'GET',
+      `/consumer-api-key/${key.id}/usage?granularity=day&from=${day}T00:00:00Z&to=${day}T23:59:59Z&groupBy=endpoint`,
+    );
+    expect(overTime.body.buckets).toEqual([
+      expect.objectContaining({ requests: 3, cost: 550, unsettled: 1 }),
+    ]);
+    expect(overTime.body.series[0].buckets).toEqual([expect.objectContaining({ unsettled: 1 })]);
   });
 
   it('reserves max_tokens from the body, limits per model by the body, and refuses a body past the bound with 413', async () => {
