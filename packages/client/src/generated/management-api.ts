@@ -1135,6 +1135,8 @@ export interface components {
                     failed: number;
                     requests: number;
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation */
+                    unsettled: number;
                 }[];
                 /** @description The rest: 429, 502, 504, backend 4xx and 5xx */
                 failedRequests: number;
@@ -1182,6 +1184,8 @@ export interface components {
                 successfulRequests: number;
                 /** @description Proxied requests that presented this key */
                 totalRequests: number;
+                /** @description Requests of a usage-priced plan (a cost entry's `settle`) whose response reported no units readable (no header, no such field, a malformed body, the client leaving, the backend failing or timing out): each charged its reservation, which `cost` counts (usage counted before the upgrade that added it: 0) */
+                unsettled: number;
                 /** @description Grouped by the customer-id header (CUSTOMER_ID_HEADER); requests without it are not listed. At most 1,000 customers, most requests first (see usageByCustomerNotListed) */
                 usageByCustomer: {
                     /** @description The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 Unicode code points; one holding a control character is refused (400 `invalid_customer_id`) and never listed */
@@ -1255,6 +1259,8 @@ export interface components {
                 };
                 /** @description Answered by the backend below 400 */
                 successful: number;
+                /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                unsettled: number;
             }[];
             consumerId: string;
             /**
@@ -1329,6 +1335,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 endpoint: string;
             } | {
@@ -1385,6 +1393,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 customerId: string;
             } | {
@@ -1441,6 +1451,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
                 routeId: string | null;
@@ -2200,6 +2212,8 @@ export interface components {
                 };
                 /** @description Answered by the backend below 400 */
                 successful: number;
+                /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                unsettled: number;
             }[];
             /**
              * Format: date-time
@@ -2273,6 +2287,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
                 routeId: string | null;
@@ -2398,6 +2414,8 @@ export interface components {
                     failed: number;
                     requests: number;
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation */
+                    unsettled: number;
                 }[];
                 /** @description The rest: 429, 502, 504, backend 4xx and 5xx */
                 failedRequests: number;
@@ -2445,6 +2463,8 @@ export interface components {
                 successfulRequests: number;
                 /** @description Proxied requests that presented this key */
                 totalRequests: number;
+                /** @description Requests of a usage-priced plan (a cost entry's `settle`) whose response reported no units readable (no header, no such field, a malformed body, the client leaving, the backend failing or timing out): each charged its reservation, which `cost` counts (usage counted before the upgrade that added it: 0) */
+                unsettled: number;
                 /** @description Grouped by the customer-id header (CUSTOMER_ID_HEADER); requests without it are not listed. At most 1,000 customers, most requests first (see usageByCustomerNotListed) */
                 usageByCustomer: {
                     /** @description The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 Unicode code points; one holding a control character is refused (400 `invalid_customer_id`) and never listed */
@@ -2601,6 +2621,8 @@ export interface components {
                 };
                 /** @description Answered by the backend below 400 */
                 successful: number;
+                /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                unsettled: number;
             }[];
             /**
              * @description Identifier of a consumer API key, as returned by create (`id`)
@@ -2679,6 +2701,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 endpoint: string;
             } | {
@@ -2735,6 +2759,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 customerId: string;
             } | {
@@ -2791,6 +2817,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
                 routeId: string | null;
