@@ -68,6 +68,8 @@ export interface PortalPlanSummary {
   readonly rateLimitId: string;
   readonly description: string;
   readonly limits: readonly Pick<Plan['limits'][number], 'name' | 'limit' | 'period'>[];
+  /** What its limits, balances and usage count: `requests` unless it counts tokens or the like. */
+  readonly unit?: string;
 }
 
 export interface PlanAndCredits {

@@ -43,5 +43,7 @@ export async function chargeAfterStream(
     const reservation = { decision: SETTLED_ELSEWHERE, subjects, reserved: 0, admittedMs: now };
     await deps.limiter.settle(visitor === undefined ? reservation : { ...reservation, visitor }, hits, now);
   }
-  countKeyUse(deps, key, path, routeId, request.customerId, 200, undefined, hits, 0, undefined, true);
+  countKeyUse(deps, key, path, routeId, request.customerId, 200, undefined, hits, 0, undefined, {
+    costOnly: true,
+  });
 }

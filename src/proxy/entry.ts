@@ -181,6 +181,8 @@ export interface Ending {
   readonly outcome: Outcome | undefined;
   /** Units charged: 0 for a refused request. */
   readonly cost: number;
+  /** Its response reported no units readable by its settle rule: `cost` is its reservation. */
+  readonly unsettled?: boolean;
   /** Set when admission refused it: its code and limit go into the failure log. */
   readonly refusal?: Pick<Refused, 'code' | 'limit'>;
 }
@@ -230,6 +232,7 @@ export function finished(
       ending.cost,
       durationMs,
       failure,
+      { unsettled: ending.unsettled },
     );
   }
   if (deps.logger.isLevelEnabled('debug')) {

@@ -184,7 +184,14 @@ class Exchange implements Dispatcher.DispatchHandler {
     proxy.metrics.proxyRequests.inc({ outcome });
     const settlement = admission.settlement;
     const cost = settlement === undefined ? admission.cost : this.settle(settlement);
-    finished(proxy, this.req, context, { key: admission.key, status, outcome: usageOutcome, cost }, answered);
+    const unsettled = settlement !== undefined && !this.reading.settled;
+    finished(
+      proxy,
+      this.req,
+      context,
+      { key: admission.key, status, outcome: usageOutcome, cost, unsettled },
+      answered,
+    );
   }
 
   /**

@@ -36,8 +36,11 @@ export function countKeyUse(
   durationMs: number,
   /** For the failure log, when the request failed (`failureFacts`). */
   failure?: FailureFacts,
-  /** Cost added to a request counted before, not a request (RequestFacts.costOnly). */
-  costOnly = false,
+  /**
+   * `costOnly`: cost added to a request counted before, not a request (RequestFacts.costOnly);
+   * `unsettled`: nothing reported what it used, so it kept its reservation (src/proxy/settlement.ts).
+   */
+  kind?: { readonly costOnly?: boolean; readonly unsettled?: boolean },
 ): void {
   const now = deps.clock();
   deps.lastUse.used(key.id, now);
@@ -54,7 +57,8 @@ export function countKeyUse(
     durationMs,
     atMs: now,
     failure,
-    ...(costOnly && { costOnly }),
+    ...(kind?.costOnly === true && { costOnly: true }),
+    ...(kind?.unsettled === true && { unsettled: true }),
   });
 }
 

@@ -297,10 +297,10 @@ export class Reservations {
   private expired(held: Held): void {
     if (held.usage === undefined) return;
     this.deps.metrics.unsettledRequests.inc({ reason: 'expired' });
-    this.count(held.usage, held.reserved);
+    this.count(held.usage, held.reserved, true);
   }
 
-  private count(usage: HeldUsage, cost: number): void {
+  private count(usage: HeldUsage, cost: number, unsettled = false): void {
     countKeyUse(
       this.deps,
       { id: usage.keyId, consumerId: usage.consumerId ?? undefined },
@@ -311,6 +311,8 @@ export class Reservations {
       undefined,
       cost,
       usage.durationMs,
+      undefined,
+      { unsettled },
     );
   }
 }

@@ -73,6 +73,8 @@ export interface UsageEndpointTable {
   failed: ColumnType<string, number, number>;
   total_duration_ms: number;
   cost: Counter;
+  /** sql/142: requests whose response reported no units readable (charged their reservation). */
+  unsettled: Counter;
 }
 
 export interface UsageCustomerTable {
@@ -100,6 +102,7 @@ export interface UsageBucketTable {
   rate_limited: ColumnType<string, number, number>;
   total_duration_ms: number;
   cost: Counter;
+  unsettled: Counter; // sql/142
   status_2xx: Counter;
   status_3xx: Counter;
   status_4xx: Counter;

@@ -1,4 +1,4 @@
-/** The columns every bucket table has (sql/012, 014, 020) and how a bucket's counts map to them. */
+/** The columns every bucket table has (sql/012, 014, 020, 142) and how a bucket's counts map to them. */
 import { histogramJson } from './latency-histogram.js';
 import { emptyBucket, type BucketCounts } from './usage.js';
 
@@ -12,6 +12,7 @@ export const BUCKET_COLUMNS = {
   rateLimited: 'rate_limited',
   totalDurationMs: 'total_duration_ms',
   cost: 'cost',
+  unsettled: 'unsettled',
   status2xx: 'status_2xx',
   status3xx: 'status_3xx',
   status4xx: 'status_4xx',
@@ -34,7 +35,7 @@ const MEASURES = Object.keys(BUCKET_COLUMNS) as Measure[];
 /** A bucket as the columns of its row. */
 export function bucketRow(c: BucketCounts): Record<Column, number> & { latency: string } {
   const row = { latency: histogramJson(c.latency) } as Record<Column, number> & { latency: string };
-  for (const m of MEASURES) row[BUCKET_COLUMNS[m]] = c[m];
+  for (const m of MEASURES) row[BUCKET_COLUMNS[m]] = c[m] ?? 0;
   return row;
 }
 
@@ -42,5 +43,7 @@ export function bucketRow(c: BucketCounts): Record<Column, number> & { latency: 
 export function bucketOf(row: Readonly<Record<string, unknown>>): BucketCounts {
   const bucket = emptyBucket();
   for (const m of MEASURES) bucket[m] = Number(row[BUCKET_COLUMNS[m]] ?? 0);
+  // Kept once there is one (usage.ts), as every other reader of counts keeps it.
+  if (bucket.unsettled === 0) delete bucket.unsettled;
   return bucket;
 }

@@ -35,6 +35,8 @@ export interface BucketView {
   averageResponseTimeMs: number;
   /** Units charged. */
   cost: number;
+  /** Requests whose response reported no units readable: each charged its reservation. */
+  unsettled: number;
   /** What the clients got; they add up to `requests`. */
   statusClasses: { '2xx': number; '3xx': number; '4xx': number; '5xx': number };
   /** Why requests failed; `rateLimited` as above. */
@@ -87,6 +89,7 @@ export function bucketView(start: number, c: BucketCounts): BucketView {
     rateLimited: c.rateLimited,
     averageResponseTimeMs: average(c),
     cost: c.cost,
+    unsettled: c.unsettled ?? 0,
     statusClasses: { '2xx': c.status2xx, '3xx': c.status3xx, '4xx': c.status4xx, '5xx': c.status5xx },
     outcomes: Object.fromEntries(OUTCOMES.map((o) => [o, c[o]])) as Record<Outcome, number>,
     latencyMs: percentilesOf(c.latency),

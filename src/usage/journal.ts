@@ -47,7 +47,8 @@ type Serialised = [string, SerialisedKey[]][];
 
 /**
  * A bucket's numbers in the journal, the first five as every earlier version wrote them: the
- * measures of request facts follow (decision record 0026), absent in older journals.
+ * measures of request facts follow (decision record 0026), absent in older journals. Then the latency
+ * bins, and `unsettled` after them when there is one.
  */
 const BUCKET_ORDER = [
   'requests',
@@ -66,7 +67,7 @@ function counts(c: BucketCounts): string {
   for (const m of BUCKET_ORDER) json += `${c[m]},`;
   let bins = '';
   for (const [bin, n] of c.latency) bins += `${bins === '' ? '' : ','}${bin},${n}`;
-  return `${json}[${bins}]]`;
+  return `${json}[${bins}]${c.unsettled ? `,${c.unsettled}` : ''}]`;
 }
 const named = (entries: Map<string, BucketCounts>) =>
   [...entries].map(([name, c]) => `[${JSON.stringify(name)},${counts(c)}]`).join(',');
@@ -76,7 +77,7 @@ function encodeFiled(u: FiledUsage): string {
   const endpoints = [...u.endpoints]
     .map(
       ([e, c]) =>
-        `[${JSON.stringify(e)},[${c.requests},${c.successful},${c.failed},${c.totalDurationMs},${c.cost}]]`,
+        `[${JSON.stringify(e)},[${c.requests},${c.successful},${c.failed},${c.totalDurationMs},${c.cost}${c.unsettled ? `,${c.unsettled}` : ''}]]`,
     )
     .join(',');
   const customers = [...u.customers]
@@ -110,6 +111,8 @@ function decodeBucket(c: Counts): BucketCounts {
   const bins = c[BUCKET_ORDER.length];
   if (Array.isArray(bins))
     for (let i = 0; i + 1 < bins.length; i += 2) addToBin(bucket.latency, bins[i]!, bins[i + 1]);
+  const unsettled = c[BUCKET_ORDER.length + 1];
+  if (typeof unsettled === 'number') bucket.unsettled = unsettled;
   return bucket;
 }
 const decodeNamed = (entries: Named) => new Map(entries.map(([name, c]) => [name, decodeBucket(c)]));
@@ -117,9 +120,16 @@ const decodeNamed = (entries: Named) => new Map(entries.map(([name, c]) => [name
 function decodeFiled([endpoints, customers, minutes = [], days = []]: SerialisedFiling): FiledUsage {
   return {
     endpoints: new Map(
-      endpoints.map(([e, [requests, successful, failed, totalDurationMs, cost = 0]]) => [
+      endpoints.map(([e, [requests, successful, failed, totalDurationMs, cost = 0, unsettled]]) => [
         e,
-        { requests, successful, failed, totalDurationMs, cost } as EndpointUsage,
+        {
+          requests,
+          successful,
+          failed,
+          totalDurationMs,
+          cost,
+          ...(unsettled !== undefined && { unsettled }),
+        } as EndpointUsage,
       ]),
     ),
     customers: new Map(

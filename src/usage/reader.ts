@@ -23,6 +23,7 @@ export interface EndpointView {
   failed: number;
   averageResponseTimeMs: number;
   cost: number;
+  unsettled: number;
 }
 
 export interface CustomerView {
@@ -48,6 +49,8 @@ export interface UsageView {
   failedRequests: number;
   /** Units charged. */
   cost: number;
+  /** Requests whose response reported no units readable: each charged its reservation. */
+  unsettled: number;
   endpoints: EndpointView[];
   usageByCustomer: CustomerView[];
   /** The customers beyond those listed, how many and their usage summed; absent when all are listed. */
@@ -170,10 +173,12 @@ function view({ usage, allCustomers }: BusiestUsage, pending: readonly FiledUsag
   let totalRequests = 0;
   let successfulRequests = 0;
   let cost = 0;
+  let unsettled = 0;
   for (const [endpoint, u] of listedEndpoints(usage.endpoints)) {
     totalRequests += u.requests;
     successfulRequests += u.successful;
     cost += u.cost;
+    unsettled += u.unsettled ?? 0;
     endpoints.push({
       endpoint,
       requests: u.requests,
@@ -181,6 +186,7 @@ function view({ usage, allCustomers }: BusiestUsage, pending: readonly FiledUsag
       failed: u.failed,
       averageResponseTimeMs: u.requests === 0 ? 0 : Math.round((u.totalDurationMs / u.requests) * 100) / 100,
       cost: u.cost,
+      unsettled: u.unsettled ?? 0,
     });
   }
   const customers: CustomerView[] = [...usage.customers]
@@ -196,6 +202,7 @@ function view({ usage, allCustomers }: BusiestUsage, pending: readonly FiledUsag
     successfulRequests,
     failedRequests: totalRequests - successfulRequests,
     cost,
+    unsettled,
     endpoints: endpoints.sort(byRequestsThenName((e) => e.endpoint)),
     usageByCustomer: customers.slice(0, MAX_LISTED_CUSTOMERS),
     ...(notListed.customers > 0 && { usageByCustomerNotListed: notListed }),

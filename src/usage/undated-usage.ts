@@ -17,6 +17,7 @@ import {
 export function remainder(a: Counted, b: BucketCounts | undefined): BucketCounts | undefined {
   const requests = a.requests - (b?.requests ?? 0);
   if (requests <= 0) return undefined;
+  const unsettled = (a.unsettled ?? 0) - (b?.unsettled ?? 0);
   return {
     ...emptyBucket(),
     requests,
@@ -24,6 +25,7 @@ export function remainder(a: Counted, b: BucketCounts | undefined): BucketCounts
     failed: Math.max(0, a.failed - (b?.failed ?? 0)),
     totalDurationMs: Math.max(0, (a.totalDurationMs ?? 0) - (b?.totalDurationMs ?? 0)),
     cost: Math.max(0, (a.cost ?? 0) - (b?.cost ?? 0)),
+    ...(unsettled > 0 && { unsettled }),
   };
 }
 

@@ -108,6 +108,7 @@ export class UsageRepository {
         failed: number;
         total_duration_ms: number;
         cost: number;
+        unsettled: number;
       }[] = [];
       const customerRows: {
         key_id: string;
@@ -178,6 +179,7 @@ export class UsageRepository {
               failed: u.failed,
               total_duration_ms: u.totalDurationMs,
               cost: u.cost,
+              unsettled: u.unsettled ?? 0,
             });
           }
           for (const [customer, u] of renamed(usage.customers, customerNames, emptyCounts)) {
@@ -214,6 +216,7 @@ export class UsageRepository {
               failed: sql`usage_endpoints.failed + excluded.failed`,
               total_duration_ms: sql`usage_endpoints.total_duration_ms + excluded.total_duration_ms`,
               cost: sql`usage_endpoints.cost + excluded.cost`,
+              unsettled: sql`usage_endpoints.unsettled + excluded.unsettled`,
             }),
           )
           .execute();
@@ -285,6 +288,7 @@ export class UsageRepository {
           eb.fn.sum<number>('failed').as('failed'),
           eb.fn.sum<number>('total_duration_ms').as('total_duration_ms'),
           eb.fn.sum<number>('cost').as('cost'),
+          eb.fn.sum<number>('unsettled').as('unsettled'),
         ])
         .where(column, '=', id)
         .groupBy('endpoint')
@@ -326,6 +330,7 @@ export class UsageRepository {
         failed: Number(r.failed),
         totalDurationMs: Number(r.total_duration_ms),
         cost: Number(r.cost),
+        ...(Number(r.unsettled) > 0 && { unsettled: Number(r.unsettled) }),
       });
     }
     for (const r of customerRows) {

@@ -43,6 +43,11 @@ export interface RequestFacts {
   readonly outcome: Outcome | undefined;
   /** Units charged: 0 for a refused request. */
   readonly cost: number;
+  /**
+   * Its response reported no units readable by its plan's `settle` (src/proxy/settlement.ts): its cost
+   * is its reservation. Absent: it settled, or had nothing to settle.
+   */
+  readonly unsettled?: boolean;
   /** Request received to response finished. */
   readonly durationMs: number;
   /** When it arrived, epoch ms: its minute and day of usage over time. */
@@ -76,6 +81,11 @@ export interface EndpointUsage extends UsageCounts {
   totalDurationMs: number;
   /** Units charged. */
   cost: number;
+  /**
+   * Requests whose response reported no units readable: each charged its reservation. Kept once there
+   * is one (absent: 0), so usage without any, and usage counted before it was kept, is as it was.
+   */
+  unsettled?: number;
 }
 
 /**
@@ -317,15 +327,17 @@ const MEASURES = [
   ...OUTCOMES,
 ] as const;
 
-/** Adds `from` to `into`: every measure `into` has (absent in `from`: 0), and the response times. */
+/** Adds `from` to `into`: every measure `into` has (absent in `from`: 0), `unsettled`, and the response times. */
 export function addCounts(into: Counted, from: Counted): void {
   for (const m of MEASURES) if (m in into) (into as unknown as Record<string, number>)[m]! += from[m] ?? 0;
+  if (from.unsettled) into.unsettled = (into.unsettled ?? 0) + from.unsettled;
   if (into.latency !== undefined && from.latency !== undefined) mergeHistogram(into.latency, from.latency);
 }
 
 /** Takes `part` (a part of `from`'s usage) out of `from`. */
 export function subtractCounts(from: Counted, part: Counted): void {
   for (const m of MEASURES) if (m in from) (from as unknown as Record<string, number>)[m]! -= part[m] ?? 0;
+  if (part.unsettled) from.unsettled = (from.unsettled ?? 0) - part.unsettled;
   if (from.latency !== undefined && part.latency !== undefined) subtractHistogram(from.latency, part.latency);
 }
 
@@ -337,11 +349,12 @@ export function countRequest(counts: UsageCounts, facts: RequestFacts): void {
   else counts.failed++;
 }
 
-/** One request into an endpoint's totals: also its response time and cost. */
+/** One request into an endpoint's totals: also its response time, cost and whether it settled. */
 export function countEndpointRequest(endpoint: EndpointUsage, facts: RequestFacts): void {
   countRequest(endpoint, facts);
   endpoint.totalDurationMs += facts.durationMs;
   endpoint.cost += facts.cost;
+  if (facts.unsettled === true) endpoint.unsettled = (endpoint.unsettled ?? 0) + 1;
 }
 
 /** One request into a bucket: also its status class, outcome and latency bin (`binOf`, worked out once per request). */

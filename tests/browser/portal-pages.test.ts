@@ -58,7 +58,7 @@ async function expectUsable(session: ConsoleSession): Promise<void> {
 const PAGES: readonly { name: string; fragment: string; heading: string | RegExp; shows: string }[] = [
   { name: 'keys', fragment: '', heading: 'Your keys', shows: 'Weather widget' },
   { name: 'key', fragment: 'keys/{keyId}', heading: 'Mobile app', shows: 'Usage over time' },
-  { name: 'usage', fragment: 'usage', heading: 'Usage', shows: 'Credits spent' },
+  { name: 'usage', fragment: 'usage', heading: 'Usage', shows: 'Charged (requests)' },
   { name: 'plan', fragment: 'plan', heading: 'Plan and credits', shows: 'Plans you can switch to' },
   { name: 'failures', fragment: 'failures', heading: 'Failures', shows: 'backend' },
 ];

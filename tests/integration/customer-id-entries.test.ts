@@ -2,12 +2,15 @@
  * A customer id holding a control character (U+0000 to U+001F, U+007F) is refused wherever it enters,
  * in both modes (contract section 32, decision record 0145): the customer-id header (400
  * `invalid_customer_id`, neither forwarded nor charged), a token's `sub` (401 `invalid_api_key`) and
- * verify's `customerId` (400 `validation_failed`); lengths are code points. The portal's `subject` is
- * tried in tests/security/portal-walk.e2e.test.ts.
+ * verify's `customerId` (400 `validation_failed`); lengths are code points. A NUL in the header never
+ * passes Node's parser (400 before the proxy), and one in an Envoy Check's headers is refused as the
+ * proxy refuses it. The portal's `subject` is tried in tests/security/portal-walk.e2e.test.ts.
  */
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { mintToken } from '../../packages/client/src/generated/mint-token.js';
+import { EnvoyClient } from '../helpers/envoy-client.js';
 import { HARNESS_MODES, harnessIn } from '../helpers/harness-modes.js';
 import { waitFor } from '../helpers/poll.js';
 import { closeDatabase } from '../helpers/proxy-harness.js';
@@ -37,8 +40,19 @@ function send(port: number, headers: Record<string, string>): Promise<Answer> {
   });
 }
 
+/** The status code of the answer to a request written byte for byte on a socket of its own. */
+function sendRaw(port: number, head: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(Buffer.from(head, 'latin1')));
+    let answer = '';
+    socket.on('data', (c: Buffer) => (answer += c.toString('latin1')));
+    socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0)));
+    socket.on('error', reject);
+  });
+}
+
 describe.each(HARNESS_MODES)('$name', (mode) => {
-  const h = harnessIn(mode);
+  const h = harnessIn(mode, { env: { EXTAUTH_GRPC_PORT: '0' } });
 
   const verify = async (body: unknown) => {
     const res = await fetch(h.base + '/tollgate/verify', {
@@ -116,6 +130,42 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
       ).value.customers,
     ).toEqual({
       [wide]: 1,
+    });
+  });
+
+  it('takes no NUL in the customer-id header, on the wire or in an Envoy Check: neither forwarded nor counted under it', async () => {
+    const key = await h.createKey({ limit: 5, period: 'hour' });
+    const forwarded = h.backend.received.length;
+    // On the wire Node's parser refuses the request itself: it reaches neither the proxy nor usage.
+    const head = `GET /v1/things HTTP/1.1\r\nhost: x\r\nx-api-key: ${key.secret}\r\nx-customer-id: a\u0000b\r\nconnection: close\r\n\r\n`;
+    expect(await sendRaw(h.port, head)).toBe(400);
+    // A gateway's Check carries headers as strings that may hold one: refused as the proxy refuses it.
+    const envoy = new EnvoyClient(`127.0.0.1:${h.extauthGrpcPort}`);
+    try {
+      const checked = await envoy.check('/v1/things', {
+        'x-api-key': key.secret,
+        'x-customer-id': 'a\u0000b',
+      });
+      const denied = checked.denied_response as { status: { code: string }; body: string } | undefined;
+      expect({ status: denied?.status.code, code: denied && JSON.parse(denied.body).code }).toEqual({
+        status: 'BadRequest',
+        code: 'invalid_customer_id',
+      });
+    } finally {
+      envoy.close();
+    }
+    expect(h.backend.received.length).toBe(forwarded);
+    // A clean request after them: usage counts the Check's refusal and it, and keeps no NUL anywhere.
+    expect((await send(h.port, { 'x-api-key': key.secret, 'x-customer-id': 'cus-2' })).status).toBe(200);
+    const { value: usage } = await waitFor(
+      () => h.usage(key.id),
+      (u) => u.requests === 2 && Object.keys(u.customers).length > 0,
+      PATIENCE,
+    );
+    expect({ requests: usage.requests, failed: usage.failed, customers: usage.customers }).toEqual({
+      requests: 2,
+      failed: 1,
+      customers: { 'cus-2': 1 },
     });
   });
 

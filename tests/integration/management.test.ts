@@ -552,6 +552,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
           successfulRequests: 0,
           failedRequests: 0,
           cost: 0,
+          unsettled: 0,
           rateLimits: null,
           endpoints: [],
           usageByCustomer: [],
@@ -583,6 +584,7 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
         successfulRequests: 2,
         failedRequests: 2,
         cost: 3,
+        unsettled: 0,
         rateLimits: null,
         endpoints: [
           {
@@ -592,8 +594,17 @@ describe.each(Object.keys(BACKENDS) as (keyof typeof BACKENDS)[])('management AP
             failed: 2,
             averageResponseTimeMs: 20,
             cost: 2,
+            unsettled: 0,
           },
-          { endpoint: '/v1/items', requests: 1, successful: 1, failed: 0, averageResponseTimeMs: 5, cost: 1 },
+          {
+            endpoint: '/v1/items',
+            requests: 1,
+            successful: 1,
+            failed: 0,
+            averageResponseTimeMs: 5,
+            cost: 1,
+            unsettled: 0,
+          },
         ],
         usageByCustomer: [
           { customerId: 'acme', requests: 2, successful: 1, failed: 1 },

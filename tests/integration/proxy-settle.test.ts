@@ -15,6 +15,7 @@ import { startOpenAiBackend } from '../helpers/openai-backend.js';
 import type { ModelBackend } from '../helpers/model-backend.js';
 import { HARNESS_LIMITERS } from '../helpers/harness-limiters.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
+import { waitFor } from '../helpers/poll.js';
 
 afterAll(closeDatabase);
 
@@ -97,6 +98,7 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
 
     await h.flushed();
     expect(await h.usage(key.id)).toMatchObject({ requests: 2, cost: 100 });
+    expect((await api('GET', `/consumer-api-key/${key.id}`)).body.usage.unsettled).toBe(0);
     expect(await h.metric('tollgate_settled_units_total')).toMatch(/ 100$/);
   });
 
@@ -114,6 +116,79 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
     await h.flushed();
     expect(await h.usage(key.id)).toMatchObject({ requests: 3, cost: 550 });
     expect(await h.metric('tollgate_unsettled_requests_total')).toContain('reason="not-reported"} 1');
+    // Usage counts the stream that reported nothing as unsettled (its cost, 500, is its reservation):
+    // the settled answer and the refused request are not, in the totals, the path's and the day's.
+    const detail = (await api('GET', `/consumer-api-key/${key.id}`)).body.usage;
+    expect({ cost: detail.cost, unsettled: detail.unsettled, endpoints: detail.endpoints }).toEqual({
+      cost: 550,
+      unsettled: 1,
+      endpoints: [expect.objectContaining({ endpoint: '/v1/chat/completions', requests: 3, unsettled: 1 })],
+    });
+    const day = new Date(h.clock()).toISOString().slice(0, 10);
+    const overTime = await api(
+      'GET',
+      `/consumer-api-key/${key.id}/usage?granularity=day&from=${day}T00:00:00Z&to=${day}T23:59:59Z&groupBy=endpoint`,
+    );
+    expect(overTime.body.buckets).toEqual([
+      expect.objectContaining({ requests: 3, cost: 550, unsettled: 1 }),
+    ]);
+    expect(overTime.body.series[0].buckets).toEqual([expect.objectContaining({ unsettled: 1 })]);
+  });
+
+  /**
+   * A key of its own balance and a consumer's key, each on a plan of a 30-token limit and a 30-token
+   * balance, with a reservation of 10 the backend answers with 50: each is overdrawn by 20.
+   */
+  async function overdrawn() {
+    const plan = await api('POST', '/rate-limit/create', {
+      rateLimitId: `overdrawn-${randomBytes(4).toString('hex')}`,
+      limits: [{ name: 'tokens', limit: 30, period: 'day' }],
+      costs: [{ match: { routeIds: [routeId] }, cost: 10, settle: { preset: 'openai' } }],
+      unit: 'tokens',
+    });
+    expect(plan.status).toBe(201);
+    const withBalance = { rateLimitId: plan.body.rateLimitId, credits: { remaining: 30, refill: null } };
+    const consumer = await api('POST', '/tollgate/consumers', { name: 'overdrawn', ...withBalance });
+    expect(consumer.status).toBe(201);
+    const ofConsumer = await api('POST', '/consumer-api-key/create', {
+      name: 'shared',
+      consumerId: consumer.body.consumerId,
+    });
+    const own = await api('POST', '/consumer-api-key/create', { name: 'own', ...withBalance });
+    const details = [
+      async () => (await api('GET', `/tollgate/consumers/${consumer.body.consumerId}`)).body,
+      async () => (await api('GET', `/consumer-api-key/${own.body.id}`)).body,
+    ];
+    const secrets = [ofConsumer.body.secret as string, own.body.secret as string];
+    for (const [i, secret] of secrets.entries()) {
+      const answered = await chat(secret);
+      expect(answered.status).toBe(200);
+      await answered.text();
+      // Settled once the answer has ended: the balance no longer holds its 20 after the reservation.
+      await waitFor(details[i]!, (d) => d.credits.remaining !== 20);
+    }
+    return { details, secrets };
+  }
+
+  it('refuses every request once settlement overdrew a limit and a balance, the limit showing 0 remaining', async () => {
+    const { details, secrets } = await overdrawn();
+    for (const secret of secrets) expect((await chat(secret)).status).toBe(429);
+    for (const detail of details) {
+      const { usage, credits } = await detail();
+      expect(usage.rateLimits).toMatchObject({ limit: 30, remaining: 0 });
+      expect(usage.rateLimits.limits[0]).toMatchObject({
+        name: expect.stringMatching(/tokens$/),
+        remaining: 0,
+      });
+      expect(credits.remaining).toBeLessThanOrEqual(0);
+    }
+  });
+
+  // Not yet: the limiter's peekBalances reports a balance through remainingOf (src/plans/balance.ts),
+  // which stops at 0, and the credits schema's minimum is 0; both belong to the limiter's owners.
+  it.failing('shows a balance that settlement overdrew below 0 in the key and consumer details', async () => {
+    const { details } = await overdrawn();
+    for (const detail of details) expect((await detail()).credits.remaining).toBe(-20);
   });
 
   it('reserves max_tokens from the body, limits per model by the body, and refuses a body past the bound with 413', async () => {

@@ -48,6 +48,7 @@ const ZERO = {
   rateLimited: 0,
   averageResponseTimeMs: 0,
   cost: 0,
+  unsettled: 0,
   statusClasses: { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 },
   outcomes: {
     rateLimited: 0,

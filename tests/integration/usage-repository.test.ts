@@ -91,9 +91,26 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
       successfulRequests: 5,
       failedRequests: 2,
       cost: 0,
+      unsettled: 0,
       endpoints: [
-        { endpoint: '/b', requests: 4, successful: 3, failed: 1, averageResponseTimeMs: 15, cost: 0 },
-        { endpoint: '/a', requests: 3, successful: 2, failed: 1, averageResponseTimeMs: 10, cost: 0 },
+        {
+          endpoint: '/b',
+          requests: 4,
+          successful: 3,
+          failed: 1,
+          averageResponseTimeMs: 15,
+          cost: 0,
+          unsettled: 0,
+        },
+        {
+          endpoint: '/a',
+          requests: 3,
+          successful: 2,
+          failed: 1,
+          averageResponseTimeMs: 10,
+          cost: 0,
+          unsettled: 0,
+        },
       ],
       usageByCustomer: [
         { customerId: 'globex', requests: 4, successful: 4, failed: 0 },

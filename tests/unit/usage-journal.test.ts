@@ -109,6 +109,22 @@ describe('UsageJournal', () => {
     expect(j.take()).toEqual([]);
   });
 
+  it('keeps the requests that settled nothing readable, in the totals, minutes, days and a consumer’s part', () => {
+    const j = journal();
+    const u = usage(3, ['acme'], ['/v1/chat'], 'con_1');
+    for (const filing of [u, u.consumers.get('con_1')!]) {
+      filing.endpoints.get('/v1/chat')!.unsettled = 2;
+      filing.minutes.get(MINUTE)!.unsettled = 2;
+      filing.days.get(DAY)!.endpoints.get('/v1/chat')!.unsettled = 2;
+      filing.days.get(DAY)!.routes.get('search')!.unsettled = 2;
+    }
+    const batches = [held({ k1: u })];
+    expect(j.save(batches)).toBe(0);
+    const [back] = j.take();
+    expect(back!.batch.get('k1')).toEqual(u);
+    expect(back!.batch.get('k1')!.consumers.get('con_1')!.minutes.get(MINUTE)!.unsettled).toBe(2);
+  });
+
   it("keeps a key's failure log entries and left-out counts with its usage", () => {
     const j = journal();
     const failures = emptyFailureLog();

@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { NeedsScope, ScopedButton, ScopedLink, useAccess } from '../access';
 import { api, ok } from '../api';
+import { ChargedUsage, unitOf, usePlan } from '../components/charged-usage';
 import { CreditsPanel } from '../components/credits-panel';
 import { Dialog, DialogButtons } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
@@ -154,6 +155,7 @@ export function ConsumerDetailPage({ consumerId, route }: { consumerId: string; 
   const { message, setMessage } = useHandoff();
   const [deleting, setDeleting] = useState(false);
   const consumer = detail.data;
+  const plan = usePlan(consumer?.rateLimitId ?? null);
   return (
     <>
       <PageTitle title={consumer?.name ?? 'Consumer'}>
@@ -188,6 +190,14 @@ export function ConsumerDetailPage({ consumerId, route }: { consumerId: string; 
                 <dd>{formatTime(consumer.createdAt)}</dd>
                 <dt>Last changed</dt>
                 <dd>{formatTime(consumer.lastUpdated)}</dd>
+                <dt>Charged, all time</dt>
+                <dd>
+                  <ChargedUsage
+                    cost={consumer.usage.cost}
+                    unsettled={consumer.usage.unsettled}
+                    unit={unitOf(plan.data)}
+                  />
+                </dd>
               </dl>
             </section>
             <ConsumerLimits consumer={consumer} />

@@ -1,6 +1,7 @@
 /** One key: its state and secret, the limits of its plan and what is left, its credits, usage over time, metadata, actions. */
 import { NeedsScope } from '../access';
 import { api, ok } from '../api';
+import { ChargedUsage, unitOf, usePlan } from '../components/charged-usage';
 import { CreditsPanel } from '../components/credits-panel';
 import { ErrorMessage } from '../components/error-message';
 import { FailureLog } from '../components/failure-log';
@@ -41,17 +42,8 @@ function withoutPlan(key: KeyDetail, states: readonly LimitState[]): string {
     : 'No plan of its own, none on its consumer and no default limit: requests are counted, not limited.';
 }
 
-function Limits({ keyDetail }: { keyDetail: KeyDetail }) {
+function Limits({ keyDetail, plan }: { keyDetail: KeyDetail; plan: ReturnType<typeof usePlan> }) {
   const planId = keyDetail.rateLimitId;
-  const plan = useApi(
-    (signal) =>
-      planId === null
-        ? Promise.resolve(undefined)
-        : ok(
-            api.GET('/rate-limit/{rateLimitId}', { params: { path: { rateLimitId: planId } }, signal }),
-          ).catch(() => undefined),
-    [planId],
-  );
   const states = limitStates(keyDetail);
   return (
     <section aria-labelledby="limits-title">
@@ -89,6 +81,7 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
   const { created: handed, message, setMessage } = useHandoff();
   const created = handed?.keyId === keyId ? handed : undefined;
   const key = detail.data?.consumerApiKeyId === keyId ? detail.data : undefined;
+  const plan = usePlan(key?.rateLimitId ?? null);
   return (
     <>
       <PageTitle title={key?.name ?? 'Key'}>{key && <KeyStatus keyState={key} />}</PageTitle>
@@ -163,9 +156,17 @@ export function KeyDetailPage({ keyId, route }: { keyId: string; route: Route })
                   {formatNumber(key.usage.totalRequests)} ({formatNumber(key.usage.successfulRequests)}{' '}
                   successful, {formatNumber(key.usage.failedRequests)} failed)
                 </dd>
+                <dt>Charged, all time</dt>
+                <dd>
+                  <ChargedUsage
+                    cost={key.usage.cost}
+                    unsettled={key.usage.unsettled}
+                    unit={unitOf(plan.data)}
+                  />
+                </dd>
               </dl>
             </section>
-            <Limits keyDetail={key} />
+            <Limits keyDetail={key} plan={plan} />
           </div>
           <CreditsPanel
             holder={{ kind: 'key', id: keyId, consumerId: key.consumerId }}

@@ -1,7 +1,9 @@
 /**
  * Usage over a range, the consumer's or one key's: the console's toolbar (range, granularity, CSV) and
- * charts (requests, why requests failed, response times), and what the range cost in credits.
+ * charts (requests, why requests failed, response times), and what the range was charged, in the
+ * plan's unit, with the requests that reported nothing readable and kept their reservation.
  */
+import { unitOf, unsettledText } from '../../../console/src/components/charged-usage';
 import { ErrorMessage } from '../../../console/src/components/error-message';
 import { TimeChart, type Series } from '../../../console/src/components/time-chart';
 import { UsageCharts } from '../../../console/src/components/usage-chart';
@@ -10,11 +12,12 @@ import { formatNumber } from '../../../console/src/format';
 import type { Route } from '../../../console/src/route';
 import { useApi } from '../../../console/src/use-api';
 import { call, csv } from '../portal-api';
-import type { UsageResponse } from '../portal-types';
+import type { PlanAndCredits, UsageResponse } from '../portal-types';
 
-const COST: readonly Series[] = [
+/** What each bucket was charged, in `unit`. */
+const costIn = (unit: string): readonly Series[] => [
   {
-    label: 'Credits spent',
+    label: `Charged (${unit})`,
     className: 'series-credits',
     color: '#7c3aed',
     value: (b) => b.cost,
@@ -44,6 +47,9 @@ export function PortalUsage({
     (signal) => call<UsageResponse>('GET', path, { query, signal }),
     [path, usage.range, usage.granularity],
   );
+  const plan = useApi((signal) => call<PlanAndCredits>('GET', '/plan', { signal }), []);
+  const unit = unitOf(plan.data?.current);
+  const unsettled = data.data?.buckets.reduce((sum, b) => sum + b.unsettled, 0) ?? 0;
   const caption = `${subject}, ${usage.preset.label.toLowerCase()}, per ${data.data?.granularity ?? usage.granularity}`;
   return (
     <section aria-labelledby="usage-title">
@@ -56,13 +62,14 @@ export function PortalUsage({
           <UsageCharts buckets={data.data.buckets} latencyMs={data.data.latencyMs} caption={caption} />
           <TimeChart
             buckets={data.data.buckets}
-            caption={`${caption}: credits spent`}
-            series={COST}
+            caption={`${caption}: charged in ${unit}`}
+            series={costIn(unit)}
             legendName="Cost"
-            tableName="credits spent"
+            tableName={`${unit} charged`}
             format={formatNumber}
             rangeNote="Total for the range"
           />
+          {unsettled > 0 && <p class="unsettled-note">{unsettledText(unsettled)} in this range.</p>}
         </>
       )}
     </section>

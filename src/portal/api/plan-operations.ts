@@ -20,6 +20,7 @@ interface PlanAnswer {
   description: string;
   limits: PortalPlan['publicPlans'][number]['limits'];
   costs: PortalPlan['publicPlans'][number]['costs'];
+  unit: string;
 }
 
 async function planView(
@@ -29,8 +30,8 @@ async function planView(
 ): Promise<PlanAnswer | undefined> {
   try {
     const plan = await getPlan({ params: { rateLimitId } }, res, ctx);
-    const { description, limits, costs } = plan as PlanAnswer;
-    return { rateLimitId, description, limits, costs };
+    const { description, limits, costs, unit } = plan as PlanAnswer;
+    return { rateLimitId, description, limits, costs, unit };
   } catch (err) {
     if (err instanceof AppError && err.code === 'rate_limit_not_found') return undefined;
     throw err;

@@ -202,6 +202,7 @@ const planFields = {
   description: Type.String(),
   limits: PlanResponse.properties.limits,
   costs: PlanResponse.properties.costs,
+  unit: PlanResponse.properties.unit,
 };
 
 export const PortalPlan = Type.Object(

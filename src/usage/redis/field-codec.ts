@@ -32,7 +32,8 @@ import {
  * and is filed under the day it is applied (decision record 0012).
  *
  * Request facts (decision record 0026) add metrics an earlier version passes over (it knows only the
- * one-character metrics above): `$` (units charged; endpoints too), `2` `3` `4` `5` (status classes),
+ * one-character metrics above): `$` (units charged; endpoints too), `n` (requests that settled nothing
+ * readable, charged their reservation; endpoints too), `2` `3` `4` `5` (status classes),
  * `oc` `od` `oe` `or` `ob` `ou` (outcomes but rate-limited, which is `l`) and `h<bin>` (requests in
  * that latency bin), on minutes and days. A key's part filed under a consumer repeats the fields
  * above behind `p|<consumer id, URI-encoded>|`, beside the key's whole: an earlier version passes the
@@ -55,6 +56,7 @@ type Metric =
   | 'l'
   | 'd'
   | '$'
+  | 'n'
   | '2'
   | '3'
   | '4'
@@ -78,6 +80,7 @@ const PROPERTY: Record<Metric, Measure> = {
   l: 'rateLimited',
   d: 'totalDurationMs',
   $: 'cost',
+  n: 'unsettled',
   '2': 'status2xx',
   '3': 'status3xx',
   '4': 'status4xx',
@@ -94,7 +97,7 @@ const PROPERTY: Record<Metric, Measure> = {
 };
 const BUCKET_METRICS = Object.keys(PROPERTY) as Metric[];
 const METRICS: Record<Section, readonly Metric[]> = {
-  e: ['r', 's', 'f', 'd', '$'],
+  e: ['r', 's', 'f', 'd', '$', 'n'],
   c: ['r', 's', 'f'],
   m: BUCKET_METRICS,
 };
@@ -172,7 +175,7 @@ function encodeFiled(usage: FiledUsage, part: string, encoded: EncodedUsage): vo
   const put = (prefix: string, metrics: readonly Metric[], counts: object) => {
     for (const metric of metrics) {
       const value = (counts as BucketCounts)[PROPERTY[metric]];
-      if (value !== 0)
+      if (value !== 0 && value !== undefined)
         (metric === SUM ? encoded.sums : encoded.counts).push(`${part}${prefix}|${metric}`, value);
     }
     const latency = (counts as Partial<BucketCounts>).latency;

@@ -1155,6 +1155,8 @@ export interface components {
                     failed: number;
                     requests: number;
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation */
+                    unsettled: number;
                 }[];
                 /** @description The rest: 429, 502, 504, backend 4xx and 5xx */
                 failedRequests: number;
@@ -1202,6 +1204,8 @@ export interface components {
                 successfulRequests: number;
                 /** @description Proxied requests that presented this key */
                 totalRequests: number;
+                /** @description Requests of a usage-priced plan (a cost entry's `settle`) whose response reported no units readable (no header, no such field, a malformed body, the client leaving, the backend failing or timing out): each charged its reservation, which `cost` counts (usage counted before the upgrade that added it: 0) */
+                unsettled: number;
                 /** @description Grouped by the customer-id header (CUSTOMER_ID_HEADER); requests without it are not listed. At most 1,000 customers, most requests first (see usageByCustomerNotListed) */
                 usageByCustomer: {
                     /** @description The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 Unicode code points; one holding a control character is refused (400 `invalid_customer_id`) and never listed */
@@ -1275,6 +1279,8 @@ export interface components {
                 };
                 /** @description Answered by the backend below 400 */
                 successful: number;
+                /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                unsettled: number;
             }[];
             consumerId: string;
             /**
@@ -1349,6 +1355,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 endpoint: string;
             } | {
@@ -1405,6 +1413,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 customerId: string;
             } | {
@@ -1461,6 +1471,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
                 routeId: string | null;
@@ -2220,6 +2232,8 @@ export interface components {
                 };
                 /** @description Answered by the backend below 400 */
                 successful: number;
+                /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                unsettled: number;
             }[];
             /**
              * Format: date-time
@@ -2293,6 +2307,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
                 routeId: string | null;
@@ -2418,6 +2434,8 @@ export interface components {
                     failed: number;
                     requests: number;
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation */
+                    unsettled: number;
                 }[];
                 /** @description The rest: 429, 502, 504, backend 4xx and 5xx */
                 failedRequests: number;
@@ -2465,6 +2483,8 @@ export interface components {
                 successfulRequests: number;
                 /** @description Proxied requests that presented this key */
                 totalRequests: number;
+                /** @description Requests of a usage-priced plan (a cost entry's `settle`) whose response reported no units readable (no header, no such field, a malformed body, the client leaving, the backend failing or timing out): each charged its reservation, which `cost` counts (usage counted before the upgrade that added it: 0) */
+                unsettled: number;
                 /** @description Grouped by the customer-id header (CUSTOMER_ID_HEADER); requests without it are not listed. At most 1,000 customers, most requests first (see usageByCustomerNotListed) */
                 usageByCustomer: {
                     /** @description The CUSTOMER_ID_HEADER value read as UTF-8 (a byte sequence that is not UTF-8 as U+FFFD), cut at 200 Unicode code points; one holding a control character is refused (400 `invalid_customer_id`) and never listed */
@@ -2621,6 +2641,8 @@ export interface components {
                 };
                 /** @description Answered by the backend below 400 */
                 successful: number;
+                /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                unsettled: number;
             }[];
             /**
              * @description Identifier of a consumer API key, as returned by create (`id`)
@@ -2699,6 +2721,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 endpoint: string;
             } | {
@@ -2755,6 +2779,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 customerId: string;
             } | {
@@ -2811,6 +2837,8 @@ export interface components {
                     };
                     /** @description Answered by the backend below 400 */
                     successful: number;
+                    /** @description Requests that settled nothing readable, charged their reservation (counted in cost) */
+                    unsettled: number;
                 }[];
                 /** @description The route the requests took, also after it was deleted; null: the catch-all (UPSTREAM_URL), or no route (404 route_not_found); "(other)": routes beyond the 1,000 a key holds per day and per month */
                 routeId: string | null;

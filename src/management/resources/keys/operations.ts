@@ -231,6 +231,7 @@ export const keyOperations = [
           successfulRequests: totals.successfulRequests,
           failedRequests: totals.failedRequests,
           cost: totals.cost,
+          unsettled: totals.unsettled,
           rateLimits,
           endpoints: totals.endpoints,
           usageByCustomer: totals.usageByCustomer,

@@ -18,6 +18,7 @@ const EndpointUsage = Type.Object(
       description: 'Mean time from request received to response finished',
     }),
     cost: { ...Count, description: 'Units charged' },
+    unsettled: { ...Count, description: 'Requests that settled nothing readable, charged their reservation' },
   },
   strict,
 );
@@ -47,6 +48,11 @@ const usageTotalsFields = {
     description:
       "Units charged: the cost of each admitted request (its plans' `costs`, else 1), 0 per refused one (usage counted before the upgrade that added it: 0)",
   }),
+  unsettled: Type.Integer({
+    minimum: 0,
+    description:
+      "Requests of a usage-priced plan (a cost entry's `settle`) whose response reported no units readable (no header, no such field, a malformed body, the client leaving, the backend failing or timing out): each charged its reservation, which `cost` counts (usage counted before the upgrade that added it: 0)",
+  }),
   endpoints: Type.Array(EndpointUsage, { description: 'One entry per request path, most requests first' }),
   usageByCustomer: Type.Array(CustomerUsage, {
     description:
@@ -74,6 +80,7 @@ export const Usage = Type.Object(
     successfulRequests: usageTotalsFields.successfulRequests,
     failedRequests: usageTotalsFields.failedRequests,
     cost: usageTotalsFields.cost,
+    unsettled: usageTotalsFields.unsettled,
     rateLimits: Type.Union([RateLimitState, Type.Null()], {
       description: "From the key's plan, else DEFAULT_RATE_LIMIT; null when neither applies",
     }),
@@ -161,6 +168,10 @@ const UsageBucket = Type.Object(
     rateLimited: { ...Count, description: 'Refused by the limiter (429): part of failed' },
     averageResponseTimeMs: Type.Number({ minimum: 0 }),
     cost: { ...Count, description: 'Units charged: 0 for a refused request' },
+    unsettled: {
+      ...Count,
+      description: 'Requests that settled nothing readable, charged their reservation (counted in cost)',
+    },
     statusClasses: Type.Object(
       { '2xx': Count, '3xx': Count, '4xx': Count, '5xx': Count },
       {
