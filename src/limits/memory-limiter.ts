@@ -1,4 +1,4 @@
-import { remainingOf, windowOf, type HeldBalance } from '../plans/balance.js';
+import { holdingOf, remainingOf, windowOf, type HeldBalance } from '../plans/balance.js';
 import { capacityOf, countsOwnRequests, type LimitRule, type Plan } from '../plans/plan.js';
 import {
   balanceStateOf,
@@ -264,7 +264,7 @@ export class MemoryRateLimiter implements RateLimiter {
     for (const subject of subjects) {
       if (subject.balance === undefined) continue;
       states.push(
-        balanceStateOf(subject.scope, subject.balance, remainingOf(this.heldOf(subject, nowMs)), nowMs),
+        balanceStateOf(subject.scope, subject.balance, holdingOf(this.heldOf(subject, nowMs)), nowMs),
       );
     }
     return Promise.resolve(states);

@@ -134,7 +134,7 @@ export interface RateLimiter {
   settle(reservation: Reservation, units: number, nowMs: number): void | Promise<void>;
   /** Every limit's state, subject by subject in the order given, without charging anything. */
   peek(subjects: readonly Subject[], nowMs: number): Promise<LimitState[]>;
-  /** Every balance's state, subject by subject, without charging anything. */
+  /** Every balance's state, subject by subject, without charging anything: what it holds, below 0 when overdrawn. */
   peekBalances(subjects: readonly Subject[], nowMs: number): Promise<BalanceState[]>;
   /**
    * Brings the subjects' balances up to their records now (a top-up or a set just committed), so the

@@ -1,5 +1,5 @@
 import type { RedisClient } from '../redis/connect.js';
-import { remainingOf, settle, windowOf, type Balance } from '../plans/balance.js';
+import { holdingOf, settle, windowOf, type Balance } from '../plans/balance.js';
 import type { Subject } from '../plans/subject.js';
 import { defineSyncBalanceScript, type BalanceTerms, type SyncBalanceScript } from './balance-lua.js';
 import { balanceKey, countsBase, hashTagOf } from './limiter-keys.js';
@@ -36,7 +36,7 @@ export class RedisBalances {
             const [e, w, g, sp, b] = await this.client.hmget(key, 'e', 'w', 'g', 's', 'b');
             const held =
               e == null ? undefined : { epoch: +e, window: +w!, granted: +g!, spent: +sp!, base: +b! };
-            const remaining = remainingOf(settle(held, subject.balance!, nowMs));
+            const remaining = holdingOf(settle(held, subject.balance!, nowMs));
             return balanceStateOf(subject.scope, subject.balance!, remaining, nowMs);
           }),
       ),

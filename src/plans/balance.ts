@@ -126,8 +126,14 @@ const startOf = (b: Balance): HeldBalance => ({
   base: b.floor,
 });
 
-/** Units a held balance still holds. */
+/** Units a held balance still allows: 0 at the least, as a decision reports it. */
 export const remainingOf = (h: HeldBalance): number => Math.max(0, h.granted - h.spent);
+
+/**
+ * Units a held balance holds, as the key and consumer details show it: below 0 once requests settled
+ * after their response used more than they reserved (docs/guides/usage-priced-apis.md).
+ */
+export const holdingOf = (h: HeldBalance): number => h.granted - h.spent;
 
 /** Where `credits.low` is: the balance's own `lowAt`, else a tenth of its refill amount; null: never. */
 export function lowThresholdOf(balance: Balance): number | null {

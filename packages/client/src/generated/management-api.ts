@@ -1073,7 +1073,7 @@ export interface components {
                      */
                     interval: "day" | "month";
                 } | null;
-                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind); below 0 when requests priced by their response used more than they reserved */
                 remaining: number;
             } | null;
             externalId: string | null;
@@ -1121,7 +1121,7 @@ export interface components {
                      */
                     interval: "day" | "month";
                 } | null;
-                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind); below 0 when requests priced by their response used more than they reserved */
                 remaining: number;
             } | null;
             externalId: string | null;
@@ -1647,7 +1647,7 @@ export interface components {
                      */
                     interval: "day" | "month";
                 } | null;
-                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind); below 0 when requests priced by their response used more than they reserved */
                 remaining: number;
             } | null;
             enabled: boolean;
@@ -2374,7 +2374,7 @@ export interface components {
                      */
                     interval: "day" | "month";
                 } | null;
-                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind); below 0 when requests priced by their response used more than they reserved */
                 remaining: number;
             } | null;
             enabled: boolean;
@@ -2538,7 +2538,7 @@ export interface components {
                      */
                     interval: "day" | "month";
                 } | null;
-                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind); below 0 when requests priced by their response used more than they reserved */
                 remaining: number;
             } | null;
             enabled: boolean;
@@ -3030,7 +3030,7 @@ export interface components {
                          */
                         interval: "day" | "month";
                     } | null;
-                    /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind) */
+                    /** @description Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind); below 0 when requests priced by their response used more than they reserved */
                     remaining: number;
                 } | null;
                 externalId: string | null;
@@ -4322,7 +4322,7 @@ export interface components {
              * @description Admitted: the balance with the fewest units left after the charge; credits_exhausted: the balance that does not hold the cost (the 429 body of the proxy). Absent when no balance applies
              */
             credits?: {
-                /** @description Units the balance holds */
+                /** @description Units the balance holds; below 0 when requests priced by their response used more than they reserved */
                 remaining: number;
                 /** @description Its next refill; null: it has no refill */
                 resetTime: string | null;
@@ -8174,7 +8174,7 @@ export interface operations {
                          * @example key_3q2xR0f1bW8mT5nYk9Lp4A
                          */
                         consumerApiKeyId: string;
-                        /** @description Units the balance holds now, after the change */
+                        /** @description Units the balance holds now, after the change: below 0 when requests priced by their response used more than they reserved and a top-up did not cover it */
                         remaining: number;
                     } | {
                         /**
@@ -8182,7 +8182,7 @@ export interface operations {
                          * @example con_Yc2xR0f1bW8mT5nYk9Lp4A
                          */
                         consumerId: string;
-                        /** @description Units the balance holds now, after the change */
+                        /** @description Units the balance holds now, after the change: below 0 when requests priced by their response used more than they reserved and a top-up did not cover it */
                         remaining: number;
                     };
                 };

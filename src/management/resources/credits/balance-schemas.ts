@@ -83,11 +83,12 @@ export const CreditsUpdate = Type.Union(
 
 export const Credits = Type.Object(
   {
-    remaining: {
-      ...Units,
+    remaining: Type.Integer({
+      minimum: -Number.MAX_SAFE_INTEGER,
+      maximum: Number.MAX_SAFE_INTEGER,
       description:
-        'Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind)',
-    },
+        'Units it holds now, as the limiter counts them on every replica (while the limiter cannot be read: as last saved, at most a second behind); below 0 when requests priced by their response used more than they reserved',
+    }),
     refill: Type.Union([Refill, Type.Null()]),
     lowAt: LowAt,
   },

@@ -3,9 +3,10 @@ import { Type, type Static } from '@sinclair/typebox';
 import { ConsumerId, KeyId, strict, type ValidationDetail } from '../../schemas.js';
 
 const Remaining = Type.Integer({
-  minimum: 0,
+  minimum: -Number.MAX_SAFE_INTEGER,
   maximum: Number.MAX_SAFE_INTEGER,
-  description: 'Units the balance holds now, after the change',
+  description:
+    'Units the balance holds now, after the change: below 0 when requests priced by their response used more than they reserved and a top-up did not cover it',
 });
 
 export const CreditsChangeRequest = Type.Object(

@@ -176,7 +176,12 @@ export const VerifyResponse = Type.Object(
     credits: Type.Optional(
       Type.Object(
         {
-          remaining: { ...Count, description: 'Units the balance holds' },
+          remaining: Type.Integer({
+            minimum: -Number.MAX_SAFE_INTEGER,
+            maximum: Number.MAX_SAFE_INTEGER,
+            description:
+              'Units the balance holds; below 0 when requests priced by their response used more than they reserved',
+          }),
           scope: { ...Scope, description: "Whose balance: the key's own, or its consumer's" },
           resetTime: { ...RetryTime, description: 'Its next refill; null: it has no refill' },
         },
