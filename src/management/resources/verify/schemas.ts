@@ -7,7 +7,6 @@ import { MAX_SETTLE_UNITS, SETTLE_MAX_DEFAULT } from '../../../plans/usage-prici
 import { AlgorithmSchema, limitStateFields } from '../plans/schemas.js';
 import {
   ConsumerId,
-  Count,
   ExternalId,
   IsoTimestamp,
   KeyId,
