@@ -165,21 +165,25 @@ export class RedisRateLimiter implements RateLimiter {
     if (delta === 0) return;
     const settlement = settlementOf(this.prefix, reservation, delta, nowMs);
     if (settlement.keys.length === 0) return;
+    // This replica's part of each window (recovery's ledger) never says more than Redis counts, or a
+    // decision sent meanwhile takes the difference for keys Redis lost: lowered before a refund is
+    // sent, raised once a charge is taken.
+    if (delta < 0) this.windowsTaken(settlement, delta);
     await this.settlements.add(settlement);
+    if (delta > 0) this.windowsTaken(settlement, delta);
+  }
+
+  private windowsTaken({ windows }: Settlement, delta: number): void {
+    for (const { count, slot, expiresAt } of windows)
+      this.recovery.windowTaken(count, slot, delta, expiresAt);
   }
 
   /**
-   * One call of the settle script; this replica's ledgers learn what it changed, so that a refund is
-   * not taken for Redis losing keys: its part of each window, and each token bucket as left.
+   * One call of the settle script; this replica's ledger learns how it left each token bucket, so
+   * that a refund is not taken for Redis losing keys.
    */
-  private async sendSettlement(
-    { windows, buckets }: Settlement,
-    keys: string[],
-    call: SettleCall,
-  ): Promise<void> {
+  private async sendSettlement({ buckets }: Settlement, keys: string[], call: SettleCall): Promise<void> {
     const left = await this.watches.measure('settle', () => this.settleScript(keys, call));
-    for (const { count, slot, expiresAt } of windows)
-      this.recovery.windowTaken(count, slot, call.delta, expiresAt);
     buckets.forEach(({ count, rule }, i) => {
       const [units, parts, at] = left.slice(3 * i, 3 * i + 3).map(Number) as [number, number, number];
       const field = limitField(rule, this.places.replica, this.places.leaseMs)!;
