@@ -5,6 +5,7 @@ import { leaseBookKey } from './limiter-keys.js';
 import { bucketPeriodMs } from './token-bucket.js';
 import type { LimitRule } from '../plans/plan.js';
 import type { ConsumeReply } from './consume-reply.js';
+import type { LeaseTerms } from './lease-book.js';
 import { BALANCE_LUA } from './core/balance.lua.js';
 import { COMBINE_LUA } from './core/combine.lua.js';
 import { CONCURRENCY_LUA } from './core/concurrency.lua.js';
@@ -156,18 +157,6 @@ export const inWindows = (l: ConsumeLimit): l is ConsumeLimit & { readonly slot:
 export interface CallBalance {
   readonly terms: BalanceTerms;
   readonly seen: BalanceSeen | undefined;
-}
-
-/** What a call asks and settles for one subject's lease book (lease-book.ts' LeaseCall). */
-export interface LeaseTerms {
-  /** Units asked for ahead of requests, in each of the subject's limits. */
-  readonly lease: number;
-  /** Units of leases the caller is done with, used or not. */
-  readonly settled: number;
-  /** Of those, the ones it did not use. */
-  readonly returned: number;
-  /** The same leases one by one, as a token bucket settles them: when each was asked for, its size, its unused units, … */
-  readonly ended?: readonly number[];
 }
 
 export interface ConsumeCall {

@@ -1,4 +1,3 @@
-import { type LeaseTerms } from './consume-script.js';
 import { NO_SHIFTS } from './consume-reply.js';
 
 /** A lease's units are used within this long or given back. */
@@ -35,6 +34,18 @@ interface Lease {
   readonly endsAt: number;
   readonly size: number;
   readonly shifts: readonly number[];
+}
+
+/** What a consume call (consume-script.ts) asks and settles for one subject's lease book (LeaseCall). */
+export interface LeaseTerms {
+  /** Units asked for ahead of requests, in each of the subject's limits. */
+  readonly lease: number;
+  /** Units of leases the caller is done with, used or not. */
+  readonly settled: number;
+  /** Of those, the ones it did not use. */
+  readonly returned: number;
+  /** The same leases one by one, as a token bucket settles them: when each was asked for, its size, its unused units, … */
+  readonly ended?: readonly number[];
 }
 
 /** What one call to Redis asks and tells for a lease book. */

@@ -5,8 +5,8 @@ import {
   defineConsumeScript,
   type ConsumeCall,
   type ConsumeLimit,
-  type LeaseTerms,
 } from '../../src/limits/consume-script.js';
+import type { LeaseTerms } from '../../src/limits/lease-book.js';
 import { RECLAIM_WAIT_MS } from '../../src/limits/core/window-lease.lua.js';
 import {
   admittedOf,
