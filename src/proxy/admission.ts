@@ -26,8 +26,7 @@ import { countsVisitors, visitorOf } from '../limits/visitor.js';
 import type { RequestFacts } from '../plans/request-match.js';
 import type { Subject } from '../plans/subject.js';
 import { tracer } from '../tracing/tracer.js';
-import type { AllowedAttempt, FailureThrottle } from './auth-throttle.js';
-import { askThrottle, forgedRefusal, keyStoreFailed, refused, throttled } from './admission-refusals.js';
+import type { AllowedAttempt, Attempt, FailureThrottle, RefusedAttempt } from './auth-throttle.js';
 import type { RefusalCode } from '../refusals.js';
 import { SETTLE_MAX_DEFAULT } from '../plans/usage-pricing.js';
 import { readRequestBody } from '../metering/request-body.js';
@@ -108,7 +107,10 @@ export interface AdmissionRequest {
   readonly states?: LimitState[];
   /** The proxied request itself: when traced, a wait on the limiter is a span of its trace. */
   readonly incoming?: IncomingMessage;
-  /** Sends the `100 Continue` a client waits for (`Expect`) once its body must be read to decide. */
+  /**
+   * Sends `100 Continue` to a client that asked for it (`Expect: 100-continue`) and waits to send its
+   * body: called when the body must be read to decide (an authenticated key, a declared size that fits).
+   */
   readonly continueBody?: () => void;
 }
 
@@ -122,6 +124,10 @@ export interface AdmissionDeps {
   readonly bodyMatchMaxBytes?: number;
   /** Where a failure of the limiter or the key store is told, before it is answered 503. */
   readonly logger: Logger;
+}
+
+function refused(code: RefusalCode, key?: ResolvedKey, limit?: Refused['limit']): Refused {
+  return { admitted: false, code, key, limit };
 }
 
 /**
@@ -370,3 +376,31 @@ async function tokenKey(
   }
   return refused('invalid_api_key');
 }
+
+/** The throttle's leave to check `credential` from `client`; undefined when nothing is throttled. */
+async function askThrottle(
+  deps: AdmissionDeps,
+  client: string | undefined,
+  credential: string,
+): Promise<Attempt | undefined> {
+  if (deps.authThrottle === undefined || client === undefined) return undefined;
+  const asked = deps.authThrottle.attempt(client, deps.clock(), credential);
+  return asked instanceof Promise ? await asked : asked;
+}
+
+/** A key look-up that failed (the database down, or a bug): logged with its cause, answered 503. */
+function keyStoreFailed(deps: AdmissionDeps, request: AdmissionRequest, err: unknown): Refused {
+  deps.logger.error({ err, reqId: request.requestId }, 'key look-up failed');
+  return refused('auth_unavailable');
+}
+
+/** A wrong checksum (keys/secret-format.ts): a failed guess counted with no store call, or throttled. */
+function forgedRefusal(deps: AdmissionDeps, client: string | undefined): Refused {
+  const blocked = client === undefined ? undefined : deps.authThrottle?.failedUnchecked(client, deps.clock());
+  return blocked === undefined ? refused('invalid_api_key') : throttled(blocked);
+}
+
+const throttled = (attempt: RefusedAttempt): Refused => ({
+  ...refused('too_many_failed_attempts'),
+  retryAtMs: attempt.retryAtMs,
+});
