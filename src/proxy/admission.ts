@@ -1,5 +1,4 @@
-import type { IncomingMessage } from 'node:http';
-import type { KeyCache, ResolvedKey } from '../keys/key-cache.js';
+import type { ResolvedKey } from '../keys/key-cache.js';
 import { subjectsFor } from '../keys/key-subjects.js';
 import { restrictionRefusal } from '../keys/restrictions.js';
 import {
@@ -12,25 +11,26 @@ import {
 } from '../keys/token.js';
 import { isCleanCustomerId } from '../plans/customer-id.js';
 import { refererOrigin } from '../plans/origins.js';
-import type { Logger } from '../ops/logger.js';
 import {
   refusedForCredits,
   refusedForPlaces,
   type BalanceState,
   type Decision,
   type LimitState,
-  type RateLimiter,
 } from '../limits/rate-limiter.js';
 import { LimiterUnavailableError } from '../limits/failover-limiter.js';
 import { countsVisitors, visitorOf } from '../limits/visitor.js';
 import type { RequestFacts } from '../plans/request-match.js';
 import type { Subject } from '../plans/subject.js';
 import { tracer } from '../tracing/tracer.js';
-import type { AllowedAttempt, Attempt, FailureThrottle, RefusedAttempt } from './auth-throttle.js';
+import type { AllowedAttempt, Attempt, RefusedAttempt } from './auth-throttle.js';
 import type { RefusalCode } from '../refusals.js';
 import { SETTLE_MAX_DEFAULT } from '../plans/usage-pricing.js';
 import { readRequestBody } from '../metering/request-body.js';
 import { reservedCost, type PendingSettlement } from './settlement.js';
+import type { AdmissionDeps, AdmissionRequest } from './admission-request.js';
+
+export type { AdmissionDeps, AdmissionRequest } from './admission-request.js';
 
 /** The limit a decision reports (Decision.limit), and the subjects whose limits it covered. */
 export interface Limited {
@@ -73,58 +73,6 @@ export interface Refused {
 }
 
 export type Admission = Admitted | Refused;
-
-/**
- * What the admission reads of a request: the proxy builds it from the HTTP request, verify from its
- * body (docs/guides/verify-and-client.md), so both decide the same way.
- */
-export interface AdmissionRequest {
-  /** Names it in the log lines of a failure (and so in its trace). */
-  readonly requestId?: string;
-  /** The credential presented; undefined: none. */
-  readonly secret: string | undefined;
-  /**
-   * The client's address, canonical: where failed attempts are counted, and what a key's
-   * `allowedAddresses` hold; undefined: not throttled, and refused by a key restricted to addresses.
-   */
-  readonly client: string | undefined;
-  /** Its `Origin`: the page that sent it; undefined: none. */
-  readonly origin: string | undefined;
-  /** Its customer id (CUSTOMER_ID_HEADER, verify's `customerId`): whom a limit per customer counts; undefined: none. */
-  readonly customerId?: string;
-  /** Its `Referer`, whose origin stands for a missing `Origin` (read only for a key restricted to origins). */
-  readonly referer?: string;
-  /** The route the request takes, null for the catch-all; undefined: none takes it and there is no catch-all. */
-  readonly routeId: string | null | undefined;
-  readonly method: string;
-  /** As sent, without the query. */
-  readonly path: string;
-  /** Units the request costs instead of its plans' costs (verify's `cost`). */
-  readonly cost?: number;
-  /** Units it reserves, settled by a later call (verify's `reserve`), capped at its cost entry's `settleMax`. */
-  readonly reserve?: number;
-  /** Verify's: every limit's state after the decision is pushed here, as the limiter reports it. */
-  readonly states?: LimitState[];
-  /** The proxied request itself: when traced, a wait on the limiter is a span of its trace. */
-  readonly incoming?: IncomingMessage;
-  /**
-   * Sends `100 Continue` to a client that asked for it (`Expect: 100-continue`) and waits to send its
-   * body: called when the body must be read to decide (an authenticated key, a declared size that fits).
-   */
-  readonly continueBody?: () => void;
-}
-
-export interface AdmissionDeps {
-  readonly keyCache: KeyCache;
-  readonly limiter: RateLimiter;
-  readonly clock: () => number;
-  /** Failed authentications per client address; absent: not throttled. */
-  readonly authThrottle?: FailureThrottle;
-  /** The most of a body read to match or reserve on it (BODY_MATCH_MAX_BYTES); absent: bodies are not read. */
-  readonly bodyMatchMaxBytes?: number;
-  /** Where a failure of the limiter or the key store is told, before it is answered 503. */
-  readonly logger: Logger;
-}
 
 function refused(code: RefusalCode, key?: ResolvedKey, limit?: Refused['limit']): Refused {
   return { admitted: false, code, key, limit };

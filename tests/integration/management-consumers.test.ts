@@ -53,6 +53,7 @@ const NO_USAGE = {
   successfulRequests: 0,
   failedRequests: 0,
   cost: 0,
+  unsettled: 0,
   endpoints: [],
   usageByCustomer: [],
 };
