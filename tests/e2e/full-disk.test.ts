@@ -20,9 +20,9 @@ let mounted = false;
 let backend: Backend;
 let tollgate: Tollgate;
 
-/** Writes a file until the disk is full. */
+/** Writes to the filler until the disk is full (again: Tollgate's own files may have given space back). */
 function fillDisk(): void {
-  const fd = openSync(filler, 'w');
+  const fd = openSync(filler, 'a');
   const block = Buffer.alloc(256 * 1024);
   try {
     for (;;) writeSync(fd, block);
@@ -81,6 +81,8 @@ it('refuses management writes with 503 storage_unavailable, keeps proxying, reco
     retryAfter: '5',
     body: { error: expect.any(String), code: 'storage_unavailable' },
   });
+  // SQLite may have given pages back meanwhile (a checkpoint): the probe must meet a full disk.
+  fillDisk();
   const ready = await fetch(tollgate.opsUrl + '/readyz');
   expect({ status: ready.status, body: await ready.json() }).toEqual({
     status: 503,
