@@ -9,7 +9,7 @@ import { subjectsFor } from '../keys/key-subjects.js';
 import type { ResolvedKey } from '../keys/key-cache.js';
 import { countsVisitors, visitorOf } from '../limits/visitor.js';
 import { countKeyUse } from '../proxy/key-use.js';
-import { SETTLED_ELSEWHERE } from '../reservations/reservations.js';
+import { SETTLED_ELSEWHERE } from '../reservations/held.js';
 import type { ExtauthDeps, GatewayRequest, GatewayTarget } from './gateway-decision.js';
 
 /** The key of a credential this replica knows: a secret in its key cache, or a token it checked before. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { retrying } from '../ops/retrying.js';
 import type { Settlement } from './redis-settlement.js';
 import type { SettleCall } from './settle-script.js';
 
@@ -90,18 +90,14 @@ export class SettleBatches {
   };
 
   /** One call, under one mark, sent until Redis takes it or GIVE_UP_MS have passed. */
-  private async sendOnce(settlement: Settlement): Promise<void> {
+  private sendOnce(settlement: Settlement): Promise<void> {
     const keys = [...settlement.keys, `${settlement.markBase}${this.replica}:${++this.calls}`];
     const call = { ...settlement.call, markMs: MARK_MS };
-    const givesUpAt = Date.now() + GIVE_UP_MS;
-    for (let waitMs = RETRY_FIRST_MS; ; waitMs = Math.min(2 * waitMs, RETRY_MOST_MS)) {
-      try {
-        return await this.send(settlement, keys, call);
-      } catch (err) {
-        if (this.closing || Date.now() + waitMs > givesUpAt) throw err;
-      }
-      // Unref: a replica stopping waits for no retry (close ends them).
-      await sleep(waitMs, undefined, { ref: false });
-    }
+    return retrying(() => this.send(settlement, keys, call), {
+      firstMs: RETRY_FIRST_MS,
+      mostMs: RETRY_MOST_MS,
+      giveUpMs: GIVE_UP_MS,
+      stopped: () => this.closing,
+    });
   }
 }

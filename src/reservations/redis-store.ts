@@ -4,16 +4,29 @@ import { CLOSE_WAIT_MS, type RedisClient } from '../redis/connect.js';
 import { defineScript, type ScriptRunner } from '../redis/script.js';
 import type { ReservationRecord, ReservationStore } from './store.js';
 
-/** KEYS[1] the records (a hash, id → JSON), KEYS[2] their deadlines (a sorted set); ARGV[1] the id. */
+/**
+ * KEYS[1] the records (a hash, id → JSON), KEYS[2] their deadlines (a sorted set); ARGV[1] the id,
+ * ARGV[2] the taker's token, ARGV[3] until when a taken record is kept (epoch ms). A taken record
+ * stays, marked with its taker's token, so that a taker whose answer was lost gets it again; nobody
+ * else does. TAKE_DUE_LUA drops it once kept long enough.
+ */
 const TAKE_LUA = `
 local record = redis.call('HGET', KEYS[1], ARGV[1])
 if not record then return false end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-return record
+local mark = ARGV[2] .. ' '
+if string.sub(record, 1, 1) == '{' then
+  redis.call('HSET', KEYS[1], ARGV[1], mark .. record)
+  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+  return record
+end
+if string.sub(record, 1, #mark) == mark then return string.sub(record, #mark + 1) end
+return false
 `;
 
-/** As TAKE_LUA, for up to ARGV[2] records whose deadline is ARGV[1] (epoch ms) or before. */
+/**
+ * Takes out up to ARGV[2] records whose deadline is ARGV[1] (epoch ms) or before, and drops the
+ * taken ones kept until then (their takers settled them).
+ */
 const TAKE_DUE_LUA = `
 local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local records = {}
@@ -21,7 +34,7 @@ for i = 1, #ids do
   local record = redis.call('HGET', KEYS[1], ids[i])
   redis.call('HDEL', KEYS[1], ids[i])
   redis.call('ZREM', KEYS[2], ids[i])
-  if record then records[#records + 1] = record end
+  if record and string.sub(record, 1, 1) == '{' then records[#records + 1] = record end
 end
 return records
 `;
@@ -91,8 +104,8 @@ export class RedisReservationStore implements ReservationStore {
     await this.putScript(this.keys, [record.id, JSON.stringify(record), record.deadlineMs]);
   }
 
-  async take(id: string): Promise<ReservationRecord | undefined> {
-    const text = (await this.takeScript(this.keys, [id])) as string | null;
+  async take(id: string, token: string, keptUntilMs: number): Promise<ReservationRecord | undefined> {
+    const text = (await this.takeScript(this.keys, [id, token, keptUntilMs])) as string | null;
     return text === null ? undefined : (JSON.parse(text) as ReservationRecord);
   }
 

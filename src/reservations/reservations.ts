@@ -7,50 +7,16 @@
  * reservation not settled within RESERVATION_TTL_SECONDS keeps its reservation as its cost.
  */
 import { randomBytes } from 'node:crypto';
-import type { Decision, RateLimiter, Reservation } from '../limits/rate-limiter.js';
-import type { Visitor } from '../limits/visitor.js';
+import type { RateLimiter, Reservation } from '../limits/rate-limiter.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../ops/logger.js';
+import { settledWithin } from '../ops/deadline.js';
+import { retrying } from '../ops/retrying.js';
 import type { Metrics } from '../ops/metrics.js';
-import type { Balance } from '../plans/balance.js';
-import { planOf, type LimitRule, type Plan } from '../plans/plan.js';
-import type { Scope, Subject } from '../plans/subject.js';
 import type { Admission } from '../proxy/admission.js';
 import { countDecision, countKeyUse, type DecidedRequest, type KeyUseDeps } from '../proxy/key-use.js';
+import { heldCharge, revived, type Held, type HeldUsage } from './held.js';
 import type { ReservationRecord, ReservationStore } from './store.js';
-
-/** A request whose usage waits for its settle call: what `countKeyUse` then records. */
-interface HeldUsage {
-  readonly keyId: string;
-  readonly consumerId: string | null;
-  readonly endpoint: string;
-  readonly routeId: string | null;
-  readonly customerId?: string;
-  readonly durationMs: number;
-}
-
-/** A subject as the limiter charged it: its plan's limits (and the whole plan's, when narrowed). */
-interface HeldSubject {
-  readonly scope: Scope;
-  readonly id: string;
-  readonly limits: readonly LimitRule[];
-  readonly whole?: readonly LimitRule[];
-  readonly balance?: Balance;
-}
-
-/** What a record's body holds. */
-interface Held {
-  readonly reserved: number;
-  /** Usage-priced: settled units are capped here, and its usage waits; absent: a place alone. */
-  readonly settleMax?: number;
-  readonly usage?: HeldUsage;
-  /** What the limiter charged; absent: no limit or balance applies. */
-  readonly charged?: {
-    readonly subjects: readonly HeldSubject[];
-    readonly visitor?: Visitor;
-    readonly admittedMs: number;
-  };
-}
 
 export interface SettledReservation {
   readonly reservationId: string;
@@ -77,15 +43,18 @@ const SWEEP_BATCH = 500;
 const ID_PREFIX = 'rsv_';
 
 /**
- * The decision of a reservation settled from its record, not where it was decided (on another
- * replica, or before a restart): counted where the shared limiter counts.
+ * A call that took a record but lost Redis's answer takes it again, after RETAKE_FIRST_MS, then twice
+ * as long up to RETAKE_MOST_MS, for RETAKE_MS; the record stays for it TAKEN_KEPT_MS (redis-store.ts).
  */
-export const SETTLED_ELSEWHERE: Decision = {
-  allowed: true,
-  limit: undefined,
-  balance: undefined,
-  states: [],
-};
+const RETAKE_FIRST_MS = 100;
+const RETAKE_MOST_MS = 2_000;
+const RETAKE_MS = 60_000;
+const TAKEN_KEPT_MS = 5 * RETAKE_MS;
+
+const randomToken = () => randomBytes(12).toString('base64url');
+
+/** How long a settle call waits for its charge before answering that it is under way. */
+const ANSWER_WAIT_MS = 2_000;
 
 /** How long a settle call waits for the replica that admitted the request to charge it. */
 const HOLDER_WAIT_MS = 1_000;
@@ -172,9 +141,10 @@ export class Reservations {
       await this.store.put(record);
       return id;
     } catch (err) {
-      // Nobody can settle it: it keeps its reservation as its cost, and its place lapses.
+      // Nobody can settle it: it keeps its reservation as its cost, and its place lapses. Redis may
+      // have stored it all the same: counted once it is surely taken out again, never also swept.
       this.deps.logger.error({ err, reqId: request.requestId }, 'a reservation could not be stored');
-      this.expired(held);
+      void this.takenLater(id, randomToken()).then(() => this.expired(held));
       return undefined;
     }
   }
@@ -186,8 +156,44 @@ export class Reservations {
    */
   async settle(id: string, units: number): Promise<SettledReservation | undefined> {
     if (!id.startsWith(ID_PREFIX)) return undefined;
-    const record = await this.store.take(id);
-    if (record === undefined) return undefined;
+    const token = randomToken();
+    let record;
+    try {
+      record = await this.store.take(id, token, this.deps.clock() + TAKEN_KEPT_MS);
+    } catch (err) {
+      // Redis may have taken it without its answer reaching here: whoever gets it settles it, once.
+      void this.takenLater(id, token)
+        .then((late) => late && this.settleTaken(late, units))
+        .catch((late: unknown) =>
+          this.deps.logger.error({ err: late, reservationId: id }, 'a settlement Redis never took'),
+        );
+      throw err;
+    }
+    return record === undefined ? undefined : this.settleTaken(record, units);
+  }
+
+  /**
+   * The record of `id` for `token`, taken again until Redis answers (RETAKE_MS at most): undefined when
+   * it is gone (taken by another call, swept) or Redis never answered.
+   */
+  private async takenLater(id: string, token: string): Promise<ReservationRecord | undefined> {
+    try {
+      return await retrying(() => this.store.take(id, token, this.deps.clock() + TAKEN_KEPT_MS), {
+        firstMs: RETAKE_FIRST_MS,
+        mostMs: RETAKE_MOST_MS,
+        giveUpMs: RETAKE_MS,
+      });
+    } catch (err) {
+      this.deps.logger.error({ err, reservationId: id }, 'a reservation Redis never answered for');
+      return undefined;
+    }
+  }
+
+  private async settleTaken(
+    record: ReservationRecord,
+    units: number,
+  ): Promise<SettledReservation | undefined> {
+    const id = record.id;
     const now = this.deps.clock();
     const held = JSON.parse(record.body) as Held;
     this.store.free(record.holder, id);
@@ -195,20 +201,34 @@ export class Reservations {
       this.expired(held);
       return undefined;
     }
-    if (held.usage === undefined) return { reservationId: id, units: held.reserved, charged: 0 };
+    const usage = held.usage;
+    if (usage === undefined) return { reservationId: id, units: held.reserved, charged: 0 };
     const settled = Math.min(units, held.settleMax!);
     const charged = held.charged;
-    if (charged !== undefined && settled !== held.reserved) {
-      try {
-        await this.charge(record, charged, held.reserved, settled, now);
-      } catch (err) {
+    const charging = (
+      charged !== undefined && settled !== held.reserved
+        ? this.charge(record, charged, held.reserved, settled, now)
+        : Promise.resolve()
+    ).then(
+      () => {
+        this.deps.metrics.settledUnits.inc(settled);
+        this.count(usage, settled);
+      },
+      (err: unknown) => {
         // Not charged: it keeps its reservation, as a response that reported nothing readable.
         this.expired(held);
         throw err;
-      }
+      },
+    );
+    // Redis hanging: the charge is sent again until Redis takes it (settle-batches.ts), without the
+    // caller, who is answered that it is not settled yet.
+    if (!(await settledWithin(charging, ANSWER_WAIT_MS))) {
+      charging.catch((err: unknown) =>
+        this.deps.logger.error({ err, reservationId: id }, 'a settlement Redis never took'),
+      );
+      throw new Error(`reservation ${id} is settled once Redis answers`);
     }
-    this.deps.metrics.settledUnits.inc(settled);
-    this.count(held.usage, settled);
+    await charging;
     return { reservationId: id, units: settled, charged: settled - held.reserved };
   }
 
@@ -315,33 +335,4 @@ export class Reservations {
       { unsettled },
     );
   }
-}
-
-function heldCharge({ subjects, visitor, admittedMs }: Reservation): NonNullable<Held['charged']> {
-  return {
-    subjects: subjects.map(({ scope, id, plan, balance }) => ({
-      scope,
-      id,
-      limits: plan.limits,
-      ...(plan.whole !== undefined && { whole: plan.whole.limits }),
-      ...(balance !== undefined && { balance }),
-    })),
-    ...(visitor !== undefined && { visitor }),
-    admittedMs,
-  };
-}
-
-/** The reservation as the limiter charged it, from its record: its plans' tags as they were. */
-function revived(charged: NonNullable<Held['charged']>, reserved: number): Reservation {
-  const subjects: Subject[] = charged.subjects.map(({ scope, id, limits, whole, balance }) => {
-    const plan: Plan = whole === undefined ? planOf(limits) : { ...planOf(limits), whole: planOf(whole) };
-    return balance === undefined ? { scope, id, plan } : { scope, id, plan, balance };
-  });
-  return {
-    decision: SETTLED_ELSEWHERE,
-    subjects,
-    ...(charged.visitor !== undefined && { visitor: charged.visitor }),
-    reserved,
-    admittedMs: charged.admittedMs,
-  };
 }

@@ -21,8 +21,11 @@ export interface ReservationStore {
   /** Other replicas take from it too (Redis); false: this process alone, which settles or expires all. */
   readonly shared: boolean;
   put(record: ReservationRecord): Promise<void>;
-  /** The record of `id`, taken out: at most one caller, on any replica, ever gets it. */
-  take(id: string): Promise<ReservationRecord | undefined>;
+  /**
+   * The record of `id`, taken out: at most one `token`, on any replica, ever gets it. A call whose
+   * answer was lost (Redis hanging) may have taken it: the same token gets it again until `keptUntilMs`.
+   */
+  take(id: string, token: string, keptUntilMs: number): Promise<ReservationRecord | undefined>;
   /** Up to `max` records whose deadline is `nowMs` or before, taken out as `take` takes them. */
   takeDue(nowMs: number, max: number): Promise<ReservationRecord[]>;
   /** Asks `holder` to give back the places of reservation `id`; `onFree` hears it there. */
@@ -52,6 +55,7 @@ export class MemoryReservationStore implements ReservationStore {
     return Promise.resolve();
   }
 
+  /** Nothing is ever lost on the way in process: the token is not needed. */
   take(id: string): Promise<ReservationRecord | undefined> {
     const record = this.records.get(id);
     this.records.delete(id);

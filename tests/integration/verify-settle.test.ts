@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { openPostgres, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { waitFor } from '../helpers/poll.js';
+import { RedisServer } from '../helpers/redis-server.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 import { createTestDatabase, REDIS_URL, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 
@@ -240,6 +241,57 @@ describe('two replicas on Redis: the replica that admitted a reservation is aske
     });
     const verify = (cost: number) => other.admin('POST', '/tollgate/verify', { key: key.secret, cost });
     expect((await verify(DAY_LIMIT - 40)).body).toMatchObject({ valid: true });
+    expect((await verify(1)).body).toMatchObject({ valid: false, code: 'rate_limit_exceeded' });
+  });
+});
+
+describe('a replica on a Redis that hangs', () => {
+  let server: RedisServer;
+  let database: TestDatabase;
+  let handle: DbHandle;
+  let h: ProxyHarness;
+
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    database = await createTestDatabase({ migrated: true });
+    handle = await openPostgres(database.url);
+    await migrate(handle);
+    h = await harness().start({
+      database: handle,
+      env: { ...env, REDIS_URL: server.url, REDIS_KEY_PREFIX: testKeyPrefix() },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    server.resume();
+    await h.stop();
+    await handle.close();
+    await database.drop();
+    await server.stop();
+  });
+
+  it('answers a settle call 503 while Redis hangs, then settles it once, at its units, when Redis is back', async () => {
+    const key = await h.createKey({ limit: DAY_LIMIT, period: 'day' });
+    const reserved = await h.admin('POST', '/tollgate/verify', { key: key.secret, reserve: 100 });
+    const reservationId = reserved.body.reservationId as string;
+    server.pause();
+    const started = Date.now();
+    const refused = await h.admin('POST', '/tollgate/verify/settle', { reservationId, units: 30 });
+    const waitedMs = Date.now() - started;
+    server.resume();
+    expect(refused).toMatchObject({ status: 503, body: { code: 'limit_unavailable' } });
+    // Answered after Redis's command timeout, not after the minute a settlement is tried for.
+    expect(waitedMs).toBeLessThan(10_000);
+    // Redis took it from the hung call, whose answer was lost: that call's replica settles it, and a
+    // call sent again finds it settled.
+    const again = await h.admin('POST', '/tollgate/verify/settle', { reservationId, units: 50 });
+    expect(again).toMatchObject({ status: 404, body: { code: 'reservation_not_found' } });
+    await waitFor(
+      () => h.usage(key.id).then(({ requests, cost }) => ({ requests, cost })),
+      (seen) => seen.requests === 1 && seen.cost === 30,
+      { what: 'the request counted once, at the 30 units of the hung call' },
+    );
+    const verify = (cost: number) => h.admin('POST', '/tollgate/verify', { key: key.secret, cost });
+    expect((await verify(DAY_LIMIT - 30)).body).toMatchObject({ valid: true });
     expect((await verify(1)).body).toMatchObject({ valid: false, code: 'rate_limit_exceeded' });
   });
 });

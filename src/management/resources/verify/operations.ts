@@ -220,7 +220,8 @@ export const verifySettleOperation = defineOperation({
   errors: {
     reservation_not_found:
       'No reservation to settle has that id: unknown, settled already, or past RESERVATION_TTL_SECONDS (it then keeps its reservation as its cost)',
-    limit_unavailable: 'Redis does not answer: the reservation could not be read or settled; retry later',
+    limit_unavailable:
+      'Redis does not answer: not settled yet. The replica that may have taken the reservation settles it at these units once Redis answers (for a minute); send the call again later: 404 then means it was settled',
   },
   async handle({ body, res, ctx }) {
     let settled;
