@@ -203,8 +203,14 @@ describe('reports of leaked secrets, three replicas on Redis and Postgres', () =
     const before = await commandCalls();
     const started = performance.now();
     const statuses: number[] = [];
-    for (let round = 0; round < 100; round++)
-      statuses.push(...(await Promise.all(replicas.map((replica) => hit(replica, forged())))));
+    // Ten at a time on each replica: the flood's length, and so the background work that goes on
+    // meanwhile, stays short of the refusals even on a loaded machine.
+    for (let round = 0; round < 10; round++)
+      statuses.push(
+        ...(await Promise.all(
+          replicas.flatMap((replica) => Array.from({ length: 10 }, () => hit(replica, forged()))),
+        )),
+      );
     const floodMs = performance.now() - started;
     // 300 wrong secrets from one address (the loopback the test sends from), its budget 100: each
     // replica's own count allows up to 100 until the shared count, sent every half second, arrives.

@@ -10105,7 +10105,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable; retry later; Redis does not answer: the reservation could not be read or settled; retry later */
+            /** @description The database is unavailable; retry later; Redis does not answer: not settled yet. The replica that may have taken the reservation settles it at these units once Redis answers (for a minute); send the call again later: 404 then means it was settled */
             503: {
                 headers: {
                     [name: string]: unknown;
