@@ -33,8 +33,8 @@ const CALLS: Record<string, ScriptModule.ConsumeCall> = {
     now: NOW,
     reclaimChannel: 'tollgate:reclaim',
     leases: [{ lease: 64, settled: 12, returned: 0 }],
-    limits: [[{ limit: 1_000, slot: -1, expiresAt: NOW + 60_000 }]],
-    known: ['12:ab12cd'],
+    limits: [[{ algorithm: 'fixed', limit: 1_000, expiresAt: NOW + 60_000 }]],
+    known: [{ places: 12, marker: 'ab12cd' }],
     balances: [undefined],
     runs: [1, 1],
   },
@@ -46,10 +46,13 @@ const CALLS: Record<string, ScriptModule.ConsumeCall> = {
       { lease: 64, settled: 3, returned: 0 },
     ],
     limits: [
-      [{ limit: 100, slot: 'b10:1000', expiresAt: NOW + 60_000 }],
-      [{ limit: 100_000, slot: -1, expiresAt: NOW + 3_600_000 }],
+      [{ algorithm: 'tokenBucket', limit: 100, rate: 10, periodMs: 1_000, replica: 'r1' }],
+      [{ algorithm: 'fixed', limit: 100_000, expiresAt: NOW + 3_600_000 }],
     ],
-    known: [`57:300:${NOW}:ab12cd`, '300:ef34'],
+    known: [
+      { units: 57, parts: 300, at: NOW, held: 0, marker: 'ab12cd' },
+      { places: 300, marker: 'ef34' },
+    ],
     balances: [
       undefined,
       {

@@ -3,7 +3,7 @@ import { defineScript } from '../redis/script.js';
 import type { BalanceSeen, BalanceTerms } from './balance-lua.js';
 import { leaseBookKey } from './limiter-keys.js';
 import { bucketPeriodMs } from './token-bucket.js';
-import type { LimitRule } from '../plans/plan.js';
+import { capacityOf, type LimitRule } from '../plans/plan.js';
 import type { ConsumeReply } from './consume-reply.js';
 import type { LeaseTerms } from './lease-book.js';
 import { BALANCE_LUA } from './core/balance.lua.js';
@@ -125,33 +125,89 @@ for r = 1, #fits do reply[2 * n + 1 + #subjects + 4 * #balances + r] = fits[r] e
 return reply
 `;
 
-/** One limit of a call. */
-export interface ConsumeLimit {
-  /** Its capacity: a token bucket's burst (capacityOf). */
+/** A fixed window's count, or a sliding limit's `slot` of it (sliding-window.ts): expiring at `expiresAt`. */
+export type WindowLimit =
+  | { readonly algorithm: 'fixed'; readonly limit: number; readonly expiresAt: number }
+  | {
+      readonly algorithm: 'sliding';
+      readonly limit: number;
+      readonly expiresAt: number;
+      readonly slot: number;
+    };
+
+/** A token bucket: `limit` its burst (capacityOf), refilled by `rate` every `periodMs`; leased under `replica`. */
+export interface BucketLimit {
+  readonly algorithm: 'tokenBucket';
   readonly limit: number;
-  /** When its count and lease book expire, epoch ms (unused by token buckets and concurrency limits). */
-  readonly expiresAt: number;
-  /**
-   * The sliding slot the call counts in (sliding-window.ts), or -1 for a fixed window; for a token
-   * bucket `b<limit>:<periodMs>`, for a concurrency limit `c<leaseMs>:<replica>` (limitField).
-   */
-  readonly slot: number | string;
+  readonly rate: number;
+  readonly periodMs: number;
+  readonly replica: string;
 }
 
-/** The slot argument of a token bucket or a concurrency limit held by `replica` for `leaseMs` (ConsumeLimit.slot). */
-export function limitField(rule: LimitRule, replica: string, leaseMs: number): string | undefined {
-  if (rule.algorithm === 'tokenBucket') return `b${rule.limit}:${bucketPeriodMs(rule)}`;
-  if (rule.algorithm === 'concurrency') return `c${leaseMs}:${replica}`;
+/** A concurrency limit: places held by `replica`, each sure for `leaseMs` unless renewed. */
+export interface PlacesLimit {
+  readonly algorithm: 'concurrency';
+  readonly limit: number;
+  readonly leaseMs: number;
+  readonly replica: string;
+}
+
+/** One limit of a call, by its algorithm's own terms. */
+export type ConsumeLimit = WindowLimit | BucketLimit | PlacesLimit;
+
+/** What the caller knows of a window's count or slot (WindowLedger.knownOf). */
+export interface WindowKnown {
+  readonly places: number;
+  readonly marker: string;
+}
+
+/** What the caller knows of a token bucket (BucketLedger.recordOf). */
+export interface BucketKnown {
+  readonly units: number;
+  readonly parts: number;
+  readonly at: number;
+  readonly held: number;
+  readonly marker: string;
+}
+
+/** What the caller knows of a concurrency limit's count (PlacesLedger.knownOf). */
+export interface PlacesKnown {
+  readonly held: number;
+  readonly sureUntil: number;
+  readonly marker: string;
+}
+
+/** What the caller knows of one limit, by its algorithm; undefined for nothing. */
+export type LimitKnown = WindowKnown | BucketKnown | PlacesKnown | undefined;
+
+/** The limit of `rule` in a call, for a token bucket or a concurrency limit (no window): else undefined. */
+export function windowlessLimit(
+  rule: LimitRule,
+  replica: string,
+  leaseMs: number,
+): BucketLimit | PlacesLimit | undefined {
+  if (rule.algorithm === 'tokenBucket')
+    return {
+      algorithm: 'tokenBucket',
+      limit: capacityOf(rule),
+      rate: rule.limit,
+      periodMs: bucketPeriodMs(rule),
+      replica,
+    };
+  if (rule.algorithm === 'concurrency')
+    return { algorithm: 'concurrency', limit: rule.limit, leaseMs, replica };
   return undefined;
 }
 
-/** Whether a limit of a call is a token bucket. */
-export const isBucketLimit = (l: ConsumeLimit): boolean =>
-  typeof l.slot === 'string' && l.slot.startsWith('b');
-
 /** Whether a limit of a call counts in windows (fixed or sliding): those alone are leased and kept in the ledger. */
-export const inWindows = (l: ConsumeLimit): l is ConsumeLimit & { readonly slot: number } =>
-  typeof l.slot === 'number';
+export const inWindows = (l: ConsumeLimit): l is WindowLimit =>
+  l.algorithm === 'fixed' || l.algorithm === 'sliding';
+
+/** Whether a limit of a call is a token bucket. */
+export const isBucketLimit = (l: ConsumeLimit): l is BucketLimit => l.algorithm === 'tokenBucket';
+
+/** The slot of a window limit as the recovery ledger keys it: a sliding limit's, -1 for a fixed window. */
+export const slotOf = (l: WindowLimit): number => (l.algorithm === 'sliding' ? l.slot : -1);
 
 /** A balance of a call: its record, and the most the caller saw spent of it (undefined: nothing yet). */
 export interface CallBalance {
@@ -162,22 +218,13 @@ export interface CallBalance {
 export interface ConsumeCall {
   /** Epoch ms, on the clock every replica shares (NTP): reclaim waits are timed by it. */
   readonly now: number;
-  /** The calling replica (ConcurrencyPlaces.replica): a token bucket keeps its leases under it. */
-  readonly replica?: string;
   /** Where to ask holders for leased units back. */
   readonly reclaimChannel: string;
   /** Per subject, in KEYS order: its lease terms, its limits and its balance (undefined: none). */
   readonly leases: readonly LeaseTerms[];
   readonly limits: readonly (readonly ConsumeLimit[])[];
-  /**
-   * Per limit (every subject's, in KEYS order), what the caller knows of its count: the places it holds
-   * in a window's count or slot and Redis' marker (`places:marker`, WindowLedger.knownOf), its record of a token bucket and Redis' marker as this replica last read
-   * it and the units leased to this replica there it has not settled (`units:parts:at:held:marker`,
-   * BucketLedger.recordOf),
-   * its places in a concurrency limit, until when that is sure to be there and Redis' marker
-   * (`held:sureUntil:marker`, ConcurrencyPlaces.knownOf), 0 for nothing.
-   */
-  readonly known: readonly (number | string)[];
+  /** Per limit (every subject's, in KEYS order), what the caller knows of its count (LimitKnown). */
+  readonly known: readonly LimitKnown[];
   readonly balances: readonly (CallBalance | undefined)[];
   /** The requests to decide, in arrival order, as runs of one cost: requests, cost, requests, cost, … */
   readonly runs: readonly number[];
@@ -205,7 +252,7 @@ export function consumeArgs(call: ConsumeCall): string[] {
           ...(terms.ended !== undefined &&
             terms.ended.length > 0 &&
             limits.some(isBucketLimit) && { ended: terms.ended }),
-          limits: limits.map((l) => limitArgs(l, call.known[i++] ?? 0, call.replica ?? '')),
+          limits: limits.map((l) => limitArgs(l, call.known[i++])),
           ...(balance !== undefined && {
             balance: {
               terms: balance.terms,
@@ -219,37 +266,15 @@ export function consumeArgs(call: ConsumeCall): string[] {
   ];
 }
 
-/** One limit of a call by name: its algorithm, its terms and what the caller knows of it (ConsumeCall.known). */
-function limitArgs(l: ConsumeLimit, known: number | string, replica: string): Record<string, unknown> {
-  const parts = String(known).split(':');
-  const n = (at: number): number => Number(parts[at]);
-  // The marker comes last and may hold anything.
-  const marker = (from: number): string => parts.slice(from).join(':');
-  const isKnown = known !== 0 && known !== '0';
-  if (typeof l.slot === 'number')
-    return {
-      algorithm: l.slot < 0 ? 'fixed' : 'sliding',
-      limit: l.limit,
-      expiresAt: l.expiresAt,
-      ...(l.slot >= 0 && { slot: String(l.slot) }),
-      ...(isKnown && { known: { places: n(0), marker: marker(1) } }),
-    };
-  const [, rate, periodOrReplica] = /^[bc](\d+):(.+)$/.exec(l.slot)!;
-  if (l.slot.startsWith('b'))
-    return {
-      algorithm: 'tokenBucket',
-      limit: l.limit,
-      rate: Number(rate),
-      periodMs: Number(periodOrReplica),
-      replica,
-      ...(isKnown && { known: { units: n(0), parts: n(1), at: n(2), held: n(3), marker: marker(4) } }),
-    };
+/**
+ * One limit of a call by name: its algorithm, its terms and what the caller knows of it. A sliding
+ * slot goes as a string: the script names a hash field by it.
+ */
+function limitArgs(l: ConsumeLimit, known: LimitKnown): Record<string, unknown> {
   return {
-    algorithm: 'concurrency',
-    limit: l.limit,
-    leaseMs: Number(rate),
-    replica: periodOrReplica,
-    ...(isKnown && { known: { held: n(0), sureUntil: n(1), marker: marker(2) } }),
+    ...l,
+    ...(l.algorithm === 'sliding' && { slot: String(l.slot) }),
+    ...(known !== undefined && { known }),
   };
 }
 

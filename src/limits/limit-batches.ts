@@ -1,5 +1,11 @@
 import { corkedWrites, type RedisClient } from '../redis/connect.js';
-import { defineConsumeScript, inWindows, type ConsumeScript } from './consume-script.js';
+import {
+  defineConsumeScript,
+  inWindows,
+  slotOf,
+  type BucketLimit,
+  type ConsumeScript,
+} from './consume-script.js';
 import {
   admittedOf,
   balanceOf,
@@ -175,7 +181,6 @@ export class LimitBatches {
       reply = await this.watches.measure('consume', () =>
         this.consumeScript(group.keys, {
           now,
-          replica: this.replica,
           reclaimChannel: this.reclaim.channel,
           leases: calls,
           limits: group.limits,
@@ -268,10 +273,11 @@ export class LimitBatches {
         const limit = span.consumeLimits[j]!;
         const rule = span.limits[j]!;
         if (inWindows(limit)) {
-          if (limit.slot >= 0) span.resets[j] = slidingResetAt(rule.period, oldestSlotOf(reply, i));
+          if (limit.algorithm === 'sliding')
+            span.resets[j] = slidingResetAt(rule.period, oldestSlotOf(reply, i));
           this.recovery.windowTaken(
             span.counts[j]!,
-            limit.slot,
+            slotOf(limit),
             admittedUnits + leased - calls[s]!.returned,
             limit.expiresAt,
           );
@@ -301,7 +307,7 @@ export class LimitBatches {
       const record = bucketOf(span.limits[j]!, countOf(reply, i) - outstanding, parts, now);
       this.recovery.bucketLeft(
         span.counts[j]!,
-        span.consumeLimits[j]!.slot,
+        span.consumeLimits[j] as BucketLimit,
         span.limits[j]!,
         record,
         span.book.outstanding,

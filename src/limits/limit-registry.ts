@@ -1,9 +1,15 @@
 import type { RedisClient } from '../redis/connect.js';
 import { windowAt } from '../plans/window.js';
 import { isCharged, type Subject } from '../plans/subject.js';
-import { consumeKeys, inWindows, isBucketLimit, limitField, type ConsumeLimit } from './consume-script.js';
+import {
+  consumeKeys,
+  inWindows,
+  isBucketLimit,
+  windowlessLimit,
+  type ConsumeLimit,
+} from './consume-script.js';
 import type { ConcurrencyPlaces } from './concurrency-places.js';
-import { capacityOf, isConcurrency } from '../plans/plan.js';
+import { isConcurrency } from '../plans/plan.js';
 import { BUCKET_PAUSE_MS, LeaseBook } from './lease-book.js';
 import { PlanSwitches } from './plan-switches.js';
 import { FIRST_RETRY_MS, type LimitBatches } from './limit-batches.js';
@@ -159,18 +165,18 @@ export class LimitRegistry {
     for (const rule of subject.plan.limits) {
       let start: number;
       let end: number;
-      const field = limitField(rule, this.places.replica, this.places.leaseMs);
-      if (field !== undefined) {
+      const windowless = windowlessLimit(rule, this.places.replica, this.places.leaseMs);
+      if (windowless !== undefined) {
         // No window: the same count for ever, its state set from each answer (limiter-groups.ts).
         start = -Infinity;
         end = Infinity;
         counts.push(limitCountKey(base, rule, 0, visitor));
-        consumeLimits.push({ limit: capacityOf(rule), expiresAt: 0, slot: field });
+        consumeLimits.push(windowless);
         resets.push(nowMs);
       } else if (rule.algorithm === 'fixed') {
         ({ start, end } = windowAt(rule.period, nowMs));
         counts.push(limitCountKey(base, rule, start, visitor));
-        consumeLimits.push({ limit: rule.limit, expiresAt: end + EXPIRY_GRACE_MS, slot: -1 });
+        consumeLimits.push({ algorithm: 'fixed', limit: rule.limit, expiresAt: end + EXPIRY_GRACE_MS });
         resets.push(end);
       } else {
         const slot = slotAt(rule.period, nowMs);
@@ -178,6 +184,7 @@ export class LimitRegistry {
         end = start + slotMs(rule.period);
         counts.push(limitCountKey(base, rule, start, visitor));
         consumeLimits.push({
+          algorithm: 'sliding',
           limit: rule.limit,
           expiresAt: slotLeavesAt(rule.period, slot) + EXPIRY_GRACE_MS,
           slot,
@@ -299,7 +306,7 @@ export class LimitRegistry {
       // Once every limit's window is over its units no longer matter. Until then (a longer window,
       // or a sliding limit's slot, still counts them; a token bucket's always) unused units are given back first.
       const over = (l: ConsumeLimit, j: number): boolean =>
-        inWindows(l) ? l.slot < 0 && span.resets[j]! <= nowMs : !isBucketLimit(l);
+        l.algorithm === 'fixed' ? span.resets[j]! <= nowMs : l.algorithm === 'concurrency';
       if (span.consumeLimits.every(over)) {
         this.forget(span);
       } else if (span.book.endIfQuiet(nowMs)) {

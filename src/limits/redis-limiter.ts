@@ -26,7 +26,7 @@ import { storedState } from './redis-states.js';
 import { settlementOf, type Settlement } from './redis-settlement.js';
 import { SettleBatches } from './settle-batches.js';
 import { defineSettleScript, type SettleCall, type SettleScript } from './settle-script.js';
-import { limitField } from './consume-script.js';
+import { windowlessLimit, type BucketLimit } from './consume-script.js';
 
 export interface RedisRateLimiterOptions {
   /**
@@ -186,8 +186,8 @@ export class RedisRateLimiter implements RateLimiter {
     const left = await this.watches.measure('settle', () => this.settleScript(keys, call));
     buckets.forEach(({ count, rule }, i) => {
       const [units, parts, at] = left.slice(3 * i, 3 * i + 3).map(Number) as [number, number, number];
-      const field = limitField(rule, this.places.replica, this.places.leaseMs)!;
-      this.recovery.bucketLeft(count, field, rule, { units, parts, at });
+      const terms = windowlessLimit(rule, this.places.replica, this.places.leaseMs) as BucketLimit;
+      this.recovery.bucketLeft(count, terms, rule, { units, parts, at });
     });
   }
 

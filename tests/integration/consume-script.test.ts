@@ -4,7 +4,7 @@ import {
   consumeKeys,
   defineConsumeScript,
   type ConsumeCall,
-  type ConsumeLimit,
+  type WindowLimit,
 } from '../../src/limits/consume-script.js';
 import type { LeaseTerms } from '../../src/limits/lease-book.js';
 import { RECLAIM_WAIT_MS } from '../../src/limits/core/window-lease.lua.js';
@@ -41,12 +41,11 @@ function sliding(): string {
   return slidingKey(`${prefix}{t}:c${counters++}`, 'minute');
 }
 
-const limit = (over: Partial<ConsumeLimit> = {}): ConsumeLimit => ({
-  limit: 10,
-  expiresAt,
-  slot: -1,
-  ...over,
-});
+/** A fixed window's limit of 10, or a sliding one's when given a `slot`. */
+const limit = (over: { limit?: number; expiresAt?: number; slot?: number } = {}): WindowLimit => {
+  const { slot, ...terms } = { limit: 10, expiresAt, ...over };
+  return slot === undefined ? { algorithm: 'fixed', ...terms } : { algorithm: 'sliding', ...terms, slot };
+};
 const terms = (over: Partial<LeaseTerms> = {}): LeaseTerms => ({
   lease: 0,
   settled: 0,
@@ -108,7 +107,7 @@ describe('the consume script, one fixed limit', () => {
     const two = call(3, {
       leases: [terms({ lease: 4 }), terms({ settled: 2, returned: 1 })],
       limits: [[limit()], [limit({ limit: 5, slot: 42 })]],
-      known: [7, 0],
+      known: [{ places: 7, marker: '' }, undefined],
       runs: [2, 1, 1, 5],
     });
     // One document, each part by name: per subject its lease terms and its limits, each with its

@@ -1,7 +1,7 @@
 import type { RedisClient } from '../../redis/connect.js';
 import { defineScript, type ScriptRunner } from '../../redis/script.js';
 import type { LimitRule } from '../../plans/plan.js';
-import type { ConsumeLimit } from '../consume-script.js';
+import type { BucketKnown, BucketLimit } from '../consume-script.js';
 import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
 import { BUCKET_LAPSE_MS, LEASE_MS } from '../lease-book.js';
 import { BUCKET_LUA, bucketPeriodMs, refilled, type Bucket } from '../token-bucket.js';
@@ -65,8 +65,8 @@ return 1
 /** What a replica last learned of a bucket: its state after the replica's last decision there. */
 interface BucketRecord {
   readonly rule: LimitRule;
-  /** The bucket's field in the consume script (its refill and period, limitField): a record of another rule is not passed. */
-  readonly field: ConsumeLimit['slot'];
+  /** The bucket's terms in the consume script: a record of other terms is not passed. */
+  readonly terms: BucketLimit;
   readonly bucket: Bucket;
   /** Units leased to this replica in it it had not settled then. */
   readonly held: number;
@@ -99,29 +99,28 @@ export class BucketLedger implements LossShare, MovedShare {
   }
 
   /**
-   * A decision left bucket `key` (consume script field `field`, of `rule`) as `bucket` (its leased units
-   * in it), `held` of them leased to this replica and not settled (undefined: as before).
+   * A decision left bucket `key` (decided with `terms`, of `rule`) as `bucket` (its leased units in
+   * it), `held` of them leased to this replica and not settled (undefined: as before).
    */
-  note(key: string, field: ConsumeLimit['slot'], rule: LimitRule, bucket: Bucket, held?: number): void {
-    this.records.set(key, { rule, field, bucket, held: held ?? this.records.get(key)?.held ?? 0 });
+  note(key: string, terms: BucketLimit, rule: LimitRule, bucket: Bucket, held?: number): void {
+    this.records.set(key, { rule, terms, bucket, held: held ?? this.records.get(key)?.held ?? 0 });
   }
 
   /**
-   * The record of bucket `key` for a call that decides it with `field` and `burst` at `nowMs`, as the
-   * consume script takes it (`units:parts:at:held:marker`, `held` the units leased to this replica there
-   * it has not settled, the marker this replica last read, '' before the first read); 0 when there is
-   * none, it is of another rule, or the bucket would be full again by now and nothing is leased (then
-   * forgotten).
+   * The record of bucket `key` for a call that decides it with `terms` at `nowMs`, as the consume
+   * script takes it (`held` the units leased to this replica there it has not settled, the marker this
+   * replica last read, '' before the first read); undefined when there is none, it is of other terms,
+   * or the bucket would be full again by now and nothing is leased (then forgotten).
    */
-  recordOf(key: string, field: ConsumeLimit['slot'], burst: number, nowMs: number, held: number): string | 0 {
+  recordOf(key: string, terms: BucketLimit, nowMs: number, held: number): BucketKnown | undefined {
     const record = this.records.get(key);
-    if (record === undefined || record.field !== field || record.rule.burst !== burst) return 0;
+    if (record === undefined || !sameTerms(record.terms, terms)) return undefined;
     if (held === 0 && this.isFull(record, nowMs)) {
       this.records.delete(key);
-      return 0;
+      return undefined;
     }
     const { units, parts, at } = record.bucket;
-    return `${units}:${parts}:${at}:${held}:${this.marker.current ?? ''}`;
+    return { units, parts, at, held, marker: this.marker.current ?? '' };
   }
 
   /** Bucket `key` is under `to` now: a key's counts moved (key-homes.ts). */
@@ -176,3 +175,6 @@ export class BucketLedger implements LossShare, MovedShare {
     return refilled(bucket, rule, nowMs).units >= rule.burst!;
   }
 }
+
+const sameTerms = (a: BucketLimit, b: BucketLimit): boolean =>
+  a.limit === b.limit && a.rate === b.rate && a.periodMs === b.periodMs;

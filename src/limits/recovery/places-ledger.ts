@@ -4,6 +4,7 @@ import type { ConcurrencyPlaces } from '../concurrency-places.js';
 import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
 import type { LossShare } from './loss-detection.js';
 import type { RedisMarker } from './redis-marker.js';
+import type { PlacesKnown } from '../consume-script.js';
 
 /** How far apart replicas' and Redis' clocks may be (NTP). */
 const CLOCKS_APART_MS = 1_000;
@@ -60,13 +61,13 @@ export class PlacesLedger implements LossShare {
   }
 
   /**
-   * What the consume script checks Redis still has of `count` at `nowMs` (`held:sureUntil:marker`, 0
-   * for nothing): the places this replica holds in it, until when it is sure to be there, and Redis'
+   * What the consume script checks Redis still has of `count` at `nowMs` (undefined for nothing): the
+   * places this replica holds in it, until when it is sure to be there, and Redis'
    * marker as this replica last read it, which a count put back under another marker is lost to. The
    * marker goes even when it holds none: after a flush, a replica that never decided there could
    * otherwise take the places of one that has not put back yet.
    */
-  knownOf(count: string, nowMs: number): string | 0 {
+  knownOf(count: string, nowMs: number): PlacesKnown | undefined {
     const held = this.places.heldIn(count);
     let sure = this.sureUntil.get(count) ?? 0;
     if (sure <= nowMs) {
@@ -74,7 +75,7 @@ export class PlacesLedger implements LossShare {
       sure = 0;
     }
     const marker = this.marker.current ?? '';
-    return held === 0 && sure === 0 && marker === '' ? 0 : `${held}:${sure}:${marker}`;
+    return held === 0 && sure === 0 && marker === '' ? undefined : { held, sureUntil: sure, marker };
   }
 
   /**

@@ -1,7 +1,7 @@
 import type { LimitRule } from '../../plans/plan.js';
 import type { Scope, Subject } from '../../plans/subject.js';
 import type { BalanceSeen } from '../balance-lua.js';
-import type { ConsumeLimit } from '../consume-script.js';
+import type { BucketLimit, LimitKnown } from '../consume-script.js';
 import type { Span } from '../limiter-groups.js';
 import type { SpentBalance } from '../rate-limiter.js';
 import type { Bucket } from '../token-bucket.js';
@@ -25,7 +25,7 @@ export interface Recovery {
   /** How long decisions wait now, in ms (0: none): Redis lost keys and not every replica put back its own. */
   holdMs(): number;
   /** What this replica knows of the `j`-th count of `span` at `nowMs`: the consume script's `known`. */
-  knownOf(span: Span, j: number, nowMs: number): string | 0;
+  knownOf(span: Span, j: number, nowMs: number): LimitKnown;
   /** The most this replica saw spent of balance `key` (undefined: not seen): the script's `seen`. */
   balanceSeen(key: string): BalanceSeen | undefined;
   /**
@@ -41,16 +41,10 @@ export interface Recovery {
   /** A decision at `nowMs` left `places` in flight in concurrency count `count` (it took some: `took`). */
   placesLeft(count: string, places: number, took: boolean, nowMs: number): void;
   /**
-   * A decision left token bucket `count` (the script's field `field`, of `rule`) as `bucket`, its units
+   * A decision left token bucket `count` (decided with `terms`, of `rule`) as `bucket`, its units
    * leased out still in it; `held` of them leased to this replica and not settled (undefined: as before).
    */
-  bucketLeft(
-    count: string,
-    field: ConsumeLimit['slot'],
-    rule: LimitRule,
-    bucket: Bucket,
-    held?: number,
-  ): void;
+  bucketLeft(count: string, terms: BucketLimit, rule: LimitRule, bucket: Bucket, held?: number): void;
   /** A decision left balance `key` of (`scope`, `id`): `spent` of `granted` units in (`epoch`, `window`). */
   balanceLeft(
     scope: Scope,

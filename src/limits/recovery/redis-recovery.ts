@@ -1,9 +1,9 @@
-import { isConcurrency, type LimitRule } from '../../plans/plan.js';
+import type { LimitRule } from '../../plans/plan.js';
 import type { Scope, Subject } from '../../plans/subject.js';
 import type { RedisClient } from '../../redis/connect.js';
 import type { BalanceSeen } from '../balance-lua.js';
 import type { ConcurrencyPlaces } from '../concurrency-places.js';
-import { inWindows, type ConsumeLimit } from '../consume-script.js';
+import { inWindows, slotOf, type BucketLimit, type LimitKnown } from '../consume-script.js';
 import type { Span } from '../limiter-groups.js';
 import type { SpentBalance } from '../rate-limiter.js';
 import type { Bucket } from '../token-bucket.js';
@@ -70,13 +70,13 @@ export class RedisRecovery implements Recovery {
     return this.losses.holdMs();
   }
 
-  knownOf(span: Span, j: number, nowMs: number): string | 0 {
+  knownOf(span: Span, j: number, nowMs: number): LimitKnown {
     const count = span.counts[j]!;
     const limit = span.consumeLimits[j]!;
-    if (inWindows(limit)) return this.windows.knownOf(count, limit.slot, nowMs, span.returning);
-    return isConcurrency(span.limits[j]!)
+    if (inWindows(limit)) return this.windows.knownOf(count, slotOf(limit), nowMs, span.returning);
+    return limit.algorithm === 'concurrency'
       ? this.places.knownOf(count, nowMs)
-      : this.buckets.recordOf(count, limit.slot, limit.limit, nowMs, span.book.outstanding);
+      : this.buckets.recordOf(count, limit, nowMs, span.book.outstanding);
   }
 
   balanceSeen(key: string): BalanceSeen | undefined {
@@ -99,14 +99,8 @@ export class RedisRecovery implements Recovery {
     this.places.saw(count, places, took, nowMs);
   }
 
-  bucketLeft(
-    count: string,
-    field: ConsumeLimit['slot'],
-    rule: LimitRule,
-    bucket: Bucket,
-    held?: number,
-  ): void {
-    this.buckets.note(count, field, rule, bucket, held);
+  bucketLeft(count: string, terms: BucketLimit, rule: LimitRule, bucket: Bucket, held?: number): void {
+    this.buckets.note(count, terms, rule, bucket, held);
   }
 
   balanceLeft(scope: Scope, id: string, key: string, b: BalanceSeen & { readonly granted: number }): void {

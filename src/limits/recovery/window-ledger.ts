@@ -4,6 +4,7 @@ import type { MovedShare } from './key-homes.js';
 import type { LossShare } from './loss-detection.js';
 import type { RedisMarker } from './redis-marker.js';
 import { defineRestoreScript, type RestoreScript } from './restore-script.js';
+import type { WindowKnown } from '../consume-script.js';
 
 /**
  * What this replica has taken of each current window's count (admitted requests and leased places,
@@ -52,16 +53,16 @@ export class WindowLedger implements LossShare, MovedShare {
   }
 
   /**
-   * What this replica knows of `count` (in `slot` of it, or -1) as the consume script takes it,
-   * `places:marker`: the places it holds there less `returning` (given back by a call under way), while
+   * What this replica knows of `count` (in `slot` of it, or -1) as the consume script takes it: the
+   * places it holds there less `returning` (given back by a call under way), while
    * the count is sure to be there at `nowMs` (a second before its window or slot ends, for clocks a
    * little apart), else 0; and Redis' marker as it last read it ('' before the first read), which a
    * count put back under another marker is lost to (restore-script.ts).
    */
-  knownOf(count: string, slot: number, nowMs: number, returning: number): string {
+  knownOf(count: string, slot: number, nowMs: number, returning: number): WindowKnown {
     const entry = this.taken.get(slot < 0 ? count : `${count}#${slot}`);
     const places = entry === undefined || nowMs >= entry.expiresAt - COUNT_SURE_MS ? 0 : entry.places;
-    return `${Math.max(0, places - returning)}:${this.marker.current ?? ''}`;
+    return { places: Math.max(0, places - returning), marker: this.marker.current ?? '' };
   }
 
   /** What this replica took of `count` is under `to` now: a key's counts moved (key-homes.ts). */
