@@ -163,13 +163,13 @@ export class Reservations {
     } catch (err) {
       // Redis may have taken it without its answer reaching here: whoever gets it settles it, once.
       void this.takenLater(id, token)
-        .then((late) => late && this.settleTaken(late, units))
+        .then((late) => late && this.settleTaken(late, units, undefined))
         .catch((late: unknown) =>
           this.deps.logger.error({ err: late, reservationId: id }, 'a settlement Redis never took'),
         );
       throw err;
     }
-    return record === undefined ? undefined : this.settleTaken(record, units);
+    return record === undefined ? undefined : this.settleTaken(record, units, ANSWER_WAIT_MS);
   }
 
   /**
@@ -189,9 +189,11 @@ export class Reservations {
     }
   }
 
+  /** Settles a record taken; throws when its charge is not done within `answerWithinMs` (if any). */
   private async settleTaken(
     record: ReservationRecord,
     units: number,
+    answerWithinMs: number | undefined,
   ): Promise<SettledReservation | undefined> {
     const id = record.id;
     const now = this.deps.clock();
@@ -222,7 +224,7 @@ export class Reservations {
     );
     // Redis hanging: the charge is sent again until Redis takes it (settle-batches.ts), without the
     // caller, who is answered that it is not settled yet.
-    if (!(await settledWithin(charging, ANSWER_WAIT_MS))) {
+    if (answerWithinMs !== undefined && !(await settledWithin(charging, answerWithinMs))) {
       charging.catch((err: unknown) =>
         this.deps.logger.error({ err, reservationId: id }, 'a settlement Redis never took'),
       );
