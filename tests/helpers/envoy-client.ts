@@ -4,7 +4,7 @@
  */
 import { credentials, loadPackageDefinition, type Client, type ServiceError } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { AUTHORIZATION_PROTO, LOADER_OPTIONS, RATE_LIMIT_PROTO } from '../../src/extauth/envoy-protos.js';
+import { AUTHORIZATION_PROTO, LOADER_OPTIONS, RATE_LIMIT_PROTO } from './envoy-protos.js';
 import { checkRequest, type Message } from './envoy-messages.js';
 
 export { checkRequest, rateLimitRequest, type Message } from './envoy-messages.js';
