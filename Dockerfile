@@ -52,8 +52,6 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 # The migration runner reads sql/ next to dist/ at start-up.
 COPY sql ./sql
-# Envoy's service definitions, loaded when EXTAUTH_GRPC_PORT is set.
-COPY protos ./protos
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/console ./dist/console
 COPY packages/client/package.json packages/client/config-schema.json ./packages/client/

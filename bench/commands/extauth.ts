@@ -12,9 +12,9 @@ import { nginxFromGuide } from '../../tests/helpers/gateway-configs.ts';
 import { spawn } from 'node:child_process';
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import type * as EnvoyProtos from '../../src/extauth/envoy-protos.ts';
+import { AUTHORIZATION_PROTO, LOADER_OPTIONS } from '../../tests/helpers/envoy-protos.ts';
 import { checkRequest } from '../../tests/helpers/envoy-messages.ts';
-import { BACKEND_URL, CONNECTIONS, DURATION, PORT, ROOT, ROUNDS, THREADS, run } from '../lib/config.ts';
+import { BACKEND_URL, CONNECTIONS, DURATION, PORT, ROUNDS, THREADS, run } from '../lib/config.ts';
 import { alternatingRounds, roundsTable } from '../lib/alternating-rounds.ts';
 import { fmt, machine, median } from '../lib/report.ts';
 import { startProc, stopProc, treeCpuUs, waitFor } from '../lib/processes.ts';
@@ -37,12 +37,11 @@ const GRPC_OFFSET = 201;
 
 /**
  * Envoy's Check for `GET /bench/item?id=42` with `secret`, as h2load posts it: the CheckRequest of
- * tests/helpers/envoy-messages.ts, serialised from Envoy's protos (dist/src/extauth/envoy-protos.js)
- * in a gRPC frame (no compression, 4-byte length).
+ * tests/helpers/envoy-messages.ts, serialised from Envoy's protos (tests/helpers/envoy-protos.ts) in a
+ * gRPC frame (no compression, 4-byte length).
  */
-async function checkFrame(secret: string): Promise<string> {
-  const protos = (await import(path.join(ROOT, 'dist/src/extauth/envoy-protos.js'))) as typeof EnvoyProtos;
-  const definitions = loadSync([protos.AUTHORIZATION_PROTO], protos.LOADER_OPTIONS);
+function checkFrame(secret: string): string {
+  const definitions = loadSync([AUTHORIZATION_PROTO], LOADER_OPTIONS);
   const check = (definitions['envoy.service.auth.v3.Authorization'] as ServiceDefinition).Check!;
   const message = check.requestSerialize(checkRequest('/bench/item?id=42', { 'x-api-key': secret }));
   const frame = Buffer.alloc(5 + message.length);
@@ -119,7 +118,7 @@ export async function extauth(): Promise<string> {
     });
     await ensurePlan(port);
     const secret = await createKey(port, `extauth-bench-${mode}`);
-    const frame = await checkFrame(secret);
+    const frame = checkFrame(secret);
     const nginx = await startGuideNginx(mode, extauthPort);
     // Tollgate's CPU time per request of each run (warm-up first): steadier than req/s on a shared machine.
     const cpu = {

@@ -1,16 +1,17 @@
 /**
  * Envoy's own service definitions, from the .proto files vendored in protos/ (protos/README.md says
- * where each comes from): `envoy.service.auth.v3.Authorization` and
- * `envoy.service.ratelimit.v3.RateLimitService`. Loaded only when EXTAUTH_GRPC_PORT is set.
+ * where each comes from), as a client loads them with proto-loader: the tests' client
+ * (envoy-client.ts), the codecs' test (tests/unit/envoy-codecs.test.ts) and the bench's load
+ * generator (bench/commands/extauth.ts). Tollgate itself reads and writes the few fields it uses
+ * without them (src/extauth/check-codec.ts, rate-limit-codec.ts).
  */
 import { join } from 'node:path';
-import type { ServiceDefinition } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
-import { PACKAGE_ROOT } from '../package-root.js';
+
+const ROOT = join(import.meta.dirname, '../..');
 
 /** The folders the vendored files import each other from, as their upstream repositories lay them out. */
 export const PROTO_ROOTS = ['envoy-api', 'googleapis', 'protoc-gen-validate', 'xds'].map((root) =>
-  join(PACKAGE_ROOT, 'protos', root),
+  join(ROOT, 'protos', root),
 );
 
 export const AUTHORIZATION_PROTO = 'envoy/service/auth/v3/external_auth.proto';
@@ -28,16 +29,3 @@ export const LOADER_OPTIONS = {
   defaults: false,
   oneofs: true,
 } as const;
-
-export interface EnvoyServices {
-  readonly authorization: ServiceDefinition;
-  readonly rateLimit: ServiceDefinition;
-}
-
-export function loadEnvoyServices(): EnvoyServices {
-  const definitions = loadSync([AUTHORIZATION_PROTO, RATE_LIMIT_PROTO], LOADER_OPTIONS);
-  return {
-    authorization: definitions['envoy.service.auth.v3.Authorization'] as ServiceDefinition,
-    rateLimit: definitions['envoy.service.ratelimit.v3.RateLimitService'] as ServiceDefinition,
-  };
-}

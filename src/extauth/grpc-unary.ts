@@ -1,0 +1,157 @@
+/**
+ * One unary gRPC call on an HTTP/2 stream, as gRPC over HTTP/2 frames it (PROTOCOL-HTTP2.md of the
+ * grpc/grpc repository): the request's one length-prefixed message (uncompressed, gzip or deflate),
+ * an answer of one message with `grpc-status` 0 in trailers, or a failure as a trailers-only response.
+ * `grpc-timeout` bounds the call; a call the client cancelled is not answered.
+ */
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import { gunzipSync, inflateSync } from 'node:zlib';
+
+/** google/rpc/code.proto's codes used here. */
+export const GrpcCode = {
+  DEADLINE_EXCEEDED: 4,
+  RESOURCE_EXHAUSTED: 8,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+} as const;
+
+export interface GrpcStatus {
+  readonly code: number;
+  readonly details: string;
+}
+
+export interface UnaryMethod<Req> {
+  readonly decode: (message: Buffer) => Req;
+  /** The response, encoded; a rejection is answered with `statusOf`'s status. */
+  readonly answer: (request: Req) => Promise<Uint8Array>;
+}
+
+/** As grpc-js receives by default. */
+const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+const RESPONSE_HEADERS: OutgoingHttpHeaders = {
+  ':status': 200,
+  'content-type': 'application/grpc',
+  'grpc-accept-encoding': 'identity,deflate,gzip',
+};
+const OK_TRAILERS: OutgoingHttpHeaders = { 'grpc-status': '0' };
+// Envoy and gRPC clients read no Date header: formatting one per call is work for nobody.
+const ANSWER = { waitForTrailers: true, sendDate: false } as const;
+const TRAILERS_ONLY = { endStream: true, sendDate: false } as const;
+
+function sendOkTrailers(this: ServerHttp2Stream): void {
+  this.sendTrailers(OK_TRAILERS);
+}
+
+/** A client's reset of its call, or a stream torn down with its connection: nothing is left to answer. */
+export function ignoreStreamError(): void {}
+
+/** Answers the call with `code` and no message, unless the client is gone. */
+export function refuse(stream: ServerHttp2Stream, code: number, details: string): void {
+  if (stream.destroyed || stream.closed) return;
+  const headers = { ...RESPONSE_HEADERS, 'grpc-status': String(code), 'grpc-message': encodeURI(details) };
+  stream.respond(headers, TRAILERS_ONLY);
+}
+
+const UNITS_MS: Readonly<Record<string, number>> = {
+  H: 3_600_000,
+  M: 60_000,
+  S: 1000,
+  m: 1,
+  u: 0.001,
+  n: 1e-6,
+};
+
+export function serveUnary<Req>(
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+  method: UnaryMethod<Req>,
+  statusOf: (err: unknown) => GrpcStatus,
+): void {
+  let settled = false;
+  let timer: NodeJS.Timeout | undefined;
+  const fail = (code: number, details: string) => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    refuse(stream, code, details);
+  };
+  const timeout = headers['grpc-timeout'];
+  if (timeout !== undefined) {
+    const match = /^(\d{1,8})([HMSmun])$/.exec(String(timeout));
+    if (match === null) return fail(GrpcCode.INTERNAL, `Invalid grpc-timeout value "${timeout}"`);
+    const ms = Number(match[1]) * UNITS_MS[match[2]!]!;
+    timer = setTimeout(fail, ms, GrpcCode.DEADLINE_EXCEEDED, 'Deadline exceeded');
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  stream.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= MAX_MESSAGE_BYTES + 5) chunks.push(chunk);
+    else
+      fail(
+        GrpcCode.RESOURCE_EXHAUSTED,
+        `Received message larger than max (${size - 5} vs. ${MAX_MESSAGE_BYTES})`,
+      );
+  });
+  stream.on('end', () => {
+    if (settled) return;
+    let request: Req;
+    try {
+      const message = messageOf(
+        chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
+        headers['grpc-encoding'],
+      );
+      if (!Buffer.isBuffer(message)) return fail(message.code, message.details);
+      request = method.decode(message);
+    } catch (err) {
+      return fail(GrpcCode.INTERNAL, `Error deserializing request: ${(err as Error).message}`);
+    }
+    method.answer(request).then(
+      (response) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (stream.destroyed || stream.closed) return;
+        const frame = Buffer.allocUnsafe(5 + response.length);
+        frame[0] = 0;
+        frame.writeUInt32BE(response.length, 1);
+        frame.set(response, 5);
+        stream.respond(RESPONSE_HEADERS, ANSWER);
+        stream.once('wantTrailers', sendOkTrailers);
+        stream.end(frame);
+      },
+      (err: unknown) => {
+        const status = statusOf(err);
+        fail(status.code, status.details);
+      },
+    );
+  });
+}
+
+/** The body's one message, decompressed; or why there is not exactly one. */
+function messageOf(body: Buffer, encoding: string | string[] | undefined): Buffer | GrpcStatus {
+  if (body.length < 5 || body.length < 5 + body.readUInt32BE(1))
+    return { code: GrpcCode.UNIMPLEMENTED, details: 'Received no request message' };
+  const end = 5 + body.readUInt32BE(1);
+  if (end < body.length)
+    return { code: GrpcCode.UNIMPLEMENTED, details: 'Received a second request message' };
+  const message = body.subarray(5, end);
+  if (body[0] === 0 || encoding === undefined || encoding === 'identity') return message;
+  const options = { maxOutputLength: MAX_MESSAGE_BYTES };
+  try {
+    if (encoding === 'gzip') return gunzipSync(message, options);
+    if (encoding === 'deflate') return inflateSync(message, options);
+  } catch (err) {
+    if (err instanceof RangeError)
+      return {
+        code: GrpcCode.RESOURCE_EXHAUSTED,
+        details: `Received message that decompresses to a size larger than ${MAX_MESSAGE_BYTES}`,
+      };
+    return { code: GrpcCode.INTERNAL, details: 'Failed to decompress message' };
+  }
+  return {
+    code: GrpcCode.UNIMPLEMENTED,
+    details: `Received message compressed with unsupported encoding "${String(encoding)}"`,
+  };
+}
