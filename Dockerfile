@@ -35,8 +35,9 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # The workspace's manifest, so its dependencies (the command's) are installed too.
 COPY packages/client/package.json ./packages/client/
-# No production dependency has an install script (package.json allowScripts lists only dev ones),
-# so --ignore-scripts changes nothing today and keeps a future one from running unreviewed.
+# The one production dependency with an install script, protobufjs, only warns there about its
+# dependents' version ranges (package.json allowScripts keeps it off); --ignore-scripts also keeps a
+# future one from running unreviewed.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 # --- runtime ------------------------------------------------------------------------------------
