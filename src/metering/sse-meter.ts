@@ -1,7 +1,6 @@
 import type { MeterBounds } from './meter-bounds.js';
-import { QuantityTally } from './quantity-tally.js';
+import { QuantityTally, type QuantityPlan } from './quantity-tally.js';
 import { unsettled, type Reading } from './reading.js';
-import type { Quantity } from './settle-rule.js';
 import type { UnitMeter } from './unit-meter.js';
 
 // Where the parser is in a line (WHATWG HTML, "server-sent events", "interpreting an event stream").
@@ -37,7 +36,7 @@ export class SseMeter implements UnitMeter {
   private tooLarge = false;
 
   constructor(
-    quantities: readonly Quantity[],
+    quantities: QuantityPlan,
     private readonly bounds: MeterBounds,
   ) {
     this.tally = new QuantityTally(quantities);
