@@ -79,9 +79,9 @@ export class SseMeter implements UnitMeter {
 
   /** Hands the data up to the line's end to the event's reader; where the line's end is, or the chunk's. */
   private data(chunk: Uint8Array, from: number): number {
-    const lf = chunk.indexOf(LF, from);
-    const cr = chunk.indexOf(CR, from);
-    const to = Math.min(lf === -1 ? chunk.length : lf, cr === -1 ? chunk.length : cr);
+    // A loop, not indexOf: searching for CR would scan the whole rest of a chunk of many events.
+    let to = from;
+    while (to < chunk.length && chunk[to] !== LF && chunk[to] !== CR) to++;
     this.feed(chunk, from, to);
     return to;
   }
