@@ -1,7 +1,6 @@
 import type { MeterBounds } from './meter-bounds.js';
-import { QuantityTally } from './quantity-tally.js';
+import { QuantityTally, type QuantityPlan } from './quantity-tally.js';
 import { unsettled, type Reading } from './reading.js';
-import type { Quantity } from './settle-rule.js';
 import type { UnitMeter } from './unit-meter.js';
 
 /** The units of a JSON response body: the quantities' integers, read as the body passes. */
@@ -10,7 +9,7 @@ export class JsonBodyMeter implements UnitMeter {
   private bytes = 0;
 
   constructor(
-    quantities: readonly Quantity[],
+    quantities: QuantityPlan,
     private readonly bounds: MeterBounds,
   ) {
     this.tally = new QuantityTally(quantities);

@@ -1,12 +1,36 @@
 import { HeaderMeter } from './header-meter.js';
 import { JsonBodyMeter } from './json-body-meter.js';
 import { METER_BOUNDS_DEFAULT, type MeterBounds } from './meter-bounds.js';
+import { QuantityPlan } from './quantity-tally.js';
 import { quantitiesOf, type SettleRule } from './settle-rule.js';
 import { SseMeter } from './sse-meter.js';
 import type { HeaderBag, UnitMeter } from './unit-meter.js';
 
+const CONTENT_TYPE = 'content-type';
+const EVENT_STREAM = /^\s*text\/event-stream\s*(;|$)/i;
+
 const isEventStream = (contentType: string | string[] | undefined) =>
-  typeof contentType === 'string' && contentType.split(';')[0]!.trim().toLowerCase() === 'text/event-stream';
+  typeof contentType === 'string' && EVENT_STREAM.test(contentType);
+
+/**
+ * Each rule's quantities, made ready with its first response: a rule reads every response of its
+ * cost entry, and the plan holding it lives on (null: the rule's pointers cannot be read).
+ */
+const plans = new WeakMap<SettleRule, QuantityPlan | null>();
+
+function planOf(rule: Exclude<SettleRule, { header: string }>): QuantityPlan | null {
+  let plan = plans.get(rule);
+  if (plan === undefined) {
+    const quantities = quantitiesOf(rule);
+    plan = quantities === undefined ? null : new QuantityPlan(quantities);
+    plans.set(rule, plan);
+  }
+  return plan;
+}
+
+/** The response headers `openMeter` reads for `rule`, in lower case: a caller may pass only those. */
+export const headersRead = (rule: SettleRule): readonly string[] =>
+  'header' in rule ? [CONTENT_TYPE, rule.header.toLowerCase()] : [CONTENT_TYPE];
 
 /**
  * The meter for one response, chosen from the rule and the response's headers: the header, the events
@@ -18,9 +42,7 @@ export function openMeter(
   bounds: MeterBounds = METER_BOUNDS_DEFAULT,
 ): UnitMeter | undefined {
   if ('header' in rule) return new HeaderMeter(rule.header, headers, bounds.settleMax);
-  const quantities = quantitiesOf(rule);
-  if (!quantities) return undefined;
-  return isEventStream(headers['content-type'])
-    ? new SseMeter(quantities, bounds)
-    : new JsonBodyMeter(quantities, bounds);
+  const plan = planOf(rule);
+  if (plan === null) return undefined;
+  return isEventStream(headers[CONTENT_TYPE]) ? new SseMeter(plan, bounds) : new JsonBodyMeter(plan, bounds);
 }

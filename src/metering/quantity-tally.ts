@@ -1,6 +1,20 @@
-import { JsonIntegerReader } from './json-integer-reader.js';
+import { JsonIntegerReader, PointerSet } from './json-integer-reader.js';
 import { settled, unsettled, type Reading } from './reading.js';
 import type { Quantity } from './settle-rule.js';
+
+/** A rule's quantities made ready once for every response read by it: their pointers as one set. */
+export class QuantityPlan {
+  readonly pointers: PointerSet;
+  /** Per pointer of the set, the quantity it reports. */
+  readonly quantityOf: readonly number[];
+  readonly count: number;
+
+  constructor(quantities: readonly Quantity[]) {
+    this.pointers = new PointerSet(quantities.flat());
+    this.quantityOf = quantities.flatMap((quantity, index) => quantity.map(() => index));
+    this.count = quantities.length;
+  }
+}
 
 /**
  * The last integer seen of each quantity, over one JSON document or the events of a stream, and the
@@ -9,32 +23,34 @@ import type { Quantity } from './settle-rule.js';
 export class QuantityTally {
   /** Reads the pointers of all quantities in one document; `take` keeps what it found. */
   readonly reader: JsonIntegerReader;
-  private readonly quantityOf: number[];
   private readonly last: (number | undefined)[];
 
-  constructor(quantities: readonly Quantity[]) {
-    this.reader = new JsonIntegerReader(quantities.flat());
-    this.quantityOf = quantities.flatMap((quantity, index) => quantity.map(() => index));
-    this.last = quantities.map(() => undefined);
+  constructor(private readonly plan: QuantityPlan) {
+    this.reader = new JsonIntegerReader(plan.pointers);
+    this.last = new Array<number | undefined>(plan.count).fill(undefined);
   }
 
   /** Takes what the reader found in a whole document: per quantity, the last of its pointers found. */
   take(): void {
-    const reader = this.reader;
-    const latest = this.last.map(() => 0);
-    reader.found.forEach((value, pointer) => {
-      const quantity = this.quantityOf[pointer]!;
-      if (value === undefined || reader.foundAt[pointer]! < latest[quantity]!) return;
-      latest[quantity] = reader.foundAt[pointer]!;
-      this.last[quantity] = value;
-    });
+    const { found, foundAt } = this.reader;
+    const quantityOf = this.plan.quantityOf;
+    for (let quantity = 0; quantity < this.last.length; quantity++) {
+      let latest = 0;
+      for (let pointer = 0; pointer < found.length; pointer++) {
+        const value = found[pointer];
+        if (quantityOf[pointer] !== quantity || value === undefined || foundAt[pointer]! < latest) continue;
+        latest = foundAt[pointer]!;
+        this.last[quantity] = value;
+      }
+    }
   }
 
   reading(settleMax: number): Reading {
-    if (this.last.some((value) => value === undefined)) return unsettled('not-reported');
-    return settled(
-      this.last.reduce<number>((sum, value) => sum + value!, 0),
-      settleMax,
-    );
+    let sum = 0;
+    for (const value of this.last) {
+      if (value === undefined) return unsettled('not-reported');
+      sum += value;
+    }
+    return settled(sum, settleMax);
   }
 }

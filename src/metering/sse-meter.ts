@@ -1,7 +1,6 @@
 import type { MeterBounds } from './meter-bounds.js';
-import { QuantityTally } from './quantity-tally.js';
+import { QuantityTally, type QuantityPlan } from './quantity-tally.js';
 import { unsettled, type Reading } from './reading.js';
-import type { Quantity } from './settle-rule.js';
 import type { UnitMeter } from './unit-meter.js';
 
 // Where the parser is in a line (WHATWG HTML, "server-sent events", "interpreting an event stream").
@@ -37,7 +36,7 @@ export class SseMeter implements UnitMeter {
   private tooLarge = false;
 
   constructor(
-    quantities: readonly Quantity[],
+    quantities: QuantityPlan,
     private readonly bounds: MeterBounds,
   ) {
     this.tally = new QuantityTally(quantities);
@@ -80,9 +79,9 @@ export class SseMeter implements UnitMeter {
 
   /** Hands the data up to the line's end to the event's reader; where the line's end is, or the chunk's. */
   private data(chunk: Uint8Array, from: number): number {
-    const lf = chunk.indexOf(LF, from);
-    const cr = chunk.indexOf(CR, from);
-    const to = Math.min(lf === -1 ? chunk.length : lf, cr === -1 ? chunk.length : cr);
+    // A loop, not indexOf: searching for CR would scan the whole rest of a chunk of many events.
+    let to = from;
+    while (to < chunk.length && chunk[to] !== LF && chunk[to] !== CR) to++;
     this.feed(chunk, from, to);
     return to;
   }

@@ -206,9 +206,12 @@ class Exchange implements Dispatcher.DispatchHandler {
     else proxy.metrics.unsettledRequests.inc({ reason: reading.reason });
     const reservation = settlement.reservation;
     if (reservation === undefined || cost === settlement.reserved) return cost;
-    Promise.resolve(proxy.limiter.settle(reservation, cost, proxy.clock())).catch((err: unknown) =>
-      proxy.logger.error({ err, reqId: this.entry.context.requestId }, 'settling a request failed'),
-    );
+    // In process the limiter settles at once: no promise is made for it.
+    const settling = proxy.limiter.settle(reservation, cost, proxy.clock());
+    if (settling instanceof Promise)
+      settling.catch((err: unknown) =>
+        proxy.logger.error({ err, reqId: this.entry.context.requestId }, 'settling a request failed'),
+      );
     return cost;
   }
 }

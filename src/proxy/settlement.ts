@@ -6,7 +6,7 @@
  */
 import type { Reservation } from '../limits/rate-limiter.js';
 import { METER_BOUNDS_DEFAULT } from '../metering/meter-bounds.js';
-import { openMeter } from '../metering/open-meter.js';
+import { headersRead, openMeter } from '../metering/open-meter.js';
 import type { Reading } from '../metering/reading.js';
 import type { HeaderBag, UnitMeter } from '../metering/unit-meter.js';
 import type { CostRule } from '../plans/plan.js';
@@ -43,20 +43,45 @@ export function reservedCost(
 
 /** The meter of a response, from its headers as undici gives them (raw name and value pairs). */
 export function meterOf(pending: PendingSettlement, raw: readonly Buffer[]): UnitMeter | undefined {
-  if (pending.rule === undefined) return undefined;
-  return openMeter(pending.rule, headerBagOf(raw), { ...METER_BOUNDS_DEFAULT, settleMax: pending.settleMax });
+  const rule = pending.rule;
+  if (rule === undefined) return undefined;
+  return openMeter(rule, headerBagOf(raw, headersRead(rule)), {
+    ...METER_BOUNDS_DEFAULT,
+    settleMax: pending.settleMax,
+  });
 }
 
-/** Raw header (or trailer) pairs as a bag, names in lower case, a repeated name as a list. */
-export function headerBagOf(raw: readonly (Buffer | string)[]): HeaderBag {
+/**
+ * Raw header (or trailer) pairs as a bag, names in lower case, a repeated name as a list; given
+ * `names` (in lower case), only those: the rest are not decoded at all.
+ */
+export function headerBagOf(raw: readonly (Buffer | string)[], names?: readonly string[]): HeaderBag {
   const bag: Record<string, string | string[]> = {};
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = String(raw[i]).toLowerCase();
+    const name = names === undefined ? String(raw[i]).toLowerCase() : nameAmong(raw[i]!, names);
+    if (name === undefined) continue;
     const value = String(raw[i + 1]);
     const held = bag[name];
     bag[name] = held === undefined ? value : Array.isArray(held) ? [...held, value] : [held, value];
   }
   return bag;
+}
+
+/** Which of `names` a raw header name is, ignoring case (names are ASCII tokens), if any. */
+function nameAmong(raw: Buffer | string, names: readonly string[]): string | undefined {
+  for (const name of names) {
+    if (raw.length !== name.length) continue;
+    if (typeof raw === 'string' ? raw.toLowerCase() === name : sameLowerCase(raw, name)) return name;
+  }
+  return undefined;
+}
+
+function sameLowerCase(bytes: Buffer, lower: string): boolean {
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]!;
+    if ((byte >= 0x41 && byte <= 0x5a ? byte + 0x20 : byte) !== lower.charCodeAt(i)) return false;
+  }
+  return true;
 }
 
 /** The request's cost: the units its response reported, else its reservation. */

@@ -41,10 +41,30 @@ const isSpace = (byte: number) => byte === 0x20 || byte === 0x09 || byte === 0x0
 const isDigit = (byte: number) => byte >= 0x30 && byte <= 0x39;
 
 /**
+ * The pointers a reader follows, made ready once for every reader of them (a cost entry's rule reads
+ * many responses): each token in UTF-8, to match a key without decoding it, and the room a key needs.
+ */
+export class PointerSet {
+  readonly tokenBytes: readonly (readonly Buffer[])[];
+  /** A key is escaped at most 6 bytes a character (\uXXXX): longer ones match no token. */
+  readonly keyRoom: number;
+  readonly allMask: number;
+
+  constructor(readonly pointers: readonly JsonPointer[]) {
+    if (pointers.length > 31) throw new RangeError('at most 31 pointers');
+    this.allMask = 2 ** pointers.length - 1;
+    this.tokenBytes = pointers.map((pointer) => pointer.map((token) => Buffer.from(token)));
+    this.keyRoom = Math.max(0, ...this.tokenBytes.flat().map((token) => token.length)) * 6 + 2;
+  }
+}
+
+/**
  * One JSON document read as it arrives, in chunks split anywhere, that keeps only the non-negative
  * integers (no fraction, no exponent) at up to 31 pointers: it checks the whole document is well
  * formed, follows only the members and elements on a pointer's way, and decodes no other key or value.
  * Its memory is bounded whatever the document (a bit per level, a key as long as the longest token).
+ * One is made per response, so it allocates only what a document uses: its per-level arrays grow with
+ * the depth reached (typed arrays of MAX_DEPTH each cost more to make than the reading).
  */
 export class JsonIntegerReader {
   /** The last integer found at each pointer, and when (a count of finds), for "the last one seen". */
@@ -53,20 +73,18 @@ export class JsonIntegerReader {
   private finds = 0;
   private state = VALUE;
   private depth = 0;
-  private readonly kinds = new Uint8Array(MAX_DEPTH);
+  private readonly kinds: number[] = [];
   /** Per open container: the pointers that pass through it (a bit each), and its element count. */
-  private readonly masks = new Int32Array(MAX_DEPTH);
-  private readonly indices = new Float64Array(MAX_DEPTH);
+  private readonly masks: number[] = [];
+  private readonly indices: number[] = [];
   private valueMask: number;
-  private readonly allMask: number;
   private stringIsKey = false;
   /** The key being read, as written (escapes undecoded), while it may still match a token. */
-  private readonly keyBytes: Uint8Array;
+  private readonly keyBytes: number[] = [];
   private keyLength = 0;
   private keyEscaped = false;
   private keyOverflow = false;
-  /** Each pointer's tokens in UTF-8, to match a key without decoding it. */
-  private readonly tokenBytes: Buffer[][];
+  private readonly pointers: readonly JsonPointer[];
   private hexLeft = 0;
   private numberState = AFTER_MINUS;
   private numberNegative = false;
@@ -74,16 +92,11 @@ export class JsonIntegerReader {
   private literal = LITERALS[0]!;
   private literalAt = 0;
 
-  constructor(private readonly pointers: readonly JsonPointer[]) {
-    if (pointers.length > 31) throw new RangeError('at most 31 pointers');
-    this.allMask = 2 ** pointers.length - 1;
-    this.valueMask = this.allMask;
-    this.found = pointers.map(() => undefined);
-    this.foundAt = pointers.map(() => 0);
-    // A key is escaped at most 6 bytes a character (\uXXXX): longer ones match no token.
-    this.tokenBytes = pointers.map((pointer) => pointer.map((token) => Buffer.from(token)));
-    const longest = Math.max(0, ...this.tokenBytes.flat().map((token) => token.length));
-    this.keyBytes = new Uint8Array(longest * 6 + 2);
+  constructor(private readonly set: PointerSet) {
+    this.pointers = set.pointers;
+    this.valueMask = set.allMask;
+    this.found = this.pointers.map(() => undefined);
+    this.foundAt = this.pointers.map(() => 0);
   }
 
   /** Starts over for another document (the next event of a stream), forgetting what was found. */
@@ -93,12 +106,12 @@ export class JsonIntegerReader {
     this.finds = 0;
     this.state = VALUE;
     this.depth = 0;
-    this.valueMask = this.allMask;
+    this.valueMask = this.set.allMask;
   }
 
   write(chunk: Uint8Array, start = 0, end = chunk.length): void {
     for (let at = start; at < end && this.state !== FAILED; at++) {
-      if (this.state === STRING && !this.stringIsKey) at = this.skipPlainString(chunk, at, end);
+      if (this.state === STRING) at = this.stringRun(chunk, at, end);
       if (at < end) this.step(chunk[at]!);
     }
   }
@@ -109,11 +122,16 @@ export class JsonIntegerReader {
     return this.state === DONE;
   }
 
-  /** Skips the bytes of a value string that need no look (neither `"`, `\` nor a control byte). */
-  private skipPlainString(chunk: Uint8Array, at: number, end: number): number {
+  /**
+   * Takes at once the bytes of a string that need no look (neither `"`, `\` nor a control byte),
+   * keeping a key's, so that most of a document never goes through `step`; where such a byte is.
+   */
+  private stringRun(chunk: Uint8Array, at: number, end: number): number {
+    const keep = this.stringIsKey;
     while (at < end) {
       const byte = chunk[at]!;
       if (byte === 0x22 || byte === 0x5c || byte < 0x20) break;
+      if (keep) this.keepKeyByte(byte);
       at++;
     }
     return at;
@@ -254,7 +272,7 @@ export class JsonIntegerReader {
 
   private keepKeyByte(byte: number): void {
     if (!this.stringIsKey || this.keyOverflow) return;
-    if (this.keyLength === this.keyBytes.length) this.keyOverflow = true;
+    if (this.keyLength === this.set.keyRoom) this.keyOverflow = true;
     else this.keyBytes[this.keyLength++] = byte;
   }
 
@@ -263,7 +281,7 @@ export class JsonIntegerReader {
     if (this.keyOverflow) return 0;
     // Most keys have no escape: their bytes are compared with the tokens' as they are.
     if (!this.keyEscaped) return this.childMask(this.keyBytes);
-    const key = Buffer.from(this.keyBytes.subarray(0, this.keyLength)).toString('utf8');
+    const key = Buffer.from(this.keyBytes.slice(0, this.keyLength)).toString('utf8');
     return this.childMask(JSON.parse(`"${key}"`) as string);
   }
 
@@ -321,7 +339,7 @@ export class JsonIntegerReader {
   }
 
   /** Of the pointers passing through the innermost container, those whose next token is `name`. */
-  private childMask(name: string | Uint8Array): number {
+  private childMask(name: string | number[]): number {
     // `name`: a key decoded, or `keyBytes` when the key as written is the same (no escape in it).
     const level = this.depth - 1;
     const passing = this.masks[level]!;
@@ -331,7 +349,7 @@ export class JsonIntegerReader {
       const hit =
         typeof name === 'string'
           ? this.pointers[i]![level] === name
-          : this.isKey(this.tokenBytes[i]![level]!);
+          : this.isKey(this.set.tokenBytes[i]![level]!);
       if (hit) mask |= 1 << i;
     }
     return mask;
