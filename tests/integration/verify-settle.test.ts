@@ -45,12 +45,12 @@ const DEPLOYMENTS: Deployment[] = [
   { name: 'two replicas on Redis and Postgres', start: () => redisReplicas() },
 ];
 
-/** Two replicas on one Redis and one Postgres database of their own, `extra` added to their settings. */
+/** Two replicas on one Redis and one Postgres database of their own, `extra` added to (or over) their settings. */
 async function redisReplicas(extra: Record<string, string> = {}) {
   const database: TestDatabase = await createTestDatabase({ migrated: true });
   const handle: DbHandle = await openPostgres(database.url);
   await migrate(handle);
-  const shared = { ...env, ...extra, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix() };
+  const shared = { ...env, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(), ...extra };
   const replicas = [
     await harness().start({ database: handle, env: shared }),
     await harness().start({ database: handle, env: shared }),
@@ -247,25 +247,18 @@ describe('two replicas on Redis: the replica that admitted a reservation is aske
 
 describe('a replica on a Redis that hangs', () => {
   let server: RedisServer;
-  let database: TestDatabase;
-  let handle: DbHandle;
   let h: ProxyHarness;
+  let stop: () => Promise<void>;
 
   beforeAll(async () => {
     server = await RedisServer.start();
-    database = await createTestDatabase({ migrated: true });
-    handle = await openPostgres(database.url);
-    await migrate(handle);
-    h = await harness().start({
-      database: handle,
-      env: { ...env, REDIS_URL: server.url, REDIS_KEY_PREFIX: testKeyPrefix() },
-    });
+    let replicas: ProxyHarness[];
+    ({ replicas, stop } = await redisReplicas({ REDIS_URL: server.url }));
+    h = replicas[0]!;
   }, 60_000);
   afterAll(async () => {
     server.resume();
-    await h.stop();
-    await handle.close();
-    await database.drop();
+    await stop();
     await server.stop();
   });
 
