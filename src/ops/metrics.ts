@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
-import type { RefusalMetric } from '../refusals.js';
+import type { Refusal, RefusalMetric } from '../refusals.js';
 
 /**
  * How a proxied request ended; one label value each, never a per-key label (cardinality): forwarded,
@@ -193,12 +193,13 @@ export class Metrics {
     help: 'Proxied requests refused with 429 because the key is over its limit',
     registers: [this.registry],
   });
-  readonly authFailures = new Counter({
-    name: 'tollgate_auth_failures_total',
-    help: 'Proxied requests refused for a missing, malformed, unknown, disabled or expired API key, by reason',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
+  /** Counted on the request path of every refused credential (a flood of forged ones among them). */
+  readonly authFailures = new RequestPathCounter<'reason', NonNullable<Refusal['authFailure']>>(
+    this.registry,
+    'tollgate_auth_failures_total',
+    'Proxied requests refused for a missing, malformed, unknown, disabled or expired API key, by reason',
+    'reason',
+  );
   readonly upstreamDuration = new RequestPathHistogram(
     this.registry,
     'tollgate_upstream_duration_seconds',
