@@ -7,6 +7,7 @@
  */
 import { hit, waitFor } from '../e2e/helpers/replicas.js';
 import type { Tollgate } from '../e2e/helpers/tollgate.js';
+import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 import {
   consoleSuite,
   openConsole,
@@ -21,37 +22,44 @@ let tollgate: Tollgate;
 let opened: ConsoleSession | undefined;
 let key = { id: '', secret: '' };
 
-const suite = consoleSuite(async (started) => {
-  tollgate = started;
-  expect(
-    (
-      await tollgate.admin('POST', '/rate-limit/create', {
+/** Tollgate's clock: the wrong-token budget's minute is started, never waited for. */
+const clock = new TestClock();
+
+const suite = consoleSuite(
+  async (started) => {
+    tollgate = started;
+    expect(
+      (
+        await tollgate.admin('POST', '/rate-limit/create', {
+          rateLimitId: 'gold',
+          description: 'Gold',
+          limit: 5,
+          period: 'minute',
+        })
+      ).status,
+    ).toBe(201);
+    key = (
+      await tollgate.admin('POST', '/consumer-api-key/create', {
+        name: 'web-shop',
         rateLimitId: 'gold',
-        description: 'Gold',
-        limit: 5,
-        period: 'minute',
+        externalId: 'cus_7',
+        metadata: { tier: 'gold' },
       })
-    ).status,
-  ).toBe(201);
-  key = (
-    await tollgate.admin('POST', '/consumer-api-key/create', {
-      name: 'web-shop',
-      rateLimitId: 'gold',
-      externalId: 'cus_7',
-      metadata: { tier: 'gold' },
-    })
-  ).body;
-  for (const path of ['/v1/cart', '/v1/cart', '/v1/status/502'])
-    await hit(tollgate, key.secret, path, { 'x-customer-id': 'acme' });
-  // The overview reads the fleet's usage once: every test starts once the three requests are in it.
-  for (let tries = 0; ; tries++) {
-    const usage = await tollgate.admin('GET', '/tollgate/usage?granularity=hour');
-    const requests = (usage.body.buckets as { requests: number }[]).reduce((n, b) => n + b.requests, 0);
-    if (requests === 3) break;
-    expect(tries).toBeLessThan(100);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-});
+    ).body;
+    for (const path of ['/v1/cart', '/v1/cart', '/v1/status/502'])
+      await hit(tollgate, key.secret, path, { 'x-customer-id': 'acme' });
+    // The overview reads the fleet's usage once: every test starts once the three requests are in it.
+    for (let tries = 0; ; tries++) {
+      const usage = await tollgate.admin('GET', '/tollgate/usage?granularity=hour');
+      const requests = (usage.body.buckets as { requests: number }[]).reduce((n, b) => n + b.requests, 0);
+      if (requests === 3) break;
+      expect(tries).toBeLessThan(100);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  },
+  120_000,
+  clock.env,
+);
 
 /** A fresh tab, not signed in; closed after the test. */
 async function newTab(): Promise<ConsoleSession> {
@@ -361,6 +369,8 @@ it('stays signed in on a 401 that is not about its token (a proxy in front refus
 
 // Last: it throttles this client address for a minute, every token included.
 it('says when to try again once sign-in is throttled after too many wrong tokens', async () => {
+  // At the top of a minute: the budget is per minute, and the sign-in below must fall in the same one.
+  clock.after(MINUTE_MS, 0);
   let retryAfter: string | null = null;
   for (let i = 0; i < 40 && retryAfter === null; i++) {
     const res = await fetch(`${tollgate.url}/consumer-api-key?limit=1`, {
