@@ -390,7 +390,12 @@ export const withAnotherMethod: Provoke = (t) => t.send({ method: 'put' });
 
 /** Past a throttle of one wrong credential a minute, the root token itself is refused. */
 export const afterAFailedAttempt: Provoke = async (t) => {
-  const app = t.harness.appWith({ throttle: new AuthThrottle({ limit: 1, period: 'minute' }) });
+  // One instant for both calls: the budget is per minute, and the two must fall in one.
+  const now = Date.now();
+  const app = t.harness.appWith({
+    throttle: new AuthThrottle({ limit: 1, period: 'minute' }),
+    clock: () => now,
+  });
   const call = await t.prepare();
   expect((await call.send({ app, token: 'not-a-token' })).status).toBe(401);
   const throttled = await call.send({ app });
