@@ -1,9 +1,9 @@
 /**
- * @tollgate/client as a user gets it: `npm pack -w @tollgate/client` makes the tarball, `npm install`
- * puts it into an empty folder (with Express, its optional peer), and there TypeScript files that use
- * createClient and verifyKey, and the README's ten-line Express server, type-check against the
- * installed declarations and, run by Node, manage and verify keys on a real Tollgate; its `tollgate`
- * command applies a configuration file there.
+ * @tollgate/client as a user gets it: `npm pack -w @tollgate/client` makes the tarball of the built
+ * package, `npm install` puts it into an empty folder (with Express, its optional peer), and there
+ * TypeScript files that use createClient and verifyKey, and the README's ten-line Express server,
+ * type-check against the installed declarations and, run by Node, manage and verify keys on a real
+ * Tollgate; its `tollgate` command applies a configuration file there.
  */
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -99,7 +99,11 @@ let tollgate: Tollgate;
 
 beforeAll(async () => {
   packed = mkdtempSync(join(tmpdir(), 'tollgate-client-pack-'));
-  await run('npm', ['pack', '-w', '@tollgate/client', '--pack-destination', packed], { cwd: ROOT });
+  // Without its prepack (a clean rebuild of packages/client/dist): the suite's build made that dist, and
+  // removing it would pull the `tollgate` command from under the test files running it meanwhile.
+  await run('npm', ['pack', '-w', '@tollgate/client', '--pack-destination', packed, '--ignore-scripts'], {
+    cwd: ROOT,
+  });
   const [tarball] = readdirSync(packed).filter((name) => name.endsWith('.tgz'));
   folder = mkdtempSync(join(tmpdir(), 'tollgate-client-user-'));
   writeFileSync(

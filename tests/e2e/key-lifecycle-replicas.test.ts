@@ -201,7 +201,11 @@ it('counts both secrets of a rolled key as one key: a plan of 12 admits exactly 
 async function secretEndsAt(replicas: readonly Tollgate[], secret: string, endMs: number): Promise<void> {
   let checks = 0;
   while (Date.now() < endMs - 150) {
-    for (const t of replicas) expect(await hit(t, secret)).toBe(200);
+    for (const t of replicas) {
+      const status = await hit(t, secret);
+      // Answered before the end, it was decided before it; answered later (a loaded machine), either way.
+      if (Date.now() < endMs) expect(status).toBe(200);
+    }
     checks++;
     await sleep(50);
   }
