@@ -1,7 +1,8 @@
 // `npm run bench -- settle`: what settling a request from its response costs (docs/guides/usage-priced-apis.md).
 // 1. A settled JSON request against a fixed-cost one, same route, same backend answer, one Tollgate per
 //    mode (embedded; Redis mode + Postgres on a private redis-server): req/s in alternating rounds,
-//    medians and every round, and Redis commands per request during each Redis-mode load.
+//    medians and every round, Tollgate's CPU time per request during each load, and Redis commands per
+//    request during each Redis-mode load.
 // 2. A stream of BENCH_SETTLE_EVENTS (200) events (bench/peers/sse-backend.ts, the last one carrying the
 //    usage) through Tollgate in Redis mode, settled by the `openai` preset, against the bare forwarder
 //    (bench/peers/engine.ts): time to the first event and to the last byte, medians over
@@ -25,7 +26,7 @@ import {
 } from '../lib/config.ts';
 import { alternatingRounds, roundsTable } from '../lib/alternating-rounds.ts';
 import { fmt, machine, median, ratio } from '../lib/report.ts';
-import { httpOk, startProc, stopProc, treeRssKiB, waitFor } from '../lib/processes.ts';
+import { httpOk, startProc, stopProc, treeCpuUs, treeRssKiB, waitFor } from '../lib/processes.ts';
 import {
   buildTollgate,
   commandStats,
@@ -71,11 +72,14 @@ async function jsonLoads(): Promise<string[]> {
   await flushRedis(run.redisUrl);
   const redis = new Redis(run.redisUrl);
   const perRequest = new Map<string, Map<string, number>>();
+  // Tollgate's CPU µs per request of every load, its warm-up first: what a settled request costs the
+  // process, beside req/s, which the machine's other work moves as much.
+  const cpu = new Map<string, number[]>();
   const loads: Record<string, (seconds: number) => Promise<WrkResult>> = {};
   try {
     for (const mode of ['embedded', 'redis'] as const) {
       const port = mode === 'embedded' ? PORT.tollgateEmbedded : PORT.tollgateRedis;
-      await startTollgate({
+      const tollgate = await startTollgate({
         name: `settle-${mode}`,
         port,
         mode,
@@ -85,13 +89,16 @@ async function jsonLoads(): Promise<string[]> {
       for (const plan of ['fixed-cost', 'settled']) {
         const secret = await createKey(port, `${mode}-${plan}`, true, `bench-${plan}`);
         const id = `${mode}-${plan}`;
+        cpu.set(id, []);
         loads[id] = async (seconds) => {
           const before = mode === 'redis' ? await commandStats(redis) : undefined;
+          const cpuBefore = treeCpuUs(tollgate.child.pid!);
           const result = await wrk({
             url: `http://127.0.0.1:${port}/bench/usage`,
             seconds,
             headers: { authorization: `Bearer ${secret}` },
           });
+          cpu.get(id)!.push((treeCpuUs(tollgate.child.pid!) - cpuBefore) / result.requests);
           if (before !== undefined) {
             const calls = new Map<string, number>();
             for (const [command, n] of await commandStats(redis)) {
@@ -117,6 +124,13 @@ async function jsonLoads(): Promise<string[]> {
       ...roundsTable(byMode('embedded'), label, 'embedded-fixed-cost'),
       '',
       ...roundsTable(byMode('redis'), label, 'redis-fixed-cost'),
+      '',
+      "Tollgate's CPU µs per request during each load, median (every round):",
+      '',
+      ...[...cpu].map(([id, [, ...measured]]) => {
+        const us = measured.map((x) => fmt(x, 1)).join(' / ');
+        return `- ${label[id]}: ${fmt(median(measured), 1)} (${us})`;
+      }),
       '',
       'Redis commands per request, in the last round of each Redis-mode load:',
       '',

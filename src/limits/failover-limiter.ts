@@ -134,10 +134,12 @@ export class FailoverRateLimiter implements RateLimiter {
    * failing Redis is tried again until it takes the settlement (settle-batches.ts), degraded or not.
    * Redis failing for good, the request keeps its reservation as its cost.
    */
-  async settle(reservation: Reservation, units: number, nowMs: number): Promise<void> {
+  settle(reservation: Reservation, units: number, nowMs: number): void | Promise<void> {
     if (this.decidedHere.has(reservation.decision)) return this.local.settle(reservation, units, nowMs);
     try {
-      await this.shared.settle(reservation, units, nowMs);
+      const settling = this.shared.settle(reservation, units, nowMs);
+      if (settling instanceof Promise)
+        return settling.catch((err: unknown) => this.enterDegraded(err, reservation.subjects));
     } catch (err) {
       this.enterDegraded(err, reservation.subjects);
     }

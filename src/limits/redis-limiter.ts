@@ -1,4 +1,4 @@
-import type { RedisClient } from '../redis/connect.js';
+import { corkedWrites, type RedisClient } from '../redis/connect.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { Subject } from '../plans/subject.js';
 import type { Visitor } from './visitor.js';
@@ -120,8 +120,9 @@ export class RedisRateLimiter implements RateLimiter {
     );
     this.balances = new RedisBalances(client, prefix, this.recovery, this.watches);
     this.settleScript = defineSettleScript(client);
-    this.settlements = new SettleBatches((settlement, keys, call) =>
-      this.sendSettlement(settlement, keys, call),
+    this.settlements = new SettleBatches(
+      (settlement, keys, call) => this.sendSettlement(settlement, keys, call),
+      (send) => corkedWrites(client, send),
     );
   }
 
@@ -160,7 +161,7 @@ export class RedisRateLimiter implements RateLimiter {
    * Settled with the other settlements of its turn that charge the same counts (settle-batches.ts):
    * one script call (settle-script.ts) for them all.
    */
-  async settle(reservation: Reservation, units: number, nowMs: number): Promise<void> {
+  settle(reservation: Reservation, units: number, nowMs: number): void | Promise<void> {
     const delta = units - reservation.reserved;
     if (delta === 0) return;
     const settlement = settlementOf(this.prefix, reservation, delta, nowMs);
@@ -168,9 +169,11 @@ export class RedisRateLimiter implements RateLimiter {
     // This replica's part of each window (recovery's ledger) never says more than Redis counts, or a
     // decision sent meanwhile takes the difference for keys Redis lost: lowered before a refund is
     // sent, raised once a charge is taken.
-    if (delta < 0) this.windowsTaken(settlement, delta);
-    await this.settlements.add(settlement);
-    if (delta > 0) this.windowsTaken(settlement, delta);
+    if (delta < 0) {
+      this.windowsTaken(settlement, delta);
+      return this.settlements.add(settlement);
+    }
+    return this.settlements.add(settlement).then(() => this.windowsTaken(settlement, delta));
   }
 
   private windowsTaken({ windows }: Settlement, delta: number): void {

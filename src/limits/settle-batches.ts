@@ -11,11 +11,14 @@ const GIVE_UP_MS = 60_000;
 /** A call's mark outlives every sending of it, so none charges twice (settle-script.ts). */
 const MARK_MS = 2 * GIVE_UP_MS;
 
-/** The settlements of one turn that charge the same counts and balances, summed. */
-interface Due {
-  settlement: Settlement;
-  readonly settled: (() => void)[];
-  readonly failed: ((err: unknown) => void)[];
+/**
+ * The settlements of one turn that charge the same counts and balances: the first, the sum of their
+ * deltas and the latest of their clocks, and one promise for them all.
+ */
+interface Due extends PromiseWithResolvers<void> {
+  readonly settlement: Settlement;
+  delta: number;
+  now: number;
 }
 
 /** Sends one call of the settle script: `keys` end with the call's mark. */
@@ -30,8 +33,8 @@ export type SendSettlement = (settlement: Settlement, keys: string[], call: Sett
  *
  * A call that fails (Redis hanging, restarting, failing over) is sent again, under the same mark, so
  * that a sending which reached Redis before its answer was lost is not charged twice; after GIVE_UP_MS
- * its settlements fail and their requests keep their reservations. Each settlement's promise ends with
- * its call.
+ * its settlements fail and their requests keep their reservations. The settlements of one call share
+ * its promise: a request's settling costs no promise of its own.
  */
 export class SettleBatches {
   private due = new Map<string, Due>();
@@ -41,27 +44,26 @@ export class SettleBatches {
   private calls = 0;
   private closing = false;
 
-  constructor(private readonly send: SendSettlement) {}
+  constructor(
+    private readonly send: SendSettlement,
+    /** Runs its argument with the connection corked: the calls of a turn leave in one write. */
+    private readonly corked: (send: () => void) => void,
+  ) {}
 
   add(settlement: Settlement): Promise<void> {
     const { keys, call } = settlement;
     const id = `${keys.join('\n')}\n${JSON.stringify(call.limits)}${JSON.stringify(call.balances)}`;
-    return new Promise<void>((settled, failed) => {
-      const due = this.due.get(id);
-      if (due === undefined) {
-        // setImmediate runs once the loop has read every socket that was ready: this turn's responses.
-        if (this.due.size === 0) setImmediate(this.sendDue);
-        this.due.set(id, { settlement, settled: [settled], failed: [failed] });
-        return;
-      }
-      const sum = due.settlement.call;
-      due.settlement = {
-        ...due.settlement,
-        call: { ...sum, delta: sum.delta + call.delta, now: Math.max(sum.now, call.now) },
-      };
-      due.settled.push(settled);
-      due.failed.push(failed);
-    });
+    const due = this.due.get(id);
+    if (due === undefined) {
+      // setImmediate runs once the loop has read every socket that was ready: this turn's responses.
+      if (this.due.size === 0) setImmediate(this.sendDue);
+      const first: Due = { settlement, delta: call.delta, now: call.now, ...Promise.withResolvers<void>() };
+      this.due.set(id, first);
+      return first.promise;
+    }
+    due.delta += call.delta;
+    due.now = Math.max(due.now, call.now);
+    return due.promise;
   }
 
   /**
@@ -77,16 +79,18 @@ export class SettleBatches {
   private readonly sendDue = (): void => {
     const due = this.due;
     this.due = new Map();
-    for (const { settlement, settled, failed } of due.values()) {
-      // Deltas that cancel out change nothing: no call.
-      const sent = settlement.call.delta === 0 ? Promise.resolve() : this.sendOnce(settlement);
-      const done = sent.then(
-        () => settled.forEach((resolve) => resolve()),
-        (err: unknown) => failed.forEach((reject) => reject(err)),
-      );
-      this.sending.add(done);
-      void done.finally(() => this.sending.delete(done));
-    }
+    this.corked(() => {
+      for (const { settlement, delta, now, resolve, reject } of due.values()) {
+        // Deltas that cancel out change nothing: no call.
+        const sent =
+          delta === 0
+            ? Promise.resolve()
+            : this.sendOnce({ ...settlement, call: { ...settlement.call, delta, now } });
+        const done = sent.then(resolve, reject);
+        this.sending.add(done);
+        void done.finally(() => this.sending.delete(done));
+      }
+    });
   };
 
   /** One call, under one mark, sent until Redis takes it or GIVE_UP_MS have passed. */

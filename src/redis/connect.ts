@@ -23,14 +23,18 @@ export interface ConnectOptions {
 
 /**
  * Script calls that skip auto-pipelining on a single Redis. The limiter already gathers a turn's
- * decisions into one call per counter and writes all of a turn's calls at once (`corkedWrites`);
- * an auto-pipeline would add a pipeline object and a deferred flush to every call, ~10 µs of CPU
- * each, which is what a turn with one call (a replica with few requests in flight) pays in full.
+ * decisions into one call per counter, and its settlements into one call per set of counts, and
+ * writes all of a turn's calls at once (`corkedWrites`); an auto-pipeline would add a pipeline object
+ * and a deferred flush to every call, ~10 µs of CPU each, which is what a turn with one call (a
+ * replica with few requests in flight, or a busy key's settlements) pays in full.
  * The consume script is defined once per number of keys a decision can hold (1 to 18: up to 8 limits
- * of 2 keys each, a key's plan and its consumer's four each, and 2 balances of 1 key).
+ * of 2 keys each, a key's plan and its consumer's four each, and 2 balances of 1 key); the settle
+ * script once per number a settlement can hold (1 to 11: a count for each of those 8 limits, the 2
+ * balances, and the call's mark).
  */
 export const DIRECT_SCRIPTS = {
   consume: Array.from({ length: 18 }, (_, i) => `tollgateConsume${i + 1}`),
+  settle: Array.from({ length: 11 }, (_, i) => `tollgateSettle${i + 1}`),
 };
 
 /** How long closing waits for a connection's QUIT or UNSUBSCRIBE before cutting it. */
