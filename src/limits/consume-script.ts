@@ -1,5 +1,5 @@
 import { DIRECT_SCRIPTS, type RedisClient } from '../redis/connect.js';
-import { defineScript } from '../redis/script.js';
+import { definePerKeyCount } from '../redis/script.js';
 import type { BalanceSeen, BalanceTerms } from './balance-lua.js';
 import { leaseBookKey } from './limiter-keys.js';
 import { bucketPeriodMs } from './token-bucket.js';
@@ -280,12 +280,8 @@ function limitArgs(l: ConsumeLimit, known: LimitKnown): Record<string, unknown> 
 
 export type ConsumeScript = (keys: readonly string[], call: ConsumeCall) => Promise<ConsumeReply>;
 
-/**
- * Defines the script on `client` (at start-up: see defineScript), once per number of keys in a call
- * (DIRECT_SCRIPTS.consume): a command's number of keys is fixed, so that a Cluster routes it by its
- * first key.
- */
+/** Defines the script on `client` (at start-up: see defineScript), once per number of keys in a call. */
 export function defineConsumeScript(client: RedisClient): ConsumeScript {
-  const runners = DIRECT_SCRIPTS.consume.map((name, i) => defineScript(client, name, CONSUME_LUA, i + 1));
-  return (keys, call) => runners[keys.length - 1]!(keys, consumeArgs(call)) as Promise<ConsumeReply>;
+  const run = definePerKeyCount(client, DIRECT_SCRIPTS.consume, CONSUME_LUA);
+  return (keys, call) => run(keys, consumeArgs(call)) as Promise<ConsumeReply>;
 }

@@ -1,5 +1,5 @@
 import { DIRECT_SCRIPTS, type RedisClient } from '../redis/connect.js';
-import { defineScript } from '../redis/script.js';
+import { definePerKeyCount } from '../redis/script.js';
 import { BALANCE_LUA } from './core/balance.lua.js';
 import { FIXED_WINDOW_LUA } from './core/fixed-window.lua.js';
 import { SLIDING_WINDOW_LUA } from './core/sliding-window.lua.js';
@@ -77,11 +77,8 @@ export interface SettleCall {
 
 export type SettleScript = (keys: readonly string[], call: SettleCall) => Promise<string[]>;
 
-/**
- * Defines the script on `client` (at start-up: see defineScript), once per number of keys in a call
- * (DIRECT_SCRIPTS.settle), as the consume script is: a call leaves without auto-pipelining.
- */
+/** Defines the script on `client` (at start-up: see defineScript), once per number of keys in a call. */
 export function defineSettleScript(client: RedisClient): SettleScript {
-  const runners = DIRECT_SCRIPTS.settle.map((name, i) => defineScript(client, name, SETTLE_LUA, i + 1));
-  return (keys, call) => runners[keys.length - 1]!(keys, [JSON.stringify(call)]) as Promise<string[]>;
+  const run = definePerKeyCount(client, DIRECT_SCRIPTS.settle, SETTLE_LUA);
+  return (keys, call) => run(keys, [JSON.stringify(call)]) as Promise<string[]>;
 }

@@ -28,6 +28,16 @@ export function defineScript(
   return (keys, args) => command.call(client, ...keys, args);
 }
 
+/**
+ * A script defined once per number of keys, `names[i]` taking i + 1 (connect.ts's DIRECT_SCRIPTS):
+ * each call goes as the command of its key count, whose count is fixed, so that a Cluster routes it by
+ * its first key and a single Redis takes it without auto-pipelining.
+ */
+export function definePerKeyCount(client: RedisClient, names: readonly string[], lua: string): ScriptRunner {
+  const runners = names.map((name, i) => defineScript(client, name, lua, i + 1));
+  return (keys, args) => runners[keys.length - 1]!(keys, args);
+}
+
 type Eval = (
   script: string,
   numberOfKeys: number,
