@@ -8,6 +8,7 @@ import { randomInt } from 'node:crypto';
 import { DEFAULT_KEY_PREFIX } from '../config.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const BASE62_CODES = Uint8Array.from(BASE62, (digit) => digit.charCodeAt(0));
 const RANDOM_CHARS = 30;
 const CHECKSUM_CHARS = 6;
 /** What follows the prefix: 30 random characters and the checksum. */
@@ -77,7 +78,17 @@ export function hasWrongChecksum(candidate: string, prefix: string): boolean {
     // 0-9, A-Z, a-z
     if (!((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122))) return false;
   }
-  return !candidate.endsWith(base62Checksum(crc32Ascii(candidate, candidate.length - CHECKSUM_CHARS)));
+  return !endsWithChecksum(candidate, crc32Ascii(candidate, candidate.length - CHECKSUM_CHARS));
+}
+
+/** Whether `candidate`'s last 6 characters are `value` in base62 (base62Checksum), read in place. */
+function endsWithChecksum(candidate: string, value: number): boolean {
+  let rest = value;
+  for (let i = candidate.length - 1; i >= candidate.length - CHECKSUM_CHARS; i--) {
+    if (candidate.charCodeAt(i) !== BASE62_CODES[rest % 62]) return false;
+    rest = Math.floor(rest / 62);
+  }
+  return true;
 }
 
 /** The prefix a secret was issued under: what a mask of it shows (`acme_live_…`, `tg_…`). */

@@ -81,21 +81,42 @@ function refused(code: RefusalCode, key?: ResolvedKey, limit?: Refused['limit'])
 /**
  * The one admission decision of the proxy and of verify: credential → key cache → key state → route →
  * limits, in that order. Only an admitted request is charged, its cost to every limit that applies,
- * in one step. Refusals are answered by the caller, which counts them in its metrics.
+ * in one step. Refusals are answered by the caller, which counts them in its metrics. A refusal that
+ * needs nothing but memory (no credential, a wrong checksum) is answered without a promise: a flood of
+ * them costs no more than a preflight (docs/performance.md).
  */
-export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Promise<Admission> {
+export function admit(deps: AdmissionDeps, request: AdmissionRequest): Admission | Promise<Admission> {
   const secret = request.secret;
   if (secret === undefined) return refused('missing_api_key');
   // A token is never an entry of the key cache: it goes its own way, from memory when checked before.
-  if (secret.startsWith(TOKEN_PREFIX)) {
-    const found = checkedToken(deps, secret) ?? (await tokenKey(deps, secret, request));
-    if ('admitted' in found) return found;
-    const { key, claims } = found;
-    const admission = await admitToken(deps, request, key, claims);
-    return claims.sub === undefined ? admission : { ...admission, subject: claims.sub };
-  }
+  if (secret.startsWith(TOKEN_PREFIX)) return admitByToken(deps, request, secret);
   // A key fresh in memory is the common case: one look-up, and the throttle is never asked.
-  const key = deps.keyCache.fresh(secret) ?? (await lookUp(deps, secret, request));
+  const key = deps.keyCache.fresh(secret);
+  if (key !== undefined) return admitKey(deps, request, secret, key, request.customerId);
+  // Only a secret memory does not hold can be forged: a known key's requests skip the checksum.
+  if (!deps.keyCache.knows(secret) && deps.keyCache.forged(secret))
+    return forgedRefusal(deps, request.client);
+  return admitLookedUp(deps, request, secret);
+}
+
+async function admitByToken(
+  deps: AdmissionDeps,
+  request: AdmissionRequest,
+  secret: string,
+): Promise<Admission> {
+  const found = checkedToken(deps, secret) ?? (await tokenKey(deps, secret, request));
+  if ('admitted' in found) return found;
+  const { key, claims } = found;
+  const admission = await admitToken(deps, request, key, claims);
+  return claims.sub === undefined ? admission : { ...admission, subject: claims.sub };
+}
+
+async function admitLookedUp(
+  deps: AdmissionDeps,
+  request: AdmissionRequest,
+  secret: string,
+): Promise<Admission> {
+  const key = await lookUp(deps, secret, request);
   if ('admitted' in key) return key;
   return admitKey(deps, request, secret, key, request.customerId);
 }
@@ -232,10 +253,10 @@ async function admitKey(
 }
 
 /**
- * A secret not fresh in memory. One memory already knows (a stale entry, or a look-up under way)
- * costs nothing to check: it never touches the throttle, and keeps working from a throttled address;
- * a burst carrying one new key is one guess, not hundreds. Any other secret is checked only with the
- * throttle's leave, when the request names a client to throttle.
+ * A secret not fresh in memory, and not forged. One memory already knows (a stale entry, or a look-up
+ * under way) costs nothing to check: it never touches the throttle, and keeps working from a throttled
+ * address; a burst carrying one new key is one guess, not hundreds. Any other secret is checked only
+ * with the throttle's leave, when the request names a client to throttle.
  */
 async function lookUp(
   deps: AdmissionDeps,
@@ -244,8 +265,6 @@ async function lookUp(
 ): Promise<ResolvedKey | Refused> {
   let attempt: AllowedAttempt | undefined;
   if (!deps.keyCache.knows(secret)) {
-    // Only a secret memory does not hold can be forged: a known key's requests skip the checksum.
-    if (deps.keyCache.forged(secret)) return forgedRefusal(deps, request.client);
     const asked = await askThrottle(deps, request.client, secret);
     if (asked !== undefined && !asked.allowed) return throttled(asked);
     attempt = asked;

@@ -125,7 +125,9 @@ export async function enter(
     incoming: req,
     continueBody,
   };
-  const admission = await admit(deps, context);
+  const admitting = admit(deps, context);
+  // A refusal from memory alone (a wrong checksum) waits for no turn.
+  const admission = admitting instanceof Promise ? await admitting : admitting;
   // A token's `sub` is the customer id: usage counts it, and the backend receives it, in place of the
   // client's.
   if (admission.subject !== undefined) context.customerId = context.tokenSubject = admission.subject;
