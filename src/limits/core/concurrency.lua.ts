@@ -13,8 +13,8 @@ import { ASK_BACK_LUA } from './ask-back.lua.js';
  * and when it refused no request leases it up to `lease` more, a quarter of the places left at most.
  * A call refused for want of places while another live replica keeps a pool publishes the count on
  * the reclaim channel and answers `held` (ask again): holders give back their idle places and end
- * their pool; `r` is when the first of those asks came (asks stop RECLAIM_WAIT_MS after it, until no
- * pool is left or one is leased again). A call's state of the count is {count, pools, granted}.
+ * their pool; `r` is when the first of those asks came (asks stop RECLAIM_WAIT_MS after it, until a
+ * call finds room or no pool left). A call's state of the count is {count, pools, granted, asked}.
  */
 export const CONCURRENCY_LUA = `
 ${ASK_BACK_LUA}
@@ -32,12 +32,13 @@ end
 -- The places held, every live replica's, once the caller gave back its idle ones; and the live pools of others.
 local function placesRead(l, key, _, now)
   local fields = redis.call('HGETALL', key)
-  local places, expiry, pooled = {}, {}, {}
+  local places, expiry, pooled, asked = {}, {}, {}, false
   for j = 1, #fields, 2 do
     local tag, replica = string.sub(fields[j], 1, 2), string.sub(fields[j], 3)
     if tag == 'p:' then places[replica] = tonumber(fields[j + 1])
     elseif tag == 'x:' then expiry[replica] = tonumber(fields[j + 1])
-    elseif tag == 'l:' then pooled[replica] = true end
+    elseif tag == 'l:' then pooled[replica] = true
+    elseif fields[j] == 'r' then asked = true end
   end
   local own, give = l.replica, l.give or 0
   if give > 0 and places[own] then
@@ -57,7 +58,7 @@ local function placesRead(l, key, _, now)
       if pooled[replica] and replica ~= own then pools = pools + 1 end
     end
   end
-  return count, 0, {count = count, pools = pools, granted = 0}
+  return count, 0, {count = count, pools = pools, granted = 0, asked = asked}
 end
 -- Takes n places for the caller, each sure for a lease.
 local function placesTake(l, key, n, now)
@@ -75,19 +76,16 @@ local function placesCharge(l, key, st, _, _, requests, now)
 end
 -- The caller's pool leased, or other replicas' asked for their idle places back (1: ask again).
 local function placesBook(l, key, _, st, _, _, refused, _, now, channel)
-  if not refused then
-    local granted = math.min(l.lease or 0, math.floor((l.limit - st.count) / 4))
-    if granted > 0 then
-      placesTake(l, key, granted, now)
-      redis.call('HSET', key, 'l:' .. l.replica, '1')
-      redis.call('HDEL', key, 'r')
-      st.granted = granted
-    end
-    return 0
+  if refused and st.count >= l.limit and st.pools > 0 then return askBack(key, now, channel) end
+  -- The shortage is over, or no pool is left to ask: a shortage after this asks again.
+  if st.asked then redis.call('HDEL', key, 'r') end
+  if refused then return 0 end
+  local granted = math.min(l.lease or 0, math.floor((l.limit - st.count) / 4))
+  if granted > 0 then
+    placesTake(l, key, granted, now)
+    redis.call('HSET', key, 'l:' .. l.replica, '1')
+    st.granted = granted
   end
-  if st.count < l.limit then return 0 end
-  if st.pools > 0 then return askBack(key, now, channel) end
-  redis.call('HDEL', key, 'r')
   return 0
 end
 -- Its second number in the consume script's reply: the places leased to the caller's pool.
