@@ -10,7 +10,10 @@ import { TestClock } from '../helpers/test-clock.js';
 import { startHoldingBackend, type HoldingBackend } from './helpers/holding-backend.js';
 import { hitFull, keyWithPlan, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
 
-const LEASE_SECONDS = 3;
+/** Long enough that a replica's renewals, late on a machine loaded by other tests, never miss one: moved, not waited for. */
+const LEASE_SECONDS = 10;
+/** Requests the backend holds stay open this long at most (a loaded machine answers slowly). */
+const HELD_MS = 60_000;
 /** A limit whose pools lease places ahead (a quarter of those left at most). */
 const LIMIT = 12;
 let fleet: Fleet;
@@ -66,7 +69,7 @@ async function wave(via: Member, secret: string, n: number) {
   const before = holding.holding;
   const answered: number[] = [];
   const all = Array.from({ length: n }, () =>
-    hitFull(via, secret, '/v1/infer').then((r) => {
+    hitFull(via, secret, '/v1/infer', HELD_MS).then((r) => {
       answered.push(r.status);
       return r.status;
     }),
@@ -83,7 +86,7 @@ async function holdOneByOne(via: Member, secret: string, n: number): Promise<Pro
   const held: Promise<number | undefined>[] = [];
   for (let i = 1; i <= n; i++) {
     held.push(
-      hitFull(via, secret, '/v1/infer').then(
+      hitFull(via, secret, '/v1/infer', HELD_MS).then(
         (r) => r.status,
         () => undefined,
       ),
@@ -159,7 +162,7 @@ it("gives a SIGKILLed replica's places back within the lease", async () => {
       })
     ).status,
   ).toBe(200);
-  const send = (via: typeof victim) => hitFull(via, key.secret, '/v1/infer').catch(() => undefined);
+  const send = (via: typeof victim) => hitFull(via, key.secret, '/v1/infer', HELD_MS).catch(() => undefined);
 
   // The victim holds all three places, its requests held open by the backend.
   const held = [send(victim), send(victim), send(victim)];
