@@ -235,6 +235,12 @@ export class ConcurrencyPlaces {
     if (pool !== undefined) pool.sureUntil = Math.max(pool.sureUntil, nowMs + this.leaseMs - this.marginMs);
   }
 
+  /** Redis may have lost this replica's places in `count`: its pool admits nothing until they are put back (`sure`). */
+  doubt(count: string): void {
+    const pool = this.pools.get(count);
+    if (pool !== undefined) pool.sureUntil = 0;
+  }
+
   /** The places this replica holds in `count`, idle ones too. */
   heldIn(count: string): number {
     const pool = this.pools.get(count);
@@ -356,7 +362,7 @@ export class ConcurrencyPlaces {
           (found) => {
             if ((found as number[])[0]! >= held) this.sure(count, now);
             // Redis lost some: the next call of the count finds it and puts them back.
-            else pool.sureUntil = 0;
+            else this.doubt(count);
           },
           () => undefined,
         );

@@ -105,3 +105,17 @@ it('gives its idle places back when it closes', async () => {
   await replica.close();
   expect((await other.peek(keyOnly(keyId, p), now))[0]!.remaining).toBe(20);
 });
+
+it('puts back the places a pool keeps idle with those in use after Redis lost the count: never more than the limit across replicas', async () => {
+  const [a, b] = await Promise.all([fleet.replica({ clock }), fleet.replica({ clock })]);
+  const keyId = newKey();
+  const p = plan({ limit: 20, algorithm: 'concurrency' });
+  // a holds 8 in flight and 4 idle (half of 8, leased with them); b 2 and one idle.
+  expect(admittedOf(await together(a, keyId, p, 8))).toHaveLength(8);
+  expect(admittedOf(await together(b, keyId, p, 2))).toHaveLength(2);
+  await fleet.admin.del(`pools:{${keyId}}:concurrency`);
+  // b finds the count lost: once every replica put back its own, idle places too, b gets exactly the
+  // 10 places left, a's idle ones among them.
+  expect(admittedOf(await together(b, keyId, p, 12))).toHaveLength(10);
+  expect(admittedOf(await together(a, keyId, p, 2))).toHaveLength(0);
+});

@@ -105,7 +105,13 @@ export class PlacesLedger implements LossShare {
 
   /** Redis lost its data (a restart, a flush): every count this replica holds places in is to be put back. */
   owe(): void {
-    for (const count of this.places.heldCounts()) this.owed.add(count);
+    for (const count of this.places.heldCounts()) this.oweCount(count);
+  }
+
+  /** `count` is to be put back: its pool admits nothing until it is. */
+  private oweCount(count: string): void {
+    this.owed.add(count);
+    this.places.doubt(count);
   }
 
   /**
@@ -127,6 +133,7 @@ export class PlacesLedger implements LossShare {
   /** Puts back this replica's places in `count`, which Redis lost alone: 1 when it holds some there. */
   async putBack(count: string, nowMs: number): Promise<number> {
     if (this.places.heldIn(count) === 0) return 0;
+    this.places.doubt(count);
     await this.settled();
     await this.putBackNow(count, nowMs);
     return 1;
