@@ -3,7 +3,7 @@
 // req/s, p99 and the limiter's Redis round trips per request (docs/decisions/0095, 0096). Every plan is
 // too large to refuse (the bucket's refill and burst huge, the concurrency limit above wrk's
 // connections), so every request is decided and none refused. The bucket is leased (0208), the
-// concurrency limit not (0209). Round trips are the process's own count
+// concurrency limit's places pooled on the replica (0209). Round trips are the process's own count
 // (tollgate_redis_command_duration_seconds_count by operation: `consume` decides, `release` gives a
 // place back, `renew` is the heartbeat), so the usage pushes the same Redis serves are not mistaken
 // for them.
@@ -77,7 +77,7 @@ export async function buckets(): Promise<string> {
         secret: await createKey(port, 'bucket', true, 'bench-bucket'),
       },
       {
-        label: 'a concurrency limit (never leased; a place released per request)',
+        label: 'a concurrency limit, its places pooled',
         secret: await createKey(port, 'concurrency', true, 'bench-concurrency'),
       },
     ].map((r) => ({ ...r, rounds: [], trips: { consume: 0, release: 0, renew: 0 } }));

@@ -4,7 +4,8 @@
  * The script's reply as it comes, unparsed (one call per request for keys in rotation): 2 and the
  * lost limits and balances (1-based) when Redis lost keys of the call; else: 1 when requests did not fit while leased units are being asked back (ask again shortly); per limit i, its
  * count after the call and, for a sliding limit, the oldest slot that still holds units (0 for a fixed
- * limit; for a token bucket its parts and units leased out, bucketPartsOf); per subject, the units leased to it (the last ones of each of its counts); per balance, its
+ * limit; for a token bucket its parts and units leased out, bucketPartsOf; for a concurrency limit the places
+ * leased to the caller's pool); per subject, the units leased to it (the last ones of each of its counts); per balance, its
  * epoch, window, and units granted and spent after the call as decimal strings (exact up to 2^53 - 1,
  * which an integer reply is not: ioredis parses it through a double); per run, how many of its requests were
  * admitted (its first ones).
@@ -55,6 +56,11 @@ export function oldestSlotOf(reply: ConsumeReply, i: number): number {
 export function bucketPartsOf(reply: ConsumeReply, i: number): { parts: number; outstanding: number } {
   const [parts, outstanding] = reply[2 + 2 * i] as unknown as readonly [number, number];
   return { parts, outstanding };
+}
+
+/** Concurrency limit i's places leased to the caller's pool (concurrency-places.ts). */
+export function placesLeasedOf(reply: ConsumeReply, i: number): number {
+  return reply[2 + 2 * i] as number;
 }
 
 /** Units leased to subject s. */

@@ -6,6 +6,7 @@ import { bucketPeriodMs } from './token-bucket.js';
 import { capacityOf, type LimitRule } from '../plans/plan.js';
 import type { ConsumeReply } from './consume-reply.js';
 import type { LeaseTerms } from './lease-book.js';
+import type { PlaceTerms } from './concurrency-places.js';
 import { BALANCE_LUA } from './core/balance.lua.js';
 import { COMBINE_LUA } from './core/combine.lua.js';
 import { CONCURRENCY_LUA } from './core/concurrency.lua.js';
@@ -24,8 +25,8 @@ import { WINDOW_LEASE_LUA } from './core/window-lease.lua.js';
  * refused and each of its limits holds 1,024 more, and is at most a sixteenth of what its tightest limit
  * holds, so small limits and the last units of a window are decided one call at a time. A token bucket's
  * lease is taken out of the bucket at once and settled with the replica's leases it is done with
- * (core/token-bucket.lua.ts, docs/decisions/0208); concurrency limits are never leased (their groups
- * ask for none).
+ * (core/token-bucket.lua.ts, docs/decisions/0208); a concurrency limit leases places to a replica's
+ * pool by its own rule (core/concurrency.lua.ts, docs/decisions/0209), never a subject's lease.
  *
  * KEYS: per limit, its count then its lease book, subject after subject; then one hash per balance.
  * ARGV[1]: the call as JSON (`consumeArgs`): {now, reclaimChannel, subjects: [{lease, settled,
@@ -58,7 +59,7 @@ local ALGORITHMS = {
   fixed = {lost = fixedLost, read = fixedRead, charge = fixedCharge, book = windowBook},
   sliding = {lost = slidingLost, read = slidingRead, charge = slidingCharge, book = windowBook},
   tokenBucket = {lost = bucketLost, read = bucketRead, charge = bucketCharge, book = bucketReclaim, replied = bucketReplied},
-  concurrency = {lost = placesLost, read = placesRead, charge = placesCharge, places = true},
+  concurrency = {lost = placesLost, read = placesRead, charge = placesCharge, book = placesBook, replied = placesReplied, places = true},
 }
 local call = cjson.decode(ARGV[1])
 local now, subjects = call.now, call.subjects
@@ -225,6 +226,8 @@ export interface ConsumeCall {
   readonly limits: readonly (readonly ConsumeLimit[])[];
   /** Per limit (every subject's, in KEYS order), what the caller knows of its count (LimitKnown). */
   readonly known: readonly LimitKnown[];
+  /** Per limit, in KEYS order, the idle places a concurrency limit's call gives back and leases (absent: none). */
+  readonly places?: readonly (PlaceTerms | undefined)[];
   readonly balances: readonly (CallBalance | undefined)[];
   /** The requests to decide, in arrival order, as runs of one cost: requests, cost, requests, cost, … */
   readonly runs: readonly number[];
@@ -252,7 +255,10 @@ export function consumeArgs(call: ConsumeCall): string[] {
           ...(terms.ended !== undefined &&
             terms.ended.length > 0 &&
             limits.some(isBucketLimit) && { ended: terms.ended }),
-          limits: limits.map((l) => limitArgs(l, call.known[i++])),
+          limits: limits.map((l) => {
+            const j = i++;
+            return limitArgs(l, call.known[j], call.places?.[j]);
+          }),
           ...(balance !== undefined && {
             balance: {
               terms: balance.terms,
@@ -270,9 +276,14 @@ export function consumeArgs(call: ConsumeCall): string[] {
  * One limit of a call by name: its algorithm, its terms and what the caller knows of it. A sliding
  * slot goes as a string: the script names a hash field by it.
  */
-function limitArgs(l: ConsumeLimit, known: LimitKnown): Record<string, unknown> {
+function limitArgs(
+  l: ConsumeLimit,
+  known: LimitKnown,
+  places: PlaceTerms | undefined,
+): Record<string, unknown> {
   return {
     ...l,
+    ...places,
     ...(l.algorithm === 'sliding' && { slot: String(l.slot) }),
     ...(known !== undefined && { known }),
   };

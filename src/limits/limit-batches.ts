@@ -1,11 +1,5 @@
 import { corkedWrites, type RedisClient } from '../redis/connect.js';
-import {
-  defineConsumeScript,
-  inWindows,
-  slotOf,
-  type BucketLimit,
-  type ConsumeScript,
-} from './consume-script.js';
+import { defineConsumeScript, inWindows, slotOf, type ConsumeScript } from './consume-script.js';
 import {
   admittedOf,
   balanceOf,
@@ -16,6 +10,7 @@ import {
   lostOf,
   NO_SHIFTS,
   oldestSlotOf,
+  placesLeasedOf,
   shiftsOf,
   type ConsumeReply,
   type ReplyLayout,
@@ -34,8 +29,10 @@ import {
 import { balanceTerms } from './redis-balances.js';
 import { slidingResetAt } from './sliding-window.js';
 import type { Recovery } from './recovery/recovery.js';
+import type { ConcurrencyPlaces } from './concurrency-places.js';
 import {
   bucketOf,
+  bucketsLeft,
   place,
   refusalAfter,
   runsOf,
@@ -86,8 +83,8 @@ export class LimitBatches {
     private readonly reclaim: LeaseReclaim,
     private readonly recovery: Recovery,
     private readonly watches: LimitWatches,
-    /** This replica's name in Redis (ConcurrencyPlaces.replica): its token bucket leases are kept under it. */
-    private readonly replica: string,
+    /** This replica's places of concurrency limits: a call gives back a pool's idle ones and leases it more. */
+    private readonly pools: ConcurrencyPlaces,
   ) {
     this.consumeScript = defineConsumeScript(client);
     this.creditWatch = watches.credits;
@@ -159,6 +156,7 @@ export class LimitBatches {
       if (call.settled > 0) settling = true;
     }
     if (waiting.length === 0 && !leasing && !settling) return; // nothing to ask or tell
+    const placeTerms = this.pools.callTerms(group, this.reclaim.canLease(), waiting.length, now);
     const known = spans.flatMap((span) => span.counts.map((_, j) => this.recovery.knownOf(span, j, now)));
     const balances = spans.map(
       (span) =>
@@ -185,6 +183,7 @@ export class LimitBatches {
           leases: calls,
           limits: group.limits,
           known,
+          places: placeTerms,
           balances,
           runs,
         }),
@@ -203,6 +202,7 @@ export class LimitBatches {
       // Nothing was decided or settled: the requests ask again once what was lost is put back.
       group.held.push(...waiting);
       for (let s = 0; s < spans.length; s++) spans[s]!.book.notRun(calls[s]!);
+      this.pools.notRun(group.keys, placeTerms);
       answered?.(true);
       this.answered(group, calls, leasing);
       const found = {
@@ -240,14 +240,15 @@ export class LimitBatches {
       balances: group.balances,
     };
     let admittedUnits = 0;
+    let requests = 0;
     let largestRefused = 0;
     for (let r = 0; r < runs.length; r += 2) {
       const admitted = admittedOf(reply, layout, r / 2);
+      requests += admitted;
       admittedUnits += admitted * runs[r + 1]!;
       if (admitted < runs[r]!) largestRefused = Math.max(largestRefused, runs[r + 1]!);
     }
-    // Per span: the place before its first admitted unit, and what its book learns; per balance, what
-    // it held before the call's first admitted unit.
+    // Per span: the place before its first admitted unit, and what its book learns; per balance, what it held.
     const before = this.bases;
     const balances: CalledBalance[] = [];
     const buckets: number[] = [];
@@ -282,8 +283,9 @@ export class LimitBatches {
             limit.expiresAt,
           );
         } else if (isConcurrency(rule)) {
-          span.placesAfter[j] = countOf(reply, i);
-          this.recovery.placesLeft(span.counts[j]!, countOf(reply, i), admittedUnits > 0, now);
+          const [key, after] = [span.counts[j]!, (span.placesAfter[j] = countOf(reply, i))];
+          const granted = this.pools.answered(key, placesLeasedOf(reply, i), after, requests, now);
+          this.recovery.placesLeft(key, after, requests + granted > 0, now);
           span.resets[j] = now + PLACE_RETRY_MS;
         } else {
           const { parts } = bucketPartsOf(reply, i);
@@ -298,21 +300,7 @@ export class LimitBatches {
       before[s] = count - leased - admittedUnits;
       span.book.answered(calls[s]!, { leased, count, shifts, short: room < largestRefused });
     }
-    // Each token bucket as the call left it, with its units leased out in it, and what this replica holds of them.
-    for (let b = 0; b < buckets.length; b += 3) {
-      const span = spans[buckets[b]!]!;
-      const j = buckets[b + 1]!;
-      const i = buckets[b + 2]!;
-      const { parts, outstanding } = bucketPartsOf(reply, i);
-      const record = bucketOf(span.limits[j]!, countOf(reply, i) - outstanding, parts, now);
-      this.recovery.bucketLeft(
-        span.counts[j]!,
-        span.consumeLimits[j] as BucketLimit,
-        span.limits[j]!,
-        record,
-        span.book.outstanding,
-      );
-    }
+    bucketsLeft(this.recovery, spans, buckets, reply, now);
     // The first requests of each run are in, with the units after those of the requests before them.
     const refused: Waiter[] = [];
     let units = 0;

@@ -242,9 +242,9 @@ export class LimitRegistry {
         spans,
         balances: balances.length,
         visitor,
-        // A concurrency limit's places are never leased; a token bucket's units are (docs/decisions/0208),
-        // but not a visitor's. A visitor's window leases as a key's does (0090): only while busy, sized by
-        // its own demand.
+        // A concurrency limit's places go to pools instead (concurrency-places.ts); a token bucket's
+        // units are leased (docs/decisions/0208), but not a visitor's. A visitor's window leases as a
+        // key's does (0090): only while busy, sized by its own demand.
         leases:
           balances.length === 0 &&
           !spans.some((span) =>
@@ -284,10 +284,11 @@ export class LimitRegistry {
     }
   }
 
-  /** Another replica needs units of a count: every span counting in it gives back what it has not used. */
+  /** Another replica needs units or places of a count: every span and pool in it gives back what it has not used. */
   private readonly onReclaim = (channel: string, count: string): void => {
     if (channel !== this.reclaims) return;
     const now = this.clock();
+    this.places.reclaimed(count, now);
     for (const span of this.byCount.get(count) ?? []) {
       span.book.reclaim(now);
       if (span.book.owes) this.batches.schedule(this.groupOf([span], ''));

@@ -1,13 +1,15 @@
 import type { Scope } from '../plans/subject.js';
 import type { Balance } from '../plans/balance.js';
-import { type ConsumeLimit } from './consume-script.js';
-import { bucketPartsOf, countOf, type ConsumeReply } from './consume-reply.js';
+import type { BucketLimit, ConsumeLimit } from './consume-script.js';
+import type { Recovery } from './recovery/recovery.js';
+import { bucketPartsOf, countOf, NO_SHIFTS, type ConsumeReply } from './consume-reply.js';
 import { capacityOf, isConcurrency, type LimitRule } from '../plans/plan.js';
 import { type Bucket } from './token-bucket.js';
 import type { LeaseBook } from './lease-book.js';
 import type { QuotaWatch } from './quota-watch.js';
 import {
   balanceStateOf,
+  PLACE_RETRY_MS,
   unitsIn,
   type BalanceState,
   type Decision,
@@ -158,6 +160,28 @@ export function place(
 }
 
 /**
+ * Whether `group` may take places from pools (concurrency-places.ts): its limits are all concurrency
+ * limits, it holds no balance, and none is per visitor (a visitor is never leased anything).
+ */
+export const canPool = (group: Group): boolean =>
+  group.balances === 0 && group.visitor === '' && 2 * group.placeCounts.length === group.keys.length;
+
+/**
+ * A request of a group that can pool admitted from its pools at `nowMs`: each limit reports the places
+ * in flight as this replica knows them (`inFlight`).
+ */
+export function pooledPlace(group: Group, inFlight: (count: string) => number, nowMs: number): Decision {
+  for (const span of group.spans)
+    for (let j = 0; j < span.counts.length; j++) {
+      span.placesAfter[j] = inFlight(span.counts[j]!);
+      span.resets[j] = nowMs + PLACE_RETRY_MS;
+    }
+  return place(group, NO_PLACES, NO_SPAN_SHIFTS, [], nowMs);
+}
+const NO_PLACES: readonly number[] = [0, 0];
+const NO_SPAN_SHIFTS: readonly (readonly number[])[] = [NO_SHIFTS, NO_SHIFTS];
+
+/**
  * What each limit of the group says of a request of `cost` at `nowMs`, from its count in a call's
  * reply (a token bucket: the bucket the reply left, which says when it holds the cost).
  */
@@ -228,6 +252,33 @@ export function refusalAfter(
   const short = verdicts.findIndex((v) => !v.fits);
   if (short >= 0) balances[short]!.refused = true;
   return refusalOf(verdictsAfter(group, reply, cost, nowMs), verdicts)!;
+}
+
+/**
+ * Tells `recovery` each token bucket of a call (`buckets`: its span, limit and index in the call, …)
+ * as the call left it at `nowMs`, with its units leased out in it, and what this replica holds of them.
+ */
+export function bucketsLeft(
+  recovery: Recovery,
+  spans: readonly Span[],
+  buckets: readonly number[],
+  reply: ConsumeReply,
+  nowMs: number,
+): void {
+  for (let b = 0; b < buckets.length; b += 3) {
+    const span = spans[buckets[b]!]!;
+    const j = buckets[b + 1]!;
+    const i = buckets[b + 2]!;
+    const { parts, outstanding } = bucketPartsOf(reply, i);
+    const record = bucketOf(span.limits[j]!, countOf(reply, i) - outstanding, parts, nowMs);
+    recovery.bucketLeft(
+      span.counts[j]!,
+      span.consumeLimits[j] as BucketLimit,
+      span.limits[j]!,
+      record,
+      span.book.outstanding,
+    );
+  }
 }
 
 /** A token bucket as a call's reply left it at `nowMs`: its count (what it lacks of its burst) and parts. */

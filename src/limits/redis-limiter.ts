@@ -27,6 +27,7 @@ import { settlementOf, type Settlement } from './redis-settlement.js';
 import { SettleBatches } from './settle-batches.js';
 import { defineSettleScript, type SettleCall, type SettleScript } from './settle-script.js';
 import { windowlessLimit, type BucketLimit } from './consume-script.js';
+import { canPool, pooledPlace } from './limiter-groups.js';
 
 export interface RedisRateLimiterOptions {
   /**
@@ -84,6 +85,7 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly places: ConcurrencyPlaces;
   private readonly settleScript: SettleScript;
   private readonly settlements: SettleBatches;
+  private readonly inFlight = (count: string): number => this.places.inFlight(count);
 
   constructor(
     private readonly client: RedisClient,
@@ -100,14 +102,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.places = new ConcurrencyPlaces(client, clock, concurrencyLeaseMs, this.watches);
     this.recovery = new RedisRecovery(client, subscriber, prefix, clock, this.places);
     this.reclaim = new LeaseReclaim(subscriber, prefix);
-    this.batches = new LimitBatches(
-      client,
-      clock,
-      this.reclaim,
-      this.recovery,
-      this.watches,
-      this.places.replica,
-    );
+    this.batches = new LimitBatches(client, clock, this.reclaim, this.recovery, this.watches, this.places);
     this.registry = new LimitRegistry(
       client,
       subscriber,
@@ -142,12 +137,16 @@ export class RedisRateLimiter implements RateLimiter {
       this.registry.boundGroup(subjects, nowMs, visitor) ?? this.registry.groupAt(subjects, nowMs, visitor);
     if (group.moving !== undefined)
       return group.moving.then(() => this.consume(subjects, cost, nowMs, visitor));
-    if (group.placeCounts.length > 0)
+    if (group.placeCounts.length > 0) {
+      // A request that finds an idle place in every pool of its counts is admitted without a call.
+      const release = canPool(group) ? this.places.fromPool(group.placeCounts, nowMs) : undefined;
+      if (release !== undefined) return { ...pooledPlace(group, this.inFlight, nowMs), release };
       return this.batches
         .ask(group, cost)
         .then((decision) =>
           decision.allowed ? { ...decision, release: this.places.taken(group.placeCounts) } : decision,
         );
+    }
     if (!group.leases) return this.batches.ask(group, cost);
     const spans = group.spans;
     // Every book sees the request (its demand sizes the next lease); it is decided here only when all hold its cost.
@@ -226,7 +225,7 @@ export class RedisRateLimiter implements RateLimiter {
   async close(): Promise<void> {
     await this.settlements.close();
     this.registry.close();
-    this.places.close();
+    await this.places.close();
     await this.recovery.close();
     await this.reclaim.close();
   }

@@ -1,13 +1,23 @@
 import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
+import { ASK_BACK_LUA } from './ask-back.lua.js';
 
 /**
  * The concurrency limit (concurrency.ts, docs/decisions/0096) in the consume script: a hash of places
  * per replica, `p:<replica>`, each replica's expiring at `x:<replica>` unless its heartbeat renews them
  * (concurrency-places.ts); expired ones are dropped as they are met. `e` is the latest expiry, `k` on a
  * count put back Redis' marker as the replica that put it back read it. `l` is the limit's table of the
- * call ({limit, leaseMs, replica, known: the caller's {held, sureUntil, marker}}).
+ * call ({limit, leaseMs, replica, known: the caller's {held, sureUntil, marker}, give, lease}).
+ *
+ * Pools (docs/decisions/0209): `l:<replica>` marks a replica that keeps places idle for its requests
+ * to come, counted in its `p:`. A call gives back `give` idle places of the caller before it counts,
+ * and when it refused no request leases it up to `lease` more, a quarter of the places left at most.
+ * A call refused for want of places while another live replica keeps a pool publishes the count on
+ * the reclaim channel and answers `held` (ask again): holders give back their idle places and end
+ * their pool; `r` is when the first of those asks came (asks stop RECLAIM_WAIT_MS after it, until a
+ * call finds room or no pool left). A call's state of the count is {count, pools, granted, asked}.
  */
 export const CONCURRENCY_LUA = `
+${ASK_BACK_LUA}
 local function placesLost(l, key, _, now)
   local known = l.known
   local h = redis.call('HMGET', key, 'p:' .. l.replica, 'x:' .. l.replica, 'e', 'k')
@@ -19,33 +29,67 @@ local function placesLost(l, key, _, now)
   if not below and known.marker ~= '' and h[4] then below = h[4] ~= known.marker end
   return below
 end
--- The places in flight, every live replica's.
+-- The places held, every live replica's, once the caller gave back its idle ones; and the live pools of others.
 local function placesRead(l, key, _, now)
   local fields = redis.call('HGETALL', key)
-  local places, expiry = {}, {}
+  local places, expiry, pooled, asked = {}, {}, {}, false
   for j = 1, #fields, 2 do
-    local tag = string.sub(fields[j], 1, 2)
-    if tag == 'p:' then places[string.sub(fields[j], 3)] = tonumber(fields[j + 1])
-    elseif tag == 'x:' then expiry[string.sub(fields[j], 3)] = tonumber(fields[j + 1]) end
+    local tag, replica = string.sub(fields[j], 1, 2), string.sub(fields[j], 3)
+    if tag == 'p:' then places[replica] = tonumber(fields[j + 1])
+    elseif tag == 'x:' then expiry[replica] = tonumber(fields[j + 1])
+    elseif tag == 'l:' then pooled[replica] = true
+    elseif fields[j] == 'r' then asked = true end
   end
-  local count = 0
-  for replica, held in pairs(places) do
-    if tonumber(expiry[replica] or '0') < now then
-      redis.call('HDEL', key, 'p:' .. replica, 'x:' .. replica)
+  local own, give = l.replica, l.give or 0
+  if give > 0 and places[own] then
+    places[own] = places[own] - give
+    if places[own] > 0 then redis.call('HSET', key, 'p:' .. own, places[own])
     else
-      count = count + held
+      redis.call('HDEL', key, 'p:' .. own, 'x:' .. own, 'l:' .. own)
+      places[own] = nil
     end
   end
-  return count, 0
+  local count, pools = 0, 0
+  for replica, held in pairs(places) do
+    if tonumber(expiry[replica] or '0') < now then
+      redis.call('HDEL', key, 'p:' .. replica, 'x:' .. replica, 'l:' .. replica)
+    else
+      count = count + held
+      if pooled[replica] and replica ~= own then pools = pools + 1 end
+    end
+  end
+  return count, 0, {count = count, pools = pools, granted = 0, asked = asked}
 end
--- One place per admitted request, whatever its cost.
-local function placesCharge(l, key, _, _, _, requests, now)
-  if requests == 0 then return 0 end
+-- Takes n places for the caller, each sure for a lease.
+local function placesTake(l, key, n, now)
   local deadline = now + l.leaseMs
   local latest = math.max(deadline, tonumber(redis.call('HGET', key, 'e') or '0'))
-  redis.call('HINCRBY', key, 'p:' .. l.replica, requests)
+  redis.call('HINCRBY', key, 'p:' .. l.replica, n)
   redis.call('HSET', key, 'x:' .. l.replica, string.format('%.0f', deadline), 'e', string.format('%.0f', latest))
   redis.call('PEXPIREAT', key, string.format('%.0f', latest + ${EXPIRY_GRACE_MS}))
+end
+-- One place per admitted request, whatever its cost.
+local function placesCharge(l, key, st, _, _, requests, now)
+  st.count = st.count + requests
+  if requests > 0 then placesTake(l, key, requests, now) end
   return requests
+end
+-- The caller's pool leased, or other replicas' asked for their idle places back (1: ask again).
+local function placesBook(l, key, _, st, _, _, refused, _, now, channel)
+  if refused and st.count >= l.limit and st.pools > 0 then return askBack(key, now, channel) end
+  -- The shortage is over, or no pool is left to ask: a shortage after this asks again.
+  if st.asked then redis.call('HDEL', key, 'r') end
+  if refused then return 0 end
+  local granted = math.min(l.lease or 0, math.floor((l.limit - st.count) / 4))
+  if granted > 0 then
+    placesTake(l, key, granted, now)
+    redis.call('HSET', key, 'l:' .. l.replica, '1')
+    st.granted = granted
+  end
+  return 0
+end
+-- Its second number in the consume script's reply: the places leased to the caller's pool.
+local function placesReplied(st)
+  return st.granted
 end
 `;

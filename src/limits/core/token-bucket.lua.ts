@@ -1,7 +1,7 @@
 import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
 import { BUCKET_LUA } from '../token-bucket.js';
 import { BUCKET_LAPSE_MS, LEASE_MS } from '../lease-book.js';
-import { RECLAIM_WAIT_MS } from './window-lease.lua.js';
+import { ASK_BACK_LUA } from './ask-back.lua.js';
 
 /**
  * The token bucket (token-bucket.ts, docs/decisions/0095) in the consume script: a hash {u units, p
@@ -23,6 +23,7 @@ import { RECLAIM_WAIT_MS } from './window-lease.lua.js';
  */
 export const TOKEN_BUCKET_LUA = `
 ${BUCKET_LUA}
+${ASK_BACK_LUA}
 local function bucketLost(l, key, _, now)
   local burst, known = l.limit, l.known
   local h = redis.call('HMGET', key, 'u', 'p', 'a', 'k', 'l:' .. (l.replica or ''))
@@ -107,14 +108,7 @@ end
 -- A request did not fit while units are leased out: they are asked back (as settleBook does for a window).
 local function bucketReclaim(l, key, _, b, _, _, refused, short, now, channel)
   if not (refused and short and b[5] > 0) then return 0 end
-  local asked = tonumber(redis.call('HGET', key, 'r') or '0')
-  if asked == 0 then
-    asked = now
-    redis.call('HSET', key, 'r', string.format('%.0f', now))
-  end
-  if now >= asked + ${RECLAIM_WAIT_MS} then return 0 end
-  redis.call('PUBLISH', channel, key)
-  return 1
+  return askBack(key, now, channel)
 end
 -- Its second number in the consume script's reply: its parts and its units leased out.
 local function bucketReplied(b)

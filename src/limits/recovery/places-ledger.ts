@@ -1,31 +1,31 @@
 import type { RedisClient } from '../../redis/connect.js';
 import { defineScript, type ScriptRunner } from '../../redis/script.js';
-import type { ConcurrencyPlaces } from '../concurrency-places.js';
+import { CLOCKS_APART_MS, type ConcurrencyPlaces } from '../concurrency-places.js';
 import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
 import type { LossShare } from './loss-detection.js';
 import type { RedisMarker } from './redis-marker.js';
 import type { PlacesKnown } from '../consume-script.js';
-
-/** How far apart replicas' and Redis' clocks may be (NTP). */
-const CLOCKS_APART_MS = 1_000;
 
 /** How long a put-back waits for consume calls out to be answered while others keep going out (none do after a loss). */
 const SETTLE_MS = 1_000;
 
 /**
  * Puts this replica's places (ARGV[1]) back into KEYS[1] after Redis lost them: exactly ARGV[2], the
- * places it holds (0: none, removed), lapsing at ARGV[3] unless renewed, and stamps the count with
- * Redis' marker as the replica read it (ARGV[4], '' none): a replica that has not read it yet may not
- * take places there before it has put its own back (docs/decisions/0125).
+ * places it holds (0: none, removed), idle ones in its pool too, lapsing at ARGV[3] unless renewed,
+ * and stamps the count with Redis' marker as the replica read it (ARGV[4], '' none): a replica that
+ * has not read it yet may not take places there before it has put its own back (docs/decisions/0125).
+ * ARGV[5] '1' marks its pool (concurrency-places.ts), so that others refused ask for its idle places.
  */
 const PUT_BACK_LUA = `
 if ARGV[2] == '0' then
-  redis.call('HDEL', KEYS[1], 'p:' .. ARGV[1], 'x:' .. ARGV[1])
+  redis.call('HDEL', KEYS[1], 'p:' .. ARGV[1], 'x:' .. ARGV[1], 'l:' .. ARGV[1])
   return 0
 end
 local latest = math.max(tonumber(ARGV[3]), tonumber(redis.call('HGET', KEYS[1], 'e') or '0'))
 redis.call('HSET', KEYS[1], 'p:' .. ARGV[1], ARGV[2], 'x:' .. ARGV[1], ARGV[3], 'e', string.format('%.0f', latest))
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'k', ARGV[4]) end
+if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'l:' .. ARGV[1], '1')
+else redis.call('HDEL', KEYS[1], 'l:' .. ARGV[1]) end
 redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', latest + ${EXPIRY_GRACE_MS}))
 return 1
 `;
@@ -105,7 +105,13 @@ export class PlacesLedger implements LossShare {
 
   /** Redis lost its data (a restart, a flush): every count this replica holds places in is to be put back. */
   owe(): void {
-    for (const count of this.places.heldCounts()) this.owed.add(count);
+    for (const count of this.places.heldCounts()) this.oweCount(count);
+  }
+
+  /** `count` is to be put back: its pool admits nothing until it is. */
+  private oweCount(count: string): void {
+    this.owed.add(count);
+    this.places.doubt(count);
   }
 
   /**
@@ -127,6 +133,7 @@ export class PlacesLedger implements LossShare {
   /** Puts back this replica's places in `count`, which Redis lost alone: 1 when it holds some there. */
   async putBack(count: string, nowMs: number): Promise<number> {
     if (this.places.heldIn(count) === 0) return 0;
+    this.places.doubt(count);
     await this.settled();
     await this.putBackNow(count, nowMs);
     return 1;
@@ -151,16 +158,21 @@ export class PlacesLedger implements LossShare {
     this.places.sendReleases();
   }
 
-  /** Sets this replica's places in `count` to those it holds (none: removed), lapsing a lease from now, stamped with the marker. */
-  private putBackNow(count: string, nowMs: number): Promise<unknown> {
-    return this.putBackScript(
+  /**
+   * Sets this replica's places in `count` to those it holds (none: removed), lapsing a lease from now,
+   * stamped with the marker: its pool there may go on for that lease.
+   */
+  private async putBackNow(count: string, nowMs: number): Promise<void> {
+    await this.putBackScript(
       [count],
       [
         this.places.replica,
         this.places.heldIn(count),
         String(nowMs + this.places.leaseMs),
         this.marker.current ?? '',
+        this.places.pooled(count) ? '1' : '',
       ],
     );
+    this.places.sure(count, nowMs);
   }
 }

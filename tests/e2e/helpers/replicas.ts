@@ -112,16 +112,20 @@ export async function startEmbedded(env: Record<string, string> = {}): Promise<F
 export { msUntilSeenEverywhere, sleep, waitFor } from '../../helpers/poll.js';
 
 /**
- * fetch with a 10 s deadline whose timer is cleared as soon as the answer is read (AbortSignal.timeout
- * would keep thousands of timers alive after the test, holding Jest's worker open).
+ * fetch with a deadline (10 s by default) whose timer is cleared as soon as the answer is read
+ * (AbortSignal.timeout would keep thousands of timers alive after the test, holding Jest's worker open).
  */
 export async function fetchWithin<T>(
   url: string,
   init: RequestInit,
   read: (res: Response) => Promise<T>,
+  withinMs = 10_000,
 ): Promise<T> {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new Error(`no answer from ${url} within 10 s`)), 10_000);
+  const timer = setTimeout(
+    () => controller.abort(new Error(`no answer from ${url} within ${withinMs / 1_000} s`)),
+    withinMs,
+  );
   try {
     return await read(await fetch(url, { ...init, signal: controller.signal }));
   } finally {
@@ -174,12 +178,13 @@ export function load(
 }
 
 /** The full response of a proxied request (status, headers, parsed body). */
-export async function hitFull(tollgate: Tollgate, secret: string, path = '/v1/items') {
+export async function hitFull(tollgate: Tollgate, secret: string, path = '/v1/items', withinMs?: number) {
   const started = performance.now();
   const { res, text } = await fetchWithin(
     tollgate.url + path,
     { headers: { authorization: `Bearer ${secret}` } },
     async (r) => ({ res: r, text: await r.text() }),
+    withinMs,
   );
   let body: unknown;
   try {
