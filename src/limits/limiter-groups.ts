@@ -1,6 +1,6 @@
 import type { Scope } from '../plans/subject.js';
 import type { Balance } from '../plans/balance.js';
-import { type ConsumeLimit } from './consume-script.js';
+import type { ConsumeLimit } from './core/redis-twin.js';
 import { bucketPartsOf, countOf, type ConsumeReply } from './consume-reply.js';
 import { capacityOf, isConcurrency, type LimitRule } from '../plans/plan.js';
 import { type Bucket } from './token-bucket.js';

@@ -1,4 +1,6 @@
+import { placesIn } from '../concurrency-places.js';
 import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
+import { noWindow, type ConsumeLimit, type Holder, type RedisTwin } from './redis-twin.js';
 
 /**
  * The concurrency limit (concurrency.ts, docs/decisions/0096) in the consume script: a hash of places
@@ -48,4 +50,22 @@ local function placesCharge(l, key, _, _, _, requests, now)
   redis.call('PEXPIREAT', key, string.format('%.0f', latest + ${EXPIRY_GRACE_MS}))
   return requests
 end
+ALGORITHMS.concurrency = {lost = placesLost, read = placesRead, charge = placesCharge, places = true}
 `;
+
+/** A concurrency limit: places held by its holder's `replica`, each sure for `leaseMs` unless renewed. */
+export type PlacesLimit = ConsumeLimit & Holder & { readonly algorithm: 'concurrency' };
+
+/** The concurrency limit in Redis: its count, `<base>:concurrency` (limiter-keys.ts), has no window and no units to settle. */
+export const concurrencyTwin: RedisTwin = {
+  lua: CONCURRENCY_LUA,
+  kind: 'places',
+  span(rule, nowMs, holder, at): PlacesLimit {
+    noWindow(at, nowMs);
+    return { algorithm: 'concurrency', limit: rule.limit, leaseMs: holder.leaseMs, replica: holder.replica };
+  },
+  settled: () => undefined,
+  // Its places are not leased: nothing is left to settle.
+  over: () => true,
+  stored: async (client, count, _rule, nowMs) => placesIn(await client.hgetall(count), nowMs),
+};
