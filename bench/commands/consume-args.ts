@@ -7,6 +7,8 @@
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import type * as ScriptModule from '../../src/limits/consume-script.ts';
+import type { WindowLimit } from '../../src/limits/core/redis-twin.ts';
+import type { BucketLimit } from '../../src/limits/core/token-bucket.lua.ts';
 import { REDIS_URL, ROOT, env, positive } from '../lib/config.ts';
 import { fmt, machine, median } from '../lib/report.ts';
 import { buildTollgate } from '../lib/services.ts';
@@ -28,12 +30,24 @@ for _ = 1, n do cmsgpack.unpack(packed) end
 return {b - a, us() - b, #packed}`;
 
 const NOW = Date.UTC(2026, 0, 1);
+const fixed = (limit: number, expiresAt: number): WindowLimit => ({
+  algorithm: 'fixed',
+  limit,
+  expiresAt,
+});
+const BUCKET: BucketLimit = {
+  algorithm: 'tokenBucket',
+  limit: 100,
+  rate: 10,
+  periodMs: 1_000,
+  replica: 'r1',
+};
 const CALLS: Record<string, ScriptModule.ConsumeCall> = {
   'one fixed limit': {
     now: NOW,
     reclaimChannel: 'tollgate:reclaim',
     leases: [{ lease: 64, settled: 12, returned: 0 }],
-    limits: [[{ algorithm: 'fixed', limit: 1_000, expiresAt: NOW + 60_000 }]],
+    limits: [[fixed(1_000, NOW + 60_000)]],
     known: [{ places: 12, marker: 'ab12cd' }],
     balances: [undefined],
     runs: [1, 1],
@@ -45,10 +59,7 @@ const CALLS: Record<string, ScriptModule.ConsumeCall> = {
       { lease: 0, settled: 0, returned: 0 },
       { lease: 64, settled: 3, returned: 0 },
     ],
-    limits: [
-      [{ algorithm: 'tokenBucket', limit: 100, rate: 10, periodMs: 1_000, replica: 'r1' }],
-      [{ algorithm: 'fixed', limit: 100_000, expiresAt: NOW + 3_600_000 }],
-    ],
+    limits: [[BUCKET], [fixed(100_000, NOW + 3_600_000)]],
     known: [
       { units: 57, parts: 300, at: NOW, held: 0, marker: 'ab12cd' },
       { places: 300, marker: 'ef34' },

@@ -2,25 +2,22 @@ import { DIRECT_SCRIPTS, type RedisClient } from '../redis/connect.js';
 import { definePerKeyCount } from '../redis/script.js';
 import type { BalanceSeen, BalanceTerms } from './balance-lua.js';
 import { leaseBookKey } from './limiter-keys.js';
-import { bucketPeriodMs } from './token-bucket.js';
-import { capacityOf, type LimitRule } from '../plans/plan.js';
 import type { ConsumeReply } from './consume-reply.js';
 import type { LeaseTerms } from './lease-book.js';
 import type { PlaceTerms } from './concurrency-places.js';
+import { ALGORITHMS_LUA, TWIN_OF } from './core/algorithms.js';
 import { BALANCE_LUA } from './core/balance.lua.js';
 import { COMBINE_LUA } from './core/combine.lua.js';
-import { CONCURRENCY_LUA } from './core/concurrency.lua.js';
-import { FIXED_WINDOW_LUA } from './core/fixed-window.lua.js';
-import { SLIDING_WINDOW_LUA } from './core/sliding-window.lua.js';
-import { TOKEN_BUCKET_LUA } from './core/token-bucket.lua.js';
-import { WINDOW_LEASE_LUA } from './core/window-lease.lua.js';
+import type { ConsumeLimit, WindowLimit } from './core/redis-twin.js';
+import type { BucketLimit } from './core/token-bucket.lua.js';
 
 /**
  * Check and charge in one atomic step, across every limit and balance of every subject of a decision (a
  * key's and its consumer's), for a batch of one replica's requests plus, per subject, units leased to it
  * ahead of its requests. Each algorithm is a Lua twin of its core module (core/*.lua.ts: `lost`, `read`,
- * `charge`), balances too (core/balance.lua.ts), and the batch is fitted by the combiner's twin
- * (core/combine.lua.ts); this dispatcher reads the call, asks each in turn and writes the reply. A
+ * `charge`, registered by its name in `ALGORITHMS`: core/algorithms.ts), balances too
+ * (core/balance.lua.ts), and the batch is fitted by the combiner's twin (core/combine.lua.ts); this
+ * dispatcher reads the call, asks each limit's algorithm in turn and writes the reply, naming none. A
  * subject's lease (the same number of units in each of its limits) is granted only when no request was
  * refused and each of its limits holds 1,024 more, and is at most a sixteenth of what its tightest limit
  * holds, so small limits and the last units of a window are decided one call at a time. A token bucket's
@@ -45,22 +42,9 @@ import { WINDOW_LEASE_LUA } from './core/window-lease.lua.js';
  * Returns ConsumeReply.
  */
 const CONSUME_LUA = `
-${WINDOW_LEASE_LUA}
-${FIXED_WINDOW_LUA}
-${SLIDING_WINDOW_LUA}
-${TOKEN_BUCKET_LUA}
-${CONCURRENCY_LUA}
+${ALGORITHMS_LUA}
 ${BALANCE_LUA}
 ${COMBINE_LUA}
-local function windowBook(l, key, book, _, leased, settled, refused, short, now, channel)
-  return settleBook(l, key, book, leased, settled, refused, short, now, channel)
-end
-local ALGORITHMS = {
-  fixed = {lost = fixedLost, read = fixedRead, charge = fixedCharge, book = windowBook},
-  sliding = {lost = slidingLost, read = slidingRead, charge = slidingCharge, book = windowBook},
-  tokenBucket = {lost = bucketLost, read = bucketRead, charge = bucketCharge, book = bucketReclaim, replied = bucketReplied},
-  concurrency = {lost = placesLost, read = placesRead, charge = placesCharge, book = placesBook, replied = placesReplied, places = true},
-}
 local call = cjson.decode(ARGV[1])
 local now, subjects = call.now, call.subjects
 local limits, subjectOf, balances = {}, {}, {}
@@ -126,36 +110,6 @@ for r = 1, #fits do reply[2 * n + 1 + #subjects + 4 * #balances + r] = fits[r] e
 return reply
 `;
 
-/** A fixed window's count, or a sliding limit's `slot` of it (sliding-window.ts): expiring at `expiresAt`. */
-export type WindowLimit =
-  | { readonly algorithm: 'fixed'; readonly limit: number; readonly expiresAt: number }
-  | {
-      readonly algorithm: 'sliding';
-      readonly limit: number;
-      readonly expiresAt: number;
-      readonly slot: number;
-    };
-
-/** A token bucket: `limit` its burst (capacityOf), refilled by `rate` every `periodMs`; leased under `replica`. */
-export interface BucketLimit {
-  readonly algorithm: 'tokenBucket';
-  readonly limit: number;
-  readonly rate: number;
-  readonly periodMs: number;
-  readonly replica: string;
-}
-
-/** A concurrency limit: places held by `replica`, each sure for `leaseMs` unless renewed. */
-export interface PlacesLimit {
-  readonly algorithm: 'concurrency';
-  readonly limit: number;
-  readonly leaseMs: number;
-  readonly replica: string;
-}
-
-/** One limit of a call, by its algorithm's own terms. */
-export type ConsumeLimit = WindowLimit | BucketLimit | PlacesLimit;
-
 /** What the caller knows of a window's count or slot (WindowLedger.knownOf). */
 export interface WindowKnown {
   readonly places: number;
@@ -181,34 +135,14 @@ export interface PlacesKnown {
 /** What the caller knows of one limit, by its algorithm; undefined for nothing. */
 export type LimitKnown = WindowKnown | BucketKnown | PlacesKnown | undefined;
 
-/** The limit of `rule` in a call, for a token bucket or a concurrency limit (no window): else undefined. */
-export function windowlessLimit(
-  rule: LimitRule,
-  replica: string,
-  leaseMs: number,
-): BucketLimit | PlacesLimit | undefined {
-  if (rule.algorithm === 'tokenBucket')
-    return {
-      algorithm: 'tokenBucket',
-      limit: capacityOf(rule),
-      rate: rule.limit,
-      periodMs: bucketPeriodMs(rule),
-      replica,
-    };
-  if (rule.algorithm === 'concurrency')
-    return { algorithm: 'concurrency', limit: rule.limit, leaseMs, replica };
-  return undefined;
-}
+/** Whether a limit of a call counts in windows: those alone are leased always and kept in the window ledger. */
+export const inWindows = (l: ConsumeLimit): l is WindowLimit => TWIN_OF[l.algorithm].kind === 'window';
 
-/** Whether a limit of a call counts in windows (fixed or sliding): those alone are leased and kept in the ledger. */
-export const inWindows = (l: ConsumeLimit): l is WindowLimit =>
-  l.algorithm === 'fixed' || l.algorithm === 'sliding';
-
-/** Whether a limit of a call is a token bucket. */
-export const isBucketLimit = (l: ConsumeLimit): l is BucketLimit => l.algorithm === 'tokenBucket';
+/** Whether a limit of a call is a token bucket's. */
+export const isBucketLimit = (l: ConsumeLimit): l is BucketLimit => TWIN_OF[l.algorithm].kind === 'bucket';
 
 /** The slot of a window limit as the recovery ledger keys it: a sliding limit's, -1 for a fixed window. */
-export const slotOf = (l: WindowLimit): number => (l.algorithm === 'sliding' ? l.slot : -1);
+export const slotOf = (l: WindowLimit): number => (l.slot === undefined ? -1 : Number(l.slot));
 
 /** A balance of a call: its record, and the most the caller saw spent of it (undefined: nothing yet). */
 export interface CallBalance {
@@ -272,21 +206,11 @@ export function consumeArgs(call: ConsumeCall): string[] {
   ];
 }
 
-/**
- * One limit of a call by name: its algorithm, its terms and what the caller knows of it. A sliding
- * slot goes as a string: the script names a hash field by it.
- */
-function limitArgs(
-  l: ConsumeLimit,
-  known: LimitKnown,
-  places: PlaceTerms | undefined,
-): Record<string, unknown> {
-  return {
-    ...l,
-    ...places,
-    ...(l.algorithm === 'sliding' && { slot: String(l.slot) }),
-    ...(known !== undefined && { known }),
-  };
+/** One limit of a call by name: its algorithm, its terms, its pool's terms and what the caller knows of it. */
+function limitArgs(l: ConsumeLimit, known: LimitKnown, places: PlaceTerms | undefined): object {
+  return known === undefined && places === undefined
+    ? l
+    : { ...l, ...places, ...(known !== undefined && { known }) };
 }
 
 export type ConsumeScript = (keys: readonly string[], call: ConsumeCall) => Promise<ConsumeReply>;

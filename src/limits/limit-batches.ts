@@ -1,5 +1,6 @@
 import { corkedWrites, type RedisClient } from '../redis/connect.js';
 import { defineConsumeScript, inWindows, slotOf, type ConsumeScript } from './consume-script.js';
+import { TWIN_OF } from './core/algorithms.js';
 import {
   admittedOf,
   balanceOf,
@@ -27,7 +28,6 @@ import {
   type Decision,
 } from './rate-limiter.js';
 import { balanceTerms } from './redis-balances.js';
-import { slidingResetAt } from './sliding-window.js';
 import type { Recovery } from './recovery/recovery.js';
 import type { ConcurrencyPlaces } from './concurrency-places.js';
 import {
@@ -274,8 +274,8 @@ export class LimitBatches {
         const limit = span.consumeLimits[j]!;
         const rule = span.limits[j]!;
         if (inWindows(limit)) {
-          if (limit.algorithm === 'sliding')
-            span.resets[j] = slidingResetAt(rule.period, oldestSlotOf(reply, i));
+          const resetOf = TWIN_OF[limit.algorithm].resetOf;
+          if (resetOf !== undefined) span.resets[j] = resetOf(rule, oldestSlotOf(reply, i));
           this.recovery.windowTaken(
             span.counts[j]!,
             slotOf(limit),

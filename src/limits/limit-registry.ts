@@ -1,13 +1,8 @@
 import type { RedisClient } from '../redis/connect.js';
-import { windowAt } from '../plans/window.js';
 import { isCharged, type Subject } from '../plans/subject.js';
-import {
-  consumeKeys,
-  inWindows,
-  isBucketLimit,
-  windowlessLimit,
-  type ConsumeLimit,
-} from './consume-script.js';
+import { consumeKeys, inWindows, isBucketLimit } from './consume-script.js';
+import { TWIN_OF } from './core/algorithms.js';
+import type { ConsumeLimit, SpanTerms } from './core/redis-twin.js';
 import type { ConcurrencyPlaces } from './concurrency-places.js';
 import { isConcurrency } from '../plans/plan.js';
 import { BUCKET_PAUSE_MS, LeaseBook } from './lease-book.js';
@@ -15,21 +10,16 @@ import { PlanSwitches } from './plan-switches.js';
 import { FIRST_RETRY_MS, type LimitBatches } from './limit-batches.js';
 import type { LimitWatches } from './limit-watches.js';
 import { isBusy, type Group, type Span } from './limiter-groups.js';
-import {
-  balanceKey,
-  countsBase,
-  EXPIRY_GRACE_MS,
-  hashTagOf,
-  limitCountKey,
-  reclaimChannel,
-} from './limiter-keys.js';
+import { balanceKey, countsBase, hashTagOf, limitCountKey, reclaimChannel } from './limiter-keys.js';
 import { checkSubjects } from './rate-limiter.js';
 import type { Recovery } from './recovery/recovery.js';
-import { slidingResetAt, slotAt, slotLeavesAt, slotMs } from './sliding-window.js';
 import type { Visitor } from './visitor.js';
 
 /** Idle spans are settled and forgotten this often. */
 const SWEEP_MS = 1_000;
+
+/** Where the count of a limit a span is being built for begins, ends and resets: written in place, read at once. */
+const at: SpanTerms = { start: 0, end: 0, reset: 0 };
 
 /**
  * The limits of the Redis limiter (redis-limiter.ts) on this replica: every span and group with
@@ -163,36 +153,13 @@ export class LimitRegistry {
     const consumeLimits: ConsumeLimit[] = [];
     const resets: number[] = [];
     for (const rule of subject.plan.limits) {
-      let start: number;
-      let end: number;
-      const windowless = windowlessLimit(rule, this.places.replica, this.places.leaseMs);
-      if (windowless !== undefined) {
-        // No window: the same count for ever, its state set from each answer (limiter-groups.ts).
-        start = -Infinity;
-        end = Infinity;
-        counts.push(limitCountKey(base, rule, 0, visitor));
-        consumeLimits.push(windowless);
-        resets.push(nowMs);
-      } else if (rule.algorithm === 'fixed') {
-        ({ start, end } = windowAt(rule.period, nowMs));
-        counts.push(limitCountKey(base, rule, start, visitor));
-        consumeLimits.push({ algorithm: 'fixed', limit: rule.limit, expiresAt: end + EXPIRY_GRACE_MS });
-        resets.push(end);
-      } else {
-        const slot = slotAt(rule.period, nowMs);
-        start = slot * slotMs(rule.period);
-        end = start + slotMs(rule.period);
-        counts.push(limitCountKey(base, rule, start, visitor));
-        consumeLimits.push({
-          algorithm: 'sliding',
-          limit: rule.limit,
-          expiresAt: slotLeavesAt(rule.period, slot) + EXPIRY_GRACE_MS,
-          slot,
-        });
-        resets.push(slidingResetAt(rule.period, slot));
-      }
-      startMs = Math.max(startMs, start);
-      endMs = Math.min(endMs, end);
+      // Its terms by its algorithm's twin (core/*.lua.ts): a count without a window (start -Infinity)
+      // is the same for ever, its state set from each answer (limiter-groups.ts).
+      consumeLimits.push(TWIN_OF[rule.algorithm].span(rule, nowMs, this.places, at));
+      counts.push(limitCountKey(base, rule, at.start, visitor));
+      resets.push(at.reset);
+      startMs = Math.max(startMs, at.start);
+      endMs = Math.min(endMs, at.end);
     }
     const name =
       `${base}|${subject.plan.tag}|${startMs}${balance === undefined ? '' : '|credits'}` +
@@ -306,8 +273,7 @@ export class LimitRegistry {
       if (isBusy(span)) continue;
       // Once every limit's window is over its units no longer matter. Until then (a longer window,
       // or a sliding limit's slot, still counts them; a token bucket's always) unused units are given back first.
-      const over = (l: ConsumeLimit, j: number): boolean =>
-        l.algorithm === 'fixed' ? span.resets[j]! <= nowMs : l.algorithm === 'concurrency';
+      const over = (l: ConsumeLimit, j: number): boolean => TWIN_OF[l.algorithm].over(span.resets[j]!, nowMs);
       if (span.consumeLimits.every(over)) {
         this.forget(span);
       } else if (span.book.endIfQuiet(nowMs)) {

@@ -1,6 +1,7 @@
 import type { Scope } from '../plans/subject.js';
 import type { Balance } from '../plans/balance.js';
-import type { BucketLimit, ConsumeLimit } from './consume-script.js';
+import type { ConsumeLimit } from './core/redis-twin.js';
+import type { BucketLimit } from './core/token-bucket.lua.js';
 import type { Recovery } from './recovery/recovery.js';
 import { bucketPartsOf, countOf, NO_SHIFTS, type ConsumeReply } from './consume-reply.js';
 import { capacityOf, isConcurrency, type LimitRule } from '../plans/plan.js';

@@ -1,13 +1,13 @@
-import { capacityOf, wholeOf, type LimitRule, type Plan } from '../plans/plan.js';
+import { wholeOf, type LimitRule, type Plan } from '../plans/plan.js';
 import type { Subject } from '../plans/subject.js';
 import { windowAt } from '../plans/window.js';
 import type { RedisClient } from '../redis/connect.js';
 import { defineKeyListScript, type ScriptRunner } from '../redis/script.js';
+import { TWIN_OF } from './core/algorithms.js';
 import { carriesInto } from './core/plan-switch.js';
 import { PLAN_SWITCH_LUA } from './core/plan-switch.lua.js';
-import { countsBase, EXPIRY_GRACE_MS, limitCountKey, planMarkKey } from './limiter-keys.js';
-import { slotAt, slotLeavesAt } from './sliding-window.js';
-import { bucketPeriodMs } from './token-bucket.js';
+import { NO_HOLDER, UNREAD, type ConsumeLimit } from './core/redis-twin.js';
+import { countsBase, limitCountKey, planMarkKey } from './limiter-keys.js';
 
 /**
  * Switching plans never grants a fresh quota, across replicas (docs/decisions/0175): Redis keeps, beside
@@ -128,22 +128,7 @@ function switchCall(
   return { keys: [planMarkKey(base), ...counts], args: [JSON.stringify(call)] };
 }
 
-/** A limit that carries (fixed, sliding or token bucket) as the consume script's twins read it. */
-function limitTable(rule: LimitRule, nowMs: number): Record<string, unknown> {
-  const limit = capacityOf(rule);
-  if (rule.algorithm === 'tokenBucket')
-    return { algorithm: rule.algorithm, limit, rate: rule.limit, periodMs: bucketPeriodMs(rule) };
-  if (rule.algorithm === 'fixed')
-    return {
-      algorithm: rule.algorithm,
-      limit,
-      expiresAt: windowAt(rule.period, nowMs).end + EXPIRY_GRACE_MS,
-    };
-  const slot = slotAt(rule.period, nowMs);
-  return {
-    algorithm: rule.algorithm,
-    limit,
-    expiresAt: slotLeavesAt(rule.period, slot) + EXPIRY_GRACE_MS,
-    slot: String(slot),
-  };
+/** A limit that carries (fixed, sliding or token bucket) as the consume script's twins read it: held by no replica. */
+function limitTable(rule: LimitRule, nowMs: number): ConsumeLimit {
+  return TWIN_OF[rule.algorithm].span(rule, nowMs, NO_HOLDER, UNREAD);
 }

@@ -26,8 +26,10 @@ import { storedState } from './redis-states.js';
 import { settlementOf, type Settlement } from './redis-settlement.js';
 import { SettleBatches } from './settle-batches.js';
 import { defineSettleScript, type SettleCall, type SettleScript } from './settle-script.js';
-import { windowlessLimit, type BucketLimit } from './consume-script.js';
 import { canPool, pooledPlace } from './limiter-groups.js';
+import { TWIN_OF } from './core/algorithms.js';
+import { UNREAD } from './core/redis-twin.js';
+import type { BucketLimit } from './core/token-bucket.lua.js';
 
 export interface RedisRateLimiterOptions {
   /**
@@ -188,7 +190,7 @@ export class RedisRateLimiter implements RateLimiter {
     const left = await this.watches.measure('settle', () => this.settleScript(keys, call));
     buckets.forEach(({ count, rule }, i) => {
       const [units, parts, at] = left.slice(3 * i, 3 * i + 3).map(Number) as [number, number, number];
-      const terms = windowlessLimit(rule, this.places.replica, this.places.leaseMs) as BucketLimit;
+      const terms = TWIN_OF[rule.algorithm].span(rule, call.now, this.places, UNREAD) as BucketLimit;
       this.recovery.bucketLeft(count, terms, rule, { units, parts, at });
     });
   }
@@ -201,7 +203,7 @@ export class RedisRateLimiter implements RateLimiter {
         subjects.flatMap(({ scope, id, plan }) => {
           const base = countsBase(this.prefix, { scope, id }, hashTag);
           return plan.limits.map((rule) => {
-            const start = rule.algorithm === 'fixed' ? windowAt(rule.period, nowMs).start : 0;
+            const start = windowAt(rule.period, nowMs).start;
             return storedState(this.client, limitCountKey(base, rule, start), scope, rule, nowMs);
           });
         }),

@@ -1,18 +1,11 @@
 import { windowOf } from '../plans/balance.js';
 import type { LimitRule } from '../plans/plan.js';
-import { windowAt } from '../plans/window.js';
 import type { Reservation } from './rate-limiter.js';
-import {
-  balanceKey,
-  countsBase,
-  EXPIRY_GRACE_MS,
-  hashTagOf,
-  limitCountKey,
-  settleMarkBase,
-} from './limiter-keys.js';
-import type { SettleCall, SettleLimit } from './settle-script.js';
-import { slotAt, slotLeavesAt } from './sliding-window.js';
-import { bucketPeriodMs } from './token-bucket.js';
+import { TWIN_OF } from './core/algorithms.js';
+import { NO_HOLDER, type SettleLimit, type SpanTerms } from './core/redis-twin.js';
+import { inWindows, isBucketLimit, slotOf } from './consume-script.js';
+import { balanceKey, countsBase, hashTagOf, limitCountKey, settleMarkBase } from './limiter-keys.js';
+import type { SettleCall } from './settle-script.js';
 
 /** A window count a settlement changes: this replica's part of it changes by the delta (WindowLedger.add). */
 export interface SettledWindow {
@@ -34,10 +27,14 @@ export interface Settlement {
   readonly buckets: { readonly count: string; readonly rule: LimitRule }[];
 }
 
+/** Where the counts of a settlement's limits began: written in place, read at once. */
+const at: SpanTerms = { start: 0, end: 0, reset: 0 };
+
 /**
  * The counts and balances `reservation` was charged to, under the names the consume script charged
- * (limiter-keys.ts): each fixed limit's window and each sliding limit's slot of its admission, each
- * token bucket, each balance in the period of its admission; no concurrency limit (places are not units).
+ * (limiter-keys.ts), each by its algorithm's twin (core/algorithms.ts): each window and slot of its
+ * admission, each token bucket, each balance in the period of its admission; no concurrency limit
+ * (places are not units: its twin settles nothing).
  */
 export function settlementOf(
   prefix: string,
@@ -59,30 +56,15 @@ export function settlementOf(
   for (const subject of subjects) {
     const base = countsBase(prefix, subject, hashTag);
     for (const rule of subject.plan.limits) {
-      if (rule.algorithm === 'concurrency') continue;
-      if (rule.algorithm === 'fixed') {
-        const { start, end } = windowAt(rule.period, admittedMs);
-        const count = limitCountKey(base, rule, start, visitor);
-        windows.push({ count, slot: -1, expiresAt: end + EXPIRY_GRACE_MS });
-        counts.push(count);
-        call.limits.push({ algorithm: 'fixed' });
-      } else if (rule.algorithm === 'sliding') {
-        const slot = slotAt(rule.period, admittedMs);
-        const count = limitCountKey(base, rule, 0, visitor);
-        windows.push({ count, slot, expiresAt: slotLeavesAt(rule.period, slot) + EXPIRY_GRACE_MS });
-        counts.push(count);
-        call.limits.push({ algorithm: 'sliding', slot: String(slot) });
-      } else {
-        const count = limitCountKey(base, rule, 0, visitor);
-        buckets.push({ count, rule });
-        counts.push(count);
-        call.limits.push({
-          algorithm: 'tokenBucket',
-          limit: rule.burst!,
-          rate: rule.limit,
-          periodMs: bucketPeriodMs(rule),
-        });
-      }
+      const twin = TWIN_OF[rule.algorithm];
+      const l = twin.span(rule, admittedMs, NO_HOLDER, at);
+      const settled = twin.settled(l);
+      if (settled === undefined) continue;
+      const count = limitCountKey(base, rule, at.start, visitor);
+      if (inWindows(l)) windows.push({ count, slot: slotOf(l), expiresAt: l.expiresAt });
+      else if (isBucketLimit(l)) buckets.push({ count, rule });
+      counts.push(count);
+      call.limits.push(settled);
     }
     const balance = subject.balance;
     if (balance === undefined) continue;

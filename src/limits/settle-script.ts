@@ -1,62 +1,42 @@
 import { DIRECT_SCRIPTS, type RedisClient } from '../redis/connect.js';
 import { definePerKeyCount } from '../redis/script.js';
+import { ALGORITHMS_LUA } from './core/algorithms.js';
 import { BALANCE_LUA } from './core/balance.lua.js';
-import { FIXED_WINDOW_LUA } from './core/fixed-window.lua.js';
-import { SLIDING_WINDOW_LUA } from './core/sliding-window.lua.js';
-import { TOKEN_BUCKET_LUA } from './core/token-bucket.lua.js';
-import { WINDOW_LEASE_LUA } from './core/window-lease.lua.js';
+import type { SettleLimit } from './core/redis-twin.js';
 
 /**
  * Settles one request in one atomic step that never refuses (RateLimiter.settle): charges `delta`
  * units (a refund when negative) to each count and balance its reservation was charged to, by the Lua
- * twins of core/ (`fixedSettle`, `slidingSettle`, `bucketSettle`, `balanceSettle`). Concurrency places
- * are not units: none is passed. Once only: the call's mark (its last key, named by the caller for this
+ * twins of core/ (each algorithm's `settle` in `ALGORITHMS`: core/algorithms.ts; `balanceSettle`).
+ * Concurrency places are not units: none is passed. Once only: the call's mark (its last key, named by the caller for this
  * call) is set with the charge, so a call sent again after a timeout whose first sending did reach
  * Redis charges nothing again.
  *
  * KEYS: the counts, then the balances, then the mark. ARGV[1]: the call as JSON (`SettleCall`). Returns
- * each token bucket as it left it, `units, parts, at` (strings), in KEYS order: the caller's record of
- * it (recovery/bucket-ledger.ts) must not find it lost for holding more after a refund.
+ * what each count whose algorithm has a `left` answers of it, in KEYS order: a token bucket as it left
+ * it, `units, parts, at` (strings), for the caller's record of it (recovery/bucket-ledger.ts) must not
+ * find it lost for holding more after a refund.
  */
 const SETTLE_LUA = `
-${WINDOW_LEASE_LUA}
-${FIXED_WINDOW_LUA}
-${SLIDING_WINDOW_LUA}
-${TOKEN_BUCKET_LUA}
+${ALGORITHMS_LUA}
 ${BALANCE_LUA}
 local call = cjson.decode(ARGV[1])
 local delta, now = call.delta, call.now
 local first = redis.call('SET', KEYS[#KEYS], '1', 'NX', 'PX', call.markMs)
-local buckets = {}
+local left = {}
 for i, l in ipairs(call.limits) do
-  if l.algorithm == 'fixed' then
-    if first then fixedSettle(l, KEYS[i], delta) end
-  elseif l.algorithm == 'sliding' then
-    if first then slidingSettle(l, KEYS[i], delta) end
-  else
-    if first then bucketSettle(l, KEYS[i], delta, now) end
-    local h = redis.call('HMGET', KEYS[i], 'u', 'p', 'a')
-    buckets[#buckets + 1] = h[1]
-    buckets[#buckets + 1] = h[2]
-    buckets[#buckets + 1] = h[3]
+  local algorithm = ALGORITHMS[l.algorithm]
+  if first then algorithm.settle(l, KEYS[i], delta, now) end
+  if algorithm.left then
+    local h = algorithm.left(KEYS[i])
+    for j = 1, #h do left[#left + 1] = h[j] end
   end
 end
 if first then
   for k, b in ipairs(call.balances) do balanceSettle(KEYS[#call.limits + k], b.epoch, b.window, delta) end
 end
-return buckets
+return left
 `;
-
-/** One count a settlement charges: a fixed window's, a sliding limit's (its slot) or a token bucket's. */
-export type SettleLimit =
-  | { readonly algorithm: 'fixed' }
-  | { readonly algorithm: 'sliding'; readonly slot: string }
-  | {
-      readonly algorithm: 'tokenBucket';
-      readonly limit: number;
-      readonly rate: number;
-      readonly periodMs: number;
-    };
 
 /** A balance a settlement charges, in the period (epoch and window) the reservation was charged in. */
 export interface SettleBalance {

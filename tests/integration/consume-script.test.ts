@@ -4,8 +4,8 @@ import {
   consumeKeys,
   defineConsumeScript,
   type ConsumeCall,
-  type WindowLimit,
 } from '../../src/limits/consume-script.js';
+import type { WindowLimit } from '../../src/limits/core/redis-twin.js';
 import type { LeaseTerms } from '../../src/limits/lease-book.js';
 import { RECLAIM_WAIT_MS } from '../../src/limits/core/window-lease.lua.js';
 import {
@@ -44,7 +44,9 @@ function sliding(): string {
 /** A fixed window's limit of 10, or a sliding one's when given a `slot`. */
 const limit = (over: { limit?: number; expiresAt?: number; slot?: number } = {}): WindowLimit => {
   const { slot, ...terms } = { limit: 10, expiresAt, ...over };
-  return slot === undefined ? { algorithm: 'fixed', ...terms } : { algorithm: 'sliding', ...terms, slot };
+  return slot === undefined
+    ? { algorithm: 'fixed', ...terms }
+    : { algorithm: 'sliding', ...terms, slot: String(slot) };
 };
 const terms = (over: Partial<LeaseTerms> = {}): LeaseTerms => ({
   lease: 0,

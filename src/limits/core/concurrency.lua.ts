@@ -1,5 +1,6 @@
+import { placesIn } from '../concurrency-places.js';
 import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
-import { ASK_BACK_LUA } from './ask-back.lua.js';
+import { noWindow, type ConsumeLimit, type Holder, type RedisTwin } from './redis-twin.js';
 
 /**
  * The concurrency limit (concurrency.ts, docs/decisions/0096) in the consume script: a hash of places
@@ -17,7 +18,6 @@ import { ASK_BACK_LUA } from './ask-back.lua.js';
  * call finds room or no pool left). A call's state of the count is {count, pools, granted, asked}.
  */
 export const CONCURRENCY_LUA = `
-${ASK_BACK_LUA}
 local function placesLost(l, key, _, now)
   local known = l.known
   local h = redis.call('HMGET', key, 'p:' .. l.replica, 'x:' .. l.replica, 'e', 'k')
@@ -92,4 +92,23 @@ end
 local function placesReplied(st)
   return st.granted
 end
+ALGORITHMS.concurrency = {lost = placesLost, read = placesRead, charge = placesCharge, book = placesBook,
+  replied = placesReplied, places = true}
 `;
+
+/** A concurrency limit: places held by its holder's `replica`, each sure for `leaseMs` unless renewed. */
+export type PlacesLimit = ConsumeLimit & Holder & { readonly algorithm: 'concurrency' };
+
+/** The concurrency limit in Redis: its count, `<base>:concurrency` (limiter-keys.ts), has no window and no units to settle. */
+export const concurrencyTwin: RedisTwin = {
+  lua: CONCURRENCY_LUA,
+  kind: 'places',
+  span(rule, nowMs, holder, at): PlacesLimit {
+    noWindow(at, nowMs);
+    return { algorithm: 'concurrency', limit: rule.limit, leaseMs: holder.leaseMs, replica: holder.replica };
+  },
+  settled: () => undefined,
+  // Its places go to pools (concurrency-places.ts), never a span's leases: nothing is left to settle.
+  over: () => true,
+  stored: async (client, count, _rule, nowMs) => placesIn(await client.hgetall(count), nowMs),
+};

@@ -1,3 +1,8 @@
+import { windowAt } from '../../plans/window.js';
+import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
+import { fixedWindow } from './fixed-window.js';
+import type { RedisTwin, SettleLimit, WindowLimit } from './redis-twin.js';
+
 /**
  * The fixed window (fixed-window.ts) in the consume script: a string per window, counting the units
  * admitted and leased in it, expiring with its window. `l` is the limit's table of the call
@@ -25,4 +30,25 @@ local function fixedCharge(l, key, _, admitted, leased)
   end
   return taken
 end
+ALGORITHMS.fixed = {lost = fixedLost, read = fixedRead, charge = fixedCharge, book = windowBook, settle = fixedSettle}
 `;
+
+const SETTLED: SettleLimit = { algorithm: 'fixed' };
+
+/** The fixed window in Redis: its count, `<base>:<period>:<window start>` (limiter-keys.ts), lasts its window. */
+export const fixedWindowTwin: RedisTwin = {
+  lua: FIXED_WINDOW_LUA,
+  kind: 'window',
+  span(rule, nowMs, _holder, at): WindowLimit {
+    const { start, end } = windowAt(rule.period, nowMs);
+    at.start = start;
+    at.end = end;
+    at.reset = end;
+    return { algorithm: 'fixed', limit: rule.limit, expiresAt: end + EXPIRY_GRACE_MS };
+  },
+  settled: () => SETTLED,
+  // Once its window is over, its units no longer matter.
+  over: (resetMs, nowMs) => resetMs <= nowMs,
+  stored: async (client, count, rule, nowMs) =>
+    fixedWindow.charged(fixedWindow.at(undefined, rule, nowMs), rule, Number((await client.get(count)) ?? 0)),
+};

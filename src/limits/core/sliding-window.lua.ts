@@ -1,4 +1,8 @@
-import { SLOTS } from '../sliding-window.js';
+import type { LimitRule } from '../../plans/plan.js';
+import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
+import { oldestCounted, slidingResetAt, SLOTS, slotAt, slotLeavesAt, slotMs } from '../sliding-window.js';
+import type { RedisTwin, SettleLimit, WindowLimit } from './redis-twin.js';
+import { slidingWindow, type SlidingWindow } from './sliding-window.js';
 
 /**
  * The sliding window (sliding-window.ts) in the consume script: a hash of slots, slot → units; the
@@ -43,4 +47,60 @@ local function slidingCharge(l, key, _, admitted, leased)
   end
   return taken
 end
+ALGORITHMS.sliding = {lost = slidingLost, read = slidingRead, charge = slidingCharge, book = windowBook, settle = slidingSettle}
 `;
+
+/**
+ * The sliding window in Redis: its count, `<base>:sliding:<period>` (limiter-keys.ts), is charged in
+ * the slot of `nowMs`, named as a string (the script names a hash field by it), which leaves the window
+ * SLOTS slots later.
+ */
+export const slidingWindowTwin: RedisTwin = {
+  lua: SLIDING_WINDOW_LUA,
+  kind: 'window',
+  span(rule, nowMs, _holder, at): WindowLimit {
+    const slot = slotAt(rule.period, nowMs);
+    at.start = slot * slotMs(rule.period);
+    at.end = at.start + slotMs(rule.period);
+    at.reset = slidingResetAt(rule.period, slot);
+    return {
+      algorithm: 'sliding',
+      limit: rule.limit,
+      expiresAt: slotLeavesAt(rule.period, slot) + EXPIRY_GRACE_MS,
+      slot: String(slot),
+    };
+  },
+  settled: (l): SettleLimit & { readonly slot: string } => ({
+    algorithm: 'sliding',
+    slot: (l as WindowLimit).slot!,
+  }),
+  resetOf: (rule, oldest) => slidingResetAt(rule.period, oldest),
+  // A slot still counts its units after the span's: they are given back first.
+  over: () => false,
+  stored: async (client, count, rule, nowMs) => replayed(await client.hgetall(count), rule, nowMs),
+};
+
+/**
+ * A sliding limit's slots as stored (slot → places) charged into its core state slot by slot, the
+ * oldest first; those still counted at `nowMs` only, and a slot ahead of `nowMs` (a replica's clock a
+ * little ahead) as the current one.
+ */
+function replayed(
+  stored: Readonly<Record<string, string>>,
+  rule: LimitRule,
+  nowMs: number,
+): SlidingWindow | undefined {
+  const oldest = oldestCounted(slotAt(rule.period, nowMs));
+  const slots = Object.entries(stored)
+    .map(([slot, places]) => [Number(slot), Number(places)] as const)
+    .filter(([slot, places]) => slot >= oldest && places > 0)
+    .sort(([a], [b]) => a - b);
+  let state: SlidingWindow | undefined;
+  for (const [slot, places] of slots)
+    state = slidingWindow.charged(
+      slidingWindow.at(state, rule, Math.min(slot * slotMs(rule.period), nowMs)),
+      rule,
+      places,
+    );
+  return state;
+}

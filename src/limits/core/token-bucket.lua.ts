@@ -1,7 +1,8 @@
+import { capacityOf } from '../../plans/plan.js';
 import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
-import { BUCKET_LUA } from '../token-bucket.js';
+import { BUCKET_LUA, bucketPeriodMs, refilled } from '../token-bucket.js';
 import { BUCKET_LAPSE_MS, LEASE_MS } from '../lease-book.js';
-import { ASK_BACK_LUA } from './ask-back.lua.js';
+import { noWindow, type ConsumeLimit, type RedisTwin, type SettleLimit } from './redis-twin.js';
 
 /**
  * The token bucket (token-bucket.ts, docs/decisions/0095) in the consume script: a hash {u units, p
@@ -23,7 +24,6 @@ import { ASK_BACK_LUA } from './ask-back.lua.js';
  */
 export const TOKEN_BUCKET_LUA = `
 ${BUCKET_LUA}
-${ASK_BACK_LUA}
 local function bucketLost(l, key, _, now)
   local burst, known = l.limit, l.known
   local h = redis.call('HMGET', key, 'u', 'p', 'a', 'k', 'l:' .. (l.replica or ''))
@@ -120,4 +120,47 @@ local function bucketSettle(l, key, delta, now)
   if bucket[1] - delta >= l.limit then bucket[1], bucket[2] = l.limit + delta, 0 end
   return bucketCharge(l, key, bucket, delta, 0, 0, now)
 end
+-- What a settlement answers of it: the bucket as it left it (strings).
+local function bucketLeft(key)
+  return redis.call('HMGET', key, 'u', 'p', 'a')
+end
+ALGORITHMS.tokenBucket = {lost = bucketLost, read = bucketRead, charge = bucketCharge, book = bucketReclaim,
+  replied = bucketReplied, settle = bucketSettle, left = bucketLeft}
 `;
+
+/** A token bucket: `limit` its burst (capacityOf), refilled by `rate` every `periodMs`; leased under `replica`. */
+export interface BucketLimit extends ConsumeLimit {
+  readonly algorithm: 'tokenBucket';
+  readonly rate: number;
+  readonly periodMs: number;
+  readonly replica: string;
+}
+
+/** The token bucket in Redis: its count, `<base>:bucket:<period>` (limiter-keys.ts), has no window. */
+export const tokenBucketTwin: RedisTwin = {
+  lua: TOKEN_BUCKET_LUA,
+  kind: 'bucket',
+  span(rule, nowMs, holder, at): BucketLimit {
+    noWindow(at, nowMs);
+    return {
+      algorithm: 'tokenBucket',
+      limit: capacityOf(rule),
+      rate: rule.limit,
+      periodMs: bucketPeriodMs(rule),
+      replica: holder.replica,
+    };
+  },
+  settled: (l): SettleLimit & Omit<BucketLimit, 'replica'> => {
+    const { limit, rate, periodMs } = l as BucketLimit;
+    return { algorithm: 'tokenBucket', limit, rate, periodMs };
+  },
+  // It counts its units for ever: they are given back first.
+  over: () => false,
+  // The bucket brought up to now, less the units leased out of it.
+  stored: async (client, count, rule, nowMs) => {
+    const [units, parts, at, leased] = await client.hmget(count, 'u', 'p', 'a', 'o');
+    if (units === null) return undefined;
+    const now = refilled({ units: Number(units), parts: Number(parts), at: Number(at) }, rule, nowMs);
+    return { ...now, units: now.units - Number(leased ?? 0) };
+  },
+};

@@ -62,4 +62,8 @@ local function settleBook(l, key, book, leased, settled, refused, short, now, ch
   end
   return held
 end
+-- A window's book in the scripts' ALGORITHMS table (fixed-window.lua.ts, sliding-window.lua.ts).
+local function windowBook(l, key, book, _, leased, settled, refused, short, now, channel)
+  return settleBook(l, key, book, leased, settled, refused, short, now, channel)
+end
 `;

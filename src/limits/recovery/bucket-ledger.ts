@@ -1,7 +1,8 @@
 import type { RedisClient } from '../../redis/connect.js';
 import { defineScript, type ScriptRunner } from '../../redis/script.js';
 import type { LimitRule } from '../../plans/plan.js';
-import type { BucketKnown, BucketLimit } from '../consume-script.js';
+import type { BucketKnown } from '../consume-script.js';
+import type { BucketLimit } from '../core/token-bucket.lua.js';
 import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
 import { BUCKET_LAPSE_MS, LEASE_MS } from '../lease-book.js';
 import { BUCKET_LUA, bucketPeriodMs, refilled, type Bucket } from '../token-bucket.js';

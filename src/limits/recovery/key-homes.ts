@@ -11,7 +11,9 @@ import {
   leaseBookKey,
   limitCountKey,
 } from '../limiter-keys.js';
-import { slotAt, slotLeavesAt } from '../sliding-window.js';
+import { inWindows } from '../consume-script.js';
+import { TWIN_OF } from '../core/algorithms.js';
+import { NO_HOLDER, UNREAD } from '../core/redis-twin.js';
 
 /**
  * A key's own counts and balance follow it between consumers (docs/decisions/0060).
@@ -201,21 +203,15 @@ const markerOf = (count: MovedCount, name: string): string =>
   count.expiresAt === 0 ? name : leaseBookKey(name);
 
 /**
- * Until when a count moved at `nowMs` must last: its window's end, its slot's; a token bucket's or a
- * concurrency limit's, which have no window, a day (their next decision sets their own expiry).
+ * Until when a count moved at `nowMs` must last: its window's expiry, its slot's, as its algorithm's
+ * twin gives it (core/*.lua.ts); a count without a window (a token bucket's, a concurrency limit's) a
+ * day and its grace (their next decision sets their own expiry).
  */
 const DAY_MS = 86_400_000;
 
 function movedUntil(rule: LimitRule, nowMs: number): number {
-  switch (rule.algorithm) {
-    case 'fixed':
-      return windowAt(rule.period, nowMs).end;
-    case 'sliding':
-      return slotLeavesAt(rule.period, slotAt(rule.period, nowMs));
-    case 'tokenBucket':
-    case 'concurrency':
-      return nowMs + DAY_MS;
-  }
+  const l = TWIN_OF[rule.algorithm].span(rule, nowMs, NO_HOLDER, UNREAD);
+  return inWindows(l) ? l.expiresAt : nowMs + DAY_MS + EXPIRY_GRACE_MS;
 }
 
 /**
@@ -230,7 +226,7 @@ function movedCounts(prefix: string, key: Subject, from: string, to: string, now
     return {
       from: limitCountKey(base, rule, start),
       to: limitCountKey(toBase, rule, start),
-      expiresAt: movedUntil(rule, nowMs) + EXPIRY_GRACE_MS,
+      expiresAt: movedUntil(rule, nowMs),
     };
   });
   moved.push({ from: balanceKey(base), to: balanceKey(toBase), expiresAt: 0 });

@@ -1,7 +1,8 @@
 import type { LimitRule } from '../../plans/plan.js';
 import type { Scope, Subject } from '../../plans/subject.js';
 import type { BalanceSeen } from '../balance-lua.js';
-import type { BucketLimit, LimitKnown } from '../consume-script.js';
+import type { LimitKnown } from '../consume-script.js';
+import type { BucketLimit } from '../core/token-bucket.lua.js';
 import type { Span } from '../limiter-groups.js';
 import type { SpentBalance } from '../rate-limiter.js';
 import type { Bucket } from '../token-bucket.js';

@@ -3,7 +3,8 @@ import type { Scope, Subject } from '../../plans/subject.js';
 import type { RedisClient } from '../../redis/connect.js';
 import type { BalanceSeen } from '../balance-lua.js';
 import type { ConcurrencyPlaces } from '../concurrency-places.js';
-import { inWindows, slotOf, type BucketLimit, type LimitKnown } from '../consume-script.js';
+import { inWindows, isBucketLimit, slotOf, type LimitKnown } from '../consume-script.js';
+import type { BucketLimit } from '../core/token-bucket.lua.js';
 import type { Span } from '../limiter-groups.js';
 import type { SpentBalance } from '../rate-limiter.js';
 import type { Bucket } from '../token-bucket.js';
@@ -74,9 +75,9 @@ export class RedisRecovery implements Recovery {
     const count = span.counts[j]!;
     const limit = span.consumeLimits[j]!;
     if (inWindows(limit)) return this.windows.knownOf(count, slotOf(limit), nowMs, span.returning);
-    return limit.algorithm === 'concurrency'
-      ? this.places.knownOf(count, nowMs)
-      : this.buckets.recordOf(count, limit, nowMs, span.book.outstanding);
+    return isBucketLimit(limit)
+      ? this.buckets.recordOf(count, limit, nowMs, span.book.outstanding)
+      : this.places.knownOf(count, nowMs);
   }
 
   balanceSeen(key: string): BalanceSeen | undefined {
