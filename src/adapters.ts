@@ -7,6 +7,7 @@ import { MemoryRateLimiter } from './limits/memory-limiter.js';
 import type { Logger } from './ops/logger.js';
 import type { Metrics } from './ops/metrics.js';
 import { AuthThrottle } from './proxy/auth-throttle.js';
+import { DatabaseInFlightStore } from './reservations/database-in-flight-store.js';
 import type { DbHandle } from './store/db.js';
 import { LEFT_FREE_BYTES, UsageJournal } from './usage/journal.js';
 import { DatabaseUsageSink } from './usage/database-usage-sink.js';
@@ -61,6 +62,7 @@ export async function buildAdapters(
       keyEvents: new LocalKeyEvents(),
       usageRepository,
       usageSink,
+      inFlightStore: new DatabaseInFlightStore(db.db),
       // Single-node Postgres keeps the recorder's one second.
       ...(db.kind === 'embedded' && { usageFlushIntervalMs: EMBEDDED_FLUSH_INTERVAL_MS }),
       creditSaveIntervalMs: IN_PROCESS_CREDIT_SAVE_INTERVAL_MS,

@@ -29,7 +29,7 @@ import { startExtauth, type ExtauthListeners, type ExtauthPorts } from './extaut
 import { RepeatingTask } from './ops/repeating-task.js';
 import { listenOn } from './net/listen-on.js';
 import { Reservations } from './reservations/reservations.js';
-import { MemoryReservationStore, type ReservationStore } from './reservations/store.js';
+import { MemoryReservationStore, type InFlightStore, type ReservationStore } from './reservations/store.js';
 import type { FailureThrottle } from './proxy/auth-throttle.js';
 import { createProxyHandler } from './proxy/handler.js';
 import { Routing } from './proxy/routing.js';
@@ -83,6 +83,8 @@ export interface Adapters {
   readonly pendingUsage: readonly PendingUsage[];
   /** Where verify's and the gateways' reservations wait to be settled (absent: in process). */
   readonly reservationStore?: ReservationStore;
+  /** Where the proxy's usage-priced requests long in flight are written (absent: nowhere). */
+  readonly inFlightStore?: InFlightStore;
   /** Background work that must run while the app serves and finish on shutdown (the usage flusher, the recorded key changes). */
   readonly background: readonly { start(): void; stop(): Promise<void> }[];
   /** Failed authentications per client address under `name`: shared through Redis, else in process. */
@@ -194,7 +196,8 @@ export function buildApp({
   routeTable.onChange((routes) => routing.apply(routes));
   routeTable.follow(adapters.keyEvents);
   const held = { limiter: adapters.limiter, recorder, lastUse, metrics, logger, clock, config };
-  const reservations = new Reservations(adapters.reservationStore ?? new MemoryReservationStore(), held);
+  const reservationStore = adapters.reservationStore ?? new MemoryReservationStore();
+  const reservations = new Reservations(reservationStore, held, adapters.inFlightStore);
   const proxyDeps = {
     config,
     reservations,
@@ -300,7 +303,6 @@ export function buildApp({
     portal,
     ...(serveConsole && { console: serveConsole }),
   });
-
   let draining = false;
   // Names the public listener in `servers`: built again once its port is bound.
   let openApi = buildOpenApiDocument({
@@ -317,7 +319,6 @@ export function buildApp({
 
   // Gateways' authorization calls: the proxy's own admission, counted as it counts.
   let extauth: ExtauthListeners | undefined;
-
   return {
     publicServer,
     opsServer,

@@ -66,6 +66,7 @@ export async function buildRedisAdapters(
     usageRepository,
     usageSink: new RedisUsageSink(redis.client, prefix),
     reservationStore,
+    inFlightStore: reservationStore,
     pendingUsage: [new RedisPendingUsage(redis.client, prefix, logger, metrics)],
     background: [new UsageFlusher(redis.client, prefix, usageRepository, logger, metrics), recordedChanges],
     failureThrottle: (name, policy) =>

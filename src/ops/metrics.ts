@@ -184,8 +184,13 @@ export class Metrics {
   });
   readonly unsettledRequests = new Counter({
     name: 'tollgate_unsettled_requests_total',
-    help: 'Usage-priced requests whose response reported nothing readable (they keep their reservation as their cost), by reason: cut-short, malformed, not-reported, too-large, expired (a verify or gateway reservation not settled within RESERVATION_TTL_SECONDS)',
+    help: 'Usage-priced requests whose response reported nothing readable (they keep their reservation as their cost), by reason: cut-short, malformed, not-reported, too-large, expired (a verify or gateway reservation not settled within RESERVATION_TTL_SECONDS), replica-gone (in flight on a process that died)',
     labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly requestsInFlightWritten = new Gauge({
+    name: 'tollgate_requests_in_flight_written',
+    help: 'Usage-priced requests in flight long enough to be written down: were this process to die, each would count at its reservation',
     registers: [this.registry],
   });
   readonly rateLimited = new Counter({

@@ -187,6 +187,8 @@ export interface Ending {
   readonly unsettled?: boolean;
   /** Set when admission refused it: its code and limit go into the failure log. */
   readonly refusal?: Pick<Refused, 'code' | 'limit'>;
+  /** Counted already, at its reservation, by a sweep that took its record (src/reservations/in-flight.ts). */
+  readonly countedElsewhere?: boolean;
 }
 
 /**
@@ -214,7 +216,7 @@ export function finished(
   }
   const routeId = route === undefined ? null : route.routeId;
   const { key, status } = ending;
-  if (key !== undefined && context !== undefined) {
+  if (key !== undefined && context !== undefined && ending.countedElsewhere !== true) {
     const failure =
       status < 400
         ? undefined

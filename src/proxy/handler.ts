@@ -21,6 +21,9 @@ import { forwardedPath, type Routing } from './routing.js';
 import { unsettled, type Reading } from '../metering/reading.js';
 import type { UnitMeter } from '../metering/unit-meter.js';
 import { headerBagOf, meterOf, settledCost, type PendingSettlement } from './settlement.js';
+import { heldUsage, type Held } from '../reservations/held.js';
+import type { InFlight, InFlightRequest } from '../reservations/in-flight.js';
+import type { Outcome } from '../usage/usage.js';
 
 export interface ProxyDeps {
   readonly config: Pick<Config, 'trustProxy' | 'customerIdHeader'>;
@@ -39,6 +42,8 @@ export interface ProxyDeps {
   readonly authThrottle?: FailureThrottle;
   /** The most of a body read to match or reserve on it (BODY_MATCH_MAX_BYTES). */
   readonly bodyMatchMaxBytes?: number;
+  /** Where usage-priced requests long in flight are written, to count them if this process dies. */
+  readonly reservations?: { readonly inFlight: InFlight | undefined };
 }
 
 export type ProxyHandler = (
@@ -52,7 +57,7 @@ export type ProxyHandler = (
  * response head and body chunks, so no stream wrapper, no parsed header object, no abort signal and
  * no per-request callbacks are made on the way.
  */
-class Exchange implements Dispatcher.DispatchHandler {
+class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
   status = 0;
   readonly upstreamStartedAt = performance.now();
   /** Cancels the backend request; set once undici has put the request on a connection. */
@@ -85,7 +90,25 @@ class Exchange implements Dispatcher.DispatchHandler {
     readonly entry: Entered,
     /** The client sent `TE: trailers`: the backend's trailers are passed on. */
     readonly trailers: boolean,
-  ) {}
+    /** Usage-priced: where it is written if it lasts. */
+    private readonly inFlight: InFlight | undefined,
+  ) {
+    inFlight?.open(this);
+  }
+
+  get receivedAt(): number {
+    return this.entry.context.receivedAt;
+  }
+
+  /** Its record while in flight: its reservation, unsettled, with the status answered so far (none: 502). */
+  held(): Held {
+    const { context, admission } = this.entry;
+    const { reserved, settleMax } = admission.settlement!;
+    const durationMs = performance.now() - context.receivedAt;
+    const request = { path: context.path, routeId: context.route.routeId, customerId: context.customerId };
+    const usage = heldUsage(admission.key, request, durationMs, this.status === 0 ? 502 : this.status);
+    return { reserved, settleMax, usage, reason: 'replica-gone' };
+  }
 
   onConnect(abort: (err?: Error) => void): void {
     // A request that waited in the pool's queue may find its client already gone.
@@ -182,16 +205,28 @@ class Exchange implements Dispatcher.DispatchHandler {
       }
     }
     proxy.metrics.proxyRequests.inc({ outcome });
+    const mine = this.inFlight === undefined ? true : this.inFlight.close(this);
+    if (mine === true) return this.count(status, usageOutcome, answered, true);
+    void mine.then((taken) => this.count(status, usageOutcome, answered, taken));
+  }
+
+  /**
+   * Counts the request once it is its process's to count (`mine`): else a sweep took its record and
+   * counted it at its reservation, which it leaves charged.
+   */
+  private count(
+    status: number,
+    outcome: Outcome | undefined,
+    answered: ErrorCode | undefined,
+    mine: boolean,
+  ): void {
+    const { context, admission } = this.entry;
     const settlement = admission.settlement;
-    const cost = settlement === undefined ? admission.cost : this.settle(settlement);
+    const cost =
+      settlement === undefined ? admission.cost : mine ? this.settle(settlement) : settlement.reserved;
     const unsettled = settlement !== undefined && !this.reading.settled;
-    finished(
-      proxy,
-      this.req,
-      context,
-      { key: admission.key, status, outcome: usageOutcome, cost, unsettled },
-      answered,
-    );
+    const ending = { key: admission.key, status, outcome, cost, unsettled, countedElsewhere: !mine };
+    finished(this.proxy, this.req, context, ending, answered);
   }
 
   /**
@@ -291,7 +326,8 @@ async function serve(
   // Authenticated and within its limit: now the client may send its body (unless it was asked for it
   // already, to read it before deciding).
   if (continues && admission.body === undefined) res.writeContinue();
-  const exchange = new Exchange(proxy, req, res, entry, trailers);
+  const inFlight = admission.settlement === undefined ? undefined : proxy.reservations?.inFlight;
+  const exchange = new Exchange(proxy, req, res, entry, trailers, inFlight);
   res.on('close', exchange.onClientClose);
   proxy.metrics.proxyOverhead.observe((exchange.upstreamStartedAt - context.receivedAt) / 1000);
   route.upstream.pool.dispatch(

@@ -16,6 +16,30 @@ export interface HeldUsage {
   readonly routeId: string | null;
   readonly customerId?: string;
   readonly durationMs: number;
+  /** What the client was answered; absent: 200 (verify's and the gateways' decisions). */
+  readonly status?: number;
+}
+
+/** A request of `key` whose usage waits in a record, as `countKeyUse` takes it then. */
+export function heldUsage(
+  key: { readonly id: string; readonly consumerId?: string | null },
+  request: {
+    readonly path: string;
+    readonly routeId: string | null;
+    readonly customerId: string | undefined;
+  },
+  durationMs: number,
+  status?: number,
+): HeldUsage {
+  return {
+    keyId: key.id,
+    consumerId: key.consumerId ?? null,
+    endpoint: request.path,
+    routeId: request.routeId,
+    ...(request.customerId !== undefined && { customerId: request.customerId }),
+    durationMs,
+    ...(status !== undefined && { status }),
+  };
 }
 
 /** A subject as the limiter charged it: its plan's limits (and the whole plan's, when narrowed). */
@@ -33,6 +57,11 @@ export interface Held {
   /** Usage-priced: settled units are capped here, and its usage waits; absent: a place alone. */
   readonly settleMax?: number;
   readonly usage?: HeldUsage;
+  /**
+   * Why it counts as unsettled if nobody settles it, for tollgate_unsettled_requests_total; absent:
+   * `expired` (nobody called to settle it in time).
+   */
+  readonly reason?: 'replica-gone';
   /** What the limiter charged; absent: no limit or balance applies. */
   readonly charged?: {
     readonly subjects: readonly HeldSubject[];

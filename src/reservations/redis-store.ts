@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { settledWithin } from '../ops/deadline.js';
 import { CLOSE_WAIT_MS, type RedisClient } from '../redis/connect.js';
 import { defineScript, type ScriptRunner } from '../redis/script.js';
-import type { ReservationRecord, ReservationStore } from './store.js';
+import type { InFlightStore, ReservationRecord, ReservationStore } from './store.js';
 
 /**
  * KEYS[1] the records (a hash, id → JSON), KEYS[2] their deadlines (a sorted set); ARGV[1] the id,
@@ -39,10 +39,19 @@ end
 return records
 `;
 
-/** KEYS as TAKE_LUA; ARGV[1] the id, ARGV[2] the record, ARGV[3] its deadline. */
-const PUT_LUA = `
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+/**
+ * KEYS as TAKE_LUA; ARGV[1] a deadline, ARGV[2] how many records follow as id and record pairs, each
+ * due then; the ids after them, records written before, are due then too unless gone (swept).
+ */
+const WRITE_LUA = `
+local written = tonumber(ARGV[2])
+for i = 3, 2 + 2 * written, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  redis.call('ZADD', KEYS[2], ARGV[1], ARGV[i])
+end
+for i = 3 + 2 * written, #ARGV do
+  redis.call('ZADD', KEYS[2], 'XX', ARGV[1], ARGV[i])
+end
 return 0
 `;
 
@@ -52,7 +61,7 @@ return 0
  * replica that sweeps them first. Both keys share one hash slot. A replica is asked to give back a
  * reservation's places on a channel of its own.
  */
-export class RedisReservationStore implements ReservationStore {
+export class RedisReservationStore implements ReservationStore, InFlightStore {
   readonly replica = randomUUID();
   readonly shared = true;
   private readonly keys: [string, string];
@@ -60,7 +69,7 @@ export class RedisReservationStore implements ReservationStore {
   private readonly channelPrefix: string;
   private readonly takeScript: ScriptRunner;
   private readonly takeDueScript: ScriptRunner;
-  private readonly putScript: ScriptRunner;
+  private readonly writeScript: ScriptRunner;
   private listener: ((id: string) => void) | undefined;
   private asked: ((message: string) => Promise<void>) | undefined;
   /** This replica's questions to others, by number, until answered or given up. */
@@ -95,13 +104,23 @@ export class RedisReservationStore implements ReservationStore {
     this.channel = this.channelPrefix + this.replica;
     this.takeScript = defineScript(client, 'tollgateReservationTake', TAKE_LUA, 2);
     this.takeDueScript = defineScript(client, 'tollgateReservationTakeDue', TAKE_DUE_LUA, 2);
-    this.putScript = defineScript(client, 'tollgateReservationPut', PUT_LUA, 2);
+    this.writeScript = defineScript(client, 'tollgateReservationWrite', WRITE_LUA, 2);
     subscriber.on('message', this.onMessage);
     this.subscribed = subscriber.subscribe(this.channel).catch(() => undefined);
   }
 
-  async put(record: ReservationRecord): Promise<void> {
-    await this.putScript(this.keys, [record.id, JSON.stringify(record), record.deadlineMs]);
+  put(record: ReservationRecord): Promise<void> {
+    return this.write([record], [], record.deadlineMs);
+  }
+
+  /** One script call, whatever the number of records: the in-flight requests of a turn. */
+  async write(
+    records: readonly ReservationRecord[],
+    open: readonly string[],
+    deadlineMs: number,
+  ): Promise<void> {
+    const pairs = records.flatMap((record) => [record.id, JSON.stringify(record)]);
+    await this.writeScript(this.keys, [deadlineMs, records.length, ...pairs, ...open]);
   }
 
   async take(id: string, token: string, keptUntilMs: number): Promise<ReservationRecord | undefined> {

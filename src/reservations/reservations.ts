@@ -11,12 +11,13 @@ import type { RateLimiter, Reservation } from '../limits/rate-limiter.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../ops/logger.js';
 import { settledWithin } from '../ops/deadline.js';
-import { retrying } from '../ops/retrying.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { Admission } from '../proxy/admission.js';
 import { countDecision, countKeyUse, type DecidedRequest, type KeyUseDeps } from '../proxy/key-use.js';
-import { heldCharge, revived, type Held, type HeldUsage } from './held.js';
-import type { ReservationRecord, ReservationStore } from './store.js';
+import { heldCharge, heldUsage, revived, type Held, type HeldUsage } from './held.js';
+import { randomToken, TAKEN_KEPT_MS, takenLater } from './retake.js';
+import { InFlight } from './in-flight.js';
+import type { InFlightStore, ReservationRecord, ReservationStore } from './store.js';
 
 export interface SettledReservation {
   readonly reservationId: string;
@@ -27,7 +28,7 @@ export interface SettledReservation {
 
 export interface ReservationsDeps extends KeyUseDeps {
   readonly limiter: Pick<RateLimiter, 'settle'>;
-  readonly metrics: Pick<Metrics, 'settledUnits' | 'unsettledRequests'>;
+  readonly metrics: Pick<Metrics, 'settledUnits' | 'unsettledRequests' | 'requestsInFlightWritten'>;
   readonly logger: Logger;
   /**
    * How long a reservation may be settled (RESERVATION_TTL_SECONDS), and how long a place not settled
@@ -41,17 +42,6 @@ const SWEEP_EVERY_MS = 5_000;
 const SWEEP_BATCH = 500;
 
 const ID_PREFIX = 'rsv_';
-
-/**
- * A call that took a record but lost Redis's answer takes it again, after RETAKE_FIRST_MS, then twice
- * as long up to RETAKE_MOST_MS, for RETAKE_MS; the record stays for it TAKEN_KEPT_MS (redis-store.ts).
- */
-const RETAKE_FIRST_MS = 100;
-const RETAKE_MOST_MS = 2_000;
-const RETAKE_MS = 60_000;
-const TAKEN_KEPT_MS = 5 * RETAKE_MS;
-
-const randomToken = () => randomBytes(12).toString('base64url');
 
 /** How long a settle call waits for its charge before answering that it is under way. */
 const ANSWER_WAIT_MS = 2_000;
@@ -77,10 +67,16 @@ export class Reservations {
   private sweeper: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
 
+  /** The proxy's usage-priced requests long in flight; absent: not written anywhere. */
+  readonly inFlight: InFlight | undefined;
+
   constructor(
     private readonly store: ReservationStore,
     private readonly deps: ReservationsDeps,
+    inFlightStore?: InFlightStore,
   ) {
+    if (inFlightStore !== undefined)
+      this.inFlight = new InFlight(inFlightStore, { ...deps, expired: (held) => this.expired(held) });
     store.onFree((id) => this.freePlaces(id));
     store.onAsk((message) => {
       const { id, units, charged, reserved, nowMs } = JSON.parse(message) as ChargeAsked;
@@ -117,16 +113,11 @@ export class Reservations {
       reserved: admission.cost,
       ...(settlement !== undefined && {
         settleMax: settlement.settleMax,
-        usage: {
-          keyId: key.id,
-          consumerId: key.consumerId ?? null,
-          endpoint: request.path,
-          routeId: request.routeId,
-          ...((admission.subject ?? request.customerId) !== undefined && {
-            customerId: admission.subject ?? request.customerId,
-          }),
+        usage: heldUsage(
+          key,
+          { ...request, customerId: admission.subject ?? request.customerId },
           durationMs,
-        },
+        ),
         ...(settlement.reservation !== undefined && { charged: heldCharge(settlement.reservation) }),
       }),
     };
@@ -172,21 +163,8 @@ export class Reservations {
     return record === undefined ? undefined : this.settleTaken(record, units, ANSWER_WAIT_MS);
   }
 
-  /**
-   * The record of `id` for `token`, taken again until Redis answers (RETAKE_MS at most): undefined when
-   * it is gone (taken by another call, swept) or Redis never answered.
-   */
-  private async takenLater(id: string, token: string): Promise<ReservationRecord | undefined> {
-    try {
-      return await retrying(() => this.store.take(id, token, this.deps.clock() + TAKEN_KEPT_MS), {
-        firstMs: RETAKE_FIRST_MS,
-        mostMs: RETAKE_MOST_MS,
-        giveUpMs: RETAKE_MS,
-      });
-    } catch (err) {
-      this.deps.logger.error({ err, reservationId: id }, 'a reservation Redis never answered for');
-      return undefined;
-    }
+  private takenLater(id: string, token: string): Promise<ReservationRecord | undefined> {
+    return takenLater(this.store, id, token, this.deps.clock, this.deps.logger);
   }
 
   /** Settles a record taken; throws when its charge is not done within `answerWithinMs` (if any). */
@@ -285,6 +263,7 @@ export class Reservations {
   }
 
   start(): void {
+    this.inFlight?.start();
     this.sweeper = setInterval(
       () => void this.sweep(),
       Math.min(SWEEP_EVERY_MS, this.deps.config.reservationTtlSeconds * 1_000),
@@ -297,6 +276,7 @@ export class Reservations {
    * usage is written for the last time.
    */
   async stop(): Promise<void> {
+    await this.inFlight?.stop();
     clearInterval(this.sweeper);
     for (const id of [...this.places.keys()]) this.freePlaces(id);
     if (!this.store.shared) {
@@ -316,9 +296,9 @@ export class Reservations {
   }
 
   /** A reservation never settled: counted at its reservation, unsettled. */
-  private expired(held: Held): void {
+  expired(held: Held): void {
     if (held.usage === undefined) return;
-    this.deps.metrics.unsettledRequests.inc({ reason: 'expired' });
+    this.deps.metrics.unsettledRequests.inc({ reason: held.reason ?? 'expired' });
     this.count(held.usage, held.reserved, true);
   }
 
@@ -329,7 +309,7 @@ export class Reservations {
       usage.endpoint,
       usage.routeId,
       usage.customerId,
-      200,
+      usage.status ?? 200,
       undefined,
       cost,
       usage.durationMs,

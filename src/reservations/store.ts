@@ -43,6 +43,23 @@ export interface ReservationStore {
   close(): Promise<void>;
 }
 
+/**
+ * Where the proxy writes its usage-priced requests still in flight after a moment (in-flight.ts), so
+ * that a process that dies holding them counts each once, at its reservation (docs/decisions/0224).
+ */
+export interface InFlightStore {
+  /** This process's name: a record's `holder`. */
+  readonly replica: string;
+  /**
+   * Writes `records`, and moves the deadline of `open` (ids written before and not taken) to
+   * `deadlineMs`: past it, the reservations' sweep of any replica takes them.
+   */
+  write(records: readonly ReservationRecord[], open: readonly string[], deadlineMs: number): Promise<void>;
+  take(id: string, token: string, keptUntilMs: number): Promise<ReservationRecord | undefined>;
+  /** The records of a process gone, taken out (a single node, at start); absent: the sweep takes them. */
+  left?(): Promise<ReservationRecord[]>;
+}
+
 /** A single process's reservations: a map, taken from synchronously, so once. */
 export class MemoryReservationStore implements ReservationStore {
   readonly replica = 'local';

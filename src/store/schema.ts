@@ -358,6 +358,13 @@ export interface PortalSessionTable {
   expires_at: Date;
 }
 
+/** sql/150: a single node's request still in flight after a moment (src/reservations/in-flight.ts). */
+export interface InFlightRequestTable {
+  id: string;
+  holder: string;
+  body: string;
+}
+
 export interface Database extends LeakTables {
   portal_settings: PortalSettingsTable;
   portal_sessions: PortalSessionTable;
@@ -388,4 +395,5 @@ export interface Database extends LeakTables {
   webhooks: WebhookTable;
   webhook_deliveries: WebhookDeliveryTable;
   leases: LeaseTable;
+  in_flight_requests: InFlightRequestTable;
 }

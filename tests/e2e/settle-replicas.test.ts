@@ -3,18 +3,23 @@
  * each request reserves 10 units and its backend reports between 0 and 10 in a header, settled when the
  * response ends on whichever replica served it. A limit and a balance, both bound by reservations that
  * bound the answers, end charged exactly the units reported for the requests admitted, never more than
- * they held, the same on every replica; a request on a replica SIGKILLed mid-response keeps its
- * reservation.
+ * they held, the same on every replica. A request in flight on a replica SIGKILLed mid-response keeps
+ * its reservation, and counts in usage once, unsettled, at its reservation (docs/decisions/0224), with
+ * Redis and embedded; one that ended after it was written down counts once, settled.
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startFleet, waitFor, type Fleet } from './helpers/replicas.js';
+import { Redis } from 'ioredis';
+import { REDIS_URL } from '../helpers/services.js';
+import { metric, startEmbedded, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
+import type { Tollgate } from './helpers/tollgate.js';
 
 const LIMIT = 2_000;
 const CREDITS = 1_500;
 const RESERVED = 10;
 
 let fleet: Fleet;
+let embedded: Fleet | undefined;
 let reporter: Server;
 let reporterUrl: string;
 const held: ServerResponse[] = [];
@@ -32,12 +37,14 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => reporter.listen(0, '127.0.0.1', resolve));
   reporterUrl = `http://127.0.0.1:${(reporter.address() as AddressInfo).port}`;
-  fleet = await startFleet(3, { UPSTREAM_URL: reporterUrl });
+  // A replica killed is found gone within 3 s: its records in flight are swept then.
+  fleet = await startFleet(3, { UPSTREAM_URL: reporterUrl, CONCURRENCY_LEASE_SECONDS: '3' });
 }, 120_000);
 
 afterAll(async () => {
   for (const res of held) res.end();
   await fleet?.stop();
+  await embedded?.stop();
   await new Promise<void>((resolve) => reporter.close(() => resolve()));
 }, 60_000);
 
@@ -52,13 +59,7 @@ function unitsDrawn(seed: number): () => number {
 
 it('charges a limit and a balance across three replicas exactly the units the backend reported, never beyond them', async () => {
   const [admin] = fleet.members;
-  const plan = await admin!.admin('POST', '/rate-limit/create', {
-    rateLimitId: 'units',
-    unit: 'units',
-    limits: [{ name: 'units', limit: LIMIT, period: 'day' }],
-    costs: [{ match: { pathPrefix: '/v1/units' }, cost: RESERVED, settle: { header: 'x-units-used' } }],
-  });
-  expect(plan.status).toBe(201);
+  await unitsPlan(admin!);
   const key = await admin!.admin('POST', '/consumer-api-key/create', {
     name: 'metered',
     rateLimitId: 'units',
@@ -107,23 +108,123 @@ it('charges a limit and a balance across three replicas exactly the units the ba
   }
 });
 
-it('keeps the reservation of a request whose replica is SIGKILLed mid-response', async () => {
-  const [admin, , doomed] = fleet.members;
+/** The plan of these tests, on the deployment `admin` belongs to: 10 units reserved, the header settles. */
+async function unitsPlan(admin: Tollgate): Promise<void> {
+  const plan = await admin.admin('POST', '/rate-limit/create', {
+    rateLimitId: 'units',
+    unit: 'units',
+    limits: [{ name: 'units', limit: LIMIT, period: 'day' }],
+    costs: [{ match: { pathPrefix: '/v1/units' }, cost: RESERVED, settle: { header: 'x-units-used' } }],
+  });
+  expect(plan.status).toBe(201);
+}
+
+/**
+ * A request on `member` whose backend reports 3 units and holds its body open, once `member` has
+ * written it down as in flight: its reader, and the backend's response to end it.
+ */
+async function heldInFlight(member: Tollgate, secret: string) {
+  const res = await fetch(`${member.url}/v1/units/held/3`, {
+    headers: { authorization: `Bearer ${secret}` },
+  });
+  const reader = res.body!.getReader();
+  expect(new TextDecoder().decode((await reader.read()).value)).toBe('partial');
+  const backend = held.at(-1)!;
+  await waitFor(
+    () => metric(member, 'tollgate_requests_in_flight_written'),
+    (n) => n === 1,
+    { what: 'the request written down as in flight' },
+  );
+  return { reader, backend };
+}
+
+const usageOf = async (member: Tollgate, keyId: string) =>
+  (await member.admin('GET', `/consumer-api-key/${keyId}`)).body;
+
+it('counts a request in flight on a replica SIGKILLed mid-response once, unsettled at its reservation, which stays charged', async () => {
+  const [admin, survivor, doomed] = fleet.members;
   const key = await admin!.admin('POST', '/consumer-api-key/create', {
     name: 'cut short',
     rateLimitId: 'units',
     credits: { remaining: CREDITS },
   });
   expect(key.status).toBe(201);
-  const res = await fetch(`${doomed!.url}/v1/units/held/3`, {
-    headers: { authorization: `Bearer ${key.body.secret}` },
-  });
-  const reader = res.body!.getReader();
-  expect(new TextDecoder().decode((await reader.read()).value)).toBe('partial');
+  // Written down, then ended: taken back and settled at its 3 units, once.
+  const ended = await heldInFlight(doomed!, key.body.secret);
+  ended.backend.end();
+  while (!(await ended.reader.read()).done);
+  await waitFor(
+    () => metric(doomed!, 'tollgate_requests_in_flight_written'),
+    (n) => n === 0,
+  );
+  // In Redis before the kill: a SIGKILL loses the usage of the second before it.
+  await waitFor(
+    () => usageOf(admin!, key.body.id),
+    (detail) => detail.usage.totalRequests === 1,
+  );
+  // Written down, then its replica killed.
+  const cut = await heldInFlight(doomed!, key.body.secret);
   await doomed!.stop('SIGKILL');
-  await expect(reader.read()).rejects.toThrow();
-  const detail = (await admin!.admin('GET', `/consumer-api-key/${key.body.id}`)).body;
-  // Reserved 10 and never settled: the 3 reported never reached a replica that lived.
-  expect(detail.credits.remaining).toBe(CREDITS - RESERVED);
-  expect(detail.usage.rateLimits.limits[0].remaining).toBe(LIMIT - RESERVED);
+  await expect(cut.reader.read()).rejects.toThrow();
+  const records = new Redis(REDIS_URL);
+  try {
+    // A survivor's sweep takes the record out once its deadline passed: either may, only one does. (The
+    // first request's record stays a while, marked as taken by its replica.)
+    const open = async () =>
+      (await records.hvals(`${fleet.replicas.env.REDIS_KEY_PREFIX}{reservations}`)).filter((r) =>
+        r.startsWith('{'),
+      ).length;
+    await waitFor(open, (n) => n === 0, {
+      timeoutMs: 30_000,
+      what: 'the record of the request cut short swept',
+    });
+  } finally {
+    records.disconnect();
+  }
+  const { value: detail } = await waitFor(
+    () => usageOf(admin!, key.body.id),
+    (d) => d.usage.totalRequests === 2,
+    { what: 'the request cut short counted' },
+  );
+  expect({ cost: detail.usage.cost, unsettled: detail.usage.unsettled }).toEqual({
+    cost: 3 + RESERVED,
+    unsettled: 1,
+  });
+  const swept = await Promise.all(
+    [admin!, survivor!].map((m) => metric(m, 'tollgate_unsettled_requests_total{reason="replica-gone"}')),
+  );
+  expect(swept.reduce((n: number, m) => n + (m ?? 0), 0)).toBe(1);
+  // Reserved 10 and never settled: the 3 it reported never reached a replica that lived.
+  expect(detail.credits.remaining).toBe(CREDITS - 3 - RESERVED);
+  expect(detail.usage.rateLimits.limits[0].remaining).toBe(LIMIT - 3 - RESERVED);
+  // Every replica shows it alike, once the replica that swept it handed it over.
+  const { value: elsewhere } = await waitFor(
+    () => usageOf(survivor!, key.body.id),
+    (d) => d.usage.totalRequests === 2,
+  );
+  expect(elsewhere.usage).toMatchObject({ cost: 3 + RESERVED, unsettled: 1 });
+});
+
+it('counts a request in flight on an embedded Tollgate SIGKILLed mid-response once, unsettled, at the restart', async () => {
+  embedded = await startEmbedded({ UPSTREAM_URL: reporterUrl });
+  const [first] = embedded.members;
+  await unitsPlan(first!);
+  const key = await first!.admin('POST', '/consumer-api-key/create', { name: 'cut', rateLimitId: 'units' });
+  expect(key.status).toBe(201);
+  const cut = await heldInFlight(first!, key.body.secret);
+  await first!.stop('SIGKILL');
+  await expect(cut.reader.read()).rejects.toThrow();
+  const [restarted] = await embedded.replicas.start();
+  const expected = { totalRequests: 1, cost: RESERVED, unsettled: 1 };
+  await waitFor(
+    () => usageOf(restarted!, key.body.id),
+    (detail) => detail.usage.totalRequests === 1,
+  );
+  expect((await usageOf(restarted!, key.body.id)).usage).toMatchObject(expected);
+  expect(await metric(restarted!, 'tollgate_unsettled_requests_total{reason="replica-gone"}')).toBe(1);
+  // Counted for good: the start after this one finds nothing more to count.
+  await restarted!.stop();
+  const [again] = await embedded.replicas.start();
+  expect((await usageOf(again!, key.body.id)).usage).toMatchObject(expected);
+  expect(await metric(again!, 'tollgate_unsettled_requests_total{reason="replica-gone"}')).toBeUndefined();
 });

@@ -12,7 +12,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startOpenAiBackend } from '../helpers/openai-backend.js';
-import type { ModelBackend } from '../helpers/model-backend.js';
+import { ModelBackend, sendJson } from '../helpers/model-backend.js';
 import { HARNESS_LIMITERS } from '../helpers/harness-limiters.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 import { waitFor } from '../helpers/poll.js';
@@ -55,11 +55,11 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
   const api: ProxyHarness['admin'] = (method, path, body) => h.admin(method, path, body);
 
   /** A key on a plan of `limit` tokens a day, each chat call reserving RESERVED and settled by the openai preset. */
-  async function tokenKey(limit: number): Promise<{ id: string; secret: string }> {
+  async function tokenKey(limit: number, route = routeId): Promise<{ id: string; secret: string }> {
     const plan = await api('POST', '/rate-limit/create', {
       rateLimitId: `tokens-${randomBytes(4).toString('hex')}`,
       limits: [{ name: 'tokens', limit, period: 'day' }],
-      costs: [{ match: { routeIds: [routeId] }, cost: RESERVED, settle: { preset: 'openai' } }],
+      costs: [{ match: { routeIds: [route] }, cost: RESERVED, settle: { preset: 'openai' } }],
       unit: 'tokens',
     });
     expect(plan.status).toBe(201);
@@ -109,6 +109,37 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
     expect(await h.usage(key.id)).toMatchObject({ requests: 2, cost: 100 });
     expect((await api('GET', `/consumer-api-key/${key.id}`)).body.usage.unsettled).toBe(0);
     expect(await h.metric('tollgate_settled_units_total')).toMatch(/ 100$/);
+  });
+
+  it('counts a request written down while in flight once, settled at what it reported, when it ends', async () => {
+    // Answers 70 tokens once the test lets it: until then, Tollgate waits for the response's head.
+    let answer: (() => void) | undefined;
+    const holding = await ModelBackend.start((_request, _json, response) => {
+      answer = () => sendJson(response, { usage: { total_tokens: 70 } });
+    });
+    const heldRoute = `held-${randomBytes(4).toString('hex')}`;
+    const route = { routeId: heldRoute, match: { pathPrefix: `/v1/${heldRoute}` }, upstreamUrl: holding.url };
+    expect((await api('POST', '/tollgate/routes', route)).status).toBe(201);
+    const written = () => h.metric('tollgate_requests_in_flight_written');
+    try {
+      const key = await tokenKey(900, heldRoute);
+      const answered = fetch(`${h.base}/v1/${heldRoute}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      await waitFor(written, (line) => line.endsWith(' 1'), { what: 'the request written down' });
+      answer!();
+      expect((await (await answered).json()) as unknown).toEqual({ usage: { total_tokens: 70 } });
+      await waitFor(written, (line) => line.endsWith(' 0'), { what: 'its record taken back' });
+      expect(await tokensLeftBecome(key.id, 830)).toBe(830);
+      await h.flushed();
+      expect(await h.usage(key.id)).toMatchObject({ requests: 1, cost: 70 });
+      expect((await api('GET', `/consumer-api-key/${key.id}`)).body.usage.unsettled).toBe(0);
+    } finally {
+      expect((await api('DELETE', `/tollgate/routes/${heldRoute}`)).status).toBe(200);
+      await holding.close();
+    }
   });
 
   it('keeps the reservation of a response that reports nothing, and refuses what no longer fits', async () => {
