@@ -84,6 +84,7 @@ const EMPTY_TABLES = [
   'portal_settings',
   'portal_sessions',
   'secret_scanning_reports',
+  'in_flight_requests',
 ];
 
 let dataDir: string;
