@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { settledWithin } from '../ops/deadline.js';
 import { CLOSE_WAIT_MS, type RedisClient } from '../redis/connect.js';
 import { defineKeyListScript, type ScriptRunner } from '../redis/script.js';
+import type { PlaceTerms } from './consume-script.js';
 import { canPool, type Group } from './limiter-groups.js';
 import { EXPIRY_GRACE_MS } from './limiter-keys.js';
 import type { LimitWatches } from './limit-watches.js';
@@ -53,12 +54,6 @@ for i = 1, #KEYS do
 end
 return found
 `;
-
-/** What a consume call gives back of this replica's idle places in one count, and asks for ahead of requests. */
-export interface PlaceTerms {
-  readonly give: number;
-  readonly lease: number;
-}
 
 /** This replica's places in one count: all of them are its `p:<replica>` in Redis. */
 interface Pool {
@@ -379,18 +374,4 @@ export class ConcurrencyPlaces {
     }
     if (this.releasing.size > 0) await settledWithin(this.releaseDue(), CLOSE_WAIT_MS);
   }
-}
-
-/**
- * The places a concurrency count holds at `nowMs`, as stored (`p:<replica>`, `x:<replica>`): the
- * unexpired replicas', in flight or idle in a replica's pool.
- */
-export function placesIn(stored: Readonly<Record<string, string>>, nowMs: number): number {
-  let places = 0;
-  for (const [field, value] of Object.entries(stored)) {
-    if (!field.startsWith('p:')) continue;
-    const expiresAt = Number(stored['x:' + field.slice(2)] ?? 0);
-    if (expiresAt >= nowMs) places += Number(value);
-  }
-  return places;
 }

@@ -4,7 +4,6 @@ import type { BalanceSeen, BalanceTerms } from './balance-lua.js';
 import { leaseBookKey } from './limiter-keys.js';
 import type { ConsumeReply } from './consume-reply.js';
 import type { LeaseTerms } from './lease-book.js';
-import type { PlaceTerms } from './concurrency-places.js';
 import { ALGORITHMS_LUA, TWIN_OF } from './core/algorithms.js';
 import { BALANCE_LUA } from './core/balance.lua.js';
 import { COMBINE_LUA } from './core/combine.lua.js';
@@ -109,6 +108,12 @@ end
 for r = 1, #fits do reply[2 * n + 1 + #subjects + 4 * #balances + r] = fits[r] end
 return reply
 `;
+
+/** What a consume call gives back of this replica's idle places in one count, and asks for ahead of requests. */
+export interface PlaceTerms {
+  readonly give: number;
+  readonly lease: number;
+}
 
 /** What the caller knows of a window's count or slot (WindowLedger.knownOf). */
 export interface WindowKnown {

@@ -30,9 +30,9 @@ import {
 import { balanceTerms } from './redis-balances.js';
 import type { Recovery } from './recovery/recovery.js';
 import type { ConcurrencyPlaces } from './concurrency-places.js';
+import { bucketsLeft } from './buckets-left.js';
 import {
   bucketOf,
-  bucketsLeft,
   place,
   refusalAfter,
   runsOf,

@@ -1,8 +1,6 @@
 import type { Scope } from '../plans/subject.js';
 import type { Balance } from '../plans/balance.js';
 import type { ConsumeLimit } from './core/redis-twin.js';
-import type { BucketLimit } from './core/token-bucket.lua.js';
-import type { Recovery } from './recovery/recovery.js';
 import { bucketPartsOf, countOf, NO_SHIFTS, type ConsumeReply } from './consume-reply.js';
 import { capacityOf, isConcurrency, type LimitRule } from '../plans/plan.js';
 import { type Bucket } from './token-bucket.js';
@@ -253,33 +251,6 @@ export function refusalAfter(
   const short = verdicts.findIndex((v) => !v.fits);
   if (short >= 0) balances[short]!.refused = true;
   return refusalOf(verdictsAfter(group, reply, cost, nowMs), verdicts)!;
-}
-
-/**
- * Tells `recovery` each token bucket of a call (`buckets`: its span, limit and index in the call, …)
- * as the call left it at `nowMs`, with its units leased out in it, and what this replica holds of them.
- */
-export function bucketsLeft(
-  recovery: Recovery,
-  spans: readonly Span[],
-  buckets: readonly number[],
-  reply: ConsumeReply,
-  nowMs: number,
-): void {
-  for (let b = 0; b < buckets.length; b += 3) {
-    const span = spans[buckets[b]!]!;
-    const j = buckets[b + 1]!;
-    const i = buckets[b + 2]!;
-    const { parts, outstanding } = bucketPartsOf(reply, i);
-    const record = bucketOf(span.limits[j]!, countOf(reply, i) - outstanding, parts, nowMs);
-    recovery.bucketLeft(
-      span.counts[j]!,
-      span.consumeLimits[j] as BucketLimit,
-      span.limits[j]!,
-      record,
-      span.book.outstanding,
-    );
-  }
 }
 
 /** A token bucket as a call's reply left it at `nowMs`: its count (what it lacks of its burst) and parts. */

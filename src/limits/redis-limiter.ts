@@ -143,11 +143,15 @@ export class RedisRateLimiter implements RateLimiter {
       // A request that finds an idle place in every pool of its counts is admitted without a call.
       const release = canPool(group) ? this.places.fromPool(group.placeCounts, nowMs) : undefined;
       if (release !== undefined) return { ...pooledPlace(group, this.inFlight, nowMs), release };
-      return this.batches
-        .ask(group, cost)
-        .then((decision) =>
-          decision.allowed ? { ...decision, release: this.places.taken(group.placeCounts) } : decision,
-        );
+      return this.batches.ask(group, cost).then((decision) => {
+        if (decision.allowed) return { ...decision, release: this.places.taken(group.placeCounts) };
+        // Refused by a call sent while another of this replica's was leasing places to its pool: one
+        // of those, idle now, is the request's (the next call would give them back and take them again).
+        const pooled = canPool(group) ? this.places.fromPool(group.placeCounts, nowMs) : undefined;
+        return pooled === undefined
+          ? decision
+          : { ...pooledPlace(group, this.inFlight, nowMs), release: pooled };
+      });
     }
     if (!group.leases) return this.batches.ask(group, cost);
     const spans = group.spans;

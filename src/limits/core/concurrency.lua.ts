@@ -1,4 +1,3 @@
-import { placesIn } from '../concurrency-places.js';
 import { EXPIRY_GRACE_MS } from '../limiter-keys.js';
 import { noWindow, type ConsumeLimit, type Holder, type RedisTwin } from './redis-twin.js';
 
@@ -112,3 +111,17 @@ export const concurrencyTwin: RedisTwin = {
   over: () => true,
   stored: async (client, count, _rule, nowMs) => placesIn(await client.hgetall(count), nowMs),
 };
+
+/**
+ * The places a concurrency count holds at `nowMs`, as stored (`p:<replica>`, `x:<replica>`): the
+ * unexpired replicas', in flight or idle in a replica's pool.
+ */
+function placesIn(stored: Readonly<Record<string, string>>, nowMs: number): number {
+  let places = 0;
+  for (const [field, value] of Object.entries(stored)) {
+    if (!field.startsWith('p:')) continue;
+    const expiresAt = Number(stored['x:' + field.slice(2)] ?? 0);
+    if (expiresAt >= nowMs) places += Number(value);
+  }
+  return places;
+}
