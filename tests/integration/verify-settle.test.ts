@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { openPostgres, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { waitFor } from '../helpers/poll.js';
+import { ModelBackend, sendJson } from '../helpers/model-backend.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 import { createTestDatabase, REDIS_URL, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
@@ -286,5 +287,54 @@ describe('a replica on a Redis that hangs', () => {
     const verify = (cost: number) => h.admin('POST', '/tollgate/verify', { key: key.secret, cost });
     expect((await verify(DAY_LIMIT - 30)).body).toMatchObject({ valid: true });
     expect((await verify(1)).body).toMatchObject({ valid: false, code: 'rate_limit_exceeded' });
+  });
+
+  it('counts a proxied request written down in flight once, at what it reported, when Redis hung as it ended', async () => {
+    // Answers 70 tokens once the test lets it.
+    let answer: (() => void) | undefined;
+    const holding = await ModelBackend.start((_request, _json, response) => {
+      answer = () => sendJson(response, { usage: { total_tokens: 70 } });
+    });
+    const route = { routeId: 'held-on-hang', match: { pathPrefix: '/v1/held' }, upstreamUrl: holding.url };
+    expect((await h.admin('POST', '/tollgate/routes', route)).status).toBe(201);
+    try {
+      const plan = await h.admin('POST', '/rate-limit/create', {
+        rateLimitId: 'tokens-on-hang',
+        limits: [{ name: 'tokens', limit: DAY_LIMIT, period: 'day' }],
+        costs: [{ match: { routeIds: ['held-on-hang'] }, cost: 100, settle: { preset: 'openai' } }],
+      });
+      expect(plan.status).toBe(201);
+      const key = (
+        await h.admin('POST', '/consumer-api-key/create', { name: 'held', rateLimitId: 'tokens-on-hang' })
+      ).body as { id: string; secret: string };
+      const answered = fetch(`${h.base}/v1/held`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      const written = () => h.metric('tollgate_requests_in_flight_written');
+      await waitFor(written, (line) => line.endsWith(' 1'), { what: 'the request written down' });
+      // The request ends while Redis hangs: the take of its record is sent again until Redis answers,
+      // and only then is the request settled and counted.
+      server.pause();
+      answer!();
+      expect((await (await answered).json()) as unknown).toEqual({ usage: { total_tokens: 70 } });
+      await waitFor(written, (line) => line.endsWith(' 0'), {
+        what: 'the request ended, its record to be taken back',
+      });
+      server.resume();
+      await waitFor(
+        () => h.usage(key.id).then(({ requests, cost }) => ({ requests, cost })),
+        (seen) => seen.requests === 1 && seen.cost === 70,
+        { what: 'the request counted once, at the 70 units it reported' },
+      );
+      expect((await h.admin('GET', `/consumer-api-key/${key.id}`)).body.usage.unsettled).toBe(0);
+      const verify = (cost: number) => h.admin('POST', '/tollgate/verify', { key: key.secret, cost });
+      expect((await verify(DAY_LIMIT - 70)).body).toMatchObject({ valid: true });
+      expect((await verify(1)).body).toMatchObject({ valid: false, code: 'rate_limit_exceeded' });
+    } finally {
+      server.resume();
+      await holding.close();
+    }
   });
 });
