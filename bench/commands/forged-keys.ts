@@ -2,7 +2,8 @@
 // is answered at least as fast as a CORS preflight, with no store call per request. One Tollgate (Redis
 // mode + Postgres, one process): req/s and p99 of preflights (answered by Tollgate itself,
 // bench/preflight-per-request.lua) against wrong-checksum secrets (bench/forged-key.lua, 10,000
-// secrets in turn), in alternating rounds; then the Redis commands (INFO commandstats of a private
+// secrets in turn), in alternating rounds, and Tollgate's CPU time per request of each load (BENCH_PIN=1:
+// Tollgate on a CPU of its own, wrk on the others); then the Redis commands (INFO commandstats of a private
 // redis-server) and Postgres reads and transactions (pg_stat_database) during one forged load, beside
 // an idle stretch of the same length. From one address, the first 100 wrong secrets of a minute are
 // answered 401 and the rest 429: both from memory.
@@ -10,8 +11,10 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { alternatingRounds, roundsTable } from '../lib/alternating-rounds.ts';
-import { CONNECTIONS, DURATION, PORT, ROOT, ROUNDS, THREADS, WARMUP, log, run } from '../lib/config.ts';
-import { fmt, machine } from '../lib/report.ts';
+import { CLIENT_CPUS, CONNECTIONS, DURATION, PIN, PORT, ROOT, ROUNDS, TARGET_CPUS } from '../lib/config.ts';
+import { THREADS, WARMUP, log, run } from '../lib/config.ts';
+import { pinTree, treeCpuUs } from '../lib/processes.ts';
+import { fmt, machine, median } from '../lib/report.ts';
 import { buildTollgate, ensureTools, freshDatabase, startBackend, startTollgate } from '../lib/services.ts';
 import { commandStats, flushRedis, privateRedis } from '../lib/services.ts';
 import { wrk } from '../lib/wrk.ts';
@@ -46,7 +49,7 @@ export async function forgedKeys(): Promise<string> {
   await flushRedis(run.redisUrl);
   await startBackend();
   const port = PORT.tollgateRedis;
-  await startTollgate({
+  const tollgate = await startTollgate({
     name: 'forged-keys',
     port,
     mode: 'redis',
@@ -54,10 +57,22 @@ export async function forgedKeys(): Promise<string> {
     redisUrl: run.redisUrl,
     extraEnv: { CORS_ALLOWED_ORIGINS: 'https://app.example.com' },
   });
+  const pid = tollgate.child.pid!;
+  // BENCH_PIN=1: Tollgate on a CPU of its own, wrk on the others, so that the larger answers of the
+  // forged load (a body, where a preflight has none) cost wrk nothing Tollgate's CPU would give up.
+  if (PIN) pinTree(pid, TARGET_CPUS);
   const url = `http://127.0.0.1:${port}/bench/item?id=42`;
+  // Tollgate's CPU µs per request of each load, its warm-up first.
+  const cpu = { preflight: [] as number[], forged: [] as number[] };
+  const measured = (side: keyof typeof cpu, script: string) => async (seconds: number) => {
+    const before = treeCpuUs(pid);
+    const result = await wrk({ url, seconds, script, cpus: PIN ? CLIENT_CPUS : undefined });
+    cpu[side].push((treeCpuUs(pid) - before) / result.requests);
+    return result;
+  };
   const loads = {
-    preflight: (seconds: number) => wrk({ url, seconds, script: PREFLIGHT_SCRIPT }),
-    forged: (seconds: number) => wrk({ url, seconds, script: FORGED_SCRIPT }),
+    preflight: measured('preflight', PREFLIGHT_SCRIPT),
+    forged: measured('forged', FORGED_SCRIPT),
   };
   const redis = new Redis(run.redisUrl);
   try {
@@ -72,11 +87,18 @@ export async function forgedKeys(): Promise<string> {
     const rounds = await alternatingRounds(loads);
     const label = { preflight: 'preflight (204)', forged: 'wrong checksum (401, then 429)' };
     return [
-      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- forged-keys\` (Redis mode + Postgres, wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} alternating rounds × ${DURATION} s, medians).`,
+      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`${PIN ? 'BENCH_PIN=1 ' : ''}npm run bench -- forged-keys\` (Redis mode + Postgres, wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} alternating rounds × ${DURATION} s, medians${PIN ? `; Tollgate pinned to CPU ${TARGET_CPUS}, wrk to CPU ${CLIENT_CPUS}` : ''}).`,
       '',
       machine(),
       '',
       ...roundsTable(rounds, label, 'preflight'),
+      '',
+      "Tollgate's CPU µs per request during each load, median (every round):",
+      '',
+      ...(['preflight', 'forged'] as const).map((side) => {
+        const rounds = cpu[side].slice(-ROUNDS);
+        return `- ${label[side]}: ${fmt(median(rounds), 1)} (${rounds.map((us) => fmt(us, 1)).join(' / ')})`;
+      }),
       '',
       `Store calls during one forged load of ${fmt(forgedRequests)} requests (${DURATION} s), beside an idle stretch as long:`,
       '',

@@ -7,8 +7,8 @@
 //    usage) through Tollgate in Redis mode, settled by the `openai` preset, against the bare forwarder
 //    (bench/peers/engine.ts): time to the first event and to the last byte, medians over
 //    BENCH_SETTLE_STREAMS streams a round (one at a time), alternating rounds.
-// 3. Tollgate's resident memory over BENCH_SETTLE_MEMORY_STREAMS (10,000) such streams, 20 at a time,
-//    read every tenth of the way.
+// 3. Tollgate's heap in use and resident memory over BENCH_SETTLE_MEMORY_STREAMS (10,000) such streams,
+//    20 at a time, read after a full collection every tenth of the way.
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import {
@@ -40,6 +40,7 @@ import {
   startTollgate,
 } from '../lib/services.ts';
 import { wrk, type WrkResult } from '../lib/wrk.ts';
+import { Inspector } from '../lib/inspector.ts';
 
 const EVENTS = positive(env.BENCH_SETTLE_EVENTS, 200);
 const STREAMS = positive(env.BENCH_SETTLE_STREAMS, 100);
@@ -47,6 +48,7 @@ const MEMORY_STREAMS = positive(env.BENCH_SETTLE_MEMORY_STREAMS, 10_000);
 const UNITS = 7;
 const SSE_PORT = PORT.events + 5;
 const FORWARDER_PORT = PORT.events + 6;
+const INSPECTOR_PORT = PORT.events + 7;
 
 /** Two plans alike but for how a request to `/bench` is priced: 7 units before, or what its answer reports. */
 async function createPlans(port: number): Promise<void> {
@@ -181,6 +183,8 @@ async function streams(): Promise<string[]> {
     databaseUrl: await freshDatabase('tollgate_bench_streams'),
     redisUrl: run.redisUrl,
     extraEnv: { UPSTREAM_URL: sseUrl },
+    // Opened only for the memory readings, after the timed rounds.
+    nodeArgs: [`--inspect-port=127.0.0.1:${INSPECTOR_PORT}`],
   });
   await createPlans(port);
   const secret = await createKey(port, 'streams', true, 'bench-settled');
@@ -210,18 +214,26 @@ async function streams(): Promise<string[]> {
     }
   }
   const pid = tollgate.child.pid as number;
-  const rss: number[] = [treeRssKiB(pid)];
+  const inspector = await Inspector.open(pid, INSPECTOR_PORT);
+  // Each reading after a full collection: what Tollgate keeps, not the garbage of streams since the last.
+  const readings: { heapBytes: number; rssKiB: number }[] = [];
+  const read = async () => {
+    const heapBytes = await inspector.collectedHeapBytes();
+    readings.push({ heapBytes, rssKiB: treeRssKiB(pid) });
+  };
+  await read();
   let started = 0;
   let ended = 0;
   const worker = async (): Promise<void> => {
     while (started < MEMORY_STREAMS) {
       started++;
       await oneStream(targets.tollgate.url, secret);
-      if (++ended % Math.ceil(MEMORY_STREAMS / 10) === 0) rss.push(treeRssKiB(pid));
+      if (++ended % Math.ceil(MEMORY_STREAMS / 10) === 0) await read();
     }
   };
   await Promise.all(Array.from({ length: 20 }, worker));
-  const mib = (kib: number) => fmt(kib / 1024, 1);
+  inspector.close();
+  const mib = (bytes: number) => fmt(bytes / 1024 / 1024, 1);
   await Promise.all([stopProc(sse), stopProc(forwarder)]);
   const row = (name: keyof typeof targets, label: string) =>
     `| ${label} | ${fmt(median(firsts[name]), 2)} | ${ratio(median(firsts[name]), median(firsts.forwarder))} | ${fmt(median(totals[name]), 2)} | ${ratio(median(totals[name]), median(totals.forwarder))} | ${firsts[name].map((x) => fmt(x, 2)).join(' / ')} | ${totals[name].map((x) => fmt(x, 2)).join(' / ')} |`;
@@ -233,7 +245,10 @@ async function streams(): Promise<string[]> {
     row('tollgate', 'Tollgate, Redis mode, settled by the openai preset'),
     row('forwarder', 'bare forwarder (bench/peers/engine.ts)'),
     '',
-    `Tollgate's resident memory over ${fmt(MEMORY_STREAMS)} streams (20 at a time), MiB at the start and after each tenth: ${rss.map(mib).join(' → ')}.`,
+    `Tollgate over ${fmt(MEMORY_STREAMS)} streams (20 at a time), after a full collection at the start and after each tenth (the inspector's \`HeapProfiler.collectGarbage\`, bench/lib/inspector.ts):`,
+    '',
+    `- JS heap in use, MiB: ${readings.map((r) => mib(r.heapBytes)).join(' → ')}`,
+    `- resident memory, MiB: ${readings.map((r) => mib(r.rssKiB * 1024)).join(' → ')}`,
   ];
 }
 
