@@ -70,6 +70,8 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
   private settled = false;
   /** Reads the units of a usage-priced request's response as it passes; set with the response head. */
   private meter: UnitMeter | undefined = undefined;
+  /** Where `inFlight` holds it (InFlight.open). */
+  private readonly inFlightSlot: number;
   /** What the meter read, once the response ended or failed. */
   private reading: Reading = unsettled('cut-short');
   /**
@@ -93,7 +95,7 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
     /** Usage-priced: where it is written if it lasts. */
     private readonly inFlight: InFlight | undefined,
   ) {
-    inFlight?.open(this);
+    this.inFlightSlot = inFlight?.open(this) ?? -1;
   }
 
   get receivedAt(): number {
@@ -205,7 +207,7 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
       }
     }
     proxy.metrics.proxyRequests.inc({ outcome });
-    const mine = this.inFlight === undefined ? true : this.inFlight.close(this);
+    const mine = this.inFlight === undefined ? true : this.inFlight.close(this, this.inFlightSlot);
     if (mine === true) return this.count(status, usageOutcome, answered, true);
     void mine.then((taken) => this.count(status, usageOutcome, answered, taken));
   }

@@ -49,8 +49,14 @@ interface Written {
 }
 
 export class InFlight {
-  /** Not written yet, oldest first. */
-  private readonly waiting = new Set<InFlightRequest>();
+  /**
+   * Not written yet, each in the slot `open` gave it, free slots taken again. Not a Set: V8 makes every
+   * scavenge dear while a long-lived Set or Map takes and drops short-lived objects at this rate (its
+   * deleted entries still reach them), which took a fifth of a settled request's CPU
+   * (docs/performance.md, "A Set of requests in flight").
+   */
+  private readonly waiting: (InFlightRequest | undefined)[] = [];
+  private readonly freeSlots: number[] = [];
   private readonly written = new Map<InFlightRequest, Written>();
   private writing: Promise<void> | undefined;
   /** Takes of ended requests under way: stopping waits for them, their usage is counted after. */
@@ -64,16 +70,23 @@ export class InFlight {
     private readonly deps: InFlightDeps,
   ) {}
 
-  open(request: InFlightRequest): void {
-    this.waiting.add(request);
+  /** The request began: the slot to close it with. */
+  open(request: InFlightRequest): number {
+    const slot = this.freeSlots.pop() ?? this.waiting.length;
+    this.waiting[slot] = request;
+    return slot;
   }
 
   /**
    * The request ended: true when it is its caller's to count now; else resolves whether it is (its
    * record taken back) or not (a sweep took it: counted at its reservation, which stays charged).
    */
-  close(request: InFlightRequest): true | Promise<boolean> {
-    if (this.waiting.delete(request)) return true;
+  close(request: InFlightRequest, slot: number): true | Promise<boolean> {
+    // Its slot holds another request once it was written and the slot taken again.
+    if (this.waiting[slot] === request) {
+      this.free(slot);
+      return true;
+    }
     const written = this.written.get(request);
     if (written === undefined) return true;
     this.written.delete(request);
@@ -113,6 +126,11 @@ export class InFlight {
     return record !== undefined || !written.stored;
   }
 
+  private free(slot: number): void {
+    this.waiting[slot] = undefined;
+    this.freeSlots.push(slot);
+  }
+
   /** One store call: the requests in flight long enough, and, every third of the lease, the deadlines. */
   private turn(): void {
     if (this.writing !== undefined) return;
@@ -124,9 +142,10 @@ export class InFlight {
     const records: ReservationRecord[] = [];
     const fresh: Written[] = [];
     const old = performance.now() - WRITTEN_AFTER_MS;
-    for (const request of this.waiting) {
-      if (request.receivedAt > old) break;
-      this.waiting.delete(request);
+    for (let slot = 0; slot < this.waiting.length; slot++) {
+      const request = this.waiting[slot];
+      if (request === undefined || request.receivedAt > old) continue;
+      this.free(slot);
       const written = { id: ID_PREFIX + randomBytes(16).toString('base64url'), stored: false };
       this.written.set(request, written);
       fresh.push(written);
