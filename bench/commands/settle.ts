@@ -4,8 +4,8 @@
 //    medians and every round, Tollgate's CPU time per request during each load, and Redis commands per
 //    request during each Redis-mode load.
 // 2. A stream of BENCH_SETTLE_EVENTS (200) events (bench/peers/sse-backend.ts, the last one carrying the
-//    usage) through Tollgate in Redis mode, settled by the `openai` preset, against the bare forwarder
-//    (bench/peers/engine.ts): time to the first event and to the last byte, medians over
+//    usage) through Tollgate in Redis mode, settled by the `openai` preset and at a fixed cost, against
+//    the bare forwarder (bench/peers/engine.ts): time to the first event and to the last byte, medians over
 //    BENCH_SETTLE_STREAMS streams a round (one at a time), alternating rounds.
 // 3. Tollgate's heap in use and resident memory over BENCH_SETTLE_MEMORY_STREAMS (10,000) such streams,
 //    20 at a time, read after a full collection every tenth of the way.
@@ -190,15 +190,20 @@ async function streams(): Promise<string[]> {
   const secret = await createKey(port, 'streams', true, 'bench-settled');
   const targets = {
     tollgate: { url: `http://127.0.0.1:${port}/bench/chat`, secret },
+    // The same stream priced before it is forwarded: what of Tollgate's time is settling.
+    fixed: {
+      url: `http://127.0.0.1:${port}/bench/chat`,
+      secret: await createKey(port, 'streams-fixed', true, 'bench-fixed-cost'),
+    },
     forwarder: { url: `http://127.0.0.1:${FORWARDER_PORT}/bench/chat`, secret: PEER_SECRET },
   };
-  const firsts = { tollgate: [] as number[], forwarder: [] as number[] };
-  const totals = { tollgate: [] as number[], forwarder: [] as number[] };
+  const firsts = { tollgate: [] as number[], fixed: [] as number[], forwarder: [] as number[] };
+  const totals = { tollgate: [] as number[], fixed: [] as number[], forwarder: [] as number[] };
   const names = Object.keys(targets) as (keyof typeof targets)[];
   for (const name of names)
     for (let i = 0; i < STREAMS / 4; i++) await oneStream(targets[name].url, targets[name].secret);
   for (let round = 0; round < ROUNDS; round++) {
-    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+    for (const name of round % 2 === 0 ? names : names.toReversed()) {
       const first: number[] = [];
       const total: number[] = [];
       for (let i = 0; i < STREAMS; i++) {
@@ -243,6 +248,7 @@ async function streams(): Promise<string[]> {
     '| through | first event ms | ÷ forwarder | last byte ms | ÷ forwarder | first event per round | last byte per round |',
     '|---|--:|--:|--:|--:|---|---|',
     row('tollgate', 'Tollgate, Redis mode, settled by the openai preset'),
+    row('fixed', 'Tollgate, Redis mode, fixed cost (7)'),
     row('forwarder', 'bare forwarder (bench/peers/engine.ts)'),
     '',
     `Tollgate over ${fmt(MEMORY_STREAMS)} streams (20 at a time), after a full collection at the start and after each tenth (the inspector's \`HeapProfiler.collectGarbage\`, bench/lib/inspector.ts):`,

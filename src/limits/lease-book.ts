@@ -142,6 +142,26 @@ export class LeaseBook {
     return lease.next - 1;
   }
 
+  /**
+   * Whether `refund(units)` can give units back now: a lease runs (its unused units not counted yet)
+   * that has handed out at least `units`, so that it never has more unused units than it was leased.
+   */
+  canRefund(units: number): boolean {
+    const lease = this.lease;
+    return lease !== undefined && lease.next - (lease.last - lease.size + 1) >= units;
+  }
+
+  /**
+   * Gives back `units` that a request decided from this book did not use (its response reported less
+   * than it reserved), when `canRefund`: the current lease's next unit moves back by them, so later
+   * requests take them, or they go back to Redis with its other unused units. Any running lease of the
+   * book will do: each of its units is counted in the same windows (or bucket), and what the count ends
+   * at is what the leases gave out less what came back (docs/decisions/0225).
+   */
+  refund(units: number): void {
+    this.lease!.next -= units;
+  }
+
   /** Half the current lease is used and no next one is on its way or due: time to ask, before it runs out. */
   get wantsNext(): boolean {
     const lease = this.lease;
@@ -286,4 +306,11 @@ export class LeaseBook {
   private endLeases(): void {
     while (this.endLease() !== undefined);
   }
+}
+
+/** Gives `units` back to every book of a leased decision, if each can take them now (else to none). */
+export function refunded(books: readonly LeaseBook[], units: number): boolean {
+  for (const book of books) if (!book.canRefund(units)) return false;
+  for (const book of books) book.refund(units);
+  return true;
 }

@@ -169,6 +169,9 @@ export class RedisRateLimiter implements RateLimiter {
   settle(reservation: Reservation, units: number, nowMs: number): void | Promise<void> {
     const delta = units - reservation.reserved;
     if (delta === 0) return;
+    // The leases it was decided from still run: they take the refund, and give it back to Redis with
+    // their other unused units (the ledger learns it then).
+    if (delta < 0 && reservation.decision.refund?.(-delta) === true) return;
     const settlement = settlementOf(this.prefix, reservation, delta, nowMs);
     if (settlement.keys.length === 0) return;
     // This replica's part of each window (recovery's ledger) never says more than Redis counts, or a

@@ -5,7 +5,7 @@
  * holder stopped pushing its deadline on (CONCURRENCY_LEASE_SECONDS, as for its concurrency places); on
  * a single node, the next start takes what the database still holds. A request that ends takes its
  * record back before it is counted: whoever takes a record counts it. The records of a turn go in one
- * store call; most requests end sooner and cost nothing here but a set's insertion and deletion.
+ * store call; most requests end sooner and cost nothing here but a slot taken and freed.
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';

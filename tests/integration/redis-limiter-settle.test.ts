@@ -77,6 +77,66 @@ it('charges a busy key’s leased window exactly what its requests settled at, a
   expect(quiet.value).toEqual({ count: String(settled), leased: '0' });
 });
 
+const BURST = 100_000_000;
+const bucketKey = (keyId: string) => `${PREFIX}{${keyId}}:bucket:day`;
+
+it.each([
+  {
+    algorithm: 'a fixed window',
+    limit: plan({ limit: BURST, period: 'day' }),
+    // Its count: what was settled.
+    charged: async (keyId: string) => Number(await fleet.admin.get(dayCount(keyId))),
+  },
+  {
+    algorithm: 'a token bucket',
+    // One unit a day: within the test only the burst counts.
+    limit: plan({ limit: 1, period: 'day', algorithm: 'tokenBucket', burst: BURST }),
+    // What it lacks of its burst, once nothing is leased out: what was settled.
+    charged: async (keyId: string) => {
+      const [units, out] = await fleet.admin.hmget(bucketKey(keyId), 'u', 'o');
+      return Number(out) === 0 ? BURST - Number(units) : NaN;
+    },
+  },
+])(
+  'gives refunds back to $algorithm’s running leases, with no settle call; it ends charged what was settled',
+  async ({ limit, charged }) => {
+    const limiter = await fleet.replica();
+    const keyId = `key_refunds_${limit.limits[0]!.algorithm}`;
+    const subjects = keyOnly(keyId, limit);
+    const draw = unitsDrawn(11, 99);
+    let settled = 0;
+    /** Settlements that went to Redis: decided by a call, or when no lease could take them. */
+    let called = 0;
+    for (let i = 0; i < 600; i++) {
+      const admittedMs = Date.now();
+      const decision = await limiter.consume(subjects, 100, admittedMs);
+      expect(decision.allowed).toBe(true);
+      const units = draw();
+      settled += units;
+      const refund = decision.refund;
+      const counted = {
+        ...decision,
+        refund: (back: number) => {
+          const taken = refund !== undefined && refund(back);
+          if (!taken) called++;
+          return taken;
+        },
+      };
+      await limiter.settle({ decision: counted, subjects, reserved: 100, admittedMs }, units, Date.now());
+    }
+    // Most were decided from a lease, and their refunds made no call: each call leaves its mark.
+    expect(called).toBeLessThan(100);
+    expect(await fleet.admin.keys(`${PREFIX}{${keyId}}:settled:*`)).toHaveLength(called);
+    // Once the key is quiet its leases go back, refunds with them.
+    const quiet = await waitFor(
+      () => charged(keyId),
+      (units) => units === settled,
+      { timeoutMs: 5_000, everyMs: 20 },
+    );
+    expect(quiet.value).toBe(settled);
+  },
+);
+
 it('never exceeds a limit whose reservations bound the answers, refunds admitting more', async () => {
   const replicas = await Promise.all([fleet.replica(), fleet.replica(), fleet.replica()]);
   const subjects = keyOnly('key_bounded', plan({ limit: 2_000, period: 'day' }));
