@@ -30,6 +30,10 @@ it('admits exactly 40 in the minute and at most 5 in any second, summed over thr
   const key = (await admin!.admin('POST', '/consumer-api-key/create', { name: 'bursty', rateLimitId }))
     .body as { id: string; secret: string };
 
+  // Each replica looks the key up once before the minute (its first request reads the database), so
+  // that the first burst is answered as quickly as the others, within its second on a loaded machine.
+  for (const member of fleet.members)
+    expect((await hitFull(member, key.secret, '/v1/warm-up')).status).toBe(200);
   // Twelve bursts, one a second, all inside one minute: the start of one.
   clock.after(MINUTE_MS, 0);
   const minute = Math.floor(clock.now() / MINUTE_MS);
