@@ -8,6 +8,7 @@
  */
 import type { CheckRequest, CheckResponse } from './envoy-check.js';
 import { endOf, Reader, Writer, writeHeaderValue, type ProtoReader, type ProtoWriter } from './proto-wire.js';
+import { setOwnField } from '../net/own-field.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type Attributes = NonNullable<CheckRequest['attributes']>;
@@ -85,7 +86,7 @@ function http(reader: ProtoReader, end: number): Http {
           else if (entryTag >>> 3 === 2) value = reader.string();
           else reader.skipType(entryTag & 7);
         }
-        headers[key] = value;
+        setOwnField(headers, key, value);
         break;
       }
       case 4:

@@ -12,6 +12,7 @@ import type { HeaderBag, UnitMeter } from '../metering/unit-meter.js';
 import type { CostRule } from '../plans/plan.js';
 import type { SettleRule } from '../plans/usage-pricing.js';
 import { compileReservation, reservedUnits } from '../metering/reservation.js';
+import { ownField, setOwnField } from '../net/own-field.js';
 
 /** What an admitted request's response is read for, and what it reserved. */
 export interface PendingSettlement {
@@ -61,8 +62,12 @@ export function headerBagOf(raw: readonly (Buffer | string)[], names?: readonly 
     const name = names === undefined ? String(raw[i]).toLowerCase() : nameAmong(raw[i]!, names);
     if (name === undefined) continue;
     const value = String(raw[i + 1]);
-    const held = bag[name];
-    bag[name] = held === undefined ? value : Array.isArray(held) ? [...held, value] : [held, value];
+    const held = ownField(bag, name);
+    setOwnField(
+      bag,
+      name,
+      held === undefined ? value : Array.isArray(held) ? [...held, value] : [held, value],
+    );
   }
   return bag;
 }

@@ -20,6 +20,7 @@ import { addLimitHeaders } from './rate-limit-headers.js';
 import { backendFacts } from './request-context.js';
 import type { RequestTarget } from './request-target.js';
 import { forwardedPath } from './routing.js';
+import { ownField, setOwnField } from '../net/own-field.js';
 
 export type UpgradeDeps = ProxyDeps;
 
@@ -58,8 +59,12 @@ function toHeaders(list: string[]): IncomingHttpHeaders {
   for (let i = 0; i < list.length; i += 2) {
     const name = list[i]!;
     const value = list[i + 1]!;
-    const seen = headers[name];
-    headers[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+    const seen = ownField(headers, name);
+    setOwnField(
+      headers,
+      name,
+      seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value],
+    );
   }
   return headers;
 }

@@ -112,6 +112,17 @@ describe('requests decode to what proto-loader reads', () => {
     );
   });
 
+  it('a header named `__proto__` as any other header (found by the random messages)', () => {
+    const headers = JSON.parse('{"__proto__": "", "x-api-key": "tg_secret"}') as Record<string, string>;
+    const check = Check.requestSerialize(checkRequest('/', headers));
+    const decoded = decodeCheckRequest(check);
+    expect(decoded).toStrictEqual(read(Check.requestDeserialize(check), CHECK_READ));
+    const seen = decoded.attributes!.request!.http!.headers!;
+    expect(Object.getOwnPropertyDescriptor(seen, '__proto__')?.value).toBe('');
+    expect(seen['x-api-key']).toBe('tg_secret');
+    expect(Object.getPrototypeOf(seen)).toBe(Object.prototype);
+  });
+
   it('random messages', () => {
     fc.assert(
       fc.property(randomCheck, (message) => {

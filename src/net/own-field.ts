@@ -1,0 +1,12 @@
+/**
+ * Fields of objects keyed by what a client or a backend sent (header names): read and written as own
+ * properties only, so that a name such as `__proto__` is a field like any other, never the object's
+ * prototype (assigning it would drop the header, or with a list, replace the prototype).
+ */
+export function ownField<T>(record: Record<string, T>, name: string): T | undefined {
+  return Object.hasOwn(record, name) ? record[name] : undefined;
+}
+
+export function setOwnField<T>(record: Record<string, T>, name: string, value: T): void {
+  Object.defineProperty(record, name, { value, enumerable: true, writable: true, configurable: true });
+}
