@@ -8,5 +8,8 @@ export function ownField<T>(record: Record<string, T>, name: string): T | undefi
 }
 
 export function setOwnField<T>(record: Record<string, T>, name: string, value: T): void {
-  Object.defineProperty(record, name, { value, enumerable: true, writable: true, configurable: true });
+  // Every other name the prototype has is a writable data property, which assigning shadows.
+  if (name === '__proto__')
+    Object.defineProperty(record, name, { value, enumerable: true, writable: true, configurable: true });
+  else record[name] = value;
 }
