@@ -15,6 +15,7 @@ import {
   fetchWithin,
   hitFull,
   keyWithPlan,
+  logged,
   metric,
   outputMark,
   Replicas,
@@ -55,18 +56,6 @@ async function series(t: Tollgate, secret: string, n: number, path: string) {
     codes: results.map((r) => (r.body as { code?: string }).code),
     slowestMs: Math.max(...results.map((r) => r.ms)),
   };
-}
-
-/**
- * Waits for `line` in a replica's output: it comes through a pipe, and a loaded machine can hand the
- * test the answers it logged about before the line itself.
- */
-async function logged(tollgate: Tollgate, line: string): Promise<void> {
-  await waitFor(
-    async () => tollgate.output.some((l) => l.includes(line)),
-    (seen) => seen,
-    { what: `"${line}" in the output` },
-  );
 }
 
 describe('Redis outage (private redis-server)', () => {

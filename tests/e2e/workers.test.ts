@@ -13,6 +13,7 @@ import {
   burst,
   failoversSince,
   keyWithPlan,
+  logged,
   outputMark,
   Replicas,
   totalOn,
@@ -133,7 +134,7 @@ describe('WORKERS=2 with Redis', () => {
       { timeoutMs: 30_000, everyMs: 100 },
     );
     expect(replaced.value.size).toBe(3);
-    expect(tollgate.output.some((l) => l.includes(`worker ${victim} exited`))).toBe(true);
+    await logged(tollgate, `worker ${victim} exited`);
 
     const key = await keyWithPlan(tollgate, 'after-kill', 15);
     const mark = outputMark([tollgate]);

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../../helpers/services.js';
-import { sleep } from '../../helpers/poll.js';
+import { sleep, waitFor } from '../../helpers/poll.js';
 import { startBackend, type Backend } from './backend.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './tollgate.js';
 
@@ -336,6 +336,18 @@ export function pidOwningLocalPort(port: number, pids: readonly number[]): numbe
     }
   }
   return undefined;
+}
+
+/**
+ * Waits for `line` in a replica's output: it comes through a pipe, and a loaded machine can hand the
+ * test the answers it logged about before the line itself.
+ */
+export async function logged(tollgate: Tollgate, line: string): Promise<void> {
+  await waitFor(
+    async () => tollgate.output.some((l) => l.includes(line)),
+    (seen) => seen,
+    { what: `"${line}" in the output` },
+  );
 }
 
 /** How many lines each process has logged so far: a mark for `failoversSince`. */
