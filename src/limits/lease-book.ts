@@ -152,8 +152,8 @@ export class LeaseBook {
   }
 
   /**
-   * Gives back `units` that a request decided from this book did not use (its response reported less
-   * than it reserved), when `canRefund`: the current lease's next unit moves back by them, so later
+   * Gives back `units` that a request counted in this book's span did not use (its response reported
+   * less than it reserved), when `canRefund`: the current lease's next unit moves back by them, so later
    * requests take them, or they go back to Redis with its other unused units. Any running lease of the
    * book will do: each of its units is counted in the same windows (or bucket), and what the count ends
    * at is what the leases gave out less what came back (docs/decisions/0225).
@@ -308,9 +308,9 @@ export class LeaseBook {
   }
 }
 
-/** Gives `units` back to every book of a leased decision, if each can take them now (else to none). */
-export function refunded(books: readonly LeaseBook[], units: number): boolean {
-  for (const book of books) if (!book.canRefund(units)) return false;
-  for (const book of books) book.refund(units);
+/** Gives `units` back to the book of every span, if each can take them now (else to none). */
+export function refunded(spans: readonly { readonly book: LeaseBook }[], units: number): boolean {
+  for (const { book } of spans) if (!book.canRefund(units)) return false;
+  for (const { book } of spans) book.refund(units);
   return true;
 }

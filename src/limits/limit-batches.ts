@@ -17,7 +17,7 @@ import {
   type ReplyLayout,
 } from './consume-reply.js';
 import type { CreditWatch } from './credit-watch.js';
-import { refunded, type LeaseBook, type LeaseCall } from './lease-book.js';
+import type { LeaseCall } from './lease-book.js';
 import type { LeaseReclaim } from './lease-reclaim.js';
 import type { LimitWatches } from './limit-watches.js';
 import {
@@ -94,11 +94,8 @@ export class LimitBatches {
   takeLeased(group: Group, cost: number, nowMs: number): Decision {
     const spans = group.spans;
     let wantsNext = false;
-    // The books, not the group's spans: a refund goes to the windows the request was counted in.
-    const books: LeaseBook[] = [];
     for (let s = 0; s < spans.length; s++) {
       const book = spans[s]!.book;
-      books.push(book);
       this.places[s] = book.take(cost);
       this.shifts[s] = book.shifts;
       if (book.wantsNext) wantsNext = true;
@@ -106,10 +103,7 @@ export class LimitBatches {
     // One call asks for a book's next lease: the other groups sharing the book (a consumer's keys) send none for it.
     if (wantsNext && this.schedule(group))
       for (const span of spans) if (span.book.wantsNext) span.book.nextDue();
-    return {
-      ...place(group, this.places, this.shifts, NO_BALANCES, nowMs),
-      refund: (units) => refunded(books, units),
-    };
+    return place(group, this.places, this.shifts, NO_BALANCES, nowMs);
   }
 
   /** A request decided by Redis, in the group's next call. */

@@ -56,12 +56,6 @@ export interface Decision {
    * client leaves or the backend times out (docs/decisions/0096). Absent: no place was taken.
    */
   readonly release?: () => void;
-  /**
-   * Decided from this replica's leases: gives `units` of the request's reservation back to the leases
-   * it was taken from (its response reported less), while they run; false when one has ended, and
-   * nothing was given back (the limiter then settles with Redis). docs/decisions/0225.
-   */
-  readonly refund?: (units: number) => boolean;
 }
 
 /** A request refused by a concurrency limit may try again in a second (its `Retry-After`). */

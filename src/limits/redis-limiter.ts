@@ -3,6 +3,7 @@ import type { Metrics } from '../ops/metrics.js';
 import type { Subject } from '../plans/subject.js';
 import type { Visitor } from './visitor.js';
 import { windowAt } from '../plans/window.js';
+import { refunded } from './lease-book.js';
 import { LeaseReclaim } from './lease-reclaim.js';
 import { ConcurrencyPlaces, DEFAULT_CONCURRENCY_LEASE_MS } from './concurrency-places.js';
 import type { LimitNotices } from './limit-notices.js';
@@ -169,9 +170,16 @@ export class RedisRateLimiter implements RateLimiter {
   settle(reservation: Reservation, units: number, nowMs: number): void | Promise<void> {
     const delta = units - reservation.reserved;
     if (delta === 0) return;
-    // The leases it was decided from still run: they take the refund, and give it back to Redis with
-    // their other unused units (the ledger learns it then).
-    if (delta < 0 && reservation.decision.refund?.(-delta) === true) return;
+    // A lease of the windows it was counted in still runs here: it takes the refund, and gives it back
+    // to Redis with its other unused units (the ledger learns it then). docs/decisions/0225.
+    if (delta < 0) {
+      const group = this.registry.boundGroup(
+        reservation.subjects,
+        reservation.admittedMs,
+        reservation.visitor,
+      );
+      if (group !== undefined && refunded(group.spans, -delta)) return;
+    }
     const settlement = settlementOf(this.prefix, reservation, delta, nowMs);
     if (settlement.keys.length === 0) return;
     // This replica's part of each window (recovery's ledger) never says more than Redis counts, or a
