@@ -36,7 +36,7 @@
 // BENCH_CONNECTIONS (50), BENCH_TARGETS (comma-separated ids to run), BENCH_REDIS_URL
 // (redis://127.0.0.1:6379/15: the bench owns DB 15 and flushes it), BENCH_PG_URL
 // (postgres://postgres@127.0.0.1:5432), BENCH_PROFILE_MODE (redis | embedded), BENCH_SCALE_KEYS (100000), BENCH_ROTATION_KEYS (10000),
-// BENCH_REPLICAS (1,2,4), BENCH_CONSUMER_RATES (16000,4000: hot-consumer's paced rows, req/s), BENCH_REPLICA_WARMUP (s, 10), BENCH_CONCURRENCY (50,13,4,1), BENCH_ROUTE_TABLES (1,100,1000), BENCH_PIN=1 (table: each target on the last CPU, wrk and backend on the others), BENCH_SKIP_BUILD=1,
+// BENCH_REPLICAS (1,2,4), BENCH_CONSUMER_RATES (16000,4000: hot-consumer's paced rows, req/s), BENCH_REPLICA_WARMUP (s, 10), BENCH_CONCURRENCY (50,13,4,1), BENCH_ROUTE_TABLES (1,100,1000), BENCH_PIN=1 (table: each target on the last CPU, wrk and backend on the others; forged-keys: Tollgate on the last CPU, wrk on the others), BENCH_SKIP_BUILD=1,
 // BENCH_BASELINE (table: the folder of another build, e.g. an older commit's, run beside this one in the same rounds),
 // BENCH_NICE (e.g. -10: every target and wrk run at that priority, so other work on a shared machine
 // takes less of the measured CPU; off by default because it slows everything else while it runs).
