@@ -14,11 +14,15 @@ import type { CreditsUpdate } from './resources/credits/balance-schemas.js';
 import type { BodySpec, Check as CheckOf, ParamsSpec, QuerySpec } from './operation.js';
 import { MAX_METADATA_BYTES, MAX_METADATA_DEPTH, type ValidationDetail } from './schemas.js';
 
+// validateSchema off: ajv would otherwise compile the JSON Schema meta-schema in each instance, at its
+// first compile, to check schemas that are ours and fixed; tests/unit/validation-schemas.test.ts checks
+// every one of them against it instead (docs/performance.md, "Suite").
+const OWN_SCHEMAS = { validateSchema: false } as const;
 // allErrors: name every offending field at once, not just the first.
-const bodyAjv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: false });
+const bodyAjv = new Ajv({ ...OWN_SCHEMAS, allErrors: true, useDefaults: true, coerceTypes: false });
 // Query values arrive as strings: `?limit=10` must validate as the integer 10.
-const queryAjv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: true });
-const paramsAjv = new Ajv({ allErrors: false, coerceTypes: false });
+const queryAjv = new Ajv({ ...OWN_SCHEMAS, allErrors: true, useDefaults: true, coerceTypes: true });
+const paramsAjv = new Ajv({ ...OWN_SCHEMAS, allErrors: false, coerceTypes: false });
 
 const ROOT_FIELD = '(body)';
 

@@ -6,7 +6,9 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { Ajv } from 'ajv';
 import { readConfigFile } from '../../packages/client/src/config/apply-config.js';
+import { CONFIG_SCHEMA } from '../../packages/client/src/config/validate-config.js';
 import { buildConfigSchema } from '../../src/management/config-schema.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -29,6 +31,12 @@ async function faultsOf(name: string, text: string, env: Record<string, string> 
 it('commits the schema the server builds (npm run build writes it)', () => {
   const committed = JSON.parse(readFileSync(join(ROOT, 'packages/client/config-schema.json'), 'utf8'));
   expect(committed).toEqual(buildConfigSchema());
+});
+
+it('commits a schema JSON Schema allows (the command does not check it against the meta-schema)', () => {
+  const metaSchema = new Ajv();
+  metaSchema.validateSchema(CONFIG_SCHEMA);
+  expect(metaSchema.errors).toBeNull();
 });
 
 it('names the line and field of a fault in a JSON file', async () => {

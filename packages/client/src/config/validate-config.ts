@@ -5,7 +5,7 @@
  * (webhooks excepted: two may share a URL); each fault with its line and field.
  */
 import { readFileSync } from 'node:fs';
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { ConfigProblem } from './config-error.js';
 import { fieldName, type ConfigFile, type FieldPath, type ListSection } from './config-file.js';
 import {
@@ -23,7 +23,18 @@ export const CONFIG_SCHEMA = JSON.parse(
   readFileSync(new URL('../../config-schema.json', import.meta.url), 'utf8'),
 ) as Record<string, unknown>;
 
-const validate = new Ajv({ allErrors: true, strict: false }).compile(CONFIG_SCHEMA);
+/**
+ * Compiled at the first file checked, not when the command starts (`--help`, `export` check none), and
+ * without ajv's check of the schema against the JSON Schema meta-schema, which cost more than the
+ * compile itself at each start: tests/unit/config-file.test.ts checks the committed schema instead.
+ */
+let compiled: ValidateFunction | undefined;
+
+/** What the schema finds wrong with `data`: nothing when it holds. */
+function schemaErrors(data: unknown): readonly ErrorObject[] {
+  compiled ??= new Ajv({ allErrors: true, strict: false, validateSchema: false }).compile(CONFIG_SCHEMA);
+  return compiled(data) ? [] : (compiled.errors ?? []);
+}
 
 function pathOf(error: ErrorObject): FieldPath {
   const path: (string | number)[] = error.instancePath
@@ -98,9 +109,10 @@ function shapeProblems(config: ConfigFile, lineOf: (path: FieldPath) => number):
 
 /** The faults of `data` (resolved), one per field, in the file's order; none: it is a ConfigFile. */
 export function validateConfig(data: unknown, lineOf: (path: FieldPath) => number): ConfigProblem[] {
-  if (!validate(data)) {
+  const errors = schemaErrors(data);
+  if (errors.length > 0) {
     const seen = new Set<string>();
-    const problems = (validate.errors ?? []).flatMap((error) => {
+    const problems = errors.flatMap((error) => {
       const path = pathOf(error);
       const problem = { line: lineOf(path), field: fieldName(path), message: messageOf(error) };
       const key = `${problem.field}\0${problem.message}`;
