@@ -6,7 +6,7 @@
 // 2. A stream of BENCH_SETTLE_EVENTS (200) events (bench/peers/sse-backend.ts, the last one carrying the
 //    usage) through Tollgate in Redis mode, settled by the `openai` preset and at a fixed cost, against
 //    the bare forwarder (bench/peers/engine.ts): time to the first event and to the last byte, medians over
-//    BENCH_SETTLE_STREAMS streams a round (one at a time), alternating rounds.
+//    BENCH_SETTLE_STREAMS streams of each a round (one at a time, the three interleaved).
 // 3. Tollgate's heap in use and resident memory over BENCH_SETTLE_MEMORY_STREAMS (10,000) such streams,
 //    20 at a time, read after a full collection every tenth of the way.
 import { Redis } from 'ioredis';
@@ -202,19 +202,25 @@ async function streams(): Promise<string[]> {
   const names = Object.keys(targets) as (keyof typeof targets)[];
   for (const name of names)
     for (let i = 0; i < STREAMS / 4; i++) await oneStream(targets[name].url, targets[name].secret);
+  // Interleaved: one stream of each target in turn, the first of them changing each time, so that
+  // whatever else the machine does in a round slows the three alike. Times of a millisecond or less
+  // moved by a third between rounds of a hundred streams of one target after another.
   for (let round = 0; round < ROUNDS; round++) {
-    for (const name of round % 2 === 0 ? names : names.toReversed()) {
-      const first: number[] = [];
-      const total: number[] = [];
-      for (let i = 0; i < STREAMS; i++) {
+    const first = { tollgate: [] as number[], fixed: [] as number[], forwarder: [] as number[] };
+    const total = { tollgate: [] as number[], fixed: [] as number[], forwarder: [] as number[] };
+    for (let i = 0; i < STREAMS; i++) {
+      for (let j = 0; j < names.length; j++) {
+        const name = names[(i + j) % names.length]!;
         const [f, t] = await oneStream(targets[name].url, targets[name].secret);
-        first.push(f);
-        total.push(t);
+        first[name].push(f);
+        total[name].push(t);
       }
-      firsts[name].push(median(first));
-      totals[name].push(median(total));
+    }
+    for (const name of names) {
+      firsts[name].push(median(first[name]));
+      totals[name].push(median(total[name]));
       log(
-        `streams round ${round + 1}/${ROUNDS} ${name}: first event ${fmt(median(first), 2)} ms, whole ${fmt(median(total), 2)} ms`,
+        `streams round ${round + 1}/${ROUNDS} ${name}: first event ${fmt(median(first[name]), 2)} ms, whole ${fmt(median(total[name]), 2)} ms`,
       );
     }
   }
@@ -243,7 +249,7 @@ async function streams(): Promise<string[]> {
   const row = (name: keyof typeof targets, label: string) =>
     `| ${label} | ${fmt(median(firsts[name]), 2)} | ${ratio(median(firsts[name]), median(firsts.forwarder))} | ${fmt(median(totals[name]), 2)} | ${ratio(median(totals[name]), median(totals.forwarder))} | ${firsts[name].map((x) => fmt(x, 2)).join(' / ')} | ${totals[name].map((x) => fmt(x, 2)).join(' / ')} |`;
   return [
-    `A stream of ${EVENTS} events (${STREAMS} streams a round, one at a time, medians):`,
+    `A stream of ${EVENTS} events (${STREAMS} streams of each a round, one at a time, the three in turn, medians):`,
     '',
     '| through | first event ms | ÷ forwarder | last byte ms | ÷ forwarder | first event per round | last byte per round |',
     '|---|--:|--:|--:|--:|---|---|',
