@@ -2,11 +2,13 @@
  * Settling requests in Redis across replicas (RateLimiter.settle, docs/decisions/0191): three replicas
  * of the Redis limiter reserve and settle concurrently, a busy key's windows leased ahead; what a limit
  * and a balance end up charged is the sum of the settled units of the requests admitted, to the unit,
- * and a limit whose reservations bound the answers is never exceeded.
+ * and a limit whose reservations bound the answers is never exceeded, through a Redis hang too, while
+ * a busy key's refunds go back to its leases (docs/decisions/0225).
  */
 import type { Balance } from '../../src/plans/balance.js';
 import type { Subject } from '../../src/plans/subject.js';
 import { windowAt } from '../../src/plans/window.js';
+import type { Decision } from '../../src/limits/rate-limiter.js';
 import type { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
 import { defineSettleScript } from '../../src/limits/settle-script.js';
 import { limiterReplicasFor } from '../helpers/limiter-replicas.js';
@@ -153,6 +155,69 @@ it('never exceeds a limit whose reservations bound the answers, refunds admittin
     { timeoutMs: 5_000, everyMs: 20 },
   );
   expect(count.value).toBe(String(settled));
+});
+
+it('never admits past a limit through a Redis hang while refunds go back to leases, nor counts less than was settled', async () => {
+  // Commands time out after 200 ms: a call that did is dropped, its units counted as used (never fewer).
+  const replicas = await Promise.all([fleet.replica({}, 200), fleet.replica({}, 200)]);
+  const subjects = keyOnly('key_hang_refunds', plan({ limit: 5_000, period: 'day' }));
+  const draw = unitsDrawn(17, 10);
+  const totals = { settled: 0, admitted: 0, refused: 0, failed: 0 };
+  const settling: Promise<void>[] = [];
+  let hang: Promise<void> | undefined;
+  /** Redis paused once the key is busy, until a request felt it (its call timed out). */
+  const hangRedis = async () => {
+    fleet.server.pause();
+    try {
+      await waitFor(
+        () => Promise.resolve(totals.failed),
+        (failed) => failed > 0,
+        { timeoutMs: 10_000, everyMs: 20 },
+      );
+    } finally {
+      fleet.server.resume();
+    }
+  };
+  await Promise.all(
+    replicas.map(async (limiter) => {
+      for (let sent = 0; sent < 1_500; sent += 10) {
+        await Promise.all(
+          Array.from({ length: 10 }, async () => {
+            const admittedMs = Date.now();
+            let decision: Decision;
+            try {
+              decision = await limiter.consume(subjects, 10, admittedMs);
+            } catch {
+              // Its call timed out: not admitted (what Redis did with it is counted, never given back).
+              return void totals.failed++;
+            }
+            if (!decision.allowed) return void totals.refused++;
+            const units = draw();
+            totals.admitted++;
+            totals.settled += units;
+            const settled = limiter.settle(
+              { decision, subjects, reserved: 10, admittedMs },
+              units,
+              Date.now(),
+            );
+            if (settled instanceof Promise) settling.push(settled);
+          }),
+        );
+        if (hang === undefined && totals.admitted >= 200) hang = hangRedis();
+      }
+    }),
+  );
+  await hang;
+  await Promise.all(settling);
+  expect(totals.failed).toBeGreaterThan(0);
+  expect(totals.refused).toBeGreaterThan(0);
+  // 5,000 units of reservations of 10 admit 500; refunds made room for more, never past the limit.
+  expect(totals.admitted).toBeGreaterThan(500);
+  expect(totals.settled).toBeLessThanOrEqual(5_000);
+  // The count holds every unit settled, plus what leases still hold and what timed-out calls kept.
+  const count = Number(await fleet.admin.get(dayCount('key_hang_refunds')));
+  expect(count).toBeGreaterThanOrEqual(totals.settled);
+  expect(count).toBeLessThanOrEqual(5_000);
 });
 
 it('spends from a balance exactly what its requests settled at, never below 0 when reservations bound them', async () => {
