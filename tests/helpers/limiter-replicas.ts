@@ -51,6 +51,16 @@ export class LimiterReplicas {
     return limiter;
   }
 
+  /**
+   * `limiter` dies as a SIGKILLed process does: its connections cut, nothing given back (its leases
+   * and what they hold stay counted), never closed.
+   */
+  async kill(limiter: RedisRateLimiter): Promise<void> {
+    const at = this.opened.findIndex((opened) => opened.limiter === limiter);
+    const [killed] = this.opened.splice(at, 1);
+    await killed!.redis.close();
+  }
+
   async close(): Promise<void> {
     await Promise.all(
       this.opened.map(async ({ redis, limiter }) => {
@@ -69,6 +79,7 @@ export function limiterReplicasFor(prefix: string): {
     options?: Pick<RedisRateLimiterOptions, 'clock' | 'concurrencyLeaseMs'>,
     commandTimeoutMs?: number,
   ): Promise<RedisRateLimiter>;
+  kill(limiter: RedisRateLimiter): Promise<void>;
   readonly admin: Redis;
   readonly server: RedisServer;
   readonly metrics: Metrics;
@@ -80,6 +91,7 @@ export function limiterReplicasFor(prefix: string): {
   afterAll(() => fleet.close());
   return {
     replica: (options, commandTimeoutMs) => fleet.replica(options, commandTimeoutMs),
+    kill: (limiter) => fleet.kill(limiter),
     get admin() {
       return fleet.admin;
     },

@@ -220,6 +220,23 @@ it('never admits past a limit through a Redis hang while refunds go back to leas
   expect(count).toBeLessThanOrEqual(5_000);
 });
 
+it('never admits past a limit when a replica dies holding leases its refunds went back to, nor counts less than was settled', async () => {
+  const [doomed, ...survivors] = await Promise.all([fleet.replica(), fleet.replica(), fleet.replica()]);
+  const subjects = keyOnly('key_dead_refunds', plan({ limit: 5_000, period: 'day' }));
+  const draw = unitsDrawn(19, 10);
+  // The key busy on every replica, leased, its refunds going back to the leases; then one dies with them.
+  const before = await reserveAndSettle([doomed!, ...survivors], subjects, 10, draw, 100, 10);
+  await fleet.kill(doomed!);
+  const after = await reserveAndSettle(survivors, subjects, 10, draw, 800, 10);
+  expect(after.refused).toBeGreaterThan(0);
+  const settled = before.settled + after.settled;
+  expect(settled).toBeLessThanOrEqual(5_000);
+  // The dead replica's leases, refunds in them, stay counted: never fewer units than were settled.
+  const count = Number(await fleet.admin.get(dayCount('key_dead_refunds')));
+  expect(count).toBeGreaterThanOrEqual(settled);
+  expect(count).toBeLessThanOrEqual(5_000);
+});
+
 it('spends from a balance exactly what its requests settled at, never below 0 when reservations bound them', async () => {
   const replicas = await Promise.all([fleet.replica(), fleet.replica(), fleet.replica()]);
   const balance: Balance = { epoch: 1, window: 0, granted: 1_000, floor: 0, refill: null, lowAt: 0 };
