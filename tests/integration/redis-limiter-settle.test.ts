@@ -2,8 +2,8 @@
  * Settling requests in Redis across replicas (RateLimiter.settle, docs/decisions/0191): three replicas
  * of the Redis limiter reserve and settle concurrently, a busy key's windows leased ahead; what a limit
  * and a balance end up charged is the sum of the settled units of the requests admitted, to the unit,
- * and a limit whose reservations bound the answers is never exceeded, through a Redis hang too, while
- * a busy key's refunds go back to its leases (docs/decisions/0225).
+ * and a limit whose reservations bound the answers is never exceeded, through a Redis hang and the
+ * death of a replica too, while a busy key's refunds go back to its leases (docs/decisions/0225).
  */
 import type { Balance } from '../../src/plans/balance.js';
 import type { Subject } from '../../src/plans/subject.js';
