@@ -5,8 +5,8 @@
 //    request during each Redis-mode load.
 // 2. A stream of BENCH_SETTLE_EVENTS (200) events (bench/peers/sse-backend.ts, the last one carrying the
 //    usage) through Tollgate in Redis mode, settled by the `openai` preset and at a fixed cost, against
-//    the bare forwarder (bench/peers/engine.ts): time to the first event and to the last byte, medians over
-//    BENCH_SETTLE_STREAMS streams of each a round (one at a time, the three interleaved).
+//    the bare forwarder (bench/peers/engine.ts), and settled embedded: time to the first event and to the
+//    last byte, medians over BENCH_SETTLE_STREAMS streams of each a round (one at a time, interleaved).
 // 3. Tollgate's heap in use and resident memory over BENCH_SETTLE_MEMORY_STREAMS (10,000) such streams,
 //    20 at a time, read after a full collection every tenth of the way.
 import { Redis } from 'ioredis';
@@ -49,6 +49,7 @@ const UNITS = 7;
 const SSE_PORT = PORT.events + 5;
 const FORWARDER_PORT = PORT.events + 6;
 const INSPECTOR_PORT = PORT.events + 7;
+const EMBEDDED_STREAMS_PORT = PORT.events + 8;
 
 /** Two plans alike but for how a request to `/bench` is priced: 7 units before, or what its answer reports. */
 async function createPlans(port: number): Promise<void> {
@@ -188,6 +189,14 @@ async function streams(): Promise<string[]> {
   });
   await createPlans(port);
   const secret = await createKey(port, 'streams', true, 'bench-settled');
+  // The same settled stream embedded: no round trip to Redis before it is forwarded.
+  await startTollgate({
+    name: 'settle-streams-embedded',
+    port: EMBEDDED_STREAMS_PORT,
+    mode: 'embedded',
+    extraEnv: { UPSTREAM_URL: sseUrl },
+  });
+  await createPlans(EMBEDDED_STREAMS_PORT);
   const targets = {
     tollgate: { url: `http://127.0.0.1:${port}/bench/chat`, secret },
     // The same stream priced before it is forwarded: what of Tollgate's time is settling.
@@ -195,19 +204,29 @@ async function streams(): Promise<string[]> {
       url: `http://127.0.0.1:${port}/bench/chat`,
       secret: await createKey(port, 'streams-fixed', true, 'bench-fixed-cost'),
     },
+    embedded: {
+      url: `http://127.0.0.1:${EMBEDDED_STREAMS_PORT}/bench/chat`,
+      secret: await createKey(EMBEDDED_STREAMS_PORT, 'streams-embedded', true, 'bench-settled'),
+    },
     forwarder: { url: `http://127.0.0.1:${FORWARDER_PORT}/bench/chat`, secret: PEER_SECRET },
   };
-  const firsts = { tollgate: [] as number[], fixed: [] as number[], forwarder: [] as number[] };
-  const totals = { tollgate: [] as number[], fixed: [] as number[], forwarder: [] as number[] };
+  const timesOf = () => ({
+    tollgate: [] as number[],
+    fixed: [] as number[],
+    embedded: [] as number[],
+    forwarder: [] as number[],
+  });
+  const firsts = timesOf();
+  const totals = timesOf();
   const names = Object.keys(targets) as (keyof typeof targets)[];
   for (const name of names)
     for (let i = 0; i < STREAMS / 4; i++) await oneStream(targets[name].url, targets[name].secret);
   // Interleaved: one stream of each target in turn, the first of them changing each time, so that
-  // whatever else the machine does in a round slows the three alike. Times of a millisecond or less
+  // whatever else the machine does in a round slows them alike. Times of a millisecond or less
   // moved by a third between rounds of a hundred streams of one target after another.
   for (let round = 0; round < ROUNDS; round++) {
-    const first = { tollgate: [] as number[], fixed: [] as number[], forwarder: [] as number[] };
-    const total = { tollgate: [] as number[], fixed: [] as number[], forwarder: [] as number[] };
+    const first = timesOf();
+    const total = timesOf();
     for (let i = 0; i < STREAMS; i++) {
       for (let j = 0; j < names.length; j++) {
         const name = names[(i + j) % names.length]!;
@@ -249,12 +268,13 @@ async function streams(): Promise<string[]> {
   const row = (name: keyof typeof targets, label: string) =>
     `| ${label} | ${fmt(median(firsts[name]), 2)} | ${ratio(median(firsts[name]), median(firsts.forwarder))} | ${fmt(median(totals[name]), 2)} | ${ratio(median(totals[name]), median(totals.forwarder))} | ${firsts[name].map((x) => fmt(x, 2)).join(' / ')} | ${totals[name].map((x) => fmt(x, 2)).join(' / ')} |`;
   return [
-    `A stream of ${EVENTS} events (${STREAMS} streams of each a round, one at a time, the three in turn, medians):`,
+    `A stream of ${EVENTS} events (${STREAMS} streams of each a round, one at a time, the targets in turn, medians):`,
     '',
     '| through | first event ms | ÷ forwarder | last byte ms | ÷ forwarder | first event per round | last byte per round |',
     '|---|--:|--:|--:|--:|---|---|',
     row('tollgate', 'Tollgate, Redis mode, settled by the openai preset'),
     row('fixed', 'Tollgate, Redis mode, fixed cost (7)'),
+    row('embedded', 'Tollgate, embedded, settled by the openai preset'),
     row('forwarder', 'bare forwarder (bench/peers/engine.ts)'),
     '',
     `Tollgate over ${fmt(MEMORY_STREAMS)} streams (20 at a time), after a full collection at the start and after each tenth (the inspector's \`HeapProfiler.collectGarbage\`, bench/lib/inspector.ts):`,
