@@ -27,9 +27,20 @@ function unitsDrawn(seed: number, most: number): () => number {
   };
 }
 
+interface Totals {
+  /** Units settled of the admitted requests. */
+  settled: number;
+  admitted: number;
+  refused: number;
+  /** Requests whose consume call failed (timed out while Redis hung): not admitted. */
+  failed: number;
+}
+
 /**
  * `perReplica` requests on each replica, `atOnce` at a time: each reserves `reserved` and, once
- * admitted, is settled at a drawn number of units. Answers the units settled of the admitted ones.
+ * admitted, is settled at a drawn number of units; `afterTurn` sees the totals after each turn of
+ * `atOnce` (where a test starts a fault). A settlement sent to Redis is awaited once all are sent, so
+ * that a Redis hang holds no turn back. Answers the totals once every settlement is done.
  */
 async function reserveAndSettle(
   replicas: readonly RedisRateLimiter[],
@@ -38,24 +49,36 @@ async function reserveAndSettle(
   draw: () => number,
   perReplica: number,
   atOnce: number,
-): Promise<{ settled: number; admitted: number; refused: number }> {
-  const totals = { settled: 0, admitted: 0, refused: 0 };
+  afterTurn: (totals: Totals) => void = () => {},
+): Promise<Totals> {
+  const totals: Totals = { settled: 0, admitted: 0, refused: 0, failed: 0 };
+  const settling: Promise<void>[] = [];
   await Promise.all(
     replicas.map(async (limiter) => {
-      for (let sent = 0; sent < perReplica; sent += atOnce)
+      for (let sent = 0; sent < perReplica; sent += atOnce) {
         await Promise.all(
           Array.from({ length: atOnce }, async () => {
             const admittedMs = Date.now();
-            const decision = await limiter.consume(subjects, reserved, admittedMs);
+            let decision: Decision;
+            try {
+              decision = await limiter.consume(subjects, reserved, admittedMs);
+            } catch {
+              // Its call timed out: not admitted (what Redis did with it is counted, never given back).
+              return void totals.failed++;
+            }
             if (!decision.allowed) return void totals.refused++;
             const units = draw();
             totals.admitted++;
             totals.settled += units;
-            await limiter.settle({ decision, subjects, reserved, admittedMs }, units, Date.now());
+            const settled = limiter.settle({ decision, subjects, reserved, admittedMs }, units, Date.now());
+            if (settled instanceof Promise) settling.push(settled);
           }),
         );
+        afterTurn(totals);
+      }
     }),
   );
+  await Promise.all(settling);
   return totals;
 }
 
@@ -161,12 +184,9 @@ it('never admits past a limit through a Redis hang while refunds go back to leas
   // Commands time out after 200 ms: a call that did is dropped, its units counted as used (never fewer).
   const replicas = await Promise.all([fleet.replica({}, 200), fleet.replica({}, 200)]);
   const subjects = keyOnly('key_hang_refunds', plan({ limit: 5_000, period: 'day' }));
-  const draw = unitsDrawn(17, 10);
-  const totals = { settled: 0, admitted: 0, refused: 0, failed: 0 };
-  const settling: Promise<void>[] = [];
   let hang: Promise<void> | undefined;
   /** Redis paused once the key is busy, until a request felt it (its call timed out). */
-  const hangRedis = async () => {
+  const hangRedis = async (totals: Totals) => {
     fleet.server.pause();
     try {
       await waitFor(
@@ -178,37 +198,10 @@ it('never admits past a limit through a Redis hang while refunds go back to leas
       fleet.server.resume();
     }
   };
-  await Promise.all(
-    replicas.map(async (limiter) => {
-      for (let sent = 0; sent < 1_500; sent += 10) {
-        await Promise.all(
-          Array.from({ length: 10 }, async () => {
-            const admittedMs = Date.now();
-            let decision: Decision;
-            try {
-              decision = await limiter.consume(subjects, 10, admittedMs);
-            } catch {
-              // Its call timed out: not admitted (what Redis did with it is counted, never given back).
-              return void totals.failed++;
-            }
-            if (!decision.allowed) return void totals.refused++;
-            const units = draw();
-            totals.admitted++;
-            totals.settled += units;
-            const settled = limiter.settle(
-              { decision, subjects, reserved: 10, admittedMs },
-              units,
-              Date.now(),
-            );
-            if (settled instanceof Promise) settling.push(settled);
-          }),
-        );
-        if (hang === undefined && totals.admitted >= 200) hang = hangRedis();
-      }
-    }),
-  );
+  const totals = await reserveAndSettle(replicas, subjects, 10, unitsDrawn(17, 10), 1_500, 10, (seen) => {
+    if (hang === undefined && seen.admitted >= 200) hang = hangRedis(seen);
+  });
   await hang;
-  await Promise.all(settling);
   expect(totals.failed).toBeGreaterThan(0);
   expect(totals.refused).toBeGreaterThan(0);
   // 5,000 units of reservations of 10 admit 500; refunds made room for more, never past the limit.
