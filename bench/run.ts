@@ -26,7 +26,7 @@
 //   npm run bench -- tracing-memory every request sampled to a collector that never answers, 5 minutes: RSS and heap every half minute
 //   npm run bench -- cors         CORS preflights answered by Tollgate against requests without a key (401): req/s, p99
 //   npm run bench -- forged-keys  wrong-checksum secrets against CORS preflights: req/s, p99, Redis and Postgres calls beside idle
-//   npm run bench -- settle       a settled JSON request against a fixed-cost one (req/s, Tollgate's CPU and Redis commands per request); a 200-event stream through Tollgate against the bare forwarder; memory over 10,000 streams
+//   npm run bench -- settle       a settled JSON request against a fixed-cost one (req/s, Tollgate's CPU and Redis commands per request); a 200-event stream through Tollgate (Redis mode settled and at a fixed cost, embedded settled) against the bare forwarder, interleaved; memory over 10,000 streams
 //   npm run bench -- visitors     a limit per visitor and a token against a plain key (req/s, Redis calls), and 150,000 visitors' memory
 //   npm run bench -- buckets      a hot key on a token bucket and on a concurrency limit against the one-limit key: req/s, p99, Redis round trips per request
 //   npm run bench -- portal       the developer portal with 10 keys and 90 days of usage in Chromium: ms to the keys page and the usage charts, against the console's overview
