@@ -12,7 +12,7 @@ import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { startBackend, type Backend } from './helpers/backend.js';
 import { MODES } from './helpers/modes.js';
-import { hit, keyWithPlan, sleep, waitFor } from './helpers/replicas.js';
+import { hit, keyWithPlan, waitFor } from './helpers/replicas.js';
 import { expectNoSecretsLogged, startTollgate, type Tollgate } from './helpers/tollgate.js';
 
 const EVENTS = [
@@ -99,9 +99,17 @@ describe.each(MODES)('events delivered, $name', (mode) => {
     expect(statuses).toEqual([...Array<number>(10).fill(200), 429]);
     const sentAt = clock.now();
 
-    // Once the usage is stored (written every second; in Redis mode moved to Postgres every second),
-    // the minute closes (its end plus 1 s), the export sends it, and its delivery is told.
-    await sleep(5_000);
+    // The five events so far are delivered at their second attempt (about 5 s after the first) and
+    // recorded before the clock moves: a delivery in flight across the move would outlive its claim and
+    // be sent again. By then the usage is stored (written every second; in Redis mode moved to Postgres
+    // every second); the minute closes (its end plus 1 s), the export sends it, and its delivery is told.
+    await waitFor(
+      async () =>
+        (await tollgate.admin('GET', `/tollgate/webhooks/${hook.body.id}/deliveries?limit=100`)).body
+          .deliveries as { state: string }[],
+      (deliveries) => deliveries.length === 5 && deliveries.every((d) => d.state === 'delivered'),
+      { what: 'the five deliveries before the export delivered' },
+    );
     clock.after(MINUTE_MS, 1_500);
     const { value: kept } = await waitFor(
       async () => EVENTS.map((type) => receiver.ofType(type).length),
