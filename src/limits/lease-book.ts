@@ -1,11 +1,11 @@
 import { NO_SHIFTS } from './consume-reply.js';
 
-/** A lease's units are used within this long or given back. */
+/** A subject not seen for this long is quiet; a token bucket's leases last this long (BUCKET_LEASES). */
 export const LEASE_MS = 100;
 /** A lease holds about this long's worth of a subject's units on this replica… */
 const LEASE_HORIZON_MS = 20;
 /**
- * …or, for a subject less busy, up to this many units it would use within LEASE_MS: a decision needs
+ * …or, for a subject less busy, up to this many units it would use within a lease's life: a decision needs
  * every book of its subjects to hold its cost, and a consumer's keys, each busy in part, would each
  * call Redis every 20 ms / 2 or so (docs/decisions/0025: at most 0.05 calls per request for a consumer of 10 keys
  * on 2 replicas). 64 is a sixteenth of the 1,024 units a count must hold to lease at all.
@@ -20,6 +20,25 @@ const MAX_LEASE = 1_000;
 export const BUCKET_LAPSE_MS = 3_000;
 /** A token bucket's book that ran low or was asked for units back leases again after this long. */
 export const BUCKET_PAUSE_MS = 1_000;
+
+/** How long a book's leases last, by the kind of its counts. */
+export interface LeaseTimes {
+  readonly lifeMs: number;
+  /**
+   * How long a book stays without leases once it ran low or was asked for units back: a window's for
+   * the rest of its span, a token bucket's (which refills) for BUCKET_PAUSE_MS.
+   */
+  readonly pauseMs: number;
+}
+
+/**
+ * A span of windows': each unit counts in the span's windows (or slots) whenever it is used, so a lease
+ * may last a second (a subject less busy then calls Redis a few times a second, not ten), and a book
+ * that ran low leases no more in its span.
+ */
+export const WINDOW_LEASES: LeaseTimes = { lifeMs: 1_000, pauseMs: Infinity };
+/** A token bucket's: the bucket counts a lease's units as outstanding only until LEASE_MS + BUCKET_LAPSE_MS after it (core/token-bucket.lua.ts). */
+export const BUCKET_LEASES: LeaseTimes = { lifeMs: LEASE_MS, pauseMs: BUCKET_PAUSE_MS };
 
 /**
  * Units `next`…`last` of the subject's first limit's count, this replica's to hand out until `endsAt`;
@@ -75,13 +94,7 @@ export interface LeaseAnswer {
  * clock that picks the window. docs/decisions/0006 and 0025.
  */
 export class LeaseBook {
-  constructor(
-    /**
-     * How long a book stays without leases once it ran low or was asked for units back: a window's for
-     * the rest of its span, a token bucket's (which refills) for BUCKET_PAUSE_MS.
-     */
-    private readonly pauseMs = Infinity,
-  ) {}
+  constructor(private readonly times: LeaseTimes = WINDOW_LEASES) {}
 
   private lease: Lease | undefined;
   /** The next lease, asked for while `lease` still had units so that requests never wait for it. */
@@ -162,17 +175,19 @@ export class LeaseBook {
     this.lease!.next -= units;
   }
 
-  /** Half the current lease is used and no next one is on its way or due: time to ask, before it runs out. */
-  get wantsNext(): boolean {
+  /**
+   * No next lease is on its way or due, and the current one will be done soon: half of it is used and,
+   * at the pace so far, the rest runs out before it ends, or a quarter of its time is left. A lease
+   * sized to last its whole time asks late, so the next one's time is not spent waiting beside it.
+   */
+  wantsNext(now: number): boolean {
     const lease = this.lease;
-    return (
-      lease !== undefined &&
-      this.spare === undefined &&
-      !this.exhausted &&
-      !this.leaseAsked &&
-      !this.leaseDue &&
-      lease.last - lease.next < lease.size / 2
-    );
+    if (lease === undefined || this.spare !== undefined || this.exhausted || this.leaseAsked || this.leaseDue)
+      return false;
+    if (now >= lease.endsAt - this.times.lifeMs / 4) return true;
+    const left = lease.last - lease.next + 1;
+    const used = lease.size - left;
+    return left - 1 < lease.size / 2 && left * (now - lease.sentAt) < used * (lease.endsAt - now);
   }
 
   /** A call that will ask for the next lease is due (`wantsNext` was acted on). */
@@ -193,20 +208,26 @@ export class LeaseBook {
   /**
    * Starts a call: what it settles (handed over, so a call that fails does not settle them twice)
    * and, for a busy subject when `canLease` (someone could ask for the units back), a lease the size
-   * of its demand since the last answer over the next 20 ms, or, if more, over the lease's 100 ms up to
-   * MIN_BUSY_LEASE. None for a subject not seen within a lease's time, none once the span ran low, none
-   * while another lease is on its way or a spare is waiting.
+   * of its demand since the last answer over the next 20 ms, or, if more, over the lease's life up to
+   * MIN_BUSY_LEASE. None when the last answer is older than a lease's life, none once the span ran low,
+   * none while another lease is on its way or a spare is waiting.
    */
   startCall(now: number, canLease: boolean): LeaseCall {
     let lease = 0;
     const elapsed = now - this.answeredAt;
     this.leaseDue = false;
     if (this.exhausted && now >= this.exhaustedUntil) this.exhausted = false;
-    if (canLease && !this.exhausted && !this.leaseAsked && this.spare === undefined && elapsed <= LEASE_MS) {
+    if (
+      canLease &&
+      !this.exhausted &&
+      !this.leaseAsked &&
+      this.spare === undefined &&
+      elapsed <= this.times.lifeMs
+    ) {
       const perMs = this.demand / Math.max(1, elapsed);
       lease = Math.min(
         MAX_LEASE,
-        Math.floor(Math.max(perMs * LEASE_HORIZON_MS, Math.min(MIN_BUSY_LEASE, perMs * LEASE_MS))),
+        Math.floor(Math.max(perMs * LEASE_HORIZON_MS, Math.min(MIN_BUSY_LEASE, perMs * this.times.lifeMs))),
       );
     }
     const call: LeaseCall = {
@@ -230,7 +251,7 @@ export class LeaseBook {
         sentAt: call.sentAt,
         next: count - leased + 1,
         last: count,
-        endsAt: call.sentAt + LEASE_MS,
+        endsAt: call.sentAt + this.times.lifeMs,
         size: leased,
         shifts,
       };
@@ -278,7 +299,7 @@ export class LeaseBook {
 
   private exhaust(now: number): void {
     this.exhausted = true;
-    this.exhaustedUntil = now + this.pauseMs;
+    this.exhaustedUntil = now + this.times.pauseMs;
   }
 
   /** True, with its leases ended, when the subject has not been seen for a lease's time. */

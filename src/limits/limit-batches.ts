@@ -98,11 +98,11 @@ export class LimitBatches {
       const book = spans[s]!.book;
       this.places[s] = book.take(cost);
       this.shifts[s] = book.shifts;
-      if (book.wantsNext) wantsNext = true;
+      if (book.wantsNext(nowMs)) wantsNext = true;
     }
     // One call asks for a book's next lease: the other groups sharing the book (a consumer's keys) send none for it.
     if (wantsNext && this.schedule(group))
-      for (const span of spans) if (span.book.wantsNext) span.book.nextDue();
+      for (const span of spans) if (span.book.wantsNext(nowMs)) span.book.nextDue();
     return place(group, this.places, this.shifts, NO_BALANCES, nowMs);
   }
 

@@ -5,7 +5,7 @@ import { TWIN_OF } from './core/algorithms.js';
 import type { ConsumeLimit, SpanTerms } from './core/redis-twin.js';
 import type { ConcurrencyPlaces } from './concurrency-places.js';
 import { isConcurrency } from '../plans/plan.js';
-import { BUCKET_PAUSE_MS, LeaseBook } from './lease-book.js';
+import { BUCKET_LEASES, LeaseBook, WINDOW_LEASES } from './lease-book.js';
 import { PlanSwitches } from './plan-switches.js';
 import { FIRST_RETRY_MS, type LimitBatches } from './limit-batches.js';
 import type { LimitWatches } from './limit-watches.js';
@@ -179,7 +179,7 @@ export class LimitRegistry {
         consumeLimits,
         resets,
         placesAfter: counts.map(() => 0),
-        book: new LeaseBook(consumeLimits.some(isBucketLimit) ? BUCKET_PAUSE_MS : Infinity),
+        book: new LeaseBook(consumeLimits.some(isBucketLimit) ? BUCKET_LEASES : WINDOW_LEASES),
         // A span's windows and slots stay the same: its watch is for them, from its start.
         watch: this.watches.quotaWatch(subject, startMs),
         groups: new Set(),

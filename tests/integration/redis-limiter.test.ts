@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { LEASE_MS } from '../../src/limits/lease-book.js';
+import { WINDOW_LEASES } from '../../src/limits/lease-book.js';
 import { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
 import { windowAt } from '../../src/plans/window.js';
 import { Metrics } from '../../src/ops/metrics.js';
@@ -7,7 +7,7 @@ import { createLogger } from '../../src/ops/logger.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
 import { load, type LoadStats } from '../helpers/limiter-load.js';
-import { sleep, waitFor } from '../helpers/poll.js';
+import { waitFor } from '../helpers/poll.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { keyOnly, plan } from '../helpers/plans.js';
 import type { Plan } from '../../src/plans/plan.js';
@@ -328,8 +328,8 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
         Array.from({ length: 5 }, () => limiter.consume(keyOnly('key_clock', policy), 1, now)),
       );
     expect(limiter.consume(keyOnly('key_clock', policy), 1, now)).not.toBeInstanceOf(Promise);
-    // A lease's time passes on that clock, not on the wall clock: the next request asks Redis.
-    now += LEASE_MS;
+    // A lease's life passes on that clock, not on the wall clock: the next request asks Redis.
+    now += WINDOW_LEASES.lifeMs;
     const late = limiter.consume(keyOnly('key_clock', policy), 1, now);
     expect(late).toBeInstanceOf(Promise);
     expect((await late).allowed).toBe(true);
@@ -355,12 +355,14 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
   });
 
   it('admits exactly the limit when the holder’s lease ended before the window filled', async () => {
-    const [a, b] = await Promise.all([replica(), replica()]);
+    // The holder's clock: its lease's life passes on it without the test waiting for it.
+    let ahead = 0;
+    const [a, b] = await Promise.all([replica(() => Date.now() + ahead), replica()]);
     const policy = plan({ limit: 3000, period: 'hour' });
     const early = await load(a!.limiter, keyOnly('key_ended_lease', policy), 50, 4);
-    // The lease ends unused (100 ms) and the holder has not given it back yet (it does once quiet for
-    // a sweep, within a second): only a reclaim brings those places back in time.
-    await sleep(150);
+    // The lease ends unused and the holder has not given it back yet (it does once quiet for a sweep,
+    // within a second): only a reclaim brings those places back in time.
+    ahead = WINDOW_LEASES.lifeMs;
     const late = await load(b!.limiter, keyOnly('key_ended_lease', policy), 1, 3000);
     expect(early.length + late.filter((d) => d.allowed).length).toBe(policy.limits[0]!.limit);
   });

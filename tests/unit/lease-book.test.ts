@@ -1,6 +1,17 @@
 import fc from 'fast-check';
 import { NO_SHIFTS } from '../../src/limits/consume-reply.js';
-import { BUCKET_PAUSE_MS, LEASE_MS, LeaseBook, type LeaseCall } from '../../src/limits/lease-book.js';
+import {
+  BUCKET_LEASES,
+  BUCKET_PAUSE_MS,
+  LEASE_MS,
+  LeaseBook,
+  WINDOW_LEASES,
+  type LeaseCall,
+  type LeaseTimes,
+} from '../../src/limits/lease-book.js';
+
+/** How long a window's lease lasts. */
+const LIFE = WINDOW_LEASES.lifeMs;
 
 /** Redis' side of one call for a subject of one limit: `leased` units on top of a count that was `before`. */
 function grant(book: LeaseBook, call: LeaseCall, before: number, leased: number, admitted = 0): void {
@@ -14,8 +25,8 @@ function take(book: LeaseBook, now: number, cost = 1): number {
 }
 
 /** A book that was answered at `t0` and then saw `requests` requests by `t1`: it asks for a lease at `t1`. */
-function busyBook(t0: number, requests: number, t1: number, pauseMs?: number): LeaseBook {
-  const book = new LeaseBook(pauseMs);
+function busyBook(t0: number, requests: number, t1: number, times?: LeaseTimes): LeaseBook {
+  const book = new LeaseBook(times);
   take(book, t0);
   grant(book, book.startCall(t0, true), 0, 0, 1);
   for (let i = 0; i < requests; i++) expect(take(book, t1)).toBe(0);
@@ -35,33 +46,60 @@ describe('LeaseBook', () => {
     });
   });
 
-  it('sizes a lease by the requests since the last answer: 20 ms of them, or up to 64 they would use within a lease’s 100 ms, at most 1,000', () => {
+  it('sizes a lease by the requests since the last answer: 20 ms of them, or up to 64 they would use within a lease’s life, at most 1,000', () => {
     expect(busyBook(0, 100, 5).startCall(5, true).lease).toBe(400);
     expect(busyBook(0, 500, 5).startCall(5, true).lease).toBe(1_000);
     // 2 a ms: 40 in 20 ms, and the lease would hold 64 within its time.
     expect(busyBook(0, 10, 5).startCall(5, true).lease).toBe(64);
-    // 1 in 10 ms: 10 within a lease's time, no more (the rest would only go back).
-    expect(busyBook(0, 3, 30).startCall(30, true).lease).toBe(10);
-    // Nobody could ask for the places back, or the key was not answered within a lease's time.
+    // 1 in 100 ms: 10 within a window's lease's second, no more (the rest would only go back); a
+    // token bucket's lease lasts LEASE_MS.
+    expect(busyBook(0, 3, 300).startCall(300, true).lease).toBe(10);
+    expect(busyBook(0, 3, 30, BUCKET_LEASES).startCall(30, true).lease).toBe(10);
+    // Nobody could ask for the places back, or the key was not answered within a lease's life.
     expect(busyBook(0, 10, 5).startCall(5, false).lease).toBe(0);
-    expect(busyBook(0, 10, 5).startCall(LEASE_MS + 1, true).lease).toBe(0);
+    expect(busyBook(0, 10, 5).startCall(LIFE + 1, true).lease).toBe(0);
   });
 
   it('asks for one lease at a time', () => {
     const book = busyBook(0, 10, 5);
     grant(book, book.startCall(5, true), 0, 4);
     expect([take(book, 6), take(book, 6)]).toEqual([1, 2]);
-    expect(book.wantsNext).toBe(true);
+    expect(book.wantsNext(6)).toBe(true);
     // A call that will ask is due: the other decisions sharing this book (a consumer's keys) send none.
     book.nextDue();
-    expect(book.wantsNext).toBe(false);
+    expect(book.wantsNext(6)).toBe(false);
     const next = book.startCall(6, true);
     expect(next.lease).toBeGreaterThan(0);
     // Nor while that lease is on its way.
-    expect(book.wantsNext).toBe(false);
+    expect(book.wantsNext(6)).toBe(false);
     expect(book.startCall(6, true).lease).toBe(0);
     book.ended(next);
     expect(book.startCall(6, true).lease).toBeGreaterThan(0);
+  });
+
+  it('asks for the next lease of one sized to last its whole time only when a quarter of its time is left', () => {
+    // 1 request every 100 ms: a lease of 10 units, used at that pace, lasts all of its second.
+    const book = busyBook(0, 3, 300);
+    const call = book.startCall(300, true);
+    grant(book, call, 100, call.lease);
+    expect(call.lease).toBe(10);
+    for (let at = 400; at < 300 + 0.75 * LIFE; at += 100) {
+      expect(take(book, at)).toBeGreaterThan(0);
+      expect(book.wantsNext(at)).toBe(false);
+    }
+    expect(take(book, 300 + 0.75 * LIFE)).toBeGreaterThan(0);
+    expect(book.wantsNext(300 + 0.75 * LIFE)).toBe(true);
+  });
+
+  it('asks for the next lease once half of it is used when, at the pace so far, it runs out before it ends', () => {
+    const book = busyBook(0, 3, 300);
+    const call = book.startCall(300, true);
+    grant(book, call, 100, call.lease);
+    // Half of its units within a tenth of its time.
+    for (let i = 0; i < 4; i++) take(book, 400);
+    expect(book.wantsNext(400)).toBe(false);
+    take(book, 400);
+    expect(book.wantsNext(400)).toBe(true);
   });
 
   it('asks for no lease while a spare waits: it would only go back', () => {
@@ -77,20 +115,22 @@ describe('LeaseBook', () => {
     const call = book.startCall(5, true);
     grant(book, call, 100, 4);
     expect(take(book, 6)).toBe(101);
-    expect(book.wantsNext).toBe(false);
+    expect(book.wantsNext(6)).toBe(false);
     expect(take(book, 6)).toBe(102);
-    expect(book.wantsNext).toBe(true);
+    expect(book.wantsNext(6)).toBe(true);
     expect([take(book, 6), take(book, 6), take(book, 6)]).toEqual([103, 104, 0]);
     // All used: settled with the next call, nothing to give back.
     expect(book.startCall(7, false)).toMatchObject({ settled: 4, returned: 0 });
   });
 
-  it('ends a lease LEASE_MS after the call that brought it was sent, on the caller’s clock', () => {
-    const book = busyBook(0, 10, 5);
-    grant(book, book.startCall(5, true), 0, 10);
-    expect(take(book, 5 + LEASE_MS - 1)).toBe(1);
-    expect(take(book, 5 + LEASE_MS)).toBe(0);
-    expect(book.startCall(5 + LEASE_MS, false)).toMatchObject({ settled: 10, returned: 9 });
+  it('ends a lease its life after the call that brought it was sent, on the caller’s clock: a window’s second, a token bucket’s LEASE_MS', () => {
+    for (const times of [WINDOW_LEASES, BUCKET_LEASES]) {
+      const book = busyBook(0, 10, 5, times);
+      grant(book, book.startCall(5, true), 0, 10);
+      expect(take(book, 5 + times.lifeMs - 1)).toBe(1);
+      expect(take(book, 5 + times.lifeMs)).toBe(0);
+      expect(book.startCall(5 + times.lifeMs, false)).toMatchObject({ settled: 10, returned: 9 });
+    }
   });
 
   it('keeps a lease that arrives while the current one runs as the spare, used once the current one is', () => {
@@ -98,7 +138,7 @@ describe('LeaseBook', () => {
     grant(book, book.startCall(5, true), 0, 2);
     expect(take(book, 6)).toBe(1);
     grant(book, book.startCall(6, true), 50, 3);
-    expect(book.wantsNext).toBe(false);
+    expect(book.wantsNext(6)).toBe(false);
     expect([take(book, 7), take(book, 7), take(book, 7)]).toEqual([2, 51, 52]);
   });
 
@@ -106,9 +146,9 @@ describe('LeaseBook', () => {
     const book = busyBook(0, 10, 5);
     grant(book, book.startCall(5, true), 0, 3);
     expect(take(book, 6)).toBe(1);
-    grant(book, book.startCall(5 + LEASE_MS, true), 10, 3);
-    expect(take(book, 5 + LEASE_MS)).toBe(11);
-    expect(book.startCall(5 + LEASE_MS, false)).toMatchObject({ settled: 3, returned: 2 });
+    grant(book, book.startCall(5 + LIFE, true), 10, 3);
+    expect(take(book, 5 + LIFE)).toBe(11);
+    expect(book.startCall(5 + LIFE, false)).toMatchObject({ settled: 3, returned: 2 });
   });
 
   it('takes no more leases in a window once a call was refused or got none', () => {
@@ -145,7 +185,7 @@ describe('LeaseBook', () => {
   });
 
   it('leases a token bucket again a pause after a reclaim (it refills), a window never in its span', () => {
-    const bucket = busyBook(0, 10, 5, BUCKET_PAUSE_MS);
+    const bucket = busyBook(0, 10, 5, BUCKET_LEASES);
     const window = busyBook(0, 10, 5);
     for (const book of [bucket, window]) {
       grant(book, book.startCall(5, true), 0, 8);
@@ -245,7 +285,7 @@ describe('LeaseBook', () => {
     expect(book.startCall(7, true).lease).toBeGreaterThan(0);
   });
 
-  it('ends its leases when the key has not been seen for a lease’s time', () => {
+  it('ends its leases when the key has not been seen for LEASE_MS', () => {
     const book = busyBook(0, 10, 5);
     grant(book, book.startCall(5, true), 0, 5);
     expect(book.endIfQuiet(5 + LEASE_MS)).toBe(false);
@@ -322,7 +362,7 @@ describe('LeaseBook, over any sequence of requests, grants, reclaims and clock s
               const call = book.startCall(now, true);
               settle(call);
               for (let p = count + 1; p <= count + s.places; p++) {
-                grantedUntil.set(p, call.sentAt + LEASE_MS);
+                grantedUntil.set(p, call.sentAt + LIFE);
                 grantOf.set(p, count);
               }
               grant(book, call, count, s.places);
@@ -362,8 +402,8 @@ describe('LeaseBook, over any sequence of requests, grants, reclaims and clock s
         (places, after) => {
           const book = busyBook(0, 10, 5);
           grant(book, book.startCall(5, true), 0, places);
-          expect(take(book, 5 + LEASE_MS + after)).toBe(0);
-          expect(book.startCall(5 + LEASE_MS + after, false)).toMatchObject({
+          expect(take(book, 5 + LIFE + after)).toBe(0);
+          expect(book.startCall(5 + LIFE + after, false)).toMatchObject({
             settled: places,
             returned: places,
           });
