@@ -42,7 +42,13 @@ it('adds up to the totals after a replica is killed mid-run', async () => {
     }
   };
   const loops = [a, b, c, a, b, c].map(loop);
-  await sleep(2_500);
+  // Killed once it has been answering for 1.5 s (a loaded machine slows its first answers), so that
+  // some of what it answered is older than its last second: the totals must hold those.
+  await waitFor(
+    async () => answeredByKilled[0],
+    (first) => first !== undefined && performance.now() - first > 1_500,
+    { timeoutMs: 30_000, what: 'the replica to kill answering for 1.5 s' },
+  );
   const killedAt = performance.now();
   c.process.kill('SIGKILL');
   await sleep(1_500);
