@@ -15,7 +15,8 @@ export type Request = (i: number) => readonly [subjects: readonly Subject[], cos
 /**
  * `turns` turns of `perTurn` requests, the next turn once the last is answered (after `pauseMs`, if
  * set): what a replica with that many requests in flight asks of its limiter. `request` is the
- * subjects of every request (cost 1), or says each request's subjects and cost.
+ * subjects of every request (cost 1), or says each request's subjects and cost; `clock` the time each
+ * is asked at (the limiter's own, when a test drives it).
  */
 export async function load(
   limiter: RateLimiter,
@@ -24,6 +25,7 @@ export async function load(
   perTurn: number,
   stats: LoadStats = { turnMs: [], atOnce: 0 },
   pauseMs = 0,
+  clock: () => number = Date.now,
 ): Promise<Decision[]> {
   const next: Request = typeof request === 'function' ? request : () => [request, 1];
   const decisions: Decision[] = [];
@@ -33,7 +35,7 @@ export async function load(
     const started = performance.now();
     const turn = Array.from({ length: perTurn }, () => {
       const [subjects, cost] = next(i++);
-      return limiter.consume(subjects, cost, Date.now());
+      return limiter.consume(subjects, cost, clock());
     });
     stats.atOnce += turn.filter((d) => !(d instanceof Promise)).length;
     decisions.push(...(await Promise.all(turn)));
