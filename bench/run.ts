@@ -7,7 +7,7 @@
 //   npm run bench -- cost         Redis commands per proxied request, Postgres writes per 10,000 requests, and hot-consumer's table
 //   npm run bench -- hot-consumer limiter round trips per request of a consumer of 10 keys through 2 replicas' limiters
 //   npm run bench -- profile      --cpu-prof of one Tollgate process under load, top self-time functions
-//   npm run bench -- profile-compare one request's CPU by function in two processes side by side: this build against BENCH_BASELINE's, or (BENCH_PROFILE_COMPARE=forged) wrong-checksum secrets against preflights
+//   npm run bench -- profile-compare one request's CPU by function in two processes side by side: this build against BENCH_BASELINE's, or (BENCH_PROFILE_COMPARE=forged) wrong-checksum secrets against preflights, or (=settled) a settled JSON request against a fixed-cost one
 //   npm run bench -- engines      undici Pool.stream against Pool.dispatch, forwarding alone
 //   npm run bench -- concurrency  CPU per request at wrk -c50, 13, 4, 1: Tollgate with and without a plan, a bare forwarder
 //   npm run bench -- embedded     the embedded default against Redis mode: time to ready, memory idle and under load, req/s, p99
@@ -26,7 +26,7 @@
 //   npm run bench -- tracing-memory every request sampled to a collector that never answers, 5 minutes: RSS and heap every half minute
 //   npm run bench -- cors         CORS preflights answered by Tollgate against requests without a key (401): req/s, p99
 //   npm run bench -- forged-keys  wrong-checksum secrets against CORS preflights: req/s, p99, Redis and Postgres calls beside idle
-//   npm run bench -- settle       a settled JSON request against a fixed-cost one (req/s, Tollgate's CPU and Redis commands per request); a 200-event stream through Tollgate (Redis mode settled and at a fixed cost, embedded settled) against the bare forwarder, interleaved; memory over 10,000 streams
+//   npm run bench -- settle       a settled JSON request against a fixed-cost one (req/s, Tollgate's CPU and Redis commands per request); a 200-event stream through Tollgate (Redis mode settled and at a fixed cost, embedded settled, each in a process of its own) against the bare forwarder, interleaved; memory over 10,000 streams
 //   npm run bench -- visitors     a limit per visitor and a token against a plain key (req/s, Redis calls), and 150,000 visitors' memory
 //   npm run bench -- buckets      a hot key on a token bucket and on a concurrency limit against the one-limit key: req/s, p99, Redis round trips per request
 //   npm run bench -- portal       the developer portal with 10 keys and 90 days of usage in Chromium: ms to the keys page and the usage charts, against the console's overview

@@ -5,7 +5,9 @@
 //   builds (default): a key within a huge plan, this build against BENCH_BASELINE's, in
 //     BENCH_PROFILE_MODE (redis | embedded);
 //   forged: a wrong-checksum secret flood (bench/forged-key.lua) against CORS preflights
-//     (bench/preflight-per-request.lua), this build in Redis mode (`npm run bench -- forged-keys` times them).
+//     (bench/preflight-per-request.lua), this build in Redis mode (`npm run bench -- forged-keys` times them);
+//   settled: a JSON request settled from its answer against a fixed-cost one, this build in Redis mode
+//     (`npm run bench -- settle` times them).
 // Both processes run side by side and are loaded in alternating rounds (BENCH_ROUNDS × BENCH_DURATION
 // each), each profiled during its own loads only. Both use one private redis-server (their own key
 // prefixes): the Redis commands counted during one side's loads include the other's idle background.
@@ -39,6 +41,7 @@ import {
   startBackend,
   startTollgate,
 } from '../lib/services.ts';
+import { createSettlePlans } from './settle.ts';
 import { wrk, type WrkOptions } from '../lib/wrk.ts';
 import { monotonicUs, selfTimeByFunction } from './profile.ts';
 
@@ -92,8 +95,19 @@ function sides(): Side[] {
       },
     ];
   }
+  if (env.BENCH_PROFILE_COMPARE === 'settled') {
+    const settledLoad = (plan: 'fixed-cost' | 'settled') => async (port: number) => {
+      await createSettlePlans(port);
+      const secret = await createKey(port, `profile-${plan}`, true, `bench-${plan}`);
+      return { url: `http://127.0.0.1:${port}/bench/usage`, headers: { authorization: `Bearer ${secret}` } };
+    };
+    return [
+      { label: 'fixed cost', mode: 'redis', load: settledLoad('fixed-cost') },
+      { label: 'settled', mode: 'redis', load: settledLoad('settled') },
+    ];
+  }
   if (BASELINE === undefined)
-    throw new Error('profile-compare: set BENCH_BASELINE (or BENCH_PROFILE_COMPARE=forged)');
+    throw new Error('profile-compare: set BENCH_BASELINE (or BENCH_PROFILE_COMPARE=forged or settled)');
   const main = path.join(BASELINE, 'dist/src/main.js');
   if (!fs.existsSync(main)) throw new Error(`BENCH_BASELINE: ${main} does not exist (build it there first)`);
   const mode = env.BENCH_PROFILE_MODE === 'embedded' ? 'embedded' : 'redis';
@@ -203,7 +217,7 @@ export async function profileCompare(): Promise<string> {
     [...m.self].reduce((s, [fn, us]) => (fn === '(idle)' ? s : s + us), 0) / m.requests;
   return (
     [
-      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- profile-compare\`${env.BENCH_PROFILE_COMPARE === 'forged' ? ' with BENCH_PROFILE_COMPARE=forged' : ` with BENCH_BASELINE=${BASELINE}, ${a.side.mode}`} (one process at a time, \`node --cpu-prof\`, wrk -c${CONNECTIONS} for ${DURATION} s after a ${WARMUP} s warm-up; only the samples of the measured load count).`,
+      `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- profile-compare\`${env.BENCH_PROFILE_COMPARE === 'forged' || env.BENCH_PROFILE_COMPARE === 'settled' ? ` with BENCH_PROFILE_COMPARE=${env.BENCH_PROFILE_COMPARE}` : ` with BENCH_BASELINE=${BASELINE}, ${a.side.mode}`} (one process at a time, \`node --cpu-prof\`, wrk -c${CONNECTIONS} for ${DURATION} s after a ${WARMUP} s warm-up; only the samples of the measured load count).`,
       '',
       machine(),
       '',

@@ -4,9 +4,10 @@
 //    medians and every round, Tollgate's CPU time per request during each load, and Redis commands per
 //    request during each Redis-mode load.
 // 2. A stream of BENCH_SETTLE_EVENTS (200) events (bench/peers/sse-backend.ts, the last one carrying the
-//    usage) through Tollgate in Redis mode, settled by the `openai` preset and at a fixed cost, against
-//    the bare forwarder (bench/peers/engine.ts), and settled embedded: time to the first event and to the
-//    last byte, medians over BENCH_SETTLE_STREAMS streams of each a round (one at a time, interleaved).
+//    usage) through Tollgate in Redis mode, settled by the `openai` preset and at a fixed cost (each
+//    through a replica of its own), against the bare forwarder (bench/peers/engine.ts), and settled
+//    embedded: time to the first event and to the last byte, medians over BENCH_SETTLE_STREAMS streams
+//    of each a round (one at a time, interleaved: each process serves every fourth stream).
 // 3. Tollgate's heap in use and resident memory over BENCH_SETTLE_MEMORY_STREAMS (10,000) such streams,
 //    20 at a time, read after a full collection every tenth of the way.
 import { Redis } from 'ioredis';
@@ -50,9 +51,10 @@ const SSE_PORT = PORT.events + 5;
 const FORWARDER_PORT = PORT.events + 6;
 const INSPECTOR_PORT = PORT.events + 7;
 const EMBEDDED_STREAMS_PORT = PORT.events + 8;
+const FIXED_STREAMS_PORT = PORT.events + 9;
 
 /** Two plans alike but for how a request to `/bench` is priced: 7 units before, or what its answer reports. */
-async function createPlans(port: number): Promise<void> {
+export async function createSettlePlans(port: number): Promise<void> {
   const limits = [{ limit: HUGE_LIMIT, period: 'minute' }];
   const match = { pathPrefix: '/bench' };
   await management(port, '/rate-limit/create', {
@@ -88,7 +90,7 @@ async function jsonLoads(): Promise<string[]> {
         mode,
         ...(mode === 'redis' && { databaseUrl: await freshDatabase(), redisUrl: run.redisUrl }),
       });
-      await createPlans(port);
+      await createSettlePlans(port);
       for (const plan of ['fixed-cost', 'settled']) {
         const secret = await createKey(port, `${mode}-${plan}`, true, `bench-${plan}`);
         const id = `${mode}-${plan}`;
@@ -177,17 +179,18 @@ async function streams(): Promise<string[]> {
   });
   await waitFor(forwarder, 'first forwarded request', httpOk(`http://127.0.0.1:${FORWARDER_PORT}/`));
   const port = PORT.tollgateRedisW2;
+  const databaseUrl = await freshDatabase('tollgate_bench_streams');
   const tollgate = await startTollgate({
     name: 'settle-streams',
     port,
     mode: 'redis',
-    databaseUrl: await freshDatabase('tollgate_bench_streams'),
+    databaseUrl,
     redisUrl: run.redisUrl,
     extraEnv: { UPSTREAM_URL: sseUrl },
     // Opened only for the memory readings, after the timed rounds.
     nodeArgs: [`--inspect-port=127.0.0.1:${INSPECTOR_PORT}`],
   });
-  await createPlans(port);
+  await createSettlePlans(port);
   const secret = await createKey(port, 'streams', true, 'bench-settled');
   // The same settled stream embedded: no round trip to Redis before it is forwarded.
   await startTollgate({
@@ -196,12 +199,25 @@ async function streams(): Promise<string[]> {
     mode: 'embedded',
     extraEnv: { UPSTREAM_URL: sseUrl },
   });
-  await createPlans(EMBEDDED_STREAMS_PORT);
+  await createSettlePlans(EMBEDDED_STREAMS_PORT);
+  // The fixed-cost stream through a replica of its own (same database and Redis), so that each
+  // target's process serves every fourth stream. Sharing the settled stream's process, it came right
+  // after a settled stream three times in four, the process busy a moment before, while the settled
+  // stream came after two or three streams of other processes: that alone put their first events
+  // apart by a quarter of a millisecond on a 2-CPU VM.
+  await startTollgate({
+    name: 'settle-streams-fixed',
+    port: FIXED_STREAMS_PORT,
+    mode: 'redis',
+    databaseUrl,
+    redisUrl: run.redisUrl,
+    extraEnv: { UPSTREAM_URL: sseUrl },
+  });
   const targets = {
     tollgate: { url: `http://127.0.0.1:${port}/bench/chat`, secret },
     // The same stream priced before it is forwarded: what of Tollgate's time is settling.
     fixed: {
-      url: `http://127.0.0.1:${port}/bench/chat`,
+      url: `http://127.0.0.1:${FIXED_STREAMS_PORT}/bench/chat`,
       secret: await createKey(port, 'streams-fixed', true, 'bench-fixed-cost'),
     },
     embedded: {
@@ -273,7 +289,7 @@ async function streams(): Promise<string[]> {
     '| through | first event ms | ÷ forwarder | last byte ms | ÷ forwarder | first event per round | last byte per round |',
     '|---|--:|--:|--:|--:|---|---|',
     row('tollgate', 'Tollgate, Redis mode, settled by the openai preset'),
-    row('fixed', 'Tollgate, Redis mode, fixed cost (7)'),
+    row('fixed', 'Tollgate, Redis mode, fixed cost (7), a replica of its own'),
     row('embedded', 'Tollgate, embedded, settled by the openai preset'),
     row('forwarder', 'bare forwarder (bench/peers/engine.ts)'),
     '',
