@@ -127,7 +127,13 @@ it('keeps usage it cannot write at SIGTERM on a full disk, and counts it once at
   // the listener refuses the rest.
   let stopping = false;
   const traffic = load(tollgate, key.secret, 16, () => stopping);
-  await sleep(1_500);
+  // A hundred answered on the full disk first, however slow the machine (beside a CPU burner, 1.5 s
+  // of load brought 83).
+  await waitFor(
+    async () => traffic.answered(),
+    (n) => n >= 100,
+    { timeoutMs: 30_000, what: 'a hundred requests answered on the full disk' },
+  );
   const exited = tollgate.stop();
   await sleep(500);
   stopping = true;
