@@ -75,6 +75,16 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
   /** What the meter read, once the response ended or failed. */
   private reading: Reading = unsettled('cut-short');
   /**
+   * Chunks passed on this turn that the meter has yet to read. Node holds a chunked response's writes
+   * until the next tick (it corks the socket at the first write of a turn): the meter reads them in a
+   * tick queued after that one, so that its reading never holds up their sending.
+   */
+  private readonly unread: Buffer[] = [];
+  private readonly readUnread = (): void => {
+    if (!this.settled) for (const chunk of this.unread) this.meter!.write(chunk);
+    this.unread.length = 0;
+  };
+  /**
    * A client that goes away cancels its backend request instead of holding a pooled connection.
    * Registered with `on`, never removed: `close` fires once per response, after it is settled too.
    */
@@ -142,8 +152,8 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
       return false;
     }
     const written = res.write(chunk);
-    // The client has the chunk first; the meter reads it after, keeping nothing of it.
-    this.meter?.write(chunk);
+    // The client has the chunk first; the meter reads it after, keeping nothing of it once read.
+    if (this.meter !== undefined && this.unread.push(chunk) === 1) process.nextTick(this.readUnread);
     if (written) return true;
     // Backpressure: the backend connection pauses until the client has taken what was written.
     res.once('drain', this.resume!);
@@ -158,12 +168,13 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
       this.res.addTrailers(fields);
     }
     this.res.end();
-    if (this.meter !== undefined)
-      this.reading = this.meter.end({
-        complete: true,
-        trailers: trailers === null ? {} : headerBagOf(trailers),
-      });
-    this.finish(null);
+    const meter = this.meter;
+    if (meter === undefined) return this.finish(null);
+    // After the meter has read the last chunks (their tick was queued before this one).
+    process.nextTick(() => {
+      this.reading = meter.end({ complete: true, trailers: trailers === null ? {} : headerBagOf(trailers) });
+      this.finish(null);
+    });
   }
 
   onError(err: Error): void {
