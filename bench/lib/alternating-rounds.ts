@@ -21,19 +21,26 @@ export async function alternatingRounds<K extends string>(loads: Loads<K>): Prom
   return rounds;
 }
 
-/** `| label | req/s | ÷ base | p99 ms | req/s per round |` rows, the header first; `base` names the load divided by. */
+/**
+ * `| label | req/s | ÷ base | ÷ base, round by round | p99 ms | req/s per round |` rows, the header
+ * first; `base` names the load divided by. The round-by-round column is the median of each round's
+ * ratio to the base's run beside it: a machine whose speed drifts between rounds moves both loads of a
+ * round alike, where a ratio of medians can set a fast round of one against a slow round of the other.
+ */
 export function roundsTable<K extends string>(
   rounds: ReadonlyMap<K, readonly WrkResult[]>,
   label: Readonly<Record<K, string>>,
   base: K,
 ): string[] {
-  const baseRps = median(rounds.get(base)!.map((r) => r.rps));
+  const baseRounds = rounds.get(base)!;
+  const baseRps = median(baseRounds.map((r) => r.rps));
   return [
-    `| request | req/s | ÷ ${label[base]} | p99 ms | req/s per round |`,
-    '|---|--:|--:|--:|---|',
+    `| request | req/s | ÷ ${label[base]} | ÷ it, round by round (median) | p99 ms | req/s per round |`,
+    '|---|--:|--:|--:|--:|---|',
     ...[...rounds].map(([id, rs]) => {
       const rps = median(rs.map((r) => r.rps));
-      return `| ${label[id]} | ${fmt(rps)} | ${ratio(rps, baseRps)} | ${fmt(median(rs.map((r) => r.p99)), 2)} | ${rs.map((r) => fmt(r.rps)).join(' / ')} |`;
+      const paired = median(rs.map((r, i) => r.rps / baseRounds[i]!.rps));
+      return `| ${label[id]} | ${fmt(rps)} | ${ratio(rps, baseRps)} | ${ratio(paired, 1)} | ${fmt(median(rs.map((r) => r.p99)), 2)} | ${rs.map((r) => fmt(r.rps)).join(' / ')} |`;
     }),
   ];
 }
