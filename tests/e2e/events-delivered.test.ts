@@ -67,6 +67,9 @@ describe.each(MODES)('events delivered, $name', (mode) => {
     const hook = await tollgate.admin('POST', '/tollgate/webhooks', { url: receiver.url, events: EVENTS });
     expect(hook.status).toBe(201);
     receiver.secret = hook.body.secret;
+    const deliveries = async () =>
+      (await tollgate.admin('GET', `/tollgate/webhooks/${hook.body.id}/deliveries?limit=100`)).body
+        .deliveries as { state: string; nextAttemptAt: string | null }[];
     const exportCreated = await tollgate.admin('POST', '/tollgate/billing-exports', {
       type: 'cloudevents',
       url: billing.url,
@@ -88,6 +91,13 @@ describe.each(MODES)('events delivered, $name', (mode) => {
     ).toBe(200);
     expect((await tollgate.admin('DELETE', `/tollgate/consumers/${consumerId}`)).status).toBe(200);
 
+    // The three consumer events are delivered at their second attempt before the clock moves: an
+    // attempt recorded after a move finds the 5 s and 30 s slots past (its retry at 2 min), and one in
+    // flight across it outlives its claim and is sent again.
+    await waitFor(deliveries, (list) => list.length === 3 && list.every((d) => d.state === 'delivered'), {
+      timeoutMs: 60_000,
+      what: 'the consumer events delivered before the clock moves',
+    });
     // Ten requests fill an hour's limit of 10 (not across an hour's end, nor a minute's: one bucket).
     clock.after(MINUTE_MS, 500);
     const key = await keyWithPlan(tollgate, 'metered', 10, 'hour');
@@ -104,13 +114,10 @@ describe.each(MODES)('events delivered, $name', (mode) => {
     // clock moves: a delivery in flight across the move would outlive its claim and
     // be sent again. By then the usage is stored (written every second; in Redis mode moved to Postgres
     // every second); the minute closes (its end plus 1 s), the export sends it, and its delivery is told.
-    await waitFor(
-      async () =>
-        (await tollgate.admin('GET', `/tollgate/webhooks/${hook.body.id}/deliveries?limit=100`)).body
-          .deliveries as { state: string }[],
-      (deliveries) => deliveries.length === 5 && deliveries.every((d) => d.state === 'delivered'),
-      { timeoutMs: 60_000, what: 'the five deliveries before the export delivered' },
-    );
+    await waitFor(deliveries, (list) => list.length === 5 && list.every((d) => d.state === 'delivered'), {
+      timeoutMs: 60_000,
+      what: 'the five deliveries before the export delivered',
+    });
     clock.after(MINUTE_MS, 1_500);
     const { value: kept } = await waitFor(
       async () => EVENTS.map((type) => receiver.ofType(type).length),
@@ -121,10 +128,8 @@ describe.each(MODES)('events delivered, $name', (mode) => {
     // Nothing more comes: the webhook's log holds one delivery per event, each delivered, none waiting
     // for another attempt.
     const { value: log } = await waitFor(
-      async () =>
-        (await tollgate.admin('GET', `/tollgate/webhooks/${hook.body.id}/deliveries?limit=100`)).body
-          .deliveries as { state: string; nextAttemptAt: string | null }[],
-      (deliveries) => deliveries.length === 6 && deliveries.every((d) => d.state === 'delivered'),
+      deliveries,
+      (list) => list.length === 6 && list.every((d) => d.state === 'delivered'),
       { what: 'the six deliveries delivered' },
     );
     expect(log.map((d) => d.nextAttemptAt)).toEqual(Array(6).fill(null));
