@@ -22,8 +22,8 @@ export async function alternatingRounds<K extends string>(loads: Loads<K>): Prom
 }
 
 /**
- * `| label | req/s | ÷ base | ÷ base, round by round | p99 ms | req/s per round |` rows, the header
- * first; `base` names the load divided by. The round-by-round column is the median of each round's
+ * `| label | req/s | ÷ base | ÷ it, round by round (median) | p99 ms | req/s per round |` rows, the
+ * header first; `base` names the load divided by. The round-by-round column is the median of each round's
  * ratio to the base's run beside it: a machine whose speed drifts between rounds moves both loads of a
  * round alike, where a ratio of medians can set a fast round of one against a slow round of the other.
  */
