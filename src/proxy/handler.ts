@@ -75,15 +75,12 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
   /** What the meter read, once the response ended or failed. */
   private reading: Reading = unsettled('cut-short');
   /**
-   * Chunks passed on this turn that the meter has yet to read. Node holds a chunked response's writes
-   * until the next tick (it corks the socket at the first write of a turn): the meter reads them in a
-   * tick queued after that one, so that its reading never holds up their sending.
+   * Chunks passed on this turn that the meter has yet to read; made with the meter. Node holds a
+   * chunked response's writes until the next tick (it corks the socket at the first write of a turn):
+   * the meter reads them in a tick queued after that one, so that its reading never holds up their
+   * sending.
    */
-  private readonly unread: Buffer[] = [];
-  private readonly readUnread = (): void => {
-    if (!this.settled) for (const chunk of this.unread) this.meter!.write(chunk);
-    this.unread.length = 0;
-  };
+  private unread: Buffer[] | undefined = undefined;
   /**
    * A client that goes away cancels its backend request instead of holding a pooled connection.
    * Registered with `on`, never removed: `close` fires once per response, after it is settled too.
@@ -141,7 +138,10 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
     res.writeHead(statusCode, headers);
     this.resume = resume;
     const settlement = entry.admission.settlement;
-    if (settlement !== undefined) this.meter = meterOf(settlement, raw);
+    if (settlement !== undefined) {
+      this.meter = meterOf(settlement, raw);
+      if (this.meter !== undefined) this.unread = [];
+    }
     return true;
   }
 
@@ -153,7 +153,8 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
     }
     const written = res.write(chunk);
     // The client has the chunk first; the meter reads it after, keeping nothing of it once read.
-    if (this.meter !== undefined && this.unread.push(chunk) === 1) process.nextTick(this.readUnread);
+    if (this.unread !== undefined && this.unread.push(chunk) === 1)
+      process.nextTick(Exchange.readUnread, this);
     if (written) return true;
     // Backpressure: the backend connection pauses until the client has taken what was written.
     res.once('drain', this.resume!);
@@ -175,6 +176,13 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
       this.reading = meter.end({ complete: true, trailers: trailers === null ? {} : headerBagOf(trailers) });
       this.finish(null);
     });
+  }
+
+  /** The meter reads this turn's chunks, now sent; a finished exchange's are dropped unread. */
+  private static readUnread(exchange: Exchange): void {
+    const unread = exchange.unread!;
+    if (!exchange.settled) for (const chunk of unread) exchange.meter!.write(chunk);
+    unread.length = 0;
   }
 
   onError(err: Error): void {
