@@ -13,7 +13,8 @@ const sourcesUnder = (dir: string): string[] =>
     .map((file) => join(dir, file));
 
 // npm run build regenerates each of these; a stale copy is an answer the console or the client package
-// would get wrong.
+// would get wrong. After a build these compare fresh copies: .ci/run checks that the build changed none
+// of the committed ones.
 describe('generated from the server', () => {
   it(`${API_TYPES_FILE}: the types of the current OpenAPI document`, async () => {
     expect(readFileSync(API_TYPES_FILE, 'utf8')).toBe(await apiTypesText(buildOpenApiDocument()));
