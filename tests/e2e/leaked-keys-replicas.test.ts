@@ -233,9 +233,7 @@ describe('reports of leaked secrets, three replicas on Redis and Postgres', () =
     const { value: counted } = await waitFor(
       () => failuresCounted(minute),
       (count) => count >= refused,
-      {
-        timeoutMs: 3_000,
-      },
+      { timeoutMs: 3_000 },
     );
     expect(counted).toBe(refused);
     const after = await commandCalls();
@@ -253,8 +251,7 @@ describe('reports of leaked secrets, three replicas on Redis and Postgres', () =
   });
 });
 
-/** The wrong-key count of the loopback address in the private redis-server (its only one). */
-/** The shared count of wrong keys from the test's address in the minute that starts at `minute`. */
+/** The wrong-key count of the loopback address (the private redis-server's only one) in the minute from `minute`. */
 async function failuresCounted(minute: number): Promise<number> {
   const connection = new Redis(redis.url);
   try {
