@@ -77,9 +77,10 @@ export default {
   testTimeout: 120_000,
   globalSetup: '<rootDir>/tests/global-setup.ts',
   globalTeardown: '<rootDir>/tests/global-teardown.ts',
-  // Integration and e2e files own their databases and ports. Four workers on this 2-core machine: the
-  // fault proofs spend most of their time waiting out Redis pauses and restarts, their load is paced,
-  // and other files run meanwhile (docs/performance.md "Suite" has each count's times).
-  maxWorkers: 4,
+  // Integration and e2e files own their databases and ports. Six workers on this 2-core machine: the
+  // fault proofs spend much of their time waiting out Redis pauses and restarts with paced load, and
+  // the other workers' files use the CPU meanwhile; beside another busy process, more runnable workers
+  // also keep more of the CPU (docs/performance.md "Suite" has each count's times).
+  maxWorkers: 6,
   watchman: false,
 };
