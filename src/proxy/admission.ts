@@ -93,10 +93,21 @@ export function admit(deps: AdmissionDeps, request: AdmissionRequest): Admission
   // A key fresh in memory is the common case: one look-up, and the throttle is never asked.
   const key = deps.keyCache.fresh(secret);
   if (key !== undefined) return admitKey(deps, request, secret, key, request.customerId);
-  // Only a secret memory does not hold can be forged: a known key's requests skip the checksum.
-  if (!deps.keyCache.knows(secret) && deps.keyCache.forged(secret))
-    return forgedRefusal(deps, request.client);
+  if (!deps.keyCache.knows(secret)) {
+    // An address out of guesses is refused whatever secret memory does not know (as `lookUp` would):
+    // told first, so that a flood from it costs no checksum.
+    const blockedUntil = blockedAt(deps, request.client);
+    if (blockedUntil !== undefined) return throttled({ allowed: false, retryAtMs: blockedUntil });
+    // Only a secret memory does not hold can be forged: a known key's requests skip the checksum.
+    if (deps.keyCache.forged(secret)) return forgedRefusal(deps, request.client);
+  }
   return admitLookedUp(deps, request, secret);
+}
+
+/** From memory alone: the end of the window in which the client is refused, or undefined. */
+function blockedAt(deps: AdmissionDeps, client: string | undefined): number | undefined {
+  if (deps.authThrottle === undefined || client === undefined) return undefined;
+  return deps.authThrottle.blockedUntil(client, deps.clock());
 }
 
 async function admitByToken(
