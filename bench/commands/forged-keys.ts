@@ -6,14 +6,17 @@
 // Tollgate on a CPU of its own, wrk on the others); then the Redis commands (INFO commandstats of a private
 // redis-server) and Postgres reads and transactions (pg_stat_database) during one forged load, beside
 // an idle stretch of the same length. From one address, the first 100 wrong secrets of a minute are
-// answered 401 and the rest 429: both from memory.
+// answered 401 and the rest 429: both from memory. Last, the same two requests handed in process to a
+// second Tollgate's listener (bench/lib/listener-driver.ts), with no socket and no wrk: µs per request
+// in alternating rounds, what Tollgate's path and Node's HTTP objects cost without the loopback.
+import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { alternatingRounds, roundsTable } from '../lib/alternating-rounds.ts';
 import { CLIENT_CPUS, CONNECTIONS, DURATION, PIN, PORT, ROOT, ROUNDS, TARGET_CPUS } from '../lib/config.ts';
 import { THREADS, WARMUP, log, run } from '../lib/config.ts';
-import { pinTree, treeCpuUs } from '../lib/processes.ts';
+import { pinTree, stopProc, treeCpuUs } from '../lib/processes.ts';
 import { fmt, machine, median } from '../lib/report.ts';
 import { buildTollgate, ensureTools, freshDatabase, startBackend, startTollgate } from '../lib/services.ts';
 import { commandStats, flushRedis, privateRedis } from '../lib/services.ts';
@@ -23,6 +26,8 @@ import { pgStats, type PgStats } from './cost.ts';
 // Both scripts hand wrk each request from a Lua function, so both loads cost wrk alike.
 const PREFLIGHT_SCRIPT = path.join(ROOT, 'bench/preflight-per-request.lua');
 const FORGED_SCRIPT = path.join(ROOT, 'bench/forged-key.lua');
+const DRIVER = path.join(ROOT, 'bench/lib/listener-driver.ts');
+const DRIVER_ROUNDS = 21;
 
 const totalCommands = async (redis: Redis) =>
   [...(await commandStats(redis)).values()].reduce((a, b) => a + b, 0);
@@ -42,6 +47,48 @@ async function storeCalls(redis: Redis, work: () => Promise<unknown>): Promise<P
   };
 }
 
+interface Driven {
+  readonly preflight: number[];
+  readonly forged: number[];
+  readonly statuses: Record<'preflight' | 'forged', number>;
+}
+
+/**
+ * µs per request of preflights and wrong-checksum secrets handed to a Tollgate's listener in its own
+ * process (bench/lib/listener-driver.ts), in alternating rounds: the rows of the report.
+ */
+async function inProcess(databaseUrl: string): Promise<string[]> {
+  const out = path.join(run.workDir, 'listener-driver.json');
+  const port = PORT.tollgateRedisW2;
+  const driven = await startTollgate({
+    name: 'forged-keys-in-process',
+    port,
+    mode: 'redis',
+    databaseUrl,
+    redisUrl: run.redisUrl,
+    extraEnv: {
+      CORS_ALLOWED_ORIGINS: 'https://app.example.com',
+      DRIVER_PORT: String(port),
+      DRIVER_OUT: out,
+      DRIVER_ROUNDS: String(DRIVER_ROUNDS),
+    },
+    nodeArgs: ['--import', DRIVER],
+  });
+  if (PIN) pinTree(driven.child.pid, TARGET_CPUS);
+  while (!driven.exited) await sleep(200);
+  await stopProc(driven);
+  const result = JSON.parse(fs.readFileSync(out, 'utf8')) as Driven;
+  const ratios = result.forged.map((us, i) => us / result.preflight[i]!);
+  const us = (rounds: number[]) => rounds.map((x) => fmt(x, 2)).join(' / ');
+  return [
+    `In process (bench/lib/listener-driver.ts: ${DRIVER_ROUNDS} alternating rounds of 10,000 requests, one at a time, handed to a second Tollgate's listener with no socket; the last answers ${result.statuses.preflight} and ${result.statuses.forged}), µs per request, median (every round):`,
+    '',
+    `- preflight (204): ${fmt(median(result.preflight), 2)} (${us(result.preflight)})`,
+    `- wrong checksum (429): ${fmt(median(result.forged), 2)} (${us(result.forged)})`,
+    `- wrong checksum ÷ preflight, round by round (median): ${fmt(median(ratios), 3)}`,
+  ];
+}
+
 export async function forgedKeys(): Promise<string> {
   ensureTools(['wrk']);
   if (!buildTollgate()) throw new Error('Tollgate is not built');
@@ -49,11 +96,12 @@ export async function forgedKeys(): Promise<string> {
   await flushRedis(run.redisUrl);
   await startBackend();
   const port = PORT.tollgateRedis;
+  const databaseUrl = await freshDatabase();
   const tollgate = await startTollgate({
     name: 'forged-keys',
     port,
     mode: 'redis',
-    databaseUrl: await freshDatabase(),
+    databaseUrl,
     redisUrl: run.redisUrl,
     extraEnv: { CORS_ALLOWED_ORIGINS: 'https://app.example.com' },
   });
@@ -85,6 +133,8 @@ export async function forgedKeys(): Promise<string> {
     const idle = await storeCalls(redis, () => sleep(DURATION * 1_000));
     log(`forged load: ${forgedRequests} requests, ${JSON.stringify(during)}; idle: ${JSON.stringify(idle)}`);
     const rounds = await alternatingRounds(loads);
+    await stopProc(tollgate);
+    const driven = await inProcess(databaseUrl);
     const label = { preflight: 'preflight (204)', forged: 'wrong checksum (401, then 429)' };
     return [
       `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`${PIN ? 'BENCH_PIN=1 ' : ''}npm run bench -- forged-keys\` (Redis mode + Postgres, wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} alternating rounds × ${DURATION} s, medians${PIN ? `; Tollgate pinned to CPU ${TARGET_CPUS}, wrk to CPU ${CLIENT_CPUS}` : ''}).`,
@@ -106,6 +156,8 @@ export async function forgedKeys(): Promise<string> {
       '|---|--:|--:|--:|',
       `| forged load | ${fmt(during.redis)} | ${fmt(during.commits)} | ${fmt(during.reads)} |`,
       `| idle | ${fmt(idle.redis)} | ${fmt(idle.commits)} | ${fmt(idle.reads)} |`,
+      '',
+      ...driven,
     ].join('\n');
   } finally {
     redis.disconnect();
