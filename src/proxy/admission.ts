@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { ResolvedKey } from '../keys/key-cache.js';
 import { subjectsFor } from '../keys/key-subjects.js';
 import { restrictionRefusal } from '../keys/restrictions.js';
@@ -11,72 +12,20 @@ import {
 } from '../keys/token.js';
 import { isCleanCustomerId } from '../plans/customer-id.js';
 import { refererOrigin } from '../plans/origins.js';
-import {
-  refusedForCredits,
-  refusedForPlaces,
-  type BalanceState,
-  type Decision,
-  type LimitState,
-} from '../limits/rate-limiter.js';
+import { refusedForCredits, refusedForPlaces, type Decision } from '../limits/rate-limiter.js';
 import { LimiterUnavailableError } from '../limits/failover-limiter.js';
 import { countsVisitors, visitorOf } from '../limits/visitor.js';
 import type { RequestFacts } from '../plans/request-match.js';
-import type { Subject } from '../plans/subject.js';
 import { tracer } from '../tracing/tracer.js';
 import type { AllowedAttempt, Attempt, RefusedAttempt } from './auth-throttle.js';
-import type { RefusalCode } from '../refusals.js';
 import { SETTLE_MAX_DEFAULT } from '../plans/usage-pricing.js';
 import { readRequestBody } from '../metering/request-body.js';
-import { reservedCost, type PendingSettlement } from './settlement.js';
+import { reservedCost } from './settlement.js';
 import type { AdmissionDeps, AdmissionRequest } from './admission-request.js';
+import { refused, type Admission, type Refused } from './admission-result.js';
 
 export type { AdmissionDeps, AdmissionRequest } from './admission-request.js';
-
-/** The limit a decision reports (Decision.limit), and the subjects whose limits it covered. */
-export interface Limited {
-  readonly subjects: readonly Subject[];
-  readonly decision: LimitState;
-}
-
-/** A request that may go on; `limit` is set when a limit applies to it. */
-export interface Admitted {
-  readonly admitted: true;
-  readonly secret: string;
-  readonly key: ResolvedKey;
-  readonly limit: Limited | undefined;
-  /** The balance with the fewest units left after the charge, when a balance applies. */
-  readonly balance: BalanceState | undefined;
-  /** Units charged to every limit and balance that applies, and recorded in usage. */
-  readonly cost: number;
-  /** A token's `sub`: the request's customer id in place of any the client sent. */
-  readonly subject?: string;
-  /** Gives back its places of concurrency limits (Decision.release): call once it ends; undefined: it holds none. */
-  readonly release: (() => void) | undefined;
-  /** Its cost is what its response reports (a cost entry's `settle`); undefined: `cost` is final. */
-  readonly settlement?: PendingSettlement;
-  /** Its body, read to match or reserve on it: forwarded as it is; undefined: not read, streamed on. */
-  readonly body?: Buffer;
-}
-
-/** A request answered by Tollgate itself; `key` is set when it carried a valid key (usage counts it). */
-export interface Refused {
-  readonly admitted: false;
-  readonly code: RefusalCode;
-  readonly key: ResolvedKey | undefined;
-  readonly limit: Limited | undefined;
-  /** `credits_exhausted`: the balance that does not hold the cost, and the cost. */
-  readonly short?: { readonly balance: BalanceState; readonly cost: number };
-  /** When a throttled client may try again, epoch ms. */
-  readonly retryAtMs?: number;
-  /** A valid token's `sub` (see Admitted). */
-  readonly subject?: string;
-}
-
-export type Admission = Admitted | Refused;
-
-function refused(code: RefusalCode, key?: ResolvedKey, limit?: Refused['limit']): Refused {
-  return { admitted: false, code, key, limit };
-}
+export type { Admission, Admitted, Limited, Refused } from './admission-result.js';
 
 /**
  * The one admission decision of the proxy and of verify: credential → key cache → key state → route →
@@ -156,14 +105,18 @@ async function admitToken(
   return admitKey(deps, request, key.signing!.secret, key, token.sub ?? request.customerId);
 }
 
-/** The decision for a key found: its state, route and restrictions, then its limits. */
-async function admitKey(
+/**
+ * The decision for a key found: its state, route and restrictions, then its limits. Answered without a
+ * promise when nothing waits (no body to read, a limiter that decides from memory): the request is on
+ * its way to the backend before Node has finished with its arrival.
+ */
+function admitKey(
   deps: AdmissionDeps,
   request: AdmissionRequest,
   secret: string,
   key: ResolvedKey,
   customerId: string | undefined,
-): Promise<Admission> {
+): Admission | Promise<Admission> {
   // A customer id that could not reach a header or storage intact: refused before anything is charged.
   if (customerId !== undefined && !isCleanCustomerId(customerId)) return refused('invalid_customer_id', key);
   // A valid key in the wrong state, nowhere to go, or not allowed there: refused before the limiter,
@@ -180,26 +133,56 @@ async function admitKey(
     const refusal = restrictionRefusal(key.restrictions, request, request.client);
     if (refusal !== undefined) return refused(refusal, key);
   }
-  // The key's limits and its consumer's, decided and charged in one step.
-  const pricing = key.pricing;
-  let facts = request as RequestFacts;
-  let body: Buffer | undefined;
+  const payer = { secret, key, customerId, now };
+  const facts = request as RequestFacts;
   // Read only when the body may decide (a body match, a reservation from it), and only by the proxy;
   // a WebSocket upgrade has none (its socket is the connection's).
   const incoming = request.incoming;
   const readable = incoming !== undefined && incoming.headers.upgrade === undefined;
-  if (readable && deps.bodyMatchMaxBytes !== undefined && pricing?.readsBody(facts)) {
-    const length = incoming.headers['content-length'];
-    const read = await readRequestBody(
-      incoming,
-      deps.bodyMatchMaxBytes,
-      length === undefined ? undefined : Number(length),
-      request.continueBody,
-    );
-    if (read.kind === 'too-large') return refused('body_too_large', key);
-    body = read.bytes;
-    facts = { routeId: facts.routeId, method: facts.method, path: facts.path, body: read.json };
-  }
+  if (readable && deps.bodyMatchMaxBytes !== undefined && key.pricing?.readsBody(facts))
+    return chargeAfterBody(deps, request, payer, facts, incoming, deps.bodyMatchMaxBytes);
+  return charge(deps, request, payer, facts, undefined);
+}
+
+/** Who is charged, and when: the secret presented, its key, the customer id counted. */
+interface Payer {
+  readonly secret: string;
+  readonly key: ResolvedKey;
+  readonly customerId: string | undefined;
+  readonly now: number;
+}
+
+/** `charge`, once the body it may decide on is read (413 beyond `maxBytes`). */
+async function chargeAfterBody(
+  deps: AdmissionDeps,
+  request: AdmissionRequest,
+  payer: Payer,
+  facts: RequestFacts,
+  incoming: IncomingMessage,
+  maxBytes: number,
+): Promise<Admission> {
+  const length = incoming.headers['content-length'];
+  const read = await readRequestBody(
+    incoming,
+    maxBytes,
+    length === undefined ? undefined : Number(length),
+    request.continueBody,
+  );
+  if (read.kind === 'too-large') return refused('body_too_large', payer.key);
+  const withBody = { routeId: facts.routeId, method: facts.method, path: facts.path, body: read.json };
+  return charge(deps, request, payer, withBody, read.bytes);
+}
+
+/** The key's limits and its consumer's, decided and charged in one step. */
+function charge(
+  deps: AdmissionDeps,
+  request: AdmissionRequest,
+  { secret, key, customerId, now }: Payer,
+  facts: RequestFacts,
+  /** Its body, read to decide on it: forwarded as it is. */
+  body: Buffer | undefined,
+): Admission | Promise<Admission> {
+  const pricing = key.pricing;
   const subjects = subjectsFor(key, facts);
   const rule = request.cost === undefined ? pricing?.costRuleOf(facts) : undefined;
   const settleMax = rule?.settleMax ?? SETTLE_MAX_DEFAULT;
@@ -220,47 +203,60 @@ async function admitKey(
       }),
       ...(body !== undefined && { body }),
     };
-  let decision: Decision;
   // Worked out once, and only for a key or consumer with a limit per visitor.
   const visitor = countsVisitors(subjects) ? visitorOf(request.client, customerId) : undefined;
-  try {
-    const decided = deps.limiter.consume(subjects, cost, now, visitor);
-    // A decision that waits (on Redis) is a span of its own in a traced request.
-    if (decided instanceof Promise)
-      decision = await (tracer === undefined ? decided : tracer.limiterWait(decided, request.incoming));
-    else decision = decided;
-  } catch (err) {
-    // Redis down or a bug alike: the client gets 503. An outage is logged once by the failover
-    // limiter as it starts and ends, not once per request; anything else is the operator's to see.
-    if (!(err instanceof LimiterUnavailableError))
-      deps.logger.error({ err, reqId: request.requestId, keyId: key.id }, 'rate limit decision failed');
-    return refused('limit_unavailable', key);
-  }
-  request.states?.push(...decision.states);
-  const limit = decision.limit && { subjects, decision: decision.limit };
-  if (refusedForCredits(decision))
-    return { ...refused('credits_exhausted', key, limit), short: { balance: decision.balance!, cost } };
-  if (refusedForPlaces(decision)) return refused('concurrency_limit_exceeded', key, limit);
-  if (!decision.allowed) return refused('rate_limit_exceeded', key, limit);
-  const admitted = {
-    admitted: true,
-    secret,
-    key,
-    limit,
-    balance: decision.balance,
-    cost,
-    release: decision.release,
-    ...(body !== undefined && { body }),
-  } as const;
-  if (!settling) return admitted;
-  const reservation = {
-    decision,
-    subjects,
-    ...(visitor !== undefined && { visitor }),
-    reserved: cost,
-    admittedMs: now,
+  const charged = (decision: Decision): Admission => {
+    request.states?.push(...decision.states);
+    const limit = decision.limit && { subjects, decision: decision.limit };
+    if (refusedForCredits(decision))
+      return { ...refused('credits_exhausted', key, limit), short: { balance: decision.balance!, cost } };
+    if (refusedForPlaces(decision)) return refused('concurrency_limit_exceeded', key, limit);
+    if (!decision.allowed) return refused('rate_limit_exceeded', key, limit);
+    const admitted = {
+      admitted: true,
+      secret,
+      key,
+      limit,
+      balance: decision.balance,
+      cost,
+      release: decision.release,
+      ...(body !== undefined && { body }),
+    } as const;
+    if (!settling) return admitted;
+    const reservation = {
+      decision,
+      subjects,
+      ...(visitor !== undefined && { visitor }),
+      reserved: cost,
+      admittedMs: now,
+    };
+    return { ...admitted, settlement: { rule: settles, settleMax, reserved: cost, reservation } };
   };
-  return { ...admitted, settlement: { rule: settles, settleMax, reserved: cost, reservation } };
+  let decided: Decision | Promise<Decision>;
+  try {
+    decided = deps.limiter.consume(subjects, cost, now, visitor);
+  } catch (err) {
+    return limiterFailed(deps, request, key, err);
+  }
+  if (!(decided instanceof Promise)) return charged(decided);
+  // A decision that waits (on Redis) is a span of its own in a traced request.
+  const waited = tracer === undefined ? decided : tracer.limiterWait(decided, request.incoming);
+  return waited.then(charged, (err: unknown) => limiterFailed(deps, request, key, err));
+}
+
+/**
+ * Redis down or a bug alike: the client gets 503. An outage is logged once by the failover limiter as
+ * it starts and ends, not once per request; anything else is the operator's to see.
+ */
+function limiterFailed(
+  deps: AdmissionDeps,
+  request: AdmissionRequest,
+  key: ResolvedKey,
+  err: unknown,
+): Refused {
+  if (!(err instanceof LimiterUnavailableError))
+    deps.logger.error({ err, reqId: request.requestId, keyId: key.id }, 'rate limit decision failed');
+  return refused('limit_unavailable', key);
 }
 
 /**

@@ -8,7 +8,7 @@ import { NO_ROUTE_LABEL, type Metrics, type ProxyOutcome } from '../ops/metrics.
 import { normalisedPath } from '../plans/normalised-path.js';
 import { answeredEnd, tracer } from '../tracing/tracer.js';
 import type { Outcome } from '../usage/usage.js';
-import { admit, type Admitted, type AdmissionDeps, type Refused } from './admission.js';
+import { admit, type Admission, type Admitted, type AdmissionDeps, type Refused } from './admission.js';
 import { addHeaders, corsHeaders, isPreflight, preflightAnswer } from './cors.js';
 import { credentialOf } from './credential.js';
 import { customerIdOf, forwardedFacts } from './forwarding-headers.js';
@@ -53,7 +53,7 @@ export interface NotEntered {
  * metrics, in usage (a valid key's request) and in its trace; the caller only writes `refusal` its own
  * way.
  */
-export async function enter(
+export function enter(
   deps: EntryDeps,
   req: IncomingMessage,
   /** As the listener parsed it (src/server.ts); undefined: not in a form the proxy takes. */
@@ -65,7 +65,7 @@ export async function enter(
   client: { readonly destroyed: boolean },
   /** Sends `100 Continue`, for a client waiting for one before its body (AdmissionRequest.continueBody). */
   continueBody?: () => void,
-): Promise<Entered | NotEntered> {
+): Entered | NotEntered | Promise<Entered | NotEntered> {
   // One spelling per path: what routes and limits match is what the backend receives.
   const path = target && normalisedPath(target.path);
   if (target === undefined || path === undefined || hasDotSegment(path)) {
@@ -126,14 +126,28 @@ export async function enter(
     continueBody,
   };
   const admitting = admit(deps, context);
-  // A refusal from memory alone (a wrong checksum) waits for no turn.
-  const admission = admitting instanceof Promise ? await admitting : admitting;
+  // An answer from memory alone (a fresh key the limiter decides on from memory, a wrong checksum)
+  // waits for no turn: an admitted request leaves for the backend before Node is done with its arrival.
+  return admitting instanceof Promise
+    ? admitting.then((admission) => entered(deps, req, context, cors, client, admission))
+    : entered(deps, req, context, cors, client, admitting);
+}
+
+/** The request once admission answered: refused (its answer), gone (499), or on its way. */
+function entered(
+  deps: EntryDeps,
+  req: IncomingMessage,
+  context: RequestContext,
+  cors: string[] | undefined,
+  client: { readonly destroyed: boolean },
+  admission: Admission,
+): Entered | NotEntered {
   // A token's `sub` is the customer id: usage counts it, and the backend receives it, in place of the
   // client's.
   if (admission.subject !== undefined) context.customerId = context.tokenSubject = admission.subject;
   if (!admission.admitted) {
     countRefusal(deps.metrics, admission.code);
-    const refusal = refusalResponse(admission, requestId, deps.clock());
+    const refusal = refusalResponse(admission, context.requestId, deps.clock());
     if (cors !== undefined) addHeaders(refusal.headers, cors);
     finished(deps, req, context, {
       key: admission.key,

@@ -12,7 +12,7 @@ import { answeredEnd, tracer } from '../tracing/tracer.js';
 import type { UsageRecorder } from '../usage/recorder.js';
 import type { FailureThrottle } from './auth-throttle.js';
 import { addHeaders, withoutBackendCors } from './cors.js';
-import { backendOutcome, enter, finished, type Entered } from './entry.js';
+import { backendOutcome, enter, finished, type Entered, type NotEntered } from './entry.js';
 import { acceptsTrailers, backendHeaders, requestIdOf, responseHeaders } from './forwarding-headers.js';
 import { backendFacts } from './request-context.js';
 import type { RequestTarget } from './request-target.js';
@@ -306,24 +306,31 @@ async function handle(
   }
 }
 
-async function serve(
+function serve(
   proxy: ProxyDeps,
   req: IncomingMessage,
   res: ServerResponse,
   target: RequestTarget | undefined,
   requestId: string,
   receivedAt: number,
-): Promise<void> {
+): void | Promise<void> {
   const continues = expectsContinue(req);
-  const entry = await enter(
-    proxy,
-    req,
-    target,
-    requestId,
-    receivedAt,
-    res,
-    continues ? () => res.writeContinue() : undefined,
-  );
+  const continueBody = continues ? () => res.writeContinue() : undefined;
+  const entering = enter(proxy, req, target, requestId, receivedAt, res, continueBody);
+  // Entered from memory alone, it is answered or forwarded on this turn.
+  if (entering instanceof Promise) return entering.then((entry) => answer(proxy, req, res, entry, continues));
+  answer(proxy, req, res, entering, continues);
+}
+
+/** Writes Tollgate's own answer to a request not entered, or forwards an entered one to its backend. */
+function answer(
+  proxy: ProxyDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  entry: Entered | NotEntered,
+  /** The client waits for `100 Continue` before its body. */
+  continues: boolean,
+): void {
   if (!entry.entered) {
     const refusal = entry.refusal;
     if (refusal === undefined) return;
