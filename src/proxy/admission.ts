@@ -17,7 +17,7 @@ import { LimiterUnavailableError } from '../limits/failover-limiter.js';
 import { countsVisitors, visitorOf } from '../limits/visitor.js';
 import type { RequestFacts } from '../plans/request-match.js';
 import { tracer } from '../tracing/tracer.js';
-import type { AllowedAttempt, Attempt, RefusedAttempt } from './auth-throttle.js';
+import type { AllowedAttempt, Attempt } from './auth-throttle.js';
 import { SETTLE_MAX_DEFAULT } from '../plans/usage-pricing.js';
 import { readRequestBody } from '../metering/request-body.js';
 import { reservedCost } from './settlement.js';
@@ -46,7 +46,7 @@ export function admit(deps: AdmissionDeps, request: AdmissionRequest): Admission
     // An address out of guesses is refused whatever secret memory does not know (as `lookUp` would):
     // told first, so that a flood from it costs no checksum.
     const blockedUntil = blockedAt(deps, request.client);
-    if (blockedUntil !== undefined) return throttled({ allowed: false, retryAtMs: blockedUntil });
+    if (blockedUntil !== undefined) return throttled(blockedUntil);
     // Only a secret memory does not hold can be forged: a known key's requests skip the checksum.
     if (deps.keyCache.forged(secret)) return forgedRefusal(deps, request.client);
   }
@@ -273,7 +273,7 @@ async function lookUp(
   let attempt: AllowedAttempt | undefined;
   if (!deps.keyCache.knows(secret)) {
     const asked = await askThrottle(deps, request.client, secret);
-    if (asked !== undefined && !asked.allowed) return throttled(asked);
+    if (asked !== undefined && !asked.allowed) return throttled(asked.retryAtMs);
     attempt = asked;
   }
   let key: ResolvedKey | undefined;
@@ -320,7 +320,7 @@ async function tokenKey(
   let attempt: AllowedAttempt | undefined;
   if (!deps.keyCache.knowsToken(claims.kid)) {
     const asked = await askThrottle(deps, request.client, credential);
-    if (asked !== undefined && !asked.allowed) return throttled(asked);
+    if (asked !== undefined && !asked.allowed) return throttled(asked.retryAtMs);
     attempt = asked;
   }
   let key: ResolvedKey | undefined;
@@ -345,7 +345,7 @@ async function tokenKey(
     // A wrong signature on a key memory knew is a failed guess all the same: counted after the check,
     // which cost no look-up.
     const asked = await askThrottle(deps, request.client, credential);
-    if (asked !== undefined && !asked.allowed) return throttled(asked);
+    if (asked !== undefined && !asked.allowed) return throttled(asked.retryAtMs);
     asked?.settle(true);
   }
   return refused('invalid_api_key');
@@ -371,10 +371,7 @@ function keyStoreFailed(deps: AdmissionDeps, request: AdmissionRequest, err: unk
 /** A wrong checksum (keys/secret-format.ts): a failed guess counted with no store call, or throttled. */
 function forgedRefusal(deps: AdmissionDeps, client: string | undefined): Refused {
   const blocked = client === undefined ? undefined : deps.authThrottle?.failedUnchecked(client, deps.clock());
-  return blocked === undefined ? refused('invalid_api_key') : throttled(blocked);
+  return blocked === undefined ? refused('invalid_api_key') : throttled(blocked.retryAtMs);
 }
 
-const throttled = (attempt: RefusedAttempt): Refused => ({
-  ...refused('too_many_failed_attempts'),
-  retryAtMs: attempt.retryAtMs,
-});
+const throttled = (retryAtMs: number): Refused => ({ ...refused('too_many_failed_attempts'), retryAtMs });

@@ -219,7 +219,6 @@ export function finished(
   ending: Ending,
   code?: ErrorCode,
 ): void {
-  const durationMs = performance.now() - request.receivedAt;
   const context = 'path' in request ? request : undefined;
   const route = context?.route;
   if (route !== undefined) {
@@ -230,7 +229,11 @@ export function finished(
   }
   const routeId = route === undefined ? null : route.routeId;
   const { key, status } = ending;
-  if (key !== undefined && context !== undefined && ending.countedElsewhere !== true) {
+  const counted = key !== undefined && context !== undefined && ending.countedElsewhere !== true;
+  const logged = deps.logger.isLevelEnabled('debug');
+  // Read only when something records it: a keyless refusal (a flood's) reads no clock here.
+  const durationMs = counted || logged ? performance.now() - request.receivedAt : 0;
+  if (counted) {
     const failure =
       status < 400
         ? undefined
@@ -253,7 +256,7 @@ export function finished(
       { unsettled: ending.unsettled },
     );
   }
-  if (deps.logger.isLevelEnabled('debug')) {
+  if (logged) {
     deps.logger.debug(
       {
         reqId: request.requestId,
