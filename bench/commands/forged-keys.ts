@@ -28,6 +28,9 @@ const PREFLIGHT_SCRIPT = path.join(ROOT, 'bench/preflight-per-request.lua');
 const FORGED_SCRIPT = path.join(ROOT, 'bench/forged-key.lua');
 const DRIVER = path.join(ROOT, 'bench/lib/listener-driver.ts');
 const DRIVER_ROUNDS = 21;
+const DRIVER_REQUESTS = 10_000;
+/** Long enough for the driver's rounds on the slowest machine seen; a driver stuck past it is a failure. */
+const DRIVER_DEADLINE_MS = 600_000;
 
 const totalCommands = async (redis: Redis) =>
   [...(await commandStats(redis)).values()].reduce((a, b) => a + b, 0);
@@ -71,17 +74,20 @@ async function inProcess(databaseUrl: string): Promise<string[]> {
       DRIVER_PORT: String(port),
       DRIVER_OUT: out,
       DRIVER_ROUNDS: String(DRIVER_ROUNDS),
+      DRIVER_REQUESTS: String(DRIVER_REQUESTS),
     },
     nodeArgs: ['--import', DRIVER],
   });
   if (PIN) pinTree(driven.child.pid, TARGET_CPUS);
-  while (!driven.exited) await sleep(200);
+  const deadline = Date.now() + DRIVER_DEADLINE_MS;
+  while (!driven.exited && Date.now() < deadline) await sleep(200);
   await stopProc(driven);
+  if (!fs.existsSync(out)) throw new Error(`the listener driver wrote no result (log: ${driven.logFile})`);
   const result = JSON.parse(fs.readFileSync(out, 'utf8')) as Driven;
   const ratios = result.forged.map((us, i) => us / result.preflight[i]!);
   const us = (rounds: number[]) => rounds.map((x) => fmt(x, 2)).join(' / ');
   return [
-    `In process (bench/lib/listener-driver.ts: ${DRIVER_ROUNDS} alternating rounds of 10,000 requests, one at a time, handed to a second Tollgate's listener with no socket; the last answers ${result.statuses.preflight} and ${result.statuses.forged}), µs per request, median (every round):`,
+    `In process (bench/lib/listener-driver.ts: ${DRIVER_ROUNDS} alternating rounds of ${fmt(DRIVER_REQUESTS)} requests, one at a time, handed to a second Tollgate's listener with no socket; the last answers ${result.statuses.preflight} and ${result.statuses.forged}), µs per request, median (every round):`,
     '',
     `- preflight (204): ${fmt(median(result.preflight), 2)} (${us(result.preflight)})`,
     `- wrong checksum (429): ${fmt(median(result.forged), 2)} (${us(result.forged)})`,

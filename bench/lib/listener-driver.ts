@@ -3,7 +3,8 @@
 // request at a time, in alternating rounds, through a socket that keeps nothing it is written. Neither
 // the kernel nor wrk has a share in what it times: the CPU of Tollgate's own path and of Node's HTTP
 // objects and streams, which the loopback's system calls hide under wrk on a VM. It writes every
-// round's µs per request to DRIVER_OUT (JSON), then ends the process.
+// round's µs per request to DRIVER_OUT (JSON), then ends the process. DRIVER_REQUESTS a round and
+// DRIVER_ROUNDS are the bench's (bench/commands/forged-keys.ts).
 import fs from 'node:fs';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -11,8 +12,8 @@ import { Duplex } from 'node:stream';
 
 const env = process.env;
 const PORT = Number(env.DRIVER_PORT);
-const REQUESTS = Number(env.DRIVER_REQUESTS ?? 10_000);
-const ROUNDS = Number(env.DRIVER_ROUNDS ?? 21);
+const REQUESTS = Number(env.DRIVER_REQUESTS);
+const ROUNDS = Number(env.DRIVER_ROUNDS);
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 /** A client connection that takes every write and keeps none. */
