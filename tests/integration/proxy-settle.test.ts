@@ -129,6 +129,12 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
         body: '{}',
       });
       await waitFor(written, (line) => line.endsWith(' 1'), { what: 'the request written down' });
+      // Written down while it is forwarded: the backend may not hold it yet.
+      await waitFor(
+        async () => answer !== undefined,
+        (held) => held,
+        { what: 'the backend holding the request' },
+      );
       answer!();
       expect((await (await answered).json()) as unknown).toEqual({ usage: { total_tokens: 70 } });
       await waitFor(written, (line) => line.endsWith(' 0'), { what: 'its record taken back' });

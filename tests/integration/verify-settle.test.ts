@@ -314,6 +314,12 @@ describe('a replica on a Redis that hangs', () => {
       });
       const written = () => h.metric('tollgate_requests_in_flight_written');
       await waitFor(written, (line) => line.endsWith(' 1'), { what: 'the request written down' });
+      // Written down while it is forwarded: the backend may not hold it yet.
+      await waitFor(
+        async () => answer !== undefined,
+        (held) => held,
+        { what: 'the backend holding the request' },
+      );
       // The request ends while Redis hangs: the take of its record is sent again until Redis answers,
       // and only then is the request settled and counted.
       server.pause();
