@@ -51,6 +51,19 @@ describe('KEY_PREFIX, LEAKED_KEY_ACTION, GITHUB_SECRET_SCANNING_KEYS_URL (docs/g
   });
 });
 
+describe('REDIS_COMMAND_TIMEOUT_MS (docs/guides/operations.md)', () => {
+  it('is 500 ms unless set, and refuses anything but a whole number from 10 to 60000 by name', () => {
+    expect(loadConfig({}).redisCommandTimeoutMs).toBe(500);
+    expect(loadConfig({ REDIS_COMMAND_TIMEOUT_MS: '2000' }).redisCommandTimeoutMs).toBe(2_000);
+    expect(() => loadConfig({ REDIS_COMMAND_TIMEOUT_MS: '0.5' })).toThrow(
+      'REDIS_COMMAND_TIMEOUT_MS: must be a whole number, got "0.5"',
+    );
+    expect(() => loadConfig({ REDIS_COMMAND_TIMEOUT_MS: '5' })).toThrow(
+      'REDIS_COMMAND_TIMEOUT_MS: must be between 10 and 60000, got 5',
+    );
+  });
+});
+
 describe('PORTAL_REFERENCE_ALLOW_HTTP and PORTAL_REFERENCE_ALLOW_PRIVATE', () => {
   it('are off unless set to true, and refuse anything but true or false by name', () => {
     expect(loadConfig({}).portalReference).toEqual({ allowHttp: false, allowPrivate: false });

@@ -17,6 +17,8 @@ export interface Config {
   /** Comma-separated `host:port` seeds: Redis Cluster instead of a single Redis. */
   readonly redisClusterNodes: readonly string[] | undefined;
   readonly redisKeyPrefix: string;
+  /** How long a Redis command may take before it counts as Redis failing (REDIS_COMMAND_TIMEOUT_MS). */
+  readonly redisCommandTimeoutMs: number;
   readonly dataDir: string;
   /** 32 bytes; `undefined` only in embedded mode, where it is generated into `dataDir`. */
   readonly secretEncryptionKey: Buffer | undefined;
@@ -298,6 +300,7 @@ export function loadConfig(env: Env): Config {
     redisUrl,
     redisClusterNodes,
     redisKeyPrefix: env.REDIS_KEY_PREFIX ?? 'tg:',
+    redisCommandTimeoutMs: integer(env, 'REDIS_COMMAND_TIMEOUT_MS', 500, 10, 60_000),
     dataDir: env.DATA_DIR || './data',
     secretEncryptionKey,
     previousEncryptionKeys,

@@ -34,7 +34,7 @@ export async function buildRedisAdapters(
   metrics: Metrics,
   clock: () => number,
 ): Promise<Adapters> {
-  const redis = connectRedis(config, logger);
+  const redis = connectRedis(config, logger, { commandTimeoutMs: config.redisCommandTimeoutMs });
   const reachable = await redis.ready(5_000);
   if (!reachable) logger.warn('Redis is not reachable yet; starting degraded and retrying');
   const prefix = config.redisKeyPrefix;

@@ -9,7 +9,7 @@ import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import type { HarnessOptions, ProxyHarness } from './proxy-harness.js';
-import { REDIS_URL, testKeyPrefix } from './services.js';
+import { COUNTING_REDIS, REDIS_URL, testKeyPrefix } from './services.js';
 
 const connections: RedisConnections[] = [];
 afterAll(() => Promise.all(connections.map((c) => c.close())));
@@ -22,7 +22,11 @@ export const HARNESS_LIMITERS: Record<
   'in-process counters (single node)': (_h, env = {}) => Promise.resolve({ env }),
   async 'Redis counters'(h, env = {}) {
     const prefix = testKeyPrefix();
-    const redis = connectRedis({ redisUrl: REDIS_URL, redisClusterNodes: undefined }, createLogger('silent'));
+    const redis = connectRedis(
+      { redisUrl: REDIS_URL, redisClusterNodes: undefined },
+      createLogger('silent'),
+      COUNTING_REDIS,
+    );
     connections.push(redis);
     const limiter = new RedisRateLimiter(redis.client, prefix, new Metrics(), {
       subscriber: redis.subscriber,

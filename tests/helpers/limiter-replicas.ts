@@ -5,6 +5,7 @@ import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import { RedisServer } from './redis-server.js';
+import { COUNTING_REDIS } from './services.js';
 
 /**
  * Replicas of the Redis limiter on one private redis-server (which a test may flush, pause or stop),
@@ -31,11 +32,8 @@ export class LimiterReplicas {
   /** A new replica's limiter, ready; `options` as RedisRateLimiter takes them (a clock, a concurrency lease). */
   async replica(
     options: Pick<RedisRateLimiterOptions, 'clock' | 'concurrencyLeaseMs'> = {},
-    commandTimeoutMs = 5_000,
+    commandTimeoutMs = COUNTING_REDIS.commandTimeoutMs,
   ): Promise<RedisRateLimiter> {
-    // These tests count what is admitted, they do not time Redis: a command may wait longer than the
-    // service's 500 ms on a redis-server starved of CPU by a whole test run (redis-failover.test.ts
-    // times the default).
     const redis = connectRedis(
       { redisUrl: this.server.url, redisClusterNodes: undefined },
       createLogger('silent'),

@@ -22,7 +22,7 @@ import { connectRedis, type RedisConnections } from '../../src/redis/connect.js'
 import { migrate } from '../../src/store/migrate.js';
 import { OpenApiChecker } from '../helpers/management-openapi.js';
 import { managementWithKeyCache, STORAGES, type Storage } from '../helpers/management-storage.js';
-import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
+import { COUNTING_REDIS, REDIS_URL, testKeyPrefix } from '../helpers/services.js';
 
 const ROOT_TOKEN = 'root_' + randomBytes(24).toString('base64url');
 /** Saturday 2026-11-21 14:23:02.400 UTC. */
@@ -55,7 +55,11 @@ function expectInvalid(res: Response, fields: string[]): void {
 const MODES: Record<keyof typeof STORAGES, (clock: () => number) => Promise<RateLimiter>> = {
   embedded: () => Promise.resolve(new MemoryRateLimiter()),
   async postgres(clock) {
-    const redis = connectRedis({ redisUrl: REDIS_URL, redisClusterNodes: undefined }, createLogger('silent'));
+    const redis = connectRedis(
+      { redisUrl: REDIS_URL, redisClusterNodes: undefined },
+      createLogger('silent'),
+      COUNTING_REDIS,
+    );
     connections.push(redis);
     const limiter = new RedisRateLimiter(redis.client, testKeyPrefix(), new Metrics(), {
       subscriber: redis.subscriber,

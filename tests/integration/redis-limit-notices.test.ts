@@ -15,6 +15,7 @@ import { windowAt } from '../../src/plans/window.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
+import { COUNTING_REDIS } from '../helpers/services.js';
 import type { NewEvent } from '../../src/store/outbox.js';
 import { plan } from '../helpers/plans.js';
 import { RedisServer } from '../helpers/redis-server.js';
@@ -46,7 +47,11 @@ interface Replica {
 }
 
 async function replica(): Promise<Replica> {
-  const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'));
+  const redis = connectRedis(
+    { redisUrl: server.url, redisClusterNodes: undefined },
+    createLogger('silent'),
+    COUNTING_REDIS,
+  );
   expect(await redis.ready(5_000)).toBe(true);
   const notices = new LimitNotices();
   const limiter = new RedisRateLimiter(redis.client, 'notices:', metrics, {

@@ -5,7 +5,7 @@ import { windowAt } from '../../src/plans/window.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
-import { REDIS_URL, testKeyPrefix } from '../helpers/services.js';
+import { COUNTING_REDIS, REDIS_URL, testKeyPrefix } from '../helpers/services.js';
 import { load, type LoadStats } from '../helpers/limiter-load.js';
 import { waitFor } from '../helpers/poll.js';
 import { RedisServer } from '../helpers/redis-server.js';
@@ -131,7 +131,11 @@ describe('RedisRateLimiter on a private redis-server', () => {
   let admin: Redis;
   beforeAll(async () => {
     server = await RedisServer.start();
-    redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, createLogger('silent'));
+    redis = connectRedis(
+      { redisUrl: server.url, redisClusterNodes: undefined },
+      createLogger('silent'),
+      COUNTING_REDIS,
+    );
     client = redis.client;
     admin = new Redis(server.url);
     expect(await redis.ready(5_000)).toBe(true);
@@ -268,6 +272,7 @@ describe('RedisRateLimiter with leases, replicas on a private redis-server', () 
     const redis = connectRedis(
       { redisUrl: server.url, redisClusterNodes: undefined },
       createLogger('silent'),
+      COUNTING_REDIS,
     );
     expect(await redis.ready(5_000)).toBe(true);
     const limiter = new RedisRateLimiter(redis.client, 'lease:', metrics, {

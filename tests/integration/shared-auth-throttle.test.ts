@@ -10,6 +10,7 @@ import { connectRedis, type RedisConnections } from '../../src/redis/connect.js'
 import { SharedAuthThrottle } from '../../src/proxy/shared-auth-throttle.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/poll.js';
+import { COUNTING_REDIS } from '../helpers/services.js';
 
 const policy = { limit: 20, period: 'minute' } as const;
 const warnings: string[] = [];
@@ -20,7 +21,7 @@ const connections: RedisConnections[] = [];
 
 /** One replica's throttle, on its own connection. */
 async function replica(prefix: string): Promise<SharedAuthThrottle> {
-  const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, logger);
+  const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, logger, COUNTING_REDIS);
   connections.push(redis);
   expect(await redis.ready(5_000)).toBe(true);
   return new SharedAuthThrottle(redis.client, prefix, policy, logger);
@@ -37,10 +38,21 @@ afterAll(async () => {
 
 /** A plain client of the private server, to read what the throttles stored there. */
 async function replicaClient() {
-  const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, logger);
+  const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, logger, COUNTING_REDIS);
   connections.push(redis);
   expect(await redis.ready(5_000)).toBe(true);
   return redis.client;
+}
+
+/** Waits until the shared count of `address` in the window of `at` reads `count` (throttles of `prefix`). */
+async function sharedCount(prefix: string, address: string, at: number, count: string): Promise<void> {
+  const client = await replicaClient();
+  const key = `${prefix}{${address}}:${Math.floor(at / 60_000) * 60_000}`;
+  await waitFor(
+    () => client.get(key),
+    (value) => value === count,
+    { what: `${key} to read ${count}` },
+  );
 }
 
 /** A time inside one minute, so every attempt of a test falls in one window. */
@@ -90,7 +102,8 @@ describe('SharedAuthThrottle', () => {
       expect(valid.allowed).toBe(true);
       if (valid.allowed) valid.settle(false);
     }
-    await new Promise((r) => setTimeout(r, 50)); // the give-backs are sent without waiting
+    // The give-backs are sent without waiting: the shared count is back at 19 once they are in.
+    await sharedCount('st2:', '198.51.100.3', at, '19');
     expect(await guessesAtOnce([a, b], '198.51.100.3', 10, at)).toBe(1);
   });
 
@@ -103,7 +116,8 @@ describe('SharedAuthThrottle', () => {
     );
     expect(burst.every((attempt) => attempt.allowed)).toBe(true);
     for (const attempt of burst) if (attempt.allowed) attempt.settle(false);
-    await new Promise((r) => setTimeout(r, 50)); // the give-back is sent without waiting
+    // The give-back is sent without waiting: the shared count is back at 1 once it is in.
+    await sharedCount('st4:', '198.51.100.4', at, '1');
     // The budget still holds 19 guesses for the address.
     expect(a.blockedUntil('198.51.100.4', at)).toBeUndefined();
     expect(await guessesAtOnce([a], '198.51.100.4', 30, at)).toBe(19);
