@@ -71,8 +71,9 @@ it('adds up to the totals after a replica is killed mid-run', async () => {
   );
   if (settled === undefined) throw new Error('the total never stopped moving');
   // At most the killed replica's last second is missing (docs/guides/operations.md, Faults): what it answered in the
-  // second before the kill, give or take how late its once-a-second flush timer ran under this load.
-  const TIMER_LATENESS_MS = 100;
+  // second before the kill, give or take how late its once-a-second flush timer ran under this load
+  // (beside a CPU burner on a 2-CPU VM, a whole suite made it more than 100 ms late).
+  const TIMER_LATENESS_MS = 500;
   const lastSecond = answeredByKilled.filter((at) => at > killedAt - 1_000 - TIMER_LATENESS_MS).length;
   expect(answeredByKilled.length).toBeGreaterThan(lastSecond);
   expect(settled).toBeLessThanOrEqual(answered);
