@@ -8,6 +8,7 @@ import { createLogger } from '../../src/ops/logger.js';
 import type { AllowedAttempt, Attempt } from '../../src/proxy/auth-throttle.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
 import { SharedAuthThrottle } from '../../src/proxy/shared-auth-throttle.js';
+import { windowAt } from '../../src/plans/window.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/poll.js';
 import { COUNTING_REDIS } from '../helpers/services.js';
@@ -47,7 +48,7 @@ async function replicaClient() {
 /** Waits until the shared count of `address` in the window of `at` reads `count` (throttles of `prefix`). */
 async function sharedCount(prefix: string, address: string, at: number, count: string): Promise<void> {
   const client = await replicaClient();
-  const key = `${prefix}{${address}}:${Math.floor(at / 60_000) * 60_000}`;
+  const key = `${prefix}{${address}}:${windowAt(policy.period, at).start}`;
   await waitFor(
     () => client.get(key),
     (value) => value === count,
