@@ -64,6 +64,23 @@ describe('REDIS_COMMAND_TIMEOUT_MS (docs/guides/operations.md)', () => {
   });
 });
 
+describe('DATABASE_CONNECT_TIMEOUT_MS and DATABASE_QUERY_TIMEOUT_MS (docs/guides/operations.md)', () => {
+  it('are 2 s and 5 s unless set, and refuse anything but a whole number in their range by name', () => {
+    expect(loadConfig({}).databaseTimeouts).toEqual({ connectMs: 2_000, queryMs: 5_000 });
+    const set = { DATABASE_CONNECT_TIMEOUT_MS: '10000', DATABASE_QUERY_TIMEOUT_MS: '600000' };
+    expect(loadConfig(set).databaseTimeouts).toEqual({ connectMs: 10_000, queryMs: 600_000 });
+    expect(() => loadConfig({ DATABASE_CONNECT_TIMEOUT_MS: '2s' })).toThrow(
+      'DATABASE_CONNECT_TIMEOUT_MS: must be a whole number, got "2s"',
+    );
+    expect(() => loadConfig({ DATABASE_CONNECT_TIMEOUT_MS: '99' })).toThrow(
+      'DATABASE_CONNECT_TIMEOUT_MS: must be between 100 and 60000, got 99',
+    );
+    expect(() => loadConfig({ DATABASE_QUERY_TIMEOUT_MS: '3600001' })).toThrow(
+      'DATABASE_QUERY_TIMEOUT_MS: must be between 100 and 3600000, got 3600001',
+    );
+  });
+});
+
 describe('PORTAL_REFERENCE_ALLOW_HTTP and PORTAL_REFERENCE_ALLOW_PRIVATE', () => {
   it('are off unless set to true, and refuse anything but true or false by name', () => {
     expect(loadConfig({}).portalReference).toEqual({ allowHttp: false, allowPrivate: false });

@@ -5,6 +5,17 @@ import { parsePlan, type Plan } from './plans/plan.js';
 import { tracingSettings, TracingSettingError, type TracingSettings } from './tracing/tracing-settings.js';
 
 /** Every setting of the service, validated once at start-up and passed in; never read as a global. */
+/**
+ * How long node-postgres waits for a connection, and for the answer to one statement
+ * (DATABASE_CONNECT_TIMEOUT_MS, DATABASE_QUERY_TIMEOUT_MS).
+ */
+export interface PostgresTimeouts {
+  readonly connectMs: number;
+  readonly queryMs: number;
+}
+
+export const POSTGRES_TIMEOUTS_DEFAULT: PostgresTimeouts = { connectMs: 2_000, queryMs: 5_000 };
+
 export interface Config {
   readonly port: number;
   readonly host: string;
@@ -13,6 +24,8 @@ export interface Config {
   /** `undefined`: generate one at start-up and print it once. */
   readonly rootToken: string | undefined;
   readonly databaseUrl: string | undefined;
+  /** How long to wait for a Postgres connection, and for a statement's answer (DATABASE_*_TIMEOUT_MS). */
+  readonly databaseTimeouts: PostgresTimeouts;
   readonly redisUrl: string | undefined;
   /** Comma-separated `host:port` seeds: Redis Cluster instead of a single Redis. */
   readonly redisClusterNodes: readonly string[] | undefined;
@@ -297,6 +310,16 @@ export function loadConfig(env: Env): Config {
     upstreamUrl,
     rootToken,
     databaseUrl,
+    databaseTimeouts: {
+      connectMs: integer(
+        env,
+        'DATABASE_CONNECT_TIMEOUT_MS',
+        POSTGRES_TIMEOUTS_DEFAULT.connectMs,
+        100,
+        60_000,
+      ),
+      queryMs: integer(env, 'DATABASE_QUERY_TIMEOUT_MS', POSTGRES_TIMEOUTS_DEFAULT.queryMs, 100, 3_600_000),
+    },
     redisUrl,
     redisClusterNodes,
     redisKeyPrefix: env.REDIS_KEY_PREFIX ?? 'tg:',

@@ -56,7 +56,7 @@ function embeddedEncryptionKey(dataDir: string): Buffer {
  */
 async function openDatabase(config: Config): Promise<DbHandle> {
   const handle = config.databaseUrl
-    ? await openPostgres(config.databaseUrl)
+    ? await openPostgres(config.databaseUrl, config.databaseTimeouts)
     : await openEmbedded(config.dataDir);
   await migrate(handle);
   return handle;

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type pg from 'pg';
 import { PostgresSql } from './postgres-sql.js';
+import { POSTGRES_TIMEOUTS_DEFAULT, type PostgresTimeouts } from '../config.js';
 import type { Database } from './schema.js';
 import { withSqlDialect, type SqlDialect } from './sql-dialect.js';
 import { openSqliteFile } from './sqlite-database.js';
@@ -26,18 +27,21 @@ export interface DbHandle {
 }
 
 /** Postgres through node-postgres, loaded only when DATABASE_URL is set. */
-export async function openPostgres(connectionString: string, max = 10): Promise<DbHandle> {
+export async function openPostgres(
+  connectionString: string,
+  timeouts: PostgresTimeouts = POSTGRES_TIMEOUTS_DEFAULT,
+): Promise<DbHandle> {
   const { default: pg } = await import('pg');
   // bigint columns are counters: read them as JS numbers (exact up to 2^53; the API caps limits and credits
   // at 2^53−1).
   pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
   const pool = new pg.Pool({
     connectionString,
-    max,
-    connectionTimeoutMillis: 2_000,
+    max: 10,
+    connectionTimeoutMillis: timeouts.connectMs,
     idleTimeoutMillis: 30_000,
     // A query that hangs on a dead server must not hang the request that waits on it.
-    query_timeout: 5_000,
+    query_timeout: timeouts.queryMs,
   });
   // A client losing its connection emits 'error': on the pool while idle, on the client itself while
   // checked out (between two statements of a transaction, say). Without a listener either kills the

@@ -6,7 +6,13 @@ import { openPostgres, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { afterAll, beforeAll } from '@jest/globals';
 import { ProxyHarness, type HarnessOptions } from './proxy-harness.js';
-import { createTestDatabase, REDIS_URL, testKeyPrefix, type TestDatabase } from './services.js';
+import {
+  PATIENT_POSTGRES,
+  createTestDatabase,
+  REDIS_URL,
+  testKeyPrefix,
+  type TestDatabase,
+} from './services.js';
 
 export interface HarnessMode {
   readonly name: string;
@@ -29,7 +35,7 @@ export const HARNESS_MODES: readonly HarnessMode[] = [
     redis: true,
     async start(h, options = {}) {
       const database: TestDatabase = await createTestDatabase({ migrated: true });
-      const handle: DbHandle = await openPostgres(database.url);
+      const handle: DbHandle = await openPostgres(database.url, PATIENT_POSTGRES);
       await migrate(handle);
       await h.start({
         ...options,

@@ -38,7 +38,7 @@ import { sqlDialectOf } from '../../src/store/sql-dialect.js';
 import type { Database } from '../../src/store/schema.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { PlanRepository } from '../../src/store/plan-repository.js';
-import { createTestDatabase } from './services.js';
+import { PATIENT_POSTGRES, createTestDatabase } from './services.js';
 
 export interface Storage {
   readonly handle: DbHandle;
@@ -61,7 +61,7 @@ export const STORAGES: Record<'embedded' | 'postgres', () => Promise<Storage>> =
   },
   async postgres() {
     const database = await createTestDatabase({ migrated: true });
-    const handle = await openPostgres(database.url);
+    const handle = await openPostgres(database.url, PATIENT_POSTGRES);
     return {
       handle,
       url: database.url,

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
+import type { PostgresTimeouts } from '../../src/config.js';
 
 /**
  * Real Postgres and Redis for integration tests: `DATABASE_URL` and `REDIS_URL` when set (.ci/run
@@ -16,6 +17,18 @@ export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
  * running the limiter, of CPU (redis-failover.test.ts times the default).
  */
 export const COUNTING_REDIS: { readonly commandTimeoutMs: number } = { commandTimeoutMs: 5_000 };
+
+/**
+ * Postgres connections of tests that do not time Postgres: a whole test run can starve Postgres, and
+ * the processes waiting on it, of CPU for longer than the service's 2 s to connect and 5 s a
+ * statement (tests/integration/postgres-connection-loss.test.ts keeps the defaults).
+ */
+export const PATIENT_POSTGRES: PostgresTimeouts = { connectMs: 10_000, queryMs: 30_000 };
+/** PATIENT_POSTGRES as the settings of a Tollgate process (docs/guides/operations.md). */
+export const PATIENT_POSTGRES_ENV = {
+  DATABASE_CONNECT_TIMEOUT_MS: String(PATIENT_POSTGRES.connectMs),
+  DATABASE_QUERY_TIMEOUT_MS: String(PATIENT_POSTGRES.queryMs),
+};
 
 export interface TestDatabase {
   readonly url: string;
@@ -86,7 +99,7 @@ async function migratedTemplate(admin: pg.Client): Promise<string> {
       import('../../src/store/db.js'),
       import('../../src/store/migrate.js'),
     ]);
-    const handle = await openPostgres(url.toString());
+    const handle = await openPostgres(url.toString(), PATIENT_POSTGRES);
     try {
       await migrate(handle);
     } finally {

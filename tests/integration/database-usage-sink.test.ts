@@ -15,7 +15,7 @@ import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { requestsIn, type UsageBatch } from '../../src/usage/usage.js';
 import { refused, requestFacts } from '../helpers/request-facts.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
+import { PATIENT_POSTGRES, createTestDatabase, type TestDatabase } from '../helpers/services.js';
 
 const logger = createLogger('silent');
 let database: TestDatabase;
@@ -25,7 +25,7 @@ let keys: KeyRepository;
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  handle = await openPostgres(database.url);
+  handle = await openPostgres(database.url, PATIENT_POSTGRES);
   await migrate(handle);
   repository = new UsageRepository(handle.db);
   keys = new KeyRepository(handle.db);

@@ -18,7 +18,12 @@ import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { emptyKeyUsage } from '../../src/usage/usage.js';
 import { load } from '../helpers/limiter-load.js';
 import { RedisCluster } from '../helpers/redis-cluster.js';
-import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
+import {
+  PATIENT_POSTGRES,
+  createTestDatabase,
+  testKeyPrefix,
+  type TestDatabase,
+} from '../helpers/services.js';
 import { pendingTotal } from '../helpers/pending.js';
 import { keyOnly, plan } from '../helpers/plans.js';
 
@@ -178,7 +183,7 @@ describe('on a three-master Redis Cluster', () => {
     let handle: DbHandle;
     beforeAll(async () => {
       database = await createTestDatabase();
-      handle = await openPostgres(database.url);
+      handle = await openPostgres(database.url, PATIENT_POSTGRES);
       await migrate(handle);
       const keys = new KeyRepository(handle.db);
       for (const id of ['key_u1', 'key_u2', 'key_u3']) {

@@ -14,7 +14,7 @@ import { migrate, SQL_DIR } from '../../src/store/migrate.js';
 import { openPglite } from '../../src/store/pglite.js';
 import { upgradeFromPglite } from '../../src/store/upgrade-from-pglite.js';
 import { bucketAt, GRANULARITIES, type Granularity } from '../../src/usage/granularity.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
+import { PATIENT_POSTGRES, createTestDatabase, type TestDatabase } from '../helpers/services.js';
 
 /** A database at the schema before this change, and how the upgrade reaches it. */
 interface Upgradable {
@@ -28,7 +28,7 @@ interface Upgradable {
 const KINDS: Record<'postgres' | 'embedded', () => Promise<Upgradable>> = {
   async postgres() {
     const database: TestDatabase = await createTestDatabase();
-    const handle = await openPostgres(database.url);
+    const handle = await openPostgres(database.url, PATIENT_POSTGRES);
     return {
       before: handle,
       async upgrade() {

@@ -10,7 +10,7 @@ import { KeyRepository } from '../../src/store/key-repository.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { OTHER_ENDPOINT, type UsageBatch } from '../../src/usage/usage.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
+import { PATIENT_POSTGRES, createTestDatabase, type TestDatabase } from '../helpers/services.js';
 
 function batchOf(
   keyId: string,
@@ -67,7 +67,7 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
   beforeAll(async () => {
     if (kind === 'postgres') {
       database = await createTestDatabase({ migrated: true });
-      handle = await openPostgres(database.url);
+      handle = await openPostgres(database.url, PATIENT_POSTGRES);
     } else {
       handle = await openEmbedded(mkdtempSync(join(tmpdir(), 'tollgate-usage-')));
     }

@@ -13,7 +13,13 @@ import { waitFor } from '../helpers/poll.js';
 import { ModelBackend, sendJson } from '../helpers/model-backend.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
-import { createTestDatabase, REDIS_URL, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
+import {
+  PATIENT_POSTGRES,
+  createTestDatabase,
+  REDIS_URL,
+  testKeyPrefix,
+  type TestDatabase,
+} from '../helpers/services.js';
 
 afterAll(closeDatabase);
 
@@ -49,7 +55,7 @@ const DEPLOYMENTS: Deployment[] = [
 /** Two replicas on one Redis and one Postgres database of their own, `extra` added to (or over) their settings. */
 async function redisReplicas(extra: Record<string, string> = {}) {
   const database: TestDatabase = await createTestDatabase({ migrated: true });
-  const handle: DbHandle = await openPostgres(database.url);
+  const handle: DbHandle = await openPostgres(database.url, PATIENT_POSTGRES);
   await migrate(handle);
   const shared = { ...env, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(), ...extra };
   const replicas = [

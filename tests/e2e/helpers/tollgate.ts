@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { PATIENT_POSTGRES_ENV } from '../../helpers/services.js';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 const MAIN = join(ROOT, 'dist/src/main.js');
@@ -51,6 +52,7 @@ export async function startTollgate(env: Record<string, string> = {}): Promise<T
       LOG_LEVEL: 'info',
       DATA_DIR: env.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'tollgate-e2e-')),
       ROOT_TOKEN: rootToken,
+      ...PATIENT_POSTGRES_ENV,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
