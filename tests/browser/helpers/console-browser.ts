@@ -86,7 +86,9 @@ export async function openTab(
   });
   await prepare?.(context);
   const { page } = session;
-  page.setDefaultTimeout(20_000);
+  // A hang guard, not a bound: beside a whole test run on 2 CPUs, the portal's reference page loads
+  // slowly.
+  page.setDefaultTimeout(60_000);
   page.on('console', (m) => {
     if (m.type() === 'error') session.errors.push(m.text());
   });
