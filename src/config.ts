@@ -4,7 +4,6 @@ import { ORIGIN_PATTERN } from './plans/origins.js';
 import { parsePlan, type Plan } from './plans/plan.js';
 import { tracingSettings, TracingSettingError, type TracingSettings } from './tracing/tracing-settings.js';
 
-/** Every setting of the service, validated once at start-up and passed in; never read as a global. */
 /**
  * How long node-postgres waits for a connection, and for the answer to one statement
  * (DATABASE_CONNECT_TIMEOUT_MS, DATABASE_QUERY_TIMEOUT_MS).
@@ -16,6 +15,7 @@ export interface PostgresTimeouts {
 
 export const POSTGRES_TIMEOUTS_DEFAULT: PostgresTimeouts = { connectMs: 2_000, queryMs: 5_000 };
 
+/** Every setting of the service, validated once at start-up and passed in; never read as a global. */
 export interface Config {
   readonly port: number;
   readonly host: string;
