@@ -167,7 +167,14 @@ it('keeps a rolled secret working on every replica until its grace ends, and on 
   // The new secret works at once everywhere; the old one until the grace ends.
   for (const t of [a, ...others]) expect(await counted(t, rolled.body.secret)).toBe(200);
   while (Date.now() < graceEnd - 300) {
-    for (const t of [a, ...others]) expect(await counted(t, key.secret)).toBe(200);
+    for (const t of [a, ...others]) {
+      const status = await hit(t, key.secret);
+      // Answered before the grace ended (the answer gives it to the second, rounded down), it was
+      // decided before: it passed. One answered after may have been decided after, on a machine short
+      // of CPU: either answer is right, and only a pass is in the key's usage.
+      if (Date.now() < graceEnd) expect(status).toBe(200);
+      if (status === 200) presented++;
+    }
     await sleep(100);
   }
   await sleep(Math.max(0, graceEnd - Date.now()) + 50);
