@@ -312,12 +312,12 @@ it('FLUSHALL under load admits no more than the burst and refill, and never more
     );
     flushedAt = holding.received;
     await flusher.flushall();
-    // Under load until every replica has put back, and well after. A hang guard, not a bound: beside
-    // a whole test run on 2 CPUs the held requests come slowly.
+    // Under load until every replica has put back, and well after. The value seen holds the places
+    // held, so that a wait that runs out shows whether places went missing after the flush.
     ({ ms: afterFlushMs } = await waitFor(
-      async () => holding.received,
-      (n) => n >= flushedAt + 20,
-      { timeoutMs: 30_000 },
+      async () => ({ received: holding.received, holding: holding.holding }),
+      (seen) => seen.received >= flushedAt + 20,
+      { timeoutMs: 30_000, what: `20 held requests after the ${flushedAt} before the flush` },
     ));
     await sleep(1_500);
   } finally {
