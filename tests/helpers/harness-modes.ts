@@ -2,17 +2,11 @@
  * The two ways a `ProxyHarness` runs, for suites that hold in both: embedded (SQLite, in-process
  * counters), and Redis + a Postgres database of its own, migrated, dropped when the harness stops.
  */
-import { openPostgres, type DbHandle } from '../../src/store/db.js';
+import type { DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { afterAll, beforeAll } from '@jest/globals';
 import { ProxyHarness, type HarnessOptions } from './proxy-harness.js';
-import {
-  PATIENT_POSTGRES,
-  createTestDatabase,
-  REDIS_URL,
-  testKeyPrefix,
-  type TestDatabase,
-} from './services.js';
+import { createTestDatabase, REDIS_URL, testKeyPrefix, type TestDatabase } from './services.js';
 
 export interface HarnessMode {
   readonly name: string;
@@ -35,7 +29,7 @@ export const HARNESS_MODES: readonly HarnessMode[] = [
     redis: true,
     async start(h, options = {}) {
       const database: TestDatabase = await createTestDatabase({ migrated: true });
-      const handle: DbHandle = await openPostgres(database.url, PATIENT_POSTGRES);
+      const handle: DbHandle = await database.open();
       await migrate(handle);
       await h.start({
         ...options,

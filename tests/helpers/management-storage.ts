@@ -33,12 +33,12 @@ import { AdminTokenRepository } from '../../src/store/admin-token-repository.js'
 import { AdminTokenLookup } from '../../src/management/admin-token-lookup.js';
 import { AuditRepository } from '../../src/store/audit-repository.js';
 import { ConsumerRepository } from '../../src/store/consumer-repository.js';
-import { openEmbedded, openPostgres, type Db, type DbHandle } from '../../src/store/db.js';
+import { openEmbedded, type Db, type DbHandle } from '../../src/store/db.js';
 import { sqlDialectOf } from '../../src/store/sql-dialect.js';
 import type { Database } from '../../src/store/schema.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { PlanRepository } from '../../src/store/plan-repository.js';
-import { PATIENT_POSTGRES, createTestDatabase } from './services.js';
+import { createTestDatabase } from './services.js';
 
 export interface Storage {
   readonly handle: DbHandle;
@@ -61,7 +61,7 @@ export const STORAGES: Record<'embedded' | 'postgres', () => Promise<Storage>> =
   },
   async postgres() {
     const database = await createTestDatabase({ migrated: true });
-    const handle = await openPostgres(database.url, PATIENT_POSTGRES);
+    const handle = await database.open();
     return {
       handle,
       url: database.url,

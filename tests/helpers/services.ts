@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { PostgresTimeouts } from '../../src/config.js';
+import type { DbHandle } from '../../src/store/db.js';
 
 /**
  * Real Postgres and Redis for integration tests: `DATABASE_URL` and `REDIS_URL` when set (.ci/run
@@ -23,7 +24,7 @@ export const COUNTING_REDIS: { readonly commandTimeoutMs: number } = { commandTi
  * the processes waiting on it, of CPU for longer than the service's 2 s to connect and 5 s a
  * statement (tests/integration/postgres-connection-loss.test.ts keeps the defaults).
  */
-export const PATIENT_POSTGRES: PostgresTimeouts = { connectMs: 10_000, queryMs: 30_000 };
+const PATIENT_POSTGRES: PostgresTimeouts = { connectMs: 10_000, queryMs: 30_000 };
 /** PATIENT_POSTGRES as the settings of a Tollgate process (docs/guides/operations.md). */
 export const PATIENT_POSTGRES_ENV = {
   DATABASE_CONNECT_TIMEOUT_MS: String(PATIENT_POSTGRES.connectMs),
@@ -33,7 +34,15 @@ export const PATIENT_POSTGRES_ENV = {
 export interface TestDatabase {
   readonly url: string;
   readonly name: string;
+  /** The service's handle on it, waiting as PATIENT_POSTGRES does. */
+  open(): Promise<DbHandle>;
   drop(): Promise<void>;
+}
+
+/** The service's handle on the database at `url`, with PATIENT_POSTGRES' deadlines. */
+async function openPatiently(url: string): Promise<DbHandle> {
+  const { openPostgres } = await import('../../src/store/db.js');
+  return openPostgres(url, PATIENT_POSTGRES);
 }
 
 /**
@@ -55,6 +64,7 @@ export async function createTestDatabase({ migrated = false } = {}): Promise<Tes
   return {
     url: url.toString(),
     name,
+    open: () => openPatiently(url.toString()),
     async drop() {
       const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
       await client.connect();
@@ -95,11 +105,8 @@ async function migratedTemplate(admin: pg.Client): Promise<string> {
     await admin.query(`create database ${name}`);
     const url = new URL(ADMIN_DATABASE_URL);
     url.pathname = '/' + name;
-    const [{ openPostgres }, { migrate }] = await Promise.all([
-      import('../../src/store/db.js'),
-      import('../../src/store/migrate.js'),
-    ]);
-    const handle = await openPostgres(url.toString(), PATIENT_POSTGRES);
+    const { migrate } = await import('../../src/store/migrate.js');
+    const handle = await openPatiently(url.toString());
     try {
       await migrate(handle);
     } finally {

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
-import { openPostgres, type DbHandle } from '../../src/store/db.js';
+import type { DbHandle } from '../../src/store/db.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { migrate } from '../../src/store/migrate.js';
 import { DatabaseUsageSink } from '../../src/usage/database-usage-sink.js';
@@ -15,7 +15,7 @@ import { UsageRecorder } from '../../src/usage/recorder.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { requestsIn, type UsageBatch } from '../../src/usage/usage.js';
 import { refused, requestFacts } from '../helpers/request-facts.js';
-import { PATIENT_POSTGRES, createTestDatabase, type TestDatabase } from '../helpers/services.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
 
 const logger = createLogger('silent');
 let database: TestDatabase;
@@ -25,7 +25,7 @@ let keys: KeyRepository;
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  handle = await openPostgres(database.url, PATIENT_POSTGRES);
+  handle = await database.open();
   await migrate(handle);
   repository = new UsageRepository(handle.db);
   keys = new KeyRepository(handle.db);

@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { openEmbedded, openPostgres, type DbHandle } from '../../src/store/db.js';
+import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { PATIENT_POSTGRES, createTestDatabase, type TestDatabase } from '../helpers/services.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
 
 interface Column {
   readonly table: string;
@@ -73,7 +73,7 @@ const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-schema-'));
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  postgres = await openPostgres(database.url, PATIENT_POSTGRES);
+  postgres = await database.open();
   embedded = await openEmbedded(dataDir);
   await Promise.all([migrate(postgres), migrate(embedded)]);
 });

@@ -7,11 +7,11 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync, cpSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sql } from 'kysely';
-import { openEmbedded, openPostgres, type DbHandle } from '../../src/store/db.js';
+import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 import { migrate, SQL_DIR } from '../../src/store/migrate.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { PlanRepository } from '../../src/store/plan-repository.js';
-import { PATIENT_POSTGRES, createTestDatabase, type TestDatabase } from '../helpers/services.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
 
 const FIXTURES_ROOT = resolve(import.meta.dirname, '../fixtures/migrations');
 
@@ -36,7 +36,7 @@ describe.each(['embedded', 'postgres'] as const)('migrate on %s', (kind) => {
   let handle: DbHandle;
   let database: TestDatabase | undefined;
   let dataDir: string | undefined;
-  const open = async () => (database ? openPostgres(database.url, PATIENT_POSTGRES) : openEmbedded(dataDir!));
+  const open = async () => (database ? database.open() : openEmbedded(dataDir!));
   const { fixtures: FIXTURES, bump, counterTables } = SCRIPT[kind];
 
   beforeEach(async () => {

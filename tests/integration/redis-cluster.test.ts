@@ -8,7 +8,7 @@ import { windowAt } from '../../src/plans/window.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
 import { connectRedis, type RedisConnections } from '../../src/redis/connect.js';
-import { openPostgres, type DbHandle } from '../../src/store/db.js';
+import type { DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { UsageFlusher } from '../../src/usage/redis/flusher.js';
@@ -18,12 +18,7 @@ import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { emptyKeyUsage } from '../../src/usage/usage.js';
 import { load } from '../helpers/limiter-load.js';
 import { RedisCluster } from '../helpers/redis-cluster.js';
-import {
-  PATIENT_POSTGRES,
-  createTestDatabase,
-  testKeyPrefix,
-  type TestDatabase,
-} from '../helpers/services.js';
+import { createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { pendingTotal } from '../helpers/pending.js';
 import { keyOnly, plan } from '../helpers/plans.js';
 
@@ -183,7 +178,7 @@ describe('on a three-master Redis Cluster', () => {
     let handle: DbHandle;
     beforeAll(async () => {
       database = await createTestDatabase();
-      handle = await openPostgres(database.url, PATIENT_POSTGRES);
+      handle = await database.open();
       await migrate(handle);
       const keys = new KeyRepository(handle.db);
       for (const id of ['key_u1', 'key_u2', 'key_u3']) {

@@ -18,13 +18,7 @@ import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRecorder } from '../../src/usage/recorder.js';
 import { RedisMonitor } from '../helpers/redis-monitor.js';
 import { RedisServer, freePort } from '../helpers/redis-server.js';
-import {
-  PATIENT_POSTGRES,
-  REDIS_URL,
-  createTestDatabase,
-  testKeyPrefix,
-  type TestDatabase,
-} from '../helpers/services.js';
+import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 import { pendingTotal } from '../helpers/pending.js';
 import { requestFacts } from '../helpers/request-facts.js';
 import { previousFlush, previousPush } from '../fixtures/usage-redis-previous.js';
@@ -49,7 +43,7 @@ const client = () => {
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  handle = await openPostgres(database.url, PATIENT_POSTGRES);
+  handle = await database.open();
   await migrate(handle);
   repository = new UsageRepository(handle.db);
   const keys = new KeyRepository(handle.db);

@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { hashSecret } from '../../src/keys/secret.js';
-import { openEmbedded, openPostgres, PGLITE_FOLDER, type Db, type DbHandle } from '../../src/store/db.js';
+import { openEmbedded, PGLITE_FOLDER, type Db, type DbHandle } from '../../src/store/db.js';
 import { migrate, SQL_DIR } from '../../src/store/migrate.js';
 import { openPglite } from '../../src/store/pglite.js';
 import { upgradeFromPglite } from '../../src/store/upgrade-from-pglite.js';
 import { bucketAt, GRANULARITIES, type Granularity } from '../../src/usage/granularity.js';
-import { PATIENT_POSTGRES, createTestDatabase, type TestDatabase } from '../helpers/services.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
 
 /** A database at the schema before this change, and how the upgrade reaches it. */
 interface Upgradable {
@@ -28,7 +28,7 @@ interface Upgradable {
 const KINDS: Record<'postgres' | 'embedded', () => Promise<Upgradable>> = {
   async postgres() {
     const database: TestDatabase = await createTestDatabase();
-    const handle = await openPostgres(database.url, PATIENT_POSTGRES);
+    const handle = await database.open();
     return {
       before: handle,
       async upgrade() {

@@ -28,13 +28,7 @@ import {
 } from '../../src/usage/usage.js';
 import { freePort } from '../helpers/redis-server.js';
 import { refused, requestFacts } from '../helpers/request-facts.js';
-import {
-  PATIENT_POSTGRES,
-  REDIS_URL,
-  createTestDatabase,
-  testKeyPrefix,
-  type TestDatabase,
-} from '../helpers/services.js';
+import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 
 const logger = createLogger('silent');
 const metrics = new Metrics();
@@ -49,7 +43,7 @@ let history: UsageHistoryRepository;
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  handle = await openPostgres(database.url, PATIENT_POSTGRES);
+  handle = await database.open();
   await migrate(handle);
   keys = new KeyRepository(handle.db);
   history = new UsageHistoryRepository(handle.db);

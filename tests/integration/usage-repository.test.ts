@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { hashSecret } from '../../src/keys/secret.js';
-import { openEmbedded, openPostgres, type DbHandle } from '../../src/store/db.js';
+import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { KeyRepository } from '../../src/store/key-repository.js';
 import { UsageReader } from '../../src/usage/reader.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { OTHER_ENDPOINT, type UsageBatch } from '../../src/usage/usage.js';
-import { PATIENT_POSTGRES, createTestDatabase, type TestDatabase } from '../helpers/services.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
 
 function batchOf(
   keyId: string,
@@ -67,7 +67,7 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
   beforeAll(async () => {
     if (kind === 'postgres') {
       database = await createTestDatabase({ migrated: true });
-      handle = await openPostgres(database.url, PATIENT_POSTGRES);
+      handle = await database.open();
     } else {
       handle = await openEmbedded(mkdtempSync(join(tmpdir(), 'tollgate-usage-')));
     }

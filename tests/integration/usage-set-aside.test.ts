@@ -25,13 +25,7 @@ import { SetAsideReport } from '../../src/usage/set-aside.js';
 import { UsageRepository } from '../../src/usage/usage-repository.js';
 import { freePort } from '../helpers/redis-server.js';
 import { requestFacts } from '../helpers/request-facts.js';
-import {
-  PATIENT_POSTGRES,
-  REDIS_URL,
-  createTestDatabase,
-  testKeyPrefix,
-  type TestDatabase,
-} from '../helpers/services.js';
+import { REDIS_URL, createTestDatabase, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 
 /** The customer id the operator's rule refuses. */
 const POISON = 'poison';
@@ -64,7 +58,7 @@ describe('Redis mode: two replicas share the flush', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    handle = await openPostgres(database.url, PATIENT_POSTGRES);
+    handle = await database.open();
     await migrate(handle);
     repository = new UsageRepository(handle.db);
   });
@@ -168,7 +162,7 @@ describe.each([
     name: 'single-node Postgres: a CHECK constraint refuses',
     open: async () => {
       const database = await createTestDatabase();
-      const handle = await openPostgres(database.url, PATIENT_POSTGRES);
+      const handle = await database.open();
       return { handle, dispose: () => database.drop() };
     },
     refuse: (db: DbHandle) =>

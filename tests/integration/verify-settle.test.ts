@@ -7,19 +7,13 @@
  * one Postgres database. The clocks are driven: nothing waits for the wall clock to pass a deadline.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { openPostgres, type DbHandle } from '../../src/store/db.js';
+import type { DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { waitFor } from '../helpers/poll.js';
 import { ModelBackend, sendJson } from '../helpers/model-backend.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
-import {
-  PATIENT_POSTGRES,
-  createTestDatabase,
-  REDIS_URL,
-  testKeyPrefix,
-  type TestDatabase,
-} from '../helpers/services.js';
+import { createTestDatabase, REDIS_URL, testKeyPrefix, type TestDatabase } from '../helpers/services.js';
 
 afterAll(closeDatabase);
 
@@ -55,7 +49,7 @@ const DEPLOYMENTS: Deployment[] = [
 /** Two replicas on one Redis and one Postgres database of their own, `extra` added to (or over) their settings. */
 async function redisReplicas(extra: Record<string, string> = {}) {
   const database: TestDatabase = await createTestDatabase({ migrated: true });
-  const handle: DbHandle = await openPostgres(database.url, PATIENT_POSTGRES);
+  const handle: DbHandle = await database.open();
   await migrate(handle);
   const shared = { ...env, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(), ...extra };
   const replicas = [

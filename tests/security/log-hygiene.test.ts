@@ -14,9 +14,9 @@ import { buildApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Metrics } from '../../src/ops/metrics.js';
-import { openEmbedded, openPostgres, type DbHandle } from '../../src/store/db.js';
+import { openEmbedded, type DbHandle } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { PATIENT_POSTGRES, createTestDatabase, type TestDatabase } from '../helpers/services.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/services.js';
 
 const ROOT_TOKEN = 'root-' + randomBytes(16).toString('hex');
 
@@ -57,7 +57,7 @@ describe.each(['embedded', 'postgres'] as const)('logs of a failed management wr
     });
     const logger = createLogger('info', { write: (line: string) => void lines.push(line) });
     const metrics = new Metrics();
-    db = database ? await openPostgres(database.url, PATIENT_POSTGRES) : await openEmbedded(dataDir);
+    db = database ? await database.open() : await openEmbedded(dataDir);
     await migrate(db);
     const adapters = await buildAdapters(config, db, logger, metrics);
     app = buildApp({
