@@ -170,3 +170,54 @@ describe('a concurrency limit whose places Redis loses', () => {
     expect(next.filter((d) => d.allowed)).toHaveLength(1);
   });
 });
+
+describe('a concurrency call that Redis ran but answered too late', () => {
+  const threeInFlight = plan({ limit: 3, algorithm: 'concurrency' });
+  const take = (r: RedisRateLimiter, keyId: string): Promise<Decision> =>
+    Promise.resolve(r.consume(keyOnly(keyId, threeInFlight), 1, now));
+
+  it('has the place it took given back while requests keep coming to its replica', async () => {
+    // a gives a call 300 ms: Redis paused longer answers it too late, then runs it.
+    const a = await fleet.replica({ clock }, 300);
+    const b = await replica();
+    const keyId = newKey();
+    const held = [await take(a, keyId), await take(b, keyId)];
+    expect(held.map((d) => d.allowed)).toEqual([true, true]);
+    fleet.server.pause();
+    const late = take(a, keyId);
+    await expect(late).rejects.toThrow();
+    fleet.server.resume();
+    // Redis counts a place nobody holds: all three are taken.
+    const [countKey] = await fleet.admin.keys(`${PREFIX}{${keyId}}:*concurrency`);
+    const counted = Object.entries(await fleet.admin.hgetall(countKey!)).filter(([field]) =>
+      field.startsWith('p:'),
+    );
+    expect(counted.reduce((sum, [, places]) => sum + Number(places), 0)).toBe(3);
+    // Requests keep coming to a, one every millisecond or so, each asking Redis while the last may be
+    // out: at its check each second, a puts back the places it holds once the calls it has out are
+    // answered, and those requests must not keep it from doing so.
+    const started = performance.now();
+    let admitted: Decision | undefined;
+    let ms = 0;
+    await new Promise<void>((resolve) => {
+      const arrivals = setInterval(() => {
+        ms = performance.now() - started;
+        if (admitted !== undefined || ms > 10_000) {
+          clearInterval(arrivals);
+          resolve();
+          return;
+        }
+        void take(a, keyId).then((decision) => {
+          if (decision.allowed && admitted === undefined) admitted = decision;
+          else decision.release?.();
+        });
+      }, 1);
+    });
+    console.log(`the place of a call answered too late was free again after ${Math.round(ms)} ms`);
+    // A hang guard, not a speed bound.
+    expect(admitted).toBeDefined();
+    // Exactly that place was free: the next request is refused.
+    expect((await take(b, keyId)).allowed).toBe(false);
+    for (const d of [...held, admitted!]) d.release!();
+  }, 30_000);
+});
