@@ -100,6 +100,12 @@ async function freePlaces(via: Tollgate, keyId: string): Promise<number> {
     .limits[0]!.remaining;
 }
 
+/** A concurrency limit's places as Redis holds them for `keyId`: each replica's, and their expiry. */
+async function placesCounted(keyId: string): Promise<Record<string, string>[]> {
+  const counts = (await flusher.keys('*concurrency*')).filter((count) => count.includes(keyId));
+  return Promise.all(counts.map((count) => flusher.hgetall(count)));
+}
+
 /**
  * Clients sending requests through `via` in turn until stopped: held ones (each held until the test
  * answers it), bucket ones, or both. Resolves when every client has stopped.
@@ -313,9 +319,16 @@ it('FLUSHALL under load admits no more than the burst and refill, and never more
     flushedAt = holding.received;
     await flusher.flushall();
     // Under load until every replica has put back, and well after. The value seen holds the places
-    // held, so that a wait that runs out shows whether places went missing after the flush.
+    // held at the backend, as Redis counts them, whether each replica is still up and its last
+    // warnings, so that a wait that runs out tells a place counted by nobody from a replica gone.
     ({ ms: afterFlushMs } = await waitFor(
-      async () => ({ received: holding.received, holding: holding.holding }),
+      async () => ({
+        received: holding.received,
+        holding: holding.holding,
+        counted: await placesCounted(places.id),
+        up: members.map((m) => m.process.exitCode === null && m.process.signalCode === null),
+        warned: members.map((m) => m.output.filter((line) => /"level":[4-6]0/.test(line)).slice(-3)),
+      }),
       (seen) => seen.received >= flushedAt + 20,
       { timeoutMs: 30_000, what: `20 held requests after the ${flushedAt} before the flush` },
     ));
