@@ -7,9 +7,11 @@
 //    usage) through Tollgate in Redis mode, settled by the `openai` preset and at a fixed cost (each
 //    through a replica of its own), against the bare forwarder (bench/peers/engine.ts), and settled
 //    embedded: time to the first event and to the last byte, medians over BENCH_SETTLE_STREAMS streams
-//    of each a round (one at a time, interleaved: each process serves every fourth stream).
+//    of each a round (one at a time, interleaved: each process serves every fourth stream), after
+//    BENCH_SETTLE_WARM_STREAMS (25) streams of each target, one target after another.
 // 3. Tollgate's heap in use and resident memory over BENCH_SETTLE_MEMORY_STREAMS (10,000) such streams,
 //    20 at a time, read after a full collection every tenth of the way.
+// BENCH_SETTLE_STREAMS_ONLY=1 runs 2 and 3 alone.
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import {
@@ -46,6 +48,7 @@ import { Inspector } from '../lib/inspector.ts';
 const EVENTS = positive(env.BENCH_SETTLE_EVENTS, 200);
 const STREAMS = positive(env.BENCH_SETTLE_STREAMS, 100);
 const MEMORY_STREAMS = positive(env.BENCH_SETTLE_MEMORY_STREAMS, 10_000);
+const WARM_STREAMS = positive(env.BENCH_SETTLE_WARM_STREAMS, STREAMS / 4);
 const UNITS = 7;
 const SSE_PORT = PORT.events + 5;
 const FORWARDER_PORT = PORT.events + 6;
@@ -236,7 +239,7 @@ async function streams(): Promise<string[]> {
   const totals = timesOf();
   const names = Object.keys(targets) as (keyof typeof targets)[];
   for (const name of names)
-    for (let i = 0; i < STREAMS / 4; i++) await oneStream(targets[name].url, targets[name].secret);
+    for (let i = 0; i < WARM_STREAMS; i++) await oneStream(targets[name].url, targets[name].secret);
   // Interleaved: one stream of each target in turn, the first of them changing each time, so that
   // whatever else the machine does in a round slows them alike. Times of a millisecond or less
   // moved by a third between rounds of a hundred streams of one target after another.
@@ -284,7 +287,7 @@ async function streams(): Promise<string[]> {
   const row = (name: keyof typeof targets, label: string) =>
     `| ${label} | ${fmt(median(firsts[name]), 2)} | ${ratio(median(firsts[name]), median(firsts.forwarder))} | ${fmt(median(totals[name]), 2)} | ${ratio(median(totals[name]), median(totals.forwarder))} | ${firsts[name].map((x) => fmt(x, 2)).join(' / ')} | ${totals[name].map((x) => fmt(x, 2)).join(' / ')} |`;
   return [
-    `A stream of ${EVENTS} events (${STREAMS} streams of each a round, one at a time, the targets in turn, medians):`,
+    `A stream of ${EVENTS} events (${STREAMS} streams of each a round, one at a time, the targets in turn, medians; ${WARM_STREAMS} streams of each before):`,
     '',
     '| through | first event ms | ÷ forwarder | last byte ms | ÷ forwarder | first event per round | last byte per round |',
     '|---|--:|--:|--:|--:|---|---|',
@@ -303,7 +306,9 @@ async function streams(): Promise<string[]> {
 export async function settle(): Promise<string> {
   ensureTools(['nginx', 'wrk']);
   if (!buildTollgate()) throw new Error('Tollgate is not built');
-  const json = await jsonLoads();
+  // The streams alone: their Redis is made here, else by the JSON loads.
+  const json =
+    env.BENCH_SETTLE_STREAMS_ONLY === '1' ? ((run.redisUrl = await privateRedis()), []) : await jsonLoads();
   const stream = await streams();
   return [
     `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- settle\` (${ROUNDS} alternating rounds, warm-up ${WARMUP} s, backend ${BACKEND_URL}).`,
