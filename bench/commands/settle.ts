@@ -306,9 +306,10 @@ async function streams(): Promise<string[]> {
 export async function settle(): Promise<string> {
   ensureTools(['nginx', 'wrk']);
   if (!buildTollgate()) throw new Error('Tollgate is not built');
-  // The streams alone: their Redis is made here, else by the JSON loads.
-  const json =
-    env.BENCH_SETTLE_STREAMS_ONLY === '1' ? ((run.redisUrl = await privateRedis()), []) : await jsonLoads();
+  let json: string[] = [];
+  // The streams alone start the Redis the JSON loads otherwise start.
+  if (env.BENCH_SETTLE_STREAMS_ONLY === '1') run.redisUrl = await privateRedis();
+  else json = await jsonLoads();
   const stream = await streams();
   return [
     `Latest run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench -- settle\` (${ROUNDS} alternating rounds, warm-up ${WARMUP} s, backend ${BACKEND_URL}).`,

@@ -7,6 +7,7 @@
  */
 import type { Decision } from '../../src/limits/rate-limiter.js';
 import type { RedisRateLimiter } from '../../src/limits/redis-limiter.js';
+import type { Plan } from '../../src/plans/plan.js';
 import { limiterReplicasFor } from '../helpers/limiter-replicas.js';
 import { keyOnly, plan } from '../helpers/plans.js';
 
@@ -18,6 +19,12 @@ const clock = () => now;
 const replica = () => fleet.replica({ clock });
 let keys = 0;
 const newKey = () => `key_${keys++}_${Date.now()}`;
+
+/** A request for a place of `p`'s concurrency limit, on a replica for a key, at the clock's time. */
+const placeTaker =
+  (p: Plan) =>
+  (r: RedisRateLimiter, keyId: string): Promise<Decision> =>
+    Promise.resolve(r.consume(keyOnly(keyId, p), 1, now));
 
 const losses: [string, (keyId: string) => Promise<unknown>][] = [
   ['FLUSHALL', () => fleet.admin.flushall()],
@@ -126,9 +133,7 @@ describe('a window’s count that Redis loses', () => {
 });
 
 describe('a concurrency limit whose places Redis loses', () => {
-  const fourInFlight = plan({ limit: 4, algorithm: 'concurrency' });
-  const take = (r: RedisRateLimiter, keyId: string): Promise<Decision> =>
-    Promise.resolve(r.consume(keyOnly(keyId, fourInFlight), 1, now));
+  const take = placeTaker(plan({ limit: 4, algorithm: 'concurrency' }));
 
   it.each(losses)('keeps no more than its limit in flight after %s', async (_, lose) => {
     const [a, b, c] = [await replica(), await replica(), await replica()];
@@ -172,9 +177,7 @@ describe('a concurrency limit whose places Redis loses', () => {
 });
 
 describe('a concurrency call that Redis ran but answered too late', () => {
-  const threeInFlight = plan({ limit: 3, algorithm: 'concurrency' });
-  const take = (r: RedisRateLimiter, keyId: string): Promise<Decision> =>
-    Promise.resolve(r.consume(keyOnly(keyId, threeInFlight), 1, now));
+  const take = placeTaker(plan({ limit: 3, algorithm: 'concurrency' }));
 
   it('has the place it took given back while requests keep coming to its replica', async () => {
     // a gives a call 300 ms: Redis paused longer answers it too late, then runs it.
