@@ -131,8 +131,10 @@ export class KeyCache {
   private readonly negative = new Map<string, number>();
   /** Concurrent misses for one secret share one look-up. */
   private readonly inFlight = new Map<string, Promise<ResolvedKey | undefined>>();
-  /** Bumped by every change: a look-up that raced a change must not cache what it read. */
+  /** Bumped by every change: a look-up that raced one keeps what it read only to check it again at its next use. */
   private generation = 0;
+  /** Bumped by every change that drops entries (a message, not a read-back): a look-up that raced one keeps nothing. */
+  private dropGeneration = 0;
 
   private readonly lookup: KeyLookup;
   private readonly lookupForToken: TokenKeyLookup | undefined;
@@ -279,7 +281,7 @@ export class KeyCache {
     stale: Entry | undefined,
     find: (secret: string) => Promise<Found | undefined>,
   ): Promise<ResolvedKey | undefined> {
-    const generation = this.generation;
+    const [generation, dropGeneration] = [this.generation, this.dropGeneration];
     let found: Found | undefined;
     try {
       found = await find(secret);
@@ -291,24 +293,27 @@ export class KeyCache {
       this.entries.set(secret, { ...stale, expiresAt: Math.min(now + STALE_GRACE_MS, stale.notAfter) });
       return stale.key;
     }
+    const raced = generation !== this.generation;
+    if (!raced) this.inFlight.delete(secret); // else the change cleared it: a later look-up may be there
     const row = found?.row;
-    // A change announced during the look-up may have made `row` stale: answer it once, keep nothing.
-    if (generation !== this.generation)
-      return row && (row.secretValidUntilMs ?? Infinity) > this.clock()
-        ? this.toKey(row, found!.signing)
-        : undefined;
-    this.inFlight.delete(secret);
     const now = this.clock();
     const notAfter = row?.secretValidUntilMs ?? Infinity;
     if (row === undefined || notAfter <= now) {
-      this.forget(secret);
-      this.rememberUnknown(secret, now);
+      // A look-up that raced a change (a new key's creation read back, say) may have read too early.
+      if (!raced) {
+        this.forget(secret);
+        this.rememberUnknown(secret, now);
+      }
       return undefined;
     }
     const key = this.toKey(row, found!.signing);
+    // A change announced during the look-up may have made `row` stale: answer it once, keep nothing.
+    if (dropGeneration !== this.dropGeneration) return key;
     // A rolled secret's entry ends with its grace: every replica refuses it from then on, unprompted.
+    // One that raced a read-back change is kept as that change keeps entries: known, checked at next use.
     const rateLimitIds = [row.rateLimitId, row.consumer?.rateLimitId ?? null].filter((id) => id !== null);
-    this.store(secret, { key, rateLimitIds, expiresAt: Math.min(now + this.ttlMs, notAfter), notAfter });
+    const expiresAt = raced ? 0 : Math.min(now + this.ttlMs, notAfter);
+    this.store(secret, { key, rateLimitIds, expiresAt, notAfter });
     return key;
   }
 
@@ -372,6 +377,7 @@ export class KeyCache {
     // The route table is not the key cache's: its entries stay fresh.
     if (change.kind === 'routes') return;
     this.generation++;
+    if (change.kind !== 'all' && !change.recheck) this.dropGeneration++;
     // Requests after the change must not join a look-up that started before it.
     this.inFlight.clear();
     if (change.kind === 'all') return this.expireAll();

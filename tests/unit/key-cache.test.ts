@@ -49,6 +49,8 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
   let events: LocalKeyEvents;
   let now: number;
   let lookups: number;
+  /** Look-ups that have read the database (and may be held at `gate`). */
+  let reads: number;
   let failing: boolean;
   /** When set, a look-up reads the database and then waits for it: a read held in flight. */
   let gate: Promise<void> | undefined;
@@ -83,6 +85,7 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     events = new LocalKeyEvents();
     now = 1_000_000;
     lookups = 0;
+    reads = 0;
     failing = false;
     gate = undefined;
   });
@@ -93,6 +96,7 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
         lookups++;
         if (failing) throw new Error('database down');
         const row = await keys.findBySecretHash(hash);
+        reads++;
         if (gate) await gate;
         return row;
       },
@@ -120,9 +124,9 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
   async function newKey(
     plan?: string,
     consumerId: string | null = null,
+    secret = generateSecret(),
   ): Promise<{ id: string; secret: string }> {
     const id = generateKeyId();
-    const secret = generateSecret();
     await keys.insert({
       id,
       name: 'k',
@@ -351,22 +355,58 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     expect(lookups).toBe(2);
   });
 
+  /** A look-up of `secret` held once it has read the database, until `release`. */
+  async function heldLookUp(c: KeyCache, secret: string) {
+    let open!: () => void;
+    gate = new Promise((resolve) => (open = resolve));
+    const answer = c.resolve(secret);
+    const readsBefore = reads;
+    while (reads === readsBefore) await new Promise((r) => setImmediate(r));
+    const release = () => {
+      gate = undefined;
+      open();
+    };
+    return { answer, release };
+  }
+
   it('does not cache what a look-up read before a change announced during it', async () => {
     const key = await newKey();
     const c = cache();
-    let open!: () => void;
-    gate = new Promise((resolve) => (open = resolve));
-    const racing = c.resolve(key.secret);
-    // Let the look-up read the row before the key goes.
-    while (lookups === 0) await new Promise((r) => setImmediate(r));
-    await new Promise((r) => setTimeout(r, 50));
+    const held = await heldLookUp(c, key.secret);
     await keys.delete(key.id);
     await events.publish({ kind: 'key', keyId: key.id });
-    open();
+    held.release();
     // The racing caller gets what was read; nothing of it may be kept.
-    expect(await racing).toMatchObject({ id: key.id });
-    gate = undefined;
+    expect(await held.answer).toMatchObject({ id: key.id });
+    expect(c.knows(key.secret)).toBe(false);
     expect(await c.resolve(key.secret)).toBeUndefined();
+  });
+
+  it('keeps what a look-up read while a change read back from the record arrived, to check at its next use', async () => {
+    const key = await newKey();
+    const c = cache();
+    const held = await heldLookUp(c, key.secret);
+    // The key's creation read back from the record: every replica's feed brings it moments after.
+    await events.publish({ kind: 'key', keyId: key.id, recheck: true });
+    held.release();
+    expect(await held.answer).toMatchObject({ id: key.id });
+    // Known (an address out of guesses may still use it), not fresh: its next use looks it up again.
+    expect(c.knows(key.secret)).toBe(true);
+    expect(c.fresh(key.secret)).toBeUndefined();
+    expect(await c.resolve(key.secret)).toMatchObject({ id: key.id });
+    expect(lookups).toBe(2);
+    expect(c.fresh(key.secret)).toMatchObject({ id: key.id });
+  });
+
+  it('remembers nothing of a look-up that found no key while a change arrived: a key created meanwhile works', async () => {
+    const secret = generateSecret();
+    const c = cache();
+    const held = await heldLookUp(c, secret);
+    const key = await newKey(undefined, null, secret);
+    await events.publish({ kind: 'key', keyId: key.id, recheck: true });
+    held.release();
+    expect(await held.answer).toBeUndefined();
+    expect(await c.resolve(secret)).toMatchObject({ id: key.id });
   });
 
   it('rejects when the database is down, but keeps an expired entry working meanwhile', async () => {
