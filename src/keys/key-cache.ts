@@ -3,13 +3,14 @@ import { Pricing } from '../plans/pricing.js';
 import { subjectsOf, type Subject } from '../plans/subject.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { KeyWithPlan } from '../store/key-with-plan.js';
-import type { KeyChange, KeyEvents } from './key-events.js';
+import { changeConcerns, type KeyChange, type KeyEvents } from './key-events.js';
 import { restrictionsOf, type KeyRestrictions } from './restrictions.js';
 import { hashSecret, looksLikeKeyId, looksLikeSecret } from './secret.js';
 import { DEFAULT_KEY_PREFIX } from '../config.js';
 import { hasWrongChecksum } from './secret-format.js';
 import { signingKeyOf } from './token.js';
 import { VerifiedTokens } from './verified-tokens.js';
+import { ChangesDuringLookUps } from './changes-during-look-ups.js';
 
 /**
  * What the proxy needs to admit a request: the key id, its state, the consumer it belongs to, if any,
@@ -131,10 +132,10 @@ export class KeyCache {
   private readonly negative = new Map<string, number>();
   /** Concurrent misses for one secret share one look-up. */
   private readonly inFlight = new Map<string, Promise<ResolvedKey | undefined>>();
-  /** Bumped by every change: a look-up that raced one keeps what it read only to check it again at its next use. */
+  /** Bumped by every change: a look-up that raced one may have read too early to remember a secret unknown. */
   private generation = 0;
-  /** Bumped by every change that drops entries (a message, not a read-back): a look-up that raced one keeps nothing. */
-  private dropGeneration = 0;
+  /** What a look-up that raced a change of its key keeps: nothing, or an entry to check again at its next use. */
+  private readonly changes = new ChangesDuringLookUps();
 
   private readonly lookup: KeyLookup;
   private readonly lookupForToken: TokenKeyLookup | undefined;
@@ -281,11 +282,12 @@ export class KeyCache {
     stale: Entry | undefined,
     find: (secret: string) => Promise<Found | undefined>,
   ): Promise<ResolvedKey | undefined> {
-    const [generation, dropGeneration] = [this.generation, this.dropGeneration];
+    const [generation, mark] = [this.generation, this.changes.begin()];
     let found: Found | undefined;
     try {
       found = await find(secret);
     } catch (err) {
+      this.changes.over();
       if (generation === this.generation) this.inFlight.delete(secret);
       const now = this.clock();
       if (stale === undefined || this.entries.get(secret) !== stale || stale.notAfter <= now) throw err;
@@ -293,26 +295,28 @@ export class KeyCache {
       this.entries.set(secret, { ...stale, expiresAt: Math.min(now + STALE_GRACE_MS, stale.notAfter) });
       return stale.key;
     }
-    const raced = generation !== this.generation;
-    if (!raced) this.inFlight.delete(secret); // else the change cleared it: a later look-up may be there
+    const changed = generation !== this.generation;
+    if (!changed) this.inFlight.delete(secret); // else the change cleared it: a later look-up may be there
     const row = found?.row;
     const now = this.clock();
     const notAfter = row?.secretValidUntilMs ?? Infinity;
     if (row === undefined || notAfter <= now) {
-      // A look-up that raced a change (a new key's creation read back, say) may have read too early.
-      if (!raced) {
+      this.changes.over();
+      // A look-up that raced a change (a key's roll, say) may have read before its secret existed.
+      if (!changed) {
         this.forget(secret);
         this.rememberUnknown(secret, now);
       }
       return undefined;
     }
     const key = this.toKey(row, found!.signing);
-    // A change announced during the look-up may have made `row` stale: answer it once, keep nothing.
-    if (dropGeneration !== this.dropGeneration) return key;
-    // A rolled secret's entry ends with its grace: every replica refuses it from then on, unprompted.
-    // One that raced a read-back change is kept as that change keeps entries: known, checked at next use.
     const rateLimitIds = [row.rateLimitId, row.consumer?.rateLimitId ?? null].filter((id) => id !== null);
-    const expiresAt = raced ? 0 : Math.min(now + this.ttlMs, notAfter);
+    // A change of the key during the look-up may have made `row` stale: after a message, it is answered
+    // once and not kept; after a read-back, kept as that change keeps entries (known, checked at next use).
+    const race = this.changes.raced(mark, (change) => changeConcerns(change, { key, rateLimitIds }));
+    if (race === 'dropped') return key;
+    // A rolled secret's entry ends with its grace: every replica refuses it from then on, unprompted.
+    const expiresAt = race === 'rechecked' ? 0 : Math.min(now + this.ttlMs, notAfter);
     this.store(secret, { key, rateLimitIds, expiresAt, notAfter });
     return key;
   }
@@ -377,7 +381,7 @@ export class KeyCache {
     // The route table is not the key cache's: its entries stay fresh.
     if (change.kind === 'routes') return;
     this.generation++;
-    if (change.kind !== 'all' && !change.recheck) this.dropGeneration++;
+    this.changes.changed(change);
     // Requests after the change must not join a look-up that started before it.
     this.inFlight.clear();
     if (change.kind === 'all') return this.expireAll();
@@ -390,10 +394,6 @@ export class KeyCache {
     }
     // Plan and consumer changes are rare administrative events: a scan is cheaper than indexing every
     // entry by plan and consumer.
-    const stale =
-      change.kind === 'plan'
-        ? (entry: Entry) => entry.rateLimitIds.includes(change.rateLimitId)
-        : (entry: Entry) => entry.key.consumerId === change.consumerId;
-    for (const [secret, entry] of this.entries) if (stale(entry)) drop(secret);
+    for (const [secret, entry] of this.entries) if (changeConcerns(change, entry)) drop(secret);
   }
 }

@@ -13,6 +13,21 @@ export type KeyChange =
   | { readonly kind: 'routes'; readonly recheck?: true }
   | { readonly kind: 'all' };
 
+/** Whether a change makes a cached key stale: one of the key, of a plan it is limited by, of its consumer. */
+export function changeConcerns(
+  change: KeyChange,
+  cached: {
+    readonly key: { readonly id: string; readonly consumerId: string | undefined };
+    /** The plans the key is limited by, its own and its consumer's. */
+    readonly rateLimitIds: readonly string[];
+  },
+): boolean {
+  if (change.kind === 'key') return cached.key.id === change.keyId;
+  if (change.kind === 'plan') return cached.rateLimitIds.includes(change.rateLimitId);
+  if (change.kind === 'consumer') return cached.key.consumerId === change.consumerId;
+  return change.kind === 'all';
+}
+
 /**
  * Key-change notifications. In-process on a single node; Redis pub/sub across replicas, where a
  * lost message is covered by the key cache's entry lifetime.

@@ -382,11 +382,29 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     expect(await c.resolve(key.secret)).toBeUndefined();
   });
 
+  it('keeps what a look-up read while another key changed, and nothing while its plan did', async () => {
+    const [key, other] = [await newKey('gold'), await newKey()];
+    const c = cache();
+    const held = await heldLookUp(c, key.secret);
+    await events.publish({ kind: 'key', keyId: other.id });
+    await events.publish({ kind: 'plan', rateLimitId: 'silver' });
+    held.release();
+    expect(await held.answer).toMatchObject({ id: key.id });
+    expect(c.fresh(key.secret)).toMatchObject({ id: key.id });
+    // Its own plan's change during the next look-up: answered once, not kept.
+    events.publish({ kind: 'key', keyId: key.id });
+    const again = await heldLookUp(c, key.secret);
+    await events.publish({ kind: 'plan', rateLimitId: 'gold' });
+    again.release();
+    expect(await again.answer).toMatchObject({ id: key.id });
+    expect(c.knows(key.secret)).toBe(false);
+  });
+
   it('keeps what a look-up read while a change read back from the record arrived, to check at its next use', async () => {
     const key = await newKey();
     const c = cache();
     const held = await heldLookUp(c, key.secret);
-    // The key's creation read back from the record: every replica's feed brings it moments after.
+    // A change of the key read back from the record (which a message has most likely brought already).
     await events.publish({ kind: 'key', keyId: key.id, recheck: true });
     held.release();
     expect(await held.answer).toMatchObject({ id: key.id });
@@ -398,12 +416,13 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     expect(c.fresh(key.secret)).toMatchObject({ id: key.id });
   });
 
-  it('remembers nothing of a look-up that found no key while a change arrived: a key created meanwhile works', async () => {
+  it('remembers nothing of a look-up that found no key while a change arrived: a secret rolled in meanwhile works', async () => {
     const secret = generateSecret();
     const c = cache();
     const held = await heldLookUp(c, secret);
+    // As a roll gives a key a new secret, and announces it.
     const key = await newKey(undefined, null, secret);
-    await events.publish({ kind: 'key', keyId: key.id, recheck: true });
+    await events.publish({ kind: 'key', keyId: key.id });
     held.release();
     expect(await held.answer).toBeUndefined();
     expect(await c.resolve(secret)).toMatchObject({ id: key.id });
