@@ -391,8 +391,8 @@ describe('KeyCache over a real KeyRepository (embedded Postgres)', () => {
     held.release();
     expect(await held.answer).toMatchObject({ id: key.id });
     expect(c.fresh(key.secret)).toMatchObject({ id: key.id });
-    // Its own plan's change during the next look-up: answered once, not kept.
-    events.publish({ kind: 'key', keyId: key.id });
+    // Dropped, then looked up again while its own plan changes: answered once, not kept.
+    await events.publish({ kind: 'key', keyId: key.id });
     const again = await heldLookUp(c, key.secret);
     await events.publish({ kind: 'plan', rateLimitId: 'gold' });
     again.release();
