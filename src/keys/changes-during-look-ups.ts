@@ -25,6 +25,11 @@ export class ChangesDuringLookUps {
     return this.count;
   }
 
+  /** Whether any change was announced since a look-up began at `mark`, of whatever key. */
+  since(mark: number): boolean {
+    return this.count > mark;
+  }
+
   changed(change: KeyChange): void {
     this.count++;
     if (this.underWay === 0) this.forgottenUpTo = this.count;

@@ -132,8 +132,6 @@ export class KeyCache {
   private readonly negative = new Map<string, number>();
   /** Concurrent misses for one secret share one look-up. */
   private readonly inFlight = new Map<string, Promise<ResolvedKey | undefined>>();
-  /** Bumped by every change: a look-up that raced one may have read too early to remember a secret unknown. */
-  private generation = 0;
   /** What a look-up that raced a change of its key keeps: nothing, or an entry to check again at its next use. */
   private readonly changes = new ChangesDuringLookUps();
 
@@ -282,20 +280,20 @@ export class KeyCache {
     stale: Entry | undefined,
     find: (secret: string) => Promise<Found | undefined>,
   ): Promise<ResolvedKey | undefined> {
-    const [generation, mark] = [this.generation, this.changes.begin()];
+    const mark = this.changes.begin();
     let found: Found | undefined;
     try {
       found = await find(secret);
     } catch (err) {
       this.changes.over();
-      if (generation === this.generation) this.inFlight.delete(secret);
+      if (!this.changes.since(mark)) this.inFlight.delete(secret);
       const now = this.clock();
       if (stale === undefined || this.entries.get(secret) !== stale || stale.notAfter <= now) throw err;
       // Database down: the expired entry keeps its key working, re-checked after a short grace.
       this.entries.set(secret, { ...stale, expiresAt: Math.min(now + STALE_GRACE_MS, stale.notAfter) });
       return stale.key;
     }
-    const changed = generation !== this.generation;
+    const changed = this.changes.since(mark);
     if (!changed) this.inFlight.delete(secret); // else the change cleared it: a later look-up may be there
     const row = found?.row;
     const now = this.clock();
@@ -380,7 +378,6 @@ export class KeyCache {
   private invalidate(change: KeyChange): void {
     // The route table is not the key cache's: its entries stay fresh.
     if (change.kind === 'routes') return;
-    this.generation++;
     this.changes.changed(change);
     // Requests after the change must not join a look-up that started before it.
     this.inFlight.clear();

@@ -29,6 +29,7 @@ describe('the key changes announced while look-ups are under way', () => {
     const early = changes.begin();
     changes.changed(message('k1'));
     const late = changes.begin();
+    expect([changes.since(early), changes.since(late)]).toEqual([true, false]);
     expect(changes.raced(late, isOf('k1'))).toBeUndefined();
     expect(changes.raced(early, isOf('k1'))).toBe('dropped');
     expect(changes.raced(changes.begin(), isOf('k1'))).toBeUndefined();
