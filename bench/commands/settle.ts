@@ -8,7 +8,9 @@
 //    through a replica of its own), against the bare forwarder (bench/peers/engine.ts), and settled
 //    embedded: time to the first event and to the last byte, medians over BENCH_SETTLE_STREAMS streams
 //    of each a round (one at a time, interleaved: each process serves every fourth stream), after
-//    BENCH_SETTLE_WARM_STREAMS (25) streams of each target, one target after another.
+//    BENCH_SETTLE_WARM_STREAMS (25) streams of each target, one target after another; beside them,
+//    each Tollgate's own mean time from a stream's arrival to its forwarding over the timed streams
+//    (its tollgate_proxy_overhead_seconds): how much of the first event's lead is Tollgate's way in.
 // 3. Tollgate's heap in use and resident memory over BENCH_SETTLE_MEMORY_STREAMS (10,000) such streams,
 //    20 at a time, read after a full collection every tenth of the way.
 // BENCH_SETTLE_STREAMS_ONLY=1 runs 2 and 3 alone.
@@ -29,6 +31,7 @@ import {
 } from '../lib/config.ts';
 import { alternatingRounds, roundsTable } from '../lib/alternating-rounds.ts';
 import { fmt, machine, median, ratio } from '../lib/report.ts';
+import { metricValue } from '../lib/metrics.ts';
 import { httpOk, startProc, stopProc, treeCpuUs, treeRssKiB, waitFor } from '../lib/processes.ts';
 import {
   buildTollgate,
@@ -243,6 +246,18 @@ async function streams(): Promise<string[]> {
   // Interleaved: one stream of each target in turn, the first of them changing each time, so that
   // whatever else the machine does in a round slows them alike. Times of a millisecond or less
   // moved by a third between rounds of a hundred streams of one target after another.
+  const opsPorts = {
+    tollgate: port + PORT.opsOffset,
+    fixed: FIXED_STREAMS_PORT + PORT.opsOffset,
+    embedded: EMBEDDED_STREAMS_PORT + PORT.opsOffset,
+  };
+  type Served = keyof typeof opsPorts;
+  const wayIn = async (name: Served) =>
+    Promise.all(
+      ['sum', 'count'].map((part) => metricValue(opsPorts[name], `tollgate_proxy_overhead_seconds_${part}`)),
+    );
+  const served = Object.keys(opsPorts) as Served[];
+  const wayInBefore = await Promise.all(served.map(wayIn));
   for (let round = 0; round < ROUNDS; round++) {
     const first = timesOf();
     const total = timesOf();
@@ -262,6 +277,11 @@ async function streams(): Promise<string[]> {
       );
     }
   }
+  const wayInAfter = await Promise.all(served.map(wayIn));
+  // Mean µs from arrival to forwarding over the timed streams, beside the median first event's lead.
+  const wayInUs = (i: number) =>
+    ((wayInAfter[i]![0]! - wayInBefore[i]![0]!) / (wayInAfter[i]![1]! - wayInBefore[i]![1]!)) * 1e6;
+  const lead = (name: Served) => (median(firsts[name]) - median(firsts.forwarder)) * 1000;
   const pid = tollgate.child.pid as number;
   const inspector = await Inspector.open(pid, INSPECTOR_PORT);
   // Each reading after a full collection: what Tollgate keeps, not the garbage of streams since the last.
@@ -295,6 +315,13 @@ async function streams(): Promise<string[]> {
     row('fixed', 'Tollgate, Redis mode, fixed cost (7), a replica of its own'),
     row('embedded', 'Tollgate, embedded, settled by the openai preset'),
     row('forwarder', 'bare forwarder (bench/peers/engine.ts)'),
+    '',
+    "Each Tollgate's way in (arrival to forwarding, its `tollgate_proxy_overhead_seconds`, mean over the timed streams) against its first event's lead over the forwarder (the medians above):",
+    '',
+    ...served.map(
+      (name, i) =>
+        `- ${{ tollgate: 'Redis mode, settled', fixed: 'Redis mode, fixed cost', embedded: 'embedded, settled' }[name]}: ${fmt(wayInUs(i), 0)} µs of ${fmt(lead(name), 0)} µs`,
+    ),
     '',
     `Tollgate over ${fmt(MEMORY_STREAMS)} streams (20 at a time), after a full collection at the start and after each tenth (the inspector's \`HeapProfiler.collectGarbage\`, bench/lib/inspector.ts):`,
     '',
