@@ -21,7 +21,7 @@ beforeAll(async () => {
 
 afterAll(() => fleet?.stop(), 60_000);
 
-/** Waits until every other replica answers `secret` with `status` (> 1000 ms breaks the promise of docs/guides/keys.md). */
+/** Waits until every other replica answers `secret` with `status`. */
 async function seenByOthers(secret: string, status: number): Promise<void> {
   await Promise.all(
     others.map((t) =>
@@ -34,16 +34,41 @@ async function seenByOthers(secret: string, status: number): Promise<void> {
   );
 }
 
+type Answer = Awaited<ReturnType<typeof hitFull>>;
+
 /**
- * Applies `change` on replica a and measures how long the other two take to answer `status` once it
- * is answered (made): a loaded machine's slower management call is not propagation.
+ * Applies `change` (made on replica a unless it says otherwise), then asks the replicas `asked` (the
+ * other two), all at once, every 20 ms, until each answers as `changed` says: how long after the
+ * change was answered (made) the last request answered the old way was sent, 0 when none was. The
+ * promise is that a request sent a second after the change sees it; on a machine short of CPU an
+ * answer may take longer than that to arrive, which is not propagation (nor is a slower management
+ * call).
  */
-async function propagation(secret: string, change: () => Promise<unknown>, status: number): Promise<number> {
+async function staleFor(
+  secret: string,
+  change: () => Promise<unknown>,
+  changed: (answer: Answer) => boolean,
+  asked: readonly Tollgate[] = others,
+): Promise<number> {
   await change();
   const answered = performance.now();
-  await seenByOthers(secret, status);
-  return performance.now() - answered;
+  let lastStale = 0;
+  const ask = async (t: Tollgate) => {
+    const sent = performance.now();
+    const answer = await hitFull(t, secret);
+    if (!changed(answer)) lastStale = Math.max(lastStale, sent - answered);
+    return answer;
+  };
+  await Promise.all(
+    asked.map((t) =>
+      waitFor(() => ask(t), changed, { timeoutMs: 5_000, everyMs: 20, what: `${t.url} seeing the change` }),
+    ),
+  );
+  return lastStale;
 }
+
+const answersWith = (status: number) => (answer: Answer) => answer.status === status;
+const policyOf = (answer: Answer) => answer.headers.get('ratelimit-policy');
 
 it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in the past and delete reach the other replicas within 1 s', async () => {
   const key = await keyWithPlan(a, 'fleet', 1000);
@@ -51,50 +76,45 @@ it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in
   for (const t of [a, ...others]) expect(await hit(t, key.secret)).toBe(200);
 
   expect(
-    await propagation(
+    await staleFor(
       key.secret,
       () => a.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: false }),
-      403,
+      answersWith(403),
     ),
   ).toBeLessThan(1_000);
   expect(await hit(a, key.secret)).toBe(403);
   expect(
-    await propagation(
+    await staleFor(
       key.secret,
       () => a.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: true }),
-      200,
+      answersWith(200),
     ),
   ).toBeLessThan(1_000);
 
   // A plan change: every replica's RateLimit-Policy names the new limit within 1 s.
   const detail = await a.admin('GET', `/consumer-api-key/${key.id}`);
   const planId = detail.body.rateLimitId as string;
-  expect((await a.admin('PATCH', `/rate-limit/${planId}`, { limit: 500 })).status).toBe(200);
-  const started = performance.now();
-  for (const t of others) {
-    const { value } = await waitFor(
-      () => hitFull(t, key.secret),
-      (r) => r.headers.get('ratelimit-policy')?.includes(';q=500;') === true,
-      { timeoutMs: 5_000, everyMs: 20 },
-    );
-    expect(value.headers.get('ratelimit-policy')).toBe('"day";q=500;w=86400');
-  }
-  expect(performance.now() - started).toBeLessThan(1_000);
+  expect(
+    await staleFor(
+      key.secret,
+      async () => expect((await a.admin('PATCH', `/rate-limit/${planId}`, { limit: 500 })).status).toBe(200),
+      (answer) => policyOf(answer)?.includes(';q=500;') === true,
+    ),
+  ).toBeLessThan(1_000);
+  for (const t of others) expect(policyOf(await hitFull(t, key.secret))).toBe('"day";q=500;w=86400');
 
   // Unbound (no DEFAULT_RATE_LIMIT): no limit applies, so no RateLimit headers, on every replica.
-  expect((await a.admin('POST', '/api-keys/remove-rate-limit', { consumerApiKeyId: key.id })).status).toBe(
-    200,
-  );
-  const unbound = performance.now();
-  for (const t of others) {
-    const { value } = await waitFor(
-      () => hitFull(t, key.secret),
-      (r) => !r.headers.has('ratelimit-policy'),
-      { timeoutMs: 5_000, everyMs: 20 },
-    );
-    expect(value.headers.has('ratelimit-policy')).toBe(false);
-  }
-  expect(performance.now() - unbound).toBeLessThan(1_000);
+  const unlimited = (answer: Answer) => answer.status === 200 && policyOf(answer) === null;
+  expect(
+    await staleFor(
+      key.secret,
+      async () =>
+        expect(
+          (await a.admin('POST', '/api-keys/remove-rate-limit', { consumerApiKeyId: key.id })).status,
+        ).toBe(200),
+      unlimited,
+    ),
+  ).toBeLessThan(1_000);
 
   // Bound again, then its plan deleted with force: unbound everywhere within 1 s.
   expect(
@@ -111,24 +131,20 @@ it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in
         )
       ).value.headers.has('ratelimit-policy'),
     ).toBe(true);
-  expect((await a.admin('DELETE', `/rate-limit/${planId}?force=true`)).status).toBe(200);
-  const forced = performance.now();
-  for (const t of others) {
-    const { value } = await waitFor(
-      () => hitFull(t, key.secret),
-      (r) => !r.headers.has('ratelimit-policy'),
-      { timeoutMs: 5_000, everyMs: 20 },
-    );
-    expect(value.headers.has('ratelimit-policy')).toBe(false);
-  }
-  expect(performance.now() - forced).toBeLessThan(1_000);
+  expect(
+    await staleFor(
+      key.secret,
+      async () => expect((await a.admin('DELETE', `/rate-limit/${planId}?force=true`)).status).toBe(200),
+      unlimited,
+    ),
+  ).toBeLessThan(1_000);
 
   // An expiry moved into the past: key_expired everywhere within 1 s.
   expect(
-    await propagation(
+    await staleFor(
       key.secret,
       () => a.admin('PATCH', `/consumer-api-key/${key.id}`, { expiresAt: '2020-01-01T00:00:00Z' }),
-      401,
+      answersWith(401),
     ),
   ).toBeLessThan(1_000);
   expect((await hitFull(others[0]!, key.secret)).body.code).toBe('key_expired');
@@ -136,7 +152,7 @@ it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in
   await seenByOthers(key.secret, 200);
 
   expect(
-    await propagation(key.secret, () => a.admin('DELETE', `/consumer-api-key/${key.id}`), 401),
+    await staleFor(key.secret, () => a.admin('DELETE', `/consumer-api-key/${key.id}`), answersWith(401)),
   ).toBeLessThan(1_000);
 }, 60_000);
 
@@ -265,17 +281,17 @@ it('ends a rolled secret at the stated instant on replicas that never got the ch
   );
   for (const t of [a, ...others]) expect(await hit(t, rolled.body.secret)).toBe(200);
 
-  expect((await deaf!.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: false })).status).toBe(200);
-  const disabledAt = performance.now();
-  for (const t of [a, ...others]) {
-    const { value } = await waitFor(
-      () => hit(t, rolled.body.secret),
-      (s) => s === 403,
-      { timeoutMs: 5_000, everyMs: 20 },
-    );
-    expect(value).toBe(403);
-  }
-  expect(performance.now() - disabledAt).toBeLessThan(1_000);
+  expect(
+    await staleFor(
+      rolled.body.secret,
+      async () =>
+        expect((await deaf!.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: false })).status).toBe(
+          200,
+        ),
+      answersWith(403),
+      [a, ...others],
+    ),
+  ).toBeLessThan(1_000);
 }, 60_000);
 
 it('refuses a key at its expiry on every replica, with no message, and shows its last use within 2 s', async () => {
