@@ -7,6 +7,7 @@
 import { hit, hitFull, keyWithPlan, sleep, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
 import type { Tollgate } from './helpers/tollgate.js';
 import { flushedEverywhere } from './helpers/usage-flushed.js';
+import { msUntilSeenEverywhere } from '../helpers/poll.js';
 import { testKeyPrefix } from '../helpers/services.js';
 
 let fleet: Fleet;
@@ -37,34 +38,21 @@ async function seenByOthers(secret: string, status: number): Promise<void> {
 type Answer = Awaited<ReturnType<typeof hitFull>>;
 
 /**
- * Applies `change` (made on replica a unless it says otherwise), then asks the replicas `asked` (the
- * other two), all at once, every 20 ms, until each answers as `changed` says: how long after the
- * change was answered (made) the last request answered the old way was sent, 0 when none was. The
- * promise is that a request sent a second after the change sees it; on a machine short of CPU an
- * answer may take longer than that to arrive, which is not propagation (nor is a slower management
- * call).
+ * Applies `change` (made on replica a unless it says otherwise) and measures how long after its answer
+ * the replicas `asked` (the other two) are sent the first request they answer as `changed` says: a
+ * loaded machine's slower management call, or slower answers, are not propagation.
  */
-async function staleFor(
+async function propagation(
   secret: string,
   change: () => Promise<unknown>,
   changed: (answer: Answer) => boolean,
   asked: readonly Tollgate[] = others,
 ): Promise<number> {
   await change();
-  const answered = performance.now();
-  let lastStale = 0;
-  const ask = async (t: Tollgate) => {
-    const sent = performance.now();
-    const answer = await hitFull(t, secret);
-    if (!changed(answer)) lastStale = Math.max(lastStale, sent - answered);
-    return answer;
-  };
-  await Promise.all(
-    asked.map((t) =>
-      waitFor(() => ask(t), changed, { timeoutMs: 5_000, everyMs: 20, what: `${t.url} seeing the change` }),
-    ),
+  return msUntilSeenEverywhere(
+    performance.now(),
+    asked.map((t) => async () => changed(await hitFull(t, secret))),
   );
-  return lastStale;
 }
 
 const answersWith = (status: number) => (answer: Answer) => answer.status === status;
@@ -76,7 +64,7 @@ it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in
   for (const t of [a, ...others]) expect(await hit(t, key.secret)).toBe(200);
 
   expect(
-    await staleFor(
+    await propagation(
       key.secret,
       () => a.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: false }),
       answersWith(403),
@@ -84,7 +72,7 @@ it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in
   ).toBeLessThan(1_000);
   expect(await hit(a, key.secret)).toBe(403);
   expect(
-    await staleFor(
+    await propagation(
       key.secret,
       () => a.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: true }),
       answersWith(200),
@@ -95,7 +83,7 @@ it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in
   const detail = await a.admin('GET', `/consumer-api-key/${key.id}`);
   const planId = detail.body.rateLimitId as string;
   expect(
-    await staleFor(
+    await propagation(
       key.secret,
       async () => expect((await a.admin('PATCH', `/rate-limit/${planId}`, { limit: 500 })).status).toBe(200),
       (answer) => policyOf(answer)?.includes(';q=500;') === true,
@@ -106,7 +94,7 @@ it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in
   // Unbound (no DEFAULT_RATE_LIMIT): no limit applies, so no RateLimit headers, on every replica.
   const unlimited = (answer: Answer) => answer.status === 200 && policyOf(answer) === null;
   expect(
-    await staleFor(
+    await propagation(
       key.secret,
       async () =>
         expect(
@@ -132,7 +120,7 @@ it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in
       ).value.headers.has('ratelimit-policy'),
     ).toBe(true);
   expect(
-    await staleFor(
+    await propagation(
       key.secret,
       async () => expect((await a.admin('DELETE', `/rate-limit/${planId}?force=true`)).status).toBe(200),
       unlimited,
@@ -141,7 +129,7 @@ it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in
 
   // An expiry moved into the past: key_expired everywhere within 1 s.
   expect(
-    await staleFor(
+    await propagation(
       key.secret,
       () => a.admin('PATCH', `/consumer-api-key/${key.id}`, { expiresAt: '2020-01-01T00:00:00Z' }),
       answersWith(401),
@@ -152,7 +140,7 @@ it('disable, enable, plan change, unbind, a forced plan delete, an expiry set in
   await seenByOthers(key.secret, 200);
 
   expect(
-    await staleFor(key.secret, () => a.admin('DELETE', `/consumer-api-key/${key.id}`), answersWith(401)),
+    await propagation(key.secret, () => a.admin('DELETE', `/consumer-api-key/${key.id}`), answersWith(401)),
   ).toBeLessThan(1_000);
 }, 60_000);
 
@@ -282,7 +270,7 @@ it('ends a rolled secret at the stated instant on replicas that never got the ch
   for (const t of [a, ...others]) expect(await hit(t, rolled.body.secret)).toBe(200);
 
   expect(
-    await staleFor(
+    await propagation(
       rolled.body.secret,
       async () =>
         expect((await deaf!.admin('PATCH', `/consumer-api-key/${key.id}`, { enabled: false })).status).toBe(
