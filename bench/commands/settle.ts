@@ -243,9 +243,7 @@ async function streams(): Promise<string[]> {
   const names = Object.keys(targets) as (keyof typeof targets)[];
   for (const name of names)
     for (let i = 0; i < WARM_STREAMS; i++) await oneStream(targets[name].url, targets[name].secret);
-  // Interleaved: one stream of each target in turn, the first of them changing each time, so that
-  // whatever else the machine does in a round slows them alike. Times of a millisecond or less
-  // moved by a third between rounds of a hundred streams of one target after another.
+  // Each Tollgate's own sum and count of arrival-to-forwarding times, before and after the timed streams.
   const opsPorts = {
     tollgate: port + PORT.opsOffset,
     fixed: FIXED_STREAMS_PORT + PORT.opsOffset,
@@ -258,6 +256,9 @@ async function streams(): Promise<string[]> {
     );
   const served = Object.keys(opsPorts) as Served[];
   const wayInBefore = await Promise.all(served.map(wayIn));
+  // Interleaved: one stream of each target in turn, the first of them changing each time, so that
+  // whatever else the machine does in a round slows them alike. Times of a millisecond or less
+  // moved by a third between rounds of a hundred streams of one target after another.
   for (let round = 0; round < ROUNDS; round++) {
     const first = timesOf();
     const total = timesOf();
