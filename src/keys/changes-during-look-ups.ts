@@ -1,4 +1,4 @@
-import type { KeyChange } from './key-events.js';
+import { dropsEntries, type KeyChange } from './key-events.js';
 
 /** What changed, during a look-up, of what it read: a change dropped it, or made it to be checked again. */
 export type LookUpRace = 'dropped' | 'rechecked' | undefined;
@@ -41,18 +41,23 @@ export class ChangesDuringLookUps {
   }
 
   /**
-   * A look-up that began at `mark` is over; `concerns` tells whether a change is of what it read. A
-   * change announced by message drops what it concerns; one read back from the record, or a
-   * reconnection's, has it checked again.
+   * A look-up that began at `mark` is over; `concerns` tells whether a change is of what it read, and
+   * what it does to what it concerns says what the look-up keeps (`dropsEntries`).
    */
   raced(mark: number, concerns: (change: KeyChange) => boolean): LookUpRace {
-    let race: LookUpRace = mark < this.forgottenUpTo ? 'dropped' : undefined;
-    for (const { number, change } of this.kept) {
-      if (race === 'dropped') break;
-      if (number <= mark || !concerns(change)) continue;
-      race = change.kind !== 'all' && !change.recheck ? 'dropped' : 'rechecked';
-    }
+    const race = this.raceOf(mark, concerns);
     this.over();
+    return race;
+  }
+
+  private raceOf(mark: number, concerns: (change: KeyChange) => boolean): LookUpRace {
+    if (mark < this.forgottenUpTo) return 'dropped';
+    let race: LookUpRace = undefined;
+    for (const { number, change } of this.kept) {
+      if (number <= mark || !concerns(change)) continue;
+      if (dropsEntries(change)) return 'dropped';
+      race = 'rechecked';
+    }
     return race;
   }
 

@@ -3,7 +3,7 @@ import { Pricing } from '../plans/pricing.js';
 import { subjectsOf, type Subject } from '../plans/subject.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { KeyWithPlan } from '../store/key-with-plan.js';
-import { changeConcerns, type KeyChange, type KeyEvents } from './key-events.js';
+import { changeConcerns, dropsEntries, type KeyChange, type KeyEvents } from './key-events.js';
 import { restrictionsOf, type KeyRestrictions } from './restrictions.js';
 import { hashSecret, looksLikeKeyId, looksLikeSecret } from './secret.js';
 import { DEFAULT_KEY_PREFIX } from '../config.js';
@@ -382,9 +382,9 @@ export class KeyCache {
     // Requests after the change must not join a look-up that started before it.
     this.inFlight.clear();
     if (change.kind === 'all') return this.expireAll();
-    const drop = change.recheck
-      ? (secret: string) => this.expire(secret)
-      : (secret: string) => this.forget(secret);
+    const drop = dropsEntries(change)
+      ? (secret: string) => this.forget(secret)
+      : (secret: string) => this.expire(secret);
     if (change.kind === 'key') {
       for (const secret of [...(this.byKeyId.get(change.keyId) ?? [])]) drop(secret);
       return;

@@ -13,6 +13,12 @@ export type KeyChange =
   | { readonly kind: 'routes'; readonly recheck?: true }
   | { readonly kind: 'all' };
 
+/**
+ * Whether a change drops the entries it concerns: one announced by message does; one read back from the
+ * record, or a reconnection's, has them checked again at their next use but kept.
+ */
+export const dropsEntries = (change: KeyChange): boolean => change.kind !== 'all' && change.recheck !== true;
+
 /** Whether a change makes a cached key stale: one of the key, of a plan it is limited by, of its consumer. */
 export function changeConcerns(
   change: KeyChange,
