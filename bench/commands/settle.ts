@@ -250,10 +250,10 @@ async function streams(): Promise<string[]> {
     embedded: EMBEDDED_STREAMS_PORT + PORT.opsOffset,
   };
   type Served = keyof typeof opsPorts;
-  const wayIn = async (name: Served) =>
-    Promise.all(
-      ['sum', 'count'].map((part) => metricValue(opsPorts[name], `tollgate_proxy_overhead_seconds_${part}`)),
-    );
+  const wayIn = async (name: Served) => {
+    const metric = (part: string) => metricValue(opsPorts[name], `tollgate_proxy_overhead_seconds_${part}`);
+    return { sum: await metric('sum'), count: await metric('count') };
+  };
   const served = Object.keys(opsPorts) as Served[];
   const wayInBefore = await Promise.all(served.map(wayIn));
   // Interleaved: one stream of each target in turn, the first of them changing each time, so that
@@ -280,8 +280,10 @@ async function streams(): Promise<string[]> {
   }
   const wayInAfter = await Promise.all(served.map(wayIn));
   // Mean µs from arrival to forwarding over the timed streams, beside the median first event's lead.
-  const wayInUs = (i: number) =>
-    ((wayInAfter[i]![0]! - wayInBefore[i]![0]!) / (wayInAfter[i]![1]! - wayInBefore[i]![1]!)) * 1e6;
+  const wayInUs = served.map((_, i) => {
+    const [before, after] = [wayInBefore[i]!, wayInAfter[i]!];
+    return ((after.sum - before.sum) / (after.count - before.count)) * 1e6;
+  });
   const lead = (name: Served) => (median(firsts[name]) - median(firsts.forwarder)) * 1000;
   const pid = tollgate.child.pid as number;
   const inspector = await Inspector.open(pid, INSPECTOR_PORT);
@@ -305,24 +307,24 @@ async function streams(): Promise<string[]> {
   inspector.close();
   const mib = (bytes: number) => fmt(bytes / 1024 / 1024, 1);
   await Promise.all([stopProc(sse), stopProc(forwarder)]);
-  const row = (name: keyof typeof targets, label: string) =>
-    `| ${label} | ${fmt(median(firsts[name]), 2)} | ${ratio(median(firsts[name]), median(firsts.forwarder))} | ${fmt(median(totals[name]), 2)} | ${ratio(median(totals[name]), median(totals.forwarder))} | ${firsts[name].map((x) => fmt(x, 2)).join(' / ')} | ${totals[name].map((x) => fmt(x, 2)).join(' / ')} |`;
+  const through: Record<keyof typeof targets, string> = {
+    tollgate: 'Tollgate, Redis mode, settled by the openai preset',
+    fixed: 'Tollgate, Redis mode, fixed cost (7), a replica of its own',
+    embedded: 'Tollgate, embedded, settled by the openai preset',
+    forwarder: 'bare forwarder (bench/peers/engine.ts)',
+  };
+  const row = (name: keyof typeof targets) =>
+    `| ${through[name]} | ${fmt(median(firsts[name]), 2)} | ${ratio(median(firsts[name]), median(firsts.forwarder))} | ${fmt(median(totals[name]), 2)} | ${ratio(median(totals[name]), median(totals.forwarder))} | ${firsts[name].map((x) => fmt(x, 2)).join(' / ')} | ${totals[name].map((x) => fmt(x, 2)).join(' / ')} |`;
   return [
     `A stream of ${EVENTS} events (${STREAMS} streams of each a round, one at a time, the targets in turn, medians; ${WARM_STREAMS} streams of each before):`,
     '',
     '| through | first event ms | ÷ forwarder | last byte ms | ÷ forwarder | first event per round | last byte per round |',
     '|---|--:|--:|--:|--:|---|---|',
-    row('tollgate', 'Tollgate, Redis mode, settled by the openai preset'),
-    row('fixed', 'Tollgate, Redis mode, fixed cost (7), a replica of its own'),
-    row('embedded', 'Tollgate, embedded, settled by the openai preset'),
-    row('forwarder', 'bare forwarder (bench/peers/engine.ts)'),
+    ...names.map(row),
     '',
     "Each Tollgate's way in (arrival to forwarding, its `tollgate_proxy_overhead_seconds`, mean over the timed streams) against its first event's lead over the forwarder (the medians above):",
     '',
-    ...served.map(
-      (name, i) =>
-        `- ${{ tollgate: 'Redis mode, settled', fixed: 'Redis mode, fixed cost', embedded: 'embedded, settled' }[name]}: ${fmt(wayInUs(i), 0)} µs of ${fmt(lead(name), 0)} µs`,
-    ),
+    ...served.map((name, i) => `- ${through[name]}: ${fmt(wayInUs[i]!, 0)} µs of ${fmt(lead(name), 0)} µs`),
     '',
     `Tollgate over ${fmt(MEMORY_STREAMS)} streams (20 at a time), after a full collection at the start and after each tenth (the inspector's \`HeapProfiler.collectGarbage\`, bench/lib/inspector.ts):`,
     '',
