@@ -5,6 +5,7 @@ import { ruleOf } from '../../src/plans/plan.js';
 import type { Decision, LimitState, RateLimiter } from '../../src/limits/rate-limiter.js';
 import { continueExchange } from '../helpers/continue-exchange.js';
 import { FAILING_LIMITER, UNAVAILABLE_LIMITER } from '../helpers/failing-limiter.js';
+import { waitFor } from '../helpers/poll.js';
 import { closeDatabase, ProxyHarness, rawRequest, sha256 } from '../helpers/proxy-harness.js';
 
 /** Starting servers is slow on a busy machine. */
@@ -316,8 +317,11 @@ describe('proxy: forwarding', () => {
     // Well before UPSTREAM_TIMEOUT_MS (2 s here) would have ended it.
     expect(Date.now() - gone).toBeLessThan(1_000);
     h.backend.hook = undefined;
-    await new Promise((r) => setTimeout(r, 50));
-    expect(await h.usage(fresh.id)).toMatchObject({ requests: 1, successful: 0, failed: 1 });
+    const { value: used } = await waitFor(
+      () => h.usage(fresh.id),
+      (u) => u.requests > 0,
+    );
+    expect(used).toMatchObject({ requests: 1, successful: 0, failed: 1 });
   });
 
   it('records usage per request path: backend statuses below 400 succeed, the rest fail; grouped by customer', async () => {
@@ -753,8 +757,11 @@ describe('proxy: access log', () => {
     await new Promise((r) => setTimeout(r, 100));
     release();
     h.backend.hook = undefined;
-    await new Promise((r) => setTimeout(r, 50));
-    expect(await h.usage(key.id)).toMatchObject({ requests: 1, successful: 0, failed: 1 });
+    const { value: used } = await waitFor(
+      () => h.usage(key.id),
+      (u) => u.requests > 0,
+    );
+    expect(used).toMatchObject({ requests: 1, successful: 0, failed: 1 });
     const lines = h.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
     expect(lines).toContainEqual(
