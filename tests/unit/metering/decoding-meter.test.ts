@@ -1,0 +1,113 @@
+import { brotliCompressSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
+import fc from 'fast-check';
+import { decodedMeter } from '../../../src/metering/decoding-meter.js';
+import { METER_BOUNDS_DEFAULT } from '../../../src/metering/meter-bounds.js';
+import { openMeter } from '../../../src/metering/open-meter.js';
+import type { Reading } from '../../../src/metering/reading.js';
+import type { SettleRule } from '../../../src/metering/settle-rule.js';
+import { splitAt } from './split.js';
+
+const ENCODE: Record<string, (bytes: Buffer) => Buffer> = {
+  gzip: (bytes) => gzipSync(bytes),
+  'x-gzip': (bytes) => gzipSync(bytes),
+  deflate: (bytes) => deflateSync(bytes),
+  br: (bytes) => brotliCompressSync(bytes),
+  zstd: (bytes) => zstdCompressSync(bytes),
+};
+
+/** What the meter of `rule` reads from `body` sent with these headers, in chunks cut at `cuts`. */
+function read(
+  rule: SettleRule,
+  headers: Record<string, string>,
+  body: Uint8Array,
+  { cuts = [] as number[], complete = true, bounds = METER_BOUNDS_DEFAULT } = {},
+): Reading {
+  const meter = decodedMeter(openMeter(rule, headers, bounds)!, headers['content-encoding']);
+  for (const chunk of splitAt(body, cuts)) meter.write(chunk);
+  return meter.end({ complete });
+}
+
+const JSON_ANSWER = '{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}';
+const json = (encoding: string) => ({ 'content-type': 'application/json', 'content-encoding': encoding });
+const STREAM = [
+  'data: {"choices":[{"delta":{"content":"Tokens "}}],"usage":null}\n\n',
+  'data: {"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":2,"total_tokens":42}}\n\n',
+  'data: [DONE]\n\n',
+].join('');
+
+describe.each(Object.keys(ENCODE))('a body in %s', (encoding) => {
+  const encode = ENCODE[encoding]!;
+
+  it('is read decoded, however the coded bytes are cut', () => {
+    const coded = encode(Buffer.from(JSON_ANSWER));
+    fc.assert(
+      fc.property(fc.array(fc.nat(), { maxLength: 12 }), (cuts) => {
+        expect(read({ preset: 'openai' }, json(encoding), coded, { cuts })).toEqual({
+          settled: true,
+          units: 12,
+        });
+      }),
+    );
+  });
+
+  it('is read decoded when it is a stream of events', () => {
+    const headers = { 'content-type': 'text/event-stream', 'content-encoding': encoding.toUpperCase() };
+    const coded = encode(Buffer.from(STREAM));
+    expect(read({ preset: 'openai' }, headers, coded, { cuts: [1, 7, 30] })).toEqual({
+      settled: true,
+      units: 42,
+    });
+  });
+
+  it('cut short in its coding, or not in it at all, is malformed; cut short in transit, cut short', () => {
+    const coded = encode(Buffer.from(JSON_ANSWER));
+    const truncated = coded.subarray(0, coded.length - 4);
+    expect(read({ preset: 'openai' }, json(encoding), truncated)).toEqual({
+      settled: false,
+      reason: 'malformed',
+    });
+    expect(read({ preset: 'openai' }, json(encoding), Buffer.from(JSON_ANSWER))).toEqual({
+      settled: false,
+      reason: 'malformed',
+    });
+    expect(read({ preset: 'openai' }, json(encoding), truncated, { complete: false })).toEqual({
+      settled: false,
+      reason: 'cut-short',
+    });
+  });
+});
+
+it('undoes codings applied one over the other, the last applied first', () => {
+  const coded = brotliCompressSync(gzipSync(Buffer.from(JSON_ANSWER)));
+  expect(read({ preset: 'openai' }, json('gzip, br'), coded)).toEqual({ settled: true, units: 12 });
+  expect(read({ preset: 'openai' }, json('br, gzip'), coded)).toEqual({
+    settled: false,
+    reason: 'malformed',
+  });
+});
+
+it('reads identity as it is, and a coding it cannot undo as malformed', () => {
+  expect(read({ preset: 'openai' }, json('identity'), Buffer.from(JSON_ANSWER))).toEqual({
+    settled: true,
+    units: 12,
+  });
+  expect(read({ preset: 'openai' }, json('compress'), Buffer.from(JSON_ANSWER))).toEqual({
+    settled: false,
+    reason: 'malformed',
+  });
+  expect(read({ preset: 'openai' }, json('gzip, compress'), gzipSync(JSON_ANSWER))).toEqual({
+    settled: false,
+    reason: 'malformed',
+  });
+});
+
+it('keeps the JSON bound on the decoded bytes: a small coded body that decodes past it is too large', () => {
+  const padded = `{"pad":"${' '.repeat(64 * 1024)}","usage":{"total_tokens":5}}`;
+  const bounds = { ...METER_BOUNDS_DEFAULT, jsonMaxBytes: 16 * 1024 };
+  const coded = gzipSync(padded);
+  expect(coded.length).toBeLessThan(bounds.jsonMaxBytes);
+  expect(read({ preset: 'openai' }, json('gzip'), coded, { bounds })).toEqual({
+    settled: false,
+    reason: 'too-large',
+  });
+});
