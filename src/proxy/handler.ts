@@ -201,6 +201,8 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
     let usageOutcome = backendOutcome(status);
     let answered: ErrorCode | undefined;
     if (err !== null) {
+      // Unread, cut short: ending it lets a decoding meter free its decoder now.
+      this.meter?.end({ complete: false });
       usageOutcome = undefined;
       if (this.clientGone || (res.destroyed && !res.writableFinished)) {
         // The client went away (499): nobody to answer, nothing wrong with the backend, no warning;

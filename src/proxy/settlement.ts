@@ -6,6 +6,7 @@
  */
 import type { Reservation } from '../limits/rate-limiter.js';
 import { METER_BOUNDS_DEFAULT } from '../metering/meter-bounds.js';
+import { decodedMeter } from '../metering/decoding-meter.js';
 import { headersRead, openMeter } from '../metering/open-meter.js';
 import type { Reading } from '../metering/reading.js';
 import type { HeaderBag, UnitMeter } from '../metering/unit-meter.js';
@@ -42,15 +43,19 @@ export function reservedCost(
   return Math.max(1, reservedUnits(body, compileReservation(reserve)!, settleMax));
 }
 
-/** The meter of a response, from its headers as undici gives them (raw name and value pairs). */
+/**
+ * The meter of a response, from its headers as undici gives them (raw name and value pairs); a body in
+ * a content coding is read decoded (src/metering/decoding-meter.ts).
+ */
 export function meterOf(pending: PendingSettlement, raw: readonly Buffer[]): UnitMeter | undefined {
   const rule = pending.rule;
   if (rule === undefined) return undefined;
-  return openMeter(rule, headerBagOf(raw, headersRead(rule)), {
-    ...METER_BOUNDS_DEFAULT,
-    settleMax: pending.settleMax,
-  });
+  const headers = headerBagOf(raw, [...headersRead(rule), CONTENT_ENCODING]);
+  const meter = openMeter(rule, headers, { ...METER_BOUNDS_DEFAULT, settleMax: pending.settleMax });
+  return meter === undefined || 'header' in rule ? meter : decodedMeter(meter, headers[CONTENT_ENCODING]);
 }
+
+const CONTENT_ENCODING = 'content-encoding';
 
 /**
  * Raw header (or trailer) pairs as a bag, names in lower case, a repeated name as a list; given

@@ -9,6 +9,7 @@
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { Redis } from 'ioredis';
 import { REDIS_URL } from '../helpers/services.js';
 import { metric, startEmbedded, startFleet, waitFor, type Fleet } from './helpers/replicas.js';
@@ -28,8 +29,18 @@ beforeAll(async () => {
   // Reports the units the path asks for: /v1/units/7 used 7.
   // /v1/units/held/3 reports 3 too, but holds its body open until the test ends it.
   reporter = createServer((req, res) => {
-    const units = /\/v1\/units\/(?:held\/)?(\d+)/.exec(req.url ?? '')?.[1] ?? '0';
     req.resume();
+    // /v1/coded/7: an OpenAI-style JSON answer reporting 7 tokens, in gzip.
+    const coded = /\/v1\/coded\/(\d+)/.exec(req.url ?? '')?.[1];
+    if (coded !== undefined) {
+      const body = gzipSync(
+        JSON.stringify({ object: 'chat.completion', usage: { total_tokens: Number(coded) } }),
+      );
+      return void res
+        .writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' })
+        .end(body);
+    }
+    const units = /\/v1\/units\/(?:held\/)?(\d+)/.exec(req.url ?? '')?.[1] ?? '0';
     res.writeHead(200, { 'content-type': 'text/plain', 'x-units-used': units });
     if (!req.url?.includes('/held/')) return void res.end('ok');
     res.write('partial');
@@ -112,6 +123,42 @@ it('charges a limit and a balance across three replicas exactly the units the ba
     );
     expect(value.credits.remaining).toBe(CREDITS - reported);
   }
+});
+
+it('reads the units of a gzip-coded answer decoded, on every replica, and passes it on coded', async () => {
+  const [admin] = fleet.members;
+  const plan = await admin!.admin('POST', '/rate-limit/create', {
+    rateLimitId: 'coded',
+    unit: 'tokens',
+    limits: [{ name: 'tokens', limit: LIMIT, period: 'day' }],
+    costs: [{ match: { pathPrefix: '/v1/coded' }, cost: RESERVED, settle: { preset: 'openai' } }],
+  });
+  expect(plan.status).toBe(201);
+  const key = await admin!.admin('POST', '/consumer-api-key/create', {
+    name: 'coded',
+    rateLimitId: 'coded',
+    credits: { remaining: CREDITS },
+  });
+  const draw = unitsDrawn(5);
+  let reported = 0;
+  for (const member of fleet.members)
+    for (let i = 0; i < 5; i++) {
+      const units = draw();
+      const res = await fetch(`${member.url}/v1/coded/${units}`, {
+        headers: { authorization: `Bearer ${key.body.secret}` },
+      });
+      expect(res.headers.get('content-encoding')).toBe('gzip');
+      expect(JSON.parse(await res.text())).toMatchObject({ usage: { total_tokens: units } });
+      reported += units;
+    }
+  for (const member of fleet.members)
+    await waitFor(
+      () => usageOf(member, key.body.id),
+      (detail) =>
+        detail.credits.remaining === CREDITS - reported &&
+        detail.usage.rateLimits.limits[0].remaining === LIMIT - reported,
+      { what: 'every answer settled at the units it reported, on this replica' },
+    );
 });
 
 /** The plan of these tests, on the deployment `admin` belongs to: 10 units reserved, the header settles. */

@@ -2,9 +2,18 @@
  * An HTTP server on 127.0.0.1 that plays a language-model API for the metering tests: it records every
  * request as sent (headers and the exact body bytes) and answers with what `answer` writes, the
  * usage figures a test chose. `openai-backend.ts` and `anthropic-backend.ts` give it each API's shapes.
+ * Given a content coding, it answers in it whoever asks for it (`Accept-Encoding`), as the hosted APIs do.
  */
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import {
+  createBrotliCompress,
+  createDeflate,
+  createGzip,
+  createZstdCompress,
+  type ZlibOptions,
+} from 'node:zlib';
+import type { Transform } from 'node:stream';
 
 export interface RecordedRequest {
   readonly method: string;
@@ -29,7 +38,7 @@ export class ModelBackend {
     readonly url: string,
   ) {}
 
-  static async start(answer: Answer): Promise<ModelBackend> {
+  static async start(answer: Answer, coding?: Coding): Promise<ModelBackend> {
     const server = createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const backend = new ModelBackend(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
@@ -44,6 +53,8 @@ export class ModelBackend {
           body: Buffer.concat(chunks),
         };
         backend.requests.push(recorded);
+        if (coding !== undefined && accepts(request.headers['accept-encoding'], coding))
+          encodeAnswer(response, coding);
         answer(recorded, JSON.parse(recorded.body.toString('utf8')) as Record<string, unknown>, response);
       });
     });
@@ -68,11 +79,54 @@ export type ApiAnswer<Usage> = (
   response: ServerResponse,
 ) => void;
 
-/** Starts a backend answering with `answer`, reporting `usage()` for each request. */
+/**
+ * Starts a backend answering with `answer`, reporting `usage()` for each request, in `coding` to a
+ * client that accepts it.
+ */
 export const backendOf =
   <Usage>(answer: ApiAnswer<Usage>) =>
-  (usage: () => Usage, reply = REPLY): Promise<ModelBackend> =>
-    ModelBackend.start((_request, body, response) => answer(body, usage(), reply, response));
+  (usage: () => Usage, reply = REPLY, coding?: Coding): Promise<ModelBackend> =>
+    ModelBackend.start((_request, body, response) => answer(body, usage(), reply, response), coding);
+
+/** The content codings a backend may answer in. */
+export type Coding = 'gzip' | 'deflate' | 'br' | 'zstd';
+
+const ENCODERS: Record<Coding, () => Transform> = {
+  gzip: () => createGzip(),
+  deflate: () => createDeflate(),
+  br: () => createBrotliCompress(),
+  zstd: () => createZstdCompress(),
+};
+
+const accepts = (acceptEncoding: string | undefined, coding: Coding) =>
+  (acceptEncoding ?? '').split(',').some((accepted) => accepted.trim().split(';')[0] === coding);
+
+/**
+ * Makes `response` send its body in `coding`, each write flushed at once so that a stream's events
+ * still leave one by one, as a server that compresses a stream does.
+ */
+function encodeAnswer(response: ServerResponse, coding: Coding): void {
+  const encoder = ENCODERS[coding]();
+  const [writeHead, write, end] = [response.writeHead, response.write, response.end];
+  encoder.on('data', (chunk: Buffer) => (write as (chunk: Buffer) => boolean).call(response, chunk));
+  encoder.on('end', () => (end as () => ServerResponse).call(response));
+  response.writeHead = ((status: number, headers: Record<string, string>) =>
+    writeHead.call(response, status, {
+      ...headers,
+      'content-encoding': coding,
+      vary: 'accept-encoding',
+    })) as ServerResponse['writeHead'];
+  response.write = ((chunk: string) => {
+    encoder.write(chunk);
+    (encoder as Transform & { flush(): void }).flush();
+    return true;
+  }) as ServerResponse['write'];
+  response.end = ((chunk?: string) => {
+    if (chunk !== undefined) encoder.write(chunk);
+    encoder.end();
+    return response;
+  }) as ServerResponse['end'];
+}
 
 /** Answers JSON. */
 export function sendJson(response: ServerResponse, body: unknown): void {

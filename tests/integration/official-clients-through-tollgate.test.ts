@@ -3,14 +3,15 @@
  * `@anthropic-ai/sdk` clients call an OpenAI-compatible and an Anthropic-compatible backend through
  * Tollgate, JSON and streaming, with a consumer key on a plan of tokens a day and a month, a per-model
  * limit and a prepaid balance in tokens. Every limit, the balance and usage end charged what the
- * backends reported, to the token.
+ * backends reported, to the token: with backends that answer plainly, and with backends that answer in
+ * gzip, which the clients ask for (`Accept-Encoding: gzip, deflate`) as the hosted APIs give it.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { startAnthropicBackend, type AnthropicUsage } from '../helpers/anthropic-backend.js';
-import { REPLY, type ModelBackend } from '../helpers/model-backend.js';
+import { REPLY, type Coding, type ModelBackend } from '../helpers/model-backend.js';
 import { startOpenAiBackend, type OpenAiUsage } from '../helpers/openai-backend.js';
 import { waitFor } from '../helpers/poll.js';
 import { HARNESS_LIMITERS } from '../helpers/harness-limiters.js';
@@ -20,7 +21,12 @@ afterAll(closeDatabase);
 
 const prompt = [{ role: 'user' as const, content: 'How are tokens counted?' }];
 
-describe.each(Object.keys(HARNESS_LIMITERS))('the official clients through Tollgate, %s', (limiter) => {
+const cases = Object.keys(HARNESS_LIMITERS).flatMap((limiter) =>
+  (['plainly', 'in gzip'] as const).map((answered) => [limiter, answered] as const),
+);
+
+describe.each(cases)('the official clients through Tollgate, %s, answered %s', (limiter, answered) => {
+  const coding: Coding | undefined = answered === 'in gzip' ? 'gzip' : undefined;
   let h: ProxyHarness;
   let openAiBackend: ModelBackend;
   let anthropicBackend: ModelBackend;
@@ -29,8 +35,8 @@ describe.each(Object.keys(HARNESS_LIMITERS))('the official clients through Tollg
   const suffix = randomBytes(4).toString('hex');
 
   beforeAll(async () => {
-    openAiBackend = await startOpenAiBackend(() => openAiUsage);
-    anthropicBackend = await startAnthropicBackend(() => anthropicUsage);
+    openAiBackend = await startOpenAiBackend(() => openAiUsage, REPLY, coding);
+    anthropicBackend = await startAnthropicBackend(() => anthropicUsage, REPLY, coding);
     h = new ProxyHarness();
     // Counts in Redis expire by the wall clock: the limiter's windows must be the real ones.
     h.realTime = true;
@@ -85,12 +91,12 @@ describe.each(Object.keys(HARNESS_LIMITERS))('the official clients through Tollg
     const anthropic = new Anthropic({ apiKey: key.body.secret, baseURL: h.base, maxRetries: 0 });
 
     openAiUsage = { prompt_tokens: 1_234, completion_tokens: 567 };
-    const completion = await openai.chat.completions.create({
-      model: 'gpt-4o',
-      messages: prompt,
-      max_tokens: 800,
-    });
+    const { data: completion, response } = await openai.chat.completions
+      .create({ model: 'gpt-4o', messages: prompt, max_tokens: 800 })
+      .withResponse();
     expect(completion.usage?.total_tokens).toBe(1_801);
+    // The answer reached the client as the backend coded it.
+    expect(response.headers.get('content-encoding')).toBe(coding ?? null);
 
     openAiUsage = { prompt_tokens: 100, completion_tokens: 23 };
     const stream = await openai.chat.completions.create({
