@@ -5,20 +5,68 @@
  * unread, charged at its reservation. Decoding is synchronous (minizlib drives Node's own zlib), so a
  * meter still reads each chunk on the turn it is given, and its reading is ready when the response ends.
  */
-import { BrotliDecompress, Unzip, ZstdDecompress } from 'minizlib';
+import { BrotliDecompress, Unzip, ZstdDecompress, constants } from 'minizlib';
 import { unsettled, type Reading } from './reading.js';
 import type { HeaderBag, UnitMeter } from './unit-meter.js';
 
-type Decoder = Unzip | BrotliDecompress | ZstdDecompress;
+type Stream = Unzip | BrotliDecompress | ZstdDecompress;
 
-/** The codings read, by their registered names; `Unzip` takes gzip or zlib-wrapped deflate. */
-const DECODERS: Readonly<Record<string, () => Decoder>> = {
-  gzip: () => new Unzip({}),
-  'x-gzip': () => new Unzip({}),
-  deflate: () => new Unzip({}),
-  br: () => new BrotliDecompress({}),
-  zstd: () => new ZstdDecompress({}),
-};
+/**
+ * How a coding is undone: `Unzip` takes gzip or zlib-wrapped deflate. Its decoders are kept for the
+ * next answers once reset: making one costs several times what decoding a small answer does.
+ */
+class Coding {
+  private readonly idle: Decoder[] = [];
+
+  constructor(
+    private readonly make: () => Stream,
+    /** The flush that ends a coded body, and fails when its bytes stop short of that end. */
+    readonly finish: number,
+  ) {}
+
+  take(into: UnitMeter): Decoder {
+    const decoder = this.idle.pop() ?? new Decoder(this.make(), this);
+    decoder.into = into;
+    return decoder;
+  }
+
+  /** Takes back a decoder done with its answer; one that failed, or past the idle ones kept, is closed. */
+  give(decoder: Decoder): void {
+    decoder.into = undefined;
+    if (decoder.failed || this.idle.length >= IDLE_KEPT) return decoder.stream.close();
+    decoder.stream.reset();
+    this.idle.push(decoder);
+  }
+}
+
+/** The idle decoders kept per coding: as many as answers decoded at once on a busy replica, about. */
+const IDLE_KEPT = 32;
+
+const CODINGS: Readonly<Record<string, Coding>> = (() => {
+  const gzip = new Coding(() => new Unzip({}), constants.Z_FINISH);
+  return {
+    gzip,
+    'x-gzip': gzip,
+    deflate: gzip,
+    br: new Coding(() => new BrotliDecompress({}), constants.BROTLI_OPERATION_FINISH),
+    zstd: new Coding(() => new ZstdDecompress({}), constants.ZSTD_e_end),
+  };
+})();
+
+/** One decoder and the meter its decoded bytes go to, while it serves an answer. */
+class Decoder {
+  into: UnitMeter | undefined = undefined;
+  /** The bytes are not in its coding: it decodes nothing more, and is not kept. */
+  failed = false;
+
+  constructor(
+    readonly stream: Stream,
+    readonly coding: Coding,
+  ) {
+    stream.on('data', (chunk: Buffer) => this.into?.write(chunk));
+    stream.on('error', () => (this.failed = true));
+  }
+}
 
 /**
  * `meter` reading the body of a response with this `Content-Encoding` (codings in the order they were
@@ -32,36 +80,34 @@ export function decodedMeter(meter: UnitMeter, contentEncoding: HeaderBag[string
     .split(',')
     .map((coding) => coding.trim())
     .filter((coding) => coding !== 'identity' && coding !== '');
-  if (!codings.every((coding) => Object.hasOwn(DECODERS, coding))) return UNREADABLE;
+  if (!codings.every((coding) => Object.hasOwn(CODINGS, coding))) return UNREADABLE;
   // The last coding applied is the first undone: each wraps the meters of the codings before it.
-  return codings.reduce<UnitMeter>(
-    (decoded, coding) => new DecodingMeter(decoded, DECODERS[coding]!()),
-    meter,
-  );
+  return codings.reduce<UnitMeter>((decoded, coding) => new DecodingMeter(decoded, CODINGS[coding]!), meter);
 }
 
 class DecodingMeter implements UnitMeter {
-  /** The bytes are not in the coding named: nothing more is decoded. */
-  private failed = false;
+  private readonly decoder: Decoder;
 
   constructor(
     private readonly decoded: UnitMeter,
-    private readonly decoder: Decoder,
+    coding: Coding,
   ) {
-    decoder.on('data', (chunk: Buffer) => decoded.write(chunk));
-    decoder.on('error', () => (this.failed = true));
+    this.decoder = coding.take(decoded);
   }
 
   write(chunk: Uint8Array): void {
-    if (!this.failed) this.decoder.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    const decoder = this.decoder;
+    if (!decoder.failed) decoder.stream.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
   }
 
   end(ending: { complete: boolean; trailers?: HeaderBag }): Reading {
+    const decoder = this.decoder;
     // A coded body that stops short of its end fails here, as a JSON body cut short does.
-    if (ending.complete && !this.failed) this.decoder.end();
-    this.decoder.close();
+    if (ending.complete && !decoder.failed) decoder.stream.flush(decoder.coding.finish);
+    const failed = decoder.failed;
+    decoder.coding.give(decoder);
     const reading = this.decoded.end(ending);
-    return this.failed && ending.complete ? unsettled('malformed') : reading;
+    return failed && ending.complete ? unsettled('malformed') : reading;
   }
 }
 

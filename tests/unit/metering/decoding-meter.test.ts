@@ -111,3 +111,29 @@ it('keeps the JSON bound on the decoded bytes: a small coded body that decodes p
     reason: 'too-large',
   });
 });
+
+it('reads every answer right with decoders kept from answers before, failed, cut short or many at once', () => {
+  const answer = (units: number) => `{"usage":{"total_tokens":${units}}}`;
+  const open = (coding: string) => decodedMeter(openMeter({ preset: 'openai' }, json(coding))!, coding);
+  // Forty answers decoded at once, more than the decoders kept idle, each in its own coding.
+  const codings = Object.keys(ENCODE);
+  const meters = Array.from({ length: 40 }, (_, i) => {
+    const coding = codings[i % codings.length]!;
+    return { meter: open(coding), coded: ENCODE[coding]!(Buffer.from(answer(i))) };
+  });
+  for (const { meter, coded } of meters) meter.write(coded.subarray(0, 5));
+  for (const { meter, coded } of meters) meter.write(coded.subarray(5));
+  expect(meters.map(({ meter }) => meter.end({ complete: true }))).toEqual(
+    meters.map((_, i) => ({ settled: true, units: i })),
+  );
+  for (const coding of codings) {
+    const coded = ENCODE[coding]!(Buffer.from(answer(99)));
+    const failed = open(coding);
+    failed.write(coded.subarray(0, coded.length - 4));
+    expect(failed.end({ complete: true })).toEqual({ settled: false, reason: 'malformed' });
+    const cut = open(coding);
+    cut.write(coded.subarray(0, coded.length - 4));
+    expect(cut.end({ complete: false })).toEqual({ settled: false, reason: 'cut-short' });
+    expect(read({ preset: 'openai' }, json(coding), coded)).toEqual({ settled: true, units: 99 });
+  }
+});
