@@ -1741,7 +1741,7 @@ export interface components {
                 };
                 /**
                  * PlanCostSettle
-                 * @description One of `header`, `json` or `preset`: where the backend reports the units the request used, read as the response passes (never buffered); when it has ended, the difference from the reservation is charged (or refunded) to every limit and balance the reservation was. A response reporting nothing readable keeps its reservation as its cost
+                 * @description One of `header`, `json` or `preset`: where the backend reports the units the request used, read as the response passes (never buffered; a body in gzip, deflate, br or zstd is read decoded and passed on as it came); when it has ended, the difference from the reservation is charged (or refunded) to every limit and balance the reservation was. A response reporting nothing readable keeps its reservation as its cost
                  */
                 settle?: {
                     /**
@@ -3210,7 +3210,7 @@ export interface components {
                     };
                     /**
                      * PlanCostSettle
-                     * @description One of `header`, `json` or `preset`: where the backend reports the units the request used, read as the response passes (never buffered); when it has ended, the difference from the reservation is charged (or refunded) to every limit and balance the reservation was. A response reporting nothing readable keeps its reservation as its cost
+                     * @description One of `header`, `json` or `preset`: where the backend reports the units the request used, read as the response passes (never buffered; a body in gzip, deflate, br or zstd is read decoded and passed on as it came); when it has ended, the difference from the reservation is charged (or refunded) to every limit and balance the reservation was. A response reporting nothing readable keeps its reservation as its cost
                      */
                     settle?: {
                         /**
@@ -3585,7 +3585,7 @@ export interface components {
                 };
                 /**
                  * PlanCostSettle
-                 * @description One of `header`, `json` or `preset`: where the backend reports the units the request used, read as the response passes (never buffered); when it has ended, the difference from the reservation is charged (or refunded) to every limit and balance the reservation was. A response reporting nothing readable keeps its reservation as its cost
+                 * @description One of `header`, `json` or `preset`: where the backend reports the units the request used, read as the response passes (never buffered; a body in gzip, deflate, br or zstd is read decoded and passed on as it came); when it has ended, the difference from the reservation is charged (or refunded) to every limit and balance the reservation was. A response reporting nothing readable keeps its reservation as its cost
                  */
                 settle?: {
                     /**
@@ -4056,7 +4056,7 @@ export interface components {
                 };
                 /**
                  * PlanCostSettle
-                 * @description One of `header`, `json` or `preset`: where the backend reports the units the request used, read as the response passes (never buffered); when it has ended, the difference from the reservation is charged (or refunded) to every limit and balance the reservation was. A response reporting nothing readable keeps its reservation as its cost
+                 * @description One of `header`, `json` or `preset`: where the backend reports the units the request used, read as the response passes (never buffered; a body in gzip, deflate, br or zstd is read decoded and passed on as it came); when it has ended, the difference from the reservation is charged (or refunded) to every limit and balance the reservation was. A response reporting nothing readable keeps its reservation as its cost
                  */
                 settle?: {
                     /**
