@@ -1,8 +1,9 @@
 // `npm run bench -- settle`: what settling a request from its response costs (docs/guides/usage-priced-apis.md).
-// 1. A settled JSON request against a fixed-cost one, same route, same backend answer, one Tollgate per
-//    mode (embedded; Redis mode + Postgres on a private redis-server): req/s in alternating rounds,
-//    medians and every round, Tollgate's CPU time per request during each load, and Redis commands per
-//    request during each Redis-mode load.
+// 1. A settled JSON request against a fixed-cost one, same route, same backend answer, and both again
+//    answered in gzip (the settled one read decoded), one Tollgate per mode (embedded; Redis mode +
+//    Postgres on a private redis-server): req/s in alternating rounds, medians and every round,
+//    Tollgate's CPU time per request during each load, and Redis commands per request during each
+//    Redis-mode load.
 // 2. A stream of BENCH_SETTLE_EVENTS (200) events (bench/peers/sse-backend.ts, the last one carrying the
 //    usage) through Tollgate in Redis mode, settled by the `openai` preset and at a fixed cost (each
 //    through a replica of its own), against the bare forwarder (bench/peers/engine.ts), and settled
@@ -77,6 +78,27 @@ export async function createSettlePlans(port: number): Promise<void> {
   });
 }
 
+/**
+ * The answers a Tollgate read and found no units in; those wrk cuts short as a load ends (`cut-short`)
+ * are not its meter's doing.
+ */
+async function unreadAnswers(opsPort: number): Promise<number> {
+  let unread = 0;
+  for (const reason of ['malformed', 'not-reported', 'too-large']) {
+    const n = await metricValue(opsPort, `tollgate_unsettled_requests_total{reason="${reason}"}`);
+    if (!Number.isNaN(n)) unread += n;
+  }
+  return unread;
+}
+
+/** Each JSON load: the plan its key is on, and its name. */
+const LOADS = [
+  ['fixed-cost', 'fixed-cost'],
+  ['settled', 'settled'],
+  ['fixed-cost', 'fixed-cost-gzip'],
+  ['settled', 'settled-gzip'],
+] as const;
+
 async function jsonLoads(): Promise<string[]> {
   await startBackend();
   run.redisUrl = await privateRedis();
@@ -97,19 +119,25 @@ async function jsonLoads(): Promise<string[]> {
         ...(mode === 'redis' && { databaseUrl: await freshDatabase(), redisUrl: run.redisUrl }),
       });
       await createSettlePlans(port);
-      for (const plan of ['fixed-cost', 'settled']) {
-        const secret = await createKey(port, `${mode}-${plan}`, true, `bench-${plan}`);
-        const id = `${mode}-${plan}`;
+      const opsPort = port + PORT.opsOffset;
+      for (const [plan, load] of LOADS) {
+        const secret = await createKey(port, `${mode}-${load}`, true, `bench-${plan}`);
+        const id = `${mode}-${load}`;
         cpu.set(id, []);
         loads[id] = async (seconds) => {
           const before = mode === 'redis' ? await commandStats(redis) : undefined;
+          const unreadBefore = await unreadAnswers(opsPort);
           const cpuBefore = treeCpuUs(tollgate.child.pid!);
+          const coded = load.endsWith('-gzip');
           const result = await wrk({
-            url: `http://127.0.0.1:${port}/bench/usage`,
+            url: `http://127.0.0.1:${port}/bench/${coded ? 'usage-gzip' : 'usage'}`,
             seconds,
-            headers: { authorization: `Bearer ${secret}` },
+            headers: { authorization: `Bearer ${secret}`, ...(coded && { 'accept-encoding': 'gzip' }) },
           });
           cpu.get(id)!.push((treeCpuUs(tollgate.child.pid!) - cpuBefore) / result.requests);
+          // A load whose answers went unread would time a Tollgate that skipped the work.
+          const unread = (await unreadAnswers(opsPort)) - unreadBefore;
+          if (unread > 0) throw new Error(`${id}: ${unread} answers read as reporting nothing`);
           if (before !== undefined) {
             const calls = new Map<string, number>();
             for (const [command, n] of await commandStats(redis)) {
@@ -126,8 +154,12 @@ async function jsonLoads(): Promise<string[]> {
     const label: Record<string, string> = {
       'embedded-fixed-cost': 'embedded, fixed cost (7)',
       'embedded-settled': 'embedded, settled (reserves 10, answer says 7)',
+      'embedded-fixed-cost-gzip': 'embedded, fixed cost, the answer in gzip',
+      'embedded-settled-gzip': 'embedded, settled, the answer in gzip (read decoded)',
       'redis-fixed-cost': 'Redis mode, fixed cost (7)',
       'redis-settled': 'Redis mode, settled (reserves 10, answer says 7)',
+      'redis-fixed-cost-gzip': 'Redis mode, fixed cost, the answer in gzip',
+      'redis-settled-gzip': 'Redis mode, settled, the answer in gzip (read decoded)',
     };
     const byMode = (mode: string) =>
       new Map([...rounds].filter(([id]) => id.startsWith(mode))) as Map<string, WrkResult[]>;
