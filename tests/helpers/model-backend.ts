@@ -6,13 +6,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  createBrotliCompress,
-  createDeflate,
-  createGzip,
-  createZstdCompress,
-  type ZlibOptions,
-} from 'node:zlib';
+import { createBrotliCompress, createDeflate, createGzip, createZstdCompress } from 'node:zlib';
 import type { Transform } from 'node:stream';
 
 export interface RecordedRequest {
