@@ -6,8 +6,8 @@
 //     BENCH_PROFILE_MODE (redis | embedded);
 //   forged: a wrong-checksum secret flood (bench/forged-key.lua) against CORS preflights
 //     (bench/preflight-per-request.lua), this build in Redis mode (`npm run bench -- forged-keys` times them);
-//   settled: a JSON request settled from its answer against a fixed-cost one, this build in Redis mode
-//     (`npm run bench -- settle` times them).
+//   settled: a JSON request settled from its answer against a fixed-cost one, this build in
+//     BENCH_PROFILE_MODE (`npm run bench -- settle` times them).
 // Both processes run side by side and are loaded in alternating rounds (BENCH_ROUNDS × BENCH_DURATION
 // each), each profiled during its own loads only. Both use one private redis-server (their own key
 // prefixes): the Redis commands counted during one side's loads include the other's idle background.
@@ -101,9 +101,10 @@ function sides(): Side[] {
       const secret = await createKey(port, `profile-${plan}`, true, `bench-${plan}`);
       return { url: `http://127.0.0.1:${port}/bench/usage`, headers: { authorization: `Bearer ${secret}` } };
     };
+    const mode = env.BENCH_PROFILE_MODE === 'embedded' ? 'embedded' : 'redis';
     return [
-      { label: 'fixed cost', mode: 'redis', load: settledLoad('fixed-cost') },
-      { label: 'settled', mode: 'redis', load: settledLoad('settled') },
+      { label: 'fixed cost', mode, load: settledLoad('fixed-cost') },
+      { label: 'settled', mode, load: settledLoad('settled') },
     ];
   }
   if (BASELINE === undefined)
