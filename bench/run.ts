@@ -27,6 +27,7 @@
 //   npm run bench -- cors         CORS preflights answered by Tollgate against requests without a key (401): req/s, p99
 //   npm run bench -- forged-keys  wrong-checksum secrets against CORS preflights: req/s, p99, Redis and Postgres calls beside idle
 //   npm run bench -- settle       a settled JSON request against a fixed-cost one (req/s, Tollgate's CPU and Redis commands per request); a 200-event stream through Tollgate (Redis mode settled and at a fixed cost, embedded settled, each in a process of its own) against the bare forwarder, interleaved; memory over 10,000 streams
+//   npm run bench -- meter        the response meters alone, in process: a chat answer, in gzip, a 200-event stream, embeddings batches (base64 and numbers): ms an answer, MiB/s
 //   npm run bench -- visitors     a limit per visitor and a token against a plain key (req/s, Redis calls), and 150,000 visitors' memory
 //   npm run bench -- buckets      a hot key on a token bucket and on a concurrency limit against the one-limit key: req/s, p99, Redis round trips per request
 //   npm run bench -- portal       the developer portal with 10 keys and 90 days of usage in Chromium: ms to the keys page and the usage charts, against the console's overview
@@ -76,6 +77,7 @@ import { record } from './commands/record.ts';
 import { routes } from './commands/routes.ts';
 import { scale } from './commands/scale.ts';
 import { settle } from './commands/settle.ts';
+import { meter } from './commands/meter.ts';
 import { table } from './commands/table.ts';
 import { tracing } from './commands/tracing.ts';
 import { tracingExport } from './commands/tracing-export.ts';
@@ -109,11 +111,12 @@ const commands: Record<string, () => Promise<string>> = {
   cors,
   'forged-keys': forgedKeys,
   settle,
+  meter,
   visitors,
   buckets,
   portal,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|profile-compare|engines|concurrency|embedded|detail|routes|record|limiter-core|consume-args|events|extauth|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|forged-keys|settle|visitors|buckets|portal] [--out FILE]
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|profile-compare|engines|concurrency|embedded|detail|routes|record|limiter-core|consume-args|events|extauth|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|forged-keys|settle|meter|visitors|buckets|portal] [--out FILE]
 `;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
