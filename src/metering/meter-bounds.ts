@@ -10,9 +10,10 @@ export interface MeterBounds {
   eventMaxBytes: number;
 }
 
-// Figures and reasons: docs/decisions/0170-reading-the-units-beside-the-stream.md.
+// Figures and reasons: docs/decisions/0170-reading-the-units-beside-the-stream.md, and for the JSON
+// bound docs/decisions/0234-a-json-answer-is-read-up-to-64-mib.md (a batch of embeddings fits).
 export const METER_BOUNDS_DEFAULT: MeterBounds = {
   settleMax: SETTLE_MAX_DEFAULT,
-  jsonMaxBytes: 8 * 1024 * 1024,
+  jsonMaxBytes: 64 * 1024 * 1024,
   eventMaxBytes: 1024 * 1024,
 };

@@ -43,6 +43,7 @@ describe.each(cases)('the official clients through Tollgate, %s, answered %s', (
     await h.start(await HARNESS_LIMITERS[limiter]!(h));
     for (const [routeId, pathPrefix, backend] of [
       [`openai-${suffix}`, '/v1/chat', openAiBackend],
+      [`embeddings-${suffix}`, '/v1/embeddings', openAiBackend],
       [`anthropic-${suffix}`, '/v1/messages', anthropicBackend],
     ] as const)
       expect(
@@ -52,7 +53,7 @@ describe.each(cases)('the official clients through Tollgate, %s, answered %s', (
   }, 60_000);
   afterAll(async () => {
     // Their paths belong to the next mode's routes.
-    for (const routeId of [`openai-${suffix}`, `anthropic-${suffix}`])
+    for (const routeId of [`openai-${suffix}`, `embeddings-${suffix}`, `anthropic-${suffix}`])
       expect((await api('DELETE', `/tollgate/routes/${routeId}`)).status).toBe(200);
     await h.stop();
     await Promise.all([openAiBackend.close(), anthropicBackend.close()]);
@@ -143,5 +144,42 @@ describe.each(cases)('the official clients through Tollgate, %s, answered %s', (
     expect(detail.credits.remaining).toBe(100_000 - reported);
     await h.flushed();
     expect(await h.usage(key.body.id)).toMatchObject({ requests: 4, cost: reported });
+  });
+  it('charges a batch of 2,048 embeddings, answered in base64 past 8 MiB, the tokens it used', async () => {
+    const plan = await api('POST', '/rate-limit/create', {
+      rateLimitId: `embed-${suffix}`,
+      unit: 'tokens',
+      limits: [{ name: 'tokens-per-day', limit: 1_000_000, period: 'day' }],
+      costs: [{ match: { routeIds: [`embeddings-${suffix}`] }, cost: 10_000, settle: { preset: 'openai' } }],
+    });
+    expect(plan.status).toBe(201);
+    const key = await api('POST', '/consumer-api-key/create', {
+      name: 'embedder',
+      rateLimitId: plan.body.rateLimitId,
+      credits: { remaining: 100_000 },
+    });
+    const openai = new OpenAI({ apiKey: key.body.secret, baseURL: `${h.base}/v1`, maxRetries: 0 });
+    openAiUsage = { prompt_tokens: 8_000, completion_tokens: 0 };
+    const input = Array.from({ length: 2_048 }, (_, i) => `passage ${i}`);
+    const { data: answer, response } = await openai.embeddings
+      .create({ model: 'text-embedding-3-small', input })
+      .withResponse();
+    expect(answer.data).toHaveLength(2_048);
+    expect(answer.data[2_047]!.embedding).toHaveLength(1_536);
+    expect(answer.usage.total_tokens).toBe(8_000);
+    expect(response.headers.get('content-encoding')).toBe(coding ?? null);
+    // The same batch asked for by hand: its answer, decoded, is past the 8 MiB a JSON answer was once read up to.
+    const byHand = await fetch(`${h.base}/v1/embeddings`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.body.secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'text-embedding-3-small', input, encoding_format: 'base64' }),
+    });
+    expect((await byHand.arrayBuffer()).byteLength).toBeGreaterThan(8 * 2 ** 20);
+    const { value: detail } = await waitFor(
+      async () => (await api('GET', `/consumer-api-key/${key.body.id}`)).body,
+      (d) => d.credits.remaining === 100_000 - 2 * 8_000,
+      { what: 'both batches settled at their tokens' },
+    );
+    expect(detail.usage.rateLimits.limits[0].remaining).toBe(1_000_000 - 2 * 8_000);
   });
 });
