@@ -201,7 +201,7 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
     let usageOutcome = backendOutcome(status);
     let answered: ErrorCode | undefined;
     if (err !== null) {
-      // Unread, cut short: ending it lets a decoding meter free its decoder now.
+      // Unread, cut short: ending it hands a decoding meter's decoder back at once.
       this.meter?.end({ complete: false });
       usageOutcome = undefined;
       if (this.clientGone || (res.destroyed && !res.writableFinished)) {
