@@ -33,7 +33,7 @@ class Coding {
   /** Takes back a decoder done with its answer; one that failed, or past the idle ones kept, is closed. */
   give(decoder: Decoder): void {
     decoder.into = undefined;
-    if (decoder.failed || this.idle.length >= IDLE_KEPT) return decoder.stream.close();
+    if (decoder.stream.sawError || this.idle.length >= IDLE_KEPT) return decoder.stream.close();
     decoder.stream.reset();
     this.idle.push(decoder);
   }
@@ -56,15 +56,14 @@ const CODINGS: Readonly<Record<string, Coding>> = (() => {
 /** One decoder and the meter its decoded bytes go to, while it serves an answer. */
 class Decoder {
   into: UnitMeter | undefined = undefined;
-  /** The bytes are not in its coding: it decodes nothing more, and is not kept. */
-  failed = false;
 
   constructor(
     readonly stream: Stream,
     readonly coding: Coding,
   ) {
     stream.on('data', (chunk: Buffer) => this.into?.write(chunk));
-    stream.on('error', () => (this.failed = true));
+    // Bytes not in its coding: it decodes nothing more (`sawError`), and is not kept.
+    stream.on('error', () => undefined);
   }
 }
 
@@ -96,15 +95,15 @@ class DecodingMeter implements UnitMeter {
   }
 
   write(chunk: Uint8Array): void {
-    const decoder = this.decoder;
-    if (!decoder.failed) decoder.stream.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    // A stream that met bytes not in its coding ignores the rest (minizlib).
+    this.decoder.stream.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
   }
 
   end(ending: { complete: boolean; trailers?: HeaderBag }): Reading {
     const decoder = this.decoder;
     // A coded body that stops short of its end fails here, as a JSON body cut short does.
-    if (ending.complete && !decoder.failed) decoder.stream.flush(decoder.coding.finish);
-    const failed = decoder.failed;
+    if (ending.complete) decoder.stream.flush(decoder.coding.finish);
+    const failed = decoder.stream.sawError;
     decoder.coding.give(decoder);
     const reading = this.decoded.end(ending);
     return failed && ending.complete ? unsettled('malformed') : reading;

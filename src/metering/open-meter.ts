@@ -28,9 +28,12 @@ function planOf(rule: Exclude<SettleRule, { header: string }>): QuantityPlan | n
   return plan;
 }
 
+/** The response headers `openMeter` reads for a rule that reads the body (`json`, `preset`). */
+export const BODY_RULE_HEADERS: readonly string[] = [CONTENT_TYPE];
+
 /** The response headers `openMeter` reads for `rule`, in lower case: a caller may pass only those. */
 export const headersRead = (rule: SettleRule): readonly string[] =>
-  'header' in rule ? [CONTENT_TYPE, rule.header.toLowerCase()] : [CONTENT_TYPE];
+  'header' in rule ? [CONTENT_TYPE, rule.header.toLowerCase()] : BODY_RULE_HEADERS;
 
 /**
  * The meter for one response, chosen from the rule and the response's headers: the header, the events

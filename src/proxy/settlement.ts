@@ -7,7 +7,7 @@
 import type { Reservation } from '../limits/rate-limiter.js';
 import { METER_BOUNDS_DEFAULT } from '../metering/meter-bounds.js';
 import { decodedMeter } from '../metering/decoding-meter.js';
-import { headersRead, openMeter } from '../metering/open-meter.js';
+import { BODY_RULE_HEADERS, headersRead, openMeter } from '../metering/open-meter.js';
 import type { Reading } from '../metering/reading.js';
 import type { HeaderBag, UnitMeter } from '../metering/unit-meter.js';
 import type { CostRule } from '../plans/plan.js';
@@ -50,12 +50,17 @@ export function reservedCost(
 export function meterOf(pending: PendingSettlement, raw: readonly Buffer[]): UnitMeter | undefined {
   const rule = pending.rule;
   if (rule === undefined) return undefined;
-  const headers = headerBagOf(raw, [...headersRead(rule), CONTENT_ENCODING]);
-  const meter = openMeter(rule, headers, { ...METER_BOUNDS_DEFAULT, settleMax: pending.settleMax });
-  return meter === undefined || 'header' in rule ? meter : decodedMeter(meter, headers[CONTENT_ENCODING]);
+  const bounds = { ...METER_BOUNDS_DEFAULT, settleMax: pending.settleMax };
+  // A header rule reads a header, whatever coding the body is in.
+  if ('header' in rule) return openMeter(rule, headerBagOf(raw, headersRead(rule)), bounds);
+  const headers = headerBagOf(raw, BODY_HEADERS);
+  const meter = openMeter(rule, headers, bounds);
+  return meter && decodedMeter(meter, headers[CONTENT_ENCODING]);
 }
 
 const CONTENT_ENCODING = 'content-encoding';
+/** What a body rule's meter reads, and the coding the body is in: the same for every response. */
+const BODY_HEADERS = [...BODY_RULE_HEADERS, CONTENT_ENCODING];
 
 /**
  * Raw header (or trailer) pairs as a bag, names in lower case, a repeated name as a list; given
