@@ -19,14 +19,13 @@ import type * as DbModule from '../../src/store/db.ts';
 import type * as MigrateModule from '../../src/store/migrate.ts';
 import type * as UsageRepositoryModule from '../../src/usage/usage-repository.ts';
 import type * as UsageModule from '../../src/usage/usage.ts';
-import { positive, ROOT } from '../lib/config.ts';
+import { builtModule } from '../lib/built-module.ts';
+import { positive } from '../lib/config.ts';
 import { fmt, machine } from '../lib/report.ts';
 import { buildTollgate } from '../lib/services.ts';
 
 const SUBJECTS = positive(process.env.BENCH_BILLING_SUBJECTS, 10_000);
 const HOUR = 3_600_000;
-
-const built = <T>(module: string) => import(path.join(ROOT, 'dist/src', module)) as Promise<T>;
 
 /** Takes every request of every service at once; Stripe's session endpoint answers a token. */
 async function countingReceiver() {
@@ -56,15 +55,17 @@ async function countingReceiver() {
 
 export async function billingExport(): Promise<string> {
   if (!buildTollgate()) throw new Error('Tollgate is not built');
-  const { EXPORT_TYPES } = await built<typeof ExportModule>('billing/billing-export.js');
-  const { BillingExporter } = await built<typeof ExporterModule>('billing/billing-exporter.js');
-  const { BillingExportRepository } = await built<typeof RepositoryModule>('billing/export-repository.js');
-  const { createLogger } = await built<typeof LoggerModule>('ops/logger.js');
-  const { Metrics } = await built<typeof MetricsModule>('ops/metrics.js');
-  const { openEmbedded } = await built<typeof DbModule>('store/db.js');
-  const { migrate } = await built<typeof MigrateModule>('store/migrate.js');
-  const { UsageRepository } = await built<typeof UsageRepositoryModule>('usage/usage-repository.js');
-  const { emptyBucket, emptyKeyUsage } = await built<typeof UsageModule>('usage/usage.js');
+  const { EXPORT_TYPES } = await builtModule<typeof ExportModule>('billing/billing-export.js');
+  const { BillingExporter } = await builtModule<typeof ExporterModule>('billing/billing-exporter.js');
+  const { BillingExportRepository } = await builtModule<typeof RepositoryModule>(
+    'billing/export-repository.js',
+  );
+  const { createLogger } = await builtModule<typeof LoggerModule>('ops/logger.js');
+  const { Metrics } = await builtModule<typeof MetricsModule>('ops/metrics.js');
+  const { openEmbedded } = await builtModule<typeof DbModule>('store/db.js');
+  const { migrate } = await builtModule<typeof MigrateModule>('store/migrate.js');
+  const { UsageRepository } = await builtModule<typeof UsageRepositoryModule>('usage/usage-repository.js');
+  const { emptyBucket, emptyKeyUsage } = await builtModule<typeof UsageModule>('usage/usage.js');
 
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-billing-'));
   const handle = await openEmbedded(dir);

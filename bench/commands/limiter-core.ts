@@ -6,11 +6,11 @@
 // the same rounds, the order of the two alternating. Medians of BENCH_ROUNDS rounds (default 5), each
 // round listed. Timed in the process's CPU time (its collector's threads included), not the wall
 // clock: on a shared machine the wall clock counts the time other work held the CPU.
-import path from 'node:path';
 import type * as LimiterModule from '../../src/limits/memory-limiter.ts';
 import type * as VisitorModule from '../../src/limits/visitor.ts';
 import type * as PlanModule from '../../src/plans/plan.ts';
 import type { Subject } from '../../src/plans/subject.ts';
+import { builtModule } from '../lib/built-module.ts';
 import { BASELINE, ROOT, env, log, positive } from '../lib/config.ts';
 import { fmt, machine, median, ratio } from '../lib/report.ts';
 import { buildTollgate } from '../lib/services.ts';
@@ -42,7 +42,7 @@ interface Case {
 }
 
 async function load(name: string, folder: string): Promise<Build> {
-  const built = <T>(module: string) => import(path.join(folder, 'dist/src', module)) as Promise<T>;
+  const built = <T>(module: string) => builtModule<T>(module, folder);
   const { MemoryRateLimiter } = await built<typeof LimiterModule>('limits/memory-limiter.js');
   const { planOf, ruleOf } = await built<typeof PlanModule>('plans/plan.js');
   const { visitorOf } = await built<typeof VisitorModule>('limits/visitor.js');

@@ -3,20 +3,16 @@
 // chunks as the proxy passes them, then ended. Per answer, the fastest of 9 readings and their median,
 // and the bytes read a second. Sizes past the JSON bound (src/metering/meter-bounds.ts) are read too: it
 // is lifted here, to price what it lets through.
-import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type * as DecodingModule from '../../src/metering/decoding-meter.ts';
 import type * as BoundsModule from '../../src/metering/meter-bounds.ts';
 import type * as OpenMeterModule from '../../src/metering/open-meter.ts';
-import { ROOT } from '../lib/config.ts';
+import { builtModule } from '../lib/built-module.ts';
 import { fmt, machine, median } from '../lib/report.ts';
 import { buildTollgate } from '../lib/services.ts';
 
 const READINGS = 9;
 const CHUNK = 64 * 1024;
-
-/** A module of the build (the bench runs TypeScript by stripping types, which leaves src's `.js` imports unresolved). */
-const built = <T>(module: string) => import(path.join(ROOT, 'dist/src', module)) as Promise<T>;
 
 const USAGE = '"usage":{"prompt_tokens":8000,"completion_tokens":0,"total_tokens":8000}';
 
@@ -65,9 +61,9 @@ const ANSWERS = [
 
 export async function meter(): Promise<string> {
   if (!buildTollgate()) throw new Error('Tollgate is not built');
-  const { openMeter } = await built<typeof OpenMeterModule>('metering/open-meter.js');
-  const { decodedMeter } = await built<typeof DecodingModule>('metering/decoding-meter.js');
-  const { METER_BOUNDS_DEFAULT } = await built<typeof BoundsModule>('metering/meter-bounds.js');
+  const { openMeter } = await builtModule<typeof OpenMeterModule>('metering/open-meter.js');
+  const { decodedMeter } = await builtModule<typeof DecodingModule>('metering/decoding-meter.js');
+  const { METER_BOUNDS_DEFAULT } = await builtModule<typeof BoundsModule>('metering/meter-bounds.js');
   const bounds = { ...METER_BOUNDS_DEFAULT, jsonMaxBytes: Number.MAX_SAFE_INTEGER };
   const rows = ANSWERS.map((answer) => {
     const coding = 'coding' in answer ? answer.coding : undefined;

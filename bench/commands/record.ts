@@ -3,12 +3,11 @@
 // paths, 100 customers and 3 routes (one of them the catch-all), half of them under a consumer, handed
 // over every 200,000 as the recorder does once a second. Nanoseconds per request, the fastest of 9
 // batches and their median. Run it on two builds, one after the other, to compare them.
-import path from 'node:path';
 import type * as LoggerModule from '../../src/ops/logger.ts';
 import type * as MetricsModule from '../../src/ops/metrics.ts';
 import type * as RecorderModule from '../../src/usage/recorder.ts';
 import type { RequestFacts, UsageSink } from '../../src/usage/usage.ts';
-import { ROOT } from '../lib/config.ts';
+import { builtModule } from '../lib/built-module.ts';
 import { fmt, machine, median } from '../lib/report.ts';
 import { buildTollgate } from '../lib/services.ts';
 
@@ -20,14 +19,11 @@ const ROUTES = ['search', 'lookup', null] as const;
 /** Takes every batch and keeps nothing: only the recorder's own work is measured. */
 const discard: UsageSink = { write: () => Promise.resolve(), heldRequests: () => 0 };
 
-/** A module of the build (the bench runs TypeScript by stripping types, which leaves src's `.js` imports unresolved). */
-const built = <T>(module: string) => import(path.join(ROOT, 'dist/src', module)) as Promise<T>;
-
 export async function record(): Promise<string> {
   if (!buildTollgate()) throw new Error('Tollgate is not built');
-  const { UsageRecorder } = await built<typeof RecorderModule>('usage/recorder.js');
-  const { createLogger } = await built<typeof LoggerModule>('ops/logger.js');
-  const { Metrics } = await built<typeof MetricsModule>('ops/metrics.js');
+  const { UsageRecorder } = await builtModule<typeof RecorderModule>('usage/recorder.js');
+  const { createLogger } = await builtModule<typeof LoggerModule>('ops/logger.js');
+  const { Metrics } = await builtModule<typeof MetricsModule>('ops/metrics.js');
   const recorder = new UsageRecorder(discard, createLogger('silent'), new Metrics(), 3_600_000);
   const now = Date.now();
   const facts: RequestFacts[] = Array.from({ length: 1_000 }, (_, i) => ({
