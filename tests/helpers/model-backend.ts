@@ -65,12 +65,16 @@ export class ModelBackend {
 export const REPLY = 'Tokens are counted where they are spent.';
 export const wordsOf = (reply: string) => reply.split(/(?<= )/);
 
-/** Answers one request of an API: from its JSON body, the usage the test set, and the reply to give. */
+/**
+ * Answers one request of an API: from its JSON body, the usage the test set, and the reply to give;
+ * `path` is the request's, for an API of several endpoints.
+ */
 export type ApiAnswer<Usage> = (
   body: Record<string, unknown>,
   usage: Usage,
   reply: string,
   response: ServerResponse,
+  path: string,
 ) => void;
 
 /**
@@ -80,7 +84,10 @@ export type ApiAnswer<Usage> = (
 export const backendOf =
   <Usage>(answer: ApiAnswer<Usage>) =>
   (usage: () => Usage, reply = REPLY, coding?: Coding): Promise<ModelBackend> =>
-    ModelBackend.start((_request, body, response) => answer(body, usage(), reply, response), coding);
+    ModelBackend.start(
+      (request, body, response) => answer(body, usage(), reply, response, request.path),
+      coding,
+    );
 
 /** The content codings a backend may answer in. */
 export type Coding = 'gzip' | 'deflate' | 'br' | 'zstd';

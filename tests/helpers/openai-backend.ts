@@ -1,9 +1,11 @@
 /**
  * A backend that speaks OpenAI's chat completions API (`POST /v1/chat/completions`), JSON and, with
  * `stream: true`, server-sent chunks ending in `data: [DONE]`; with `stream_options.include_usage`
- * the final chunk, with no choices, carries the usage; and its embeddings API (`POST /v1/embeddings`, a
- * body with `input`): one vector of 1,536 numbers an input, in base64 when asked (as the `openai`
- * client does), the usage last. It reports the usage the test sets in `usage`.
+ * the final chunk, with no choices, carries the usage; its Responses API (`POST /v1/responses`), JSON
+ * and, with `stream: true`, named events from `response.created` to `response.completed`, whose
+ * response carries the usage; and its embeddings API (`POST /v1/embeddings`): one vector of 1,536
+ * numbers an input, in base64 when asked (as the `openai` client does), the usage last. It reports the
+ * usage the test sets in `usage`.
  */
 import type { ServerResponse } from 'node:http';
 import { backendOf, sendEvents, sendJson, wordsOf } from './model-backend.js';
@@ -14,8 +16,10 @@ export interface OpenAiUsage {
 }
 
 export const startOpenAiBackend = backendOf<OpenAiUsage>(
-  (body, { prompt_tokens, completion_tokens }, reply, response) => {
-    if (body.input !== undefined) return sendEmbeddings(body, prompt_tokens, response);
+  (body, { prompt_tokens, completion_tokens }, reply, response, path) => {
+    if (path.endsWith('/embeddings')) return sendEmbeddings(body, prompt_tokens, response);
+    if (path.endsWith('/responses'))
+      return sendResponse(body, prompt_tokens, completion_tokens, reply, response);
     const reported = { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
     const head = { id: 'chatcmpl-meter', created: 1_764_000_000, model: String(body.model) };
     if (body.stream !== true) {
@@ -52,6 +56,52 @@ export const startOpenAiBackend = backendOf<OpenAiUsage>(
     ]);
   },
 );
+
+/** A Responses API answer: the response object, or its events as they stream. */
+function sendResponse(
+  body: Record<string, unknown>,
+  input_tokens: number,
+  output_tokens: number,
+  reply: string,
+  response: ServerResponse,
+): void {
+  const message = {
+    type: 'message',
+    id: 'msg_meter',
+    status: 'completed',
+    role: 'assistant',
+    content: [{ type: 'output_text', text: reply, annotations: [] }],
+  };
+  const answer = (status: string, output: unknown[], usage: unknown) => ({
+    id: 'resp_meter',
+    object: 'response',
+    created_at: 1_764_000_000,
+    model: String(body.model),
+    status,
+    output,
+    usage,
+  });
+  const usage = {
+    input_tokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: input_tokens + output_tokens,
+  };
+  if (body.stream !== true) return sendJson(response, answer('completed', [message], usage));
+  let sequence_number = 0;
+  const event = (type: string, fields: Record<string, unknown>): [string, string] => [
+    type,
+    JSON.stringify({ type, sequence_number: sequence_number++, ...fields }),
+  ];
+  sendEvents(response, [
+    event('response.created', { response: answer('in_progress', [], null) }),
+    ...wordsOf(reply).map((delta) =>
+      event('response.output_text.delta', { item_id: message.id, output_index: 0, content_index: 0, delta }),
+    ),
+    event('response.completed', { response: answer('completed', [message], usage) }),
+  ]);
+}
 
 const DIMENSIONS = 1_536;
 

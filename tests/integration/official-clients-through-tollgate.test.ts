@@ -44,6 +44,7 @@ describe.each(cases)('the official clients through Tollgate, %s, answered %s', (
     for (const [routeId, pathPrefix, backend] of [
       [`openai-${suffix}`, '/v1/chat', openAiBackend],
       [`embeddings-${suffix}`, '/v1/embeddings', openAiBackend],
+      [`responses-${suffix}`, '/v1/responses', openAiBackend],
       [`anthropic-${suffix}`, '/v1/messages', anthropicBackend],
     ] as const)
       expect(
@@ -53,7 +54,12 @@ describe.each(cases)('the official clients through Tollgate, %s, answered %s', (
   }, 60_000);
   afterAll(async () => {
     // Their paths belong to the next mode's routes.
-    for (const routeId of [`openai-${suffix}`, `embeddings-${suffix}`, `anthropic-${suffix}`])
+    for (const routeId of [
+      `openai-${suffix}`,
+      `embeddings-${suffix}`,
+      `responses-${suffix}`,
+      `anthropic-${suffix}`,
+    ])
       expect((await api('DELETE', `/tollgate/routes/${routeId}`)).status).toBe(200);
     await h.stop();
     await Promise.all([openAiBackend.close(), anthropicBackend.close()]);
@@ -144,6 +150,61 @@ describe.each(cases)('the official clients through Tollgate, %s, answered %s', (
     expect(detail.credits.remaining).toBe(100_000 - reported);
     await h.flushed();
     expect(await h.usage(key.body.id)).toMatchObject({ requests: 4, cost: reported });
+  });
+  it('charges what the Responses API used, answered whole and streamed', async () => {
+    const plan = await api('POST', '/rate-limit/create', {
+      rateLimitId: `responses-${suffix}`,
+      unit: 'tokens',
+      limits: [{ name: 'tokens-per-day', limit: 100_000, period: 'day' }],
+      costs: [
+        {
+          match: { routeIds: [`responses-${suffix}`] },
+          reserve: { pointer: '/max_output_tokens', add: 1_000, default: 4_096 },
+          settle: { preset: 'openai' },
+        },
+      ],
+    });
+    expect(plan.status).toBe(201);
+    const key = await api('POST', '/consumer-api-key/create', {
+      name: 'responder',
+      rateLimitId: plan.body.rateLimitId,
+      credits: { remaining: 50_000 },
+    });
+    const openai = new OpenAI({ apiKey: key.body.secret, baseURL: `${h.base}/v1`, maxRetries: 0 });
+
+    openAiUsage = { prompt_tokens: 300, completion_tokens: 45 };
+    const answer = await openai.responses.create({
+      model: 'gpt-4.1',
+      input: 'How are tokens counted?',
+      max_output_tokens: 500,
+    });
+    expect(answer.output_text).toBe(REPLY);
+    expect(answer.usage?.total_tokens).toBe(345);
+
+    openAiUsage = { prompt_tokens: 600, completion_tokens: 78 };
+    const stream = await openai.responses.create({
+      model: 'gpt-4.1',
+      input: 'How are tokens counted?',
+      max_output_tokens: 500,
+      stream: true,
+    });
+    let text = '';
+    let streamedUsage = 0;
+    for await (const event of stream) {
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      if (event.type === 'response.completed') streamedUsage = event.response.usage?.total_tokens ?? 0;
+    }
+    expect(text).toBe(REPLY);
+    expect(streamedUsage).toBe(678);
+
+    const { value: detail } = await waitFor(
+      async () => (await api('GET', `/consumer-api-key/${key.body.id}`)).body,
+      (d) => d.credits.remaining === 50_000 - 345 - 678,
+      { what: 'the streamed response settled' },
+    );
+    expect(detail.usage.rateLimits.limits[0].remaining).toBe(100_000 - 345 - 678);
+    await h.flushed();
+    expect(await h.usage(key.body.id)).toMatchObject({ requests: 2, cost: 345 + 678 });
   });
   it('charges a batch of 2,048 embeddings, answered in base64 past 8 MiB, the tokens it used', async () => {
     const plan = await api('POST', '/rate-limit/create', {

@@ -88,6 +88,24 @@ it('reads the OpenAI stream’s final usage chunk and ignores [DONE]', () => {
   expect(meterStream({ preset: 'openai' }, text)).toEqual({ settled: true, units: 7 });
 });
 
+it('reads the usage of the response a Responses API stream completes with', () => {
+  const response = (status: string, usage: string) =>
+    `{"id":"resp_1","object":"response","status":"${status}","usage":${usage}}`;
+  const text =
+    [
+      `event: response.created\ndata: {"type":"response.created","response":${response('in_progress', 'null')}}`,
+      'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"Hi"}',
+      `event: response.completed\ndata: {"type":"response.completed","response":${response(
+        'completed',
+        '{"input_tokens":3,"output_tokens":4,"total_tokens":7}',
+      )}}`,
+    ].join('\n\n') + '\n\n';
+  expect(meterStream({ preset: 'openai' }, text)).toEqual({ settled: true, units: 7 });
+  // Cut off by max_output_tokens, it ends with `response.incomplete`, its usage as complete.
+  const incomplete = text.replaceAll('response.completed', 'response.incomplete');
+  expect(meterStream({ preset: 'openai' }, incomplete)).toEqual({ settled: true, units: 7 });
+});
+
 it('counts Anthropic’s input tokens once, though message_delta repeats them', () => {
   const text =
     [

@@ -14,8 +14,10 @@ export type Quantity = readonly JsonPointer[];
 const pointers = (...texts: string[]): Quantity => texts.map((text) => parsePointer(text)!);
 
 const PRESETS: Record<Extract<SettleRule, { preset: string }>['preset'], readonly Quantity[]> = {
-  // A streamed answer reports usage only in the final chunk that `stream_options.include_usage` asks for.
-  openai: [pointers('/usage/total_tokens')],
+  // Chat completions and embeddings answer `usage`; a streamed chat completion reports it only in the
+  // final chunk that `stream_options.include_usage` asks for. The Responses API streams its usage in
+  // the response that `response.completed` (or `.incomplete`, `.failed`) carries.
+  openai: [pointers('/usage/total_tokens', '/response/usage/total_tokens')],
   // `message_start` carries `message.usage`, `message_delta` a cumulative `usage`: the last of each counts.
   anthropic: [
     pointers('/usage/input_tokens', '/message/usage/input_tokens'),
