@@ -8,17 +8,21 @@ export class QuantityPlan {
   /** Per pointer of the set, the quantity it reports. */
   readonly quantityOf: readonly number[];
   readonly count: number;
+  /** Per quantity, whether it counts 0 when never seen. */
+  readonly optional: readonly boolean[];
 
   constructor(quantities: readonly Quantity[]) {
-    this.pointers = new PointerSet(quantities.flat());
-    this.quantityOf = quantities.flatMap((quantity, index) => quantity.map(() => index));
+    this.pointers = new PointerSet(quantities.flatMap((quantity) => quantity.pointers));
+    this.quantityOf = quantities.flatMap((quantity, index) => quantity.pointers.map(() => index));
     this.count = quantities.length;
+    this.optional = quantities.map((quantity) => quantity.optional === true);
   }
 }
 
 /**
  * The last integer seen of each quantity, over one JSON document or the events of a stream, and the
- * units they add up to. Every quantity must have been seen: a partial sum would charge too little.
+ * units they add up to. Every quantity but an optional one must have been seen: a partial sum would
+ * charge too little.
  */
 export class QuantityTally {
   /** Reads the pointers of all quantities in one document; `take` keeps what it found. */
@@ -47,9 +51,10 @@ export class QuantityTally {
 
   reading(settleMax: number): Reading {
     let sum = 0;
-    for (const value of this.last) {
-      if (value === undefined) return unsettled('not-reported');
-      sum += value;
+    for (let quantity = 0; quantity < this.last.length; quantity++) {
+      const value = this.last[quantity];
+      if (value !== undefined) sum += value;
+      else if (!this.plan.optional[quantity]) return unsettled('not-reported');
     }
     return settled(sum, settleMax);
   }

@@ -135,7 +135,19 @@ describe.each(cases)('the official clients through Tollgate, %s, answered %s', (
       .finalMessage();
     expect(final.usage.input_tokens + final.usage.output_tokens).toBe(3_777);
 
-    const reported = 1_801 + 123 + 2_560 + 3_777;
+    // A cached prompt: input_tokens is only what was neither written to nor read from the cache.
+    anthropicUsage = {
+      input_tokens: 40,
+      cache_creation_input_tokens: 1_500,
+      cache_read_input_tokens: 6_000,
+      output_tokens: 222,
+    };
+    const cached = await anthropic.messages
+      .stream({ model: 'claude-self-hosted', max_tokens: 1_024, messages: prompt })
+      .finalMessage();
+    expect(cached.usage.cache_read_input_tokens).toBe(6_000);
+
+    const reported = 1_801 + 123 + 2_560 + 3_777 + 7_762;
     // A client may have its last event before the response's last byte, when the request settles.
     const { value: detail } = await waitFor(
       async () => (await api('GET', `/consumer-api-key/${key.body.id}`)).body,
@@ -149,7 +161,7 @@ describe.each(cases)('the official clients through Tollgate, %s, answered %s', (
     ]);
     expect(detail.credits.remaining).toBe(100_000 - reported);
     await h.flushed();
-    expect(await h.usage(key.body.id)).toMatchObject({ requests: 4, cost: reported });
+    expect(await h.usage(key.body.id)).toMatchObject({ requests: 5, cost: reported });
   });
   it('charges what the Responses API used, answered whole and streamed', async () => {
     const plan = await api('POST', '/rate-limit/create', {

@@ -44,6 +44,18 @@ describe('the presets on a plain JSON answer', () => {
     const wrapped = '{"message":{"usage":{"input_tokens":9,"output_tokens":3}}}';
     expect(meterBody({ preset: 'anthropic' }, wrapped)).toEqual({ settled: true, units: 12 });
   });
+
+  it('anthropic adds the prompt written to and read from the cache, when reported', () => {
+    const cached =
+      '{"usage":{"input_tokens":9,"cache_creation_input_tokens":200,"cache_read_input_tokens":5000,"output_tokens":3}}';
+    expect(meterBody({ preset: 'anthropic' }, cached)).toEqual({ settled: true, units: 5_212 });
+    // A server that caches nothing may send null.
+    const uncached = '{"usage":{"input_tokens":9,"cache_creation_input_tokens":null,"output_tokens":3}}';
+    expect(meterBody({ preset: 'anthropic' }, uncached)).toEqual({ settled: true, units: 12 });
+    // The cache's figures alone are no usage report.
+    const partial = '{"usage":{"cache_read_input_tokens":5000,"output_tokens":3}}';
+    expect(meterBody({ preset: 'anthropic' }, partial)).toEqual({ settled: false, reason: 'not-reported' });
+  });
 });
 
 it.each([

@@ -123,6 +123,19 @@ it('counts Anthropic’s input tokens once, though message_delta repeats them', 
   expect(meterStream({ preset: 'anthropic' }, older)).toEqual({ settled: true, units: 150 });
 });
 
+it('counts Anthropic’s cached prompt once, from message_start or the cumulative message_delta', () => {
+  const usage = '"input_tokens":100,"cache_creation_input_tokens":2000,"cache_read_input_tokens":30000';
+  const events = (deltaUsage: string) =>
+    [
+      `event: message_start\ndata: {"type":"message_start","message":{"usage":{${usage},"output_tokens":1}}}`,
+      `event: message_delta\ndata: {"type":"message_delta","usage":{${deltaUsage}}}`,
+      'event: message_stop\ndata: {"type":"message_stop"}',
+    ].join('\n\n') + '\n\n';
+  const expected = { settled: true, units: 100 + 2_000 + 30_000 + 50 };
+  expect(meterStream({ preset: 'anthropic' }, events(`${usage},"output_tokens":50`))).toEqual(expected);
+  expect(meterStream({ preset: 'anthropic' }, events('"output_tokens":50'))).toEqual(expected);
+});
+
 it('drops an event the stream ends inside (no blank line after it), as a browser does', () => {
   expect(meterStream({ json: ['/n'] }, 'data: {"n": 5}\n')).toEqual({
     settled: false,

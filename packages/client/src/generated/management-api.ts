@@ -1758,7 +1758,7 @@ export interface components {
                      */
                     json?: string[];
                     /**
-                     * @description `openai`: `/usage/total_tokens`, or `/response/usage/total_tokens` in a Responses API stream (a chat completion stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, under `usage` or `message.usage`, in a JSON answer or over the events
+                     * @description `openai`: `/usage/total_tokens`, or `/response/usage/total_tokens` in a Responses API stream (a chat completion stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, and the prompt written to and read from the cache when reported, under `usage` or `message.usage`, in a JSON answer or over the events
                      * @enum {string}
                      */
                     preset?: "openai" | "anthropic";
@@ -3227,7 +3227,7 @@ export interface components {
                          */
                         json?: string[];
                         /**
-                         * @description `openai`: `/usage/total_tokens`, or `/response/usage/total_tokens` in a Responses API stream (a chat completion stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, under `usage` or `message.usage`, in a JSON answer or over the events
+                         * @description `openai`: `/usage/total_tokens`, or `/response/usage/total_tokens` in a Responses API stream (a chat completion stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, and the prompt written to and read from the cache when reported, under `usage` or `message.usage`, in a JSON answer or over the events
                          * @enum {string}
                          */
                         preset?: "openai" | "anthropic";
@@ -3602,7 +3602,7 @@ export interface components {
                      */
                     json?: string[];
                     /**
-                     * @description `openai`: `/usage/total_tokens`, or `/response/usage/total_tokens` in a Responses API stream (a chat completion stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, under `usage` or `message.usage`, in a JSON answer or over the events
+                     * @description `openai`: `/usage/total_tokens`, or `/response/usage/total_tokens` in a Responses API stream (a chat completion stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, and the prompt written to and read from the cache when reported, under `usage` or `message.usage`, in a JSON answer or over the events
                      * @enum {string}
                      */
                     preset?: "openai" | "anthropic";
@@ -4073,7 +4073,7 @@ export interface components {
                      */
                     json?: string[];
                     /**
-                     * @description `openai`: `/usage/total_tokens`, or `/response/usage/total_tokens` in a Responses API stream (a chat completion stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, under `usage` or `message.usage`, in a JSON answer or over the events
+                     * @description `openai`: `/usage/total_tokens`, or `/response/usage/total_tokens` in a Responses API stream (a chat completion stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, and the prompt written to and read from the cache when reported, under `usage` or `message.usage`, in a JSON answer or over the events
                      * @enum {string}
                      */
                     preset?: "openai" | "anthropic";

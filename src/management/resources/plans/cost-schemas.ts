@@ -47,7 +47,7 @@ const SettleSchema = Type.Unsafe<SettleRule>(
           type: 'string',
           enum: [...SETTLE_PRESETS],
           description:
-            '`openai`: `/usage/total_tokens`, or `/response/usage/total_tokens` in a Responses API stream (a chat completion stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, under `usage` or `message.usage`, in a JSON answer or over the events',
+            '`openai`: `/usage/total_tokens`, or `/response/usage/total_tokens` in a Responses API stream (a chat completion stream reports it in the chunk `stream_options.include_usage` asks for); `anthropic`: input plus output tokens, and the prompt written to and read from the cache when reported, under `usage` or `message.usage`, in a JSON answer or over the events',
         }),
       ),
     },
