@@ -81,6 +81,8 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
    * sending.
    */
   private unread: Buffer[] | undefined = undefined;
+  /** The backend's trailers (raw pairs; none: empty) once its response is complete: the meter ends. */
+  private trailersGiven: readonly (Buffer | string)[] | undefined = undefined;
   /**
    * A client that goes away cancels its backend request instead of holding a pooled connection.
    * Registered with `on`, never removed: `close` fires once per response, after it is settled too.
@@ -132,16 +134,17 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
     proxy.metrics.upstreamDuration.observe((performance.now() - this.upstreamStartedAt) / 1000);
     const limit = entry.admission.limit;
     const headers = responseHeaders(raw, limit !== undefined, this.trailers);
+    const settlement = entry.admission.settlement;
+    // From the backend's fields as the client gets them, decoded once for both.
+    if (settlement !== undefined) {
+      this.meter = meterOf(settlement, headers);
+      if (this.meter !== undefined) this.unread = [];
+    }
     headers.push('x-request-id', entry.context.requestId);
     if (entry.cors !== undefined) withoutBackendCors(headers).push(...entry.cors);
     if (limit !== undefined) addLimitHeaders(headers, limit, proxy.clock());
     res.writeHead(statusCode, headers);
     this.resume = resume;
-    const settlement = entry.admission.settlement;
-    if (settlement !== undefined) {
-      this.meter = meterOf(settlement, raw);
-      if (this.meter !== undefined) this.unread = [];
-    }
     return true;
   }
 
@@ -169,20 +172,23 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
       this.res.addTrailers(fields);
     }
     this.res.end();
-    const meter = this.meter;
-    if (meter === undefined) return this.finish(null);
-    // After the meter has read the last chunks (their tick was queued before this one).
-    process.nextTick(() => {
-      this.reading = meter.end({ complete: true, trailers: trailers === null ? {} : headerBagOf(trailers) });
-      this.finish(null);
-    });
+    if (this.meter === undefined) return this.finish(null);
+    // The meter ends after reading the last chunks: in their tick when one is queued, else in its own.
+    this.trailersGiven = trailers ?? [];
+    if (this.unread!.length === 0) process.nextTick(Exchange.readUnread, this);
   }
 
-  /** The meter reads this turn's chunks, now sent; a finished exchange's are dropped unread. */
+  /**
+   * The meter reads this turn's chunks, now sent, and the response's end once it came; a finished
+   * exchange's are dropped unread.
+   */
   private static readUnread(exchange: Exchange): void {
-    const unread = exchange.unread!;
-    if (!exchange.settled) for (const chunk of unread) exchange.meter!.write(chunk);
-    unread.length = 0;
+    const { unread, meter, trailersGiven } = exchange;
+    if (!exchange.settled) for (const chunk of unread!) meter!.write(chunk);
+    unread!.length = 0;
+    if (trailersGiven === undefined || exchange.settled) return;
+    exchange.reading = meter!.end({ complete: true, trailers: headerBagOf(trailersGiven) });
+    exchange.finish(null);
   }
 
   onError(err: Error): void {

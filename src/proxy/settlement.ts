@@ -44,16 +44,17 @@ export function reservedCost(
 }
 
 /**
- * The meter of a response, from its headers as undici gives them (raw name and value pairs); a body in
+ * The meter of a response, from the header fields passed on to its client (name and value pairs, as
+ * `responseHeaders` makes them: a field Tollgate drops, hop-by-hop or its own, is not read); a body in
  * a content coding is read decoded (src/metering/decoding-meter.ts).
  */
-export function meterOf(pending: PendingSettlement, raw: readonly Buffer[]): UnitMeter | undefined {
+export function meterOf(pending: PendingSettlement, fields: readonly string[]): UnitMeter | undefined {
   const rule = pending.rule;
   if (rule === undefined) return undefined;
   const bounds = { ...METER_BOUNDS_DEFAULT, settleMax: pending.settleMax };
   // A header rule reads a header, whatever coding the body is in.
-  if ('header' in rule) return openMeter(rule, headerBagOf(raw, headersRead(rule)), bounds);
-  const headers = headerBagOf(raw, BODY_HEADERS);
+  if ('header' in rule) return openMeter(rule, headerBagOf(fields, headersRead(rule)), bounds);
+  const headers = headerBagOf(fields, BODY_HEADERS);
   const meter = openMeter(rule, headers, bounds);
   return meter && decodedMeter(meter, headers[CONTENT_ENCODING]);
 }
