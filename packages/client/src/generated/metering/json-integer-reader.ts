@@ -49,10 +49,15 @@ export class PointerSet {
   /** A key is escaped at most 6 bytes a character (\uXXXX): longer ones match no token. */
   readonly keyRoom: number;
   readonly allMask: number;
+  /** A reader's start, one per pointer, copied for each document: nothing found, at no time. */
+  readonly unfound: readonly undefined[];
+  readonly neverFound: readonly number[];
 
   constructor(readonly pointers: readonly JsonPointer[]) {
     if (pointers.length > 31) throw new RangeError('at most 31 pointers');
     this.allMask = 2 ** pointers.length - 1;
+    this.unfound = pointers.map(() => undefined);
+    this.neverFound = pointers.map(() => 0);
     this.tokenBytes = pointers.map((pointer) => pointer.map((token) => Buffer.from(token)));
     this.keyRoom = Math.max(0, ...this.tokenBytes.flat().map((token) => token.length)) * 6 + 2;
   }
@@ -95,8 +100,8 @@ export class JsonIntegerReader {
   constructor(private readonly set: PointerSet) {
     this.pointers = set.pointers;
     this.valueMask = set.allMask;
-    this.found = this.pointers.map(() => undefined);
-    this.foundAt = this.pointers.map(() => 0);
+    this.found = set.unfound.slice();
+    this.foundAt = set.neverFound.slice();
   }
 
   /** Starts over for another document (the next event of a stream), forgetting what was found. */

@@ -9,15 +9,16 @@ export class QuantityPlan {
   readonly pointers: PointerSet;
   /** Per pointer of the set, the quantity it reports. */
   readonly quantityOf: readonly number[];
-  readonly count: number;
   /** Per quantity, whether it counts 0 when never seen. */
   readonly optional: readonly boolean[];
+  /** A tally's start, one per quantity: copied, not built, for each response. */
+  readonly unseen: readonly undefined[];
 
   constructor(quantities: readonly Quantity[]) {
     this.pointers = new PointerSet(quantities.flatMap((quantity) => quantity.pointers));
     this.quantityOf = quantities.flatMap((quantity, index) => quantity.pointers.map(() => index));
-    this.count = quantities.length;
     this.optional = quantities.map((quantity) => quantity.optional === true);
+    this.unseen = quantities.map(() => undefined);
   }
 }
 
@@ -33,7 +34,7 @@ export class QuantityTally {
 
   constructor(private readonly plan: QuantityPlan) {
     this.reader = new JsonIntegerReader(plan.pointers);
-    this.last = new Array<number | undefined>(plan.count).fill(undefined);
+    this.last = plan.unseen.slice();
   }
 
   /** Takes what the reader found in a whole document: per quantity, the last of its pointers found. */
