@@ -3,7 +3,7 @@
  * `stream: true`, server-sent chunks ending in `data: [DONE]`; with `stream_options.include_usage`
  * the final chunk, with no choices, carries the usage; its Responses API (`POST /v1/responses`), JSON
  * and, with `stream: true`, named events from `response.created` to `response.completed`, whose
- * response carries the usage; and its embeddings API (`POST /v1/embeddings`): one vector of 1,536
+ * response carries the usage (and, asked for the image tool, a generated image of megabytes); and its embeddings API (`POST /v1/embeddings`): one vector of 1,536
  * numbers an input, in base64 when asked (as the `openai` client does), the usage last. It reports the
  * usage the test sets in `usage`.
  */
@@ -88,20 +88,29 @@ function sendResponse(
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: input_tokens + output_tokens,
   };
-  if (body.stream !== true) return sendJson(response, answer('completed', [message], usage));
+  // Asked for the image tool, it also answers an image, in the response and, streamed, as a partial.
+  const drawing = Array.isArray(body.tools) && body.tools.some((tool) => tool?.type === 'image_generation');
+  const image = { type: 'image_generation_call', id: 'ig_meter', status: 'completed', result: IMAGE };
+  const output = drawing ? [message, image] : [message];
+  if (body.stream !== true) return sendJson(response, answer('completed', output, usage));
   let sequence_number = 0;
   const event = (type: string, fields: Record<string, unknown>): [string, string] => [
     type,
     JSON.stringify({ type, sequence_number: sequence_number++, ...fields }),
   ];
+  const partial = { item_id: image.id, output_index: 1, partial_image_index: 0, partial_image_b64: IMAGE };
   sendEvents(response, [
     event('response.created', { response: answer('in_progress', [], null) }),
     ...wordsOf(reply).map((delta) =>
       event('response.output_text.delta', { item_id: message.id, output_index: 0, content_index: 0, delta }),
     ),
-    event('response.completed', { response: answer('completed', [message], usage) }),
+    ...(drawing ? [event('response.image_generation_call.partial_image', partial)] : []),
+    event('response.completed', { response: answer('completed', output, usage) }),
   ]);
 }
+
+/** A generated image as the Responses API returns one, in base64: megabytes in one event. */
+const IMAGE = Buffer.alloc(2 * 1024 * 1024, 0x5a).toString('base64');
 
 const DIMENSIONS = 1_536;
 

@@ -163,7 +163,7 @@ describe.each(cases)('the official clients through Tollgate, %s, answered %s', (
     await h.flushed();
     expect(await h.usage(key.body.id)).toMatchObject({ requests: 5, cost: reported });
   });
-  it('charges what the Responses API used, answered whole and streamed', async () => {
+  it('charges what the Responses API used, answered whole and streamed with an image', async () => {
     const plan = await api('POST', '/rate-limit/create', {
       rateLimitId: `responses-${suffix}`,
       unit: 'tokens',
@@ -193,20 +193,27 @@ describe.each(cases)('the official clients through Tollgate, %s, answered %s', (
     expect(answer.output_text).toBe(REPLY);
     expect(answer.usage?.total_tokens).toBe(345);
 
+    // With an image drawn: its last event, the whole response, is megabytes.
     openAiUsage = { prompt_tokens: 600, completion_tokens: 78 };
     const stream = await openai.responses.create({
       model: 'gpt-4.1',
       input: 'How are tokens counted?',
       max_output_tokens: 500,
+      tools: [{ type: 'image_generation' }],
       stream: true,
     });
     let text = '';
     let streamedUsage = 0;
+    let imageBytes = 0;
     for await (const event of stream) {
       if (event.type === 'response.output_text.delta') text += event.delta;
-      if (event.type === 'response.completed') streamedUsage = event.response.usage?.total_tokens ?? 0;
+      if (event.type !== 'response.completed') continue;
+      streamedUsage = event.response.usage?.total_tokens ?? 0;
+      for (const item of event.response.output)
+        if (item.type === 'image_generation_call') imageBytes = Buffer.from(item.result!, 'base64').length;
     }
     expect(text).toBe(REPLY);
+    expect(imageBytes).toBe(2 * 1024 * 1024);
     expect(streamedUsage).toBe(678);
 
     const { value: detail } = await waitFor(

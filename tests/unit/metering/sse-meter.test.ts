@@ -172,6 +172,17 @@ it('skips a byte-order mark before the first field, however it is cut', () => {
   }
 });
 
+it('reads past an event of megabytes, as a Responses API stream ends with its whole response', () => {
+  const image = Buffer.alloc(3 * 1024 * 1024, 7).toString('base64');
+  const response = `{"status":"completed","output":[{"type":"image_generation_call","result":"${image}"}],"usage":{"input_tokens":50,"output_tokens":1056,"total_tokens":1106}}`;
+  const text =
+    [
+      `event: response.image_generation_call.partial_image\ndata: {"partial_image_b64":"${image}"}`,
+      `event: response.completed\ndata: {"type":"response.completed","response":${response}}`,
+    ].join('\n\n') + '\n\n';
+  expect(meterStream({ preset: 'openai' }, text, [100, 5_000_000])).toEqual({ settled: true, units: 1_106 });
+});
+
 it('is unsettled when cut short, or when one event carries more data than the bound', () => {
   const meter = openMeter({ preset: 'openai' }, EVENT_STREAM)!;
   meter.write(Buffer.from('data: {"usage":{"total_tokens":7}}\n\n'));

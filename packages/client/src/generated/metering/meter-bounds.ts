@@ -12,10 +12,17 @@ export interface MeterBounds {
   eventMaxBytes: number;
 }
 
-// Figures and reasons: docs/decisions/0170-reading-the-units-beside-the-stream.md, and for the JSON
-// bound docs/decisions/0234-a-json-answer-is-read-up-to-64-mib.md (a batch of embeddings fits).
+/**
+ * One JSON document read at most, a whole answer or one event's data alike: a batch of embeddings
+ * answers one, and a Responses API stream's last event holds the whole response, generated images
+ * included. Reasons: docs/decisions/0170-reading-the-units-beside-the-stream.md,
+ * docs/decisions/0234-a-json-answer-is-read-up-to-64-mib.md and
+ * docs/decisions/0237-an-event-is-read-as-far-as-a-json-answer.md.
+ */
+const JSON_DOCUMENT_MAX_BYTES = 64 * 1024 * 1024;
+
 export const METER_BOUNDS_DEFAULT: MeterBounds = {
   settleMax: SETTLE_MAX_DEFAULT,
-  jsonMaxBytes: 64 * 1024 * 1024,
-  eventMaxBytes: 1024 * 1024,
+  jsonMaxBytes: JSON_DOCUMENT_MAX_BYTES,
+  eventMaxBytes: JSON_DOCUMENT_MAX_BYTES,
 };
