@@ -184,9 +184,10 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
    */
   private static readUnread(exchange: Exchange): void {
     const { unread, meter, trailersGiven } = exchange;
-    if (!exchange.settled) for (const chunk of unread!) meter!.write(chunk);
+    const finished = exchange.settled;
+    if (!finished) for (const chunk of unread!) meter!.write(chunk);
     unread!.length = 0;
-    if (trailersGiven === undefined || exchange.settled) return;
+    if (finished || trailersGiven === undefined) return;
     exchange.reading = meter!.end({ complete: true, trailers: headerBagOf(trailersGiven) });
     exchange.finish(null);
   }

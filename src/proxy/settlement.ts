@@ -64,13 +64,13 @@ const CONTENT_ENCODING = 'content-encoding';
 const BODY_HEADERS = [...BODY_RULE_HEADERS, CONTENT_ENCODING];
 
 /**
- * Raw header (or trailer) pairs as a bag, names in lower case, a repeated name as a list; given
- * `names` (in lower case), only those: the rest are not decoded at all.
+ * Header (or trailer) pairs as a bag, names in lower case, a repeated name as a list; given `names`
+ * (in lower case), only those: the values of the rest are never decoded.
  */
 export function headerBagOf(raw: readonly (Buffer | string)[], names?: readonly string[]): HeaderBag {
   const bag: Record<string, string | string[]> = {};
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = names === undefined ? String(raw[i]).toLowerCase() : nameAmong(raw[i]!, names);
+    const name = names === undefined ? String(raw[i]).toLowerCase() : nameAmong(String(raw[i]), names);
     if (name === undefined) continue;
     const value = String(raw[i + 1]);
     const held = ownField(bag, name);
@@ -83,21 +83,10 @@ export function headerBagOf(raw: readonly (Buffer | string)[], names?: readonly 
   return bag;
 }
 
-/** Which of `names` a raw header name is, ignoring case (names are ASCII tokens), if any. */
-function nameAmong(raw: Buffer | string, names: readonly string[]): string | undefined {
-  for (const name of names) {
-    if (raw.length !== name.length) continue;
-    if (typeof raw === 'string' ? raw.toLowerCase() === name : sameLowerCase(raw, name)) return name;
-  }
+/** Which of `names` a header name is, ignoring case (names are ASCII tokens), if any. */
+function nameAmong(raw: string, names: readonly string[]): string | undefined {
+  for (const name of names) if (raw.length === name.length && raw.toLowerCase() === name) return name;
   return undefined;
-}
-
-function sameLowerCase(bytes: Buffer, lower: string): boolean {
-  for (let i = 0; i < bytes.length; i++) {
-    const byte = bytes[i]!;
-    if ((byte >= 0x41 && byte <= 0x5a ? byte + 0x20 : byte) !== lower.charCodeAt(i)) return false;
-  }
-  return true;
 }
 
 /** The request's cost: the units its response reported, else its reservation. */
