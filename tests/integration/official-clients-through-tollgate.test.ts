@@ -67,33 +67,42 @@ describe.each(cases)('the official clients through Tollgate, %s, answered %s', (
 
   const api: ProxyHarness['admin'] = (method, path, body) => h.admin(method, path, body);
 
-  it('charges every limit, the balance and usage the tokens the backends reported, JSON and streaming', async () => {
-    const reserve = { pointer: '/max_tokens', add: 1_000, default: 4_096 };
-    const plan = await api('POST', '/rate-limit/create', {
-      rateLimitId: `llm-${suffix}`,
-      unit: 'tokens',
-      limits: [
-        { name: 'tokens-per-day', limit: 200_000, period: 'day' },
-        { name: 'tokens-per-month', limit: 2_000_000, period: 'month' },
-        {
-          name: 'gpt-4o',
-          limit: 50_000,
-          period: 'day',
-          match: { body: { pointer: '/model', values: ['gpt-4o'] } },
-        },
-      ],
-      costs: [
-        { match: { routeIds: [`openai-${suffix}`] }, reserve, settle: { preset: 'openai' } },
-        { match: { routeIds: [`anthropic-${suffix}`] }, reserve, settle: { preset: 'anthropic' } },
-      ],
-    });
-    expect(plan.status).toBe(201);
+  /** A plan in tokens, created, and a key on it holding a balance of `credits` tokens: the key's answer. */
+  async function keyOnPlan(plan: Record<string, unknown>, name: string, credits: number) {
+    const created = await api('POST', '/rate-limit/create', { ...plan, unit: 'tokens' });
+    expect(created.status).toBe(201);
     const key = await api('POST', '/consumer-api-key/create', {
-      name: 'llm caller',
-      rateLimitId: plan.body.rateLimitId,
-      credits: { remaining: 100_000 },
+      name,
+      rateLimitId: created.body.rateLimitId,
+      credits: { remaining: credits },
     });
     expect(key.status).toBe(201);
+    return key;
+  }
+
+  it('charges every limit, the balance and usage the tokens the backends reported, JSON and streaming', async () => {
+    const reserve = { pointer: '/max_tokens', add: 1_000, default: 4_096 };
+    const key = await keyOnPlan(
+      {
+        rateLimitId: `llm-${suffix}`,
+        limits: [
+          { name: 'tokens-per-day', limit: 200_000, period: 'day' },
+          { name: 'tokens-per-month', limit: 2_000_000, period: 'month' },
+          {
+            name: 'gpt-4o',
+            limit: 50_000,
+            period: 'day',
+            match: { body: { pointer: '/model', values: ['gpt-4o'] } },
+          },
+        ],
+        costs: [
+          { match: { routeIds: [`openai-${suffix}`] }, reserve, settle: { preset: 'openai' } },
+          { match: { routeIds: [`anthropic-${suffix}`] }, reserve, settle: { preset: 'anthropic' } },
+        ],
+      },
+      'llm caller',
+      100_000,
+    );
     const openai = new OpenAI({ apiKey: key.body.secret, baseURL: `${h.base}/v1`, maxRetries: 0 });
     const anthropic = new Anthropic({ apiKey: key.body.secret, baseURL: h.base, maxRetries: 0 });
 
@@ -164,24 +173,21 @@ describe.each(cases)('the official clients through Tollgate, %s, answered %s', (
     expect(await h.usage(key.body.id)).toMatchObject({ requests: 5, cost: reported });
   });
   it('charges what the Responses API used, answered whole and streamed with an image', async () => {
-    const plan = await api('POST', '/rate-limit/create', {
-      rateLimitId: `responses-${suffix}`,
-      unit: 'tokens',
-      limits: [{ name: 'tokens-per-day', limit: 100_000, period: 'day' }],
-      costs: [
-        {
-          match: { routeIds: [`responses-${suffix}`] },
-          reserve: { pointer: '/max_output_tokens', add: 1_000, default: 4_096 },
-          settle: { preset: 'openai' },
-        },
-      ],
-    });
-    expect(plan.status).toBe(201);
-    const key = await api('POST', '/consumer-api-key/create', {
-      name: 'responder',
-      rateLimitId: plan.body.rateLimitId,
-      credits: { remaining: 50_000 },
-    });
+    const key = await keyOnPlan(
+      {
+        rateLimitId: `responses-${suffix}`,
+        limits: [{ name: 'tokens-per-day', limit: 100_000, period: 'day' }],
+        costs: [
+          {
+            match: { routeIds: [`responses-${suffix}`] },
+            reserve: { pointer: '/max_output_tokens', add: 1_000, default: 4_096 },
+            settle: { preset: 'openai' },
+          },
+        ],
+      },
+      'responder',
+      50_000,
+    );
     const openai = new OpenAI({ apiKey: key.body.secret, baseURL: `${h.base}/v1`, maxRetries: 0 });
 
     openAiUsage = { prompt_tokens: 300, completion_tokens: 45 };
@@ -226,18 +232,17 @@ describe.each(cases)('the official clients through Tollgate, %s, answered %s', (
     expect(await h.usage(key.body.id)).toMatchObject({ requests: 2, cost: 345 + 678 });
   });
   it('charges a batch of 2,048 embeddings, answered in base64 past 8 MiB, the tokens it used', async () => {
-    const plan = await api('POST', '/rate-limit/create', {
-      rateLimitId: `embed-${suffix}`,
-      unit: 'tokens',
-      limits: [{ name: 'tokens-per-day', limit: 1_000_000, period: 'day' }],
-      costs: [{ match: { routeIds: [`embeddings-${suffix}`] }, cost: 10_000, settle: { preset: 'openai' } }],
-    });
-    expect(plan.status).toBe(201);
-    const key = await api('POST', '/consumer-api-key/create', {
-      name: 'embedder',
-      rateLimitId: plan.body.rateLimitId,
-      credits: { remaining: 100_000 },
-    });
+    const key = await keyOnPlan(
+      {
+        rateLimitId: `embed-${suffix}`,
+        limits: [{ name: 'tokens-per-day', limit: 1_000_000, period: 'day' }],
+        costs: [
+          { match: { routeIds: [`embeddings-${suffix}`] }, cost: 10_000, settle: { preset: 'openai' } },
+        ],
+      },
+      'embedder',
+      100_000,
+    );
     const openai = new OpenAI({ apiKey: key.body.secret, baseURL: `${h.base}/v1`, maxRetries: 0 });
     openAiUsage = { prompt_tokens: 8_000, completion_tokens: 0 };
     const input = Array.from({ length: 2_048 }, (_, i) => `passage ${i}`);
