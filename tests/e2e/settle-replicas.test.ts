@@ -5,7 +5,9 @@
  * bound the answers, end charged exactly the units reported for the requests admitted, never more than
  * they held, the same on every replica. A request in flight on a replica SIGKILLed mid-response keeps
  * its reservation, and counts in usage once, unsettled, at its reservation (docs/decisions/0224), with
- * Redis and embedded; one that ended after it was written down counts once, settled.
+ * Redis and embedded; one that ended after it was written down counts once, settled. The presets read
+ * alike on every replica: a gzip answer decoded, a Responses API stream whose last event is megabytes,
+ * a cached Anthropic prompt whole.
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,6 +20,8 @@ import type { Tollgate } from './helpers/tollgate.js';
 const LIMIT = 2_000;
 const CREDITS = 1_500;
 const RESERVED = 10;
+/** A generated image in base64, as the Responses API streams one. */
+const IMAGE = Buffer.alloc(2 * 1024 * 1024, 0x5a).toString('base64');
 
 let fleet: Fleet;
 let embedded: Fleet | undefined;
@@ -39,6 +43,26 @@ beforeAll(async () => {
       return void res
         .writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' })
         .end(body);
+    }
+    // /v1/responses/7: a Responses API stream whose last event holds a drawn image (megabytes), then 7 tokens.
+    const responses = /\/v1\/responses\/(\d+)/.exec(req.url ?? '')?.[1];
+    if (responses !== undefined) {
+      const completed = {
+        type: 'response.completed',
+        response: {
+          output: [{ type: 'image_generation_call', result: IMAGE }],
+          usage: { total_tokens: Number(responses) },
+        },
+      };
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: response.created\ndata: {"type":"response.created","response":{"usage":null}}\n\n');
+      return void res.end(`event: response.completed\ndata: ${JSON.stringify(completed)}\n\n`);
+    }
+    // /v1/cached/7: an Anthropic answer of 7 tokens, all but the two of its answer and uncached prompt read from the cache.
+    const cached = /\/v1\/cached\/(\d+)/.exec(req.url ?? '')?.[1];
+    if (cached !== undefined) {
+      const usage = { input_tokens: 1, cache_read_input_tokens: Number(cached) - 2, output_tokens: 1 };
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ usage }));
     }
     const units = /\/v1\/units\/(?:held\/)?(\d+)/.exec(req.url ?? '')?.[1] ?? '0';
     res.writeHead(200, { 'content-type': 'text/plain', 'x-units-used': units });
@@ -158,6 +182,46 @@ it('reads the units of a gzip-coded answer decoded, on every replica, and passes
         detail.credits.remaining === CREDITS - reported &&
         detail.usage.rateLimits.limits[0].remaining === LIMIT - reported,
       { what: 'every answer settled at the units it reported, on this replica' },
+    );
+});
+
+it('reads a Responses API stream whose last event is megabytes, and a cached Anthropic prompt whole, on every replica', async () => {
+  const [admin] = fleet.members;
+  const plan = await admin!.admin('POST', '/rate-limit/create', {
+    rateLimitId: 'presets',
+    unit: 'tokens',
+    limits: [{ name: 'tokens', limit: LIMIT, period: 'day' }],
+    costs: [
+      { match: { pathPrefix: '/v1/responses' }, cost: RESERVED, settle: { preset: 'openai' } },
+      { match: { pathPrefix: '/v1/cached' }, cost: RESERVED, settle: { preset: 'anthropic' } },
+    ],
+  });
+  expect(plan.status).toBe(201);
+  const key = await admin!.admin('POST', '/consumer-api-key/create', {
+    name: 'presets',
+    rateLimitId: 'presets',
+    credits: { remaining: CREDITS },
+  });
+  const draw = unitsDrawn(11);
+  let reported = 0;
+  for (const member of fleet.members)
+    for (const kind of ['responses', 'cached'])
+      for (let i = 0; i < 3; i++) {
+        const units = 2 + draw();
+        const res = await fetch(`${member.url}/v1/${kind}/${units}`, {
+          headers: { authorization: `Bearer ${key.body.secret}` },
+        });
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+        reported += units;
+      }
+  for (const member of fleet.members)
+    await waitFor(
+      () => usageOf(member, key.body.id),
+      (detail) =>
+        detail.credits.remaining === CREDITS - reported &&
+        detail.usage.rateLimits.limits[0].remaining === LIMIT - reported,
+      { what: 'every answer settled at the tokens it reported, on this replica' },
     );
 });
 
