@@ -68,14 +68,15 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
   private clientGone = false;
   /** Answered (or failed) and counted: later callbacks do nothing. */
   private settled = false;
-  /** Reads the units of a usage-priced request's response as it passes; set with the response head. */
+  /** Reads a usage-priced response's units; opened on the backend's fields once the first chunks left. */
   private meter: UnitMeter | undefined = undefined;
+  private meterFields: string[] | undefined = undefined;
   /** Where `inFlight` holds it (InFlight.open). */
   private readonly inFlightSlot: number;
   /** What the meter read, once the response ended or failed. */
   private reading: Reading = unsettled('cut-short');
   /**
-   * Chunks passed on this turn that the meter has yet to read; made with the meter. Node holds a
+   * Chunks passed on this turn that the meter has yet to read; made with the head. Node holds a
    * chunked response's writes until the next tick (it corks the socket at the first write of a turn):
    * the meter reads them in a tick queued after that one, so that its reading never holds up their
    * sending.
@@ -134,14 +135,14 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
     proxy.metrics.upstreamDuration.observe((performance.now() - this.upstreamStartedAt) / 1000);
     const limit = entry.admission.limit;
     const headers = responseHeaders(raw, limit !== undefined, this.trailers);
-    const settlement = entry.admission.settlement;
-    // From the backend's fields as the client gets them, decoded once for both.
-    if (settlement !== undefined) {
-      this.meter = meterOf(settlement, headers);
-      if (this.meter !== undefined) this.unread = [];
+    if (entry.cors !== undefined) withoutBackendCors(headers);
+    // Decoded once for the client and the meter; the meter opens after the head and first chunk leave.
+    if (entry.admission.settlement?.rule !== undefined) {
+      this.meterFields = headers.slice();
+      this.unread = [];
     }
     headers.push('x-request-id', entry.context.requestId);
-    if (entry.cors !== undefined) withoutBackendCors(headers).push(...entry.cors);
+    if (entry.cors !== undefined) headers.push(...entry.cors);
     if (limit !== undefined) addLimitHeaders(headers, limit, proxy.clock());
     res.writeHead(statusCode, headers);
     this.resume = resume;
@@ -172,23 +173,28 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
       this.res.addTrailers(fields);
     }
     this.res.end();
-    if (this.meter === undefined) return this.finish(null);
+    if (this.unread === undefined) return this.finish(null);
     // The meter ends after reading the last chunks: in their tick when one is queued, else in its own.
     this.trailersGiven = trailers ?? [];
-    if (this.unread!.length === 0) process.nextTick(Exchange.readUnread, this);
+    if (this.unread.length === 0) process.nextTick(Exchange.readUnread, this);
   }
 
   /**
    * The meter reads this turn's chunks, now sent, and the response's end once it came; a finished
-   * exchange's are dropped unread.
+   * exchange's are dropped unread. (A rule whose pointers cannot be read has no meter.)
    */
   private static readUnread(exchange: Exchange): void {
-    const { unread, meter, trailersGiven } = exchange;
+    const { unread, trailersGiven, meterFields } = exchange;
     const finished = exchange.settled;
-    if (!finished) for (const chunk of unread!) meter!.write(chunk);
+    if (!finished && meterFields !== undefined) {
+      exchange.meter = meterOf(exchange.entry.admission.settlement!, meterFields);
+      exchange.meterFields = undefined;
+    }
+    const meter = exchange.meter;
+    if (!finished) for (const chunk of unread!) meter?.write(chunk);
     unread!.length = 0;
     if (finished || trailersGiven === undefined) return;
-    exchange.reading = meter!.end({ complete: true, trailers: headerBagOf(trailersGiven) });
+    if (meter) exchange.reading = meter.end({ complete: true, trailers: headerBagOf(trailersGiven) });
     exchange.finish(null);
   }
 

@@ -264,6 +264,50 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     expect(server.headers['access-control-allow-origin']).toBe('*');
   });
 
+  it("settles a page's usage-priced request from the fields its answer reached the page with", async () => {
+    /** A key on a plan of 1,000 tokens a day whose requests reserve 500 and settle from `header`. */
+    const keyReading = async (header: string) => {
+      const rate = 'tokens-' + Math.random().toString(36).slice(2, 8);
+      const plan = await call('POST', '/rate-limit/create', {
+        rateLimitId: rate,
+        unit: 'tokens',
+        limits: [{ limit: 1_000, period: 'day' }],
+        costs: [{ match: { pathPrefix: '/web' }, cost: 500, settle: { header } }],
+      });
+      expect(plan.status).toBe(201);
+      return createKey({ rateLimitId: rate });
+    };
+    const usageOnceSettled = async (id: string, remaining: number) =>
+      (
+        await waitFor(
+          async () =>
+            (
+              (await (await call('GET', `/consumer-api-key/${id}`)).json()) as {
+                usage: { unsettled: number; rateLimits: { limits: { remaining: number }[] } };
+              }
+            ).usage,
+          (u) => u.rateLimits.limits[0]!.remaining === remaining,
+          { timeoutMs: 5_000, everyMs: 20 },
+        )
+      ).value;
+    api.hook = (_req, res) => {
+      res.writeHead(200, { 'access-control-allow-origin': '*', 'access-control-units': '7', 'x-units': '7' });
+      res.end('{}');
+    };
+    const reading = await keyReading('x-units');
+    const answered = await send(h.port, '/web/hooked', 'GET', { origin: PAGE, 'x-api-key': reading.secret });
+    expect(answered.status).toBe(200);
+    expect(answered.headers['access-control-allow-origin']).toBe(PAGE);
+    expect(answered.headers['x-units']).toBe('7');
+    expect((await usageOnceSettled(reading.id, 993)).unsettled).toBe(0);
+
+    // A backend Access-Control field the page never gets is not read either: the reservation stays.
+    const dropped = await keyReading('access-control-units');
+    const kept = await send(h.port, '/web/hooked', 'GET', { origin: PAGE, 'x-api-key': dropped.secret });
+    expect(kept.headers['access-control-units']).toBeUndefined();
+    expect((await usageOnceSettled(dropped.id, 500)).unsettled).toBe(1);
+  });
+
   it('lets the page read a 429, its RateLimit headers exposed', async () => {
     const rate = 'plan-' + Math.random().toString(36).slice(2, 8);
     expect(
