@@ -3,7 +3,7 @@ import { isConcurrency, type LimitRule } from '../plans/plan.js';
 import { limitName, type LimitState } from '../limits/rate-limiter.js';
 import type { Scope, Subject } from '../plans/subject.js';
 import { slidingPeriodMs } from '../limits/sliding-window.js';
-import { secondsUntil, windowSeconds } from '../plans/window.js';
+import { secondsUntil, windowAt, windowSeconds } from '../plans/window.js';
 import type { Limited } from './admission.js';
 
 export { isoSeconds } from '../plans/window.js';
@@ -21,12 +21,23 @@ export { isoSeconds } from '../plans/window.js';
  * token bucket's `q` is its refill per `w` (its `r` may reach its burst); a concurrency limit has no `w`.
  */
 export function rateLimitPolicyHeader(subjects: readonly Subject[], nowMs: number): string {
+  const held = policies.get(subjects);
+  if (held !== undefined && nowMs >= held.from && nowMs < held.until) return held.header;
   let header = '';
   for (const { scope, plan } of subjects) {
     for (const rule of plan.limits) header += (header === '' ? '' : ', ') + policyItem(scope, rule, nowMs);
   }
+  const month = windowAt('month', nowMs);
+  policies.set(subjects, { header, from: month.start, until: month.end });
   return header;
 }
+
+/**
+ * Each set of subjects' policy, for the UTC month it was written in: only a monthly or yearly limit's
+ * `w` changes, and only as a month begins. A key's subjects are made once per plan it has (`Pricing`
+ * in `src/plans/pricing.ts`), so every response of a key writes the same field.
+ */
+const policies = new WeakMap<readonly Subject[], { header: string; from: number; until: number }>();
 
 function policyItem(scope: Scope, rule: LimitRule, nowMs: number): string {
   const item = `"${limitName(scope, rule)}";q=${rule.limit}`;

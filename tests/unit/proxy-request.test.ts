@@ -297,6 +297,22 @@ describe('RateLimit headers (draft-ietf-httpapi-ratelimit-headers structured fie
     ).toBe(`"burst";q=10;w=1, "quota";q=10000;w=${30 * 86400}`);
   });
 
+  it('writes the same subjects’ policy once a month, and anew as each month and year begins', () => {
+    const subjects = keyOnly(
+      'key_1',
+      plan({ limit: 5, period: 'month' }, { limit: 9, period: 'year' }, { limit: 1, period: 'hour' }),
+    );
+    const policy = (days: number, year: number) =>
+      `"month";q=5;w=${days * 86400}, "year";q=9;w=${year * 86400}, "hour";q=1;w=3600`;
+    expect(rateLimitPolicyHeader(subjects, now)).toBe(policy(28, 365));
+    const lastOfFebruary = Date.UTC(2026, 2, 1) - 1;
+    expect(rateLimitPolicyHeader(subjects, lastOfFebruary)).toBe(policy(28, 365));
+    expect(rateLimitPolicyHeader(subjects, lastOfFebruary + 1)).toBe(policy(31, 365));
+    expect(rateLimitPolicyHeader(subjects, Date.UTC(2028, 1, 3))).toBe(policy(29, 366));
+    // Back in time (a clock set back): the month it is, not the last one written.
+    expect(rateLimitPolicyHeader(subjects, now)).toBe(policy(28, 365));
+  });
+
   it('lists the key’s limits, then its consumer’s, named consumer.<name>', () => {
     const subjects: Subject[] = [
       { scope: 'key', id: 'key_1', plan: plan({ limit: 10, period: 'second', name: 'burst' }) },
