@@ -18,14 +18,25 @@ interface LogLine {
   msg: string;
 }
 
+/**
+ * The command timeout of a replica whose Redis only stops: a stopped server fails its commands at once
+ * (no offline queue), so the timeout only guards the healthy phases before and after, where a machine
+ * busy with other test files has held a reply past the default.
+ */
+const STURDY_TIMEOUT_MS = 5_000;
+/** The default (`connectRedis`), which the tests of a Redis that hangs or holds writes time. */
+const DEFAULT_TIMEOUT_MS = 500;
+
 /** A replica's limiter over its own connections to a private redis-server, with its logs and metrics. */
-async function replica(server: RedisServer, mode: 'open' | 'closed') {
+async function replica(server: RedisServer, mode: 'open' | 'closed', commandTimeoutMs = STURDY_TIMEOUT_MS) {
   const lines: LogLine[] = [];
   const logger = createLogger('info', {
     write: (line: string) => void lines.push(JSON.parse(line) as LogLine),
   });
   const metrics = new Metrics();
-  const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, logger);
+  const redis = connectRedis({ redisUrl: server.url, redisClusterNodes: undefined }, logger, {
+    commandTimeoutMs,
+  });
   expect(await redis.ready(5_000)).toBe(true);
   const limiter = new FailoverRateLimiter(
     new RedisRateLimiter(redis.client, 'fo:', metrics),
@@ -154,7 +165,7 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
   });
 
   it('a Redis that hangs costs one command timeout, then requests stop waiting on it', async () => {
-    const r = await replica(server, 'open');
+    const r = await replica(server, 'open', DEFAULT_TIMEOUT_MS);
     current = r.redis;
     expect((await r.limiter.consume(keyOnly('key_h', policy), 1, Date.now())).allowed).toBe(true);
     server.pause();
@@ -177,7 +188,7 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
   });
 
   it('when the first call times out, calls already waiting on Redis take the fallback with it', async () => {
-    const r = await replica(server, 'closed');
+    const r = await replica(server, 'closed', DEFAULT_TIMEOUT_MS);
     current = r.redis;
     expect((await r.limiter.consume(keyOnly('key_w1', policy), 1, Date.now())).allowed).toBe(true);
     server.pause();
@@ -194,7 +205,7 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
   });
 
   it('answers most of the first second of a hang: throughput falls for one command timeout only', async () => {
-    const r = await replica(server, 'open');
+    const r = await replica(server, 'open', DEFAULT_TIMEOUT_MS);
     current = r.redis;
     await r.limiter.consume(keyOnly('key_t0', policy), 1, Date.now());
     server.pause();
@@ -235,7 +246,11 @@ describe('a Redis that restarts empty (no persistence)', () => {
   const replicas: Awaited<ReturnType<typeof replica>>[] = [];
   beforeAll(async () => {
     server = await RedisServer.start();
-    replicas.push(await replica(server, 'closed'), await replica(server, 'closed'));
+    // The default timeout: the last test holds writes past it while the replicas check on reconnecting.
+    replicas.push(
+      await replica(server, 'closed', DEFAULT_TIMEOUT_MS),
+      await replica(server, 'closed', DEFAULT_TIMEOUT_MS),
+    );
   });
   afterAll(async () => {
     for (const r of replicas) {
