@@ -212,7 +212,8 @@ function charge(
       return { ...refused('credits_exhausted', key, limit), short: { balance: decision.balance!, cost } };
     if (refusedForPlaces(decision)) return refused('concurrency_limit_exceeded', key, limit);
     if (!decision.allowed) return refused('rate_limit_exceeded', key, limit);
-    const admitted = {
+    // One literal, no spreads: this runs for every admitted request, before it is forwarded.
+    return {
       admitted: true,
       secret,
       key,
@@ -220,17 +221,16 @@ function charge(
       balance: decision.balance,
       cost,
       release: decision.release,
-      ...(body !== undefined && { body }),
-    } as const;
-    if (!settling) return admitted;
-    const reservation = {
-      decision,
-      subjects,
-      ...(visitor !== undefined && { visitor }),
-      reserved: cost,
-      admittedMs: now,
+      body,
+      settlement: settling
+        ? {
+            rule: settles,
+            settleMax,
+            reserved: cost,
+            reservation: { decision, subjects, visitor, reserved: cost, admittedMs: now },
+          }
+        : undefined,
     };
-    return { ...admitted, settlement: { rule: settles, settleMax, reserved: cost, reservation } };
   };
   let decided: Decision | Promise<Decision>;
   try {
