@@ -150,19 +150,9 @@ it('charges a limit and a balance across three replicas exactly the units the ba
 });
 
 it('reads the units of a gzip-coded answer decoded, on every replica, and passes it on coded', async () => {
-  const [admin] = fleet.members;
-  const plan = await admin!.admin('POST', '/rate-limit/create', {
-    rateLimitId: 'coded',
-    unit: 'tokens',
-    limits: [{ name: 'tokens', limit: LIMIT, period: 'day' }],
-    costs: [{ match: { pathPrefix: '/v1/coded' }, cost: RESERVED, settle: { preset: 'openai' } }],
-  });
-  expect(plan.status).toBe(201);
-  const key = await admin!.admin('POST', '/consumer-api-key/create', {
-    name: 'coded',
-    rateLimitId: 'coded',
-    credits: { remaining: CREDITS },
-  });
+  const key = await tokensKey('coded', [
+    { match: { pathPrefix: '/v1/coded' }, cost: RESERVED, settle: { preset: 'openai' } },
+  ]);
   const draw = unitsDrawn(5);
   let reported = 0;
   for (const member of fleet.members)
@@ -175,33 +165,14 @@ it('reads the units of a gzip-coded answer decoded, on every replica, and passes
       expect(JSON.parse(await res.text())).toMatchObject({ usage: { total_tokens: units } });
       reported += units;
     }
-  for (const member of fleet.members)
-    await waitFor(
-      () => usageOf(member, key.body.id),
-      (detail) =>
-        detail.credits.remaining === CREDITS - reported &&
-        detail.usage.rateLimits.limits[0].remaining === LIMIT - reported,
-      { what: 'every answer settled at the units it reported, on this replica' },
-    );
+  await settledEverywhere(key.body.id, reported);
 });
 
 it('reads a Responses API stream whose last event is megabytes, and a cached Anthropic prompt whole, on every replica', async () => {
-  const [admin] = fleet.members;
-  const plan = await admin!.admin('POST', '/rate-limit/create', {
-    rateLimitId: 'presets',
-    unit: 'tokens',
-    limits: [{ name: 'tokens', limit: LIMIT, period: 'day' }],
-    costs: [
-      { match: { pathPrefix: '/v1/responses' }, cost: RESERVED, settle: { preset: 'openai' } },
-      { match: { pathPrefix: '/v1/cached' }, cost: RESERVED, settle: { preset: 'anthropic' } },
-    ],
-  });
-  expect(plan.status).toBe(201);
-  const key = await admin!.admin('POST', '/consumer-api-key/create', {
-    name: 'presets',
-    rateLimitId: 'presets',
-    credits: { remaining: CREDITS },
-  });
+  const key = await tokensKey('presets', [
+    { match: { pathPrefix: '/v1/responses' }, cost: RESERVED, settle: { preset: 'openai' } },
+    { match: { pathPrefix: '/v1/cached' }, cost: RESERVED, settle: { preset: 'anthropic' } },
+  ]);
   const draw = unitsDrawn(11);
   let reported = 0;
   for (const member of fleet.members)
@@ -215,15 +186,39 @@ it('reads a Responses API stream whose last event is megabytes, and a cached Ant
         await res.arrayBuffer();
         reported += units;
       }
+  await settledEverywhere(key.body.id, reported);
+});
+
+/** A key with CREDITS on a new plan `id` of LIMIT tokens a day, priced by `costs`, made on the first replica. */
+async function tokensKey(id: string, costs: unknown[]) {
+  const admin = fleet.members[0]!;
+  const plan = await admin.admin('POST', '/rate-limit/create', {
+    rateLimitId: id,
+    unit: 'tokens',
+    limits: [{ name: 'tokens', limit: LIMIT, period: 'day' }],
+    costs,
+  });
+  expect(plan.status).toBe(201);
+  const key = await admin.admin('POST', '/consumer-api-key/create', {
+    name: id,
+    rateLimitId: id,
+    credits: { remaining: CREDITS },
+  });
+  expect(key.status).toBe(201);
+  return key;
+}
+
+/** Waits until every replica shows the key's limit and balance charged exactly `reported` units. */
+async function settledEverywhere(keyId: string, reported: number): Promise<void> {
   for (const member of fleet.members)
     await waitFor(
-      () => usageOf(member, key.body.id),
+      () => usageOf(member, keyId),
       (detail) =>
         detail.credits.remaining === CREDITS - reported &&
         detail.usage.rateLimits.limits[0].remaining === LIMIT - reported,
-      { what: 'every answer settled at the tokens it reported, on this replica' },
+      { what: 'every answer settled at the units it reported, on this replica' },
     );
-});
+}
 
 /** The plan of these tests, on the deployment `admin` belongs to: 10 units reserved, the header settles. */
 async function unitsPlan(admin: Tollgate): Promise<void> {
