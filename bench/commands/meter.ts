@@ -64,7 +64,7 @@ export async function meter(): Promise<string> {
   const { openMeter } = await builtModule<typeof OpenMeterModule>('metering/open-meter.js');
   const { decodedMeter } = await builtModule<typeof DecodingModule>('metering/decoding-meter.js');
   const { METER_BOUNDS_DEFAULT } = await builtModule<typeof BoundsModule>('metering/meter-bounds.js');
-  const bounds = { ...METER_BOUNDS_DEFAULT, jsonMaxBytes: Number.MAX_SAFE_INTEGER };
+  const bounds = { ...METER_BOUNDS_DEFAULT, documentMaxBytes: Number.MAX_SAFE_INTEGER };
   const rows = ANSWERS.map((answer) => {
     const coding = 'coding' in answer ? answer.coding : undefined;
     const headers = { 'content-type': answer.type, 'content-encoding': coding };

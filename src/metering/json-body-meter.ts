@@ -17,12 +17,12 @@ export class JsonBodyMeter implements UnitMeter {
 
   write(chunk: Uint8Array): void {
     this.bytes += chunk.length;
-    if (this.bytes <= this.bounds.jsonMaxBytes) this.tally.reader.write(chunk);
+    if (this.bytes <= this.bounds.documentMaxBytes) this.tally.reader.write(chunk);
   }
 
   end({ complete }: { complete: boolean }): Reading {
     if (!complete) return unsettled('cut-short');
-    if (this.bytes > this.bounds.jsonMaxBytes) return unsettled('too-large');
+    if (this.bytes > this.bounds.documentMaxBytes) return unsettled('too-large');
     if (!this.tally.reader.end()) return unsettled('malformed');
     this.tally.take();
     return this.tally.reading(this.bounds.settleMax);

@@ -103,9 +103,9 @@ it('reads identity as it is, and a coding it cannot undo as malformed', () => {
 
 it('keeps the JSON bound on the decoded bytes: a small coded body that decodes past it is too large', () => {
   const padded = `{"pad":"${' '.repeat(64 * 1024)}","usage":{"total_tokens":5}}`;
-  const bounds = { ...METER_BOUNDS_DEFAULT, jsonMaxBytes: 16 * 1024 };
+  const bounds = { ...METER_BOUNDS_DEFAULT, documentMaxBytes: 16 * 1024 };
   const coded = gzipSync(padded);
-  expect(coded.length).toBeLessThan(bounds.jsonMaxBytes);
+  expect(coded.length).toBeLessThan(bounds.documentMaxBytes);
   expect(read({ preset: 'openai' }, json('gzip'), coded, { bounds })).toEqual({
     settled: false,
     reason: 'too-large',

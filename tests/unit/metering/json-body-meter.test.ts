@@ -74,7 +74,7 @@ it('needs every pointer: a partial sum would charge too little', () => {
 });
 
 it('stops reading past its byte bound, and is unsettled', () => {
-  const bounds = { ...METER_BOUNDS_DEFAULT, jsonMaxBytes: 40 };
+  const bounds = { ...METER_BOUNDS_DEFAULT, documentMaxBytes: 40 };
   const body = '{"usage": {"total_tokens": 12}}';
   expect(meterBody({ preset: 'openai' }, body, [], bounds)).toEqual({ settled: true, units: 12 });
   const padded = `{"pad": "${'x'.repeat(40)}", "usage": {"total_tokens": 12}}`;

@@ -187,7 +187,7 @@ it('is unsettled when cut short, or when one event carries more data than the bo
   const meter = openMeter({ preset: 'openai' }, EVENT_STREAM)!;
   meter.write(Buffer.from('data: {"usage":{"total_tokens":7}}\n\n'));
   expect(meter.end({ complete: false })).toEqual({ settled: false, reason: 'cut-short' });
-  const bounds = { ...METER_BOUNDS_DEFAULT, eventMaxBytes: 64 };
+  const bounds = { ...METER_BOUNDS_DEFAULT, documentMaxBytes: 64 };
   const big = `data: {"text": "${'x'.repeat(64)}"}\n\ndata: {"usage":{"total_tokens":7}}\n\n`;
   expect(meterStream({ preset: 'openai' }, big, [], bounds)).toEqual({ settled: false, reason: 'too-large' });
   const small = `data: {"text": "${'x'.repeat(40)}"}\n\ndata: {"usage":{"total_tokens":7}}\n\n`;

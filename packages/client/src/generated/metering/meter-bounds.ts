@@ -6,10 +6,8 @@ import { SETTLE_MAX_DEFAULT } from './reading.js';
 export interface MeterBounds {
   /** The cost entry's `settleMax`: units above it are cut to it. */
   settleMax: number;
-  /** The bytes of a plain JSON response read at most. */
-  jsonMaxBytes: number;
-  /** The bytes of `data:` one event of a stream may carry. */
-  eventMaxBytes: number;
+  /** The bytes of one JSON document read at most: a plain JSON response, or one event's `data:`. */
+  documentMaxBytes: number;
 }
 
 /**
@@ -23,6 +21,5 @@ const JSON_DOCUMENT_MAX_BYTES = 64 * 1024 * 1024;
 
 export const METER_BOUNDS_DEFAULT: MeterBounds = {
   settleMax: SETTLE_MAX_DEFAULT,
-  jsonMaxBytes: JSON_DOCUMENT_MAX_BYTES,
-  eventMaxBytes: JSON_DOCUMENT_MAX_BYTES,
+  documentMaxBytes: JSON_DOCUMENT_MAX_BYTES,
 };

@@ -91,7 +91,7 @@ export class SseMeter implements UnitMeter {
   /** Gives the event's reader these bytes of its data, within the event's bound. */
   private feed(bytes: Uint8Array, from: number, to: number): void {
     this.eventBytes += to - from;
-    if (this.eventBytes > this.bounds.eventMaxBytes) this.tooLarge = true;
+    if (this.eventBytes > this.bounds.documentMaxBytes) this.tooLarge = true;
     else this.tally.reader.write(bytes, from, to);
   }
 
