@@ -4,13 +4,15 @@
  * stream; each request is reserved its cost entry's `cost` before it is forwarded and settled at what
  * its response reported when it ends, in its limits and its usage; one whose response reports nothing
  * keeps its reservation. A reservation read from the body (`max_tokens`), a per-model limit by the body,
- * 413 past BODY_MATCH_MAX_BYTES; and each event of a stream reaches the client before the backend
- * sends the next.
+ * 413 past BODY_MATCH_MAX_BYTES; each event of a stream reaches the client before the backend
+ * sends the next; and a compressed answer that decodes to gigabytes goes on as it came, unsettled.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { brotliCompressSync, constants } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { request } from 'undici';
 import { startOpenAiBackend } from '../helpers/openai-backend.js';
 import { ModelBackend, sendJson } from '../helpers/model-backend.js';
 import { HARNESS_LIMITERS } from '../helpers/harness-limiters.js';
@@ -286,34 +288,42 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
     expect(await h.usage(key.id)).toMatchObject({ requests: 4, cost: 100 });
   });
 
+  /** Runs `use` with a route of its own to a backend answering with `handler`, gone after. */
+  async function withBackend(
+    handler: Parameters<typeof createServer>[1],
+    use: (route: string) => Promise<void>,
+  ): Promise<void> {
+    const server: Server = createServer(handler);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const route = `own-${randomBytes(4).toString('hex')}`;
+    const created = await api('POST', '/tollgate/routes', {
+      routeId: route,
+      match: { pathPrefix: `/v1/${route}` },
+      upstreamUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    });
+    expect(created.status).toBe(201);
+    try {
+      await use(route);
+    } finally {
+      expect((await api('DELETE', `/tollgate/routes/${route}`)).status).toBe(200);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }
+
   it('passes each event of a stream on before the backend sends the next, and settles from the last', async () => {
     // The backend holds its second event until the client has the first: were an event held back, the
     // stream would never go on (and the test would time out).
     let firstArrived!: () => void;
     const arrived = new Promise<void>((resolve) => (firstArrived = resolve));
-    const server: Server = createServer((_req, res) => {
+    const backend: Parameters<typeof createServer>[1] = (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: {"choices":[{"delta":{"content":"first"}}]}\n\n');
       void arrived.then(() => res.end('data: {"choices":[],"usage":{"total_tokens":7}}\n\ndata: [DONE]\n\n'));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const slowRoute = `slow-${randomBytes(4).toString('hex')}`;
-    const created = await api('POST', '/tollgate/routes', {
-      routeId: slowRoute,
-      match: { pathPrefix: `/v1/${slowRoute}` },
-      upstreamUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    });
-    expect(created.status).toBe(201);
-    try {
-      const plan = await api('POST', '/rate-limit/create', {
-        rateLimitId: `slow-${randomBytes(4).toString('hex')}`,
-        limits: [{ name: 'tokens', limit: 1_000, period: 'day' }],
-        costs: [{ match: { routeIds: [slowRoute] }, cost: 100, settle: { preset: 'openai' } }],
-      });
-      const key = (
-        await api('POST', '/consumer-api-key/create', { name: 'slow', rateLimitId: plan.body.rateLimitId })
-      ).body as { id: string; secret: string };
-      const res = await fetch(`${h.base}/v1/${slowRoute}`, {
+    };
+    await withBackend(backend, async (route) => {
+      const key = await tokenKey(1_000, route);
+      const res = await fetch(`${h.base}/v1/${route}`, {
         headers: { authorization: `Bearer ${key.secret}` },
       });
       const reader = res.body!.getReader();
@@ -324,10 +334,29 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
         text += new TextDecoder().decode(chunk.value);
       expect(text).toContain('"total_tokens":7');
       expect(await tokensLeftBecome(key.id, 993)).toBe(993);
-    } finally {
-      expect((await api('DELETE', `/tollgate/routes/${slowRoute}`)).status).toBe(200);
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
+    });
+  });
+
+  it('passes on an answer that decodes to far more than it weighs as it came, kept at its reservation', async () => {
+    // 64 MiB of zeros in a few dozen bytes of br: the meter decodes an answer only to 256 times its
+    // coded bytes past the first MiB, so it stops there and the answer is unsettled, too large.
+    const params = { [constants.BROTLI_PARAM_QUALITY]: 5, [constants.BROTLI_PARAM_LGWIN]: 24 };
+    const bomb = brotliCompressSync(Buffer.alloc(64 * 1024 * 1024), { params });
+    const backend: Parameters<typeof createServer>[1] = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'br' });
+      res.end(bomb);
+    };
+    await withBackend(backend, async (route) => {
+      const key = await tokenKey(1_000, route);
+      // undici's request decodes nothing: the client gets the bytes the backend sent.
+      const answered = await request(`${h.base}/v1/${route}`, {
+        headers: { authorization: `Bearer ${key.secret}` },
+      });
+      expect(answered.statusCode).toBe(200);
+      expect(answered.headers['content-encoding']).toBe('br');
+      expect(Buffer.from(await answered.body.arrayBuffer())).toEqual(bomb);
+      expect(await tokensLeftBecome(key.id, 1_000 - RESERVED)).toBe(1_000 - RESERVED);
+      expect(await h.metric('tollgate_unsettled_requests_total')).toContain('reason="too-large"} 1');
+    });
   });
 });

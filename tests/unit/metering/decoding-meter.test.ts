@@ -1,10 +1,11 @@
-import { brotliCompressSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
+import { brotliCompressSync, constants, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
 import fc from 'fast-check';
 import { decodedMeter } from '../../../src/metering/decoding-meter.js';
 import { METER_BOUNDS_DEFAULT } from '../../../src/metering/meter-bounds.js';
 import { openMeter } from '../../../src/metering/open-meter.js';
 import type { Reading } from '../../../src/metering/reading.js';
 import type { SettleRule } from '../../../src/metering/settle-rule.js';
+import type { UnitMeter } from '../../../src/metering/unit-meter.js';
 import { splitAt } from './split.js';
 
 const ENCODE: Record<string, (bytes: Buffer) => Buffer> = {
@@ -74,6 +75,63 @@ describe.each(Object.keys(ENCODE))('a body in %s', (encoding) => {
       settled: false,
       reason: 'cut-short',
     });
+  });
+});
+
+/** 64 MiB of zeros, coded: a decompression bomb (br's in a few dozen bytes, one chunk of a read). */
+const BOMB_BYTES = 64 * 1024 * 1024;
+const BOMB: Record<string, () => Buffer> = {
+  gzip: () => gzipSync(Buffer.alloc(BOMB_BYTES)),
+  'x-gzip': () => gzipSync(Buffer.alloc(BOMB_BYTES)),
+  deflate: () => deflateSync(Buffer.alloc(BOMB_BYTES)),
+  br: () =>
+    brotliCompressSync(Buffer.alloc(BOMB_BYTES), {
+      params: { [constants.BROTLI_PARAM_QUALITY]: 5, [constants.BROTLI_PARAM_LGWIN]: 24 },
+    }),
+  zstd: () => zstdCompressSync(Buffer.alloc(BOMB_BYTES)),
+};
+
+/** What an answer of `coded` bytes may decode to: 256 times as much, past its first MiB. */
+const decodedBound = (coded: number) => 1024 * 1024 + 256 * coded;
+
+describe.each(Object.keys(BOMB))('an answer in %s that decodes to far more than it weighs', (encoding) => {
+  const bomb = BOMB[encoding]!();
+  /** A meter behind the decoder that counts what it is given. */
+  const counting = () => {
+    const seen = { bytes: 0 };
+    const meter: UnitMeter = {
+      write: (chunk) => void (seen.bytes += chunk.length),
+      end: () => ({ settled: true, units: 1 }),
+    };
+    return { seen, meter: decodedMeter(meter, encoding) };
+  };
+
+  it('is decoded no further than 256 times its coded bytes past the first MiB: too large', () => {
+    for (const chunkBytes of [4096, bomb.length]) {
+      const { seen, meter } = counting();
+      let written = 0;
+      const cuts = Array.from(
+        { length: Math.floor(bomb.length / chunkBytes) },
+        (_, i) => (i + 1) * chunkBytes,
+      );
+      for (const chunk of splitAt(bomb, cuts)) {
+        meter.write(chunk);
+        written += chunk.length;
+        expect(seen.bytes).toBeLessThanOrEqual(decodedBound(written));
+      }
+      expect(meter.end({ complete: true })).toEqual({ settled: false, reason: 'too-large' });
+      expect(seen.bytes).toBeLessThan(BOMB_BYTES);
+    }
+  });
+
+  it('leaves the next answers in its coding read right', () => {
+    const { meter } = counting();
+    meter.write(bomb);
+    meter.end({ complete: true });
+    const coded = ENCODE[encoding]!(Buffer.from(JSON_ANSWER));
+    expect(read({ preset: 'openai' }, json(encoding), coded)).toEqual({ settled: true, units: 12 });
+    const stream = { 'content-type': 'text/event-stream', 'content-encoding': encoding };
+    expect(read({ preset: 'openai' }, stream, bomb)).toEqual({ settled: false, reason: 'too-large' });
   });
 });
 
