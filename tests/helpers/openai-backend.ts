@@ -7,6 +7,7 @@
  * numbers an input, in base64 when asked (as the `openai` client does), the usage last. It reports the
  * usage the test sets in `usage`.
  */
+import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { backendOf, sendEvents, sendJson, wordsOf } from './model-backend.js';
 
@@ -109,8 +110,11 @@ function sendResponse(
   ]);
 }
 
-/** A generated image as the Responses API returns one, in base64: megabytes in one event. */
-const IMAGE = Buffer.alloc(2 * 1024 * 1024, 0x5a).toString('base64');
+/**
+ * A generated image as the Responses API returns one, in base64: megabytes in one event. Random bytes,
+ * as a PNG's are compressed already: a backend's gzip shrinks its base64 by a quarter, no more.
+ */
+const IMAGE = randomBytes(2 * 1024 * 1024).toString('base64');
 
 const DIMENSIONS = 1_536;
 
