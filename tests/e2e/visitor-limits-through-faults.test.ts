@@ -8,7 +8,8 @@
  * the minute is what is asserted: each visitor at most its limit, all of them together at most the
  * key's; after a SIGKILL then a flush, more by what the killed replica had admitted (decision record
  * 0059's limitation), and during a hang exactly what `REDIS_FAILURE_MODE=open` allows besides. Each case starts at
- * a minute's beginning on the replicas' test clock, never waited for.
+ * a minute's beginning on the replicas' test clock, never waited for, and is given two minutes: on a
+ * busy 2-CPU machine one took more than one.
  */
 import { Redis } from 'ioredis';
 import { RedisServer } from '../helpers/redis-server.js';
@@ -175,7 +176,7 @@ it('FLUSHALL mid-window under load admits no visitor more than its limit, and th
     `FLUSHALL mid-window: admitted per visitor ${perVisitor.join(', ')} (limits ${VISITOR_LIMIT}, key ${KEY_LIMIT})`,
   );
   expectWithinLimits(perVisitor);
-}, 60_000);
+}, 120_000);
 
 it('with a replica SIGKILLed under load, then FLUSHALL, no visitor gets more than its limit and the dead replica’s share, nor the key', async () => {
   const [victim] = (await threeAlive()) as [Tollgate, Tollgate, Tollgate];
@@ -203,7 +204,7 @@ it('with a replica SIGKILLed under load, then FLUSHALL, no visitor gets more tha
       `${killedHad.join(', ')} (limits ${VISITOR_LIMIT}, key ${KEY_LIMIT})`,
   );
   expectWithinLimits(perVisitor, killedHad);
-}, 60_000);
+}, 120_000);
 
 it('through a two-second Redis hang, each replica limits alone and Redis’ counts stay exact', async () => {
   const members = await threeAlive();
@@ -258,7 +259,7 @@ it('through a two-second Redis hang, each replica limits alone and Redis’ coun
   // minute may admit up to the replicas' number times each limit more than Redis counted.
   for (const admitted of perVisitor) expect(admitted).toBeLessThanOrEqual(VISITOR_LIMIT * (1 + REPLICAS));
   expect(perVisitor.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(KEY_LIMIT * (1 + REPLICAS));
-}, 60_000);
+}, 120_000);
 
 it('with a replica SIGTERMed under load, no visitor gets more than its limit, nor the key more than its', async () => {
   const [, , leaving] = (await threeAlive()) as [Tollgate, Tollgate, Tollgate];
@@ -281,4 +282,4 @@ it('with a replica SIGTERMed under load, no visitor gets more than its limit, no
       `the replica left in ${Math.round(leftMs)} ms`,
   );
   expectWithinLimits(perVisitor);
-}, 60_000);
+}, 120_000);
