@@ -73,9 +73,9 @@ const CODINGS: Readonly<Record<string, Coding>> = (() => {
 
 /** One decoder and the meter its decoded bytes go to, while it serves an answer. */
 class Decoder {
-  into: UnitMeter | undefined = undefined;
+  private into: UnitMeter | undefined = undefined;
   /** The coded bytes of its answer written so far, and the decoded bytes made of them. */
-  coded = 0;
+  private coded = 0;
   private decoded = 0;
   /** Its answer decoded past the bound: nothing more of it is decoded or read. */
   tooLarge = false;
@@ -102,6 +102,14 @@ class Decoder {
     this.coded = 0;
     this.decoded = 0;
     this.tooLarge = false;
+  }
+
+  /** Decodes the answer's next coded bytes, unless it is past its bound. */
+  write(chunk: Uint8Array): void {
+    if (this.tooLarge) return;
+    this.coded += chunk.byteLength;
+    // A stream that met bytes not in its coding ignores the rest (minizlib).
+    this.stream.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
   }
 }
 
@@ -133,11 +141,7 @@ class DecodingMeter implements UnitMeter {
   }
 
   write(chunk: Uint8Array): void {
-    const decoder = this.decoder;
-    if (decoder.tooLarge) return;
-    decoder.coded += chunk.byteLength;
-    // A stream that met bytes not in its coding ignores the rest (minizlib).
-    decoder.stream.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    this.decoder.write(chunk);
   }
 
   end(ending: { complete: boolean; trailers?: HeaderBag }): Reading {

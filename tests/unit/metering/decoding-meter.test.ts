@@ -80,22 +80,18 @@ describe.each(Object.keys(ENCODE))('a body in %s', (encoding) => {
 
 /** 64 MiB of zeros, coded: a decompression bomb (br's in a few dozen bytes, one chunk of a read). */
 const BOMB_BYTES = 64 * 1024 * 1024;
-const BOMB: Record<string, () => Buffer> = {
-  gzip: () => gzipSync(Buffer.alloc(BOMB_BYTES)),
-  'x-gzip': () => gzipSync(Buffer.alloc(BOMB_BYTES)),
-  deflate: () => deflateSync(Buffer.alloc(BOMB_BYTES)),
-  br: () =>
-    brotliCompressSync(Buffer.alloc(BOMB_BYTES), {
-      params: { [constants.BROTLI_PARAM_QUALITY]: 5, [constants.BROTLI_PARAM_LGWIN]: 24 },
-    }),
-  zstd: () => zstdCompressSync(Buffer.alloc(BOMB_BYTES)),
-};
+const bombIn = (encoding: string): Buffer =>
+  encoding === 'br'
+    ? brotliCompressSync(Buffer.alloc(BOMB_BYTES), {
+        params: { [constants.BROTLI_PARAM_QUALITY]: 5, [constants.BROTLI_PARAM_LGWIN]: 24 },
+      })
+    : ENCODE[encoding]!(Buffer.alloc(BOMB_BYTES));
 
 /** What an answer of `coded` bytes may decode to: 256 times as much, past its first MiB. */
 const decodedBound = (coded: number) => 1024 * 1024 + 256 * coded;
 
-describe.each(Object.keys(BOMB))('an answer in %s that decodes to far more than it weighs', (encoding) => {
-  const bomb = BOMB[encoding]!();
+describe.each(Object.keys(ENCODE))('an answer in %s that decodes to far more than it weighs', (encoding) => {
+  const bomb = bombIn(encoding);
   /** A meter behind the decoder that counts what it is given. */
   const counting = () => {
     const seen = { bytes: 0 };
