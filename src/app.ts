@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import { BillingExporter } from './billing/billing-exporter.js';
 import { BillingExportRepository } from './billing/export-repository.js';
 import { LedgerRepository } from './billing/ledger-repository.js';
@@ -27,6 +27,7 @@ import type { Metrics } from './ops/metrics.js';
 import { createOpsServer } from './ops/ops-server.js';
 import { startExtauth, type ExtauthListeners, type ExtauthPorts } from './extauth/listeners.js';
 import { RepeatingTask } from './ops/repeating-task.js';
+import { drainHttpServer } from './ops/drain-http.js';
 import { listenOn } from './net/listen-on.js';
 import { Reservations } from './reservations/reservations.js';
 import { MemoryReservationStore, type InFlightStore, type ReservationStore } from './reservations/store.js';
@@ -128,10 +129,6 @@ const FAILED_ADMIN_AUTH_LIMIT = { limit: 20, period: 'minute' } as const;
 export const SHUTDOWN_GRACE_MS = 4_000;
 /** The most a closing step gets once usage is written. */
 const CLOSE_STEP_MS = 1_000;
-
-const closeAfterAnswer = (_req: IncomingMessage, res: ServerResponse): void => {
-  res.shouldKeepAlive = false;
-};
 
 export function buildApp({
   config,
@@ -349,25 +346,17 @@ export function buildApp({
       // SIGTERM ends within SHUTDOWN_TIMEOUT_MS + 5 s whatever Redis and the database do: the drain
       // takes at most the timeout, and every later step gets what is left of the grace.
       const mustEndBy = Date.now() + config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS;
-      // A keep-alive client would go on sending on its connection until the deadline cut it: every
-      // answer from now on says `Connection: close`, so clients go to another replica.
-      publicServer.prependListener('request', closeAfterAnswer);
-      const closed = new Promise<void>((resolve) => publicServer.close(() => resolve()));
-      // Idle keep-alive connections would hold close() open; busy ones finish their request first.
-      publicServer.closeIdleConnections();
       // Upgraded sockets are outside server.close(): end them, or they hold the drain to its deadline.
-      await upgrade.close();
       const [drained] = await Promise.all([
-        settledWithin(closed, config.shutdownTimeoutMs),
+        drainHttpServer(publicServer, config.shutdownTimeoutMs),
+        upgrade.close(),
         extauth?.close(config.shutdownTimeoutMs),
       ]);
-      if (!drained) {
+      if (!drained)
         logger.warn(
           { timeoutMs: config.shutdownTimeoutMs },
           'drain deadline reached; closing remaining connections',
         );
-        publicServer.closeAllConnections();
-      }
       routeTable.stop();
       // Nothing is charged any more: what was spent of credit balances goes to the database first, it is money.
       await settledWithin(spentCredits.stop(), CLOSE_STEP_MS);

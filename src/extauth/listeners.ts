@@ -3,10 +3,10 @@
  * Envoy's gRPC services on EXTAUTH_GRPC_PORT, each off unless its port is set. Started and drained
  * with the public listener by the composition root (src/app.ts).
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
 import type { Config } from '../config.js';
-import { settledWithin } from '../ops/deadline.js';
+import { drainHttpServer } from '../ops/drain-http.js';
+import { listenOn } from '../net/listen-on.js';
 import { createForwardAuthHandler } from './forward-auth.js';
 import type { ExtauthDeps } from './gateway-decision.js';
 
@@ -21,10 +21,6 @@ export interface ExtauthListeners {
   close(timeoutMs: number): Promise<void>;
 }
 
-const closeAfterAnswer = (_req: IncomingMessage, res: ServerResponse): void => {
-  res.shouldKeepAlive = false;
-};
-
 export async function startExtauth(
   deps: ExtauthDeps,
   config: Pick<Config, 'host' | 'extauth'>,
@@ -38,21 +34,9 @@ export async function startExtauth(
       { headersTimeout: 15_000, requestTimeout: 300_000, maxHeaderSize: 16_384, keepAliveTimeout: 65_000 },
       createForwardAuthHandler({ ...deps, trustedHops }),
     );
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, config.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    ports = { extauthPort: (server.address() as AddressInfo).port };
-    closers.push(async (timeoutMs) => {
-      // Gateways keep connections open: every answer from now on closes its own.
-      server.prependListener('request', closeAfterAnswer);
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      if (!(await settledWithin(closed, timeoutMs))) server.closeAllConnections();
-    });
+    ports = { extauthPort: await listenOn(server, port, config.host) };
+    // Gateways keep connections open: every answer from now on closes its own.
+    closers.push(async (timeoutMs) => void (await drainHttpServer(server, timeoutMs)));
   }
   if (grpcPort !== undefined) {
     // gRPC and Envoy's definitions are loaded only by a deployment that serves them.

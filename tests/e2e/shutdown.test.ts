@@ -115,6 +115,40 @@ it('ends keep-alive connections busy with requests at SIGTERM by answering Conne
   tollgate = await startTollgate({ ...env, UPSTREAM_URL: backend.url, ROOT_TOKEN: tollgate.rootToken });
 });
 
+it('closes a kept-alive connection once the request in flight on it at SIGTERM is answered, when its client sends no other', async () => {
+  const { body: key } = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'gone elsewhere' });
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  // A client that sends on a kept-alive connection once before, so its next request reuses it.
+  expect((await proxied(tollgate, key.secret, agent)).status).toBe(200);
+  const sockets = Object.values(agent.freeSockets).flat();
+  expect(sockets).toHaveLength(1);
+  const socketClosed = new Promise((resolve) => sockets[0]!.once('close', resolve));
+  const path = `/v1/in-flight/${randomBytes(4).toString('hex')}/slow/600`;
+  const inFlight = proxied(tollgate, key.secret, agent, path);
+  // The request is in flight, past the listener's 'request' event, once the backend has it.
+  await waitFor(
+    async () => backend.received.some((r) => r.url === path),
+    (arrived) => arrived,
+  );
+  const started = performance.now();
+  const exit = new Promise<number | null>((resolve) => tollgate.process.once('exit', resolve));
+  tollgate.process.kill('SIGTERM');
+  // Answered as it would have been, kept alive: the client, like a load balancer that moved on,
+  // sends nothing more on it.
+  expect(await inFlight).toEqual({ status: 200, connection: 'keep-alive' });
+  await socketClosed;
+  const closedAfter = (performance.now() - started) / 1000;
+  expect(await exit).toBe(0);
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  console.log(
+    `SIGTERM with a request in flight on a kept-alive connection: closed by the server ${closedAfter.toFixed(1)} s ` +
+      `after, exited ${seconds.toFixed(1)} s after (drain deadline 5 s)`,
+  );
+  expect(seconds).toBeLessThan(4);
+  tollgate = await startTollgate({ ...env, UPSTREAM_URL: backend.url, ROOT_TOKEN: tollgate.rootToken });
+});
+
 describe.each(MODES)('SIGTERM under load, $name', (mode) => {
   let deployment: Deployment;
   let running: Tollgate | undefined;
