@@ -73,6 +73,7 @@ async function threeAlive(): Promise<Tollgate[]> {
   for (const [i, member] of fleet.members.entries())
     if (member.process.exitCode !== null || member.process.signalCode !== null)
       fleet.members[i] = (await fleet.replicas.start(1))[0]!;
+  for (const member of fleet.members) everyReplica.add(member);
   return fleet.members;
 }
 
@@ -149,6 +150,23 @@ function visitorLoad(name: string, secret: string, via: () => readonly Tollgate[
 
 const sum = (counts: readonly number[]) => counts.reduce((a, b) => a + b, 0);
 
+/** Every replica the cases ran, those that left included. */
+const everyReplica = new Set<Tollgate>();
+let caseBegan = new Date();
+beforeEach(() => (caseBegan = new Date()));
+
+/** Every replica's log lines of level warn and above since `since`. */
+function warningsSince(since: Date): string {
+  const warnings: string[] = [];
+  for (const replica of everyReplica)
+    for (const line of replica.output) {
+      const entry = /^\{"level":(\d+),"time":"([^"]+)"/.exec(line);
+      if (entry && Number(entry[1]) >= 40 && new Date(entry[2]!) >= since)
+        warnings.push(`${replica.process.pid}: ${line}`);
+    }
+  return warnings.join('\n');
+}
+
 /**
  * What every case asserts of the minute: each visitor at most its limit, all together at most the
  * key's; more by exactly what `lostWith` says a replica that died had admitted of each (else nothing).
@@ -157,6 +175,12 @@ function expectWithinLimits(
   perVisitor: readonly number[],
   lostWith: readonly number[] = VISITORS.map(() => 0),
 ) {
+  const over =
+    perVisitor.some((admitted, v) => admitted > VISITOR_LIMIT + lostWith[v]!) ||
+    sum(perVisitor) > KEY_LIMIT + sum(lostWith);
+  // What the replicas warned of in the case (a Redis command timed out, a drain cut short) says why.
+  if (over)
+    console.log(`Over a limit; the replicas' warnings since the case began:\n${warningsSince(caseBegan)}`);
   for (const [v, admitted] of perVisitor.entries())
     expect(admitted).toBeLessThanOrEqual(VISITOR_LIMIT + lostWith[v]!);
   expect(sum(perVisitor)).toBeLessThanOrEqual(KEY_LIMIT + sum(lostWith));
