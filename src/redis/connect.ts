@@ -2,6 +2,7 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import type { Config } from '../config.js';
 import { settledWithin } from '../ops/deadline.js';
 import type { Logger } from '../ops/logger.js';
+import { failCommandsAfter } from './command-deadline.js';
 
 /** A single Redis or a Redis Cluster: every adapter talks to either through this type. */
 export type RedisClient = Redis | Cluster;
@@ -45,14 +46,13 @@ const backoff = (times: number): number =>
   Math.min(50 * 2 ** Math.min(times, 5), 1_000) + Math.floor(Math.random() * 100);
 
 // No offline queue, no resending after a reconnect: a limiter decision that timed out has already
-// been answered from elsewhere, and replaying it later would spend quota nobody used.
-const commandOptions = (commandTimeoutMs: number) =>
-  ({
-    commandTimeout: commandTimeoutMs,
-    maxRetriesPerRequest: 0,
-    autoResendUnfulfilledCommands: false,
-    connectTimeout: 2_000,
-  }) satisfies RedisOptions;
+// been answered from elsewhere, and replaying it later would spend quota nobody used. The command
+// deadline is `failCommandsAfter`'s, not ioredis' own `commandTimeout`.
+const commandOptions = {
+  maxRetriesPerRequest: 0,
+  autoResendUnfulfilledCommands: false,
+  connectTimeout: 2_000,
+} satisfies RedisOptions;
 
 /**
  * Opens the command and subscriber connections to `config.redisClusterNodes` (Cluster) or
@@ -76,7 +76,7 @@ export function connectRedis(
       clusterRetryStrategy: backoff,
       enableAutoPipelining: true,
       redisOptions: {
-        ...commandOptions(commandTimeoutMs),
+        ...commandOptions,
         // Credentials and TLS of the cluster come from REDIS_URL when both are set.
         ...(url?.username && { username: decodeURIComponent(url.username) }),
         ...(url?.password && { password: decodeURIComponent(url.password) }),
@@ -87,7 +87,7 @@ export function connectRedis(
     subscriber = new Cluster(nodes, { ...base, enableAutoPipelining: false });
   } else if (config.redisUrl) {
     client = new Redis(config.redisUrl, {
-      ...commandOptions(commandTimeoutMs),
+      ...commandOptions,
       retryStrategy: backoff,
       enableOfflineQueue: false,
       enableAutoPipelining: true,
@@ -98,6 +98,7 @@ export function connectRedis(
   } else {
     throw new Error('connectRedis needs REDIS_URL or REDIS_CLUSTER_NODES');
   }
+  failCommandsAfter(client, commandTimeoutMs);
 
   // Without a listener ioredis prints every connection error; the limiter and flusher report
   // outages themselves, so these go to debug.

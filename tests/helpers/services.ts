@@ -14,8 +14,9 @@ export const ADMIN_DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgr
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 /**
  * Redis connections of tests that count what is admitted and do not time Redis: a command may wait
- * longer than the service's 500 ms while a whole test run starves a redis-server, or the Jest worker
- * running the limiter, of CPU (redis-failover.test.ts times the default).
+ * longer than the service's 500 ms while a whole test run starves a redis-server of CPU
+ * (redis-failover.test.ts times the default; a Jest worker too busy to read an answer in time no
+ * longer fails it: src/redis/command-deadline.ts).
  */
 export const COUNTING_REDIS: { readonly commandTimeoutMs: number } = { commandTimeoutMs: 5_000 };
 

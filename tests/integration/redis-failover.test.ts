@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import { Redis } from 'ioredis';
 import { FailoverRateLimiter, LimiterUnavailableError } from '../../src/limits/failover-limiter.js';
 import type { Subject } from '../../src/plans/subject.js';
@@ -184,6 +185,37 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
     // The decision that timed out was already on the wire, so Redis ran it on resuming; the one after
     // it never reached Redis.
     expect((await r.limiter.peek(keyOnly('key_h', policy), Date.now()))[0]!.remaining).toBe(3);
+    await r.limiter.close();
+  });
+
+  it('a replica whose own thread stalls past the command timeout, Redis answering in time, keeps limiting through Redis', async () => {
+    const r = await replica(server, 'open', DEFAULT_TIMEOUT_MS);
+    current = r.redis;
+    const pauser = new Redis(server.url);
+    const now = Date.now();
+    expect((await r.limiter.consume(keyOnly('key_s', policy), 1, now)).allowed).toBe(true);
+    /**
+     * `send()` on the wire while Redis holds its answer 100 ms, then the thread busy for twice the
+     * timeout (a long task, a CPU quota throttling the container): the answer waits on the socket.
+     */
+    const stalledWhile = async <T>(send: () => Promise<T>): Promise<T> => {
+      await pauser.call('CLIENT', 'PAUSE', '100', 'ALL');
+      const sent = send();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      // As a request's work does, the stall runs where the loop reads I/O, not in its timers.
+      await stat('.');
+      const stalled = performance.now();
+      while (performance.now() - stalled < 2 * DEFAULT_TIMEOUT_MS);
+      return sent;
+    };
+    expect((await stalledWhile(() => r.limiter.consume(keyOnly('key_s', policy), 1, now))).limit).toEqual(
+      expect.objectContaining({ remaining: 3 }),
+    );
+    expect(await r.degraded()).toBe(0);
+    expect(r.logged(WARN)).toEqual([]);
+    // The same of any command (a write of usage, a settlement).
+    expect(await stalledWhile(() => r.redis.client.incr('fo:stalled'))).toBe(1);
+    pauser.disconnect();
     await r.limiter.close();
   });
 
