@@ -198,7 +198,7 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
      * `send()` on the wire while Redis holds its answer 100 ms, then the thread busy for twice the
      * timeout (a long task, a CPU quota throttling the container): the answer waits on the socket.
      */
-    const stalledWhile = async <T>(send: () => Promise<T>): Promise<T> => {
+    const stalledWhile = async <T>(send: () => T | Promise<T>): Promise<T> => {
       await pauser.call('CLIENT', 'PAUSE', '100', 'ALL');
       const sent = send();
       await new Promise((resolve) => setTimeout(resolve, 20));
