@@ -1,7 +1,7 @@
 import type { Cluster, Command, Redis } from 'ioredis';
 
 /** The error of a command past its deadline: ioredis' own words for its `commandTimeout`. */
-export const COMMAND_TIMED_OUT = 'Command timed out';
+const COMMAND_TIMED_OUT = 'Command timed out';
 
 /**
  * Fails every command of `client` that Redis has not answered within `ms`, as ioredis' `commandTimeout`
