@@ -5,10 +5,11 @@ const COMMAND_TIMED_OUT = 'Command timed out';
 /** A deadline's timer this late means the thread was held up: it gives that time back. */
 const HELD_UP_MS = 10;
 
-/** A command's deadline: when it falls due, and the timer that checks it then. */
+/** A command's deadline: when it falls due, the timer that checks it then, whether it was given time back. */
 interface Deadline {
   dueAt: number;
   timer: NodeJS.Timeout | undefined;
+  extended: boolean;
 }
 
 /**
@@ -20,9 +21,10 @@ interface Deadline {
  * limited in process until its probe found Redis back (src/limits/failover-limiter.ts): more admitted
  * than the shared count allows.
  *
- * Here a timer that fires late, the thread held up meanwhile, gives the command as long again (it may
- * not even have left while the thread was held); one on time checks the command in `setImmediate`,
- * which Node runs after the poll that reads the sockets.
+ * Here a timer that fires late, the thread held up meanwhile, gives the command as long again, once
+ * (it may not even have left while the thread was held; a thread that lags for good must still find
+ * a hung Redis out); one on time checks the command in `setImmediate`, which Node runs after the poll
+ * that reads the sockets.
  */
 export function failCommandsAfter(client: Redis | Cluster, ms: number): void {
   const timed = new WeakSet<Command>();
@@ -31,7 +33,7 @@ export function failCommandsAfter(client: Redis | Cluster, ms: number): void {
     // A Cluster sends a command again on a redirection: its deadline runs from the first sending.
     if (!timed.has(command)) {
       timed.add(command);
-      const deadline: Deadline = { dueAt: performance.now() + ms, timer: undefined };
+      const deadline: Deadline = { dueAt: performance.now() + ms, timer: undefined, extended: false };
       deadline.timer = setTimeout(onDue, ms, command, deadline);
       const clear = () => clearTimeout(deadline.timer);
       command.promise.then(clear, clear);
@@ -43,7 +45,8 @@ export function failCommandsAfter(client: Redis | Cluster, ms: number): void {
 function onDue(command: Command, deadline: Deadline): void {
   const now = performance.now();
   const late = now - deadline.dueAt;
-  if (late >= HELD_UP_MS) {
+  if (late >= HELD_UP_MS && !deadline.extended) {
+    deadline.extended = true;
     deadline.dueAt = now + late;
     deadline.timer = setTimeout(onDue, late, command, deadline);
   } else setImmediate(failIfUnanswered, command);

@@ -219,6 +219,31 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
     await r.limiter.close();
   });
 
+  it('a Redis that hangs while the replica’s thread lags throughout is still found out, within twice the timeout', async () => {
+    const LAG_MS = 200;
+    const r = await replica(server, 'open', DEFAULT_TIMEOUT_MS);
+    current = r.redis;
+    expect(await r.redis.client.incr('fo:lagging')).toBe(1);
+    server.pause();
+    // The thread busy 200 ms at a time, one block right after another: a deadline's timer fires late
+    // by up to a block, nearly always by more than a thread held up is given back for.
+    let lagging = true;
+    const lag = () => {
+      const busy = performance.now();
+      while (performance.now() - busy < LAG_MS);
+      if (lagging) setImmediate(lag);
+    };
+    setImmediate(lag);
+    const hung = await timed(() => r.redis.client.incr('fo:lagging'));
+    lagging = false;
+    server.resume();
+    expect((hung.error as Error).message).toBe('Command timed out');
+    expect(hung.ms).toBeGreaterThanOrEqual(DEFAULT_TIMEOUT_MS - 50);
+    // Given time back once for the thread's lag, never again: a lagging thread does not hide a hang.
+    expect(hung.ms).toBeLessThan(2 * DEFAULT_TIMEOUT_MS + 3 * LAG_MS);
+    await r.limiter.close();
+  });
+
   it('when the first call times out, calls already waiting on Redis take the fallback with it', async () => {
     const r = await replica(server, 'closed', DEFAULT_TIMEOUT_MS);
     current = r.redis;
