@@ -26,7 +26,7 @@ export async function startExtauth(
   config: Pick<Config, 'host' | 'extauth'>,
 ): Promise<ExtauthListeners> {
   const { port, grpcPort, trustedHops, rlsDomain } = config.extauth;
-  const closers: ((timeoutMs: number) => Promise<void>)[] = [];
+  const closers: ((timeoutMs: number) => Promise<unknown>)[] = [];
   let ports: ExtauthPorts = {};
   if (port !== undefined) {
     // The public listener's limits on slow and large request heads (src/server.ts).
@@ -36,7 +36,7 @@ export async function startExtauth(
     );
     ports = { extauthPort: await listenOn(server, port, config.host) };
     // Gateways keep connections open: every answer from now on closes its own.
-    closers.push(async (timeoutMs) => void (await drainHttpServer(server, timeoutMs)));
+    closers.push((timeoutMs) => drainHttpServer(server, timeoutMs));
   }
   if (grpcPort !== undefined) {
     // gRPC and Envoy's definitions are loaded only by a deployment that serves them.

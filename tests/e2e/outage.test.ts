@@ -189,8 +189,9 @@ describe('Redis outage (private redis-server)', () => {
   }, 30_000);
 
   it('a replica paused under load (SIGSTOP, as a CPU quota pauses a container) never takes a Redis that answered for a failing one', async () => {
-    // Under the 1,024 units a count must hold to lease: every admitted request asks Redis, so commands
-    // are on the wire whenever the replica is paused.
+    // Under the 1,024 units a count must hold to lease: every admitted request asks Redis, and the
+    // clients send without a pause (not `load()`'s paced ones), so commands are on the wire whenever
+    // the replica is paused.
     const key = await keyWithPlan(open, 'paused', 1_000, 'second');
     const mark = outputMark([open]);
     let running = true;
