@@ -9,6 +9,7 @@
  */
 import type { ZlibOptions as NodeZlibOptions } from 'node:zlib';
 import { BrotliDecompress, Unzip, ZstdDecompress, constants } from 'minizlib';
+import { contentCodings } from './content-codings.js';
 import { unsettled, type Reading } from './reading.js';
 import type { HeaderBag, UnitMeter } from './unit-meter.js';
 
@@ -119,12 +120,7 @@ class Decoder {
  * response unread (`malformed`).
  */
 export function decodedMeter(meter: UnitMeter, contentEncoding: HeaderBag[string]): UnitMeter {
-  if (contentEncoding === undefined) return meter;
-  const codings = String(contentEncoding)
-    .toLowerCase()
-    .split(',')
-    .map((coding) => coding.trim())
-    .filter((coding) => coding !== 'identity' && coding !== '');
+  const codings = contentCodings(contentEncoding);
   if (!codings.every((coding) => Object.hasOwn(CODINGS, coding))) return UNREADABLE;
   // The last coding applied is the first undone: each wraps the meters of the codings before it.
   return codings.reduce<UnitMeter>((decoded, coding) => new DecodingMeter(decoded, CODINGS[coding]!), meter);
