@@ -48,7 +48,7 @@ export const REFUSALS = {
   body_too_large: {
     status: 413,
     message:
-      'The request body is larger than BODY_MATCH_MAX_BYTES, and the plan reads it to match or reserve on it',
+      'The request body is larger than BODY_MATCH_MAX_BYTES (decoded, in a content coding), and the plan reads it to match or reserve on it',
     metric: 'bad_request',
     authFailure: null,
     usageOutcome: undefined,

@@ -1,28 +1,31 @@
 import type { Readable } from 'node:stream';
+import { requestJson } from './request-json.js';
 
 /** How much of a request body Tollgate reads to match or reserve on it (`BODY_MATCH_MAX_BYTES`). */
 export const BODY_MATCH_MAX_BYTES_DEFAULT = 1024 * 1024;
 
 /**
- * A request body read whole, to decide on it: `bytes` to forward unchanged, `json` its parse
- * (undefined when it is not JSON), or `too-large` (the proxy answers 413 `body_too_large`).
+ * A request body read whole, to decide on it: `bytes` to forward unchanged, `json` its parse as its
+ * backend reads it (undefined when it is not JSON; src/metering/request-json.ts), or `too-large`, its
+ * bytes or what they decode to (the proxy answers 413 `body_too_large`).
  */
 export type RequestBody = { kind: 'read'; bytes: Buffer; json: unknown } | { kind: 'too-large' };
 
 /**
  * Reads `body` up to `maxBytes`. A declared `Content-Length` over the bound is refused before a byte is
  * read; otherwise reading stops at the first byte past it, leaving the rest unread and the stream
- * paused (the caller answers 413 and closes the connection). Rejects when the body fails (the client
- * left).
+ * paused (the caller answers 413 and closes the connection); a body in a content coding is as large
+ * as it decodes to. Rejects when the body fails (the client left).
  */
 export function readRequestBody(
   body: Readable,
   maxBytes: number,
-  declaredLength?: number,
+  /** Its `Content-Length` and `Content-Encoding` fields. */
+  declared: { readonly length?: number; readonly encoding?: string } = {},
   /** Called once reading starts (never for a body declared too large): the proxy's `100 Continue`. */
   beforeReading?: () => void,
 ): Promise<RequestBody> {
-  if (declaredLength !== undefined && declaredLength > maxBytes) {
+  if (declared.length !== undefined && declared.length > maxBytes) {
     return Promise.resolve({ kind: 'too-large' });
   }
   beforeReading?.();
@@ -45,7 +48,8 @@ export function readRequestBody(
     const onEnd = () => {
       stop();
       const bytes = Buffer.concat(chunks, length);
-      resolve({ kind: 'read', bytes, json: parseJson(bytes) });
+      const read = requestJson(bytes, declared.encoding, maxBytes);
+      resolve(read === 'too-large' ? { kind: 'too-large' } : { kind: 'read', bytes, json: read.json });
     };
     const onError = (error: Error) => {
       stop();
@@ -53,12 +57,4 @@ export function readRequestBody(
     };
     body.on('data', onData).on('end', onEnd).on('error', onError);
   });
-}
-
-function parseJson(bytes: Buffer): unknown {
-  try {
-    return JSON.parse(bytes.toString('utf8')) as unknown;
-  } catch {
-    return undefined;
-  }
 }

@@ -165,7 +165,10 @@ async function chargeAfterBody(
   const read = await readRequestBody(
     incoming,
     maxBytes,
-    length === undefined ? undefined : Number(length),
+    {
+      length: length === undefined ? undefined : Number(length),
+      encoding: incoming.headers['content-encoding'],
+    },
     request.continueBody,
   );
   if (read.kind === 'too-large') return refused('body_too_large', payer.key);

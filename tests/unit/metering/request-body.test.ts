@@ -67,7 +67,9 @@ describe('over HTTP', () => {
   beforeAll(async () => {
     server = createServer((req, res) => {
       const declared = req.headers['content-length'];
-      const reading = readRequestBody(req, MAX, declared === undefined ? undefined : Number(declared));
+      const reading = readRequestBody(req, MAX, {
+        length: declared === undefined ? undefined : Number(declared),
+      });
       readings.push(reading);
       reading.then(
         (outcome) => {
