@@ -66,7 +66,7 @@ const socketAddressOf = (reader: ProtoReader, end: number) =>
     return socket;
   });
 
-/** HttpRequest: method (2), headers (3, a map), path (4), host (5). */
+/** HttpRequest: method (2), headers (3, a map), path (4), host (5), body (11), raw_body (12). */
 function http(reader: ProtoReader, end: number): Http {
   const request: Mutable<Http> = {};
   while (reader.pos < end) {
@@ -94,6 +94,12 @@ function http(reader: ProtoReader, end: number): Http {
         break;
       case 5:
         request.host = reader.string();
+        break;
+      case 11:
+        request.body = reader.string();
+        break;
+      case 12:
+        request.raw_body = reader.bytes() as Buffer;
         break;
       default:
         reader.skipType(tag & 7);

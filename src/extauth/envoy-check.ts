@@ -6,6 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { canonicalAddress } from '../net/canonical-address.js';
+import type { SentBody } from '../proxy/admission-request.js';
 import { credentialOf } from '../proxy/credential.js';
 import { customerIdOf, requestIdOf } from '../proxy/forwarding-headers.js';
 import { decide, type ExtauthDeps, type GatewayRequest } from './gateway-decision.js';
@@ -22,6 +23,9 @@ export interface CheckRequest {
         /** The request target: path and query. */
         readonly path?: string;
         readonly host?: string;
+        /** Its body, sent with `with_request_body`: as text, or as bytes with `pack_as_bytes`. */
+        readonly body?: string;
+        readonly raw_body?: Uint8Array;
       };
     };
   };
@@ -50,6 +54,7 @@ export interface CheckResponse {
 /** gRPC status codes (google/rpc/code.proto) of a denial, by the proxy's HTTP status. */
 const DENIED_CODES: Readonly<Record<number, number>> = {
   400: 3, // INVALID_ARGUMENT
+  413: 3,
   401: 16, // UNAUTHENTICATED
   403: 7, // PERMISSION_DENIED
   429: 8, // RESOURCE_EXHAUSTED
@@ -81,6 +86,30 @@ export function checkedRequest(
     origin: headers.origin,
     referer: headers.referer,
     customerId: customerIdOf(headers, customerIdHeader),
+    body: sentBody(http, headers),
+  };
+}
+
+/**
+ * The body Envoy sent along (`with_request_body`), bytes as they came with `pack_as_bytes`;
+ * `x-envoy-auth-partial-body: true` says it is only its start (`allow_partial_message`).
+ */
+function sentBody(
+  http: NonNullable<NonNullable<NonNullable<CheckRequest['attributes']>['request']>['http']>,
+  headers: Readonly<Record<string, string>>,
+): SentBody | undefined {
+  const raw = http.raw_body;
+  const bytes =
+    raw !== undefined
+      ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength)
+      : http.body !== undefined
+        ? Buffer.from(http.body)
+        : undefined;
+  if (bytes === undefined) return undefined;
+  return {
+    bytes,
+    contentEncoding: headers['content-encoding'],
+    partial: headers['x-envoy-auth-partial-body'] === 'true',
   };
 }
 

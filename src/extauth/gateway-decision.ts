@@ -12,6 +12,7 @@ import type { Metrics } from '../ops/metrics.js';
 import { hasNoControlCharacter } from '../plans/clean-text.js';
 import { normalisedPath } from '../plans/normalised-path.js';
 import { admit, type Admitted, type AdmissionDeps, type Refused } from '../proxy/admission.js';
+import type { SentBody } from '../proxy/admission-request.js';
 import type { KeyUseDeps } from '../proxy/key-use.js';
 import type { Reservations } from '../reservations/reservations.js';
 import { addLimitHeaders } from '../proxy/rate-limit-headers.js';
@@ -47,6 +48,8 @@ export interface GatewayRequest {
   readonly customerId: string | undefined;
   /** Units it costs in place of its plans' costs (the rate limit service's `hits_addend`). */
   readonly cost?: number;
+  /** Its body, when the gateway sent it along (Envoy's Check): for a plan that decides on it. */
+  readonly body?: SentBody;
 }
 
 /**
@@ -143,6 +146,7 @@ export async function decide(
     method: request.method,
     path: endpoint,
     ...(request.cost !== undefined && { cost: request.cost }),
+    ...(request.body !== undefined && { body: request.body }),
   });
   // Nothing tells this listener when the gateway's request ends: a reservation and the places it took
   // are held until the settle call names it (x-tollgate-reservation), a place at most for the lease

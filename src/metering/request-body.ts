@@ -47,9 +47,7 @@ export function readRequestBody(
     };
     const onEnd = () => {
       stop();
-      const bytes = Buffer.concat(chunks, length);
-      const read = requestJson(bytes, declared.encoding, maxBytes);
-      resolve(read === 'too-large' ? { kind: 'too-large' } : { kind: 'read', bytes, json: read.json });
+      resolve(bodyRead(Buffer.concat(chunks, length), maxBytes, declared.encoding));
     };
     const onError = (error: Error) => {
       stop();
@@ -57,4 +55,11 @@ export function readRequestBody(
     };
     body.on('data', onData).on('end', onEnd).on('error', onError);
   });
+}
+
+/** A whole body, `bytes` as they were sent, read to decide on it (`too-large` past `maxBytes`, decoded). */
+export function bodyRead(bytes: Buffer, maxBytes: number, contentEncoding: string | undefined): RequestBody {
+  if (bytes.length > maxBytes) return { kind: 'too-large' };
+  const read = requestJson(bytes, contentEncoding, maxBytes);
+  return read === 'too-large' ? { kind: 'too-large' } : { kind: 'read', bytes, json: read.json };
 }

@@ -39,13 +39,27 @@ export interface AdmissionRequest {
   readonly reserve?: number;
   /** Verify's: every limit's state after the decision is pushed here, as the limiter reports it. */
   readonly states?: LimitState[];
-  /** The proxied request itself: when traced, a wait on the limiter is a span of its trace. */
+  /**
+   * The proxied request itself: when traced, a wait on the limiter is a span of its trace; its body is
+   * read when a plan decides on it.
+   */
   readonly incoming?: IncomingMessage;
+  /** A body that came with the question (Envoy's `with_request_body`), for a plan that decides on it. */
+  readonly body?: SentBody;
   /**
    * Sends `100 Continue` to a client that asked for it (`Expect: 100-continue`) and waits to send its
    * body: called when the body must be read to decide (an authenticated key, a declared size that fits).
    */
   readonly continueBody?: () => void;
+}
+
+/** A request's body as a gateway sent it along. */
+export interface SentBody {
+  readonly bytes: Buffer;
+  /** Its `Content-Encoding`. */
+  readonly contentEncoding: string | undefined;
+  /** Only its start came (a gateway's bound on what it buffers): past any bound a plan may read. */
+  readonly partial: boolean;
 }
 
 export interface AdmissionDeps {

@@ -19,7 +19,7 @@ import type { RequestFacts } from '../plans/request-match.js';
 import { tracer } from '../tracing/tracer.js';
 import type { AllowedAttempt, Attempt } from './auth-throttle.js';
 import { SETTLE_MAX_DEFAULT } from '../plans/usage-pricing.js';
-import { readRequestBody } from '../metering/request-body.js';
+import { bodyRead, readRequestBody, type RequestBody } from '../metering/request-body.js';
 import { reservedCost } from './settlement.js';
 import type { AdmissionDeps, AdmissionRequest } from './admission-request.js';
 import { refused, type Admission, type Refused } from './admission-result.js';
@@ -135,14 +135,22 @@ function admitKey(
   }
   const payer = { secret, key, customerId, now };
   const facts = request as RequestFacts;
-  // Read only when the body may decide (a body match, a reservation from it), and only by the proxy;
-  // a WebSocket upgrade has none (its socket is the connection's).
+  // Read only when the body may decide (a body match, a reservation from it): the proxy's request's,
+  // or the one a gateway sent along; a WebSocket upgrade has none (its socket is the connection's).
+  const maxBytes = deps.bodyMatchMaxBytes;
+  if (maxBytes === undefined || !key.pricing?.readsBody(facts))
+    return charge(deps, request, payer, facts, undefined);
   const incoming = request.incoming;
-  const readable = incoming !== undefined && incoming.headers.upgrade === undefined;
-  if (readable && deps.bodyMatchMaxBytes !== undefined && key.pricing?.readsBody(facts))
-    return chargeAfterBody(deps, request, payer, facts, incoming, deps.bodyMatchMaxBytes);
-  return charge(deps, request, payer, facts, undefined);
+  if (incoming !== undefined && incoming.headers.upgrade === undefined)
+    return chargeAfterBody(deps, request, payer, facts, incoming, maxBytes);
+  const sent = request.body;
+  if (sent === undefined) return charge(deps, request, payer, facts, undefined);
+  const read = sent.partial ? TOO_LARGE : bodyRead(sent.bytes, maxBytes, sent.contentEncoding);
+  // Decided on, not forwarded: the gateway forwards it.
+  return chargeRead(deps, request, payer, facts, read, undefined);
 }
+
+const TOO_LARGE: RequestBody = { kind: 'too-large' };
 
 /** Who is charged, and when: the secret presented, its key, the customer id counted. */
 interface Payer {
@@ -171,9 +179,22 @@ async function chargeAfterBody(
     },
     request.continueBody,
   );
+  return chargeRead(deps, request, payer, facts, read, read.kind === 'read' ? read.bytes : undefined);
+}
+
+/** `charge`, deciding on a body read (413 when it was too large). */
+function chargeRead(
+  deps: AdmissionDeps,
+  request: AdmissionRequest,
+  payer: Payer,
+  facts: RequestFacts,
+  read: RequestBody,
+  /** The bytes to forward: the proxy's. */
+  forwarded: Buffer | undefined,
+): Admission | Promise<Admission> {
   if (read.kind === 'too-large') return refused('body_too_large', payer.key);
   const withBody = { routeId: facts.routeId, method: facts.method, path: facts.path, body: read.json };
-  return charge(deps, request, payer, withBody, read.bytes);
+  return charge(deps, request, payer, withBody, forwarded);
 }
 
 /** The key's limits and its consumer's, decided and charged in one step. */

@@ -39,9 +39,12 @@ export class EnvoyClient {
     this.rateLimits = new RateLimitService(address, credentials.createInsecure(), options);
   }
 
-  /** ext_authz's call for `GET target` with `headers`, from 198.51.100.7. */
-  check(target: string, headers: Record<string, string>): Promise<Message> {
-    return call(this.authorization, 'Check', checkRequest(target, headers));
+  /**
+   * ext_authz's call for `GET target` with `headers`, from 198.51.100.7; `http` replaces fields of its
+   * `attributes.request.http` (a method, a body).
+   */
+  check(target: string, headers: Record<string, string>, http?: Message): Promise<Message> {
+    return call(this.authorization, 'Check', checkRequest(target, headers, http));
   }
 
   /** The rate limit filter's call. */

@@ -8,7 +8,7 @@
 export type Message = any;
 
 /** A CheckRequest as Envoy's ext_authz filter sends one for `GET target` from 198.51.100.7. */
-export function checkRequest(target: string, headers: Record<string, string>): Message {
+export function checkRequest(target: string, headers: Record<string, string>, http: Message = {}): Message {
   return {
     attributes: {
       source: { address: { socket_address: { address: '198.51.100.7', port_value: 51_234 } } },
@@ -30,6 +30,7 @@ export function checkRequest(target: string, headers: Record<string, string>): M
           host: 'api.example.com',
           scheme: 'http',
           protocol: 'HTTP/1.1',
+          ...http,
         },
       },
     },

@@ -27,7 +27,7 @@ type Shape = true | { readonly [field: string]: Shape } | readonly [Shape];
 const CHECK_READ: Shape = {
   attributes: {
     source: { address: { socket_address: { address: true } } },
-    request: { http: { method: true, headers: true, path: true, host: true } },
+    request: { http: { method: true, headers: true, path: true, host: true, body: true, raw_body: true } },
   },
 };
 const RATE_LIMIT_READ: Shape = {
@@ -70,6 +70,7 @@ const randomCheck = optional({
         scheme: text,
         size: fc.nat(),
         protocol: text,
+        body: text,
         raw_body: fc.uint8Array({ maxLength: 8 }).map((bytes) => Buffer.from(bytes)),
       }),
     }),
