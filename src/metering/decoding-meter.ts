@@ -116,12 +116,12 @@ class Decoder {
 
 /**
  * `meter` reading the body of a response with this `Content-Encoding` (codings in the order they were
- * applied): unchanged without one, or for `identity`; a coding Tollgate cannot decode leaves the
- * response unread (`malformed`).
+ * applied): unchanged without one, or for `identity`; a coding Tollgate cannot decode, or more codings
+ * than it undoes (src/metering/content-codings.ts), leaves the response unread (`malformed`).
  */
 export function decodedMeter(meter: UnitMeter, contentEncoding: HeaderBag[string]): UnitMeter {
   const codings = contentCodings(contentEncoding);
-  if (!codings.every((coding) => Object.hasOwn(CODINGS, coding))) return UNREADABLE;
+  if (codings === undefined || !codings.every((coding) => Object.hasOwn(CODINGS, coding))) return UNREADABLE;
   // The last coding applied is the first undone: each wraps the meters of the codings before it.
   return codings.reduce<UnitMeter>((decoded, coding) => new DecodingMeter(decoded, CODINGS[coding]!), meter);
 }

@@ -10,7 +10,10 @@ import { contentCodings } from './content-codings.js';
 import { jsonText } from './json-text.js';
 import { ownField } from '../net/own-field.js';
 
-/** Its parse (undefined: not JSON, or in a coding Tollgate does not decode), or decoded past the bound. */
+/**
+ * Its parse (undefined: not JSON, in a coding Tollgate does not decode, or in more codings than it
+ * undoes), or decoded past the bound.
+ */
 export type RequestJson = { readonly json: unknown } | 'too-large';
 
 type Decode = (bytes: Buffer, options: { maxOutputLength: number }) => Buffer;
@@ -35,9 +38,11 @@ export function requestJson(
   contentEncoding: string | undefined,
   maxBytes: number,
 ): RequestJson {
+  const codings = contentCodings(contentEncoding);
+  if (codings === undefined) return NOT_JSON;
   let decoded = bytes;
   // The last coding applied is the first undone.
-  for (const coding of contentCodings(contentEncoding).reverse()) {
+  for (const coding of codings.reverse()) {
     const decode = ownField(DECODERS, coding);
     if (decode === undefined) return NOT_JSON;
     try {

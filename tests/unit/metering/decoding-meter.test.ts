@@ -155,6 +155,15 @@ it('reads identity as it is, and a coding it cannot undo as malformed', () => {
   });
 });
 
+it('undoes three codings, and reads an answer in more as one in a coding it cannot undo', () => {
+  const thrice = gzipSync(gzipSync(gzipSync(JSON_ANSWER)));
+  expect(read({ preset: 'openai' }, json('gzip, gzip, gzip'), thrice)).toEqual({ settled: true, units: 12 });
+  expect(read({ preset: 'openai' }, json('gzip, gzip, gzip, gzip'), gzipSync(thrice))).toEqual({
+    settled: false,
+    reason: 'malformed',
+  });
+});
+
 it('keeps the JSON bound on the decoded bytes: a small coded body that decodes past it is too large', () => {
   const padded = `{"pad":"${' '.repeat(64 * 1024)}","usage":{"total_tokens":5}}`;
   const bounds = { ...METER_BOUNDS_DEFAULT, documentMaxBytes: 16 * 1024 };
