@@ -8,8 +8,10 @@
 export function jsonText(bytes: Buffer): string {
   const [encoding, markLength] = encodingOf(bytes);
   const text = bytes.subarray(markLength);
+  // UTF-8, what clients send, by Buffer's own decoder. The mark is left out above, once: a second one
+  // stays in the text, as Python keeps it.
+  if (encoding === 'utf-8') return text.toString('utf8');
   if (encoding === 'utf-32le' || encoding === 'utf-32be') return utf32(text, encoding === 'utf-32le');
-  // The mark is left out above, once: a second one stays in the text, as Python keeps it.
   return new TextDecoder(encoding, { ignoreBOM: true }).decode(text);
 }
 
