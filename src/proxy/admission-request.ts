@@ -44,7 +44,10 @@ export interface AdmissionRequest {
    * read when a plan decides on it.
    */
   readonly incoming?: IncomingMessage;
-  /** A body that came with the question (Envoy's `with_request_body`), for a plan that decides on it. */
+  /**
+   * A body that came with the question, for a plan that decides on it: as Envoy sent it along
+   * (`with_request_body`), or parsed by the server that asks verify.
+   */
   readonly body?: SentBody;
   /**
    * Sends `100 Continue` to a client that asked for it (`Expect: 100-continue`) and waits to send its
@@ -53,14 +56,16 @@ export interface AdmissionRequest {
   readonly continueBody?: () => void;
 }
 
-/** A request's body as a gateway sent it along. */
-export interface SentBody {
-  readonly bytes: Buffer;
-  /** Its `Content-Encoding`. */
-  readonly contentEncoding: string | undefined;
-  /** Only its start came (a gateway's bound on what it buffers): past any bound a plan may read. */
-  readonly partial: boolean;
-}
+/** A request's body as a gateway sent it along, or as the server asking verify parsed it. */
+export type SentBody =
+  | {
+      readonly bytes: Buffer;
+      /** Its `Content-Encoding`. */
+      readonly contentEncoding: string | undefined;
+      /** Only its start came (a gateway's bound on what it buffers): past any bound a plan may read. */
+      readonly partial: boolean;
+    }
+  | { readonly json: unknown };
 
 export interface AdmissionDeps {
   readonly keyCache: KeyCache;

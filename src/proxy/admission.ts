@@ -143,10 +143,11 @@ function admitKey(
   const incoming = request.incoming;
   if (incoming !== undefined && incoming.headers.upgrade === undefined)
     return chargeAfterBody(deps, request, payer, facts, incoming, maxBytes);
+  // Decided on, not forwarded: the gateway, or the server asking, has it.
   const sent = request.body;
   if (sent === undefined) return charge(deps, request, payer, facts, undefined);
+  if ('json' in sent) return charge(deps, request, payer, withBody(facts, sent.json), undefined);
   const read = sent.partial ? TOO_LARGE : bodyRead(sent.bytes, maxBytes, sent.contentEncoding);
-  // Decided on, not forwarded: the gateway forwards it.
   return chargeRead(deps, request, payer, facts, read, undefined);
 }
 
@@ -193,9 +194,16 @@ function chargeRead(
   forwarded: Buffer | undefined,
 ): Admission | Promise<Admission> {
   if (read.kind === 'too-large') return refused('body_too_large', payer.key);
-  const withBody = { routeId: facts.routeId, method: facts.method, path: facts.path, body: read.json };
-  return charge(deps, request, payer, withBody, forwarded);
+  return charge(deps, request, payer, withBody(facts, read.json), forwarded);
 }
+
+/** The request's facts, and the parse of its body to decide on. */
+const withBody = (facts: RequestFacts, body: unknown): RequestFacts => ({
+  routeId: facts.routeId,
+  method: facts.method,
+  path: facts.path,
+  body,
+});
 
 /** The key's limits and its consumer's, decided and charged in one step. */
 function charge(

@@ -26,6 +26,7 @@ export function tollgateExpress(options: TollgateMiddlewareOptions): RequestHand
       method: req.method,
       url: req.originalUrl,
       clientAddress: req.ip,
+      body: req.body as unknown,
     }).then((outcome) => {
       req.tollgate = outcome.answer;
       if (!outcome.admitted) {

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { passGate, settleAfter, type TollgateMiddlewareOptions } from './gate.js';
 import type { VerifyAnswer } from './verify-types.js';
 
@@ -11,12 +11,13 @@ declare module 'fastify' {
 
 const plugin: FastifyPluginAsync<TollgateMiddlewareOptions> = async (fastify, options) => {
   fastify.decorateRequest('tollgate', undefined);
-  fastify.addHook('onRequest', async (request, reply) => {
+  const gate = async (request: FastifyRequest, reply: FastifyReply) => {
     const outcome = await passGate(options, {
       headers: request.headers,
       method: request.method,
       url: request.url,
       clientAddress: request.ip,
+      body: request.body,
     });
     request.tollgate = outcome.answer;
     if (!outcome.admitted)
@@ -26,11 +27,14 @@ const plugin: FastifyPluginAsync<TollgateMiddlewareOptions> = async (fastify, op
         .send(outcome.response.body);
     reply.headers(outcome.headers);
     settleAfter(options, outcome, reply.raw);
-  });
+  };
+  // A plan that reads the body decides once it is parsed; else before it is read, as the proxy does.
+  if (options.body === undefined) fastify.addHook('onRequest', gate);
+  else fastify.addHook('preHandler', gate);
 };
 
 /**
- * Fastify plugin: an onRequest hook that admits a request only when Tollgate's verify does, and
+ * Fastify plugin: an onRequest hook (preHandler with `body`) that admits a request only when Tollgate's verify does, and
  * otherwise answers it as the Tollgate proxy would (401, 403 or 429, same bodies and RateLimit
  * headers). An admitted request carries the answer as `request.tollgate` and its reply the RateLimit
  * headers; with `reserve` and `settle`, the units its reply reports settle its reservation once it has

@@ -27,6 +27,13 @@ export interface TollgateMiddlewareOptions extends TollgateConnection, Partial<R
    * handler sends is read for the units it used and the reservation settled at them.
    */
   readonly reserve?: number | ((request: IncomingRequest) => number | undefined);
+  /**
+   * What of the request's JSON body the plans read (verify's `body`: per-model limits with
+   * `match.body`, a `reserve` from it), from the body the framework parsed, e.g. `(request) =>
+   * request.body`. Express: mount its body parser before this middleware. Fastify: the request is then
+   * decided in a preHandler hook, once its body is parsed, instead of onRequest.
+   */
+  readonly body?: (request: IncomingRequest) => unknown;
 }
 
 /** The request as the middleware sees it. */
@@ -37,6 +44,8 @@ export interface IncomingRequest {
   readonly url: string;
   /** The end client's address (the framework's, which honours its trust-proxy setting). */
   readonly clientAddress: string | undefined;
+  /** Its body as the framework parsed it before the middleware ran; undefined: not parsed. */
+  readonly body?: unknown;
 }
 
 export type GateOutcome =
@@ -64,6 +73,7 @@ export async function passGate(
   // A page's request names its origin: a key restricted to origins (or a token narrowed to some) is decided by it.
   const origin = request.headers.origin;
   const reserve = typeof options.reserve === 'function' ? options.reserve(request) : options.reserve;
+  const body = options.body?.(request);
   const answer = await verifyKey(options, {
     key,
     path: pathOf(request.url),
@@ -74,6 +84,7 @@ export async function passGate(
     ...(origin !== undefined && origin !== '' && { origin }),
     ...(request.clientAddress !== undefined && { clientAddress: request.clientAddress }),
     ...(reserve !== undefined && { reserve }),
+    ...(body !== undefined && { body }),
   });
   if (!answer.valid) return { admitted: false, answer, response: refusalOf(answer) };
   return { admitted: true, answer, headers: admittedHeaders(answer, (options.clock ?? Date.now)()) };

@@ -135,6 +135,7 @@ export async function verifiedText(
     path,
     ...(body.cost !== undefined && { cost: body.cost }),
     ...(body.reserve !== undefined && { reserve: body.reserve }),
+    ...(body.body !== undefined && { body: { json: body.body } }),
     states,
   });
   // Verify asks whether a place is free and holds none: one taken for the decision goes back at once.

@@ -85,6 +85,13 @@ export const VerifyRequest = Type.Object(
         description: `Units to reserve (${MIN_COST}-${MAX_SETTLE_UNITS}, capped at the matching cost entry's \`settleMax\`, default ${SETTLE_MAX_DEFAULT}) instead of the cost the key's plans give the request, for a request whose cost is known only after it is served (docs/guides/usage-priced-apis.md): charged now like a cost, and settled by \`POST /tollgate/verify/settle\` with the \`reservationId\` of the answer. Not with \`cost\``,
       }),
     ),
+    body: Type.Optional(
+      Type.Unknown({
+        description:
+          'The request\'s JSON body as your server parsed it, or the fields of it your plans read (e.g. `{"model": "gpt-4o", "max_tokens": 800}`), for limits and costs that match on it (`match.body`) or reserve from it (`reserve`), as the proxy reads its own request\'s body. Absent: such a limit or cost matches nothing and a `reserve` takes its `default`',
+        examples: [{ model: 'gpt-4o', max_tokens: 800 }],
+      }),
+    ),
     customerId: Type.Optional(
       Type.String({
         maxLength: MAX_REQUEST_TEXT,
