@@ -99,7 +99,7 @@ function http(reader: ProtoReader, end: number): Http {
         request.body = reader.string();
         break;
       case 12:
-        request.raw_body = reader.bytes() as Buffer;
+        request.raw_body = reader.bytes();
         break;
       default:
         reader.skipType(tag & 7);

@@ -54,9 +54,9 @@ export interface CheckResponse {
 /** gRPC status codes (google/rpc/code.proto) of a denial, by the proxy's HTTP status. */
 const DENIED_CODES: Readonly<Record<number, number>> = {
   400: 3, // INVALID_ARGUMENT
-  413: 3,
   401: 16, // UNAUTHENTICATED
   403: 7, // PERMISSION_DENIED
+  413: 3, // INVALID_ARGUMENT: a body past BODY_MATCH_MAX_BYTES
   429: 8, // RESOURCE_EXHAUSTED
   503: 14, // UNAVAILABLE
 };

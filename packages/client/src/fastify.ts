@@ -34,13 +34,13 @@ const plugin: FastifyPluginAsync<TollgateMiddlewareOptions> = async (fastify, op
 };
 
 /**
- * Fastify plugin: an onRequest hook (preHandler with `body`) that admits a request only when Tollgate's verify does, and
- * otherwise answers it as the Tollgate proxy would (401, 403 or 429, same bodies and RateLimit
- * headers). An admitted request carries the answer as `request.tollgate` and its reply the RateLimit
- * headers; with `reserve` and `settle`, the units its reply reports settle its reservation once it has
- * ended. When verify itself fails the hook throws (Fastify answers 500 unless an error handler does).
- * Registered without encapsulation (as fastify-plugin does), so it guards the routes of the scope that
- * registers it.
+ * Fastify plugin: an onRequest hook (preHandler with `body`) that admits a request only when Tollgate's
+ * verify does, and otherwise answers it as the Tollgate proxy would (401, 403 or 429, same bodies and
+ * RateLimit headers). An admitted request carries the answer as `request.tollgate` and its reply the
+ * RateLimit headers; with `reserve` and `settle`, the units its reply reports settle its reservation once
+ * it has ended. When verify itself fails the hook throws (Fastify answers 500 unless an error handler
+ * does). Registered without encapsulation (as fastify-plugin does), so it guards the routes of the scope
+ * that registers it.
  */
 export const tollgateFastify: FastifyPluginAsync<TollgateMiddlewareOptions> = Object.assign(plugin, {
   [Symbol.for('skip-override')]: true,
