@@ -5,11 +5,11 @@
  * sent only the start of (`x-envoy-auth-partial-body: true`) is refused 413 when a plan reads it, and
  * a call without a body is decided without one. Both modes.
  */
-import { randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { EnvoyClient } from '../helpers/envoy-client.js';
 import { HARNESS_MODES } from '../helpers/harness-modes.js';
+import { perModelKey, perModelRemaining } from '../helpers/per-model-key.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 
 afterAll(closeDatabase);
@@ -34,38 +34,16 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     await stop?.();
   });
 
-  /** A key whose plan holds gpt-4o to LIMIT tokens a day by the body, reserving max_tokens + 100 (default 500). */
-  async function modelKey(): Promise<{ id: string; secret: string }> {
-    const plan = await h.admin('POST', '/rate-limit/create', {
-      rateLimitId: `per-model-${randomBytes(4).toString('hex')}`,
-      limits: [
-        {
-          name: 'gpt-4o',
-          limit: LIMIT,
-          period: 'day',
-          match: { body: { pointer: '/model', values: ['gpt-4o'] } },
-        },
-      ],
-      costs: [
-        {
-          match: { pathPrefix: '/v1' },
-          reserve: { pointer: '/max_tokens', add: 100, default: 500 },
-          settle: { preset: 'openai' },
-        },
-      ],
-      unit: 'tokens',
-    });
-    expect(plan.status).toBe(201);
-    const key = await h.admin('POST', '/consumer-api-key/create', {
-      name: 'behind envoy',
-      rateLimitId: plan.body.rateLimitId,
-    });
-    expect(key.status).toBe(201);
-    return key.body;
-  }
-
-  const remaining = async (id: string): Promise<number> =>
-    (await h.admin('GET', `/consumer-api-key/${id}`)).body.usage.rateLimits.limits[0].remaining as number;
+  /** Each call reserving max_tokens + 100 (default 500), settled by the openai preset. */
+  const modelKey = () =>
+    perModelKey(h, LIMIT, [
+      {
+        match: { pathPrefix: '/v1' },
+        reserve: { pointer: '/max_tokens', add: 100, default: 500 },
+        settle: { preset: 'openai' },
+      },
+    ]);
+  const remaining = (id: string) => perModelRemaining(h, id);
 
   const post = (secret: string, http: Record<string, unknown>, headers: Record<string, string> = {}) =>
     envoy.check(

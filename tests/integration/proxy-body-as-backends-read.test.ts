@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import express from 'express';
 import { BODY_FORMS, contentTypeOf, type Backend } from '../helpers/body-forms.js';
 import { HARNESS_LIMITERS } from '../helpers/harness-limiters.js';
+import { perModelKey, perModelRemaining } from '../helpers/per-model-key.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 
 afterAll(closeDatabase);
@@ -90,30 +91,8 @@ describe.each(Object.keys(HARNESS_LIMITERS))('a request body read as its backend
     await new Promise<void>((resolve) => expressBackend.server.close(() => resolve()));
   });
 
-  /** A key whose plan limits requests for gpt-4o, by the body, to LIMIT a day. */
-  async function modelKey(): Promise<{ id: string; secret: string }> {
-    const plan = await h.admin('POST', '/rate-limit/create', {
-      rateLimitId: `per-model-${randomBytes(4).toString('hex')}`,
-      limits: [
-        {
-          name: 'gpt-4o',
-          limit: LIMIT,
-          period: 'day',
-          match: { body: { pointer: '/model', values: ['gpt-4o'] } },
-        },
-      ],
-    });
-    expect(plan.status).toBe(201);
-    const key = await h.admin('POST', '/consumer-api-key/create', {
-      name: 'per-model',
-      rateLimitId: plan.body.rateLimitId,
-    });
-    expect(key.status).toBe(201);
-    return key.body;
-  }
-
-  const remaining = async (id: string): Promise<number> =>
-    (await h.admin('GET', `/consumer-api-key/${id}`)).body.usage.rateLimits.limits[0].remaining as number;
+  const modelKey = () => perModelKey(h, LIMIT);
+  const remaining = (id: string) => perModelRemaining(h, id);
 
   const send = (secret: string, backend: Backend, body: Buffer, headers: Record<string, string>) =>
     fetch(`${h.base}/${routes[backend]}/v1/chat/completions`, {

@@ -5,7 +5,6 @@
  * middleware sends what its `body` option picks from the body the framework parsed: a real Express app
  * (its body parser mounted first) and a real Fastify app (deciding in preHandler), in both modes.
  */
-import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -13,6 +12,7 @@ import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { tollgateExpress, tollgateFastify } from '../../packages/client/src/index.js';
 import { HARNESS_MODES } from '../helpers/harness-modes.js';
+import { perModelKey, perModelRemaining } from '../helpers/per-model-key.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 
 afterAll(closeDatabase);
@@ -58,38 +58,16 @@ describe.each(HARNESS_MODES)('a request body decided on through verify, $name', 
     await stop?.();
   });
 
-  /** A key whose plan holds gpt-4o to LIMIT units a day by the body, each call reserving max_tokens (default 300). */
-  async function modelKey(): Promise<{ id: string; secret: string }> {
-    const plan = await h.admin('POST', '/rate-limit/create', {
-      rateLimitId: `per-model-${randomBytes(4).toString('hex')}`,
-      limits: [
-        {
-          name: 'gpt-4o',
-          limit: LIMIT,
-          period: 'day',
-          match: { body: { pointer: '/model', values: ['gpt-4o'] } },
-        },
-      ],
-      costs: [
-        {
-          match: { pathPrefix: '/v1' },
-          reserve: { pointer: '/max_tokens', default: 300 },
-          settle: { preset: 'openai' },
-        },
-      ],
-      unit: 'tokens',
-    });
-    expect(plan.status).toBe(201);
-    const key = await h.admin('POST', '/consumer-api-key/create', {
-      name: 'verified',
-      rateLimitId: plan.body.rateLimitId,
-    });
-    expect(key.status).toBe(201);
-    return key.body;
-  }
-
-  const remaining = async (id: string): Promise<number> =>
-    (await h.admin('GET', `/consumer-api-key/${id}`)).body.usage.rateLimits.limits[0].remaining as number;
+  /** Each call reserving max_tokens (default 300), settled by the openai preset. */
+  const modelKey = () =>
+    perModelKey(h, LIMIT, [
+      {
+        match: { pathPrefix: '/v1' },
+        reserve: { pointer: '/max_tokens', default: 300 },
+        settle: { preset: 'openai' },
+      },
+    ]);
+  const remaining = (id: string) => perModelRemaining(h, id);
 
   it("decides a per-model limit and a reservation on verify's body, and without it on neither", async () => {
     const key = await modelKey();
