@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import type { ResolvedKey } from '../keys/key-cache.js';
 import { subjectsFor } from '../keys/key-subjects.js';
 import { restrictionRefusal } from '../keys/restrictions.js';
@@ -19,9 +18,9 @@ import type { RequestFacts } from '../plans/request-match.js';
 import { tracer } from '../tracing/tracer.js';
 import type { AllowedAttempt, Attempt } from './auth-throttle.js';
 import { SETTLE_MAX_DEFAULT } from '../plans/usage-pricing.js';
-import { bodyRead, readRequestBody, type RequestBody } from '../metering/request-body.js';
 import { reservedCost } from './settlement.js';
 import type { AdmissionDeps, AdmissionRequest } from './admission-request.js';
+import { decidedBody, type DecidedBody } from './decided-body.js';
 import { refused, type Admission, type Refused } from './admission-result.js';
 
 export type { AdmissionDeps, AdmissionRequest } from './admission-request.js';
@@ -135,23 +134,15 @@ function admitKey(
   }
   const payer = { secret, key, customerId, now };
   const facts = request as RequestFacts;
-  // Read only when the body may decide (a body match, a reservation from it): the proxy's request's,
-  // or the one a gateway sent along; a WebSocket upgrade has none (its socket is the connection's).
+  // Read only when the body may decide (a body match, a reservation from it).
   const maxBytes = deps.bodyMatchMaxBytes;
-  if (maxBytes === undefined || !key.pricing?.readsBody(facts))
-    return charge(deps, request, payer, facts, undefined);
-  const incoming = request.incoming;
-  if (incoming !== undefined && incoming.headers.upgrade === undefined)
-    return chargeAfterBody(deps, request, payer, facts, incoming, maxBytes);
-  // Decided on, not forwarded: the gateway, or the server asking, has it.
-  const sent = request.body;
-  if (sent === undefined) return charge(deps, request, payer, facts, undefined);
-  if ('json' in sent) return charge(deps, request, payer, withBody(facts, sent.json), undefined);
-  const read = sent.partial ? TOO_LARGE : bodyRead(sent.bytes, maxBytes, sent.contentEncoding);
-  return chargeRead(deps, request, payer, facts, read, undefined);
+  const body =
+    maxBytes !== undefined && key.pricing?.readsBody(facts) ? decidedBody(request, maxBytes) : undefined;
+  if (body === undefined) return charge(deps, request, payer, facts, undefined);
+  return body instanceof Promise
+    ? body.then((read) => chargeOnBody(deps, request, payer, facts, read))
+    : chargeOnBody(deps, request, payer, facts, body);
 }
-
-const TOO_LARGE: RequestBody = { kind: 'too-large' };
 
 /** Who is charged, and when: the secret presented, its key, the customer id counted. */
 interface Payer {
@@ -161,49 +152,18 @@ interface Payer {
   readonly now: number;
 }
 
-/** `charge`, once the body it may decide on is read (413 beyond `maxBytes`). */
-async function chargeAfterBody(
+/** `charge`, deciding on the request's body (413 when it was too large). */
+function chargeOnBody(
   deps: AdmissionDeps,
   request: AdmissionRequest,
   payer: Payer,
   facts: RequestFacts,
-  incoming: IncomingMessage,
-  maxBytes: number,
-): Promise<Admission> {
-  const length = incoming.headers['content-length'];
-  const read = await readRequestBody(
-    incoming,
-    maxBytes,
-    {
-      length: length === undefined ? undefined : Number(length),
-      encoding: incoming.headers['content-encoding'],
-    },
-    request.continueBody,
-  );
-  return chargeRead(deps, request, payer, facts, read, read.kind === 'read' ? read.bytes : undefined);
-}
-
-/** `charge`, deciding on a body read (413 when it was too large). */
-function chargeRead(
-  deps: AdmissionDeps,
-  request: AdmissionRequest,
-  payer: Payer,
-  facts: RequestFacts,
-  read: RequestBody,
-  /** The bytes to forward: the proxy's. */
-  forwarded: Buffer | undefined,
+  body: DecidedBody,
 ): Admission | Promise<Admission> {
-  if (read.kind === 'too-large') return refused('body_too_large', payer.key);
-  return charge(deps, request, payer, withBody(facts, read.json), forwarded);
+  if (body === 'too-large') return refused('body_too_large', payer.key);
+  const withBody = { routeId: facts.routeId, method: facts.method, path: facts.path, body: body.json };
+  return charge(deps, request, payer, withBody, body.forwarded);
 }
-
-/** The request's facts, and the parse of its body to decide on. */
-const withBody = (facts: RequestFacts, body: unknown): RequestFacts => ({
-  routeId: facts.routeId,
-  method: facts.method,
-  path: facts.path,
-  body,
-});
 
 /** The key's limits and its consumer's, decided and charged in one step. */
 function charge(

@@ -30,7 +30,7 @@ export interface TollgateMiddlewareOptions extends TollgateConnection, Partial<R
   /**
    * What of the request's JSON body the plans read (verify's `body`: per-model limits with
    * `match.body`, a `reserve` from it), from the body the framework parsed, e.g. `(request) =>
-   * request.body`. Express: mount its body parser before this middleware. Fastify: the request is then
+   * request.body`; sent only when it is a JSON object. Express: mount its body parser before this middleware. Fastify: the request is then
    * decided in a preHandler hook, once its body is parsed, instead of onRequest.
    */
   readonly body?: (request: IncomingRequest) => unknown;
@@ -73,7 +73,9 @@ export async function passGate(
   // A page's request names its origin: a key restricted to origins (or a token narrowed to some) is decided by it.
   const origin = request.headers.origin;
   const reserve = typeof options.reserve === 'function' ? options.reserve(request) : options.reserve;
-  const body = options.body?.(request);
+  const picked = options.body?.(request);
+  // Verify takes a JSON object: a body of any other kind is not what a plan's pointers read.
+  const body = isObject(picked) ? picked : undefined;
   const answer = await verifyKey(options, {
     key,
     path: pathOf(request.url),
@@ -102,4 +104,8 @@ export function settleAfter(
   const reservationId = outcome.admitted ? outcome.answer.reservationId : undefined;
   if (reservationId === undefined || options.settle === undefined) return;
   settleFromResponse(options, { ...options, settle: options.settle }, reservationId, res);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -4268,13 +4268,15 @@ export interface components {
         /** VerifyRequest */
         VerifyRequest: {
             /**
-             * @description The request's JSON body as your server parsed it, or the fields of it your plans read (e.g. `{"model": "gpt-4o", "max_tokens": 800}`), for limits and costs that match on it (`match.body`) or reserve from it (`reserve`), as the proxy reads its own request's body. Absent: such a limit or cost matches nothing and a `reserve` takes its `default`
+             * @description The request's JSON body (an object) as your server parsed it, or the fields of it your plans read (e.g. `{"model": "gpt-4o", "max_tokens": 800}`), for limits and costs that match on it (`match.body`) or reserve from it (`reserve`), as the proxy reads its own request's body. Absent: such a limit or cost matches nothing and a `reserve` takes its `default`
              * @example {
              *       "model": "gpt-4o",
              *       "max_tokens": 800
              *     }
              */
-            body?: unknown;
+            body?: {
+                [key: string]: unknown;
+            };
             /**
              * @description The end client's IPv4 or IPv6 address, as the proxy would see it: wrong keys are throttled per this address, sharing the proxy's budget (100 a minute), one budget however the address is written (IPv6 as RFC 5952 writes it, an IPv4-mapped IPv6 address as its IPv4 address). Absent: no address throttle, and a key with `allowedAddresses` is refused `address_not_allowed`. Never the caller's own address
              * @example 203.0.113.7

@@ -86,11 +86,15 @@ export const VerifyRequest = Type.Object(
       }),
     ),
     body: Type.Optional(
-      Type.Unknown({
-        description:
-          'The request\'s JSON body as your server parsed it, or the fields of it your plans read (e.g. `{"model": "gpt-4o", "max_tokens": 800}`), for limits and costs that match on it (`match.body`) or reserve from it (`reserve`), as the proxy reads its own request\'s body. Absent: such a limit or cost matches nothing and a `reserve` takes its `default`',
-        examples: [{ model: 'gpt-4o', max_tokens: 800 }],
-      }),
+      Type.Object(
+        {},
+        {
+          additionalProperties: true,
+          description:
+            'The request\'s JSON body (an object) as your server parsed it, or the fields of it your plans read (e.g. `{"model": "gpt-4o", "max_tokens": 800}`), for limits and costs that match on it (`match.body`) or reserve from it (`reserve`), as the proxy reads its own request\'s body. Absent: such a limit or cost matches nothing and a `reserve` takes its `default`',
+          examples: [{ model: 'gpt-4o', max_tokens: 800 }],
+        },
+      ),
     ),
     customerId: Type.Optional(
       Type.String({

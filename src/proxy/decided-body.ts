@@ -1,0 +1,52 @@
+/**
+ * The body a plan decides on (a `match.body`, a `reserve` from it), wherever it comes from: the proxy
+ * reads its own request's (decision record 0192), Envoy's `Check` sends it along (decision record 0241),
+ * a server asking verify sends its parse (decision record 0242). Read as its backend reads it
+ * (src/metering/request-json.ts).
+ */
+import type { IncomingMessage } from 'node:http';
+import { bodyRead, readRequestBody, type RequestBody } from '../metering/request-body.js';
+import type { AdmissionRequest } from './admission-request.js';
+
+/** Its parse, and the bytes the proxy forwards as they came (none: the gateway or the server has them); or past the bound (413). */
+export type DecidedBody = { readonly json: unknown; readonly forwarded: Buffer | undefined } | 'too-large';
+
+/** The body of `request` to decide on, at most `maxBytes`; undefined: it has none to read. */
+export function decidedBody(
+  request: AdmissionRequest,
+  maxBytes: number,
+): DecidedBody | Promise<DecidedBody> | undefined {
+  const incoming = request.incoming;
+  // A WebSocket upgrade has none: its socket is the connection's.
+  if (incoming !== undefined && incoming.headers.upgrade === undefined)
+    return readIncoming(request, incoming, maxBytes);
+  const sent = request.body;
+  if (sent === undefined) return undefined;
+  if ('json' in sent) return { json: sent.json, forwarded: undefined };
+  // A cut body would pass a per-model limit the whole one meets.
+  if (sent.partial) return 'too-large';
+  return decided(bodyRead(sent.bytes, maxBytes, sent.contentEncoding), false);
+}
+
+async function readIncoming(
+  request: AdmissionRequest,
+  incoming: IncomingMessage,
+  maxBytes: number,
+): Promise<DecidedBody> {
+  const length = incoming.headers['content-length'];
+  const read = await readRequestBody(
+    incoming,
+    maxBytes,
+    {
+      length: length === undefined ? undefined : Number(length),
+      encoding: incoming.headers['content-encoding'],
+    },
+    request.continueBody,
+  );
+  return decided(read, true);
+}
+
+function decided(read: RequestBody, forwards: boolean): DecidedBody {
+  if (read.kind === 'too-large') return 'too-large';
+  return { json: read.json, forwarded: forwards ? read.bytes : undefined };
+}
