@@ -9,7 +9,8 @@
 //    through a replica of its own), against the bare forwarder (bench/peers/engine.ts), and settled
 //    embedded: time to the first event and to the last byte, medians over BENCH_SETTLE_STREAMS streams
 //    of each a round (one at a time, interleaved: each process serves every fourth stream), after
-//    BENCH_SETTLE_WARM_STREAMS (25) streams of each target, one target after another; beside them,
+//    BENCH_SETTLE_WARM_STREAMS (2,000) streams of each target, one target after another (enough for V8
+//    to have optimised each one's request path, as a replica's is after its first seconds); beside them,
 //    each Tollgate's own mean time from a stream's arrival to its forwarding over the timed streams
 //    (its tollgate_proxy_overhead_seconds): how much of the first event's lead is Tollgate's way in.
 // 3. Tollgate's heap in use and resident memory over BENCH_SETTLE_MEMORY_STREAMS (10,000) such streams,
@@ -52,7 +53,7 @@ import { Inspector } from '../lib/inspector.ts';
 const EVENTS = positive(env.BENCH_SETTLE_EVENTS, 200);
 const STREAMS = positive(env.BENCH_SETTLE_STREAMS, 100);
 const MEMORY_STREAMS = positive(env.BENCH_SETTLE_MEMORY_STREAMS, 10_000);
-const WARM_STREAMS = positive(env.BENCH_SETTLE_WARM_STREAMS, STREAMS / 4);
+const WARM_STREAMS = positive(env.BENCH_SETTLE_WARM_STREAMS, 2_000);
 const UNITS = 7;
 const SSE_PORT = PORT.events + 5;
 const FORWARDER_PORT = PORT.events + 6;
