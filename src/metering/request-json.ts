@@ -10,10 +10,7 @@ import { contentCodings } from './content-codings.js';
 import { jsonText } from './json-text.js';
 import { ownField } from '../net/own-field.js';
 
-/**
- * Its parse (undefined: not JSON, in a coding Tollgate does not decode, or in more codings than it
- * undoes), or decoded past the bound.
- */
+/** Its parse (undefined: not JSON), or decoded past the bound. */
 export type RequestJson = { readonly json: unknown } | 'too-large';
 
 type Decode = (bytes: Buffer, options: { maxOutputLength: number }) => Buffer;
@@ -27,31 +24,44 @@ const DECODERS: Readonly<Record<string, Decode>> = {
   zstd: zstdDecompressSync,
 };
 
-const NOT_JSON: RequestJson = { json: undefined };
-
 /**
  * `bytes` decoded from its `Content-Encoding` (at most `maxBytes` decoded, else `too-large`), then
- * parsed.
+ * parsed. A body whose decoding is not JSON (a coding Tollgate does not decode, more than it undoes,
+ * bytes not in that coding) is parsed as it came: Python's servers ignore the field, so a plain body
+ * that names a coding is plain to them.
  */
 export function requestJson(
   bytes: Buffer,
   contentEncoding: string | undefined,
   maxBytes: number,
 ): RequestJson {
+  const decoded = decodedBody(bytes, contentEncoding, maxBytes);
+  if (decoded === 'too-large') return decoded;
+  const json = decoded === undefined ? undefined : parsed(jsonText(decoded));
+  if (json !== undefined || decoded === bytes) return { json };
+  return { json: parsed(jsonText(bytes)) };
+}
+
+/** `bytes` with its codings undone; undefined: it is not in them, as far as Tollgate can tell. */
+function decodedBody(
+  bytes: Buffer,
+  contentEncoding: string | undefined,
+  maxBytes: number,
+): Buffer | 'too-large' | undefined {
   const codings = contentCodings(contentEncoding);
-  if (codings === undefined) return NOT_JSON;
+  if (codings === undefined) return undefined;
   let decoded = bytes;
   // The last coding applied is the first undone.
   for (const coding of codings.reverse()) {
     const decode = ownField(DECODERS, coding);
-    if (decode === undefined) return NOT_JSON;
+    if (decode === undefined) return undefined;
     try {
       decoded = decode(decoded, { maxOutputLength: maxBytes });
     } catch (err) {
-      return (err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? 'too-large' : NOT_JSON;
+      return (err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? 'too-large' : undefined;
     }
   }
-  return { json: parsed(jsonText(decoded)) };
+  return decoded;
 }
 
 function parsed(text: string): unknown {

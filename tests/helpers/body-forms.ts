@@ -1,9 +1,9 @@
 /**
  * One JSON text sent in the forms backends read besides plain UTF-8 (docs/decisions/0240): another
- * Unicode encoding, with or without a byte order mark, and content codings, one or two. `readBy` names
- * the backends that read each form: Python's `json.loads` of the bytes (FastAPI and the model servers on
- * it) tells the encodings apart by themselves; Express' `express.json()` decodes content codings, strips
- * a mark and reads another UTF only when the content type names it.
+ * Unicode encoding, with or without a byte order mark, content codings, one or two, and a plain body that
+ * names one. `readBy` names the backends that read each form: Python's `json.loads` of the bytes (FastAPI
+ * and the model servers on it) tells the encodings apart by themselves; Express' `express.json()` decodes
+ * content codings, strips a mark and reads another UTF only when the content type names it.
  */
 import { brotliCompressSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
 
@@ -86,6 +86,11 @@ function codings(): BodyForm[] {
     coded('br', 'br', brotliCompressSync),
     coded('zstd', 'zstd', zstdCompressSync),
     { ...coded('gzip, then br', 'gzip, br', (bytes) => brotliCompressSync(gzipSync(bytes))), readBy: [] },
+    // Plain, naming a coding: Python ignores the field.
+    ...['gzip', 'br', 'zstd', 'compress'].map((encoding) => ({
+      ...coded(`plain, said to be ${encoding}`, encoding, (bytes: Buffer) => bytes),
+      readBy: ['python' as const],
+    })),
   ];
 }
 
