@@ -3,7 +3,8 @@
  * ShouldRateLimit (EXTAUTH_GRPC_PORT), spread over 3 built replicas on Redis and Postgres, and on one
  * embedded Tollgate: exactly `limit` decisions are admitted in the window, whichever listener and
  * replica made them, only the proxy's admitted requests reach the backend, and usage counts every
- * decision once.
+ * decision once; and a per-model limit by the body holds exactly, whether the proxy reads the body,
+ * Envoy's Check carries it or verify is given it.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { EnvoyClient, rateLimitRequest } from '../helpers/envoy-client.js';
@@ -94,6 +95,73 @@ describe.each([
       { timeoutMs: 20_000 },
     );
     expect([usage.value.requests, usage.value.successful]).toEqual([PER_FRONT * FRONTS.length, LIMIT]);
+  });
+
+  it(`limits gpt-4o by the body to exactly ${LIMIT} across replicas, read by the proxy, sent along by Envoy and given to verify`, async () => {
+    const members = fleet.members;
+    const admin = members[0]!;
+    expect(
+      (
+        await admin.admin('POST', '/rate-limit/create', {
+          rateLimitId: 'forty-gpt-4o-a-minute',
+          limits: [
+            {
+              name: 'gpt-4o',
+              limit: LIMIT,
+              period: 'minute',
+              match: { body: { pointer: '/model', values: ['gpt-4o'] } },
+            },
+          ],
+        })
+      ).status,
+    ).toBe(201);
+    const key = (
+      await admin.admin('POST', '/consumer-api-key/create', {
+        name: 'per-model',
+        rateLimitId: 'forty-gpt-4o-a-minute',
+      })
+    ).body as { id: string; secret: string };
+
+    clock.after(MINUTE_MS, 100);
+    const body = (model: string) => ({ model, messages: [{ role: 'user', content: 'hi' }] });
+    const decide: Record<'proxy' | 'Check' | 'verify', (i: number, model: string) => Promise<boolean>> = {
+      proxy: async (i, model) => {
+        const res = await fetch(`${members[i % members.length]!.url}/everywhere/chat`, {
+          method: 'POST',
+          headers: { 'x-api-key': key.secret, 'content-type': 'application/json' },
+          body: JSON.stringify(body(model)),
+        });
+        await res.arrayBuffer();
+        return res.status === 200;
+      },
+      Check: async (i, model) =>
+        ((
+          await clients[i % clients.length]!.check(
+            '/everywhere/chat',
+            { 'x-api-key': key.secret, ':method': 'POST' },
+            { method: 'POST', raw_body: Buffer.from(JSON.stringify(body(model))) },
+          )
+        ).status.code ?? 0) === 0,
+      verify: async (i, model) =>
+        (
+          await members[i % members.length]!.admin('POST', '/tollgate/verify', {
+            key: key.secret,
+            method: 'POST',
+            path: '/everywhere/chat',
+            body: body(model),
+          })
+        ).body.valid === true,
+    };
+    const fronts = Object.keys(decide) as (keyof typeof decide)[];
+    const outcomes = await Promise.all(
+      Array.from({ length: PER_FRONT }, (_, i) =>
+        fronts.flatMap((front) => [decide[front](i, 'gpt-4o'), decide[front](i, 'gpt-4o-mini')]),
+      ).flat(),
+    );
+    // Every gpt-4o-mini decision passes; of the gpt-4o ones, exactly the limit, whichever way the body came.
+    const admitted = (parity: number) => outcomes.filter((ok, i) => ok && i % 2 === parity).length;
+    expect(admitted(1)).toBe(PER_FRONT * fronts.length);
+    expect(admitted(0)).toBe(LIMIT);
   });
 
   it("stops on SIGTERM while Envoy's connections are still open, each replica exiting 0", async () => {
