@@ -9,7 +9,7 @@
  */
 import type { ZlibOptions as NodeZlibOptions } from 'node:zlib';
 import { BrotliDecompress, Unzip, ZstdDecompress, constants } from 'minizlib';
-import { contentCodings } from './content-codings.js';
+import { contentCodings, type CodingFormat } from './content-codings.js';
 import { unsettled, type Reading } from './reading.js';
 import type { HeaderBag, UnitMeter } from './unit-meter.js';
 
@@ -61,16 +61,11 @@ const CHUNK_DECODED_MAX_BYTES = DECODED_FREE_BYTES + DECODED_PER_CODED * 64 * 10
 /** A decoder's options, made for each (minizlib writes its own into them, and hands them to Node's zlib). */
 const bounded = (): NodeZlibOptions => ({ maxOutputLength: CHUNK_DECODED_MAX_BYTES });
 
-const CODINGS: Readonly<Record<string, Coding>> = (() => {
-  const gzip = new Coding(() => new Unzip(bounded()), constants.Z_FINISH);
-  return {
-    gzip,
-    'x-gzip': gzip,
-    deflate: gzip,
-    br: new Coding(() => new BrotliDecompress(bounded()), constants.BROTLI_OPERATION_FINISH),
-    zstd: new Coding(() => new ZstdDecompress(bounded()), constants.ZSTD_e_end),
-  };
-})();
+const CODINGS: Readonly<Record<CodingFormat, Coding>> = {
+  zlib: new Coding(() => new Unzip(bounded()), constants.Z_FINISH),
+  br: new Coding(() => new BrotliDecompress(bounded()), constants.BROTLI_OPERATION_FINISH),
+  zstd: new Coding(() => new ZstdDecompress(bounded()), constants.ZSTD_e_end),
+};
 
 /** One decoder and the meter its decoded bytes go to, while it serves an answer. */
 class Decoder {
@@ -121,9 +116,9 @@ class Decoder {
  */
 export function decodedMeter(meter: UnitMeter, contentEncoding: HeaderBag[string]): UnitMeter {
   const codings = contentCodings(contentEncoding);
-  if (codings === undefined || !codings.every((coding) => Object.hasOwn(CODINGS, coding))) return UNREADABLE;
+  if (codings === undefined) return UNREADABLE;
   // The last coding applied is the first undone: each wraps the meters of the codings before it.
-  return codings.reduce<UnitMeter>((decoded, coding) => new DecodingMeter(decoded, CODINGS[coding]!), meter);
+  return codings.reduce<UnitMeter>((decoded, coding) => new DecodingMeter(decoded, CODINGS[coding]), meter);
 }
 
 class DecodingMeter implements UnitMeter {

@@ -6,20 +6,16 @@
  * bare words `NaN`, `Infinity` and `-Infinity` (src/metering/json-text.ts has the encodings).
  */
 import { brotliDecompressSync, unzipSync, zstdDecompressSync } from 'node:zlib';
-import { contentCodings } from './content-codings.js';
+import { contentCodings, type CodingFormat } from './content-codings.js';
 import { jsonText } from './json-text.js';
-import { ownField } from '../net/own-field.js';
 
 /** Its parse (undefined: not JSON), or decoded past the bound. */
 export type RequestJson = { readonly json: unknown } | 'too-large';
 
 type Decode = (bytes: Buffer, options: { maxOutputLength: number }) => Buffer;
 
-/** `unzipSync` takes gzip and zlib-wrapped deflate, what `deflate` names in HTTP. */
-const DECODERS: Readonly<Record<string, Decode>> = {
-  gzip: unzipSync,
-  'x-gzip': unzipSync,
-  deflate: unzipSync,
+const DECODERS: Readonly<Record<CodingFormat, Decode>> = {
+  zlib: unzipSync,
   br: brotliDecompressSync,
   zstd: zstdDecompressSync,
 };
@@ -53,10 +49,8 @@ function decodedBody(
   let decoded = bytes;
   // The last coding applied is the first undone.
   for (const coding of codings.reverse()) {
-    const decode = ownField(DECODERS, coding);
-    if (decode === undefined) return undefined;
     try {
-      decoded = decode(decoded, { maxOutputLength: maxBytes });
+      decoded = DECODERS[coding](decoded, { maxOutputLength: maxBytes });
     } catch (err) {
       return (err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? 'too-large' : undefined;
     }
