@@ -366,12 +366,16 @@ export function buildApp({
       // A write attempt can overrun its deadline by a command timeout; the steps after it need a second.
       await recorder.stop(mustEndBy - 3 * CLOSE_STEP_MS);
       await settledWithin(lastUse.stop(), CLOSE_STEP_MS / 2);
-      auditRetention.stop();
-      usageRetention.stop();
-      endedSessions.stop();
+      const pruning = [auditRetention, usageRetention, endedSessions];
+      for (const task of pruning) task.stop();
       // A run cut short leaves its sends to the next run, under the same ids. Beside it, what the last
       // requests noticed goes to the outbox; one lost here is noticed again by the next request above it.
-      await settledWithin(Promise.all([billing.stop(), noticeWriter.stop()]), CLOSE_STEP_MS);
+      // A pruning run going (each runs as the process starts) ends before the database closes, or is
+      // cut short by its closing: the next start prunes again.
+      await settledWithin(
+        Promise.all([billing.stop(), noticeWriter.stop(), ...pruning.map((task) => task.ended())]),
+        CLOSE_STEP_MS,
+      );
       // A send cut short here is sent again by the next lease holder, with the same webhook-id.
       await settledWithin(webhookDeliveries.stop(), CLOSE_STEP_MS / 2);
       for (const task of adapters.background)

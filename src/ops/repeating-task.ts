@@ -14,6 +14,8 @@ export class RepeatingTask {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private readonly runAtStart: boolean;
+  /** Stopped: no run follows, so a run that fails now was cut short by the shutdown, not one to retry. */
+  private stopped = false;
 
   constructor(
     private readonly name: string,
@@ -26,6 +28,7 @@ export class RepeatingTask {
   }
 
   start(): void {
+    this.stopped = false;
     if (this.runAtStart) void this.run();
     this.timer = setInterval(() => void this.run(), this.intervalMs);
     this.timer.unref();
@@ -35,6 +38,12 @@ export class RepeatingTask {
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.stopped = true;
+  }
+
+  /** Resolves once the run going, if any, has ended; never rejects. */
+  ended(): Promise<void> {
+    return this.running ?? Promise.resolve();
   }
 
   /** Runs the work now, or joins the run that is going. Never rejects. */
@@ -47,10 +56,9 @@ export class RepeatingTask {
     try {
       await this.work();
     } catch (err) {
-      this.logger.warn(
-        { err: (err as Error).message, task: this.name },
-        'background task failed; will retry',
-      );
+      const facts = { err: (err as Error).message, task: this.name };
+      if (this.stopped) this.logger.info(facts, 'background task cut short by the shutdown');
+      else this.logger.warn(facts, 'background task failed; will retry');
     }
   }
 }
