@@ -13,6 +13,9 @@
 //    to have optimised each one's request path, as a replica's is after its first seconds); beside them,
 //    each Tollgate's own mean time from a stream's arrival to its forwarding over the timed streams
 //    (its tollgate_proxy_overhead_seconds): how much of the first event's lead is Tollgate's way in.
+//    Each round's timed streams are followed by as many of the same streams paced (their backend waits
+//    after the first event, bench/peers/sse-backend.ts): the first event alone, without the other
+//    events of its stream taking, on a machine of few CPUs, the CPU its client needs to read it.
 // 3. Tollgate's heap in use and resident memory over BENCH_SETTLE_MEMORY_STREAMS (10,000) such streams,
 //    20 at a time, read after a full collection every tenth of the way.
 // BENCH_SETTLE_STREAMS_ONLY=1 runs 2 and 3 alone.
@@ -273,6 +276,7 @@ async function streams(): Promise<string[]> {
   });
   const firsts = timesOf();
   const totals = timesOf();
+  const alone = timesOf();
   const names = Object.keys(targets) as (keyof typeof targets)[];
   for (const name of names)
     for (let i = 0; i < WARM_STREAMS; i++) await oneStream(targets[name].url, targets[name].secret);
@@ -295,19 +299,27 @@ async function streams(): Promise<string[]> {
   for (let round = 0; round < ROUNDS; round++) {
     const first = timesOf();
     const total = timesOf();
-    for (let i = 0; i < STREAMS; i++) {
-      for (let j = 0; j < names.length; j++) {
-        const name = names[(i + j) % names.length]!;
-        const [f, t] = await oneStream(targets[name].url, targets[name].secret);
-        first[name].push(f);
-        total[name].push(t);
+    const paced = timesOf();
+    // The paced streams after the others, alike interleaved: each kind follows its own kind, as what ran
+    // just before a stream moves its first event (docs/performance.md).
+    for (const pacing of ['', '/paced'])
+      for (let i = 0; i < STREAMS; i++) {
+        for (let j = 0; j < names.length; j++) {
+          const name = names[(i + j) % names.length]!;
+          const [f, t] = await oneStream(targets[name].url + pacing, targets[name].secret);
+          if (pacing !== '') paced[name].push(f);
+          else {
+            first[name].push(f);
+            total[name].push(t);
+          }
+        }
       }
-    }
     for (const name of names) {
       firsts[name].push(median(first[name]));
       totals[name].push(median(total[name]));
+      alone[name].push(median(paced[name]));
       log(
-        `streams round ${round + 1}/${ROUNDS} ${name}: first event ${fmt(median(first[name]), 2)} ms, whole ${fmt(median(total[name]), 2)} ms`,
+        `streams round ${round + 1}/${ROUNDS} ${name}: first event ${fmt(median(first[name]), 2)} ms (alone ${fmt(median(paced[name]), 2)}), whole ${fmt(median(total[name]), 2)} ms`,
       );
     }
   }
@@ -346,13 +358,16 @@ async function streams(): Promise<string[]> {
     embedded: 'Tollgate, embedded, settled by the openai preset',
     forwarder: 'bare forwarder (bench/peers/engine.ts)',
   };
+  const times = (series: ReturnType<typeof timesOf>, name: keyof typeof targets) =>
+    `${fmt(median(series[name]), 2)} | ${ratio(median(series[name]), median(series.forwarder))}`;
+  const perRound = (values: number[]) => values.map((x) => fmt(x, 2)).join(' / ');
   const row = (name: keyof typeof targets) =>
-    `| ${through[name]} | ${fmt(median(firsts[name]), 2)} | ${ratio(median(firsts[name]), median(firsts.forwarder))} | ${fmt(median(totals[name]), 2)} | ${ratio(median(totals[name]), median(totals.forwarder))} | ${firsts[name].map((x) => fmt(x, 2)).join(' / ')} | ${totals[name].map((x) => fmt(x, 2)).join(' / ')} |`;
+    `| ${through[name]} | ${times(firsts, name)} | ${times(alone, name)} | ${times(totals, name)} | ${perRound(firsts[name])} | ${perRound(alone[name])} | ${perRound(totals[name])} |`;
   return [
-    `A stream of ${EVENTS} events (${STREAMS} streams of each a round, one at a time, the targets in turn, medians; ${WARM_STREAMS} streams of each before):`,
+    `A stream of ${EVENTS} events (${STREAMS} streams of each a round, one at a time, the targets in turn, then as many paced, medians; ${WARM_STREAMS} streams of each before). "Alone": the paced stream's first event, its backend waiting before the next:`,
     '',
-    '| through | first event ms | ÷ forwarder | last byte ms | ÷ forwarder | first event per round | last byte per round |',
-    '|---|--:|--:|--:|--:|---|---|',
+    '| through | first event ms | ÷ forwarder | first event alone ms | ÷ forwarder | last byte ms | ÷ forwarder | first event per round | alone per round | last byte per round |',
+    '|---|--:|--:|--:|--:|--:|--:|---|---|---|',
     ...names.map(row),
     '',
     "Each Tollgate's way in (arrival to forwarding, its `tollgate_proxy_overhead_seconds`, mean over the timed streams) against its first event's lead over the forwarder (the medians above):",
