@@ -203,6 +203,8 @@ export interface Ending {
   readonly refusal?: Pick<Refused, 'code' | 'limit'>;
   /** Counted already, at its reservation, by a sweep that took its record (src/reservations/in-flight.ts). */
   readonly countedElsewhere?: boolean;
+  /** `performance.now()` as its answer ended, when that was before this call; else the duration ends now. */
+  readonly endedAt?: number;
 }
 
 /**
@@ -232,7 +234,7 @@ export function finished(
   const counted = key !== undefined && context !== undefined && ending.countedElsewhere !== true;
   const logged = deps.logger.isLevelEnabled('debug');
   // Read only when something records it: a keyless refusal (a flood's) reads no clock here.
-  const durationMs = counted || logged ? performance.now() - request.receivedAt : 0;
+  const durationMs = counted || logged ? (ending.endedAt ?? performance.now()) - request.receivedAt : 0;
   if (counted) {
     const failure =
       status < 400

@@ -12,6 +12,7 @@ import { answeredEnd, tracer } from '../tracing/tracer.js';
 import type { UsageRecorder } from '../usage/recorder.js';
 import type { FailureThrottle } from './auth-throttle.js';
 import { addHeaders, withoutBackendCors } from './cors.js';
+import { ClientClosedError } from './client-closed-error.js';
 import { backendOutcome, enter, finished, type Entered, type NotEntered } from './entry.js';
 import { acceptsTrailers, backendHeaders, requestIdOf, responseHeaders } from './forwarding-headers.js';
 import { backendFacts } from './request-context.js';
@@ -54,8 +55,7 @@ export type ProxyHandler = (
 
 /**
  * One forwarded request, and undici's handler for it (`pool.dispatch`): undici calls it with the raw
- * response head and body chunks, so no stream wrapper, no parsed header object, no abort signal and
- * no per-request callbacks are made on the way.
+ * head and body chunks: no stream wrapper, parsed header object, abort signal or callbacks on the way.
  */
 class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
   status = 0;
@@ -76,14 +76,15 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
   /** What the meter read, once the response ended or failed. */
   private reading: Reading = unsettled('cut-short');
   /**
-   * Chunks passed on this turn that the meter has yet to read; made with the head. Node holds a
-   * chunked response's writes until the next tick (it corks the socket at the first write of a turn):
-   * the meter reads them in a tick queued after that one, so that its reading never holds up their
-   * sending.
+   * Chunks passed on this turn that the meter has yet to read; made with the head. Node sends a turn's
+   * writes on the next tick (it corks the socket at its first write): the meter reads them in a tick
+   * queued after that one, so that its reading never holds up their sending.
    */
   private unread: Buffer[] | undefined = undefined;
   /** The backend's trailers (raw pairs; none: empty) once its response is complete: the meter ends. */
   private trailersGiven: readonly (Buffer | string)[] | undefined = undefined;
+  /** As the answer ended: its duration ends here, not when it is counted (after the meter, its record). */
+  private endedAt: number | undefined = undefined;
   /**
    * A client that goes away cancels its backend request instead of holding a pooled connection.
    * Registered with `on`, never removed: `close` fires once per response, after it is settled too.
@@ -166,6 +167,7 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
   }
 
   onComplete(trailers: string[] | null): void {
+    this.endedAt = performance.now();
     if (this.trailers && trailers !== null && trailers.length > 0) {
       const fields: [string, string][] = [];
       for (let i = 0; i + 1 < trailers.length; i += 2)
@@ -206,6 +208,7 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
   private finish(err: Error | null): void {
     if (this.settled) return;
     this.settled = true;
+    this.endedAt ??= performance.now();
     const { proxy, res, entry } = this;
     const { context, admission } = entry;
     admission.release?.();
@@ -256,19 +259,19 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
     answered: ErrorCode | undefined,
     mine: boolean,
   ): void {
-    const { context, admission } = this.entry;
+    const { entry, reading, endedAt } = this;
+    const { context, admission } = entry;
     const settlement = admission.settlement;
     const cost =
       settlement === undefined ? admission.cost : mine ? this.settle(settlement) : settlement.reserved;
-    const unsettled = settlement !== undefined && !this.reading.settled;
-    const ending = { key: admission.key, status, outcome, cost, unsettled, countedElsewhere: !mine };
+    const unsettled = settlement !== undefined && !reading.settled;
+    const ending = { key: admission.key, status, outcome, cost, unsettled, countedElsewhere: !mine, endedAt };
     finished(this.proxy, this.req, context, ending, answered);
   }
 
   /**
-   * The request's cost from what its response reported (its reservation when nothing readable), the
-   * difference charged to what the reservation was charged to; a failure to settle leaves the
-   * reservation charged, and is logged.
+   * The request's cost from what its response reported (else its reservation), the difference charged
+   * where the reservation was; a failure to settle leaves the reservation charged, and is logged.
    */
   private settle(settlement: PendingSettlement): number {
     const { proxy, reading } = this;
@@ -284,14 +287,6 @@ class Exchange implements Dispatcher.DispatchHandler, InFlightRequest {
         proxy.logger.error({ err, reqId: this.entry.context.requestId }, 'settling a request failed'),
       );
     return cost;
-  }
-}
-
-/** Why Tollgate cancelled a backend request: its client closed the connection. */
-class ClientClosedError extends Error {
-  readonly code = 'TOLLGATE_CLIENT_CLOSED';
-  constructor() {
-    super('client closed the connection');
   }
 }
 
