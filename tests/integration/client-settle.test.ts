@@ -5,14 +5,13 @@
  * whose last event carries the usage, a header), and the key is charged exactly what the handler
  * reported, counted once; a response that reports nothing keeps its reservation. In both modes.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import express from 'express';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify from 'fastify';
 import { tollgateExpress, tollgateFastify, type SettleAnswer } from '../../packages/client/src/index.js';
 import { HARNESS_MODES } from '../helpers/harness-modes.js';
 import { waitFor } from '../helpers/poll.js';
+import { listeningApps, type ListeningApps } from '../helpers/listening-apps.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 
 afterAll(closeDatabase);
@@ -23,8 +22,7 @@ const RESERVED = 100;
 describe.each(HARNESS_MODES)('the client middleware settles from the response, $name', (mode) => {
   const h = new ProxyHarness();
   let stop: () => Promise<void>;
-  let expressServer: Server;
-  let fastify: FastifyInstance;
+  let apps: ListeningApps | undefined;
   let expressUrl: string;
   let fastifyUrl: string;
   /** What each settle call answered, or why there was none, in order. */
@@ -47,12 +45,9 @@ describe.each(HARNESS_MODES)('the client middleware settles from the response, $
       res.end('data: [DONE]\n\n');
     });
     app.post('/v1/nothing', (_req, res) => void res.json({ answer: 'no usage here' }));
-    expressServer = createServer(app);
-    await new Promise<void>((resolve) => expressServer.listen(0, '127.0.0.1', resolve));
-    expressUrl = `http://127.0.0.1:${(expressServer.address() as AddressInfo).port}`;
 
     // Priced by a header the handler sets; the reservation read from the request.
-    fastify = Fastify();
+    const fastify = Fastify();
     await fastify.register(tollgateFastify, {
       ...connection,
       reserve: (request) => Number(request.headers['x-most'] ?? 10),
@@ -60,12 +55,11 @@ describe.each(HARNESS_MODES)('the client middleware settles from the response, $
       onSettled,
     });
     fastify.get('/rows', async (_request, reply) => reply.header('x-rows', '250').send({ rows: [] }));
-    await fastify.listen({ port: 0, host: '127.0.0.1' });
-    fastifyUrl = `http://127.0.0.1:${(fastify.server.address() as AddressInfo).port}`;
+    apps = await listeningApps(app, fastify);
+    ({ expressUrl, fastifyUrl } = apps);
   }, 60_000);
   afterAll(async () => {
-    await fastify?.close();
-    await new Promise((resolve) => expressServer?.close(resolve));
+    await apps?.close();
     await stop?.();
   });
 

@@ -5,14 +5,13 @@
  * middleware sends what its `body` option picks from the body the framework parsed: a real Express app
  * (its body parser mounted first) and a real Fastify app (deciding in preHandler), in both modes.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import express from 'express';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify from 'fastify';
 import { tollgateExpress, tollgateFastify } from '../../packages/client/src/index.js';
 import { HARNESS_MODES } from '../helpers/harness-modes.js';
 import { perModelKey, perModelRemaining } from '../helpers/per-model-key.js';
+import { listeningApps, type ListeningApps } from '../helpers/listening-apps.js';
 import { closeDatabase, ProxyHarness } from '../helpers/proxy-harness.js';
 
 afterAll(closeDatabase);
@@ -22,8 +21,7 @@ const LIMIT = 1_000;
 describe.each(HARNESS_MODES)('a request body decided on through verify, $name', (mode) => {
   const h = new ProxyHarness();
   let stop: () => Promise<void>;
-  let expressServer: Server;
-  let fastify: FastifyInstance;
+  let apps: ListeningApps | undefined;
   let expressUrl: string;
   let fastifyUrl: string;
 
@@ -40,21 +38,17 @@ describe.each(HARNESS_MODES)('a request body decided on through verify, $name', 
       '/v1/chat/completions',
       (req, res) => void res.json({ model: (req.body as { model: string }).model }),
     );
-    expressServer = createServer(app);
-    await new Promise<void>((resolve) => expressServer.listen(0, '127.0.0.1', resolve));
-    expressUrl = `http://127.0.0.1:${(expressServer.address() as AddressInfo).port}`;
 
-    fastify = Fastify();
+    const fastify = Fastify();
     await fastify.register(tollgateFastify, { ...connection, body: picked });
     fastify.post('/v1/chat/completions', async (request) => ({
       model: (request.body as { model: string }).model,
     }));
-    await fastify.listen({ port: 0, host: '127.0.0.1' });
-    fastifyUrl = `http://127.0.0.1:${(fastify.server.address() as AddressInfo).port}`;
+    apps = await listeningApps(app, fastify);
+    ({ expressUrl, fastifyUrl } = apps);
   }, 60_000);
   afterAll(async () => {
-    await fastify?.close();
-    await new Promise((resolve) => expressServer?.close(resolve));
+    await apps?.close();
     await stop?.();
   });
 
