@@ -303,17 +303,13 @@ async function streams(): Promise<string[]> {
     // The paced streams after the others, alike interleaved: each kind follows its own kind, as what ran
     // just before a stream moves its first event (docs/performance.md).
     for (const pacing of ['', '/paced'])
-      for (let i = 0; i < STREAMS; i++) {
+      for (let i = 0; i < STREAMS; i++)
         for (let j = 0; j < names.length; j++) {
           const name = names[(i + j) % names.length]!;
           const [f, t] = await oneStream(targets[name].url + pacing, targets[name].secret);
-          if (pacing !== '') paced[name].push(f);
-          else {
-            first[name].push(f);
-            total[name].push(t);
-          }
+          (pacing === '' ? first : paced)[name].push(f);
+          if (pacing === '') total[name].push(t);
         }
-      }
     for (const name of names) {
       firsts[name].push(median(first[name]));
       totals[name].push(median(total[name]));
