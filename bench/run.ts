@@ -14,6 +14,7 @@
 //   npm run bench -- detail       the key detail at both usage caps (1,000 endpoints, 10,000 customers), short and longest names: size and time
 //   npm run bench -- routes       the proxy with route tables of 1, 100 and 1,000 routes against none, and a plan with a match and costs: req/s and CPU per request
 //   npm run bench -- record       the usage recorder's record() alone: ns per request
+//   npm run bench -- usage-batch  one usage batch of 10,000 keys applied to Postgres: ms a batch (BENCH_BASELINE: against another build)
 //   npm run bench -- limiter-core the in-process limiter's consume() alone, five kinds of plan: decisions/s (BENCH_BASELINE: against another build)
 //   npm run bench -- consume-args the consume script's JSON argument: encoding it in Node, cjson.decode against cmsgpack.unpack in Redis
 //   npm run bench -- events       the proxy with a webhook and a billing export configured and busy against none: req/s and CPU per request
@@ -74,6 +75,7 @@ import { limiterCore } from './commands/limiter-core.ts';
 import { profile } from './commands/profile.ts';
 import { profileCompare } from './commands/profile-compare.ts';
 import { record } from './commands/record.ts';
+import { usageBatch } from './commands/usage-batch.ts';
 import { routes } from './commands/routes.ts';
 import { scale } from './commands/scale.ts';
 import { settle } from './commands/settle.ts';
@@ -98,6 +100,7 @@ const commands: Record<string, () => Promise<string>> = {
   detail,
   routes,
   record,
+  'usage-batch': usageBatch,
   'limiter-core': limiterCore,
   'consume-args': consumeArgs,
   events,
@@ -116,7 +119,7 @@ const commands: Record<string, () => Promise<string>> = {
   buckets,
   portal,
 };
-const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|profile-compare|engines|concurrency|embedded|detail|routes|record|limiter-core|consume-args|events|extauth|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|forged-keys|settle|meter|visitors|buckets|portal] [--out FILE]
+const usage = `usage: npm run bench [-- table|scale|cost|hot-consumer|profile|profile-compare|engines|concurrency|embedded|detail|routes|record|usage-batch|limiter-core|consume-args|events|extauth|verify|tracing|tracing-hooks|tracing-export|tracing-memory|billing-export|cors|forged-keys|settle|meter|visitors|buckets|portal] [--out FILE]
 `;
 
 let args: ReturnType<typeof parseArgs<{ options: { out: { type: 'string' } }; allowPositionals: true }>>;
