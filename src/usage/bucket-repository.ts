@@ -1,13 +1,11 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../store/db.js';
 import { sqlDialectOf, type SqlDialect } from '../store/sql-dialect.js';
+import { upsertRows } from '../store/upsert-rows.js';
 import { NUMBER_COLUMNS, bucketRow } from './bucket-columns.js';
 import { bucketAt, GRANULARITIES, type SeriesPeriod } from './granularity.js';
 import { remainder } from './undated-usage.js';
 import { addCounts, emptyBucket, entryOf, minuteOf, type BucketCounts, type FiledUsage } from './usage.js';
-
-/** Rows per INSERT: 23 parameters each stays below SQLite's 32,766-parameter cap (Postgres: 65,535). */
-const CHUNK = 1000;
 
 /** One key's part of a batch filed under one consumer (null: none), its series' names already capped per period by the caller. */
 export interface KeyBatch {
@@ -105,48 +103,32 @@ export async function addBuckets(trx: Db, keys: readonly KeyBatch[], nowMs: numb
     }
   }
   const dialect = sqlDialectOf(trx).name;
-  for (let i = 0; i < bucketRows.length; i += CHUNK) {
-    await trx
-      .insertInto('usage_buckets')
-      .values(bucketRows.slice(i, i + CHUNK))
-      .onConflict((oc) =>
-        oc
-          .columns(['key_id', 'granularity', 'start', 'consumer_id'])
-          .doUpdateSet(addedBucket('usage_buckets', dialect)),
-      )
-      .execute();
-  }
-  for (let i = 0; i < endpointRows.length; i += CHUNK) {
-    await trx
-      .insertInto('usage_endpoint_buckets')
-      .values(endpointRows.slice(i, i + CHUNK))
-      .onConflict((oc) =>
-        oc
-          .columns(['key_id', 'granularity', 'start', 'endpoint', 'consumer_id'])
-          .doUpdateSet(addedBucket('usage_endpoint_buckets', dialect)),
-      )
-      .execute();
-  }
-  for (let i = 0; i < customerRows.length; i += CHUNK) {
-    await trx
-      .insertInto('usage_customer_buckets')
-      .values(customerRows.slice(i, i + CHUNK))
-      .onConflict((oc) =>
-        oc
-          .columns(['key_id', 'granularity', 'start', 'customer_id', 'consumer_id'])
-          .doUpdateSet(addedBucket('usage_customer_buckets', dialect)),
-      )
-      .execute();
-  }
-  for (let i = 0; i < routeRows.length; i += CHUNK) {
-    await trx
-      .insertInto('usage_route_buckets')
-      .values(routeRows.slice(i, i + CHUNK))
-      .onConflict((oc) =>
-        oc
-          .columns(['key_id', 'granularity', 'start', 'route_id', 'consumer_id'])
-          .doUpdateSet(addedBucket('usage_route_buckets', dialect)),
-      )
-      .execute();
-  }
+  await upsertRows(trx, 'usage_buckets', bucketRows, (insert) =>
+    insert.onConflict((oc) =>
+      oc
+        .columns(['key_id', 'granularity', 'start', 'consumer_id'])
+        .doUpdateSet(addedBucket('usage_buckets', dialect)),
+    ),
+  );
+  await upsertRows(trx, 'usage_endpoint_buckets', endpointRows, (insert) =>
+    insert.onConflict((oc) =>
+      oc
+        .columns(['key_id', 'granularity', 'start', 'endpoint', 'consumer_id'])
+        .doUpdateSet(addedBucket('usage_endpoint_buckets', dialect)),
+    ),
+  );
+  await upsertRows(trx, 'usage_customer_buckets', customerRows, (insert) =>
+    insert.onConflict((oc) =>
+      oc
+        .columns(['key_id', 'granularity', 'start', 'customer_id', 'consumer_id'])
+        .doUpdateSet(addedBucket('usage_customer_buckets', dialect)),
+    ),
+  );
+  await upsertRows(trx, 'usage_route_buckets', routeRows, (insert) =>
+    insert.onConflict((oc) =>
+      oc
+        .columns(['key_id', 'granularity', 'start', 'route_id', 'consumer_id'])
+        .doUpdateSet(addedBucket('usage_route_buckets', dialect)),
+    ),
+  );
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
 import { sqlDialectOf, type SqlDialect } from '../store/sql-dialect.js';
+import { upsertRows } from '../store/upsert-rows.js';
 import { addBuckets, type KeyBatch } from './bucket-repository.js';
 import { addFailures } from './failure-log-repository.js';
 import { filingsOf } from './filings.js';
@@ -16,8 +17,6 @@ import {
   type UsageCounts,
 } from './usage.js';
 
-/** Rows per INSERT: 8 parameters each stays far below SQLite's 32,766-parameter cap (Postgres: 65,535). */
-const CHUNK = 1000;
 const PRUNE_INTERVAL_MS = 3_600_000;
 
 /** A batch is retried within seconds of its first apply; a day of ids is far more than enough. */
@@ -205,35 +204,27 @@ export class UsageRepository {
       }
       await addBuckets(trx, overTime, nowMs);
       await addFailures(trx, batch);
-      for (let i = 0; i < endpointRows.length; i += CHUNK) {
-        await trx
-          .insertInto('usage_endpoints')
-          .values(endpointRows.slice(i, i + CHUNK))
-          .onConflict((oc) =>
-            oc.columns(['key_id', 'endpoint', 'consumer_id']).doUpdateSet({
-              requests: sql`usage_endpoints.requests + excluded.requests`,
-              successful: sql`usage_endpoints.successful + excluded.successful`,
-              failed: sql`usage_endpoints.failed + excluded.failed`,
-              total_duration_ms: sql`usage_endpoints.total_duration_ms + excluded.total_duration_ms`,
-              cost: sql`usage_endpoints.cost + excluded.cost`,
-              unsettled: sql`usage_endpoints.unsettled + excluded.unsettled`,
-            }),
-          )
-          .execute();
-      }
-      for (let i = 0; i < customerRows.length; i += CHUNK) {
-        await trx
-          .insertInto('usage_customers')
-          .values(customerRows.slice(i, i + CHUNK))
-          .onConflict((oc) =>
-            oc.columns(['key_id', 'customer_id', 'consumer_id']).doUpdateSet({
-              requests: sql`usage_customers.requests + excluded.requests`,
-              successful: sql`usage_customers.successful + excluded.successful`,
-              failed: sql`usage_customers.failed + excluded.failed`,
-            }),
-          )
-          .execute();
-      }
+      await upsertRows(trx, 'usage_endpoints', endpointRows, (insert) =>
+        insert.onConflict((oc) =>
+          oc.columns(['key_id', 'endpoint', 'consumer_id']).doUpdateSet({
+            requests: sql`usage_endpoints.requests + excluded.requests`,
+            successful: sql`usage_endpoints.successful + excluded.successful`,
+            failed: sql`usage_endpoints.failed + excluded.failed`,
+            total_duration_ms: sql`usage_endpoints.total_duration_ms + excluded.total_duration_ms`,
+            cost: sql`usage_endpoints.cost + excluded.cost`,
+            unsettled: sql`usage_endpoints.unsettled + excluded.unsettled`,
+          }),
+        ),
+      );
+      await upsertRows(trx, 'usage_customers', customerRows, (insert) =>
+        insert.onConflict((oc) =>
+          oc.columns(['key_id', 'customer_id', 'consumer_id']).doUpdateSet({
+            requests: sql`usage_customers.requests + excluded.requests`,
+            successful: sql`usage_customers.successful + excluded.successful`,
+            failed: sql`usage_customers.failed + excluded.failed`,
+          }),
+        ),
+      );
       return true;
     });
   }

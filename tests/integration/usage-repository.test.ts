@@ -257,6 +257,17 @@ describe.each(['postgres', 'embedded'] as const)('usage repository on %s', (kind
     expect([...stored.customers.values()].reduce((n, c) => n + c.requests, 0)).toBe(many + 2);
   }, 300_000);
 
+  it('counts a customer whose id holds a lone surrogate (a token subject may) under U+FFFD in its place', async () => {
+    const keyId = await newKey();
+    await usage.applyBatch(undefined, batchOf(keyId, { '/s': [2, 0, 4] }, { 'acme\ud800': 2 }));
+    const stored = await usage.read(keyId);
+    expect([...stored.customers]).toEqual([['acme\ufffd', { requests: 2, successful: 2, failed: 0 }]]);
+    const days = await sql<{ customer_id: string; requests: number }>`
+      select customer_id, cast(requests as integer) as requests from usage_customer_buckets
+      where key_id = ${keyId} and granularity = 'day'`.execute(handle.db);
+    expect(days.rows).toEqual([{ customer_id: 'acme\ufffd', requests: 2 }]);
+  });
+
   it('prunes batch ids older than a day', async () => {
     const keyId = await newKey();
     await sql`insert into usage_batches (batch_id, applied_at) values ('ancient-' || ${kind}, ${new Date(Date.now() - 2 * 86_400_000)})`.execute(
