@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../store/db.js';
 import { sqlDialectOf, type SqlDialect } from '../store/sql-dialect.js';
-import { upsertRows } from '../store/upsert-rows.js';
+import { upsertRows, type Upsert } from '../store/upsert-rows.js';
 import { NUMBER_COLUMNS, bucketRow } from './bucket-columns.js';
 import { bucketAt, GRANULARITIES, type SeriesPeriod } from './granularity.js';
 import { remainder } from './undated-usage.js';
@@ -50,16 +50,30 @@ const MERGED_LATENCY = {
       select key as bin, sum(value) as n from (select key, value from json_each(${a}) union all select key, value from json_each(${b})) group by key))`,
 } satisfies Record<SqlDialect['name'], unknown>;
 
-/** The upsert that adds a row's counts and latency to the stored bucket's (table and column names are constants). */
-function addedBucket(table: string, dialect: SqlDialect['name']): Record<string, RawBuilder<unknown>> {
-  const set: Record<string, RawBuilder<unknown>> = {};
-  for (const column of NUMBER_COLUMNS)
-    set[column] = sql`${sql.raw(table)}.${sql.raw(column)} + excluded.${sql.raw(column)}`;
+type BucketTable =
+  'usage_buckets' | 'usage_endpoint_buckets' | 'usage_customer_buckets' | 'usage_route_buckets';
+
+/**
+ * The upsert that adds a row's counts and latency to its stored bucket: a period's row of a key and a
+ * consumer, and in a series of one of its names (`nameColumn`). Table and column names are constants.
+ */
+function addedBucket<T extends BucketTable>(
+  table: T,
+  nameColumn: Upsert<T>['on'][number] | undefined,
+  dialect: SqlDialect['name'],
+): Upsert<T> {
+  const on: Upsert<T>['on'] = [
+    'key_id',
+    'granularity',
+    'start',
+    ...(nameColumn === undefined ? [] : [nameColumn]),
+    'consumer_id',
+  ];
   const stored = sql.raw(`${table}.latency`);
   const added = sql.raw('excluded.latency');
   // Most batches add to a row that has no latency yet (written before sql/020) or add none.
-  set.latency = sql`case when ${added} = '{}' then ${stored} when ${stored} = '{}' then ${added} else ${MERGED_LATENCY[dialect](stored, added)} end`;
-  return set;
+  const latency = sql`case when ${added} = '{}' then ${stored} when ${stored} = '{}' then ${added} else ${MERGED_LATENCY[dialect](stored, added)} end`;
+  return { on, add: NUMBER_COLUMNS, set: { latency } };
 }
 
 /**
@@ -120,32 +134,23 @@ export async function addBuckets(trx: Db, keys: readonly KeyBatch[], nowMs: numb
     }
   }
   const dialect = sqlDialectOf(trx).name;
-  await upsertRows(trx, 'usage_buckets', bucketRows, (insert) =>
-    insert.onConflict((oc) =>
-      oc
-        .columns(['key_id', 'granularity', 'start', 'consumer_id'])
-        .doUpdateSet(addedBucket('usage_buckets', dialect)),
-    ),
+  await upsertRows(trx, 'usage_buckets', bucketRows, addedBucket('usage_buckets', undefined, dialect));
+  await upsertRows(
+    trx,
+    'usage_endpoint_buckets',
+    endpointRows,
+    addedBucket('usage_endpoint_buckets', 'endpoint', dialect),
   );
-  await upsertRows(trx, 'usage_endpoint_buckets', endpointRows, (insert) =>
-    insert.onConflict((oc) =>
-      oc
-        .columns(['key_id', 'granularity', 'start', 'endpoint', 'consumer_id'])
-        .doUpdateSet(addedBucket('usage_endpoint_buckets', dialect)),
-    ),
+  await upsertRows(
+    trx,
+    'usage_customer_buckets',
+    customerRows,
+    addedBucket('usage_customer_buckets', 'customer_id', dialect),
   );
-  await upsertRows(trx, 'usage_customer_buckets', customerRows, (insert) =>
-    insert.onConflict((oc) =>
-      oc
-        .columns(['key_id', 'granularity', 'start', 'customer_id', 'consumer_id'])
-        .doUpdateSet(addedBucket('usage_customer_buckets', dialect)),
-    ),
-  );
-  await upsertRows(trx, 'usage_route_buckets', routeRows, (insert) =>
-    insert.onConflict((oc) =>
-      oc
-        .columns(['key_id', 'granularity', 'start', 'route_id', 'consumer_id'])
-        .doUpdateSet(addedBucket('usage_route_buckets', dialect)),
-    ),
+  await upsertRows(
+    trx,
+    'usage_route_buckets',
+    routeRows,
+    addedBucket('usage_route_buckets', 'route_id', dialect),
   );
 }

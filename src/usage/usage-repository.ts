@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
 import { sqlDialectOf, type SqlDialect } from '../store/sql-dialect.js';
 import { upsertRows } from '../store/upsert-rows.js';
@@ -204,27 +203,14 @@ export class UsageRepository {
       }
       await addBuckets(trx, overTime, nowMs);
       await addFailures(trx, batch);
-      await upsertRows(trx, 'usage_endpoints', endpointRows, (insert) =>
-        insert.onConflict((oc) =>
-          oc.columns(['key_id', 'endpoint', 'consumer_id']).doUpdateSet({
-            requests: sql`usage_endpoints.requests + excluded.requests`,
-            successful: sql`usage_endpoints.successful + excluded.successful`,
-            failed: sql`usage_endpoints.failed + excluded.failed`,
-            total_duration_ms: sql`usage_endpoints.total_duration_ms + excluded.total_duration_ms`,
-            cost: sql`usage_endpoints.cost + excluded.cost`,
-            unsettled: sql`usage_endpoints.unsettled + excluded.unsettled`,
-          }),
-        ),
-      );
-      await upsertRows(trx, 'usage_customers', customerRows, (insert) =>
-        insert.onConflict((oc) =>
-          oc.columns(['key_id', 'customer_id', 'consumer_id']).doUpdateSet({
-            requests: sql`usage_customers.requests + excluded.requests`,
-            successful: sql`usage_customers.successful + excluded.successful`,
-            failed: sql`usage_customers.failed + excluded.failed`,
-          }),
-        ),
-      );
+      await upsertRows(trx, 'usage_endpoints', endpointRows, {
+        on: ['key_id', 'endpoint', 'consumer_id'],
+        add: ['requests', 'successful', 'failed', 'total_duration_ms', 'cost', 'unsettled'],
+      });
+      await upsertRows(trx, 'usage_customers', customerRows, {
+        on: ['key_id', 'customer_id', 'consumer_id'],
+        add: ['requests', 'successful', 'failed'],
+      });
       return true;
     });
   }
