@@ -2,7 +2,8 @@
  * The keys GitHub signs its secret scanning reports with (docs/guides/leaked-keys.md): the document
  * at GITHUB_SECRET_SCANNING_KEYS_URL, `{public_keys: [{key_identifier, key (PEM)}]}`. Read on first
  * use and kept; read again when a report names a key not held, at most once a minute, so a flood of
- * reports naming invented keys costs GitHub's endpoint one request a minute.
+ * reports naming invented keys costs GitHub's endpoint one request a minute. A report naming a key not
+ * held while the keys are being read waits for that read.
  */
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 import type { Logger } from '../ops/logger.js';
@@ -31,8 +32,11 @@ export class GitHubSigningKeys {
    */
   async verify(body: Buffer, identifier: string, signature: string): Promise<boolean> {
     let key = this.keys.get(identifier);
-    if (key === undefined && this.clock() - this.lastReadMs >= REFRESH_AT_MOST_EVERY_MS) {
-      await (this.reading ??= this.read().finally(() => (this.reading = undefined)));
+    if (key === undefined) {
+      // A read in progress is waited for, however recent it is: it may bring the key.
+      if (this.reading === undefined && this.clock() - this.lastReadMs >= REFRESH_AT_MOST_EVERY_MS)
+        this.reading = this.read().finally(() => (this.reading = undefined));
+      await this.reading;
       key = this.keys.get(identifier);
     }
     if (key === undefined) return false;

@@ -2,17 +2,21 @@
  * Keys that report their own leaks in embedded mode (SQLite, in-process counters), with
  * `LEAKED_KEY_ACTION=roll` and a prefix of the deployment's own: GitHub's signed report rolls the key
  * (the leaked secret refused at once), a replay changes nothing, a key GitHub starts signing with is
- * read after at most a minute (the process's clock moved by TEST_CLOCK_FILE), and the portal shows
- * the notice and masks with the key's prefix.
+ * read after at most a minute (the process's clock moved by TEST_CLOCK_FILE) and a report arriving
+ * while the keys are read waits for them, a secret listed twice is labelled alike and its key rolled
+ * once, a `type` is measured in code points, and the portal shows the notice and masks with the key's
+ * prefix.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { GitHubKeyServer, newSigningKey, reportBody, signedHeaders } from '../helpers/github-scanning.js';
 import { PortalUser } from '../helpers/portal-user.js';
 import { MINUTE_MS, TestClock } from '../helpers/test-clock.js';
-import { hit, startEmbedded, type Fleet } from './helpers/replicas.js';
+import { hit, sleep, startEmbedded, waitFor, type Fleet } from './helpers/replicas.js';
 import type { Tollgate } from './helpers/tollgate.js';
 
 const REPORTS = '/tollgate/secret-scanning/github';
+/** An emoji: one code point, two UTF-16 units. */
+const ASTRAL = '\u{1F511}';
 
 let fleet: Fleet;
 let tollgate: Tollgate;
@@ -106,6 +110,58 @@ describe('reports of leaked secrets, embedded, LEAKED_KEY_ACTION=roll', () => {
     expect(github.reads).toBe(readsBefore + 1);
   });
 
+  it('labels every entry of a secret in one report alike, as it was at the report, and rolls its key once', async () => {
+    const created = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'listed twice' });
+    const { id, secret: previous } = created.body as { id: string; secret: string };
+    // Rolled with a grace: the previous secret and the current one both open the key.
+    const rolled = await tollgate.admin('POST', `/consumer-api-key/${id}/roll`, { gracePeriodSeconds: 3600 });
+    const current = rolled.body.secret as string;
+    expect([await hit(tollgate, previous), await hit(tollgate, current)]).toEqual([200, 200]);
+    const scanned = await tollgate.admin('POST', '/tollgate/keys/leaked', {
+      secrets: [previous, previous, current],
+    });
+    // GitHub found one token at two urls.
+    const other = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'found twice' });
+    const found = [
+      ...JSON.parse(reportBody([other.body.secret], 'a.js')),
+      ...JSON.parse(reportBody([other.body.secret], 'b.js')),
+    ];
+    const body = JSON.stringify(found);
+    const answer = await report(body, signedHeaders(body, github.current));
+    const labels = (items: { label: string }[]) => items.map((a) => a.label);
+    expect([labels(scanned.body), labels(JSON.parse(answer.text))]).toEqual([
+      ['true_positive', 'true_positive', 'true_positive'],
+      ['true_positive', 'true_positive'],
+    ]);
+
+    for (const keyId of [id, other.body.id as string]) {
+      const log = await tollgate.admin('GET', `/tollgate/audit-log?action=key.leak&targetId=${keyId}`);
+      expect(log.body.auditLog).toEqual([
+        expect.objectContaining({
+          changes: expect.objectContaining({ after: expect.objectContaining({ secretRolled: true }) }),
+        }),
+      ]);
+    }
+    for (const leaked of [previous, current, other.body.secret as string])
+      expect(await hit(tollgate, leaked)).toBe(401);
+  });
+
+  it('counts the length of a type in code points: 100 astral characters taken, 101 refused', async () => {
+    const created = await tollgate.admin('POST', '/consumer-api-key/create', { name: 'emoji type' });
+    const typed = (type: string) =>
+      JSON.stringify(JSON.parse(reportBody([created.body.secret])).map((m: object) => ({ ...m, type })));
+    const over = typed(ASTRAL.repeat(101));
+    const refused = await report(over, signedHeaders(over, github.current));
+    expect(refused.status).toBe(400);
+    expect(JSON.parse(refused.text).code).toBe('validation_failed');
+    const longest = typed(ASTRAL.repeat(100));
+    const taken = await report(longest, signedHeaders(longest, github.current));
+    expect(taken.status).toBe(200);
+    expect(JSON.parse(taken.text)).toEqual([
+      expect.objectContaining({ token_type: ASTRAL.repeat(100), label: 'true_positive' }),
+    ]);
+  });
+
   it("shows the customer the notice in the portal, the secret masked with the key's own prefix", async () => {
     const consumer = await tollgate.admin('POST', '/tollgate/consumers', { name: 'Initech' });
     const created = await tollgate.admin('POST', '/consumer-api-key/create', {
@@ -121,6 +177,43 @@ describe('reports of leaked secrets, embedded, LEAKED_KEY_ACTION=roll', () => {
         leak: expect.objectContaining({ source: 'github', action: 'roll' }),
       }),
     ]);
+  });
+
+  it('holds a report that arrives while the keys are being read until they are read, then takes it', async () => {
+    const secretOf = async (name: string) =>
+      (await tollgate.admin('POST', '/consumer-api-key/create', { name })).body.secret as string;
+    const first = await secretOf('slow one');
+    const second = await secretOf('slow two');
+    // GitHub starts signing with a new key, a minute after the last read, and is slow to list it.
+    const next = newSigningKey();
+    github.served.push(next);
+    clock.advance(MINUTE_MS + 1_000);
+    const readsBefore = github.reads;
+    let answerGitHub!: () => void;
+    github.answerAfter = new Promise((resolve) => (answerGitHub = resolve));
+    const firstBody = reportBody([first], 'first.js');
+    const secondBody = reportBody([second], 'second.js');
+    try {
+      const firstAnswer = report(firstBody, signedHeaders(firstBody, next));
+      await waitFor(
+        async () => github.reads,
+        (reads) => reads > readsBefore,
+        { what: 'a read of the keys' },
+      );
+      const secondAnswer = report(secondBody, signedHeaders(secondBody, next));
+      // Time for the second report to reach Tollgate while GitHub has not answered yet.
+      await sleep(300);
+      answerGitHub();
+      const answers = await Promise.all([firstAnswer, secondAnswer]);
+      expect(answers.map((a) => [a.status, JSON.parse(a.text)[0]?.label])).toEqual([
+        [200, 'true_positive'],
+        [200, 'true_positive'],
+      ]);
+      expect(github.reads).toBe(readsBefore + 1);
+    } finally {
+      github.answerAfter = undefined;
+      answerGitHub();
+    }
   });
 });
 

@@ -1,8 +1,9 @@
 /**
  * Keys that report their own leaks (contract section 31) on three replicas over Redis and Postgres:
  * GitHub's signed reports (keys the test generates and serves as GitHub does), `keys/leaked`, the
- * key disabled everywhere within a second, replays on any replica changing nothing, and a flood of
- * wrong checksums costing Redis nothing per request (a private redis-server's INFO commandstats).
+ * key disabled everywhere within a second, replays on any replica changing nothing, concurrent reports
+ * of one key on several replicas acting on it once (disabled or rolled), and a flood of wrong
+ * checksums costing Redis nothing per request (a private redis-server's INFO commandstats).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
@@ -25,6 +26,7 @@ let replicas: Tollgate[];
 let github: GitHubKeyServer;
 let redis: RedisServer;
 let receiver: WebhookReceiver;
+let hookId: string;
 
 beforeAll(async () => {
   [github, redis, receiver] = await Promise.all([
@@ -44,6 +46,7 @@ beforeAll(async () => {
   });
   expect(hook.status).toBe(201);
   receiver.secret = hook.body.secret;
+  hookId = hook.body.id;
 }, 120_000);
 
 afterAll(async () => {
@@ -71,6 +74,25 @@ async function leakEntries(keyId: string): Promise<Record<string, unknown>[]> {
   expect(log.status).toBe(200);
   return log.body.auditLog;
 }
+
+/** The `key.leaked` events the receiver got for `keyId`, once it got one and every delivery is delivered. */
+async function leakedEvents(keyId: string): Promise<Record<string, unknown>[]> {
+  const { value } = await waitFor(
+    async () => {
+      const { deliveries } = (
+        await replicas[0]!.admin('GET', `/tollgate/webhooks/${hookId}/deliveries?limit=100`)
+      ).body as { deliveries: { state: string }[] };
+      const events = receiver.ofType('key.leaked').filter((e) => e.data.consumerApiKeyId === keyId);
+      return { delivered: deliveries.every((d) => d.state === 'delivered'), events };
+    },
+    ({ delivered, events }) => delivered && events.length > 0,
+    { what: `the key.leaked events of ${keyId}, every delivery delivered` },
+  );
+  return value.events.map((e) => e.data);
+}
+
+/** The labels of one answer, in the order reported. */
+const labelsOf = (answer: readonly { label: string }[]) => answer.map((a) => a.label);
 
 describe('reports of leaked secrets, three replicas on Redis and Postgres', () => {
   it('does nothing for an unsigned, tampered or unknown-key report: 401, the key keeps working', async () => {
@@ -198,6 +220,120 @@ describe('reports of leaked secrets, three replicas on Redis and Postgres', () =
     expect(await leakEntries(key.id)).toHaveLength(1);
     expect((await replicas[0]!.admin('POST', '/tollgate/keys/leaked', { secrets: [] })).status).toBe(400);
   });
+
+  it('acts once on a key that several scanners report at once to any replica: one true positive, one entry, one event', async () => {
+    const key = await newKey();
+    const scanned = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        replicas[i % 3]!.admin('POST', '/tollgate/keys/leaked', {
+          secrets: [key.secret],
+          source: `scanner${i}`,
+        }),
+      ),
+    );
+    expect(scanned.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(scanned.map((a) => labelsOf(a.body).join()).sort()).toEqual([
+      'false_positive',
+      'false_positive',
+      'false_positive',
+      'false_positive',
+      'false_positive',
+      'true_positive',
+    ]);
+
+    const entries = await leakEntries(key.id);
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({
+      actor: { type: 'root' },
+      changes: { before: { enabled: true }, after: { enabled: false } },
+    });
+    expect(await leakedEvents(key.id)).toHaveLength(1);
+  });
+
+  it('acts once on a token GitHub reports at several urls at once, to any replica', async () => {
+    const found = await newKey();
+    const bodies = Array.from({ length: 6 }, (_, i) => reportBody([found.secret], `found-${i}.js`));
+    const reported = await Promise.all(
+      bodies.map((body, i) => report(replicas[i % 3]!, body, signedHeaders(body, github.current))),
+    );
+    expect(reported.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(reported.map((a) => labelsOf(JSON.parse(a.text)).join()).sort()).toEqual([
+      'false_positive',
+      'false_positive',
+      'false_positive',
+      'false_positive',
+      'false_positive',
+      'true_positive',
+    ]);
+
+    const entries = await leakEntries(found.id);
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({
+      actor: { type: 'system', name: 'secret-scanning' },
+      changes: { before: { enabled: true }, after: { enabled: false } },
+    });
+    expect(await leakedEvents(found.id)).toHaveLength(1);
+  });
+
+  it('labels every entry of a secret in one report alike and disables its key once', async () => {
+    const key = await newKey();
+    const scanned = await replicas[0]!.admin('POST', '/tollgate/keys/leaked', {
+      secrets: [key.secret, key.secret],
+    });
+    // GitHub found one token at two urls.
+    const found = await newKey();
+    const body = JSON.stringify([
+      ...JSON.parse(reportBody([found.secret], 'a.js')),
+      ...JSON.parse(reportBody([found.secret], 'b.js')),
+    ]);
+    const answer = await report(replicas[1]!, body, signedHeaders(body, github.current));
+    expect([scanned.body, JSON.parse(answer.text)].map(labelsOf)).toEqual([
+      ['true_positive', 'true_positive'],
+      ['true_positive', 'true_positive'],
+    ]);
+    for (const { id } of [key, found]) {
+      expect(await leakEntries(id)).toHaveLength(1);
+      expect(await leakedEvents(id)).toHaveLength(1);
+    }
+  });
+
+  it('rolls a key once however many scanners report it at once, with LEAKED_KEY_ACTION=roll', async () => {
+    // Two more replicas of the deployment that roll leaked keys, stopped before the flood below counts
+    // the replicas' Redis calls.
+    const rollers = await fleet.replicas.start(2, { LEAKED_KEY_ACTION: 'roll' });
+    try {
+      const created = await rollers[0]!.admin('POST', '/consumer-api-key/create', { name: 'rolled once' });
+      const { id, secret } = created.body as { id: string; secret: string };
+      const scanned = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          rollers[i % 2]!.admin('POST', '/tollgate/keys/leaked', {
+            secrets: [secret],
+            source: `scanner${i}`,
+          }),
+        ),
+      );
+      expect(scanned.map((a) => labelsOf(a.body).join()).sort()).toEqual([
+        'false_positive',
+        'false_positive',
+        'false_positive',
+        'false_positive',
+        'false_positive',
+        'true_positive',
+      ]);
+      const entries = await leakEntries(id);
+      expect(entries).toEqual([
+        expect.objectContaining({
+          changes: expect.objectContaining({ after: expect.objectContaining({ secretRolled: true }) }),
+        }),
+      ]);
+      expect(await leakedEvents(id)).toEqual([expect.objectContaining({ action: 'roll' })]);
+      const rolled = (await rollers[1]!.admin('GET', `/consumer-api-key/${id}`)).body.secret as string;
+      for (const replica of rollers)
+        expect([await hit(replica, secret), await hit(replica, rolled)]).toEqual([401, 200]);
+    } finally {
+      await Promise.all(rollers.map((replica) => replica.stop()));
+    }
+  }, 60_000);
 
   it('answers a flood of wrong checksums with 401 at no Redis call per request, and counts them against the address', async () => {
     // A fresh minute of the address's budget, the whole flood inside it (a fresh clone's run saw the

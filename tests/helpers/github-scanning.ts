@@ -41,8 +41,10 @@ export function reportBody(tokens: readonly string[], file = 'config.js'): strin
 }
 
 export class GitHubKeyServer {
-  /** How many times the keys were read. */
+  /** How many times the keys were read (counted as each read arrives). */
   reads = 0;
+  /** While set, a read is answered only once it resolves: GitHub slow to answer. */
+  answerAfter: Promise<void> | undefined;
 
   private constructor(
     private readonly server: Server,
@@ -61,12 +63,14 @@ export class GitHubKeyServer {
     );
     server.on('request', (_req, res) => {
       keys.reads++;
-      const public_keys = keys.served.map((key, i) => ({
-        key_identifier: key.id,
-        key: key.publicPem,
-        is_current: i === keys.served.length - 1,
-      }));
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ public_keys }));
+      void (keys.answerAfter ?? Promise.resolve()).then(() => {
+        const public_keys = keys.served.map((key, i) => ({
+          key_identifier: key.id,
+          key: key.publicPem,
+          is_current: i === keys.served.length - 1,
+        }));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ public_keys }));
+      });
     });
     return keys;
   }

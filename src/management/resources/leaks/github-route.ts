@@ -8,6 +8,7 @@ import { hash } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { AppError } from '../../../errors.js';
 import { hasNoControlCharacter } from '../../../plans/clean-text.js';
+import { codePointLength } from '../../../plans/customer-id.js';
 import type { GitHubSigningKeys } from '../../../keys/github-signing-keys.js';
 import { forwardedFacts, requestIdOf } from '../../../proxy/forwarding-headers.js';
 import type { Caller } from '../../authenticate.js';
@@ -53,9 +54,9 @@ export function githubReportsRoute(ctx: ManagementContext, signingKeys: GitHubSi
 const MAX_TYPE_LENGTH = 100;
 const MAX_URL_LENGTH = 2_048;
 
-/** A string of at most `max` characters without a control character. */
+/** A string of at most `max` characters (code points, as the API counts) without a control character. */
 const isCleanText = (value: unknown, max: number): value is string =>
-  typeof value === 'string' && value.length <= max && hasNoControlCharacter(value);
+  typeof value === 'string' && codePointLength(value) <= max && hasNoControlCharacter(value);
 
 /**
  * GitHub's `[{token, type, url, source}]`, `type` and `url` bounded and without control characters;

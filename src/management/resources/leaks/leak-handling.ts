@@ -43,17 +43,20 @@ export async function handleLeakReport(
     const earlier =
       claim && (await repositories.secretScanningReports.claim(claim.bodyHash, now, claim.since));
     if (earlier !== undefined) return { result: earlier, unchanged: true as const };
-    const answers: LeakAnswer = [];
+    const keyIds = await liveKeysOf(
+      repositories,
+      reported.map(({ token }) => token),
+      now.getTime(),
+    );
+    const answers: LeakAnswer = reported.map(({ token, type }, i) => ({
+      token_hash: hashSecret(token).toString('hex'),
+      token_type: type,
+      label: keyIds[i] === undefined ? 'false_positive' : 'true_positive',
+    }));
     const changes: AuditedChange[] = [];
-    for (const { token, type, url } of reported) {
-      const tokenHash = hashSecret(token);
-      const keyId = await liveKeyOf(repositories, token, tokenHash, now.getTime());
-      answers.push({
-        token_hash: tokenHash.toString('hex'),
-        token_type: type,
-        label: keyId === undefined ? 'false_positive' : 'true_positive',
-      });
-      // A key reported twice in one report is handled once.
+    for (const [i, { url }] of reported.entries()) {
+      const keyId = keyIds[i];
+      // A key reported twice in one report (a secret listed twice, or two of its secrets) is handled once.
       if (keyId === undefined || changedKeys.includes(keyId)) continue;
       changedKeys.push(keyId);
       changes.push(
@@ -71,21 +74,34 @@ export async function handleLeakReport(
 }
 
 /**
- * The key `token` opens now: enabled, unexpired, and `token` its current secret or a rolled one still
- * in its grace; else undefined.
+ * The key each of `tokens` opens now (undefined: none): enabled, unexpired, and the token its current
+ * secret or a rolled one still in its grace. All are judged before any key is handled, so each entry
+ * of a secret is labelled as it was at the report. The keys are locked (in the order of their ids, so
+ * that reports naming the same keys wait for each other rather than deadlock) and only then read, so
+ * of concurrent reports of one key only the first finds it live.
  */
-async function liveKeyOf(
+async function liveKeysOf(
   { keys }: Repositories,
-  token: string,
-  tokenHash: Buffer,
+  tokens: readonly string[],
   nowMs: number,
-): Promise<string | undefined> {
-  if (!looksLikeSecret(token)) return undefined;
-  const key = await keys.findBySecretHash(tokenHash);
-  if (key === undefined || !key.enabled) return undefined;
-  if (key.expiresAtMs !== null && key.expiresAtMs <= nowMs) return undefined;
-  if (key.secretValidUntilMs !== null && key.secretValidUntilMs <= nowMs) return undefined;
-  return key.id;
+): Promise<(string | undefined)[]> {
+  const hashes = new Map<string, Buffer>();
+  for (const token of tokens) if (looksLikeSecret(token)) hashes.set(token, hashSecret(token));
+  const found = new Set<string>();
+  for (const hash of hashes.values()) {
+    const key = await keys.findBySecretHash(hash);
+    if (key !== undefined) found.add(key.id);
+  }
+  for (const id of [...found].sort()) await keys.get(id, true);
+  const live = new Map<string, string>();
+  for (const [token, hash] of hashes) {
+    const key = await keys.findBySecretHash(hash);
+    if (key === undefined || !key.enabled) continue;
+    if (key.expiresAtMs !== null && key.expiresAtMs <= nowMs) continue;
+    if (key.secretValidUntilMs !== null && key.secretValidUntilMs <= nowMs) continue;
+    live.set(token, key.id);
+  }
+  return tokens.map((token) => live.get(token));
 }
 
 /** LEAKED_KEY_ACTION applied to one key, and the leak recorded on it: the change its audit entry shows. */
