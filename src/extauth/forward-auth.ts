@@ -26,10 +26,16 @@ export function clientOf(forwardedFor: string | string[] | undefined, hops: numb
   return entry === undefined || entry === '' ? undefined : canonicalAddress(entry);
 }
 
+/** Whether a gateway named a fact in both conventions, differently. */
+const disagree = (forwarded: string | undefined, original: string | undefined): boolean =>
+  forwarded !== undefined && original !== undefined && forwarded !== original;
+
 /**
  * The client's request as each gateway passes it: the original method and path in
  * `X-Forwarded-Method`/`-Uri` (Caddy, Traefik), else `X-Original-Method`/`-URI` (nginx), else the
- * call's own (Envoy, with an empty `path_prefix`); the host in `X-Forwarded-Host`, else `Host`.
+ * call's own (Envoy, with an empty `path_prefix`); the host in `X-Forwarded-Host`, else `Host`. A
+ * gateway passes the client's headers it does not set itself: when both conventions are there and
+ * differ, one is the client's say, and the request is refused rather than guessed.
  */
 export function forwardAuthRequest(
   req: IncomingMessage,
@@ -37,15 +43,16 @@ export function forwardAuthRequest(
   receivedAt: number,
 ): GatewayRequest {
   const headers: IncomingHttpHeaders = req.headers;
+  const forwardedMethod = single(headers['x-forwarded-method'])?.toUpperCase();
+  const originalMethod = single(headers['x-original-method'])?.toUpperCase();
+  const forwardedUri = single(headers['x-forwarded-uri']);
+  const originalUri = single(headers['x-original-uri']);
   return {
     requestId: requestIdOf(headers),
     receivedAt,
-    method: (
-      single(headers['x-forwarded-method']) ??
-      single(headers['x-original-method']) ??
-      req.method!
-    ).toUpperCase(),
-    target: single(headers['x-forwarded-uri']) ?? single(headers['x-original-uri']) ?? req.url,
+    method: forwardedMethod ?? originalMethod ?? req.method!.toUpperCase(),
+    target: forwardedUri ?? originalUri ?? req.url,
+    conflicting: disagree(forwardedMethod, originalMethod) || disagree(forwardedUri, originalUri),
     host: single(headers['x-forwarded-host']) ?? headers.host,
     client: clientOf(headers['x-forwarded-for'], deps.trustedHops),
     secret: credentialOf(headers),

@@ -9,7 +9,6 @@ import { performance } from 'node:perf_hooks';
 import type { Config } from '../config.js';
 import { errorResponse } from '../errors.js';
 import type { Metrics } from '../ops/metrics.js';
-import { hasNoControlCharacter } from '../plans/clean-text.js';
 import { normalisedPath } from '../plans/normalised-path.js';
 import { admit, type Admitted, type AdmissionDeps, type Refused } from '../proxy/admission.js';
 import type { SentBody } from '../proxy/admission-request.js';
@@ -38,6 +37,11 @@ export interface GatewayRequest {
   readonly method: string;
   /** Its path as the client sent it, the query included or not; undefined: the gateway gave none. */
   readonly target: string | undefined;
+  /**
+   * The gateway named its method or path twice, differently (forward auth's two conventions, one
+   * likely a client's own passed through): refused as a target the proxy would refuse.
+   */
+  readonly conflicting?: boolean;
   /** Its host, which routes may match; undefined: none. */
   readonly host: string | undefined;
   /** The client's address, canonical; undefined: unknown (not throttled, refused by an address restriction). */
@@ -53,22 +57,28 @@ export interface GatewayRequest {
 }
 
 /**
- * The longest target a gateway may name: about what Node's default limit on a request's head lets a
- * request line to the proxy carry.
+ * The longest target (path and query) a gateway may name: about what Node's default limit on a
+ * request's head lets a request line to the proxy carry.
  */
 const MAX_TARGET_LENGTH = 8_192;
+/**
+ * The characters a request line to the proxy carries in its target: visible ASCII. Anything else (a
+ * space, a control character, a byte past 0x7E, as Node reads a header's raw UTF-8 as latin1) is a
+ * target no client could send the proxy, and would be kept garbled in usage.
+ */
+const TARGET_CHARACTERS = /^[\x21-\x7e]*$/;
 /** A method as a request line to the proxy may carry one (a token, RFC 9110), after upper-casing. */
 const METHOD = /^[-!#$%&'*+.^_`|~0-9A-Z]{1,32}$/;
 
 /**
  * The path of the gateway's request in normal form, as the proxy reads a request line: its origin
  * form (request-target.ts), refused (null) when the proxy would refuse it or its parser never pass
- * it (a control character, a head too long), undefined when the gateway named none. A gateway's
- * gRPC call can carry any string, and the path is kept in usage and the failure log.
+ * it (a character outside visible ASCII, a head too long), undefined when the gateway named none. A
+ * gateway's header or gRPC call can carry any string, and the path is kept in usage and the failure log.
  */
 function pathOf({ target, host }: GatewayRequest): string | null | undefined {
   if (target === undefined) return undefined;
-  if (target.length > MAX_TARGET_LENGTH || !hasNoControlCharacter(target)) return null;
+  if (target.length > MAX_TARGET_LENGTH || !TARGET_CHARACTERS.test(target)) return null;
   const origin = originForm(target, host);
   const path = origin === undefined ? undefined : normalisedPath(origin.path);
   return path === undefined || hasDotSegment(path) ? null : path;
@@ -111,7 +121,7 @@ export function targetOf(
   request: GatewayRequest,
 ): GatewayTarget | undefined {
   const path = pathOf(request);
-  if (path === null || !METHOD.test(request.method)) return undefined;
+  if (path === null || request.conflicting === true || !METHOD.test(request.method)) return undefined;
   // An address a gateway names is counted per visitor and kept in the failure log: an IP address or none.
   const client = request.client !== undefined && isIP(request.client) !== 0 ? request.client : undefined;
   // Without a path it is decided as verify decides one: for the catch-all.

@@ -4,7 +4,8 @@
  * their authorization call (EXTAUTH_PORT): the client gets the backend's 200 (the backend receiving
  * the key in x-api-key), 401, 403 and 429 with Retry-After, and exactly `limit` requests reach the
  * backend in each window; nginx passes a decision's x-tollgate-reservation to the backend, whose
- * settle call frees the key's concurrency place.
+ * settle call frees the key's concurrency place. A client's own X-Forwarded-Uri, X-Forwarded-Method or
+ * X-Consumer-Id never decides nor reaches the backend.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -114,6 +115,65 @@ describe.each(Object.keys(GATEWAYS))('%s from the guide', (name) => {
     expect(received?.headers['x-api-key']).toBe(key.secret);
     expect(received?.headers['x-consumer-api-key-id']).toBe(key.id);
     expect(received?.headers.authorization).toBeUndefined();
+  });
+
+  it("decides on the client's own path and method, never on an X-Forwarded-Uri or X-Forwarded-Method it sent: a key allowed on one route gets 403 route_not_allowed elsewhere, and the backend is never reached", async () => {
+    const tollgate = fleet.members[0]!;
+    const routeId = `${name}-public`;
+    const route = await tollgate.admin('POST', '/tollgate/routes', {
+      routeId,
+      match: { pathPrefix: `/${name}/public`, methods: ['GET'] },
+      upstreamUrl: fleet.backend.url,
+    });
+    expect(route.status).toBe(201);
+    const key = await newKey({ allowedRouteIds: [routeId] });
+    // The route in force (within a second): the key's own route is admitted.
+    await waitFor(
+      () => send(`/${name}/public/x`, { 'x-api-key': key.secret }),
+      (a) => a.status === 200,
+      { timeoutMs: 5_000, what: 'the route in force' },
+    );
+    const spoof = { 'x-forwarded-uri': `/${name}/public/x`, 'x-forwarded-method': 'GET' };
+    const otherPath = await send(`/${name}/admin/secrets`, { 'x-api-key': key.secret, ...spoof });
+    const otherMethod = await fetch(`http://127.0.0.1:${gateway.port}/${name}/public/x`, {
+      method: 'DELETE',
+      headers: { 'x-api-key': key.secret, ...spoof },
+    });
+    expect([otherPath.status, otherMethod.status]).toEqual([403, 403]);
+    expect(reachedBackend(`/${name}/admin/secrets`)).toEqual([]);
+    expect(reachedBackend(`/${name}/public/x`).map((r) => r.method)).toEqual(['GET']);
+    const failures = await waitFor(
+      () => tollgate.admin('GET', `/consumer-api-key/${key.id}/failures`),
+      (page) => page.body.failures?.length === 2,
+      { timeoutMs: 10_000, what: 'both refusals in the failure log' },
+    );
+    const logged = failures.value.body.failures as { method: string; path: string; code: string }[];
+    expect(logged.map((f) => [f.method, f.path, f.code]).sort()).toEqual([
+      ['DELETE', `/${name}/public/x`, 'route_not_allowed'],
+      ['GET', `/${name}/admin/secrets`, 'route_not_allowed'],
+    ]);
+  });
+
+  it("passes the key's consumer to the backend in X-Consumer-Id, none for a key without one, and never a client's own", async () => {
+    const tollgate = fleet.members[0]!;
+    const consumer = await tollgate.admin('POST', '/tollgate/consumers', { name: `${name} account` });
+    expect(consumer.status).toBe(201);
+    const { consumerId } = consumer.body as { consumerId: string };
+    const withConsumer = await newKey({ consumerId });
+    const without = await newKey({});
+    const claim = { 'x-consumer-id': 'someone-else' };
+    const path = `/${name}/consumer`;
+    for (const headers of [
+      { 'x-api-key': without.secret },
+      { 'x-api-key': without.secret, ...claim },
+      { 'x-api-key': withConsumer.secret, ...claim },
+    ])
+      expect((await send(path, headers)).status).toBe(200);
+    expect(reachedBackend(path).map((r) => r.headers['x-consumer-id'])).toEqual([
+      undefined,
+      undefined,
+      consumerId,
+    ]);
   });
 
   it('answers 401 with WWW-Authenticate without a key or with a wrong one, and 403 for an origin the key does not allow; none reaches the backend', async () => {

@@ -3,10 +3,12 @@
  * original method and path from Caddy's and Traefik's headers, nginx's, or the call itself (Envoy);
  * the client from the end of X-Forwarded-For; the proxy's own decision and answers (200 with the
  * headers for the backend: the key, its consumer, a token's `sub`; 401, 403, 429 with Retry-After); counted in usage as the proxy counts,
- * under the original path without its query; a concurrency place held for CONCURRENCY_LEASE_SECONDS.
+ * under the original path without its query; a concurrency place held for CONCURRENCY_LEASE_SECONDS;
+ * 400 invalid_request_target for a target no request line carries or two conventions that disagree.
  * In both modes.
  */
 import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mintToken } from '../../packages/client/src/generated/mint-token.js';
 import { HARNESS_MODES } from '../helpers/harness-modes.js';
@@ -37,6 +39,23 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     const res = await fetch(`http://127.0.0.1:${h.extauthPort}${path}`, { headers });
     return { status: res.status, headers: Object.fromEntries(res.headers), text: await res.text() };
   };
+  /** The same, its headers a flat list of names and values sent as is: a name twice too, no Host added. */
+  const askWith = (headers: string[]): Promise<Answer> =>
+    new Promise((resolve, reject) => {
+      const call = request({ host: '127.0.0.1', port: h.extauthPort, path: '/auth', headers }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: {}, text }));
+      });
+      call.on('error', reject);
+      call.end();
+    });
+  /** Its status and refusal code (none for an admission, whose body is empty). */
+  const outcome = (answer: Answer) => [
+    answer.status,
+    answer.text === '' ? undefined : (JSON.parse(answer.text) as { code: string }).code,
+  ];
   const created = async (path: string, body: unknown) => {
     const res = await fetch(h.base + path, {
       method: 'POST',
@@ -107,7 +126,7 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
   it("reads the original path from Caddy's and Traefik's headers, else nginx's, else the call's own (Envoy)", async () => {
     const key = await h.createKey({ limit: 10, period: 'minute' });
     const auth = `Bearer ${key.secret}`;
-    await ask({ authorization: auth, 'x-forwarded-uri': '/caddy', 'x-original-uri': '/not-this' });
+    await ask({ authorization: auth, 'x-forwarded-uri': '/caddy', 'x-forwarded-method': 'PUT' });
     await ask({ authorization: auth, 'x-original-uri': '/nginx?q=1', 'x-original-method': 'DELETE' });
     await ask({ authorization: auth }, '/envoy/path?x=1');
     const usage = await waitFor(
@@ -115,6 +134,60 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
       (u) => u.requests === 3,
     );
     expect(usage.value.endpoints.sort()).toEqual(['/caddy', '/envoy/path', '/nginx']);
+  });
+
+  it('refuses with 400 invalid_request_target a call whose X-Forwarded-* and X-Original-* name different paths or methods, and decides one where they agree', async () => {
+    const key = await h.createKey({ limit: 10, period: 'minute' });
+    // Behind nginx, a client's own X-Forwarded-Uri reaches Tollgate beside the X-Original-URI nginx set.
+    const paths = await ask({
+      'x-api-key': key.secret,
+      'x-forwarded-uri': '/public/x',
+      'x-original-uri': '/admin/secrets',
+    });
+    const methods = await ask({
+      'x-api-key': key.secret,
+      'x-forwarded-uri': '/admin/secrets',
+      'x-forwarded-method': 'GET',
+      'x-original-method': 'DELETE',
+    });
+    const agreeing = await ask({
+      'x-api-key': key.secret,
+      'x-forwarded-uri': '/agreed?a=1',
+      'x-original-uri': '/agreed?a=1',
+      'x-forwarded-method': 'get',
+      'x-original-method': 'GET',
+    });
+    expect([outcome(paths), outcome(methods)]).toEqual(Array(2).fill([400, 'invalid_request_target']));
+    expect([agreeing.status, agreeing.headers['x-api-key']]).toEqual([200, key.secret]);
+    const usage = await waitFor(
+      () => h.usage(key.id),
+      (u) => u.requests === 1,
+    );
+    expect([usage.value.successful, usage.value.endpoints]).toEqual([1, ['/agreed']]);
+  });
+
+  it('refuses with 400 invalid_request_target a path no request line could carry (raw UTF-8, a space, a header sent twice), counting none of them', async () => {
+    const key = await h.createKey({ limit: 10, period: 'minute' });
+    // Node writes a header's text as latin1: this sends the raw UTF-8 bytes of /café/ā.
+    const utf8 = Buffer.from('/café/ā').toString('latin1');
+    const refused = [];
+    for (const uris of [[utf8], ['/a b'], ['/m1', '/m2']])
+      refused.push(
+        await askWith([
+          'host',
+          'gateway',
+          'x-api-key',
+          key.secret,
+          ...uris.flatMap((u) => ['x-forwarded-uri', u]),
+        ]),
+      );
+    expect(refused.map(outcome)).toEqual(Array(3).fill([400, 'invalid_request_target']));
+    expect((await ask({ 'x-api-key': key.secret, 'x-forwarded-uri': '/caf%C3%A9' })).status).toBe(200);
+    const usage = await waitFor(
+      () => h.usage(key.id),
+      (u) => u.requests === 1,
+    );
+    expect(usage.value.endpoints).toEqual(['/caf%C3%A9']);
   });
 
   it("refuses as the proxy does: 401 with WWW-Authenticate for no key and a wrong one, 403 for a client outside the key's addresses, judged by the last X-Forwarded-For entry", async () => {
