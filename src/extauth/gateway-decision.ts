@@ -11,6 +11,7 @@ import { errorResponse } from '../errors.js';
 import type { Metrics } from '../ops/metrics.js';
 import { normalisedPath } from '../plans/normalised-path.js';
 import { admit, type Admitted, type AdmissionDeps, type Refused } from '../proxy/admission.js';
+import { addHeaders, corsHeaders } from '../proxy/cors.js';
 import type { SentBody } from '../proxy/admission-request.js';
 import type { KeyUseDeps } from '../proxy/key-use.js';
 import type { Reservations } from '../reservations/reservations.js';
@@ -22,7 +23,7 @@ import type { Routing } from '../proxy/routing.js';
 export type ExtauthProtocol = 'forward_auth' | 'check' | 'should_rate_limit';
 
 export interface ExtauthDeps extends AdmissionDeps, KeyUseDeps {
-  readonly routing: Pick<Routing, 'routeIdOf'>;
+  readonly routing: Pick<Routing, 'routeIdOf' | 'corsOf' | 'unroutedCors'>;
   readonly metrics: Pick<Metrics, 'extauthDecisions'>;
   readonly config: Pick<Config, 'customerIdHeader'>;
   /** Counts each decision, and keeps its reservation or places until the settle call. */
@@ -176,8 +177,20 @@ export async function decide(
   );
   deps.metrics.extauthDecisions.inc({ protocol, code: admission.admitted ? 'ok' : admission.code });
   const now = deps.clock();
-  if (!admission.admitted)
-    return { admitted: false, admission, answer: refusalResponse(admission, request.requestId, now) };
+  if (!admission.admitted) {
+    const answer = refusalResponse(admission, request.requestId, now);
+    // As the proxy's refusals do: a page reads one that its gateway passes on whole (Caddy, Traefik,
+    // Envoy's denied response) only with the CORS headers of the route it asked for.
+    if (request.origin !== undefined) {
+      const { routing } = deps;
+      const rule =
+        request.target === undefined
+          ? routing.unroutedCors
+          : routing.corsOf(request.host, request.method, endpoint);
+      if (rule !== undefined) addHeaders(answer.headers, corsHeaders(rule, request.origin));
+    }
+    return { admitted: false, admission, answer };
+  }
   const upstream = upstreamHeaders(admission, deps.config.customerIdHeader);
   if (reservationId !== undefined) upstream.push([RESERVATION_HEADER, reservationId]);
   return { admitted: true, admission, upstream, limitHeaders: limitHeaders(admission, now) };

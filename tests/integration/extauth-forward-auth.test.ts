@@ -214,6 +214,51 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     ]);
   });
 
+  it("carries the route's CORS headers on a refusal for an allowed origin, as the proxy's refusals do, and decides a preflight as a request", async () => {
+    const page = 'https://app.example.com';
+    const res = await fetch(h.base + '/tollgate/routes', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.rootToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        routeId: 'web',
+        match: { pathPrefix: '/web' },
+        upstreamUrl: 'http://127.0.0.1:9',
+        cors: { allowedOrigins: [page] },
+      }),
+    });
+    expect(res.status).toBe(201);
+    const refused = (origin: string) =>
+      ask({ 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/web/items', origin });
+    // Routes reach the listener with the next reload.
+    const { value: allowed } = await waitFor(
+      () => refused(page),
+      (answer) => answer.headers['access-control-allow-origin'] === page,
+    );
+    expect([allowed.status, JSON.parse(allowed.text).code, allowed.headers.vary]).toEqual([
+      401,
+      'missing_api_key',
+      'Origin',
+    ]);
+    expect(allowed.headers['access-control-expose-headers']).toContain('retry-after');
+    const other = await refused('https://elsewhere.example');
+    expect([other.status, other.headers['access-control-allow-origin'], other.headers.vary]).toEqual([
+      401,
+      undefined,
+      'Origin',
+    ]);
+    // No route policy, no CORS headers.
+    const plain = await ask({ 'x-forwarded-uri': '/plain', origin: page });
+    expect([plain.status, plain.headers['access-control-allow-origin']]).toEqual([401, undefined]);
+    // A gateway forwards what this listener admits: a preflight is a request here, which carries no key.
+    const preflight = await ask({
+      'x-forwarded-method': 'OPTIONS',
+      'x-forwarded-uri': '/web/items',
+      origin: page,
+      'access-control-request-method': 'POST',
+    });
+    expect([preflight.status, JSON.parse(preflight.text).code]).toEqual([401, 'missing_api_key']);
+  });
+
   it("refuses over the limit with 429, Retry-After, RateLimit and the proxy's body, and counts it rate limited", async () => {
     const key = await h.createKey({ limit: 2, period: 'minute' });
     const statuses: number[] = [];
