@@ -12,6 +12,7 @@ const METERING = [
   'metering/header-meter.ts',
   'metering/json-body-meter.ts',
   'metering/sse-meter.ts',
+  'metering/byte-order-mark.ts',
   'metering/quantity-tally.ts',
   'metering/json-integer-reader.ts',
   'metering/meter-bounds.ts',

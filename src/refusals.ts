@@ -55,6 +55,16 @@ export const REFUSALS = {
     logsLimit: false,
     challenges: false,
   },
+  unsupported_charset: {
+    status: 415,
+    message:
+      'The Content-Type names a charset Tollgate does not read a body in (such as UTF-7; send UTF-8), and the plan reads the body to match or reserve on it',
+    metric: 'bad_request',
+    authFailure: null,
+    usageOutcome: undefined,
+    logsLimit: false,
+    challenges: false,
+  },
   missing_api_key: {
     status: 401,
     message: 'An API key is required (Authorization: Bearer <key> or x-api-key)',

@@ -1,12 +1,17 @@
+import { LeadingMark } from './byte-order-mark.js';
 import type { MeterBounds } from './meter-bounds.js';
 import { QuantityTally, type QuantityPlan } from './quantity-tally.js';
 import { unsettled, type Reading } from './reading.js';
 import type { UnitMeter } from './unit-meter.js';
 
-/** The units of a JSON response body: the quantities' integers, read as the body passes. */
+/**
+ * The units of a JSON response body: the quantities' integers, read as the body passes, after one
+ * UTF-8 byte order mark, which the clients reading it skip.
+ */
 export class JsonBodyMeter implements UnitMeter {
   private readonly tally: QuantityTally;
   private bytes = 0;
+  private readonly mark = new LeadingMark();
 
   constructor(
     quantities: QuantityPlan,
@@ -17,7 +22,8 @@ export class JsonBodyMeter implements UnitMeter {
 
   write(chunk: Uint8Array): void {
     this.bytes += chunk.length;
-    if (this.bytes <= this.bounds.documentMaxBytes) this.tally.reader.write(chunk);
+    if (this.bytes <= this.bounds.documentMaxBytes)
+      this.tally.reader.write(chunk, this.mark.skip(chunk, this.tally.reader));
   }
 
   end({ complete }: { complete: boolean }): Reading {

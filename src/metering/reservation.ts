@@ -20,9 +20,13 @@ export function compileReservation(rule: ReserveRule): Reservation | undefined {
  */
 export function reservedUnits(body: unknown, reservation: Reservation, settleMax: number): number {
   const value = resolvePointer(body, reservation.pointer);
-  const units =
-    Number.isSafeInteger(value) && (value as number) >= 0
-      ? (value as number) + reservation.add
-      : reservation.fallback;
+  const units = isCount(value) ? value + reservation.add : reservation.fallback;
   return Math.min(units, settleMax);
 }
+
+/**
+ * A non-negative integer. One past the safe integers is still one, beyond every cap: `JSON.parse`
+ * reads it as the nearest double, or as `Infinity` when it has more digits than a double holds.
+ */
+const isCount = (value: unknown): value is number =>
+  typeof value === 'number' && value >= 0 && (Number.isInteger(value) || value === Infinity);

@@ -1,3 +1,4 @@
+import { LeadingMark } from './byte-order-mark.js';
 import type { MeterBounds } from './meter-bounds.js';
 import { QuantityTally, type QuantityPlan } from './quantity-tally.js';
 import { unsettled, type Reading } from './reading.js';
@@ -14,7 +15,6 @@ const LF = 0x0a;
 const CR = 0x0d;
 const COLON = 0x3a;
 const DATA_NAME = Buffer.from('data');
-const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 const LINE_FEED = Uint8Array.of(LF);
 
 /**
@@ -27,7 +27,8 @@ const LINE_FEED = Uint8Array.of(LF);
 export class SseMeter implements UnitMeter {
   private readonly tally: QuantityTally;
   private state = LINE_START;
-  private bomAt = 0;
+  /** A byte order mark may open the stream, and is not part of the first field's name. */
+  private readonly mark = new LeadingMark();
   private afterCR = false;
   private fieldLength = 0;
   private fieldIsData = true;
@@ -43,12 +44,8 @@ export class SseMeter implements UnitMeter {
   }
 
   write(chunk: Uint8Array): void {
-    let at = 0;
-    // A byte-order mark may open the stream (and is not part of the first field's name).
-    for (; this.bomAt < BOM.length && at < chunk.length; this.bomAt++, at++) {
-      if (chunk[at] !== BOM[this.bomAt]) this.bomAt = BOM.length;
-      if (this.bomAt === BOM.length) break;
-    }
+    // Bytes that only looked like a mark's start come back through this method first.
+    let at = this.mark.skip(chunk, this);
     while (at < chunk.length && !this.tooLarge) {
       const byte = chunk[at]!;
       if (this.afterCR && byte === LF) {

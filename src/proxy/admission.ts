@@ -21,6 +21,7 @@ import { SETTLE_MAX_DEFAULT } from '../plans/usage-pricing.js';
 import { reservedCost } from './settlement.js';
 import type { AdmissionDeps, AdmissionRequest } from './admission-request.js';
 import { decidedBody, type DecidedBody } from './decided-body.js';
+import { ClientGoneError } from './client-gone-error.js';
 import { refused, type Admission, type Refused } from './admission-result.js';
 
 export type { AdmissionDeps, AdmissionRequest } from './admission-request.js';
@@ -152,7 +153,11 @@ interface Payer {
   readonly now: number;
 }
 
-/** `charge`, deciding on the request's body (413 when it was too large). */
+/**
+ * `charge`, deciding on the request's body: 413 when it was too large, 415 in a charset its backend
+ * may read otherwise; a client gone before it was read is charged nothing, and rejects with whom
+ * usage counts it for (a ClientGoneError).
+ */
 function chargeOnBody(
   deps: AdmissionDeps,
   request: AdmissionRequest,
@@ -161,6 +166,8 @@ function chargeOnBody(
   body: DecidedBody,
 ): Admission | Promise<Admission> {
   if (body === 'too-large') return refused('body_too_large', payer.key);
+  if (body === 'other-charset') return refused('unsupported_charset', payer.key);
+  if (body === 'client-gone') throw new ClientGoneError(payer.key, payer.customerId);
   const withBody = { routeId: facts.routeId, method: facts.method, path: facts.path, body: body.json };
   return charge(deps, request, payer, withBody, body.forwarded);
 }

@@ -10,6 +10,7 @@ import { answeredEnd, tracer } from '../tracing/tracer.js';
 import type { Outcome } from '../usage/usage.js';
 import { admit, type Admission, type Admitted, type AdmissionDeps, type Refused } from './admission.js';
 import { addHeaders, corsHeaders, isPreflight, preflightAnswer } from './cors.js';
+import { ClientGoneError } from './client-gone-error.js';
 import { credentialOf } from './credential.js';
 import { customerIdOf, forwardedFacts } from './forwarding-headers.js';
 import { countKeyUse, failureFacts, type KeyUseDeps } from './key-use.js';
@@ -49,9 +50,9 @@ export interface NotEntered {
  * The steps before forwarding, the same for plain requests and WebSocket upgrades: the request target
  * (origin form, its path normalised, no dot segment), a preflight a CORS policy answers, its route,
  * the request's context (built here, once), authentication and limiting, and a client that left
- * meanwhile (499: quota spent, nobody to answer). What is not entered is already counted in the
- * metrics, in usage (a valid key's request) and in its trace; the caller only writes `refusal` its own
- * way.
+ * meanwhile (499: nobody to answer; quota spent once admitted, none while its body was read). What is
+ * not entered is already counted in the metrics, in usage (a valid key's request) and in its trace;
+ * the caller only writes `refusal` its own way.
  */
 export function enter(
   deps: EntryDeps,
@@ -129,7 +130,15 @@ export function enter(
   // An answer from memory alone (a fresh key the limiter decides on from memory, a wrong checksum)
   // waits for no turn: an admitted request leaves for the backend before Node is done with its arrival.
   return admitting instanceof Promise
-    ? admitting.then((admission) => entered(deps, req, context, cors, client, admission))
+    ? admitting.then(
+        (admission) => entered(deps, req, context, cors, client, admission),
+        (err: unknown) => {
+          // Its client left while its body was read: nothing was charged.
+          if (!(err instanceof ClientGoneError)) throw err;
+          context.customerId = err.customerId;
+          return gone(deps, req, context, err.key, 0);
+        },
+      )
     : entered(deps, req, context, cors, client, admitting);
 }
 
@@ -159,20 +168,28 @@ function entered(
     return { entered: false, refusal };
   }
   if (client.destroyed) {
-    // The client left while it was being admitted: nothing to forward and nobody to answer (499). It
-    // is counted with the exchanges whose client left mid-way; usage counts it as failed.
+    // The client left while it was being admitted: its places go back, its charge stays.
     admission.release?.();
-    deps.metrics.proxyRequests.inc({ outcome: 'forwarded' satisfies ProxyOutcome });
-    finished(deps, req, context, {
-      key: admission.key,
-      status: 499,
-      outcome: undefined,
-      cost: admission.cost,
-    });
-    return { entered: false, refusal: undefined };
+    return gone(deps, req, context, admission.key, admission.cost);
   }
   // Admitted, so a route took it: admission refuses a request without one.
   return { entered: true, context: context as RoutedContext, admission, cors };
+}
+
+/**
+ * A request whose client left before it was forwarded: nothing to forward and nobody to answer (499).
+ * It is counted with the exchanges whose client left mid-way; usage counts it as failed, at `cost`.
+ */
+function gone(
+  deps: EntryDeps,
+  req: IncomingMessage,
+  context: RequestContext,
+  key: ResolvedKey,
+  cost: number,
+): NotEntered {
+  deps.metrics.proxyRequests.inc({ outcome: 'forwarded' satisfies ProxyOutcome });
+  finished(deps, req, context, { key, status: 499, outcome: undefined, cost });
+  return { entered: false, refusal: undefined };
 }
 
 /** How the proxy's metrics count a refusal: its outcome, and the authentication failures among them. */

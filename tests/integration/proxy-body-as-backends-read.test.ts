@@ -4,7 +4,9 @@
  * (`express.json()`) each answer the model they read, and every request they read as the limited model
  * counts against its limit, in both modes: bodies after a byte order mark, in UTF-16 and UTF-32, with
  * Python's bare `NaN`, and in content codings. A coded body that decodes past BODY_MATCH_MAX_BYTES is
- * refused 413 `body_too_large`, as a plain one that large is, and never reaches the backend.
+ * refused 413 `body_too_large`, as a plain one that large is, and never reaches the backend; so is a
+ * body whose content type names UTF-7, which Express reads otherwise than Tollgate and Python do,
+ * with 415 `unsupported_charset` (docs/decisions/0245).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -142,5 +144,42 @@ describe.each(Object.keys(HARNESS_LIMITERS))('a request body read as its backend
     expect(await refused.json()).toMatchObject({ code: 'body_too_large' });
     expect(await remaining(key.id)).toBe(LIMIT);
     expect(expressBackend.received()).toBe(before);
+  });
+
+  it('refuses a body whose content type names UTF-7 or its IMAP form with 415, forwarding nothing', async () => {
+    // `+AC0-` is `-` in UTF-7, `&AC0-` in its IMAP form: Tollgate and Python read another model.
+    const forms = [
+      { charset: 'utf-7', body: '{"model":"gpt+AC0-4o","max_tokens":40}' },
+      { charset: '"UTF-7"', body: '{"model":"gpt+AC0-4o","max_tokens":40}' },
+      { charset: 'utf-7-imap', body: '{"model":"gpt&AC0-4o","max_tokens":40}' },
+    ];
+    for (const { charset, body } of forms) {
+      // Express itself reads gpt-4o.
+      const direct = await fetch(`${expressBackend.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': `application/json; charset=${charset}` },
+        body,
+      });
+      expect({ charset, model: await direct.json() }).toEqual({ charset, model: { model: 'gpt-4o' } });
+    }
+    const key = await modelKey();
+    const before = expressBackend.received();
+    for (const backend of ['express', 'python'] as const) {
+      for (const { charset, body } of forms) {
+        const refused = await send(key.secret, backend, Buffer.from(body), {
+          'content-type': `application/json; charset=${charset}`,
+        });
+        expect({ backend, charset, status: refused.status, body: await refused.json() }).toEqual({
+          backend,
+          charset,
+          status: 415,
+          body: { code: 'unsupported_charset', error: expect.stringContaining('UTF-7') },
+        });
+      }
+    }
+    expect(await remaining(key.id)).toBe(LIMIT);
+    expect(expressBackend.received()).toBe(before);
+    await h.flushed();
+    expect(await h.usage(key.id)).toMatchObject({ requests: 2 * forms.length, failed: 2 * forms.length });
   });
 });

@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { brotliCompressSync, constants } from 'node:zlib';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { request } from 'undici';
 import { startOpenAiBackend } from '../helpers/openai-backend.js';
@@ -39,7 +39,7 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
     h = new ProxyHarness();
     // Counts in Redis expire by the wall clock: the limiter's windows must be the real ones.
     h.realTime = true;
-    await h.start(await HARNESS_LIMITERS[limiter]!(h, { BODY_MATCH_MAX_BYTES }));
+    await h.start({ ...(await HARNESS_LIMITERS[limiter]!(h, { BODY_MATCH_MAX_BYTES })), captureLogs: true });
     const route = await api('POST', '/tollgate/routes', {
       routeId,
       match: { pathPrefix: '/v1/chat' },
@@ -286,6 +286,53 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
     expect(await left()).toEqual([9_900, 550]);
     await h.flushed();
     expect(await h.usage(key.id)).toMatchObject({ requests: 4, cost: 100 });
+  });
+
+  it('counts a client that leaves while its body is read as gone (499), charging nothing and logging no error', async () => {
+    const plan = await api('POST', '/rate-limit/create', {
+      rateLimitId: `left-${randomBytes(4).toString('hex')}`,
+      limits: [{ name: 'tokens', limit: 10_000, period: 'day' }],
+      costs: [
+        {
+          match: { routeIds: [routeId] },
+          reserve: { pointer: '/max_tokens', default: 1_000 },
+          settle: { preset: 'openai' },
+        },
+      ],
+      unit: 'tokens',
+    });
+    expect(plan.status).toBe(201);
+    const key = (
+      await api('POST', '/consumer-api-key/create', { name: 'left', rateLimitId: plan.body.rateLimitId })
+    ).body as { id: string; secret: string };
+    const forwarded = backend.requests.length;
+    h.logLines.length = 0;
+    const requestId = `left-${randomBytes(4).toString('hex')}`;
+    // The client asks for `100 Continue`, which Tollgate sends as it starts reading the body to reserve
+    // on it; the client then sends part of the body and leaves.
+    const socket = connect(h.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: tollgate\r\nAuthorization: Bearer ${key.secret}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n` +
+        `x-request-id: ${requestId}\r\n\r\n`,
+    );
+    await new Promise((resolve) => socket.once('data', resolve));
+    socket.write('{"max_tokens":');
+    socket.destroy();
+
+    const { value: used } = await waitFor(
+      () => h.usage(key.id),
+      (u) => u.requests > 0,
+    );
+    expect(used).toMatchObject({ requests: 1, successful: 0, failed: 1, cost: 0 });
+    expect(await tokensLeft(key.id)).toBe(10_000);
+    expect(backend.requests.length).toBe(forwarded);
+    const lines = h.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+    expect(lines).toContainEqual(
+      expect.objectContaining({ msg: 'proxied request', reqId: requestId, status: 499 }),
+    );
   });
 
   /** Runs `use` with a route of its own to a backend answering with `handler`, gone after. */

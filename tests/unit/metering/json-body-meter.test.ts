@@ -6,9 +6,14 @@ import { splitAt } from './split.js';
 
 const JSON_ANSWER = { 'content-type': 'application/json' };
 
-function meterBody(rule: SettleRule, text: string, cuts: number[] = [], bounds = METER_BOUNDS_DEFAULT) {
+function meterBody(
+  rule: SettleRule,
+  text: string | Buffer,
+  cuts: number[] = [],
+  bounds = METER_BOUNDS_DEFAULT,
+) {
   const meter = openMeter(rule, JSON_ANSWER, bounds)!;
-  for (const chunk of splitAt(Buffer.from(text), cuts)) meter.write(chunk);
+  for (const chunk of splitAt(typeof text === 'string' ? Buffer.from(text) : text, cuts)) meter.write(chunk);
   return meter.end({ complete: true });
 }
 
@@ -67,6 +72,21 @@ it.each([
   ['{"error": {"message": "overloaded"}}', 'not-reported'],
 ])('%s is unsettled: %s', (body, reason) => {
   expect(meterBody({ preset: 'openai' }, body)).toEqual({ settled: false, reason });
+});
+
+it('reads an answer after one UTF-8 byte order mark, however it is cut, as its clients read it', () => {
+  const answer = '{"usage":{"total_tokens":21}}';
+  for (const cut of [0, 1, 2, 3, 4]) {
+    expect(meterBody({ preset: 'openai' }, `\ufeff${answer}`, [cut])).toEqual({ settled: true, units: 21 });
+  }
+  // One mark, at the start; and bytes that only begin one are read, as no client reads them either.
+  const malformed = { settled: false, reason: 'malformed' };
+  expect(meterBody({ preset: 'openai' }, `\ufeff\ufeff${answer}`)).toEqual(malformed);
+  expect(meterBody({ preset: 'openai' }, ` \ufeff${answer}`)).toEqual(malformed);
+  for (const start of [[0xef], [0xef, 0xbb]]) {
+    const bytes = Buffer.concat([Buffer.from(start), Buffer.from(answer)]);
+    for (const cut of [1, 2, 3]) expect(meterBody({ preset: 'openai' }, bytes, [cut])).toEqual(malformed);
+  }
 });
 
 it('needs every pointer: a partial sum would charge too little', () => {

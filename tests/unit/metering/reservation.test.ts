@@ -14,9 +14,18 @@ describe('reservedUnits', () => {
     [{ messages: [] }, 4096],
     [undefined, 4096], // no body, or not JSON
     [[3000], 4096],
-    [{ max_tokens: 1e20 }, 4096],
   ])('%j → %i', (body, units) => {
     expect(reservedUnits(body, maxTokens, 10_000_000)).toBe(units);
+  });
+
+  it('reserves settleMax for an integer past the safe ones, as JSON.parse reads it, and the default for a negative one', () => {
+    const reserved = (json: string) => reservedUnits(JSON.parse(json), maxTokens, 10_000_000);
+    expect(reserved('{"max_tokens":9007199254740993}')).toBe(10_000_000);
+    expect(reserved('{"max_tokens":1e20}')).toBe(10_000_000);
+    // More digits than a double holds: `Infinity` to JSON.parse.
+    expect(reserved(`{"max_tokens":1${'0'.repeat(400)}}`)).toBe(10_000_000);
+    expect(reserved('{"max_tokens":-9007199254740993}')).toBe(4096);
+    expect(reserved(`{"max_tokens":-1${'0'.repeat(400)}}`)).toBe(4096);
   });
 
   it('adds nothing without add, and caps at settleMax, the default too', () => {

@@ -172,6 +172,13 @@ it('skips a byte-order mark before the first field, however it is cut', () => {
   }
 });
 
+it('reads bytes that only begin a byte-order mark as part of the first field name, as a browser does', () => {
+  const meter = openMeter({ json: ['/n'] }, EVENT_STREAM)!;
+  meter.write(Uint8Array.of(0xef));
+  meter.write(Buffer.from('data: {"n": 5}\n\n'));
+  expect(meter.end({ complete: true })).toEqual({ settled: false, reason: 'not-reported' });
+});
+
 it('reads past an event of megabytes, as a Responses API stream ends with its whole response', () => {
   const image = Buffer.alloc(3 * 1024 * 1024, 7).toString('base64');
   const response = `{"status":"completed","output":[{"type":"image_generation_call","result":"${image}"}],"usage":{"input_tokens":50,"output_tokens":1056,"total_tokens":1106}}`;
