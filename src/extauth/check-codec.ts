@@ -3,8 +3,9 @@
  * the CheckRequest's few fields envoy-check.ts reads (the rest skipped unread) and the CheckResponse
  * it answers. Field numbers from protos/envoy-api/envoy/service/auth/v3/external_auth.proto and
  * attribute_context.proto; values as proto-loader's `toObject` gives them (tests/helpers/envoy-protos.ts's
- * LOADER_OPTIONS: set on the wire, present; else absent), bytes as protobufjs' own encoder writes them
- * (tests/unit/envoy-codecs.test.ts compares both).
+ * LOADER_OPTIONS: set on the wire, present; else absent), except that a string of a message read is
+ * "" when absent, as proto3 reads it (Envoy's encoder leaves an empty string off the wire); bytes as
+ * protobufjs' own encoder writes them (tests/unit/envoy-codecs.test.ts compares both).
  */
 import type { CheckRequest, CheckResponse } from './envoy-check.js';
 import { endOf, Reader, Writer, writeHeaderValue, type ProtoReader, type ProtoWriter } from './proto-wire.js';
@@ -57,7 +58,7 @@ function single<K extends string, V>(
 /** Peer's address (1), an Address (config/core/v3/address.proto): socket_address (1), of which address (2). */
 const socketAddressOf = (reader: ProtoReader, end: number) =>
   single(reader, end, 1, 'socket_address', (r, e) => {
-    const socket: { address?: string } = {};
+    const socket = { address: '' };
     while (r.pos < e) {
       const tag = r.uint32();
       if (tag >>> 3 === 2) socket.address = r.string();
@@ -68,7 +69,7 @@ const socketAddressOf = (reader: ProtoReader, end: number) =>
 
 /** HttpRequest: method (2), headers (3, a map), path (4), host (5), body (11), raw_body (12). */
 function http(reader: ProtoReader, end: number): Http {
-  const request: Mutable<Http> = {};
+  const request: Mutable<Http> = { method: '', path: '', host: '', body: '' };
   while (reader.pos < end) {
     const tag = reader.uint32();
     switch (tag >>> 3) {

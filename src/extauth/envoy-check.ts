@@ -66,6 +66,9 @@ const option = (key: string, value: string): HeaderValueOption => ({
   append_action: 'OVERWRITE_IF_EXISTS_OR_ADD',
 });
 
+/** A string Envoy gave, or undefined for none: proto3 reads a string absent from the wire as "". */
+const given = (value: string | undefined): string | undefined => (value === '' ? undefined : value);
+
 /** The client's request as Envoy describes it. */
 export function checkedRequest(
   check: CheckRequest,
@@ -74,14 +77,14 @@ export function checkedRequest(
 ): GatewayRequest {
   const http = check.attributes?.request?.http ?? {};
   const headers = http.headers ?? {};
-  const address = check.attributes?.source?.address?.socket_address?.address;
+  const address = given(check.attributes?.source?.address?.socket_address?.address);
   return {
     requestId: requestIdOf(headers),
     receivedAt,
-    method: (http.method ?? 'GET').toUpperCase(),
-    target: http.path ?? '/',
-    host: http.host ?? headers[':authority'] ?? headers.host,
-    client: address === undefined || address === '' ? undefined : canonicalAddress(address),
+    method: (given(http.method) ?? 'GET').toUpperCase(),
+    target: given(http.path) ?? '/',
+    host: given(http.host) ?? headers[':authority'] ?? headers.host,
+    client: address === undefined ? undefined : canonicalAddress(address),
     secret: credentialOf(headers),
     origin: headers.origin,
     referer: headers.referer,
@@ -99,11 +102,13 @@ function sentBody(
   headers: Readonly<Record<string, string>>,
 ): SentBody | undefined {
   const raw = http.raw_body;
+  // An empty body is no body: proto3 puts neither on the wire.
+  const text = given(http.body);
   const bytes =
-    raw !== undefined
+    raw !== undefined && raw.byteLength > 0
       ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength)
-      : http.body !== undefined
-        ? Buffer.from(http.body)
+      : text !== undefined
+        ? Buffer.from(text)
         : undefined;
   if (bytes === undefined) return undefined;
   return {
@@ -113,11 +118,17 @@ function sentBody(
   };
 }
 
-export async function check(deps: ExtauthDeps, request: CheckRequest): Promise<CheckResponse> {
+/** `gone()`: the call will not be answered (`decide`). */
+export async function check(
+  deps: ExtauthDeps,
+  request: CheckRequest,
+  gone: () => boolean,
+): Promise<CheckResponse> {
   const decision = await decide(
     deps,
     'check',
     checkedRequest(request, deps.config.customerIdHeader, performance.now()),
+    gone,
   );
   if (decision.admitted)
     return {

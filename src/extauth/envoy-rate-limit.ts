@@ -80,10 +80,12 @@ function entryOf(request: RateLimitRequest, key: string): string | undefined {
   return undefined;
 }
 
+/** `gone()`: the call will not be answered (`decide`). */
 export async function shouldRateLimit(
   deps: ExtauthDeps,
   domain: string,
   request: RateLimitRequest,
+  gone: () => boolean,
 ): Promise<RateLimitResponse> {
   const receivedAt = performance.now();
   if (request.domain !== domain) return ok(request);
@@ -118,7 +120,7 @@ export async function shouldRateLimit(
     if (target !== undefined) await chargeAfterStream(deps, gatewayRequest, target, cost);
     return ok(request);
   }
-  const decision = await decide(deps, 'should_rate_limit', gatewayRequest);
+  const decision = await decide(deps, 'should_rate_limit', gatewayRequest, gone);
   if (!decision.admitted && decision.answer.status === 503)
     throw new RateLimitCallError(14, decision.admission?.code ?? 'unavailable');
   return answerOf(descriptors, decision, deps.clock());

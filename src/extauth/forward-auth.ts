@@ -10,7 +10,7 @@ import { sendError } from '../errors.js';
 import { canonicalAddress } from '../net/canonical-address.js';
 import { credentialOf } from '../proxy/credential.js';
 import { customerIdOf, requestIdOf } from '../proxy/forwarding-headers.js';
-import { decide, type ExtauthDeps, type GatewayRequest } from './gateway-decision.js';
+import { CallerGoneError, decide, type ExtauthDeps, type GatewayRequest } from './gateway-decision.js';
 
 const single = (value: string | string[] | undefined): string | undefined =>
   typeof value === 'string' && value !== '' ? value : undefined;
@@ -71,6 +71,8 @@ export function createForwardAuthHandler(
   return (req, res) => {
     const receivedAt = performance.now();
     void answer(deps, req, res, receivedAt).catch((err: unknown) => {
+      // Its gateway closed the connection while it was decided: nobody to answer.
+      if (err instanceof CallerGoneError) return;
       // A bug, not a refusal: 500, and the listener goes on.
       deps.logger.error({ err }, 'forward auth failure');
       if (!res.headersSent) sendError(res, 'internal_error');
@@ -85,7 +87,12 @@ async function answer(
   res: ServerResponse,
   receivedAt: number,
 ): Promise<void> {
-  const decision = await decide(deps, 'forward_auth', forwardAuthRequest(req, deps, receivedAt));
+  const decision = await decide(
+    deps,
+    'forward_auth',
+    forwardAuthRequest(req, deps, receivedAt),
+    () => res.destroyed,
+  );
   if (!decision.admitted) {
     const { status, headers, body } = decision.answer;
     res.writeHead(status, headers);

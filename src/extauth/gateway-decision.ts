@@ -13,7 +13,7 @@ import { normalisedPath } from '../plans/normalised-path.js';
 import { admit, type Admitted, type AdmissionDeps, type Refused } from '../proxy/admission.js';
 import { addHeaders, corsHeaders } from '../proxy/cors.js';
 import type { SentBody } from '../proxy/admission-request.js';
-import type { KeyUseDeps } from '../proxy/key-use.js';
+import { countKeyUse, failureFacts, type KeyUseDeps } from '../proxy/key-use.js';
 import type { Reservations } from '../reservations/reservations.js';
 import { addLimitHeaders } from '../proxy/rate-limit-headers.js';
 import { refusalResponse, type RefusalResponse } from '../proxy/refusal-response.js';
@@ -130,11 +130,24 @@ export function targetOf(
   return { path: path ?? NO_PATH_ENDPOINT, routeId, client };
 }
 
-/** The decision for `request`, counted once in usage (a valid key's) and in the metrics. */
+/** A decision admitted for a caller gone meanwhile: nobody to answer (`decide`). */
+export class CallerGoneError extends Error {
+  constructor() {
+    super('the caller is gone');
+  }
+}
+
+/**
+ * The decision for `request`, counted once in usage (a valid key's) and in the metrics. `gone()`:
+ * its caller will not take the answer (it cancelled, its deadline passed); one admitted by then is
+ * counted as the proxy counts a client that left while it was admitted (499, failed, its cost
+ * charged, its places given back) and rejects with a CallerGoneError.
+ */
 export async function decide(
   deps: ExtauthDeps,
   protocol: ExtauthProtocol,
   request: GatewayRequest,
+  gone: () => boolean,
 ): Promise<GatewayDecision> {
   const target = targetOf(deps, request);
   if (target === undefined) {
@@ -159,6 +172,12 @@ export async function decide(
     ...(request.cost !== undefined && { cost: request.cost }),
     ...(request.body !== undefined && { body: request.body }),
   });
+  if (admission.admitted && gone()) {
+    admission.release?.();
+    countGone(deps, admission, request, target);
+    deps.metrics.extauthDecisions.inc({ protocol, code: GONE_CODE });
+    throw new CallerGoneError();
+  }
   // Nothing tells this listener when the gateway's request ends: a reservation and the places it took
   // are held until the settle call names it (x-tollgate-reservation), a place at most for the lease
   // a dead replica's places lapse after (CONCURRENCY_LEASE_SECONDS).
@@ -194,6 +213,35 @@ export async function decide(
   const upstream = upstreamHeaders(admission, deps.config.customerIdHeader);
   if (reservationId !== undefined) upstream.push([RESERVATION_HEADER, reservationId]);
   return { admitted: true, admission, upstream, limitHeaders: limitHeaders(admission, now) };
+}
+
+/** The failure log's code of a request whose client left, and this metric's. */
+const GONE_CODE = 'client_closed';
+
+/** An admitted decision nobody takes: in usage as failed (499), at the cost it was charged. */
+function countGone(
+  deps: ExtauthDeps,
+  admission: Admitted,
+  request: GatewayRequest,
+  { path, routeId, client }: GatewayTarget,
+): void {
+  const status = 499;
+  countKeyUse(
+    deps,
+    admission.key,
+    path,
+    routeId ?? null,
+    admission.subject ?? request.customerId,
+    status,
+    undefined,
+    admission.cost,
+    performance.now() - request.receivedAt,
+    failureFacts(status, undefined, undefined, {
+      requestId: request.requestId,
+      method: request.method,
+      clientAddress: client ?? null,
+    }),
+  );
 }
 
 /** Names an admitted decision's reservation or places, for `POST /tollgate/verify/settle`. */

@@ -8,14 +8,16 @@ import type { RateLimitRequest, RateLimitResponse } from './envoy-rate-limit.js'
 import { endOf, Reader, Writer, writeHeaderValue, type ProtoReader } from './proto-wire.js';
 
 interface Entry {
-  key?: string;
-  value?: string;
+  key: string;
+  value: string;
 }
 
 /** RateLimitRequest: domain (1), descriptors (2), hits_addend (3). */
 export function decodeRateLimitRequest(message: Uint8Array): RateLimitRequest {
   const reader = Reader.create(message);
-  const request: { domain?: string; descriptors?: { entries?: Entry[] }[]; hits_addend?: number } = {};
+  const request: { domain: string; descriptors?: { entries?: Entry[] }[]; hits_addend?: number } = {
+    domain: '',
+  };
   while (reader.pos < reader.len) {
     const tag = reader.uint32();
     switch (tag >>> 3) {
@@ -44,7 +46,8 @@ function descriptor(reader: ProtoReader, end: number): { entries?: Entry[] } {
       reader.skipType(tag & 7);
       continue;
     }
-    const entry: Entry = {};
+    // Envoy's encoder leaves an empty value off the wire: proto3 reads it as "".
+    const entry: Entry = { key: '', value: '' };
     const entryEnd = endOf(reader);
     while (reader.pos < entryEnd) {
       const entryTag = reader.uint32();

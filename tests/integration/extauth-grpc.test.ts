@@ -172,6 +172,13 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
     expect(usage.value.requests).toBe(1);
   });
 
+  it("ShouldRateLimit: an api_key entry whose empty value is not on the wire (as Envoy's encoder writes it) is an unknown key: OVER_LIMIT with the 401 body", async () => {
+    // No `value`: the client writes the entry's key alone, as proto3's encoders do for "".
+    const valueless = await limited({ domain: 'tollgate', descriptors: [{ entries: [{ key: 'api_key' }] }] });
+    expect(valueless.overall_code).toBe('OVER_LIMIT');
+    expect(JSON.parse(Buffer.from(valueless.raw_body).toString()).code).toBe('invalid_api_key');
+  });
+
   it('ShouldRateLimit refuses a cost over 10,000 with a gRPC error, never a decision', async () => {
     const key = await h.createKey({ limit: 5, period: 'minute' });
     const codeOf = (request: Message) =>

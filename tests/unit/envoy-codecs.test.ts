@@ -21,28 +21,32 @@ const Check = (definitions['envoy.service.auth.v3.Authorization'] as ServiceDefi
 const ShouldRateLimit = (definitions['envoy.service.ratelimit.v3.RateLimitService'] as ServiceDefinition)
   .ShouldRateLimit!;
 
-/** Which fields of a decoded message are read: `true` a value, an object its fields, `[shape]` each element's. */
-type Shape = true | { readonly [field: string]: Shape } | readonly [Shape];
+/**
+ * Which fields of a decoded message are read: `true` a value, `''` a string (proto3's "" when it is
+ * not on the wire), an object its fields, `[shape]` each element's.
+ */
+type Shape = true | '' | { readonly [field: string]: Shape } | readonly [Shape];
 
 const CHECK_READ: Shape = {
   attributes: {
-    source: { address: { socket_address: { address: true } } },
-    request: { http: { method: true, headers: true, path: true, host: true, body: true, raw_body: true } },
+    source: { address: { socket_address: { address: '' } } },
+    request: { http: { method: '', headers: true, path: '', host: '', body: '', raw_body: true } },
   },
 };
 const RATE_LIMIT_READ: Shape = {
-  domain: true,
-  descriptors: [{ entries: [{ key: true, value: true }] }],
+  domain: '',
+  descriptors: [{ entries: [{ key: '', value: '' }] }],
   hits_addend: true,
 };
 
-/** `message`'s fields in `shape`, those it has. */
+/** `message`'s fields in `shape`, those it has, and each string it lacks as "". */
 function read(message: Message, shape: Shape): Message {
-  if (shape === true) return message;
+  if (shape === true || shape === '') return message;
   if (Array.isArray(shape)) return (message as Message[]).map((element) => read(element, shape[0]));
   const out: Message = {};
   for (const [field, inner] of Object.entries(shape))
     if (message[field] !== undefined) out[field] = read(message[field], inner as Shape);
+    else if (inner === '') out[field] = '';
   return out;
 }
 
@@ -111,6 +115,28 @@ describe('requests decode to what proto-loader reads', () => {
     expect(decodeRateLimitRequest(limit)).toStrictEqual(
       read(ShouldRateLimit.requestDeserialize(limit), RATE_LIMIT_READ),
     );
+  });
+
+  it('a string Envoy\'s encoder leaves off the wire (proto3\'s empty string) decodes as ""', () => {
+    const field = (number: number, bytes: Buffer) =>
+      Buffer.concat([Buffer.from([(number << 3) | 2, bytes.length]), bytes]);
+    // A descriptor of one entry of key `api_key` and no value field; no domain.
+    const entry = field(1, Buffer.from('api_key'));
+    const limit = field(2, field(1, entry));
+    expect(decodeRateLimitRequest(limit)).toStrictEqual({
+      domain: '',
+      descriptors: [{ entries: [{ key: 'api_key', value: '' }] }],
+    });
+    // An HttpRequest with a header `x-api-key` of no value, and neither method, path nor host.
+    const header = field(3, field(1, Buffer.from('x-api-key')));
+    const check = field(1, field(4, field(2, header)));
+    expect(decodeCheckRequest(check).attributes?.request?.http).toStrictEqual({
+      method: '',
+      path: '',
+      host: '',
+      body: '',
+      headers: { 'x-api-key': '' },
+    });
   });
 
   it('a header named `__proto__` as any other header (found by the random messages)', () => {
