@@ -114,6 +114,7 @@ function sentBody(
   return {
     bytes,
     contentEncoding: headers['content-encoding'],
+    contentType: headers['content-type'],
     partial: headers['x-envoy-auth-partial-body'] === 'true',
   };
 }

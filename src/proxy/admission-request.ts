@@ -62,6 +62,8 @@ export type SentBody =
       readonly bytes: Buffer;
       /** Its `Content-Encoding`. */
       readonly contentEncoding: string | undefined;
+      /** Its `Content-Type`: a charset named there may be refused (src/metering/request-charset.ts). */
+      readonly contentType: string | undefined;
       /** Only its start came (a gateway's bound on what it buffers): past any bound a plan may read. */
       readonly partial: boolean;
     }

@@ -35,6 +35,7 @@ export function decidedBody(
   const sent = request.body;
   if (sent === undefined) return undefined;
   if ('json' in sent) return { json: sent.json, forwarded: undefined };
+  if (namesOtherCharset(sent.contentType)) return 'other-charset';
   // A cut body would pass a per-model limit the whole one meets.
   if (sent.partial) return 'too-large';
   return decided(bodyRead(sent.bytes, maxBytes, sent.contentEncoding), false);

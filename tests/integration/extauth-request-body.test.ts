@@ -2,8 +2,9 @@
  * Envoy's ext_authz with `with_request_body`: the body it sends along in the CheckRequest (`raw_body`
  * with `pack_as_bytes`, else `body`) decides a plan's `match.body` limits and its `reserve` as the
  * proxy's own request body would (docs/decisions/0241), read in the forms backends read; a body Envoy
- * sent only the start of (`x-envoy-auth-partial-body: true`) is refused 413 when a plan reads it, and
- * a call without a body is decided without one. Both modes.
+ * sent only the start of (`x-envoy-auth-partial-body: true`) is refused 413 when a plan reads it, one
+ * whose content type names UTF-7 415 (docs/decisions/0245), and a call without a body is decided
+ * without one. Both modes.
  */
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -81,6 +82,29 @@ describe.each(HARNESS_MODES)('$name', (mode) => {
       code: 'rate_limit_exceeded',
       name: 'gpt-4o',
     });
+  });
+
+  it('refuses a body whose content type names UTF-7 with 415 unsupported_charset, as the proxy does, charging nothing', async () => {
+    const key = await modelKey();
+    // `+AC0-` is `-` to a backend that decodes the UTF-7 its content type names (Express).
+    for (const charset of ['utf-7', 'UTF-7-IMAP']) {
+      const refused = await post(
+        key.secret,
+        { raw_body: Buffer.from('{"model":"gpt+AC0-4o","max_tokens":100}') },
+        { 'content-type': `application/json; charset=${charset}` },
+      );
+      expect([refused.status.code, refused.denied_response.status.code]).toEqual([7, 'UnsupportedMediaType']);
+      expect(JSON.parse(refused.denied_response.body)).toMatchObject({ code: 'unsupported_charset' });
+    }
+    expect(await remaining(key.id)).toBe(LIMIT);
+    // UTF-8 named, the same body is decided on as it reads.
+    const plain = await post(
+      key.secret,
+      { raw_body: chat('gpt-4o', { max_tokens: 100 }) },
+      { 'content-type': 'application/json; charset=utf-8' },
+    );
+    expect(plain.status.code ?? 0).toBe(0);
+    expect(await remaining(key.id)).toBe(LIMIT - 200);
   });
 
   it('refuses a body Envoy sent only the start of, or past the bound, with 413 body_too_large', async () => {
