@@ -13,7 +13,7 @@ import { normalisedPath } from '../plans/normalised-path.js';
 import { admit, type Admitted, type AdmissionDeps, type Refused } from '../proxy/admission.js';
 import { addHeaders, corsHeaders } from '../proxy/cors.js';
 import type { SentBody } from '../proxy/admission-request.js';
-import { countKeyUse, failureFacts, type KeyUseDeps } from '../proxy/key-use.js';
+import { countDecision, type KeyUseDeps } from '../proxy/key-use.js';
 import type { Reservations } from '../reservations/reservations.js';
 import { addLimitHeaders } from '../proxy/rate-limit-headers.js';
 import { refusalResponse, type RefusalResponse } from '../proxy/refusal-response.js';
@@ -172,10 +172,18 @@ export async function decide(
     ...(request.cost !== undefined && { cost: request.cost }),
     ...(request.body !== undefined && { body: request.body }),
   });
+  const decided = {
+    requestId: request.requestId,
+    method: request.method,
+    path: endpoint,
+    routeId: routeId ?? null,
+    customerId: request.customerId,
+    clientAddress: client ?? null,
+  };
   if (admission.admitted && gone()) {
     admission.release?.();
-    countGone(deps, admission, request, target);
-    deps.metrics.extauthDecisions.inc({ protocol, code: GONE_CODE });
+    countDecision(deps, admission, decided, performance.now() - request.receivedAt, { callerGone: true });
+    deps.metrics.extauthDecisions.inc({ protocol, code: 'client_closed' });
     throw new CallerGoneError();
   }
   // Nothing tells this listener when the gateway's request ends: a reservation and the places it took
@@ -183,14 +191,7 @@ export async function decide(
   // a dead replica's places lapse after (CONCURRENCY_LEASE_SECONDS).
   const reservationId = await deps.reservations.counted(
     admission,
-    {
-      requestId: request.requestId,
-      method: request.method,
-      path: endpoint,
-      routeId: routeId ?? null,
-      customerId: request.customerId,
-      clientAddress: client ?? null,
-    },
+    decided,
     performance.now() - request.receivedAt,
     admission.admitted ? admission.release : undefined,
   );
@@ -213,35 +214,6 @@ export async function decide(
   const upstream = upstreamHeaders(admission, deps.config.customerIdHeader);
   if (reservationId !== undefined) upstream.push([RESERVATION_HEADER, reservationId]);
   return { admitted: true, admission, upstream, limitHeaders: limitHeaders(admission, now) };
-}
-
-/** The failure log's code of a request whose client left, and this metric's. */
-const GONE_CODE = 'client_closed';
-
-/** An admitted decision nobody takes: in usage as failed (499), at the cost it was charged. */
-function countGone(
-  deps: ExtauthDeps,
-  admission: Admitted,
-  request: GatewayRequest,
-  { path, routeId, client }: GatewayTarget,
-): void {
-  const status = 499;
-  countKeyUse(
-    deps,
-    admission.key,
-    path,
-    routeId ?? null,
-    admission.subject ?? request.customerId,
-    status,
-    undefined,
-    admission.cost,
-    performance.now() - request.receivedAt,
-    failureFacts(status, undefined, undefined, {
-      requestId: request.requestId,
-      method: request.method,
-      clientAddress: client ?? null,
-    }),
-  );
 }
 
 /** Names an admitted decision's reservation or places, for `POST /tollgate/verify/settle`. */

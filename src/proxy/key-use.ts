@@ -76,18 +76,20 @@ export interface DecidedRequest {
 
 /**
  * A decision that forwards nothing (verify, a gateway's authorization call), counted as the proxy
- * counts a request: admitted as a success (200) charged its cost, refused with the proxy's status and
- * outcome. A request without a valid key is not counted, as on the proxy.
+ * counts a request: admitted as a success (200) charged its cost, or failed (499) when its caller left
+ * before the answer, as a client that left while admitted (src/proxy/entry.ts); refused with the
+ * proxy's status and outcome. A request without a valid key is not counted, as on the proxy.
  */
 export function countDecision(
   deps: KeyUseDeps,
   admission: Admission,
   request: DecidedRequest,
   durationMs: number,
+  { callerGone = false }: { readonly callerGone?: boolean } = {},
 ): void {
   if (admission.key === undefined) return;
   const refusal = admission.admitted ? undefined : REFUSALS[admission.code];
-  const status = refusal === undefined ? 200 : refusal.status;
+  const status = refusal !== undefined ? refusal.status : callerGone ? 499 : 200;
   const outcome = refusal?.usageOutcome;
   countKeyUse(
     deps,
