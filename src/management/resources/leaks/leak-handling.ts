@@ -43,13 +43,10 @@ export async function handleLeakReport(
     const earlier =
       claim && (await repositories.secretScanningReports.claim(claim.bodyHash, now, claim.since));
     if (earlier !== undefined) return { result: earlier, unchanged: true as const };
-    const keyIds = await liveKeysOf(
-      repositories,
-      reported.map(({ token }) => token),
-      now.getTime(),
-    );
-    const answers: LeakAnswer = reported.map(({ token, type }, i) => ({
-      token_hash: hashSecret(token).toString('hex'),
+    const hashed = reported.map(({ token }) => ({ token, hash: hashSecret(token) }));
+    const keyIds = await liveKeysOf(repositories, hashed, now.getTime());
+    const answers: LeakAnswer = reported.map(({ type }, i) => ({
+      token_hash: hashed[i]!.hash.toString('hex'),
       token_type: type,
       label: keyIds[i] === undefined ? 'false_positive' : 'true_positive',
     }));
@@ -74,34 +71,34 @@ export async function handleLeakReport(
 }
 
 /**
- * The key each of `tokens` opens now (undefined: none): enabled, unexpired, and the token its current
- * secret or a rolled one still in its grace. All are judged before any key is handled, so each entry
- * of a secret is labelled as it was at the report. The keys are locked (in the order of their ids, so
- * that reports naming the same keys wait for each other rather than deadlock) and only then read, so
- * of concurrent reports of one key only the first finds it live.
+ * The key each reported token opens now (undefined: none): enabled, unexpired, and the token its
+ * current secret or a rolled one still in its grace. All are judged before any key is handled, so each
+ * entry of a secret is labelled as it was at the report. The keys are locked (in the order of their
+ * ids, so that reports naming the same keys wait for each other rather than deadlock) and only then
+ * read, so of concurrent reports of one key only the first finds it live.
  */
 async function liveKeysOf(
   { keys }: Repositories,
-  tokens: readonly string[],
+  reported: readonly { readonly token: string; readonly hash: Buffer }[],
   nowMs: number,
 ): Promise<(string | undefined)[]> {
-  const hashes = new Map<string, Buffer>();
-  for (const token of tokens) if (looksLikeSecret(token)) hashes.set(token, hashSecret(token));
+  const secrets = new Map<string, Buffer>();
+  for (const { token, hash } of reported) if (looksLikeSecret(token)) secrets.set(token, hash);
   const found = new Set<string>();
-  for (const hash of hashes.values()) {
+  for (const hash of secrets.values()) {
     const key = await keys.findBySecretHash(hash);
     if (key !== undefined) found.add(key.id);
   }
   for (const id of [...found].sort()) await keys.get(id, true);
   const live = new Map<string, string>();
-  for (const [token, hash] of hashes) {
+  for (const [token, hash] of secrets) {
     const key = await keys.findBySecretHash(hash);
     if (key === undefined || !key.enabled) continue;
     if (key.expiresAtMs !== null && key.expiresAtMs <= nowMs) continue;
     if (key.secretValidUntilMs !== null && key.secretValidUntilMs <= nowMs) continue;
     live.set(token, key.id);
   }
-  return tokens.map((token) => live.get(token));
+  return reported.map(({ token }) => live.get(token));
 }
 
 /** LEAKED_KEY_ACTION applied to one key, and the leak recorded on it: the change its audit entry shows. */
