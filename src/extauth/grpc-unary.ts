@@ -123,7 +123,12 @@ export function serveUnary<Req>(
   let timer: NodeJS.Timeout | undefined;
   let held = STREAM_BYTES;
   const chunks: Buffer[] = [];
-  const arrival = setTimeout(() => fail(GrpcCode.DEADLINE_EXCEEDED, NOT_ARRIVED), bounds.arrivalMs);
+  const ms = deadlineMs(headers['grpc-timeout']);
+  // A call's own deadline within the bound (Envoy always sends one) bounds its arrival as well.
+  const arrival =
+    typeof ms === 'number' && ms <= bounds.arrivalMs
+      ? undefined
+      : setTimeout(() => fail(GrpcCode.DEADLINE_EXCEEDED, NOT_ARRIVED), bounds.arrivalMs);
   // What the call holds of the budget goes back once its message is whole, or it ends.
   const letGo = () => {
     clearTimeout(arrival);
@@ -139,7 +144,6 @@ export function serveUnary<Req>(
     refuse(stream, code, details);
   };
   stream.once('close', letGo);
-  const ms = deadlineMs(headers['grpc-timeout']);
   if (ms === null) return fail(GrpcCode.INTERNAL, `Invalid grpc-timeout value "${headers['grpc-timeout']}"`);
   if (ms !== undefined) timer = setTimeout(fail, ms, GrpcCode.DEADLINE_EXCEEDED, 'Deadline exceeded');
   let size = 0;
