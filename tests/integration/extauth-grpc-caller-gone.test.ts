@@ -5,7 +5,6 @@
  * with status 499, its concurrency place given back, never counted a success or held for a settle
  * call nobody can make. Redis mode, with a private redis-server paused while the calls are decided.
  */
-import { randomBytes } from 'node:crypto';
 import { connect } from 'node:http2';
 import { connect as connectTcp } from 'node:net';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
@@ -54,22 +53,8 @@ afterAll(async () => {
 });
 
 /** A key whose plan allows one request at a time. */
-async function keyOfOnePlace(): Promise<{ id: string; secret: string }> {
-  const plan = await h.admin('POST', '/rate-limit/create', {
-    rateLimitId: `gone-${randomBytes(4).toString('hex')}`,
-    limits: [
-      { name: 'minute', limit: 10, period: 'minute' },
-      { algorithm: 'concurrency', limit: 1 },
-    ],
-  });
-  expect(plan.status).toBe(201);
-  const key = await h.admin('POST', '/consumer-api-key/create', {
-    name: 'gone',
-    rateLimitId: plan.body.rateLimitId,
-  });
-  expect(key.status).toBe(201);
-  return key.body;
-}
+const keyOfOnePlace = () =>
+  h.createKey({ name: 'minute', limit: 10, period: 'minute' }, { algorithm: 'concurrency', limit: 1 });
 
 /** The grpc-status of a call of `path` with `message` and `grpc-timeout`. */
 function statusOf(path: string, message: Buffer, timeout: string): Promise<number> {
