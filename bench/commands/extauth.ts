@@ -59,7 +59,8 @@ function checkFrame(secret: string): string {
 function grpcChecks(address: string, frame: string, seconds: number): Promise<WrkResult> {
   return new Promise((resolve, reject) => {
     const args = ['-D', String(seconds), '-c', '2', '-m', '25', '-t', String(THREADS), '-d', frame];
-    args.push('-H', 'content-type: application/grpc', '-H', 'te: trailers');
+    // Envoy's ext_authz sends its `timeout` (default 200 ms) as every call's deadline.
+    args.push('-H', 'content-type: application/grpc', '-H', 'te: trailers', '-H', 'grpc-timeout: 200m');
     args.push(`http://${address}/envoy.service.auth.v3.Authorization/Check`);
     const child = spawn('h2load', args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
