@@ -9,8 +9,10 @@
 //    through a replica of its own), against the bare forwarder (bench/peers/engine.ts), and settled
 //    embedded: time to the first event and to the last byte, medians over BENCH_SETTLE_STREAMS streams
 //    of each a round (one at a time, interleaved: each process serves every fourth stream), after
-//    BENCH_SETTLE_WARM_STREAMS (2,000) streams of each target, one target after another (enough for V8
-//    to have optimised each one's request path, as a replica's is after its first seconds); beside them,
+//    BENCH_SETTLE_WARM_STREAMS (2,000) streams of each target, the targets in turn as in the timed rounds
+//    (warmed one after another, the last came out ahead for minutes; Tollgate's request path reaches
+//    V8's top tier between its 10,000th and 30,000th stream, and 30,000 moved none of these ratios:
+//    docs/performance.md); beside them,
 //    each Tollgate's own mean time from a stream's arrival to its forwarding over the timed streams
 //    (its tollgate_proxy_overhead_seconds): how much of the first event's lead is Tollgate's way in.
 //    Each round's timed streams are followed by as many of the same streams paced (their backend waits
@@ -278,8 +280,8 @@ async function streams(): Promise<string[]> {
   const totals = timesOf();
   const alone = timesOf();
   const names = Object.keys(targets) as (keyof typeof targets)[];
-  for (const name of names)
-    for (let i = 0; i < WARM_STREAMS; i++) await oneStream(targets[name].url, targets[name].secret);
+  for (let i = 0; i < WARM_STREAMS; i++)
+    for (const name of names) await oneStream(targets[name].url, targets[name].secret);
   // Each Tollgate's own sum and count of arrival-to-forwarding times, before and after the timed streams.
   const opsPorts = {
     tollgate: port + PORT.opsOffset,
@@ -360,7 +362,7 @@ async function streams(): Promise<string[]> {
   const row = (name: keyof typeof targets) =>
     `| ${through[name]} | ${times(firsts, name)} | ${times(alone, name)} | ${times(totals, name)} | ${perRound(firsts[name])} | ${perRound(alone[name])} | ${perRound(totals[name])} |`;
   return [
-    `A stream of ${EVENTS} events (${STREAMS} streams of each a round, one at a time, the targets in turn, then as many paced, medians; ${WARM_STREAMS} streams of each before). "Alone": the paced stream's first event, its backend waiting before the next:`,
+    `A stream of ${EVENTS} events (${STREAMS} streams of each a round, one at a time, the targets in turn, then as many paced, medians; ${fmt(WARM_STREAMS)} streams of each before, the targets in turn). "Alone": the paced stream's first event, its backend waiting before the next:`,
     '',
     '| through | first event ms | ÷ forwarder | first event alone ms | ÷ forwarder | last byte ms | ÷ forwarder | first event per round | alone per round | last byte per round |',
     '|---|--:|--:|--:|--:|--:|--:|---|---|---|',
