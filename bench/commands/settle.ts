@@ -10,9 +10,9 @@
 //    embedded: time to the first event and to the last byte, medians over BENCH_SETTLE_STREAMS streams
 //    of each a round (one at a time, interleaved: each process serves every fourth stream), after
 //    BENCH_SETTLE_WARM_STREAMS (2,000) streams of each target, the targets in turn as in the timed rounds
-//    (warmed one after another, the last came out ahead for minutes; Tollgate's request path reaches
-//    V8's top tier between its 10,000th and 30,000th stream, and 30,000 moved none of these ratios:
-//    docs/performance.md); beside them,
+//    (warmed one after another, the last came out ahead; the longer warm-up V8 needs to compile
+//    Tollgate's request path with its top tier moved none of these ratios: docs/performance.md); beside
+//    them,
 //    each Tollgate's own mean time from a stream's arrival to its forwarding over the timed streams
 //    (its tollgate_proxy_overhead_seconds): how much of the first event's lead is Tollgate's way in.
 //    Each round's timed streams are followed by as many of the same streams paced (their backend waits
