@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { JsonIntegerReader, PointerSet } from '../../../src/metering/json-integer-reader.js';
 import { parsePointer, resolvePointer, type JsonPointer } from '../../../src/plans/json-pointer.js';
 import { splitAt } from './split.js';
+import { parses } from './parses.js';
 
 /** Every pointer to a value in `value`, written as RFC 6901 writes them. */
 function pointersIn(value: unknown, prefix = ''): string[] {
@@ -24,15 +25,6 @@ const unitOf = (value: unknown) =>
   typeof value === 'number' && Number.isInteger(value) && value >= 0 && !String(value).includes('e')
     ? Math.min(value, Number.MAX_SAFE_INTEGER)
     : undefined;
-
-function parses(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 it('finds at any pointers what JSON.parse finds there, whatever the document and however it is cut', () => {
   fc.assert(
