@@ -56,22 +56,28 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
 
   const api: ProxyHarness['admin'] = (method, path, body) => h.admin(method, path, body);
 
+  /** A key named `name` on a new plan of `plan`'s fields, both made through the management API. */
+  async function keyOnPlan(
+    name: string,
+    plan: Record<string, unknown>,
+  ): Promise<{ id: string; secret: string }> {
+    const made = await api('POST', '/rate-limit/create', {
+      rateLimitId: `${name}-${randomBytes(4).toString('hex')}`,
+      ...plan,
+    });
+    expect(made.status).toBe(201);
+    const key = await api('POST', '/consumer-api-key/create', { name, rateLimitId: made.body.rateLimitId });
+    expect(key.status).toBe(201);
+    return key.body;
+  }
+
   /** A key on a plan of `limit` tokens a day, each chat call reserving RESERVED and settled by the openai preset. */
-  async function tokenKey(limit: number, route = routeId): Promise<{ id: string; secret: string }> {
-    const plan = await api('POST', '/rate-limit/create', {
-      rateLimitId: `tokens-${randomBytes(4).toString('hex')}`,
+  const tokenKey = (limit: number, route = routeId) =>
+    keyOnPlan('tokens', {
       limits: [{ name: 'tokens', limit, period: 'day' }],
       costs: [{ match: { routeIds: [route] }, cost: RESERVED, settle: { preset: 'openai' } }],
       unit: 'tokens',
     });
-    expect(plan.status).toBe(201);
-    const key = await api('POST', '/consumer-api-key/create', {
-      name: 'caller',
-      rateLimitId: plan.body.rateLimitId,
-    });
-    expect(key.status).toBe(201);
-    return key.body;
-  }
 
   const chat = (secret: string, body: Record<string, unknown> = {}) =>
     fetch(`${h.base}/v1/chat/completions`, {
@@ -238,8 +244,7 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
   });
 
   it('reserves max_tokens from the body, limits per model by the body, and refuses a body past the bound with 413', async () => {
-    const plan = await api('POST', '/rate-limit/create', {
-      rateLimitId: `models-${randomBytes(4).toString('hex')}`,
+    const key = await keyOnPlan('models', {
       limits: [
         { name: 'tokens', limit: 10_000, period: 'day' },
         {
@@ -258,10 +263,6 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
       ],
       unit: 'tokens',
     });
-    expect(plan.status).toBe(201);
-    const key = (
-      await api('POST', '/consumer-api-key/create', { name: 'models', rateLimitId: plan.body.rateLimitId })
-    ).body as { id: string; secret: string };
     const left = async () =>
       (
         (await api('GET', `/consumer-api-key/${key.id}`)).body.usage.rateLimits.limits as {
@@ -289,8 +290,7 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
   });
 
   it('counts a client that leaves while its body is read as gone (499), charging nothing and logging no error', async () => {
-    const plan = await api('POST', '/rate-limit/create', {
-      rateLimitId: `left-${randomBytes(4).toString('hex')}`,
+    const key = await keyOnPlan('left', {
       limits: [{ name: 'tokens', limit: 10_000, period: 'day' }],
       costs: [
         {
@@ -301,10 +301,6 @@ describe.each(Object.keys(HARNESS_LIMITERS))('usage-priced requests through the 
       ],
       unit: 'tokens',
     });
-    expect(plan.status).toBe(201);
-    const key = (
-      await api('POST', '/consumer-api-key/create', { name: 'left', rateLimitId: plan.body.rateLimitId })
-    ).body as { id: string; secret: string };
     const forwarded = backend.requests.length;
     h.logLines.length = 0;
     const requestId = `left-${randomBytes(4).toString('hex')}`;
