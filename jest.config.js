@@ -77,12 +77,12 @@ export default {
   testTimeout: 120_000,
   globalSetup: '<rootDir>/tests/global-setup.ts',
   globalTeardown: '<rootDir>/tests/global-teardown.ts',
-  // Integration and e2e files own their databases and ports. Four workers on a 2-core machine: on a
-  // fast one six finished a little sooner, the fault proofs' waits for Redis pauses and restarts left
-  // to the others' files; on a slow one every CPU was busy throughout, and six shared it so thinly
-  // that tests bounded in time (a change on every replica within 1 s, a probe answered within 10 s)
-  // failed (docs/performance.md "Suite" has each count's times).
-  maxWorkers: 4,
+  // Integration and e2e files own their databases and ports. Five workers on a 2-core machine: with
+  // four the CPUs still idled about an eighth of a run, while the fault proofs waited out Redis pauses
+  // and restarts; six shared a slow machine so thinly that tests bounded in time (a change on every
+  // replica within 1 s, a probe answered within 10 s) failed (docs/performance.md "Suite" has each
+  // count's times).
+  maxWorkers: 5,
   // A worker whose heap holds more than this after a file is replaced: the modules each file loads
   // stay behind, and workers grown past a gigabyte spent their CPU collecting it.
   workerIdleMemoryLimit: '512MB',
