@@ -12,9 +12,9 @@
 //    BENCH_SETTLE_WARM_STREAMS (2,000) streams of each target, the targets in turn as in the timed rounds
 //    (warmed one after another, the last came out ahead; the longer warm-up V8 needs to compile
 //    Tollgate's request path with its top tier moved none of these ratios: docs/performance.md); beside
-//    them,
-//    each Tollgate's own mean time from a stream's arrival to its forwarding over the timed streams
-//    (its tollgate_proxy_overhead_seconds): how much of the first event's lead is Tollgate's way in.
+//    them, each Tollgate's own mean time from a stream's arrival to its forwarding over the timed
+//    streams (its tollgate_proxy_overhead_seconds): how much of the first event's lead is Tollgate's way
+//    in.
 //    Each round's timed streams are followed by as many of the same streams paced (their backend waits
 //    after the first event, bench/peers/sse-backend.ts): the first event alone, without the other
 //    events of its stream taking, on a machine of few CPUs, the CPU its client needs to read it.
