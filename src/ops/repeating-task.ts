@@ -7,12 +7,17 @@ export interface RepeatingTaskOptions {
 
 /**
  * Background work run every `intervalMs` (retention pruning, usage writes, the usage flush) and on
- * demand: a run asked for while one is going shares it. A failure is logged and the next run tries
- * again; the timer never keeps the process alive.
+ * demand. A run asked for while one is going (by its timer or a caller) is one more run, right after
+ * it, shared by everything that asked meanwhile: the run going may have taken its work before the
+ * ask, and what was recorded since must not wait a whole interval more, nor be left out of a last
+ * run at shutdown. A failure is logged and the next run tries again; the timer never keeps the
+ * process alive.
  */
 export class RepeatingTask {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  /** The run that follows the one going, asked for while it went. */
+  private following: Promise<void> | undefined;
   private readonly runAtStart: boolean;
   /** Stopped: no run follows, so a run that fails now was cut short by the shutdown, not one to retry. */
   private stopped = false;
@@ -41,15 +46,25 @@ export class RepeatingTask {
     this.stopped = true;
   }
 
-  /** Resolves once the run going, if any, has ended; never rejects. */
+  /** Resolves once the run going and the one asked to follow it, if any, have ended; never rejects. */
   ended(): Promise<void> {
-    return this.running ?? Promise.resolve();
+    return this.following ?? this.running ?? Promise.resolve();
   }
 
-  /** Runs the work now, or joins the run that is going. Never rejects. */
+  /**
+   * Runs the work now, or once the run going has ended (one run for every ask meanwhile): the run
+   * awaited starts after this call. Never rejects.
+   */
   run(): Promise<void> {
-    this.running ??= this.runOnce().finally(() => (this.running = undefined));
-    return this.running;
+    if (this.running === undefined) {
+      this.running = this.runOnce().finally(() => (this.running = undefined));
+      return this.running;
+    }
+    this.following ??= this.running.then(() => {
+      this.following = undefined;
+      return this.run();
+    });
+    return this.following;
   }
 
   private async runOnce(): Promise<void> {
