@@ -30,15 +30,18 @@ export class SpentCredits {
     this.task.start();
   }
 
-  /** Saves what was spent so far; concurrent calls share one save. */
+  /**
+   * Saves what was spent so far: after a save going, which took less (RepeatingTask.runAnew);
+   * concurrent calls share one save.
+   */
   save(): Promise<void> {
-    return this.task.run();
+    return this.task.runAnew();
   }
 
   /** Stops the timer and saves what is left (call once nothing is charged any more). */
   async stop(): Promise<void> {
     this.task.stop();
-    await this.task.run();
+    await this.save();
   }
 
   private async saveOnce(): Promise<void> {

@@ -30,14 +30,17 @@ export class LastUseTracker {
     this.task.start();
   }
 
-  /** Writes the times noted so far; concurrent calls share one write. */
+  /**
+   * Writes the times noted so far: after a write going, which took less (RepeatingTask.runAnew);
+   * concurrent calls share one write.
+   */
   flush(): Promise<void> {
-    return this.task.run();
+    return this.task.runAnew();
   }
 
   async stop(): Promise<void> {
     this.task.stop();
-    await this.task.run();
+    await this.flush();
   }
 
   private async writeOnce(): Promise<void> {

@@ -32,7 +32,7 @@ export class NoticeWriter {
   /** Stops the schedule and writes what is left (one more try; what fails then is lost with the process). */
   async stop(): Promise<void> {
     this.task.stop();
-    await this.task.run();
+    await this.task.runAnew();
   }
 
   /** Writes every notice taken now in one transaction; on failure they wait for the next run. */

@@ -7,16 +7,15 @@ export interface RepeatingTaskOptions {
 
 /**
  * Background work run every `intervalMs` (retention pruning, usage writes, the usage flush) and on
- * demand. A run asked for while one is going (by its timer or a caller) is one more run, right after
- * it, shared by everything that asked meanwhile: the run going may have taken its work before the
- * ask, and what was recorded since must not wait a whole interval more, nor be left out of a last
- * run at shutdown. A failure is logged and the next run tries again; the timer never keeps the
- * process alive.
+ * demand: a run asked for while one is going shares it, so a slow database is not asked again at once
+ * (a tick meanwhile is skipped). A caller that must have what it recorded before asking written asks
+ * with `runAnew`. A failure is logged and the next run tries again; the timer never keeps the process
+ * alive.
  */
 export class RepeatingTask {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
-  /** The run that follows the one going, asked for while it went. */
+  /** The run asked for with `runAnew` while another went: it starts as that one ends. */
   private following: Promise<void> | undefined;
   private readonly runAtStart: boolean;
   /** Stopped: no run follows, so a run that fails now was cut short by the shutdown, not one to retry. */
@@ -51,15 +50,19 @@ export class RepeatingTask {
     return this.following ?? this.running ?? Promise.resolve();
   }
 
-  /**
-   * Runs the work now, or once the run going has ended (one run for every ask meanwhile): the run
-   * awaited starts after this call. Never rejects.
-   */
+  /** Runs the work now, or joins the run that is going. Never rejects. */
   run(): Promise<void> {
-    if (this.running === undefined) {
-      this.running = this.runOnce().finally(() => (this.running = undefined));
-      return this.running;
-    }
+    this.running ??= this.runOnce().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  /**
+   * A run that begins after this call: now, or once the run going has ended, one such run for every
+   * ask meanwhile. The run going took its work as it began; what was recorded since is in this one
+   * (the last write at shutdown). Never rejects.
+   */
+  runAnew(): Promise<void> {
+    if (this.running === undefined) return this.run();
     this.following ??= this.running.then(() => {
       this.following = undefined;
       return this.run();

@@ -149,9 +149,12 @@ export class UsageRecorder implements PendingUsage {
     this.writes.start();
   }
 
-  /** Writes everything recorded so far; concurrent calls share one write. */
+  /**
+   * Writes everything recorded so far: after a write going, which took less (RepeatingTask.runAnew);
+   * concurrent calls share one write.
+   */
   flush(): Promise<void> {
-    return this.writes.run();
+    return this.writes.runAnew();
   }
 
   /**

@@ -132,6 +132,25 @@ describe.each(Object.keys(STORAGES) as (keyof typeof STORAGES)[])('spent credits
     expect((await recordOf(id)).floor).toBe(15);
   });
 
+  it('saves at stop what was spent after a save still going began', async () => {
+    const id = await keyWith(monthly);
+    // What the limiter saw at each save: 10 as the interval's save began, 15 by the time of the stop.
+    const seen: Spend[][] = [[spend(id, { spent: 10 })], [spend(id, { spent: 15 })]];
+    let open!: () => void;
+    const slow = new Promise<void>((resolve) => (open = resolve));
+    const saver = new SpentCredits(
+      () => seen.shift() ?? [],
+      { saveSpent: async (spends) => slow.then(() => credits.saveSpent(spends)) },
+      createLogger('silent'),
+      60_000,
+    );
+    const going = saver.save();
+    const stopping = saver.stop();
+    open();
+    await Promise.all([going, stopping]);
+    expect((await recordOf(id)).floor).toBe(15);
+  });
+
   it('saves on its own every interval', async () => {
     const id = await keyWith(monthly);
     let spent = 0;

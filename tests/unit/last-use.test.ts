@@ -21,6 +21,23 @@ describe('LastUseTracker', () => {
     ]);
   });
 
+  it('writes at stop the uses noted after a write still going began', async () => {
+    const writes: Map<string, number>[] = [];
+    let open!: () => void;
+    const slow = new Promise<void>((resolve) => (open = resolve));
+    const tracker = new LastUseTracker(async (times) => {
+      await slow;
+      writes.push(new Map(times));
+    }, createLogger('silent'));
+    tracker.used('key_a', 1_000);
+    const going = tracker.flush();
+    tracker.used('key_b', 2_000);
+    const stopping = tracker.stop();
+    open();
+    await Promise.all([going, stopping]);
+    expect(writes).toEqual([new Map([['key_a', 1_000]]), new Map([['key_b', 2_000]])]);
+  });
+
   it('keeps the times of a failed write for the next one, unless a later use was noted meanwhile', async () => {
     const writes: Map<string, number>[] = [];
     let fail = true;

@@ -44,12 +44,35 @@ function recordingTask(intervalMs = 3_600_000) {
 }
 
 describe('RepeatingTask', () => {
-  it('runs once more right after the run going for what was recorded meanwhile, one run for every ask', async () => {
+  it('joins a run going when asked with run(), and skips a tick meanwhile: a slow database is not asked again at once', async () => {
+    jest.useFakeTimers();
+    try {
+      const { task, recorded, written, runsStarted, finishRun } = recordingTask(1_000);
+      task.start();
+      jest.advanceTimersByTime(1_000);
+      const going = task.run();
+      recorded.push('late');
+      expect(task.run()).toBe(going);
+      // The write outlasts its interval: the tick meanwhile starts nothing.
+      jest.advanceTimersByTime(1_000);
+      await finishRun();
+      await going;
+      expect(runsStarted()).toBe(1);
+      jest.advanceTimersByTime(1_000);
+      await finishRun();
+      expect(written).toEqual([[], ['late']]);
+      task.stop();
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('runs once more after the run going when asked with runAnew(), for what was recorded since, one run for every ask', async () => {
     const { task, recorded, written, runsStarted, finishRun } = recordingTask();
     recorded.push('a');
     const first = task.run();
     recorded.push('b');
-    const asked = [task.run(), task.run()];
+    const asked = [task.runAnew(), task.runAnew()];
     expect(asked[0]).toBe(asked[1]);
     expect(runsStarted()).toBe(1);
     await finishRun();
@@ -60,41 +83,28 @@ describe('RepeatingTask', () => {
     await Promise.all(asked);
     expect(written).toEqual([['a'], ['b']]);
     expect(runsStarted()).toBe(2);
+    // With nothing going, it is a run now.
+    recorded.push('c');
+    const alone = task.runAnew();
+    await finishRun();
+    await alone;
+    expect(written).toEqual([['a'], ['b'], ['c']]);
   });
 
-  it('starts the run a tick asked for while a slow one went as that one ends, not a whole interval later', async () => {
-    jest.useFakeTimers();
-    try {
-      const { task, recorded, written, runsStarted, finishRun } = recordingTask(1_000);
-      task.start();
-      jest.advanceTimersByTime(1_000);
-      expect(runsStarted()).toBe(1);
-      recorded.push('late');
-      // The write outlasts its interval: the tick that comes meanwhile asks for the next one.
-      jest.advanceTimersByTime(1_000);
-      expect(runsStarted()).toBe(1);
-      await finishRun();
-      expect(runsStarted()).toBe(2);
-      await finishRun();
-      expect(written).toEqual([[], ['late']]);
-      task.stop();
-    } finally {
-      jest.useRealTimers();
-    }
-  });
-
-  it('leaves nothing recorded before stop unwritten when stop finds a run going', async () => {
+  it('waits in ended() for the run asked anew after the one going', async () => {
     const { task, recorded, written, finishRun } = recordingTask();
     task.start();
     const going = task.run();
     recorded.push('taken after the run going began');
     task.stop();
-    const last = task.run();
-    const ended = task.ended();
+    const last = task.runAnew();
+    let ended = false;
+    const ending = task.ended().then(() => (ended = true));
     await finishRun();
     await going;
+    expect(ended).toBe(false);
     await finishRun();
-    await Promise.all([last, ended]);
+    await Promise.all([last, ending]);
     expect(written).toEqual([[], ['taken after the run going began']]);
   });
 
