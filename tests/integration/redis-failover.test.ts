@@ -176,7 +176,8 @@ describe('FailoverRateLimiter against a redis-server that stops and comes back',
     expect(slow.ms).toBeLessThan(1_000);
     expect(await r.degraded()).toBe(1);
     const next = await timed(() => r.limiter.consume(keyOnly('key_h', policy), 1, Date.now()));
-    expect(next.ms).toBeLessThan(100);
+    // Decided in process: well short of another command timeout, however busy the machine.
+    expect(next.ms).toBeLessThan(DEFAULT_TIMEOUT_MS / 2);
     expect(
       (await r.metrics.redisErrors.get()).values.find((v) => v.labels.operation === 'consume')?.value,
     ).toBe(1);
