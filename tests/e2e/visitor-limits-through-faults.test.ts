@@ -7,9 +7,10 @@
  * decided from leases (docs/decisions/0006), as busy keys are. What reached the recording backend in
  * the window is what is asserted: each visitor at most its limit, all of them together at most the
  * key's; after a SIGKILL then a flush, more by what the killed replica had admitted (decision record
- * 0059's limitation), and during a hang exactly what `REDIS_FAILURE_MODE=open` allows besides. The limits are per hour, each case
- * starting at an hour's beginning on the replicas' test clock (never waited for): a case under load on a
- * busy 2-CPU machine outlasted a minute, its count then two windows' (the clock runs at wall speed).
+ * 0059's limitation), and during a hang exactly what `REDIS_FAILURE_MODE=open` allows besides. The
+ * limits are per hour, each case starting at an hour's beginning on the replicas' test clock (never
+ * waited for): a case under load on a busy 2-CPU machine outlasted a minute, its count then two
+ * windows' (the clock runs at wall speed).
  */
 import { Redis } from 'ioredis';
 import { RedisServer } from '../helpers/redis-server.js';
