@@ -24,18 +24,36 @@ return false
 `;
 
 /**
- * Takes out up to ARGV[2] records whose deadline is ARGV[1] (epoch ms) or before, and drops the
- * taken ones kept until then (their takers settled them).
+ * KEYS[3] the ids a sweep took (a set of its token's). Takes out up to ARGV[2] records whose deadline
+ * is ARGV[1] (epoch ms) or before, as TAKE_LUA takes one, for the token ARGV[3] until ARGV[4], and drops
+ * the taken ones kept until then (their takers counted them). A sweep whose answer was lost sends its
+ * token again: it gets back what it took, and takes nothing more.
  */
 const TAKE_DUE_LUA = `
-local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+local mark = ARGV[3] .. ' '
 local records = {}
+local taken = redis.call('SMEMBERS', KEYS[3])
+if #taken > 0 then
+  for i = 1, #taken do
+    local record = redis.call('HGET', KEYS[1], taken[i])
+    if record and string.sub(record, 1, #mark) == mark then records[#records + 1] = string.sub(record, #mark + 1) end
+  end
+  return records
+end
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 for i = 1, #ids do
   local record = redis.call('HGET', KEYS[1], ids[i])
-  redis.call('HDEL', KEYS[1], ids[i])
-  redis.call('ZREM', KEYS[2], ids[i])
-  if record and string.sub(record, 1, 1) == '{' then records[#records + 1] = record end
+  if record and string.sub(record, 1, 1) == '{' then
+    redis.call('HSET', KEYS[1], ids[i], mark .. record)
+    redis.call('ZADD', KEYS[2], ARGV[4], ids[i])
+    redis.call('SADD', KEYS[3], ids[i])
+    records[#records + 1] = record
+  else
+    redis.call('HDEL', KEYS[1], ids[i])
+    redis.call('ZREM', KEYS[2], ids[i])
+  end
 end
+if #records > 0 then redis.call('PEXPIREAT', KEYS[3], ARGV[4]) end
 return records
 `;
 
@@ -103,7 +121,7 @@ export class RedisReservationStore implements ReservationStore, InFlightStore {
     this.channelPrefix = `${prefix}reservation-free:`;
     this.channel = this.channelPrefix + this.replica;
     this.takeScript = defineScript(client, 'tollgateReservationTake', TAKE_LUA, 2);
-    this.takeDueScript = defineScript(client, 'tollgateReservationTakeDue', TAKE_DUE_LUA, 2);
+    this.takeDueScript = defineScript(client, 'tollgateReservationTakeDue', TAKE_DUE_LUA, 3);
     this.writeScript = defineScript(client, 'tollgateReservationWrite', WRITE_LUA, 2);
     subscriber.on('message', this.onMessage);
     this.subscribed = subscriber.subscribe(this.channel).catch(() => undefined);
@@ -128,8 +146,17 @@ export class RedisReservationStore implements ReservationStore, InFlightStore {
     return text === null ? undefined : (JSON.parse(text) as ReservationRecord);
   }
 
-  async takeDue(nowMs: number, max: number): Promise<ReservationRecord[]> {
-    const texts = (await this.takeDueScript(this.keys, [nowMs, max])) as string[];
+  async takeDue(
+    nowMs: number,
+    max: number,
+    token: string,
+    keptUntilMs: number,
+  ): Promise<ReservationRecord[]> {
+    const swept = `${this.keys[0]}:swept:${token}`;
+    const texts = (await this.takeDueScript(
+      [...this.keys, swept],
+      [nowMs, max, token, keptUntilMs],
+    )) as string[];
     return texts.map((text) => JSON.parse(text) as ReservationRecord);
   }
 

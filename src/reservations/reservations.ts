@@ -66,6 +66,8 @@ export class Reservations {
   >();
   private sweeper: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
+  /** The token of a sweep Redis has not answered yet (store.ts `takeDue`). */
+  private sweepToken: string | undefined;
 
   /** The proxy's usage-priced requests long in flight; absent: not written anywhere. */
   readonly inFlight: InFlight | undefined;
@@ -246,7 +248,11 @@ export class Reservations {
     this.sweeping ??= (async () => {
       try {
         for (;;) {
-          const due = await this.store.takeDue(this.deps.clock(), SWEEP_BATCH);
+          // Kept until Redis answers: a sweep whose answer was lost gets what it took at the next.
+          this.sweepToken ??= randomToken();
+          const now = this.deps.clock();
+          const due = await this.store.takeDue(now, SWEEP_BATCH, this.sweepToken, now + TAKEN_KEPT_MS);
+          this.sweepToken = undefined;
           for (const record of due) {
             this.store.free(record.holder, record.id);
             this.expired(JSON.parse(record.body) as Held);
@@ -281,7 +287,12 @@ export class Reservations {
     for (const id of [...this.places.keys()]) this.freePlaces(id);
     if (!this.store.shared) {
       await this.sweeping;
-      const open = await this.store.takeDue(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+      const open = await this.store.takeDue(
+        Number.MAX_SAFE_INTEGER,
+        Number.MAX_SAFE_INTEGER,
+        randomToken(),
+        0,
+      );
       for (const record of open) this.expired(JSON.parse(record.body) as Held);
     }
     await this.store.close();

@@ -26,8 +26,12 @@ export interface ReservationStore {
    * answer was lost (Redis hanging) may have taken it: the same token gets it again until `keptUntilMs`.
    */
   take(id: string, token: string, keptUntilMs: number): Promise<ReservationRecord | undefined>;
-  /** Up to `max` records whose deadline is `nowMs` or before, taken out as `take` takes them. */
-  takeDue(nowMs: number, max: number): Promise<ReservationRecord[]>;
+  /**
+   * Up to `max` records whose deadline is `nowMs` or before, taken out as `take` takes them: a call
+   * whose answer was lost gets the same records again with the same `token` until `keptUntilMs`, and
+   * takes no others.
+   */
+  takeDue(nowMs: number, max: number, token: string, keptUntilMs: number): Promise<ReservationRecord[]>;
   /** Asks `holder` to give back the places of reservation `id`; `onFree` hears it there. */
   free(holder: string, id: string): void;
   /** Where this replica hears that a reservation it holds places of was settled elsewhere. */
