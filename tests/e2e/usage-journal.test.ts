@@ -61,6 +61,7 @@ it('keeps the usage of a database stopped under load across SIGTERM and applies 
     (n) => n > 100,
     { timeoutMs: 30_000, what: 'over a hundred requests answered' },
   );
+  const before = traffic.answered();
   // SIGTERM while requests are in flight: they finish (and count), the listener refuses the rest.
   const exited = tollgate.stop();
   await sleep(500);
@@ -70,6 +71,7 @@ it('keeps the usage of a database stopped under load across SIGTERM and applies 
   const code = await exited;
   expect({ exitCode: code, ...(code !== 0 && { log: tollgate.output.slice(-15) }) }).toEqual({ exitCode: 0 });
   const answered = traffic.answered();
+  expect(before).toBeGreaterThan(100);
   const kept = tollgate.output
     .map((l) => (l.startsWith('{') ? JSON.parse(l) : {}))
     .find((l) => l.msg === 'usage kept in the journal until the next start');
